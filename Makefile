@@ -1,0 +1,37 @@
+# The two quickstart commands: `make demo` and `make test`.
+# Both create .venv when missing and install vlmcheck with a constraints file
+# that pins torch to 2.13.0 (the CPU wheel), so no CUDA packages are pulled.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test install bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+$(STAMP): $(PY) pyproject.toml constraints.txt
+	$(PIP) install --quiet -c constraints.txt -e ".[dev]"
+	# timm declares torchvision, whose only wheels here are CUDA builds that
+	# fail to load against the CPU torch; transformers then breaks when it sees
+	# them. vlmcheck never imports torchvision, so remove it.
+	$(PIP) uninstall --quiet --yes torchvision || true
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/vlmcheck demo --out demo-run
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) bench/api_throughput.py
+
+clean:
+	rm -rf $(VENV) demo-run .pytest_cache

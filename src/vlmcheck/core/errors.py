@@ -1,0 +1,80 @@
+"""Errors raised by adapters, classified so the runner knows what to retry.
+
+Adapters translate their SDK's exceptions into :class:`ModelCallError` with a
+``kind``.  The retry policy depends only on the kind:
+
+=============  =========  ====================================================
+kind           retried    examples
+=============  =========  ====================================================
+rate_limit     yes        HTTP 429 (honours Retry-After)
+server         yes        HTTP 5xx
+timeout        yes        read/connect timeout
+connection     yes        connection refused / reset
+malformed      yes        invalid JSON, no choices (a server glitch, few tries)
+bad_request    no         HTTP 400, 404, 413, 422: the request itself is wrong
+auth           no         HTTP 401, 403
+unsupported    no         the model cannot do what was asked
+=============  =========  ====================================================
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+ErrorKind = Literal[
+    "rate_limit", "server", "timeout", "connection", "malformed", "bad_request", "auth", "unsupported"
+]
+RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection", "malformed"})
+
+
+class ModelCallError(RuntimeError):
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in RETRYABLE
+
+    def __str__(self) -> str:
+        code = f" (HTTP {self.status})" if self.status else ""
+        return f"{self.kind}{code}: {self.args[0]}"
+
+
+def kind_for_status(status: int) -> ErrorKind:
+    if status == 429:
+        return "rate_limit"
+    if status in (401, 403):
+        return "auth"
+    if status in (408, 409) or status >= 500:
+        return "server" if status >= 500 else "timeout"
+    return "bad_request"
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+    from datetime import datetime, timezone
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())

@@ -1,0 +1,162 @@
+"""Image I/O: safe loading, normalisation to RGB, deterministic encoding and hashing.
+
+Every image that enters vlmcheck passes through :func:`load_image` (files) or
+:func:`to_rgb` (in-memory images).  Anything that cannot be turned into an RGB
+image raises :class:`BadImageError` with a message that names the problem, so a
+runner can record it for that one sample and go on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+#: Default ceiling on decoded pixels (width x height).  Larger files are
+#: rejected as possible decompression bombs.  Pillow's own default (89 M) only
+#: warns; we turn it into a per-sample error.
+DEFAULT_MAX_PIXELS = 89_478_485
+
+#: Lossless format used for every image vlmcheck writes or sends, unless a
+#: caller asks otherwise.  The format is recorded next to the bytes.
+DEFAULT_FORMAT = "PNG"
+
+
+class BadImageError(ValueError):
+    """An input that cannot be used as an image for one sample."""
+
+
+def _composite_on_white(img: Image.Image) -> Image.Image:
+    rgba = img.convert("RGBA")
+    background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+    return Image.alpha_composite(background, rgba).convert("RGB")
+
+
+def _wide_to_8bit(img: Image.Image) -> Image.Image:
+    """Scale 16/32-bit integer and float greyscale images to 8 bits by their range.
+
+    Pillow's ``convert("L")`` clips I;16 values at 255, which turns most 16-bit
+    images white, so we rescale by the image's actual range instead.
+    """
+    arr = np.asarray(img, dtype=np.float64)
+    lo, hi = float(np.nanmin(arr)), float(np.nanmax(arr))
+    scaled = np.zeros_like(arr) if hi <= lo else (arr - lo) / (hi - lo) * 255.0
+    grey = Image.fromarray(np.nan_to_num(scaled).round().astype(np.uint8), mode="L")
+    return grey.convert("RGB")
+
+
+def to_rgb(img: Image.Image) -> Image.Image:
+    """Return an 8-bit RGB copy of ``img`` whatever its mode.
+
+    Transparency is composited on white; CMYK, YCbCr, LAB, palette, 1-bit and
+    16-bit images are converted; EXIF orientation is applied.
+    """
+    try:
+        img = ImageOps.exif_transpose(img)
+    except Exception:  # a broken EXIF block must not sink an otherwise fine image
+        pass
+    mode = img.mode
+    if mode == "RGB":
+        return img.copy()
+    if mode in ("RGBA", "LA", "RGBa", "La", "PA") or (mode == "P" and "transparency" in img.info):
+        return _composite_on_white(img)
+    if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
+        return _wide_to_8bit(img)
+    try:
+        return img.convert("RGB")
+    except Exception as exc:  # pragma: no cover - exotic modes
+        raise BadImageError(f"cannot convert image mode {mode!r} to RGB: {exc}") from exc
+
+
+def load_image(source: str | os.PathLike | bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
+    """Load an image file (or bytes) and return it as 8-bit RGB.
+
+    Raises :class:`BadImageError` for missing, empty, truncated, non-image,
+    oversized (decompression bomb) and otherwise undecodable inputs.  Animated
+    images yield their first frame.
+    """
+    label = "<bytes>" if isinstance(source, (bytes, bytearray)) else str(source)
+    if isinstance(source, (bytes, bytearray)):
+        data = bytes(source)
+    else:
+        path = Path(source)
+        if not path.exists():
+            raise BadImageError(f"{label}: file not found")
+        if path.is_dir():
+            raise BadImageError(f"{label}: is a directory, not an image")
+        data = path.read_bytes()
+    if not data:
+        raise BadImageError(f"{label}: empty file (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(data))
+            width, height = img.size
+            if width * height > max_pixels:
+                raise BadImageError(
+                    f"{label}: {width}x{height} = {width * height} pixels exceeds the limit of "
+                    f"{max_pixels} (possible decompression bomb)"
+                )
+            if getattr(img, "is_animated", False):
+                img.seek(0)
+            img.load()
+    except BadImageError:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise BadImageError(f"{label}: rejected as a possible decompression bomb ({exc})") from exc
+    except UnidentifiedImageError as exc:
+        raise BadImageError(f"{label}: not a recognised image format") from exc
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise BadImageError(f"{label}: cannot decode image ({exc})") from exc
+    return to_rgb(img)
+
+
+def encode_image(img: Image.Image, fmt: str = DEFAULT_FORMAT) -> bytes:
+    """Encode deterministically: the same pixels always give the same bytes."""
+    buf = io.BytesIO()
+    fmt = fmt.upper()
+    if fmt == "PNG":
+        # No timestamps or text chunks are written by Pillow's PNG encoder, and
+        # compression level is fixed, so the output is a function of the pixels.
+        img.save(buf, format="PNG", compress_level=6)
+    elif fmt in ("JPEG", "JPG"):
+        img.convert("RGB").save(buf, format="JPEG", quality=95, subsampling=0)
+    elif fmt == "WEBP":
+        img.save(buf, format="WEBP", lossless=True)
+    else:
+        img.save(buf, format=fmt)
+    return buf.getvalue()
+
+
+def image_hash(img: Image.Image) -> str:
+    """sha256 of the decoded RGB pixels plus the size.
+
+    Independent of the file format the pixels came from, so a PNG and a BMP of
+    the same picture share cache entries.
+    """
+    rgb = img if img.mode == "RGB" else to_rgb(img)
+    h = hashlib.sha256()
+    h.update(f"{rgb.width}x{rgb.height}:".encode())
+    h.update(rgb.tobytes())
+    return h.hexdigest()
+
+
+MIME_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "JPG": "image/jpeg", "WEBP": "image/webp"}
+
+
+def mime_type(fmt: str) -> str:
+    return MIME_TYPES.get(fmt.upper(), f"image/{fmt.lower()}")
+
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"}
+
+
+def iter_image_files(folder: str | os.PathLike) -> list[Path]:
+    """All files under ``folder`` with an image suffix, sorted for determinism."""
+    root = Path(folder)
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)

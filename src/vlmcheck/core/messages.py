@@ -1,0 +1,199 @@
+"""One chat-message schema for every model, with converters to provider formats.
+
+A :class:`Message` holds interleaved :class:`TextPart` and :class:`ImagePart`
+items.  Images are stored encoded (PNG unless stated) together with their
+format and the hash of their decoded pixels; the hash, not the bytes, goes
+into cache keys (:func:`canonical_messages`).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Annotated, Any, Literal, Union
+
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field
+
+from .images import DEFAULT_FORMAT, encode_image, image_hash, mime_type, to_rgb
+
+
+class TextPart(BaseModel):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImagePart(BaseModel):
+    """An encoded image.  ``data`` serialises as base64 in JSON."""
+
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+
+    type: Literal["image"] = "image"
+    data: bytes = Field(repr=False)
+    format: str = DEFAULT_FORMAT
+    sha256: str
+    width: int
+    height: int
+
+    @classmethod
+    def from_pil(cls, img: Image.Image, fmt: str = DEFAULT_FORMAT) -> "ImagePart":
+        rgb = to_rgb(img)
+        return cls(
+            data=encode_image(rgb, fmt),
+            format=fmt.upper(),
+            sha256=image_hash(rgb),
+            width=rgb.width,
+            height=rgb.height,
+        )
+
+    def to_pil(self) -> Image.Image:
+        img = Image.open(io.BytesIO(self.data))
+        img.load()
+        return to_rgb(img)
+
+    @property
+    def mime_type(self) -> str:
+        return mime_type(self.format)
+
+    def b64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii")
+
+    def data_url(self) -> str:
+        return f"data:{self.mime_type};base64,{self.b64()}"
+
+
+Part = Annotated[Union[TextPart, ImagePart], Field(discriminator="type")]
+Role = Literal["system", "user", "assistant"]
+
+
+class Message(BaseModel):
+    role: Role
+    content: list[Part]
+
+    @classmethod
+    def make(cls, role: Role, *items: str | Image.Image | ImagePart) -> "Message":
+        parts: list[TextPart | ImagePart] = []
+        for item in items:
+            if isinstance(item, str):
+                parts.append(TextPart(text=item))
+            elif isinstance(item, ImagePart):
+                parts.append(item)
+            elif isinstance(item, Image.Image):
+                parts.append(ImagePart.from_pil(item))
+            else:
+                raise TypeError(f"unsupported message item {type(item).__name__}")
+        return cls(role=role, content=parts)
+
+    @classmethod
+    def user(cls, *items: str | Image.Image | ImagePart) -> "Message":
+        return cls.make("user", *items)
+
+    @classmethod
+    def system(cls, text: str) -> "Message":
+        return cls.make("system", text)
+
+    @classmethod
+    def assistant(cls, text: str) -> "Message":
+        return cls.make("assistant", text)
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
+
+    @property
+    def images(self) -> list[ImagePart]:
+        return [p for p in self.content if isinstance(p, ImagePart)]
+
+
+def count_images(messages: list[Message]) -> int:
+    return sum(len(m.images) for m in messages)
+
+
+def canonical_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """JSON-able form used in cache keys and logs: images by hash, never bytes."""
+    out = []
+    for m in messages:
+        parts: list[dict[str, Any]] = []
+        for p in m.content:
+            if isinstance(p, TextPart):
+                parts.append({"type": "text", "text": p.text})
+            else:
+                parts.append({"type": "image", "sha256": p.sha256, "size": [p.width, p.height]})
+        out.append({"role": m.role, "content": parts})
+    return out
+
+
+# --------------------------------------------------------------------------- converters
+
+
+def to_openai(messages: list[Message]) -> list[dict[str, Any]]:
+    """OpenAI chat-completions format (also vLLM, SGLang, Ollama, LM Studio, llama.cpp)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role != "user" or not m.images:
+            # System and assistant turns are plain strings: some servers
+            # (llama.cpp, older vLLM) reject content arrays outside user turns.
+            if m.images:
+                raise ValueError(f"images are only supported in user messages, not {m.role!r}")
+            out.append({"role": m.role, "content": m.text})
+            continue
+        parts: list[dict[str, Any]] = []
+        for p in m.content:
+            if isinstance(p, TextPart):
+                parts.append({"type": "text", "text": p.text})
+            else:
+                parts.append({"type": "image_url", "image_url": {"url": p.data_url()}})
+        out.append({"role": "user", "content": parts})
+    return out
+
+
+def to_anthropic(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+    """Anthropic Messages format: (system prompt, messages)."""
+    system = "\n\n".join(m.text for m in messages if m.role == "system") or None
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        parts: list[dict[str, Any]] = []
+        for p in m.content:
+            if isinstance(p, TextPart):
+                parts.append({"type": "text", "text": p.text})
+            else:
+                parts.append(
+                    {"type": "image", "source": {"type": "base64", "media_type": p.mime_type, "data": p.b64()}}
+                )
+        out.append({"role": m.role, "content": parts})
+    return system, out
+
+
+def to_gemini(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+    """Gemini ``generate_content`` format: (system instruction, contents)."""
+    system = "\n\n".join(m.text for m in messages if m.role == "system") or None
+    contents: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "system":
+            continue
+        parts: list[dict[str, Any]] = []
+        for p in m.content:
+            if isinstance(p, TextPart):
+                parts.append({"text": p.text})
+            else:
+                parts.append({"inline_data": {"mime_type": p.mime_type, "data": p.data}})
+        contents.append({"role": "model" if m.role == "assistant" else "user", "parts": parts})
+    return system, contents
+
+
+def to_hf(messages: list[Message]) -> tuple[list[dict[str, Any]], list[Image.Image]]:
+    """Hugging Face chat-template format: (conversation, images in order of appearance)."""
+    conversation: list[dict[str, Any]] = []
+    images: list[Image.Image] = []
+    for m in messages:
+        parts: list[dict[str, Any]] = []
+        for p in m.content:
+            if isinstance(p, TextPart):
+                parts.append({"type": "text", "text": p.text})
+            else:
+                parts.append({"type": "image"})
+                images.append(p.to_pil())
+        conversation.append({"role": m.role, "content": parts})
+    return conversation, images

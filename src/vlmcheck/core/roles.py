@@ -1,0 +1,146 @@
+"""Model roles as typed Protocols, and the value types that cross them.
+
+A *role* is what a method needs from a model, not what the model is:
+
+* :class:`VLM` - chat messages with interleaved text and images -> text.
+  Optional, declared capabilities: :class:`SupportsLoglikelihood` and
+  :class:`SupportsVisionEmbedding` (white-box, for adversarial attacks).
+* :class:`TextModel` - text-only chat -> text (negation, judging, paraphrasing).
+* :class:`ImageGenerator` - prompt (+ seed) -> image.
+* :class:`ImageEncoder` - images -> float matrix, batched.
+
+Adapters declare what they can do in :class:`Capabilities`; methods check the
+declaration (:func:`require`) instead of probing with try/except.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+from PIL import Image
+from pydantic import BaseModel, Field
+
+from .messages import Message
+
+if TYPE_CHECKING:  # torch is an optional dependency
+    import torch
+
+
+class GenerationConfig(BaseModel):
+    """Decoding parameters.  Defaults are greedy, as the papers use."""
+
+    max_tokens: int = 512
+    temperature: float = 0.0
+    top_p: float | None = None
+    seed: int | None = None
+    stop: list[str] | None = None
+    logprobs: bool = False
+    top_logprobs: int | None = None
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class TokenLogprob(BaseModel):
+    token: str
+    logprob: float
+    top: list[tuple[str, float]] | None = None
+
+
+FinishReason = Literal["stop", "length", "content_filter", "refusal", "error", "unknown"]
+
+
+class Generation(BaseModel):
+    text: str
+    finish_reason: FinishReason = "unknown"
+    usage: Usage = Field(default_factory=Usage)
+    logprobs: list[TokenLogprob] | None = None
+    refusal: str | None = None  # provider-reported refusal text, if any
+
+
+class Loglikelihood(BaseModel):
+    """Log-probability of a continuation given a prompt."""
+
+    sum: float
+    n_tokens: int
+
+    @property
+    def mean(self) -> float:
+        return self.sum / max(self.n_tokens, 1)
+
+
+class Capabilities(BaseModel):
+    """What an adapter declares it can do.  Methods rely on this, not on probing."""
+
+    multi_image: bool = True
+    loglikelihood: bool = False
+    vision_embedding: bool = False
+    logprobs: bool = False
+    seeded: bool = False  # outputs reproducible for a given seed
+
+
+class CapabilityError(RuntimeError):
+    """A method needs a capability that the model does not declare."""
+
+
+def require(model: Any, capability: str, purpose: str) -> None:
+    caps: Capabilities | None = getattr(model, "capabilities", None)
+    if caps is None or not getattr(caps, capability, False):
+        name = getattr(model, "model_id", type(model).__name__)
+        raise CapabilityError(
+            f"{purpose} needs the '{capability}' capability, which model {name!r} does not declare. "
+            f"Use a model whose adapter provides it (for example a local 'hf:' model)."
+        )
+
+
+@runtime_checkable
+class VLM(Protocol):
+    model_id: str
+    capabilities: Capabilities
+
+    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation: ...
+
+
+@runtime_checkable
+class SupportsLoglikelihood(Protocol):
+    async def loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]: ...
+
+
+@runtime_checkable
+class SupportsVisionEmbedding(Protocol):
+    def vision_embedding(self, pixels: "torch.Tensor") -> "torch.Tensor":
+        """Connector output for ``pixels`` in [0, 1] (B, 3, H, W), differentiable."""
+        ...
+
+    def vision_input_size(self) -> tuple[int, int]:
+        """(height, width) the vision tower expects."""
+        ...
+
+
+@runtime_checkable
+class TextModel(Protocol):
+    model_id: str
+    capabilities: Capabilities
+
+    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation: ...
+
+
+@runtime_checkable
+class ImageGenerator(Protocol):
+    model_id: str
+    capabilities: Capabilities
+
+    async def generate_image(self, prompt: str, seed: int | None = None) -> Image.Image: ...
+
+
+@runtime_checkable
+class ImageEncoder(Protocol):
+    model_id: str
+    capabilities: Capabilities
+
+    async def encode(self, images: list[Image.Image]) -> np.ndarray:
+        """Return an (n, d) float32 matrix, one row per image."""
+        ...

@@ -1,0 +1,200 @@
+"""Model spec strings: one parser, one registry.
+
+Grammar::
+
+    provider ":" name [ "@" base_url ] [ "?" key=value ( "&" key=value )* ]
+
+Examples::
+
+    openai:gpt-4o-mini
+    openai:Qwen/Qwen2-VL-7B-Instruct@http://localhost:8000/v1
+    openai:llava:7b@http://localhost:11434/v1?concurrency=4
+    hf:HuggingFaceTB/SmolVLM-256M-Instruct?dtype=bfloat16&device=cuda
+    ref:describer?omit=0.2&hallucinate=0.1&seed=3
+
+The provider is everything before the first ``:``; the query string is split
+off at the first ``?``; the base URL at the first ``@`` of what remains (model
+names do not contain ``@``).  Secret parameters (``api_key``, ``token`` ...)
+are moved out of ``params`` into a field that is never serialised.
+
+Adapters register a factory per provider with :func:`register`; third-party
+packages add providers through the ``vlmcheck.adapters`` entry-point group
+(``name = "package.module:factory"``).  Factories are referenced by import
+path so that heavy dependencies (torch, SDKs) load only when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Any, Callable, Literal
+from urllib.parse import parse_qsl, quote
+
+from pydantic import BaseModel, Field, PrivateAttr
+
+from .secrets import SECRET_PARAM_NAMES, register_secret
+
+RoleName = Literal["vlm", "text", "generator", "encoder"]
+
+
+class SpecError(ValueError):
+    """A model spec string that cannot be parsed or resolved."""
+
+
+class ModelSpec(BaseModel):
+    provider: str
+    name: str
+    base_url: str | None = None
+    params: dict[str, str] = Field(default_factory=dict)
+    _secrets: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def parse(cls, text: str) -> "ModelSpec":
+        text = text.strip()
+        if ":" not in text:
+            raise SpecError(
+                f"model spec {text!r} has no provider; expected 'provider:name', e.g. 'openai:gpt-4o-mini'"
+            )
+        provider, rest = text.split(":", 1)
+        provider = provider.strip().lower()
+        query = ""
+        if "?" in rest:
+            rest, query = rest.split("?", 1)
+        base_url = None
+        if "@" in rest:
+            rest, base_url = rest.split("@", 1)
+            base_url = base_url.strip() or None
+        name = rest.strip()
+        if not provider or not name:
+            raise SpecError(f"model spec {text!r}: provider and name must both be non-empty")
+        params: dict[str, str] = {}
+        secrets: dict[str, str] = {}
+        for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
+            if key.lower() in SECRET_PARAM_NAMES:
+                secrets[key.lower()] = value
+                register_secret(value)
+            else:
+                params[key] = value
+        spec = cls(provider=provider, name=name, base_url=base_url, params=params)
+        spec._secrets = secrets
+        return spec
+
+    def secret(self, key: str) -> str | None:
+        return self._secrets.get(key)
+
+    def with_params(self, **params: Any) -> "ModelSpec":
+        merged = dict(self.params)
+        merged.update({k: str(v) for k, v in params.items() if v is not None})
+        spec = self.model_copy(update={"params": merged})
+        spec._secrets = dict(self._secrets)
+        return spec
+
+    def canonical(self) -> str:
+        """Stable string without secrets: used as the model id in caches and results."""
+        out = f"{self.provider}:{self.name}"
+        if self.base_url:
+            out += f"@{self.base_url}"
+        if self.params:
+            out += "?" + "&".join(f"{k}={quote(str(v), safe='/:.,-_')}" for k, v in sorted(self.params.items()))
+        return out
+
+    def __str__(self) -> str:
+        return self.canonical()
+
+    # --- typed parameter access -------------------------------------------------
+    def get_float(self, key: str, default: float) -> float:
+        return _convert(self, key, default, float)
+
+    def get_int(self, key: str, default: int) -> int:
+        return _convert(self, key, default, int)
+
+    def get_str(self, key: str, default: str | None = None) -> str | None:
+        return self.params.get(key, default)
+
+    def get_bool(self, key: str, default: bool) -> bool:
+        if key not in self.params:
+            return default
+        value = self.params[key].strip().lower()
+        if value in ("1", "true", "yes", "on", ""):
+            return True
+        if value in ("0", "false", "no", "off"):
+            return False
+        raise SpecError(f"{self.canonical()}: parameter {key}={value!r} is not a boolean")
+
+
+def _convert(spec: ModelSpec, key: str, default, typ):
+    if key not in spec.params:
+        return default
+    try:
+        return typ(spec.params[key])
+    except ValueError as exc:
+        raise SpecError(f"{spec.canonical()}: parameter {key}={spec.params[key]!r} is not a {typ.__name__}") from exc
+
+
+# ----------------------------------------------------------------------------- registry
+
+Factory = Callable[[ModelSpec, RoleName], Any]
+
+
+class _Entry(BaseModel):
+    target: str  # "module:attr"
+    roles: tuple[str, ...]
+    description: str = ""
+
+
+_REGISTRY: dict[str, _Entry] = {}
+_ENTRY_POINTS_LOADED = False
+
+
+def register(provider: str, target: str, roles: tuple[RoleName, ...], description: str = "") -> None:
+    """Register a factory ``target`` ("module:function") for ``provider``."""
+    _REGISTRY[provider.lower()] = _Entry(target=target, roles=tuple(roles), description=description)
+
+
+def _load_entry_points() -> None:
+    global _ENTRY_POINTS_LOADED
+    if _ENTRY_POINTS_LOADED:
+        return
+    _ENTRY_POINTS_LOADED = True
+    for ep in entry_points(group="vlmcheck.adapters"):
+        roles = ("vlm", "text", "generator", "encoder")
+        _REGISTRY.setdefault(ep.name.lower(), _Entry(target=ep.value, roles=roles, description="plugin"))
+
+
+def providers() -> dict[str, _Entry]:
+    _load_entry_points()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
+    """Build the adapter for ``spec`` in ``role``.
+
+    Raises :class:`SpecError` for unknown providers, for a provider that does
+    not serve ``role``, and for adapters that do not satisfy the role's Protocol.
+    """
+    from . import roles as R
+
+    if isinstance(spec, str):
+        spec = ModelSpec.parse(spec)
+    _load_entry_points()
+    entry = _REGISTRY.get(spec.provider)
+    if entry is None:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise SpecError(f"unknown model provider {spec.provider!r} in {spec.canonical()!r}; known: {known}")
+    if role not in entry.roles:
+        raise SpecError(
+            f"provider {spec.provider!r} does not serve the {role!r} role (it serves: {', '.join(entry.roles)})"
+        )
+    module_name, _, attr = entry.target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise SpecError(
+            f"provider {spec.provider!r} needs an optional dependency that is not installed ({exc}). "
+            f"Install the matching extra, e.g. pip install 'vlmcheck[local]' or 'vlmcheck[apis]'."
+        ) from exc
+    model = getattr(module, attr)(spec, role)
+    protocol = {"vlm": R.VLM, "text": R.TextModel, "generator": R.ImageGenerator, "encoder": R.ImageEncoder}[role]
+    if not isinstance(model, protocol):
+        raise SpecError(f"adapter for {spec.canonical()!r} does not implement the {role!r} role")
+    return model

@@ -1,0 +1,16 @@
+"""Evaluation methods.  Each is a :class:`vlmcheck.run.runner.Task` rebuilt from its spec."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .describe import DescribeTask
+
+TASKS: dict[str, Any] = {DescribeTask.name: DescribeTask}
+
+
+def task_from_spec(task_name: str, task_spec: dict[str, Any]):
+    cls = TASKS.get(task_name)
+    if cls is None:
+        raise ValueError(f"unknown task {task_name!r}; known: {', '.join(TASKS)}")
+    return cls.from_spec(task_spec)

@@ -1,0 +1,103 @@
+"""``describe``: ask a VLM one prompt per image and record its answers.
+
+The smallest end-to-end evaluation: every answer is kept with its status
+(ok / empty / refusal / truncated) and usage.  When the dataset gives expected
+keywords per image (a JSONL ``keywords`` list), the keyword recall of each
+description is scored: the share of expected keywords (any of a ``|``-separated
+set of synonyms) that appear as words in the answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+from ..core.answers import answer_status
+from ..core.data import load_image_dataset
+from ..core.images import load_image
+from ..core.messages import Message
+from ..core.roles import GenerationConfig
+from ..core.spec import load_model
+from ..metrics.stats import bootstrap_ci
+from ..run.calls import Session
+from ..run.runner import Sample
+
+DEFAULT_PROMPT = "Describe this image in detail."
+TEMPLATE_VERSION = "describe-v1"
+
+
+class DescribeSpec(BaseModel):
+    vlm: str
+    data: str
+    prompt: str = DEFAULT_PROMPT
+    max_tokens: int = 512
+    temperature: float = 0.0
+
+
+def keyword_recall(text: str, keywords: list[str]) -> float:
+    words = set(re.findall(r"[a-z0-9]+", text.lower()))
+    hits = 0
+    for kw in keywords:
+        options = [o.strip().lower() for o in kw.split("|") if o.strip()]
+        if any(all(w in words for w in re.findall(r"[a-z0-9]+", o)) for o in options):
+            hits += 1
+    return hits / len(keywords) if keywords else float("nan")
+
+
+class DescribeTask:
+    name = "describe"
+
+    def __init__(self, spec: DescribeSpec, vlm: Any = None) -> None:
+        self.cfg = spec
+        self.items = load_image_dataset(spec.data)
+        self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
+
+    @classmethod
+    def from_spec(cls, task_spec: dict[str, Any]) -> "DescribeTask":
+        return cls(DescribeSpec.model_validate(task_spec))
+
+    def spec(self) -> dict[str, Any]:
+        return self.cfg.model_dump()
+
+    def samples(self) -> list[Sample]:
+        return [Sample(item.id, item) for item in self.items]
+
+    async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
+        item = sample.payload
+        image = load_image(item.path)
+        config = GenerationConfig(max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature)
+        gen = await session.vlm(self.vlm).generate([Message.user(image, self.cfg.prompt)], config,
+                                                   template=TEMPLATE_VERSION)
+        record: dict[str, Any] = {
+            "image": item.id,
+            "image_sha256": hashlib.sha256(image.tobytes()).hexdigest()[:16],
+            "category": item.category,
+            "prompt": self.cfg.prompt,
+            "answer": gen.text,
+            "answer_status": answer_status(gen),
+            "finish_reason": gen.finish_reason,
+            "usage": gen.usage.model_dump(),
+        }
+        keywords = item.meta.get("keywords")
+        if keywords:
+            record["keywords"] = keywords
+            record["keyword_recall"] = keyword_recall(gen.text, keywords)
+        return record
+
+    def summarize(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        results = [r["result"] for r in records]
+        statuses: dict[str, int] = {}
+        for r in results:
+            statuses[r["answer_status"]] = statuses.get(r["answer_status"], 0) + 1
+        out: dict[str, Any] = {"n": len(results), "answer_status": statuses}
+        lengths = [len(r["answer"].split()) for r in results]
+        out["mean_answer_words"] = float(np.mean(lengths)) if lengths else None
+        recalls = np.array([r["keyword_recall"] for r in results if "keyword_recall" in r], dtype=float)
+        if recalls.size:
+            lo, hi = bootstrap_ci(recalls)
+            out["keyword_recall"] = {"mean": float(recalls.mean()), "ci95": [lo, hi], "n": int(recalls.size)}
+        return out

@@ -1,0 +1,48 @@
+"""Translate the openai / anthropic SDK exceptions into :class:`ModelCallError`.
+
+Both SDKs are generated from the same toolkit and share exception names
+(``APIStatusError`` with ``status_code`` and ``response``, ``APITimeoutError``,
+``APIConnectionError``, ``APIResponseValidationError``), so one translator
+serves both.
+"""
+
+from __future__ import annotations
+
+import json
+from types import ModuleType
+
+from ..core.errors import ModelCallError, kind_for_status, parse_retry_after
+from ..core.secrets import redact
+
+
+def translate(exc: BaseException, sdk: ModuleType) -> ModelCallError:
+    if isinstance(exc, ModelCallError):
+        return exc
+    if isinstance(exc, sdk.APITimeoutError):
+        return ModelCallError("timeout", redact(str(exc) or "request timed out"))
+    if isinstance(exc, sdk.APIConnectionError):
+        return ModelCallError("connection", redact(str(exc) or "connection failed"))
+    if isinstance(exc, sdk.APIResponseValidationError):
+        return ModelCallError("malformed", redact(f"response did not match the API schema: {exc}"))
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        headers = getattr(exc.response, "headers", {}) or {}
+        retry_after = parse_retry_after(headers.get("retry-after"))
+        if retry_after is None and headers.get("retry-after-ms"):
+            try:
+                retry_after = float(headers["retry-after-ms"]) / 1000.0
+            except ValueError:
+                retry_after = None
+        return ModelCallError(kind_for_status(status), redact(_message(exc)), status=status, retry_after=retry_after)
+    if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+        return ModelCallError("malformed", f"response body is not valid JSON: {exc}")
+    raise exc
+
+
+def _message(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return str(exc)

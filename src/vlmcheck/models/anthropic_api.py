@@ -1,0 +1,61 @@
+"""Anthropic Messages API through the official ``anthropic`` SDK (extra ``apis``).
+
+Spec: ``anthropic:MODEL[?key_env=ANTHROPIC_API_KEY&concurrency=N]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.errors import ModelCallError
+from ..core.messages import Message, to_anthropic
+from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
+from ..core.secrets import register_secret, secret_from_env
+from ..core.spec import ModelSpec, SpecError
+from ._http_errors import translate
+
+_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "refusal"}
+
+
+class AnthropicChat:
+    def __init__(self, spec: ModelSpec) -> None:
+        import anthropic
+
+        key = spec.secret("api_key") or secret_from_env(spec.get_str("key_env", "ANTHROPIC_API_KEY"))
+        if not key:
+            raise SpecError("the Anthropic API needs a key: set ANTHROPIC_API_KEY (or ?key_env=NAME)")
+        register_secret(key)
+        self.client = anthropic.AsyncAnthropic(api_key=key, base_url=spec.base_url, max_retries=0,
+                                               timeout=spec.get_float("timeout", 600.0))
+        self.model_id = spec.canonical()
+        self.model = spec.name
+        self.concurrency_key = f"anthropic@{spec.base_url or 'api.anthropic.com'}"
+        self.max_concurrency = spec.get_int("concurrency", 0) or None
+        self.capabilities = Capabilities(multi_image=True)
+
+    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
+        import anthropic
+
+        system, msgs = to_anthropic(messages)
+        kwargs: dict[str, Any] = {"model": self.model, "messages": msgs, "max_tokens": config.max_tokens,
+                                  "temperature": config.temperature}
+        if system:
+            kwargs["system"] = system
+        if config.top_p is not None:
+            kwargs["top_p"] = config.top_p
+        if config.stop:
+            kwargs["stop_sequences"] = config.stop
+        try:
+            resp = await self.client.messages.create(**kwargs)
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, anthropic) from exc
+        blocks = getattr(resp, "content", None)
+        if blocks is None:
+            raise ModelCallError("malformed", "response has no content")
+        text = "".join(getattr(b, "text", "") for b in blocks if getattr(b, "type", "") == "text")
+        usage = Usage(input_tokens=resp.usage.input_tokens or 0, output_tokens=resp.usage.output_tokens or 0)
+        return Generation(text=text, finish_reason=_FINISH.get(resp.stop_reason or "", "unknown"), usage=usage)
+
+
+def make(spec: ModelSpec, role: str) -> AnthropicChat:
+    return AnthropicChat(spec)

@@ -1,0 +1,175 @@
+"""Image encoders: images -> (n, d) float32 matrix, batched.
+
+* ``hf-encoder:REPO_OR_PATH`` - a transformers vision model.  ``pool=cls``
+  (default for ViT-like models; GenCeption's ``google/vit-base-patch16-224-in21k``
+  embedding is the CLS token of the last hidden state), ``pool=image_features``
+  (default when the model has ``get_image_features``: CLIP, SigLIP), or
+  ``pool=mean``.  Preprocessing is the checkpoint's own image processor.
+* ``timm:MODEL_NAME`` - a timm model with ``num_classes=0`` (pooled features) and
+  timm's data config for preprocessing (``pretrained=1`` to load weights,
+  ``checkpoint=PATH`` for a local file).
+* :class:`TorchEncoder` - any ``torch.nn.Module`` with a preprocessing
+  callable, for the Python API.
+
+Encoders run in a worker thread; gradients are available through
+``embed_tensor`` for attacks on a bare vision tower.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Callable
+
+import numpy as np
+from PIL import Image
+
+from ..core.roles import Capabilities
+from ..core.spec import ModelSpec, SpecError
+from .hf import resolve_device, resolve_dtype
+
+
+class TorchEncoder:
+    """Wrap any module: ``preprocess(list[PIL]) -> (B, 3, H, W)`` tensor, ``module(x) -> (B, d)``.
+
+    ``preprocess_tensor`` (optional) maps [0, 1] pixels to model input for
+    differentiable use (``embed_tensor``).
+    """
+
+    def __init__(self, module, preprocess: Callable[[list[Image.Image]], Any], *, model_id: str,
+                 batch_size: int = 32, device: str = "cpu",
+                 preprocess_tensor: Callable[[Any], Any] | None = None,
+                 input_size: tuple[int, int] | None = None) -> None:
+        self.module = module.to(device).eval()
+        self.preprocess = preprocess
+        self.preprocess_tensor = preprocess_tensor
+        self.model_id = model_id
+        self.batch_size = batch_size
+        self.device = device
+        self.input_size = input_size
+        self.capabilities = Capabilities(multi_image=True, vision_embedding=preprocess_tensor is not None)
+        self.concurrency_key = model_id
+        self.max_concurrency = 1
+        self._lock = threading.Lock()
+
+    async def encode(self, images: list[Image.Image]) -> np.ndarray:
+        return await asyncio.to_thread(self._encode, images)
+
+    def _forward(self, x):
+        out = self.module(x)
+        return out
+
+    def _encode(self, images: list[Image.Image]) -> np.ndarray:
+        import torch
+
+        rows = []
+        with self._lock, torch.inference_mode():
+            for start in range(0, len(images), self.batch_size):
+                x = self.preprocess(images[start:start + self.batch_size]).to(self.device)
+                rows.append(self._forward(x).float().reshape(x.shape[0], -1).cpu().numpy())
+        return np.concatenate(rows, axis=0).astype(np.float32) if rows else np.zeros((0, 0), np.float32)
+
+    def embed_tensor(self, pixels):
+        """Differentiable embedding of ``pixels`` in [0, 1] (B, 3, H, W)."""
+        if self.preprocess_tensor is None:
+            raise NotImplementedError(f"{self.model_id}: no differentiable preprocessing given")
+        return self._forward(self.preprocess_tensor(pixels)).reshape(pixels.shape[0], -1)
+
+    def vision_embedding(self, pixels):
+        return self.embed_tensor(pixels)
+
+    def vision_input_size(self) -> tuple[int, int]:
+        if self.input_size is None:
+            raise NotImplementedError(f"{self.model_id}: input size unknown")
+        return self.input_size
+
+
+class HFEncoder(TorchEncoder):
+    def __init__(self, spec: ModelSpec) -> None:
+        import torch
+        from transformers import AutoConfig, AutoImageProcessor, AutoModel
+
+        device = resolve_device(spec.get_str("device"))
+        dtype = resolve_dtype(spec.get_str("dtype"), device)
+        config = AutoConfig.from_pretrained(spec.name)
+        model = AutoModel.from_pretrained(spec.name, dtype=dtype)
+        self.processor = AutoImageProcessor.from_pretrained(spec.name)
+        default_pool = "image_features" if callable(getattr(model, "get_image_features", None)) else "cls"
+        self.pool = spec.get_str("pool", default_pool)
+        if self.pool not in ("cls", "image_features", "mean"):
+            raise SpecError(f"{spec.canonical()}: pool must be cls, image_features or mean")
+        if self.pool == "cls" and hasattr(model, "vision_model"):
+            model = model.vision_model  # CLIP/SigLIP full models: take the vision tower's CLS
+        self._dtype = dtype
+        mean = torch.tensor(getattr(self.processor, "image_mean", [0.5] * 3)).view(1, 3, 1, 1)
+        std = torch.tensor(getattr(self.processor, "image_std", [0.5] * 3)).view(1, 3, 1, 1)
+        size = _processor_size(self.processor, config)
+
+        def preprocess(images):
+            return self.processor(images=[im.convert("RGB") for im in images], return_tensors="pt")["pixel_values"]
+
+        def preprocess_tensor(pixels):
+            resized = torch.nn.functional.interpolate(pixels, size=size, mode="bilinear", align_corners=False)
+            return ((resized - mean.to(pixels.device)) / std.to(pixels.device)).to(dtype)
+
+        super().__init__(model, preprocess, model_id=spec.canonical(), batch_size=spec.get_int("batch_size", 32),
+                         device=device, preprocess_tensor=preprocess_tensor, input_size=size)
+
+    def _forward(self, x):
+        x = x.to(self._dtype)
+        if self.pool == "image_features":
+            out = self.module.get_image_features(pixel_values=x)
+            return getattr(out, "pooler_output", out)
+        hidden = self.module(pixel_values=x).last_hidden_state
+        return hidden[:, 0] if self.pool == "cls" else hidden.mean(dim=1)
+
+
+def _processor_size(processor, config) -> tuple[int, int]:
+    size = getattr(processor, "crop_size", None) or getattr(processor, "size", None)
+    if isinstance(size, dict):
+        h, w = size.get("height") or size.get("shortest_edge"), size.get("width") or size.get("shortest_edge")
+    else:
+        h = getattr(size, "height", None) or getattr(size, "shortest_edge", None)
+        w = getattr(size, "width", None) or getattr(size, "shortest_edge", None)
+    if not h:
+        vision = getattr(config, "vision_config", config)
+        h = w = getattr(vision, "image_size", 224)
+    return int(h), int(w)
+
+
+class TimmEncoder(TorchEncoder):
+    def __init__(self, spec: ModelSpec) -> None:
+        import timm
+        import torch
+        from timm.data import resolve_data_config
+
+        device = resolve_device(spec.get_str("device"))
+        kwargs: dict[str, Any] = {"pretrained": spec.get_bool("pretrained", False), "num_classes": 0}
+        if spec.get_str("checkpoint"):
+            kwargs["pretrained"] = True
+            kwargs["pretrained_cfg_overlay"] = {"file": spec.get_str("checkpoint")}
+        model = timm.create_model(spec.name, **kwargs)
+        cfg = resolve_data_config({}, model=model)
+        _, h, w = cfg["input_size"]
+        mean = torch.tensor(cfg["mean"]).view(1, 3, 1, 1)
+        std = torch.tensor(cfg["std"]).view(1, 3, 1, 1)
+
+        def preprocess_tensor(pixels):
+            resized = torch.nn.functional.interpolate(pixels, size=(h, w), mode="bilinear", align_corners=False)
+            return (resized - mean.to(pixels.device)) / std.to(pixels.device)
+
+        def preprocess(images):
+            arr = np.stack([np.asarray(im.convert("RGB").resize((w, h), Image.BICUBIC), np.float32) / 255.0
+                            for im in images])
+            return preprocess_tensor(torch.from_numpy(arr).permute(0, 3, 1, 2))
+
+        super().__init__(model, preprocess, model_id=spec.canonical(), batch_size=spec.get_int("batch_size", 32),
+                         device=device, preprocess_tensor=preprocess_tensor, input_size=(h, w))
+
+
+def make_hf(spec: ModelSpec, role: str) -> HFEncoder:
+    return HFEncoder(spec)
+
+
+def make_timm(spec: ModelSpec, role: str) -> TimmEncoder:
+    return TimmEncoder(spec)

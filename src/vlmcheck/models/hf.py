@@ -1,0 +1,247 @@
+"""Local Hugging Face VLMs: ``AutoProcessor`` + ``AutoModelForImageTextToText``.
+
+Spec: ``hf:REPO_OR_PATH[?device=cpu|cuda|auto&dtype=float32|bfloat16|float16&batch_size=8]``.
+
+* ``generate`` - the processor's chat template, batched greedy (or sampled)
+  generation.  Concurrent calls are gathered by a micro-batcher into batches of
+  up to ``batch_size`` requests with the same decoding config.
+* ``loglikelihood`` - log-probability of each continuation's tokens given the
+  templated prompt (sum, and token count for the mean).
+* ``vision_embedding`` - connector output (``get_image_features``: vision
+  tower + projector) for pixels in [0, 1]; the model's own normalisation is
+  applied inside, so gradients reach the raw pixels.  LLaVA-family models and
+  any model whose ``get_image_features`` takes ``(B, 3, H, W)`` pixels.
+
+Models run in a worker thread so the event loop stays responsive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from ..core.messages import Message, to_hf
+from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, Usage
+from ..core.spec import ModelSpec, SpecError
+
+
+def resolve_device(name: str | None) -> str:
+    import torch
+
+    if name in (None, "", "auto"):
+        if torch.cuda.is_available():
+            return "cuda"
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return "mps"
+        return "cpu"
+    return name
+
+
+def resolve_dtype(name: str | None, device: str):
+    import torch
+
+    if name in (None, "", "auto"):
+        return torch.float32 if device == "cpu" else torch.bfloat16
+    try:
+        dtype = getattr(torch, name)
+    except AttributeError as exc:
+        raise SpecError(f"unknown dtype {name!r}") from exc
+    if not isinstance(dtype, torch.dtype):
+        raise SpecError(f"unknown dtype {name!r}")
+    return dtype
+
+
+class _Batcher:
+    """Collects concurrent requests into batches for one worker thread."""
+
+    def __init__(self, run_batch, batch_size: int, wait_s: float = 0.005) -> None:
+        self.run_batch = run_batch
+        self.batch_size = batch_size
+        self.wait_s = wait_s
+        self._queue: asyncio.Queue | None = None
+        self._worker: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def submit(self, key: Any, item: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # a new event loop (e.g. a second asyncio.run)
+            self._loop, self._queue = loop, asyncio.Queue()
+            self._worker = loop.create_task(self._work())
+        fut = loop.create_future()
+        await self._queue.put((key, item, fut))
+        return await fut
+
+    async def _work(self) -> None:
+        assert self._queue is not None
+        while True:
+            key, item, fut = await self._queue.get()
+            batch = [(item, fut)]
+            await asyncio.sleep(self.wait_s)
+            held = []
+            while len(batch) < self.batch_size and not self._queue.empty():
+                k2, i2, f2 = self._queue.get_nowait()
+                (batch if k2 == key else held).append((i2, f2) if k2 == key else (k2, i2, f2))
+            for h in held:
+                self._queue.put_nowait(h)
+            try:
+                results = await asyncio.to_thread(self.run_batch, key, [b[0] for b in batch])
+            except Exception as exc:  # noqa: BLE001 - delivered to every waiter
+                for _, f in batch:
+                    if not f.done():
+                        f.set_exception(exc)
+            else:
+                for (_, f), r in zip(batch, results):
+                    if not f.done():
+                        f.set_result(r)
+
+
+class HFVLM:
+    def __init__(self, spec: ModelSpec) -> None:
+        import torch
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        self.spec = spec
+        self.model_id = spec.canonical()
+        self.device = resolve_device(spec.get_str("device"))
+        self.dtype = resolve_dtype(spec.get_str("dtype"), self.device)
+        self.processor = AutoProcessor.from_pretrained(spec.name)
+        self.model = AutoModelForImageTextToText.from_pretrained(spec.name, dtype=self.dtype).to(self.device)
+        self.model.eval()
+        self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
+        self.tokenizer.padding_side = "left"  # batched generation appends to the right end
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self._lock = threading.Lock()  # one forward pass at a time on this model
+        self._torch = torch
+        has_image_features = callable(getattr(self.model, "get_image_features", None))
+        self.capabilities = Capabilities(multi_image=True, loglikelihood=True,
+                                         vision_embedding=has_image_features, seeded=True)
+        self.concurrency_key = f"hf:{spec.name}"
+        self.max_concurrency = None
+        self._batcher = _Batcher(self._generate_batch, spec.get_int("batch_size", 8))
+
+    # ---------------------------------------------------------------- inputs
+    def _inputs(self, conversations: list[list[Message]]):
+        texts, images = [], []
+        for messages in conversations:
+            conv, imgs = to_hf(messages)
+            texts.append(self.processor.apply_chat_template(conv, add_generation_prompt=True, tokenize=False))
+            images.extend(imgs)
+        kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
+        if images:
+            kwargs["images"] = images
+        return self.processor(**kwargs).to(self.device)
+
+    # ------------------------------------------------------------- generate
+    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
+        key = config.model_dump_json()
+        return await self._batcher.submit(key, messages)
+
+    def _generate_batch(self, config_json: str, conversations: list[list[Message]]) -> list[Generation]:
+        torch = self._torch
+        config = GenerationConfig.model_validate_json(config_json)
+        with self._lock, torch.inference_mode():
+            inputs = self._inputs(conversations)
+            gen_kwargs: dict[str, Any] = {"max_new_tokens": config.max_tokens,
+                                          "pad_token_id": self.tokenizer.pad_token_id}
+            if config.temperature > 0:
+                gen_kwargs.update(do_sample=True, temperature=config.temperature)
+                if config.top_p is not None:
+                    gen_kwargs["top_p"] = config.top_p
+                if config.seed is not None:
+                    torch.manual_seed(config.seed)
+            else:
+                gen_kwargs.update(do_sample=False)
+            if config.stop:
+                gen_kwargs["stop_strings"] = config.stop
+                gen_kwargs["tokenizer"] = self.tokenizer
+            out = self.model.generate(**inputs, **gen_kwargs)
+        prompt_len = inputs["input_ids"].shape[1]
+        results = []
+        eos = self.tokenizer.eos_token_id
+        for row, mask in zip(out, inputs["attention_mask"]):
+            new = row[prompt_len:]
+            n_new = int((new != self.tokenizer.pad_token_id).sum()) if eos != self.tokenizer.pad_token_id else len(new)
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
+            finished = eos is not None and bool((new == eos).any())
+            results.append(Generation(
+                text=text.strip(),
+                finish_reason="stop" if finished or len(new) < config.max_tokens else "length",
+                usage=Usage(input_tokens=int(mask.sum()), output_tokens=n_new),
+            ))
+        return results
+
+    # --------------------------------------------------------- loglikelihood
+    async def loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
+        return await asyncio.to_thread(self._loglikelihood, messages, continuations)
+
+    def _loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
+        """Score each continuation after the templated prompt.
+
+        Continuation tokens are appended to the prompt's ids (tokenised on their
+        own, without special tokens), so the split between prompt and
+        continuation is exact and needs no re-tokenisation of the joined text.
+        """
+        torch = self._torch
+        results = []
+        with self._lock, torch.inference_mode():
+            base = self._inputs([messages])
+            prompt_ids = base["input_ids"]
+            for cont in continuations:
+                cont_ids = self.tokenizer(cont, add_special_tokens=False, return_tensors="pt")["input_ids"]
+                cont_ids = cont_ids.to(self.device)
+                if cont_ids.shape[1] == 0:
+                    results.append(Loglikelihood(sum=0.0, n_tokens=0))
+                    continue
+                ids = torch.cat([prompt_ids, cont_ids], dim=1)
+                inputs = dict(base)
+                inputs["input_ids"] = ids
+                inputs["attention_mask"] = torch.ones_like(ids)
+                logits = self.model(**inputs).logits.float()
+                n = cont_ids.shape[1]
+                logprobs = torch.log_softmax(logits[0, -n - 1:-1], dim=-1)
+                token_lp = logprobs.gather(1, cont_ids[0].unsqueeze(1)).squeeze(1)
+                results.append(Loglikelihood(sum=float(token_lp.sum()), n_tokens=n))
+        return results
+
+    # ------------------------------------------------------- vision embedding
+    def _image_processor(self):
+        return getattr(self.processor, "image_processor", None)
+
+    def vision_input_size(self) -> tuple[int, int]:
+        ip = self._image_processor()
+        size = getattr(ip, "crop_size", None) or getattr(ip, "size", None) or {}
+        if isinstance(size, dict):
+            h = size.get("height") or size.get("shortest_edge")
+            w = size.get("width") or size.get("shortest_edge")
+        else:
+            h = getattr(size, "height", None) or getattr(size, "shortest_edge", None)
+            w = getattr(size, "width", None) or getattr(size, "shortest_edge", None)
+        if not h or not w:
+            cfg = getattr(self.model.config, "vision_config", None)
+            h = w = getattr(cfg, "image_size", 224)
+        return int(h), int(w)
+
+    def vision_embedding(self, pixels):
+        """Connector output for ``pixels`` in [0, 1], shape (B, 3, H, W) -> (B, tokens, dim).
+
+        Differentiable with respect to ``pixels``: normalisation by the
+        processor's mean and std happens here, after any perturbation.
+        """
+        torch = self._torch
+        if not self.capabilities.vision_embedding:
+            raise NotImplementedError(f"{self.model_id}: this model has no get_image_features")
+        ip = self._image_processor()
+        mean = torch.tensor(getattr(ip, "image_mean", [0.5, 0.5, 0.5]), dtype=pixels.dtype, device=pixels.device)
+        std = torch.tensor(getattr(ip, "image_std", [0.5, 0.5, 0.5]), dtype=pixels.dtype, device=pixels.device)
+        normed = (pixels - mean.view(1, -1, 1, 1)) / std.view(1, -1, 1, 1)
+        out = self.model.get_image_features(pixel_values=normed.to(self.dtype))
+        feats = getattr(out, "pooler_output", out)
+        if isinstance(feats, (list, tuple)):
+            feats = torch.stack(list(feats))
+        return feats
+
+
+def make(spec: ModelSpec, role: str) -> HFVLM:
+    return HFVLM(spec)

