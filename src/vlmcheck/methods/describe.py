@@ -1,6 +1,6 @@
 """``describe``: ask a VLM one prompt per image and record its answers.
 
-The smallest end-to-end evaluation: every answer is kept with its status
+A manifest row may carry its own ``prompt``.  The smallest end-to-end evaluation: every answer is kept with its status
 (ok / empty / refusal / truncated) and usage.  When the dataset gives expected
 keywords per image (a JSONL ``keywords`` list), the keyword recall of each
 description is scored: the share of expected keywords (any of a ``|``-separated
@@ -69,14 +69,15 @@ class DescribeTask:
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         item = sample.payload
         image = load_image(item.path)
+        prompt = item.meta.get("prompt") or self.cfg.prompt
         config = GenerationConfig(max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature)
-        gen = await session.vlm(self.vlm).generate([Message.user(image, self.cfg.prompt)], config,
+        gen = await session.vlm(self.vlm).generate([Message.user(image, prompt)], config,
                                                    template=TEMPLATE_VERSION)
         record: dict[str, Any] = {
             "image": item.id,
             "image_sha256": hashlib.sha256(image.tobytes()).hexdigest()[:16],
             "category": item.category,
-            "prompt": self.cfg.prompt,
+            "prompt": prompt,
             "answer": gen.text,
             "answer_status": answer_status(gen),
             "finish_reason": gen.finish_reason,

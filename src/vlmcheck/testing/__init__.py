@@ -1,0 +1,1 @@
+"""Test helpers shipped with vlmcheck (a fake OpenAI-compatible server)."""

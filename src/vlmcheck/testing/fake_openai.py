@@ -1,0 +1,199 @@
+"""A local server that speaks the OpenAI chat-completions and images protocol.
+
+For tests and benchmarks only: it binds to 127.0.0.1, answers
+deterministically, injects a fixed latency, and injects faults on request.
+
+Answers: ``/v1/chat/completions`` returns ``"Answer <digest>"`` where the
+digest is a hash of the request's messages, so the same request always gets
+the same answer.  ``/v1/images/generations`` returns a small PNG whose colour
+is a hash of the prompt.
+
+Faults are asked for by a marker in the prompt text, ``[fault=SPEC]``:
+
+* ``429xN`` - the first N attempts of this request get HTTP 429 with
+  ``Retry-After: 0.2`` (``500xN``, ``503xN`` likewise, without Retry-After);
+* ``400`` - always HTTP 400;  ``401echo`` - HTTP 401 whose message echoes
+  the Authorization header (to test redaction);
+* ``malformedxN`` - invalid JSON body; ``emptyxN`` - a response with no choices;
+* ``resetxN`` - the connection is closed without an answer;
+* ``slowxN`` - the answer comes after 3 s (to trigger client timeouts).
+
+Every request is appended to ``--log`` (JSONL: digest, attempt, fault) so tests
+can count what the server saw.  Run: ``python -m vlmcheck.testing.fake_openai
+--port 0 --latency 0.05 --log FILE``; the chosen port is printed on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import hashlib
+import io
+import json
+import re
+import sys
+import time
+
+_FAULT = re.compile(r"\[fault=([a-z0-9]+?)(?:x(\d+))?\]")
+
+
+class FakeOpenAI:
+    def __init__(self, latency: float = 0.0, log_path: str | None = None) -> None:
+        self.latency = latency
+        self.attempts: dict[str, int] = {}
+        self.log = open(log_path, "a", buffering=1) if log_path else None
+        self.requests = 0
+
+    # ----------------------------------------------------------------- http
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    break
+                method, path, _ = line.decode("latin-1").split(" ", 2)
+                headers: dict[str, str] = {}
+                while True:
+                    h = await reader.readline()
+                    if h in (b"\r\n", b"\n", b""):
+                        break
+                    k, _, v = h.decode("latin-1").partition(":")
+                    headers[k.strip().lower()] = v.strip()
+                body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+                keep = await self.respond(method, path, headers, body, writer)
+                if not keep:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass
+        finally:
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    @staticmethod
+    def _send(writer, status: int, payload: bytes, extra: dict[str, str] | None = None) -> None:
+        reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
+                  500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Status")
+        head = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json",
+                f"Content-Length: {len(payload)}", "Connection: keep-alive"]
+        for k, v in (extra or {}).items():
+            head.append(f"{k}: {v}")
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
+
+    async def respond(self, method: str, path: str, headers: dict[str, str], body: bytes, writer) -> bool:
+        self.requests += 1
+        if method != "POST" or path not in ("/v1/chat/completions", "/v1/images/generations"):
+            self._send(writer, 404, b'{"error": {"message": "not found"}}')
+            await writer.drain()
+            return True
+        req = json.loads(body or b"{}")
+        text = _prompt_text(req)
+        digest = hashlib.sha256(json.dumps(req.get("messages", req.get("prompt")), sort_keys=True).encode()
+                                ).hexdigest()[:12]
+        attempt = self.attempts[digest] = self.attempts.get(digest, 0) + 1
+        fault = _FAULT.search(text)
+        kind, times = (fault.group(1), int(fault.group(2) or 1)) if fault else (None, 0)
+        active = kind is not None and (kind in ("400", "401echo") or attempt <= times)
+        if self.log:
+            self.log.write(json.dumps({"digest": digest, "attempt": attempt, "fault": kind if active else None,
+                                       "path": path, "t": time.time()}) + "\n")
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        if active:
+            if kind == "reset":
+                writer.transport.abort()
+                return False
+            if kind == "slow":
+                await asyncio.sleep(3.0)
+            elif kind in ("429", "500", "503"):
+                extra = {"Retry-After": "0.2"} if kind == "429" else None
+                self._send(writer, int(kind), json.dumps({"error": {"message": f"injected {kind}"}}).encode(), extra)
+                await writer.drain()
+                return True
+            elif kind == "400":
+                self._send(writer, 400, b'{"error": {"message": "injected bad request"}}')
+                await writer.drain()
+                return True
+            elif kind == "401echo":
+                msg = f"Incorrect API key provided: {headers.get('authorization', '')}"
+                self._send(writer, 401, json.dumps({"error": {"message": msg}}).encode())
+                await writer.drain()
+                return True
+            elif kind == "malformed":
+                self._send(writer, 200, b'{"id": "x", "choices": [ {"message": ')
+                await writer.drain()
+                return True
+            elif kind == "empty":
+                self._send(writer, 200, json.dumps(_completion(req, digest, choices=False)).encode())
+                await writer.drain()
+                return True
+        payload = (_image_response(req, digest) if path.endswith("generations") else _completion(req, digest))
+        self._send(writer, 200, json.dumps(payload).encode())
+        await writer.drain()
+        return True
+
+
+def _prompt_text(req: dict) -> str:
+    if "prompt" in req:
+        return str(req["prompt"])
+    parts = []
+    for m in req.get("messages", []):
+        c = m.get("content")
+        if isinstance(c, str):
+            parts.append(c)
+        elif isinstance(c, list):
+            parts.extend(p.get("text", "") for p in c if isinstance(p, dict))
+    return " ".join(parts)
+
+
+def _completion(req: dict, digest: str, choices: bool = True) -> dict:
+    answer = f"Answer {digest}"
+    out = {"id": f"chatcmpl-{digest}", "object": "chat.completion", "created": 0, "model": req.get("model", "fake"),
+           "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}, "choices": []}
+    if choices:
+        choice = {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}
+        if req.get("logprobs"):
+            choice["logprobs"] = {"content": [
+                {"token": "Answer", "logprob": -0.1, "bytes": None, "top_logprobs": []},
+                {"token": f" {digest}", "logprob": -0.5, "bytes": None, "top_logprobs": []}]}
+        out["choices"] = [choice]
+    return out
+
+
+def _image_response(req: dict, digest: str) -> dict:
+    from PIL import Image
+
+    colour = tuple(int(digest[i:i + 2], 16) for i in (0, 2, 4))
+    buf = io.BytesIO()
+    Image.new("RGB", (32, 32), colour).save(buf, format="PNG")
+    return {"created": 0, "data": [{"b64_json": base64.b64encode(buf.getvalue()).decode()}]}
+
+
+async def serve(port: int, latency: float, log_path: str | None, ready=None) -> None:
+    app = FakeOpenAI(latency, log_path)
+    server = await asyncio.start_server(app.handle, "127.0.0.1", port, backlog=1024)
+    actual = server.sockets[0].getsockname()[1]
+    if ready is not None:
+        ready(actual)
+    else:
+        print(actual, flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--log", default=None)
+    args = parser.parse_args(argv)
+    try:
+        asyncio.run(serve(args.port, args.latency, args.log))
+    except KeyboardInterrupt:  # pragma: no cover
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+class FakeServer:
+    def __init__(self, latency: float, tmp: Path) -> None:
+        self.log = tmp / "server-log.jsonl"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "vlmcheck.testing.fake_openai", "--port", "0", "--latency", str(latency),
+             "--log", str(self.log)], stdout=subprocess.PIPE, text=True)
+        self.port = int(self.proc.stdout.readline())
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+
+    def requests(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def fake_server(tmp_path):
+    server = FakeServer(0.0, tmp_path)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def image_folder(tmp_path):
+    """Six small distinct RGB images in a folder."""
+    from PIL import Image
+
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for i in range(6):
+        Image.new("RGB", (16 + i, 16), (40 * i, 255 - 30 * i, 100)).save(folder / f"img{i}.png")
+    return folder

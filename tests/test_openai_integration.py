@@ -1,0 +1,101 @@
+"""The OpenAI-compatible adapter against a local server, faults included."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from vlmcheck import GenerationConfig, Message, RunOptions, load_model, run_task
+from vlmcheck.methods.describe import DescribeSpec, DescribeTask
+from vlmcheck.run.scheduler import RetryPolicy
+
+FAST = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.05)
+
+
+def _manifest(tmp_path: Path, prompts: list[str]) -> Path:
+    (tmp_path / "img").mkdir(exist_ok=True)
+    rows = []
+    for i, prompt in enumerate(prompts):
+        Image.new("RGB", (12, 12), (20 * i % 255, 7 * i % 255, 200)).save(tmp_path / "img" / f"{i}.png")
+        rows.append({"id": f"s{i}", "image": f"img/{i}.png", "prompt": prompt})
+    path = tmp_path / "manifest.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _run(server, tmp_path, prompts, spec_params="", **opts):
+    spec = f"openai:fake-vlm@{server.base_url}{spec_params}"
+    task = DescribeTask(DescribeSpec(vlm=spec, data=str(_manifest(tmp_path, prompts))))
+    return run_task(task, tmp_path / "run", RunOptions(progress=False, retry=FAST, **opts))
+
+
+def _samples(run_dir: Path) -> dict[str, dict]:
+    return {json.loads(l)["sample_id"]: json.loads(l) for l in (run_dir / "samples.jsonl").read_text().splitlines()}
+
+
+def test_generate_with_logprobs(fake_server):
+    import asyncio
+
+    vlm = load_model(f"openai:fake@{fake_server.base_url}")
+    gen = asyncio.run(vlm.generate([Message.user(Image.new("RGB", (4, 4)), "hi")],
+                                   GenerationConfig(logprobs=True, top_logprobs=2)))
+    assert gen.text.startswith("Answer ") and gen.finish_reason == "stop"
+    assert gen.usage.input_tokens == 10 and [t.logprob for t in gen.logprobs] == [-0.1, -0.5]
+
+
+@pytest.mark.parametrize("fault", ["429x2", "500x2", "503x1", "malformedx1", "emptyx2", "resetx1", "slowx1"])
+def test_transient_faults_are_retried(fake_server, tmp_path, fault):
+    res = _run(fake_server, tmp_path, [f"[fault={fault}] Describe."] * 3, "?timeout=1")
+    assert res.results["counts"]["done"] == 3, _samples(tmp_path / "run")
+    seen = fake_server.requests()
+    n_faults = int(fault.split("x")[1])
+    assert len(seen) == 3 * (n_faults + 1)
+    assert res.results["usage"][f"openai:fake-vlm@{fake_server.base_url}?timeout=1"]["attempts"] == 3 * (n_faults + 1)
+
+
+def test_bad_request_fails_the_sample_once_and_run_goes_on(fake_server, tmp_path):
+    res = _run(fake_server, tmp_path, ["[fault=400] Describe.", "Describe.", "Describe."])
+    counts = res.results["counts"]
+    assert counts["done"] == 2 and counts["failed"] == 1
+    assert counts["errors_by_type"] == {"model_call:bad_request": 1}
+    samples = _samples(tmp_path / "run")
+    assert samples["s0"]["status"] == "error" and "answer" not in json.dumps(samples["s0"])
+    assert "injected bad request" in samples["s0"]["error"]["message"]
+    assert len(fake_server.requests()) == 3  # the 400 was not retried
+
+
+def test_rerun_makes_no_model_calls_and_retry_failed_reruns_only_failures(fake_server, tmp_path):
+    from vlmcheck.run.runner import retry_failed
+
+    prompts = ["[fault=500x9] Describe.", "Describe.", "Describe."]
+    res = _run(fake_server, tmp_path, prompts)
+    assert res.results["counts"]["failed"] == 1  # 4 attempts, all 500
+    before = len(fake_server.requests())
+    again = _run(fake_server, tmp_path, prompts, resume=True)
+    assert again.results["session"]["model_calls"] == 0 and len(fake_server.requests()) == before
+    task = DescribeTask(DescribeSpec(vlm=f"openai:fake-vlm@{fake_server.base_url}",
+                                     data=str(tmp_path / "manifest.jsonl")))
+    fixed = retry_failed(task, tmp_path / "run", RunOptions(progress=False, retry=FAST))
+    # attempts 5..8 of the failed request: 5 more 500s would be needed, so after 4 tries it still fails;
+    # the two finished samples made no call at all
+    new = fake_server.requests()[before:]
+    assert {r["digest"] for r in new} == {fake_server.requests()[0]["digest"]}
+    assert fixed.results["counts"]["done"] == 2 and fixed.results["session"]["cache_hits"] == 0
+
+
+def test_existing_run_folder_needs_resume(fake_server, tmp_path):
+    from vlmcheck.run.runner import RunFolderExists
+
+    _run(fake_server, tmp_path, ["Describe."])
+    with pytest.raises(RunFolderExists):
+        _run(fake_server, tmp_path, ["Describe."])
+
+
+def test_image_generation_endpoint(fake_server):
+    import asyncio
+
+    gen = load_model(f"openai-image:dall-e-3@{fake_server.base_url}", "generator")
+    img = asyncio.run(gen.generate_image("a red square"))
+    assert img.size == (32, 32) and img.mode == "RGB"

@@ -1,0 +1,130 @@
+"""A planted API key never reaches any file a run writes; kill -9 and resume."""
+
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from PIL import Image
+
+from vlmcheck import RunOptions, run_task
+from vlmcheck.methods.describe import DescribeSpec, DescribeTask
+from vlmcheck.run.scheduler import RetryPolicy
+
+PLANTED = "sk-test-PLANTEDkey-0123456789abcdefXYZ"
+
+
+def _manifest(tmp_path: Path, prompts: list[str]) -> Path:
+    (tmp_path / "img").mkdir(exist_ok=True)
+    rows = []
+    for i, prompt in enumerate(prompts):
+        Image.new("RGB", (10, 10), (i * 8 % 255, 50, 255 - i * 8 % 255)).save(tmp_path / "img" / f"{i}.png")
+        rows.append({"id": f"s{i:03d}", "image": f"img/{i}.png", "prompt": prompt})
+    path = tmp_path / "manifest.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_planted_key_never_written(fake_server, tmp_path, monkeypatch, caplog):
+    import logging
+
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+    manifest = _manifest(tmp_path, ["[fault=401echo] Describe.", "Describe.", "[fault=400] Describe."])
+    task = DescribeTask(DescribeSpec(vlm=f"openai:fake@{fake_server.base_url}", data=str(manifest)))
+    caplog.set_level(logging.DEBUG)
+    logging.getLogger("vlmcheck.test").warning("key in a log line: %s", PLANTED)
+    res = run_task(task, tmp_path / "run", RunOptions(progress=False, retry=RetryPolicy(base_delay=0.01)))
+    assert res.results["counts"]["failed"] == 2
+    samples = (tmp_path / "run" / "samples.jsonl").read_text()
+    assert "Incorrect API key provided" in samples  # the echoing error was recorded...
+    assert "[REDACTED]" in samples  # ...with the key masked
+    # the server did receive the key, so the plant was real
+    checked = 0
+    for path in (tmp_path / "run").rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert PLANTED.encode() not in data, path
+            assert PLANTED[:12].encode() not in data, path
+            checked += 1
+    assert checked >= 3  # store, results.json, samples.jsonl
+    from vlmcheck.core.secrets import install_log_redaction
+
+    install_log_redaction(logging.getLogger())
+    record = logging.LogRecord("x", logging.WARNING, __file__, 1, "key=%s", (PLANTED,), None)
+    for f in logging.getLogger().filters:
+        f.filter(record)
+    assert PLANTED not in record.getMessage()
+
+
+def _cli(*args) -> list[str]:
+    return [sys.executable, "-m", "vlmcheck.cli", *args]
+
+
+def _done_digests(run_dir: Path) -> set[str]:
+    db = run_dir / "store.sqlite"
+    if not db.exists():
+        return set()
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT result FROM samples WHERE status = 'done'").fetchall()
+    except sqlite3.OperationalError:
+        return set()
+    finally:
+        con.close()
+    return {json.loads(r[0])["answer"].split()[-1] for r in rows}
+
+
+def test_kill9_and_resume_equals_uninterrupted_run(tmp_path):
+    from conftest import FakeServer
+
+    server = FakeServer(0.15, tmp_path)
+    try:
+        prompts = ["Describe."] * 24 + ["[fault=429x1] Describe.", "[fault=400] Describe."]
+        manifest = _manifest(tmp_path, prompts)
+        spec = f"openai:fake@{server.base_url}"
+        crashed = tmp_path / "crashed"
+        rng = random.Random(7)
+        kills, segments = 0, []
+        args = ["describe", "--vlm", spec, "--data", str(manifest), "--out", str(crashed), "--max-concurrency", "3",
+                "--no-progress"]
+        first = True
+        while True:
+            start_log = len(server.requests())
+            proc = subprocess.Popen(_cli(*args, *([] if first else ["--resume"])), stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE)
+            first = False
+            if kills < 4:
+                time.sleep(rng.uniform(1.2, 2.2))
+                if proc.poll() is None:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    kills += 1
+                    segments.append((start_log, len(server.requests()), _done_digests(crashed)))
+                    continue
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err.decode()[-2000:]
+            segments.append((start_log, len(server.requests()), _done_digests(crashed)))
+            break
+        assert kills >= 2, "the run finished before it could be killed twice"
+        log = server.requests()
+        # no request for a sample that a previous segment had completed
+        for i, (_, _, done_before) in enumerate(segments[:-1]):
+            later = {r["digest"] for r in log[segments[i + 1][0]:]}
+            assert not (later & done_before), f"segment {i + 1} repeated completed calls"
+
+        clean = tmp_path / "clean"
+        out = subprocess.run(_cli("describe", "--vlm", spec, "--data", str(manifest), "--out", str(clean),
+                                  "--max-concurrency", "3", "--no-progress"), capture_output=True)
+        assert out.returncode == 0, out.stderr.decode()[-2000:]
+        a = json.loads((crashed / "results.json").read_text())
+        b = json.loads((clean / "results.json").read_text())
+        assert a["metrics"] == b["metrics"] and a["counts"] == b["counts"]
+        assert a["counts"]["done"] == 25 and a["counts"]["failed"] == 1
+        assert (crashed / "samples.jsonl").read_text() == (clean / "samples.jsonl").read_text()
+    finally:
+        server.stop()
