@@ -10,7 +10,8 @@ Parameters: ``key_env`` (name of the variable holding the key; default
 ``OPENAI_API_KEY``), ``concurrency`` (max parallel requests to this server),
 ``timeout`` (seconds), ``logprobs`` (0 to never ask for token logprobs),
 ``max_tokens_param`` (``max_tokens`` or ``max_completion_tokens``),
-``multi_image`` (0 if the served model takes one image per request).
+``multi_image`` (0 if the served model takes one image per request),
+``clients`` (SDK clients used round-robin, default 8; see the comment below).
 
 The SDK's own retries are switched off (``max_retries=0``): the vlmcheck
 scheduler retries with backoff, honours Retry-After and counts attempts.
@@ -57,7 +58,13 @@ class OpenAIChat:
         self.spec = spec
         self.model_id = spec.canonical()
         self.model = spec.name
-        self.client = _client(spec)
+        # Several SDK clients, used round-robin: httpcore's connection pool scans
+        # every pooled connection on each request and response close, so one
+        # client with 64 connections spends more CPU in that scan than in the
+        # request itself.  Small pools keep the scan short (bench/api_throughput.py).
+        self._clients = [_client(spec) for _ in range(max(1, spec.get_int("clients", 8)))]
+        self._next = 0
+        self.client = self._clients[0]
         self.concurrency_key = f"openai@{spec.base_url or 'api.openai.com'}"
         self.max_concurrency = spec.get_int("concurrency", 0) or None
         self._logprobs = spec.get_bool("logprobs", True)
@@ -68,6 +75,7 @@ class OpenAIChat:
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         import openai
+        from openai.types.chat import ChatCompletion
 
         kwargs: dict[str, Any] = {"model": self.model, "messages": to_openai(messages),
                                   "temperature": config.temperature, self._max_tokens_param: config.max_tokens}
@@ -83,7 +91,14 @@ class OpenAIChat:
             if config.top_logprobs:
                 kwargs["top_logprobs"] = config.top_logprobs
         try:
-            resp = await self.client.chat.completions.create(**kwargs)
+            # The SDK's low-level post() keeps its auth, base URL, error types and
+            # response parsing, but skips the recursive TypedDict transform of
+            # chat.completions.create(), which walks every base64 image string and
+            # cost ~1.8 ms of CPU per call: the bottleneck at high concurrency
+            # (bench/api_throughput.py).  Our messages are already plain JSON.
+            self._next = (self._next + 1) % len(self._clients)
+            client = self._clients[self._next]
+            resp = await client.post("/chat/completions", cast_to=ChatCompletion, body=kwargs)
         except openai.BadRequestError as exc:
             if want_logprobs and "logprob" in str(exc).lower():
                 # The server does not offer logprobs: stop asking, answer without them.
