@@ -80,3 +80,37 @@ def build_tiny_clip(folder: Path) -> Path:
     CLIPModel(config).save_pretrained(folder)
     CLIPImageProcessorPil(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(folder)
     return folder
+
+
+def build_tiny_sd(folder: Path) -> Path:
+    """A tiny Stable Diffusion pipeline (random weights) with a character-level CLIP tokenizer."""
+    import json
+    import string
+
+    import torch
+    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+
+    torch.manual_seed(0)
+    unet = UNet2DConditionModel(block_out_channels=(8, 16), layers_per_block=1, sample_size=16, in_channels=4,
+                                out_channels=4, down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+                                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=16,
+                                norm_num_groups=4, attention_head_dim=4)
+    vae = AutoencoderKL(block_out_channels=(8, 16), in_channels=3, out_channels=3,
+                        down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2,
+                        latent_channels=4, norm_num_groups=4, sample_size=32)
+    chars = list(string.ascii_lowercase + string.digits + ".,:;!?'-")
+    tokens = ["<|startoftext|>", "<|endoftext|>"] + chars + [c + "</w>" for c in chars]
+    tok_dir = folder / "tok-src"
+    tok_dir.mkdir(parents=True)
+    (tok_dir / "vocab.json").write_text(json.dumps({t: i for i, t in enumerate(tokens)}))
+    (tok_dir / "merges.txt").write_text("#version: 0.2\n")
+    tokenizer = CLIPTokenizer(str(tok_dir / "vocab.json"), str(tok_dir / "merges.txt"), model_max_length=32)
+    text = CLIPTextModel(CLIPTextConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                        num_hidden_layers=2, vocab_size=len(tokens), max_position_embeddings=32,
+                                        bos_token_id=0, eos_token_id=1, pad_token_id=1))
+    pipe = StableDiffusionPipeline(vae=vae, text_encoder=text, tokenizer=tokenizer, unet=unet,
+                                   scheduler=DDIMScheduler(clip_sample=False), safety_checker=None, feature_extractor=None,
+                                   requires_safety_checker=False)
+    pipe.save_pretrained(folder / "sd")
+    return folder / "sd"

@@ -99,3 +99,11 @@ def test_image_generation_endpoint(fake_server):
     gen = load_model(f"openai-image:dall-e-3@{fake_server.base_url}", "generator")
     img = asyncio.run(gen.generate_image("a red square"))
     assert img.size == (32, 32) and img.mode == "RGB"
+
+
+def test_usage_and_cost_accounting(fake_server, tmp_path):
+    res = _run(fake_server, tmp_path, ["Describe."] * 4, "?price_in=2.5&price_out=10")
+    usage = next(iter(res.results["usage"].values()))
+    # the fake server reports 10 prompt + 2 completion tokens per call
+    assert usage["input_tokens"] == 40 and usage["output_tokens"] == 8
+    assert usage["cost_usd"] == pytest.approx((40 * 2.5 + 8 * 10) / 1e6)

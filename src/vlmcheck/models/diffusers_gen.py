@@ -25,7 +25,7 @@ class DiffusersGenerator:
         self.model_id = spec.canonical()
         self.device = resolve_device(spec.get_str("device"))
         dtype = resolve_dtype(spec.get_str("dtype"), self.device)
-        self.pipe = AutoPipelineForText2Image.from_pretrained(spec.name, torch_dtype=dtype).to(self.device)
+        self.pipe = AutoPipelineForText2Image.from_pretrained(spec.name, dtype=dtype).to(self.device)
         self.pipe.set_progress_bar_config(disable=True)
         self.steps = spec.get_int("steps", 25)
         self.guidance = spec.get_float("guidance", 7.5)

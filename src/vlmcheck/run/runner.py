@@ -121,10 +121,26 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample]) -> dict[st
         "counts": {"samples": len(samples), "done": len(done), "failed": len(failed),
                    "pending": len(samples) - len(records), "errors_by_type": errors_by_type},
         "metrics": task.summarize(done),
-        "usage": store.call_stats(),
+        "usage": usage_with_cost(store.call_stats()),
     }
     _write_json_atomic(store.folder / "results.json", results)
     return results
+
+
+def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
+    """Add ``cost_usd`` where the model spec gives prices (USD per 1M tokens:
+    ``?price_in=2.5&price_out=10``).  Token counts are what the API reported."""
+    from ..core.spec import ModelSpec, SpecError
+
+    for model, entry in stats.items():
+        try:
+            spec = ModelSpec.parse(model)
+            price_in, price_out = spec.get_float("price_in", -1.0), spec.get_float("price_out", -1.0)
+        except SpecError:
+            continue
+        if price_in >= 0 and price_out >= 0:
+            entry["cost_usd"] = round((entry["input_tokens"] * price_in + entry["output_tokens"] * price_out) / 1e6, 6)
+    return stats
 
 
 def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str, Any]:
