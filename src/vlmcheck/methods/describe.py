@@ -9,7 +9,6 @@ set of synonyms) that appear as words in the answer.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Any
 
@@ -18,7 +17,7 @@ from pydantic import BaseModel
 
 from ..core.answers import answer_status
 from ..core.data import load_image_dataset
-from ..core.images import load_image
+from ..core.images import image_hash, load_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
 from ..core.spec import load_model
@@ -75,7 +74,7 @@ class DescribeTask:
                                                    template=TEMPLATE_VERSION)
         record: dict[str, Any] = {
             "image": item.id,
-            "image_sha256": hashlib.sha256(image.tobytes()).hexdigest()[:16],
+            "image_sha256": image_hash(image),
             "category": item.category,
             "prompt": prompt,
             "answer": gen.text,

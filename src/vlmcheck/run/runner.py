@@ -100,7 +100,8 @@ def _write_json_atomic(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
-def write_outputs(store: RunStore, task: Task, samples: list[Sample]) -> dict[str, Any]:
+def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: Session | None = None
+                  ) -> dict[str, Any]:
     """Rebuild samples.jsonl and results.json from the store."""
     order = {s.id: i for i, s in enumerate(samples)}
     records = [r for r in store.iter_samples(task.name) if r["sample_id"] in order]
@@ -123,6 +124,9 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample]) -> dict[st
         "metrics": task.summarize(done),
         "usage": usage_with_cost(store.call_stats()),
     }
+    if session is not None:  # what this process did (a resumed run counts only its own calls)
+        results["session"] = {"model_calls": session.counters.calls, "cache_hits": session.counters.hits,
+                              "failed_calls": session.counters.failures, "retries": session.scheduler.retries}
     _write_json_atomic(store.folder / "results.json", results)
     return results
 
@@ -186,10 +190,7 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
         status = store.sample_status(task.name)
         todo = [s for s in samples if s.id not in status]
         await _run_samples(task, todo, session, options, already=len(samples) - len(todo), total=len(samples))
-        results = write_outputs(store, task, samples)
-        results["session"] = {"model_calls": session.counters.calls, "cache_hits": session.counters.hits,
-                              "failed_calls": session.counters.failures, "retries": session.scheduler.retries}
-        _write_json_atomic(folder / "results.json", results)
+        results = write_outputs(store, task, samples, session)
         return RunResult(folder, results, session.counters)
     finally:
         store.close()
