@@ -107,3 +107,44 @@ def test_usage_and_cost_accounting(fake_server, tmp_path):
     # the fake server reports 10 prompt + 2 completion tokens per call
     assert usage["input_tokens"] == 40 and usage["output_tokens"] == 8
     assert usage["cost_usd"] == pytest.approx((40 * 2.5 + 8 * 10) / 1e6)
+
+
+def test_anthropic_adapter_against_local_server(fake_server, monkeypatch):
+    import asyncio
+
+    pytest.importorskip("anthropic")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
+    base = fake_server.base_url[: -len("/v1")]
+    vlm = load_model(f"anthropic:claude-fake@{base}")
+    msgs = [Message.system("Be brief."), Message.user(Image.new("RGB", (4, 4)), "Describe. [fault=429x1]")]
+    from vlmcheck.core.errors import ModelCallError
+
+    # the first attempt gets a 429: the adapter reports a retryable rate_limit error with Retry-After
+    with pytest.raises(ModelCallError) as info:
+        asyncio.run(vlm.generate(msgs, GenerationConfig(max_tokens=20)))
+    assert info.value.kind == "rate_limit" and info.value.retryable and info.value.retry_after == 0.2
+    gen = asyncio.run(vlm.generate(msgs, GenerationConfig(max_tokens=20)))
+    assert "images=1 system=True key=True" in gen.text
+    assert gen.finish_reason == "stop" and (gen.usage.input_tokens, gen.usage.output_tokens) == (11, 3)
+
+
+def test_anthropic_sends_temperature_only_when_asked(fake_server, monkeypatch):
+    import asyncio
+
+    pytest.importorskip("anthropic")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
+    base = fake_server.base_url[: -len("/v1")]
+    msgs = [Message.user("Describe.")]
+    plain = load_model(f"anthropic:claude-fake@{base}")
+    assert "temperature=False" in asyncio.run(plain.generate(msgs, GenerationConfig())).text
+    sampled = load_model(f"anthropic:claude-fake@{base}?send_temperature=1")
+    assert "temperature=True" in asyncio.run(sampled.generate(msgs, GenerationConfig(temperature=0.0))).text
+
+
+def test_one_model_object_serves_several_event_loops(fake_server):
+    import asyncio
+
+    vlm = load_model(f"openai:fake@{fake_server.base_url}")
+    first = asyncio.run(vlm.generate([Message.user("Describe.")], GenerationConfig()))
+    second = asyncio.run(vlm.generate([Message.user("Describe.")], GenerationConfig()))  # a new loop
+    assert first.text == second.text

@@ -1,6 +1,10 @@
 """Anthropic Messages API through the official ``anthropic`` SDK (extra ``apis``).
 
-Spec: ``anthropic:MODEL[?key_env=ANTHROPIC_API_KEY&concurrency=N]``.
+Spec: ``anthropic:MODEL[?key_env=ANTHROPIC_API_KEY&concurrency=N&send_temperature=1]``.
+
+Current Anthropic SDKs and models take no sampling parameters, so by default
+decoding is the provider's own, not greedy: results record the spec, and
+``send_temperature=1`` sends ``temperature``/``top_p`` for models that accept them.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
 from ..core.secrets import register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
 from ._http_errors import translate
+from ._loop_clients import PerLoopClients
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "refusal"}
 
@@ -25,28 +30,34 @@ class AnthropicChat:
         if not key:
             raise SpecError("the Anthropic API needs a key: set ANTHROPIC_API_KEY (or ?key_env=NAME)")
         register_secret(key)
-        self.client = anthropic.AsyncAnthropic(api_key=key, base_url=spec.base_url, max_retries=0,
-                                               timeout=spec.get_float("timeout", 600.0))
+        timeout = spec.get_float("timeout", 600.0)
+        self._clients = PerLoopClients(lambda: anthropic.AsyncAnthropic(api_key=key, base_url=spec.base_url,
+                                                                        max_retries=0, timeout=timeout))
         self.model_id = spec.canonical()
         self.model = spec.name
         self.concurrency_key = f"anthropic@{spec.base_url or 'api.anthropic.com'}"
         self.max_concurrency = spec.get_int("concurrency", 0) or None
+        self.send_sampling = spec.get_bool("send_temperature", False)
         self.capabilities = Capabilities(multi_image=True)
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         import anthropic
 
         system, msgs = to_anthropic(messages)
-        kwargs: dict[str, Any] = {"model": self.model, "messages": msgs, "max_tokens": config.max_tokens,
-                                  "temperature": config.temperature}
+        kwargs: dict[str, Any] = {"model": self.model, "messages": msgs, "max_tokens": config.max_tokens}
         if system:
             kwargs["system"] = system
-        if config.top_p is not None:
-            kwargs["top_p"] = config.top_p
+        if self.send_sampling:
+            # Current SDKs no longer type sampling parameters (current models
+            # ignore them); older models and proxies still accept them as JSON.
+            extra: dict[str, Any] = {"temperature": config.temperature}
+            if config.top_p is not None:
+                extra["top_p"] = config.top_p
+            kwargs["extra_body"] = extra
         if config.stop:
             kwargs["stop_sequences"] = config.stop
         try:
-            resp = await self.client.messages.create(**kwargs)
+            resp = await self._clients.get().messages.create(**kwargs)
         except Exception as exc:  # noqa: BLE001
             raise translate(exc, anthropic) from exc
         blocks = getattr(resp, "content", None)

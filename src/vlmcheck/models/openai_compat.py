@@ -32,12 +32,14 @@ from ..core.roles import Capabilities, Generation, GenerationConfig, TokenLogpro
 from ..core.secrets import register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
 from ._http_errors import translate
+from ._loop_clients import PerLoopClients
 
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop",
            "function_call": "stop", "eos": "stop"}
 
 
-def _client(spec: ModelSpec):
+def _clients(spec: ModelSpec, n: int = 1) -> PerLoopClients:
+    """Validate the key now; build SDK clients lazily, per event loop."""
     import openai
 
     key = spec.secret("api_key") or secret_from_env(spec.get_str("key_env", "OPENAI_API_KEY"))
@@ -47,8 +49,9 @@ def _client(spec: ModelSpec):
         else:
             raise SpecError("the OpenAI API needs a key: set OPENAI_API_KEY (or ?key_env=NAME, or --api-key)")
     register_secret(key)
-    return openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0,
-                              timeout=spec.get_float("timeout", 600.0))
+    timeout = spec.get_float("timeout", 600.0)
+    return PerLoopClients(lambda: openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0,
+                                                     timeout=timeout), n)
 
 
 class OpenAIChat:
@@ -62,9 +65,7 @@ class OpenAIChat:
         # every pooled connection on each request and response close, so one
         # client with 64 connections spends more CPU in that scan than in the
         # request itself.  Small pools keep the scan short (bench/api_throughput.py).
-        self._clients = [_client(spec) for _ in range(max(1, spec.get_int("clients", 8)))]
-        self._next = 0
-        self.client = self._clients[0]
+        self._clients = _clients(spec, spec.get_int("clients", 8))
         self.concurrency_key = f"openai@{spec.base_url or 'api.openai.com'}"
         self.max_concurrency = spec.get_int("concurrency", 0) or None
         self._logprobs = spec.get_bool("logprobs", True)
@@ -96,9 +97,7 @@ class OpenAIChat:
             # chat.completions.create(), which walks every base64 image string and
             # cost ~1.8 ms of CPU per call: the bottleneck at high concurrency
             # (bench/api_throughput.py).  Our messages are already plain JSON.
-            self._next = (self._next + 1) % len(self._clients)
-            client = self._clients[self._next]
-            resp = await client.post("/chat/completions", cast_to=ChatCompletion, body=kwargs)
+            resp = await self._clients.get().post("/chat/completions", cast_to=ChatCompletion, body=kwargs)
         except openai.BadRequestError as exc:
             if want_logprobs and "logprob" in str(exc).lower():
                 # The server does not offer logprobs: stop asking, answer without them.
@@ -145,7 +144,7 @@ class OpenAIImages:
         self.spec = spec
         self.model_id = spec.canonical()
         self.model = spec.name
-        self.client = _client(spec)
+        self._clients = _clients(spec)
         self.concurrency_key = f"openai-image@{spec.base_url or 'api.openai.com'}"
         self.max_concurrency = spec.get_int("concurrency", 0) or None
         self.size = spec.get_str("size", "1024x1024")
@@ -161,7 +160,7 @@ class OpenAIImages:
         if self.spec.get_bool("b64", True) and not self.model.startswith("gpt-image"):
             kwargs["response_format"] = "b64_json"
         try:
-            resp = await self.client.images.generate(**kwargs)
+            resp = await self._clients.get().images.generate(**kwargs)
         except Exception as exc:  # noqa: BLE001
             raise translate(exc, openai) from exc
         data = getattr(resp, "data", None)

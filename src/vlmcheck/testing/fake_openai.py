@@ -1,4 +1,5 @@
-"""A local server that speaks the OpenAI chat-completions and images protocol.
+"""A local server that speaks the OpenAI chat-completions and images protocol
+(and the Anthropic Messages endpoint, for that adapter's tests).
 
 For tests and benchmarks only: it binds to 127.0.0.1, answers
 deterministically, injects a fixed latency, and injects faults on request.
@@ -84,7 +85,7 @@ class FakeOpenAI:
 
     async def respond(self, method: str, path: str, headers: dict[str, str], body: bytes, writer) -> bool:
         self.requests += 1
-        if method != "POST" or path not in ("/v1/chat/completions", "/v1/images/generations"):
+        if method != "POST" or path not in ("/v1/chat/completions", "/v1/images/generations", "/v1/messages"):
             self._send(writer, 404, b'{"error": {"message": "not found"}}')
             await writer.drain()
             return True
@@ -129,7 +130,12 @@ class FakeOpenAI:
                 self._send(writer, 200, json.dumps(_completion(req, digest, choices=False)).encode())
                 await writer.drain()
                 return True
-        payload = (_image_response(req, digest) if path.endswith("generations") else _completion(req, digest))
+        if path.endswith("generations"):
+            payload = _image_response(req, digest)
+        elif path.endswith("messages"):
+            payload = _anthropic_message(req, digest, headers)
+        else:
+            payload = _completion(req, digest)
         self._send(writer, 200, json.dumps(payload).encode())
         await writer.drain()
         return True
@@ -160,6 +166,18 @@ def _completion(req: dict, digest: str, choices: bool = True) -> dict:
                 {"token": f" {digest}", "logprob": -0.5, "bytes": None, "top_logprobs": []}]}
         out["choices"] = [choice]
     return out
+
+
+def _anthropic_message(req: dict, digest: str, headers: dict[str, str]) -> dict:
+    """Anthropic Messages API answer; echoes whether the system prompt and an image arrived."""
+    n_images = sum(1 for m in req.get("messages", []) for p in m.get("content", [])
+                   if isinstance(p, dict) and p.get("type") == "image")
+    has_key = "x-api-key" in headers or "authorization" in headers
+    text = (f"Answer {digest} images={n_images} system={'system' in req} key={has_key} "
+            f"temperature={'temperature' in req}")
+    return {"id": f"msg_{digest}", "type": "message", "role": "assistant", "model": req.get("model", "fake"),
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 11, "output_tokens": 3}}
 
 
 def _image_response(req: dict, digest: str) -> dict:
