@@ -1,7 +1,8 @@
 """``describe``: ask a VLM one prompt per image and record its answers.
 
-A manifest row may carry its own ``prompt``.  The smallest end-to-end evaluation: every answer is kept with its status
-(ok / empty / refusal / truncated) and usage.  When the dataset gives expected
+The smallest end-to-end evaluation: every answer is kept with its status
+(ok / empty / refusal / truncated) and usage.  A manifest row may carry its
+own ``prompt``.  When the dataset gives expected
 keywords per image (a JSONL ``keywords`` list), the keyword recall of each
 description is scored: the share of expected keywords (any of a ``|``-separated
 set of synonyms) that appear as words in the answer.

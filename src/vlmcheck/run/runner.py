@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from .. import __version__
 from ..core.images import BadImageError
 from ..core.secrets import redact_obj
+from ..core.spec import ModelSpec, SpecError
 from ..store.db import DB_NAME, RunStore
 from .calls import Session
 from .scheduler import CallFailed, RetryPolicy, Scheduler
@@ -134,8 +135,6 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
 def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
     """Add ``cost_usd`` where the model spec gives prices (USD per 1M tokens:
     ``?price_in=2.5&price_out=10``).  Token counts are what the API reported."""
-    from ..core.spec import ModelSpec, SpecError
-
     for model, entry in stats.items():
         try:
             spec = ModelSpec.parse(model)

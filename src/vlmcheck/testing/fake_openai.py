@@ -44,7 +44,6 @@ class FakeOpenAI:
         self.latency = latency
         self.attempts: dict[str, int] = {}
         self.log = open(log_path, "a", buffering=1) if log_path else None
-        self.requests = 0
 
     # ----------------------------------------------------------------- http
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -74,7 +73,7 @@ class FakeOpenAI:
                 pass
 
     @staticmethod
-    def _send(writer, status: int, payload: bytes, extra: dict[str, str] | None = None) -> None:
+    async def _reply(writer, status: int, payload: bytes, extra: dict[str, str] | None = None) -> bool:
         reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
                   500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Status")
         head = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json",
@@ -82,13 +81,12 @@ class FakeOpenAI:
         for k, v in (extra or {}).items():
             head.append(f"{k}: {v}")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
+        await writer.drain()
+        return True
 
     async def respond(self, method: str, path: str, headers: dict[str, str], body: bytes, writer) -> bool:
-        self.requests += 1
         if method != "POST" or path not in ("/v1/chat/completions", "/v1/images/generations", "/v1/messages"):
-            self._send(writer, 404, b'{"error": {"message": "not found"}}')
-            await writer.drain()
-            return True
+            return await self._reply(writer, 404, b'{"error": {"message": "not found"}}')
         req = json.loads(body or b"{}")
         text = _prompt_text(req)
         digest = hashlib.sha256(json.dumps(req.get("messages", req.get("prompt")), sort_keys=True).encode()
@@ -108,37 +106,35 @@ class FakeOpenAI:
                 return False
             if kind == "slow":
                 await asyncio.sleep(3.0)
-            elif kind in ("429", "500", "503"):
-                extra = {"Retry-After": "0.2"} if kind == "429" else None
-                self._send(writer, int(kind), json.dumps({"error": {"message": f"injected {kind}"}}).encode(), extra)
-                await writer.drain()
-                return True
-            elif kind == "400":
-                self._send(writer, 400, b'{"error": {"message": "injected bad request"}}')
-                await writer.drain()
-                return True
-            elif kind == "401echo":
-                msg = f"Incorrect API key provided: {headers.get('authorization', '')}"
-                self._send(writer, 401, json.dumps({"error": {"message": msg}}).encode())
-                await writer.drain()
-                return True
-            elif kind == "malformed":
-                self._send(writer, 200, b'{"id": "x", "choices": [ {"message": ')
-                await writer.drain()
-                return True
-            elif kind == "empty":
-                self._send(writer, 200, json.dumps(_completion(req, digest, choices=False)).encode())
-                await writer.drain()
-                return True
+            elif (response := _fault_response(kind, req, digest, headers)) is not None:
+                return await self._reply(writer, *response)
         if path.endswith("generations"):
             payload = _image_response(req, digest)
         elif path.endswith("messages"):
             payload = _anthropic_message(req, digest, headers)
         else:
             payload = _completion(req, digest)
-        self._send(writer, 200, json.dumps(payload).encode())
-        await writer.drain()
-        return True
+        return await self._reply(writer, 200, json.dumps(payload).encode())
+
+
+def _error(message: str) -> bytes:
+    return json.dumps({"error": {"message": message}}).encode()
+
+
+def _fault_response(kind: str, req: dict, digest: str, headers: dict[str, str]
+                    ) -> tuple[int, bytes, dict[str, str] | None] | None:
+    """(status, body, extra headers) of an injected fault that still answers; None for unknown faults."""
+    if kind in ("429", "500", "503"):
+        return int(kind), _error(f"injected {kind}"), ({"Retry-After": "0.2"} if kind == "429" else None)
+    if kind == "400":
+        return 400, _error("injected bad request"), None
+    if kind == "401echo":
+        return 401, _error(f"Incorrect API key provided: {headers.get('authorization', '')}"), None
+    if kind == "malformed":
+        return 200, b'{"id": "x", "choices": [ {"message": ', None
+    if kind == "empty":
+        return 200, json.dumps(_completion(req, digest, choices=False)).encode(), None
+    return None
 
 
 def _prompt_text(req: dict) -> str:
