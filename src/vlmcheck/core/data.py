@@ -2,6 +2,8 @@
 
 * A folder: every image file below it; the first sub-folder level, if any,
   is the item's category (MME's layout).  Ids are paths relative to the folder.
+* A folder holding a ``manifest.jsonl`` (e.g. from ``vlmcheck world make``):
+  that manifest.
 * A JSONL manifest: one object per line with ``image`` (or ``path``; relative
   to the manifest's folder), optional ``id``, ``category`` and any other fields
   (kept in ``meta``).
@@ -34,6 +36,8 @@ class DatasetError(ValueError):
 
 def load_image_dataset(source: str | Path) -> list[ImageItem]:
     src = Path(source)
+    if src.is_dir() and (src / "manifest.jsonl").is_file():
+        return _load_jsonl(src / "manifest.jsonl")
     if src.is_dir():
         items = []
         for path in iter_image_files(src):

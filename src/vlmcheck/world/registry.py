@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from ..core.spec import ModelSpec, SpecError
-from . import ref_models
+from . import describer, negator, ref_models, renderer
 
 REFERENCE_MODELS = {
     "pixels": (("encoder",), ref_models.make_pixels, "pixel-statistics encoder (fast, for tests)"),
     "effnet": (("encoder",), ref_models.make_effnet, "EfficientNet-Lite0 ImageNet features, 1280-d"),
     "photo": (("vlm",), ref_models.make_photo, "photo describer: EfficientNet-Lite0 labels + colours"),
+    "describer": (("vlm",), describer.make_describer,
+                  "world-scene VLM from pixels (shapes, colours, grid, OCR); error knobs "
+                  "omit/hallucinate/confuse/misplace/misread/yes_bias/level"),
+    "renderer": (("generator",), renderer.make_renderer, "text-to-image for world scenes (parses English)"),
+    "negator": (("text",), negator.make_negator, "rule-based yes/no question negation (VHExpansion rules)"),
 }
 
 

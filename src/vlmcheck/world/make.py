@@ -1,0 +1,155 @@
+"""``vlmcheck world make``: write a world dataset every method can read.
+
+Layout of ``OUT``::
+
+    images/<category>/<id>.png     rendered scenes (sub-folders = categories)
+    scenes/<id>.json               ground-truth scene graphs
+    manifest.jsonl                 one row per image: id, image, category,
+                                   description, scene, questions
+
+Questions come from the ground truth: for each scene a yes-question and a
+no-question (used by VHExpansion and POPE-style scoring) and a
+multiple-choice question with four options (ChEF's world scenario), all in
+the scene's category.  Everything is a function of ``seed``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..core.images import encode_image
+from .scene import (CATEGORIES, COLORS, POSITIONS, SHAPES, Scene, describe_scene, generate_scene, number_word,
+                    plural, position_name, render_scene)
+from .describer import evaluate
+
+
+def _yn(question: str, answer: bool, kind: str) -> dict:
+    return {"type": "yesno", "kind": kind, "question": question, "answer": "yes" if answer else "no"}
+
+
+def _mc(question: str, correct: str, distractors: list[str], rng: np.random.Generator, kind: str) -> dict:
+    options = [correct] + [d for d in dict.fromkeys(distractors) if d != correct][:3]
+    order = rng.permutation(len(options))
+    options = [options[i] for i in order]
+    return {"type": "mc", "kind": kind, "question": question, "options": options,
+            "answer": chr(ord("A") + options.index(correct)), "answer_text": correct}
+
+
+def _absent_kind(scene: Scene, rng: np.random.Generator) -> tuple[str, str]:
+    present = {(o.color, o.shape) for o in scene.objects}
+    while True:
+        c, s = str(rng.choice(COLORS)), str(rng.choice(SHAPES))
+        if (c, s) not in present:
+            return c, s
+
+
+def scene_questions(scene: Scene, rng: np.random.Generator) -> list[dict]:
+    cat = scene.category or "existence"
+    qs: list[dict] = []
+    objs = scene.objects
+    # the asked-about object is unique in colour and shape, so "the red star" means one thing
+    kinds = [(x.color, x.shape) for x in objs]
+    unique = [x for x in objs if kinds.count((x.color, x.shape)) == 1] or objs
+    o = unique[int(rng.integers(len(unique)))] if unique else None
+    if cat in ("existence", "shape") or (cat in CATEGORIES[:5] and o is None):
+        if o is not None:
+            qs.append(_yn(f"Is there {_a(o.color)} {o.color} {o.shape} in the image?", True, "existence"))
+        c, s = _absent_kind(scene, rng)
+        qs.append(_yn(f"Is there {_a(c)} {c} {s} in the image?", False, "existence"))
+        if o is not None and cat == "shape":
+            qs.append(_mc(f"What shape is the {o.color} object in the {o.position}?", o.shape,
+                          list(rng.permutation([x for x in SHAPES if x != o.shape])), rng, "shape"))
+        elif o is not None:
+            qs.append(_mc("Which of these objects is in the image?", f"{o.color} {o.shape}",
+                          [" ".join(_absent_kind(scene, rng)) for _ in range(6)], rng, "existence"))
+    elif cat == "count":
+        kinds: dict[tuple[str, str], int] = {}
+        for x in objs:
+            kinds[(x.color, x.shape)] = kinds.get((x.color, x.shape), 0) + 1
+        (c, s), n = max(kinds.items(), key=lambda kv: kv[1])
+        wrong = n + int(rng.choice([-1, 1])) if n > 2 else n + 1  # never "one ... circles"
+        qs.append(_yn(f"Are there {number_word(n)} {c} {plural(s)} in the image?", True, "count"))
+        qs.append(_yn(f"Are there {number_word(wrong)} {c} {plural(s)} in the image?", False, "count"))
+        qs.append(_mc(f"How many {c} {plural(s)} are there in the image?", str(n),
+                      [str(max(n + d, 0)) for d in (-2, -1, 1, 2, 3) if n + d >= 0], rng, "count"))
+    elif cat == "position":
+        other = [p for p in POSITIONS if p != o.position]
+        wrong = str(rng.choice(other))
+        qs.append(_yn(f"Is the {o.color} {o.shape} in the {o.position} of the image?", True, "position"))
+        qs.append(_yn(f"Is the {o.color} {o.shape} in the {wrong} of the image?", False, "position"))
+        qs.append(_mc(f"Where is the {o.color} {o.shape}?", o.position, list(rng.permutation(other)), rng,
+                      "position"))
+    elif cat == "color":
+        wrong = str(rng.choice([c for c in COLORS if c != o.color]))
+        qs.append(_yn(f"Is there {_a(o.color)} {o.color} {o.shape} in the {o.position} of the image?", True,
+                      "color"))
+        qs.append(_yn(f"Is there {_a(wrong)} {wrong} {o.shape} in the {o.position} of the image?", False, "color"))
+        qs.append(_mc(f"What color is the {o.shape} in the {o.position}?", o.color,
+                      list(rng.permutation([c for c in COLORS if c != o.color])), rng, "color"))
+    elif cat == "ocr":
+        fake = _fake_text(scene.text or "", rng)
+        qs.append(_yn(f'Is the text "{scene.text}" written in the image?', True, "ocr"))
+        qs.append(_yn(f'Is the text "{fake}" written in the image?', False, "ocr"))
+        qs.append(_mc("What does the text in the image say?", scene.text or "",
+                      [_fake_text(scene.text or "", rng) for _ in range(6)], rng, "ocr"))
+    elif cat in ("numerical", "code"):
+        value = evaluate(scene.text or "")
+        what = "the calculation" if cat == "numerical" else "the code"
+        verb = "equal" if cat == "numerical" else "output"
+        v = int(value) if value is not None else 0
+        wrong = v + int(rng.choice([-2, -1, 1, 2]))
+        qs.append(_yn(f"Does the result of {what} in the image {verb} {v}?", True, cat))
+        qs.append(_yn(f"Does the result of {what} in the image {verb} {wrong}?", False, cat))
+        qs.append(_mc(f"What is the result of {what} written in the image?", str(v),
+                      [str(v + d) for d in rng.permutation([-3, -2, -1, 1, 2, 3])], rng, cat))
+    return qs
+
+
+def _a(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def _fake_text(text: str, rng: np.random.Generator) -> str:
+    chars = list(text)
+    idx = [i for i, ch in enumerate(chars) if ch.isalnum()]
+    if not idx:
+        return text + "x"
+    i = int(rng.choice(idx))
+    ch = chars[i]
+    if ch.isdigit():
+        chars[i] = str((int(ch) + int(rng.integers(1, 10))) % 10)
+    else:
+        base = "a" if ch.islower() else "A"
+        chars[i] = chr((ord(ch) - ord(base) + int(rng.integers(1, 26))) % 26 + ord(base))
+    return "".join(chars)
+
+
+def make_world(out: str | Path, n: int = 200, seed: int = 0, size: int = 384,
+               categories: tuple[str, ...] = CATEGORIES) -> Path:
+    """Write ``n`` scenes (categories in turn) under ``out``; returns the manifest path."""
+    out = Path(out)
+    (out / "scenes").mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i in range(n):
+        cat = categories[i % len(categories)]
+        rng = np.random.default_rng([seed, i])
+        scene = generate_scene(rng, cat)
+        sid = f"{cat}-{i:04d}"
+        img_rel = f"images/{cat}/{sid}.png"
+        (out / "images" / cat).mkdir(parents=True, exist_ok=True)
+        (out / img_rel).write_bytes(encode_image(render_scene(scene, size), "PNG"))
+        (out / "scenes" / f"{sid}.json").write_text(scene.model_dump_json(indent=1))
+        rows.append({"id": sid, "image": img_rel, "category": cat, "description": describe_scene(scene),
+                     "scene": scene.model_dump(), "questions": scene_questions(scene, rng)})
+    manifest = out / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    (out / "README.txt").write_text(
+        f"vlmcheck reference world: {n} scenes, seed {seed}, {size}x{size} px.\n"
+        "manifest.jsonl: id, image, category, description (canonical), scene (ground truth), questions.\n")
+    return manifest
+
+
+__all__ = ["make_world", "scene_questions", "position_name"]

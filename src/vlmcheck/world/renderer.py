@@ -1,0 +1,42 @@
+"""``ref:renderer``: a text-to-image generator for the reference world.
+
+It reads a free English description (see :mod:`vlmcheck.world.language`) into
+a scene graph and renders it.  Whatever it cannot read is left out, as a weak
+generator would; a description with nothing it understands gives an empty
+background.  Deterministic: the seed is accepted and recorded, not needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from PIL import Image
+
+from ..core.roles import Capabilities
+from ..core.spec import ModelSpec, SpecError
+from .language import parse_description
+from .scene import render_scene
+
+
+class RefRenderer:
+    def __init__(self, spec: ModelSpec | None = None) -> None:
+        params = dict(spec.params) if spec else {}
+        unknown = set(params) - {"size", "concurrency"}
+        if unknown:
+            raise SpecError(f"ref:renderer: unknown parameter(s) {sorted(unknown)}; known: size")
+        self.size = int(params.get("size", 384))
+        self.model_id = spec.canonical() if spec else "ref:renderer"
+        self.capabilities = Capabilities(seeded=True)
+        self.concurrency_key = "ref:renderer"
+        self.max_concurrency = 2
+
+    def render(self, prompt: str) -> Image.Image:
+        scene, _notes = parse_description(prompt)
+        return render_scene(scene, self.size)
+
+    async def generate_image(self, prompt: str, seed: int | None = None) -> Image.Image:
+        return await asyncio.to_thread(self.render, prompt)
+
+
+def make_renderer(spec: ModelSpec, role: str) -> RefRenderer:
+    return RefRenderer(spec)
