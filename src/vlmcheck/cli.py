@@ -136,6 +136,118 @@ def retry_failed_cmd(run: Path = typer.Argument(..., help="Run folder"), max_con
     console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
 
 
+world_app = typer.Typer(no_args_is_help=True, help="The offline reference world.")
+app.add_typer(world_app, name="world")
+
+
+@world_app.command("make")
+def world_make(out: Path = typer.Argument(..., help="Output folder"),
+               n: int = typer.Option(200, "--n", help="Number of scenes"),
+               seed: int = typer.Option(0, "--seed"), size: int = typer.Option(384, "--size", help="Pixels")) -> None:
+    """Write seeded scenes: images/<category>/*.png, scene graphs, descriptions, questions (manifest.jsonl)."""
+    from .world.make import make_world
+
+    manifest = make_world(out, n=n, seed=seed, size=size)
+    console.print(f"[green]wrote[/green] {n} scenes: {manifest}")
+
+
+@app.command()
+def genception(
+    vlm: list[str] = typer.Option(..., "--vlm", help="VLM spec; repeat for a leaderboard"),
+    generator: str = typer.Option(..., "--generator", help="Image generator spec, e.g. openai-image:dall-e-3"),
+    encoder: str = typer.Option(..., "--encoder", help="Image encoder spec, e.g. hf-encoder:google/vit-base-patch16-224-in21k"),
+    data: Path = typer.Option(..., "--data", help="Image folder (categories = sub-folders) or JSONL manifest"),
+    out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per VLM when several)"),
+    T: int = typer.Option(3, "-T", "--iterations", help="Iterations T"),
+    external: Optional[Path] = typer.Option(None, "--external", help="CSV model,benchmark,score to correlate with"),
+    api_key: Optional[str] = API_KEY,
+    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
+    max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
+) -> None:
+    """GenCeption: describe, regenerate, repeat T times; GC@1..T, GC_FID@t, categories, leaderboard."""
+    from .methods.genception import GenCeptionSpec, GenCeptionTask
+    from .methods.leaderboard import leaderboard
+
+    _setup_logging()
+    folders = []
+    for one in vlm:
+        try:
+            spec = _spec_with_key(one, api_key)
+            task = GenCeptionTask(GenCeptionSpec(vlm=spec.canonical(), generator=generator, encoder=encoder,
+                                                 data=str(data), T=T, seed=seed), vlm=load_model(spec, "vlm"))
+        except (SpecError, ValueError, FileNotFoundError) as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2)
+        folder = out if len(vlm) == 1 else out / _slug(spec.canonical())
+        results = _execute(task, folder, _options(resume, overwrite, limit, max_concurrency, seed, progress))
+        _print_gc(spec.canonical(), results["metrics"])
+        folders.append(folder)
+    if len(folders) > 1 or external:
+        board = leaderboard(folders, external)
+        (out / "leaderboard.json").write_text(json.dumps(board, indent=2))
+        _print_board(board)
+        console.print(f"Leaderboard: {out / 'leaderboard.json'}")
+
+
+def _slug(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80]
+
+
+def _print_gc(model: str, m: dict) -> None:
+    T = m["T"]
+    if f"GC@{T}" not in m:
+        console.print(f"{model}: no complete chains")
+        return
+    g = m[f"GC@{T}"]
+    console.print(f"{model}: GC@{T} = {g['mean']:.4f} [{g['ci95'][0]:.4f}, {g['ci95'][1]:.4f}] "
+                  f"over {m['chains']['complete']} chains ({m['chains']['incomplete']} incomplete)")
+
+
+def _print_board(board: dict) -> None:
+    key = board["metric"]
+    table = Table("rank", "model", key, "95% CI", "GC rank")
+    for model, r in board["models"].items():
+        ci = r.get("ci95") or [float("nan")] * 2
+        table.add_row(f"{r['rank']:.1f}", model, f"{r[key]:.4f}", f"[{ci[0]:.4f}, {ci[1]:.4f}]",
+                      f"{r['gc_rank']:.2f}" if "gc_rank" in r else "-")
+    Console(stderr=True).print(table)
+
+
+@app.command()
+def compare(runs: list[Path] = typer.Argument(..., help="GenCeption run folders"),
+            external: Optional[Path] = typer.Option(None, "--external", help="CSV model,benchmark,score"),
+            output: Path = typer.Option(Path("leaderboard.json"), "-o", "--output")) -> None:
+    """Leaderboard of GenCeption runs made with the same generator, encoder and T."""
+    from .methods.leaderboard import leaderboard
+
+    try:
+        board = leaderboard(runs, external)
+    except (ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    output.write_text(json.dumps(board, indent=2))
+    _print_board(board)
+    console.print(f"Leaderboard: {output}")
+
+
+@app.command()
+def meta(out: Path = typer.Option(Path("meta-run"), "--out"), n: int = typer.Option(50, "--n"),
+         seed: int = SEED) -> None:
+    """Meta-evaluation on the reference world: Kendall tau between true error and each metric."""
+    from .world.meta import meta_evaluate
+
+    _setup_logging()
+    res = meta_evaluate(out, n=n, seed=seed, progress=sys.stderr.isatty())
+    metrics = list(res["kendall_tau"])
+    table = Table("error level", *metrics)
+    for lv, row in res["table"].items():
+        table.add_row(lv, *[f"{row[m]:.4f}" for m in metrics])
+    table.add_row("Kendall tau", *[f"{res['kendall_tau'][m]:.3f}" for m in metrics])
+    Console().print(table)
+
+
 @app.command()
 def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for the demo's data and runs")) -> None:
     """Offline demo: real photos, a reference describer, a full resumable run."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from .describe import DescribeTask
+from .genception import GenCeptionTask
 
-TASKS: dict[str, Any] = {DescribeTask.name: DescribeTask}
+TASKS: dict[str, Any] = {DescribeTask.name: DescribeTask, GenCeptionTask.name: GenCeptionTask}
 
 
 def task_from_spec(task_name: str, task_spec: dict[str, Any]):

@@ -89,7 +89,7 @@ class DescribeTask:
             record["keyword_recall"] = keyword_recall(gen.text, keywords)
         return record
 
-    def summarize(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+    def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         results = [r["result"] for r in records]
         statuses: dict[str, int] = {}
         for r in results:

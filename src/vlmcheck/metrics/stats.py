@@ -29,3 +29,88 @@ def bootstrap_ci(values, statistic: Callable[[np.ndarray], float] = np.mean, n_b
     stats = np.array([statistic(x[i]) for i in idx]) if statistic is not np.mean else x[idx].mean(axis=1)
     alpha = (1 - level) / 2
     return (float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha)))
+
+
+def gc_at(similarities, t: int | None = None) -> float:
+    """GenCeption's GC@T (eq. 3): sum_t t*s(t) / sum_t t over t = 1..T.
+
+    ``similarities`` is [s(1), ..., s(T')]; ``t`` (default T') takes the first
+    t terms.  Fewer than ``t`` terms is an error: an incomplete chain has no
+    GC@t (the authors' code normalised over fewer terms; we do not).
+    """
+    s = np.asarray(similarities, dtype=float)
+    t = len(s) if t is None else t
+    if t < 1 or len(s) < t:
+        raise ValueError(f"GC@{t} needs {t} similarities, got {len(s)}")
+    w = np.arange(1, t + 1, dtype=float)
+    return float((w * s[:t]).sum() / w.sum())
+
+
+def frechet_distance(x: np.ndarray, y: np.ndarray) -> float:
+    """Frechet distance between Gaussians fitted to two feature sets (rows = samples).
+
+    ||mu_x - mu_y||^2 + Tr(C_x + C_y - 2 (C_x C_y)^(1/2)), as in FID.  Written
+    here because our features are already computed (and cached) by whatever
+    encoder the run uses; torchmetrics' FID wants images and a module.  The
+    tests check it against torchmetrics on the same features.
+    """
+    from scipy import linalg
+
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape[0] < 2 or y.shape[0] < 2:
+        raise ValueError("a Frechet distance needs at least two samples per set")
+    mu1, mu2 = x.mean(0), y.mean(0)
+    c1, c2 = np.cov(x, rowvar=False), np.cov(y, rowvar=False)
+    import warnings
+
+    with warnings.catch_warnings():  # fewer samples than dimensions: singular, callers warn about that
+        warnings.simplefilter("ignore")
+        covmean = linalg.sqrtm(c1 @ c2)
+        if not np.isfinite(covmean).all():
+            eps = np.eye(c1.shape[0]) * 1e-6
+            covmean = linalg.sqrtm((c1 + eps) @ (c2 + eps))
+    covmean = np.real(covmean)
+    d = float(((mu1 - mu2) ** 2).sum() + np.trace(c1) + np.trace(c2) - 2 * np.trace(covmean))
+    return max(d, 0.0)  # round-off can leave a tiny negative for identical sets
+
+
+def correlations(x, y) -> dict[str, float]:
+    """Pearson, Spearman and Kendall correlation of two paired sequences."""
+    from scipy import stats
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size < 3:
+        return {"pearson": float("nan"), "spearman": float("nan"), "kendall": float("nan"), "n": int(x.size)}
+    return {"pearson": float(stats.pearsonr(x, y)[0]), "spearman": float(stats.spearmanr(x, y)[0]),
+            "kendall": float(stats.kendalltau(x, y)[0]), "n": int(x.size)}
+
+
+def ranks(scores: dict[str, float], higher_is_better: bool = True) -> dict[str, float]:
+    """Rank 1 = best; ties share the mean rank."""
+    from scipy.stats import rankdata
+
+    names = list(scores)
+    vals = np.array([scores[n] for n in names], dtype=float)
+    r = rankdata(-vals if higher_is_better else vals, method="average")
+    return {n: float(v) for n, v in zip(names, r)}
+
+
+def pope_answer(text: str) -> str:
+    """POPE's rule: the first sentence is 'no' if it has the word 'no' or 'not', else 'yes'."""
+    import re
+
+    first = re.split(r"(?<=[.!?])\s|\n", text.strip(), maxsplit=1)[0]
+    words = set(re.findall(r"[a-z]+", first.lower()))
+    return "no" if words & {"no", "not"} else "yes"
+
+
+def symmetric_accuracy(pairs) -> float:
+    """Share of (case, negated case) pairs answered correctly both times (VHExpansion Def. 3).
+
+    ``pairs`` is an iterable of (correct_original, correct_negated) booleans.
+    """
+    pairs = list(pairs)
+    if not pairs:
+        return float("nan")
+    return sum(1 for a, b in pairs if a and b) / len(pairs)

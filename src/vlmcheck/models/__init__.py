@@ -14,3 +14,5 @@ register("hf-encoder", "vlmcheck.models.encoders:make_hf", ("encoder",), "transf
 register("timm", "vlmcheck.models.encoders:make_timm", ("encoder",), "timm image model, pooled features")
 register("ref", "vlmcheck.world.registry:make", ("vlm", "text", "generator", "encoder"),
          "offline reference models (ref:photo, ref:effnet, ref:pixels, ...)")
+register("human", "vlmcheck.models.human:make_human", ("vlm",),
+         "human-written descriptions from a CSV/JSONL file (GenCeption human baseline)")

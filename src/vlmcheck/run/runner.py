@@ -54,7 +54,9 @@ class Task(Protocol):
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]: ...
 
-    def summarize(self, records: list[dict[str, Any]]) -> dict[str, Any]: ...
+    def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
+        """Metrics from the finished samples; ``failed`` holds the samples that raised (with any partial result)."""
+        ...
 
 
 class RunOptions(BaseModel):
@@ -122,7 +124,7 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
         "spec": store.get_meta("spec"),
         "counts": {"samples": len(samples), "done": len(done), "failed": len(failed),
                    "pending": len(samples) - len(records), "errors_by_type": errors_by_type},
-        "metrics": task.summarize(done),
+        "metrics": task.summarize(done, failed),
         "usage": usage_with_cost(store.call_stats()),
     }
     if session is not None:  # what this process did (a resumed run counts only its own calls)

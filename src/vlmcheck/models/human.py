@@ -1,0 +1,60 @@
+"""``human:PATH``: human-written descriptions served as a describer (GenCeption's human baseline).
+
+PATH is a CSV (columns ``image``, ``text``) or JSONL (keys ``image``,
+``text``) file; image paths are relative to the file.  Images are matched by
+pixel hash, so the run's dataset may live anywhere.  A human describes only
+the seed images: for any other image (e.g. X_1 at t = 2) the answer is a
+refusal, so use ``-T 1`` (the paper compares GC@1).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from ..core.images import image_hash, load_image
+from ..core.messages import Message
+from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
+from ..core.spec import ModelSpec, SpecError
+
+
+class HumanDescriptions:
+    def __init__(self, spec: ModelSpec) -> None:
+        path = Path(spec.name)
+        if not path.is_file():
+            raise SpecError(f"human:{spec.name}: no such file")
+        rows = self._read(path)
+        self.by_hash: dict[str, str] = {}
+        for row in rows:
+            img_path = Path(row["image"])
+            full = img_path if img_path.is_absolute() else path.parent / img_path
+            self.by_hash[image_hash(load_image(full))] = row["text"]
+        self.model_id = spec.canonical()
+        self.capabilities = Capabilities(multi_image=False, seeded=True)
+        self.concurrency_key = self.model_id
+        self.max_concurrency = 8
+
+    @staticmethod
+    def _read(path: Path) -> list[dict[str, str]]:
+        if path.suffix.lower() in (".jsonl", ".ndjson"):
+            rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        else:
+            with path.open(newline="", encoding="utf-8") as fh:
+                rows = list(csv.DictReader(fh))
+        for i, row in enumerate(rows, 1):
+            if not isinstance(row.get("image"), str) or not isinstance(row.get("text"), str):
+                raise SpecError(f"{path}: row {i} needs 'image' and 'text'")
+        return rows
+
+    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
+        images = [im for m in messages for im in m.images]
+        text = self.by_hash.get(images[-1].sha256) if images else None
+        if text is None:
+            return Generation(text="", finish_reason="refusal",
+                              refusal="no human description for this image")
+        return Generation(text=text, finish_reason="stop", usage=Usage(output_tokens=len(text.split())))
+
+
+def make_human(spec: ModelSpec, role: str) -> HumanDescriptions:
+    return HumanDescriptions(spec)
