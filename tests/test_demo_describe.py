@@ -55,3 +55,7 @@ def test_cli_demo_runs(tmp_path):
     results = json.loads((tmp_path / "demo/describe/results.json").read_text())
     assert results["counts"]["done"] == 12
     assert results["spec"]["task_spec"]["vlm"] == "ref:photo"
+    board = json.loads((tmp_path / "demo/genception/leaderboard.json").read_text())
+    assert list(board["models"]) == ["ref:describer?level=0.0", "ref:describer?level=0.1",
+                                     "ref:describer?level=0.3"]
+    assert board["models"]["ref:describer?level=0.0"]["GC@3"] == 1.0

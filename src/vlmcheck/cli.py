@@ -248,18 +248,30 @@ def meta(out: Path = typer.Option(Path("meta-run"), "--out"), n: int = typer.Opt
     Console().print(table)
 
 
+DEMO_LEVELS = (0.0, 0.1, 0.3)
+
+
 @app.command()
-def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for the demo's data and runs")) -> None:
-    """Offline demo: real photos, a reference describer, a full resumable run."""
+def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for the demo's data and runs"),
+         n: int = typer.Option(24, "--n", help="World scenes for GenCeption")) -> None:
+    """Offline demo: real photos described by a reference model, then GenCeption on the reference world
+    with three describers of known error, and their leaderboard."""
+    import time
+
     from .methods.describe import DescribeSpec, DescribeTask
+    from .methods.genception import GenCeptionSpec, GenCeptionTask
+    from .methods.leaderboard import leaderboard
+    from .world.make import make_world
     from .world.photos import make_photo_dataset
 
     _setup_logging()
+    started = time.perf_counter()
+    progress = sys.stderr.isatty()
+    # 1. describe real photographs (two broken files show per-sample errors)
     manifest = make_photo_dataset(out / "data", include_broken=True)
-    console.print(f"[bold]vlmcheck demo[/bold]: {manifest} (scikit-image photos + 2 broken files)")
-    task = DescribeTask(DescribeSpec(vlm="ref:photo", data=str(manifest)))
-    results = _execute(task, out / "describe", RunOptions(overwrite=True, progress=sys.stderr.isatty()))
-    console.print_json(json.dumps(results["metrics"]))
+    console.rule("[bold]1. describe: scikit-image photos with ref:photo (EfficientNet-Lite0)")
+    results = _execute(DescribeTask(DescribeSpec(vlm="ref:photo", data=str(manifest))), out / "describe",
+                       RunOptions(overwrite=True, progress=progress))
     for rec in (out / "describe" / "samples.jsonl").read_text().splitlines():
         r = json.loads(rec)
         if r["status"] == "done":
@@ -268,7 +280,24 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
         else:
             console.print(f"  {r['sample_id']:<11} [yellow]error[/yellow] {r['error']['type']}: "
                           f"{r['error']['message']}")
-    console.print(f"Run folder: {out / 'describe'} (results.json, samples.jsonl, store.sqlite)")
+    # 2. GenCeption on the reference world, three describers of increasing error
+    console.rule(f"[bold]2. GenCeption (T=3) on {n} world scenes: ref:describer at error levels {DEMO_LEVELS}")
+    world = out / "world"
+    make_world(world, n=n, seed=0)
+    folders = []
+    for lv in DEMO_LEVELS:
+        spec = f"ref:describer?level={lv}"
+        task = GenCeptionTask(GenCeptionSpec(vlm=spec, generator="ref:renderer", encoder="ref:effnet",
+                                             data=str(world), T=3))
+        res = _execute(task, out / "genception" / f"level-{lv}", RunOptions(overwrite=True, progress=progress))
+        _print_gc(spec, res["metrics"])
+        folders.append(out / "genception" / f"level-{lv}")
+    board = leaderboard(folders)
+    (out / "genception" / "leaderboard.json").write_text(json.dumps(board, indent=2))
+    _print_board(board)
+    console.print(f"[green]demo finished[/green] in {time.perf_counter() - started:.0f} s. Run folders under {out}: "
+                  "describe/, genception/level-*/ (results.json, samples.jsonl, store.sqlite, artifacts/), "
+                  "genception/leaderboard.json")
 
 
 def main() -> None:  # pragma: no cover
