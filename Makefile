@@ -32,6 +32,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/api_throughput.py
+	$(PY) bench/corruptions.py
 
 clean:
 	rm -rf $(VENV) demo-run .pytest_cache

@@ -248,6 +248,48 @@ def meta(out: Path = typer.Option(Path("meta-run"), "--out"), n: int = typer.Opt
     Console().print(table)
 
 
+@app.command()
+def perturb(
+    source: Path = typer.Argument(..., help="An image or a folder of images"),
+    corruption: list[str] = typer.Option(..., "--corruption", "-c",
+                                         help="Corruption name or VHExpansion preset (vhx_*); repeat; 'all' for every one"),
+    severity: list[int] = typer.Option([3], "--severity", "-s", help="1-5; repeat for several"),
+    out: Path = typer.Option(..., "--out", help="Output folder"),
+    seed: int = SEED,
+) -> None:
+    """Write corrupted copies: OUT/<corruption>/s<severity>/<relative path>.png (lossless)."""
+    from .core.images import BadImageError, iter_image_files, load_image
+    from .perturb.image import CORRUPTIONS, PRESETS, corrupt
+
+    names = sorted(CORRUPTIONS) if corruption == ["all"] else corruption
+    unknown = [n for n in names if n not in CORRUPTIONS and n not in PRESETS]
+    if unknown:
+        console.print(f"[red]error:[/red] unknown corruption(s) {unknown}; known: "
+                      + ", ".join(sorted(CORRUPTIONS) + sorted(PRESETS)))
+        raise typer.Exit(2)
+    if any(not 1 <= s <= 5 for s in severity):
+        console.print("[red]error:[/red] severities are 1..5")
+        raise typer.Exit(2)
+    files = [source] if source.is_file() else iter_image_files(source)
+    base = source.parent if source.is_file() else source
+    written = failed = 0
+    for path in files:
+        rel = path.relative_to(base).with_suffix(".png")
+        try:
+            img = load_image(path)
+        except BadImageError as exc:
+            console.print(f"[yellow]skipped[/yellow] {path}: {exc}")
+            failed += 1
+            continue
+        for name in names:
+            for sev in ([1] if name in PRESETS else severity):
+                target = out / name / f"s{sev}" / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                corrupt(img, name, sev, seed=seed).save(target)
+                written += 1
+    console.print(f"[green]wrote[/green] {written} images under {out}" + (f"; {failed} unreadable" if failed else ""))
+
+
 DEMO_LEVELS = (0.0, 0.1, 0.3)
 
 

@@ -1,0 +1,45 @@
+"""ChEF's composite image corruption (supplementary Table 1).
+
+Categories are applied in a fixed order (noise, blur, weather, digital,
+other).  Per category the strategy is *random* (one of its methods) or
+*sequential* (all of them); each method gets a random severity 1..5.  The
+whole chain is drawn from one seed and returned as data, so that
+:func:`apply_chain` regenerates the corrupted image exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+from PIL import Image
+
+from .image import CATEGORY_ORDER, CORRUPTIONS, corrupt
+
+IMAGE_STRATEGY = {"noise": "random", "blur": "random", "weather": "random", "digital": "random",
+                  "other": "sequential"}
+
+
+def sample_seed(seed: int, sample_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"{seed}:{sample_id}".encode()).digest()[:8], "little")
+
+
+def composite_chain(seed: int, categories: tuple[str, ...] = CATEGORY_ORDER,
+                    strategy: dict[str, str] | None = None) -> list[dict]:
+    """The list of {name, severity, seed} steps for one sample."""
+    strategy = {**IMAGE_STRATEGY, **(strategy or {})}
+    rng = np.random.default_rng(seed)
+    chain = []
+    for cat in categories:
+        methods = [n for n, c in CORRUPTIONS.items() if c.category == cat]
+        picked = methods if strategy[cat] == "sequential" else [methods[int(rng.integers(len(methods)))]]
+        for name in picked:
+            chain.append({"name": name, "category": cat, "severity": int(rng.integers(1, 6)),
+                          "seed": int(rng.integers(2 ** 31))})
+    return chain
+
+
+def apply_chain(img: Image.Image, chain: list[dict]) -> Image.Image:
+    for step in chain:
+        img = corrupt(img, step["name"], step["severity"], step["seed"])
+    return img

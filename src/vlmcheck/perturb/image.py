@@ -1,0 +1,475 @@
+"""Image corruptions: ImageNet-C (Hendrycks & Dietterich, 2019) plus ChEF's "other" category.
+
+Every corruption takes a float32 RGB array in [0, 1] (H, W, 3), a severity
+1..5 and a numpy Generator, and returns an array of the same kind.  The
+severity tables are ImageNet-C's (as in its reference code and the
+``imagecorruptions`` package); the code is our own, vectorised with
+numpy/scipy/OpenCV.  Where ImageNet-C's reference code is a per-pixel Python
+loop (glass blur's pixel swaps) we use an equivalent vectorised local
+shuffle: every pixel takes the value of a random neighbour within the same
+distance, the same number of times.
+
+:func:`corrupt` is the public entry point: any PIL mode in, the same mode out
+(alpha kept as it was), same size except for ``center_crop`` and ``resize``.
+Randomness comes only from the ``seed`` argument.
+
+Frost uses frost textures generated procedurally by :func:`frost_texture`
+(our own code, MIT like the rest of vlmcheck; no image files are shipped).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import cv2
+import numpy as np
+from PIL import Image
+from scipy import ndimage
+
+Array = np.ndarray
+
+
+@dataclass(frozen=True)
+class Corruption:
+    name: str
+    category: str
+    fn: Callable[[Array, int, np.random.Generator], Array]
+    severities: int = 5
+    keeps_size: bool = True
+    pil: bool = False  # works on an RGB PIL image directly (no float round trip)
+
+
+CORRUPTIONS: dict[str, Corruption] = {}
+CATEGORY_ORDER = ("noise", "blur", "weather", "digital", "other")
+
+
+def _register(name: str, category: str, keeps_size: bool = True, pil: bool = False):
+    def deco(fn):
+        CORRUPTIONS[name] = Corruption(name, category, fn, 5, keeps_size, pil)
+        return fn
+    return deco
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def disk_kernel(radius: float, alias_blur: float = 0.0) -> Array:
+    """A normalised disk; ImageNet-C smooths it with a small Gaussian (``alias_blur``)."""
+    r = int(math.ceil(radius))
+    size = max(8, r) if radius <= 8 else r
+    ax = np.arange(-size, size + 1)
+    xx, yy = np.meshgrid(ax, ax)
+    k = (xx ** 2 + yy ** 2 <= radius ** 2).astype(np.float32)
+    k /= k.sum()
+    if alias_blur > 0:
+        ksize = (3, 3) if radius <= 8 else (5, 5)
+        k = cv2.GaussianBlur(k, ksize=ksize, sigmaX=alias_blur)
+    return k
+
+
+def _filter(x: Array, kernel: Array) -> Array:
+    return cv2.filter2D(x, -1, kernel.astype(np.float32), borderType=cv2.BORDER_REFLECT)
+
+
+def motion_kernel(radius: int, sigma: float, angle_deg: float) -> Array:
+    """One-sided Gaussian-weighted line of length ``radius`` at ``angle_deg`` (ImageMagick's motion blur)."""
+    size = 2 * radius + 1
+    k = np.zeros((size, size), np.float32)
+    t = np.arange(radius + 1, dtype=np.float32)
+    w = np.exp(-(t ** 2) / (2 * sigma ** 2))
+    a = math.radians(angle_deg)
+    xs = np.round(radius + t * math.cos(a)).astype(int)
+    ys = np.round(radius - t * math.sin(a)).astype(int)
+    np.add.at(k, (ys, xs), w)
+    return k / k.sum()
+
+
+def clipped_zoom(x: Array, factor: float) -> Array:
+    """Zoom in by ``factor`` about the centre, keeping the size."""
+    h, w = x.shape[:2]
+    ch, cw = int(math.ceil(h / factor)), int(math.ceil(w / factor))
+    top, left = (h - ch) // 2, (w - cw) // 2
+    crop = x[top: top + ch, left: left + cw]
+    out = cv2.resize(crop, (int(round(cw * factor)), int(round(ch * factor))), interpolation=cv2.INTER_LINEAR)
+    if out.ndim == 2 and x.ndim == 3:
+        out = out[..., None]
+    th, tw = (out.shape[0] - h) // 2, (out.shape[1] - w) // 2
+    return out[th: th + h, tw: tw + w]
+
+
+def plasma_fractal(size: int, decay: float, rng: np.random.Generator) -> Array:
+    """Diamond-square fractal noise on a size x size grid (size a power of two), values in [0, 1]."""
+    maparray = np.zeros((size, size), np.float64)
+    step = size
+    scale = 100.0
+
+    def wibbled(a):
+        return a / 4 + scale * rng.uniform(-scale, scale, a.shape)
+
+    while step >= 2:
+        half = step // 2
+        # squares: centres from the four corners
+        corners = maparray[0:size:step, 0:size:step]
+        total = corners + np.roll(corners, -1, 0) + np.roll(corners, -1, 1) + np.roll(np.roll(corners, -1, 0), -1, 1)
+        maparray[half:size:step, half:size:step] = wibbled(total)
+        # diamonds
+        ms = maparray.shape[0]
+        drgrid = maparray[half:ms:step, half:ms:step]
+        ulgrid = maparray[0:ms:step, 0:ms:step]
+        ldrsum = drgrid + np.roll(drgrid, 1, axis=0)
+        lulsum = ulgrid + np.roll(ulgrid, -1, axis=1)
+        maparray[0:ms:step, half:ms:step] = wibbled(ldrsum + lulsum)
+        tdrsum = drgrid + np.roll(drgrid, 1, axis=1)
+        tulsum = ulgrid + np.roll(ulgrid, -1, axis=0)
+        maparray[half:ms:step, 0:ms:step] = wibbled(tdrsum + tulsum)
+        step //= 2
+        scale /= decay
+    maparray -= maparray.min()
+    return maparray / max(maparray.max(), 1e-12)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(n - 1, 1).bit_length()
+
+
+def _hsv(x: Array) -> Array:
+    return cv2.cvtColor(x.astype(np.float32), cv2.COLOR_RGB2HSV)  # H in degrees, S and V in [0, 1]
+
+
+def _rgb(hsv: Array) -> Array:
+    return cv2.cvtColor(hsv.astype(np.float32), cv2.COLOR_HSV2RGB)
+
+
+def _gray(x: Array) -> Array:
+    return cv2.cvtColor(x.astype(np.float32), cv2.COLOR_RGB2GRAY)
+
+
+# ----------------------------------------------------------------------------- noise
+
+@_register("gaussian_noise", "noise")
+def gaussian_noise(x, s, rng, sigma: float | None = None):
+    c = sigma if sigma is not None else [0.08, 0.12, 0.18, 0.26, 0.38][s - 1]
+    return np.clip(x + rng.normal(scale=c, size=x.shape).astype(np.float32), 0, 1)
+
+
+@_register("shot_noise", "noise")
+def shot_noise(x, s, rng):
+    c = [60, 25, 12, 5, 3][s - 1]
+    return np.clip(rng.poisson(x * c) / float(c), 0, 1).astype(np.float32)
+
+
+@_register("impulse_noise", "noise")
+def impulse_noise(x, s, rng):
+    amount = [0.03, 0.06, 0.09, 0.17, 0.27][s - 1]
+    out = x.copy()
+    u = rng.random(x.shape)
+    out[u < amount / 2] = 0.0
+    out[(u >= amount / 2) & (u < amount)] = 1.0
+    return out
+
+
+@_register("speckle_noise", "noise")
+def speckle_noise(x, s, rng):
+    c = [0.15, 0.2, 0.35, 0.45, 0.6][s - 1]
+    return np.clip(x + x * rng.normal(scale=c, size=x.shape).astype(np.float32), 0, 1)
+
+
+# ----------------------------------------------------------------------------- blur
+
+@_register("gaussian_blur", "blur")
+def gaussian_blur(x, s, rng):
+    c = [1, 2, 3, 4, 6][s - 1]
+    return np.clip(ndimage.gaussian_filter(x, sigma=(c, c, 0), mode="nearest"), 0, 1)
+
+
+@_register("glass_blur", "blur")
+def glass_blur(x, s, rng):
+    sigma, delta, iterations = [(0.7, 1, 2), (0.9, 2, 1), (1, 2, 3), (1.1, 3, 2), (1.5, 4, 2)][s - 1]
+    y = np.round(ndimage.gaussian_filter(x, sigma=(sigma, sigma, 0), mode="nearest") * 255) / 255
+    h, w = y.shape[:2]
+    yy, xx = np.mgrid[0:h, 0:w]
+    for _ in range(iterations):
+        dy = rng.integers(-delta, delta, size=(h, w))
+        dx = rng.integers(-delta, delta, size=(h, w))
+        y = y[np.clip(yy + dy, 0, h - 1), np.clip(xx + dx, 0, w - 1)]
+    return np.clip(ndimage.gaussian_filter(y, sigma=(sigma, sigma, 0), mode="nearest"), 0, 1).astype(np.float32)
+
+
+@_register("defocus_blur", "blur")
+def defocus_blur(x, s, rng, radius: float | None = None, alias_blur: float | None = None):
+    r, a = [(3, 0.1), (4, 0.5), (6, 0.5), (8, 0.5), (10, 0.5)][s - 1]
+    if radius is not None:
+        r, a = radius, (alias_blur or 0.0)
+    return np.clip(_filter(x, disk_kernel(r, a)), 0, 1)
+
+
+@_register("motion_blur", "blur")
+def motion_blur(x, s, rng):
+    radius, sigma = [(10, 3), (15, 5), (15, 8), (15, 12), (20, 15)][s - 1]
+    angle = rng.uniform(-45, 45)
+    return np.clip(_filter(x, motion_kernel(radius, sigma, angle)), 0, 1)
+
+
+@_register("zoom_blur", "blur")
+def zoom_blur(x, s, rng):
+    zooms = [np.arange(1, 1.11, 0.01), np.arange(1, 1.16, 0.01), np.arange(1, 1.21, 0.02),
+             np.arange(1, 1.26, 0.02), np.arange(1, 1.31, 0.03)][s - 1]
+    out = x.copy()
+    for z in zooms:
+        out += clipped_zoom(x, float(z))
+    return np.clip(out / (len(zooms) + 1), 0, 1)
+
+
+# ----------------------------------------------------------------------------- weather
+
+@_register("snow", "weather")
+def snow(x, s, rng):
+    loc, scale, zoom, thr, radius, sigma, blend = [
+        (0.1, 0.3, 3, 0.5, 10, 4, 0.8), (0.2, 0.3, 2, 0.5, 12, 4, 0.7), (0.55, 0.3, 4, 0.9, 12, 8, 0.7),
+        (0.55, 0.3, 4.5, 0.85, 12, 8, 0.65), (0.55, 0.3, 2.5, 0.85, 12, 12, 0.55)][s - 1]
+    h, w = x.shape[:2]
+    layer = rng.normal(loc=loc, scale=scale, size=(h, w)).astype(np.float32)
+    layer = clipped_zoom(layer, zoom)
+    layer[layer < thr] = 0
+    layer = np.clip(layer, 0, 1)
+    layer = _filter(layer, motion_kernel(radius, sigma, rng.uniform(-135, -45)))
+    layer = (np.round(layer * 255) / 255)[..., None]
+    gray = _gray(x)[..., None]
+    y = blend * x + (1 - blend) * np.maximum(x, gray * 1.5 + 0.5)
+    return np.clip(y + layer + np.rot90(layer, k=2), 0, 1).astype(np.float32)
+
+
+@functools.lru_cache(maxsize=4)
+def frost_texture(seed: int, size: int = 512) -> Array:
+    """A procedural frost texture (RGB float32 in [0, 1]): ice ridges over a pale blue haze."""
+    rng = np.random.default_rng(seed)
+    acc = np.zeros((size, size), np.float32)
+    for sc, wt in ((2.0, 0.5), (5.0, 0.3), (12.0, 0.2)):
+        noise = ndimage.gaussian_filter(rng.normal(size=(size, size)).astype(np.float32), sc)
+        ridges = np.abs(ndimage.laplace(noise))
+        acc += wt * ridges / (ridges.max() + 1e-8)
+    acc = (acc - acc.mean()) / (acc.std() + 1e-8)
+    # per-channel mean and spread of the ImageNet-C frost photographs, so severities mean the same
+    mean = np.array([0.57, 0.65, 0.70], np.float32)
+    return np.clip(mean + 0.12 * acc[..., None], 0, 1).astype(np.float32)
+
+
+@_register("frost", "weather")
+def frost(x, s, rng):
+    a, b = [(1, 0.4), (0.8, 0.6), (0.7, 0.7), (0.65, 0.7), (0.6, 0.75)][s - 1]
+    h, w = x.shape[:2]
+    tex = frost_texture(int(rng.integers(6)))
+    factor = max(h / tex.shape[0], w / tex.shape[1], 1.0) * 1.1
+    tex = cv2.resize(tex, (int(math.ceil(tex.shape[1] * factor)), int(math.ceil(tex.shape[0] * factor))),
+                     interpolation=cv2.INTER_CUBIC)
+    top = int(rng.integers(0, tex.shape[0] - h + 1))
+    left = int(rng.integers(0, tex.shape[1] - w + 1))
+    return np.clip(a * x + b * tex[top: top + h, left: left + w], 0, 1).astype(np.float32)
+
+
+@_register("fog", "weather")
+def fog(x, s, rng):
+    c, decay = [(1.5, 2), (2.0, 2), (2.5, 1.7), (2.5, 1.5), (3.0, 1.4)][s - 1]
+    h, w = x.shape[:2]
+    size = _next_pow2(max(h, w))
+    layer = plasma_fractal(size, decay, rng)[:h, :w, None].astype(np.float32)
+    mx = x.max()
+    return np.clip((x + c * layer) * mx / (mx + c), 0, 1).astype(np.float32)
+
+
+@_register("brightness", "weather")
+def brightness(x, s, rng, c: float | None = None):
+    c = c if c is not None else [0.1, 0.2, 0.3, 0.4, 0.5][s - 1]
+    hsv = _hsv(x)
+    hsv[..., 2] = np.clip(hsv[..., 2] + c, 0, 1)
+    return np.clip(_rgb(hsv), 0, 1)
+
+
+@_register("spatter", "weather")
+def spatter(x, s, rng):
+    loc, scale, sigma, thr, intensity, mud = [(0.65, 0.3, 4, 0.69, 0.6, 0), (0.65, 0.3, 3, 0.68, 0.6, 0),
+                                              (0.65, 0.3, 2, 0.68, 0.5, 0), (0.65, 0.3, 1, 0.65, 1.5, 1),
+                                              (0.67, 0.4, 1, 0.65, 1.5, 1)][s - 1]
+    h, w = x.shape[:2]
+    liquid = ndimage.gaussian_filter(rng.normal(loc=loc, scale=scale, size=(h, w)), sigma).astype(np.float32)
+    liquid[liquid < thr] = 0
+    if not mud:  # water drops: pale turquoise along the edges of the liquid layer
+        lq = (liquid * 255).astype(np.uint8)
+        dist = 255 - cv2.Canny(lq, 50, 150)
+        dist = cv2.distanceTransform(dist, cv2.DIST_L2, 5)
+        _, dist = cv2.threshold(dist, 20, 20, cv2.THRESH_TRUNC)
+        dist = cv2.blur(dist, (3, 3)).astype(np.uint8)
+        dist = cv2.equalizeHist(dist)
+        ker = np.array([[-2, -1, 0], [-1, 1, 1], [0, 1, 2]], np.float32)
+        dist = cv2.filter2D(dist, cv2.CV_8U, ker)
+        dist = cv2.blur(dist, (3, 3)).astype(np.float32)
+        m = liquid * dist
+        m = m / max(m.max(), 1e-8) * intensity
+        color = np.array([238, 238, 175], np.float32) / 255.0  # RGB of pale turquoise
+        return np.clip(x + m[..., None] * color, 0, 1).astype(np.float32)
+    m = ndimage.gaussian_filter((liquid > thr).astype(np.float32), intensity)
+    m[m < 0.8] = 0
+    color = np.array([63, 42, 20], np.float32) / 255.0  # mud brown
+    return np.clip(x * (1 - m[..., None]) + m[..., None] * color, 0, 1).astype(np.float32)
+
+
+# ----------------------------------------------------------------------------- digital
+
+@_register("contrast", "digital")
+def contrast(x, s, rng):
+    c = [0.4, 0.3, 0.2, 0.1, 0.05][s - 1]
+    means = x.mean(axis=(0, 1), keepdims=True)
+    return np.clip((x - means) * c + means, 0, 1)
+
+
+@_register("elastic_transform", "digital")
+def elastic_transform(x, s, rng):
+    alpha = 250 * [0.05, 0.065, 0.085, 0.1, 0.12][s - 1]
+    h, w = x.shape[:2]
+    sigma = (h * 0.01, w * 0.01)
+    max_d = h * 0.005
+    dx = (ndimage.gaussian_filter(rng.uniform(-max_d, max_d, (h, w)), sigma, mode="reflect", truncate=3) * alpha)
+    dy = (ndimage.gaussian_filter(rng.uniform(-max_d, max_d, (h, w)), sigma, mode="reflect", truncate=3) * alpha)
+    gx, gy = np.meshgrid(np.arange(w, dtype=np.float32), np.arange(h, dtype=np.float32))
+    out = cv2.remap(x, (gx + dx).astype(np.float32), (gy + dy).astype(np.float32), interpolation=cv2.INTER_LINEAR,
+                    borderMode=cv2.BORDER_REFLECT)
+    return np.clip(out, 0, 1)
+
+
+@_register("pixelate", "digital", pil=True)
+def pixelate(img, s, rng):
+    c = [0.6, 0.5, 0.4, 0.3, 0.25][s - 1]
+    w, h = img.size
+    return img.resize((max(1, int(w * c)), max(1, int(h * c))), Image.BOX).resize((w, h), Image.NEAREST)
+
+
+@_register("jpeg_compression", "digital", pil=True)
+def jpeg_compression(img, s, rng, quality: int | None = None):
+    q = quality if quality is not None else [25, 18, 15, 10, 7][s - 1]
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", quality=q)
+    buf.seek(0)
+    out = Image.open(buf)
+    out.load()
+    return out if out.mode == "RGB" else out.convert("RGB")
+
+
+@_register("saturate", "digital")
+def saturate(x, s, rng):
+    mul, add = [(0.3, 0), (0.1, 0), (2, 0), (5, 0.1), (20, 0.2)][s - 1]
+    hsv = _hsv(x)
+    hsv[..., 1] = np.clip(hsv[..., 1] * mul + add, 0, 1)
+    return np.clip(_rgb(hsv), 0, 1)
+
+
+# ----------------------------------------------------------------------------- other (ChEF)
+
+@_register("center_crop", "other", keeps_size=False)
+def center_crop(x, s, rng):
+    keep = [0.98, 0.96, 0.94, 0.92, 0.90][s - 1]  # share of each side kept (>= 90%)
+    h, w = x.shape[:2]
+    ch, cw = max(1, int(round(h * keep))), max(1, int(round(w * keep)))
+    top, left = (h - ch) // 2, (w - cw) // 2
+    return x[top: top + ch, left: left + cw].copy()
+
+
+@_register("resize", "other", keeps_size=False)
+def resize(x, s, rng):
+    f = [0.9, 0.8, 0.7, 0.6, 0.5][s - 1]
+    h, w = x.shape[:2]
+    return cv2.resize(x, (max(1, int(round(w * f))), max(1, int(round(h * f)))), interpolation=cv2.INTER_AREA)
+
+
+@_register("rotate", "other")
+def rotate(x, s, rng):
+    angle = [3, 6, 9, 12, 15][s - 1] * (1 if rng.random() < 0.5 else -1)
+    h, w = x.shape[:2]
+    m = cv2.getRotationMatrix2D((w / 2, h / 2), angle, 1.0)
+    return cv2.warpAffine(x, m, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+
+
+# ----------------------------------------------------------------------------- VHExpansion presets
+
+#: VHExpansion appendix C: the four common perturbations with the paper's parameters.
+PRESETS: dict[str, tuple[str, dict]] = {
+    "vhx_gaussian_noise": ("gaussian_noise", {"sigma": 0.08}),
+    "vhx_brightness": ("brightness", {"c": 0.5}),
+    "vhx_defocus_blur": ("defocus_blur", {"radius": 5, "alias_blur": 0.0}),
+    "vhx_jpeg": ("jpeg_compression", {"quality": 30}),
+}
+
+
+# ----------------------------------------------------------------------------- public API
+
+def _to_uint8(x: Array) -> Array:
+    if x.dtype == np.uint8:
+        return x
+    # convertScaleAbs rounds and saturates in one fast pass; clip first because it takes |x|
+    return cv2.convertScaleAbs(np.clip(x, 0.0, 1.0), alpha=255.0)
+
+
+def to_float_rgb(img: Image.Image) -> tuple[Array, Image.Image | None, str]:
+    """(RGB float array, alpha channel or None, original mode)."""
+    mode = img.mode
+    alpha = img.getchannel("A") if mode in ("RGBA", "LA", "PA") or (mode == "P" and "transparency" in img.info) \
+        else None
+    if mode in ("I;16", "I;16B", "I;16L", "I", "F"):
+        arr = np.asarray(img, dtype=np.float32)
+        arr = arr / max(float(arr.max()), 1.0)
+        rgb = np.repeat(arr[..., None], 3, axis=2)
+        return rgb.astype(np.float32), None, mode
+    x = np.asarray(img.convert("RGB")).astype(np.float32)
+    x *= 1.0 / 255.0
+    return x, alpha, mode
+
+
+def from_float_rgb(x: Array, alpha: Image.Image | None, mode: str) -> Image.Image:
+    out = Image.fromarray(_to_uint8(x), "RGB")
+    if alpha is not None:
+        if alpha.size != out.size:
+            alpha = alpha.resize(out.size, Image.BILINEAR)
+        out = out.convert("RGBA")
+        out.putalpha(alpha)
+        return out if mode == "RGBA" else out.convert(mode) if mode in ("LA",) else out
+    if mode in ("RGB", "RGBA"):
+        return out
+    if mode in ("L", "1", "I;16", "I;16B", "I;16L", "I", "F"):
+        return out.convert("L")
+    if mode == "P":
+        return out.convert("P", palette=Image.ADAPTIVE)
+    if mode == "CMYK":
+        return out.convert("CMYK")
+    return out
+
+
+def corrupt(img: Image.Image, name: str, severity: int = 1, seed: int = 0, **params) -> Image.Image:
+    """Apply one corruption (or a VHExpansion preset) to a PIL image; deterministic by ``seed``."""
+    if name in PRESETS:
+        base, preset = PRESETS[name]
+        return corrupt(img, base, severity, seed, **{**preset, **params})
+    if name not in CORRUPTIONS:
+        raise KeyError(f"unknown corruption {name!r}; known: {', '.join(sorted(CORRUPTIONS) + sorted(PRESETS))}")
+    if not 1 <= severity <= CORRUPTIONS[name].severities:
+        raise ValueError(f"severity must be 1..{CORRUPTIONS[name].severities}, got {severity}")
+    corruption = CORRUPTIONS[name]
+    rng = np.random.default_rng([seed, severity, _name_id(name)])
+    if corruption.pil and img.mode in ("RGB", "L", "P", "CMYK", "RGBA", "LA"):
+        alpha = img.getchannel("A") if img.mode in ("RGBA", "LA") else None
+        out = corruption.fn(img if img.mode == "RGB" else img.convert("RGB"), severity, rng, **params)
+        return out if img.mode == "RGB" else from_float_rgb(np.asarray(out), alpha, img.mode)
+    x, alpha, mode = to_float_rgb(img)
+    y = corruption.fn(np.ascontiguousarray(x, dtype=np.float32), severity, rng, **params)
+    return from_float_rgb(np.asarray(y, dtype=np.float32), alpha, mode)
+
+
+def _name_id(name: str) -> int:
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
+
+
+def names(category: str | None = None) -> list[str]:
+    return [n for n, c in CORRUPTIONS.items() if category is None or c.category == category]
