@@ -33,6 +33,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/api_throughput.py
 	$(PY) bench/corruptions.py
+	$(PY) bench/attack.py
 
 clean:
 	rm -rf $(VENV) demo-run .pytest_cache

@@ -290,6 +290,87 @@ def perturb(
     console.print(f"[green]wrote[/green] {written} images under {out}" + (f"; {failed} unreadable" if failed else ""))
 
 
+vhx_app = typer.Typer(no_args_is_help=True, help="VHExpansion: expand yes/no hallucination test cases.")
+app.add_typer(vhx_app, name="vhx")
+
+
+@vhx_app.command("run")
+def vhx_run(
+    vlm: str = typer.Option(..., "--vlm", help="VLM spec"),
+    cases: Path = typer.Option(..., "--cases", help="JSONL/CSV (image, question, answer) or a world folder"),
+    out: Path = typer.Option(..., "--out", help="Run folder"),
+    negator: str = typer.Option("ref:negator", "--negator", help="TextModel spec for negation (paper prompt)"),
+    perturb: str = typer.Option("vhx_gaussian_noise,vhx_brightness,vhx_defocus_blur,vhx_jpeg", "--perturb",
+                                help="Comma-separated corruptions (name or name:severity); '' for none"),
+    attack: Optional[str] = typer.Option(None, "--attack", help="ifgsm or pgd"),
+    attack_target: Optional[str] = typer.Option(None, "--attack-target",
+                                                help="Encoder spec to attack instead of the VLM (transfer)"),
+    epsilon: float = typer.Option(8 / 255, "--epsilon"),
+    steps_clean: int = typer.Option(500, "--steps-clean"),
+    steps_hallucinated: int = typer.Option(100, "--steps-hallucinated"),
+    api_key: Optional[str] = API_KEY,
+    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
+    max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
+) -> None:
+    """Negation, common and adversarial perturbations; accuracy and symmetric accuracy per variant."""
+    from .methods.vhexpansion import VHExpansionTask, VHXSpec
+    from .perturb.adversarial import AttackConfig
+
+    _setup_logging()
+    try:
+        spec = _spec_with_key(vlm, api_key)
+        task = VHExpansionTask(VHXSpec(
+            vlm=spec.canonical(), cases=str(cases), negator=negator or None,
+            perturb=[p.strip() for p in perturb.split(",") if p.strip()], attack=attack, attack_target=attack_target,
+            attack_config=AttackConfig(epsilon=epsilon, steps_clean=steps_clean,
+                                       steps_hallucinated=steps_hallucinated, seed=seed), seed=seed),
+            vlm=load_model(spec, "vlm"))
+    except (SpecError, ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    results = _execute(task, out, _options(resume, overwrite, limit, max_concurrency, seed, progress))
+    _print_vhx(spec.canonical(), results["metrics"])
+
+
+def _print_vhx(model: str, m: dict) -> None:
+    table = Table("variant", "accuracy", "symmetric acc.", "yes ratio", "new VH cases", title=model)
+    for name, v in m.get("variants", {}).items():
+        sym = v["symmetric_accuracy"]
+        table.add_row(name, f"{v['accuracy']:.3f}", "-" if sym is None else f"{sym:.3f}", f"{v['yes_ratio']:.2f}",
+                      str(v["new_vh_cases"]))
+    Console(stderr=True).print(table)
+    if m.get("negation"):
+        console.print(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
+                      "(failed ones are left out of symmetric accuracy)")
+
+
+@vhx_app.command("pope")
+def vhx_pope(annotations: Path = typer.Option(..., "--annotations", help="COCO instances JSON or JSONL image,objects"),
+             split: str = typer.Option("random", "--split", help="random, popular or adversarial"),
+             n_images: int = typer.Option(500, "--n-images"), seed: int = SEED,
+             out: Path = typer.Option(..., "--out", help="Output JSONL of cases")) -> None:
+    """Build a POPE split (3 positives + 3 negatives per image) as VHExpansion cases."""
+    from .methods.pope import build_pope, load_annotations
+
+    try:
+        cases = build_pope(load_annotations(annotations), split, n_images=n_images, seed=seed)
+    except (ValueError, KeyError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    out.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    console.print(f"[green]wrote[/green] {len(cases)} cases ({split}) to {out}")
+
+
+@vhx_app.command("export")
+def vhx_export(run: Path = typer.Argument(..., help="A finished vhx run folder"),
+               out: Path = typer.Option(..., "--out", help="Folder for expanded.jsonl, images/, negations.csv")) -> None:
+    """Export the expanded dataset with provenance, and the negations for human review."""
+    from .methods.vhexpansion import export_expanded
+
+    manifest = export_expanded(run, out)
+    console.print(f"[green]wrote[/green] {manifest} and {out / 'negations.csv'}")
+
+
 DEMO_LEVELS = (0.0, 0.1, 0.3)
 
 
@@ -337,9 +418,23 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
     board = leaderboard(folders)
     (out / "genception" / "leaderboard.json").write_text(json.dumps(board, indent=2))
     _print_board(board)
+    # 3. VHExpansion on the world's yes/no questions
+    from .methods.vhexpansion import VHExpansionTask, VHXSpec
+    from .perturb.adversarial import AttackConfig
+
+    console.rule("[bold]3. VHExpansion: negation (ref:negator), 4 common perturbations, I-FGSM transfer attack "
+                 "from ref:effnet")
+    for lv in DEMO_LEVELS:
+        spec = f"ref:describer?level={lv}"
+        attack = lv == DEMO_LEVELS[1]  # the attack is the slow part: one model shows it
+        task = VHExpansionTask(VHXSpec(vlm=spec, cases=str(world), attack="ifgsm" if attack else None,
+                                       attack_target="ref:effnet" if attack else None,
+                                       attack_config=AttackConfig(steps_clean=10, steps_hallucinated=5)))
+        res = _execute(task, out / "vhexpansion" / f"level-{lv}", RunOptions(overwrite=True, progress=progress))
+        _print_vhx(spec, res["metrics"])
     console.print(f"[green]demo finished[/green] in {time.perf_counter() - started:.0f} s. Run folders under {out}: "
-                  "describe/, genception/level-*/ (results.json, samples.jsonl, store.sqlite, artifacts/), "
-                  "genception/leaderboard.json")
+                  "describe/, genception/level-*/, vhexpansion/level-*/ (each with results.json, samples.jsonl, "
+                  "store.sqlite, artifacts/), genception/leaderboard.json")
 
 
 def main() -> None:  # pragma: no cover

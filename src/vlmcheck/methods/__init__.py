@@ -6,8 +6,9 @@ from typing import Any
 
 from .describe import DescribeTask
 from .genception import GenCeptionTask
+from .vhexpansion import VHExpansionTask
 
-TASKS: dict[str, Any] = {DescribeTask.name: DescribeTask, GenCeptionTask.name: GenCeptionTask}
+TASKS: dict[str, Any] = {t.name: t for t in (DescribeTask, GenCeptionTask, VHExpansionTask)}
 
 
 def task_from_spec(task_name: str, task_spec: dict[str, Any]):

@@ -421,12 +421,14 @@ class RefDescriber:
         from ..core.images import image_hash
 
         rgb = img.convert("RGB")
-        key = image_hash(rgb)
-        p = _perceive_cached(key, rgb.tobytes(), rgb.size)
+        p = _perceive_cached(image_hash(rgb), rgb.tobytes(), rgb.size)
         if p is None:
             return None
-        belief, conf = apply_knobs(p, self.knobs, key)
-        return belief, conf, p.text_confidence, key
+        # errors are drawn per perceived content, not per pixel hash: a perturbed copy that looks the same
+        # to the describer gets the same errors, so perturbations only add the errors they cause
+        content = hashlib.sha256(repr(p.scene.key()).encode()).hexdigest()
+        belief, conf = apply_knobs(p, self.knobs, content)
+        return belief, conf, p.text_confidence, content
 
     def _scenes_from_images(self, images: list[Image.Image]) -> list[Scene | None]:
         if len(images) == 1 and images[0].width >= 1.8 * images[0].height:

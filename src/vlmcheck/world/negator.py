@@ -41,7 +41,9 @@ _BOUNDARY = {
     "placed", "drawn", "colored", "coloured", "large", "small", "big", "empty", "there", "both", "all",
     "part", "closer", "further", "facing", "open", "closed", "true", "correct",
 }
-_FUNCTION_WORDS = _BOUNDARY | _DETS | {"of", "and", "or", "with", "for", "by", "as", "than", "there", "you", "it"}
+_FUNCTION_WORDS = _DETS | {"of", "and", "or", "with", "for", "by", "as", "than", "there", "you", "it", "in", "on",
+                            "at", "to", "from", "into", "onto", "over", "under", "above", "below", "near",
+                            "next", "inside", "outside", "behind", "beside", "within", "between"}
 _ARTICLE_RE = re.compile(r"\b(a|an|any)\b", re.IGNORECASE)
 
 

@@ -1,0 +1,103 @@
+"""POPE (Li et al., 2023): balanced yes/no object-existence questions from object annotations.
+
+Per image the positives are its first three annotated objects (distinct, in
+annotation order); each positive gets one negative, an object absent from the
+image, chosen
+
+* ``random``: uniformly among the absent objects,
+* ``popular``: the most frequent objects over the sampled images, in order,
+* ``adversarial``: the objects that co-occur most often with that positive.
+
+Questions use "Is there a {} in the image?" with the article fixed per object
+("an apple"); the template itself is never rewritten (the authors'
+replace-based "an" variant produced "imange").  Answers are scored with the
+POPE rule in :func:`vlmcheck.metrics.stats.pope_answer`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TEMPLATE = "Is there {article} {obj} in the image?"
+SPLITS = ("random", "popular", "adversarial")
+
+
+def article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
+def question(obj: str) -> str:
+    return TEMPLATE.format(article=article(obj), obj=obj)
+
+
+def load_annotations(path: str | Path) -> list[dict[str, Any]]:
+    """[{image, objects}] from COCO instances JSON or JSONL (image, objects)."""
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        coco = json.loads(path.read_text())
+        names = {c["id"]: c["name"] for c in coco["categories"]}
+        files = {im["id"]: im["file_name"] for im in coco["images"]}
+        objs: dict[int, list[str]] = {i: [] for i in files}
+        for ann in coco["annotations"]:
+            name = names[ann["category_id"]]
+            if name not in objs[ann["image_id"]]:
+                objs[ann["image_id"]].append(name)
+        return [{"image": files[i], "objects": o} for i, o in objs.items() if o]
+    rows = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if line.strip():
+            row = json.loads(line)
+            if not isinstance(row.get("image"), str) or not isinstance(row.get("objects"), list):
+                raise ValueError(f"{path}:{n}: needs 'image' and a list 'objects'")
+            seen: list[str] = []
+            for o in row["objects"]:
+                if o not in seen:
+                    seen.append(o)
+            rows.append({"image": row["image"], "objects": seen})
+    return rows
+
+
+def build_pope(annotations: list[dict[str, Any]], split: str = "random", n_images: int = 500, per_image: int = 3,
+               seed: int = 0) -> list[dict[str, Any]]:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}")
+    rng = np.random.default_rng(seed)
+    eligible = [a for a in annotations if len(a["objects"]) >= per_image]
+    if not eligible:
+        raise ValueError(f"no image has {per_image} annotated objects")
+    order = rng.permutation(len(eligible))[:n_images]
+    chosen = [eligible[i] for i in sorted(order)]
+    vocab = sorted({o for a in annotations for o in a["objects"]})
+    freq = Counter(o for a in chosen for o in a["objects"])
+    popular = [o for o, _ in sorted(freq.items(), key=lambda kv: (-kv[1], kv[0]))]
+    popular += [o for o in vocab if o not in freq]
+    co: dict[str, Counter] = {}
+    for a in annotations:
+        for o in a["objects"]:
+            co.setdefault(o, Counter()).update(x for x in a["objects"] if x != o)
+    cases = []
+    for a in chosen:
+        present = set(a["objects"])
+        used: set[str] = set()
+        for k, pos in enumerate(a["objects"][:per_image]):
+            absent = [o for o in vocab if o not in present and o not in used]
+            if not absent:
+                raise ValueError(f"{a['image']}: no absent object left to ask about")
+            if split == "random":
+                neg = absent[int(rng.integers(len(absent)))]
+            elif split == "popular":
+                neg = next(o for o in popular if o in absent)
+            else:
+                ranked = sorted(absent, key=lambda o: (-co.get(pos, Counter())[o], o))
+                neg = ranked[0]
+            used.add(neg)
+            for obj, ans in ((pos, "yes"), (neg, "no")):
+                cases.append({"id": f"{Path(a['image']).stem}-{len(cases)}", "image": a["image"],
+                              "question": question(obj), "answer": ans, "object": obj, "split": split,
+                              "positive": pos})
+    return cases

@@ -1,0 +1,320 @@
+"""VHExpansion (Liu et al.): expand yes/no visual-hallucination test cases.
+
+For every case (image, question, yes/no answer) the task
+
+1. asks the VLM the question on the original image;
+2. negates the question (a ``TextModel`` with the paper's Fig. 3 prompt, or
+   the rule-based ``ref:negator``), checks the negation (well-formed, one
+   added negation, nothing lost) and records the check; a negation that fails
+   the check is not used for symmetric accuracy;
+3. asks both questions on each common perturbation of the image (the four
+   VHExpansion presets by default, or any corruption by name, ``name:severity``);
+4. optionally crafts an adversarial image (I-FGSM or PGD on the model's
+   visual embedding, or on a surrogate encoder) - minimising the cosine for
+   cases the model answered right, maximising it from a random start for
+   cases it got wrong - and asks both questions on it.
+
+Answers are read with POPE's rule (first sentence; "no"/"not" means no).
+Metrics per variant: accuracy, symmetric accuracy (Def. 3: both the question
+and its negation answered right), yes ratio, and the number of new
+successful VH test cases (expanded cases the model gets wrong).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from ..core.images import image_hash, load_image
+from ..core.messages import Message
+from ..core.roles import GenerationConfig, require
+from ..core.spec import load_model
+from ..metrics.stats import bootstrap_ci, pope_answer, symmetric_accuracy
+from ..perturb.adversarial import AttackConfig
+from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
+from ..run.batching import Batcher
+from ..run.calls import Session
+from ..run.runner import Sample
+from ..world.negator import NEGATION_PROMPT, check_negation
+
+TEMPLATE_VERSION = "vhexpansion-v1"
+DEFAULT_PERTURB = ["vhx_gaussian_noise", "vhx_brightness", "vhx_defocus_blur", "vhx_jpeg"]
+
+
+class VHXSpec(BaseModel):
+    vlm: str
+    cases: str
+    negator: str | None = "ref:negator"
+    perturb: list[str] = Field(default_factory=lambda: list(DEFAULT_PERTURB))
+    attack: str | None = None  # "ifgsm" | "pgd"
+    attack_target: str | None = None  # None: the VLM itself (white-box); else an encoder spec (surrogate)
+    attack_config: AttackConfig = Field(default_factory=AttackConfig)
+    max_tokens: int = 32
+    seed: int = 0
+
+
+class Case(BaseModel):
+    id: str
+    image: str
+    question: str
+    answer: str
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+def _yesno(value: Any) -> str:
+    v = str(value).strip().lower()
+    if v in ("yes", "y", "true", "1"):
+        return "yes"
+    if v in ("no", "n", "false", "0"):
+        return "no"
+    raise ValueError(f"answer {value!r} is not yes/no")
+
+
+def load_cases(source: str | Path) -> list[Case]:
+    """Cases from a JSONL (image, question, answer[, id]), a CSV with those columns (VHTest/MMVP-style,
+    headers matched case-insensitively, 'correct answer' accepted), or a world dataset folder."""
+    src = Path(source)
+    if src.is_dir() and (src / "manifest.jsonl").is_file():
+        out = []
+        for line in (src / "manifest.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            for k, q in enumerate(x for x in row["questions"] if x["type"] == "yesno"):
+                out.append(Case(id=f"{row['id']}-q{k}", image=str(src / row["image"]), question=q["question"],
+                                answer=q["answer"], meta={"category": row.get("category"), "kind": q["kind"]}))
+        return out
+    if src.suffix.lower() == ".csv":
+        with src.open(newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+        norm = [{k.strip().lower(): v for k, v in r.items()} for r in rows]
+        out = []
+        for i, r in enumerate(norm):
+            img = r.get("image") or r.get("image_path") or r.get("path")
+            ans = r.get("answer") or r.get("correct answer")
+            if not img or not r.get("question") or ans is None:
+                raise ValueError(f"{src}: row {i + 2} needs image, question and answer")
+            full = Path(img) if Path(img).is_absolute() else src.parent / img
+            out.append(Case(id=r.get("id") or r.get("index") or str(i), image=str(full), question=r["question"],
+                            answer=_yesno(ans)))
+        return out
+    out = []
+    for n, line in enumerate(src.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        img = row.get("image")
+        if not isinstance(img, str) or "question" not in row or "answer" not in row:
+            raise ValueError(f"{src}:{n}: needs image, question and answer")
+        full = Path(img) if Path(img).is_absolute() else src.parent / img
+        meta = {k: v for k, v in row.items() if k not in ("id", "image", "question", "answer")}
+        out.append(Case(id=str(row.get("id", n)), image=str(full), question=row["question"],
+                        answer=_yesno(row["answer"]), meta=meta))
+    return out
+
+
+def _parse_perturbation(name: str) -> tuple[str, int]:
+    base, _, sev = name.partition(":")
+    if base not in CORRUPTIONS and base not in PRESETS:
+        raise ValueError(f"unknown perturbation {base!r}; known: {', '.join(sorted(PRESETS) + sorted(CORRUPTIONS))}")
+    return base, int(sev) if sev else 1 if base in PRESETS else 3
+
+
+class VHExpansionTask:
+    name = "vhexpansion"
+
+    def __init__(self, spec: VHXSpec, vlm: Any = None, negator: Any = None, attack_target: Any = None) -> None:
+        self.cfg = spec
+        self.cases = load_cases(spec.cases)
+        for p in spec.perturb:
+            _parse_perturbation(p)
+        self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
+        self.negator = negator if negator is not None else (load_model(spec.negator, "text") if spec.negator
+                                                             else None)
+        self.target = None
+        if spec.attack:
+            if spec.attack not in ("ifgsm", "pgd"):
+                raise ValueError("attack must be 'ifgsm' or 'pgd'")
+            if attack_target is not None:
+                self.target = attack_target
+            elif spec.attack_target:
+                self.target = load_model(spec.attack_target, "encoder")
+            else:
+                self.target = self.vlm
+            require(self.target, "vision_embedding", "an adversarial attack on the visual embedding")
+            cfg = spec.attack_config.model_copy(update={"method": spec.attack})
+            self._attack_cfg = cfg
+            self._batcher = Batcher(self._attack_batch, batch_size=8)
+
+    @classmethod
+    def from_spec(cls, task_spec: dict[str, Any]) -> "VHExpansionTask":
+        return cls(VHXSpec.model_validate(task_spec))
+
+    def spec(self) -> dict[str, Any]:
+        return self.cfg.model_dump()
+
+    def samples(self) -> list[Sample]:
+        return [Sample(c.id, c) for c in self.cases]
+
+    # ------------------------------------------------------------------ attack
+
+    def _attack_batch(self, key, items):
+        from ..perturb.adversarial import attack
+
+        images, flags = [i[0] for i in items], [i[1] for i in items]
+        return attack(self.target, images, flags, self._attack_cfg)
+
+    async def _adversarial(self, session: Session, img, hallucinated: bool) -> dict[str, Any]:
+        store = session.store
+        request = {"image": image_hash(img), "hallucinated": hallucinated,
+                   "config": self._attack_cfg.model_dump()}
+
+        async def invoke():
+            res = await self._batcher.submit("attack", (img, hallucinated))
+            rel = store.put_image(res.image)
+            return {"artifact": rel, "cosine_start": res.cosine_start, "cosine_final": res.cosine_final,
+                    "linf": res.linf, "steps": res.steps, "hallucinated": hallucinated}, None
+
+        out, _ = await session._cached("attack", self.target, request, TEMPLATE_VERSION, invoke)
+        return out
+
+    # ------------------------------------------------------------------ sample
+
+    async def _ask(self, session: Session, img, question: str) -> dict[str, Any]:
+        g = await session.vlm(self.vlm).generate([Message.user(img, question)],
+                                                 GenerationConfig(max_tokens=self.cfg.max_tokens),
+                                                 template=TEMPLATE_VERSION)
+        return {"text": g.text, "parsed": pope_answer(g.text)}
+
+    async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
+        case: Case = sample.payload
+        img = load_image(case.image)
+        flip = "no" if case.answer == "yes" else "yes"
+        record: dict[str, Any] = {"image": case.image, "question": case.question, "answer": case.answer,
+                                  "meta": case.meta, "variants": {}}
+        neg = None
+        if self.negator is not None:
+            g = await session.text(self.negator).generate(
+                [Message.user(NEGATION_PROMPT.format(question=case.question))], GenerationConfig(max_tokens=96),
+                template=TEMPLATE_VERSION)
+            neg = g.text.strip()
+            check = check_negation(case.question, neg)
+            record["negation"] = {"question": neg, "answer": flip, **check}
+            if not check["ok"]:
+                neg = None
+        else:
+            record["negation"] = {"question": None, "ok": False, "problems": ["no negator configured"]}
+
+        async def variant(name: str, image, params: dict[str, Any]) -> None:
+            v: dict[str, Any] = {"params": params}
+            if name != "original":
+                v["image"] = session.store.put_image(image) if "artifact" not in params else params.pop("artifact")
+            a = await self._ask(session, image, case.question)
+            v.update(answer=a["text"], parsed=a["parsed"], correct=a["parsed"] == case.answer)
+            if neg:
+                b = await self._ask(session, image, neg)
+                v.update(neg_answer=b["text"], neg_parsed=b["parsed"], neg_correct=b["parsed"] == flip)
+            record["variants"][name] = v
+
+        await variant("original", img, {})
+        for p in self.cfg.perturb:
+            base, sev = _parse_perturbation(p)
+            seed = int(image_hash(img)[:8], 16) ^ self.cfg.seed
+            await variant(p, corrupt(img, base, sev, seed=seed), {"corruption": base, "severity": sev,
+                                                                  "seed": seed})
+        if self.target is not None:
+            hallucinated = not record["variants"]["original"]["correct"]
+            adv = await self._adversarial(session, img, hallucinated)
+            params = {k: v for k, v in adv.items()}
+            adv_img = load_image(session.store.image_path(adv["artifact"]))
+            await variant(f"adv_{self.cfg.attack}", adv_img, params)
+        return record
+
+    # ------------------------------------------------------------------ summary
+
+    def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
+        results = [r["result"] for r in records]
+        if not results:
+            return {"n": 0}
+        present = {n for r in results for n in r["variants"]}
+        names = [n for n in ["original", *self.cfg.perturb, f"adv_{self.cfg.attack}"] if n in present]
+        out: dict[str, Any] = {"n_cases": len(results),
+                               "negation": {"ok": sum(r["negation"].get("ok", False) for r in results),
+                                            "failed": sum(not r["negation"].get("ok", False) for r in results)},
+                               "variants": {}}
+        yes_share = float(np.mean([r["answer"] == "yes" for r in results]))
+        out["share_yes_cases"] = yes_share
+        total_new = 0
+        for name in names:
+            vs = [r["variants"][name] for r in results if name in r["variants"]]
+            correct = np.array([v["correct"] for v in vs], dtype=float)
+            pairs = [(v["correct"], v["neg_correct"]) for v in vs if "neg_correct" in v]
+            answers = [v["parsed"] for v in vs] + [v["neg_parsed"] for v in vs if "neg_parsed" in v]
+            # expanded cases: everything but the original question on the original image
+            wrong_expanded = sum(not v["neg_correct"] for v in vs if "neg_correct" in v)
+            if name != "original":
+                wrong_expanded += int((1 - correct).sum())
+            total_new += wrong_expanded
+            sym = np.array([a and b for a, b in pairs], dtype=float)
+            entry = {"n": len(vs), "accuracy": float(correct.mean()),
+                     "accuracy_ci95": list(bootstrap_ci(correct, seed=self.cfg.seed)),
+                     "symmetric_accuracy": symmetric_accuracy(pairs) if pairs else None,
+                     "symmetric_accuracy_ci95": list(bootstrap_ci(sym, seed=self.cfg.seed)) if pairs else None,
+                     "n_pairs": len(pairs),
+                     "yes_ratio": float(np.mean([a == "yes" for a in answers])),
+                     "new_vh_cases": wrong_expanded}
+            if name.startswith("adv_"):
+                entry["cosine_final_mean"] = float(np.mean([v["params"]["cosine_final"] for v in vs]))
+                entry["linf_max"] = float(max(v["params"]["linf"] for v in vs))
+            out["variants"][name] = entry
+        out["new_vh_cases_total"] = total_new
+        return out
+
+
+def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
+    """Write the expanded dataset (JSONL + images) and negations.csv for human review."""
+    import shutil
+
+    run_folder, out = Path(run_folder), Path(out)
+    (out / "images").mkdir(parents=True, exist_ok=True)
+    rows, negs = [], []
+    for line in (run_folder / "samples.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec["status"] != "done":
+            continue
+        r, sid = rec["result"], rec["sample_id"]
+        neg = r.get("negation", {})
+        negs.append([sid, r["question"], neg.get("question"), neg.get("ok"), "; ".join(neg.get("problems", []))])
+        for name, v in r["variants"].items():
+            if name == "original":
+                src = Path(r["image"])
+            else:
+                src = run_folder / v["image"]
+            dest = out / "images" / f"{_safe(sid)}__{_safe(name)}{src.suffix or '.png'}"
+            shutil.copyfile(src, dest)
+            prov = {"source_case": sid, "transformation": name, "parameters": v.get("params", {})}
+            questions = [(r["question"], r["answer"], "original question")]
+            if neg.get("ok"):
+                questions.append((neg["question"], neg["answer"], "negated question"))
+            for q, a, how in questions:
+                if name == "original" and how == "original question":
+                    continue  # the source case itself is not new
+                rows.append({"image": f"images/{dest.name}", "question": q, "answer": a,
+                             "provenance": {**prov, "question": how}})
+    manifest = out / "expanded.jsonl"
+    manifest.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in rows))
+    with (out / "negations.csv").open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["case", "original", "negated", "check_ok", "problems", "human_ok"])
+        for row in negs:
+            w.writerow(row + [""])
+    return manifest
+
+
+def _safe(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80]

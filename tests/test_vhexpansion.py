@@ -1,0 +1,176 @@
+"""VHExpansion: symmetric accuracy, Theorems 1-2, POPE builder, attacks, the task end to end, export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vlmcheck.methods.pope import build_pope, load_annotations, question
+from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec, export_expanded, load_cases
+from vlmcheck.metrics.stats import pope_answer, symmetric_accuracy
+from vlmcheck.run.runner import RunOptions, run_task
+from vlmcheck.world.make import make_world
+from vlmcheck.world.negator import NEGATION_PROMPT
+
+
+def test_symmetric_accuracy_by_hand():
+    pairs = [(True, True), (True, False), (False, True), (True, True)]
+    assert symmetric_accuracy(pairs) == 0.5
+    assert symmetric_accuracy([(False, False)]) == 0.0
+
+
+def test_pope_answer_rule():
+    assert pope_answer("No, there is not.") == "no"
+    assert pope_answer("Yes. There is no doubt.") == "yes"  # only the first sentence counts
+    assert pope_answer("There is not a cat.") == "no"
+    assert pope_answer("I cannot tell.") == "yes"  # the POPE rule: no 'no'/'not' word means yes
+
+
+@pytest.mark.parametrize("p", [0.2, 0.5, 0.8])
+def test_random_guessers_theorems(p):
+    """Theorem 2: E[symmetric accuracy] = p(1-p) whatever q; Theorem 1: accuracy = pq + (1-p)(1-q)."""
+    rng = np.random.default_rng(0)
+    n = 200_000
+    for q in (0.1, 0.5, 0.9):
+        truth = rng.random(n) < q
+        guess, guess_neg = rng.random(n) < p, rng.random(n) < p
+        acc = np.mean(guess == truth)
+        sym = np.mean((guess == truth) & (guess_neg == ~truth))
+        assert sym == pytest.approx(p * (1 - p), abs=0.005)
+        assert acc == pytest.approx(p * q + (1 - p) * (1 - q), abs=0.005)
+
+
+def _annotations(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    vocab = ["person", "apple", "car", "dog", "umbrella", "cup", "chair", "orange", "bus", "elephant", "kite"]
+    rows = []
+    for i in range(n):
+        k = int(rng.integers(3, 6))
+        objs = [str(o) for o in rng.choice(vocab[:8], size=k, replace=False)]
+        rows.append({"image": f"img{i}.jpg", "objects": objs})
+    return rows
+
+
+@pytest.mark.parametrize("split", ["random", "popular", "adversarial"])
+def test_pope_builder(split, tmp_path):
+    ann = _annotations()
+    cases = build_pope(ann, split, n_images=30, seed=1)
+    assert len(cases) == 30 * 6
+    assert sum(c["answer"] == "yes" for c in cases) == 90
+    by_image: dict[str, list] = {}
+    for c in cases:
+        by_image.setdefault(c["image"], []).append(c)
+    objects = {a["image"]: a["objects"] for a in ann}
+    for img, cs in by_image.items():
+        pos = [c["object"] for c in cs if c["answer"] == "yes"]
+        assert pos == objects[img][:3]  # the first three annotated objects
+        for c in cs:
+            if c["answer"] == "no":
+                assert c["object"] not in objects[img]  # never a present object as a negative
+    assert question("apple") == "Is there an apple in the image?"
+    assert question("umbrella") == "Is there an umbrella in the image?"
+    assert question("car") == "Is there a car in the image?"
+    assert build_pope(ann, split, n_images=30, seed=1) == cases
+    # COCO instances JSON gives the same annotations
+    coco = {"images": [{"id": i, "file_name": a["image"]} for i, a in enumerate(ann)],
+            "categories": [{"id": j, "name": n} for j, n in enumerate(sorted({o for a in ann for o in a["objects"]}))]}
+    ids = {c["name"]: c["id"] for c in coco["categories"]}
+    coco["annotations"] = [{"image_id": i, "category_id": ids[o]} for i, a in enumerate(ann) for o in a["objects"]]
+    (tmp_path / "inst.json").write_text(json.dumps(coco))
+    assert load_annotations(tmp_path / "inst.json") == ann
+
+
+def test_popular_and_adversarial_negatives():
+    ann = _annotations()
+    pop = build_pope(ann, "popular", n_images=40, seed=0)
+    adv = build_pope(ann, "adversarial", n_images=40, seed=0)
+    rnd = build_pope(ann, "random", n_images=40, seed=0)
+    from collections import Counter
+
+    freq = Counter(o for a in ann for o in a["objects"])
+    popularity = sorted(freq, key=lambda o: (-freq[o], o)) + ["bus", "elephant", "kite"]
+    objects = {a["image"]: a["objects"] for a in ann}
+    for img in {c["image"] for c in pop}:
+        negs = [c["object"] for c in pop if c["image"] == img and c["answer"] == "no"]
+        assert negs == [o for o in popularity if o not in objects[img]][:3]
+    assert [c["object"] for c in adv] != [c["object"] for c in rnd]
+
+
+def test_attack_on_tiny_llava(tmp_path):
+    torch = pytest.importorskip("torch")
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from hf_tiny import build_tiny_llava
+    from PIL import Image
+    from skimage import data
+
+    from vlmcheck.core.spec import load_model
+    from vlmcheck.perturb.adversarial import AttackConfig, attack
+
+    model = load_model(f"hf:{build_tiny_llava(tmp_path / 'llava')}", "vlm")
+    imgs = [Image.fromarray(data.astronaut()), Image.fromarray(data.chelsea()), Image.fromarray(data.coffee())]
+    for method in ("ifgsm", "pgd"):
+        res = attack(model, imgs, [False, True, False], AttackConfig(method=method, steps_clean=40,
+                                                                     steps_hallucinated=20))
+        for r, img in zip(res, imgs):
+            ref = np.asarray(img.convert("RGB").resize(r.image.size, Image.BICUBIC), dtype=np.int32)
+            diff = np.abs(np.asarray(r.image, dtype=np.int32) - ref).max()
+            assert diff <= 8 and r.linf == pytest.approx(diff / 255)  # the L-inf bound, exactly
+        assert res[0].cosine_final < 0.95 and res[2].cosine_final < 0.95  # minimised
+        assert res[1].cosine_final >= res[1].cosine_start - 1e-3 and res[1].cosine_final > 0.98  # maximised
+    del torch
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    out = tmp_path_factory.mktemp("vhxworld")
+    make_world(out, n=16, seed=4)
+    return out
+
+
+def _run(world, tmp_path, vlm, **kw):
+    spec = VHXSpec(vlm=vlm, cases=str(world), perturb=["vhx_jpeg", "vhx_brightness", "fog:2"], **kw)
+    return run_task(VHExpansionTask(spec), tmp_path, RunOptions(progress=False)).results
+
+
+def test_vhexpansion_on_the_world(world, tmp_path):
+    cases = load_cases(world)
+    assert len(cases) == 32 and {c.answer for c in cases} == {"yes", "no"}
+    res = _run(world, tmp_path / "clean", "ref:describer")
+    m = res["metrics"]
+    assert m["negation"] == {"ok": 32, "failed": 0}
+    orig = m["variants"]["original"]
+    assert orig["accuracy"] == 1.0 and orig["symmetric_accuracy"] == 1.0 and orig["new_vh_cases"] == 0
+    assert set(m["variants"]) == {"original", "vhx_jpeg", "vhx_brightness", "fog:2"}
+    assert m["variants"]["vhx_brightness"]["accuracy"] < 1.0  # brightened colours fool it sometimes
+    biased = _run(world, tmp_path / "yes", "ref:describer?yes_bias=1")["metrics"]["variants"]["original"]
+    assert biased["yes_ratio"] == 1.0
+    assert biased["accuracy"] == pytest.approx(0.5)  # balanced cases
+    assert biased["symmetric_accuracy"] == 0.0  # says yes to both a question and its negation
+    rec = json.loads((tmp_path / "clean" / "samples.jsonl").read_text().splitlines()[0])["result"]
+    assert rec["negation"]["ok"] and rec["variants"]["vhx_jpeg"]["image"].startswith("artifacts/")
+    manifest = export_expanded(tmp_path / "clean", tmp_path / "export")
+    rows = [json.loads(x) for x in manifest.read_text().splitlines()]
+    assert len(rows) == 32 * (1 + 3 * 2)  # negated original + both questions on 3 perturbations
+    assert all((tmp_path / "export" / r["image"]).is_file() for r in rows)
+    assert {r["provenance"]["transformation"] for r in rows} == {"original", "vhx_jpeg", "vhx_brightness", "fog:2"}
+    assert (tmp_path / "export" / "negations.csv").read_text().count("\n") == 33
+
+
+def test_transfer_attack_with_a_surrogate_encoder(world, tmp_path):
+    res = run_task(VHExpansionTask(VHXSpec(
+        vlm="ref:describer", cases=str(world), perturb=[], attack="ifgsm", attack_target="ref:effnet",
+        attack_config={"steps_clean": 3, "steps_hallucinated": 2})), tmp_path, RunOptions(progress=False,
+                                                                                        limit=4)).results
+    adv = res["metrics"]["variants"]["adv_ifgsm"]
+    assert adv["linf_max"] <= 8 / 255 + 1e-9 and adv["cosine_final_mean"] < 1.0
+
+
+def test_negation_prompt_is_the_papers():
+    assert NEGATION_PROMPT.startswith("Rephrase the following question to be a negated question")
+    assert "DO NOT CHANGE OR ADD ANY INFORMATION" in NEGATION_PROMPT
+    assert NEGATION_PROMPT.endswith("The question is: {question}.")
