@@ -286,3 +286,11 @@ def Image_side_by_side(a, b):
 
 def _text(model, prompt):
     return asyncio.run(model.generate([Message.user(prompt)], GenerationConfig())).text
+
+
+def test_meta_evaluation_ranks_describers(tmp_path):
+    from vlmcheck.world.meta import meta_evaluate
+
+    res = meta_evaluate(tmp_path, n=16, levels=(0.0, 0.1, 0.4))
+    assert set(res["kendall_tau"]) == {"GC@3", "pope_accuracy", "symmetric_accuracy", "cast_cross_modal_consistency"}
+    assert all(t == pytest.approx(1.0) for t in res["kendall_tau"].values()), res["table"]

@@ -140,6 +140,15 @@ world_app = typer.Typer(no_args_is_help=True, help="The offline reference world.
 app.add_typer(world_app, name="world")
 
 
+@world_app.command("pairs")
+def world_pairs(out: Path = typer.Argument(..., help="Output folder"), n: int = typer.Option(20, "--n"),
+                seed: int = typer.Option(0, "--seed")) -> None:
+    """Write scene pairs that share objects (pairs.jsonl + images) for CAST."""
+    from .world.make import make_world_pairs
+
+    console.print(f"[green]wrote[/green] {n} pairs: {make_world_pairs(out, n=n, seed=seed)}")
+
+
 @world_app.command("make")
 def world_make(out: Path = typer.Argument(..., help="Output folder"),
                n: int = typer.Option(200, "--n", help="Number of scenes"),
@@ -371,6 +380,74 @@ def vhx_export(run: Path = typer.Argument(..., help="A finished vhx run folder")
     console.print(f"[green]wrote[/green] {manifest} and {out / 'negations.csv'}")
 
 
+cast_app = typer.Typer(no_args_is_help=True, help="CAST: cross-modal self-consistency.")
+app.add_typer(cast_app, name="cast")
+
+
+@cast_app.command("pairs")
+def cast_pairs(
+    data: Path = typer.Option(..., "--data", help="JSONL of scenes (image, description[, id]) or a world folder"),
+    encoder: str = typer.Option(..., "--encoder", help="Image encoder spec (CLIP image features where available)"),
+    out: Path = typer.Option(..., "--out", help="Output pairs JSONL"),
+    per_bin: int = typer.Option(25, "--per-bin"), min_chars: int = typer.Option(500, "--min-chars"),
+    seed: int = SEED,
+) -> None:
+    """Sample scene pairs: image cosine in four bins of [0.75, 0.95), long descriptions, disjoint images."""
+    import asyncio
+
+    from .core.images import load_image
+    from .methods.cast import corpus_from, sample_pairs, sentence_embeddings
+
+    items = corpus_from(data)
+    enc = load_model(encoder, "encoder")
+    emb = asyncio.run(enc.encode([load_image(i["image"]) for i in items]))
+    pairs, report = sample_pairs(items, emb, per_bin=per_bin, min_chars=min_chars, seed=seed,
+                                 text_emb=sentence_embeddings([i["description"] for i in items]))
+    for p in pairs:
+        p["encoder"] = enc.model_id
+    out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs))
+    out.with_suffix(".report.json").write_text(json.dumps(report, indent=2))
+    console.print(f"[green]wrote[/green] {len(pairs)} pairs to {out}; per bin: "
+                  + ", ".join(f"{b}: {v['sampled']}/{v['candidates']}" for b, v in report["bins"].items()))
+
+
+@cast_app.command("run")
+def cast_run(
+    vlm: str = typer.Option(..., "--vlm", help="VLM spec"),
+    pairs: Path = typer.Option(..., "--pairs", help="Pairs JSONL (cast pairs, or world pairs)"),
+    out: Path = typer.Option(..., "--out", help="Run folder"),
+    two_images: bool = typer.Option(False, "--two-images", help="Send two images instead of one side-by-side"),
+    image_size: int = typer.Option(512, "--image-size"),
+    api_key: Optional[str] = API_KEY,
+    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
+    max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
+) -> None:
+    """Generate similarities in 3 modalities, validate each in 3 modalities x 3 formats, score consistency."""
+    from .methods.cast import CastSpec, CastTask
+
+    _setup_logging()
+    try:
+        spec = _spec_with_key(vlm, api_key)
+        task = CastTask(CastSpec(vlm=spec.canonical(), pairs=str(pairs), two_images=two_images,
+                                 image_size=image_size, seed=seed), vlm=load_model(spec, "vlm"))
+    except (SpecError, ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    results = _execute(task, out, _options(resume, overwrite, limit, max_concurrency, seed, progress))
+    _print_cast(spec.canonical(), results["metrics"])
+
+
+def _print_cast(model: str, m: dict) -> None:
+    top = m.get("topk", {}).get("top5", {}).get("mean")
+    if not top:
+        return
+    table = Table("generated in \\ validated in", "text", "image", "both", title=f"{model}: CAST top-5, mean of formats")
+    for g, row in top.items():
+        table.add_row(g, *["-" if row[v]["score"] is None else f"{row[v]['score']:.3f}" for v in ("text", "image",
+                                                                                                   "both")])
+    Console(stderr=True).print(table)
+
+
 DEMO_LEVELS = (0.0, 0.1, 0.3)
 
 
@@ -418,11 +495,22 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
     board = leaderboard(folders)
     (out / "genception" / "leaderboard.json").write_text(json.dumps(board, indent=2))
     _print_board(board)
-    # 3. VHExpansion on the world's yes/no questions
+    # 3. CAST on world scene pairs that share objects
+    from .methods.cast import CastSpec, CastTask
+    from .world.make import make_world_pairs
+
+    console.rule("[bold]3. CAST: similarities in 3 modalities, each validated in 3 modalities x 3 prompt formats")
+    pairs = make_world_pairs(out / "world-pairs", n=8, seed=0)
+    for lv in DEMO_LEVELS:
+        spec = f"ref:describer?level={lv}"
+        res = _execute(CastTask(CastSpec(vlm=spec, pairs=str(pairs))), out / "cast" / f"level-{lv}",
+                       RunOptions(overwrite=True, progress=progress))
+        _print_cast(spec, res["metrics"])
+    # 4. VHExpansion on the world's yes/no questions
     from .methods.vhexpansion import VHExpansionTask, VHXSpec
     from .perturb.adversarial import AttackConfig
 
-    console.rule("[bold]3. VHExpansion: negation (ref:negator), 4 common perturbations, I-FGSM transfer attack "
+    console.rule("[bold]4. VHExpansion: negation (ref:negator), 4 common perturbations, I-FGSM transfer attack "
                  "from ref:effnet")
     for lv in DEMO_LEVELS:
         spec = f"ref:describer?level={lv}"
@@ -433,7 +521,7 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
         res = _execute(task, out / "vhexpansion" / f"level-{lv}", RunOptions(overwrite=True, progress=progress))
         _print_vhx(spec, res["metrics"])
     console.print(f"[green]demo finished[/green] in {time.perf_counter() - started:.0f} s. Run folders under {out}: "
-                  "describe/, genception/level-*/, vhexpansion/level-*/ (each with results.json, samples.jsonl, "
+                  "describe/, genception/level-*/, cast/level-*/, vhexpansion/level-*/ (each with results.json, samples.jsonl, "
                   "store.sqlite, artifacts/), genception/leaderboard.json")
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .cast import CastTask
 from .describe import DescribeTask
 from .genception import GenCeptionTask
 from .vhexpansion import VHExpansionTask
 
-TASKS: dict[str, Any] = {t.name: t for t in (DescribeTask, GenCeptionTask, VHExpansionTask)}
+TASKS: dict[str, Any] = {t.name: t for t in (DescribeTask, GenCeptionTask, CastTask, VHExpansionTask)}
 
 
 def task_from_spec(task_name: str, task_spec: dict[str, Any]):

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.images import encode_image
-from .scene import (CATEGORIES, COLORS, POSITIONS, SHAPES, Scene, describe_scene, generate_scene, number_word,
+from .scene import (BACKGROUNDS, CATEGORIES, COLORS, POSITIONS, SHAPES, Scene, describe_scene, generate_scene, number_word,
                     plural, position_name, render_scene)
 from .describer import evaluate
 
@@ -152,4 +152,41 @@ def make_world(out: str | Path, n: int = 200, seed: int = 0, size: int = 384,
     return manifest
 
 
-__all__ = ["make_world", "scene_questions", "position_name"]
+def make_world_pairs(out: str | Path, n: int = 20, seed: int = 0, size: int = 384) -> Path:
+    """Pairs of scenes that share some objects (for CAST); writes images and ``pairs.jsonl``.
+
+    Scene B keeps one to three of scene A's objects (same shape, colour, size and cell), replaces the others
+    with random objects and keeps A's background half of the time.
+    """
+    from .scene import _random_object
+
+    out = Path(out)
+    (out / "images").mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i in range(n):
+        rng = np.random.default_rng([seed, 10_000 + i])
+        a = generate_scene(rng, str(rng.choice(["existence", "color", "position", "shape"])))
+        while len(a.objects) < 3:
+            a = generate_scene(rng, "existence")
+        keep_n = int(rng.integers(1, 4))
+        keep = [a.objects[j] for j in rng.choice(len(a.objects), size=keep_n, replace=False)]
+        b = Scene(background=a.background if rng.random() < 0.5 else str(rng.choice(list(BACKGROUNDS))),
+                  objects=list(keep))
+        free = b.free_cells()
+        for j in rng.choice(len(free), size=min(len(free), int(rng.integers(1, 4))), replace=False):
+            r, c = free[j]
+            b.objects.append(_random_object(rng, r, c))
+        b.objects.sort(key=lambda o: (o.row, o.col))
+        sides = {}
+        for name, scene in (("a", a), ("b", b)):
+            sid = f"pair{i:03d}-{name}"
+            (out / "images" / f"{sid}.png").write_bytes(encode_image(render_scene(scene, size), "PNG"))
+            sides[name] = {"id": sid, "image": f"images/{sid}.png", "description": describe_scene(scene),
+                           "scene": scene.model_dump()}
+        rows.append({"id": f"pair{i:03d}", **sides, "shared_objects": keep_n})
+    path = out / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    return path
+
+
+__all__ = ["make_world", "make_world_pairs", "scene_questions", "position_name"]

@@ -8,7 +8,10 @@ the metric ranks the models exactly by quality.
 Metrics so far, each from its method's own task: GenCeption GC@3
 (ref:renderer, ref:effnet); from VHExpansion on the world's yes/no questions,
 accuracy with POPE's answer rule and symmetric accuracy over (question,
-negated question) pairs with negations from ``ref:negator``.
+negated question) pairs with negations from ``ref:negator``; from CAST on
+world scene pairs that share objects, the mean of the off-diagonal cells of
+the top-5 consistency matrix (statements generated in one modality and
+judged in another).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from ..run.runner import RunOptions, run_task
-from .make import make_world
+from .make import make_world, make_world_pairs
 
 DEFAULT_LEVELS = (0.0, 0.05, 0.1, 0.2, 0.4)
 
@@ -31,6 +34,8 @@ def meta_evaluate(out: str | Path, n: int = 50, levels=DEFAULT_LEVELS, seed: int
     out = Path(out)
     world = out / "world"
     make_world(world, n=n, seed=seed)
+    pairs = make_world_pairs(out / "pairs", n=max(6, n // 2), seed=seed)
+    from ..methods.cast import CastSpec, CastTask
     from ..methods.genception import GenCeptionSpec, GenCeptionTask
     from ..methods.vhexpansion import VHExpansionTask, VHXSpec
 
@@ -46,6 +51,10 @@ def meta_evaluate(out: str | Path, n: int = 50, levels=DEFAULT_LEVELS, seed: int
                         ).results["metrics"]["variants"]["original"]
         row["pope_accuracy"] = orig["accuracy"]
         row["symmetric_accuracy"] = orig["symmetric_accuracy"]
+        cast = run_task(CastTask(CastSpec(vlm=spec, pairs=str(pairs), seed=seed)), out / f"cast-level{lv}",
+                        RunOptions(overwrite=True, progress=progress)).results["metrics"]["topk"]["top5"]["mean"]
+        off = [cast[g][v]["score"] for g in cast for v in cast[g] if g != v and cast[g][v]["score"] is not None]
+        row["cast_cross_modal_consistency"] = float(np.mean(off))
         table[str(lv)] = row
     metrics = list(next(iter(table.values())))
     taus = {}
