@@ -448,6 +448,63 @@ def _print_cast(model: str, m: dict) -> None:
     Console(stderr=True).print(table)
 
 
+chef_app = typer.Typer(no_args_is_help=True, help="ChEF: recipes and desiderata.")
+app.add_typer(chef_app, name="chef")
+
+
+@chef_app.command("list")
+def chef_list() -> None:
+    """Shipped recipes (ChEF Tables 5 and 7, and world recipes)."""
+    from .methods.chef import Recipe, shipped_recipes
+
+    table = Table("recipe", "desideratum", "scenario", "inferencer", "description")
+    for name, path in shipped_recipes().items():
+        r = Recipe.from_yaml(path)
+        table.add_row(name, r.desideratum, r.scenario.type, r.inferencer.type, r.description)
+    Console().print(table)
+
+
+@chef_app.command("run")
+def chef_run(
+    recipe: str = typer.Option(..., "--recipe", help="Recipe YAML file or shipped recipe name (chef list)"),
+    vlm: str = typer.Option(..., "--vlm", help="VLM spec"),
+    out: Path = typer.Option(..., "--out", help="Run folder"),
+    data: Optional[Path] = typer.Option(None, "--data", help="Scenario data (overrides the recipe's path)"),
+    scenario: Optional[str] = typer.Option(None, "--scenario", help="Scenario loader (overrides the recipe's)"),
+    judge: Optional[str] = typer.Option(None, "--judge", help="TextModel spec for language performance"),
+    api_key: Optional[str] = API_KEY,
+    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
+    max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
+) -> None:
+    """Run a ChEF recipe; the metric follows its desideratum."""
+    from .core.roles import CapabilityError
+    from .methods.chef import ChefSpec, ChefTask, resolve_recipe
+
+    _setup_logging()
+    try:
+        r = resolve_recipe(recipe)
+        if scenario:
+            r.scenario.type = scenario
+        if judge:
+            r.metric.judge = judge
+        spec = _spec_with_key(vlm, api_key)
+        task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=seed),
+                        vlm=load_model(spec, "vlm"))
+    except (SpecError, ValueError, FileNotFoundError, CapabilityError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    results = _execute(task, out, _options(resume, overwrite, limit, max_concurrency, seed, progress))
+    _print_chef(spec.canonical(), results["metrics"])
+
+
+def _print_chef(model: str, m: dict) -> None:
+    keys = ("accuracy", "ece", "overall", "riam", "mr_weighted", "acc_vm", "rrm", "pope", "language",
+            "circular_accuracy", "vanilla_accuracy")
+    shown = {k: m[k] for k in keys if k in m}
+    shown["settings"] = {k: round(v["accuracy"], 4) for k, v in m.get("settings", {}).items()}
+    console.print(f"[bold]{model}[/bold] {m.get('recipe')} ({m.get('desideratum')}): " + json.dumps(shown, default=str))
+
+
 DEMO_LEVELS = (0.0, 0.1, 0.3)
 
 
@@ -506,11 +563,28 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
         res = _execute(CastTask(CastSpec(vlm=spec, pairs=str(pairs))), out / "cast" / f"level-{lv}",
                        RunOptions(overwrite=True, progress=progress))
         _print_cast(spec, res["metrics"])
-    # 4. VHExpansion on the world's yes/no questions
+    # 4. ChEF desiderata on the world
+    from .methods.chef import ChefSpec, ChefTask, resolve_recipe
+    from .methods.pope import build_pope, load_annotations
+
+    console.rule("[bold]4. ChEF: calibration, robustness and hallucination (POPE) recipes on the world")
+    pope = build_pope(load_annotations(world / "objects.jsonl"), "adversarial", n_images=n, per_image=2)
+    (world / "pope-adversarial.jsonl").write_text("".join(json.dumps(c) + "\n" for c in pope))
+    for lv in (DEMO_LEVELS[0], DEMO_LEVELS[2]):
+        spec = f"ref:describer?level={lv}"
+        for name in ("calibration", "robustness", "hallucination"):
+            r = resolve_recipe(name)
+            data = world / "pope-adversarial.jsonl" if name == "hallucination" else world
+            if name != "hallucination":
+                r.scenario.type = "world"
+            res = _execute(ChefTask(ChefSpec(vlm=spec, recipe=r, data=str(data))), out / "chef" / f"{name}-{lv}",
+                           RunOptions(overwrite=True, progress=progress))
+            _print_chef(spec, res["metrics"])
+    # 5. VHExpansion on the world's yes/no questions
     from .methods.vhexpansion import VHExpansionTask, VHXSpec
     from .perturb.adversarial import AttackConfig
 
-    console.rule("[bold]4. VHExpansion: negation (ref:negator), 4 common perturbations, I-FGSM transfer attack "
+    console.rule("[bold]5. VHExpansion: negation (ref:negator), 4 common perturbations, I-FGSM transfer attack "
                  "from ref:effnet")
     for lv in DEMO_LEVELS:
         spec = f"ref:describer?level={lv}"
@@ -521,7 +595,7 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
         res = _execute(task, out / "vhexpansion" / f"level-{lv}", RunOptions(overwrite=True, progress=progress))
         _print_vhx(spec, res["metrics"])
     console.print(f"[green]demo finished[/green] in {time.perf_counter() - started:.0f} s. Run folders under {out}: "
-                  "describe/, genception/level-*/, cast/level-*/, vhexpansion/level-*/ (each with results.json, samples.jsonl, "
+                  "describe/, genception/level-*/, cast/level-*/, chef/*/, vhexpansion/level-*/ (each with results.json, samples.jsonl, "
                   "store.sqlite, artifacts/), genception/leaderboard.json")
 
 

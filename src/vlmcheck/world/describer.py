@@ -516,10 +516,10 @@ class RefDescriber:
             ans = Answer("", None, 0.85, "claim")
         matched = []
         for cont in continuations:
-            c = cont.strip()
-            m = re.fullmatch(r"\(?([A-H])[\.\)]?(?:\s+.*)?", c)
+            c = re.sub(r"^(the )?answer is:?\s*", "", cont.strip(), flags=re.I)
+            m = re.fullmatch(r"\(?([A-H])(?:[\.\)]\s*.*)?", c)  # "B" or "B. text": the option labelled B
             opt = letters.get(m.group(1)) if m and (m.group(1) in letters) else None
-            target = opt if opt is not None else re.sub(r"^(the )?answer is:?\s*", "", c, flags=re.I)
+            target = opt if opt is not None else c
             if ans is None:
                 matched.append(False)
             elif by_claim:

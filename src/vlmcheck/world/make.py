@@ -144,6 +144,10 @@ def make_world(out: str | Path, n: int = 200, seed: int = 0, size: int = 384,
         (out / "scenes" / f"{sid}.json").write_text(scene.model_dump_json(indent=1))
         rows.append({"id": sid, "image": img_rel, "category": cat, "description": describe_scene(scene),
                      "scene": scene.model_dump(), "questions": scene_questions(scene, rng)})
+    # object annotations in the POPE builder's format: objects named "<colour> <shape>", in reading order
+    (out / "objects.jsonl").write_text("".join(json.dumps({"image": r["image"], "objects": list(dict.fromkeys(
+        f"{o['color']} {o['shape']}" for o in sorted(r["scene"]["objects"], key=lambda o: (o["row"], o["col"]))))})
+        + "\n" for r in rows))
     manifest = out / "manifest.jsonl"
     manifest.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     (out / "README.txt").write_text(

@@ -1,0 +1,79 @@
+"""ChEF's desiderata metrics (supplementary sections C.1-C.6), from per-item outcomes.
+
+All functions are pure and tested against hand-computed values.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+
+def random_accuracy(option_counts) -> float:
+    """Expected accuracy of uniform guessing: mean over items of 1 / number of options."""
+    counts = np.asarray(list(option_counts), dtype=float)
+    return float(np.mean(1.0 / counts)) if counts.size else float("nan")
+
+
+def ece_equal_count(confidences, correct, n_bins: int = 10) -> dict:
+    """ECE with equal-count bins: sort by confidence; the first N mod n_bins bins get one extra item.
+
+    ECE = sum_b n_b |conf_b - acc_b| / N.  Returns ECE and the reliability diagram's bins.
+    """
+    conf = np.asarray(confidences, dtype=float)
+    acc = np.asarray(correct, dtype=float)
+    n = conf.size
+    if n == 0:
+        return {"ece": float("nan"), "bins": []}
+    order = np.argsort(conf, kind="stable")
+    base, extra = divmod(n, n_bins)
+    bins, start, ece = [], 0, 0.0
+    for b in range(n_bins):
+        size = base + (1 if b < extra else 0)
+        if size == 0:
+            continue
+        idx = order[start:start + size]
+        start += size
+        c, a = float(conf[idx].mean()), float(acc[idx].mean())
+        ece += size * abs(c - a) / n
+        bins.append({"n": int(size), "confidence": c, "accuracy": a})
+    return {"ece": float(ece), "bins": bins}
+
+
+def riam(acc_0shot: float, acc_icl: list[float], acc_random: float) -> float:
+    """RIAM = (mean(acc_1..N shots) - acc_0) / (acc_0 - acc_random) * 50 + 50."""
+    acc_icl_mean = float(np.mean(acc_icl))
+    return (acc_icl_mean - acc_0shot) / (acc_0shot - acc_random) * 50 + 50
+
+
+def rrm(acc_original: float, acc_corrupted: float, acc_random: float) -> float:
+    """RRM = (acc_crp - acc_random) / (acc_original - acc_random) * 100."""
+    return (acc_corrupted - acc_random) / (acc_original - acc_random) * 100
+
+
+def match_ratio(original_positions, manipulated_positions) -> float:
+    """Share of items whose predicted option position is the same with and without the verbalizer."""
+    a, b = list(original_positions), list(manipulated_positions)
+    return float(np.mean([x == y for x, y in zip(a, b)])) if a else float("nan")
+
+
+def pope_metrics(predicted_yes, truth_yes) -> dict:
+    p = np.asarray(predicted_yes, dtype=bool)
+    t = np.asarray(truth_yes, dtype=bool)
+    tp, fp = int((p & t).sum()), int((p & ~t).sum())
+    fn, tn = int((~p & t).sum()), int((~p & ~t).sum())
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"accuracy": (tp + tn) / max(p.size, 1), "precision": precision, "recall": recall, "f1": f1,
+            "yes_ratio": float(p.mean()) if p.size else float("nan"), "n": int(p.size)}
+
+
+def parse_judge_score(text: str) -> int | None:
+    """The integer after '[Overall Score]' (Fig. 6 output format), 0..10."""
+    m = re.search(r"\[overall score\]\s*\**\s*(\d{1,2})", text, re.IGNORECASE)
+    if not m:
+        return None
+    v = int(m.group(1))
+    return v if 0 <= v <= 10 else None

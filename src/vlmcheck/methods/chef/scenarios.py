@@ -1,0 +1,146 @@
+"""ChEF scenarios: loaders that turn local files into multiple-choice items.
+
+Item: ``{id, image, question, options, answer (index), meta}``.  Loaders:
+
+* ``mc``: JSONL with image, question, options, answer (letter, index or option text);
+* ``mmbench``: MMBench TSV (index, question, hint, A..D, answer, base64 image); with ``circular`` every
+  question is asked once per rotation of its options and counts only if all rotations are right;
+* ``scienceqa``: JSONL with image (may be empty), question, choices, answer index, hint;
+* ``pope``: JSONL with image, question, answer yes/no (options Yes / No);
+* ``classification``: JSONL with image, label; the answer pool is every label in the file (CIFAR-10 style);
+* ``retrieval``: JSONL with image, caption; the pool is the caption plus k others;
+* ``world``: the reference world's multiple-choice questions (ground truth from the scene graph).
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+LETTERS = "ABCDEFGH"
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def _resolve(path: Path, image: str | None) -> str | None:
+    if not image:
+        return None
+    p = Path(image)
+    return str(p if p.is_absolute() else path.parent / p)
+
+
+def _answer_index(answer: Any, options: list[str]) -> int:
+    if isinstance(answer, int):
+        return answer
+    a = str(answer).strip()
+    if len(a) == 1 and a.upper() in LETTERS[:len(options)]:
+        return LETTERS.index(a.upper())
+    if a in options:
+        return options.index(a)
+    raise ValueError(f"answer {answer!r} is not an option letter, index or option text")
+
+
+def load_mc(path: Path, **_) -> list[dict[str, Any]]:
+    out = []
+    for i, r in enumerate(_jsonl(path)):
+        opts = list(r["options"])
+        out.append({"id": str(r.get("id", i)), "image": _resolve(path, r.get("image")), "question": r["question"],
+                    "options": opts, "answer": _answer_index(r["answer"], opts),
+                    "meta": {k: v for k, v in r.items() if k not in ("id", "image", "question", "options", "answer")}})
+    return out
+
+
+def load_scienceqa(path: Path, **_) -> list[dict[str, Any]]:
+    out = []
+    for i, r in enumerate(_jsonl(path)):
+        q = r["question"] if not r.get("hint") else f"Context: {r['hint']}\n{r['question']}"
+        out.append({"id": str(r.get("id", i)), "image": _resolve(path, r.get("image")), "question": q,
+                    "options": list(r["choices"]), "answer": int(r["answer"]), "meta": {}})
+    return out
+
+
+def load_pope(path: Path, **_) -> list[dict[str, Any]]:
+    out = []
+    for i, r in enumerate(_jsonl(path)):
+        ans = str(r["answer"]).strip().lower()
+        out.append({"id": str(r.get("id", i)), "image": _resolve(path, r["image"]), "question": r["question"],
+                    "options": ["Yes", "No"], "answer": 0 if ans == "yes" else 1, "meta": {"pope": True}})
+    return out
+
+
+def load_classification(path: Path, question: str = "What is the category of the image?", **_) -> list[dict]:
+    rows = _jsonl(path)
+    pool = sorted({r["label"] for r in rows})
+    return [{"id": str(r.get("id", i)), "image": _resolve(path, r["image"]), "question": question,
+             "options": pool, "answer": pool.index(r["label"]), "meta": {}} for i, r in enumerate(rows)]
+
+
+def load_retrieval(path: Path, k: int = 4, seed: int = 0, question: str = "Which caption describes the image?",
+                   **_) -> list[dict]:
+    rows = _jsonl(path)
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, r in enumerate(rows):
+        others = [x["caption"] for j, x in enumerate(rows) if j != i]
+        neg = [others[j] for j in rng.choice(len(others), size=min(k - 1, len(others)), replace=False)]
+        opts = neg + [r["caption"]]
+        perm = rng.permutation(len(opts))
+        opts = [opts[p] for p in perm]
+        out.append({"id": str(r.get("id", i)), "image": _resolve(path, r["image"]), "question": question,
+                    "options": opts, "answer": opts.index(r["caption"]), "meta": {}})
+    return out
+
+
+def load_mmbench(path: Path, circular: bool = False, image_dir: str | None = None, **_) -> list[dict]:
+    """MMBench TSV; images decoded from base64 into ``image_dir`` (default: next to the TSV)."""
+    from PIL import Image
+
+    folder = Path(image_dir) if image_dir else path.parent / (path.stem + "_images")
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    with path.open(newline="", encoding="utf-8") as fh:
+        for r in csv.DictReader(fh, delimiter="\t"):
+            opts = [r[L] for L in "ABCD" if r.get(L) not in (None, "", "nan")]
+            img_path = folder / f"{r['index']}.png"
+            if not img_path.exists():
+                Image.open(io.BytesIO(base64.b64decode(r["image"]))).save(img_path)
+            q = r["question"] if not r.get("hint") or r["hint"] == "nan" else f"Hint: {r['hint']}\n{r['question']}"
+            base = {"image": str(img_path), "question": q, "meta": {"category": r.get("category"),
+                                                                    "group": r["index"]}}
+            ans = LETTERS.index(r["answer"].strip())
+            shifts = range(len(opts)) if circular else [0]
+            for k in shifts:
+                rot = opts[k:] + opts[:k]
+                out.append({**base, "id": f"{r['index']}" + (f"@{k}" if circular else ""), "options": rot,
+                            "answer": (ans - k) % len(opts), "meta": {**base["meta"], "rotation": k}})
+    return out
+
+
+def load_world(path: Path, **_) -> list[dict]:
+    manifest = path / "manifest.jsonl" if path.is_dir() else path
+    out = []
+    for r in _jsonl(manifest):
+        for q in r["questions"]:
+            if q["type"] == "mc":
+                out.append({"id": f"{r['id']}-mc", "image": _resolve(manifest, r["image"]), "question": q["question"],
+                            "options": q["options"], "answer": LETTERS.index(q["answer"]),
+                            "meta": {"category": r["category"]}})
+    return out
+
+
+LOADERS = {"mc": load_mc, "scienceqa": load_scienceqa, "pope": load_pope, "classification": load_classification,
+           "retrieval": load_retrieval, "mmbench": load_mmbench, "world": load_world}
+
+
+def load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]]:
+    if kind not in LOADERS:
+        raise ValueError(f"unknown scenario {kind!r}; known: {', '.join(LOADERS)}")
+    return LOADERS[kind](Path(path), **options)

@@ -1,0 +1,198 @@
+"""ChEF: metrics by hand, scenarios, inferencers, recipes on the reference world."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vlmcheck.core.roles import CapabilityError, Generation
+from vlmcheck.methods.chef import ChefSpec, ChefTask, Recipe, resolve_recipe, shipped_recipes
+from vlmcheck.methods.chef import metrics as M
+from vlmcheck.methods.chef.scenarios import load_scenario
+from vlmcheck.methods.chef.task import extract_choice, verbalizer_labels
+from vlmcheck.run.runner import RunOptions, run_task
+from vlmcheck.world.make import make_world
+
+
+def test_ece_equal_count_by_hand():
+    # 12 items, 3 bins: sizes 4, 4, 4
+    conf = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.9, 0.9, 0.9]
+    corr = [0, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1]
+    out = M.ece_equal_count(conf, corr, n_bins=3)
+    # bin1 conf .25 acc .25; bin2 conf .65 acc .75; bin3 conf .9 acc 1.0
+    assert out["ece"] == pytest.approx((4 * 0 + 4 * 0.1 + 4 * 0.1) / 12)
+    # 13 items in 10 bins: the first 3 bins get 2 items
+    sizes = [b["n"] for b in M.ece_equal_count(np.linspace(0, 1, 13), [1] * 13)["bins"]]
+    assert sizes == [2, 2, 2, 1, 1, 1, 1, 1, 1, 1]
+
+
+def test_rrm_matches_the_papers_robustness_table():
+    # ChEF Table 10: LLaVA ScienceQA 46.55 -> 39.12, random 35.80: RRM 30.88; MMBench 44.13 -> 33.16, 27.57: 33.76
+    assert M.rrm(46.55, 39.12, 35.80) == pytest.approx(30.88, abs=0.01)
+    assert M.rrm(44.13, 33.16, 27.57) == pytest.approx(33.76, abs=0.01)
+    assert M.rrm(55.18, 41.89, 35.80) == pytest.approx(31.42, abs=0.01)  # InstructBLIP ScienceQA
+
+
+def test_riam_mr_pope_random_by_hand():
+    assert M.riam(0.5, [0.6, 0.7, 0.8], 0.25) == pytest.approx((0.7 - 0.5) / 0.25 * 50 + 50)
+    assert M.match_ratio([0, 1, 2, 3], [0, 1, 3, 3]) == 0.75
+    p = M.pope_metrics([1, 1, 0, 0, 1], [1, 0, 0, 1, 1])
+    assert p["precision"] == pytest.approx(2 / 3) and p["recall"] == pytest.approx(2 / 3)
+    assert p["accuracy"] == pytest.approx(3 / 5) and p["yes_ratio"] == pytest.approx(3 / 5)
+    assert M.random_accuracy([4, 4, 2]) == pytest.approx((0.25 + 0.25 + 0.5) / 3)
+    assert M.parse_judge_score("[Explanation]\nfine\n[Overall Score]\n7") == 7
+    assert M.parse_judge_score("no score") is None
+
+
+def test_extraction_and_verbalizers():
+    opts = ["red", "blue", "green", "yellow"]
+    assert extract_choice("B", opts, list("ABCD")) == 1
+    assert extract_choice("The answer is (C).", opts, list("ABCD")) == 2
+    assert extract_choice("It is yellow.", opts, list("ABCD")) == 3
+    assert extract_choice("Maybe red or blue", opts, list("ABCD")) is None
+    assert extract_choice("2. blue", opts, ["1", "2", "3", "4"]) == 1
+    assert verbalizer_labels("unnatural", ["next"], 4) == ["D", "A", "B", "C"]
+
+
+def _mmbench_tsv(path: Path) -> Path:
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), "red").save(buf, "PNG")
+    img = base64.b64encode(buf.getvalue()).decode()
+    rows = ["index\tquestion\thint\tA\tB\tC\tD\tanswer\timage\tcategory",
+            f"1\tWhat colour?\tnan\tblue\tred\tgreen\tyellow\tB\t{img}\tcolor",
+            f"2\tHow many?\tnan\t1\t2\t3\t\tC\t{img}\tcount"]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_mmbench_circular_rotates_options(tmp_path):
+    items = load_scenario("mmbench", _mmbench_tsv(tmp_path / "mmb.tsv"), circular=True)
+    first = [it for it in items if it["meta"]["group"] == "1"]
+    assert len(first) == 4 and len([it for it in items if it["meta"]["group"] == "2"]) == 3
+    for it in first:
+        assert it["options"][it["answer"]] == "red"  # the answer follows its option through every rotation
+    assert [it["options"][0] for it in first] == ["blue", "red", "green", "yellow"]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    out = tmp_path_factory.mktemp("chefworld")
+    make_world(out, n=24, seed=5)
+    return out
+
+
+def _run(world, tmp_path, recipe, vlm="ref:describer", **kw):
+    r = resolve_recipe(recipe)
+    r.scenario.type = "world"
+    return run_task(ChefTask(ChefSpec(vlm=vlm, recipe=r, data=str(world)), **kw), tmp_path,
+                    RunOptions(progress=False)).results["metrics"]
+
+
+def test_recipes_on_the_world(world, tmp_path):
+    clean = _run(world, tmp_path / "a", "calibration")
+    noisy = _run(world, tmp_path / "b", "calibration", vlm="ref:describer?level=0.3")
+    assert clean["accuracy"] == 1.0 and noisy["accuracy"] < clean["accuracy"]
+    assert noisy["ece"] > clean["ece"]  # the knobs make confident mistakes
+    assert 0 < clean["ece"] < 0.2 and len(clean["reliability"]) == 10
+    icl = _run(world, tmp_path / "c", "icl")
+    assert set(icl["settings"]) == {"shots=0", "shots=1", "shots=2", "shots=3"}
+    assert icl["riam"] == pytest.approx(50.0)  # the describer ignores examples: no change from 0-shot
+    rob = _run(world, tmp_path / "d", "robustness", vlm="ref:describer?level=0.1")
+    assert set(rob["rrm"]) == {"image", "text", "both"}
+    assert rob["settings"]["corrupt:image"]["accuracy"] <= rob["settings"]["original"]["accuracy"]
+    rec = json.loads((tmp_path / "d" / "samples.jsonl").read_text().splitlines()[0])["result"]
+    chain = rec["settings"]["corrupt:both"]
+    assert [s["category"] for s in chain["image_chain"]][:4] == ["noise", "blur", "weather", "digital"]
+    assert any("skipped" in s for s in chain["text_chain"])  # no rewriter: sentence level recorded as skipped
+    ins = _run(world, tmp_path / "e", "instruction-following")
+    assert set(ins["match_ratio"]) == {"natural", "neutral", "unnatural"}
+
+
+def test_hallucination_recipe_on_world_pope(world, tmp_path):
+    from vlmcheck.methods.pope import build_pope, load_annotations
+
+    cases = build_pope(load_annotations(world / "objects.jsonl"), "adversarial", n_images=24, per_image=2)
+    path = world / "pope.jsonl"
+    path.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    r = resolve_recipe("hallucination")
+    m = run_task(ChefTask(ChefSpec(vlm="ref:describer?yes_bias=0.5", recipe=r, data=str(path))), tmp_path,
+                 RunOptions(progress=False)).results["metrics"]
+    assert m["pope"]["recall"] == 1.0 and m["pope"]["yes_ratio"] > 0.5 and m["pope"]["precision"] < 1.0
+
+
+class Judge:
+    model_id = "test:judge"
+
+    def __init__(self):
+        from vlmcheck.core.roles import Capabilities
+
+        self.capabilities = Capabilities()
+        self.seen = []
+
+    async def generate(self, messages, config):
+        self.seen.append(messages)
+        return Generation(text=f"[Explanation]\nok\n[Overall Score]\n{6 + config.seed % 3}", finish_reason="stop")
+
+
+def test_language_judge_on_correct_items_only(world, tmp_path):
+    judge = Judge()
+    r = resolve_recipe("language")
+    r.scenario.type = "world"
+    m = run_task(ChefTask(ChefSpec(vlm="ref:describer?level=0.3", recipe=r, data=str(world)), judge=judge),
+                 tmp_path, RunOptions(progress=False)).results["metrics"]
+    lang = m["language"]
+    assert lang["score"] == pytest.approx(7.0)  # seeds 0, 1, 2 -> 6, 7, 8
+    assert lang["skipped"].get("conclusion incorrect (only correct items are judged)", 0) > 0
+    assert judge.seen[0][0].role == "system" and "impartial judge" in judge.seen[0][0].text
+    none = run_task(ChefTask(ChefSpec(vlm="ref:describer", recipe=r, data=str(world))), tmp_path / "x",
+                    RunOptions(progress=False)).results["metrics"]["language"]
+    assert none["score"] is None and "no judge" in next(iter(none["skipped"]))
+
+
+def test_ppl_needs_the_capability(world):
+    with pytest.raises(CapabilityError, match="loglikelihood"):
+        ChefTask(ChefSpec(vlm="ref:photo", recipe=resolve_recipe("world-accuracy"), data=str(world)))
+
+
+def test_ppl_on_tiny_hf_model_matches_direct_logits(tmp_path):
+    pytest.importorskip("torch")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from hf_tiny import build_tiny_llava
+
+    from vlmcheck.core.messages import Message
+    from vlmcheck.core.spec import load_model
+
+    model = load_model(f"hf:{build_tiny_llava(tmp_path / 'llava')}", "vlm")
+    Image.new("RGB", (32, 32), "red").save(tmp_path / "r.png")
+    data = tmp_path / "mc.jsonl"
+    data.write_text(json.dumps({"image": "r.png", "question": "What colour?", "options": ["red", "blue", "green"],
+                                "answer": "A"}) + "\n")
+    r = Recipe(name="t", scenario={"type": "mc"}, inferencer={"type": "ppl"})
+    res = run_task(ChefTask(ChefSpec(vlm=model.model_id, recipe=r, data=str(data)), vlm=model), tmp_path / "run",
+                   RunOptions(progress=False))
+    rec = json.loads((tmp_path / "run" / "samples.jsonl").read_text())["result"]["settings"]["standard"]
+    msgs = [Message.user(Image.open(tmp_path / "r.png"),
+                         "What colour?\nOptions:\nA. red\nB. blue\nC. green\nAnswer with the option's label.")]
+    lls = asyncio.run(model.loglikelihood(msgs, [f"The answer is {L}. {o}" for L, o in zip("ABC", ["red", "blue",
+                                                                                                    "green"])]))
+    s = np.array([ll.sum / ll.n_tokens for ll in lls])
+    p = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+    assert rec["probs"] == pytest.approx(list(p), abs=1e-5)
+    assert rec["pred"] == int(np.argmax(s))
+    assert res.results["metrics"]["n"] == 1
+
+
+def test_shipped_recipes_validate():
+    names = set(shipped_recipes())
+    assert {"calibration", "icl", "instruction-following", "language", "robustness", "hallucination", "cifar10",
+            "flickr30k", "scienceqa", "mmbench", "mme", "seedbench", "world-accuracy"} <= names
+    for name in names:
+        assert resolve_recipe(name).name == name
