@@ -258,6 +258,21 @@ def meta(out: Path = typer.Option(Path("meta-run"), "--out"), n: int = typer.Opt
 
 
 @app.command()
+def report(runs: list[Path] = typer.Argument(..., help="Run folders"),
+           output: Path = typer.Option(Path("report.html"), "-o", "--output"),
+           external: Optional[Path] = typer.Option(None, "--external", help="CSV model,benchmark,score"),
+           title: str = typer.Option("vlmcheck report", "--title")) -> None:
+    """One static HTML report for any run or set of runs (thumbnails in <output>_files/)."""
+    from .report.html import build_report
+
+    missing = [r for r in runs if not (r / "results.json").exists()]
+    if missing:
+        console.print(f"[red]error:[/red] not finished run folders (no results.json): {missing}")
+        raise typer.Exit(2)
+    console.print(f"[green]wrote[/green] {build_report(runs, output, external, title)}")
+
+
+@app.command()
 def perturb(
     source: Path = typer.Argument(..., help="An image or a folder of images"),
     corruption: list[str] = typer.Option(..., "--corruption", "-c",
@@ -594,6 +609,11 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
                                        attack_config=AttackConfig(steps_clean=10, steps_hallucinated=5)))
         res = _execute(task, out / "vhexpansion" / f"level-{lv}", RunOptions(overwrite=True, progress=progress))
         _print_vhx(spec, res["metrics"])
+    from .report.html import build_report
+
+    runs = sorted(p.parent for p in out.glob("*/*/results.json")) + [out / "describe"]
+    page = build_report(runs, out / "report.html", title="vlmcheck offline demo")
+    console.print(f"Report: {page}")
     console.print(f"[green]demo finished[/green] in {time.perf_counter() - started:.0f} s. Run folders under {out}: "
                   "describe/, genception/level-*/, cast/level-*/, chef/*/, vhexpansion/level-*/ (each with results.json, samples.jsonl, "
                   "store.sqlite, artifacts/), genception/leaderboard.json")

@@ -135,7 +135,7 @@ class GenCeptionTask:
         vlm, gen, enc = session.vlm(self.vlm), session.generator(self.generator), session.encoder(self.encoder)
         e0 = (await enc.encode([x0]))[0]
         record: dict[str, Any] = {
-            "image": item.id, "image_sha256": image_hash(x0), "category": item.category,
+            "image": item.id, "image_path": item.path, "image_sha256": image_hash(x0), "category": item.category,
             "group": category_group(item.category), "T": cfg.T, "steps": [], "s": [],
             "embedding0": _vec(e0),
         }

@@ -67,6 +67,7 @@ class RunOptions(BaseModel):
     seed: int = 0
     progress: bool = True
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    report: bool = True  # write report.html into the run folder at the end
 
 
 class RunFolderExists(RuntimeError):
@@ -134,6 +135,18 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
     return results
 
 
+def _write_report(folder: Path) -> None:
+    """The run's own HTML report; a report failure never fails the run (results are already written)."""
+    import logging
+
+    try:
+        from ..report.html import write_run_report
+
+        write_run_report(folder)
+    except Exception as exc:  # noqa: BLE001
+        logging.getLogger(__name__).warning("could not write %s/report.html: %s", folder, exc)
+
+
 def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
     """Add ``cost_usd`` where the model spec gives prices (USD per 1M tokens:
     ``?price_in=2.5&price_out=10``).  Token counts are what the API reported."""
@@ -192,6 +205,8 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
         todo = [s for s in samples if s.id not in status]
         await _run_samples(task, todo, session, options, already=len(samples) - len(todo), total=len(samples))
         results = write_outputs(store, task, samples, session)
+        if options.report:
+            _write_report(folder)
         return RunResult(folder, results, session.counters)
     finally:
         store.close()

@@ -356,7 +356,7 @@ def similarities(a: Scene, b: Scene, k: int = 5) -> list[str]:
         out.append(f"Both scenes have a {a.background} background.")
     for color in sorted({o.color for o in a.objects} & {o.color for o in b.objects}):
         if color not in covered:
-            out.append(f"Both scenes contain a {color} object.")
+            out.append(f"Both scenes contain {'an' if color[0] in 'aeiou' else 'a'} {color} object.")
     if a.objects and len(a.objects) == len(b.objects):
         out.append(f"Both scenes show {len(a.objects)} objects.")
     if a.text and b.text:

@@ -1,0 +1,304 @@
+"""One static HTML report for any run or set of runs.
+
+The page is self-contained: no network assets; figures are inline SVG
+(matplotlib); image thumbnails go to a folder beside the page
+(``<name>_files/``).  Per-sample data is embedded as JSON and rendered in
+pages of 50 rows by a small inline script, so a 2,000-sample run stays fast.
+
+Safety: every model-produced or dataset-provided string reaches the page
+either through Jinja2 autoescaping or through ``textContent`` in the script;
+the embedded JSON is escaped so that it cannot close its ``<script>`` tag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from PIL import Image
+
+THUMB = 96
+
+
+def _load_run(folder: Path) -> dict[str, Any]:
+    res = json.loads((folder / "results.json").read_text())
+    samples = [json.loads(x) for x in (folder / "samples.jsonl").read_text().splitlines() if x.strip()] \
+        if (folder / "samples.jsonl").exists() else []
+    return {"folder": folder, "results": res, "samples": samples, "task": res.get("task")}
+
+
+class _Thumbs:
+    def __init__(self, out_dir: Path, rel: str) -> None:
+        self.dir, self.rel = out_dir, rel
+        self.done: dict[str, str] = {}
+
+    def __call__(self, path: Path | str | None) -> str | None:
+        if not path:
+            return None
+        p = Path(path)
+        key = str(p.resolve())
+        if key in self.done:
+            return self.done[key]
+        try:
+            img = Image.open(p)
+            img.thumbnail((THUMB, THUMB))
+            img = img.convert("RGB")
+        except (OSError, ValueError):
+            return None
+        name = hashlib.sha256(key.encode()).hexdigest()[:16] + ".png"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        img.save(self.dir / name)
+        self.done[key] = f"{self.rel}/{name}"
+        return self.done[key]
+
+
+def _svg(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.find("<svg"):]  # drop the XML prolog; matplotlib escapes the text it draws
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.fonttype"] = "none"
+    return plt
+
+
+# ----------------------------------------------------------------------------- per-task views
+
+
+def _genception(run: dict[str, Any], thumbs: _Thumbs) -> dict[str, Any]:
+    m = run["results"]["metrics"]
+    folder = run["folder"]
+    T = m.get("T", 0)
+    rows = []
+    for s in run["samples"]:
+        r = s.get("result") or {}
+        src = r.get("image_path")
+        strip = [{"thumb": thumbs(src) if src else None, "s": None, "gc": None, "text": ""}]
+        for st in r.get("steps", []):
+            t = st["t"]
+            strip.append({"thumb": thumbs(folder / st["image"]) if st.get("image") else None, "s": st.get("s"),
+                          "gc": r.get("gc", {}).get(f"GC@{t}"), "text": st.get("description", "")})
+        rows.append({"id": s["sample_id"], "status": s["status"], "failed": s["status"] != "done" or
+                     not r.get("complete", False), "category": r.get("category"),
+                     "score": r.get("gc", {}).get(f"GC@{T}"), "strip": strip,
+                     "error": (s.get("error") or {}).get("message") or (r.get("stopped") or {}).get("reason")})
+    return {"T": T, "rows": rows}
+
+
+def _s_curve(runs: list[dict[str, Any]]) -> str | None:
+    plt = _plt()
+    curves = [(r["results"]["spec"]["task_spec"]["vlm"], r["results"]["metrics"].get("s_mean")) for r in runs]
+    curves = [(n, c) for n, c in curves if c]
+    if not curves:
+        return None
+    fig, ax = plt.subplots(figsize=(5, 3))
+    for name, c in curves:
+        ax.plot(range(1, len(c) + 1), c, marker="o", label=name)
+    ax.set_xlabel("t")
+    ax.set_ylabel("mean s(t)")
+    ax.set_xticks(range(1, max(len(c) for _, c in curves) + 1))
+    ax.legend(fontsize=7)
+    return _svg(fig)
+
+
+def _cast_heatmaps(run: dict[str, Any]) -> list[dict[str, str]]:
+    plt = _plt()
+    top = run["results"]["metrics"].get("topk", {}).get("top5") or next(iter(run["results"]["metrics"].get(
+        "topk", {}).values()), None)
+    if not top:
+        return []
+    out = []
+    mods = ["text", "image", "both"]
+    for fmt, mat in top.items():
+        import numpy as np
+
+        arr = np.array([[mat[g][v]["score"] if mat[g][v]["score"] is not None else np.nan for v in mods]
+                        for g in mods], dtype=float)
+        fig, ax = plt.subplots(figsize=(3.2, 2.8))
+        ax.imshow(arr, vmin=0, vmax=1, cmap="viridis")
+        ax.set_xticks(range(3), mods)
+        ax.set_yticks(range(3), mods)
+        ax.set_xlabel("validated in")
+        ax.set_ylabel("generated in")
+        for i in range(3):
+            for j in range(3):
+                ax.text(j, i, "-" if np.isnan(arr[i, j]) else f"{arr[i, j]:.2f}", ha="center", va="center",
+                        color="w" if (np.isnan(arr[i, j]) or arr[i, j] < 0.6) else "k", fontsize=8)
+        ax.set_title(fmt, fontsize=9)
+        out.append({"format": fmt, "svg": _svg(fig)})
+    return out
+
+
+def _reliability(run: dict[str, Any]) -> str | None:
+    bins = run["results"]["metrics"].get("reliability")
+    if not bins:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(3.2, 3))
+    conf = [b["confidence"] for b in bins]
+    acc = [b["accuracy"] for b in bins]
+    ax.plot([0, 1], [0, 1], ls="--", color="gray")
+    ax.bar(range(len(bins)), acc, color="#4c72b0", label="accuracy")
+    ax.plot(range(len(bins)), conf, "o-", color="#dd8452", label="confidence")
+    ax.set_xlabel("bin (equal count, by confidence)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+    return _svg(fig)
+
+
+def _sample_rows(run: dict[str, Any], thumbs: _Thumbs) -> list[dict[str, Any]]:
+    """Generic rows for the paged table: id, status, a one-line summary, a key answer, details."""
+    task = run["task"]
+    rows = []
+    for s in run["samples"]:
+        r = s.get("result") or {}
+        summary, answer, images, correct = "", "", [], None
+        if task == "describe":
+            answer = r.get("answer", "")
+            summary = f"recall {r.get('keyword_recall', '')}"
+        elif task == "genception":
+            summary = " ".join(f"s({i + 1})={v:.3f}" for i, v in enumerate(r.get("s", [])))
+            answer = (r.get("steps") or [{}])[0].get("description", "")
+        elif task == "vhexpansion":
+            o = r.get("variants", {}).get("original", {})
+            answer, correct = o.get("answer", ""), o.get("correct")
+            summary = r.get("question", "")
+            for name, v in r.get("variants", {}).items():
+                if v.get("image"):
+                    images.append({"label": name, "thumb": thumbs(run["folder"] / v["image"]),
+                                   "answer": v.get("answer", "")})
+            if r.get("image"):
+                images.insert(0, {"label": "original", "thumb": thumbs(r["image"]), "answer": o.get("answer", "")})
+        elif task == "chef":
+            first = next(iter(r.get("settings", {}).values()), {})
+            correct = first.get("correct")
+            summary = r.get("question", "")
+            answer = first.get("answer_text") or first.get("rationale") or (
+                f"option {first.get('pred')}" if first else "")
+        elif task == "cast":
+            g = r.get("generation", {})
+            summary = f"{r.get('a')} ~ {r.get('b')}"
+            answer = (g.get("text") or {}).get("raw", "")
+        rows.append({"id": s["sample_id"], "status": s["status"],
+                     "error": (s.get("error") or {}).get("message", ""), "summary": str(summary),
+                     "answer": str(answer), "correct": correct, "images": images,
+                     "detail": json.dumps(r, indent=1, ensure_ascii=False, default=str)[:6000]})
+    return rows
+
+
+def _headline(run: dict[str, Any]) -> tuple[str, float | None]:
+    m = run["results"].get("metrics", {})
+    task = run["task"]
+    if task == "genception":
+        k = f"GC@{m.get('T')}"
+        return k, (m.get(k) or {}).get("mean")
+    if task == "vhexpansion":
+        return "symmetric accuracy", (m.get("variants", {}).get("original") or {}).get("symmetric_accuracy")
+    if task == "cast":
+        top = m.get("topk", {}).get("top5", {}).get("mean")
+        if top:
+            vals = [top[g][v]["score"] for g in top for v in top[g] if g != v and top[g][v]["score"] is not None]
+            return "CAST cross-modal consistency", sum(vals) / len(vals) if vals else None
+    if task == "chef":
+        for k in ("overall", "riam", "mr_weighted"):
+            if k in m:
+                return k, m[k]
+        if "pope" in m:
+            return "POPE accuracy", m["pope"]["accuracy"]
+        st = next(iter(m.get("settings", {}).values()), {})
+        return "accuracy", st.get("accuracy")
+    if task == "describe":
+        return "keyword recall", (m.get("keyword_recall") or {}).get("mean")
+    return "-", None
+
+
+def _disagreements(runs: list[dict[str, Any]]) -> set[str]:
+    """Sample ids whose key answer differs between runs of the same task."""
+    by_id: dict[str, set] = {}
+    for run in runs:
+        for s in run["samples"]:
+            r = s.get("result") or {}
+            key = (r.get("variants", {}).get("original", {}).get("parsed") if run["task"] == "vhexpansion" else
+                   next(iter(r.get("settings", {}).values()), {}).get("pred") if run["task"] == "chef" else
+                   round(r.get("gc", {}).get(f"GC@{r.get('T')}", -1), 3) if run["task"] == "genception" else
+                   r.get("answer"))
+            by_id.setdefault(s["sample_id"], set()).add(json.dumps(key, default=str))
+    return {k for k, v in by_id.items() if len(v) > 1} if len(runs) > 1 else set()
+
+
+def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Path | None = None,
+                 title: str = "vlmcheck report") -> Path:
+    out = Path(out)
+    files_rel = out.stem + "_files"
+    thumbs = _Thumbs(out.parent / files_rel, files_rel)
+    loaded = [_load_run(Path(r)) for r in runs]
+    disagree = _disagreements(loaded)
+    views = []
+    for run in loaded:
+        res = run["results"]
+        view: dict[str, Any] = {"name": str(run["folder"]), "task": run["task"], "spec": res.get("spec") or {},
+                                "counts": res.get("counts", {}), "metrics_json": json.dumps(res.get("metrics", {}),
+                                                                                             indent=1, default=str),
+                                "headline": _headline(run), "usage": res.get("usage", {})}
+        view["failures"] = [{"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]}
+                            for s in run["samples"] if s["status"] == "error"]
+        if run["task"] == "genception":
+            view["genception"] = _genception(run, thumbs)
+            view["categories"] = res["metrics"].get("by_category", {})
+        if run["task"] == "cast":
+            view["heatmaps"] = _cast_heatmaps(run)
+        if run["task"] == "chef":
+            view["reliability"] = _reliability(run)
+            view["pope"] = res["metrics"].get("pope")
+        if run["task"] == "vhexpansion":
+            view["vhx"] = res["metrics"].get("variants", {})
+        rows = _sample_rows(run, thumbs)
+        for row in rows:
+            row["disagree"] = row["id"] in disagree
+        view["rows_json"] = _script_json(rows)
+        views.append(view)
+    board = None
+    gens = [r["folder"] for r in loaded if r["task"] == "genception"]
+    if len(gens) > 1:
+        from ..methods.leaderboard import leaderboard
+
+        try:
+            board = leaderboard(gens, external_csv)
+        except ValueError as exc:
+            board = {"error": str(exc)}
+    curve = _s_curve([r for r in loaded if r["task"] == "genception"])
+    summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
+                "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
+    env = Environment(loader=PackageLoader("vlmcheck.report", "templates"), autoescape=select_autoescape(["html"]))
+    env.filters["fmt"] = lambda x, d=4: "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
+    page = env.get_template("report.html").render(title=title, views=views, board=board, curve=curve,
+                                                  summary=summary)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    return out
+
+
+def _script_json(obj: Any) -> str:
+    """JSON safe inside <script type="application/json">: no '</', no '<!--', no U+2028/9."""
+    text = json.dumps(obj, ensure_ascii=False, default=str)
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def write_run_report(folder: str | Path) -> Path:
+    folder = Path(folder)
+    return build_report([folder], folder / "report.html", title=f"vlmcheck: {folder.name}")

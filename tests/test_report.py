@@ -1,0 +1,135 @@
+"""The HTML report: content, escaping, and behaviour in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from vlmcheck.core.roles import Capabilities, Generation
+from vlmcheck.methods.describe import DescribeSpec, DescribeTask
+from vlmcheck.report.html import build_report
+from vlmcheck.run.runner import RunOptions, run_task
+
+PAYLOAD = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">"</script>'
+
+
+class Evil:
+    model_id = "test:evil"
+    capabilities = Capabilities()
+
+    async def generate(self, messages, config):
+        return Generation(text="A cat. " + PAYLOAD, finish_reason="stop")
+
+
+@pytest.fixture
+def evil_run(tmp_path) -> Path:
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(3):
+        Image.new("RGB", (16, 16), (i * 60, 0, 0)).save(data / f"img{i}.png")
+    (data / "broken.png").write_bytes(b"not an image")
+    run_task(DescribeTask(DescribeSpec(vlm="test:evil", data=str(data)), vlm=Evil()), tmp_path / "run",
+             RunOptions(progress=False))
+    return tmp_path / "run"
+
+
+def test_run_writes_its_report_and_escapes(evil_run):
+    page = (evil_run / "report.html").read_text()
+    assert "<script>window.__pwned" not in page  # never raw in the page
+    assert "onerror=\"window" not in page
+    assert "bad_image" in page  # errors with reasons
+    assert "test:evil" in page
+
+
+def _chromium():
+    pw = pytest.importorskip("playwright.sync_api")
+    exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if exe is None:
+        pytest.skip("no Chromium on this machine (apt-get install chromium)")
+    return pw, exe
+
+
+def _open(page_path: Path):
+    pw, exe = _chromium()
+    p = pw.sync_playwright().start()
+    browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+    page = browser.new_page()
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    started = time.perf_counter()
+    page.goto(page_path.as_uri())
+    page.wait_for_selector("body[data-ready='1']", timeout=15_000)
+    ready = time.perf_counter() - started
+    return p, browser, page, dialogs, ready
+
+
+def test_payload_is_inert_in_a_browser(evil_run):
+    p, browser, page, dialogs, _ = _open(evil_run / "report.html")
+    try:
+        assert page.evaluate("window.__pwned") is None
+        assert not dialogs
+        cell = page.locator("table.samples tbody tr[data-id='img0.png'] td").nth(3)
+        assert PAYLOAD in cell.inner_text()  # shown as text
+        assert page.locator("table.samples img[src='x']").count() == 0
+    finally:
+        browser.close()
+        p.stop()
+
+
+def _big_run(folder: Path, n: int = 2000) -> Path:
+    folder.mkdir(parents=True)
+    img = folder / "x.png"
+    Image.new("RGB", (64, 64), "blue").save(img)
+    rows = []
+    for i in range(n):
+        ok = i % 7 != 0
+        rows.append({"sample_id": f"case-{i:04d}", "seq": i, "status": "done", "task": "vhexpansion", "result": {
+            "image": str(img), "question": f"Is there a cat {i}?", "answer": "yes", "meta": {},
+            "negation": {"ok": True, "question": "Is there no cat?", "answer": "no"},
+            "variants": {"original": {"answer": "Yes." if ok else "No.", "parsed": "yes" if ok else "no",
+                                      "correct": ok, "params": {}},
+                         "vhx_jpeg": {"image": "x.png", "answer": "Yes.", "parsed": "yes", "correct": True,
+                                      "params": {"corruption": "jpeg_compression"}}}}})
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "results.json").write_text(json.dumps({
+        "task": "vhexpansion", "spec": {"task_spec": {"vlm": "test:model"}, "seed": 0, "n_samples": n},
+        "counts": {"samples": n, "done": n, "failed": 0, "pending": 0},
+        "metrics": {"variants": {"original": {"accuracy": 6 / 7, "symmetric_accuracy": 0.8, "yes_ratio": 0.86,
+                                              "new_vh_cases": 0}}}}))
+    return folder
+
+
+def test_two_thousand_samples_interactive_fast(tmp_path):
+    run = _big_run(tmp_path / "big")
+    other = _big_run(tmp_path / "big2")
+    # a second model that differs on one sample, for the disagreement filter
+    lines = (other / "samples.jsonl").read_text().splitlines()
+    rec = json.loads(lines[5])
+    rec["result"]["variants"]["original"]["parsed"] = "no"
+    lines[5] = json.dumps(rec)
+    (other / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    page_path = build_report([run, other], tmp_path / "report.html")
+    p, browser, page, dialogs, ready = _open(page_path)
+    try:
+        print(f"2 x 2000 samples: interactive after {ready:.2f} s")
+        assert ready < 3.0
+        sec = page.locator("section.run").first
+        assert sec.locator("table.samples tbody tr").count() == 50  # paged
+        assert "page 1 / 40" in sec.locator(".page").inner_text()
+        sec.locator(".only-failures").check()
+        assert "(286 rows)" in sec.locator(".page").inner_text()  # i % 7 == 0 for i < 2000
+        sec.locator(".only-failures").uncheck()
+        sec.locator(".only-disagree").check()
+        assert "(1 rows)" in sec.locator(".page").inner_text()
+        sec.locator(".only-disagree").uncheck()
+        sec.locator(".search").fill("case-1999")
+        rows = sec.locator("table.samples tbody tr")
+        assert rows.count() == 1 and rows.first.get_attribute("data-id") == "case-1999"
+    finally:
+        browser.close()
+        p.stop()
