@@ -196,3 +196,48 @@ def test_shipped_recipes_validate():
             "flickr30k", "scienceqa", "mmbench", "mme", "seedbench", "world-accuracy"} <= names
     for name in names:
         assert resolve_recipe(name).name == name
+
+
+class Extractor:
+    model_id = "test:extractor"
+
+    def __init__(self):
+        from vlmcheck.core.roles import Capabilities
+
+        self.capabilities = Capabilities()
+
+    async def generate(self, messages, config):
+        text = messages[-1].text
+        answer = text.split("Answer: ", 1)[1]
+        options = [line[3:] for line in text.split("Options:\n", 1)[1].split("\nAnswer:")[0].splitlines()]
+        hit = chr(64 + len(options)) if "latter" in answer else "none"  # a tiny 'LLM' that reads 'the latter'
+        return Generation(text=hit, finish_reason="stop")
+
+
+class Vague:
+    """Answers in words only an LLM extractor can map ("the latter")."""
+
+    model_id = "test:vague"
+
+    def __init__(self):
+        from vlmcheck.core.roles import Capabilities
+
+        self.capabilities = Capabilities()
+
+    async def generate(self, messages, config):
+        return Generation(text="Between green and red, the latter.", finish_reason="stop")
+
+
+def test_llm_extractor_second_step(world, tmp_path):
+    data = tmp_path / "mc.jsonl"
+    Image.new("RGB", (8, 8)).save(tmp_path / "x.png")
+    data.write_text("".join(json.dumps({"image": "x.png", "question": "Colour?", "options": ["green", "red"],
+                                        "answer": "B"}) + "\n" for _ in range(3)))
+    r = Recipe(name="t", scenario={"type": "mc"}, inferencer={"type": "direct"})
+    no_llm = run_task(ChefTask(ChefSpec(vlm="test:vague", recipe=r, data=str(data)), vlm=Vague()), tmp_path / "a",
+                      RunOptions(progress=False)).results["metrics"]["settings"]["standard"]
+    assert no_llm["match_ratio"] == 0.0
+    task = ChefTask(ChefSpec(vlm="test:vague", recipe=r, data=str(data)), vlm=Vague())
+    task.extractor = Extractor()
+    with_llm = run_task(task, tmp_path / "b", RunOptions(progress=False)).results["metrics"]["settings"]["standard"]
+    assert with_llm["match_ratio"] == 1.0 and with_llm["match_ratio_rule"] == 0.0 and with_llm["accuracy"] == 1.0

@@ -190,3 +190,24 @@ def test_human_baseline_gc1(world, tmp_path):
 def test_default_prompt_is_table_1():
     assert P_DESC.startswith("Please write a clear, precise, detailed, and concise description of all elements")
     assert P_DESC.endswith("You must complete the description using less than 500 words.")
+
+
+def test_hugging_face_dataset_with_image_column(tmp_path, monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    from PIL import Image as PILImage
+
+    from vlmcheck.core.data import load_image_dataset
+    from vlmcheck.methods.cast import corpus_from
+
+    imgs = [PILImage.new("RGB", (16, 16), c) for c in ("red", "blue", "green")]
+    ds = datasets.Dataset.from_dict({"image": imgs, "cat": ["a", "b", "a"], "description": ["x", "y", "z"]},
+                                    features=datasets.Features({"image": datasets.Image(),
+                                                                "cat": datasets.Value("string"),
+                                                                "description": datasets.Value("string")}))
+    ds.save_to_disk(str(tmp_path / "ds"))
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    items = load_image_dataset(f"hfds:{tmp_path / 'ds'}?category_column=cat")
+    assert [it.category for it in items] == ["a", "b", "a"]
+    assert PILImage.open(items[1].path).getpixel((0, 0)) == (0, 0, 255)
+    scenes = corpus_from(f"hfds:{tmp_path / 'ds'}?description_column=description")
+    assert [s["description"] for s in scenes] == ["x", "y", "z"]

@@ -261,7 +261,9 @@ def meta(out: Path = typer.Option(Path("meta-run"), "--out"), n: int = typer.Opt
 def report(runs: list[Path] = typer.Argument(..., help="Run folders"),
            output: Path = typer.Option(Path("report.html"), "-o", "--output"),
            external: Optional[Path] = typer.Option(None, "--external", help="CSV model,benchmark,score"),
-           title: str = typer.Option("vlmcheck report", "--title")) -> None:
+           title: str = typer.Option("vlmcheck report", "--title"),
+           gallery: Optional[Path] = typer.Option(None, "--gallery",
+                                                  help="Add a corruption gallery of this image")) -> None:
     """One static HTML report for any run or set of runs (thumbnails in <output>_files/)."""
     from .report.html import build_report
 
@@ -269,7 +271,7 @@ def report(runs: list[Path] = typer.Argument(..., help="Run folders"),
     if missing:
         console.print(f"[red]error:[/red] not finished run folders (no results.json): {missing}")
         raise typer.Exit(2)
-    console.print(f"[green]wrote[/green] {build_report(runs, output, external, title)}")
+    console.print(f"[green]wrote[/green] {build_report(runs, output, external, title, gallery_image=gallery)}")
 
 
 @app.command()
@@ -401,7 +403,8 @@ app.add_typer(cast_app, name="cast")
 
 @cast_app.command("pairs")
 def cast_pairs(
-    data: Path = typer.Option(..., "--data", help="JSONL of scenes (image, description[, id]) or a world folder"),
+    data: str = typer.Option(..., "--data", help="JSONL of scenes (image, description[, id]), a world folder, "
+                                                 "or hfds:NAME?split=...&description_column=..."),
     encoder: str = typer.Option(..., "--encoder", help="Image encoder spec (CLIP image features where available)"),
     out: Path = typer.Option(..., "--out", help="Output pairs JSONL"),
     per_bin: int = typer.Option(25, "--per-bin"), min_chars: int = typer.Option(500, "--min-chars"),
@@ -487,6 +490,8 @@ def chef_run(
     data: Optional[Path] = typer.Option(None, "--data", help="Scenario data (overrides the recipe's path)"),
     scenario: Optional[str] = typer.Option(None, "--scenario", help="Scenario loader (overrides the recipe's)"),
     judge: Optional[str] = typer.Option(None, "--judge", help="TextModel spec for language performance"),
+    extractor: Optional[str] = typer.Option(None, "--extractor",
+                                            help="TextModel spec: second-step answer extraction (MMBench style)"),
     api_key: Optional[str] = API_KEY,
     resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
@@ -502,6 +507,8 @@ def chef_run(
             r.scenario.type = scenario
         if judge:
             r.metric.judge = judge
+        if extractor:
+            r.metric.extractor = extractor
         spec = _spec_with_key(vlm, api_key)
         task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=seed),
                         vlm=load_model(spec, "vlm"))
@@ -612,7 +619,8 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
     from .report.html import build_report
 
     runs = sorted(p.parent for p in out.glob("*/*/results.json")) + [out / "describe"]
-    page = build_report(runs, out / "report.html", title="vlmcheck offline demo")
+    page = build_report(runs, out / "report.html", title="vlmcheck offline demo",
+                        gallery_image=out / "data" / "images" / "astronaut.png")
     console.print(f"Report: {page}")
     console.print(f"[green]demo finished[/green] in {time.perf_counter() - started:.0f} s. Run folders under {out}: "
                   "describe/, genception/level-*/, cast/level-*/, chef/*/, vhexpansion/level-*/ (each with results.json, samples.jsonl, "

@@ -4,6 +4,11 @@
   is the item's category (MME's layout).  Ids are paths relative to the folder.
 * A folder holding a ``manifest.jsonl`` (e.g. from ``vlmcheck world make``):
   that manifest.
+* ``hfds:NAME_OR_PATH[?split=train&image_column=image&category_column=...&id_column=...]``:
+  a Hugging Face dataset with an Image column, through the user's own
+  ``datasets`` installation (a saved dataset folder is loaded with
+  ``load_from_disk``; a name with ``load_dataset``).  Images are written once
+  to a cache folder beside the run as PNG; other columns go to ``meta``.
 * A JSONL manifest: one object per line with ``image`` (or ``path``; relative
   to the manifest's folder), optional ``id``, ``category`` and any other fields
   (kept in ``meta``).
@@ -35,6 +40,8 @@ class DatasetError(ValueError):
 
 
 def load_image_dataset(source: str | Path) -> list[ImageItem]:
+    if isinstance(source, str) and source.startswith("hfds:"):
+        return load_hf_dataset(source)
     src = Path(source)
     if src.is_dir() and (src / "manifest.jsonl").is_file():
         return _load_jsonl(src / "manifest.jsonl")
@@ -74,4 +81,49 @@ def _load_jsonl(path: Path) -> list[ImageItem]:
         items.append(ImageItem(id=item_id, path=str(full), category=category, meta=row))
     if not items:
         raise DatasetError(f"{path}: manifest is empty")
+    return items
+
+
+def load_hf_dataset(source: str, cache_dir: str | Path | None = None) -> list[ImageItem]:
+    """Items from a Hugging Face dataset (see module docstring for the spec)."""
+    import hashlib
+    import os
+    from urllib.parse import parse_qsl
+
+    try:
+        import datasets
+    except ImportError as exc:  # an optional dependency: the user's own installation
+        raise DatasetError("hfds: needs the 'datasets' package (pip install datasets)") from exc
+    spec = source[len("hfds:"):]
+    name, _, query = spec.partition("?")
+    params = dict(parse_qsl(query))
+    split = params.get("split", "train")
+    if Path(name).exists():
+        ds = datasets.load_from_disk(name)
+        if isinstance(ds, datasets.DatasetDict):
+            ds = ds[split]
+    else:
+        ds = datasets.load_dataset(name, split=split)
+    image_col = params.get("image_column") or next(
+        (c for c, f in ds.features.items() if isinstance(f, datasets.Image)), None)
+    if image_col is None:
+        raise DatasetError(f"{name}: no Image column (pass ?image_column=...)")
+    cat_col, id_col = params.get("category_column"), params.get("id_column")
+    key = hashlib.sha256(f"{name}|{split}|{ds._fingerprint}".encode()).hexdigest()[:16]
+    cache = Path(cache_dir or os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck")) / "hfds" / key
+    cache.mkdir(parents=True, exist_ok=True)
+    items = []
+    for i, row in enumerate(ds):
+        item_id = str(row[id_col]) if id_col else f"{i:06d}"
+        path = cache / f"{i:06d}.png"
+        if not path.exists():
+            tmp = path.with_suffix(".tmp.png")
+            row[image_col].save(tmp)
+            os.replace(tmp, path)
+        meta = {k: v for k, v in row.items() if k not in (image_col, cat_col, id_col) and
+                isinstance(v, (str, int, float, bool, list, type(None)))}
+        items.append(ImageItem(id=item_id, path=str(path), category=str(row[cat_col]) if cat_col else None,
+                               meta=meta))
+    if not items:
+        raise DatasetError(f"{name}: split {split!r} is empty")
     return items

@@ -280,7 +280,19 @@ def sentence_embeddings(texts: list[str]) -> np.ndarray:
 
 
 def corpus_from(source: str | Path) -> list[dict[str, Any]]:
-    """Scenes from a JSONL (image, description[, id]) or a world folder (manifest.jsonl)."""
+    """Scenes from a JSONL (image, description[, id]), a world folder (manifest.jsonl), or a Hugging Face
+    dataset such as DOCCI (``hfds:NAME?split=train&description_column=description``)."""
+    if isinstance(source, str) and source.startswith("hfds:"):
+        from urllib.parse import parse_qsl
+
+        from ..core.data import load_hf_dataset
+
+        col = dict(parse_qsl(source.partition("?")[2])).get("description_column", "description")
+        items = load_hf_dataset(source)
+        missing = [it.id for it in items if not isinstance(it.meta.get(col), str)]
+        if missing:
+            raise ValueError(f"{source}: no text column {col!r} (pass ?description_column=...)")
+        return [{"id": it.id, "image": it.path, "description": it.meta[col]} for it in items]
     src = Path(source)
     manifest = src / "manifest.jsonl" if src.is_dir() else src
     rows = []

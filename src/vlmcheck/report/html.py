@@ -240,8 +240,29 @@ def _disagreements(runs: list[dict[str, Any]]) -> set[str]:
     return {k for k, v in by_id.items() if len(v) > 1} if len(runs) > 1 else set()
 
 
+def _gallery(image: Path, thumbs: "_Thumbs", out_dir: Path) -> dict[str, Any]:
+    """One image under every corruption and severity (and the VHExpansion presets)."""
+    from ..core.images import load_image
+    from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
+
+    img = load_image(image)
+    img.thumbnail((256, 256))
+    rows = []
+    gdir = out_dir / "gallery"
+    gdir.mkdir(parents=True, exist_ok=True)
+    for name in list(CORRUPTIONS) + list(PRESETS):
+        cells = []
+        for sev in (range(1, 6) if name in CORRUPTIONS else [1]):
+            path = gdir / f"{name}-{sev}.png"
+            corrupt(img, name, sev, seed=0).save(path)
+            cells.append({"severity": sev, "thumb": thumbs(path)})
+        rows.append({"name": name, "category": CORRUPTIONS[name].category if name in CORRUPTIONS else "preset",
+                     "cells": cells})
+    return {"original": thumbs(image), "rows": rows}
+
+
 def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Path | None = None,
-                 title: str = "vlmcheck report") -> Path:
+                 title: str = "vlmcheck report", gallery_image: str | Path | None = None) -> Path:
     out = Path(out)
     files_rel = out.stem + "_files"
     thumbs = _Thumbs(out.parent / files_rel, files_rel)
@@ -281,12 +302,22 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
         except ValueError as exc:
             board = {"error": str(exc)}
     curve = _s_curve([r for r in loaded if r["task"] == "genception"])
+    gallery = _gallery(Path(gallery_image), thumbs, out.parent / files_rel) if gallery_image else None
+    vhx_runs = [v for v in views if v.get("vhx")]
+    vhx_compare = None
+    if len(vhx_runs) > 1:  # per-model comparison: symmetric accuracy per variant (paper Tables 3-5 shape)
+        variants = list(dict.fromkeys(k for v in vhx_runs for k in v["vhx"]))
+        vhx_compare = {"variants": variants, "rows": [
+            {"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]),
+             "cells": [(v["vhx"].get(k) or {}).get("symmetric_accuracy") for k in variants],
+             "acc": [(v["vhx"].get(k) or {}).get("accuracy") for k in variants],
+             "new": sum((v["vhx"].get(k) or {}).get("new_vh_cases", 0) for k in variants)} for v in vhx_runs]}
     summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
                 "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
     env = Environment(loader=PackageLoader("vlmcheck.report", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["fmt"] = lambda x, d=4: "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
     page = env.get_template("report.html").render(title=title, views=views, board=board, curve=curve,
-                                                  summary=summary)
+                                                  summary=summary, gallery=gallery, vhx_compare=vhx_compare)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     return out

@@ -47,7 +47,7 @@ from ..core.messages import Message
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, Usage
 from ..core.spec import ModelSpec, SpecError
 from . import language as lang
-from .perceive import Perceived, perceive
+from .perceive import Perceived, perceive, read_photo_text
 from .scene import COLORS, SHAPES, SIZES, Scene, SceneObject, canonical_text, describe_scene, position_name
 
 KNOBS = ("omit", "hallucinate", "confuse", "misplace", "misread", "yes_bias")
@@ -594,7 +594,9 @@ class RefDescriber:
 
         q = lang.parse_question(prompt)
         if q.kind == "describe":
-            return describe_photo(img)
+            text = describe_photo(img)
+            words = read_photo_text(img)
+            return text + (f' Text visible in the image: "{words}".' if words else "")
         return "I cannot answer this question about a photograph; I can only describe it."
 
 

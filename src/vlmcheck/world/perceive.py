@@ -60,6 +60,16 @@ def read_text(crop: np.ndarray) -> tuple[str, float]:
     return canonical_text(text), score
 
 
+def read_photo_text(img: Image.Image, min_score: float = 0.8) -> str:
+    """Text anywhere in a photograph (RapidOCR detection + recognition); confident lines only."""
+    engine = _ocr_engine()
+    arr = np.ascontiguousarray(np.asarray(img.convert("RGB")))
+    with _ocr_lock:
+        result, _ = engine(arr)
+    lines = [r[1] for r in (result or []) if float(r[2]) >= min_score and r[1].strip()]
+    return " ".join(lines)
+
+
 def classify_shape(mask: np.ndarray) -> tuple[str, float]:
     """Shape name and a confidence in (0, 1] from a binary component mask."""
     ys, xs = np.nonzero(mask)

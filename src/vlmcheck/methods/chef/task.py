@@ -101,6 +101,7 @@ class MetricCfg(BaseModel):
     judge: str | None = None  # TextModel spec for language performance
     judge_samples: int = 3
     rewriter: str | None = None  # TextModel spec for sentence-level text corruptions
+    extractor: str | None = None  # TextModel spec: second-step answer extraction (MMBench style)
     corrupt: list[Literal["image", "text", "both"]] = Field(default_factory=lambda: ["image", "text", "both"])
 
 
@@ -197,6 +198,7 @@ class ChefTask:
         self.judge = judge if judge is not None else (load_model(r.metric.judge, "text") if r.metric.judge else None)
         self.rewriter = rewriter if rewriter is not None else (load_model(r.metric.rewriter, "text")
                                                                if r.metric.rewriter else None)
+        self.extractor = load_model(r.metric.extractor, "text") if r.metric.extractor else None
         if r.instruction.type == "ice" and r.instruction.ice.with_images and not self.vlm.capabilities.multi_image:
             raise ValueError(f"{self.vlm.model_id} does not declare multi-image support; set ice.with_images false")
         self._text_emb = None
@@ -350,11 +352,26 @@ class ChefTask:
                 g = await vlm.generate(messages, GenerationConfig(max_tokens=32), template=TEMPLATE_VERSION)
                 text = g.text
             pred = extract_choice(text, options, labels)
-            out.update(answer_text=text, pred=pred, confidence=None, extracted=pred is not None)
+            how = "rule" if pred is not None else None
+            if pred is None and self.extractor is not None:
+                pred = await self._llm_extract(session, question, options, labels, text)
+                how = "llm" if pred is not None else None
+            out.update(answer_text=text, pred=pred, confidence=None, extracted=pred is not None, extracted_by=how)
         out["answer"] = answer
         out["correct"] = out["pred"] == answer
         out["labels"] = labels
         return out
+
+    async def _llm_extract(self, session: Session, question: str, options: list[str], labels: list[str],
+                           answer: str) -> int | None:
+        """MMBench-style second step: an LLM maps a free answer to an option label."""
+        listing = "\n".join(f"{labels[i]}. {o}" for i, o in enumerate(options))
+        prompt = (f"You are given a question, its options and an answer. Which option does the answer choose? "
+                  f"Reply with the option's label only, or 'none' if it chooses none.\nQuestion: {question}\n"
+                  f"Options:\n{listing}\nAnswer: {answer}")
+        g = await session.text(self.extractor).generate([Message.user(prompt)], GenerationConfig(max_tokens=8),
+                                                        template=TEMPLATE_VERSION)
+        return extract_choice(g.text, options, labels)
 
     async def _judge(self, item: dict[str, Any], result: dict[str, Any], session: Session) -> dict[str, Any]:
         if self.judge is None:
@@ -393,7 +410,8 @@ class ChefTask:
         for name in res[0]["settings"]:
             rows = [r["settings"][name] for r in res]
             per[name] = {"accuracy": float(np.mean([x["correct"] for x in rows])),
-                         "match_ratio": float(np.mean([x["extracted"] for x in rows]))}
+                         "match_ratio": float(np.mean([x["extracted"] for x in rows])),
+                         "match_ratio_rule": float(np.mean([x.get("extracted_by", "rule") == "rule" for x in rows]))}
         out["settings"] = per
         groups: dict[str, list[bool]] = {}
         for r in res:
