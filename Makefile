@@ -30,8 +30,10 @@ demo: $(STAMP)
 # The report's browser tests drive a system Chromium through Playwright (no browser download).
 # Installing it needs root and the Debian mirror; without it those tests skip, they never fail.
 browser:
-	@command -v chromium >/dev/null 2>&1 || (DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
-	  || echo "note: chromium not installed; the report's browser tests will be skipped")
+	@command -v chromium >/dev/null 2>&1 || ( \
+	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
+	   || (apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1)) \
+	  || echo "WARNING: could not install chromium; the report's browser tests will be SKIPPED")
 
 test: $(STAMP) browser
 	$(PY) -m pytest -q

@@ -48,14 +48,57 @@ def test_ref_photo_says_what_it_cannot_do():
     assert "do not understand" in gen.text
 
 
-def test_cli_demo_runs(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "demo", "--out", str(tmp_path / "demo")],
-                         capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stderr[-2000:]
-    results = json.loads((tmp_path / "demo/describe/results.json").read_text())
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """`vlmcheck demo` once for this module (12 world scenes to keep it short)."""
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    proc = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "demo", "--out", str(out), "--n", "12"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return out
+
+
+def test_cli_demo_runs(demo_run):
+    results = json.loads((demo_run / "describe/results.json").read_text())
     assert results["counts"]["done"] == 12
     assert results["spec"]["task_spec"]["vlm"] == "ref:photo"
-    board = json.loads((tmp_path / "demo/genception/leaderboard.json").read_text())
+    board = json.loads((demo_run / "genception/leaderboard.json").read_text())
     assert list(board["models"]) == ["ref:describer?level=0.0", "ref:describer?level=0.1",
                                      "ref:describer?level=0.3"]
     assert board["models"]["ref:describer?level=0.0"]["GC@3"] == 1.0
+    for part in ("cast", "chef", "vhexpansion"):
+        assert list((demo_run / part).glob("*/results.json")), part
+    assert (demo_run / "report.html").is_file()
+
+
+def test_demo_report_in_a_browser(demo_run):
+    """The demo's report: loads with no console errors and no network requests, shows its images, filters work."""
+    import shutil
+
+    pw = pytest.importorskip("playwright.sync_api")
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("NO CHROMIUM: the report's browser tests are SKIPPED (make test installs it with apt-get)")
+    report = demo_run / "report.html"
+    with pw.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        errors, requests = [], []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(report.as_uri())
+        page.wait_for_selector("body[data-ready='1']")
+        page.evaluate("document.querySelectorAll('img').forEach(i => i.loading = 'eager')")
+        page.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=30_000)
+        broken = page.evaluate("Array.from(document.images).filter(i => i.naturalWidth === 0).map(i => i.src)")
+        n_images = page.evaluate("document.images.length")
+        sec = page.locator("section.run").first
+        before = sec.locator(".page").inner_text()
+        sec.locator(".search").fill("no-such-sample")
+        after = sec.locator(".page").inner_text()
+        browser.close()
+    assert not errors, errors
+    assert all(u.startswith(("file:", "data:")) for u in requests), [u for u in requests if not u.startswith("file:")]
+    assert n_images > 50 and not broken, broken[:5]
+    assert "(0 rows)" in after and before != after

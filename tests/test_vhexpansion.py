@@ -174,3 +174,17 @@ def test_negation_prompt_is_the_papers():
     assert NEGATION_PROMPT.startswith("Rephrase the following question to be a negated question")
     assert "DO NOT CHANGE OR ADD ANY INFORMATION" in NEGATION_PROMPT
     assert NEGATION_PROMPT.endswith("The question is: {question}.")
+
+
+def test_mmvp_questions_become_binary_cases(tmp_path):
+    from PIL import Image
+
+    (tmp_path / "MMVP Images").mkdir()
+    Image.new("RGB", (8, 8)).save(tmp_path / "MMVP Images" / "1.jpg")
+    (tmp_path / "Questions.csv").write_text(
+        "Index,Question,Options,Correct Answer\n1,Is the dog facing left or right?,(a) Left (b) Right,(b)\n")
+    cases = load_cases(tmp_path / "Questions.csv")
+    assert [(c.question, c.answer) for c in cases] == [
+        ("Is the dog facing left or right? Is the answer 'Left'?", "no"),
+        ("Is the dog facing left or right? Is the answer 'Right'?", "yes")]
+    assert Path(cases[0].image).is_file()

@@ -212,6 +212,9 @@ class GenCeptionTask:
         out["by_category"] = self._by_category(complete, T)
         out["groups"] = self._groups(out["by_category"], T)
         out["fid"] = self._fid(complete, T)
+        for t in range(1, T + 1):  # also at the top level: results keyed GC@1..GC@T and GC_FID@1..GC_FID@T
+            if f"GC_FID@{t}" in out["fid"]:
+                out[f"GC_FID@{t}"] = out["fid"][f"GC_FID@{t}"]
         return out
 
     def _by_category(self, complete: list[dict[str, Any]], T: int) -> dict[str, Any]:

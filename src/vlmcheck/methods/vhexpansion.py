@@ -91,6 +91,8 @@ def load_cases(source: str | Path) -> list[Case]:
         with src.open(newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))
         norm = [{k.strip().lower(): v for k, v in r.items()} for r in rows]
+        if norm and "options" in norm[0] and "image" not in norm[0]:
+            return _mmvp_cases(src, norm)
         out = []
         for i, r in enumerate(norm):
             img = r.get("image") or r.get("image_path") or r.get("path")
@@ -113,6 +115,28 @@ def load_cases(source: str | Path) -> list[Case]:
         meta = {k: v for k, v in row.items() if k not in ("id", "image", "question", "answer")}
         out.append(Case(id=str(row.get("id", n)), image=str(full), question=row["question"],
                         answer=_yesno(row["answer"]), meta=meta))
+    return out
+
+
+def _mmvp_cases(src: Path, rows: list[dict[str, str]]) -> list[Case]:
+    """MMVP's Questions.csv (Index, Question, Options "(a) x (b) y", Correct Answer "(a)") with images
+    ``MMVP Images/<Index>.jpg`` beside it, rewritten as binary cases (VHExpansion section 3: non-binary
+    question-answer pairs can be rewritten as binary ones): for every option, "<question> Is the answer
+    '<option>'?" with answer yes for the correct option and no for the others."""
+    import re
+
+    folder = next((p for p in (src.parent / "MMVP Images", src.parent / "images") if p.is_dir()), src.parent)
+    out = []
+    for r in rows:
+        idx = r.get("index") or r.get("id")
+        opts = re.findall(r"\(([a-z])\)\s*([^()]+?)\s*(?=\([a-z]\)|$)", r["options"].strip())
+        correct = re.sub(r"[^a-z]", "", (r.get("correct answer") or "").lower())
+        img = next((folder / f"{idx}{ext}" for ext in (".jpg", ".png", ".jpeg") if (folder / f"{idx}{ext}").exists()),
+                   folder / f"{idx}.jpg")
+        for letter, text in opts:
+            q = f"{r['question'].strip()} Is the answer '{text.strip()}'?"
+            out.append(Case(id=f"{idx}-{letter}", image=str(img), question=q,
+                            answer="yes" if letter == correct else "no", meta={"source": "mmvp", "option": letter}))
     return out
 
 

@@ -200,6 +200,17 @@ def _sample_rows(run: dict[str, Any], thumbs: _Thumbs) -> list[dict[str, Any]]:
     return rows
 
 
+def _headline_ci(run: dict[str, Any]) -> list | None:
+    m = run["results"].get("metrics", {})
+    if run["task"] == "genception":
+        return (m.get(f"GC@{m.get('T')}") or {}).get("ci95")
+    if run["task"] == "vhexpansion":
+        return (m.get("variants", {}).get("original") or {}).get("symmetric_accuracy_ci95")
+    if run["task"] == "describe":
+        return (m.get("keyword_recall") or {}).get("ci95")
+    return None
+
+
 def _headline(run: dict[str, Any]) -> tuple[str, float | None]:
     m = run["results"].get("metrics", {})
     task = run["task"]
@@ -274,7 +285,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
         view: dict[str, Any] = {"name": str(run["folder"]), "task": run["task"], "spec": res.get("spec") or {},
                                 "counts": res.get("counts", {}), "metrics_json": json.dumps(res.get("metrics", {}),
                                                                                              indent=1, default=str),
-                                "headline": _headline(run), "usage": res.get("usage", {})}
+                                "headline": _headline(run), "ci": _headline_ci(run), "usage": res.get("usage", {})}
         view["failures"] = [{"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]}
                             for s in run["samples"] if s["status"] == "error"]
         if run["task"] == "genception":
@@ -313,6 +324,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
              "acc": [(v["vhx"].get(k) or {}).get("accuracy") for k in variants],
              "new": sum((v["vhx"].get(k) or {}).get("new_vh_cases", 0) for k in variants)} for v in vhx_runs]}
     summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
+                "ci": v["ci"],
                 "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
     env = Environment(loader=PackageLoader("vlmcheck.report", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["fmt"] = lambda x, d=4: "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
