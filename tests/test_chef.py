@@ -241,3 +241,43 @@ def test_llm_extractor_second_step(world, tmp_path):
     task.extractor = Extractor()
     with_llm = run_task(task, tmp_path / "b", RunOptions(progress=False)).results["metrics"]["settings"]["standard"]
     assert with_llm["match_ratio"] == 1.0 and with_llm["match_ratio_rule"] == 0.0 and with_llm["accuracy"] == 1.0
+
+
+def test_ppl_through_an_openai_compatible_server_with_prompt_logprobs(fake_server, tmp_path):
+    """vLLM-style prompt_logprobs: continuation log-probabilities through the chat API."""
+    from vlmcheck.core.spec import load_model
+    from vlmcheck.testing.fake_openai import word_logprob
+
+    Image.new("RGB", (8, 8), "red").save(tmp_path / "r.png")
+    data = tmp_path / "mc.jsonl"
+    data.write_text(json.dumps({"image": "r.png", "question": "Colour?", "options": ["red", "blue", "light green"],
+                                "answer": "A"}) + "\n")
+    r = Recipe(name="t", scenario={"type": "mc"}, inferencer={"type": "ppl"})
+    with pytest.raises(CapabilityError, match="loglikelihood"):
+        ChefTask(ChefSpec(vlm=f"openai:fake@{fake_server.base_url}", recipe=r, data=str(data)))
+    spec = f"openai:fake@{fake_server.base_url}?prompt_logprobs=1"
+    run_task(ChefTask(ChefSpec(vlm=spec, recipe=r, data=str(data)), vlm=load_model(spec, "vlm")), tmp_path / "run",
+             RunOptions(progress=False))
+    rec = json.loads((tmp_path / "run" / "samples.jsonl").read_text())["result"]["settings"]["standard"]
+    conts = [f"The answer is {L}. {o}" for L, o in zip("ABC", ["red", "blue", "light green"])]
+    means = np.array([np.mean([word_logprob(w) for w in c.split()]) for c in conts])
+    p = np.exp(means - means.max()) / np.exp(means - means.max()).sum()
+    assert rec["probs"] == pytest.approx(list(p), abs=1e-9)
+    sent = [q for q in fake_server.requests()]
+    assert len(sent) == 4  # one base request and one per option
+
+
+def test_scenario_from_a_hugging_face_dataset(tmp_path, monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    ds = datasets.Dataset.from_dict(
+        {"image": [Image.new("RGB", (8, 8), "red")] * 2, "question": ["Colour?", "Shape?"],
+         "choices": [["red", "blue"], ["star", "circle"]], "answer": [0, 1]},
+        features=datasets.Features({"image": datasets.Image(), "question": datasets.Value("string"),
+                                    "choices": datasets.Sequence(datasets.Value("string")),
+                                    "answer": datasets.Value("int64")}))
+    ds.save_to_disk(str(tmp_path / "sqa"))
+    items = load_scenario("scienceqa", f"hfds:{tmp_path / 'sqa'}")
+    assert [(it["question"], it["options"], it["answer"]) for it in items] == [
+        ("Colour?", ["red", "blue"], 0), ("Shape?", ["star", "circle"], 1)]
+    assert Path(items[0]["image"]).is_file()

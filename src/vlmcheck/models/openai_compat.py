@@ -28,7 +28,7 @@ from PIL import Image
 from ..core.errors import ModelCallError
 from ..core.images import load_image
 from ..core.messages import Message, to_openai
-from ..core.roles import Capabilities, Generation, GenerationConfig, TokenLogprob, Usage
+from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, TokenLogprob, Usage
 from ..core.secrets import register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
 from ._http_errors import translate
@@ -71,8 +71,11 @@ class OpenAIChat:
         self._logprobs = spec.get_bool("logprobs", True)
         default_param = "max_completion_tokens" if not spec.base_url else "max_tokens"
         self._max_tokens_param = spec.get_str("max_tokens_param", default_param)
+        # Scoring given continuations needs prompt log-probabilities, which the OpenAI API does not offer;
+        # vLLM does (prompt_logprobs + continue_final_message).  Declared only when the spec asks for it.
+        self._ppl = spec.get_bool("prompt_logprobs", False)
         self.capabilities = Capabilities(multi_image=spec.get_bool("multi_image", True), logprobs=self._logprobs,
-                                         seeded=False)
+                                         loglikelihood=self._ppl, seeded=False)
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         import openai
@@ -108,6 +111,47 @@ class OpenAIChat:
         except Exception as exc:  # noqa: BLE001
             raise translate(exc, openai) from exc
         return _parse_chat(resp)
+
+
+    async def _prompt_logprobs(self, messages: list[Message], continuation: str) -> list[float]:
+        """Log-probabilities of the prompt tokens, the assistant turn pre-filled with ``continuation``."""
+        import openai
+        from openai.types.chat import ChatCompletion
+
+        body = {"model": self.model, "messages": to_openai(messages) + [{"role": "assistant", "content": continuation}],
+                "temperature": 0.0, "max_tokens": 1, "prompt_logprobs": 0, "continue_final_message": True,
+                "add_generation_prompt": False}
+        try:
+            resp = await self._clients.get().post("/chat/completions", cast_to=ChatCompletion, body=body)
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, openai) from exc
+        entries = getattr(resp, "prompt_logprobs", None)
+        if not isinstance(entries, list):
+            raise ModelCallError("malformed", "the server returned no prompt_logprobs; it needs vLLM's "
+                                              "prompt_logprobs extension (drop ?prompt_logprobs=1)")
+        out = []
+        for e in entries:
+            if not e:
+                continue
+            # prompt_logprobs=0: each entry holds just the prompt token itself
+            out.append(float(next(iter(e.values()))["logprob"]))
+        return out
+
+    async def loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
+        """Sum and count of each continuation's token log-probabilities (vLLM servers, ?prompt_logprobs=1).
+
+        One request with an empty assistant turn gives the prompt's length; each continuation's tokens
+        are the entries beyond it.
+        """
+        base = await self._prompt_logprobs(messages, "")
+        out = []
+        for cont in continuations:
+            lps = await self._prompt_logprobs(messages, cont)
+            n = len(lps) - len(base)
+            if n <= 0:
+                raise ModelCallError("malformed", f"continuation {cont!r} added no prompt tokens")
+            out.append(Loglikelihood(sum=float(sum(lps[-n:])), n_tokens=n))
+        return out
 
 
 def _parse_chat(resp: Any) -> Generation:

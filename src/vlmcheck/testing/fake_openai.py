@@ -150,10 +150,22 @@ def _prompt_text(req: dict) -> str:
     return " ".join(parts)
 
 
+def word_logprob(word: str) -> float:
+    """The fake server's log-probability of one prompt 'token' (a whitespace-separated word)."""
+    return -((sum(map(ord, word)) % 7) + 1) / 10.0
+
+
 def _completion(req: dict, digest: str, choices: bool = True) -> dict:
     answer = f"Answer {digest}"
     out = {"id": f"chatcmpl-{digest}", "object": "chat.completion", "created": 0, "model": req.get("model", "fake"),
            "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}, "choices": []}
+    if req.get("prompt_logprobs") is not None:
+        # vLLM's extension: one entry per prompt token ({token_id: {logprob, rank, decoded_token}}), the first None.
+        # Our "tokens" are the words of the rendered prompt, the final assistant message included when
+        # continue_final_message is set.
+        words = _prompt_text(req).split()
+        out["prompt_logprobs"] = [None] + [{str(i): {"logprob": word_logprob(w), "rank": 1, "decoded_token": w}}
+                                           for i, w in enumerate(words[1:], 1)]
     if choices:
         choice = {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}
         if req.get("logprobs"):

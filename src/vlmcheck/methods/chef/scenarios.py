@@ -140,7 +140,39 @@ LOADERS = {"mc": load_mc, "scienceqa": load_scienceqa, "pope": load_pope, "class
            "retrieval": load_retrieval, "mmbench": load_mmbench, "world": load_world}
 
 
+def load_hf_scenario(kind: str, source: str) -> list[dict[str, Any]]:
+    """A Hugging Face dataset (the user's ``datasets``) as items:
+    ``hfds:NAME?split=..&question_column=question&options_column=options&answer_column=answer`` (``mc``,
+    ``scienceqa``: options from ``choices`` by default) or ``answer_column`` yes/no (``pope``)."""
+    from urllib.parse import parse_qsl
+
+    from ...core.data import load_hf_dataset
+
+    params = dict(parse_qsl(source.partition("?")[2]))
+    qcol = params.get("question_column", "question")
+    ocol = params.get("options_column", "choices" if kind == "scienceqa" else "options")
+    acol = params.get("answer_column", "answer")
+    out = []
+    for it in load_hf_dataset(source):
+        m = it.meta
+        if qcol not in m or acol not in m:
+            raise ValueError(f"{source}: needs columns {qcol!r} and {acol!r} (set question_column/answer_column)")
+        if kind == "pope":
+            opts, ans = ["Yes", "No"], 0 if str(m[acol]).strip().lower() == "yes" else 1
+        else:
+            opts = list(m.get(ocol) or [])
+            ans = _answer_index(m[acol], opts)
+        out.append({"id": it.id, "image": it.path, "question": m[qcol], "options": opts, "answer": ans,
+                    "meta": {"category": it.category}})
+    return out
+
+
 def load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]]:
     if kind not in LOADERS:
         raise ValueError(f"unknown scenario {kind!r}; known: {', '.join(LOADERS)}")
+    if isinstance(path, str) and path.startswith("hfds:"):
+        if kind not in ("mc", "scienceqa", "pope"):
+            raise ValueError(f"scenario {kind!r} reads local files; Hugging Face datasets work with mc, "
+                             "scienceqa and pope")
+        return load_hf_scenario(kind, path)
     return LOADERS[kind](Path(path), **options)
