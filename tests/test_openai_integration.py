@@ -1,7 +1,6 @@
 """The OpenAI-compatible adapter against a local server, faults included."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest

@@ -1,7 +1,4 @@
 import asyncio
-import json
-import os
-import random
 
 import pytest
 from PIL import Image

@@ -549,8 +549,8 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
     # 1. describe real photographs (two broken files show per-sample errors)
     manifest = make_photo_dataset(out / "data", include_broken=True)
     console.rule("[bold]1. describe: scikit-image photos with ref:photo (EfficientNet-Lite0)")
-    results = _execute(DescribeTask(DescribeSpec(vlm="ref:photo", data=str(manifest))), out / "describe",
-                       RunOptions(overwrite=True, progress=progress))
+    _execute(DescribeTask(DescribeSpec(vlm="ref:photo", data=str(manifest))), out / "describe",
+             RunOptions(overwrite=True, progress=progress))
     for rec in (out / "describe" / "samples.jsonl").read_text().splitlines():
         r = json.loads(rec)
         if r["status"] == "done":

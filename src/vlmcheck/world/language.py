@@ -327,7 +327,6 @@ def _classify(text: str) -> Question:
     phrases = object_phrases(_QUOTED.sub(" ", low))
     subject = phrases[0] if phrases else None
     pos = find_position(low)
-    number = None
     nm = re.search(r"\b(exactly |precisely )?(\d+|zero|one|two|three|four|five|six|seven|eight|nine)\b", low)
     if subject is not None and subject.negated and not re.match(r"\s*how many", low):
         negated = not negated
