@@ -127,6 +127,27 @@ def test_anthropic_adapter_against_local_server(fake_server, monkeypatch):
     assert gen.finish_reason == "stop" and (gen.usage.input_tokens, gen.usage.output_tokens) == (11, 3)
 
 
+def test_gemini_adapter_against_local_server(fake_server, monkeypatch, tmp_path):
+    import asyncio
+
+    pytest.importorskip("google.genai")
+    key = "AIza-test-0123456789abcdefGEMINI"
+    monkeypatch.setenv("GEMINI_API_KEY", key)
+    base = fake_server.base_url[: -len("/v1")]
+    vlm = load_model(f"gemini:gemini-fake@{base}")
+    msgs = [Message.system("Be brief."), Message.user(Image.new("RGB", (4, 4)), "Describe. [fault=429x1]")]
+    from vlmcheck.core.errors import ModelCallError
+
+    with pytest.raises(ModelCallError) as info:
+        asyncio.run(vlm.generate(msgs, GenerationConfig(max_tokens=20)))
+    assert info.value.kind == "rate_limit" and info.value.retryable
+    assert key not in str(info.value)
+    gen = asyncio.run(vlm.generate(msgs, GenerationConfig(max_tokens=20)))
+    assert "images=1 system=1 key=1" in gen.text
+    assert gen.finish_reason == "stop" and (gen.usage.input_tokens, gen.usage.output_tokens) == (11, 5)
+    assert all(r["path"].endswith("/models/gemini-fake:generateContent") for r in fake_server.requests())
+
+
 def test_anthropic_sends_temperature_only_when_asked(fake_server, monkeypatch):
     import asyncio
 

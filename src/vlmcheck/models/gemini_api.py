@@ -1,6 +1,6 @@
 """Google Gemini through the official ``google-genai`` SDK (extra ``apis``).
 
-Spec: ``gemini:MODEL[?key_env=GEMINI_API_KEY&concurrency=N]``.
+Spec: ``gemini:MODEL[@BASE_URL][?key_env=GEMINI_API_KEY&concurrency=N]``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,12 @@ class GeminiChat:
         if not key:
             raise SpecError("the Gemini API needs a key: set GEMINI_API_KEY (or ?key_env=NAME)")
         register_secret(key)
-        self.client = genai.Client(api_key=key)
+        http_options = None
+        if spec.base_url:  # a proxy or a local test server speaking the Gemini API
+            from google.genai import types
+
+            http_options = types.HttpOptions(base_url=spec.base_url)
+        self.client = genai.Client(api_key=key, http_options=http_options)
         self.model_id = spec.canonical()
         self.model = spec.name
         self.concurrency_key = "gemini"

@@ -1,5 +1,6 @@
 """A local server that speaks the OpenAI chat-completions and images protocol
-(and the Anthropic Messages endpoint, for that adapter's tests).
+(and the Anthropic Messages and Gemini generateContent endpoints, for those
+adapters' tests; and vLLM's ``prompt_logprobs`` extension, for PPL scoring).
 
 For tests and benchmarks only: it binds to 127.0.0.1, answers
 deterministically, injects a fixed latency, and injects faults on request.
@@ -85,12 +86,14 @@ class FakeOpenAI:
         return True
 
     async def respond(self, method: str, path: str, headers: dict[str, str], body: bytes, writer) -> bool:
-        if method != "POST" or path not in ("/v1/chat/completions", "/v1/images/generations", "/v1/messages"):
+        gemini = path.startswith(("/v1/models/", "/v1beta/models/")) and path.endswith(":generateContent")
+        if method != "POST" or (path not in ("/v1/chat/completions", "/v1/images/generations", "/v1/messages")
+                                and not gemini):
             return await self._reply(writer, 404, b'{"error": {"message": "not found"}}')
         req = json.loads(body or b"{}")
         text = _prompt_text(req)
-        digest = hashlib.sha256(json.dumps(req.get("messages", req.get("prompt")), sort_keys=True).encode()
-                                ).hexdigest()[:12]
+        digest = hashlib.sha256(json.dumps(req.get("messages", req.get("prompt", req.get("contents"))),
+                                           sort_keys=True).encode()).hexdigest()[:12]
         attempt = self.attempts[digest] = self.attempts.get(digest, 0) + 1
         fault = _FAULT.search(text)
         kind, times = (fault.group(1), int(fault.group(2) or 1)) if fault else (None, 0)
@@ -108,7 +111,9 @@ class FakeOpenAI:
                 await asyncio.sleep(3.0)
             elif (response := _fault_response(kind, req, digest, headers)) is not None:
                 return await self._reply(writer, *response)
-        if path.endswith("generations"):
+        if gemini:
+            payload = _gemini_response(req, digest, headers)
+        elif path.endswith("generations"):
             payload = _image_response(req, digest)
         elif path.endswith("messages"):
             payload = _anthropic_message(req, digest, headers)
@@ -141,6 +146,8 @@ def _prompt_text(req: dict) -> str:
     if "prompt" in req:
         return str(req["prompt"])
     parts = []
+    for c in req.get("contents", []):  # Gemini
+        parts.extend(p.get("text", "") for p in c.get("parts", []) if isinstance(p, dict))
     for m in req.get("messages", []):
         c = m.get("content")
         if isinstance(c, str):
@@ -174,6 +181,17 @@ def _completion(req: dict, digest: str, choices: bool = True) -> dict:
                 {"token": f" {digest}", "logprob": -0.5, "bytes": None, "top_logprobs": []}]}
         out["choices"] = [choice]
     return out
+
+
+def _gemini_response(req: dict, digest: str, headers: dict[str, str]) -> dict:
+    """Gemini generateContent answer; echoes whether the system instruction, an image and a key arrived."""
+    n_images = sum(1 for c in req.get("contents", []) for p in c.get("parts", [])
+                   if isinstance(p, dict) and ("inlineData" in p or "inline_data" in p))
+    system = "systemInstruction" in req or "system_instruction" in req
+    key = bool(headers.get("x-goog-api-key"))
+    text = f"Answer {digest} images={n_images} system={int(system)} key={int(key)}"
+    return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 11, "candidatesTokenCount": 5, "totalTokenCount": 16}}
 
 
 def _anthropic_message(req: dict, digest: str, headers: dict[str, str]) -> dict:
