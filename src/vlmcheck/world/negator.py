@@ -161,12 +161,14 @@ def check_negation(original: str, negated: str | None) -> dict:
     new_neg = len(re.findall(r"\b(no|not|false|never|none)\b", n, re.I))
     if new_neg != orig_neg + 1:
         problems.append(f"expected exactly one added negation, found {new_neg - orig_neg}")
-    inflected = {f(w) for w in _content(original) if w not in _FUNCTION_WORDS for f in (_third_person, _past)}
-    missing = [w for w in _content(original) if w not in _content(n)
-               and (w in _FUNCTION_WORDS or not ({_past(w), _third_person(w)} & set(_content(n))))]
+    before, after = _content(original), _content(n)
+    after_set = set(after)
+    inflected = {f(w) for w in before if w not in _FUNCTION_WORDS for f in (_third_person, _past)}
+    missing = [w for w in before if w not in after_set
+               and (w in _FUNCTION_WORDS or not ({_past(w), _third_person(w)} & after_set))]
     if missing:
         problems.append("content words lost: " + ", ".join(sorted(set(missing))))
-    added = [w for w in _content(n) if w not in _content(original) and w not in inflected]
+    added = [w for w in after if w not in set(before) and w not in inflected]
     if added:
         problems.append("words added: " + ", ".join(sorted(set(added))))
     return {"ok": not problems, "problems": problems}

@@ -22,6 +22,7 @@ message naming the capability.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -35,7 +36,7 @@ from ...core.messages import Message
 from ...core.roles import GenerationConfig, require
 from ...core.spec import load_model
 from ...run.calls import Session
-from ...run.runner import Sample
+from ...run.runner import Sample, SpecTask
 from . import metrics as M
 from .scenarios import LETTERS, load_scenario
 
@@ -182,7 +183,8 @@ class ChefSpec(BaseModel):
     seed: int = 0
 
 
-class ChefTask:
+class ChefTask(SpecTask):
+    spec_model = ChefSpec
     name = "chef"
 
     def __init__(self, spec: ChefSpec, vlm: Any = None, judge: Any = None, rewriter: Any = None) -> None:
@@ -203,13 +205,7 @@ class ChefTask:
             raise ValueError(f"{self.vlm.model_id} does not declare multi-image support; set ice.with_images false")
         self._text_emb = None
         self._image_emb = None
-
-    @classmethod
-    def from_spec(cls, task_spec: dict[str, Any]) -> "ChefTask":
-        return cls(ChefSpec.model_validate(task_spec))
-
-    def spec(self) -> dict[str, Any]:
-        return self.cfg.model_dump()
+        self._image_emb_lock = asyncio.Lock()
 
     def samples(self) -> list[Sample]:
         return [Sample(it["id"], it) for it in self.items]
@@ -254,11 +250,16 @@ class ChefTask:
             q = self._text_emb[item["id"]]
             scored = sorted(pool, key=lambda it: -float(self._text_emb[it["id"]] @ q))
             return scored[:k]
-        # topk_image
-        enc = session.encoder(load_model(ice.encoder, "encoder"))
-        mats = await enc.encode([load_image(it["image"]) for it in [item] + pool])
-        e = mats / (np.linalg.norm(mats, axis=1, keepdims=True) + 1e-12)
-        order = np.argsort(-(e[1:] @ e[0]), kind="stable")
+        # topk_image: every item's embedding once per task, not the whole pool again for each item
+        async with self._image_emb_lock:
+            if self._image_emb is None:
+                enc = session.encoder(load_model(ice.encoder, "encoder"))
+                mats = await enc.encode([load_image(it["image"]) for it in self.items])
+                e = mats / (np.linalg.norm(mats, axis=1, keepdims=True) + 1e-12)
+                self._image_emb = dict(zip([it["id"] for it in self.items], e))
+        q = self._image_emb[item["id"]]
+        sims = np.array([self._image_emb[it["id"]] @ q for it in pool])
+        order = np.argsort(-sims, kind="stable")
         return [pool[i] for i in order[:k]]
 
     def _ice_messages(self, examples: list[dict[str, Any]], labels: list[str]) -> list[Message]:
@@ -345,12 +346,8 @@ class ChefTask:
             pred = int(np.argmax(scores))
             out.update(pred=pred, confidence=float(p.max()), probs=[float(x) for x in p], extracted=True)
         else:
-            if kind == "direct":
-                g = await vlm.generate(messages, GenerationConfig(max_tokens=32), template=TEMPLATE_VERSION)
-                text = g.text
-            else:  # cot: answer after the rationale
-                g = await vlm.generate(messages, GenerationConfig(max_tokens=32), template=TEMPLATE_VERSION)
-                text = g.text
+            # direct: the answer; cot: the answer after the rationale (messages already hold it)
+            text = (await vlm.generate(messages, GenerationConfig(max_tokens=32), template=TEMPLATE_VERSION)).text
             pred = extract_choice(text, options, labels)
             how = "rule" if pred is not None else None
             if pred is None and self.extractor is not None:
