@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
@@ -42,6 +43,16 @@ def _spec_with_key(spec: str, api_key: str | None) -> ModelSpec:
         register_secret(api_key)
         parsed._secrets["api_key"] = api_key
     return parsed
+
+
+@contextlib.contextmanager
+def _user_errors(*kinds: type[BaseException]):
+    """Print a user error (bad spec, bad data, missing capability...) and exit with status 2."""
+    try:
+        yield
+    except (SpecError, ValueError, *kinds) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
 
 
 def _options(resume, overwrite, limit, max_concurrency, seed, progress) -> RunOptions:
@@ -93,13 +104,10 @@ def describe(
     from .methods.describe import DescribeSpec, DescribeTask
 
     _setup_logging()
-    try:
+    with _user_errors():
         spec = _spec_with_key(vlm, api_key)
         task = DescribeTask(DescribeSpec(vlm=spec.canonical(), data=str(data), prompt=prompt, max_tokens=max_tokens),
                             vlm=load_model(spec, "vlm"))
-    except (SpecError, ValueError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
     _execute(task, out, _options(resume, overwrite, limit, max_concurrency, seed, progress))
 
 
@@ -180,13 +188,10 @@ def genception(
     _setup_logging()
     folders = []
     for one in vlm:
-        try:
+        with _user_errors(FileNotFoundError):
             spec = _spec_with_key(one, api_key)
             task = GenCeptionTask(GenCeptionSpec(vlm=spec.canonical(), generator=generator, encoder=encoder,
                                                  data=str(data), T=T, seed=seed), vlm=load_model(spec, "vlm"))
-        except (SpecError, ValueError, FileNotFoundError) as exc:
-            console.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(2)
         folder = out if len(vlm) == 1 else out / _slug(spec.canonical())
         results = _execute(task, folder, _options(resume, overwrite, limit, max_concurrency, seed, progress))
         _print_gc(spec.canonical(), results["metrics"])
@@ -231,11 +236,8 @@ def compare(runs: list[Path] = typer.Argument(..., help="GenCeption run folders"
     """Leaderboard of GenCeption runs made with the same generator, encoder and T."""
     from .methods.leaderboard import leaderboard
 
-    try:
+    with _user_errors(FileNotFoundError):
         board = leaderboard(runs, external)
-    except (ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
     output.write_text(json.dumps(board, indent=2))
     _print_board(board)
     console.print(f"Leaderboard: {output}")
@@ -343,7 +345,7 @@ def vhx_run(
     from .perturb.adversarial import AttackConfig
 
     _setup_logging()
-    try:
+    with _user_errors(FileNotFoundError):
         spec = _spec_with_key(vlm, api_key)
         task = VHExpansionTask(VHXSpec(
             vlm=spec.canonical(), cases=str(cases), negator=negator or None,
@@ -351,9 +353,6 @@ def vhx_run(
             attack_config=AttackConfig(epsilon=epsilon, steps_clean=steps_clean,
                                        steps_hallucinated=steps_hallucinated, seed=seed), seed=seed),
             vlm=load_model(spec, "vlm"))
-    except (SpecError, ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
     results = _execute(task, out, _options(resume, overwrite, limit, max_concurrency, seed, progress))
     _print_vhx(spec.canonical(), results["metrics"])
 
@@ -378,11 +377,8 @@ def vhx_pope(annotations: Path = typer.Option(..., "--annotations", help="COCO i
     """Build a POPE split (3 positives + 3 negatives per image) as VHExpansion cases."""
     from .methods.pope import build_pope, load_annotations
 
-    try:
+    with _user_errors(KeyError):
         cases = build_pope(load_annotations(annotations), split, n_images=n_images, seed=seed)
-    except (ValueError, KeyError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
     out.write_text("".join(json.dumps(c) + "\n" for c in cases))
     console.print(f"[green]wrote[/green] {len(cases)} cases ({split}) to {out}")
 
@@ -444,13 +440,10 @@ def cast_run(
     from .methods.cast import CastSpec, CastTask
 
     _setup_logging()
-    try:
+    with _user_errors(FileNotFoundError):
         spec = _spec_with_key(vlm, api_key)
         task = CastTask(CastSpec(vlm=spec.canonical(), pairs=str(pairs), two_images=two_images,
                                  image_size=image_size, seed=seed), vlm=load_model(spec, "vlm"))
-    except (SpecError, ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
     results = _execute(task, out, _options(resume, overwrite, limit, max_concurrency, seed, progress))
     _print_cast(spec.canonical(), results["metrics"])
 
@@ -501,7 +494,7 @@ def chef_run(
     from .methods.chef import ChefSpec, ChefTask, resolve_recipe
 
     _setup_logging()
-    try:
+    with _user_errors(FileNotFoundError, CapabilityError):
         r = resolve_recipe(recipe)
         if scenario:
             r.scenario.type = scenario
@@ -512,9 +505,6 @@ def chef_run(
         spec = _spec_with_key(vlm, api_key)
         task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=seed),
                         vlm=load_model(spec, "vlm"))
-    except (SpecError, ValueError, FileNotFoundError, CapabilityError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
     results = _execute(task, out, _options(resume, overwrite, limit, max_concurrency, seed, progress))
     _print_chef(spec.canonical(), results["metrics"])
 

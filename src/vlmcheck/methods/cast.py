@@ -31,7 +31,7 @@ from ..core.roles import GenerationConfig
 from ..core.spec import load_model
 from ..metrics.stats import bootstrap_ci
 from ..run.calls import Session
-from ..run.runner import Sample
+from ..run.runner import Sample, SpecTask
 
 TEMPLATE_VERSION = "cast-v1"
 MODALITIES = ("text", "image", "both")
@@ -110,7 +110,8 @@ class CastSpec(BaseModel):
     seed: int = 0
 
 
-class CastTask:
+class CastTask(SpecTask):
+    spec_model = CastSpec
     name = "cast"
 
     def __init__(self, spec: CastSpec, vlm: Any = None) -> None:
@@ -119,13 +120,6 @@ class CastTask:
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         if spec.two_images and not self.vlm.capabilities.multi_image:
             raise ValueError(f"{self.vlm.model_id} does not declare multi-image support; drop --two-images")
-
-    @classmethod
-    def from_spec(cls, task_spec: dict[str, Any]) -> "CastTask":
-        return cls(CastSpec.model_validate(task_spec))
-
-    def spec(self) -> dict[str, Any]:
-        return self.cfg.model_dump()
 
     def samples(self) -> list[Sample]:
         return [Sample(p["id"], p) for p in self.pairs]

@@ -24,7 +24,7 @@ from ..core.roles import GenerationConfig
 from ..core.spec import load_model
 from ..metrics.stats import bootstrap_ci
 from ..run.calls import Session
-from ..run.runner import Sample
+from ..run.runner import Sample, SpecTask
 
 DEFAULT_PROMPT = "Describe this image in detail."
 TEMPLATE_VERSION = "describe-v1"
@@ -48,20 +48,14 @@ def keyword_recall(text: str, keywords: list[str]) -> float:
     return hits / len(keywords) if keywords else float("nan")
 
 
-class DescribeTask:
+class DescribeTask(SpecTask):
+    spec_model = DescribeSpec
     name = "describe"
 
     def __init__(self, spec: DescribeSpec, vlm: Any = None) -> None:
         self.cfg = spec
         self.items = load_image_dataset(spec.data)
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
-
-    @classmethod
-    def from_spec(cls, task_spec: dict[str, Any]) -> "DescribeTask":
-        return cls(DescribeSpec.model_validate(task_spec))
-
-    def spec(self) -> dict[str, Any]:
-        return self.cfg.model_dump()
 
     def samples(self) -> list[Sample]:
         return [Sample(item.id, item) for item in self.items]

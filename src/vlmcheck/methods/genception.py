@@ -38,7 +38,7 @@ from ..core.roles import GenerationConfig
 from ..core.spec import load_model
 from ..metrics.stats import bootstrap_ci, cosine, frechet_distance, gc_at
 from ..run.calls import Session
-from ..run.runner import Sample
+from ..run.runner import Sample, SpecTask
 
 #: P_Desc, GenCeption Table 1 (verbatim).
 P_DESC = (
@@ -104,7 +104,8 @@ def _vec(v: np.ndarray) -> list[float]:
     return [float(x) for x in np.asarray(v, dtype=np.float32)]
 
 
-class GenCeptionTask:
+class GenCeptionTask(SpecTask):
+    spec_model = GenCeptionSpec
     name = "genception"
 
     def __init__(self, spec: GenCeptionSpec, vlm: Any = None, generator: Any = None, encoder: Any = None) -> None:
@@ -117,13 +118,6 @@ class GenCeptionTask:
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         self.generator = generator if generator is not None else load_model(spec.generator, "generator")
         self.encoder = encoder if encoder is not None else load_model(spec.encoder, "encoder")
-
-    @classmethod
-    def from_spec(cls, task_spec: dict[str, Any]) -> "GenCeptionTask":
-        return cls(GenCeptionSpec.model_validate(task_spec))
-
-    def spec(self) -> dict[str, Any]:
-        return self.cfg.model_dump()
 
     def samples(self) -> list[Sample]:
         return [Sample(item.id, item) for item in self.items]

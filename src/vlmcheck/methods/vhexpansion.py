@@ -39,7 +39,7 @@ from ..perturb.adversarial import AttackConfig
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
 from ..run.batching import Batcher
 from ..run.calls import Session
-from ..run.runner import Sample
+from ..run.runner import Sample, SpecTask
 from ..world.negator import NEGATION_PROMPT, check_negation
 
 TEMPLATE_VERSION = "vhexpansion-v1"
@@ -147,7 +147,8 @@ def _parse_perturbation(name: str) -> tuple[str, int]:
     return base, int(sev) if sev else 1 if base in PRESETS else 3
 
 
-class VHExpansionTask:
+class VHExpansionTask(SpecTask):
+    spec_model = VHXSpec
     name = "vhexpansion"
 
     def __init__(self, spec: VHXSpec, vlm: Any = None, negator: Any = None, attack_target: Any = None) -> None:
@@ -172,13 +173,6 @@ class VHExpansionTask:
             cfg = spec.attack_config.model_copy(update={"method": spec.attack})
             self._attack_cfg = cfg
             self._batcher = Batcher(self._attack_batch, batch_size=8)
-
-    @classmethod
-    def from_spec(cls, task_spec: dict[str, Any]) -> "VHExpansionTask":
-        return cls(VHXSpec.model_validate(task_spec))
-
-    def spec(self) -> dict[str, Any]:
-        return self.cfg.model_dump()
 
     def samples(self) -> list[Sample]:
         return [Sample(c.id, c) for c in self.cases]
@@ -235,7 +229,7 @@ class VHExpansionTask:
         async def variant(name: str, image, params: dict[str, Any]) -> None:
             v: dict[str, Any] = {"params": params}
             if name != "original":
-                v["image"] = session.store.put_image(image) if "artifact" not in params else params.pop("artifact")
+                v["image"] = session.store.put_image(image)  # content-addressed: the attack's own artifact again
             a = await self._ask(session, image, case.question)
             v.update(answer=a["text"], parsed=a["parsed"], correct=a["parsed"] == case.answer)
             if neg:
@@ -252,9 +246,8 @@ class VHExpansionTask:
         if self.target is not None:
             hallucinated = not record["variants"]["original"]["correct"]
             adv = await self._adversarial(session, img, hallucinated)
-            params = {k: v for k, v in adv.items()}
             adv_img = load_image(session.store.image_path(adv["artifact"]))
-            await variant(f"adv_{self.cfg.attack}", adv_img, params)
+            await variant(f"adv_{self.cfg.attack}", adv_img, {k: v for k, v in adv.items() if k != "artifact"})
         return record
 
     # ------------------------------------------------------------------ summary

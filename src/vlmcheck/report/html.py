@@ -237,16 +237,23 @@ def _headline(run: dict[str, Any]) -> tuple[str, float | None]:
     return "-", None
 
 
+def _key_answer(task: str, r: dict[str, Any]) -> Any:
+    """The answer two runs of the same task are compared on."""
+    if task == "vhexpansion":
+        return r.get("variants", {}).get("original", {}).get("parsed")
+    if task == "chef":
+        return next(iter(r.get("settings", {}).values()), {}).get("pred")
+    if task == "genception":
+        return round(r.get("gc", {}).get(f"GC@{r.get('T')}", -1), 3)
+    return r.get("answer")
+
+
 def _disagreements(runs: list[dict[str, Any]]) -> set[str]:
     """Sample ids whose key answer differs between runs of the same task."""
     by_id: dict[str, set] = {}
     for run in runs:
         for s in run["samples"]:
-            r = s.get("result") or {}
-            key = (r.get("variants", {}).get("original", {}).get("parsed") if run["task"] == "vhexpansion" else
-                   next(iter(r.get("settings", {}).values()), {}).get("pred") if run["task"] == "chef" else
-                   round(r.get("gc", {}).get(f"GC@{r.get('T')}", -1), 3) if run["task"] == "genception" else
-                   r.get("answer"))
+            key = _key_answer(run["task"], s.get("result") or {})
             by_id.setdefault(s["sample_id"], set()).add(json.dumps(key, default=str))
     return {k for k, v in by_id.items() if len(v) > 1} if len(runs) > 1 else set()
 

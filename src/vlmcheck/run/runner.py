@@ -59,6 +59,20 @@ class Task(Protocol):
         ...
 
 
+class SpecTask:
+    """Base for tasks defined by one pydantic spec in ``self.cfg``: rebuilt from it on resume, recorded as is."""
+
+    spec_model: type[BaseModel]
+    cfg: BaseModel
+
+    @classmethod
+    def from_spec(cls, task_spec: dict[str, Any]):
+        return cls(cls.spec_model.model_validate(task_spec))
+
+    def spec(self) -> dict[str, Any]:
+        return self.cfg.model_dump()
+
+
 class RunOptions(BaseModel):
     resume: bool = False
     overwrite: bool = False

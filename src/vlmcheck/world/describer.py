@@ -97,6 +97,7 @@ def apply_knobs(p: Perceived, knobs: Knobs, image_key: str) -> tuple[Scene, dict
     scene = p.scene
     objs: list[SceneObject] = []
     conf: list[float] = []
+    moves: list[float] = []
     for i, o in enumerate(scene.objects):
         rng = _uniforms(knobs.seed, image_key, "obj", o.row, o.col)
         u_omit, u_conf, u_move = rng.random(3)
@@ -107,11 +108,10 @@ def apply_knobs(p: Perceived, knobs: Knobs, image_key: str) -> tuple[Scene, dict
             o = o.model_copy(update={"color": new_color})
         objs.append(o)
         conf.append(p.confidence.get(i, 0.8))
+        moves.append(u_move)
     # misplace after omission, into cells that are free in the belief
     rows = 2 if scene.text else 3
-    for i, o in enumerate(list(objs)):
-        rng = _uniforms(knobs.seed, image_key, "obj", o.row, o.col)
-        _, _, u_move = rng.random(3)
+    for i, (o, u_move) in enumerate(zip(list(objs), moves)):
         if u_move < knobs.misplace:
             used = {(x.row, x.col) for x in objs}
             free = [(r, c) for r in range(rows) for c in range(3) if (r, c) not in used]
