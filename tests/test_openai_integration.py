@@ -44,14 +44,23 @@ def test_generate_with_logprobs(fake_server):
     assert gen.usage.input_tokens == 10 and [t.logprob for t in gen.logprobs] == [-0.1, -0.5]
 
 
+@pytest.mark.parametrize("transport", ["", "&http=httpx"])  # the default is the SDK's aiohttp transport
 @pytest.mark.parametrize("fault", ["429x2", "500x2", "503x1", "malformedx1", "emptyx2", "resetx1", "slowx1"])
-def test_transient_faults_are_retried(fake_server, tmp_path, fault):
-    res = _run(fake_server, tmp_path, [f"[fault={fault}] Describe."] * 3, "?timeout=1")
+def test_transient_faults_are_retried(fake_server, tmp_path, fault, transport):
+    res = _run(fake_server, tmp_path, [f"[fault={fault}] Describe."] * 3, "?timeout=1" + transport)
     assert res.results["counts"]["done"] == 3, _samples(tmp_path / "run")
     seen = fake_server.requests()
     n_faults = int(fault.split("x")[1])
     assert len(seen) == 3 * (n_faults + 1)
-    assert res.results["usage"][f"openai:fake-vlm@{fake_server.base_url}?timeout=1"]["attempts"] == 3 * (n_faults + 1)
+    (usage,) = res.results["usage"].values()
+    assert usage["attempts"] == 3 * (n_faults + 1)
+
+
+def test_unknown_transport_is_a_spec_error(fake_server):
+    from vlmcheck.core.spec import SpecError
+
+    with pytest.raises(SpecError, match="http="):
+        load_model(f"openai:fake@{fake_server.base_url}?http=curl")
 
 
 def test_bad_request_fails_the_sample_once_and_run_goes_on(fake_server, tmp_path):

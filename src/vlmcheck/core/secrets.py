@@ -26,14 +26,22 @@ _PATTERNS = [
     re.compile(r"AIza[0-9A-Za-z_\-]{30,}"),
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]{12,}"),
 ]
+# One pass that tells whether any shape occurs, so the common clean string costs one search.
+_ANY_PATTERN = re.compile(r"sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{30,}|(?i:bearer)\s+[A-Za-z0-9._\-]{12,}")
 
 SECRET_PARAM_NAMES = frozenset({"api_key", "key", "token", "api-key", "apikey", "secret"})
 
 
+# Registered keys, longest first, as an immutable snapshot that redact() reads without locking.
+_by_length: tuple[str, ...] = ()
+
+
 def register_secret(value: str | None) -> None:
+    global _by_length
     if value and len(value) >= _MIN_LEN:
         with _lock:
             _secrets.add(value)
+            _by_length = tuple(sorted(_secrets, key=len, reverse=True))
 
 
 def secret_from_env(name: str | None) -> str | None:
@@ -43,18 +51,17 @@ def secret_from_env(name: str | None) -> str | None:
 
 
 def redact(text: str) -> str:
-    if not text:
+    if not text or len(text) < _MIN_LEN:  # shorter than any key or key shape
         return text
-    with _lock:
-        secrets = sorted(_secrets, key=len, reverse=True)
-    for s in secrets:
+    for s in _by_length:
         if s in text:
             text = text.replace(s, REDACTED)
         # Masked prefixes such as "sk-abc123...": mask any 12+ char prefix.
-        if len(s) >= 16:
+        if len(s) >= 16 and s[:12] in text:
             text = text.replace(s[:12], REDACTED)
-    for pat in _PATTERNS:
-        text = pat.sub(lambda m: (m.group(1) if m.lastindex else "") + REDACTED, text)
+    if _ANY_PATTERN.search(text):
+        for pat in _PATTERNS:
+            text = pat.sub(lambda m: (m.group(1) if m.lastindex else "") + REDACTED, text)
     return text
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from ..core.answers import answer_status
 from ..core.data import load_image_dataset
-from ..core.images import image_hash, load_image
+from ..core.images import load_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
 from ..core.spec import load_model
@@ -65,11 +65,11 @@ class DescribeTask(SpecTask):
         image = load_image(item.path)
         prompt = item.meta.get("prompt") or self.cfg.prompt
         config = GenerationConfig(max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature)
-        gen = await session.vlm(self.vlm).generate([Message.user(image, prompt)], config,
-                                                   template=TEMPLATE_VERSION)
+        message = Message.user(image, prompt)
+        gen = await session.vlm(self.vlm).generate([message], config, template=TEMPLATE_VERSION)
         record: dict[str, Any] = {
             "image": item.id,
-            "image_sha256": image_hash(image),
+            "image_sha256": message.images[0].sha256,
             "category": item.category,
             "prompt": prompt,
             "answer": gen.text,

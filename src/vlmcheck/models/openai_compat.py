@@ -11,7 +11,8 @@ Parameters: ``key_env`` (name of the variable holding the key; default
 ``timeout`` (seconds), ``logprobs`` (0 to never ask for token logprobs),
 ``max_tokens_param`` (``max_tokens`` or ``max_completion_tokens``),
 ``multi_image`` (0 if the served model takes one image per request),
-``clients`` (SDK clients used round-robin, default 8; see the comment below).
+``clients`` (SDK clients used round-robin, default 1), ``http`` (the SDK's transport:
+``aiohttp``, the default when ``openai[aiohttp]`` is installed, or ``httpx``).
 
 The SDK's own retries are switched off (``max_retries=0``): the vlmcheck
 scheduler retries with backoff, honours Retry-After and counts attempts.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 from typing import Any
 
 from PIL import Image
@@ -50,8 +52,30 @@ def _clients(spec: ModelSpec, n: int = 1) -> PerLoopClients:
             raise SpecError("the OpenAI API needs a key: set OPENAI_API_KEY (or ?key_env=NAME, or --api-key)")
     register_secret(key)
     timeout = spec.get_float("timeout", 600.0)
-    return PerLoopClients(lambda: openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0,
-                                                     timeout=timeout), n)
+    transport = spec.get_str("http", "aiohttp")
+    if transport not in ("aiohttp", "httpx"):
+        raise SpecError(f"http={transport!r}: use aiohttp or httpx")
+    use_aiohttp = transport == "aiohttp" and _aiohttp_available(openai)
+
+    def make() -> Any:
+        extra = {"http_client": openai.DefaultAioHttpClient(timeout=timeout)} if use_aiohttp else {}
+        return openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0, timeout=timeout, **extra)
+
+    return PerLoopClients(make, n)
+
+
+def _aiohttp_available(openai: Any) -> bool:
+    """The SDK's aiohttp transport (``openai[aiohttp]``), documented by the SDK for high
+    concurrency: its default httpx transport spends about 1.7 ms of CPU per request against
+    0.9 ms with aiohttp (bench/api_throughput.py), and at 50 ms latency and 64 parallel
+    requests that CPU, not the server, sets the pace."""
+    if not hasattr(openai, "DefaultAioHttpClient"):
+        return False
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 class OpenAIChat:
@@ -61,11 +85,9 @@ class OpenAIChat:
         self.spec = spec
         self.model_id = spec.canonical()
         self.model = spec.name
-        # Several SDK clients, used round-robin: httpcore's connection pool scans
-        # every pooled connection on each request and response close, so one
-        # client with 64 connections spends more CPU in that scan than in the
-        # request itself.  Small pools keep the scan short (bench/api_throughput.py).
-        self._clients = _clients(spec, spec.get_int("clients", 8))
+        # clients > 1: SDK clients used round-robin.  With ?http=httpx, httpcore's pool scans
+        # every pooled connection on each request, so several small pools beat one large one.
+        self._clients = _clients(spec, spec.get_int("clients", 1))
         self.concurrency_key = f"openai@{spec.base_url or 'api.openai.com'}"
         self.max_concurrency = spec.get_int("concurrency", 0) or None
         self._logprobs = spec.get_bool("logprobs", True)
@@ -77,9 +99,27 @@ class OpenAIChat:
         self.capabilities = Capabilities(multi_image=spec.get_bool("multi_image", True), logprobs=self._logprobs,
                                          loglikelihood=self._ppl, seeded=False)
 
+    async def _post_chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST /chat/completions through the SDK; the body comes back as plain JSON.
+
+        The SDK's low-level ``post()`` keeps its auth, base URL, timeouts and mapping of
+        HTTP statuses to exceptions, but skips two costs that set the pace at high
+        concurrency (bench/api_throughput.py): the recursive TypedDict transform of
+        ``chat.completions.create()``, which walks every base64 image string (~1.8 ms of
+        CPU per call), and building the response's nested pydantic objects, of which we
+        read five fields.  Our messages are already plain JSON.
+        """
+        content = await self._clients.get().post("/chat/completions", cast_to=bytes, body=body)
+        try:
+            data = json.loads(content)
+        except ValueError as exc:
+            raise ModelCallError("malformed", f"response is not JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ModelCallError("malformed", f"response is a JSON {type(data).__name__}, not an object")
+        return data
+
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         import openai
-        from openai.types.chat import ChatCompletion
 
         kwargs: dict[str, Any] = {"model": self.model, "messages": to_openai(messages),
                                   "temperature": config.temperature, self._max_tokens_param: config.max_tokens}
@@ -95,12 +135,7 @@ class OpenAIChat:
             if config.top_logprobs:
                 kwargs["top_logprobs"] = config.top_logprobs
         try:
-            # The SDK's low-level post() keeps its auth, base URL, error types and
-            # response parsing, but skips the recursive TypedDict transform of
-            # chat.completions.create(), which walks every base64 image string and
-            # cost ~1.8 ms of CPU per call: the bottleneck at high concurrency
-            # (bench/api_throughput.py).  Our messages are already plain JSON.
-            resp = await self._clients.get().post("/chat/completions", cast_to=ChatCompletion, body=kwargs)
+            resp = await self._post_chat(kwargs)
         except openai.BadRequestError as exc:
             if want_logprobs and "logprob" in str(exc).lower():
                 # The server does not offer logprobs: stop asking, answer without them.
@@ -110,22 +145,24 @@ class OpenAIChat:
             raise translate(exc, openai) from exc
         except Exception as exc:  # noqa: BLE001
             raise translate(exc, openai) from exc
-        return _parse_chat(resp)
+        try:
+            return _parse_chat(resp)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ModelCallError("malformed", f"unexpected response shape: {type(exc).__name__}: {exc}") from exc
 
 
     async def _prompt_logprobs(self, messages: list[Message], continuation: str) -> list[float]:
         """Log-probabilities of the prompt tokens, the assistant turn pre-filled with ``continuation``."""
         import openai
-        from openai.types.chat import ChatCompletion
 
         body = {"model": self.model, "messages": to_openai(messages) + [{"role": "assistant", "content": continuation}],
                 "temperature": 0.0, "max_tokens": 1, "prompt_logprobs": 0, "continue_final_message": True,
                 "add_generation_prompt": False}
         try:
-            resp = await self._clients.get().post("/chat/completions", cast_to=ChatCompletion, body=body)
+            resp = await self._post_chat(body)
         except Exception as exc:  # noqa: BLE001
             raise translate(exc, openai) from exc
-        entries = getattr(resp, "prompt_logprobs", None)
+        entries = resp.get("prompt_logprobs")
         if not isinstance(entries, list):
             raise ModelCallError("malformed", "the server returned no prompt_logprobs; it needs vLLM's "
                                               "prompt_logprobs extension (drop ?prompt_logprobs=1)")
@@ -154,29 +191,33 @@ class OpenAIChat:
         return out
 
 
-def _parse_chat(resp: Any) -> Generation:
-    choices = getattr(resp, "choices", None)
-    if not isinstance(choices, list) or not choices:
+def _parse_chat(resp: dict[str, Any]) -> Generation:
+    """A chat-completions response body (plain JSON) as a :class:`Generation`."""
+    choices = resp.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ModelCallError("malformed", "response has no choices")
     choice = choices[0]
-    message = getattr(choice, "message", None)
-    if message is None:
+    message = choice.get("message")
+    if not isinstance(message, dict):
         raise ModelCallError("malformed", "response choice has no message")
-    text = message.content or ""
-    refusal = getattr(message, "refusal", None)
-    finish = _FINISH.get(choice.finish_reason or "", "unknown")
+    text = message.get("content") or ""
+    if not isinstance(text, str):
+        raise ModelCallError("malformed", f"message content is a {type(text).__name__}, not text")
+    refusal = message.get("refusal") or None
+    finish = _FINISH.get(choice.get("finish_reason") or "", "unknown")
     if refusal:
         finish = "refusal"
     usage = Usage()
-    if getattr(resp, "usage", None) is not None:
-        usage = Usage(input_tokens=resp.usage.prompt_tokens or 0, output_tokens=resp.usage.completion_tokens or 0)
+    if isinstance(resp.get("usage"), dict):
+        usage = Usage(input_tokens=resp["usage"].get("prompt_tokens") or 0,
+                      output_tokens=resp["usage"].get("completion_tokens") or 0)
     logprobs = None
-    lp = getattr(choice, "logprobs", None)
-    if lp is not None and getattr(lp, "content", None):
+    lp = choice.get("logprobs")
+    if isinstance(lp, dict) and lp.get("content"):
         logprobs = [
-            TokenLogprob(token=t.token, logprob=t.logprob,
-                         top=[(x.token, x.logprob) for x in (t.top_logprobs or [])] or None)
-            for t in lp.content
+            TokenLogprob(token=t["token"], logprob=t["logprob"],
+                         top=[(x["token"], x["logprob"]) for x in (t.get("top_logprobs") or [])] or None)
+            for t in lp["content"]
         ]
     return Generation(text=text, finish_reason=finish, usage=usage, logprobs=logprobs, refusal=refusal)
 

@@ -31,6 +31,7 @@ from .. import __version__
 from ..core.images import BadImageError
 from ..core.secrets import redact_obj
 from ..core.spec import ModelSpec, SpecError
+from ..models._loop_clients import close_loop_clients
 from ..store.db import DB_NAME, RunStore
 from .calls import Session
 from .scheduler import CallFailed, RetryPolicy, Scheduler
@@ -217,7 +218,10 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
         session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed))
         status = store.sample_status(task.name)
         todo = [s for s in samples if s.id not in status]
-        await _run_samples(task, todo, session, options, already=len(samples) - len(todo), total=len(samples))
+        try:
+            await _run_samples(task, todo, session, options, already=len(samples) - len(todo), total=len(samples))
+        finally:
+            await close_loop_clients()
         results = write_outputs(store, task, samples, session)
         if options.report:
             _write_report(folder)
