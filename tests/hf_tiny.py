@@ -114,3 +114,68 @@ def build_tiny_sd(folder: Path) -> Path:
                                    requires_safety_checker=False)
     pipe.save_pretrained(folder / "sd")
     return folder / "sd"
+
+
+def _special_tokenizer(specials: list[str], extra: dict[str, str]):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(["<pad>", "<unk>", "<s>", "</s>"] + specials + sorted(set(WORDS)))}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    out = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                  pad_token="<pad>", extra_special_tokens=extra)
+    out.add_special_tokens({"additional_special_tokens": specials})
+    return out
+
+
+def build_tiny_qwen2_vl(folder: Path) -> Path:
+    """Model, image processor and tokenizer of a tiny Qwen2-VL.  No processor: transformers'
+    Qwen2VLProcessor needs a video processor, and video processors need torchvision, which
+    has no CPU build here.  Tests load the model and the image processor separately."""
+    import torch
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessorPil
+
+    torch.manual_seed(0)
+    specials = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
+    tokenizer = _special_tokenizer(specials, {"image_token": "<|image_pad|>"})
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in specials}
+    config = Qwen2VLConfig(
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id),
+        vision_config=dict(depth=2, embed_dim=32, hidden_size=32, num_heads=2, mlp_ratio=2, patch_size=14,
+                           spatial_merge_size=2, temporal_patch_size=2),
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+    Qwen2VLForConditionalGeneration(config).eval().save_pretrained(folder)
+    Qwen2VLImageProcessorPil(size={"shortest_edge": 28 * 28 * 4, "longest_edge": 28 * 28 * 16}).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def build_tiny_idefics3(folder: Path) -> Path:
+    """A tiny Idefics3 (the SmolVLM architecture) with its full processor."""
+    import torch
+    from transformers import (Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessorPil,
+                              Idefics3Processor)
+
+    torch.manual_seed(0)
+    grid = [f"<row_{i}_col_{j}>" for i in range(1, 5) for j in range(1, 5)]
+    specials = ["<fake_token_around_image>", "<image>", "<global-img>", "<end_of_utterance>"] + grid
+    tokenizer = _special_tokenizer(specials, {"image_token": "<image>"})
+    config = Idefics3Config(
+        vision_config=dict(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=2,
+                           image_size=32, patch_size=8),
+        text_config=dict(model_type="llama", vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                         max_position_embeddings=1024, pad_token_id=tokenizer.pad_token_id,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id),
+        scale_factor=2, image_token_id=tokenizer.convert_tokens_to_ids("<image>"))
+    Idefics3ForConditionalGeneration(config).eval().save_pretrained(folder)
+    image_processor = Idefics3ImageProcessorPil(size={"longest_edge": 64}, max_image_size={"longest_edge": 32})
+    Idefics3Processor(image_processor=image_processor, tokenizer=tokenizer, image_seq_len=4,
+                      chat_template=CHAT_TEMPLATE).save_pretrained(folder)
+    return folder

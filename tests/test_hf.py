@@ -9,7 +9,8 @@ from PIL import Image
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from hf_tiny import build_tiny_clip, build_tiny_llava, build_tiny_vit  # noqa: E402
+from hf_tiny import (build_tiny_clip, build_tiny_idefics3, build_tiny_llava, build_tiny_qwen2_vl,  # noqa: E402
+                     build_tiny_vit)
 
 from vlmcheck import GenerationConfig, Message, load_model  # noqa: E402
 
@@ -69,6 +70,65 @@ def test_vision_embedding_has_gradients(llava):
     assert emb.shape == (2, 16, 32)  # 16 patch tokens (CLS dropped), projector width 32
     emb.sum().backward()
     assert pixels.grad is not None and pixels.grad.abs().sum() > 0
+
+
+def _pixels_of(arr):
+    return torch.tensor(arr / 255.0, dtype=torch.float32).permute(2, 0, 1)[None].requires_grad_()
+
+
+def test_qwen2_vl_vision_embedding_equals_processor_path(tmp_path):
+    """Our differentiable packing gives the image processor's own patches and grid, hence the
+    same connector output as get_image_features on the processor's output, and gradients."""
+    from transformers import AutoImageProcessor, AutoModelForImageTextToText
+
+    from vlmcheck.models import _vision
+
+    folder = build_tiny_qwen2_vl(tmp_path / "qwen")
+    model = AutoModelForImageTextToText.from_pretrained(folder).eval()
+    ip = AutoImageProcessor.from_pretrained(folder)
+    assert _vision.packing_of(model) == "grid"
+    # 50x90 is not a multiple of 28: Qwen2-VL's smart_resize rounds it to 56x84 (within the tiny
+    # processor's 4..16 merged-patch budget); a default request (448x448) is scaled down into it.
+    assert _vision.input_size("grid", ip, model.config, (50, 90)) == (56, 84)
+    h, w = _vision.input_size("grid", ip, model.config)
+    assert h % 28 == 0 and w % 28 == 0 and 28 * 28 * 4 <= h * w <= 28 * 28 * 16
+    arr = np.random.RandomState(0).randint(0, 256, (56, 84, 3), dtype=np.uint8)
+    ref = ip(images=[Image.fromarray(arr)], return_tensors="pt")
+    pixels = _pixels_of(arr)
+    flat, grid = _vision.grid_patches(_vision.normalise(pixels, ip), ip.patch_size, ip.merge_size,
+                                      ip.temporal_patch_size)
+    assert grid.tolist() == ref["image_grid_thw"].tolist() == [[1, 4, 6]]
+    torch.testing.assert_close(flat, ref["pixel_values"], atol=1e-5, rtol=0)
+    emb = _vision.embed(model, ip, pixels, "grid")
+    expected = model.get_image_features(ref["pixel_values"], ref["image_grid_thw"]).pooler_output[0]
+    assert emb.shape == (1, 6, 32)  # 24 patches merged 2x2
+    torch.testing.assert_close(emb[0], expected, atol=1e-4, rtol=1e-4)
+    emb.sum().backward()
+    assert pixels.grad is not None and pixels.grad.abs().sum() > 0
+
+
+def test_idefics3_vision_embedding_generation_and_loglikelihood(tmp_path):
+    """The SmolVLM architecture through hf: from_pretrained: generation, loglikelihood, and a
+    vision embedding equal to the processor's single-view path, with gradients."""
+    folder = build_tiny_idefics3(tmp_path / "idefics3")
+    vlm = load_model(f"hf:{folder}", "vlm")
+    assert vlm.capabilities.vision_embedding and vlm.vision_input_size() == (32, 32)
+    arr = np.random.RandomState(1).randint(0, 256, (32, 32, 3), dtype=np.uint8)
+    ip = vlm.processor.image_processor
+    ref = ip(images=[Image.fromarray(arr)], do_image_splitting=False, size={"longest_edge": 32},
+             return_tensors="pt")
+    pixels = _pixels_of(arr)
+    emb = vlm.vision_embedding(pixels)
+    expected = vlm.model.get_image_features(ref["pixel_values"], ref["pixel_attention_mask"]).pooler_output[0]
+    assert emb.shape == (1, 4, 32)  # 4x4 patches, pixel-shuffled by 2
+    torch.testing.assert_close(emb[0], expected, atol=1e-4, rtol=1e-4)
+    emb.sum().backward()
+    assert pixels.grad.abs().sum() > 0
+    msg = [Message.user(Image.fromarray(arr), "describe this image")]
+    gen = asyncio.run(vlm.generate(msg, GenerationConfig(max_tokens=3)))
+    assert gen.text.strip() and gen.finish_reason in ("length", "stop")
+    scores = asyncio.run(vlm.loglikelihood(msg, ["yes", "no"]))
+    assert all(s.n_tokens == 1 and s.sum < 0 for s in scores)
 
 
 def test_vit_encoder_cls_token(tmp_path):

@@ -99,19 +99,20 @@ def test_popular_and_adversarial_negatives():
     assert [c["object"] for c in adv] != [c["object"] for c in rnd]
 
 
-def test_attack_on_tiny_llava(tmp_path):
+@pytest.mark.parametrize("family", ["llava", "idefics3"])
+def test_attack_on_tiny_hf_vlm(tmp_path, family):
     torch = pytest.importorskip("torch")
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from hf_tiny import build_tiny_llava
+    import hf_tiny
     from PIL import Image
     from skimage import data
 
     from vlmcheck.core.spec import load_model
     from vlmcheck.perturb.adversarial import AttackConfig, attack
 
-    model = load_model(f"hf:{build_tiny_llava(tmp_path / 'llava')}", "vlm")
+    model = load_model(f"hf:{getattr(hf_tiny, 'build_tiny_' + family)(tmp_path / family)}", "vlm")
     imgs = [Image.fromarray(data.astronaut()), Image.fromarray(data.chelsea()), Image.fromarray(data.coffee())]
     for method in ("ifgsm", "pgd"):
         res = attack(model, imgs, [False, True, False], AttackConfig(method=method, steps_clean=40,

@@ -1,6 +1,6 @@
 """Local Hugging Face VLMs: ``AutoProcessor`` + ``AutoModelForImageTextToText``.
 
-Spec: ``hf:REPO_OR_PATH[?device=cpu|cuda|auto&dtype=float32|bfloat16|float16&batch_size=8]``.
+Spec: ``hf:REPO_OR_PATH[?device=cpu|cuda|auto&dtype=float32|bfloat16|float16&batch_size=8&vision_size=HxW]``.
 
 * ``generate`` - the processor's chat template, batched greedy (or sampled)
   generation.  Concurrent calls are gathered by a micro-batcher into batches of
@@ -8,9 +8,11 @@ Spec: ``hf:REPO_OR_PATH[?device=cpu|cuda|auto&dtype=float32|bfloat16|float16&bat
 * ``loglikelihood`` - log-probability of each continuation's tokens given the
   templated prompt (sum, and token count for the mean).
 * ``vision_embedding`` - connector output (``get_image_features``: vision
-  tower + projector) for pixels in [0, 1]; the model's own normalisation is
-  applied inside, so gradients reach the raw pixels.  LLaVA-family models and
-  any model whose ``get_image_features`` takes ``(B, 3, H, W)`` pixels.
+  tower + projector) for pixels in [0, 1]; the model's own normalisation and
+  input packing are applied inside, so gradients reach the raw pixels.  LLaVA
+  family and other ``(B, 3, H, W)`` models, Qwen2-VL / Qwen2.5-VL (patch grid),
+  Idefics3 / SmolVLM (global view); see :mod:`vlmcheck.models._vision`.
+  ``vision_size`` sets the attack resolution where the family allows a choice.
 
 Models run in a worker thread so the event loop stays responsive.
 """
@@ -25,6 +27,7 @@ from ..core.messages import Message, to_hf
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, Usage
 from ..core.spec import ModelSpec, SpecError
 from ..run.batching import Batcher
+from . import _vision
 
 
 def resolve_device(name: str | None) -> str:
@@ -71,9 +74,9 @@ class HFVLM:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self._lock = threading.Lock()  # one forward pass at a time on this model
         self._torch = torch
-        has_image_features = callable(getattr(self.model, "get_image_features", None))
+        self._packing = _vision.packing_of(self.model)
         self.capabilities = Capabilities(multi_image=True, loglikelihood=True,
-                                         vision_embedding=has_image_features, seeded=True)
+                                         vision_embedding=self._packing is not None, seeded=True)
         self.concurrency_key = f"hf:{spec.name}"
         self.max_concurrency = None
         self._batcher = Batcher(self._generate_batch, spec.get_int("batch_size", 8))
@@ -167,37 +170,24 @@ class HFVLM:
         return getattr(self.processor, "image_processor", None)
 
     def vision_input_size(self) -> tuple[int, int]:
-        ip = self._image_processor()
-        size = getattr(ip, "crop_size", None) or getattr(ip, "size", None) or {}
-        if isinstance(size, dict):
-            h = size.get("height") or size.get("shortest_edge")
-            w = size.get("width") or size.get("shortest_edge")
-        else:
-            h = getattr(size, "height", None) or getattr(size, "shortest_edge", None)
-            w = getattr(size, "width", None) or getattr(size, "shortest_edge", None)
-        if not h or not w:
-            cfg = getattr(self.model.config, "vision_config", None)
-            h = w = getattr(cfg, "image_size", 224)
-        return int(h), int(w)
+        requested = None
+        if self.spec.get_str("vision_size"):
+            h, _, w = self.spec.get_str("vision_size").partition("x")
+            try:
+                requested = (int(h), int(w or h))
+            except ValueError:
+                raise SpecError(f"vision_size={self.spec.get_str('vision_size')!r}: use HxW, e.g. 448x448") from None
+        return _vision.input_size(self._packing, self._image_processor(), self.model.config, requested)
 
     def vision_embedding(self, pixels):
         """Connector output for ``pixels`` in [0, 1], shape (B, 3, H, W) -> (B, tokens, dim).
 
-        Differentiable with respect to ``pixels``: normalisation by the
-        processor's mean and std happens here, after any perturbation.
+        Differentiable with respect to ``pixels``: normalisation and the model
+        family's packing happen here, after any perturbation (see ``_vision``).
         """
-        torch = self._torch
         if not self.capabilities.vision_embedding:
             raise NotImplementedError(f"{self.model_id}: this model has no get_image_features")
-        ip = self._image_processor()
-        mean = torch.tensor(getattr(ip, "image_mean", [0.5, 0.5, 0.5]), dtype=pixels.dtype, device=pixels.device)
-        std = torch.tensor(getattr(ip, "image_std", [0.5, 0.5, 0.5]), dtype=pixels.dtype, device=pixels.device)
-        normed = (pixels - mean.view(1, -1, 1, 1)) / std.view(1, -1, 1, 1)
-        out = self.model.get_image_features(pixel_values=normed.to(self.dtype))
-        feats = getattr(out, "pooler_output", out)
-        if isinstance(feats, (list, tuple)):
-            feats = torch.stack(list(feats))
-        return feats
+        return _vision.embed(self.model, self._image_processor(), pixels, self._packing, self.dtype)
 
 
 def make(spec: ModelSpec, role: str) -> HFVLM:
