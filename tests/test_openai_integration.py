@@ -177,3 +177,23 @@ def test_one_model_object_serves_several_event_loops(fake_server):
     first = asyncio.run(vlm.generate([Message.user("Describe.")], GenerationConfig()))
     second = asyncio.run(vlm.generate([Message.user("Describe.")], GenerationConfig()))  # a new loop
     assert first.text == second.text
+
+
+@pytest.mark.parametrize("transport", ["", "?http=httpx"])
+def test_sdk_clients_are_closed_when_their_loop_ends(fake_server, transport):
+    """Direct API use never calls a close method; the clients still close with their loop
+    (an aiohttp session left open prints 'Unclosed client session' at exit)."""
+    import asyncio
+
+    vlm = load_model(f"openai:fake@{fake_server.base_url}{transport}")
+    seen = []
+
+    async def call():
+        gen = await vlm.generate([Message.user("Describe.")], GenerationConfig())
+        seen.append(vlm._clients.get())
+        return gen
+
+    asyncio.run(call())
+    asyncio.run(call())
+    assert len(seen) == 2 and seen[0] is not seen[1]
+    assert all(client.is_closed() for client in seen)

@@ -7,7 +7,9 @@ therefore get their clients from :class:`PerLoopClients`, which builds a fresh
 set whenever the running loop changes, and hands them out round-robin.
 
 :func:`close_loop_clients` closes every client built on the running loop; the
-runner calls it before its loop ends, so no connection pool is left unclosed.
+runner calls it before its loop ends.  Code that calls a model directly
+(``asyncio.run(vlm.generate(...))``) never does, so each set of clients also
+closes itself when its loop shuts down: see :func:`_close_at_shutdown`.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ class PerLoopClients:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clients: list[Any] = []
         self._next = 0
+        self._closer: Any = None
         _ALL.add(self)
 
     def get(self) -> Any:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._loop, self._clients, self._next = loop, [self.factory() for _ in range(self.n)], 0
+            self._closer = _close_at_shutdown(self)
         self._next = (self._next + 1) % self.n
         return self._clients[self._next]
 
@@ -47,6 +51,32 @@ class PerLoopClients:
                     await close()
                 except Exception:  # noqa: BLE001 - closing is best effort
                     pass
+
+
+def _close_at_shutdown(pool: PerLoopClients) -> Any:
+    """Close ``pool``'s clients when the running loop shuts down.
+
+    asyncio has no loop-shutdown callback, but ``asyncio.run`` (and any loop
+    owner that follows PEP 525) finalises every async generator that is still
+    suspended by calling ``loop.shutdown_asyncgens()`` while the loop can still
+    run coroutines.  So we start a generator that suspends at once and closes
+    the clients in its ``finally``.  The loop only holds it weakly; the pool
+    keeps the strong reference.  Without this, an aiohttp-based client left
+    open prints "Unclosed client session" when the program ends.
+    """
+
+    async def closer():
+        try:
+            yield
+        finally:
+            await pool.aclose()
+
+    gen = closer()
+    try:
+        gen.asend(None).send(None)  # first step: registers with the loop, then suspends at the yield
+    except StopIteration:
+        pass
+    return gen
 
 
 async def close_loop_clients() -> None:

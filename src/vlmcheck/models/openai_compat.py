@@ -58,7 +58,12 @@ def _clients(spec: ModelSpec, n: int = 1) -> PerLoopClients:
     use_aiohttp = transport == "aiohttp" and _aiohttp_available(openai)
 
     def make() -> Any:
-        extra = {"http_client": openai.DefaultAioHttpClient(timeout=timeout)} if use_aiohttp else {}
+        extra: dict[str, Any] = {}
+        if use_aiohttp:
+            try:
+                extra["http_client"] = openai.DefaultAioHttpClient(timeout=timeout)
+            except RuntimeError:  # older SDKs: the class exists but its helper package is missing
+                pass
         return openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0, timeout=timeout, **extra)
 
     return PerLoopClients(make, n)
