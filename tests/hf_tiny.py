@@ -82,6 +82,21 @@ def build_tiny_clip(folder: Path) -> Path:
     return folder
 
 
+def build_tiny_siglip(folder: Path) -> Path:
+    import torch
+    from transformers import SiglipConfig, SiglipImageProcessorPil, SiglipModel
+
+    torch.manual_seed(0)
+    config = SiglipConfig(
+        text_config={"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 2,
+                     "vocab_size": 99},
+        vision_config={"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
+                       "num_attention_heads": 2, "image_size": 32, "patch_size": 8})
+    SiglipModel(config).save_pretrained(folder)
+    SiglipImageProcessorPil(size={"height": 32, "width": 32}).save_pretrained(folder)
+    return folder
+
+
 def build_tiny_sd(folder: Path) -> Path:
     """A tiny Stable Diffusion pipeline (random weights) with a character-level CLIP tokenizer."""
     import json

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from hf_tiny import (build_tiny_clip, build_tiny_idefics3, build_tiny_llava, build_tiny_qwen2_vl,  # noqa: E402
-                     build_tiny_vit)
+                     build_tiny_siglip, build_tiny_vit)
 
 from vlmcheck import GenerationConfig, Message, load_model  # noqa: E402
 
@@ -154,6 +154,26 @@ def test_clip_encoder_uses_image_features(tmp_path):
     assert enc.pool == "image_features"
     assert asyncio.run(enc.encode([_img(5)])).shape == (1, 16)
     pixels = torch.rand(1, 3, 40, 40, requires_grad=True)
+    enc.embed_tensor(pixels).sum().backward()
+    assert pixels.grad.abs().sum() > 0
+
+
+def test_siglip_encoder_equals_get_image_features_on_processor_output(tmp_path):
+    from transformers import AutoImageProcessor, SiglipModel
+
+    folder = build_tiny_siglip(tmp_path / "siglip")
+    enc = load_model(f"hf-encoder:{folder}", "encoder")
+    assert enc.pool == "image_features"
+    imgs = [_img(6), _img(7)]
+    mat = asyncio.run(enc.encode(imgs))
+    model = SiglipModel.from_pretrained(folder).eval()
+    inputs = AutoImageProcessor.from_pretrained(folder)(images=imgs, return_tensors="pt")
+    with torch.no_grad():
+        out = model.get_image_features(**inputs)
+    expected = getattr(out, "pooler_output", out).numpy()
+    assert mat.shape == expected.shape == (2, 32)
+    np.testing.assert_allclose(mat, expected, atol=1e-5)
+    pixels = torch.rand(1, 3, 48, 48, requires_grad=True)
     enc.embed_tensor(pixels).sum().backward()
     assert pixels.grad.abs().sum() > 0
 
