@@ -74,16 +74,24 @@ def _filter(x: Array, kernel: Array) -> Array:
 
 
 def motion_kernel(radius: int, sigma: float, angle_deg: float) -> Array:
-    """One-sided Gaussian-weighted line of length ``radius`` at ``angle_deg`` (ImageMagick's motion blur)."""
-    size = 2 * radius + 1
-    k = np.zeros((size, size), np.float32)
-    t = np.arange(radius + 1, dtype=np.float32)
+    """ImageMagick's motion blur (used by ImageNet-C, and re-implemented by ``imagecorruptions``):
+    a one-sided line of ``2 * radius + 1`` taps weighted by a Gaussian of ``sigma`` from its
+    start, at ``angle_deg``; tap offsets rounded half down, as in the reference."""
+    width = 2 * radius + 1
+    t = np.arange(width, dtype=np.float64)
     w = np.exp(-(t ** 2) / (2 * sigma ** 2))
     a = math.radians(angle_deg)
-    xs = np.round(radius + t * math.cos(a)).astype(int)
-    ys = np.round(radius - t * math.sin(a)).astype(int)
-    np.add.at(k, (ys, xs), w)
-    return k / k.sum()
+    dy = np.ceil(t * math.sin(a) - 0.5).astype(int)
+    dx = np.ceil(t * math.cos(a) - 0.5).astype(int)
+    half = int(max(np.abs(dy).max(), np.abs(dx).max()))
+    k = np.zeros((2 * half + 1, 2 * half + 1), np.float64)
+    np.add.at(k, (half + dy, half + dx), w)
+    return (k / k.sum()).astype(np.float32)
+
+
+def _motion_filter(x: Array, kernel: Array) -> Array:
+    # The reference shifts the image with its edge pixels repeated: replicate, not reflect.
+    return cv2.filter2D(x, -1, kernel, borderType=cv2.BORDER_REPLICATE)
 
 
 def clipped_zoom(x: Array, factor: float) -> Array:
@@ -254,7 +262,7 @@ def defocus_blur(x, s, rng, radius: float | None = None, alias_blur: float | Non
 def motion_blur(x, s, rng):
     radius, sigma = [(10, 3), (15, 5), (15, 8), (15, 12), (20, 15)][s - 1]
     angle = rng.uniform(-45, 45)
-    return np.clip(_filter(x, motion_kernel(radius, sigma, angle)), 0, 1)
+    return np.clip(_motion_filter(x, motion_kernel(radius, sigma, angle)), 0, 1)
 
 
 @_register("zoom_blur", "blur")
@@ -279,7 +287,7 @@ def snow(x, s, rng):
     layer = clipped_zoom(layer, zoom)
     layer[layer < thr] = 0
     layer = np.clip(layer, 0, 1)
-    layer = _filter(layer, motion_kernel(radius, sigma, rng.uniform(-135, -45)))
+    layer = _motion_filter(layer, motion_kernel(radius, sigma, rng.uniform(-135, -45)))
     layer = (np.round(layer * 255) / 255)[..., None]
     gray = _gray(x)[..., None]
     y = blend * x + (1 - blend) * np.maximum(x, gray * 1.5 + 0.5)
