@@ -226,8 +226,7 @@ def glass_shuffle(order: Array, h: int, w: int, delta: int, dy: Array, dx: Array
     earlier are copied on by later visits, so displacement builds up along the
     scan: a chain of dependent steps, a per-pixel Python loop in the reference.
     We keep its exact result and vectorise it by wavefronts: visit (r, c) gets
-    the time
-    ``t = 2*delta*(last_row - r) + (last_col - c)``.  Two visits whose swap
+    the time ``t = 2*delta*(last_row - r) + (last_col - c)``.  Two visits whose
     windows can overlap (rows and columns fewer than 2*delta apart) always get
     times in scan order, and visits with equal times never overlap, so running
     all copies of one time at once, time after time, gives the sequential result
