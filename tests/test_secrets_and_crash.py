@@ -128,3 +128,21 @@ def test_kill9_and_resume_equals_uninterrupted_run(tmp_path):
         assert (crashed / "samples.jsonl").read_text() == (clean / "samples.jsonl").read_text()
     finally:
         server.stop()
+
+
+def test_redact_masks_key_shapes_registered_keys_and_their_prefixes():
+    from vlmcheck.core.secrets import REDACTED, redact, redact_obj, register_secret
+
+    # Shapes of well-known keys are masked even when never registered.
+    assert redact("key sk-abcdefghijklmnop1234 end") == f"key {REDACTED} end"
+    assert redact("x-goog AIza" + "B" * 35) == f"x-goog {REDACTED}"
+    assert redact("Authorization: BEARER abcdef.ghijkl-mn") == f"Authorization: BEARER {REDACTED}"
+    assert redact("sk-short") == "sk-short"  # too short to be a key shape
+    # A registered key, anywhere, and the 12-character prefix SDK errors sometimes echo.
+    register_secret("zz-registered-0123456789")
+    assert redact("got zz-registered-0123456789!") == f"got {REDACTED}!"
+    assert redact("Incorrect API key provided: zz-registere***6789") == f"Incorrect API key provided: {REDACTED}***6789"
+    # Clean and short strings come back unchanged; structures are walked.
+    assert redact("a plain answer about a red cube") == "a plain answer about a red cube"
+    assert redact("ok") == "ok"
+    assert redact_obj({"a": ["x zz-registered-0123456789", 3], "b": None}) == {"a": [f"x {REDACTED}", 3], "b": None}
