@@ -15,16 +15,19 @@ CHAT_TEMPLATE = (
 )
 
 
-def tiny_tokenizer():
+def tiny_tokenizer(specials: tuple[str, ...] = ("<image>",), extra: dict[str, str] | None = None):
+    """A word-level tokenizer over WORDS; ``specials`` are added as special tokens after
+    <pad> <unk> <s> </s>, ``extra`` names them for the processor (``image_token`` ...)."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    specials = ["<pad>", "<unk>", "<s>", "</s>", "<image>"]
-    vocab = {tok: i for i, tok in enumerate(specials + sorted(set(WORDS)))}
+    vocab = {tok: i for i, tok in enumerate(["<pad>", "<unk>", "<s>", "</s>", *specials] + sorted(set(WORDS)))}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                                   pad_token="<pad>", extra_special_tokens={"image_token": "<image>"})
+    out = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                                  pad_token="<pad>", extra_special_tokens=extra or {"image_token": "<image>"})
+    out.add_special_tokens({"additional_special_tokens": list(specials)})
+    return out
 
 
 def build_tiny_llava(folder: Path) -> Path:
@@ -66,17 +69,19 @@ def build_tiny_vit(folder: Path) -> Path:
     return folder
 
 
+# Tiny text and vision towers shared by the CLIP and SigLIP builders.
+TINY_TEXT = {"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 2,
+             "vocab_size": 99}
+TINY_VISION = {"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 2,
+               "image_size": 32, "patch_size": 8}
+
+
 def build_tiny_clip(folder: Path) -> Path:
     import torch
     from transformers import CLIPConfig, CLIPImageProcessorPil, CLIPModel
 
     torch.manual_seed(0)
-    config = CLIPConfig(
-        text_config={"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 2,
-                     "vocab_size": 99},
-        vision_config={"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
-                       "num_attention_heads": 2, "image_size": 32, "patch_size": 8},
-        projection_dim=16)
+    config = CLIPConfig(text_config=dict(TINY_TEXT), vision_config=dict(TINY_VISION), projection_dim=16)
     CLIPModel(config).save_pretrained(folder)
     CLIPImageProcessorPil(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(folder)
     return folder
@@ -87,11 +92,7 @@ def build_tiny_siglip(folder: Path) -> Path:
     from transformers import SiglipConfig, SiglipImageProcessorPil, SiglipModel
 
     torch.manual_seed(0)
-    config = SiglipConfig(
-        text_config={"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 2,
-                     "vocab_size": 99},
-        vision_config={"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
-                       "num_attention_heads": 2, "image_size": 32, "patch_size": 8})
+    config = SiglipConfig(text_config=dict(TINY_TEXT), vision_config=dict(TINY_VISION))
     SiglipModel(config).save_pretrained(folder)
     SiglipImageProcessorPil(size={"height": 32, "width": 32}).save_pretrained(folder)
     return folder
@@ -131,19 +132,6 @@ def build_tiny_sd(folder: Path) -> Path:
     return folder / "sd"
 
 
-def _special_tokenizer(specials: list[str], extra: dict[str, str]):
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {tok: i for i, tok in enumerate(["<pad>", "<unk>", "<s>", "</s>"] + specials + sorted(set(WORDS)))}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    out = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                                  pad_token="<pad>", extra_special_tokens=extra)
-    out.add_special_tokens({"additional_special_tokens": specials})
-    return out
-
-
 def build_tiny_qwen2_vl(folder: Path) -> Path:
     """Model, image processor and tokenizer of a tiny Qwen2-VL.  No processor: transformers'
     Qwen2VLProcessor needs a video processor, and video processors need torchvision, which
@@ -153,7 +141,7 @@ def build_tiny_qwen2_vl(folder: Path) -> Path:
 
     torch.manual_seed(0)
     specials = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
-    tokenizer = _special_tokenizer(specials, {"image_token": "<|image_pad|>"})
+    tokenizer = tiny_tokenizer(tuple(specials), {"image_token": "<|image_pad|>"})
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in specials}
     config = Qwen2VLConfig(
         text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
@@ -180,7 +168,7 @@ def build_tiny_idefics3(folder: Path) -> Path:
     torch.manual_seed(0)
     grid = [f"<row_{i}_col_{j}>" for i in range(1, 5) for j in range(1, 5)]
     specials = ["<fake_token_around_image>", "<image>", "<global-img>", "<end_of_utterance>"] + grid
-    tokenizer = _special_tokenizer(specials, {"image_token": "<image>"})
+    tokenizer = tiny_tokenizer(tuple(specials), {"image_token": "<image>"})
     config = Idefics3Config(
         vision_config=dict(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=2,
                            image_size=32, patch_size=8),
