@@ -24,10 +24,10 @@ _PATTERNS = [
     re.compile(r"sk-[A-Za-z0-9_\-]{16,}"),
     re.compile(r"sk-ant-[A-Za-z0-9_\-]{16,}"),
     re.compile(r"AIza[0-9A-Za-z_\-]{30,}"),
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-]{12,}"),
+    re.compile(r"((?i:bearer)\s+)[A-Za-z0-9._\-]{12,}"),
 ]
 # One pass that tells whether any shape occurs, so the common clean string costs one search.
-_ANY_PATTERN = re.compile(r"sk-[A-Za-z0-9_\-]{16,}|AIza[0-9A-Za-z_\-]{30,}|(?i:bearer)\s+[A-Za-z0-9._\-]{12,}")
+_ANY_PATTERN = re.compile("|".join(p.pattern for p in _PATTERNS))
 
 SECRET_PARAM_NAMES = frozenset({"api_key", "key", "token", "api-key", "apikey", "secret"})
 

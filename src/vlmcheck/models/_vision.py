@@ -88,11 +88,17 @@ def input_size(packing: str, image_processor: Any, model_config: Any,
         side = _get(_get(image_processor, "max_image_size"), "longest_edge", None)
         if side:
             return int(side), int(side)
+    return processor_size(image_processor, model_config)
+
+
+def processor_size(image_processor: Any, config: Any) -> tuple[int, int]:
+    """The fixed (H, W) a processor resizes (or crops) to; the vision config's ``image_size``
+    when the processor names none.  Also used by the ``hf-encoder:`` adapter."""
     size = _get(image_processor, "crop_size") or _get(image_processor, "size") or {}
     h = _get(size, "height") or _get(size, "shortest_edge")
     w = _get(size, "width") or _get(size, "shortest_edge")
     if not h or not w:
-        h = w = _get(_get(model_config, "vision_config"), "image_size", 224)
+        h = w = _get(_get(config, "vision_config") or config, "image_size", 224)
     return int(h), int(w)
 
 

@@ -26,6 +26,7 @@ from PIL import Image
 
 from ..core.roles import Capabilities
 from ..core.spec import ModelSpec, SpecError
+from ._vision import processor_size
 from .hf import resolve_device, resolve_dtype
 
 
@@ -103,7 +104,7 @@ class HFEncoder(TorchEncoder):
         self._dtype = dtype
         mean = torch.tensor(getattr(self.processor, "image_mean", [0.5] * 3)).view(1, 3, 1, 1)
         std = torch.tensor(getattr(self.processor, "image_std", [0.5] * 3)).view(1, 3, 1, 1)
-        size = _processor_size(self.processor, config)
+        size = processor_size(self.processor, config)
 
         def preprocess(images):
             return self.processor(images=[im.convert("RGB") for im in images], return_tensors="pt")["pixel_values"]
@@ -122,19 +123,6 @@ class HFEncoder(TorchEncoder):
             return getattr(out, "pooler_output", out)
         hidden = self.module(pixel_values=x).last_hidden_state
         return hidden[:, 0] if self.pool == "cls" else hidden.mean(dim=1)
-
-
-def _processor_size(processor, config) -> tuple[int, int]:
-    size = getattr(processor, "crop_size", None) or getattr(processor, "size", None)
-    if isinstance(size, dict):
-        h, w = size.get("height") or size.get("shortest_edge"), size.get("width") or size.get("shortest_edge")
-    else:
-        h = getattr(size, "height", None) or getattr(size, "shortest_edge", None)
-        w = getattr(size, "width", None) or getattr(size, "shortest_edge", None)
-    if not h:
-        vision = getattr(config, "vision_config", config)
-        h = w = getattr(vision, "image_size", 224)
-    return int(h), int(w)
 
 
 class TimmEncoder(TorchEncoder):

@@ -55,32 +55,22 @@ def _clients(spec: ModelSpec, n: int = 1) -> PerLoopClients:
     transport = spec.get_str("http", "aiohttp")
     if transport not in ("aiohttp", "httpx"):
         raise SpecError(f"http={transport!r}: use aiohttp or httpx")
-    use_aiohttp = transport == "aiohttp" and _aiohttp_available(openai)
+    # The SDK's aiohttp transport (``openai[aiohttp]``), which the SDK documents for high
+    # concurrency: its default httpx transport spends about 1.7 ms of CPU per request against
+    # 0.9 ms with aiohttp (bench/api_throughput.py), and at 50 ms latency and 64 parallel
+    # requests that CPU, not the server, sets the pace.
+    use_aiohttp = transport == "aiohttp" and hasattr(openai, "DefaultAioHttpClient")
 
     def make() -> Any:
         extra: dict[str, Any] = {}
         if use_aiohttp:
             try:
                 extra["http_client"] = openai.DefaultAioHttpClient(timeout=timeout)
-            except RuntimeError:  # older SDKs: the class exists but its helper package is missing
+            except RuntimeError:  # the SDK raises this when aiohttp (its extra) is not installed
                 pass
         return openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0, timeout=timeout, **extra)
 
     return PerLoopClients(make, n)
-
-
-def _aiohttp_available(openai: Any) -> bool:
-    """The SDK's aiohttp transport (``openai[aiohttp]``), documented by the SDK for high
-    concurrency: its default httpx transport spends about 1.7 ms of CPU per request against
-    0.9 ms with aiohttp (bench/api_throughput.py), and at 50 ms latency and 64 parallel
-    requests that CPU, not the server, sets the pace."""
-    if not hasattr(openai, "DefaultAioHttpClient"):
-        return False
-    try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 class OpenAIChat:
