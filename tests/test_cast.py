@@ -60,24 +60,121 @@ def _result(values):
 
 
 def test_scores_by_hand_cells_kept_apart():
-    # pair 1: text-generated statements; 'both' validation with the one/both format says 0 for the first
+    # pair 1: two text-generated statements; 'both' validation with the one/both format says 0 for the first
     r1 = _result({"text": [{("both", "one_both"): 0, ("image", "yes_no"): None}, {("both", "one_both"): 1}]})
     r2 = _result({"text": [{("both", "one_both"): 1}]})
     s = cast_scores([r1, r2], k_values=(1, 3))
     top3 = s["topk"]["top3"]
-    # cell (text, both, one_both): pair means 0.5 and 1.0 -> 0.75
-    assert top3["one_both"]["text"]["both"]["score"] == pytest.approx(0.75)
+    # cell (text, both, one_both): verdicts 0, 1 (pair 1) and 1 (pair 2), pooled -> 2/3
+    assert top3["one_both"]["text"]["both"]["score"] == pytest.approx(2 / 3)
     # the 'both' column never mixes with other modalities under the same format
     assert top3["one_both"]["text"]["text"]["score"] == 1.0
     # unparseable verdicts are excluded and counted
     assert top3["yes_no"]["text"]["image"]["score"] == 1.0
     assert top3["yes_no"]["text"]["image"]["unparseable_rate"] == pytest.approx(1 / 3)
-    # top-1 looks at the first statement only: pair means 0 and 1
+    # top-1 looks at the first statement only: 0 and 1
     assert s["topk"]["top1"]["one_both"]["text"]["both"]["score"] == pytest.approx(0.5)
-    # mean over formats for (text, both): per pair mean of 6 (pair 1: 5 ones + 1 zero over 2 statements x 3) ...
-    p1 = np.mean([0, 1, 1, 1, 1, 1])
-    assert top3["mean"]["text"]["both"]["score"] == pytest.approx((p1 + 1.0) / 2)
+    # the format average is the mean of the three per-format scores: (2/3 + 1 + 1) / 3
+    assert top3["mean"]["text"]["both"]["score"] == pytest.approx(8 / 9)
     assert top3["mean"]["image"]["text"]["score"] is None  # no statements generated from images
+    # per position (appendix C.2): position 1 has 0 and 1, position 2 only pair 1's 1
+    assert s["position"]["pos1"]["one_both"]["text"]["both"]["score"] == pytest.approx(0.5)
+    assert s["position"]["pos2"]["one_both"]["text"]["both"]["score"] == pytest.approx(1.0)
+    assert s["position"]["pos3"]["one_both"]["text"]["both"]["score"] is None
+
+
+def test_topk_pools_statements_over_pairs_with_unequal_counts():
+    # Pair A: 5 statements, yes/no verdicts 1, 0, None, 1, 1 (text -> text).  Pair B: 1 statement, verdict 0.
+    # Pooled Top-k over statements with index < k, unparseable excluded (the authors' analysis):
+    #   Top-1: A1=1, B1=0          -> 1/2
+    #   Top-3: A1..A3 = 1, 0, (x); B1 = 0 -> 1/3
+    #   Top-5: 1, 0, 1, 1; 0       -> 3/5
+    # (averaging each pair first would give Top-5 = (3/4 + 0) / 2 = 0.375)
+    a = _result({"text": [{("text", "yes_no"): v} for v in (1, 0, None, 1, 1)]})
+    b = _result({"text": [{("text", "yes_no"): 0}]})
+    top = cast_scores([a, b], k_values=(1, 3, 5))["topk"]
+    assert top["top1"]["yes_no"]["text"]["text"]["score"] == pytest.approx(1 / 2)
+    assert top["top3"]["yes_no"]["text"]["text"]["score"] == pytest.approx(1 / 3)
+    assert top["top5"]["yes_no"]["text"]["text"]["score"] == pytest.approx(3 / 5)
+    assert top["top5"]["yes_no"]["text"]["text"]["unparseable_rate"] == pytest.approx(1 / 6)
+    # other formats default to 1 in _result: mean over formats = (3/5 + 1 + 1) / 3
+    assert top["top5"]["mean"]["text"]["text"]["score"] == pytest.approx((3 / 5 + 2) / 3)
+    lo, hi = top["top5"]["yes_no"]["text"]["text"]["ci95"]
+    assert 0.0 <= lo <= 3 / 5 <= hi <= 1.0  # bootstrap over pairs: pair B alone gives 0, pair A alone 3/4
+    assert lo == pytest.approx(0.0) and hi == pytest.approx(0.75)
+
+
+def test_verdict_after_an_echoed_answer_prefix():
+    assert parse_verdict("Answer: Yes", "yes_no") == 1
+    assert parse_verdict("answer:  **No**, only one", "yes_no") == 0
+    assert parse_verdict("Answer with 'one' or 'both'. Answer: both", "one_both") == 1
+
+
+class _Recorder:
+    """A VLM that records its messages and answers in CAST's formats."""
+
+    def __init__(self, prefill: bool) -> None:
+        from vlmcheck.core.roles import Capabilities
+
+        self.model_id = f"test:recorder-{prefill}"
+        self.capabilities = Capabilities(multi_image=True, prefill=prefill)
+        self.seen = []
+
+    async def generate(self, messages, config):
+        from vlmcheck.core.roles import Generation
+
+        self.seen.append(messages)
+        prompt = messages[0].text
+        word = "Both" if "'both'" in prompt else "True" if "'true'" in prompt else "Yes"
+        if messages[-1].role == "assistant":  # continue the pre-filled turn
+            text = " Both show a circle.\n2. Both are on white." if "Similarities" in messages[-1].text else f" {word}"
+        else:
+            text = "1. Both show a circle." if "similarities" in prompt else f"Answer: {word}"
+        return Generation(text=text, finish_reason="stop")
+
+
+@pytest.mark.parametrize("prefill", [True, False])
+def test_prompt_layout_and_prefill(tmp_path, prefill):
+    from vlmcheck.core.messages import ImagePart, TextPart
+
+    pairs = make_world_pairs(tmp_path / "pairs", n=2, seed=1)
+    vlm = _Recorder(prefill)
+    task = CastTask(CastSpec(vlm=vlm.model_id, pairs=str(pairs)), vlm=vlm)
+    run_task(task, tmp_path / "run", RunOptions(progress=False, limit=1))
+    import json
+
+    rec = json.loads((tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0])["result"]
+    assert rec["prefill"] is prefill
+    for msgs in vlm.seen:
+        user = msgs[0].content
+        kinds = [type(p).__name__ for p in user]
+        # image(s) first, then the instruction, then the scenes (text modalities), the statement last
+        n_img = kinds.count("ImagePart")
+        assert all(isinstance(p, ImagePart) for p in user[:n_img])
+        assert all(isinstance(p, TextPart) for p in user[n_img:])
+        assert user[n_img].text.startswith("Given two")
+        texts = [p.text for p in user[n_img:]]
+        if any("Statement:" in t for t in texts):
+            assert texts[-1].startswith("\nStatement: ")
+        if len(msgs) > 1:
+            assert msgs[-1].role == "assistant" and msgs[-1].text in ("Similarities:\n\n1.", "Answer:")
+        assert (len(msgs) > 1) is prefill
+    gen = rec["generation"]["text"]
+    if prefill:  # the continuation is parsed with its pre-filled start: two statements
+        assert [s["text"] for s in gen["statements"]] == ["Both show a circle.", "Both are on white."]
+        assert gen["prefill"] == "Similarities:\n\n1."
+    else:
+        assert [s["text"] for s in gen["statements"]] == ["Both show a circle."]
+    assert all(v["verdict"] == 1 for s in gen["statements"] for v in s["verdicts"].values())
+
+
+def test_two_image_prompts_say_two_images():
+    from vlmcheck.methods.cast import generation_prompt
+
+    assert "side-by-side" not in validation_prompt("one_both", "image", two_images=True)
+    assert validation_prompt("one_both", "image", two_images=True).startswith("Given two images, does")
+    assert "side-by-side" not in generation_prompt("image", two_images=True)
+    assert "side-by-side" in generation_prompt("image")
 
 
 def test_pair_sampling_bins_disjoint_seeded():

@@ -81,14 +81,14 @@ def test_chain_outputs_and_error_ordering(world, tmp_path):
             assert step["description"] and len(step["embedding"]) == len(r["embedding0"])
         assert r["gc"]["GC@3"] == pytest.approx(gc_at(r["s"]))
     m0, m1 = results[0.0], results[0.3]
-    assert m0["GC@3"]["mean"] == pytest.approx(1.0)  # error-free describer + renderer: no drift
-    assert m1["GC@3"]["mean"] < m0["GC@3"]["mean"]
-    assert m1["GC@3"]["ci95"][0] <= m1["GC@3"]["mean"] <= m1["GC@3"]["ci95"][1]
+    assert m0["GC@3"]["score"] == pytest.approx(1.0)  # error-free describer + renderer: no drift
+    assert m1["GC@3"]["score"] < m0["GC@3"]["score"]
+    assert m1["GC@3"]["ci95"][0] <= m1["GC@3"]["score"] <= m1["GC@3"]["ci95"][1]
     assert set(m1["by_category"]) == {"existence", "count", "position", "color", "shape", "ocr", "numerical",
                                       "code"}
     assert m1["groups"]["visual"]["categories"] == 5 and m1["groups"]["textual"]["categories"] == 3
     assert "GC_FID@3" in m1["fid"] and "warning" in m1["fid"]  # 16 images < 50: warned
-    assert m1["s@3_unweighted"]["mean"] == pytest.approx(m1["s_mean"][2])
+    assert m1["s@3_unweighted"]["score"] == pytest.approx(m1["s_mean"][2])
 
 
 class FlakyDescriber:
@@ -116,8 +116,9 @@ def test_chain_resumes_midway_without_repeating_calls(world, tmp_path):
     res = run_task(_task(world, flaky.model_id, model=flaky), tmp_path / "run", RunOptions(progress=False,
                                                                                           max_concurrency=1))
     assert res.results["counts"]["failed"] == 1
-    inc = res.results["metrics"]["chains"]["incomplete_list"]
+    inc = res.results["metrics"]["chains"]["failed_list"]
     assert inc[0]["t"] == 2 and inc[0]["stage"] == "describe"
+    assert res.results["metrics"]["chains"]["failed"] == 1
     assert res.results["metrics"]["GC@3"]["n"] == 15  # excluded, not normalised over fewer terms
     first_calls = flaky.calls
     again = FlakyDescriber(fail=False)
@@ -129,29 +130,171 @@ def test_chain_resumes_midway_without_repeating_calls(world, tmp_path):
     assert a == b
 
 
-class RefusingDescriber:
-    def __init__(self) -> None:
+class ScriptedDescriber:
+    """Wraps ref:describer; ``script(n, text)`` rewrites the n-th description (1-based, one chain at a time)."""
+
+    def __init__(self, script, model_id="test:scripted") -> None:
         self.inner = load_model("ref:describer", "vlm")
-        self.model_id = "test:refuser"
+        self.model_id = model_id
         self.capabilities = self.inner.capabilities
+        self.script = script
         self.n = 0
 
     async def generate(self, messages, config):
         self.n += 1
-        if self.n == 2:
-            return Generation(text="I'm sorry, I can't help with that.", finish_reason="stop")
-        return await self.inner.generate(messages, config)
+        g = await self.inner.generate(messages, config)
+        return g.model_copy(update={"text": self.script(self.n, g.text)})
 
 
-def test_refusal_makes_an_incomplete_chain(world, tmp_path):
-    vlm = RefusingDescriber()
-    res = run_task(_task(world, "test:refuser", model=vlm), tmp_path, RunOptions(progress=False, max_concurrency=1))
-    chains = res.results["metrics"]["chains"]
-    assert chains["incomplete"] == 1 and chains["incomplete_by_reason"] == {"refusal": 1}
-    assert res.results["metrics"]["GC@3"]["n"] == 15
+def test_a_true_refusal_scores_the_worst_value_and_is_counted(world, tmp_path):
+    # The 2nd description asked for is a refusal: no description at all.
+    vlm = ScriptedDescriber(lambda n, text: "I'm sorry, I can't help with that." if n == 2 else text)
+    res = run_task(_task(world, vlm.model_id, model=vlm), tmp_path, RunOptions(progress=False, max_concurrency=1))
+    m = res.results["metrics"]
+    assert m["chains"]["scored"] == 16 and m["chains"]["refused"] == 1 and m["chains"]["failed"] == 0
+    assert m["refusal_rate"] == pytest.approx(1 / 16)
+    rows = [json.loads(x)["result"] for x in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    refused = [r for r in rows if r.get("refused_at")]
+    assert len(refused) == 1
+    t0, s = refused[0]["refused_at"], refused[0]["s"]
+    # the error-free describer + renderer reproduce the seed exactly (s = 1) before the refusal;
+    # the refused step and every later one score the lowest cosine
+    assert s == [1.0] * (t0 - 1) + [-1.0] * (3 - t0 + 1)
+    by_hand = sum(t * v for t, v in zip((1, 2, 3), s)) / 6
+    assert refused[0]["gc"]["GC@3"] == pytest.approx(by_hand)
+    assert m["GC@3"]["image_mean"] == pytest.approx((15 * 1.0 + by_hand) / 16)
+    # never a gain: the same model without the refusal scores higher
+    honest = run_task(_task(world, "ref:describer"), tmp_path / "honest", RunOptions(progress=False))
+    assert m["GC@3"]["score"] < honest.results["metrics"]["GC@3"]["score"]
 
 
-def test_leaderboard_gc_rank_and_correlations(world, tmp_path):
+def test_hedged_descriptions_are_descriptions(world, tmp_path):
+    vlm = ScriptedDescriber(lambda n, text: "I cannot read the small text, but the image shows this. " + text
+                            if n % 2 else text, model_id="test:hedger")
+    res = run_task(_task(world, vlm.model_id, model=vlm), tmp_path, RunOptions(progress=False, max_concurrency=1))
+    m = res.results["metrics"]
+    assert m["chains"]["scored"] == 16 and m["chains"]["refused"] == 0 and m["refusal_rate"] == 0.0
+    assert m["GC@3"]["n"] == 16
+
+
+class NaNEncoder:
+    """ref:pixels, except that one image's embedding is NaN."""
+
+    def __init__(self, bad_sha: str) -> None:
+        self.inner = load_model("ref:pixels", "encoder")
+        self.model_id = "test:nan-encoder"
+        self.capabilities = self.inner.capabilities
+        self.bad = bad_sha
+
+    async def encode(self, images):
+        from vlmcheck.core.images import image_hash
+
+        out = np.array(await self.inner.encode(images), dtype=np.float32)
+        for i, im in enumerate(images):
+            if image_hash(im) == self.bad:
+                out[i, 0] = np.nan
+        return out
+
+
+def test_nan_embedding_is_an_error_for_that_chain(world, tmp_path):
+    from vlmcheck.core.images import image_hash, load_image
+
+    first = json.loads((world / "manifest.jsonl").read_text().splitlines()[0])
+    enc = NaNEncoder(image_hash(load_image(world / first["image"])))
+    task = GenCeptionTask(GenCeptionSpec(vlm="ref:describer", generator="ref:renderer", encoder=enc.model_id,
+                                         data=str(world), T=2), encoder=enc)
+    res = run_task(task, tmp_path, RunOptions(progress=False))
+    m = res.results["metrics"]
+    assert m["chains"]["failed"] == 1 and m["GC@2"]["n"] == 15
+    assert np.isfinite(m["GC@2"]["score"]) and np.isfinite(m["GC_FID@2"])
+    row = json.loads((tmp_path / "samples.jsonl").read_text().splitlines()[0])
+    assert "non-finite embedding" in row["error"]["message"]
+
+
+def _summary_of(records, T=1, categories=True):
+    """GenCeption's summary over hand-made chains (s values given), without models."""
+    task = object.__new__(GenCeptionTask)
+    task.cfg = GenCeptionSpec(vlm="x", generator="g", encoder="e", data="d", T=T)
+    rows = []
+    for i, (cat, s) in enumerate(records):
+        rows.append({"result": {"image": str(i), "category": cat, "complete": True, "s": list(s),
+                                "embedding0": [float(i), 0.0], "steps": [{"embedding": [float(i), 1.0]}] * T}})
+    return task.summarize(rows)
+
+
+def test_overall_score_is_the_mean_of_category_means():
+    # MME-like unequal categories: 1 existence image, 3 OCR images
+    m = _summary_of([("existence", [0.9]), ("OCR", [0.3]), ("OCR", [0.4]), ("OCR", [0.2])])
+    assert m["GC@1"]["score"] == pytest.approx((0.9 + (0.3 + 0.4 + 0.2) / 3) / 2)  # 0.6
+    assert m["GC@1"]["image_mean"] == pytest.approx((0.9 + 0.3 + 0.4 + 0.2) / 4)  # 0.45
+    assert m["GC@1"]["categories"] == 2 and m["GC@1"]["n"] == 4
+    assert m["groups"]["visual"]["GC@1"] == pytest.approx(0.9)
+    assert m["groups"]["textual"]["GC@1"] == pytest.approx(0.3)
+
+
+def _write_run(folder: Path, vlm: str, metrics: dict) -> Path:
+    folder.mkdir(parents=True)
+    spec = {"task_spec": {"vlm": vlm, "generator": "g", "encoder": "e"}}
+    (folder / "results.json").write_text(json.dumps({"task": "genception", "spec": spec, "metrics": metrics}))
+    return folder
+
+
+def test_leaderboard_ranks_on_category_means_not_image_means(tmp_path):
+    # Model A: existence 0.9 (1 image), OCR 0.3 (9 images): category mean 0.6, image mean 0.36.
+    # Model B: 0.5 everywhere: category mean 0.5, image mean 0.5.  MME ranks A first.
+    a = _summary_of([("existence", [0.9])] + [("OCR", [0.3])] * 9)
+    b = _summary_of([("existence", [0.5])] + [("OCR", [0.5])] * 9)
+    assert a["GC@1"]["image_mean"] < b["GC@1"]["image_mean"]
+    board = leaderboard([_write_run(tmp_path / "a", "A", a), _write_run(tmp_path / "b", "B", b)])
+    assert list(board["models"]) == ["A", "B"]
+    assert board["models"]["A"]["GC@1"] == pytest.approx(0.6) and board["models"]["A"]["rank"] == 1.0
+    assert board["models"]["A"]["image_mean"] == pytest.approx(0.36)
+    assert board["gc_rank_weights"] == {"benchmark": "MME", "visual": 10, "textual": 4}
+
+
+def test_gc_rank_reproduces_genception_v1_table_2():
+    from vlmcheck.methods.leaderboard import BENCHMARK_GROUPS, gc_rank
+
+    # Vis mean (GC@1, GC@3, GC@5) and Txt mean (GC@1, GC@3) as printed in v1 Table 2.
+    table = {
+        "GPT-4V": {"visual": {1: 0.491, 3: 0.393, 5: 0.335}, "textual": {1: 0.375, 3: 0.246}},
+        "mPLUG-Owl2": {"visual": {1: 0.366, 3: 0.287, 5: 0.243}, "textual": {1: 0.284, 3: 0.181}},
+        "LLaVA-13B": {"visual": {1: 0.366, 3: 0.264, 5: 0.220}, "textual": {1: 0.291, 3: 0.174}},
+        "LLaVA-7B": {"visual": {1: 0.339, 3: 0.255, 5: 0.215}, "textual": {1: 0.252, 3: 0.149}},
+    }
+    got = gc_rank(table, BENCHMARK_GROUPS["MME"])
+    # By hand: mPLUG and LLaVA-13B tie on visual GC@1 and share rank 2.  Visual ranks 1, 2, 8/3, 4;
+    # textual 1, (3+2)/2, (2+3)/2, 4; GC rank = 10/14 vis + 4/14 txt.
+    assert got["mPLUG-Owl2"]["rank_visual"] == pytest.approx(2.0)
+    assert got["LLaVA-13B"]["rank_visual"] == pytest.approx(8 / 3)
+    assert got["LLaVA-13B"]["rank_textual"] == pytest.approx(2.5)
+    printed = {"GPT-4V": 1.00, "mPLUG-Owl2": 2.14, "LLaVA-13B": 2.62, "LLaVA-7B": 4.00}
+    assert {m: round(r["gc_rank"], 2) for m, r in got.items()} == printed
+
+
+def test_ties_share_the_best_rank():
+    from vlmcheck.metrics.stats import ranks
+
+    # v2 Table 4's overall ranks read 5, 5, 7 for 0.344, 0.344, 0.314 below four better models
+    r = ranks({"a": 0.463, "b": 0.451, "c": 0.462, "d": 0.458, "e": 0.344, "f": 0.344, "g": 0.314})
+    assert [r[k] for k in "acdbefg"] == [1, 2, 3, 4, 5, 5, 7]
+
+
+def test_gc_fid_is_the_t_weighted_average_of_fid(world, tmp_path):
+    res = run_task(_task(world, "ref:describer?level=0.3"), tmp_path, RunOptions(progress=False))
+    m = res.results["metrics"]
+    rows = [json.loads(x)["result"] for x in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    X0 = np.array([r["embedding0"] for r in rows])
+    fid = [frechet_distance(X0, np.array([r["steps"][t]["embedding"] for r in rows])) for t in range(3)]
+    assert m["fid"]["fid@1"] == pytest.approx(fid[0]) and m["fid"]["fid@3"] == pytest.approx(fid[2])
+    assert m["GC_FID@1"] == pytest.approx(fid[0])
+    assert m["GC_FID@2"] == pytest.approx((1 * fid[0] + 2 * fid[1]) / 3)
+    assert m["GC_FID@3"] == pytest.approx((1 * fid[0] + 2 * fid[1] + 3 * fid[2]) / 6)
+
+
+def test_leaderboard_gc_rank_fid_ranking_and_correlations(world, tmp_path):
+    from scipy import stats
+
     folders = []
     for lv in (0.0, 0.1, 0.3):
         f = tmp_path / f"l{lv}"
@@ -168,23 +311,51 @@ def test_leaderboard_gc_rank_and_correlations(world, tmp_path):
     assert models == ["ref:describer?level=0.0", "ref:describer?level=0.1", "ref:describer?level=0.3"]
     r = board["models"]["ref:describer?level=0.3"]
     assert r["rank"] == 3.0
+    assert board["gc_rank_weights"] == {"benchmark": "world", "visual": 5, "textual": 3}
     assert r["gc_rank"] == pytest.approx((5 * r["rank_visual"] + 3 * r["rank_textual"]) / 8)
-    assert board["correlations"]["MMB"]["kendall"] == pytest.approx(1.0)
-    assert board["correlations"]["MMB"]["spearman"] == pytest.approx(1.0)
+    corr = board["correlations"]["MMB"]
+    assert set(corr) == {"GC@1", "GC@3", "s@3"}
+    assert corr["GC@3"]["kendall"] == pytest.approx(1.0) and corr["GC@3"]["spearman"] == pytest.approx(1.0)
+    assert corr["GC@3"]["kendall_p"] == pytest.approx(1 / 3)  # exact test, n = 3: 2 of 3! orders are as extreme
+    xs = [board["models"][m]["s@3_unweighted"] for m in models]
+    assert corr["s@3"]["pearson"] == pytest.approx(stats.pearsonr(xs, [90, 70, 40])[0])
+    fr = board["fid_ranking"]
+    assert fr["ranks"]["ref:describer?level=0.0"] == 1.0  # lower GC_FID is better
+    assert fr["same_order"] is (fr["ranks"] == fr["cosine_ranks"])
 
 
-def test_human_baseline_gc1(world, tmp_path):
-    rows = [json.loads(x) for x in (world / "manifest.jsonl").read_text().splitlines()]
+def test_human_baseline_per_category_with_hedged_descriptions(world, tmp_path):
+    from vlmcheck.core.data import load_image_dataset
+    from vlmcheck.methods.genception import per_category_sample
+
+    items = load_image_dataset(world)
+    chosen = per_category_sample(items, 1, seed=3)
+    # one image per category, the same draw whatever the dataset order, another draw for another seed
+    assert sorted(it.category for it in chosen) == sorted({it.category for it in items})
+    assert [it.id for it in per_category_sample(items[::-1], 1, seed=3)][::-1] == [it.id for it in chosen]
+    assert {it.id for it in per_category_sample(items, 2, seed=3)} >= set()  # at most 2 per category
+    assert all(sum(it.category == c for it in per_category_sample(items, 2, seed=3)) <= 2
+               for c in {it.category for it in items})
+    rows = {json.loads(x)["image"]: json.loads(x) for x in (world / "manifest.jsonl").read_text().splitlines()}
     humans = tmp_path / "humans.csv"
     with humans.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["image", "text"])
-        for r in rows[:8]:  # humans described half of the images, in their own words
-            w.writerow([str(world / r["image"]), r["description"].replace("there is", "you can see")])
-    res = run_task(_task(world, f"human:{humans}", T=1), tmp_path / "run", RunOptions(progress=False))
+        for it in chosen:  # humans describe the drawn images, each opening with a hedge
+            desc = rows[str(Path(it.path).relative_to(world))]["description"]
+            w.writerow([it.path, "I cannot be completely sure, but " + desc.replace("there is", "you can see")])
+    task = GenCeptionTask(GenCeptionSpec(vlm=f"human:{humans}", generator="ref:renderer", encoder="ref:pixels",
+                                         data=str(world), T=1, per_category=1, seed=3))
+    res = run_task(task, tmp_path / "run", RunOptions(progress=False))
     m = res.results["metrics"]
-    assert m["chains"]["complete"] == 8 and m["chains"]["incomplete_by_reason"] == {"refusal": 8}
-    assert m["GC@1"]["mean"] == pytest.approx(1.0)
+    assert m["chains"]["total"] == len(chosen) and m["chains"]["scored"] == len(chosen)
+    assert m["chains"]["refused"] == 0 and m["chains"]["failed"] == 0
+    assert m["GC@1"]["score"] == pytest.approx(1.0)
+    # an image the humans did not describe is an error for that chain, not a refusal
+    task = GenCeptionTask(GenCeptionSpec(vlm=f"human:{humans}", generator="ref:renderer", encoder="ref:pixels",
+                                         data=str(world), T=1, per_category=2, seed=3))
+    m = run_task(task, tmp_path / "run2", RunOptions(progress=False)).results["metrics"]
+    assert m["chains"]["refused"] == 0 and m["chains"]["failed"] == m["chains"]["total"] - len(chosen)
 
 
 def test_default_prompt_is_table_1():

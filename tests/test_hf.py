@@ -62,6 +62,18 @@ def test_loglikelihood_matches_direct_logits(llava):
         assert ll.mean == pytest.approx(direct / cont_ids.shape[1], abs=1e-4)
 
 
+def test_prefilled_assistant_turn_is_continued(llava):
+    msgs = [Message.user(_img(2), "is there a cat ?"), Message.assistant("Answer:")]
+    inputs = llava._inputs([msgs])
+    # the tiny template by hand: the user turn, then the assistant turn cut right after its pre-filled text
+    expected = "user: <image> is there a cat ? </s> assistant: Answer:"
+    ref = llava.processor(text=[expected], images=[_img(2)], return_tensors="pt")
+    assert inputs["input_ids"].tolist() == ref["input_ids"].tolist()
+    assert llava.capabilities.prefill
+    gen = asyncio.run(llava.generate(msgs, GenerationConfig(max_tokens=3)))
+    assert gen.finish_reason in ("stop", "length")
+
+
 def test_vision_embedding_has_gradients(llava):
     assert llava.capabilities.vision_embedding and llava.capabilities.loglikelihood
     assert llava.vision_input_size() == (32, 32)

@@ -44,6 +44,20 @@ def test_generate_with_logprobs(fake_server):
     assert gen.usage.input_tokens == 10 and [t.logprob for t in gen.logprobs] == [-0.1, -0.5]
 
 
+@pytest.mark.parametrize("params", ["", "?prefill=1"])
+def test_prefilled_assistant_turn_is_continued_only_where_declared(fake_server, params):
+    import asyncio
+
+    vlm = load_model(f"openai:fake@{fake_server.base_url}{params}")
+    assert vlm.capabilities.prefill is bool(params)
+    msgs = [Message.user("Is it red?"), Message.assistant("Answer:")]
+    asyncio.run(vlm.generate(msgs, GenerationConfig(max_tokens=4)))
+    req = fake_server.requests()[-1]
+    assert req["last_role"] == "assistant"
+    # vLLM / SGLang continue the pre-filled turn when asked (continue_final_message); others are not asked
+    assert req["continue_final_message"] is (True if params else None)
+
+
 @pytest.mark.parametrize("transport", ["", "&http=httpx"])  # the default is the SDK's aiohttp transport
 @pytest.mark.parametrize("fault", ["429x2", "500x2", "503x1", "malformedx1", "emptyx2", "resetx1", "slowx1"])
 def test_transient_faults_are_retried(fake_server, tmp_path, fault, transport):

@@ -176,6 +176,9 @@ def genception(
     data: Path = typer.Option(..., "--data", help="Image folder (categories = sub-folders) or JSONL manifest"),
     out: Path = typer.Option(..., "--out", help="Run folder (one sub-folder per VLM when several)"),
     T: int = typer.Option(3, "-T", "--iterations", help="Iterations T"),
+    per_category: Optional[int] = typer.Option(
+        None, "--per-category", min=1,
+        help="Only K seeded random images per category (the human-baseline protocol: 5)"),
     external: Optional[Path] = typer.Option(None, "--external", help="CSV model,benchmark,score to correlate with"),
     api_key: Optional[str] = API_KEY,
     resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
@@ -191,7 +194,8 @@ def genception(
         with _user_errors(FileNotFoundError):
             spec = _spec_with_key(one, api_key)
             task = GenCeptionTask(GenCeptionSpec(vlm=spec.canonical(), generator=generator, encoder=encoder,
-                                                 data=str(data), T=T, seed=seed), vlm=load_model(spec, "vlm"))
+                                                 data=str(data), T=T, seed=seed, per_category=per_category),
+                                 vlm=load_model(spec, "vlm"))
         folder = out if len(vlm) == 1 else out / _slug(spec.canonical())
         results = _execute(task, folder, _options(resume, overwrite, limit, max_concurrency, seed, progress))
         _print_gc(spec.canonical(), results["metrics"])
@@ -212,11 +216,14 @@ def _slug(text: str) -> str:
 def _print_gc(model: str, m: dict) -> None:
     T = m["T"]
     if f"GC@{T}" not in m:
-        console.print(f"{model}: no complete chains")
+        console.print(f"{model}: no scored chains")
         return
-    g = m[f"GC@{T}"]
-    console.print(f"{model}: GC@{T} = {g['mean']:.4f} [{g['ci95'][0]:.4f}, {g['ci95'][1]:.4f}] "
-                  f"over {m['chains']['complete']} chains ({m['chains']['incomplete']} incomplete)")
+    g, c = m[f"GC@{T}"], m["chains"]
+    fid = m.get(f"GC_FID@{T}")
+    console.print(f"{model}: GC@{T} = {g['score']:.4f} [{g['ci95'][0]:.4f}, {g['ci95'][1]:.4f}] "
+                  f"(mean of {g['categories']} category means; over images {g['image_mean']:.4f}); "
+                  + (f"GC_FID@{T} = {fid:.4g}; " if fid is not None else "")
+                  + f"{c['scored']} chains scored, refusal rate {m['refusal_rate']:.1%}, {c['failed']} failed")
 
 
 def _print_board(board: dict) -> None:
@@ -449,10 +456,11 @@ def cast_run(
 
 
 def _print_cast(model: str, m: dict) -> None:
-    top = m.get("topk", {}).get("top5", {}).get("mean")
+    top = m.get("topk", {}).get("top3", {}).get("mean")  # Top-3: the paper's headline
     if not top:
         return
-    table = Table("generated in \\ validated in", "text", "image", "both", title=f"{model}: CAST top-5, mean of formats")
+    table = Table("generated in \\ validated in", "text", "image", "both",
+                  title=f"{model}: CAST Top-3 self-consistency, mean of the three prompt formats")
     for g, row in top.items():
         table.add_row(g, *["-" if row[v]["score"] is None else f"{row[v]['score']:.3f}" for v in ("text", "image",
                                                                                                    "both")])

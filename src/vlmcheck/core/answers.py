@@ -9,7 +9,7 @@ from .roles import Generation
 
 AnswerStatus = Literal["ok", "empty", "refusal", "truncated"]
 
-_REFUSAL = re.compile(
+REFUSAL_OPENING = re.compile(
     r"^\s*(i('| a)m sorry|sorry,|i can(no|')t (help|assist|provide|describe|comply)|i am unable|i'm unable|"
     r"i cannot|as an ai\b|i won'?t be able)",
     re.IGNORECASE,
@@ -21,7 +21,7 @@ def answer_status(gen: Generation) -> AnswerStatus:
         return "refusal"
     if not gen.text.strip():
         return "empty"
-    if _REFUSAL.match(gen.text):
+    if REFUSAL_OPENING.match(gen.text):
         return "refusal"
     if gen.finish_reason == "length":
         return "truncated"

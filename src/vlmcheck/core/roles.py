@@ -80,6 +80,8 @@ class Capabilities(BaseModel):
     vision_embedding: bool = False
     logprobs: bool = False
     seeded: bool = False  # outputs reproducible for a given seed
+    # continues a trailing assistant message (a pre-filled answer start) instead of starting a new turn
+    prefill: bool = False
 
 
 class CapabilityError(RuntimeError):

@@ -7,7 +7,18 @@ that take several; both: images and descriptions), then judges each of its
 own statements in each validation modality with each of three prompt
 formats (paper Fig. 5).  The score of a cell (generation modality x
 validation modality x format) is the share of parsed verdicts that confirm
-the statement; unparseable verdicts are left out and their rate reported.
+the statement, pooled over the statements with index < k of every pair, as
+the authors' analysis computes Top-k; unparseable verdicts are left out and
+their rate reported.  The format-averaged score is the mean of the three
+per-format scores.  Scores per statement position (appendix C.2) sit beside.
+
+Prompt layout as the authors': image(s) first, then the instruction, then
+"Scene 1: ... Scene 2: ..." where the modality has text, and the statement
+last.  Where the adapter can continue a pre-filled assistant turn (declared
+``prefill`` capability: local ``hf:`` models, Anthropic, ``openai:...?prefill=1``
+servers such as vLLM), generation is pre-filled with "Similarities:\n\n1."
+and validation with "Answer:", as the authors forced; each call records
+whether it was.
 
 Pairs (paper section 4.1, appendix E): image-encoder cosine in [0.75, 0.95),
 four equal-width bins sampled uniformly, descriptions of at least 500
@@ -18,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +41,6 @@ from ..core.images import load_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
 from ..core.spec import load_model
-from ..metrics.stats import bootstrap_ci
 from ..run.calls import Session
 from ..run.runner import Sample, SpecTask
 
@@ -53,19 +64,34 @@ _DESC = {"text": "descriptions", "image": "images", "both": "descriptions"}
 _GIVEN = {"text": "two scenes", "image": "two side-by-side images", "both": "two scenes and their corresponding images"}
 _GIVEN3 = {"text": "two descriptions", "image": "two side-by-side images",
            "both": "two descriptions and their corresponding images"}
+#: Pre-filled assistant turns (the authors forced the answer to start with these).
+GEN_PREFILL = "Similarities:\n\n1."
+VAL_PREFILL = "Answer:"
 
 
-def validation_prompt(fmt: str, modality: str) -> str:
+def _two_images(prompt: str) -> str:
+    """The two-image mode sends two images, not one side-by-side image."""
+    return prompt.replace("two side-by-side images", "two images")
+
+
+def generation_prompt(modality: str, two_images: bool = False) -> str:
+    """Fig. 4, for one generation modality."""
+    return _two_images(GEN_PROMPTS[modality]) if two_images else GEN_PROMPTS[modality]
+
+
+def validation_prompt(fmt: str, modality: str, two_images: bool = False) -> str:
     """Fig. 5, for one format and one validation modality."""
     if fmt == "one_both":
-        return (f"Given {_GIVEN[modality]}, does the following statement apply to only one of the "
+        text = (f"Given {_GIVEN[modality]}, does the following statement apply to only one of the "
                 f"{_SUBJ[modality]}? Answer with 'one' or 'both'.")
-    if fmt == "true_false":
-        return (f"Given {_GIVEN[modality]}, is the following statement true for both of the {_SUBJ[modality]}? "
+    elif fmt == "true_false":
+        text = (f"Given {_GIVEN[modality]}, is the following statement true for both of the {_SUBJ[modality]}? "
                 f"Answer with 'true' or 'false' if the statement is untrue or only true for one of the "
                 f"{_SUBJ[modality]}.")
-    return (f"Given {_GIVEN3[modality]}, does the following statement describe both of the {_DESC[modality]}? "
-            f"Answer with 'yes' or 'no' if the statement is not applicable to one of the {_DESC[modality]}.")
+    else:
+        text = (f"Given {_GIVEN3[modality]}, does the following statement describe both of the {_DESC[modality]}? "
+                f"Answer with 'yes' or 'no' if the statement is not applicable to one of the {_DESC[modality]}.")
+    return _two_images(text) if two_images else text
 
 
 def parse_statements(text: str, k: int = 5) -> list[str]:
@@ -81,9 +107,14 @@ def parse_statements(text: str, k: int = 5) -> list[str]:
 
 
 def parse_verdict(answer: str, fmt: str) -> int | None:
-    """Appendix A.3: strip '*', lower-case, first line; 1 = positive, 0 = negative, None = unparseable."""
+    """Appendix A.3: strip '*', lower-case, first line; 1 = positive, 0 = negative, None = unparseable.
+
+    When the model writes "Answer:" (echoing the forced start), the text after it is parsed, as the
+    authors split on it; after the last one, so an echoed prompt before the answer does not count.
+    """
     pos, neg = FORMAT_WORDS[fmt]
-    x = answer.strip().strip("*").lower().split("\n")[0].strip()
+    parts = re.split(r"answer\s*:", answer, flags=re.IGNORECASE)
+    x = parts[-1].replace("*", "").strip().lower().split("\n")[0].strip()
     if x.startswith(pos):
         return 1
     if x.startswith(neg):
@@ -124,84 +155,123 @@ class CastTask(SpecTask):
     def samples(self) -> list[Sample]:
         return [Sample(p["id"], p) for p in self.pairs]
 
-    def _content(self, modality: str, pair: dict[str, Any], imgs: tuple[Image.Image, Image.Image]) -> list:
-        """Message parts after the instruction for a modality."""
+    def _messages(self, instruction: str, modality: str, pair: dict[str, Any],
+                  imgs: tuple[Image.Image, Image.Image], statement: str | None, prefill: str | None) -> list[Message]:
+        """The authors' layout: image(s), instruction, scene descriptions (text modalities), statement last;
+        then the pre-filled assistant turn where the adapter continues one."""
         parts: list = []
         if modality in ("image", "both"):
             if self.cfg.two_images:
                 parts += [imgs[0], imgs[1]]
             else:
                 parts.append(side_by_side(imgs[0], imgs[1], self.cfg.image_size))
+        parts.append(instruction)
         if modality in ("text", "both"):
             parts.append(f"\nScene 1: {pair['a']['description']}\nScene 2: {pair['b']['description']}")
-        return parts
+        if statement is not None:
+            parts.append(f"\nStatement: {statement}")
+        messages = [Message.user(*parts)]
+        if prefill:
+            messages.append(Message.assistant(prefill))
+        return messages
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         pair = sample.payload
         imgs = (load_image(pair["a"]["image"]), load_image(pair["b"]["image"]))
         vlm = session.vlm(self.vlm)
+        prefill = bool(getattr(self.vlm.capabilities, "prefill", False))
+        two = self.cfg.two_images
         record: dict[str, Any] = {"a": pair["a"]["id"], "b": pair["b"]["id"],
                                   "image_cosine": pair.get("image_cosine"), "text_cosine": pair.get("text_cosine"),
-                                  "generation": {}}
+                                  "prefill": prefill, "generation": {}}
         gen_cfg = GenerationConfig(max_tokens=self.cfg.gen_max_tokens)
         val_cfg = GenerationConfig(max_tokens=self.cfg.val_max_tokens)
         for g in MODALITIES:
-            content = self._content(g, pair, imgs)
-            out = await vlm.generate([Message.user(GEN_PROMPTS[g], *content)], gen_cfg, template=TEMPLATE_VERSION)
-            statements = parse_statements(out.text, self.cfg.k)
-            entry: dict[str, Any] = {"raw": out.text, "statements": []}
-            for s in statements:
+            msgs = self._messages(generation_prompt(g, two), g, pair, imgs, None, GEN_PREFILL if prefill else None)
+            out = await vlm.generate(msgs, gen_cfg, template=TEMPLATE_VERSION)
+            # with a pre-filled "Similarities:\n\n1." the reply continues item 1
+            full = (GEN_PREFILL + out.text) if prefill else out.text
+            statements = parse_statements(full, self.cfg.k)
+            entry: dict[str, Any] = {"raw": out.text, "prefill": GEN_PREFILL if prefill else None, "statements": []}
+            for st in statements:
                 verdicts: dict[str, dict[str, Any]] = {}
                 for v in MODALITIES:
-                    vcontent = self._content(v, pair, imgs)
                     for fmt in FORMATS:
-                        prompt = f"{validation_prompt(fmt, v)}\nStatement: {s}"
-                        ans = await vlm.generate([Message.user(prompt, *vcontent)], val_cfg,
-                                                 template=TEMPLATE_VERSION)
-                        verdicts[f"{v}|{fmt}"] = {"raw": ans.text, "verdict": parse_verdict(ans.text, fmt)}
-                entry["statements"].append({"text": s, "verdicts": verdicts})
+                        msgs = self._messages(validation_prompt(fmt, v, two), v, pair, imgs, st,
+                                              VAL_PREFILL if prefill else None)
+                        ans = await vlm.generate(msgs, val_cfg, template=TEMPLATE_VERSION)
+                        verdicts[f"{v}|{fmt}"] = {"raw": ans.text, "verdict": parse_verdict(ans.text, fmt),
+                                                  "prefill": VAL_PREFILL if prefill else None}
+                entry["statements"].append({"text": st, "verdicts": verdicts})
             record["generation"][g] = entry
         return record
 
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         results = [r["result"] for r in records]
-        return cast_scores(results, k_values=sorted({1, 3, self.cfg.k}), seed=self.cfg.seed)
+        return cast_scores(results, k_values=sorted({1, 3, self.cfg.k}), seed=self.cfg.seed, k_max=self.cfg.k)
 
 
-def cast_scores(results: list[dict[str, Any]], k_values=(1, 3, 5), seed: int = 0) -> dict[str, Any]:
-    """Consistency matrices per format and averaged, for Top-k statements, with bootstrap CIs over pairs."""
-    out: dict[str, Any] = {"n_pairs": len(results), "statements": {}, "topk": {}}
+def _counts(results: list[dict[str, Any]], g: str, v: str, fmt: str, positions) -> np.ndarray:
+    """Per pair: [confirming verdicts, parsed verdicts, all verdicts] over statements at ``positions``."""
+    out = np.zeros((len(results), 3))
+    for i, r in enumerate(results):
+        sts = r["generation"].get(g, {}).get("statements", [])
+        for p in positions:
+            if p < len(sts):
+                verdict = sts[p]["verdicts"][f"{v}|{fmt}"]["verdict"]
+                out[i] += (verdict == 1, verdict is not None, 1)
+    return out
+
+
+def _cell(counts: dict[str, np.ndarray], fmts, seed: int, n_boot: int = 2000) -> dict[str, Any]:
+    """Pooled score per format (confirming / parsed, over all pairs), then the mean over ``fmts``;
+    the bootstrap resamples pairs, all formats with the same draw."""
+    def score(c: dict[str, np.ndarray]) -> np.ndarray:
+        per = np.stack([np.divide(c[f][..., 0], c[f][..., 1], out=np.full(c[f].shape[:-1], np.nan),
+                                  where=c[f][..., 1] > 0) for f in fmts])
+        with warnings.catch_warnings():  # a cell with no parsed verdict in any format stays NaN (None)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(per, axis=0)
+
+    totals = {f: counts[f].sum(axis=0) for f in fmts}
+    value = float(score(totals))
+    n_total = sum(totals[f][2] for f in fmts)
+    n_parsed = sum(totals[f][1] for f in fmts)
+    ci = None
+    n_pairs = len(next(iter(counts.values())))
+    if not np.isnan(value) and n_pairs:
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, n_pairs, size=(n_boot, n_pairs))
+        boots = score({f: counts[f][idx].sum(axis=1) for f in fmts})
+        boots = boots[~np.isnan(boots)]
+        ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
+    return {"score": None if np.isnan(value) else value, "ci95": ci,
+            "unparseable_rate": (1 - n_parsed / n_total) if n_total else None, "n_verdicts": int(n_total)}
+
+
+def cast_scores(results: list[dict[str, Any]], k_values=(1, 3, 5), seed: int = 0, k_max: int = 5) -> dict[str, Any]:
+    """Consistency matrices per format and format-averaged: Top-k (statements with index < k) and per
+    statement position, pooled over pairs as the authors' analysis does, with bootstrap CIs over pairs."""
+    out: dict[str, Any] = {"n_pairs": len(results), "statements": {}, "topk": {}, "position": {}}
     for g in MODALITIES:
         counts = [len(r["generation"].get(g, {}).get("statements", [])) for r in results]
         out["statements"][g] = {"mean_per_pair": float(np.mean(counts)) if counts else 0.0,
                                 "pairs_without": int(sum(c == 0 for c in counts))}
+
+    def matrices(positions) -> dict[str, Any]:
+        cells: dict[str, Any] = {fmt: {g: {} for g in MODALITIES} for fmt in (*FORMATS, "mean")}
+        for g in MODALITIES:
+            for v in MODALITIES:
+                counts = {f: _counts(results, g, v, f, positions) for f in FORMATS}
+                for f in FORMATS:
+                    cells[f][g][v] = _cell(counts, (f,), seed)
+                cells["mean"][g][v] = _cell(counts, FORMATS, seed)
+        return cells
+
     for k in k_values:
-        cells: dict[str, Any] = {}
-        for fmt in (*FORMATS, "mean"):
-            mat: dict[str, dict[str, Any]] = {}
-            for g in MODALITIES:
-                row = {}
-                for v in MODALITIES:
-                    fmts = FORMATS if fmt == "mean" else (fmt,)
-                    per_pair, n_parsed, n_total = [], 0, 0
-                    for r in results:
-                        vals = []
-                        for st in r["generation"].get(g, {}).get("statements", [])[:k]:
-                            for f in fmts:
-                                verdict = st["verdicts"][f"{v}|{f}"]["verdict"]
-                                n_total += 1
-                                if verdict is not None:
-                                    vals.append(verdict)
-                        n_parsed += len(vals)
-                        if vals:
-                            per_pair.append(float(np.mean(vals)))
-                    score = float(np.mean(per_pair)) if per_pair else None
-                    row[v] = {"score": score, "ci95": list(bootstrap_ci(per_pair, seed=seed)) if per_pair else None,
-                              "unparseable_rate": (1 - n_parsed / n_total) if n_total else None,
-                              "n_verdicts": n_total}
-                mat[g] = row
-            cells[fmt] = mat
-        out["topk"][f"top{k}"] = cells
+        out["topk"][f"top{k}"] = matrices(range(k))
+    for p in range(1, k_max + 1):
+        out["position"][f"pos{p}"] = matrices([p - 1])
     return out
 
 

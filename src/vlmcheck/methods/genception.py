@@ -11,16 +11,26 @@ Steps within a chain are sequential; chains run concurrently under the
 runner's limits.  Every model call is cached in the run store, so a chain
 killed after step 2 resumes at step 3 without asking any model again.
 
-A chain that stops early (an empty or refused description, or a model call
-that failed after its retries) is *incomplete*: it is reported with its step
-and reason and left out of GC@t - never normalised over fewer terms (the
-authors' code did; see docs/methods.md).
+Every description is scored, as Algorithm 1 does, hedged ones included.  A
+true refusal (no description at all) scores s = -1, the lowest cosine, at its
+step and every later one, so a model never gains by refusing; the refusal rate
+is reported beside GC@T.  A chain is left out only when a model call failed
+after its retries (or the encoder returned NaN/inf): it is reported with its
+step and reason, never normalised over fewer terms (the authors' code did; see
+docs/methods.md).
+
+Dataset scores are MMECeption's overall score: the mean of the category means
+(v1 section 3.1; v2 Tables 2 and 4 "Overall Mean"); the mean over images is
+kept beside it as ``image_mean``.
 
 Kept per chain: every Q_t, X_t (a lossless PNG artifact), embedding and s(t).
 Also computed from the same run: GC@t for every t <= T, the unweighted s(T)
-ablation, GC_FID@t (v2 paper, eq. 4: Frechet distance between the encoder
-features of D(0) and D(t), labelled with the encoder used), per-category and
-MMECeption group scores.
+ablation, fid(t) and GC_FID@t (v2 eq. 4, the t-weighted average of the
+set-level Frechet distances between the encoder features of D(0) and D(t),
+labelled with the encoder used), per-category and MMECeption group scores.
+
+``per_category=K`` draws K seeded random images per category: the human-baseline
+protocol of v2 section 3 (5 per MME category).
 """
 
 from __future__ import annotations
@@ -30,13 +40,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from ..core.answers import answer_status
+from ..core.answers import REFUSAL_OPENING, answer_status
 from ..core.data import load_image_dataset
 from ..core.images import image_hash, load_image
 from ..core.messages import Message
-from ..core.roles import GenerationConfig
+from ..core.roles import Generation, GenerationConfig
 from ..core.spec import load_model
-from ..metrics.stats import bootstrap_ci, cosine, frechet_distance, gc_at
+from ..metrics.stats import bootstrap_ci_strata, cosine, frechet_distance, gc_at, mean_of_means
 from ..run.calls import Session
 from ..run.runner import Sample, SpecTask
 
@@ -61,6 +71,10 @@ MME_TEXTUAL = ("code_reasoning", "numerical_calculation", "text_translation", "O
 WORLD_VISUAL = ("existence", "count", "position", "color", "shape")
 WORLD_TEXTUAL = ("ocr", "numerical", "code")
 FID_MIN_IMAGES = 50
+#: s(t) of a refused step and every step after it: the lowest value a cosine takes.
+REFUSAL_SCORE = -1.0
+#: A refusal phrase followed by fewer words than this is a refusal; a longer answer is a hedged description.
+REFUSAL_MAX_WORDS = 25
 
 
 def _norm(cat: str) -> str:
@@ -90,6 +104,7 @@ class GenCeptionSpec(BaseModel):
     temperature: float = 0.0
     seed: int = 0
     fid_min_images: int = FID_MIN_IMAGES
+    per_category: int | None = None  # K seeded random images per category (v2 section 3's human baseline)
 
 
 class ChainIncomplete(RuntimeError):
@@ -98,6 +113,21 @@ class ChainIncomplete(RuntimeError):
     def __init__(self, message: str, partial: dict[str, Any]) -> None:
         super().__init__(message)
         self.partial = partial
+
+
+def per_category_sample(items: list, k: int, seed: int) -> list:
+    """K images per category drawn at random with ``seed`` (all of a category that has fewer), in dataset
+    order.  The draw depends only on the ids in each category, not on the order of the dataset."""
+    by_cat: dict[str, list] = {}
+    for it in items:
+        by_cat.setdefault(it.category or "(none)", []).append(it)
+    keep: set[str] = set()
+    for cat in sorted(by_cat):
+        members = sorted(by_cat[cat], key=lambda it: it.id)
+        rng = np.random.default_rng([seed, *cat.encode()])
+        chosen = rng.choice(len(members), size=min(k, len(members)), replace=False)
+        keep.update(members[i].id for i in chosen)
+    return [it for it in items if it.id in keep]
 
 
 def _vec(v: np.ndarray) -> list[float]:
@@ -113,8 +143,12 @@ class GenCeptionTask(SpecTask):
             raise ValueError("T must be at least 1")
         if "{description}" not in spec.prompt_gen:
             raise ValueError("prompt_gen must contain '{description}'")
+        if spec.per_category is not None and spec.per_category < 1:
+            raise ValueError("per_category must be at least 1")
         self.cfg = spec
         self.items = load_image_dataset(spec.data)
+        if spec.per_category:
+            self.items = per_category_sample(self.items, spec.per_category, spec.seed)
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         self.generator = generator if generator is not None else load_model(spec.generator, "generator")
         self.encoder = encoder if encoder is not None else load_model(spec.encoder, "encoder")
@@ -127,7 +161,7 @@ class GenCeptionTask(SpecTask):
         cfg = self.cfg
         x0 = load_image(item.path)
         vlm, gen, enc = session.vlm(self.vlm), session.generator(self.generator), session.encoder(self.encoder)
-        e0 = (await enc.encode([x0]))[0]
+        e0 = _finite((await enc.encode([x0]))[0], "X0")
         record: dict[str, Any] = {
             "image": item.id, "image_path": item.path, "image_sha256": image_hash(x0), "category": item.category,
             "group": category_group(item.category), "T": cfg.T, "steps": [], "s": [],
@@ -142,16 +176,19 @@ class GenCeptionTask(SpecTask):
             except Exception as exc:
                 record["stopped"] = {"t": t, "stage": "describe", "reason": f"{type(exc).__name__}: {exc}"}
                 raise ChainIncomplete(f"chain stopped at t={t} (describe): {exc}", record) from exc
-            status = answer_status(g)
-            step.update(description=g.text, answer_status=status, finish_reason=g.finish_reason)
-            if status in ("empty", "refusal"):
+            step.update(description=g.text, answer_status=answer_status(g), finish_reason=g.finish_reason)
+            if is_refusal(g):
+                # No description at all: there is nothing to regenerate from.  Scored as the worst value a
+                # cosine can take, for this step and every later one, so refusing never pays (docs/methods.md).
+                step.update(refused=True, s=REFUSAL_SCORE)
                 record["steps"].append(step)
-                record["stopped"] = {"t": t, "stage": "describe", "reason": status}
-                return self._finish(record, complete=False)
+                record["refused_at"] = t
+                record["s"] += [REFUSAL_SCORE] * (cfg.T - t + 1)
+                break
             try:
                 xt, artifact = await gen.generate_image(cfg.prompt_gen.format(description=g.text),
                                                         seed=cfg.seed, template=TEMPLATE_VERSION)
-                et = (await enc.encode([xt]))[0]
+                et = _finite((await enc.encode([xt]))[0], f"X{t}")
             except Exception as exc:
                 record["steps"].append(step)
                 record["stopped"] = {"t": t, "stage": "generate", "reason": f"{type(exc).__name__}: {exc}"}
@@ -161,84 +198,120 @@ class GenCeptionTask(SpecTask):
             record["steps"].append(step)
             record["s"].append(s_t)
             prev = xt
-        return self._finish(record, complete=True)
-
-    def _finish(self, record: dict[str, Any], complete: bool) -> dict[str, Any]:
-        record["complete"] = complete
-        s = record["s"]
-        record["gc"] = {f"GC@{t}": gc_at(s, t) for t in range(1, len(s) + 1)}
+        record["complete"] = True  # every step 1..T has a score (a refusal's included)
+        record["gc"] = {f"GC@{t}": gc_at(record["s"], t) for t in range(1, cfg.T + 1)}
         return record
 
     # ------------------------------------------------------------------ summary
 
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         T = self.cfg.T
-        results = [r["result"] for r in records]
-        complete = [r for r in results if r.get("complete")]
-        incomplete = [{"image": r["image"], **r.get("stopped", {})} for r in results if not r.get("complete")]
+        scored = [r["result"] for r in records if r["result"].get("complete")]
+        failed_list = []
         for f in failed:
             part = f.get("result") or {}
-            incomplete.append({"image": part.get("image", f["sample_id"]), **part.get("stopped", {}),
-                               "error": f["error"]["type"]})
+            failed_list.append({"image": part.get("image", f["sample_id"]), **part.get("stopped", {}),
+                                "error": f["error"]["type"]})
         reasons: dict[str, int] = {}
-        for inc in incomplete:
-            key = inc.get("reason") or inc.get("error") or "unknown"
-            key = key.split(":")[0]
+        for inc in failed_list:
+            key = (inc.get("reason") or inc.get("error") or "unknown").split(":")[0]
             reasons[key] = reasons.get(key, 0) + 1
+        refused = [r for r in scored if r.get("refused_at")]
+        total = len(scored) + len(failed_list)
         out: dict[str, Any] = {
             "T": T,
-            "chains": {"total": len(results) + len(failed), "complete": len(complete),
-                       "incomplete": len(incomplete), "incomplete_by_reason": reasons,
-                       "incomplete_list": incomplete},
+            "chains": {"total": total, "scored": len(scored), "refused": len(refused),
+                       "failed": len(failed_list), "failed_by_reason": reasons, "failed_list": failed_list},
+            "refusal_rate": len(refused) / len(scored) if scored else None,
+            "aggregate": "mean of the category means (MMECeption overall); image_mean: mean over images",
         }
-        if not complete:
-            out["warning"] = "no complete chains: GC@T is undefined"
+        if not scored:
+            out["warning"] = "no scored chains: every chain failed, GC@T is undefined"
             return out
-        S = np.array([r["s"][:T] for r in complete], dtype=float)
+        S = np.array([r["s"][:T] for r in scored], dtype=float)
+        cats = [r.get("category") or "(none)" for r in scored]
+        seed = self.cfg.seed
         for t in range(1, T + 1):
             per = np.array([gc_at(row, t) for row in S])
-            lo, hi = bootstrap_ci(per, seed=self.cfg.seed)
-            out[f"GC@{t}"] = {"mean": float(per.mean()), "ci95": [lo, hi], "n": int(per.size)}
-        out["s_mean"] = [float(v) for v in S.mean(axis=0)]
-        sT = S[:, T - 1]
-        lo, hi = bootstrap_ci(sT, seed=self.cfg.seed)
-        out[f"s@{T}_unweighted"] = {"mean": float(sT.mean()), "ci95": [lo, hi], "n": int(sT.size)}
-        out["by_category"] = self._by_category(complete, T)
+            out[f"GC@{t}"] = _score(per, cats, seed)
+        out["s_mean"] = [mean_of_means(S[:, t], cats) for t in range(T)]
+        out[f"s@{T}_unweighted"] = _score(S[:, T - 1], cats, seed)
+        out["by_category"] = self._by_category(scored, T)
         out["groups"] = self._groups(out["by_category"], T)
-        out["fid"] = self._fid(complete, T)
-        for t in range(1, T + 1):  # also at the top level: results keyed GC@1..GC@T and GC_FID@1..GC_FID@T
-            if f"GC_FID@{t}" in out["fid"]:
-                out[f"GC_FID@{t}"] = out["fid"][f"GC_FID@{t}"]
+        out["fid"] = self._fid(scored, T)
+        for key, val in out["fid"].items():  # also at the top level: GC_FID@1..GC_FID@T
+            if key.startswith("GC_FID@"):
+                out[key] = val
         return out
 
-    def _by_category(self, complete: list[dict[str, Any]], T: int) -> dict[str, Any]:
-        cats: dict[str, list[float]] = {}
-        for r in complete:
-            cats.setdefault(r.get("category") or "(none)", []).append(gc_at(r["s"], T))
-        return {c: {f"GC@{T}": float(np.mean(v)), "n": len(v), "group": category_group(c)}
-                for c, v in sorted(cats.items())}
+    def _by_category(self, scored: list[dict[str, Any]], T: int) -> dict[str, Any]:
+        cats: dict[str, list[list[float]]] = {}
+        for r in scored:
+            cats.setdefault(r.get("category") or "(none)", []).append(r["s"][:T])
+        out = {}
+        for c, rows in sorted(cats.items()):
+            entry: dict[str, Any] = {f"GC@{t}": float(np.mean([gc_at(s, t) for s in rows])) for t in range(1, T + 1)}
+            entry[f"s@{T}"] = float(np.mean([s[T - 1] for s in rows]))
+            entry.update(n=len(rows), group=category_group(c))
+            out[c] = entry
+        return out
 
     @staticmethod
     def _groups(by_cat: dict[str, Any], T: int) -> dict[str, Any]:
-        """MMECeption groups: mean of the category scores in each group."""
+        """MMECeption groups: mean of the category scores in each group, for every GC@t."""
         out: dict[str, Any] = {}
         for group in ("visual", "textual"):
-            vals = [v[f"GC@{T}"] for v in by_cat.values() if v["group"] == group]
-            if vals:
-                out[group] = {f"GC@{T}": float(np.mean(vals)), "categories": len(vals)}
+            members = [v for v in by_cat.values() if v["group"] == group]
+            if members:
+                out[group] = {f"GC@{t}": float(np.mean([v[f"GC@{t}"] for v in members])) for t in range(1, T + 1)}
+                out[group]["categories"] = len(members)
         return out
 
-    def _fid(self, complete: list[dict[str, Any]], T: int) -> dict[str, Any]:
-        """GC_FID@t (v2 eq. 4): Frechet distance between the features of D(0) and D(t)."""
-        out: dict[str, Any] = {"features": f"encoder {self.cfg.encoder}", "n": len(complete)}
-        if len(complete) < 2:
-            out["warning"] = "GC_FID needs at least two complete chains"
+    def _fid(self, scored: list[dict[str, Any]], T: int) -> dict[str, Any]:
+        """fid(t): Frechet distance between the features of D(0) and D(t); GC_FID@t (v2 eq. 4):
+        sum_{tau<=t} tau*fid(tau) / sum_{tau<=t} tau.  Lower is better."""
+        chains = [r for r in scored if not r.get("refused_at")]  # a refused step has no image
+        out: dict[str, Any] = {"features": f"encoder {self.cfg.encoder}", "n": len(chains),
+                               "excluded_refused": len(scored) - len(chains)}
+        if len(chains) < 2:
+            out["warning"] = "GC_FID needs at least two chains with an image at every step"
             return out
-        X0 = np.array([r["embedding0"] for r in complete], dtype=np.float64)
-        if len(complete) < max(self.cfg.fid_min_images, 2):
-            out["warning"] = (f"only {len(complete)} images: a set-level Frechet distance is unreliable below "
+        X0 = np.array([r["embedding0"] for r in chains], dtype=np.float64)
+        if len(chains) < max(self.cfg.fid_min_images, 2):
+            out["warning"] = (f"only {len(chains)} images: a set-level Frechet distance is unreliable below "
                               f"{self.cfg.fid_min_images} images (the feature dimension is {X0.shape[1]})")
+        fids = []
         for t in range(1, T + 1):
-            Xt = np.array([r["steps"][t - 1]["embedding"] for r in complete], dtype=np.float64)
-            out[f"GC_FID@{t}"] = frechet_distance(X0, Xt)
+            Xt = np.array([r["steps"][t - 1]["embedding"] for r in chains], dtype=np.float64)
+            fids.append(frechet_distance(X0, Xt))
+            out[f"fid@{t}"] = fids[-1]
+            out[f"GC_FID@{t}"] = gc_at(fids, t)  # the same t-weighting as eq. 3
         return out
+
+
+def _score(per_image: np.ndarray, cats: list[str], seed: int) -> dict[str, Any]:
+    """Headline ``score`` (mean of category means) with a bootstrap CI resampled within categories,
+    beside the plain mean over images."""
+    lo, hi = bootstrap_ci_strata(per_image, cats, seed=seed)
+    return {"score": mean_of_means(per_image, cats), "ci95": [lo, hi], "image_mean": float(per_image.mean()),
+            "n": int(per_image.size), "categories": len(set(cats))}
+
+
+def _finite(v: np.ndarray, what: str) -> np.ndarray:
+    v = np.asarray(v)
+    if not np.isfinite(v).all():
+        raise ValueError(f"the encoder returned a non-finite embedding (NaN or inf) for {what}")
+    return v
+
+
+def is_refusal(g: Generation) -> bool:
+    """A true refusal: no description at all.
+
+    Empty text, a provider-reported refusal without text, or a short answer that opens with a
+    refusal phrase.  A hedge followed by a description ("I cannot read the small text, but the
+    image shows ...") is long and is a description: it is scored, as Algorithm 1 scores every Q_t.
+    """
+    text = g.text.strip()
+    if not text:
+        return True
+    return bool(REFUSAL_OPENING.match(text)) and len(text.split()) < REFUSAL_MAX_WORDS

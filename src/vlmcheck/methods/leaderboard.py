@@ -1,9 +1,14 @@
-"""Leaderboards across GenCeption runs: ranks, MMECeption "GC rank", correlations.
+"""Leaderboards across GenCeption runs: ranks, MMECeption "GC rank", GC_FID ranking, correlations.
 
-``GC rank`` (GenCeption v1, Table 2 footnote): rank the models on the
-visual-intensive mean and on the textual-intensive mean, then average the two
-ranks weighted by how many categories each group has (10/14 and 4/14 for
-MME's 14 categories; 5/8 and 3/8 for the reference world).
+Every model score here is the run's overall score: the mean of its category
+means (MMECeption's "Overall Mean"), never the mean over images.
+
+``GC rank`` (GenCeption v1, Table 2 and its footnote): within each group
+(visual-/textual-intensive), rank the models on the group mean of every GC@t
+column the runs have and average those ranks; then GC rank = 10/14 x visual +
+4/14 x textual on MME.  The weights are the benchmark's category counts (MME:
+10 and 4; the reference world: 5 and 3), not the categories a run happened to
+complete.  Tied models share the best rank, as the papers' tables print them.
 """
 
 from __future__ import annotations
@@ -13,7 +18,53 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..metrics.stats import correlations, ranks
+from .genception import MME_TEXTUAL, MME_VISUAL, WORLD_TEXTUAL, WORLD_VISUAL, _norm, category_group
+
+#: Categories per group of each benchmark: the GC rank weights.
+BENCHMARK_GROUPS = {"MME": {"visual": len(MME_VISUAL), "textual": len(MME_TEXTUAL)},
+                    "world": {"visual": len(WORLD_VISUAL), "textual": len(WORLD_TEXTUAL)}}
+_MME = {_norm(c) for c in MME_VISUAL + MME_TEXTUAL} | {"poster", "commonsense", "numerical", "code",
+                                                       "texttranslation"}
+_WORLD = {_norm(c) for c in WORLD_VISUAL + WORLD_TEXTUAL}
+
+
+def benchmark_weights(categories) -> tuple[str, dict[str, int]]:
+    """(benchmark name, categories per group) for a set of category names.
+
+    MME or the reference world when every category belongs to it; otherwise the
+    number of distinct categories of each group across the runs."""
+    cats = {_norm(c) for c in categories}
+    if cats and cats <= _WORLD and not cats <= _MME:
+        return "world", BENCHMARK_GROUPS["world"]
+    if cats and cats <= _MME:
+        return "MME", BENCHMARK_GROUPS["MME"]
+    counts = {"visual": 0, "textual": 0}
+    for c in categories:
+        g = category_group(c)
+        if g:
+            counts[g] += 1
+    return "categories of these runs", counts
+
+
+def gc_rank(group_scores: dict[str, dict[str, dict[int, float]]], weights: dict[str, int]) -> dict[str, dict]:
+    """GC rank from per-model group means per GC@t column (v1 Table 2).
+
+    ``group_scores[model][group][t]`` is the group mean of GC@t.  Returns, per
+    model, the mean rank in each group and the weighted GC rank.
+    """
+    out: dict[str, dict[str, float]] = {m: {} for m in group_scores}
+    for group in ("visual", "textual"):
+        columns = sorted({t for g in group_scores.values() for t in g.get(group, {})})
+        per_col = [ranks({m: g[group][t] for m, g in group_scores.items()}) for t in columns]
+        for m in group_scores:
+            out[m][f"rank_{group}"] = float(np.mean([r[m] for r in per_col]))
+    total = weights["visual"] + weights["textual"]
+    for m, r in out.items():
+        r["gc_rank"] = (weights["visual"] * r["rank_visual"] + weights["textual"] * r["rank_textual"]) / total
+    return out
 
 
 def load_run(folder: str | Path) -> dict[str, Any]:
@@ -26,6 +77,10 @@ def load_run(folder: str | Path) -> dict[str, Any]:
     return res
 
 
+def _score(m: dict[str, Any], key: str) -> float | None:
+    return (m.get(key) or {}).get("score")
+
+
 def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) -> dict[str, Any]:
     rows: dict[str, dict[str, Any]] = {}
     setups = set()
@@ -36,56 +91,74 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
         T = m["T"]
         setups.add((ts["generator"], ts["encoder"], T))
         key = f"GC@{T}"
-        model = ts["vlm"]
-        rows[model] = {
-            "run": str(folder), key: m.get(key, {}).get("mean"), "ci95": m.get(key, {}).get("ci95"),
-            "complete": m["chains"]["complete"], "incomplete": m["chains"]["incomplete"],
+        rows[ts["vlm"]] = {
+            "run": str(folder), key: _score(m, key), "ci95": (m.get(key) or {}).get("ci95"),
+            "GC@1": _score(m, "GC@1"), f"s@{T}_unweighted": _score(m, f"s@{T}_unweighted"),
+            f"GC_FID@{T}": m.get(f"GC_FID@{T}"), "image_mean": (m.get(key) or {}).get("image_mean"),
+            "refusal_rate": m.get("refusal_rate"), "scored": m["chains"]["scored"], "failed": m["chains"]["failed"],
             "by_category": {c: v[key] for c, v in m.get("by_category", {}).items()},
-            "groups": {g: v[key] for g, v in m.get("groups", {}).items()},
-            "group_sizes": {g: v["categories"] for g, v in m.get("groups", {}).items()},
+            "groups": {g: {t: v[f"GC@{t}"] for t in range(1, T + 1)} for g, v in m.get("groups", {}).items()},
         }
     if len(setups) > 1:
         raise ValueError("runs differ in generator, encoder or T; a leaderboard needs the same setup: "
                          + "; ".join(map(str, sorted(setups))))
     (generator, encoder, T), = setups
     key = f"GC@{T}"
-    scored = {m: r[key] for m, r in rows.items() if r[key] is not None}
-    overall = ranks(scored)
-    group_ranks: dict[str, dict[str, float]] = {}
-    for g in ("visual", "textual"):
-        vals = {m: r["groups"][g] for m, r in rows.items() if g in r["groups"]}
-        if len(vals) == len(rows) and vals:
-            group_ranks[g] = ranks(vals)
+    overall = ranks({m: r[key] for m, r in rows.items() if r[key] is not None})
     for m, r in rows.items():
         r["rank"] = overall.get(m)
-        if len(group_ranks) == 2:
-            nv, nt = r["group_sizes"]["visual"], r["group_sizes"]["textual"]
-            r["rank_visual"], r["rank_textual"] = group_ranks["visual"][m], group_ranks["textual"][m]
-            r["gc_rank"] = (nv * r["rank_visual"] + nt * r["rank_textual"]) / (nv + nt)
     cats = sorted({c for r in rows.values() for c in r["by_category"]})
-    cat_ranks = {c: ranks({m: r["by_category"][c] for m, r in rows.items() if c in r["by_category"]})
-                 for c in cats}
+    bench, weights = benchmark_weights(cats)
+    grouped = {m: r["groups"] for m, r in rows.items()}
+    if rows and all(set(g) == {"visual", "textual"} for g in grouped.values()) and all(weights.values()):
+        for m, extra in gc_rank(grouped, weights).items():
+            rows[m].update(extra)
     out: dict[str, Any] = {"generator": generator, "encoder": encoder, "T": T, "metric": key,
+                           "score": "mean of category means", "gc_rank_weights": {"benchmark": bench, **weights},
                            "models": dict(sorted(rows.items(), key=lambda kv: kv[1]["rank"] or 1e9)),
-                           "category_ranks": cat_ranks}
+                           "category_ranks": {c: ranks({m: r["by_category"][c] for m, r in rows.items()
+                                                        if c in r["by_category"]}) for c in cats}}
+    out["fid_ranking"] = _fid_agreement(rows, key, f"GC_FID@{T}")
     if external_csv:
-        out["correlations"] = external_correlations(rows, key, external_csv)
+        out["correlations"] = external_correlations(rows, [("GC@1", "GC@1"), (key, key),
+                                                           (f"s@{T}", f"s@{T}_unweighted")], external_csv)
     return out
 
 
-def external_correlations(rows: dict[str, dict[str, Any]], key: str, csv_path: str | Path) -> dict[str, Any]:
-    """Pearson/Spearman/Kendall of GC@T against each external benchmark (CSV: model, benchmark, score)."""
+def _fid_agreement(rows: dict[str, dict[str, Any]], key: str, fid_key: str) -> dict[str, Any]:
+    """Ranking by GC_FID@T (lower is better) beside the cosine ranking, and whether they agree (v2 claims so)."""
+    models = [m for m, r in rows.items() if r[key] is not None and r[fid_key] is not None]
+    if len(models) < 2:
+        return {"note": f"needs at least two runs with {fid_key}"}
+    fid_ranks = ranks({m: rows[m][fid_key] for m in models}, higher_is_better=False)
+    cos_ranks = ranks({m: rows[m][key] for m in models})
+    from scipy.stats import kendalltau
+
+    tau = kendalltau([cos_ranks[m] for m in models], [fid_ranks[m] for m in models])[0]
+    return {"ranks": fid_ranks, "cosine_ranks": cos_ranks, "same_order": fid_ranks == cos_ranks,
+            "kendall_tau": None if np.isnan(tau) else float(tau)}
+
+
+def external_correlations(rows: dict[str, dict[str, Any]], metrics: list[tuple[str, str]],
+                          csv_path: str | Path) -> dict[str, Any]:
+    """Pearson/Spearman/Kendall (with p-values) of each of our metrics against each external benchmark
+    (CSV: model, benchmark, score); v2 Table 3 uses GC@1, GC@T and the unweighted s(T)."""
     table: dict[str, dict[str, float]] = {}
     with open(csv_path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         missing = {"model", "benchmark", "score"} - set(reader.fieldnames or [])
         if missing:
             raise ValueError(f"{csv_path}: missing column(s) {sorted(missing)}; expected model, benchmark, score")
-        for row in reader:
-            table.setdefault(row["benchmark"], {})[row["model"]] = float(row["score"])
-    out = {}
+        for n, row in enumerate(reader, 2):
+            try:
+                table.setdefault(row["benchmark"], {})[row["model"]] = float(row["score"])
+            except (TypeError, ValueError):
+                raise ValueError(f"{csv_path}:{n}: score {row['score']!r} is not a number") from None
+    out: dict[str, Any] = {}
     for bench, scores in sorted(table.items()):
-        models = [m for m in rows if m in scores and rows[m][key] is not None]
-        out[bench] = correlations([rows[m][key] for m in models], [scores[m] for m in models])
-        out[bench]["models"] = models
+        out[bench] = {}
+        for label, field in metrics:
+            models = [m for m in rows if m in scores and rows[m][field] is not None]
+            out[bench][label] = correlations([rows[m][field] for m in models], [scores[m] for m in models])
+            out[bench][label]["models"] = models
     return out

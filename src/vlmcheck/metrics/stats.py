@@ -31,6 +31,41 @@ def bootstrap_ci(values, statistic: Callable[[np.ndarray], float] = np.mean, n_b
     return (float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha)))
 
 
+def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95,
+                        seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of stratum means (see :func:`mean_of_means`).
+
+    Each resample draws with replacement *within* every stratum, so each
+    stratum keeps its size and weight, as the statistic does.
+    """
+    x = np.asarray(values, dtype=float)
+    keys = list(strata)
+    if x.size == 0:
+        return (float("nan"), float("nan"))
+    groups = [x[[i for i, k in enumerate(keys) if k == key]] for key in dict.fromkeys(keys)]
+    if all(g.size == 1 for g in groups):
+        v = float(np.mean([g[0] for g in groups]))
+        return (v, v)
+    rng = np.random.default_rng(seed)
+    means = np.stack([g[rng.integers(0, g.size, size=(n_boot, g.size))].mean(axis=1) for g in groups], axis=1)
+    stats = means.mean(axis=1)
+    alpha = (1 - level) / 2
+    return (float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha)))
+
+
+def mean_of_means(values, strata) -> float:
+    """Mean over strata of the within-stratum mean: every stratum weighs the same, whatever its size.
+
+    GenCeption's overall MMECeption score is this over categories (v1 section 3.1,
+    v2 Tables 2 and 4 "Overall Mean"), not the mean over images.
+    """
+    x = np.asarray(values, dtype=float)
+    keys = list(strata)
+    if x.size == 0 or x.size != len(keys):
+        raise ValueError("mean_of_means needs one stratum per value")
+    return float(np.mean([x[[i for i, k in enumerate(keys) if k == key]].mean() for key in dict.fromkeys(keys)]))
+
+
 def gc_at(similarities, t: int | None = None) -> float:
     """GenCeption's GC@T (eq. 3): sum_t t*s(t) / sum_t t over t = 1..T.
 
@@ -76,23 +111,30 @@ def frechet_distance(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def correlations(x, y) -> dict[str, float]:
-    """Pearson, Spearman and Kendall correlation of two paired sequences."""
+    """Pearson, Spearman and Kendall correlation of two paired sequences, each with its two-sided p-value."""
     from scipy import stats
 
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.size < 3:
-        return {"pearson": float("nan"), "spearman": float("nan"), "kendall": float("nan"), "n": int(x.size)}
-    return {"pearson": float(stats.pearsonr(x, y)[0]), "spearman": float(stats.spearmanr(x, y)[0]),
-            "kendall": float(stats.kendalltau(x, y)[0]), "n": int(x.size)}
+    nan = float("nan")
+    out: dict[str, float] = {"n": int(x.size)}
+    for name in ("pearson", "spearman", "kendall"):
+        out[name], out[f"{name}_p"] = nan, nan
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:  # undefined for fewer than 3 points or a constant
+        return out
+    for name, fn in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr), ("kendall", stats.kendalltau)):
+        res = fn(x, y)
+        out[name], out[f"{name}_p"] = float(res[0]), float(res[1])
+    return out
 
 
 def ranks(scores: dict[str, float], higher_is_better: bool = True) -> dict[str, float]:
-    """Rank 1 = best; ties share the mean rank."""
+    """Rank 1 = best; tied entries share the best rank of their group (1, 2, 2, 4), as the
+    GenCeption tables print them ("5, 5, 7")."""
     from scipy.stats import rankdata
 
     names = list(scores)
     vals = np.array([scores[n] for n in names], dtype=float)
-    r = rankdata(-vals if higher_is_better else vals, method="average")
+    r = rankdata(-vals if higher_is_better else vals, method="min")
     return {n: float(v) for n, v in zip(names, r)}
 
 

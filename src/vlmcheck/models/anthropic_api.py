@@ -38,7 +38,8 @@ class AnthropicChat:
         self.concurrency_key = f"anthropic@{spec.base_url or 'api.anthropic.com'}"
         self.max_concurrency = spec.get_int("concurrency", 0) or None
         self.send_sampling = spec.get_bool("send_temperature", False)
-        self.capabilities = Capabilities(multi_image=True)
+        # the Messages API continues a trailing assistant turn (a pre-filled answer start)
+        self.capabilities = Capabilities(multi_image=True, prefill=True)
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         import anthropic

@@ -76,7 +76,7 @@ class HFVLM:
         self._torch = torch
         self._packing = _vision.packing_of(self.model)
         self.capabilities = Capabilities(multi_image=True, loglikelihood=True,
-                                         vision_embedding=self._packing is not None, seeded=True)
+                                         vision_embedding=self._packing is not None, seeded=True, prefill=True)
         self.concurrency_key = f"hf:{spec.name}"
         self.max_concurrency = None
         self._batcher = Batcher(self._generate_batch, spec.get_int("batch_size", 8))
@@ -86,7 +86,10 @@ class HFVLM:
         texts, images = [], []
         for messages in conversations:
             conv, imgs = to_hf(messages)
-            texts.append(self.processor.apply_chat_template(conv, add_generation_prompt=True, tokenize=False))
+            # a trailing assistant turn is a pre-filled answer start: continue it rather than open a new turn
+            prefilled = bool(messages) and messages[-1].role == "assistant"
+            texts.append(self.processor.apply_chat_template(conv, add_generation_prompt=not prefilled,
+                                                            continue_final_message=prefilled, tokenize=False))
             images.extend(imgs)
         kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
         if images:

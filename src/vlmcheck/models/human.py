@@ -3,8 +3,10 @@
 PATH is a CSV (columns ``image``, ``text``) or JSONL (keys ``image``,
 ``text``) file; image paths are relative to the file.  Images are matched by
 pixel hash, so the run's dataset may live anywhere.  A human describes only
-the seed images: for any other image (e.g. X_1 at t = 2) the answer is a
-refusal, so use ``-T 1`` (the paper compares GC@1).
+the seed images: any other image (e.g. X_1 at t = 2, or a seed image the
+humans were not given) is an error for that chain, not a refusal, so use
+``-T 1`` (the paper compares GC@1) and ``--per-category K`` with the seed the
+humans' images were drawn with (v2 section 3: 5 per category).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import csv
 import json
 from pathlib import Path
 
+from ..core.errors import ModelCallError
 from ..core.images import image_hash, load_image
 from ..core.messages import Message
 from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
@@ -51,8 +54,9 @@ class HumanDescriptions:
         images = [im for m in messages for im in m.images]
         text = self.by_hash.get(images[-1].sha256) if images else None
         if text is None:
-            return Generation(text="", finish_reason="refusal",
-                              refusal="no human description for this image")
+            raise ModelCallError("unsupported", "no human description for this image (humans describe only the "
+                                                "seed images they were given: use -T 1 and the same --per-category "
+                                                "draw)")
         return Generation(text=text, finish_reason="stop", usage=Usage(output_tokens=len(text.split())))
 
 

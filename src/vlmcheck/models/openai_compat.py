@@ -12,7 +12,9 @@ Parameters: ``key_env`` (name of the variable holding the key; default
 ``max_tokens_param`` (``max_tokens`` or ``max_completion_tokens``),
 ``multi_image`` (0 if the served model takes one image per request),
 ``clients`` (SDK clients used round-robin, default 1), ``http`` (the SDK's transport:
-``aiohttp``, the default when ``openai[aiohttp]`` is installed, or ``httpx``).
+``aiohttp``, the default when ``openai[aiohttp]`` is installed, or ``httpx``),
+``prefill`` (1 for servers that continue a trailing assistant message, such as vLLM
+and SGLang with ``continue_final_message``: pre-filled answer starts, as CAST uses).
 
 The SDK's own retries are switched off (``max_retries=0``): the vlmcheck
 scheduler retries with backoff, honours Retry-After and counts attempts.
@@ -92,7 +94,8 @@ class OpenAIChat:
         # vLLM does (prompt_logprobs + continue_final_message).  Declared only when the spec asks for it.
         self._ppl = spec.get_bool("prompt_logprobs", False)
         self.capabilities = Capabilities(multi_image=spec.get_bool("multi_image", True), logprobs=self._logprobs,
-                                         loglikelihood=self._ppl, seeded=False)
+                                         loglikelihood=self._ppl, seeded=False,
+                                         prefill=spec.get_bool("prefill", False))
 
     async def _post_chat(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST /chat/completions through the SDK; the body comes back as plain JSON.
@@ -124,6 +127,9 @@ class OpenAIChat:
             kwargs["seed"] = config.seed
         if config.stop:
             kwargs["stop"] = config.stop
+        if messages and messages[-1].role == "assistant" and self.capabilities.prefill:
+            # vLLM / SGLang: continue the pre-filled assistant turn instead of opening a new one
+            kwargs.update(continue_final_message=True, add_generation_prompt=False)
         want_logprobs = config.logprobs and self._logprobs
         if want_logprobs:
             kwargs["logprobs"] = True

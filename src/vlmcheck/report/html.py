@@ -95,7 +95,8 @@ def _genception(run: dict[str, Any], thumbs: _Thumbs) -> dict[str, Any]:
         rows.append({"id": s["sample_id"], "status": s["status"], "failed": s["status"] != "done" or
                      not r.get("complete", False), "category": r.get("category"),
                      "score": r.get("gc", {}).get(f"GC@{T}"), "strip": strip,
-                     "error": (s.get("error") or {}).get("message") or (r.get("stopped") or {}).get("reason")})
+                     "error": (s.get("error") or {}).get("message") or (r.get("stopped") or {}).get("reason")
+                     or (f"refused at t={r['refused_at']} (scored s = -1 from there)" if r.get("refused_at") else None)})
     return {"T": T, "rows": rows}
 
 
@@ -117,7 +118,7 @@ def _s_curve(runs: list[dict[str, Any]]) -> str | None:
 
 def _cast_heatmaps(run: dict[str, Any]) -> list[dict[str, str]]:
     plt = _plt()
-    top = run["results"]["metrics"].get("topk", {}).get("top5") or next(iter(run["results"]["metrics"].get(
+    top = run["results"]["metrics"].get("topk", {}).get("top3") or next(iter(run["results"]["metrics"].get(
         "topk", {}).values()), None)
     if not top:
         return []
@@ -216,14 +217,14 @@ def _headline(run: dict[str, Any]) -> tuple[str, float | None]:
     task = run["task"]
     if task == "genception":
         k = f"GC@{m.get('T')}"
-        return k, (m.get(k) or {}).get("mean")
+        return k, (m.get(k) or {}).get("score")
     if task == "vhexpansion":
         return "symmetric accuracy", (m.get("variants", {}).get("original") or {}).get("symmetric_accuracy")
     if task == "cast":
-        top = m.get("topk", {}).get("top5", {}).get("mean")
+        top = m.get("topk", {}).get("top3", {}).get("mean")
         if top:
             vals = [top[g][v]["score"] for g in top for v in top[g] if g != v and top[g][v]["score"] is not None]
-            return "CAST cross-modal consistency", sum(vals) / len(vals) if vals else None
+            return "CAST Top-3 cross-modal consistency", sum(vals) / len(vals) if vals else None
     if task == "chef":
         for k in ("overall", "riam", "mr_weighted"):
             if k in m:

@@ -100,7 +100,9 @@ class FakeOpenAI:
         active = kind is not None and (kind in ("400", "401echo") or attempt <= times)
         if self.log:
             self.log.write(json.dumps({"digest": digest, "attempt": attempt, "fault": kind if active else None,
-                                       "path": path, "t": time.time()}) + "\n")
+                                       "path": path, "t": time.time(),
+                                       "continue_final_message": req.get("continue_final_message"),
+                                       "last_role": (req.get("messages") or [{}])[-1].get("role")}) + "\n")
         if self.latency:
             await asyncio.sleep(self.latency)
         if active:

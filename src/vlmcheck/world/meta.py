@@ -45,7 +45,7 @@ def meta_evaluate(out: str | Path, n: int = 50, levels=DEFAULT_LEVELS, seed: int
         task = GenCeptionTask(GenCeptionSpec(vlm=spec, generator="ref:renderer", encoder="ref:effnet",
                                              data=str(world), T=T, seed=seed))
         res = run_task(task, out / f"genception-level{lv}", RunOptions(overwrite=True, progress=progress))
-        row = {f"GC@{T}": res.results["metrics"][f"GC@{T}"]["mean"]}
+        row = {f"GC@{T}": res.results["metrics"][f"GC@{T}"]["score"]}
         vhx = VHExpansionTask(VHXSpec(vlm=spec, cases=str(world), perturb=[], seed=seed))
         orig = run_task(vhx, out / f"vhexpansion-level{lv}", RunOptions(overwrite=True, progress=progress)
                         ).results["metrics"]["variants"]["original"]
