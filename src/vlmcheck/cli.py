@@ -16,6 +16,7 @@ from rich.table import Table
 from . import __version__
 from .core.secrets import install_log_redaction, register_secret
 from .core.spec import ModelSpec, SpecError, load_model, providers
+from .core.files import write_text_atomic
 from .run.runner import RunFolderExists, RunOptions, retry_failed, run_task
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -202,7 +203,7 @@ def genception(
         folders.append(folder)
     if len(folders) > 1 or external:
         board = leaderboard(folders, external)
-        (out / "leaderboard.json").write_text(json.dumps(board, indent=2))
+        write_text_atomic(out / "leaderboard.json", json.dumps(board, indent=2))
         _print_board(board)
         console.print(f"Leaderboard: {out / 'leaderboard.json'}")
 
@@ -245,7 +246,7 @@ def compare(runs: list[Path] = typer.Argument(..., help="GenCeption run folders"
 
     with _user_errors(FileNotFoundError):
         board = leaderboard(runs, external)
-    output.write_text(json.dumps(board, indent=2))
+    write_text_atomic(output, json.dumps(board, indent=2))
     _print_board(board)
     console.print(f"Leaderboard: {output}")
 
@@ -386,7 +387,7 @@ def vhx_pope(annotations: Path = typer.Option(..., "--annotations", help="COCO i
 
     with _user_errors(KeyError):
         cases = build_pope(load_annotations(annotations), split, n_images=n_images, seed=seed)
-    out.write_text("".join(json.dumps(c) + "\n" for c in cases))
+    write_text_atomic(out, "".join(json.dumps(c) + "\n" for c in cases))
     console.print(f"[green]wrote[/green] {len(cases)} cases ({split}) to {out}")
 
 
@@ -426,8 +427,8 @@ def cast_pairs(
                                  text_emb=sentence_embeddings([i["description"] for i in items]))
     for p in pairs:
         p["encoder"] = enc.model_id
-    out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs))
-    out.with_suffix(".report.json").write_text(json.dumps(report, indent=2))
+    write_text_atomic(out, "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs))
+    write_text_atomic(out.with_suffix(".report.json"), json.dumps(report, indent=2))
     console.print(f"[green]wrote[/green] {len(pairs)} pairs to {out}; per bin: "
                   + ", ".join(f"{b}: {v['sampled']}/{v['candidates']}" for b, v in report["bins"].items()))
 
@@ -549,8 +550,9 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
     console.rule("[bold]1. describe: scikit-image photos with ref:photo (EfficientNet-Lite0)")
     _execute(DescribeTask(DescribeSpec(vlm="ref:photo", data=str(manifest))), out / "describe",
              RunOptions(overwrite=True, progress=progress))
-    for rec in (out / "describe" / "samples.jsonl").read_text().splitlines():
-        r = json.loads(rec)
+    from .core.files import read_jsonl
+
+    for r in read_jsonl(out / "describe" / "samples.jsonl"):
         if r["status"] == "done":
             console.print(f"  {r['sample_id']:<11} recall={r['result'].get('keyword_recall', 0):.2f}  "
                           f"{r['result']['answer']}")
@@ -570,7 +572,7 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
         _print_gc(spec, res["metrics"])
         folders.append(out / "genception" / f"level-{lv}")
     board = leaderboard(folders)
-    (out / "genception" / "leaderboard.json").write_text(json.dumps(board, indent=2))
+    write_text_atomic(out / "genception" / "leaderboard.json", json.dumps(board, indent=2))
     _print_board(board)
     # 3. CAST on world scene pairs that share objects
     from .methods.cast import CastSpec, CastTask
@@ -589,7 +591,7 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
 
     console.rule("[bold]4. ChEF: calibration, robustness and hallucination (POPE) recipes on the world")
     pope = build_pope(load_annotations(world / "objects.jsonl"), "adversarial", n_images=n, per_image=2)
-    (world / "pope-adversarial.jsonl").write_text("".join(json.dumps(c) + "\n" for c in pope))
+    write_text_atomic(world / "pope-adversarial.jsonl", "".join(json.dumps(c) + "\n" for c in pope))
     for lv in (DEMO_LEVELS[0], DEMO_LEVELS[2]):
         spec = f"ref:describer?level={lv}"
         for name in ("calibration", "robustness", "hallucination"):

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .files import jsonl_lines
 from .images import iter_image_files
 
 
@@ -62,9 +63,7 @@ def load_image_dataset(source: str | Path) -> list[ImageItem]:
 def _load_jsonl(path: Path) -> list[ImageItem]:
     items: list[ImageItem] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for lineno, line in jsonl_lines(path.read_text(encoding="utf-8")):
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:

@@ -37,6 +37,7 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel
 
+from ..core.files import jsonl_lines, read_jsonl
 from ..core.images import load_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
@@ -280,7 +281,7 @@ def cast_scores(results: list[dict[str, Any]], k_values=(1, 3, 5), seed: int = 0
 
 def load_pairs(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_jsonl(path)
     for i, r in enumerate(rows):
         for side in ("a", "b"):
             s = r.get(side) or {}
@@ -360,9 +361,7 @@ def corpus_from(source: str | Path) -> list[dict[str, Any]]:
     src = Path(source)
     manifest = src / "manifest.jsonl" if src.is_dir() else src
     rows = []
-    for n, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, line in jsonl_lines(manifest.read_text(encoding="utf-8")):
         r = json.loads(line)
         if "image" not in r or "description" not in r:
             raise ValueError(f"{manifest}:{n}: needs image and description")

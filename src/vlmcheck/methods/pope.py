@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.files import jsonl_lines
+
 TEMPLATE = "Is there {article} {obj} in the image?"
 SPLITS = ("random", "popular", "adversarial")
 
@@ -49,8 +51,8 @@ def load_annotations(path: str | Path) -> list[dict[str, Any]]:
                 objs[ann["image_id"]].append(name)
         return [{"image": files[i], "objects": o} for i, o in objs.items() if o]
     rows = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
+    for n, line in jsonl_lines(path.read_text(encoding="utf-8")):
+        if line:
             row = json.loads(line)
             if not isinstance(row.get("image"), str) or not isinstance(row.get("objects"), list):
                 raise ValueError(f"{path}:{n}: needs 'image' and a list 'objects'")

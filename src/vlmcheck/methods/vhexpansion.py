@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
+from ..core.files import jsonl_lines, read_jsonl, write_text_atomic
 from ..core.images import image_hash, load_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig, require
@@ -81,8 +82,7 @@ def load_cases(source: str | Path) -> list[Case]:
     src = Path(source)
     if src.is_dir() and (src / "manifest.jsonl").is_file():
         out = []
-        for line in (src / "manifest.jsonl").read_text().splitlines():
-            row = json.loads(line)
+        for row in read_jsonl(src / "manifest.jsonl"):
             for k, q in enumerate(x for x in row["questions"] if x["type"] == "yesno"):
                 out.append(Case(id=f"{row['id']}-q{k}", image=str(src / row["image"]), question=q["question"],
                                 answer=q["answer"], meta={"category": row.get("category"), "kind": q["kind"]}))
@@ -104,9 +104,7 @@ def load_cases(source: str | Path) -> list[Case]:
                             answer=_yesno(ans)))
         return out
     out = []
-    for n, line in enumerate(src.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, line in jsonl_lines(src.read_text(encoding="utf-8")):
         row = json.loads(line)
         img = row.get("image")
         if not isinstance(img, str) or "question" not in row or "answer" not in row:
@@ -298,8 +296,7 @@ def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
     run_folder, out = Path(run_folder), Path(out)
     (out / "images").mkdir(parents=True, exist_ok=True)
     rows, negs = [], []
-    for line in (run_folder / "samples.jsonl").read_text().splitlines():
-        rec = json.loads(line)
+    for rec in read_jsonl(run_folder / "samples.jsonl"):
         if rec["status"] != "done":
             continue
         r, sid = rec["result"], rec["sample_id"]
@@ -322,7 +319,7 @@ def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
                 rows.append({"image": f"images/{dest.name}", "question": q, "answer": a,
                              "provenance": {**prov, "question": how}})
     manifest = out / "expanded.jsonl"
-    manifest.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in rows))
+    write_text_atomic(manifest, "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in rows))
     with (out / "negations.csv").open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["case", "original", "negated", "check_ok", "problems", "human_ok"])

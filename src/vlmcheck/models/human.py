@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from ..core.errors import ModelCallError
+from ..core.files import read_jsonl
 from ..core.images import image_hash, load_image
 from ..core.messages import Message
 from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
@@ -41,7 +42,7 @@ class HumanDescriptions:
     @staticmethod
     def _read(path: Path) -> list[dict[str, str]]:
         if path.suffix.lower() in (".jsonl", ".ndjson"):
-            rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            rows = read_jsonl(path)
         else:
             with path.open(newline="", encoding="utf-8") as fh:
                 rows = list(csv.DictReader(fh))

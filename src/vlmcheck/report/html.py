@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..core.files import read_jsonl, write_text_atomic
 from jinja2 import Environment, PackageLoader, select_autoescape
 from PIL import Image
 
@@ -26,8 +27,7 @@ THUMB = 96
 
 def _load_run(folder: Path) -> dict[str, Any]:
     res = json.loads((folder / "results.json").read_text())
-    samples = [json.loads(x) for x in (folder / "samples.jsonl").read_text().splitlines() if x.strip()] \
-        if (folder / "samples.jsonl").exists() else []
+    samples = read_jsonl(folder / "samples.jsonl") if (folder / "samples.jsonl").exists() else []
     return {"folder": folder, "results": res, "samples": samples, "task": res.get("task")}
 
 
@@ -339,7 +339,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
     page = env.get_template("report.html").render(title=title, views=views, board=board, curve=curve,
                                                   summary=summary, gallery=gallery, vhx_compare=vhx_compare)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page, encoding="utf-8")
+    write_text_atomic(out, page)
     return out
 
 

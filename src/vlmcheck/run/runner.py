@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,6 +29,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from .. import __version__
+from ..core.files import write_text_atomic
 from ..core.images import BadImageError
 from ..core.secrets import redact_obj
 from ..core.spec import ModelSpec, SpecError
@@ -83,10 +85,59 @@ class RunOptions(BaseModel):
     progress: bool = True
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     report: bool = True  # write report.html into the run folder at the end
+    clear_failed: bool = False  # forget failed samples first, so they run again (retry-failed)
 
 
 class RunFolderExists(RuntimeError):
     pass
+
+
+class RunFolderInUse(RunFolderExists):
+    """Another live process holds the run folder's lock."""
+
+
+LOCK_NAME = ".vlmcheck.lock"
+
+
+@contextmanager
+def folder_lock(folder: Path):
+    """Hold an exclusive lock on the run folder for the life of this process's run.
+
+    ``flock`` on a file in the folder: the kernel releases it when the process
+    dies (kill -9 included), so a stale lock never blocks a resume.  A second
+    process gets :class:`RunFolderInUse` naming the holder's PID.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; runs are not guarded there
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            raise RunFolderInUse(f"run folder in use by PID {holder}: {folder}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _empty_folder(folder: Path, keep: str) -> None:
+    """Remove everything in ``folder`` but ``keep`` (the lock file we hold)."""
+    import shutil
+
+    for child in folder.iterdir():
+        if child.name == keep:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 def git_commit() -> str | None:
@@ -114,9 +165,7 @@ class RunResult:
 
 
 def _write_json_atomic(path: Path, obj: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(redact_obj(obj), indent=2, ensure_ascii=False, sort_keys=False) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(redact_obj(obj), indent=2, ensure_ascii=False, sort_keys=False) + "\n")
 
 
 def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: Session | None = None
@@ -125,11 +174,9 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
     order = {s.id: i for i, s in enumerate(samples)}
     records = [r for r in store.iter_samples(task.name) if r["sample_id"] in order]
     records.sort(key=lambda r: order[r["sample_id"]])
-    tmp = store.folder / "samples.jsonl.tmp"
-    with tmp.open("w", encoding="utf-8") as fh:
-        for rec in records:
-            fh.write(json.dumps(redact_obj(rec), ensure_ascii=False, sort_keys=True) + "\n")
-    os.replace(tmp, store.folder / "samples.jsonl")
+    write_text_atomic(store.folder / "samples.jsonl",
+                      "".join(json.dumps(redact_obj(rec), ensure_ascii=False, sort_keys=True) + "\n"
+                              for rec in records))
     done = [r for r in records if r["status"] == "done"]
     failed = [r for r in records if r["status"] == "error"]
     errors_by_type: dict[str, int] = {}
@@ -197,12 +244,17 @@ def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str
 async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
     options = options or RunOptions()
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise RunFolderExists(f"{folder} is a file, not a run folder")
+    with folder_lock(folder):
+        return await _run_locked(task, folder, options)
+
+
+async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResult:
     if (folder / DB_NAME).exists() and not (options.resume or options.overwrite):
         raise RunFolderExists(f"{folder} already holds a run; pass --resume to continue it or --overwrite")
     if options.overwrite and (folder / DB_NAME).exists():
-        import shutil
-
-        shutil.rmtree(folder)
+        _empty_folder(folder, keep=LOCK_NAME)
     samples = task.samples()
     samples = [Sample(s.id, s.payload, i) for i, s in enumerate(samples)]
     if options.limit is not None:
@@ -215,6 +267,8 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
             raise RunFolderExists(
                 f"{folder} holds a run with a different task spec; use a new folder or --overwrite")
         store.set_meta("spec", spec)
+        if options.clear_failed:
+            store.clear_failed(task.name)
         session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed))
         status = store.sample_status(task.name)
         todo = [s for s in samples if s.id not in status]
@@ -300,8 +354,6 @@ def run_task(task: Task, folder: str | os.PathLike, options: RunOptions | None =
 
 def retry_failed(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
     """Forget the failed samples of ``folder`` and run them again (completed ones stay)."""
-    options = (options or RunOptions()).model_copy(update={"resume": True, "overwrite": False})
-    with RunStore(folder) as store:
-        store.clear_failed(task.name)
+    options = (options or RunOptions()).model_copy(update={"resume": True, "overwrite": False, "clear_failed": True})
     return run_task(task, folder, options)
 

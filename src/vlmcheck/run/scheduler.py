@@ -27,13 +27,14 @@ class RetryPolicy(BaseModel):
     max_attempts: int = 6
     base_delay: float = 0.5
     max_delay: float = 30.0
-    malformed_attempts: int = 3  # malformed answers are retried, but only a few times
+    malformed_attempts: int = 3  # malformed answers are retried, but only a few times (counted on their own)
     call_timeout: float | None = 600.0  # seconds; a hung call becomes a 'timeout' error
+    max_retry_after: float = 120.0  # a server's Retry-After is honoured up to this many seconds
 
     def delay(self, attempt: int, rng: random.Random, retry_after: float | None) -> float:
         backoff = rng.uniform(0, min(self.max_delay, self.base_delay * (2 ** (attempt - 1))))
         if retry_after is not None:
-            return max(retry_after, backoff)
+            return max(min(retry_after, self.max_retry_after), backoff)
         return backoff
 
 
@@ -83,7 +84,7 @@ class Scheduler:
     async def call(self, key: str, fn: Callable[[], Awaitable[T]], *, limit: int | None = None) -> tuple[T, int]:
         """Run ``fn`` with retries; return (result, attempts) or raise :class:`CallFailed`."""
         sem = self._semaphore(key, limit)
-        attempt = 0
+        attempt = malformed = 0
         while True:
             attempt += 1
             try:
@@ -97,8 +98,9 @@ class Scheduler:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below
                 err = classify_exception(exc)
-                limit_attempts = self.retry.malformed_attempts if err.kind == "malformed" else self.retry.max_attempts
-                if not err.retryable or attempt >= limit_attempts:
+                malformed += err.kind == "malformed"
+                if (not err.retryable or attempt >= self.retry.max_attempts
+                        or malformed >= self.retry.malformed_attempts):
                     raise CallFailed(err, attempt) from exc
                 self.retries += 1
                 await self._sleep(self.retry.delay(attempt, self._rng, err.retry_after))

@@ -11,7 +11,9 @@ Tables
 ``artifacts`` images written content-addressed under ``artifacts/``.
 ``meta``     the run spec and other run-level facts.
 
-Every write commits immediately (autocommit), so a process killed with
+Writes are first-writer-wins: a stored answer or finished sample is never
+replaced, and an error never overwrites an answer (several workers may share
+a cache).  Every write commits immediately (autocommit), so a process killed with
 SIGKILL loses at most the call that was in flight.  WAL with
 ``synchronous=NORMAL`` is durable against process crashes (not power loss).
 Everything stored is JSON text - no pickle - and passes through
@@ -135,18 +137,27 @@ class RunStore:
         output_tokens: int = 0,
         duration_s: float | None = None,
     ) -> None:
+        # First writer wins: a stored answer is never replaced (an earlier error record is).
         self._exec(
-            "INSERT OR REPLACE INTO calls(key, role, model, request, status, response, attempts, "
-            "input_tokens, output_tokens, duration_s, created_at) VALUES (?, ?, ?, ?, 'ok', ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO calls(key, role, model, request, status, response, attempts, "
+            "input_tokens, output_tokens, duration_s, created_at) VALUES (?, ?, ?, ?, 'ok', ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET status = 'ok', response = excluded.response, "
+            "attempts = excluded.attempts, input_tokens = excluded.input_tokens, "
+            "output_tokens = excluded.output_tokens, duration_s = excluded.duration_s, error_type = NULL, "
+            "error_message = NULL, created_at = excluded.created_at WHERE calls.status = 'error'",
             (key, role, model, _dumps(request), _dumps(response), attempts, input_tokens, output_tokens,
              duration_s, time.time()),
         )
 
     def put_call_error(self, key: str, *, role: str, model: str, request: Any, error_type: str,
                        message: str, attempts: int) -> None:
+        # An error never overwrites a stored answer; it only updates an earlier error.
         self._exec(
-            "INSERT OR REPLACE INTO calls(key, role, model, request, status, error_type, error_message, "
-            "attempts, created_at) VALUES (?, ?, ?, ?, 'error', ?, ?, ?, ?) ",
+            "INSERT INTO calls(key, role, model, request, status, error_type, error_message, "
+            "attempts, created_at) VALUES (?, ?, ?, ?, 'error', ?, ?, ?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET error_type = excluded.error_type, "
+            "error_message = excluded.error_message, attempts = excluded.attempts, "
+            "created_at = excluded.created_at WHERE calls.status = 'error'",
             (key, role, model, _dumps(request), error_type, redact(message), attempts, time.time()),
         )
 
@@ -170,17 +181,23 @@ class RunStore:
         return dict(rows)
 
     def put_sample(self, task: str, sample_id: str, seq: int, result: Any) -> None:
+        # First writer wins: a finished sample is never replaced (an earlier failure is).
         self._exec(
-            "INSERT OR REPLACE INTO samples(task, sample_id, seq, status, result, updated_at) "
-            "VALUES (?, ?, ?, 'done', ?, ?)",
+            "INSERT INTO samples(task, sample_id, seq, status, result, updated_at) VALUES (?, ?, ?, 'done', ?, ?) "
+            "ON CONFLICT(task, sample_id) DO UPDATE SET status = 'done', result = excluded.result, "
+            "error_type = NULL, error_message = NULL, updated_at = excluded.updated_at "
+            "WHERE samples.status = 'error'",
             (task, sample_id, seq, _dumps(result), time.time()),
         )
 
     def put_sample_error(self, task: str, sample_id: str, seq: int, error_type: str, message: str,
                          partial: Any = None) -> None:
         self._exec(
-            "INSERT OR REPLACE INTO samples(task, sample_id, seq, status, result, error_type, error_message, "
-            "updated_at) VALUES (?, ?, ?, 'error', ?, ?, ?, ?)",
+            "INSERT INTO samples(task, sample_id, seq, status, result, error_type, error_message, "
+            "updated_at) VALUES (?, ?, ?, 'error', ?, ?, ?, ?) "
+            "ON CONFLICT(task, sample_id) DO UPDATE SET result = excluded.result, "
+            "error_type = excluded.error_type, error_message = excluded.error_message, "
+            "updated_at = excluded.updated_at WHERE samples.status = 'error'",
             (task, sample_id, seq, _dumps(partial) if partial is not None else None, error_type,
              redact(message), time.time()),
         )

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau
 
+from ..core.files import write_text_atomic
 from ..run.runner import RunOptions, run_task
 from .make import make_world, make_world_pairs
 
@@ -63,5 +64,5 @@ def meta_evaluate(out: str | Path, n: int = 50, levels=DEFAULT_LEVELS, seed: int
         tau = kendalltau(levels, vals).statistic
         taus[m] = float(-tau)  # higher metric = better model = lower error level
     result = {"n_scenes": n, "levels": list(levels), "table": table, "kendall_tau": taus}
-    (out / "meta.json").write_text(json.dumps(result, indent=2))
+    write_text_atomic(out / "meta.json", json.dumps(result, indent=2))
     return result

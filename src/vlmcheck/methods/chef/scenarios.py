@@ -23,11 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from ...core.files import read_jsonl
+
 LETTERS = "ABCDEFGH"
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    return read_jsonl(path)
 
 
 def _resolve(path: Path, image: str | None) -> str | None:
