@@ -81,10 +81,12 @@ def _norm(cat: str) -> str:
     return "".join(ch for ch in cat.lower() if ch.isalnum())
 
 
+#: Other spellings of MME's category names, with their group.
+MME_ALIASES = {"poster": "visual", "commonsense": "visual", "numerical": "textual", "code": "textual",
+               "texttranslation": "textual"}
 _GROUP = {_norm(c): "visual" for c in MME_VISUAL + WORLD_VISUAL}
 _GROUP.update({_norm(c): "textual" for c in MME_TEXTUAL + WORLD_TEXTUAL})
-_GROUP.update({"poster": "visual", "commonsense": "visual", "numerical": "textual", "code": "textual",
-               "texttranslation": "textual"})
+_GROUP.update(MME_ALIASES)
 
 
 def category_group(category: str | None) -> str | None:
@@ -231,12 +233,12 @@ class GenCeptionTask(SpecTask):
         S = np.array([r["s"][:T] for r in scored], dtype=float)
         cats = [r.get("category") or "(none)" for r in scored]
         seed = self.cfg.seed
+        G = np.array([[gc_at(row, t) for t in range(1, T + 1)] for row in S])  # per chain: GC@1..GC@T
         for t in range(1, T + 1):
-            per = np.array([gc_at(row, t) for row in S])
-            out[f"GC@{t}"] = _score(per, cats, seed)
+            out[f"GC@{t}"] = _score(G[:, t - 1], cats, seed)
         out["s_mean"] = [mean_of_means(S[:, t], cats) for t in range(T)]
         out[f"s@{T}_unweighted"] = _score(S[:, T - 1], cats, seed)
-        out["by_category"] = self._by_category(scored, T)
+        out["by_category"] = self._by_category(G, S, cats)
         out["groups"] = self._groups(out["by_category"], T)
         out["fid"] = self._fid(scored, T)
         for key, val in out["fid"].items():  # also at the top level: GC_FID@1..GC_FID@T
@@ -244,15 +246,17 @@ class GenCeptionTask(SpecTask):
                 out[key] = val
         return out
 
-    def _by_category(self, scored: list[dict[str, Any]], T: int) -> dict[str, Any]:
-        cats: dict[str, list[list[float]]] = {}
-        for r in scored:
-            cats.setdefault(r.get("category") or "(none)", []).append(r["s"][:T])
+    @staticmethod
+    def _by_category(G: np.ndarray, S: np.ndarray, cats: list[str]) -> dict[str, Any]:
+        """Per category: mean GC@1..GC@T (``G``, one row per chain) and mean s(T) (``S``)."""
+        T = S.shape[1]
+        labels = np.array(cats)
         out = {}
-        for c, rows in sorted(cats.items()):
-            entry: dict[str, Any] = {f"GC@{t}": float(np.mean([gc_at(s, t) for s in rows])) for t in range(1, T + 1)}
-            entry[f"s@{T}"] = float(np.mean([s[T - 1] for s in rows]))
-            entry.update(n=len(rows), group=category_group(c))
+        for c in sorted(set(cats)):
+            rows = labels == c
+            entry: dict[str, Any] = {f"GC@{t}": float(G[rows, t - 1].mean()) for t in range(1, T + 1)}
+            entry[f"s@{T}"] = float(S[rows, T - 1].mean())
+            entry.update(n=int(rows.sum()), group=category_group(c))
             out[c] = entry
         return out
 

@@ -21,13 +21,12 @@ from typing import Any
 import numpy as np
 
 from ..metrics.stats import correlations, ranks
-from .genception import MME_TEXTUAL, MME_VISUAL, WORLD_TEXTUAL, WORLD_VISUAL, _norm, category_group
+from .genception import MME_ALIASES, MME_TEXTUAL, MME_VISUAL, WORLD_TEXTUAL, WORLD_VISUAL, _norm, category_group
 
 #: Categories per group of each benchmark: the GC rank weights.
 BENCHMARK_GROUPS = {"MME": {"visual": len(MME_VISUAL), "textual": len(MME_TEXTUAL)},
                     "world": {"visual": len(WORLD_VISUAL), "textual": len(WORLD_TEXTUAL)}}
-_MME = {_norm(c) for c in MME_VISUAL + MME_TEXTUAL} | {"poster", "commonsense", "numerical", "code",
-                                                       "texttranslation"}
+_MME = {_norm(c) for c in MME_VISUAL + MME_TEXTUAL} | set(MME_ALIASES)
 _WORLD = {_norm(c) for c in WORLD_VISUAL + WORLD_TEXTUAL}
 
 

@@ -31,6 +31,15 @@ def bootstrap_ci(values, statistic: Callable[[np.ndarray], float] = np.mean, n_b
     return (float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha)))
 
 
+def _strata(values, strata) -> list[np.ndarray]:
+    """``values`` split by ``strata`` (one key per value), strata in order of first appearance."""
+    x = np.asarray(values, dtype=float)
+    keys = list(strata)
+    if x.size != len(keys):
+        raise ValueError("one stratum per value is needed")
+    return [x[[i for i, k in enumerate(keys) if k == key]] for key in dict.fromkeys(keys)]
+
+
 def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95,
                         seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of stratum means (see :func:`mean_of_means`).
@@ -38,11 +47,9 @@ def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95,
     Each resample draws with replacement *within* every stratum, so each
     stratum keeps its size and weight, as the statistic does.
     """
-    x = np.asarray(values, dtype=float)
-    keys = list(strata)
-    if x.size == 0:
+    groups = _strata(values, strata)
+    if not groups:
         return (float("nan"), float("nan"))
-    groups = [x[[i for i, k in enumerate(keys) if k == key]] for key in dict.fromkeys(keys)]
     if all(g.size == 1 for g in groups):
         v = float(np.mean([g[0] for g in groups]))
         return (v, v)
@@ -59,11 +66,10 @@ def mean_of_means(values, strata) -> float:
     GenCeption's overall MMECeption score is this over categories (v1 section 3.1,
     v2 Tables 2 and 4 "Overall Mean"), not the mean over images.
     """
-    x = np.asarray(values, dtype=float)
-    keys = list(strata)
-    if x.size == 0 or x.size != len(keys):
-        raise ValueError("mean_of_means needs one stratum per value")
-    return float(np.mean([x[[i for i, k in enumerate(keys) if k == key]].mean() for key in dict.fromkeys(keys)]))
+    groups = _strata(values, strata)
+    if not groups:
+        raise ValueError("mean_of_means of no values")
+    return float(np.mean([g.mean() for g in groups]))
 
 
 def gc_at(similarities, t: int | None = None) -> float:
