@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(PY) bench/api_throughput.py
 	$(PY) bench/corruptions.py
 	$(PY) bench/attack.py
+	$(PY) bench/input_memory.py
 
 clean:
 	rm -rf $(VENV) demo-run .pytest_cache

@@ -190,3 +190,103 @@ def test_a_kill_while_writing_the_report_never_leaves_a_partial_file(tmp_path):
         if out.exists():
             text = out.read_text(encoding="utf-8")
             assert text.rstrip().endswith("</html>"), f"partial report after kill {i}"
+
+
+# ----------------------------------------------------------------------------- credentials in URLs
+
+def test_url_credentials_are_used_for_requests_and_never_written(fake_server, tmp_path):
+    import base64
+
+    from vlmcheck.core.secrets import redact
+    from vlmcheck.core.spec import ModelSpec
+
+    user, password = "alice", "pw-Hunter2-s3cret"
+    token, sig = "tok-AbCdEf0123456789", "sig-9876543210zyxw"
+    host = fake_server.base_url.replace("http://", "")
+    spec = f"openai:fake@http://{user}:{password}@{host}?access_token={token}&sig={sig}&temperature_hint=1"
+    parsed = ModelSpec.parse(spec)
+    assert parsed.canonical() == f"openai:fake@{fake_server.base_url}?temperature_hint=1"
+    manifest = _photos(tmp_path)
+    res = run_task(DescribeTask(DescribeSpec(vlm=parsed.canonical(), data=str(manifest)), vlm=_load(parsed)),
+                   tmp_path / "run", RunOptions(progress=False))
+    assert res.results["counts"]["done"] == 3  # works with the default aiohttp transport
+    reqs = fake_server.requests()
+    basic = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+    assert reqs and all(r["authorization"] == basic for r in reqs)
+    assert all(f"access_token={token}" in r["query"] and f"sig={sig}" in r["query"] for r in reqs)
+    for path in (tmp_path / "run").rglob("*"):  # store, results, samples, report
+        if path.is_file():
+            data = path.read_bytes()
+            for secret in (password, token, sig, base64.b64encode(f"{user}:{password}".encode()).decode()):
+                assert secret.encode() not in data, (path, secret)
+    # an echoed part of a credential, of any length from 8 characters, anywhere in a message
+    assert password[3:12] not in redact(f"bad login: {password[3:12]}...")
+    assert token[-10:] not in redact(f"token ...{token[-10:]} rejected")
+
+
+def _load(spec):
+    from vlmcheck.core.spec import load_model
+
+    return load_model(spec, "vlm")
+
+
+def test_a_trickling_body_is_cut_at_the_total_deadline(fake_server, tmp_path):
+    # One byte every 0.1 s: an idle timeout of 2 s never fires; the total deadline of 2 s does.
+    from vlmcheck.core.messages import Message
+    from vlmcheck.core.roles import GenerationConfig
+    from vlmcheck.run.calls import Session
+    from vlmcheck.core.spec import load_model
+
+    model = load_model(f"openai:fake@{fake_server.base_url}?timeout=2", "vlm")
+
+    async def main():
+        with RunStore(tmp_path / "s") as store:
+            session = Session(store, Scheduler(4, RetryPolicy(max_attempts=1)))
+            return await session.vlm(model).generate([Message.user("[fault=trickle] hi")], GenerationConfig())
+
+    t0 = time.monotonic()
+    with pytest.raises(CallFailed, match="total deadline"):
+        asyncio.run(main())
+    assert time.monotonic() - t0 < 4.0
+
+
+def test_retry_after_as_an_http_date():
+    from email.utils import format_datetime
+    from datetime import datetime, timedelta, timezone
+
+    from vlmcheck.core.errors import parse_retry_after
+
+    when = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=30), usegmt=True)
+    assert 25 <= parse_retry_after(when) <= 30
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past: no wait
+    assert RetryPolicy().delay(1, random.Random(0), parse_retry_after("3600")) == 120.0
+
+
+def test_kill9_while_a_resume_writes_results_samples_and_report(tmp_path):
+    # A finished run is resumed (which rewrites samples.jsonl, results.json and report.html) and killed at
+    # random moments: every output is always either the old complete file or the new complete one, and a last
+    # resume writes the same outputs as before.
+    manifest = _photos(tmp_path, n=30)
+    run = tmp_path / "run"
+    cli = [sys.executable, "-m", "vlmcheck.cli"]
+    first = subprocess.run(cli + ["describe", "--vlm", "ref:photo", "--data", str(manifest), "--out", str(run),
+                                  "--no-progress"], capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    before = {n: (run / n).read_text(encoding="utf-8") for n in ("samples.jsonl", "results.json", "report.html")}
+    rng = random.Random(3)
+    for i in range(8):
+        child = subprocess.Popen(cli + ["resume", str(run), "--no-progress"], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.6, 2.6))
+        child.kill()
+        child.wait()
+        rows = read_jsonl(run / "samples.jsonl")
+        assert len(rows) == 30 and all(r["status"] == "done" for r in rows), f"kill {i}"
+        assert json.loads((run / "results.json").read_text())["counts"]["done"] == 30, f"kill {i}"
+        assert (run / "report.html").read_text(encoding="utf-8").rstrip().endswith("</html>"), f"kill {i}"
+    last = subprocess.run(cli + ["resume", str(run), "--no-progress"], capture_output=True, text=True)
+    assert last.returncode == 0, last.stderr
+    assert not [p.name for p in run.iterdir() if p.name.endswith(".tmp")]  # a killed writer's temp files are gone
+    assert (run / "samples.jsonl").read_text(encoding="utf-8") == before["samples.jsonl"]
+    a, b = json.loads((run / "results.json").read_text()), json.loads(before["results.json"])
+    assert a["metrics"] == b["metrics"] and a["counts"] == b["counts"]

@@ -25,8 +25,14 @@ console = Console(stderr=True)
 
 RESUME = typer.Option(False, "--resume", help="Continue the run in OUT, skipping finished samples.")
 OVERWRITE = typer.Option(False, "--overwrite", help="Delete an existing run in OUT first.")
-LIMIT = typer.Option(None, "--limit", help="Only the first N samples.")
-CONCURRENCY = typer.Option(16, "--max-concurrency", help="Samples and model calls in flight at once.")
+LIMIT = typer.Option(None, "--limit", min=1, help="Only the first N samples.")
+CONCURRENCY = typer.Option(16, "--max-concurrency", min=1, max=100_000,
+                           help="Samples and model calls in flight at once.")
+ALLOW_OUTSIDE = typer.Option(False, "--allow-outside",
+                             help="Read dataset images that resolve outside the dataset's folder.")
+MAX_IMAGE_MB = typer.Option(256.0, "--max-image-mb", min=0.001, help="Refuse image files larger than this, unread.")
+PIXEL_BUDGET_MB = typer.Option(2000.0, "--pixel-budget-mb", min=1.0,
+                               help="Decoded image pixels held by samples in flight at once (MB).")
 SEED = typer.Option(0, "--seed", help="Seed for every random choice of the run.")
 API_KEY = typer.Option(None, "--api-key", help="API key for the model (else from the environment). Never stored.",
                        envvar="VLMCHECK_API_KEY", show_envvar=False)
@@ -52,21 +58,46 @@ def _user_errors(*kinds: type[BaseException]):
     try:
         yield
     except (SpecError, ValueError, *kinds) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
+        _fail(_one_line(exc))
 
 
-def _options(resume, overwrite, limit, max_concurrency, seed, progress) -> RunOptions:
+def _say_error(message: str) -> None:
+    """One sentence on one line (never read as rich markup: messages hold '[Errno 2]', '[REDACTED]')."""
+    from rich.markup import escape
+
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def _fail(message: str) -> None:
+    _say_error(message)
+    raise typer.Exit(2)
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one sentence: pydantic's multi-line validation report is folded into one line."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        parts = [f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()[:3]]
+        more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+        return f"invalid {exc.title}: " + "; ".join(parts) + more
+    return " ".join(str(exc).split())
+
+
+def _options(resume, overwrite, limit, max_concurrency, seed, progress, allow_outside=False, max_image_mb=256.0,
+             pixel_budget_mb=2000.0) -> RunOptions:
     return RunOptions(resume=resume, overwrite=overwrite, limit=limit, max_concurrency=max_concurrency, seed=seed,
-                      progress=progress and sys.stderr.isatty())
+                      progress=progress and sys.stderr.isatty(), allow_outside=allow_outside,
+                      max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6))
 
 
 def _execute(task, out: Path, options: RunOptions) -> dict:
+    from .store.db import StoreError
+
     try:
         result = run_task(task, out, options)
-    except RunFolderExists as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
+    except (RunFolderExists, StoreError) as exc:
+        _fail(_one_line(exc))
     counts = result.results["counts"]
     session = result.results.get("session", {})
     console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed; "
@@ -100,6 +131,8 @@ def describe(
     api_key: Optional[str] = API_KEY,
     resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
+    allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
+    pixel_budget_mb: float = PIXEL_BUDGET_MB,
 ) -> None:
     """Ask a VLM one prompt per image; keep every answer (and keyword recall where expected words are given)."""
     from .methods.describe import DescribeSpec, DescribeTask
@@ -109,38 +142,49 @@ def describe(
         spec = _spec_with_key(vlm, api_key)
         task = DescribeTask(DescribeSpec(vlm=spec.canonical(), data=str(data), prompt=prompt, max_tokens=max_tokens),
                             vlm=load_model(spec, "vlm"))
-    _execute(task, out, _options(resume, overwrite, limit, max_concurrency, seed, progress))
+    _execute(task, out, _options(
+        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb))
 
 
 def _task_of(run: Path):
     from .methods import task_from_spec
-    from .store.db import DB_NAME, RunStore
+    from .store.db import RunStore, StoreError
 
-    if not (run / DB_NAME).exists():
-        console.print(f"[red]error:[/red] {run} is not a run folder (no {DB_NAME})")
-        raise typer.Exit(2)
-    with RunStore(run) as store:
-        spec = store.get_meta("spec")
-    return task_from_spec(spec["task"], spec["task_spec"]), spec
+    try:
+        with RunStore(run, existing=True) as store:
+            spec = store.get_meta("spec")
+    except StoreError as exc:
+        _fail(_one_line(exc))
+    with _user_errors(FileNotFoundError):
+        return task_from_spec(spec["task"], spec["task_spec"]), spec
 
 
 @app.command()
 def resume(run: Path = typer.Argument(..., help="Run folder"), max_concurrency: int = CONCURRENCY,
-           progress: bool = PROGRESS) -> None:
+           progress: bool = PROGRESS, allow_outside: bool = ALLOW_OUTSIDE,
+           max_image_mb: float = MAX_IMAGE_MB, pixel_budget_mb: float = PIXEL_BUDGET_MB) -> None:
     """Continue an interrupted run with its recorded spec (API keys from the environment)."""
     _setup_logging()
     task, spec = _task_of(run)
-    _execute(task, run, _options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0), progress))
+    _execute(task, run, _options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0), progress,
+                                 allow_outside, max_image_mb, pixel_budget_mb))
 
 
 @app.command("retry-failed")
 def retry_failed_cmd(run: Path = typer.Argument(..., help="Run folder"), max_concurrency: int = CONCURRENCY,
-                     progress: bool = PROGRESS) -> None:
+                     progress: bool = PROGRESS, allow_outside: bool = ALLOW_OUTSIDE,
+           max_image_mb: float = MAX_IMAGE_MB, pixel_budget_mb: float = PIXEL_BUDGET_MB) -> None:
     """Run again only the samples that failed; finished ones are kept."""
     _setup_logging()
     task, spec = _task_of(run)
-    options = _options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0), progress)
-    result = retry_failed(task, run, options)
+    options = _options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0), progress,
+                       allow_outside, max_image_mb, pixel_budget_mb)
+    from .store.db import StoreError
+
+    try:
+        result = retry_failed(task, run, options)
+    except (RunFolderExists, StoreError) as exc:
+        _fail(_one_line(exc))
     counts = result.results["counts"]
     console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
 
@@ -160,7 +204,7 @@ def world_pairs(out: Path = typer.Argument(..., help="Output folder"), n: int = 
 
 @world_app.command("make")
 def world_make(out: Path = typer.Argument(..., help="Output folder"),
-               n: int = typer.Option(200, "--n", help="Number of scenes"),
+               n: int = typer.Option(200, "--n", min=1, help="Number of scenes"),
                seed: int = typer.Option(0, "--seed"), size: int = typer.Option(384, "--size", help="Pixels")) -> None:
     """Write seeded scenes: images/<category>/*.png, scene graphs, descriptions, questions (manifest.jsonl)."""
     from .world.make import make_world
@@ -184,6 +228,8 @@ def genception(
     api_key: Optional[str] = API_KEY,
     resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
+    allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
+    pixel_budget_mb: float = PIXEL_BUDGET_MB,
 ) -> None:
     """GenCeption: describe, regenerate, repeat T times; GC@1..T, GC_FID@t, categories, leaderboard."""
     from .methods.genception import GenCeptionSpec, GenCeptionTask
@@ -198,7 +244,8 @@ def genception(
                                                  data=str(data), T=T, seed=seed, per_category=per_category),
                                  vlm=load_model(spec, "vlm"))
         folder = out if len(vlm) == 1 else out / _slug(spec.canonical())
-        results = _execute(task, folder, _options(resume, overwrite, limit, max_concurrency, seed, progress))
+        results = _execute(task, folder, _options(
+            resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb))
         _print_gc(spec.canonical(), results["metrics"])
         folders.append(folder)
     if len(folders) > 1 or external:
@@ -279,8 +326,7 @@ def report(runs: list[Path] = typer.Argument(..., help="Run folders"),
 
     missing = [r for r in runs if not (r / "results.json").exists()]
     if missing:
-        console.print(f"[red]error:[/red] not finished run folders (no results.json): {missing}")
-        raise typer.Exit(2)
+        _fail(f"not finished run folders (no results.json): {', '.join(map(str, missing))}")
     console.print(f"[green]wrote[/green] {build_report(runs, output, external, title, gallery_image=gallery)}")
 
 
@@ -300,12 +346,9 @@ def perturb(
     names = sorted(CORRUPTIONS) if corruption == ["all"] else corruption
     unknown = [n for n in names if n not in CORRUPTIONS and n not in PRESETS]
     if unknown:
-        console.print(f"[red]error:[/red] unknown corruption(s) {unknown}; known: "
-                      + ", ".join(sorted(CORRUPTIONS) + sorted(PRESETS)))
-        raise typer.Exit(2)
+        _fail(f"unknown corruption(s) {unknown}; known: " + ", ".join(sorted(CORRUPTIONS) + sorted(PRESETS)))
     if any(not 1 <= s <= 5 for s in severity):
-        console.print("[red]error:[/red] severities are 1..5")
-        raise typer.Exit(2)
+        _fail("severities are 1..5")
     files = [source] if source.is_file() else iter_image_files(source)
     base = source.parent if source.is_file() else source
     written = failed = 0
@@ -347,6 +390,8 @@ def vhx_run(
     api_key: Optional[str] = API_KEY,
     resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
+    allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
+    pixel_budget_mb: float = PIXEL_BUDGET_MB,
 ) -> None:
     """Negation, common and adversarial perturbations; accuracy and symmetric accuracy per variant."""
     from .methods.vhexpansion import VHExpansionTask, VHXSpec
@@ -361,7 +406,8 @@ def vhx_run(
             attack_config=AttackConfig(epsilon=epsilon, steps_clean=steps_clean,
                                        steps_hallucinated=steps_hallucinated, seed=seed), seed=seed),
             vlm=load_model(spec, "vlm"))
-    results = _execute(task, out, _options(resume, overwrite, limit, max_concurrency, seed, progress))
+    results = _execute(task, out, _options(
+        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb))
     _print_vhx(spec.canonical(), results["metrics"])
 
 
@@ -397,7 +443,8 @@ def vhx_export(run: Path = typer.Argument(..., help="A finished vhx run folder")
     """Export the expanded dataset with provenance, and the negations for human review."""
     from .methods.vhexpansion import export_expanded
 
-    manifest = export_expanded(run, out)
+    with _user_errors():
+        manifest = export_expanded(run, out)
     console.print(f"[green]wrote[/green] {manifest} and {out / 'negations.csv'}")
 
 
@@ -425,8 +472,20 @@ def cast_pairs(
     emb = asyncio.run(enc.encode([load_image(i["image"]) for i in items]))
     pairs, report = sample_pairs(items, emb, per_bin=per_bin, min_chars=min_chars, seed=seed,
                                  text_emb=sentence_embeddings([i["description"] for i in items]))
+    import os
+
+    outside = 0
     for p in pairs:
         p["encoder"] = enc.model_id
+        for side in ("a", "b"):  # relative to the pairs file where possible: `cast run` reads only inside its folder
+            rel = os.path.relpath(os.path.realpath(p[side]["image"]), os.path.realpath(out.parent))
+            if rel.startswith(".."):
+                outside += 1
+            else:
+                p[side]["image"] = rel
+    if outside:
+        console.print(f"[yellow]note:[/yellow] {outside} images lie outside {out.parent}; `cast run` reads them "
+                      "only with --allow-outside (or write the pairs file inside the corpus folder)")
     write_text_atomic(out, "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs))
     write_text_atomic(out.with_suffix(".report.json"), json.dumps(report, indent=2))
     console.print(f"[green]wrote[/green] {len(pairs)} pairs to {out}; per bin: "
@@ -443,6 +502,8 @@ def cast_run(
     api_key: Optional[str] = API_KEY,
     resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
+    allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
+    pixel_budget_mb: float = PIXEL_BUDGET_MB,
 ) -> None:
     """Generate similarities in 3 modalities, validate each in 3 modalities x 3 formats, score consistency."""
     from .methods.cast import CastSpec, CastTask
@@ -452,7 +513,8 @@ def cast_run(
         spec = _spec_with_key(vlm, api_key)
         task = CastTask(CastSpec(vlm=spec.canonical(), pairs=str(pairs), two_images=two_images,
                                  image_size=image_size, seed=seed), vlm=load_model(spec, "vlm"))
-    results = _execute(task, out, _options(resume, overwrite, limit, max_concurrency, seed, progress))
+    results = _execute(task, out, _options(
+        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb))
     _print_cast(spec.canonical(), results["metrics"])
 
 
@@ -497,6 +559,8 @@ def chef_run(
     api_key: Optional[str] = API_KEY,
     resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
+    allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
+    pixel_budget_mb: float = PIXEL_BUDGET_MB,
 ) -> None:
     """Run a ChEF recipe; the metric follows its desideratum."""
     from .core.roles import CapabilityError
@@ -514,7 +578,8 @@ def chef_run(
         spec = _spec_with_key(vlm, api_key)
         task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=seed),
                         vlm=load_model(spec, "vlm"))
-    results = _execute(task, out, _options(resume, overwrite, limit, max_concurrency, seed, progress))
+    results = _execute(task, out, _options(
+        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb))
     _print_chef(spec.canonical(), results["metrics"])
 
 
@@ -627,8 +692,26 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
                   "store.sqlite, artifacts/), genception/leaderboard.json")
 
 
-def main() -> None:  # pragma: no cover
-    app()
+def main() -> None:  # pragma: no cover - exercised through subprocesses in tests
+    """The console script: a failure the user can act on ends in one sentence and exit 2, never a traceback."""
+    import errno
+
+    from .store.db import StoreError
+
+    try:
+        app()
+    except StoreError as exc:
+        _say_error(str(exc))
+        sys.exit(2)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)):
+            _say_error(f"no space left to write {exc.filename or 'the outputs'}; free some space and resume the "
+                       "run (finished samples are kept)")
+        elif isinstance(exc, PermissionError):
+            _say_error(f"permission denied: {exc.filename or exc}; fix the permissions or choose another folder")
+        else:
+            raise
+        sys.exit(2)
 
 
 if __name__ == "__main__":  # pragma: no cover

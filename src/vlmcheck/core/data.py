@@ -13,20 +13,22 @@
   to the manifest's folder), optional ``id``, ``category`` and any other fields
   (kept in ``meta``).
 
-Loading a dataset never opens the images: a broken file becomes that sample's
-error when it is used, not a crash at start-up.
+Every item records the folder its image must stay inside (``root``); reads go
+through :func:`vlmcheck.core.inputs.read_image`.  Loading a dataset never opens
+the images: a broken file becomes that sample's error when it is used, not a
+crash at start-up.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .files import jsonl_lines
+from .files import jsonl_objects
 from .images import iter_image_files
+from .inputs import dataset_path
 
 
 class ImageItem(BaseModel):
@@ -34,6 +36,8 @@ class ImageItem(BaseModel):
     path: str
     category: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+    #: The folder the image must stay inside (its manifest's or image folder's); see core/inputs.py.
+    root: str | None = None
 
 
 class DatasetError(ValueError):
@@ -51,7 +55,7 @@ def load_image_dataset(source: str | Path) -> list[ImageItem]:
         for path in iter_image_files(src):
             rel = path.relative_to(src)
             category = rel.parts[0] if len(rel.parts) > 1 else None
-            items.append(ImageItem(id=rel.as_posix(), path=str(path), category=category))
+            items.append(ImageItem(id=rel.as_posix(), path=str(path), category=category, root=str(src)))
         if not items:
             raise DatasetError(f"{src}: no image files found")
         return items
@@ -63,21 +67,20 @@ def load_image_dataset(source: str | Path) -> list[ImageItem]:
 def _load_jsonl(path: Path) -> list[ImageItem]:
     items: list[ImageItem] = []
     seen: set[str] = set()
-    for lineno, line in jsonl_lines(path.read_text(encoding="utf-8")):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from exc
+    for lineno, row in jsonl_objects(path, "manifest"):
         image = row.pop("image", None) or row.pop("path", None)
         if not isinstance(image, str):
             raise DatasetError(f"{path}:{lineno}: missing 'image' (or 'path') field")
-        full = Path(image) if Path(image).is_absolute() else path.parent / image
+        full = dataset_path(path.parent, image)
         item_id = str(row.pop("id", image))
         if item_id in seen:
             raise DatasetError(f"{path}:{lineno}: duplicate id {item_id!r}")
         seen.add(item_id)
         category = row.pop("category", None)
-        items.append(ImageItem(id=item_id, path=str(full), category=category, meta=row))
+        if category is not None and not isinstance(category, (str, int)):
+            raise DatasetError(f"{path}:{lineno}: 'category' must be a string, not a {type(category).__name__}")
+        category = None if category is None else str(category)
+        items.append(ImageItem(id=item_id, path=full, category=category, meta=row, root=str(path.parent)))
     if not items:
         raise DatasetError(f"{path}: manifest is empty")
     return items
@@ -122,7 +125,7 @@ def load_hf_dataset(source: str, cache_dir: str | Path | None = None) -> list[Im
         meta = {k: v for k, v in row.items() if k not in (image_col, cat_col, id_col) and
                 isinstance(v, (str, int, float, bool, list, type(None)))}
         items.append(ImageItem(id=item_id, path=str(path), category=str(row[cat_col]) if cat_col else None,
-                               meta=meta))
+                               meta=meta, root=str(cache)))
     if not items:
         raise DatasetError(f"{name}: split {split!r} is empty")
     return items

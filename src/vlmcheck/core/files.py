@@ -42,3 +42,49 @@ def jsonl_lines(text: str) -> list[tuple[int, str]]:
 def read_jsonl(path: str | os.PathLike) -> list[Any]:
     """Every record of a JSON Lines file (blank lines skipped; see the module docstring)."""
     return [json.loads(line) for _, line in jsonl_lines(Path(path).read_text(encoding="utf-8"))]
+
+
+class InputFileError(ValueError):
+    """A user's input file that cannot be read as what it should be; the message names file and line."""
+
+
+def read_text_input(path: str | os.PathLike, what: str = "file") -> str:
+    """The UTF-8 text of a user's input file, or one sentence saying why not."""
+    path = Path(path)
+    if not path.exists():
+        raise InputFileError(f"{path}: no such {what}")
+    if path.is_dir():
+        raise InputFileError(f"{path}: is a folder, not a {what}")
+    try:
+        return path.read_text(encoding="utf-8-sig")  # a leading byte-order mark is accepted
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"{path}: not UTF-8 text (byte {exc.start}); save the {what} as UTF-8") from None
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file") -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every record of a user's JSON Lines file: each line must be a JSON object,
+    and at least one must be there; otherwise one sentence that names the file and line."""
+    path = Path(path)
+    out = []
+    for n, line in jsonl_lines(read_text_input(path, what)):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputFileError(f"{path}:{n}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(row, dict):
+            raise InputFileError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+        out.append((n, row))
+    if not out:
+        raise InputFileError(f"{path}: the {what} is empty")
+    return out
+
+
+def require_str(row: dict[str, Any], key: str, where: str) -> str:
+    """``row[key]`` if it is a non-empty string, else an InputFileError naming ``where``."""
+    value = row.get(key)
+    if not isinstance(value, str) or not value:
+        got = "missing" if value is None else f"a {type(value).__name__}"
+        raise InputFileError(f"{where}: {key!r} must be a non-empty string ({got})")
+    return value

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import stat
 import warnings
 from pathlib import Path
 
@@ -73,23 +74,60 @@ def to_rgb(img: Image.Image) -> Image.Image:
         raise BadImageError(f"cannot convert image mode {mode!r} to RGB: {exc}") from exc
 
 
-def load_image(source: str | os.PathLike | bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
-    """Load an image file (or bytes) and return it as 8-bit RGB.
+#: Default ceiling on an image file's size, checked before reading it.
+DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
 
-    Raises :class:`BadImageError` for missing, empty, truncated, non-image,
-    oversized (decompression bomb) and otherwise undecodable inputs.  Animated
-    images yield their first frame.
+
+def read_file_bytes(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file no larger than ``max_bytes``.
+
+    Checked with ``stat`` before anything is opened: a FIFO would block the
+    reader forever and ``/dev/zero`` would read until memory runs out, so only
+    regular files are read.  The read itself stops at ``max_bytes + 1`` in case
+    the file grows between the check and the read.
     """
-    label = "<bytes>" if isinstance(source, (bytes, bytearray)) else str(source)
-    if isinstance(source, (bytes, bytearray)):
-        data = bytes(source)
-    else:
-        path = Path(source)
-        if not path.exists():
-            raise BadImageError(f"{label}: file not found")
-        if path.is_dir():
-            raise BadImageError(f"{label}: is a directory, not an image")
-        data = path.read_bytes()
+    label = str(path)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise BadImageError(f"{label}: file not found") from None
+    except OSError as exc:
+        raise BadImageError(f"{label}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise BadImageError(f"{label}: is a directory, not an image")
+    if not stat.S_ISREG(st.st_mode):
+        raise BadImageError(f"{label}: not a regular file (a device, FIFO or socket is never read)")
+    if st.st_size > max_bytes:
+        raise BadImageError(f"{label}: {st.st_size} bytes exceeds the image file size limit of {max_bytes} bytes")
+    try:
+        # O_NONBLOCK: if the path was swapped for a FIFO after the check, open() must not wait for a writer.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise BadImageError(f"{label}: cannot read ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise BadImageError(f"{label}: not a regular file (a device, FIFO or socket is never read)")
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise BadImageError(f"{label}: larger than the image file size limit of {max_bytes} bytes")
+    return data
+
+
+def image_size(data: bytes, label: str = "<bytes>") -> tuple[int, int]:
+    """(width, height) from the header alone: nothing is decoded."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as img:
+                return img.size
+    except (Image.DecompressionBombError, UnidentifiedImageError):
+        raise BadImageError(f"{label}: not a recognised image format") from None
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise BadImageError(f"{label}: cannot decode image ({exc})") from None
+
+
+def decode_image(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
+    """Decode image bytes to 8-bit RGB (see :func:`load_image` for what is rejected)."""
     if not data:
         raise BadImageError(f"{label}: empty file (0 bytes)")
     try:
@@ -113,7 +151,25 @@ def load_image(source: str | os.PathLike | bytes, *, max_pixels: int = DEFAULT_M
         raise BadImageError(f"{label}: not a recognised image format") from exc
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         raise BadImageError(f"{label}: cannot decode image ({exc})") from exc
+    if img.mode == "RGB" and not img.getexif().get(0x0112):
+        return img  # freshly decoded and already RGB: no copy (a copy doubles the peak memory)
     return to_rgb(img)
+
+
+def load_image(source: str | os.PathLike | bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS,
+               max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Image.Image:
+    """Load an image file (or bytes) and return it as 8-bit RGB.
+
+    Raises :class:`BadImageError` for missing, empty, truncated, non-image,
+    oversized (file size or decompression bomb), non-regular (FIFO, device)
+    and otherwise undecodable inputs.  Animated images yield their first frame.
+    Dataset images in a run go through :func:`vlmcheck.core.inputs.read_image`,
+    which adds confinement to the dataset's folder, a memory budget and reading
+    off the event loop.
+    """
+    if isinstance(source, (bytes, bytearray)):
+        return decode_image(bytes(source), "<bytes>", max_pixels=max_pixels)
+    return decode_image(read_file_bytes(source, max_bytes=max_bytes), str(source), max_pixels=max_pixels)
 
 
 def encode_image(img: Image.Image, fmt: str = DEFAULT_FORMAT) -> bytes:

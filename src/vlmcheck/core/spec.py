@@ -14,8 +14,12 @@ Examples::
 
 The provider is everything before the first ``:``; the query string is split
 off at the first ``?``; the base URL at the first ``@`` of what remains (model
-names do not contain ``@``).  Secret parameters (``api_key``, ``token`` ...)
-are moved out of ``params`` into a field that is never serialised.
+names do not contain ``@``).  Credentials never become part of the model id:
+parameters that carry one (``api_key``, ``token``, ``access_token``, ``sig``,
+``password`` ...; :func:`vlmcheck.core.secrets.is_secret_param`) and the base
+URL's userinfo (``http://user:pass@host/v1``) are moved into a field that is
+never serialised, and adapters send them with each request only
+(:meth:`ModelSpec.request_auth`).
 
 Adapters register a factory per provider with :func:`register`; third-party
 packages add providers through the ``vlmcheck.adapters`` entry-point group
@@ -28,11 +32,11 @@ from __future__ import annotations
 import importlib
 from importlib.metadata import entry_points
 from typing import Any, Callable, Literal
-from urllib.parse import parse_qsl, quote
+from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from .secrets import SECRET_PARAM_NAMES, register_secret
+from .secrets import is_secret_param, register_secret
 
 RoleName = Literal["vlm", "text", "generator", "encoder"]
 
@@ -69,8 +73,23 @@ class ModelSpec(BaseModel):
             raise SpecError(f"model spec {text!r}: provider and name must both be non-empty")
         params: dict[str, str] = {}
         secrets: dict[str, str] = {}
+        if base_url:
+            scheme = base_url.split("://", 1)[0].lower() if "://" in base_url else ""
+            if scheme not in ("http", "https"):
+                raise SpecError(f"model spec {provider}:{name}: the base URL after '@' must start with http:// or "
+                                "https://")
+            try:
+                parts = urlsplit(base_url)
+                parts.port  # noqa: B018 - raises for a port that is not a number
+            except ValueError as exc:
+                raise SpecError(f"model spec {provider}:{name}: the base URL is not a valid URL ({exc})") from None
+            if not parts.hostname:
+                raise SpecError(f"model spec {provider}:{name}: the base URL names no host")
+            base_url, userinfo = _split_userinfo(base_url)
+            if userinfo:
+                secrets["userinfo"] = userinfo
         for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
-            if key.lower() in SECRET_PARAM_NAMES:
+            if is_secret_param(key):
                 secrets[key.lower()] = value
                 register_secret(value)
             else:
@@ -81,6 +100,23 @@ class ModelSpec(BaseModel):
 
     def secret(self, key: str) -> str | None:
         return self._secrets.get(key)
+
+    def request_auth(self) -> dict[str, dict[str, str]]:
+        """SDK client arguments that carry the spec's credentials other than the API key, for requests only:
+        ``default_query`` for credential query parameters (``access_token``, ``sig`` ...) and ``default_headers``
+        with HTTP Basic auth for URL userinfo.  Basic auth replaces a Bearer key in the Authorization header, as
+        httpx does for a URL with userinfo; servers behind a Basic-auth proxy take no key of their own."""
+        import base64
+
+        out: dict[str, dict[str, str]] = {}
+        query = {k: v for k, v in self._secrets.items() if k not in ("api_key", "userinfo")}
+        if query:
+            out["default_query"] = query
+        if "userinfo" in self._secrets:
+            token = base64.b64encode(self._secrets["userinfo"].encode()).decode()
+            register_secret(token)
+            out["default_headers"] = {"Authorization": f"Basic {token}"}
+        return out
 
     def with_params(self, **params: Any) -> "ModelSpec":
         merged = dict(self.params)
@@ -120,6 +156,22 @@ class ModelSpec(BaseModel):
         if value in ("0", "false", "no", "off"):
             return False
         raise SpecError(f"{self.canonical()}: parameter {key}={value!r} is not a boolean")
+
+
+def _split_userinfo(url: str) -> tuple[str, str | None]:
+    """(url without userinfo, "user:password" decoded) - the userinfo and its password are registered as secrets."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url, None
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    user, password = unquote(user), unquote(password)
+    for value in (userinfo, password, f"{user}:{password}"):
+        register_secret(value)
+    return urlunsplit(parts._replace(netloc=host)), f"{user}:{password}"
 
 
 def _convert(spec: ModelSpec, key: str, default, typ):

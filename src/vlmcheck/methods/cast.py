@@ -27,7 +27,6 @@ characters, disjoint images, and a recorded seed (the authors set none).
 
 from __future__ import annotations
 
-import json
 import re
 import warnings
 from pathlib import Path
@@ -37,8 +36,8 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel
 
-from ..core.files import jsonl_lines, read_jsonl
-from ..core.images import load_image
+from ..core.files import InputFileError, jsonl_objects, require_str
+from ..core.inputs import dataset_path, read_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
 from ..core.spec import load_model
@@ -178,7 +177,8 @@ class CastTask(SpecTask):
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         pair = sample.payload
-        imgs = (load_image(pair["a"]["image"]), load_image(pair["b"]["image"]))
+        imgs = (await read_image(pair["a"]["image"], root=pair["a"].get("root")),
+                await read_image(pair["b"]["image"], root=pair["b"].get("root")))
         vlm = session.vlm(self.vlm)
         prefill = bool(getattr(self.vlm.capabilities, "prefill", False))
         two = self.cfg.two_images
@@ -281,14 +281,18 @@ def cast_scores(results: list[dict[str, Any]], k_values=(1, 3, 5), seed: int = 0
 
 def load_pairs(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
-    rows = read_jsonl(path)
-    for i, r in enumerate(rows):
+    rows = []
+    for n, r in jsonl_objects(path, "pairs file"):
+        rows.append(r)
+        i = len(rows) - 1
         for side in ("a", "b"):
-            s = r.get(side) or {}
-            if not {"image", "description"} <= set(s):
-                raise ValueError(f"{path}: pair {i + 1} needs {side}.image and {side}.description")
-            if not Path(s["image"]).is_absolute():
-                s["image"] = str(path.parent / s["image"])
+            s = r.get(side)
+            if not isinstance(s, dict):
+                raise InputFileError(f"{path}:{n}: {side!r} must be an object with image and description")
+            for key in ("image", "description"):
+                require_str(s, key, f"{path}:{n}: {side}")
+            s["image"] = dataset_path(path.parent, s["image"])
+            s["root"] = str(path.parent)  # images stay inside the pairs file's folder (core/inputs.py)
         r.setdefault("id", f"{r['a'].get('id', i)}~{r['b'].get('id', i)}")
     return rows
 
@@ -361,11 +365,8 @@ def corpus_from(source: str | Path) -> list[dict[str, Any]]:
     src = Path(source)
     manifest = src / "manifest.jsonl" if src.is_dir() else src
     rows = []
-    for n, line in jsonl_lines(manifest.read_text(encoding="utf-8")):
-        r = json.loads(line)
-        if "image" not in r or "description" not in r:
-            raise ValueError(f"{manifest}:{n}: needs image and description")
-        img = Path(r["image"])
-        rows.append({"id": str(r.get("id", n)), "image": str(img if img.is_absolute() else manifest.parent / img),
-                     "description": r["description"]})
+    for n, r in jsonl_objects(manifest, "scenes file"):
+        img = require_str(r, "image", f"{manifest}:{n}")
+        rows.append({"id": str(r.get("id", n)), "image": dataset_path(manifest.parent, img),
+                     "description": require_str(r, "description", f"{manifest}:{n}")})
     return rows

@@ -42,7 +42,8 @@ from pydantic import BaseModel
 
 from ..core.answers import REFUSAL_OPENING, answer_status
 from ..core.data import load_image_dataset
-from ..core.images import image_hash, load_image
+from ..core.images import image_hash
+from ..core.inputs import read_image
 from ..core.messages import Message
 from ..core.roles import Generation, GenerationConfig
 from ..core.spec import load_model
@@ -161,7 +162,7 @@ class GenCeptionTask(SpecTask):
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         item = sample.payload
         cfg = self.cfg
-        x0 = load_image(item.path)
+        x0 = await read_image(item.path, root=item.root)
         vlm, gen, enc = session.vlm(self.vlm), session.generator(self.generator), session.encoder(self.encoder)
         e0 = _finite((await enc.encode([x0]))[0], "X0")
         record: dict[str, Any] = {

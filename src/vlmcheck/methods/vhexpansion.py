@@ -22,7 +22,9 @@ successful VH test cases (expanded cases the model gets wrong).
 
 from __future__ import annotations
 
+import asyncio
 import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -30,8 +32,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ..core.files import jsonl_lines, read_jsonl, write_text_atomic
+from ..core.files import (InputFileError, jsonl_objects, read_jsonl, read_text_input, require_str,
+                          write_text_atomic)
 from ..core.images import image_hash, load_image
+from ..core.inputs import dataset_path, read_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig, require
 from ..core.spec import load_model
@@ -65,6 +69,7 @@ class Case(BaseModel):
     question: str
     answer: str
     meta: dict[str, Any] = Field(default_factory=dict)
+    root: str | None = None  # the folder the image must stay inside (core/inputs.py)
 
 
 def _yesno(value: Any) -> str:
@@ -78,19 +83,29 @@ def _yesno(value: Any) -> str:
 
 def load_cases(source: str | Path) -> list[Case]:
     """Cases from a JSONL (image, question, answer[, id]), a CSV with those columns (VHTest/MMVP-style,
-    headers matched case-insensitively, 'correct answer' accepted), or a world dataset folder."""
+    headers matched case-insensitively, 'correct answer' accepted), or a world dataset folder.
+    Images stay inside the folder of the cases file (or the world folder)."""
     src = Path(source)
-    if src.is_dir() and (src / "manifest.jsonl").is_file():
+    if src.is_dir() and not (src / "manifest.jsonl").is_file():
+        raise InputFileError(f"{src}: a folder without manifest.jsonl; give a world folder, a .jsonl or a .csv")
+    root = str(src if src.is_dir() else src.parent)
+    cases = _load_cases(src)
+    if not cases:
+        raise InputFileError(f"{src}: no yes/no cases in it")
+    return [c.model_copy(update={"root": root}) for c in cases]
+
+
+def _load_cases(src: Path) -> list[Case]:
+    if src.is_dir():
         out = []
-        for row in read_jsonl(src / "manifest.jsonl"):
-            for k, q in enumerate(x for x in row["questions"] if x["type"] == "yesno"):
+        for _, row in jsonl_objects(src / "manifest.jsonl", "world manifest"):
+            for k, q in enumerate(x for x in row.get("questions", []) if x["type"] == "yesno"):
                 out.append(Case(id=f"{row['id']}-q{k}", image=str(src / row["image"]), question=q["question"],
                                 answer=q["answer"], meta={"category": row.get("category"), "kind": q["kind"]}))
         return out
     if src.suffix.lower() == ".csv":
-        with src.open(newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
-        norm = [{k.strip().lower(): v for k, v in r.items()} for r in rows]
+        rows = list(csv.DictReader(io.StringIO(read_text_input(src, "cases file"), newline="")))
+        norm = [{(k or "").strip().lower(): v for k, v in r.items()} for r in rows]
         if norm and "options" in norm[0] and "image" not in norm[0]:
             return _mmvp_cases(src, norm)
         out = []
@@ -98,22 +113,27 @@ def load_cases(source: str | Path) -> list[Case]:
             img = r.get("image") or r.get("image_path") or r.get("path")
             ans = r.get("answer") or r.get("correct answer")
             if not img or not r.get("question") or ans is None:
-                raise ValueError(f"{src}: row {i + 2} needs image, question and answer")
-            full = Path(img) if Path(img).is_absolute() else src.parent / img
-            out.append(Case(id=r.get("id") or r.get("index") or str(i), image=str(full), question=r["question"],
-                            answer=_yesno(ans)))
+                raise InputFileError(f"{src}: row {i + 2} needs image, question and answer")
+            out.append(Case(id=r.get("id") or r.get("index") or str(i), image=dataset_path(src.parent, img),
+                            question=r["question"], answer=_answer(ans, f"{src}: row {i + 2}")))
         return out
     out = []
-    for n, line in jsonl_lines(src.read_text(encoding="utf-8")):
-        row = json.loads(line)
-        img = row.get("image")
-        if not isinstance(img, str) or "question" not in row or "answer" not in row:
-            raise ValueError(f"{src}:{n}: needs image, question and answer")
-        full = Path(img) if Path(img).is_absolute() else src.parent / img
+    for n, row in jsonl_objects(src, "cases file"):
+        where = f"{src}:{n}"
+        img, question = require_str(row, "image", where), require_str(row, "question", where)
+        if "answer" not in row:
+            raise InputFileError(f"{where}: needs image, question and answer")
         meta = {k: v for k, v in row.items() if k not in ("id", "image", "question", "answer")}
-        out.append(Case(id=str(row.get("id", n)), image=str(full), question=row["question"],
-                        answer=_yesno(row["answer"]), meta=meta))
+        out.append(Case(id=str(row.get("id", n)), image=dataset_path(src.parent, img), question=question,
+                        answer=_answer(row["answer"], where), meta=meta))
     return out
+
+
+def _answer(value: Any, where: str) -> str:
+    try:
+        return _yesno(value)
+    except ValueError as exc:
+        raise InputFileError(f"{where}: {exc}") from None
 
 
 def _mmvp_cases(src: Path, rows: list[dict[str, str]]) -> list[Case]:
@@ -207,7 +227,7 @@ class VHExpansionTask(SpecTask):
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         case: Case = sample.payload
-        img = load_image(case.image)
+        img = await read_image(case.image, root=case.root)
         flip = "no" if case.answer == "yes" else "yes"
         record: dict[str, Any] = {"image": case.image, "question": case.question, "answer": case.answer,
                                   "meta": case.meta, "variants": {}}
@@ -244,7 +264,7 @@ class VHExpansionTask(SpecTask):
         if self.target is not None:
             hallucinated = not record["variants"]["original"]["correct"]
             adv = await self._adversarial(session, img, hallucinated)
-            adv_img = load_image(session.store.image_path(adv["artifact"]))
+            adv_img = await asyncio.to_thread(load_image, session.store.image_path(adv["artifact"]))
             await variant(f"adv_{self.cfg.attack}", adv_img, {k: v for k, v in adv.items() if k != "artifact"})
         return record
 
@@ -294,6 +314,15 @@ def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
     import shutil
 
     run_folder, out = Path(run_folder), Path(out)
+    results = run_folder / "results.json"
+    if not results.is_file() or not (run_folder / "samples.jsonl").is_file():
+        raise InputFileError(f"{run_folder}: not a finished run folder (no results.json and samples.jsonl)")
+    try:
+        task = json.loads(read_text_input(results, "results file")).get("task")
+    except (ValueError, AttributeError):
+        raise InputFileError(f"{results}: not a vlmcheck results file") from None
+    if task != "vhexpansion":
+        raise InputFileError(f"{run_folder}: a {task!r} run; vhx export takes a VHExpansion run (vlmcheck vhx run)")
     (out / "images").mkdir(parents=True, exist_ok=True)
     rows, negs = [], []
     for rec in read_jsonl(run_folder / "samples.jsonl"):

@@ -31,8 +31,10 @@ class AnthropicChat:
             raise SpecError("the Anthropic API needs a key: set ANTHROPIC_API_KEY (or ?key_env=NAME)")
         register_secret(key)
         timeout = spec.get_float("timeout", 600.0)
+        self.timeout = timeout  # the scheduler's total deadline per call
         self._clients = PerLoopClients(lambda: anthropic.AsyncAnthropic(api_key=key, base_url=spec.base_url,
-                                                                        max_retries=0, timeout=timeout))
+                                                                        max_retries=0, timeout=timeout,
+                                                                        **spec.request_auth()))
         self.model_id = spec.canonical()
         self.model = spec.name
         self.concurrency_key = f"anthropic@{spec.base_url or 'api.anthropic.com'}"

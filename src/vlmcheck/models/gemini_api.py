@@ -28,11 +28,14 @@ class GeminiChat:
         if spec.base_url:  # a proxy or a local test server speaking the Gemini API
             from google.genai import types
 
-            http_options = types.HttpOptions(base_url=spec.base_url)
+            # URL userinfo becomes a Basic Authorization header (Gemini authenticates with x-goog-api-key)
+            headers = spec.request_auth().get("default_headers")
+            http_options = types.HttpOptions(base_url=spec.base_url, headers=headers)
         self.client = genai.Client(api_key=key, http_options=http_options)
         self.model_id = spec.canonical()
         self.model = spec.name
         self.concurrency_key = "gemini"
+        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
         self.max_concurrency = spec.get_int("concurrency", 0) or None
         self.capabilities = Capabilities(multi_image=True, seeded=True)
 

@@ -8,7 +8,7 @@ Spec: ``openai:MODEL[@BASE_URL][?params]`` (chat) and
 
 Parameters: ``key_env`` (name of the variable holding the key; default
 ``OPENAI_API_KEY``), ``concurrency`` (max parallel requests to this server),
-``timeout`` (seconds), ``logprobs`` (0 to never ask for token logprobs),
+``timeout`` (seconds: a total deadline per call, body included), ``logprobs`` (0 to never ask for token logprobs),
 ``max_tokens_param`` (``max_tokens`` or ``max_completion_tokens``),
 ``multi_image`` (0 if the served model takes one image per request),
 ``clients`` (SDK clients used round-robin, default 1), ``http`` (the SDK's transport:
@@ -70,7 +70,10 @@ def _clients(spec: ModelSpec, n: int = 1) -> PerLoopClients:
                 extra["http_client"] = openai.DefaultAioHttpClient(timeout=timeout)
             except RuntimeError:  # the SDK raises this when aiohttp (its extra) is not installed
                 pass
-        return openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0, timeout=timeout, **extra)
+        # URL userinfo and credential query parameters travel with each request only (ModelSpec.request_auth);
+        # aiohttp refuses a URL with userinfo next to the SDK's Authorization header, so none reaches it.
+        return openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0, timeout=timeout,
+                                  **spec.request_auth(), **extra)
 
     return PerLoopClients(make, n)
 
@@ -85,6 +88,7 @@ class OpenAIChat:
         # clients > 1: SDK clients used round-robin.  With ?http=httpx, httpcore's pool scans
         # every pooled connection on each request, so several small pools beat one large one.
         self._clients = _clients(spec, spec.get_int("clients", 1))
+        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
         self.concurrency_key = f"openai@{spec.base_url or 'api.openai.com'}"
         self.max_concurrency = spec.get_int("concurrency", 0) or None
         self._logprobs = spec.get_bool("logprobs", True)
@@ -231,6 +235,7 @@ class OpenAIImages:
         self.model_id = spec.canonical()
         self.model = spec.name
         self._clients = _clients(spec)
+        self.timeout = spec.get_float("timeout", 600.0)
         self.concurrency_key = f"openai-image@{spec.base_url or 'api.openai.com'}"
         self.max_concurrency = spec.get_int("concurrency", 0) or None
         self.size = spec.get_str("size", "1024x1024")

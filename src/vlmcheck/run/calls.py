@@ -84,7 +84,8 @@ class Session:
         limit = getattr(model, "max_concurrency", None)
         provider_key = getattr(model, "concurrency_key", model_id)
         try:
-            (response, usage), attempts = await self.scheduler.call(provider_key, invoke, limit=limit)
+            (response, usage), attempts = await self.scheduler.call(provider_key, invoke, limit=limit,
+                                                                    timeout=getattr(model, "timeout", None))
         except CallFailed as failed:
             self.counters.count(model_id, "failures")
             self.store.put_call_error(key, role=role, model=model_id, request=request,
@@ -177,7 +178,8 @@ class CachedEncoder(_Wrapper):
 
             provider_key = getattr(self.model, "concurrency_key", model_id)
             try:
-                (vectors, _), attempts = await self.session.scheduler.call(provider_key, invoke)
+                (vectors, _), attempts = await self.session.scheduler.call(
+                    provider_key, invoke, timeout=getattr(self.model, "timeout", None))
             except CallFailed:
                 self.session.counters.count(model_id, "failures")
                 raise

@@ -30,7 +30,9 @@ from pydantic import BaseModel, Field
 
 from .. import __version__
 from ..core.files import write_text_atomic
-from ..core.images import BadImageError
+from ..core.images import DEFAULT_MAX_FILE_BYTES, BadImageError
+from ..core import inputs
+from ..core.inputs import DEFAULT_PIXEL_BUDGET
 from ..core.secrets import redact_obj
 from ..core.spec import ModelSpec, SpecError
 from ..models._loop_clients import close_loop_clients
@@ -86,6 +88,11 @@ class RunOptions(BaseModel):
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     report: bool = True  # write report.html into the run folder at the end
     clear_failed: bool = False  # forget failed samples first, so they run again (retry-failed)
+    # Input safety (core/inputs.py): dataset images stay inside their dataset's folder unless allowed,
+    # image files above max_image_bytes are refused unread, decoded pixels in flight stay under pixel_budget.
+    allow_outside: bool = False
+    max_image_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
+    pixel_budget: int = Field(default=DEFAULT_PIXEL_BUDGET, ge=1)
 
 
 class RunFolderExists(RuntimeError):
@@ -246,8 +253,14 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise RunFolderExists(f"{folder} is a file, not a run folder")
-    with folder_lock(folder):
-        return await _run_locked(task, folder, options)
+    policy = inputs.InputPolicy(allow_outside=options.allow_outside, max_file_bytes=options.max_image_bytes,
+                                budget=inputs.PixelBudget(options.pixel_budget))
+    token = inputs.set_policy(policy)
+    try:
+        with folder_lock(folder):
+            return await _run_locked(task, folder, options)
+    finally:
+        inputs.reset_policy(token)
 
 
 async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResult:
@@ -255,11 +268,14 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         raise RunFolderExists(f"{folder} already holds a run; pass --resume to continue it or --overwrite")
     if options.overwrite and (folder / DB_NAME).exists():
         _empty_folder(folder, keep=LOCK_NAME)
+    for stale in folder.glob(".*.tmp"):  # temp files of a writer killed mid-write; we hold the folder's lock
+        stale.unlink(missing_ok=True)
     samples = task.samples()
     samples = [Sample(s.id, s.payload, i) for i, s in enumerate(samples)]
     if options.limit is not None:
         samples = samples[: options.limit]
-    store = RunStore(folder)
+    # a resumed store must hold a run: an empty or half-made one says so instead of silently starting over
+    store = RunStore(folder, existing=options.resume and (folder / DB_NAME).exists())
     try:
         spec = run_spec(task, samples, options)
         previous = store.get_meta("spec")
@@ -299,7 +315,8 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
             except asyncio.QueueEmpty:
                 return
             try:
-                result = await task.run_sample(sample, session)
+                async with inputs.sample_lease():  # the sample's decoded images leave the pixel budget at its end
+                    result = await task.run_sample(sample, session)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure is recorded per sample

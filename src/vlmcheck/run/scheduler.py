@@ -81,16 +81,28 @@ class Scheduler:
             sem = self._limits[key] = asyncio.Semaphore(max(1, n))
         return sem
 
-    async def call(self, key: str, fn: Callable[[], Awaitable[T]], *, limit: int | None = None) -> tuple[T, int]:
-        """Run ``fn`` with retries; return (result, attempts) or raise :class:`CallFailed`."""
+    async def call(self, key: str, fn: Callable[[], Awaitable[T]], *, limit: int | None = None,
+                   timeout: float | None = None) -> tuple[T, int]:
+        """Run ``fn`` with retries; return (result, attempts) or raise :class:`CallFailed`.
+
+        Each attempt has a total deadline - the model's own ``timeout`` or the policy's ``call_timeout``,
+        whichever is shorter - covering connect, queueing in the SDK and the whole body.  The SDKs' own
+        timeouts are idle timeouts: a server that trickles one byte at a time never trips them.
+        """
         sem = self._semaphore(key, limit)
+        deadlines = [t for t in (timeout, self.retry.call_timeout) if t]
+        deadline = min(deadlines) if deadlines else None
         attempt = malformed = 0
         while True:
             attempt += 1
             try:
                 async with sem:
-                    if self.retry.call_timeout:
-                        result = await asyncio.wait_for(fn(), self.retry.call_timeout)
+                    if deadline:
+                        try:
+                            result = await asyncio.wait_for(fn(), deadline)
+                        except (asyncio.TimeoutError, TimeoutError):
+                            raise ModelCallError("timeout", f"no complete answer within {deadline:g} s "
+                                                            "(the call's total deadline)") from None
                     else:
                         result = await fn()
                 return result, attempt

@@ -18,10 +18,15 @@ SIGKILL loses at most the call that was in flight.  WAL with
 ``synchronous=NORMAL`` is durable against process crashes (not power loss).
 Everything stored is JSON text - no pickle - and passes through
 :func:`vlmcheck.core.secrets.redact_obj`.
+
+A store that cannot be used - empty, truncated, not SQLite, damaged, in a
+read-only folder, on a full disk - raises :class:`StoreError`, one sentence
+that names the file and what to do; the CLI prints it and exits 2.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
@@ -76,6 +81,29 @@ CREATE TABLE IF NOT EXISTS meta (
 """
 
 DB_NAME = "store.sqlite"
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_DISK_FULL = (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC))
+
+
+class StoreError(RuntimeError):
+    """A run store that cannot be opened, read or written; the message says which file and what to do."""
+
+
+def store_error(path: Path, exc: BaseException) -> StoreError:
+    """One sentence for an SQLite or OS error on the store at ``path``."""
+    text = str(exc).lower()
+    if isinstance(exc, OSError) and exc.errno in _DISK_FULL or "disk is full" in text or "file too large" in text:
+        return StoreError(f"{path}: the disk is full; free some space and continue with `vlmcheck resume "
+                          f"{path.parent}` (finished samples are kept)")
+    if "disk i/o error" in text:  # SQLITE_IOERR: a write the disk refused (a file size limit, a failing disk)
+        return StoreError(f"{path}: the disk refused a write (disk I/O error: is it full or failing?); free space or "
+                          f"check the disk, then continue with `vlmcheck resume {path.parent}`")
+    if (isinstance(exc, PermissionError) or "readonly" in text or "read-only" in text
+            or "unable to open" in text or "permission" in text):
+        return StoreError(f"{path}: cannot write there (read-only folder or file); fix the permissions or copy the "
+                          "run folder somewhere writable")
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return StoreError(f"{path} is damaged ({reason}); move it aside and start the run again with --overwrite")
 
 
 def _dumps(obj: Any) -> str:
@@ -85,16 +113,61 @@ def _dumps(obj: Any) -> str:
 class RunStore:
     """Thread-safe handle on a run folder's store."""
 
-    def __init__(self, folder: str | os.PathLike) -> None:
+    def __init__(self, folder: str | os.PathLike, *, existing: bool = False) -> None:
+        """Open (or create) the store in ``folder``; ``existing=True`` (resume, report) requires a store
+        that holds a run."""
         self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.artifact_dir = self.folder / "artifacts"
         self.path = self.folder / DB_NAME
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise store_error(self.path, exc) from None
+        self._check_file(existing)
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        except sqlite3.Error as exc:
+            raise store_error(self.path, exc) from None
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if existing and not {"calls", "samples", "meta"} <= tables:
+                raise StoreError(f"{self.path} was never fully set up (the first run stopped before it began); "
+                                 "start the run again with --overwrite")
+            if existing and self._db.execute("SELECT 1 FROM meta WHERE key = 'spec'").fetchone() is None:
+                raise StoreError(f"{self.path} holds no run spec (the first run stopped before it began); "
+                                 "start the run again with --overwrite")
+            self._db.executescript(SCHEMA)
+        except StoreError:
+            self._db.close()
+            raise
+        except (sqlite3.Error, OSError) as exc:
+            self._db.close()
+            raise store_error(self.path, exc) from None
+
+    def _check_file(self, existing: bool) -> None:
+        """Refuse an empty or non-SQLite file before SQLite sees it: SQLite would treat a 0-byte file as a new,
+        empty store, and a resume would silently redo every call."""
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a folder, not a run store; move it aside and start the run again "
+                             "with --overwrite")
+        try:
+            with open(self.path, "rb") as fh:
+                head = fh.read(len(_SQLITE_HEADER))
+        except FileNotFoundError:
+            if existing:
+                raise StoreError(f"{self.folder} is not a run folder (no {DB_NAME})") from None
+            return
+        except OSError as exc:
+            raise store_error(self.path, exc) from None
+        if not head:
+            raise StoreError(f"{self.path} is empty (0 bytes), so the run's journal is lost; start the run again "
+                             "with --overwrite")
+        if head != _SQLITE_HEADER:
+            raise StoreError(f"{self.path} is not an SQLite database (overwritten or damaged); move it aside and "
+                             "start the run again with --overwrite")
 
     def close(self) -> None:
         with self._lock:
@@ -108,20 +181,34 @@ class RunStore:
 
     def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
         with self._lock:
-            return self._db.execute(sql, args)
+            try:
+                return self._db.execute(sql, args)
+            except (sqlite3.DatabaseError, OSError) as exc:  # damaged pages, full disk, read-only
+                raise store_error(self.path, exc) from None
+
+    def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, args).fetchall()
+            except (sqlite3.DatabaseError, OSError) as exc:
+                raise store_error(self.path, exc) from None
+
+    def _row(self, sql: str, args: tuple = ()) -> tuple | None:
+        rows = self._rows(sql, args)
+        return rows[0] if rows else None
 
     # ------------------------------------------------------------------ meta
     def set_meta(self, key: str, value: Any) -> None:
         self._exec("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, _dumps(value)))
 
     def get_meta(self, key: str, default: Any = None) -> Any:
-        row = self._exec("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        row = self._row("SELECT value FROM meta WHERE key = ?", (key,))
         return json.loads(row[0]) if row else default
 
     # ----------------------------------------------------------------- calls
     def get_call(self, key: str) -> dict[str, Any] | None:
         """The cached response for ``key``, or None (errors are never served)."""
-        row = self._exec("SELECT response FROM calls WHERE key = ? AND status = 'ok'", (key,)).fetchone()
+        row = self._row("SELECT response FROM calls WHERE key = ? AND status = 'ok'", (key,))
         return json.loads(row[0]) if row else None
 
     def put_call(
@@ -162,10 +249,10 @@ class RunStore:
         )
 
     def call_stats(self) -> dict[str, Any]:
-        rows = self._exec(
+        rows = self._rows(
             "SELECT model, status, COUNT(*), SUM(attempts), SUM(input_tokens), SUM(output_tokens) "
             "FROM calls GROUP BY model, status"
-        ).fetchall()
+        )
         out: dict[str, Any] = {}
         for model, status, n, attempts, tin, tout in rows:
             entry = out.setdefault(model, {"ok": 0, "error": 0, "attempts": 0, "input_tokens": 0, "output_tokens": 0})
@@ -177,7 +264,7 @@ class RunStore:
 
     # --------------------------------------------------------------- samples
     def sample_status(self, task: str) -> dict[str, str]:
-        rows = self._exec("SELECT sample_id, status FROM samples WHERE task = ?", (task,)).fetchall()
+        rows = self._rows("SELECT sample_id, status FROM samples WHERE task = ?", (task,))
         return dict(rows)
 
     def put_sample(self, task: str, sample_id: str, seq: int, result: Any) -> None:
@@ -206,10 +293,10 @@ class RunStore:
         """Forget failed samples (and failed calls) so that they run again."""
         with self._lock:
             if task is None:
-                n = self._db.execute("DELETE FROM samples WHERE status = 'error'").rowcount
+                n = self._exec("DELETE FROM samples WHERE status = 'error'").rowcount
             else:
-                n = self._db.execute("DELETE FROM samples WHERE status = 'error' AND task = ?", (task,)).rowcount
-            self._db.execute("DELETE FROM calls WHERE status = 'error'")
+                n = self._exec("DELETE FROM samples WHERE status = 'error' AND task = ?", (task,)).rowcount
+            self._exec("DELETE FROM calls WHERE status = 'error'")
         return n
 
     def iter_samples(self, task: str | None = None) -> Iterator[dict[str, Any]]:
@@ -219,7 +306,7 @@ class RunStore:
             sql += " WHERE task = ?"
             args = (task,)
         sql += " ORDER BY task, seq, sample_id"
-        for t, sid, seq, status, result, etype, emsg in self._exec(sql, args).fetchall():
+        for t, sid, seq, status, result, etype, emsg in self._rows(sql, args):
             rec: dict[str, Any] = {"task": t, "sample_id": sid, "seq": seq, "status": status}
             if result is not None:
                 rec["result"] = json.loads(result)
@@ -228,7 +315,7 @@ class RunStore:
             yield rec
 
     def tasks(self) -> list[str]:
-        return [r[0] for r in self._exec("SELECT DISTINCT task FROM samples ORDER BY task").fetchall()]
+        return [r[0] for r in self._rows("SELECT DISTINCT task FROM samples ORDER BY task")]
 
     # ------------------------------------------------------------- artifacts
     def put_image(self, img: Image.Image) -> str:

@@ -18,9 +18,12 @@ Faults are asked for by a marker in the prompt text, ``[fault=SPEC]``:
   the Authorization header (to test redaction);
 * ``malformedxN`` - invalid JSON body; ``emptyxN`` - a response with no choices;
 * ``resetxN`` - the connection is closed without an answer;
-* ``slowxN`` - the answer comes after 3 s (to trigger client timeouts).
+* ``slowxN`` - the answer comes after 3 s (to trigger client timeouts);
+* ``tricklexN`` - the answer's body is sent one byte every 0.1 s (an idle
+  timeout never fires; a total deadline does).
 
-Every request is appended to ``--log`` (JSONL: digest, attempt, fault) so tests
+Every request is appended to ``--log`` (JSONL: digest, attempt, fault, path,
+query string, Authorization header) so tests
 can count what the server saw.  Run: ``python -m vlmcheck.testing.fake_openai
 --port 0 --latency 0.05 --log FILE``; the chosen port is printed on stdout.
 """
@@ -85,7 +88,20 @@ class FakeOpenAI:
         await writer.drain()
         return True
 
+    @staticmethod
+    async def _trickle(writer, payload: bytes) -> bool:
+        head = ["HTTP/1.1 200 OK", "Content-Type: application/json", f"Content-Length: {len(payload)}",
+                "Connection: close"]
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
+        await writer.drain()
+        for i in range(len(payload)):
+            writer.write(payload[i:i + 1])
+            await writer.drain()
+            await asyncio.sleep(0.1)
+        return False
+
     async def respond(self, method: str, path: str, headers: dict[str, str], body: bytes, writer) -> bool:
+        path, _, query = path.partition("?")
         gemini = path.startswith(("/v1/models/", "/v1beta/models/")) and path.endswith(":generateContent")
         if method != "POST" or (path not in ("/v1/chat/completions", "/v1/images/generations", "/v1/messages")
                                 and not gemini):
@@ -100,7 +116,8 @@ class FakeOpenAI:
         active = kind is not None and (kind in ("400", "401echo") or attempt <= times)
         if self.log:
             self.log.write(json.dumps({"digest": digest, "attempt": attempt, "fault": kind if active else None,
-                                       "path": path, "t": time.time(),
+                                       "path": path, "query": query, "t": time.time(),
+                                       "authorization": headers.get("authorization"),
                                        "continue_final_message": req.get("continue_final_message"),
                                        "last_role": (req.get("messages") or [{}])[-1].get("role")}) + "\n")
         if self.latency:
@@ -111,6 +128,8 @@ class FakeOpenAI:
                 return False
             if kind == "slow":
                 await asyncio.sleep(3.0)
+            elif kind == "trickle":
+                return await self._trickle(writer, json.dumps(_completion(req, digest)).encode())
             elif (response := _fault_response(kind, req, digest, headers)) is not None:
                 return await self._reply(writer, *response)
         if gemini:

@@ -122,6 +122,7 @@ def load_mmbench(path: Path, circular: bool = False, image_dir: str | None = Non
             for k in shifts:
                 rot = opts[k:] + opts[:k]
                 out.append({**base, "id": f"{r['index']}" + (f"@{k}" if circular else ""), "options": rot,
+                            "root": str(folder),
                             "answer": (ans - k) % len(opts), "meta": {**base["meta"], "rotation": k}})
     return out
 
@@ -165,7 +166,7 @@ def load_hf_scenario(kind: str, source: str) -> list[dict[str, Any]]:
             opts = list(m.get(ocol) or [])
             ans = _answer_index(m[acol], opts)
         out.append({"id": it.id, "image": it.path, "question": m[qcol], "options": opts, "answer": ans,
-                    "meta": {"category": it.category}})
+                    "meta": {"category": it.category}, "root": it.root})
     return out
 
 
@@ -177,4 +178,9 @@ def load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]
             raise ValueError(f"scenario {kind!r} reads local files; Hugging Face datasets work with mc, "
                              "scienceqa and pope")
         return load_hf_scenario(kind, path)
-    return LOADERS[kind](Path(path), **options)
+    path = Path(path)
+    items = LOADERS[kind](path, **options)
+    root = str(path if path.is_dir() else path.parent)  # images stay inside the scenario's folder (core/inputs.py)
+    for it in items:
+        it.setdefault("root", root)
+    return items

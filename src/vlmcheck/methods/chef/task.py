@@ -31,7 +31,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, Field
 
-from ...core.images import load_image
+from ...core.inputs import read_image
 from ...core.messages import Message
 from ...core.roles import GenerationConfig, require
 from ...core.spec import load_model
@@ -118,7 +118,18 @@ class Recipe(BaseModel):
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "Recipe":
-        return cls.model_validate(yaml.safe_load(Path(path).read_text()))
+        from ...core.files import InputFileError, read_text_input
+
+        try:
+            data = yaml.safe_load(read_text_input(path, "recipe"))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            raise InputFileError(f"{path}: not valid YAML ({getattr(exc, 'problem', None) or exc}{where})") from None
+        if not isinstance(data, dict):
+            raise InputFileError(f"{path}: a recipe is a YAML mapping (name, scenario, ...), not "
+                                 f"{'an empty file' if data is None else 'a ' + type(data).__name__}")
+        return cls.model_validate(data)
 
 
 RECIPE_DIR = Path(__file__).parent / "recipes"
@@ -254,7 +265,7 @@ class ChefTask(SpecTask):
         async with self._image_emb_lock:
             if self._image_emb is None:
                 enc = session.encoder(load_model(ice.encoder, "encoder"))
-                mats = await enc.encode([load_image(it["image"]) for it in self.items])
+                mats = await enc.encode([await read_image(it["image"], root=it.get("root")) for it in self.items])
                 e = mats / (np.linalg.norm(mats, axis=1, keepdims=True) + 1e-12)
                 self._image_emb = dict(zip([it["id"] for it in self.items], e))
         q = self._image_emb[item["id"]]
@@ -262,7 +273,7 @@ class ChefTask(SpecTask):
         order = np.argsort(-sims, kind="stable")
         return [pool[i] for i in order[:k]]
 
-    def _ice_messages(self, examples: list[dict[str, Any]], labels: list[str]) -> list[Message]:
+    async def _ice_messages(self, examples: list[dict[str, Any]], labels: list[str]) -> list[Message]:
         msgs: list[Message] = []
         ice = self.cfg.recipe.instruction.ice
         if examples and not ice.with_images:
@@ -270,7 +281,8 @@ class ChefTask(SpecTask):
                                        "you will be asked about."))
         for ex in examples:
             q = format_query(ex["question"], ex["options"], labels)
-            parts: list = [load_image(ex["image"])] if ice.with_images and ex.get("image") else []
+            parts: list = ([await read_image(ex["image"], root=ex.get("root"))] if ice.with_images and ex.get("image")
+                           else [])
             msgs.append(Message.user(*parts, q))
             a = ex["answer"]
             msgs.append(Message.assistant(ANSWER_TEMPLATE.format(label=labels[a], option=ex["options"][a])))
@@ -294,7 +306,7 @@ class ChefTask(SpecTask):
 
         r = self.cfg.recipe
         question, options, answer = item["question"], list(item["options"]), item["answer"]
-        image = load_image(item["image"]) if item.get("image") else None
+        image = await read_image(item["image"], root=item.get("root")) if item.get("image") else None
         out: dict[str, Any] = {}
         corrupt = setting.get("corrupt")
         seed = sample_seed(self.cfg.seed, item["id"])
@@ -325,7 +337,7 @@ class ChefTask(SpecTask):
             question = pool[seed % len(pool)].format(question=question)
         query = format_query(question, options, labels) + extra
         examples = await self._examples(item, setting.get("shots", 0), session)
-        history = self._ice_messages(examples, labels)
+        history = await self._ice_messages(examples, labels)
         vlm = session.vlm(self.vlm)
         parts = [image] if image is not None else []
         kind = r.inferencer.type

@@ -1,0 +1,155 @@
+"""Reading dataset images safely inside a run.
+
+Every dataset image a method uses goes through :func:`read_image`, which
+
+* keeps reads inside the dataset: a path that resolves (symlinks included)
+  outside the folder of the manifest or image folder it came from is refused
+  for that sample, unless the run allows it (``--allow-outside``);
+* reads only regular files no larger than a cap, checked before reading
+  (:func:`vlmcheck.core.images.read_file_bytes`);
+* reads and decodes in a worker thread, so a slow disk or a huge image never
+  stalls the event loop that drives the model calls;
+* charges the decoded pixels to a memory budget shared by the run's samples
+  (default 2 GB), independent of ``--max-concurrency``.
+
+The budget is held per sample: the runner opens a :func:`sample_lease` around
+each sample and everything the sample decoded is released when it ends.  A
+sample's first image waits until the budget has room (or nothing else is
+held, so one image larger than the budget still runs alone); its later images
+are charged without waiting, so two samples can never wait on each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PIL import Image
+
+from .images import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, BadImageError, decode_image, image_size, read_file_bytes
+
+DEFAULT_PIXEL_BUDGET = 2_000_000_000  # bytes of decoded RGB pixels in flight
+BYTES_PER_PIXEL = 3  # decoded images are 8-bit RGB
+
+
+class PixelBudget:
+    """Bytes of decoded pixels that the run's samples may hold at once."""
+
+    def __init__(self, total: int) -> None:
+        self.total = max(1, int(total))
+        self.used = 0
+        self.peak = 0
+        self._cond: asyncio.Condition | None = None
+
+    def _condition(self) -> asyncio.Condition:
+        if self._cond is None:
+            self._cond = asyncio.Condition()
+        return self._cond
+
+    async def acquire(self, n: int, wait: bool) -> None:
+        cond = self._condition()
+        async with cond:
+            if wait:
+                await cond.wait_for(lambda: self.used == 0 or self.used + n <= self.total)
+            self.used += n
+            self.peak = max(self.peak, self.used)
+
+    async def release(self, n: int) -> None:
+        if n <= 0:
+            return
+        cond = self._condition()
+        async with cond:
+            self.used -= n
+            cond.notify_all()
+
+
+@dataclass
+class InputPolicy:
+    allow_outside: bool = False
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    budget: PixelBudget | None = None
+
+
+@dataclass
+class _Lease:
+    held: int = 0
+    waited: bool = field(default=False)
+
+
+_policy: ContextVar[InputPolicy] = ContextVar("vlmcheck_input_policy", default=InputPolicy())
+_lease: ContextVar[_Lease | None] = ContextVar("vlmcheck_sample_lease", default=None)
+
+
+def current_policy() -> InputPolicy:
+    return _policy.get()
+
+
+def set_policy(policy: InputPolicy):
+    """Install ``policy`` for the current context; returns the token for ``_policy.reset``."""
+    return _policy.set(policy)
+
+
+def reset_policy(token) -> None:
+    _policy.reset(token)
+
+
+@asynccontextmanager
+async def sample_lease():
+    """Everything decoded by :func:`read_image` inside this block is released at its end."""
+    lease = _Lease()
+    token = _lease.set(lease)
+    try:
+        yield lease
+    finally:
+        _lease.reset(token)
+        budget = _policy.get().budget
+        if budget is not None:
+            await budget.release(lease.held)
+
+
+def confine(path: str | os.PathLike, root: str | os.PathLike | None, allow_outside: bool = False) -> Path:
+    """``path`` if it resolves inside ``root`` (or no root is given, or outside paths are allowed)."""
+    p = Path(path)
+    if root is None or allow_outside:
+        return p
+    real_root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(p))  # follows symlinks; never opens the file
+    if real != real_root and real_root not in real.parents:
+        raise BadImageError(
+            f"{path}: resolves outside the dataset folder {real_root} (to {real}); "
+            f"pass --allow-outside to read images outside it")
+    return p
+
+
+def dataset_path(base: str | os.PathLike, image: str) -> str:
+    """An image reference from a manifest, relative to the manifest's folder ``base`` unless absolute."""
+    p = Path(image)
+    return str(p if p.is_absolute() else Path(base) / p)
+
+
+async def read_image(path: str | os.PathLike, *, root: str | os.PathLike | None = None) -> Image.Image:
+    """Load a dataset image under the current :class:`InputPolicy` (see the module docstring)."""
+    policy = _policy.get()
+    label = str(path)
+    confine(path, root, policy.allow_outside)
+    data = await asyncio.to_thread(read_file_bytes, path, max_bytes=policy.max_file_bytes)
+    lease = _lease.get()
+    charge = 0
+    if policy.budget is not None and lease is not None:
+        width, height = image_size(data, label) if data else (0, 0)
+        if width * height > policy.max_pixels:
+            # decode_image says why; nothing is decoded, so nothing is charged
+            return decode_image(data, label, max_pixels=policy.max_pixels)
+        charge = width * height * BYTES_PER_PIXEL
+        await policy.budget.acquire(charge, wait=lease.held == 0)
+        lease.held += charge
+    return await asyncio.to_thread(decode_image, data, label, max_pixels=policy.max_pixels)
+
+
+__all__ = ["BadImageError", "DEFAULT_PIXEL_BUDGET", "InputPolicy", "PixelBudget", "confine", "current_policy",
+           "dataset_path", "read_image", "sample_lease", "set_policy", "reset_policy"]

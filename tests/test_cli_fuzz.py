@@ -1,0 +1,188 @@
+"""Malformed inputs to the CLI: every one ends in exit 2 and one sentence that names the cause, never a
+traceback (issue 18).  Each case runs the real console entry point in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+GOOD_IMG = "img/0.png"
+
+
+def _write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _jsonl(rows) -> str:
+    return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows)
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fuzz")
+    (d / "img").mkdir()
+    for i in range(2):
+        Image.new("RGB", (16, 16), (80 * i, 40, 200)).save(d / "img" / f"{i}.png")
+    (d / "empty-folder").mkdir()
+    _write(d / "good.jsonl", _jsonl([{"id": "a", "image": GOOD_IMG}]))
+    _write(d / "a-file.txt", "not a folder\n")
+    pair = {"a": {"id": "a", "image": GOOD_IMG, "description": "one"},
+            "b": {"id": "b", "image": "img/1.png", "description": "two"}}
+    _write(d / "pairs-ok.jsonl", _jsonl([pair]))
+    # a finished describe run, for the commands that take a run folder
+    env = {**os.environ, "COLUMNS": "500"}
+    subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", "ref:photo", "--data",
+                    str(d / "good.jsonl"), "--out", str(d / "describe-run"), "--no-progress"], check=True,
+                   capture_output=True, env=env, timeout=300)
+    return d
+
+
+def _cases(d: Path) -> dict[str, list[str]]:
+    w = lambda name, text: str(_write(d / "cases" / name, text))  # noqa: E731
+    desc = ["describe", "--vlm", "ref:photo", "--out", str(d / "out" / "x"), "--no-progress", "--data"]
+    vhx = ["vhx", "run", "--vlm", "ref:describer", "--out", str(d / "out" / "v"), "--no-progress", "--cases"]
+    cast = ["cast", "run", "--vlm", "ref:describer", "--out", str(d / "out" / "c"), "--no-progress", "--pairs"]
+    chef = ["chef", "run", "--vlm", "ref:describer", "--out", str(d / "out" / "h"), "--no-progress", "--recipe"]
+    good = str(d / "good.jsonl")
+    mk = lambda *rows: _jsonl(rows)  # noqa: E731
+    side = {"id": "a", "image": GOOD_IMG, "description": "x"}
+    c: dict[str, list[str]] = {}
+    # ---- manifests
+    c["manifest missing"] = desc + [str(d / "nope.jsonl")]
+    c["manifest empty"] = desc + [w("empty.jsonl", "")]
+    c["manifest blank lines"] = desc + [w("blank.jsonl", "\n\n  \n")]
+    c["manifest invalid json"] = desc + [w("bad.jsonl", '{"image": "img/0.png"\n')]
+    c["manifest line is a list"] = desc + [w("list.jsonl", "[1, 2]\n")]
+    c["manifest line is a string"] = desc + [w("str.jsonl", '"img/0.png"\n')]
+    c["manifest line is a number"] = desc + [w("num.jsonl", "42\n")]
+    c["manifest line is null"] = desc + [w("null.jsonl", "null\n")]
+    c["manifest no image"] = desc + [w("noimg.jsonl", mk({"id": "a"}))]
+    c["manifest image is a number"] = desc + [w("imgnum.jsonl", mk({"image": 3}))]
+    c["manifest duplicate ids"] = desc + [w("dup.jsonl", mk({"id": "a", "image": GOOD_IMG}, {"id": "a", "image": GOOD_IMG}))]
+    c["manifest category is a list"] = desc + [w("cat.jsonl", mk({"image": GOOD_IMG, "category": ["x"]}))]
+    c["manifest binary garbage"] = desc + [w("garbage.jsonl", bytes(range(256)) * 4)]
+    c["manifest utf-16"] = desc + [w("u16.jsonl", '{"image": "img/0.png"}\n'.encode("utf-16"))]
+    c["manifest is a text file"] = desc + [str(d / "a-file.txt")]
+    c["manifest folder without images"] = desc + [str(d / "empty-folder")]
+    c["manifest huge line"] = desc + [w("huge.jsonl", '{"image": "' + "x" * 200_000)]
+    # ---- VHExpansion cases
+    c["cases missing"] = vhx + [str(d / "nope-cases.jsonl")]
+    c["cases empty"] = vhx + [w("c-empty.jsonl", "")]
+    c["cases invalid json"] = vhx + [w("c-bad.jsonl", "{nope\n")]
+    c["cases line is a list"] = vhx + [w("c-list.jsonl", "[]\n")]
+    c["cases no question"] = vhx + [w("c-noq.jsonl", mk({"image": GOOD_IMG, "answer": "yes"}))]
+    c["cases answer maybe"] = vhx + [w("c-maybe.jsonl", mk({"image": GOOD_IMG, "question": "Is it?", "answer": "maybe"}))]
+    c["cases answer is a list"] = vhx + [w("c-ans.jsonl", mk({"image": GOOD_IMG, "question": "Is it?", "answer": []}))]
+    c["cases question is a number"] = vhx + [w("c-qnum.jsonl", mk({"image": GOOD_IMG, "question": 7, "answer": "yes"}))]
+    c["cases csv missing columns"] = vhx + [w("c.csv", "foo,bar\n1,2\n")]
+    c["cases csv empty"] = vhx + [w("c-empty.csv", "")]
+    c["cases binary garbage"] = vhx + [w("c-garbage.jsonl", bytes(range(256)) * 4)]
+    c["cases world folder without manifest"] = vhx + [str(d / "empty-folder")]
+    # ---- CAST pairs
+    c["pairs missing"] = cast + [str(d / "nope-pairs.jsonl")]
+    c["pairs empty"] = cast + [w("p-empty.jsonl", "")]
+    c["pairs invalid json"] = cast + [w("p-bad.jsonl", "{\n")]
+    c["pairs line is a list"] = cast + [w("p-list.jsonl", "[1]\n")]
+    c["pairs no b"] = cast + [w("p-nob.jsonl", mk({"a": side}))]
+    c["pairs side is a string"] = cast + [w("p-str.jsonl", mk({"a": "img/0.png", "b": side}))]
+    c["pairs no description"] = cast + [w("p-nodesc.jsonl", mk({"a": {"image": GOOD_IMG}, "b": side}))]
+    c["pairs image is a number"] = cast + [w("p-imgnum.jsonl", mk({"a": {**side, "image": 5}, "b": side}))]
+    c["pairs binary garbage"] = cast + [w("p-garbage.jsonl", bytes(range(256)) * 4)]
+    # ---- ChEF recipes
+    c["recipe unknown name"] = chef + ["no-such-recipe"]
+    c["recipe yaml syntax"] = chef + [w("r1.yaml", "name: x\nscenario: {type: mc\n")]
+    c["recipe yaml is a list"] = chef + [w("r2.yaml", "- a\n- b\n")]
+    c["recipe yaml empty"] = chef + [w("r3.yaml", "")]
+    c["recipe bad desideratum"] = chef + [w("r4.yaml", "name: x\ndesideratum: speed\nscenario: {type: mc}\n")]
+    c["recipe scenario missing"] = chef + [w("r5.yaml", "name: x\n")]
+    c["recipe wrong field type"] = chef + [w("r6.yaml", "name: x\nscenario: {type: mc}\nmetric: {n_bins: lots}\n")]
+    c["recipe unknown scenario"] = chef + [w("r7.yaml", f"name: x\nscenario: {{type: nope, path: {good}}}\n")]
+    c["recipe binary garbage"] = chef + [w("r8.yaml", bytes(range(256)) * 4)]
+    c["recipe data missing"] = chef + ["mmbench", "--data", str(d / "nope.tsv")]
+    c["chef unknown scenario option"] = chef + ["world-accuracy", "--scenario", "nope"]
+    # ---- model specs
+    gspec = lambda spec: ["describe", "--vlm", spec, "--data", good, "--out", str(d / "out" / "s"),  # noqa: E731
+                          "--no-progress"]
+    c["spec without provider"] = gspec("gpt-4o")
+    c["spec unknown provider"] = gspec("nosuch:model")
+    c["spec empty name"] = gspec("openai:")
+    c["spec bad float"] = gspec("ref:describer?level=abc")
+    c["spec bad bool"] = gspec("openai:m@http://127.0.0.1:9/v1?logprobs=maybe")
+    c["spec not http"] = gspec("openai:m@ftp://127.0.0.1/v1")
+    c["spec bad url"] = gspec("openai:m@http://[::1/v1")
+    c["spec wrong role"] = ["genception", "--vlm", "ref:describer", "--generator", "ref:effnet", "--encoder",
+                            "ref:effnet", "--data", good, "--out", str(d / "out" / "g"), "--no-progress"]
+    c["spec encoder as vlm"] = gspec("ref:effnet")
+    c["spec empty"] = gspec("")
+    c["spec only colon"] = gspec(":")
+    # ---- options
+    c["limit zero"] = desc + [good, "--limit", "0"]
+    c["limit negative"] = desc + [good, "--limit", "-3"]
+    c["concurrency zero"] = desc + [good, "--max-concurrency", "0"]
+    c["concurrency text"] = desc + [good, "--max-concurrency", "many"]
+    c["out is a file"] = ["describe", "--vlm", "ref:photo", "--data", good, "--out", str(d / "a-file.txt")]
+    c["out exists without resume"] = ["describe", "--vlm", "ref:photo", "--data", good, "--out",
+                                      str(d / "describe-run")]
+    c["T zero"] = ["genception", "--vlm", "ref:describer", "--generator", "ref:renderer", "--encoder", "ref:effnet",
+                   "--data", good, "--out", str(d / "out" / "g0"), "-T", "0", "--no-progress"]
+    c["per-category zero"] = ["genception", "--vlm", "ref:describer", "--generator", "ref:renderer", "--encoder",
+                              "ref:effnet", "--data", good, "--out", str(d / "out" / "g1"), "--per-category", "0"]
+    c["max-image-mb zero"] = desc + [good, "--max-image-mb", "0"]
+    c["unknown option"] = desc + [good, "--frobnicate"]
+    c["resume not a run"] = ["resume", str(d / "empty-folder")]
+    c["resume missing folder"] = ["resume", str(d / "nope-run")]
+    c["resume a file"] = ["resume", str(d / "a-file.txt")]
+    c["retry-failed not a run"] = ["retry-failed", str(d / "empty-folder")]
+    c["report missing folder"] = ["report", str(d / "nope-run"), "-o", str(d / "out" / "r.html")]
+    c["vhx export a describe run"] = ["vhx", "export", str(d / "describe-run"), "--out", str(d / "out" / "e")]
+    c["vhx export missing run"] = ["vhx", "export", str(d / "nope-run"), "--out", str(d / "out" / "e2")]
+    c["world make n zero"] = ["world", "make", str(d / "out" / "w"), "--n", "0"]
+    c["perturb unknown corruption"] = ["perturb", str(d / "img"), "-c", "nope", "--out", str(d / "out" / "p")]
+    c["perturb severity 9"] = ["perturb", str(d / "img"), "-c", "gaussian_noise", "-s", "9", "--out",
+                               str(d / "out" / "p2")]
+    return c
+
+
+def _error_lines(stderr: str) -> list[str]:
+    """Our errors are one 'error:' line, the last one; Click's usage errors one line inside its Error panel."""
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    ours = [ln for ln in lines if ln.lower().startswith("error:")]
+    if ours and lines[-1] != ours[-1]:
+        return ours + lines[lines.index(ours[-1]) + 1:]  # a continuation: not one sentence
+    panel = [ln for ln in lines if ln.startswith("│") and ln.strip("│ ")]
+    return ours + panel
+
+
+def test_malformed_inputs_end_in_one_sentence_and_exit_2(ws):
+    cases = _cases(ws)
+    assert len(cases) >= 60
+    env = {**os.environ, "COLUMNS": "500", "HF_HUB_OFFLINE": "1"}
+
+    def run(item):
+        name, args = item
+        # every case writes under its own folder, so no case fails because another one ran first
+        own = str(ws / "out" / name.replace(" ", "-"))
+        args = [a.replace(str(ws / "out"), own, 1) if a.startswith(str(ws / "out")) else a for a in args]
+        p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", *args], capture_output=True, text=True,
+                           env=env, timeout=300)
+        return name, p
+
+    bad = []
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for name, p in pool.map(run, cases.items()):
+            errors = _error_lines(p.stderr)
+            if p.returncode != 2 or "Traceback" in p.stderr + p.stdout or len(errors) != 1:
+                bad.append(f"{name}: rc={p.returncode} stderr={p.stderr.strip()[-600:]!r}")
+    assert not bad, f"{len(bad)} of {len(cases)} cases:\n" + "\n".join(bad)

@@ -1,0 +1,213 @@
+"""Dataset inputs: confined to their folder, regular files only, a size cap, reads off the event loop, and a
+budget on decoded pixels in flight (core/inputs.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vlmcheck.core.inputs import InputPolicy, PixelBudget, read_image, sample_lease, set_policy, reset_policy
+from vlmcheck.core.images import BadImageError
+from vlmcheck.core.roles import Capabilities, Generation
+from vlmcheck.methods.describe import DescribeSpec, DescribeTask
+from vlmcheck.run.runner import RunOptions, run_task
+
+
+class _Recorder:
+    """A VLM that records the pixels of every image it is sent."""
+
+    model_id = "test:recorder"
+
+    def __init__(self) -> None:
+        self.capabilities = Capabilities()
+        self.seen: list[tuple[int, int, int]] = []
+
+    async def generate(self, messages, config):
+        for m in messages:
+            for part in m.content:
+                if part.type == "image":
+                    self.seen.append(part.to_pil().getpixel((0, 0)))
+        return Generation(text="a photo", finish_reason="stop")
+
+
+def _dataset(tmp_path):
+    """A manifest in ds/ whose rows point inside, outside (../, absolute, symlink), at a FIFO, /dev/zero and a
+    folder.  The outside image has a colour no inside image has, so a test can tell whether it was sent."""
+    ds, secret = tmp_path / "ds", tmp_path / "private"
+    ds.mkdir()
+    secret.mkdir()
+    Image.new("RGB", (8, 8), (1, 2, 3)).save(ds / "ok.png")
+    Image.new("RGB", (8, 8), (250, 0, 250)).save(secret / "outside.png")
+    os.symlink(secret / "outside.png", ds / "link.png")
+    os.mkfifo(ds / "fifo.png")
+    os.symlink("/dev/zero", ds / "zero.png")
+    (ds / "dir.png").mkdir()
+    rows = [("ok", "ok.png"), ("dotdot", "../private/outside.png"), ("absolute", str(secret / "outside.png")),
+            ("symlink", "link.png"), ("fifo", "fifo.png"), ("zero", "zero.png"), ("dir", "dir.png")]
+    (ds / "manifest.jsonl").write_text("".join(json.dumps({"id": i, "image": p}) + "\n" for i, p in rows))
+    return ds / "manifest.jsonl"
+
+
+def _errors(res_folder):
+    rows = [json.loads(line) for line in (res_folder / "samples.jsonl").read_text().split("\n") if line]
+    return {r["sample_id"]: (r["error"]["message"] if r["status"] == "error" else None) for r in rows}
+
+
+def test_images_outside_the_dataset_are_refused_per_sample_and_never_sent(tmp_path):
+    vlm = _Recorder()
+    t0 = time.monotonic()
+    res = run_task(DescribeTask(DescribeSpec(vlm=vlm.model_id, data=str(_dataset(tmp_path))), vlm=vlm),
+                   tmp_path / "run", RunOptions(progress=False, report=False))
+    assert time.monotonic() - t0 < 30  # the FIFO did not hang the run
+    errors = _errors(tmp_path / "run")
+    assert errors["ok"] is None and res.results["counts"]["done"] == 1
+    for sid in ("dotdot", "absolute", "symlink", "zero"):
+        assert "outside the dataset folder" in errors[sid] and "--allow-outside" in errors[sid], sid
+    assert "not a regular file" in errors["fifo"]
+    assert "is a directory" in errors["dir"]
+    assert vlm.seen == [(1, 2, 3)]  # only the inside image reached the model
+
+
+def test_allow_outside_reads_outside_images_but_still_only_regular_files(tmp_path):
+    vlm = _Recorder()
+    res = run_task(DescribeTask(DescribeSpec(vlm=vlm.model_id, data=str(_dataset(tmp_path))), vlm=vlm),
+                   tmp_path / "run", RunOptions(progress=False, report=False, allow_outside=True))
+    errors = _errors(tmp_path / "run")
+    assert [errors[s] for s in ("ok", "dotdot", "absolute", "symlink")] == [None] * 4
+    assert sorted(vlm.seen) == [(1, 2, 3)] + [(250, 0, 250)] * 3
+    assert "not a regular file" in errors["zero"]  # /dev/zero is a device: never read
+    assert "not a regular file" in errors["fifo"]
+    assert res.results["counts"]["failed"] == 3
+
+
+def test_the_file_size_cap_is_checked_before_reading(tmp_path):
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)).save(ds / "big.png")
+    Image.new("RGB", (4, 4)).save(ds / "small.png")
+    size = (ds / "big.png").stat().st_size
+    assert size > 10_000
+    vlm = _Recorder()
+    run_task(DescribeTask(DescribeSpec(vlm=vlm.model_id, data=str(ds)), vlm=vlm), tmp_path / "run",
+             RunOptions(progress=False, report=False, max_image_bytes=10_000))
+    errors = _errors(tmp_path / "run")
+    assert errors["small.png"] is None
+    assert f"{size} bytes exceeds the image file size limit of 10000 bytes" in errors["big.png"]
+
+
+def test_reading_a_fifo_never_blocks_the_event_loop(tmp_path):
+    # With the old code, open() on a FIFO blocked the loop's only thread until a writer came.
+    fifo = tmp_path / "f.png"
+    os.mkfifo(fifo)
+
+    async def main():
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            for _ in range(5):
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        t = asyncio.create_task(ticker())
+        with pytest.raises(BadImageError, match="not a regular file"):
+            await read_image(fifo)
+        await t
+        return ticks
+
+    assert asyncio.run(asyncio.wait_for(main(), 10)) == 5
+
+
+def test_decoding_runs_in_a_worker_thread(tmp_path, monkeypatch):
+    import vlmcheck.core.inputs as inputs_mod
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "a.png")
+    threads = []
+    real = inputs_mod.decode_image
+
+    def spy(*a, **k):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return real(*a, **k)
+
+    monkeypatch.setattr(inputs_mod, "decode_image", spy)
+    asyncio.run(read_image(tmp_path / "a.png"))
+    assert threads == [False]
+
+
+def test_the_pixel_budget_bounds_decoded_images_in_flight(tmp_path):
+    # Eight 1000x1000 images (3 MB decoded each) in flight at once under a 7 MB budget: at most two are held
+    # at any time, and every sample still finishes.
+    for i in range(8):
+        Image.new("RGB", (1000, 1000), (i, 0, 0)).save(tmp_path / f"{i}.png")
+    budget = PixelBudget(7_000_000)
+    held_max = 0
+
+    async def sample(i):
+        nonlocal held_max
+        async with sample_lease():
+            img = await read_image(tmp_path / f"{i}.png")
+            held_max = max(held_max, budget.used)
+            await asyncio.sleep(0.02)  # the model call, while the image is held
+            return img.getpixel((0, 0))[0]
+
+    async def main():
+        token = set_policy(InputPolicy(budget=budget))
+        try:
+            return await asyncio.gather(*(sample(i) for i in range(8)))
+        finally:
+            reset_policy(token)
+
+    assert asyncio.run(main()) == list(range(8))
+    assert budget.peak == 6_000_000 and held_max <= 7_000_000
+    assert budget.used == 0  # everything released
+
+
+def test_an_image_larger_than_the_budget_still_runs_alone_and_a_sample_never_waits_on_itself(tmp_path):
+    Image.new("RGB", (100, 100)).save(tmp_path / "a.png")  # 30,000 bytes decoded
+    budget = PixelBudget(10_000)
+
+    async def main():
+        token = set_policy(InputPolicy(budget=budget))
+        try:
+            async with sample_lease():
+                await read_image(tmp_path / "a.png")
+                await read_image(tmp_path / "a.png")  # the same sample's second image: charged, no wait
+                return budget.used
+        finally:
+            reset_policy(token)
+
+    assert asyncio.run(asyncio.wait_for(main(), 5)) == 60_000
+    assert budget.used == 0
+
+
+def test_the_runner_holds_the_budget(tmp_path):
+    # Through run_task: with a budget of one image, samples run one image at a time, and all of them finish.
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    for i in range(6):
+        Image.new("RGB", (200, 200), (i, 0, 0)).save(ds / f"{i}.png")
+    in_flight, peak = 0, 0
+
+    class Slow(_Recorder):
+        async def generate(self, messages, config):
+            nonlocal in_flight, peak
+            in_flight += 1
+            peak = max(peak, in_flight)
+            await asyncio.sleep(0.02)
+            in_flight -= 1
+            return await super().generate(messages, config)
+
+    vlm = Slow()
+    res = run_task(DescribeTask(DescribeSpec(vlm=vlm.model_id, data=str(ds)), vlm=vlm), tmp_path / "run",
+                   RunOptions(progress=False, report=False, max_concurrency=6, pixel_budget=200 * 200 * 3))
+    assert res.results["counts"]["done"] == 6 and peak == 1
+    res = run_task(DescribeTask(DescribeSpec(vlm=vlm.model_id, data=str(ds)), vlm=vlm), tmp_path / "run2",
+                   RunOptions(progress=False, report=False, max_concurrency=6))
+    assert res.results["counts"]["done"] == 6 and peak == 6  # the default budget does not limit small images
