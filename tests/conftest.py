@@ -11,11 +11,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 class FakeServer:
-    def __init__(self, latency: float, tmp: Path) -> None:
+    def __init__(self, latency: float, tmp: Path, *extra: str) -> None:
         self.log = tmp / "server-log.jsonl"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "vlmcheck.testing.fake_openai", "--port", "0", "--latency", str(latency),
-             "--log", str(self.log)], stdout=subprocess.PIPE, text=True)
+             "--log", str(self.log), *extra], stdout=subprocess.PIPE, text=True)
         self.port = int(self.proc.stdout.readline())
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
 

@@ -33,6 +33,10 @@ ALLOW_OUTSIDE = typer.Option(False, "--allow-outside",
 MAX_IMAGE_MB = typer.Option(256.0, "--max-image-mb", min=0.001, help="Refuse image files larger than this, unread.")
 PIXEL_BUDGET_MB = typer.Option(2000.0, "--pixel-budget-mb", min=1.0,
                                help="Decoded image pixels held by samples in flight at once (MB).")
+PREFLIGHT = typer.Option(True, "--preflight/--no-preflight",
+                         help="Check each API model (reachable, key accepted, model served) before the first sample.")
+MAX_FAILURES = typer.Option(0.0, "--max-failures", min=0.0, max=1.0,
+                            help="Share of failed samples the run may have and still exit 0.")
 SEED = typer.Option(0, "--seed", help="Seed for every random choice of the run.")
 API_KEY = typer.Option(None, "--api-key", help="API key for the model (else from the environment). Never stored.",
                        envvar="VLMCHECK_API_KEY", show_envvar=False)
@@ -85,25 +89,42 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _options(resume, overwrite, limit, max_concurrency, seed, progress, allow_outside=False, max_image_mb=256.0,
-             pixel_budget_mb=2000.0) -> RunOptions:
+             pixel_budget_mb=2000.0, preflight=True) -> RunOptions:
     return RunOptions(resume=resume, overwrite=overwrite, limit=limit, max_concurrency=max_concurrency, seed=seed,
-                      progress=progress and sys.stderr.isatty(), allow_outside=allow_outside,
-                      max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6))
+                      progress=progress, allow_outside=allow_outside,
+                      max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6),
+                      preflight=preflight)
 
 
 def _execute(task, out: Path, options: RunOptions) -> dict:
+    """Run ``task`` into ``out`` and print one line of counts; refusals to start end in one sentence, exit 2."""
     from .store.db import StoreError
 
     try:
         result = run_task(task, out, options)
-    except (RunFolderExists, StoreError) as exc:
+    except (RunFolderExists, StoreError, SpecError) as exc:
         _fail(_one_line(exc))
     counts = result.results["counts"]
     session = result.results.get("session", {})
     console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed; "
                   f"{session.get('model_calls', 0)} model calls, {session.get('cache_hits', 0)} cache hits. "
                   f"Results: {out / 'results.json'}")
+    result.results["_folder"] = str(out)
     return result.results
+
+
+def _check_failures(runs: list[dict], max_failures: float) -> None:
+    """Exit 1 when a run has a larger share of failed samples than ``max_failures`` (finished ones are kept)."""
+    bad = []
+    for r in runs:
+        c = r["counts"]
+        if c["failed"] and c["failed"] > max_failures * c["samples"]:
+            bad.append(f"{c['failed']} of {c['samples']} samples failed in {r.get('_folder', 'the run')}")
+    if bad:
+        first = runs[0].get("_folder", "RUN")
+        _say_error("; ".join(bad) + f" (finished samples are kept; see samples.jsonl, then `vlmcheck retry-failed "
+                                    f"{first}`, or allow some with --max-failures RATE)")
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -132,7 +153,7 @@ def describe(
     resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
-    pixel_budget_mb: float = PIXEL_BUDGET_MB,
+    pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
 ) -> None:
     """Ask a VLM one prompt per image; keep every answer (and keyword recall where expected words are given)."""
     from .methods.describe import DescribeSpec, DescribeTask
@@ -142,8 +163,10 @@ def describe(
         spec = _spec_with_key(vlm, api_key)
         task = DescribeTask(DescribeSpec(vlm=spec.canonical(), data=str(data), prompt=prompt, max_tokens=max_tokens),
                             vlm=load_model(spec, "vlm"))
-    _execute(task, out, _options(
-        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb))
+    results = _execute(task, out, _options(
+        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
+        preflight))
+    _check_failures([results], max_failures)
 
 
 def _task_of(run: Path):
@@ -162,31 +185,35 @@ def _task_of(run: Path):
 @app.command()
 def resume(run: Path = typer.Argument(..., help="Run folder"), max_concurrency: int = CONCURRENCY,
            progress: bool = PROGRESS, allow_outside: bool = ALLOW_OUTSIDE,
-           max_image_mb: float = MAX_IMAGE_MB, pixel_budget_mb: float = PIXEL_BUDGET_MB) -> None:
+           max_image_mb: float = MAX_IMAGE_MB, pixel_budget_mb: float = PIXEL_BUDGET_MB,
+           preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES) -> None:
     """Continue an interrupted run with its recorded spec (API keys from the environment)."""
     _setup_logging()
     task, spec = _task_of(run)
-    _execute(task, run, _options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0), progress,
-                                 allow_outside, max_image_mb, pixel_budget_mb))
+    results = _execute(task, run, _options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0),
+                                           progress, allow_outside, max_image_mb, pixel_budget_mb, preflight))
+    _check_failures([results], max_failures)
 
 
 @app.command("retry-failed")
 def retry_failed_cmd(run: Path = typer.Argument(..., help="Run folder"), max_concurrency: int = CONCURRENCY,
                      progress: bool = PROGRESS, allow_outside: bool = ALLOW_OUTSIDE,
-           max_image_mb: float = MAX_IMAGE_MB, pixel_budget_mb: float = PIXEL_BUDGET_MB) -> None:
+                     max_image_mb: float = MAX_IMAGE_MB, pixel_budget_mb: float = PIXEL_BUDGET_MB,
+                     preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES) -> None:
     """Run again only the samples that failed; finished ones are kept."""
     _setup_logging()
     task, spec = _task_of(run)
     options = _options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0), progress,
-                       allow_outside, max_image_mb, pixel_budget_mb)
+                       allow_outside, max_image_mb, pixel_budget_mb, preflight)
     from .store.db import StoreError
 
     try:
         result = retry_failed(task, run, options)
-    except (RunFolderExists, StoreError) as exc:
+    except (RunFolderExists, StoreError, SpecError) as exc:
         _fail(_one_line(exc))
     counts = result.results["counts"]
     console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
+    _check_failures([{**result.results, "_folder": str(run)}], max_failures)
 
 
 world_app = typer.Typer(no_args_is_help=True, help="The offline reference world.")
@@ -229,14 +256,14 @@ def genception(
     resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
-    pixel_budget_mb: float = PIXEL_BUDGET_MB,
+    pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
 ) -> None:
     """GenCeption: describe, regenerate, repeat T times; GC@1..T, GC_FID@t, categories, leaderboard."""
     from .methods.genception import GenCeptionSpec, GenCeptionTask
     from .methods.leaderboard import leaderboard
 
     _setup_logging()
-    folders = []
+    folders, all_results = [], []
     for one in vlm:
         with _user_errors(FileNotFoundError):
             spec = _spec_with_key(one, api_key)
@@ -245,14 +272,17 @@ def genception(
                                  vlm=load_model(spec, "vlm"))
         folder = out if len(vlm) == 1 else out / _slug(spec.canonical())
         results = _execute(task, folder, _options(
-            resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb))
+            resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
+            preflight))
         _print_gc(spec.canonical(), results["metrics"])
         folders.append(folder)
+        all_results.append(results)
     if len(folders) > 1 or external:
         board = leaderboard(folders, external)
         write_text_atomic(out / "leaderboard.json", json.dumps(board, indent=2))
         _print_board(board)
         console.print(f"Leaderboard: {out / 'leaderboard.json'}")
+    _check_failures(all_results, max_failures)
 
 
 def _slug(text: str) -> str:
@@ -305,13 +335,71 @@ def meta(out: Path = typer.Option(Path("meta-run"), "--out"), n: int = typer.Opt
     from .world.meta import meta_evaluate
 
     _setup_logging()
-    res = meta_evaluate(out, n=n, seed=seed, progress=sys.stderr.isatty())
+    res = meta_evaluate(out, n=n, seed=seed, progress=True)
     metrics = list(res["kendall_tau"])
     table = Table("error level", *metrics)
     for lv, row in res["table"].items():
         table.add_row(lv, *[f"{row[m]:.4f}" for m in metrics])
     table.add_row("Kendall tau", *[f"{res['kendall_tau'][m]:.3f}" for m in metrics])
     Console().print(table)
+
+
+@app.command("run")
+def run_cmd(config: Optional[Path] = typer.Argument(None, help="Sweep config (YAML): models x methods"),
+            example: bool = typer.Option(False, "--example", help="Print an annotated example config and exit."),
+            progress: bool = PROGRESS) -> None:
+    """Run a sweep: every method of the config on every model, into one folder, with one report."""
+    from .methods import task_from_spec
+    from .methods.leaderboard import leaderboard
+    from .report.html import build_report, headline
+    from .sweep import EXAMPLE, load_sweep, options_of, plan
+
+    if example:
+        typer.echo(EXAMPLE, nl=False)
+        return
+    if config is None:
+        _fail("give a sweep config (vlmcheck run sweep.yaml); `vlmcheck run --example` prints one")
+    _setup_logging()
+    with _user_errors():
+        sweep = load_sweep(config)
+        runs = plan(sweep, config.parent)
+    out = runs[0][0].parent.parent
+    results, summary = [], []
+    for folder, method, spec in runs:
+        console.rule(f"[bold]{method}[/bold]: {spec['vlm']}")
+        with _user_errors(FileNotFoundError):
+            task = task_from_spec(method, spec)
+        res = _execute(task, folder, options_of(sweep, progress))
+        results.append(res)
+        name, value = headline(res)
+        summary.append({"method": folder.parent.name, "model": spec["vlm"], "folder": str(folder),
+                        "metric": name, "value": value, "samples": res["counts"]["samples"],
+                        "failed": res["counts"]["failed"]})
+    table = Table("method", "model", "metric", "value", "failed", title=f"sweep {config}")
+    for row in summary:
+        value = "-" if row["value"] is None else f"{row['value']:.4f}"
+        table.add_row(row["method"], row["model"], row["metric"], value, f"{row['failed']}/{row['samples']}")
+    console.print(table)
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=2))
+    for group in sorted({Path(r["folder"]).parent for r in summary if r["method"].startswith("genception")}):
+        folders = [Path(r["folder"]) for r in summary if Path(r["folder"]).parent == group]
+        if len(folders) > 1:
+            write_text_atomic(group / "leaderboard.json", json.dumps(leaderboard(folders), indent=2))
+    page = build_report([Path(r["folder"]) for r in summary], out / "report.html", title=f"vlmcheck sweep {config.name}")
+    console.print(f"Summary: {out / 'summary.json'}  Report: {page}")
+    _check_failures(results, sweep.options.max_failures)
+
+
+@app.command("export")
+def export_cmd(runs: list[Path] = typer.Argument(..., help="Finished run folders"),
+               out: Path = typer.Option(..., "--out", help="Folder for the tables"),
+               fmt: str = typer.Option("parquet", "--format", help="parquet, csv or jsonl")) -> None:
+    """Tidy tables: one row per sample and step/variant/setting, one file per run, plus runs.<format>."""
+    from .export import export_runs
+
+    with _user_errors():
+        files = export_runs(runs, out, fmt)
+    console.print(f"[green]wrote[/green] {len(files)} tables to {out}: " + ", ".join(f.name for f in files))
 
 
 @app.command()
@@ -327,7 +415,8 @@ def report(runs: list[Path] = typer.Argument(..., help="Run folders"),
     missing = [r for r in runs if not (r / "results.json").exists()]
     if missing:
         _fail(f"not finished run folders (no results.json): {', '.join(map(str, missing))}")
-    console.print(f"[green]wrote[/green] {build_report(runs, output, external, title, gallery_image=gallery)}")
+    page = build_report(runs, output, external, title, gallery_image=gallery, progress=True)
+    console.print(f"[green]wrote[/green] {page}")
 
 
 @app.command()
@@ -351,8 +440,10 @@ def perturb(
         _fail("severities are 1..5")
     files = [source] if source.is_file() else iter_image_files(source)
     base = source.parent if source.is_file() else source
+    from .run.progress import track
+
     written = failed = 0
-    for path in files:
+    for path in track(files, "perturb"):
         rel = path.relative_to(base).with_suffix(".png")
         try:
             img = load_image(path)
@@ -391,7 +482,7 @@ def vhx_run(
     resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
-    pixel_budget_mb: float = PIXEL_BUDGET_MB,
+    pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
 ) -> None:
     """Negation, common and adversarial perturbations; accuracy and symmetric accuracy per variant."""
     from .methods.vhexpansion import VHExpansionTask, VHXSpec
@@ -407,8 +498,10 @@ def vhx_run(
                                        steps_hallucinated=steps_hallucinated, seed=seed), seed=seed),
             vlm=load_model(spec, "vlm"))
     results = _execute(task, out, _options(
-        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb))
+        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
+        preflight))
     _print_vhx(spec.canonical(), results["metrics"])
+    _check_failures([results], max_failures)
 
 
 def _print_vhx(model: str, m: dict) -> None:
@@ -469,7 +562,9 @@ def cast_pairs(
 
     items = corpus_from(data)
     enc = load_model(encoder, "encoder")
-    emb = asyncio.run(enc.encode([load_image(i["image"]) for i in items]))
+    from .run.progress import track
+
+    emb = asyncio.run(enc.encode([load_image(i["image"]) for i in track(items, "cast pairs: read images")]))
     pairs, report = sample_pairs(items, emb, per_bin=per_bin, min_chars=min_chars, seed=seed,
                                  text_emb=sentence_embeddings([i["description"] for i in items]))
     import os
@@ -503,7 +598,7 @@ def cast_run(
     resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
-    pixel_budget_mb: float = PIXEL_BUDGET_MB,
+    pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
 ) -> None:
     """Generate similarities in 3 modalities, validate each in 3 modalities x 3 formats, score consistency."""
     from .methods.cast import CastSpec, CastTask
@@ -514,8 +609,10 @@ def cast_run(
         task = CastTask(CastSpec(vlm=spec.canonical(), pairs=str(pairs), two_images=two_images,
                                  image_size=image_size, seed=seed), vlm=load_model(spec, "vlm"))
     results = _execute(task, out, _options(
-        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb))
+        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
+        preflight))
     _print_cast(spec.canonical(), results["metrics"])
+    _check_failures([results], max_failures)
 
 
 def _print_cast(model: str, m: dict) -> None:
@@ -560,7 +657,7 @@ def chef_run(
     resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
-    pixel_budget_mb: float = PIXEL_BUDGET_MB,
+    pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
 ) -> None:
     """Run a ChEF recipe; the metric follows its desideratum."""
     from .core.roles import CapabilityError
@@ -579,16 +676,31 @@ def chef_run(
         task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=seed),
                         vlm=load_model(spec, "vlm"))
     results = _execute(task, out, _options(
-        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb))
+        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
+        preflight))
     _print_chef(spec.canonical(), results["metrics"])
+    _check_failures([results], max_failures)
 
 
 def _print_chef(model: str, m: dict) -> None:
+    """The recipe's headline metrics and the accuracy of each setting, as a table (4 decimals)."""
     keys = ("accuracy", "ece", "overall", "riam", "mr_weighted", "acc_vm", "rrm", "pope", "language",
             "circular_accuracy", "vanilla_accuracy")
-    shown = {k: m[k] for k in keys if k in m}
-    shown["settings"] = {k: round(v["accuracy"], 4) for k, v in m.get("settings", {}).items()}
-    console.print(f"[bold]{model}[/bold] {m.get('recipe')} ({m.get('desideratum')}): " + json.dumps(shown, default=str))
+
+    def fmt(v) -> str:
+        if isinstance(v, float):
+            return f"{v:.4f}"
+        if isinstance(v, dict):
+            return ", ".join(f"{k} {fmt(x)}" for k, x in v.items() if isinstance(x, (int, float, str)))
+        return str(v)
+
+    table = Table("metric", "value", title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')})")
+    for k in keys:
+        if k in m:
+            table.add_row(k, fmt(m[k]))
+    for name, v in m.get("settings", {}).items():
+        table.add_row(f"accuracy, {name}", fmt(v.get("accuracy")))
+    console.print(table)
 
 
 DEMO_LEVELS = (0.0, 0.1, 0.3)
@@ -609,7 +721,7 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
 
     _setup_logging()
     started = time.perf_counter()
-    progress = sys.stderr.isatty()
+    progress = True  # a bar on a terminal, plain lines in a log
     # 1. describe real photographs (two broken files show per-sample errors)
     manifest = make_photo_dataset(out / "data", include_broken=True)
     console.rule("[bold]1. describe: scikit-image photos with ref:photo (EfficientNet-Lite0)")

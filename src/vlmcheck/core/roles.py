@@ -59,6 +59,7 @@ class Generation(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     logprobs: list[TokenLogprob] | None = None
     refusal: str | None = None  # provider-reported refusal text, if any
+    reasoning: str | None = None  # a reasoning model's thinking, kept apart from the answer in ``text``
 
 
 class Loglikelihood(BaseModel):

@@ -18,10 +18,14 @@ from ..core.secrets import redact
 def translate(exc: BaseException, sdk: ModuleType) -> ModelCallError:
     if isinstance(exc, ModelCallError):
         return exc
+    if isinstance(exc, sdk.APIConnectionError) and _refused(exc):
+        # before the timeout check: the SDK's aiohttp transport reports a refused connection as ConnectTimeout
+        return ModelCallError("connection", "connection refused (is the server running at that address?)")
     if isinstance(exc, sdk.APITimeoutError):
         return ModelCallError("timeout", redact(str(exc) or "request timed out"))
     if isinstance(exc, sdk.APIConnectionError):
-        return ModelCallError("connection", redact(str(exc) or "connection failed"))
+        return ModelCallError("connection", redact(f"{connection_reason(exc)} ({exc})" if str(exc) else
+                                                   connection_reason(exc)))
     if isinstance(exc, sdk.APIResponseValidationError):
         return ModelCallError("malformed", redact(f"response did not match the API schema: {exc}"))
     if isinstance(exc, sdk.APIStatusError):
@@ -46,3 +50,30 @@ def _message(exc: BaseException) -> str:
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])
     return str(exc)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen, chain = set(), []
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    return chain
+
+
+def _refused(exc: BaseException) -> bool:
+    return any(isinstance(x, ConnectionRefusedError) for x in _chain(exc))
+
+
+def connection_reason(exc: BaseException) -> str:
+    """What went wrong under an SDK's generic "Connection error.": refused, unknown host, reset..."""
+    chain = _chain(exc)
+    text = " ".join(str(x) for x in chain).lower()
+    if _refused(exc) or "refused" in text:
+        return "connection refused"
+    if "name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
+        return "host not found"
+    if any(isinstance(x, ConnectionResetError) for x in chain) or "reset" in text:
+        return "connection reset"
+    return str(chain[-1]) or type(chain[-1]).__name__

@@ -15,7 +15,7 @@ from PIL import Image
 from ..core.images import to_rgb
 from ..core.roles import Capabilities
 from ..core.spec import ModelSpec
-from .hf import resolve_device, resolve_dtype
+from .hf import ensure_available, resolve_device, resolve_dtype
 
 
 class DiffusersGenerator:
@@ -25,6 +25,7 @@ class DiffusersGenerator:
         self.model_id = spec.canonical()
         self.device = resolve_device(spec.get_str("device"))
         dtype = resolve_dtype(spec.get_str("dtype"), self.device)
+        ensure_available(spec.name, "model_index.json")
         self.pipe = AutoPipelineForText2Image.from_pretrained(spec.name, dtype=dtype).to(self.device)
         self.pipe.set_progress_bar_config(disable=True)
         self.steps = spec.get_int("steps", 25)

@@ -27,7 +27,7 @@ from PIL import Image
 from ..core.roles import Capabilities
 from ..core.spec import ModelSpec, SpecError
 from ._vision import processor_size
-from .hf import resolve_device, resolve_dtype
+from .hf import ensure_available, resolve_device, resolve_dtype
 
 
 class TorchEncoder:
@@ -92,6 +92,7 @@ class HFEncoder(TorchEncoder):
 
         device = resolve_device(spec.get_str("device"))
         dtype = resolve_dtype(spec.get_str("dtype"), device)
+        ensure_available(spec.name)
         config = AutoConfig.from_pretrained(spec.name)
         model = AutoModel.from_pretrained(spec.name, dtype=dtype)
         self.processor = AutoImageProcessor.from_pretrained(spec.name)

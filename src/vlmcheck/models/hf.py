@@ -39,7 +39,42 @@ def resolve_device(name: str | None) -> str:
         if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
             return "mps"
         return "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
+        raise SpecError(f"device={name} but torch {torch.__version__} ({build}) sees no CUDA GPU here; use "
+                        "device=cpu (or device=auto)")
+    if name == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise SpecError("device=mps but this machine has no Apple GPU; use device=cpu (or device=auto)")
     return name
+
+
+def ensure_available(name: str, marker: str = "config.json") -> None:
+    """Say at once when a checkpoint is neither a folder nor in the local Hugging Face cache and the Hub cannot
+    be reached (offline mode or no network): ``from_pretrained`` would otherwise retry for minutes."""
+    import os
+    import socket
+    from pathlib import Path
+
+    if Path(name).exists():
+        return
+    try:
+        from huggingface_hub import constants, try_to_load_from_cache
+    except ImportError:  # transformers always brings it; be safe
+        return
+    cached = try_to_load_from_cache(name, marker)
+    if isinstance(cached, str):
+        return
+    offline = bool(constants.HF_HUB_OFFLINE) or os.environ.get("TRANSFORMERS_OFFLINE", "") in ("1", "true", "TRUE")
+    if not offline:
+        host = constants.ENDPOINT.split("://", 1)[-1].split("/", 1)[0]
+        try:
+            socket.create_connection((host.split(":")[0], 443), timeout=3).close()
+            return  # the Hub answers: from_pretrained downloads it
+        except OSError:
+            pass
+    raise SpecError(f"{name!r} is not a local folder and not in the Hugging Face cache ({constants.HF_HUB_CACHE}), "
+                    "and the Hub cannot be reached; download it first (huggingface-cli download "
+                    f"{name}) or give the checkpoint's folder")
 
 
 def resolve_dtype(name: str | None, device: str):
@@ -65,6 +100,7 @@ class HFVLM:
         self.model_id = spec.canonical()
         self.device = resolve_device(spec.get_str("device"))
         self.dtype = resolve_dtype(spec.get_str("dtype"), self.device)
+        ensure_available(spec.name)
         self.processor = AutoProcessor.from_pretrained(spec.name)
         self.model = AutoModelForImageTextToText.from_pretrained(spec.name, dtype=self.dtype).to(self.device)
         self.model.eval()

@@ -12,7 +12,6 @@ humans' images were drawn with (v2 section 3: 5 per category).
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 from ..core.errors import ModelCallError

@@ -14,7 +14,13 @@ Parameters: ``key_env`` (name of the variable holding the key; default
 ``clients`` (SDK clients used round-robin, default 1), ``http`` (the SDK's transport:
 ``aiohttp``, the default when ``openai[aiohttp]`` is installed, or ``httpx``),
 ``prefill`` (1 for servers that continue a trailing assistant message, such as vLLM
-and SGLang with ``continue_final_message``: pre-filled answer starts, as CAST uses).
+and SGLang with ``continue_final_message``: pre-filled answer starts, as CAST uses),
+``reasoning_effort`` (low/medium/high, OpenAI reasoning models), ``enable_thinking``
+(0/1, passed as ``chat_template_kwargs`` to vLLM and SGLang for Qwen3-style
+templates) and ``extra_body`` (a JSON object merged into every request body).
+A reply's ``reasoning_content`` / ``reasoning`` field is kept as the generation's
+reasoning; ``<think>`` blocks in the text are split off by the session
+(:func:`vlmcheck.run.calls.final_answer`).
 
 The SDK's own retries are switched off (``max_retries=0``): the vlmcheck
 scheduler retries with backoff, honours Retry-After and counts attempts.
@@ -35,7 +41,7 @@ from ..core.messages import Message, to_openai
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, TokenLogprob, Usage
 from ..core.secrets import register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
-from ._http_errors import translate
+from ._http_errors import connection_reason, translate
 from ._loop_clients import PerLoopClients
 
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop",
@@ -100,6 +106,10 @@ class OpenAIChat:
         self.capabilities = Capabilities(multi_image=spec.get_bool("multi_image", True), logprobs=self._logprobs,
                                          loglikelihood=self._ppl, seeded=False,
                                          prefill=spec.get_bool("prefill", False))
+        self._extra = _body_extras(spec)
+
+    async def preflight(self) -> None:
+        await preflight_openai(self._clients.get(), self.spec)
 
     async def _post_chat(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST /chat/completions through the SDK; the body comes back as plain JSON.
@@ -131,6 +141,7 @@ class OpenAIChat:
             kwargs["seed"] = config.seed
         if config.stop:
             kwargs["stop"] = config.stop
+        kwargs.update(self._extra)
         if messages and messages[-1].role == "assistant" and self.capabilities.prefill:
             # vLLM / SGLang: continue the pre-filled assistant turn instead of opening a new one
             kwargs.update(continue_final_message=True, add_generation_prompt=False)
@@ -196,6 +207,58 @@ class OpenAIChat:
         return out
 
 
+def _body_extras(spec: ModelSpec) -> dict[str, Any]:
+    """Provider extras named in the spec, as request body fields (they are part of the model's identity)."""
+    extra: dict[str, Any] = {}
+    raw = spec.get_str("extra_body")
+    if raw:
+        try:
+            extra = json.loads(raw)
+        except ValueError as exc:
+            raise SpecError(f"{spec.canonical()}: extra_body is not JSON ({exc})") from None
+        if not isinstance(extra, dict):
+            raise SpecError(f"{spec.canonical()}: extra_body must be a JSON object")
+    if spec.get_str("reasoning_effort"):
+        extra["reasoning_effort"] = spec.get_str("reasoning_effort")
+    if "enable_thinking" in spec.params:
+        extra.setdefault("chat_template_kwargs", {})["enable_thinking"] = spec.get_bool("enable_thinking", True)
+    return extra
+
+
+class PreflightError(SpecError):
+    """A model that cannot serve the run: unreachable, key rejected, or the model not served."""
+
+
+async def preflight_openai(client: Any, spec: ModelSpec) -> None:
+    """``GET /models`` once, with a short timeout: the endpoint answers, the key is accepted, the model is
+    listed.  A server without the endpoint (404) passes: only what it says is checked."""
+    import openai
+
+    where = spec.base_url or "the OpenAI API"
+    try:
+        page = await client.with_options(timeout=min(spec.get_float("timeout", 600.0), 15.0)).models.list()
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+        raise PreflightError(f"{where} rejected the API key (HTTP {exc.status_code}); set the right key "
+                             "(--api-key, OPENAI_API_KEY or ?key_env=NAME)") from None
+    except openai.NotFoundError:
+        return
+    except openai.APIConnectionError as exc:
+        if isinstance(exc, openai.APITimeoutError) and connection_reason(exc) != "connection refused":
+            raise PreflightError(f"{where} did not answer GET /models within 15 s; is the server up?") from None
+        raise PreflightError(f"cannot connect to {where}: {connection_reason(exc)}; is the server running "
+                             "there?") from None
+    except openai.APIStatusError as exc:
+        if exc.status_code >= 500:
+            raise PreflightError(f"{where} answered GET /models with HTTP {exc.status_code}; the server is "
+                                 "not ready") from None
+        return
+    ids = [getattr(m, "id", None) for m in getattr(page, "data", None) or []]
+    ids = [i for i in ids if i]
+    if ids and spec.name not in ids:
+        shown = ", ".join(ids[:8]) + (" ..." if len(ids) > 8 else "")
+        raise PreflightError(f"{where} does not serve model {spec.name!r}; it serves: {shown}")
+
+
 def _parse_chat(resp: dict[str, Any]) -> Generation:
     """A chat-completions response body (plain JSON) as a :class:`Generation`."""
     choices = resp.get("choices")
@@ -209,6 +272,9 @@ def _parse_chat(resp: dict[str, Any]) -> Generation:
     if not isinstance(text, str):
         raise ModelCallError("malformed", f"message content is a {type(text).__name__}, not text")
     refusal = message.get("refusal") or None
+    reasoning = message.get("reasoning_content") or message.get("reasoning") or None
+    if not isinstance(reasoning, str):
+        reasoning = None
     finish = _FINISH.get(choice.get("finish_reason") or "", "unknown")
     if refusal:
         finish = "refusal"
@@ -224,7 +290,8 @@ def _parse_chat(resp: dict[str, Any]) -> Generation:
                          top=[(x["token"], x["logprob"]) for x in (t.get("top_logprobs") or [])] or None)
             for t in lp["content"]
         ]
-    return Generation(text=text, finish_reason=finish, usage=usage, logprobs=logprobs, refusal=refusal)
+    return Generation(text=text, finish_reason=finish, usage=usage, logprobs=logprobs, refusal=refusal,
+                      reasoning=reasoning)
 
 
 class OpenAIImages:
@@ -241,6 +308,9 @@ class OpenAIImages:
         self.size = spec.get_str("size", "1024x1024")
         self.quality = spec.get_str("quality", "standard")
         self.capabilities = Capabilities(multi_image=False, seeded=False)
+
+    async def preflight(self) -> None:
+        await preflight_openai(self._clients.get(), self.spec)
 
     async def generate_image(self, prompt: str, seed: int | None = None) -> Image.Image:
         import openai

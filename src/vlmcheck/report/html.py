@@ -213,8 +213,13 @@ def _headline_ci(run: dict[str, Any]) -> list | None:
 
 
 def _headline(run: dict[str, Any]) -> tuple[str, float | None]:
-    m = run["results"].get("metrics", {})
-    task = run["task"]
+    return headline(run["results"])
+
+
+def headline(results: dict[str, Any]) -> tuple[str, float | None]:
+    """(name, value) of a run's headline metric, from its results.json."""
+    m = results.get("metrics", {})
+    task = results.get("task")
     if task == "genception":
         k = f"GC@{m.get('T')}"
         return k, (m.get(k) or {}).get("score")
@@ -281,14 +286,17 @@ def _gallery(image: Path, thumbs: "_Thumbs", out_dir: Path) -> dict[str, Any]:
 
 
 def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Path | None = None,
-                 title: str = "vlmcheck report", gallery_image: str | Path | None = None) -> Path:
+                 title: str = "vlmcheck report", gallery_image: str | Path | None = None,
+                 progress: bool = False) -> Path:
+    from ..run.progress import track
+
     out = Path(out)
     files_rel = out.stem + "_files"
     thumbs = _Thumbs(out.parent / files_rel, files_rel)
     loaded = [_load_run(Path(r)) for r in runs]
     disagree = _disagreements(loaded)
     views = []
-    for run in loaded:
+    for run in track(loaded, "report", enabled=progress and len(loaded) > 1):
         res = run["results"]
         view: dict[str, Any] = {"name": str(run["folder"]), "task": run["task"], "spec": res.get("spec") or {},
                                 "counts": res.get("counts", {}), "metrics_json": json.dumps(res.get("metrics", {}),

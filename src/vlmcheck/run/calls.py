@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +101,26 @@ class Session:
         return response, False
 
 
+#: The reasoning of every generation made by the current sample (the runner keeps it in samples.jsonl).
+reasoning_trace: ContextVar[list[dict[str, Any]] | None] = ContextVar("vlmcheck_reasoning_trace", default=None)
+
+
+def final_answer(gen: Generation) -> Generation:
+    """``gen`` with its text reduced to the final answer: a reasoning model's thinking (``<think>`` blocks and
+    their variants, or the provider's own reasoning field) moves to ``reasoning``, so every method parses and
+    scores the answer only.  The cache keeps the raw reply; the split is made on every read."""
+    from ..core.answers import split_reasoning
+
+    answer, thought = split_reasoning(gen.text)
+    reasoning = "\n\n".join(x for x in (gen.reasoning, thought) if x) or None
+    if thought is not None:
+        gen = gen.model_copy(update={"text": answer, "reasoning": reasoning})
+    trace = reasoning_trace.get()
+    if reasoning and trace is not None:
+        trace.append({"answer": gen.text, "reasoning": reasoning})
+    return gen
+
+
 class _Wrapper:
     def __init__(self, session: Session, model: Any) -> None:
         self.session = session
@@ -129,7 +150,7 @@ class CachedVLM(_Wrapper):
             return gen.model_dump(mode="json"), (gen.usage.input_tokens, gen.usage.output_tokens)
 
         response, _ = await self.session._cached(self.role, self.model, request, template, invoke)
-        return Generation.model_validate(response)
+        return final_answer(Generation.model_validate(response))
 
     async def loglikelihood(self, messages: list[Message], continuations: list[str],
                             *, template: str | None = None) -> list[Loglikelihood]:

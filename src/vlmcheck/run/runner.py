@@ -37,7 +37,8 @@ from ..core.secrets import redact_obj
 from ..core.spec import ModelSpec, SpecError
 from ..models._loop_clients import close_loop_clients
 from ..store.db import DB_NAME, RunStore
-from .calls import Session
+from .calls import Session, reasoning_trace
+from .progress import Progress
 from .scheduler import CallFailed, RetryPolicy, Scheduler
 
 
@@ -84,10 +85,11 @@ class RunOptions(BaseModel):
     limit: int | None = None
     max_concurrency: int = 16
     seed: int = 0
-    progress: bool = True
+    progress: bool = True  # a bar on a terminal, a plain line every few seconds elsewhere (run/progress.py)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     report: bool = True  # write report.html into the run folder at the end
     clear_failed: bool = False  # forget failed samples first, so they run again (retry-failed)
+    preflight: bool = True  # check every API model (reachable, key accepted, model served) before the first sample
     # Input safety (core/inputs.py): dataset images stay inside their dataset's folder unless allowed,
     # image files above max_image_bytes are refused unread, decoded pixels in flight stay under pixel_budget.
     allow_outside: bool = False
@@ -288,6 +290,8 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed))
         status = store.sample_status(task.name)
         todo = [s for s in samples if s.id not in status]
+        if todo and options.preflight:
+            await preflight(task)
         try:
             await _run_samples(task, todo, session, options, already=len(samples) - len(todo), total=len(samples))
         finally:
@@ -300,13 +304,27 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         store.close()
 
 
+async def preflight(task: Task) -> None:
+    """One cheap check of every model the task holds that can check itself (API adapters: ``GET /models``),
+    so an unreachable server, a rejected key or a model that is not served stops the run at once with one
+    sentence, instead of after every sample has used up its retries."""
+    seen: set[str] = set()
+    for model in vars(task).values():
+        check = getattr(model, "preflight", None)
+        model_id = getattr(model, "model_id", None)
+        if check is None or not asyncio.iscoroutinefunction(check) or model_id in seen:
+            continue
+        seen.add(model_id)
+        await check()
+
+
 async def _run_samples(task: Task, todo: list[Sample], session: Session, options: RunOptions,
                        already: int, total: int) -> None:
     store = session.store
     queue: asyncio.Queue[Sample] = asyncio.Queue()
     for s in todo:
         queue.put_nowait(s)
-    progress = _Progress(task.name, total, already, enabled=options.progress)
+    progress = Progress(task.name, total, already, enabled=options.progress)
 
     async def worker() -> None:
         while True:
@@ -314,9 +332,13 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
                 sample = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
+            trace: list[dict[str, Any]] = []
+            token = reasoning_trace.set(trace)  # a reasoning model's thinking, kept beside the sample's answers
             try:
                 async with inputs.sample_lease():  # the sample's decoded images leave the pixel budget at its end
                     result = await task.run_sample(sample, session)
+                if trace and isinstance(result, dict):
+                    result = {**result, "reasoning_trace": trace}
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - every failure is recorded per sample
@@ -326,42 +348,12 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
             else:
                 store.put_sample(task.name, sample.id, sample.seq, result)
                 progress.advance()
+            finally:
+                reasoning_trace.reset(token)
 
     n_workers = max(1, min(options.max_concurrency, len(todo)))
     with progress:
         await asyncio.gather(*(worker() for _ in range(n_workers)))
-
-
-class _Progress:
-    """A rich progress bar with ETA, or nothing when disabled or not a terminal."""
-
-    def __init__(self, name: str, total: int, done: int, enabled: bool) -> None:
-        self.enabled = enabled
-        self.failed = 0
-        self._bar = None
-        if enabled:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
-
-            self._bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(),
-                                 TextColumn("ETA"), TimeRemainingColumn(), transient=False)
-            self._id = self._bar.add_task(name, total=total, completed=done, failed=0)
-
-    def __enter__(self) -> "_Progress":
-        if self._bar:
-            self._bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar:
-            self._bar.stop()
-
-    def advance(self, failed: bool = False) -> None:
-        if failed:
-            self.failed += 1
-        if self._bar:
-            self._bar.update(self._id, advance=1, failed=self.failed)
 
 
 def run_task(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:

@@ -20,7 +20,9 @@ Faults are asked for by a marker in the prompt text, ``[fault=SPEC]``:
 * ``resetxN`` - the connection is closed without an answer;
 * ``slowxN`` - the answer comes after 3 s (to trigger client timeouts);
 * ``tricklexN`` - the answer's body is sent one byte every 0.1 s (an idle
-  timeout never fires; a total deadline does).
+  timeout never fires; a total deadline does);
+* ``think`` - a reasoning model's answer: ``<think>`` block saying "no", then
+  "Yes"; ``reasoning`` - "Yes" with a ``reasoning_content`` field saying "no".
 
 Every request is appended to ``--log`` (JSONL: digest, attempt, fault, path,
 query string, Authorization header) so tests
@@ -44,7 +46,10 @@ _FAULT = re.compile(r"\[fault=([a-z0-9]+?)(?:x(\d+))?\]")
 
 
 class FakeOpenAI:
-    def __init__(self, latency: float = 0.0, log_path: str | None = None) -> None:
+    def __init__(self, latency: float = 0.0, log_path: str | None = None, models: list[str] | None = None,
+                 require_key: str | None = None) -> None:
+        self.models = models  # served by GET /v1/models when given (else 404, as some servers do)
+        self.require_key = require_key  # every request without "Bearer KEY" gets HTTP 401
         self.latency = latency
         self.attempts: dict[str, int] = {}
         self.log = open(log_path, "a", buffering=1) if log_path else None
@@ -102,6 +107,12 @@ class FakeOpenAI:
 
     async def respond(self, method: str, path: str, headers: dict[str, str], body: bytes, writer) -> bool:
         path, _, query = path.partition("?")
+        if self.require_key and headers.get("authorization") != f"Bearer {self.require_key}":
+            return await self._reply(writer, 401, _error("Incorrect API key provided"))
+        if method == "GET" and path == "/v1/models" and self.models is not None:
+            return await self._reply(writer, 200, json.dumps(
+                {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                                            for m in self.models]}).encode())
         gemini = path.startswith(("/v1/models/", "/v1beta/models/")) and path.endswith(":generateContent")
         if method != "POST" or (path not in ("/v1/chat/completions", "/v1/images/generations", "/v1/messages")
                                 and not gemini):
@@ -113,7 +124,7 @@ class FakeOpenAI:
         attempt = self.attempts[digest] = self.attempts.get(digest, 0) + 1
         fault = _FAULT.search(text)
         kind, times = (fault.group(1), int(fault.group(2) or 1)) if fault else (None, 0)
-        active = kind is not None and (kind in ("400", "401echo") or attempt <= times)
+        active = kind is not None and (kind in ("400", "401echo", "think", "reasoning") or attempt <= times)
         if self.log:
             self.log.write(json.dumps({"digest": digest, "attempt": attempt, "fault": kind if active else None,
                                        "path": path, "query": query, "t": time.time(),
@@ -160,6 +171,14 @@ def _fault_response(kind: str, req: dict, digest: str, headers: dict[str, str]
         return 200, b'{"id": "x", "choices": [ {"message": ', None
     if kind == "empty":
         return 200, json.dumps(_completion(req, digest, choices=False)).encode(), None
+    if kind in ("think", "reasoning"):
+        body = _completion(req, digest)
+        message = body["choices"][0]["message"]
+        if kind == "think":
+            message["content"] = "<think>\nThe picture shows no cat, so the answer is no.\n</think>\n\nYes"
+        else:
+            message["content"], message["reasoning_content"] = "Yes", "The picture shows no cat: no."
+        return 200, json.dumps(body).encode(), None
     return None
 
 
@@ -236,8 +255,9 @@ def _image_response(req: dict, digest: str) -> dict:
     return {"created": 0, "data": [{"b64_json": base64.b64encode(buf.getvalue()).decode()}]}
 
 
-async def serve(port: int, latency: float, log_path: str | None, ready=None) -> None:
-    app = FakeOpenAI(latency, log_path)
+async def serve(port: int, latency: float, log_path: str | None, ready=None, models: list[str] | None = None,
+                require_key: str | None = None) -> None:
+    app = FakeOpenAI(latency, log_path, models, require_key)
     server = await asyncio.start_server(app.handle, "127.0.0.1", port, backlog=1024)
     actual = server.sockets[0].getsockname()[1]
     if ready is not None:
@@ -253,9 +273,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--log", default=None)
+    parser.add_argument("--models", default=None, help="comma-separated ids that GET /v1/models lists")
+    parser.add_argument("--require-key", default=None, help="answer 401 to requests without this key")
     args = parser.parse_args(argv)
+    models = args.models.split(",") if args.models is not None else None
     try:
-        asyncio.run(serve(args.port, args.latency, args.log))
+        asyncio.run(serve(args.port, args.latency, args.log, models=models, require_key=args.require_key))
     except KeyboardInterrupt:  # pragma: no cover
         sys.exit(0)
 

@@ -41,9 +41,44 @@ class Perceived:
 
 @functools.lru_cache(maxsize=1)
 def _ocr_engine():
-    from rapidocr_onnxruntime import RapidOCR
+    """(engine, name): rapidocr-onnxruntime (PP-OCRv4, Python <= 3.12), else rapidocr 3 (PP-OCR models on
+    onnxruntime; the package that installs on 3.13).  Which one is used is logged once and recorded by
+    :func:`ocr_backend`."""
+    import logging
 
-    return RapidOCR()
+    try:
+        from rapidocr_onnxruntime import RapidOCR
+
+        engine, name = RapidOCR(), "rapidocr-onnxruntime"
+    except ImportError:
+        try:
+            from rapidocr import RapidOCR
+        except ImportError as exc:
+            raise ImportError("the reference world's OCR needs rapidocr-onnxruntime (Python <= 3.12) or rapidocr "
+                              "with onnxruntime: pip install 'vlmcheck[ref]'") from exc
+        engine, name = RapidOCR(), "rapidocr"
+    logging.getLogger(__name__).info("reference OCR: %s", name)
+    return engine, name
+
+
+def ocr_backend() -> str:
+    """The OCR package the reference world reads text with."""
+    return _ocr_engine()[1]
+
+
+def _ocr(arr: np.ndarray, rec_only: bool) -> list[tuple[str, float]]:
+    """(text, score) per recognised line, whichever RapidOCR package is installed."""
+    engine, name = _ocr_engine()
+    kwargs = {"use_det": False, "use_cls": False, "use_rec": True} if rec_only else {}
+    with _ocr_lock:  # the ONNX session is shared; one call at a time keeps memory flat
+        out = engine(arr, **kwargs)
+    if name == "rapidocr-onnxruntime":
+        result, _ = out
+        if not result:
+            return []
+        return [(r[0], float(r[1])) if rec_only else (r[1], float(r[2])) for r in result]
+    txts, scores = getattr(out, "txts", None) or (), getattr(out, "scores", None) or ()
+    return [(t, float(sc)) for t, sc in zip(txts, scores)]
 
 
 _ocr_lock = threading.Lock()
@@ -51,23 +86,17 @@ _ocr_lock = threading.Lock()
 
 def read_text(crop: np.ndarray) -> tuple[str, float]:
     """Recognise one line of text in an RGB crop; returns (text, score)."""
-    engine = _ocr_engine()
-    with _ocr_lock:  # the ONNX session is shared; one call at a time keeps memory flat
-        result, _ = engine(crop, use_det=False, use_cls=False, use_rec=True)
-    if not result:
+    lines = _ocr(crop, rec_only=True)
+    if not lines:
         return "", 0.0
-    text, score = result[0][0], float(result[0][1])
+    text, score = lines[0]
     return canonical_text(text), score
 
 
 def read_photo_text(img: Image.Image, min_score: float = 0.8) -> str:
     """Text anywhere in a photograph (RapidOCR detection + recognition); confident lines only."""
-    engine = _ocr_engine()
     arr = np.ascontiguousarray(np.asarray(img.convert("RGB")))
-    with _ocr_lock:
-        result, _ = engine(arr)
-    lines = [r[1] for r in (result or []) if float(r[2]) >= min_score and r[1].strip()]
-    return " ".join(lines)
+    return " ".join(t for t, sc in _ocr(arr, rec_only=False) if sc >= min_score and t.strip())
 
 
 def classify_shape(mask: np.ndarray) -> tuple[str, float]:

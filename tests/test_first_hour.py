@@ -1,0 +1,269 @@
+"""A new user's first hour (issue 17): failures look like failures, preflight, reasoning models, results into
+pandas."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vlmcheck.core.answers import split_reasoning
+
+
+def _cli(*args, env=None, timeout=300):
+    env = {**(env or os.environ), "COLUMNS": "500"}
+    return subprocess.run([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def _last_error(proc) -> str:
+    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert lines and lines[-1].startswith("error:"), proc.stderr
+    return lines[-1]
+
+
+def _images(folder, n=3, prompts=None):
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for i in range(n):
+        Image.new("RGB", (12, 12), (70 * i, 20, 200)).save(folder / f"{i}.png")
+        row = {"id": f"s{i}", "image": f"{i}.png"}
+        if prompts:
+            row["prompt"] = prompts[i]
+        rows.append(row)
+    (folder / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder / "m.jsonl"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ----------------------------------------------------------------------------- failure looks like failure
+
+def test_a_dead_port_stops_at_preflight_saying_refused(tmp_path):
+    port = _free_port()
+    p = _cli("describe", "--vlm", f"openai:m@http://127.0.0.1:{port}/v1", "--data", _images(tmp_path / "d"),
+             "--out", tmp_path / "run", "--no-progress")
+    assert p.returncode == 2
+    err = _last_error(p)
+    assert "connection refused" in err and f"127.0.0.1:{port}" in err and "timed out" not in err
+
+
+def test_without_preflight_every_sample_fails_refused_and_the_run_exits_1(tmp_path):
+    port = _free_port()
+    p = _cli("describe", "--vlm", f"openai:m@http://127.0.0.1:{port}/v1?timeout=5", "--data",
+             _images(tmp_path / "d"), "--out", tmp_path / "run", "--no-progress", "--no-preflight")
+    assert p.returncode == 1
+    assert "3 of 3 samples failed" in _last_error(p) and "retry-failed" in _last_error(p)
+    rows = [json.loads(x) for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert all("connection refused" in r["error"]["message"] and r["error"]["type"] == "model_call:connection"
+               for r in rows)
+
+
+def test_preflight_names_a_model_the_server_does_not_serve(tmp_path):
+    from conftest import FakeServer
+
+    server = FakeServer(0.0, tmp_path, "--models", "llava-7b,qwen2-vl")
+    try:
+        p = _cli("describe", "--vlm", f"openai:gpt-4o@{server.base_url}", "--data", _images(tmp_path / "d"),
+                 "--out", tmp_path / "run", "--no-progress")
+        assert p.returncode == 2
+        assert "does not serve model 'gpt-4o'; it serves: llava-7b, qwen2-vl" in _last_error(p)
+        assert not server.requests()  # no sample was sent
+        ok = _cli("describe", "--vlm", f"openai:qwen2-vl@{server.base_url}", "--data", tmp_path / "d" / "m.jsonl",
+                  "--out", tmp_path / "run2", "--no-progress")
+        assert ok.returncode == 0, ok.stderr
+    finally:
+        server.stop()
+
+
+def test_preflight_says_the_key_was_rejected(tmp_path):
+    from conftest import FakeServer
+
+    server = FakeServer(0.0, tmp_path, "--models", "m", "--require-key", "right-key-123")
+    try:
+        env = {**os.environ, "OPENAI_API_KEY": "wrong-key-456"}
+        p = _cli("describe", "--vlm", f"openai:m@{server.base_url}", "--data", _images(tmp_path / "d"),
+                 "--out", tmp_path / "run", "--no-progress", env=env)
+        assert p.returncode == 2 and "rejected the API key (HTTP 401)" in _last_error(p)
+        assert "wrong-key-456" not in p.stderr + p.stdout
+    finally:
+        server.stop()
+
+
+def test_some_failed_samples_exit_1_unless_allowed_by_max_failures(fake_server, tmp_path):
+    manifest = _images(tmp_path / "d", prompts=["Describe.", "[fault=400] Describe.", "Describe."])
+    p = _cli("describe", "--vlm", f"openai:m@{fake_server.base_url}", "--data", manifest, "--out", tmp_path / "a",
+             "--no-progress")
+    assert p.returncode == 1 and "1 of 3 samples failed" in _last_error(p)
+    assert (tmp_path / "a" / "results.json").exists()  # finished samples are kept
+    p = _cli("describe", "--vlm", f"openai:m@{fake_server.base_url}", "--data", manifest, "--out", tmp_path / "b",
+             "--no-progress", "--max-failures", "0.34")
+    assert p.returncode == 0, p.stderr
+    p = _cli("resume", tmp_path / "a", "--no-progress", "--max-failures", "0.3")
+    assert p.returncode == 1  # 1/3 > 0.3
+
+
+def test_hf_device_cuda_without_cuda_and_a_model_not_in_the_cache(tmp_path):
+    import torch
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    p = _cli("describe", "--vlm", "hf:someone/not-here", "--data", _images(tmp_path / "d"), "--out",
+             tmp_path / "run", env=env, timeout=60)
+    assert p.returncode == 2 and "not in the Hugging Face cache" in _last_error(p)
+    if not torch.cuda.is_available():
+        from vlmcheck.core.spec import SpecError
+        from vlmcheck.models.hf import resolve_device
+
+        with pytest.raises(SpecError, match="sees no CUDA GPU"):
+            resolve_device("cuda")
+
+
+# ----------------------------------------------------------------------------- reasoning models
+
+@pytest.mark.parametrize("text, answer, reasoning", [
+    ("<think>It has no cat, so no.</think>\n\nYes", "Yes", "It has no cat, so no."),
+    ("It has no cat, so no.</think> Yes.", "Yes.", "It has no cat, so no."),  # <think> was in the prompt
+    ("<think>Counting the cats: one, two", "", "Counting the cats: one, two"),  # cut off mid-thought
+    ("<thinking>hmm</thinking>No", "No", "hmm"),
+    ("<reasoning>a</reasoning>B<reasoning>c</reasoning> C", "B C", "a\n\nc"),
+    ("<|begin_of_thought|>x<|end_of_thought|>\n<|begin_of_solution|>Yes<|end_of_solution|>", "Yes", "x"),
+    ("\u25c1think\u25b7k\u25c1/think\u25b7No", "No", "k"),
+    ("A plain <b>answer</b>.", "A plain <b>answer</b>.", None),
+])
+def test_split_reasoning(text, answer, reasoning):
+    assert split_reasoning(text) == (answer, reasoning)
+
+
+@pytest.mark.parametrize("fault", ["think", "reasoning"])
+def test_a_reasoning_models_answer_is_scored_on_its_final_answer(fake_server, tmp_path, fault):
+    # VHExpansion through a server whose model thinks "no" and answers "Yes": the POPE rule reads "yes".
+    from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec
+    from vlmcheck.run.runner import RunOptions, run_task
+
+    Image.new("RGB", (12, 12), (0, 0, 0)).save(tmp_path / "a.png")
+    (tmp_path / "cases.jsonl").write_text(json.dumps(
+        {"id": "c", "image": "a.png", "question": f"[fault={fault}] Is there a cat?", "answer": "yes"}) + "\n")
+    task = VHExpansionTask(VHXSpec(vlm=f"openai:m@{fake_server.base_url}", cases=str(tmp_path / "cases.jsonl"),
+                                   negator=None, perturb=[]))
+    res = run_task(task, tmp_path / "run", RunOptions(progress=False))
+    rec = json.loads((tmp_path / "run" / "samples.jsonl").read_text())["result"]
+    original = rec["variants"]["original"]
+    assert original["answer"] == "Yes" and original["parsed"] == "yes" and original["correct"] is True
+    assert "no" in rec["reasoning_trace"][0]["reasoning"]  # the thinking is kept beside the answer
+    assert res.results["metrics"]["variants"]["original"]["accuracy"] == 1.0
+
+
+def test_reasoning_spec_parameters_reach_the_request_body():
+    from vlmcheck.core.spec import ModelSpec
+    from vlmcheck.models.openai_compat import _body_extras
+
+    spec = ModelSpec.parse('openai:qwen3@http://h/v1?enable_thinking=0&reasoning_effort=low'
+                           '&extra_body={"top_k": 20}')
+    assert _body_extras(spec) == {"top_k": 20, "reasoning_effort": "low",
+                                  "chat_template_kwargs": {"enable_thinking": False}}
+
+
+# ----------------------------------------------------------------------------- results into pandas
+
+def test_export_round_trips_a_genception_run_and_recomputes_its_headline(tmp_path):
+    import pandas as pd
+
+    import vlmcheck
+
+    world = tmp_path / "w"
+    assert _cli("world", "make", world, "--n", "8", "--size", "96").returncode == 0
+    run = tmp_path / "gc"
+    p = _cli("genception", "--vlm", "ref:describer?level=0.3", "--generator", "ref:renderer", "--encoder",
+             "ref:pixels", "--data", world, "--out", run, "-T", "2", "--no-progress")
+    assert p.returncode == 0, p.stderr
+    p = _cli("export", run, "--out", tmp_path / "tables", "--format", "parquet")
+    assert p.returncode == 0, p.stderr
+    table = pd.read_parquet(tmp_path / "tables" / "gc.parquet")
+    results = json.loads((run / "results.json").read_text())["metrics"]
+    assert len(table) == 8 * 2 and set(table["t"]) == {1, 2}
+    # GC@1 by its definition from the exported rows: s at t=1, averaged per category, then over categories
+    s1 = table[table["t"] == 1].groupby("category")["s"].mean()
+    assert np.isclose(s1.mean(), results["GC@1"]["score"], atol=1e-9)
+    # GC@2 = (1 s1 + 2 s2) / 3 per chain
+    wide = table.pivot(index="sample_id", columns="t", values="s")
+    cats = table[table["t"] == 1].set_index("sample_id")["category"]
+    gc2 = ((wide[1] + 2 * wide[2]) / 3).groupby(cats).mean().mean()
+    assert np.isclose(gc2, results["GC@2"]["score"], atol=1e-9)
+    samples, runs = vlmcheck.load_runs([run])
+    key = ["sample_id", "t"]
+    assert np.allclose(samples.sort_values(key)["s"].to_numpy(), table.sort_values(key)["s"].to_numpy())
+    assert np.isclose(runs.loc[0, "GC@2.score"], results["GC@2"]["score"])
+    for fmt in ("csv", "jsonl"):
+        assert _cli("export", run, "--out", tmp_path / fmt, "--format", fmt).returncode == 0
+    back = pd.read_csv(tmp_path / "csv" / "gc.csv")
+    assert np.allclose(back.sort_values(["sample_id", "t"])["s"], table.sort_values(["sample_id", "t"])["s"])
+
+
+# ----------------------------------------------------------------------------- progress everywhere
+
+def test_progress_lines_when_stderr_is_not_a_terminal(tmp_path):
+    env = {**os.environ, "VLMCHECK_PROGRESS_EVERY": "0"}
+    p = _cli("describe", "--vlm", "ref:photo", "--data", _images(tmp_path / "d"), "--out", tmp_path / "run",
+             env=env)
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("[describe] ")]
+    assert [ln.split()[1] for ln in lines[:3]] == ["1/3", "2/3", "3/3"]
+    assert "failed 0" in lines[-1] and "ETA" in lines[-1] and "/s" in lines[-1]
+    quiet = _cli("describe", "--vlm", "ref:photo", "--data", tmp_path / "d" / "m.jsonl", "--out", tmp_path / "r2",
+                 "--no-progress", env=env)
+    assert "[describe]" not in quiet.stderr
+    p = _cli("perturb", tmp_path / "d", "-c", "gaussian_noise", "--out", tmp_path / "p", env=env)
+    assert p.returncode == 0 and "[perturb] 3/3 (100%)" in p.stderr
+
+
+# ----------------------------------------------------------------------------- one config for a sweep
+
+def test_a_sweep_runs_models_x_methods_and_resumes_without_a_call(tmp_path):
+    assert _cli("world", "make", tmp_path / "world", "--n", "6", "--size", "96").returncode == 0
+    (tmp_path / "sweep.yaml").write_text(
+        "out: runs\n"
+        "models:\n  - ref:describer?level=0.1\n  - name: noisy\n    spec: ref:describer?level=0.3\n"
+        "methods:\n"
+        "  - method: genception\n    data: world/\n    generator: ref:renderer\n    encoder: ref:pixels\n    T: 2\n"
+        "  - method: vhexpansion\n    cases: world/\n    perturb: [vhx_jpeg]\n"
+        "options:\n  max_concurrency: 4\n")
+    first = _cli("run", tmp_path / "sweep.yaml", "--no-progress")
+    assert first.returncode == 0, first.stderr
+    runs = tmp_path / "runs"
+    folders = sorted(p.parent.relative_to(runs).as_posix() for p in runs.glob("*/*/results.json"))
+    assert folders == ["genception/noisy", "genception/ref_describer_level_0.1", "vhexpansion/noisy",
+                       "vhexpansion/ref_describer_level_0.1"]
+    summary = json.loads((runs / "summary.json").read_text())
+    gc = {r["model"]: r["value"] for r in summary if r["method"] == "genception"}
+    assert gc["ref:describer?level=0.1"] > gc["ref:describer?level=0.3"]  # the noisier describer drifts more
+    assert json.loads((runs / "genception" / "leaderboard.json").read_text())
+    assert (runs / "report.html").stat().st_size > 1000
+    again = _cli("run", tmp_path / "sweep.yaml", "--no-progress")
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.count("0 model calls") == 4 and json.loads((runs / "summary.json").read_text()) == summary
+
+
+def test_the_example_sweep_is_valid_and_plans_every_model_x_method(tmp_path):
+    from vlmcheck.sweep import load_sweep, plan
+
+    p = _cli("run", "--example")
+    assert p.returncode == 0
+    (tmp_path / "s.yaml").write_text(p.stdout)
+    runs = plan(load_sweep(tmp_path / "s.yaml"), tmp_path)
+    assert len(runs) == 7 * 4
+    assert {m for _, m, _ in runs} == {"genception", "vhexpansion", "cast", "chef"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("out: x\nmodels: [ref:describer]\nmethods:\n  - method: genception\n    dta: world/\n")
+    p = _cli("run", bad)
+    assert p.returncode == 2 and "unknown option(s) dta" in _last_error(p)
