@@ -39,6 +39,7 @@ test: $(STAMP) browser
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
+	$(PIP) install --quiet --no-deps "imagecorruptions>=1.1.2"
 	$(PY) bench/api_throughput.py
 	$(PY) bench/corruptions.py
 	$(PY) bench/attack.py

@@ -41,22 +41,22 @@ class Perceived:
 
 @functools.lru_cache(maxsize=1)
 def _ocr_engine():
-    """(engine, name): rapidocr-onnxruntime (PP-OCRv4, Python <= 3.12), else rapidocr 3 (PP-OCR models on
-    onnxruntime; the package that installs on 3.13).  Which one is used is logged once and recorded by
-    :func:`ocr_backend`."""
+    """(engine, name): rapidocr 3 (PP-OCR models inside the wheel, onnxruntime; what ``vlmcheck[ref]``
+    installs), else rapidocr-onnxruntime (PP-OCRv4), which older environments may hold.  The one used is
+    logged once and returned by :func:`ocr_backend`."""
     import logging
 
     try:
-        from rapidocr_onnxruntime import RapidOCR
+        from rapidocr import RapidOCR
 
-        engine, name = RapidOCR(), "rapidocr-onnxruntime"
+        # its default log level is info: a line for every model file it opens
+        engine, name = RapidOCR(params={"Global.log_level": "warning"}), "rapidocr"
     except ImportError:
         try:
-            from rapidocr import RapidOCR
+            from rapidocr_onnxruntime import RapidOCR
         except ImportError as exc:
-            raise ImportError("the reference world's OCR needs rapidocr-onnxruntime (Python <= 3.12) or rapidocr "
-                              "with onnxruntime: pip install 'vlmcheck[ref]'") from exc
-        engine, name = RapidOCR(), "rapidocr"
+            raise ImportError("the reference world's OCR needs rapidocr (pip install 'vlmcheck[ref]')") from exc
+        engine, name = RapidOCR(), "rapidocr-onnxruntime"
     logging.getLogger(__name__).info("reference OCR: %s", name)
     return engine, name
 
