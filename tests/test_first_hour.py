@@ -267,3 +267,24 @@ def test_the_example_sweep_is_valid_and_plans_every_model_x_method(tmp_path):
     bad.write_text("out: x\nmodels: [ref:describer]\nmethods:\n  - method: genception\n    dta: world/\n")
     p = _cli("run", bad)
     assert p.returncode == 2 and "unknown option(s) dta" in _last_error(p)
+
+
+def test_a_slow_load_says_so_and_a_fast_one_says_nothing():
+    import io
+    import time
+
+    from vlmcheck.run.progress import Progress, loading
+
+    buf = io.StringIO()
+    with loading("hf:slow", after=0.05, stream=buf):
+        time.sleep(0.2)
+    with loading("hf:fast", after=5, stream=buf):
+        pass
+    lines = buf.getvalue().splitlines()
+    assert lines[0] == "[load] hf:slow ..." and lines[1].startswith("[load] hf:slow ready in 0.")
+    assert len(lines) == 2
+    quiet = io.StringIO()
+    with Progress("attack", 10, plain=True, quiet_if_fast=True, every=100, stream=quiet) as p:
+        for _ in range(10):
+            p.advance()
+    assert quiet.getvalue() == ""  # fast work inside a run adds no line

@@ -100,7 +100,8 @@ def test_popular_and_adversarial_negatives():
 
 
 @pytest.mark.parametrize("family", ["llava", "idefics3"])
-def test_attack_on_tiny_hf_vlm(tmp_path, family):
+def test_attack_on_tiny_hf_vlm(tmp_path, family, monkeypatch, capsys):
+    monkeypatch.setenv("VLMCHECK_PROGRESS_EVERY", "0")  # a progress line for every attack step
     torch = pytest.importorskip("torch")
     import sys
 
@@ -123,6 +124,8 @@ def test_attack_on_tiny_hf_vlm(tmp_path, family):
             assert diff <= 8 and r.linf == pytest.approx(diff / 255)  # the L-inf bound, exactly
         assert res[0].cosine_final < 0.95 and res[2].cosine_final < 0.95  # minimised
         assert res[1].cosine_final >= res[1].cosine_start - 1e-3 and res[1].cosine_final > 0.98  # maximised
+        lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith(f"[attack {method}, 3 images]")]
+        assert lines and lines[-1].split()[4].split("/")[1] == "60"  # 40 clean + 20 hallucinated steps in all
     del torch
 
 

@@ -245,7 +245,10 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
             f"provider {spec.provider!r} needs an optional dependency that is not installed ({exc}). "
             f"Install the matching extra, e.g. pip install 'vlmcheck[local]' or 'vlmcheck[apis]'."
         ) from exc
-    model = getattr(module, attr)(spec, role)
+    from ..run.progress import loading
+
+    with loading(spec.canonical()):  # local checkpoints can take minutes to load: say so when they do
+        model = getattr(module, attr)(spec, role)
     protocol = {"vlm": R.VLM, "text": R.TextModel, "generator": R.ImageGenerator, "encoder": R.ImageEncoder}[role]
     if not isinstance(model, protocol):
         raise SpecError(f"adapter for {spec.canonical()!r} does not implement the {role!r} role")

@@ -38,6 +38,8 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel
 
+from ..run.progress import Progress
+
 
 class AttackConfig(BaseModel):
     method: Literal["ifgsm", "pgd"] = "ifgsm"
@@ -99,17 +101,21 @@ def attack(model: Any, images: list[Image.Image], hallucinated: list[bool], cfg:
     base = np.stack([np.asarray(im.convert("RGB").resize((w, h), Image.BICUBIC)) for im in images])
     x = torch.from_numpy(base).permute(0, 3, 1, 2).float().div(255).to(device)
     results: list[AttackResult | None] = [None] * len(images)
-    for flag in (False, True):
-        idx = [i for i, hflag in enumerate(hallucinated) if bool(hflag) == flag]
-        if not idx:
-            continue
-        out = _run(model, x[idx], flag, cfg, device)
-        for j, i in enumerate(idx):
-            results[i] = out[j]
+    groups = [(flag, [i for i, hflag in enumerate(hallucinated) if bool(hflag) == flag]) for flag in (False, True)]
+    total = sum(cfg.steps_hallucinated if flag else cfg.steps_clean for flag, idx in groups if idx)
+    # plain lines every few seconds, and only when the attack takes that long (the run's own bar is live)
+    with Progress(f"attack {cfg.method}, {len(images)} images", total, plain=True, quiet_if_fast=True) as progress:
+        for flag, idx in groups:
+            if not idx:
+                continue
+            out = _run(model, x[idx], flag, cfg, device, progress)
+            for j, i in enumerate(idx):
+                results[i] = out[j]
     return results  # type: ignore[return-value]
 
 
-def _run(model, x, hallucinated: bool, cfg: AttackConfig, device) -> list[AttackResult]:
+def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Progress | None = None
+         ) -> list[AttackResult]:
     import torch
 
     eps_q = math.floor(cfg.epsilon * 255 + 1e-6) / 255  # whole 8-bit steps: the bound survives saving
@@ -148,6 +154,8 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device) -> list[Attack
             delta = delta.detach() + direction * gamma * upd
             delta = delta.clamp(-eps_q, eps_q)
             delta = torch.clamp(x + delta, 0, 1) - x
+        if progress is not None:
+            progress.advance()
         if hallucinated and not bool(active.any()):
             break
     if not hallucinated:

@@ -28,7 +28,9 @@ def _clock(seconds: float) -> str:
 
 class Progress:
     def __init__(self, label: str, total: int, done: int = 0, enabled: bool = True, every: float | None = None,
-                 stream=None) -> None:
+                 stream=None, plain: bool = False, quiet_if_fast: bool = False) -> None:
+        """``plain``: lines even on a terminal (for work inside a run, whose bar is already live);
+        ``quiet_if_fast``: no closing line unless a periodic one was printed."""
         self.label, self.total, self.done, self.failed = label, total, done, 0
         self.enabled = enabled
         self.stream = stream or sys.stderr
@@ -37,7 +39,8 @@ class Progress:
         self._t0 = time.monotonic()
         self._last = self._t0
         self._bar = None
-        if enabled and getattr(self.stream, "isatty", lambda: False)():
+        self._quiet_if_fast, self._printed = quiet_if_fast, False
+        if enabled and not plain and getattr(self.stream, "isatty", lambda: False)():
             from rich.console import Console
             from rich.progress import (BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn,
                                        TimeRemainingColumn)
@@ -57,7 +60,7 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         if self._bar:
             self._bar.stop()
-        elif self.enabled and self.done > self._start_done:
+        elif self.enabled and self.done > self._start_done and (self._printed or not self._quiet_if_fast):
             self._line()
 
     def advance(self, n: int = 1, failed: bool = False) -> None:
@@ -79,6 +82,7 @@ class Progress:
 
     def _line(self) -> None:
         self._last = time.monotonic()
+        self._printed = True
         print(self.line(), file=self.stream, flush=True)
 
 
@@ -89,3 +93,31 @@ def track(items: Iterable[T], label: str, total: int | None = None, enabled: boo
         for item in items:
             yield item
             p.advance()
+
+
+class loading:
+    """``with loading("hf:llava-..."):`` - says what is loading when it takes more than ``after`` seconds (a
+    line when it starts to take long, one when it is ready), and nothing for a quick load."""
+
+    def __init__(self, label: str, after: float = 2.0, stream=None) -> None:
+        self.label, self.after, self.stream = label, after, stream or sys.stderr
+        self._said = False
+
+    def _say(self) -> None:
+        self._said = True
+        print(f"[load] {self.label} ...", file=self.stream, flush=True)
+
+    def __enter__(self) -> "loading":
+        import threading
+
+        self._t0 = time.monotonic()
+        self._timer = threading.Timer(self.after, self._say)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def __exit__(self, exc_type, *exc: object) -> None:
+        self._timer.cancel()
+        if self._said:
+            state = "ready" if exc_type is None else "failed"
+            print(f"[load] {self.label} {state} in {time.monotonic() - self._t0:.1f} s", file=self.stream, flush=True)
