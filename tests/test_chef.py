@@ -149,7 +149,9 @@ def test_language_judge_on_correct_items_only(world, tmp_path):
     m = run_task(ChefTask(ChefSpec(vlm="ref:describer?level=0.3", recipe=r, data=str(world)), judge=judge),
                  tmp_path, RunOptions(progress=False)).results["metrics"]
     lang = m["language"]
-    assert lang["score"] == pytest.approx(7.0)  # seeds 0, 1, 2 -> 6, 7, 8
+    # five sampled judgements per item (ChEF E.4, F): seeds 0..4 -> 6, 7, 8, 6, 7, mean 6.8
+    assert lang["score"] == pytest.approx(6.8)
+    assert judge.seen and len(judge.seen) % 5 == 0  # five calls for every judged item
     assert lang["skipped"].get("conclusion incorrect (only correct items are judged)", 0) > 0
     assert judge.seen[0][0].role == "system" and "impartial judge" in judge.seen[0][0].text
     none = run_task(ChefTask(ChefSpec(vlm="ref:describer", recipe=r, data=str(world))), tmp_path / "x",
@@ -181,8 +183,8 @@ def test_ppl_on_tiny_hf_model_matches_direct_logits(tmp_path):
     rec = json.loads((tmp_path / "run" / "samples.jsonl").read_text())["result"]["settings"]["standard"]
     msgs = [Message.user(Image.open(tmp_path / "r.png"),
                          "What colour?\nOptions:\nA. red\nB. blue\nC. green\nAnswer with the option's label.")]
-    lls = asyncio.run(model.loglikelihood(msgs, [f"The answer is {L}. {o}" for L, o in zip("ABC", ["red", "blue",
-                                                                                                    "green"])]))
+    # ChEF B.3/D.2: for multiple choice the answer pool is the labels; the authors score "The answer is (A"
+    lls = asyncio.run(model.loglikelihood(msgs, [f"The answer is ({L}" for L in "ABC"]))
     s = np.array([ll.sum / ll.n_tokens for ll in lls])
     p = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
     assert rec["probs"] == pytest.approx(list(p), abs=1e-5)
@@ -259,7 +261,7 @@ def test_ppl_through_an_openai_compatible_server_with_prompt_logprobs(fake_serve
     run_task(ChefTask(ChefSpec(vlm=spec, recipe=r, data=str(data)), vlm=load_model(spec, "vlm")), tmp_path / "run",
              RunOptions(progress=False))
     rec = json.loads((tmp_path / "run" / "samples.jsonl").read_text())["result"]["settings"]["standard"]
-    conts = [f"The answer is {L}. {o}" for L, o in zip("ABC", ["red", "blue", "light green"])]
+    conts = [f"The answer is ({L}" for L in "ABC"]  # the label pool (ChEF B.3, D.2)
     means = np.array([np.mean([word_logprob(w) for w in c.split()]) for c in conts])
     p = np.exp(means - means.max()) / np.exp(means - means.max()).sum()
     assert rec["probs"] == pytest.approx(list(p), abs=1e-9)
@@ -281,3 +283,65 @@ def test_scenario_from_a_hugging_face_dataset(tmp_path, monkeypatch):
     assert [(it["question"], it["options"], it["answer"]) for it in items] == [
         ("Colour?", ["red", "blue"], 0), ("Shape?", ["star", "circle"], 1)]
     assert Path(items[0]["image"]).is_file()
+
+
+def test_multiple_choice_ppl_scores_labels_only_and_classes_by_name(tmp_path):
+    # ChEF B.3/D.2: the multiple-choice pool is {A, B, C, ...} ("The answer is (A"); a classification pool is
+    # the class names ("The answer is cat"); POPE is the bare question with "Yes" / "No" (C.6).
+    seen = []
+
+    class Scorer:
+        model_id = "test:scorer"
+
+        def __init__(self):
+            from vlmcheck.core.roles import Capabilities
+
+            self.capabilities = Capabilities(loglikelihood=True)
+
+        async def loglikelihood(self, messages, continuations):
+            from vlmcheck.core.roles import Loglikelihood
+
+            seen.append((messages[-1].content[-1].text, list(continuations)))
+            return [Loglikelihood(sum=-float(i + 1), n_tokens=1) for i in range(len(continuations))]
+
+    Image.new("RGB", (8, 8), "red").save(tmp_path / "r.png")
+    (tmp_path / "mc.jsonl").write_text(json.dumps({"image": "r.png", "question": "Colour?",
+                                                   "options": ["red", "blue"], "answer": "A"}) + "\n")
+    (tmp_path / "cls.jsonl").write_text("".join(json.dumps({"image": "r.png", "label": c}) + "\n"
+                                                for c in ("cat", "dog")))
+    (tmp_path / "pope.jsonl").write_text(json.dumps({"image": "r.png", "question": "Is there a cat in the image?",
+                                                     "answer": "no"}) + "\n")
+    for kind, data in (("mc", "mc.jsonl"), ("classification", "cls.jsonl"), ("pope", "pope.jsonl")):
+        r = Recipe(name=kind, scenario={"type": kind}, inferencer={"type": "ppl"})
+        vlm = Scorer()
+        run_task(ChefTask(ChefSpec(vlm=vlm.model_id, recipe=r, data=str(tmp_path / data)), vlm=vlm),
+                 tmp_path / kind, RunOptions(progress=False, report=False))
+    mc, cls, pope = seen[0], seen[1], seen[-1]
+    assert mc[1] == ["The answer is (A", "The answer is (B"]
+    assert cls[1] == ["The answer is cat", "The answer is dog"]
+    assert pope == ("Is there a cat in the image?", ["Yes", "No"])  # no options listing, no label instruction
+
+
+def test_ten_options_run_end_to_end(tmp_path):
+    # CIFAR-10 has ten classes: labels run past H
+    from vlmcheck.core.roles import Capabilities, Loglikelihood
+
+    classes = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+
+    class Picky:
+        model_id = "test:picky"
+        capabilities = Capabilities(loglikelihood=True)
+
+        async def loglikelihood(self, messages, continuations):
+            return [Loglikelihood(sum=0.0 if c.endswith("truck") else -5.0, n_tokens=1) for c in continuations]
+
+    Image.new("RGB", (8, 8), "red").save(tmp_path / "r.png")
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"id": c, "image": "r.png", "label": c}) + "\n"
+                                              for c in classes))
+    r = resolve_recipe("cifar10")
+    res = run_task(ChefTask(ChefSpec(vlm="test:picky", recipe=r, data=str(tmp_path / "c.jsonl")), vlm=Picky()),
+                   tmp_path / "run", RunOptions(progress=False, report=False))
+    assert res.results["counts"] == {**res.results["counts"], "done": 10, "failed": 0}
+    rows = [json.loads(x)["result"]["settings"]["standard"] for x in (tmp_path / "run" / "samples.jsonl").read_text()
+            .splitlines()]
+    assert [r["labels"][-1] for r in rows] == ["J"] * 10 and sum(r["correct"] for r in rows) == 1  # only "truck"

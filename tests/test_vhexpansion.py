@@ -192,3 +192,38 @@ def test_mmvp_questions_become_binary_cases(tmp_path):
         ("Is the dog facing left or right? Is the answer 'Left'?", "no"),
         ("Is the dog facing left or right? Is the answer 'Right'?", "yes")]
     assert Path(cases[0].image).is_file()
+
+
+def test_pope_counts_come_from_the_sampled_images_only():
+    # "kite" is the most frequent object of all annotations but appears in no sampled image (images with fewer
+    # than 3 objects are never sampled): POPE's code counts popularity and co-occurrence over the sampled
+    # images, so it is never a negative.
+    ann = [{"image": "a.jpg", "objects": ["dog", "cat", "cup"]},
+           {"image": "b.jpg", "objects": ["dog", "cat", "car"]},
+           {"image": "c.jpg", "objects": ["dog", "bus", "car"]},
+           {"image": "d.jpg", "objects": ["tree", "bench", "car"]}]
+    ann += [{"image": f"k{i}.jpg", "objects": ["kite", "bird"]} for i in range(10)]
+    popular = build_pope(ann, "popular", n_images=4, seed=0)
+    adversarial = build_pope(ann, "adversarial", n_images=4, seed=0)
+    negs = {c["object"] for c in popular + adversarial if c["answer"] == "no"}
+    assert not negs & {"kite", "bird"}
+    # By hand: counts over a-d: dog 3, car 3, cat 2, cup, bus, tree, bench 1.  For a.jpg (dog, cat, cup) the
+    # absent objects are car (3) and bus, tree, bench (1 each): popular takes car, then one of the tied three.
+    first = [c["object"] for c in popular if c["image"] == "a.jpg" and c["answer"] == "no"]
+    assert first[0] == "car" and len(set(first)) == 3 and set(first[1:]) <= {"bus", "tree", "bench"}
+    # Adversarial, c.jpg (dog, bus, car): absent cat (co-occurs with dog in a and b: 2), cup (1), tree and
+    # bench (0) -> cat for "dog".
+    adv_c = [c for c in adversarial if c["image"] == "c.jpg" and c["answer"] == "no"]
+    assert adv_c[0]["positive"] == "dog" and adv_c[0]["object"] == "cat"
+
+
+def test_pope_ties_fall_back_to_a_seeded_random_choice():
+    ann = [{"image": f"i{i}.jpg", "objects": ["dog", "cat", "cup"]} for i in range(3)]
+    ann += [{"image": "j.jpg", "objects": ["car", "bus", "kite"]}]
+    picks = set()
+    for seed in range(12):
+        cases = build_pope(ann, "popular", n_images=4, seed=seed)
+        first = next(c for c in cases if c["image"] == "i0.jpg" and c["answer"] == "no")
+        picks.add(first["object"])
+        assert build_pope(ann, "popular", n_images=4, seed=seed) == cases  # seeded
+    assert picks == {"car", "bus", "kite"}  # car, bus and kite tie at 1: each is chosen under some seed

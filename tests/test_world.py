@@ -213,6 +213,8 @@ def test_evaluate_arithmetic_and_code():
 def test_negator_follows_the_paper_rules():
     cases = {
         "Is there a red circle in the image?": "Is there no red circle in the image?",
+        # Fig. 3: "change all occurrences of a/an to no for simple cases"
+        "Is there a red circle and an apple in the image?": "Is there no red circle and no apple in the image?",
         "Is the red circle in the top left?": "Is it false that the red circle is in the top left?",
         "Does the image show a blue star?": "Is it false that the image shows a blue star?",
         "Are the two squares the same color?": "Is it false that the two squares are the same color?",

@@ -66,6 +66,12 @@ def load_annotations(path: str | Path) -> list[dict[str, Any]]:
 
 def build_pope(annotations: list[dict[str, Any]], split: str = "random", n_images: int = 500, per_image: int = 3,
                seed: int = 0) -> list[dict[str, Any]]:
+    """POPE's three splits, as its code builds them: ``n_images`` images with at least ``per_image`` objects are
+    sampled; the vocabulary, the popularity and the co-occurrence counts come from the sampled images only.
+    Each of an image's first ``per_image`` objects is a "yes" question and gets one absent object as its "no"
+    question: at random (random), the most frequent absent object (popular), or the absent object that
+    co-occurs most with it (adversarial).  Ties, and an adversarial positive that co-occurs with no absent
+    object, fall back to a seeded random choice."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}")
     rng = np.random.default_rng(seed)
@@ -74,29 +80,36 @@ def build_pope(annotations: list[dict[str, Any]], split: str = "random", n_image
         raise ValueError(f"no image has {per_image} annotated objects")
     order = rng.permutation(len(eligible))[:n_images]
     chosen = [eligible[i] for i in sorted(order)]
-    vocab = sorted({o for a in annotations for o in a["objects"]})
+    vocab = sorted({o for a in chosen for o in a["objects"]})
     freq = Counter(o for a in chosen for o in a["objects"])
-    popular = [o for o, _ in sorted(freq.items(), key=lambda kv: (-kv[1], kv[0]))]
-    popular += [o for o in vocab if o not in freq]
     co: dict[str, Counter] = {}
-    for a in annotations:
+    for a in chosen:
         for o in a["objects"]:
             co.setdefault(o, Counter()).update(x for x in a["objects"] if x != o)
+
+    def best(candidates: list[str], score) -> str:
+        top = max(score(o) for o in candidates)
+        tied = [o for o in candidates if score(o) == top]
+        return tied[int(rng.integers(len(tied)))] if len(tied) > 1 else tied[0]
+
     cases = []
     for a in chosen:
         present = set(a["objects"])
         used: set[str] = set()
-        for k, pos in enumerate(a["objects"][:per_image]):
+        for pos in a["objects"][:per_image]:
             absent = [o for o in vocab if o not in present and o not in used]
             if not absent:
                 raise ValueError(f"{a['image']}: no absent object left to ask about")
             if split == "random":
                 neg = absent[int(rng.integers(len(absent)))]
             elif split == "popular":
-                neg = next(o for o in popular if o in absent)
+                neg = best(absent, lambda o: freq[o])
             else:
-                ranked = sorted(absent, key=lambda o: (-co.get(pos, Counter())[o], o))
-                neg = ranked[0]
+                counts = co.get(pos, Counter())
+                if any(counts[o] for o in absent):
+                    neg = best(absent, lambda o: counts[o])
+                else:  # it co-occurs with no absent object: a seeded random one
+                    neg = absent[int(rng.integers(len(absent)))]
             used.add(neg)
             for obj, ans in ((pos, "yes"), (neg, "no")):
                 cases.append({"id": f"{Path(a['image']).stem}-{len(cases)}", "image": a["image"],

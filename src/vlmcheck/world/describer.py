@@ -517,7 +517,7 @@ class RefDescriber:
         matched = []
         for cont in continuations:
             c = re.sub(r"^(the )?answer is:?\s*", "", cont.strip(), flags=re.I)
-            m = re.fullmatch(r"\(?([A-H])(?:[\.\)]\s*.*)?", c)  # "B" or "B. text": the option labelled B
+            m = re.fullmatch(r"\(?([A-Z])(?:[\.\)]\s*.*)?", c)  # "B" or "B. text": the option labelled B
             opt = letters.get(m.group(1)) if m and (m.group(1) in letters) else None
             target = opt if opt is not None else c
             if ans is None:

@@ -273,7 +273,7 @@ class Question:
     options: list[tuple[str, str]] = field(default_factory=list)  # (letter, option text)
 
 
-_OPTION_RE = re.compile(r"(?:^|\n|\s)\(?([A-H])[\.\)\:]\s+([^\n]+?)(?=(?:\s+\(?[A-H][\.\)\:]\s)|\n|$)")
+_OPTION_RE = re.compile(r"(?:^|\n|\s)\(?([A-Z])[\.\)\:]\s+([^\n]+?)(?=(?:\s+\(?[A-Z][\.\)\:]\s)|\n|$)")
 
 
 def split_options(prompt: str) -> tuple[str, list[tuple[str, str]]]:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...core.files import read_jsonl
 
-LETTERS = "ABCDEFGH"
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # option labels: CIFAR-10 needs ten
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:

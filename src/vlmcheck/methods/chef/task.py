@@ -12,8 +12,12 @@ Inferencers:
 
 * ``direct`` - greedy answer, option extracted by letter or option text;
 * ``cot`` - "Let's think step by step" rationale, then the answer;
-* ``ppl`` - mean log-probability of each option's filled answer template
-  ("The answer is B. red"), argmax; confidence = max softmax of the scores;
+* ``ppl`` - mean log-probability of each member of the answer pool in the
+  answer template, argmax; confidence = max softmax of the scores.  The pool
+  (ChEF B.3, D.2) is the option labels for multiple choice - the continuation is
+  the template with the label only, "The answer is (B", as the authors score it -
+  the class names for classification and retrieval ("The answer is cat"), and
+  "Yes" / "No" after the bare question for hallucination (POPE, C.6);
 * ``cot_ppl`` - Multi-turn: CoT in the first turn, PPL in the second.
 
 PPL needs the ``loglikelihood`` capability; a model without it stops with a
@@ -42,7 +46,12 @@ from .scenarios import LETTERS, load_scenario
 
 TEMPLATE_VERSION = "chef-v1"
 COT_PROMPT = "Let's think step by step."
-ANSWER_TEMPLATE = "The answer is {label}. {option}"
+#: PPL continuations per answer pool (see the module docstring) and the answer of an in-context example.
+LABEL_TEMPLATE = "The answer is ({label}"
+CLASS_TEMPLATE = "The answer is {option}"
+ICE_ANSWER = "The answer is ({label}) {option}"
+#: Scenarios whose answer pool is the options' own text (class names, captions); "yesno": POPE.
+POOL_OF_SCENARIO = {"classification": "classes", "retrieval": "classes", "pope": "yesno"}
 DESIDERATA = ("accuracy", "calibration", "icl", "instruction_following", "language", "robustness", "hallucination")
 
 #: Verbalizer groups of ChEF section C.3.  "unnatural" maps each choice to the next one (D|A|B|C for A|B|C|D).
@@ -94,13 +103,13 @@ class InstructionCfg(BaseModel):
 class InferencerCfg(BaseModel):
     type: Literal["direct", "cot", "ppl", "cot_ppl"] = "ppl"
     max_tokens: int = 256
-    answer_template: str = ANSWER_TEMPLATE
+    answer_template: str | None = None  # None: by the scenario's answer pool (LABEL_TEMPLATE / CLASS_TEMPLATE)
 
 
 class MetricCfg(BaseModel):
     n_bins: int = 10
     judge: str | None = None  # TextModel spec for language performance
-    judge_samples: int = 3
+    judge_samples: int = 5  # sampled judgements averaged per item (ChEF E.4 and F)
     rewriter: str | None = None  # TextModel spec for sentence-level text corruptions
     extractor: str | None = None  # TextModel spec: second-step answer extraction (MMBench style)
     corrupt: list[Literal["image", "text", "both"]] = Field(default_factory=lambda: ["image", "text", "both"])
@@ -285,7 +294,7 @@ class ChefTask(SpecTask):
                            else [])
             msgs.append(Message.user(*parts, q))
             a = ex["answer"]
-            msgs.append(Message.assistant(ANSWER_TEMPLATE.format(label=labels[a], option=ex["options"][a])))
+            msgs.append(Message.assistant(ICE_ANSWER.format(label=labels[a], option=ex["options"][a])))
         return msgs
 
     # -- one item ------------------------------------------------------------------------
@@ -327,7 +336,10 @@ class ChefTask(SpecTask):
             question, options, answer = c["question"], c["options"], c["answer"]
             out["text_chain"] = c["chain"]
         n = len(options)
+        if n > len(LETTERS):
+            raise ValueError(f"{n} options: at most {len(LETTERS)} can be labelled")
         labels = list(LETTERS[:n])
+        pool = POOL_OF_SCENARIO.get(r.scenario.type, "labels")
         extra = ""
         if "verbalizer" in setting:
             labels = verbalizer_labels(setting["verbalizer"], setting["labels"], n)
@@ -335,22 +347,29 @@ class ChefTask(SpecTask):
         if r.instruction.type == "query_pool" and r.instruction.query_pool:
             pool = r.instruction.query_pool
             question = pool[seed % len(pool)].format(question=question)
-        query = format_query(question, options, labels) + extra
+        # POPE is asked as its bare yes/no question (C.6); every other scenario lists its options
+        query = question if pool == "yesno" else format_query(question, options, labels) + extra
         examples = await self._examples(item, setting.get("shots", 0), session)
         history = await self._ice_messages(examples, labels)
         vlm = session.vlm(self.vlm)
         parts = [image] if image is not None else []
         kind = r.inferencer.type
         cfg = GenerationConfig(max_tokens=r.inferencer.max_tokens)
-        messages = history + [Message.user(*parts, query + ("\n" + COT_PROMPT if kind in ("cot", "cot_ppl") else
-                                                            "\nAnswer with the option's label."))]
+        suffix = ("\n" + COT_PROMPT if kind in ("cot", "cot_ppl") else
+                  "" if pool == "yesno" else "\nAnswer with the option's label.")
+        messages = history + [Message.user(*parts, query + suffix)]
         if kind in ("cot", "cot_ppl"):
             g = await vlm.generate(messages, cfg, template=TEMPLATE_VERSION)
             out["rationale"] = g.text
             messages = messages + [Message.assistant(g.text),
-                                   Message.user(f"{query}\nTherefore, among the options, the answer is")]
+                                   Message.user(f"{query}\nTherefore, the answer is" if pool == "yesno" else
+                                                f"{query}\nTherefore, among the options, the answer is")]
         if kind in ("ppl", "cot_ppl"):
-            conts = [r.inferencer.answer_template.format(label=labels[i], option=options[i]) for i in range(n)]
+            if pool == "yesno":
+                conts = list(options)  # "Yes", "No"
+            else:
+                template = r.inferencer.answer_template or (CLASS_TEMPLATE if pool == "classes" else LABEL_TEMPLATE)
+                conts = [template.format(label=labels[i], option=options[i]) for i in range(n)]
             lls = await vlm.loglikelihood(messages, conts, template=TEMPLATE_VERSION)
             scores = np.array([ll.mean for ll in lls])
             p = np.exp(scores - scores.max())
@@ -360,7 +379,12 @@ class ChefTask(SpecTask):
         else:
             # direct: the answer; cot: the answer after the rationale (messages already hold it)
             text = (await vlm.generate(messages, GenerationConfig(max_tokens=32), template=TEMPLATE_VERSION)).text
-            pred = extract_choice(text, options, labels)
+            if pool == "yesno":  # POPE's rule on the first sentence
+                from ...metrics.stats import pope_answer
+
+                pred = [o.lower() for o in options].index(pope_answer(text))
+            else:
+                pred = extract_choice(text, options, labels)
             how = "rule" if pred is not None else None
             if pred is None and self.extractor is not None:
                 pred = await self._llm_extract(session, question, options, labels, text)
