@@ -478,6 +478,8 @@ def vhx_run(
     epsilon: float = typer.Option(8 / 255, "--epsilon"),
     steps_clean: int = typer.Option(500, "--steps-clean"),
     steps_hallucinated: int = typer.Option(100, "--steps-hallucinated"),
+    repeats: int = typer.Option(1, "--repeats", min=1, help="Ask every question N times (Table 6e): mean and std"),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Decoding temperature (Table 6f)"),
     api_key: Optional[str] = API_KEY,
     resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
@@ -495,7 +497,8 @@ def vhx_run(
             vlm=spec.canonical(), cases=str(cases), negator=negator or None,
             perturb=[p.strip() for p in perturb.split(",") if p.strip()], attack=attack, attack_target=attack_target,
             attack_config=AttackConfig(epsilon=epsilon, steps_clean=steps_clean,
-                                       steps_hallucinated=steps_hallucinated, seed=seed), seed=seed),
+                                       steps_hallucinated=steps_hallucinated, seed=seed), seed=seed,
+            repeats=repeats, temperature=temperature),
             vlm=load_model(spec, "vlm"))
     results = _execute(task, out, _options(
         resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
@@ -508,8 +511,12 @@ def _print_vhx(model: str, m: dict) -> None:
     table = Table("variant", "accuracy", "symmetric acc.", "yes ratio", "new VH cases", title=model)
     for name, v in m.get("variants", {}).items():
         sym = v["symmetric_accuracy"]
-        table.add_row(name, f"{v['accuracy']:.3f}", "-" if sym is None else f"{sym:.3f}", f"{v['yes_ratio']:.2f}",
-                      str(v["new_vh_cases"]))
+        acc_s, sym_s = f"{v['accuracy']:.3f}", "-" if sym is None else f"{sym:.3f}"
+        if "repeats" in v:  # Table 6e/6f: mean +- std over the repetitions
+            ra, rs = v["repeats"]["accuracy"], v["repeats"]["symmetric_accuracy"]
+            acc_s = f"{ra['mean']:.3f} ± {ra['std']:.3f}"
+            sym_s = f"{rs['mean']:.3f} ± {rs['std']:.3f}"
+        table.add_row(name, acc_s, sym_s, f"{v['yes_ratio']:.2f}", str(v["new_vh_cases"]))
     Console(stderr=True).print(table)
     if m.get("negation"):
         console.print(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
@@ -519,15 +526,34 @@ def _print_vhx(model: str, m: dict) -> None:
 @vhx_app.command("pope")
 def vhx_pope(annotations: Path = typer.Option(..., "--annotations", help="COCO instances JSON or JSONL image,objects"),
              split: str = typer.Option("random", "--split", help="random, popular or adversarial"),
-             n_images: int = typer.Option(500, "--n-images"), seed: int = SEED,
+             n_images: int = typer.Option(500, "--n-images", min=1), seed: int = SEED,
+             images: Optional[Path] = typer.Option(None, "--images",
+                                                   help="Folder of the images (COCO: val2014/); default: beside "
+                                                        "the annotations"),
              out: Path = typer.Option(..., "--out", help="Output JSONL of cases")) -> None:
     """Build a POPE split (3 positives + 3 negatives per image) as VHExpansion cases."""
+    import os
+
     from .methods.pope import build_pope, load_annotations
 
     with _user_errors(KeyError):
         cases = build_pope(load_annotations(annotations), split, n_images=n_images, seed=seed)
+    folder = images or annotations.parent
+    missing = [c["image"] for c in cases if not (folder / c["image"]).is_file()]
+    if missing:
+        _fail(f"{len(set(missing))} images of the split are not in {folder} (e.g. {missing[0]}); pass --images "
+              "with the folder that holds them (COCO: val2014/)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    outside = 0
+    for c in cases:  # paths relative to the cases file, the way `vhx run` resolves them
+        rel = os.path.relpath(os.path.realpath(folder / c["image"]), os.path.realpath(out.parent))
+        outside += rel.startswith("..")
+        c["image"] = rel
     write_text_atomic(out, "".join(json.dumps(c) + "\n" for c in cases))
     console.print(f"[green]wrote[/green] {len(cases)} cases ({split}) to {out}")
+    if outside:
+        console.print(f"[yellow]note:[/yellow] the images lie outside {out.parent}; `vhx run` reads them only with "
+                      "--allow-outside (or write the cases inside the dataset's folder)")
 
 
 @vhx_app.command("export")

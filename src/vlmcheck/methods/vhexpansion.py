@@ -61,6 +61,10 @@ class VHXSpec(BaseModel):
     attack_config: AttackConfig = Field(default_factory=AttackConfig)
     max_tokens: int = 32
     seed: int = 0
+    # Table 6e/6f: each question asked `repeats` times (seeds 0..repeats-1) at `temperature`; the summary
+    # gives the mean and standard deviation over the repetitions, the variant's other fields are repetition 0
+    repeats: int = Field(1, ge=1)
+    temperature: float = Field(0.0, ge=0.0)
 
 
 class Case(BaseModel):
@@ -212,17 +216,18 @@ class VHExpansionTask(SpecTask):
             res = await self._batcher.submit("attack", (img, hallucinated))
             rel = store.put_image(res.image)
             return {"artifact": rel, "cosine_start": res.cosine_start, "cosine_final": res.cosine_final,
-                    "linf": res.linf, "steps": res.steps, "hallucinated": hallucinated}, None
+                    "linf": res.linf, "steps": res.steps, "hallucinated": hallucinated,
+                    "random_start": res.random_start}, None
 
         out, _ = await session._cached("attack", self.target, request, TEMPLATE_VERSION, invoke)
         return out
 
     # ------------------------------------------------------------------ sample
 
-    async def _ask(self, session: Session, img, question: str) -> dict[str, Any]:
-        g = await session.vlm(self.vlm).generate([Message.user(img, question)],
-                                                 GenerationConfig(max_tokens=self.cfg.max_tokens),
-                                                 template=TEMPLATE_VERSION)
+    async def _ask(self, session: Session, img, question: str, repeat: int = 0) -> dict[str, Any]:
+        cfg = GenerationConfig(max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature,
+                               seed=repeat if self.cfg.repeats > 1 else None)
+        g = await session.vlm(self.vlm).generate([Message.user(img, question)], cfg, template=TEMPLATE_VERSION)
         return {"text": g.text, "parsed": pope_answer(g.text)}
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
@@ -248,11 +253,17 @@ class VHExpansionTask(SpecTask):
             v: dict[str, Any] = {"params": params}
             if name != "original":
                 v["image"] = session.store.put_image(image)  # content-addressed: the attack's own artifact again
-            a = await self._ask(session, image, case.question)
-            v.update(answer=a["text"], parsed=a["parsed"], correct=a["parsed"] == case.answer)
-            if neg:
-                b = await self._ask(session, image, neg)
-                v.update(neg_answer=b["text"], neg_parsed=b["parsed"], neg_correct=b["parsed"] == flip)
+            runs = []
+            for k in range(self.cfg.repeats):
+                a = await self._ask(session, image, case.question, k)
+                r: dict[str, Any] = {"answer": a["text"], "parsed": a["parsed"], "correct": a["parsed"] == case.answer}
+                if neg:
+                    b = await self._ask(session, image, neg, k)
+                    r.update(neg_answer=b["text"], neg_parsed=b["parsed"], neg_correct=b["parsed"] == flip)
+                runs.append(r)
+            v.update(runs[0])
+            if self.cfg.repeats > 1:
+                v["repeats"] = runs
             record["variants"][name] = v
 
         await variant("original", img, {})
@@ -301,12 +312,26 @@ class VHExpansionTask(SpecTask):
                      "n_pairs": len(pairs),
                      "yes_ratio": float(np.mean([a == "yes" for a in answers])),
                      "new_vh_cases": wrong_expanded}
+            if self.cfg.repeats > 1:
+                entry["repeats"] = _repeat_spread(vs, self.cfg.repeats)
             if name.startswith("adv_"):
                 entry["cosine_final_mean"] = float(np.mean([v["params"]["cosine_final"] for v in vs]))
                 entry["linf_max"] = float(max(v["params"]["linf"] for v in vs))
             out["variants"][name] = entry
         out["new_vh_cases_total"] = total_new
         return out
+
+
+def _repeat_spread(vs: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
+    """Accuracy and symmetric accuracy of each repetition, with their mean and standard deviation (6e/6f)."""
+    acc, sym = [], []
+    for k in range(repeats):
+        rows = [v["repeats"][k] for v in vs if len(v.get("repeats", ())) > k]
+        acc.append(float(np.mean([r["correct"] for r in rows])) if rows else float("nan"))
+        pairs = [(r["correct"], r["neg_correct"]) for r in rows if "neg_correct" in r]
+        sym.append(symmetric_accuracy(pairs) if pairs else float("nan"))
+    spread = lambda xs: {"values": xs, "mean": float(np.mean(xs)), "std": float(np.std(xs))}  # noqa: E731
+    return {"n": repeats, "accuracy": spread(acc), "symmetric_accuracy": spread(sym)}
 
 
 def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
@@ -339,13 +364,16 @@ def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
             dest = out / "images" / f"{_safe(sid)}__{_safe(name)}{src.suffix or '.png'}"
             shutil.copyfile(src, dest)
             prov = {"source_case": sid, "transformation": name, "parameters": v.get("params", {})}
-            questions = [(r["question"], r["answer"], "original question")]
+            questions = [(r["question"], r["answer"], "original question", v.get("parsed"), v.get("correct"))]
             if neg.get("ok"):
-                questions.append((neg["question"], neg["answer"], "negated question"))
-            for q, a, how in questions:
+                questions.append((neg["question"], neg["answer"], "negated question", v.get("neg_parsed"),
+                                  v.get("neg_correct")))
+            for q, a, how, said, right in questions:
                 if name == "original" and how == "original question":
                     continue  # the source case itself is not new
+                # model_correct False marks the expanded cases this model got wrong (its new VH cases)
                 rows.append({"image": f"images/{dest.name}", "question": q, "answer": a,
+                             "model_answer": said, "model_correct": right,
                              "provenance": {**prov, "question": how}})
     manifest = out / "expanded.jsonl"
     write_text_atomic(manifest, "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in rows))

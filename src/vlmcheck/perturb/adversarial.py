@@ -67,6 +67,7 @@ class AttackResult:
     cosine_final: float
     linf: float  # measured on the saved 8-bit image, in [0, 1] units
     steps: int
+    random_start: bool = False  # the gradient at the start was exactly zero: restarted from seeded tiny noise
 
 
 def _device_of(model: Any):
@@ -85,6 +86,7 @@ def _device_of(model: Any):
 def _cos(a, b, mode: str):
     import torch.nn.functional as F
 
+    a, b = a.float(), b.float()  # float32 even for bf16 models: a bf16 cosine near 1 has no resolution left
     if mode == "per_token" and a.dim() == 3:
         return F.cosine_similarity(a, b, dim=-1).mean(dim=-1)
     return F.cosine_similarity(a.flatten(1), b.flatten(1), dim=1)
@@ -100,6 +102,11 @@ def attack(model: Any, images: list[Image.Image], hallucinated: list[bool], cfg:
     device = _device_of(model)
     base = np.stack([np.asarray(im.convert("RGB").resize((w, h), Image.BICUBIC)) for im in images])
     x = torch.from_numpy(base).permute(0, 3, 1, 2).float().div(255).to(device)
+    from ..core.images import image_hash
+
+    # each image's random draws are seeded by (seed, its pixels): its result never depends on which images
+    # share its batch, nor on concurrency
+    seeds = [int(image_hash(im.convert("RGB"))[:8], 16) ^ cfg.seed for im in images]
     results: list[AttackResult | None] = [None] * len(images)
     groups = [(flag, [i for i, hflag in enumerate(hallucinated) if bool(hflag) == flag]) for flag in (False, True)]
     total = sum(cfg.steps_hallucinated if flag else cfg.steps_clean for flag, idx in groups if idx)
@@ -108,28 +115,43 @@ def attack(model: Any, images: list[Image.Image], hallucinated: list[bool], cfg:
         for flag, idx in groups:
             if not idx:
                 continue
-            out = _run(model, x[idx], flag, cfg, device, progress)
+            out = _run(model, x[idx], flag, cfg, device, progress, [seeds[i] for i in idx])
             for j, i in enumerate(idx):
                 results[i] = out[j]
     return results  # type: ignore[return-value]
 
 
-def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Progress | None = None
-         ) -> list[AttackResult]:
+def _noise(seeds: list[int], shape, kind: str):
+    """Per-image random tensors (CPU, then moved): 'sign' in {-1, 1}, 'uniform' in [-1, 1]."""
+    import torch
+
+    out = []
+    for sd in seeds:
+        gen = torch.Generator(device="cpu").manual_seed(sd)
+        if kind == "sign":
+            out.append(torch.randint(0, 2, shape, generator=gen).float().mul(2).sub(1))
+        else:
+            out.append(torch.rand(shape, generator=gen) * 2 - 1)
+    return torch.stack(out)
+
+
+def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Progress | None = None,
+         seeds: list[int] | None = None) -> list[AttackResult]:
     import torch
 
     eps_q = math.floor(cfg.epsilon * 255 + 1e-6) / 255  # whole 8-bit steps: the bound survives saving
-    gen = torch.Generator(device="cpu").manual_seed(cfg.seed)
+    seeds = seeds if seeds is not None else [cfg.seed + i for i in range(x.shape[0])]
+    restarted = torch.zeros(x.shape[0], dtype=torch.bool)
     with torch.no_grad():
         e0 = model.vision_embedding(x).detach()
     if hallucinated:
-        sign = torch.randint(0, 2, x.shape, generator=gen).float().mul(2).sub(1).to(device)
+        sign = _noise(seeds, x.shape[1:], "sign").to(device)
         delta = sign * cfg.init_hallucinated
         steps, direction = cfg.steps_hallucinated, 1.0  # maximise cosine
     elif cfg.method == "pgd":
         # The cosine is at its maximum at delta = 0, so its raw gradient there is zero and PGD could
         # never leave; start it from tiny uniform noise instead (I-FGSM's sign() breaks the tie itself).
-        delta = (torch.rand(x.shape, generator=gen) * 2 - 1).to(device) * cfg.pgd_init
+        delta = _noise(seeds, x.shape[1:], "uniform").to(device) * cfg.pgd_init
         steps, direction = cfg.steps_clean, -1.0
     else:
         delta = torch.zeros_like(x)
@@ -139,12 +161,20 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
     used = torch.zeros(x.shape[0], dtype=torch.long)
     gamma = cfg.step_size()
     start = None
+    first_step = True
     for _ in range(steps):
         delta.requires_grad_(True)
         cos = _cos(e0, model.vision_embedding(x + delta), cfg.cosine)
         if start is None:
             start = cos.detach().cpu()  # the cosine before any step, from the first forward pass
         (grad,) = torch.autograd.grad(cos.sum(), delta)
+        flat = None
+        if first_step:
+            first_step = False
+            # exactly zero gradient at the start (a cosine at its maximum, a saturated model): sign() and the raw
+            # gradient would never move; those images restart from seeded tiny noise, and it is recorded
+            flat = grad.detach().flatten(1).abs().amax(dim=1) == 0
+            restarted |= flat.cpu()
         with torch.no_grad():
             upd = grad.sign() if cfg.method == "ifgsm" else grad
             if hallucinated:  # early stopping is per image: frozen images take no more steps
@@ -153,6 +183,9 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
                 used += active.cpu().long()
             delta = delta.detach() + direction * gamma * upd
             delta = delta.clamp(-eps_q, eps_q)
+            if flat is not None and bool(flat.any()):
+                noise = _noise(seeds, x.shape[1:], "uniform").to(device) * cfg.pgd_init
+                delta = torch.where(flat.view(-1, 1, 1, 1).to(device), noise, delta)
             delta = torch.clamp(x + delta, 0, 1) - x
         if progress is not None:
             progress.advance()
@@ -174,5 +207,5 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
     arr = q.permute(0, 2, 3, 1).to("cpu", torch.uint8).numpy()
     for i in range(x.shape[0]):
         out.append(AttackResult(Image.fromarray(arr[i], "RGB"), hallucinated, float(start[i]), float(final[i]),
-                                float(linf[i]), int(used[i])))
+                                float(linf[i]), int(used[i]), bool(restarted[i])))
     return out
