@@ -82,6 +82,31 @@ def test_mmbench_circular_rotates_options(tmp_path):
     assert [it["options"][0] for it in first] == ["blue", "red", "green", "yellow"]
 
 
+def test_mmbench_official_circular_copies_are_rotations_not_questions(tmp_path):
+    # The official dev TSV: question 7 and its shifted copies 1000007, 2000007 (index mod 1e6 = 7).
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), "red").save(buf, "PNG")
+    img = base64.b64encode(buf.getvalue()).decode()
+    rows = ["index\tquestion\thint\tA\tB\tC\tD\tanswer\timage\tcategory",
+            f"7\tWhat colour?\tnan\tblue\tred\tgreen\t\tB\t{img}\tcolor",
+            f"1000007\tWhat colour?\tnan\tred\tgreen\tblue\t\tA\t{img}\tcolor",
+            f"2000007\tWhat colour?\tnan\tgreen\tblue\tred\t\tC\t{img}\tcolor",
+            f"8\tHow many?\tnan\t1\t2\t\t\tA\t{img}\tcount"]
+    (tmp_path / "dev.tsv").write_text("\n".join(rows) + "\n")
+    vanilla = load_scenario("mmbench", tmp_path / "dev.tsv")
+    assert [it["id"] for it in vanilla] == ["7", "8"]  # copies are not new questions
+    circ = load_scenario("mmbench", tmp_path / "dev.tsv", circular=True)
+    assert sorted((it["meta"]["group"], it["meta"]["rotation"]) for it in circ) == [
+        ("7", 0), ("7", 1), ("7", 2), ("8", 0)]  # the file's copies are the rotations: none generated
+    assert all(it["options"][it["answer"]] == "red" for it in circ if it["meta"]["group"] == "7")
+    # in-context examples never include a rotation of the question being asked
+    r = Recipe(name="m", scenario={"type": "mmbench", "options": {"circular": True}},
+               instruction={"type": "ice", "ice": {"retriever": "fixed", "shots": [0, 2]}}, inferencer={"type": "ppl"})
+    task = ChefTask(ChefSpec(vlm="ref:describer", recipe=r, data=str(tmp_path / "dev.tsv")))
+    ex = asyncio.run(task._examples(next(it for it in task.items if it["id"] == "7"), 2, None))
+    assert [e["meta"]["group"] for e in ex] == ["8"]
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     out = tmp_path_factory.mktemp("chefworld")

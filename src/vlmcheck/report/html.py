@@ -231,6 +231,8 @@ def headline(results: dict[str, Any]) -> tuple[str, float | None]:
             vals = [top[g][v]["score"] for g in top for v in top[g] if g != v and top[g][v]["score"] is not None]
             return "CAST Top-3 cross-modal consistency", sum(vals) / len(vals) if vals else None
     if task == "chef":
+        if m.get("vanilla_accuracy") is not None:  # MMBench: VanillaEval is the headline (ChEF D.2)
+            return "VanillaEval accuracy", m["vanilla_accuracy"]
         for k in ("overall", "riam", "mr_weighted"):
             if k in m:
                 return k, m[k]

@@ -101,28 +101,42 @@ def load_retrieval(path: Path, k: int = 4, seed: int = 0, question: str = "Which
 
 
 def load_mmbench(path: Path, circular: bool = False, image_dir: str | None = None, **_) -> list[dict]:
-    """MMBench TSV; images decoded from base64 into ``image_dir`` (default: next to the TSV)."""
+    """MMBench TSV; images decoded from base64 into ``image_dir`` (default: next to the TSV).
+
+    The official dev TSV already holds CircularEval's shifted copies of each question, with ``index`` above
+    1e6 (index mod 1e6 is the question they copy): they are read as rotations of that question, never as new
+    questions - and dropped for VanillaEval.  A TSV without copies gets its rotations generated.
+    """
     from PIL import Image
 
     folder = Path(image_dir) if image_dir else path.parent / (path.stem + "_images")
     folder.mkdir(parents=True, exist_ok=True)
-    out = []
     with path.open(newline="", encoding="utf-8") as fh:
-        for r in csv.DictReader(fh, delimiter="\t"):
-            opts = [r[L] for L in "ABCD" if r.get(L) not in (None, "", "nan")]
-            img_path = folder / f"{r['index']}.png"
-            if not img_path.exists():
-                Image.open(io.BytesIO(base64.b64decode(r["image"]))).save(img_path)
-            q = r["question"] if not r.get("hint") or r["hint"] == "nan" else f"Hint: {r['hint']}\n{r['question']}"
-            base = {"image": str(img_path), "question": q, "meta": {"category": r.get("category"),
-                                                                    "group": r["index"]}}
-            ans = LETTERS.index(r["answer"].strip())
-            shifts = range(len(opts)) if circular else [0]
-            for k in shifts:
-                rot = opts[k:] + opts[:k]
-                out.append({**base, "id": f"{r['index']}" + (f"@{k}" if circular else ""), "options": rot,
-                            "root": str(folder),
-                            "answer": (ans - k) % len(opts), "meta": {**base["meta"], "rotation": k}})
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    has_copies = any(int(float(r["index"])) >= 1_000_000 for r in rows)
+    out = []
+    for r in rows:
+        index = int(float(r["index"]))
+        base_index, copy_no = index % 1_000_000, index // 1_000_000
+        if copy_no and not circular:
+            continue  # VanillaEval asks each question once
+        opts = [r[L] for L in "ABCD" if r.get(L) not in (None, "", "nan")]
+        img_path = folder / f"{base_index}.png"
+        if not img_path.exists() and r.get("image"):
+            Image.open(io.BytesIO(base64.b64decode(r["image"]))).save(img_path)
+        q = r["question"] if not r.get("hint") or r["hint"] == "nan" else f"Hint: {r['hint']}\n{r['question']}"
+        base = {"image": str(img_path), "question": q, "meta": {"category": r.get("category"),
+                                                                "group": str(base_index)}}
+        ans = LETTERS.index(r["answer"].strip())
+        if has_copies or not circular:
+            rid = str(index) if circular else str(base_index)
+            out.append({**base, "id": rid, "options": opts, "answer": ans, "root": str(folder),
+                        "meta": {**base["meta"], **({"rotation": copy_no} if circular else {})}})
+            continue
+        for k in range(len(opts)):
+            rot = opts[k:] + opts[:k]
+            out.append({**base, "id": f"{index}@{k}", "options": rot, "answer": (ans - k) % len(opts),
+                        "root": str(folder), "meta": {**base["meta"], "rotation": k}})
     return out
 
 

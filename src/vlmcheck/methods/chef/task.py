@@ -253,7 +253,10 @@ class ChefTask(SpecTask):
         if k == 0:
             return []
         ice = self.cfg.recipe.instruction.ice
-        pool = [it for it in self.items if it["id"] != item["id"]]  # never the item itself
+        # never the item itself, nor another rotation of the same question (MMBench CircularEval copies)
+        group = item.get("meta", {}).get("group")
+        pool = [it for it in self.items if it["id"] != item["id"]
+                and (group is None or it.get("meta", {}).get("group") != group)]
         if ice.retriever == "fixed":
             return pool[:k]
         if ice.retriever == "random":
