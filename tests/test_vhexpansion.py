@@ -114,17 +114,23 @@ def test_attack_on_tiny_hf_vlm(tmp_path, family, monkeypatch, capsys):
     from skimage import data
 
     from vlmcheck.core.spec import load_model
-    from vlmcheck.perturb.adversarial import AttackConfig, attack
+    from vlmcheck.perturb.adversarial import AttackConfig, attack, expand_to_square
 
     model = load_model(f"hf:{getattr(hf_tiny, 'build_tiny_' + family)(tmp_path / family)}", "vlm")
     imgs = [Image.fromarray(data.astronaut()), Image.fromarray(data.chelsea()), Image.fromarray(data.coffee())]
     for method in ("ifgsm", "pgd"):
         res = attack(model, imgs, [False, True, False], AttackConfig(method=method, steps_clean=40,
                                                                      steps_hallucinated=20))
+        colour = model.vision_pad_colour()
         for r, img in zip(res, imgs):
-            ref = np.asarray(img.convert("RGB").resize(r.image.size, Image.BICUBIC), dtype=np.int32)
+            # padded to a square with the processor's mean colour before resizing (expand2square)
+            ref = np.asarray(expand_to_square(img.convert("RGB"), colour).resize(r.image.size, Image.BICUBIC),
+                             dtype=np.int32)
             diff = np.abs(np.asarray(r.image, dtype=np.int32) - ref).max()
             assert diff <= 8 and r.linf == pytest.approx(diff / 255)  # the L-inf bound, exactly
+        # chelsea is 451x300: its top rows are padding, within the budget of the mean colour
+        top = np.asarray(res[1].image, dtype=np.int32)[0]
+        assert np.abs(top - np.array(colour)).max() <= 8
         assert res[0].cosine_final < 0.95 and res[2].cosine_final < 0.95  # minimised
         assert res[1].cosine_final >= res[1].cosine_start - 1e-3 and res[1].cosine_final > 0.98  # maximised
         lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith(f"[attack {method}, 3 images]")]
@@ -340,3 +346,17 @@ def test_repeats_give_mean_and_spread_and_the_export_marks_wrong_rows(tmp_path):
     jpeg = [r for r in rows if r["provenance"]["transformation"] == "vhx_jpeg" and
             r["provenance"]["question"] == "original question"]
     assert jpeg and all(r["model_correct"] is True for r in jpeg)
+
+
+def test_expand_to_square_by_hand():
+    from PIL import Image
+
+    from vlmcheck.perturb.adversarial import expand_to_square
+
+    img = Image.new("RGB", (4, 2), (255, 0, 0))
+    sq = np.asarray(expand_to_square(img, (1, 2, 3)))
+    assert sq.shape == (4, 4, 3)
+    assert (sq[0] == (1, 2, 3)).all() and (sq[3] == (1, 2, 3)).all()  # one padding row above, one below
+    assert (sq[1:3] == (255, 0, 0)).all()
+    tall = np.asarray(expand_to_square(Image.new("RGB", (1, 3), (9, 9, 9)), (0, 0, 0)))
+    assert (tall[:, 1] == 9).all() and (tall[:, 0] == 0).all() and (tall[:, 2] == 0).all()

@@ -79,6 +79,10 @@ class TorchEncoder:
     def vision_embedding(self, pixels):
         return self.embed_tensor(pixels)
 
+    def vision_pad_colour(self) -> tuple[int, int, int]:
+        mean = getattr(getattr(self, "processor", None), "image_mean", None) or [0.5] * 3
+        return tuple(int(round(float(m) * 255)) for m in list(mean)[:3])  # type: ignore[return-value]
+
     def vision_input_size(self) -> tuple[int, int]:
         if self.input_size is None:
             raise NotImplementedError(f"{self.model_id}: input size unknown")

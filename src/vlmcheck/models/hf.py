@@ -208,6 +208,11 @@ class HFVLM:
     def _image_processor(self):
         return getattr(self.processor, "image_processor", None)
 
+    def vision_pad_colour(self) -> tuple[int, int, int]:
+        """The processor's mean colour in 8 bits: what LLaVA's expand2square pads with."""
+        mean = _vision._get(self._image_processor(), "image_mean", [0.5] * 3)
+        return tuple(int(round(float(m) * 255)) for m in list(mean)[:3])  # type: ignore[return-value]
+
     def vision_input_size(self) -> tuple[int, int]:
         requested = None
         if self.spec.get_str("vision_size"):

@@ -70,6 +70,18 @@ class AttackResult:
     random_start: bool = False  # the gradient at the start was exactly zero: restarted from seeded tiny noise
 
 
+def expand_to_square(img: Image.Image, colour: tuple[int, int, int]) -> Image.Image:
+    """Pad to a square with ``colour``, the image centred (the authors' LLaVA ``expand2square``): the attacked
+    image keeps its aspect ratio, as the model's own preprocessing would."""
+    w, h = img.size
+    if w == h:
+        return img
+    side = max(w, h)
+    out = Image.new("RGB", (side, side), colour)
+    out.paste(img, ((side - w) // 2, (side - h) // 2))
+    return out
+
+
 def _device_of(model: Any):
     import torch
 
@@ -100,7 +112,10 @@ def attack(model: Any, images: list[Image.Image], hallucinated: list[bool], cfg:
     cfg = cfg or AttackConfig()
     h, w = model.vision_input_size()
     device = _device_of(model)
-    base = np.stack([np.asarray(im.convert("RGB").resize((w, h), Image.BICUBIC)) for im in images])
+    pad = getattr(model, "vision_pad_colour", None)
+    colour = pad() if callable(pad) else (127, 127, 127)
+    base = np.stack([np.asarray(expand_to_square(im.convert("RGB"), colour).resize((w, h), Image.BICUBIC))
+                     for im in images])
     x = torch.from_numpy(base).permute(0, 3, 1, 2).float().div(255).to(device)
     from ..core.images import image_hash
 
