@@ -136,7 +136,13 @@ def test_recipes_on_the_world(world, tmp_path):
     rec = json.loads((tmp_path / "d" / "samples.jsonl").read_text().splitlines()[0])["result"]
     chain = rec["settings"]["corrupt:both"]
     assert [s["category"] for s in chain["image_chain"]][:4] == ["noise", "blur", "weather", "digital"]
-    assert any("skipped" in s for s in chain["text_chain"])  # no rewriter: sentence level recorded as skipped
+    # the recipe's default rewriter (ref:rewriter) applied the sentence-level method of every item's chain,
+    # or said why not
+    sentence = [next(s for s in json.loads(x)["result"]["settings"]["corrupt:text"]["text_chain"]
+                     if s["category"] == "sentence") for x in (tmp_path / "d" / "samples.jsonl").read_text()
+                .splitlines()]
+    assert all("from" in s or "unchanged" in s.get("skipped", "") for s in sentence)
+    assert sum("from" in s for s in sentence) > len(sentence) // 2
     ins = _run(world, tmp_path / "e", "instruction-following")
     assert set(ins["match_ratio"]) == {"natural", "neutral", "unnatural"}
 

@@ -172,3 +172,28 @@ def test_sentence_level_uses_the_text_model():
         assert "skipped" not in step
         choice = next(s for s in out["chain"] if s["category"] == "choice")
         assert choice["skipped"] == "not a multiple-choice item"
+
+
+def test_the_reference_rewriter_answers_every_sentence_level_method():
+    from vlmcheck.core.messages import Message
+    from vlmcheck.core.roles import GenerationConfig
+    from vlmcheck.core.spec import load_model
+    from vlmcheck.perturb.text import SENTENCE_PROMPTS
+
+    rw = load_model("ref:rewriter", "text")
+    q = "Is there a red circle in the image?"
+    want = {"passive": "Is a red circle shown in the image?",
+            "active": "Does the image contain a red circle?",
+            "casual": "Hey, quick one: is there a red circle in the image?",
+            "formal": "Could you please tell me: is there a red circle in the image?",
+            "back_translation": "Is there a red circle in the picture?"}
+    for name, instruction in SENTENCE_PROMPTS.items():
+        g = asyncio.run(rw.generate([Message.user(f"{instruction}\nQuestion: {q}")], GenerationConfig()))
+        assert g.text == want[name], name
+
+    async def same(instruction, question):
+        return question
+
+    out = asyncio.run(corrupt_question("How many stars?", None, None, 0, rewriter=same))
+    step = next(s for s in out["chain"] if s["category"] == "sentence")
+    assert step["skipped"] == "the rewriter returned the question unchanged"  # never silent

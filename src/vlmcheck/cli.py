@@ -677,6 +677,8 @@ def chef_run(
     data: Optional[Path] = typer.Option(None, "--data", help="Scenario data (overrides the recipe's path)"),
     scenario: Optional[str] = typer.Option(None, "--scenario", help="Scenario loader (overrides the recipe's)"),
     judge: Optional[str] = typer.Option(None, "--judge", help="TextModel spec for language performance"),
+    rewriter: Optional[str] = typer.Option(None, "--rewriter",
+                                           help="TextModel spec for sentence-level text corruptions (robustness)"),
     extractor: Optional[str] = typer.Option(None, "--extractor",
                                             help="TextModel spec: second-step answer extraction (MMBench style)"),
     api_key: Optional[str] = API_KEY,
@@ -696,6 +698,8 @@ def chef_run(
             r.scenario.type = scenario
         if judge:
             r.metric.judge = judge
+        if rewriter:
+            r.metric.rewriter = rewriter
         if extractor:
             r.metric.extractor = extractor
         spec = _spec_with_key(vlm, api_key)

@@ -273,9 +273,13 @@ async def corrupt_question(question: str, options: list[str] | None, answer: int
             step = {"method": m.name, "category": cat, "severity": sev}
             if cat == "sentence":
                 if rewriter is None:
-                    step["skipped"] = "no TextModel given: sentence-level rewriting needs an LLM"
+                    step["skipped"] = "no TextModel given: sentence-level rewriting needs an LLM (metric.rewriter)"
                 else:
-                    q = (await rewriter(SENTENCE_PROMPTS[m.name], q)).strip() or q
+                    new = (await rewriter(SENTENCE_PROMPTS[m.name], q)).strip()
+                    if not new or new == q:
+                        step["skipped"] = "the rewriter returned the question unchanged"
+                    else:
+                        step["from"], q = q, new
             elif cat == "choice":
                 if len(opts) < 2 or ans is None:
                     step["skipped"] = "not a multiple-choice item"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..core.spec import ModelSpec, SpecError
-from . import describer, negator, ref_models, renderer
+from . import describer, negator, ref_models, renderer, rewriter
 
 REFERENCE_MODELS = {
     "pixels": (("encoder",), ref_models.make_pixels, "pixel-statistics encoder (fast, for tests)"),
@@ -14,6 +14,8 @@ REFERENCE_MODELS = {
                   "omit/hallucinate/confuse/misplace/misread/yes_bias/level"),
     "renderer": (("generator",), renderer.make_renderer, "text-to-image for world scenes (parses English)"),
     "negator": (("text",), negator.make_negator, "rule-based yes/no question negation (VHExpansion rules)"),
+    "rewriter": (("text",), rewriter.make_rewriter,
+                 "rule-based sentence rewriting for ChEF's passive/active/casual/formal/back-translation"),
 }
 
 

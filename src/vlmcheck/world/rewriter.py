@@ -1,0 +1,127 @@
+"""``ref:rewriter``: a rule-based stand-in for the LLM that ChEF's sentence-level text corruptions need.
+
+ChEF Table 2's five sentence-level methods (passive, active, casual, formal,
+back-translation) rewrite a question through a language model.  Offline there
+is none, so this ``TextModel`` applies rules that keep the question's meaning
+and its answer, for the question shapes vlmcheck's own data use and common
+VQA phrasing:
+
+* passive: "What colour is the X?" -> "What colour is shown for the X?",
+  "Is there a X ...?" -> "Is a X shown ...?", "Which X is Y?" -> "Which X is
+  seen to be Y?";
+* active: the passive forms back, "Is X shown?" -> "Does the image show X?";
+* casual: "Hey, quick one: " + the question with a lower-case opening;
+* formal: "Could you please tell me: " + the question;
+* back-translation: word swaps a round trip through another language makes
+  (colour/color, picture/image, how many/what number of, located/placed ...).
+
+When no rule applies, the question comes back unchanged and the corruption
+chain records that the method changed nothing (it is never silent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from ..core.messages import Message
+from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
+from ..core.spec import ModelSpec
+
+_BACK = [(r"\bcolou?r\b", "hue"), (r"\bimage\b", "picture"), (r"\bpicture\b", "photo"),
+         (r"\bhow many\b", "what number of"), (r"\blocated\b", "placed"), (r"\bshown\b", "displayed"),
+         (r"\bobject\b", "item"), (r"\bshape\b", "form"), (r"\bwritten\b", "printed"), (r"\bbig\b", "large"),
+         (r"\bsmall\b", "little")]
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
+
+
+def passive(q: str) -> str:
+    body = q.rstrip("?").rstrip()
+    m = re.match(r"(?i)^(is|are) there (a|an|any|some|\d+)\s+(.+?)(\s+(?:in|on) the (?:image|picture|photo))?$",
+                 body)
+    if m:
+        return f"{m.group(1).capitalize()} {m.group(2)} {m.group(3)} shown{m.group(4) or ''}?"
+    m = re.match(r"(?i)^what (colou?r|shape|size) (is|are) (the .+)$", body)
+    if m:
+        return f"What {m.group(1)} {m.group(2)} shown for {m.group(3)}?"
+    m = re.match(r"(?i)^does the (image|picture|photo) (show|contain) (.+)$", body)
+    if m:
+        return f"Is {m.group(3)} shown in the {m.group(1)}?"
+    m = re.match(r"(?i)^which (.+?) (is|are) (.+)$", body)
+    if m:
+        return f"Which {m.group(1)} {m.group(2)} seen to be {m.group(3)}?"
+    return q
+
+
+def active(q: str) -> str:
+    body = q.rstrip("?").rstrip()
+    m = re.match(r"(?i)^(is|are) (a|an|any|some|\d+)\s+(.+?) shown(.*)$", body)
+    if m:
+        return f"Does the image show {m.group(2)} {m.group(3)}{m.group(4)}?"
+    m = re.match(r"(?i)^(is|are) there (.+?)(?:\s+(?:in|on) the (?:image|picture|photo))?$", body)
+    if m:
+        return f"Does the image contain {m.group(2)}?"
+    m = re.match(r"(?i)^what (colou?r|shape|size) (is|are) (the .+)$", body)
+    if m:
+        return f"What {m.group(1)} does {m.group(3)} have?"
+    return q
+
+
+def casual(q: str) -> str:
+    return f"Hey, quick one: {_lower_first(q.strip())}"
+
+
+def formal(q: str) -> str:
+    return f"Could you please tell me: {_lower_first(q.strip())}"
+
+
+def back_translation(q: str) -> str:
+    """Every listed word swapped once, in one pass (a swap's output is never swapped again)."""
+    table = [(re.compile(p, re.IGNORECASE), r) for p, r in _BACK]
+    combined = re.compile("|".join(f"(?:{p})" for p, _ in _BACK), re.IGNORECASE)
+
+    def swap(m: re.Match) -> str:
+        word = m.group(0)
+        rep = next(r for pat, r in table if pat.fullmatch(word))
+        return rep.capitalize() if word[:1].isupper() else rep
+
+    return combined.sub(swap, q)
+
+
+RULES = {"passive": passive, "active": active, "casual": casual, "formal": formal,
+         "back_translation": back_translation}
+# The instruction each rule answers (perturb.text.SENTENCE_PROMPTS), recognised by a key phrase.
+_INSTRUCTION = [("passive voice", "passive"), ("active voice", "active"), ("casual", "casual"),
+                ("formal style", "formal"), ("translate", "back_translation")]
+
+
+class RefRewriter:
+    """A ``TextModel`` answering ChEF's sentence-level rewriting prompts by rule."""
+
+    def __init__(self, spec: ModelSpec | None = None) -> None:
+        self.model_id = spec.canonical() if spec else "ref:rewriter"
+        self.capabilities = Capabilities(multi_image=False, seeded=True)
+        self.concurrency_key = "ref:rewriter"
+        self.max_concurrency = 4
+
+    def respond(self, prompt: str) -> str:
+        m = re.search(r"question\s*:\s*(.+)$", prompt.strip(), re.I | re.S)
+        question = (m.group(1) if m else prompt).strip()
+        low = prompt.lower()
+        for key, name in _INSTRUCTION:
+            if key in low:
+                return RULES[name](question)
+        return question
+
+    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
+        prompt = " ".join(m.text for m in messages if m.role == "user")
+        text = await asyncio.to_thread(self.respond, prompt)
+        return Generation(text=text, finish_reason="stop",
+                          usage=Usage(input_tokens=len(prompt.split()), output_tokens=len(text.split())))
+
+
+def make_rewriter(spec: ModelSpec, role: str) -> RefRewriter:
+    return RefRewriter(spec)
