@@ -376,3 +376,20 @@ def test_ten_options_run_end_to_end(tmp_path):
     rows = [json.loads(x)["result"]["settings"]["standard"] for x in (tmp_path / "run" / "samples.jsonl").read_text()
             .splitlines()]
     assert [r["labels"][-1] for r in rows] == ["J"] * 10 and sum(r["correct"] for r in rows) == 1  # only "truck"
+
+
+def test_flickr30k_negatives_are_the_most_similar_captions(tmp_path, monkeypatch):
+    # ChEF D.2: retrieval negatives are the top-k by sentence similarity.  With embeddings fixed by hand,
+    # caption 0's three negatives are 1, 2, 3 (inner products 0.9, 0.8, 0.7), never 4 (0.1).
+    import vlmcheck.methods.cast as cast
+
+    vecs = {"a dog runs": [1.0, 0.0], "a dog walks": [0.9, 0.436], "a puppy runs": [0.8, 0.6],
+            "a cat runs": [0.7, 0.714], "a red car": [0.1, 0.995]}
+    monkeypatch.setattr(cast, "sentence_embeddings", lambda texts: np.array([vecs[t] for t in texts]))
+    Image.new("RGB", (8, 8)).save(tmp_path / "i.png")
+    (tmp_path / "f.jsonl").write_text("".join(json.dumps({"id": str(i), "image": "i.png", "caption": c}) + "\n"
+                                              for i, c in enumerate(vecs)))
+    items = load_scenario("retrieval", tmp_path / "f.jsonl", negatives="similar", k=4)
+    assert sorted(items[0]["options"]) == sorted(["a dog runs", "a dog walks", "a puppy runs", "a cat runs"])
+    assert items[0]["options"][items[0]["answer"]] == "a dog runs"
+    assert resolve_recipe("flickr30k").scenario.options["negatives"] == "similar"

