@@ -133,3 +133,19 @@ def test_two_thousand_samples_interactive_fast(tmp_path):
     finally:
         browser.close()
         p.stop()
+
+
+def test_the_reliability_diagram_is_in_data_coordinates():
+    # Accuracy against mean confidence per bin on [0, 1] axes; the diagonal runs from (0, 0) to (1, 1) in data
+    # coordinates (it used to be drawn in bin-number space, a near-vertical line inside bin 0).
+    from vlmcheck.report.html import reliability_figure
+
+    bins = [{"n": 5, "confidence": 0.35, "accuracy": 0.2}, {"n": 5, "confidence": 0.62, "accuracy": 0.6},
+            {"n": 4, "confidence": 0.91, "accuracy": 1.0}]
+    fig = reliability_figure(bins)
+    ax = fig.axes[0]
+    assert ax.get_xlim() == (0.0, 1.0) and ax.get_ylim() == (0.0, 1.0)
+    diagonal, points = ax.lines[0], ax.lines[1]
+    assert list(diagonal.get_xdata()) == [0, 1] and list(diagonal.get_ydata()) == [0, 1]
+    assert list(points.get_xdata()) == [0.35, 0.62, 0.91] and list(points.get_ydata()) == [0.2, 0.6, 1.0]
+    assert [t.get_text() for t in ax.texts] == ["5", "5", "4"]  # bin counts

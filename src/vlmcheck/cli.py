@@ -755,6 +755,9 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
     # 1. describe real photographs (two broken files show per-sample errors)
     manifest = make_photo_dataset(out / "data", include_broken=True)
     console.rule("[bold]1. describe: scikit-image photos with ref:photo (EfficientNet-Lite0)")
+    from .world.perceive import ocr_backend
+
+    console.print(f"reference OCR: {ocr_backend()}")
     _execute(DescribeTask(DescribeSpec(vlm="ref:photo", data=str(manifest))), out / "describe",
              RunOptions(overwrite=True, progress=progress))
     from .core.files import read_jsonl

@@ -148,17 +148,29 @@ def _reliability(run: dict[str, Any]) -> str | None:
     bins = run["results"]["metrics"].get("reliability")
     if not bins:
         return None
+    return _svg(reliability_figure(bins))
+
+
+def reliability_figure(bins: list[dict[str, Any]]):
+    """Reliability diagram: each equal-count bin's accuracy against its mean confidence, both on [0, 1], the
+    diagonal of perfect calibration from (0, 0) to (1, 1), each point labelled with its bin's item count."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(3.2, 3))
+    fig, ax = plt.subplots(figsize=(3.4, 3.3))
     conf = [b["confidence"] for b in bins]
     acc = [b["accuracy"] for b in bins]
-    ax.plot([0, 1], [0, 1], ls="--", color="gray")
-    ax.bar(range(len(bins)), acc, color="#4c72b0", label="accuracy")
-    ax.plot(range(len(bins)), conf, "o-", color="#dd8452", label="confidence")
-    ax.set_xlabel("bin (equal count, by confidence)")
+    ax.plot([0, 1], [0, 1], ls="--", color="gray", label="perfect calibration")
+    ax.plot(conf, acc, "o-", color="#4c72b0", label="accuracy per bin")
+    for c, a, b in zip(conf, acc, bins):
+        ax.annotate(str(b["n"]), (c, a), textcoords="offset points", xytext=(3, -9), fontsize=6, color="#333")
+    ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.legend(fontsize=7)
-    return _svg(fig)
+    ax.set_aspect("equal")
+    ax.set_xlabel("mean confidence in bin")
+    ax.set_ylabel("accuracy in bin")
+    ax.set_title("reliability (numbers: items per bin)", fontsize=8)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return fig
 
 
 def _sample_rows(run: dict[str, Any], thumbs: _Thumbs) -> list[dict[str, Any]]:
