@@ -17,10 +17,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from .core.files import InputFileError, read_text_input
+from .core.files import InputFileError, read_yaml_mapping
 from .run.runner import RunOptions
 
 EXAMPLE = """\
@@ -98,15 +97,7 @@ def _slug(text: str) -> str:
 
 
 def load_sweep(path: str | Path) -> Sweep:
-    path = Path(path)
-    try:
-        data = yaml.safe_load(read_text_input(path, "sweep config"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise InputFileError(f"{path}: not valid YAML ({getattr(exc, 'problem', None) or exc}{where})") from None
-    if not isinstance(data, dict):
-        raise InputFileError(f"{path}: a sweep config is a YAML mapping with out, models and methods")
+    data = read_yaml_mapping(path, "sweep config", "out, models and methods")
     return Sweep.model_validate(data)
 
 

@@ -88,3 +88,20 @@ def require_str(row: dict[str, Any], key: str, where: str) -> str:
         got = "missing" if value is None else f"a {type(value).__name__}"
         raise InputFileError(f"{where}: {key!r} must be a non-empty string ({got})")
     return value
+
+
+def read_yaml_mapping(path: str | os.PathLike, what: str, expected: str) -> dict[str, Any]:
+    """A user's YAML file that must hold a mapping (a recipe, a sweep config), or one sentence naming the file,
+    the line and column of a syntax error, or what it holds instead (``expected`` describes the mapping)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(read_text_input(path, what))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise InputFileError(f"{path}: not valid YAML ({getattr(exc, 'problem', None) or exc}{where})") from None
+    if not isinstance(data, dict):
+        got = "an empty file" if data is None else "a " + type(data).__name__
+        raise InputFileError(f"{path}: a {what} is a YAML mapping ({expected}), not {got}")
+    return data

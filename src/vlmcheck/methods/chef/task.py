@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, Field
 
 from ...core.inputs import read_image
@@ -127,17 +126,9 @@ class Recipe(BaseModel):
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "Recipe":
-        from ...core.files import InputFileError, read_text_input
+        from ...core.files import read_yaml_mapping
 
-        try:
-            data = yaml.safe_load(read_text_input(path, "recipe"))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            raise InputFileError(f"{path}: not valid YAML ({getattr(exc, 'problem', None) or exc}{where})") from None
-        if not isinstance(data, dict):
-            raise InputFileError(f"{path}: a recipe is a YAML mapping (name, scenario, ...), not "
-                                 f"{'an empty file' if data is None else 'a ' + type(data).__name__}")
+        data = read_yaml_mapping(path, "recipe", "name, scenario, ...")
         return cls.model_validate(data)
 
 
