@@ -178,14 +178,31 @@ def check_negation(original: str, negated: str | None) -> dict:
     return {"ok": not problems, "problems": problems}
 
 
-class RefNegator:
-    """A ``TextModel`` that negates the question in a VHExpansion negation prompt."""
+class RuleTextModel:
+    """A rule-based reference ``TextModel``: ``respond(prompt) -> text`` on the user turns, in a worker thread."""
+
+    name = "rule"
 
     def __init__(self, spec: ModelSpec | None = None) -> None:
-        self.model_id = spec.canonical() if spec else "ref:negator"
+        self.model_id = spec.canonical() if spec else f"ref:{self.name}"
         self.capabilities = Capabilities(multi_image=False, seeded=True)
-        self.concurrency_key = "ref:negator"
+        self.concurrency_key = f"ref:{self.name}"
         self.max_concurrency = 4
+
+    def respond(self, prompt: str) -> str:
+        raise NotImplementedError
+
+    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
+        prompt = " ".join(m.text for m in messages if m.role == "user")
+        text = await asyncio.to_thread(self.respond, prompt)
+        return Generation(text=text, finish_reason="stop",
+                          usage=Usage(input_tokens=len(prompt.split()), output_tokens=len(text.split())))
+
+
+class RefNegator(RuleTextModel):
+    """A ``TextModel`` that negates the question in a VHExpansion negation prompt."""
+
+    name = "negator"
 
     def respond(self, prompt: str) -> str:
         m = re.search(r"the question is\s*:\s*(.+)$", prompt.strip(), re.I | re.S)
@@ -194,12 +211,6 @@ class RefNegator:
             question = question[:-1]
         neg = negate_question(question)
         return neg if neg else "I cannot negate this question: it is not a yes/no question I can rephrase."
-
-    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
-        prompt = " ".join(m.text for m in messages if m.role == "user")
-        text = await asyncio.to_thread(self.respond, prompt)
-        return Generation(text=text, finish_reason="stop",
-                          usage=Usage(input_tokens=len(prompt.split()), output_tokens=len(text.split())))
 
 
 def make_negator(spec: ModelSpec, role: str) -> RefNegator:

@@ -21,12 +21,10 @@ chain records that the method changed nothing (it is never silent).
 
 from __future__ import annotations
 
-import asyncio
 import re
 
-from ..core.messages import Message
-from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
 from ..core.spec import ModelSpec
+from .negator import RuleTextModel
 
 _BACK = [(r"\bcolou?r\b", "hue"), (r"\bimage\b", "picture"), (r"\bpicture\b", "photo"),
          (r"\bhow many\b", "what number of"), (r"\blocated\b", "placed"), (r"\bshown\b", "displayed"),
@@ -98,14 +96,10 @@ _INSTRUCTION = [("passive voice", "passive"), ("active voice", "active"), ("casu
                 ("formal style", "formal"), ("translate", "back_translation")]
 
 
-class RefRewriter:
+class RefRewriter(RuleTextModel):
     """A ``TextModel`` answering ChEF's sentence-level rewriting prompts by rule."""
 
-    def __init__(self, spec: ModelSpec | None = None) -> None:
-        self.model_id = spec.canonical() if spec else "ref:rewriter"
-        self.capabilities = Capabilities(multi_image=False, seeded=True)
-        self.concurrency_key = "ref:rewriter"
-        self.max_concurrency = 4
+    name = "rewriter"
 
     def respond(self, prompt: str) -> str:
         m = re.search(r"question\s*:\s*(.+)$", prompt.strip(), re.I | re.S)
@@ -115,12 +109,6 @@ class RefRewriter:
             if key in low:
                 return RULES[name](question)
         return question
-
-    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
-        prompt = " ".join(m.text for m in messages if m.role == "user")
-        text = await asyncio.to_thread(self.respond, prompt)
-        return Generation(text=text, finish_reason="stop",
-                          usage=Usage(input_tokens=len(prompt.split()), output_tokens=len(text.split())))
 
 
 def make_rewriter(spec: ModelSpec, role: str) -> RefRewriter:
