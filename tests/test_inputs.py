@@ -39,17 +39,19 @@ class _Recorder:
 
 def _dataset(tmp_path):
     """A manifest in ds/ whose rows point inside, outside (../, absolute, symlink), at a FIFO, /dev/zero and a
-    folder.  The outside image has a colour no inside image has, so a test can tell whether it was sent."""
+    folder.  Each outside image has its own colour no inside image has, so a test can tell which were sent (one
+    shared outside image would let the call cache answer a repeat without calling the model)."""
     ds, secret = tmp_path / "ds", tmp_path / "private"
     ds.mkdir()
     secret.mkdir()
     Image.new("RGB", (8, 8), (1, 2, 3)).save(ds / "ok.png")
-    Image.new("RGB", (8, 8), (250, 0, 250)).save(secret / "outside.png")
-    os.symlink(secret / "outside.png", ds / "link.png")
+    for i, name in enumerate(("outside", "outside2", "outside3")):
+        Image.new("RGB", (8, 8), (250, i, 250)).save(secret / f"{name}.png")
+    os.symlink(secret / "outside3.png", ds / "link.png")
     os.mkfifo(ds / "fifo.png")
     os.symlink("/dev/zero", ds / "zero.png")
     (ds / "dir.png").mkdir()
-    rows = [("ok", "ok.png"), ("dotdot", "../private/outside.png"), ("absolute", str(secret / "outside.png")),
+    rows = [("ok", "ok.png"), ("dotdot", "../private/outside.png"), ("absolute", str(secret / "outside2.png")),
             ("symlink", "link.png"), ("fifo", "fifo.png"), ("zero", "zero.png"), ("dir", "dir.png")]
     (ds / "manifest.jsonl").write_text("".join(json.dumps({"id": i, "image": p}) + "\n" for i, p in rows))
     return ds / "manifest.jsonl"
@@ -81,7 +83,7 @@ def test_allow_outside_reads_outside_images_but_still_only_regular_files(tmp_pat
                    tmp_path / "run", RunOptions(progress=False, report=False, allow_outside=True))
     errors = _errors(tmp_path / "run")
     assert [errors[s] for s in ("ok", "dotdot", "absolute", "symlink")] == [None] * 4
-    assert sorted(vlm.seen) == [(1, 2, 3)] + [(250, 0, 250)] * 3
+    assert sorted(vlm.seen) == [(1, 2, 3), (250, 0, 250), (250, 1, 250), (250, 2, 250)]
     assert "not a regular file" in errors["zero"]  # /dev/zero is a device: never read
     assert "not a regular file" in errors["fifo"]
     assert res.results["counts"]["failed"] == 3
