@@ -15,13 +15,14 @@ CHAT_TEMPLATE = (
 )
 
 
-def tiny_tokenizer(specials: tuple[str, ...] = ("<image>",), extra: dict[str, str] | None = None):
-    """A word-level tokenizer over WORDS; ``specials`` are added as special tokens after
+def tiny_tokenizer(specials: tuple[str, ...] = ("<image>",), extra: dict[str, str] | None = None,
+                   words: tuple[str, ...] = ()):
+    """A word-level tokenizer over WORDS (and ``words``); ``specials`` are added as special tokens after
     <pad> <unk> <s> </s>, ``extra`` names them for the processor (``image_token`` ...)."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {tok: i for i, tok in enumerate(["<pad>", "<unk>", "<s>", "</s>", *specials] + sorted(set(WORDS)))}
+    vocab = {tok: i for i, tok in enumerate(["<pad>", "<unk>", "<s>", "</s>", *specials] + sorted(set(WORDS) | set(words)))}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     out = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
@@ -30,13 +31,13 @@ def tiny_tokenizer(specials: tuple[str, ...] = ("<image>",), extra: dict[str, st
     return out
 
 
-def build_tiny_llava(folder: Path) -> Path:
+def build_tiny_llava(folder: Path, words: tuple[str, ...] = ()) -> Path:
     import torch
     from transformers import (CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig, LlavaConfig,
                               LlavaForConditionalGeneration, LlavaProcessor)
 
     torch.manual_seed(0)
-    tokenizer = tiny_tokenizer()
+    tokenizer = tiny_tokenizer(words=words)
     image_token = tokenizer.convert_tokens_to_ids("<image>")
     vision = CLIPVisionConfig(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=2,
                               image_size=32, patch_size=8, projection_dim=32)
@@ -159,7 +160,7 @@ def build_tiny_qwen2_vl(folder: Path) -> Path:
     return folder
 
 
-def build_tiny_idefics3(folder: Path) -> Path:
+def build_tiny_idefics3(folder: Path, words: tuple[str, ...] = ()) -> Path:
     """A tiny Idefics3 (the SmolVLM architecture) with its full processor."""
     import torch
     from transformers import (Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessorPil,
@@ -168,7 +169,7 @@ def build_tiny_idefics3(folder: Path) -> Path:
     torch.manual_seed(0)
     grid = [f"<row_{i}_col_{j}>" for i in range(1, 5) for j in range(1, 5)]
     specials = ["<fake_token_around_image>", "<image>", "<global-img>", "<end_of_utterance>"] + grid
-    tokenizer = tiny_tokenizer(tuple(specials), {"image_token": "<image>"})
+    tokenizer = tiny_tokenizer(tuple(specials), {"image_token": "<image>"}, words=words)
     config = Idefics3Config(
         vision_config=dict(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=2,
                            image_size=32, patch_size=8),

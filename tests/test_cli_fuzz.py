@@ -148,6 +148,18 @@ def _cases(d: Path) -> dict[str, list[str]]:
     c["report missing folder"] = ["report", str(d / "nope-run"), "-o", str(d / "out" / "r.html")]
     c["vhx export a describe run"] = ["vhx", "export", str(d / "describe-run"), "--out", str(d / "out" / "e")]
     c["vhx export missing run"] = ["vhx", "export", str(d / "nope-run"), "--out", str(d / "out" / "e2")]
+    c["vhx dataset a describe run"] = ["vhx", "dataset", str(d / "describe-run"), "--out", str(d / "out" / "ds")]
+    c["vhx dataset train fraction 1"] = ["vhx", "dataset", str(d / "describe-run"), "--out", str(d / "out" / "ds2"),
+                                         "--train-fraction", "1"]
+    c["vhx finetune an API model"] = ["vhx", "finetune", "--model", "openai:gpt-4o", "--data", str(d / "good.jsonl"),
+                                      "--out", str(d / "out" / "ft")]
+    c["vhx finetune no data"] = ["vhx", "finetune", "--model", "hf:nope", "--data", str(d / "empty-folder"),
+                                 "--out", str(d / "out" / "ft2")]
+    c["vhx compare describe runs"] = ["vhx", "compare", str(d / "describe-run"), str(d / "describe-run")]
+    c["vhx compare general not a pair"] = ["vhx", "compare", str(d / "describe-run"), str(d / "describe-run"),
+                                           "--general", "only-one"]
+    c["hf adapter not a folder"] = ["describe", "--vlm", f"hf:{d / 'empty-folder'}?adapter={d / 'empty-folder'}",
+                                    "--data", good, "--out", str(d / "out" / "ad")]
     c["world make n zero"] = ["world", "make", str(d / "out" / "w"), "--n", "0"]
     c["perturb unknown corruption"] = ["perturb", str(d / "img"), "-c", "nope", "--out", str(d / "out" / "p")]
     c["perturb severity 9"] = ["perturb", str(d / "img"), "-c", "gaussian_noise", "-s", "9", "--out",

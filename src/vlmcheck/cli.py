@@ -567,6 +567,118 @@ def vhx_export(run: Path = typer.Argument(..., help="A finished vhx run folder")
     console.print(f"[green]wrote[/green] {manifest} and {out / 'negations.csv'}")
 
 
+@vhx_app.command("dataset")
+def vhx_dataset(runs: list[Path] = typer.Argument(..., help="Finished vhx run folders"),
+                out: Path = typer.Option(..., "--out", help="Folder for the training data"),
+                rephraser: str = typer.Option("ref:paraphraser", "--rephraser",
+                                              help="TextModel spec that rephrases each question k times"),
+                k: int = typer.Option(4, "--k", min=0, help="Rephrasings per question (paper: 4); 0 for none"),
+                train_fraction: float = typer.Option(0.5, "--train-fraction",
+                                                     help="Share of source images trained on; the rest is held out"),
+                vqa: Optional[Path] = typer.Option(None, "--vqa",
+                                                   help="General VQA data in LLaVA's JSON format to mix in"),
+                vqa_n: int = typer.Option(4000, "--vqa-n", min=1, help="Records sampled from --vqa (paper: 4,000)"),
+                api_key: Optional[str] = API_KEY, seed: int = SEED) -> None:
+    """Training data from expanded cases, split by image (held-out cases for `vhx run` before and after)."""
+    from .finetune.data import build_dataset
+
+    _setup_logging()
+    with _user_errors(FileNotFoundError):
+        model = load_model(_spec_with_key(rephraser, api_key), "text") if k else None
+        build = build_dataset(runs, out, rephraser=model, k=k, train_fraction=train_fraction, seed=seed, vqa=vqa,
+                              vqa_n=vqa_n)
+    c = build["counts"]
+    left = c["rephrasings_left_out"]
+    console.print(f"[green]wrote[/green] {c['train_rows']} training rows ({c['expanded_rows']} expanded cases + "
+                  f"{c['rephrased_rows']} rephrasings) from {c['train_images']} images, {c['vqa_rows']} VQA "
+                  f"records, and {c['heldout_cases']} held-out cases on {c['heldout_images']} other images to "
+                  f"{out}")
+    if left["failed"] or left["unchanged_or_repeated"]:
+        console.print(f"[yellow]note:[/yellow] rephrasings left out: {left['failed']} failed (first: {left['first_error']}), "
+                      f"{left['unchanged_or_repeated']} unchanged or repeated")
+    console.print(f"next: vlmcheck vhx finetune --model hf:MODEL --data {out} --out ADAPTER; evaluate with "
+                  f"vlmcheck vhx run --cases {out / 'heldout.jsonl'}")
+
+
+@vhx_app.command("finetune")
+def vhx_finetune(model: str = typer.Option(..., "--model", help="hf:REPO_OR_PATH of the base model"),
+                 data: Path = typer.Option(..., "--data", help="A `vhx dataset` folder (or a LLaVA JSON file)"),
+                 out: Path = typer.Option(..., "--out", help="Folder for the LoRA adapter; re-run to resume"),
+                 learning_rate: float = typer.Option(1.8e-6, "--learning-rate", help="Paper: 1.8e-6"),
+                 epochs: float = typer.Option(1.0, "--epochs"),
+                 max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1),
+                 lora_r: int = typer.Option(128, "--lora-r", min=1, help="LLaVA-1.5 LoRA recipe: 128"),
+                 lora_alpha: int = typer.Option(256, "--lora-alpha", min=1, help="LLaVA-1.5 LoRA recipe: 256"),
+                 batch_size: int = typer.Option(16, "--batch-size", min=1),
+                 grad_accum: int = typer.Option(1, "--grad-accum", min=1),
+                 save_steps: int = typer.Option(50, "--save-steps", min=1),
+                 gradient_checkpointing: bool = typer.Option(True, "--gradient-checkpointing/--no-gradient-checkpointing"),
+                 seed: int = SEED, progress: bool = PROGRESS) -> None:
+    """LoRA fine-tuning (peft + transformers Trainer), loss on the answers only; resumes from checkpoints."""
+    from .finetune.train import FinetuneConfig, finetune
+
+    _setup_logging()
+    with _user_errors(FileNotFoundError):
+        cfg = FinetuneConfig(model=model, data=str(data), out=str(out), learning_rate=learning_rate, epochs=epochs,
+                             max_steps=max_steps, lora_r=lora_r, lora_alpha=lora_alpha, batch_size=batch_size,
+                             grad_accum=grad_accum, save_steps=save_steps,
+                             gradient_checkpointing=gradient_checkpointing, seed=seed)
+        rec = finetune(cfg, progress=progress)
+    probe = ""
+    if rec.get("probe_loss_before") is not None:
+        probe = f"; answer loss on {min(cfg.probe_rows, rec['train_rows'])} training rows {rec['probe_loss_before']:.4f} -> " \
+                f"{rec['probe_loss_after']:.4f}"
+    resumed = f" (resumed from {rec['resumed_from']})" if rec.get("resumed_from") else ""
+    console.print(f"[green]done[/green] {rec['global_step']} steps{resumed} on {rec['device']} ({rec['dtype']}), "
+                  f"{rec['seconds_per_step']} s/step{probe}. Adapter: {out}; use hf:MODEL?adapter={out}")
+
+
+@vhx_app.command("compare")
+def vhx_compare(before: Path = typer.Argument(..., help="VHExpansion run of the base model"),
+                after: Path = typer.Argument(..., help="VHExpansion run of the fine-tuned model, same cases"),
+                general: Optional[list[str]] = typer.Option(None, "--general",
+                                                            help="BEFORE_RUN,AFTER_RUN of a general-ability run "
+                                                                 "(e.g. a ChEF MMBench recipe); repeat"),
+                out: Optional[Path] = typer.Option(None, "--out",
+                                                   help="Folder for compare.json and report.html")) -> None:
+    """Accuracy and symmetric accuracy before and after fine-tuning, per dataset and variant (Tables 7, 8)."""
+    from .finetune.compare import compare_vhx
+
+    pairs = []
+    for g in general or []:
+        parts = [x.strip() for x in g.split(",")]
+        if len(parts) != 2 or not all(parts):
+            _fail(f"--general {g!r}: give two run folders as BEFORE_RUN,AFTER_RUN")
+        pairs.append((Path(parts[0]), Path(parts[1])))
+    with _user_errors():
+        cmp = compare_vhx(before, after, pairs)
+    table = Table("dataset", "variant", "n", "acc. before", "after", "Δ", "sym. before", "after", "Δ",
+                  title=f"{cmp['before']['model']} -> {cmp['after']['model']}")
+    f = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
+    d = lambda x: "-" if x is None else f"{x:+.3f}"  # noqa: E731
+    one_dataset = len({r["dataset"] for r in cmp["rows"]}) <= 2  # one dataset and "all": "all" repeats it
+    for r in cmp["rows"]:
+        if one_dataset and r["dataset"] == "all":
+            continue
+        a, s_ = r["accuracy"], r["symmetric_accuracy"]
+        table.add_row(r["dataset"], r["variant"], str(r["n"]), f(a["before"]), f(a["after"]), d(a["delta"]),
+                      f(s_["before"]), f(s_["after"]), d(s_["delta"]))
+    Console(stderr=True).print(table)
+    for g in cmp["general"]:
+        console.print(f"general ability: {g['task']} {g['metric']} {f(g['before'])} -> {f(g['after'])} "
+                      f"({d(g['delta'])})")
+    console.print(f"{cmp['cases']['compared']} cases compared; {cmp['cases']['only_before']} only before, "
+                  f"{cmp['cases']['only_after']} only after (left out)")
+    if out is not None:
+        from .report.html import build_report
+
+        out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out / "compare.json", json.dumps(cmp, indent=2) + "\n")
+        runs = [before, after] + [p for pair in pairs for p in pair]
+        build_report(runs, out / "report.html", title="vlmcheck: before and after fine-tuning", before_after=cmp)
+        console.print(f"[green]wrote[/green] {out / 'compare.json'} and {out / 'report.html'}")
+
+
 cast_app = typer.Typer(no_args_is_help=True, help="CAST: cross-modal self-consistency.")
 app.add_typer(cast_app, name="cast")
 

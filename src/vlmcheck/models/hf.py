@@ -1,6 +1,11 @@
 """Local Hugging Face VLMs: ``AutoProcessor`` + ``AutoModelForImageTextToText``.
 
-Spec: ``hf:REPO_OR_PATH[?device=cpu|cuda|auto&dtype=float32|bfloat16|float16&batch_size=8&vision_size=HxW]``.
+Spec: ``hf:REPO_OR_PATH[?device=cpu|cuda|auto&dtype=float32|bfloat16|float16&batch_size=8&vision_size=HxW
+&adapter=PATH&merge=1]``.
+
+``adapter`` loads a PEFT (LoRA) adapter on top of the checkpoint - unmerged, or merged into the base
+weights with ``merge=1``.  The adapter's content (a hash of its config and weights) is part of the
+model's identity, so a retrained adapter at the same path never reuses cached answers.
 
 * ``generate`` - the processor's chat template, batched greedy (or sampled)
   generation.  Concurrent calls are gathered by a micro-batcher into batches of
@@ -77,6 +82,40 @@ def ensure_available(name: str, marker: str = "config.json") -> None:
                     f"{name}) or give the checkpoint's folder")
 
 
+def adapter_digest(path: str) -> str:
+    """The first 16 hex digits of a SHA-256 over an adapter folder's config and weight files."""
+    import hashlib
+    from pathlib import Path
+
+    folder = Path(path)
+    if not (folder / "adapter_config.json").is_file():
+        raise SpecError(f"adapter={path}: not a PEFT adapter folder (no adapter_config.json); give the folder "
+                        "that `vlmcheck vhx finetune --out` wrote")
+    h = hashlib.sha256()
+    for f in sorted(folder.iterdir()):
+        if f.is_file() and (f.name == "adapter_config.json" or f.name.startswith("adapter_model")):
+            h.update(f.name.encode())
+            with f.open("rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def load_adapter(model, path: str, merge: bool):
+    """Wrap ``model`` with the PEFT adapter in ``path`` (merged into the base weights when ``merge``)."""
+    digest = adapter_digest(path)
+    try:
+        from peft import PeftModel
+    except ImportError:
+        raise SpecError("adapter= needs peft: pip install 'vlmcheck[finetune]'") from None
+    import warnings
+
+    with warnings.catch_warnings():  # peft asks transformers a deprecated question (is_gradient_checkpointing)
+        warnings.simplefilter("ignore", FutureWarning)
+        model = PeftModel.from_pretrained(model, path, is_trainable=False)
+    return (model.merge_and_unload() if merge else model), digest
+
+
 def resolve_dtype(name: str | None, device: str):
     import torch
 
@@ -103,6 +142,9 @@ class HFVLM:
         ensure_available(spec.name)
         self.processor = AutoProcessor.from_pretrained(spec.name)
         self.model = AutoModelForImageTextToText.from_pretrained(spec.name, dtype=self.dtype).to(self.device)
+        if spec.get_str("adapter"):
+            self.model, digest = load_adapter(self.model, spec.get_str("adapter"), spec.get_bool("merge", False))
+            self.model_id = spec.with_params(adapter_sha256=digest).canonical()
         self.model.eval()
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.tokenizer.padding_side = "left"  # batched generation appends to the right end

@@ -301,7 +301,8 @@ def _gallery(image: Path, thumbs: "_Thumbs", out_dir: Path) -> dict[str, Any]:
 
 def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Path | None = None,
                  title: str = "vlmcheck report", gallery_image: str | Path | None = None,
-                 progress: bool = False) -> Path:
+                 progress: bool = False, before_after: dict[str, Any] | None = None) -> Path:
+    """``before_after``: a :func:`vlmcheck.finetune.compare.compare_vhx` result, shown after the summary."""
     from ..run.progress import track
 
     out = Path(out)
@@ -359,7 +360,8 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
     env = Environment(loader=PackageLoader("vlmcheck.report", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["fmt"] = lambda x, d=4: "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
     page = env.get_template("report.html").render(title=title, views=views, board=board, curve=curve,
-                                                  summary=summary, gallery=gallery, vhx_compare=vhx_compare)
+                                                  summary=summary, gallery=gallery, vhx_compare=vhx_compare,
+                                                  before_after=before_after)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out, page)
     return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..core.spec import ModelSpec, SpecError
-from . import describer, negator, ref_models, renderer, rewriter
+from . import describer, negator, paraphraser, ref_models, renderer, rewriter
 
 REFERENCE_MODELS = {
     "pixels": (("encoder",), ref_models.make_pixels, "pixel-statistics encoder (fast, for tests)"),
@@ -16,6 +16,8 @@ REFERENCE_MODELS = {
     "negator": (("text",), negator.make_negator, "rule-based yes/no question negation (VHExpansion rules)"),
     "rewriter": (("text",), rewriter.make_rewriter,
                  "rule-based sentence rewriting for ChEF's passive/active/casual/formal/back-translation"),
+    "paraphraser": (("text",), paraphraser.make_paraphraser,
+                    "rule-based question rephrasing for VHExpansion fine-tuning data (k versions)"),
 }
 
 

@@ -1,0 +1,104 @@
+"""Before and after fine-tuning (VHExpansion Tables 7 and 8).
+
+:func:`compare_vhx` takes two VHExpansion runs on the same held-out cases - the base model and the fine-tuned
+one - and gives accuracy and symmetric accuracy per dataset and image variant for both, on the cases both runs
+finished; ``general`` pairs of runs of any method (a ChEF recipe such as MMBench, a user dataset) give each
+pair's headline metric side by side, the general-ability check of Table 8.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..core.files import InputFileError, read_jsonl, read_text_input
+from ..metrics.stats import symmetric_accuracy
+
+
+def _run(folder: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    res_path = folder / "results.json"
+    if not res_path.is_file() or not (folder / "samples.jsonl").is_file():
+        raise InputFileError(f"{folder}: not a finished run folder (no results.json and samples.jsonl)")
+    try:
+        results = json.loads(read_text_input(res_path, "results file"))
+    except ValueError:
+        raise InputFileError(f"{res_path}: not a vlmcheck results file") from None
+    if not isinstance(results, dict):
+        raise InputFileError(f"{res_path}: not a vlmcheck results file")
+    done = {r["sample_id"]: r["result"] for r in read_jsonl(folder / "samples.jsonl") if r.get("status") == "done"}
+    return results, done
+
+
+def _model(results: dict[str, Any], folder: Path) -> str:
+    spec = results.get("spec") or {}
+    return str((spec.get("task_spec") or {}).get("vlm") or folder)
+
+
+def _dataset(result: dict[str, Any]) -> str:
+    meta = result.get("meta") or {}
+    for key in ("dataset", "source"):
+        if isinstance(meta.get(key), str) and meta[key]:
+            return meta[key]
+    return "cases"
+
+
+def vhx_table(results: dict[str, dict[str, Any]], ids: list[str]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(dataset, variant) -> n, accuracy, symmetric accuracy over ``ids`` (dataset "all" pools them)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for sid in ids:
+        r = results[sid]
+        for variant, v in r["variants"].items():
+            for ds in (_dataset(r), "all"):
+                groups.setdefault((ds, variant), []).append(v)
+    out = {}
+    for key, vs in groups.items():
+        pairs = [(v["correct"], v["neg_correct"]) for v in vs if "neg_correct" in v]
+        out[key] = {"n": len(vs), "accuracy": sum(v["correct"] for v in vs) / len(vs),
+                    "symmetric_accuracy": symmetric_accuracy(pairs) if pairs else None, "n_pairs": len(pairs)}
+    return out
+
+
+def compare_vhx(before: str | Path, after: str | Path,
+                general: list[tuple[str | Path, str | Path]] = ()) -> dict[str, Any]:
+    before, after = Path(before), Path(after)
+    res_b, done_b = _run(before)
+    res_a, done_a = _run(after)
+    for folder, res in ((before, res_b), (after, res_a)):
+        if res.get("task") != "vhexpansion":
+            raise InputFileError(f"{folder}: a {res.get('task')!r} run; vhx compare takes two VHExpansion runs "
+                                 "(pass other methods' runs with --general BEFORE AFTER)")
+    ids = [sid for sid in done_b if sid in done_a]
+    if not ids:
+        raise InputFileError(f"{before} and {after} share no finished case; run both on the same cases file "
+                             "(the held-out heldout.jsonl of `vhx dataset`)")
+    table_b, table_a = vhx_table(done_b, ids), vhx_table(done_a, ids)
+    rows = []
+    for key in sorted(set(table_b) | set(table_a), key=lambda k: (k[0] == "all", k[0], k[1] != "original", k[1])):
+        b, a = table_b.get(key, {}), table_a.get(key, {})
+        row: dict[str, Any] = {"dataset": key[0], "variant": key[1], "n": b.get("n") or a.get("n")}
+        for metric in ("accuracy", "symmetric_accuracy"):
+            vb, va = b.get(metric), a.get(metric)
+            row[metric] = {"before": vb, "after": va,
+                           "delta": va - vb if vb is not None and va is not None else None}
+        rows.append(row)
+    out: dict[str, Any] = {
+        "before": {"run": str(before), "model": _model(res_b, before)},
+        "after": {"run": str(after), "model": _model(res_a, after)},
+        "cases": {"compared": len(ids), "only_before": len(done_b) - len(ids),
+                  "only_after": len(done_a) - len(ids)},
+        "datasets": sorted({r["dataset"] for r in rows} - {"all"}), "rows": rows, "general": []}
+    if general:
+        from ..report.html import headline
+
+        for gb, ga in general:
+            rb, _ = _run(Path(gb))
+            ra, _ = _run(Path(ga))
+            (name_b, vb), (name_a, va) = headline(rb), headline(ra)
+            if rb.get("task") != ra.get("task") or name_b != name_a:
+                raise InputFileError(f"--general {gb} {ga}: the two runs measure different things "
+                                     f"({rb.get('task')} {name_b} vs {ra.get('task')} {name_a})")
+            out["general"].append({"task": rb.get("task"), "metric": name_b, "before_run": str(gb),
+                                   "after_run": str(ga), "before": vb, "after": va,
+                                   "delta": va - vb if vb is not None and va is not None else None})
+    return out

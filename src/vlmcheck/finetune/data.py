@@ -1,0 +1,292 @@
+"""Fine-tuning data from finished VHExpansion runs (VHExpansion section 5.4).
+
+:func:`build_dataset` turns the expanded cases of one or more ``vhx run`` folders into training data:
+
+* every case on a *training* image gives one row per image variant the run made (original, each common
+  perturbation, the adversarial image) and per question (the original and, where its negation passed the
+  check, the negated one, whose answer is flipped) - the paper's "expanded VH test cases";
+* each of those questions is rephrased ``k`` times (paper: four, by GPT-4o) by any ``TextModel`` given the
+  :data:`~vlmcheck.world.paraphraser.PARAPHRASE_PROMPT`; each rephrasing is one more row with the same image and
+  answer.  A rephrasing that fails, or repeats the question or an earlier version, is counted and left out;
+* optionally a general VQA set in LLaVA's conversation format is mixed in (the paper adds 4,000 triples of
+  LLaVA-1.5's fine-tuning data), sampled with the seed.
+
+Images are split by *source image* (a hash of the original file's bytes), seeded, so no evaluated image - nor
+any perturbed or adversarial version of it - is ever trained on.  The held-out images' original cases are
+written as ``heldout.jsonl``, a cases file for ``vlmcheck vhx run`` (before and after fine-tuning).
+
+Written to ``OUT``: ``images/`` (content-addressed copies), ``train.jsonl`` (one row per question, with
+provenance), ``llava.json`` (LLaVA conversation format: what ``vhx finetune`` reads), ``heldout.jsonl``,
+``hf/`` (a Hugging Face ``datasets`` DatasetDict with ``train`` and ``heldout``, when ``datasets`` is
+installed) and ``build.json`` (the settings, the split and the counts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core.files import InputFileError, read_jsonl, read_text_input, write_text_atomic
+from ..core.messages import Message
+from ..core.roles import GenerationConfig
+from ..world.paraphraser import PARAPHRASE_PROMPT
+
+DEFAULT_K = 4
+ANSWER_TEXT = {"yes": "Yes", "no": "No"}  # LLaVA's short-answer style
+
+
+def _file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _vhx_records(run: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(results, finished sample records) of a VHExpansion run folder; a clear error for anything else."""
+    results_path = run / "results.json"
+    if not results_path.is_file() or not (run / "samples.jsonl").is_file():
+        raise InputFileError(f"{run}: not a finished run folder (no results.json and samples.jsonl)")
+    try:
+        results = json.loads(read_text_input(results_path, "results file"))
+        task = results.get("task")
+    except (ValueError, AttributeError):
+        raise InputFileError(f"{results_path}: not a vlmcheck results file") from None
+    if task != "vhexpansion":
+        raise InputFileError(f"{run}: a {task!r} run; vhx dataset takes VHExpansion runs (vlmcheck vhx run)")
+    return results, [r for r in read_jsonl(run / "samples.jsonl") if r.get("status") == "done"]
+
+
+def _dataset_name(results: dict[str, Any], meta: dict[str, Any]) -> str:
+    """The dataset a case comes from: its own ``dataset``/``source`` field, else the cases file's name."""
+    for key in ("dataset", "source"):
+        if isinstance(meta.get(key), str) and meta[key]:
+            return meta[key]
+    spec = results.get("spec") or {}
+    cases = str((spec.get("task_spec") or spec).get("cases") or "cases")
+    p = Path(cases)
+    return p.name if p.is_dir() else p.stem
+
+
+def split_images(digests: list[str], train_fraction: float, seed: int) -> tuple[list[str], list[str]]:
+    """Seeded split of source images: (train, held-out), each sorted.  At least one image on each side when
+    there are two or more."""
+    unique = sorted(set(digests))
+    order = np.random.default_rng(seed).permutation(len(unique))
+    n_train = int(round(train_fraction * len(unique)))
+    if len(unique) >= 2:
+        n_train = min(max(n_train, 1), len(unique) - 1)
+    train = sorted(unique[i] for i in order[:n_train])
+    return train, sorted(unique[i] for i in order[n_train:])
+
+
+async def _rephrase_all(model: Any, questions: list[str], k: int, concurrency: int = 8
+                        ) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """``k`` rephrasings of every question; counts of what was left out and why."""
+    sem = asyncio.Semaphore(concurrency)
+    skipped: dict[str, Any] = {"failed": 0, "unchanged_or_repeated": 0, "first_error": None}
+
+    async def one(q: str, version: int) -> str | None:
+        async with sem:
+            try:
+                g = await model.generate([Message.user(PARAPHRASE_PROMPT.format(version=version, k=k, question=q))],
+                                         GenerationConfig(max_tokens=96, temperature=0.0, seed=version))
+            except Exception as exc:  # noqa: BLE001 - a failed rephrasing is counted and left out
+                skipped["failed"] += 1
+                skipped["first_error"] = skipped["first_error"] or " ".join(f"{type(exc).__name__}: {exc}".split())
+                return None
+        text = " ".join(g.text.split()).strip().strip('"')
+        return text or None
+
+    async def versions(q: str) -> list[str]:
+        got = await asyncio.gather(*(one(q, v) for v in range(1, k + 1)))
+        out, seen = [], {q.strip().lower()}
+        for text in got:
+            if text is None:
+                continue
+            if text.lower() in seen:
+                skipped["unchanged_or_repeated"] += 1
+                continue
+            seen.add(text.lower())
+            out.append(text)
+        return out
+
+    results = await asyncio.gather(*(versions(q) for q in questions))
+    return dict(zip(questions, results)), skipped
+
+
+def _read_vqa(path: Path, n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` seeded samples of a LLaVA-format JSON list (``image`` relative to the file's folder, and
+    ``conversations`` of human/gpt turns); rows without an image are kept (text-only turns)."""
+    try:
+        rows = json.loads(read_text_input(path, "VQA file"))
+    except ValueError as exc:
+        raise InputFileError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("conversations"), list)
+                                            for r in rows):
+        raise InputFileError(f"{path}: expected a JSON list of LLaVA records with 'conversations'")
+    idx = np.random.default_rng(seed).permutation(len(rows))[:n]
+    return [rows[i] for i in sorted(idx)]
+
+
+def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None, k: int = DEFAULT_K,
+                  train_fraction: float = 0.5, seed: int = 0, vqa: str | Path | None = None, vqa_n: int = 4000
+                  ) -> dict[str, Any]:
+    """Build the fine-tuning data (see the module docstring); return what ``build.json`` holds."""
+    if not runs:
+        raise InputFileError("give at least one finished VHExpansion run folder")
+    if not 0 < train_fraction < 1:
+        raise InputFileError(f"train fraction {train_fraction} must lie strictly between 0 and 1")
+    if k < 0:
+        raise InputFileError(f"k={k}: the number of rephrasings cannot be negative")
+    if k and rephraser is None:
+        raise InputFileError(f"k={k} rephrasings need a rephraser model (e.g. ref:paraphraser); or pass k=0")
+    out = Path(out)
+    (out / "images").mkdir(parents=True, exist_ok=True)
+
+    # 1. every finished case with its source image
+    cases: list[dict[str, Any]] = []
+    for run in map(Path, runs):
+        results, records = _vhx_records(run)
+        for rec in records:
+            r = rec["result"]
+            src = Path(r["image"])
+            if not src.is_file():
+                raise InputFileError(f"{run}: case {rec['sample_id']}'s image {src} is gone")
+            cases.append({"run": run, "id": rec["sample_id"], "result": r, "digest": _file_digest(src),
+                          "dataset": _dataset_name(results, r.get("meta") or {})})
+    if not cases:
+        raise InputFileError("the runs have no finished cases")
+    train_imgs, held_imgs = split_images([c["digest"] for c in cases], train_fraction, seed)
+    train_set = set(train_imgs)
+
+    def copy_image(path: Path) -> str:
+        digest = _file_digest(path)
+        dest = out / "images" / f"{digest[:20]}{path.suffix.lower() or '.png'}"
+        if not dest.exists():
+            shutil.copyfile(path, dest)
+        return f"images/{dest.name}"
+
+    # 2. the expanded training rows (before rephrasing), one per (image variant, question), deduplicated
+    base_rows: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    heldout: list[dict[str, Any]] = []
+    for c in cases:
+        r = c["result"]
+        if c["digest"] not in train_set:
+            heldout.append({"id": c["id"], "image": copy_image(Path(r["image"])), "question": r["question"],
+                            "answer": r["answer"], "dataset": c["dataset"], "source_run": str(c["run"])})
+            continue
+        neg = r.get("negation") or {}
+        for name, v in r["variants"].items():
+            image = copy_image(Path(r["image"]) if name == "original" else c["run"] / v["image"])
+            questions = [(r["question"], r["answer"], "original")]
+            if neg.get("ok") and neg.get("question"):
+                questions.append((neg["question"], neg["answer"], "negated"))
+            for q, a, kind in questions:
+                if (image, q) in seen:
+                    continue
+                seen.add((image, q))
+                base_rows.append({"image": image, "question": q, "answer": a, "dataset": c["dataset"],
+                                  "source_case": c["id"], "source_run": str(c["run"]), "variant": name,
+                                  "question_kind": kind, "rephrase_of": None})
+
+    # 3. k rephrasings of each distinct question
+    skipped: dict[str, Any] = {"failed": 0, "unchanged_or_repeated": 0, "first_error": None}
+    rows = list(base_rows)
+    if k:
+        distinct = sorted({row["question"] for row in base_rows})
+        versions, skipped = asyncio.run(_rephrase_all(rephraser, distinct, k))
+        if distinct and skipped["failed"] == len(distinct) * k:
+            raise InputFileError(f"all {skipped['failed']} rephrasings failed ({skipped['first_error']}); check "
+                                 "--rephraser, or pass --k 0 for no rephrasing")
+        for row in base_rows:
+            for i, text in enumerate(versions[row["question"]], start=1):
+                rows.append({**row, "question": text, "question_kind": f"{row['question_kind']}_rephrased_{i}",
+                             "rephrase_of": row["question"]})
+    for i, row in enumerate(rows):
+        row["id"] = f"vh-{i}"
+
+    # 4. the general VQA mix
+    vqa_rows: list[dict[str, Any]] = []
+    if vqa is not None:
+        vqa = Path(vqa)
+        from ..core.inputs import confine
+
+        for j, rec in enumerate(_read_vqa(vqa, vqa_n, seed)):
+            item = {"id": f"vqa-{j}", "conversations": rec["conversations"], "dataset": f"vqa:{vqa.stem}"}
+            if rec.get("image"):
+                src = vqa.parent / str(rec["image"])
+                confine(src, vqa.parent, False)
+                if not src.is_file():
+                    raise InputFileError(f"{vqa}: record {j}'s image {src} does not exist")
+                item["image"] = copy_image(src)
+            vqa_rows.append(item)
+
+    llava = [{"id": row["id"], "image": row["image"],
+              "conversations": [{"from": "human", "value": "<image>\n" + row["question"]},
+                                {"from": "gpt", "value": ANSWER_TEXT[row["answer"]]}]} for row in rows]
+    llava += [{k_: v for k_, v in item.items() if k_ != "dataset"} for item in vqa_rows]
+    order = np.random.default_rng(seed).permutation(len(llava))
+    llava = [llava[i] for i in order]
+
+    write_text_atomic(out / "train.jsonl", "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in rows + vqa_rows))
+    write_text_atomic(out / "llava.json", json.dumps(llava, ensure_ascii=False, indent=1) + "\n")
+    write_text_atomic(out / "heldout.jsonl", "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in heldout))
+    kinds: dict[str, int] = {}
+    for row in rows:
+        kind = row["question_kind"].split("_rephrased_")[0] + ("_rephrased" if row["rephrase_of"] else "")
+        kinds[kind] = kinds.get(kind, 0) + 1
+    build = {
+        "runs": [str(r) for r in runs], "k": k,
+        "rephraser": getattr(rephraser, "model_id", None) if k else None,
+        "seed": seed, "train_fraction": train_fraction,
+        "split": {"by": "sha256 of the source image file", "train_images": train_imgs, "heldout_images": held_imgs},
+        "counts": {"cases": len(cases), "train_images": len(train_imgs), "heldout_images": len(held_imgs),
+                   "expanded_rows": len(base_rows), "rephrased_rows": len(rows) - len(base_rows),
+                   "train_rows": len(rows), "vqa_rows": len(vqa_rows), "heldout_cases": len(heldout),
+                   "by_kind": kinds, "rephrasings_left_out": skipped},
+        "vqa": {"file": str(vqa), "n": len(vqa_rows)} if vqa is not None else None,
+    }
+    build["hf_dataset"] = _write_hf(out, rows + vqa_rows, heldout)
+    write_text_atomic(out / "build.json", json.dumps(build, indent=2) + "\n")
+    return build
+
+
+def _write_hf(out: Path, train: list[dict[str, Any]], heldout: list[dict[str, Any]]) -> str | None:
+    """The same rows as a Hugging Face ``DatasetDict`` (images embedded) under ``out/hf``; None without
+    ``datasets``."""
+    try:
+        import datasets
+    except ImportError:
+        return None
+
+    def table(rows: list[dict[str, Any]]) -> "datasets.Dataset":
+        cols = {"id": [], "image": [], "question": [], "answer": [], "dataset": [], "conversations": []}
+        for row in rows:
+            cols["id"].append(row["id"])
+            cols["image"].append(str(out / row["image"]) if row.get("image") else None)
+            cols["question"].append(row.get("question"))
+            cols["answer"].append(row.get("answer"))
+            cols["dataset"].append(row.get("dataset"))
+            cols["conversations"].append(json.dumps(row["conversations"]) if "conversations" in row else None)
+        return datasets.Dataset.from_dict(cols).cast_column("image", datasets.Image())
+
+    target = out / "hf"
+    if target.exists():
+        shutil.rmtree(target)
+    was_on = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # vlmcheck prints its own one-line summary
+    try:
+        datasets.DatasetDict({"train": table(train), "heldout": table(heldout)}).save_to_disk(str(target))
+    finally:
+        if was_on:
+            datasets.enable_progress_bars()
+    return "hf"

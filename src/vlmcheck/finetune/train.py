@@ -1,0 +1,337 @@
+"""LoRA fine-tuning of a local Hugging Face VLM on ``vhx dataset`` output (VHExpansion section 5.4).
+
+The paper fine-tunes LLaVA-1.5 "using LoRA with a learning rate of 1.8e-6 for one epoch; all other parameters
+are set to the default fine-tuning settings of LLaVA-1.5".  LLaVA-1.5's LoRA recipe
+(``scripts/v1_5/finetune_lora.sh`` and ``llava/train/train.py``) sets rank 128, alpha 256, dropout 0.05, no
+bias, adapters on every linear layer of the language model (not the vision tower, the projector or the LM
+head), a cosine schedule with 3 % warm-up, no weight decay and a per-device batch of 16; those are the
+defaults of :class:`FinetuneConfig`.  Training goes through ``transformers.Trainer`` with ``peft``; the loss is
+on the answer tokens only (every assistant turn and its end-of-turn tokens; the prompt, the image tokens and
+padding are masked with -100, see :class:`AnswerOnlyCollator`).  bf16 on a GPU, fp32 on CPU, gradient
+checkpointing on by default, checkpoints every ``save_steps`` that a re-run with the same ``--out`` resumes.
+
+The conversation is templated by the model's own processor chat template - the same call ``hf:`` uses to
+ask the model at evaluation time (``vlmcheck.models.hf``), so training and evaluation prompts match.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..core.files import InputFileError, read_text_input, write_text_atomic
+from ..core.messages import Message, to_hf
+from ..core.spec import ModelSpec, SpecError
+
+IGNORE = -100
+_NOT_LANGUAGE = {"vision_tower", "vision_model", "visual", "multi_modal_projector", "mm_projector", "connector",
+                 "lm_head", "image_newline", "vision_resampler"}
+
+
+class FinetuneConfig(BaseModel):
+    model: str
+    data: str
+    out: str
+    learning_rate: float = Field(1.8e-6, gt=0)  # VHExpansion 5.4
+    epochs: float = Field(1.0, gt=0)  # VHExpansion 5.4
+    max_steps: int | None = Field(None, ge=1)  # stop after this many optimiser steps (overrides epochs)
+    lora_r: int = Field(128, ge=1)  # LLaVA-1.5 finetune_lora.sh
+    lora_alpha: int = Field(256, ge=1)
+    lora_dropout: float = Field(0.05, ge=0, lt=1)
+    batch_size: int = Field(16, ge=1)  # per device, as LLaVA-1.5
+    grad_accum: int = Field(1, ge=1)
+    warmup_ratio: float = Field(0.03, ge=0, lt=1)
+    lr_scheduler: str = "cosine"
+    weight_decay: float = Field(0.0, ge=0)
+    gradient_checkpointing: bool = True
+    save_steps: int = Field(50, ge=1)
+    seed: int = 0
+    probe_rows: int = Field(16, ge=0)  # rows whose loss is measured before and after training
+
+
+def lora_targets(model: Any) -> list[str]:
+    """Full names of the language model's linear layers (LLaVA's ``find_all_linear_names``: everything but
+    the vision tower, the projector and the LM head)."""
+    import torch
+
+    return sorted(name for name, module in model.named_modules()
+                  if isinstance(module, torch.nn.Linear) and not (_NOT_LANGUAGE & set(name.split("."))))
+
+
+def read_rows(data: Path) -> list[dict[str, Any]]:
+    """The LLaVA-format records of a ``vhx dataset`` folder (or a LLaVA JSON file)."""
+    path = data / "llava.json" if data.is_dir() else data
+    if not path.is_file():
+        raise InputFileError(f"{data}: no llava.json; build the data with `vlmcheck vhx dataset`")
+    try:
+        rows = json.loads(read_text_input(path, "training data"))
+    except ValueError as exc:
+        raise InputFileError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(rows, list) or not rows:
+        raise InputFileError(f"{path}: expected a non-empty JSON list of LLaVA records")
+    for i, row in enumerate(rows):
+        turns = row.get("conversations") if isinstance(row, dict) else None
+        if not isinstance(turns, list) or not any(t.get("from") == "gpt" for t in turns if isinstance(t, dict)):
+            raise InputFileError(f"{path}: record {i} has no conversations with an answer ('from': 'gpt')")
+    return rows
+
+
+class AnswerOnlyCollator:
+    """Batches LLaVA records for a VLM: the processor's tensors for the whole conversations, and labels that
+    keep only the assistant turns (answer text and the template's end-of-turn tokens).
+
+    Each assistant turn's span is found by templating the conversation up to the turn's start (with the
+    generation prompt) and up to its end: both token sequences must be prefixes of the full conversation's,
+    which is checked - a chat template that re-tokenises across the boundary fails loudly instead of training
+    on shifted labels."""
+
+    def __init__(self, processor: Any, root: Path) -> None:
+        self.processor = processor
+        self.root = root
+        self.tokenizer = getattr(processor, "tokenizer", processor)
+
+    def messages(self, row: dict[str, Any]) -> list[Message]:
+        from PIL import Image
+
+        image = None
+        if row.get("image"):
+            with Image.open(self.root / row["image"]) as im:
+                image = im.convert("RGB")
+        out = []
+        for turn in row["conversations"]:
+            text = str(turn.get("value", ""))
+            if turn.get("from") == "gpt":
+                out.append(Message.assistant(text))
+            elif image is not None and "<image>" in text:
+                out.append(Message.user(image, text.replace("<image>", "").strip()))
+                image = None
+            else:
+                out.append(Message.user(text))
+        if image is not None:  # no <image> placeholder: the image goes first, as LLaVA puts it
+            first = next(i for i, m in enumerate(out) if m.role == "user")
+            out[first] = Message.user(image, out[first].text)
+        return out
+
+    def _ids(self, messages: list[Message], generation_prompt: bool) -> list[int]:
+        conv, images = to_hf(messages)
+        text = self.processor.apply_chat_template(conv, add_generation_prompt=generation_prompt, tokenize=False)
+        kwargs: dict[str, Any] = {"text": [text], "return_tensors": "pt"}
+        if images:
+            kwargs["images"] = images
+        return self.processor(**kwargs)["input_ids"][0].tolist()
+
+    def encode(self, row: dict[str, Any]) -> tuple[list[Message], list[int], list[int]]:
+        """(messages, input ids, labels) of one record."""
+        messages = self.messages(row)
+        full = self._ids(messages, False)
+        labels = [IGNORE] * len(full)
+        for j, m in enumerate(messages):
+            if m.role != "assistant":
+                continue
+            start = self._ids(messages[:j], True)
+            end = full if j == len(messages) - 1 else self._ids(messages[:j + 1], False)
+            if full[:len(start)] != start or full[:len(end)] != end:
+                raise ValueError(f"record {row.get('id')}: the chat template does not extend the prompt token by "
+                                 "token, so the answer's tokens cannot be located")
+            labels[len(start):len(end)] = full[len(start):len(end)]
+        return messages, full, labels
+
+    def __call__(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        import torch
+
+        encoded = [self.encode(r) for r in rows]
+        texts, images = [], []
+        for messages, _, _ in encoded:
+            conv, imgs = to_hf(messages)
+            texts.append(self.processor.apply_chat_template(conv, add_generation_prompt=False, tokenize=False))
+            images.extend(imgs)
+        side = self.tokenizer.padding_side
+        self.tokenizer.padding_side = "right"  # the labels are aligned from the left
+        try:
+            kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
+            if images:
+                kwargs["images"] = images
+            batch = dict(self.processor(**kwargs))
+        finally:
+            self.tokenizer.padding_side = side
+        labels = torch.full_like(batch["input_ids"], IGNORE)
+        for i, (_, ids, lab) in enumerate(encoded):
+            if batch["input_ids"][i, :len(ids)].tolist() != ids:
+                raise ValueError(f"record {rows[i].get('id')}: batched and single tokenisation differ")
+            labels[i, :len(ids)] = torch.tensor(lab)
+        batch["labels"] = labels
+        batch.pop("token_type_ids", None)
+        return batch
+
+
+def _fingerprint(cfg: FinetuneConfig, data_file: Path) -> str:
+    h = hashlib.sha256(data_file.read_bytes())
+    h.update(cfg.model_dump_json(exclude={"out", "max_steps", "save_steps"}).encode())
+    return h.hexdigest()[:16]
+
+
+def _probe_loss(model: Any, collator: AnswerOnlyCollator, rows: list[dict[str, Any]], device: str) -> float | None:
+    """Mean answer-token loss over ``rows`` (one batch), without gradients."""
+    import torch
+
+    if not rows:
+        return None
+    model.eval()
+    with torch.no_grad():
+        batch = {k: v.to(device) if hasattr(v, "to") else v for k, v in collator(rows).items()}
+        loss = float(model(**batch).loss)
+    return loss
+
+
+@contextlib.contextmanager
+def _quiet_deprecations():
+    """peft and Trainer ask transformers 5.x questions it renamed (is_gradient_checkpointing ...); the
+    FutureWarnings say nothing a user can act on."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*deprecated and will be removed in v6.*", category=FutureWarning)
+        yield
+
+
+def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: bool = True) -> dict[str, Any]:
+    """Train a LoRA adapter; write it and ``finetune.json`` to ``cfg.out``; return what ``finetune.json`` holds."""
+    try:
+        import peft
+        import torch
+        from transformers import (AutoModelForImageTextToText, AutoProcessor, Trainer, TrainerCallback,
+                                  TrainingArguments)
+        from transformers.trainer_utils import get_last_checkpoint
+    except ImportError as exc:
+        raise SpecError(f"fine-tuning needs torch, transformers and peft ({exc.name} is missing): "
+                        "pip install 'vlmcheck[finetune]'") from None
+    from ..models.hf import ensure_available, resolve_device
+    from ..run.progress import Progress
+
+    spec = ModelSpec.parse(cfg.model)
+    if spec.provider != "hf":
+        raise SpecError(f"{cfg.model}: fine-tuning takes a local Hugging Face model (hf:REPO_OR_PATH)")
+    if spec.get_str("adapter"):
+        raise SpecError(f"{cfg.model}: give the base model; the adapter is what fine-tuning writes")
+    data = Path(cfg.data)
+    rows = read_rows(data)
+    root = data if data.is_dir() else data.parent
+    data_file = data / "llava.json" if data.is_dir() else data
+    out = Path(cfg.out)
+    ckpt_dir = out / "checkpoints"
+    fingerprint = _fingerprint(cfg, data_file)
+    last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
+    state_file = out / "finetune.json"
+    if last:
+        try:
+            before = json.loads(state_file.read_text())
+        except (OSError, ValueError):
+            before = {}
+        if before.get("fingerprint") != fingerprint:
+            raise InputFileError(f"{out} holds checkpoints of a fine-tune with other data or settings; give a new "
+                                 "--out (or delete the folder)")
+
+    device = resolve_device(spec.get_str("device"))
+    bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    ensure_available(spec.name)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # the weight-loading bar; our own line reports the training
+    processor = AutoProcessor.from_pretrained(spec.name)
+    model = AutoModelForImageTextToText.from_pretrained(spec.name, dtype=dtype)
+    tokenizer = getattr(processor, "tokenizer", processor)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    targets = lora_targets(model)
+    if not targets:
+        raise SpecError(f"{cfg.model}: found no linear layers in the language model to adapt")
+    from transformers import set_seed
+
+    set_seed(cfg.seed)  # LoRA's A matrices start random: the same seed gives the same adapter, resumed or not
+    with _quiet_deprecations():
+        model = peft.get_peft_model(model, peft.LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
+                                                            lora_dropout=cfg.lora_dropout, bias="none",
+                                                            target_modules=targets))
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters())
+    collator = AnswerOnlyCollator(processor, root)
+    probe = rows[:cfg.probe_rows]
+    model.to(device)
+    probe_before = _probe_loss(model, collator, probe, device)
+
+    per_epoch = math.ceil(len(rows) / (cfg.batch_size * cfg.grad_accum))
+    steps = cfg.max_steps or max(1, math.ceil(per_epoch * cfg.epochs))
+    # transformers 5.x renamed gradient checkpointing to activation checkpointing (the old names warn)
+    fields = TrainingArguments.__dataclass_fields__
+    ckpt = "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
+    args = TrainingArguments(
+        output_dir=str(ckpt_dir), per_device_train_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.grad_accum, learning_rate=cfg.learning_rate,
+        num_train_epochs=cfg.epochs, max_steps=steps, lr_scheduler_type=cfg.lr_scheduler,
+        warmup_steps=math.ceil(cfg.warmup_ratio * steps), weight_decay=cfg.weight_decay, logging_steps=1,
+        save_strategy="steps", save_steps=cfg.save_steps, save_total_limit=2, bf16=bf16,
+        use_cpu=device == "cpu", **{ckpt: cfg.gradient_checkpointing, f"{ckpt}_kwargs": {"use_reentrant": False}},
+        remove_unused_columns=False, report_to="none",
+        disable_tqdm=True, seed=cfg.seed, data_seed=cfg.seed, dataloader_num_workers=0, label_names=["labels"])
+
+    class _Progress(TrainerCallback):  # our progress line (a bar on a terminal) instead of tqdm's
+        bar: Progress | None = None
+
+        def on_train_begin(self, args, state, control, **kw):
+            self.bar = Progress("finetune", state.max_steps, done=state.global_step, enabled=progress)
+            self.bar.__enter__()
+
+        def on_step_end(self, args, state, control, **kw):
+            if self.bar is not None:
+                self.bar.advance(state.global_step - self.bar.done)
+
+        def on_train_end(self, args, state, control, **kw):
+            if self.bar is not None:
+                self.bar.__exit__(None, None, None)
+
+    out.mkdir(parents=True, exist_ok=True)
+    record: dict[str, Any] = {"base_model": spec.canonical(), "data": str(data_file), "fingerprint": fingerprint,
+                              "config": cfg.model_dump(), "device": device, "dtype": str(dtype).split(".")[-1],
+                              "train_rows": len(rows), "steps": steps, "lora_target_layers": len(targets),
+                              "trainable_parameters": trainable, "total_parameters": total,
+                              "resumed_from": Path(last).name if last else None, "finished": False}
+    write_text_atomic(state_file, json.dumps(record, indent=2) + "\n")
+
+    import torch.utils.data
+
+    class _Rows(torch.utils.data.Dataset):
+        def __len__(self) -> int:
+            return len(rows)
+
+        def __getitem__(self, i: int) -> dict[str, Any]:
+            return rows[i]
+
+    trainer = Trainer(model=model, args=args, train_dataset=_Rows(), data_collator=collator,
+                      callbacks=[_Progress(), *(callbacks or [])])
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # it prints every log dict; the losses go to finetune.json
+    for config in (model.config, getattr(model.config, "text_config", None)):
+        if config is not None and getattr(config, "use_cache", False):
+            config.use_cache = False  # no KV cache while training (and none with gradient checkpointing)
+    t0 = time.monotonic()
+    with _quiet_deprecations():
+        output = trainer.train(resume_from_checkpoint=last)
+    seconds = time.monotonic() - t0
+    done_here = trainer.state.global_step - (int(Path(last).name.split("-")[-1]) if last else 0)
+    model.save_pretrained(str(out))
+    losses = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+    record.update(finished=True, global_step=trainer.state.global_step, train_loss=output.training_loss,
+                  losses=losses, seconds=round(seconds, 3),
+                  seconds_per_step=round(seconds / done_here, 4) if done_here > 0 else None,
+                  probe_loss_before=probe_before, probe_loss_after=_probe_loss(model, collator, probe, device))
+    write_text_atomic(state_file, json.dumps(record, indent=2) + "\n")
+    return record
