@@ -45,6 +45,23 @@ class SpecError(ValueError):
     """A model spec string that cannot be parsed or resolved."""
 
 
+# Parameters that say where a model is reached and how fast, not what it answers (see ModelSpec.identity):
+# the endpoint (base URL) and these.  They are recorded with each run session and may change on resume.
+PLACEMENT_PARAMS = frozenset({
+    "timeout", "concurrency", "clients", "http", "key_env", "max_tokens_param",  # API transport
+    "device", "batch_size",  # local placement
+    "price_in", "price_out",  # cost accounting
+})
+
+
+def identity_of(spec_or_id: str) -> str:
+    """The identity of a model spec string (or a model id); a string that is not a spec comes back as is."""
+    try:
+        return ModelSpec.parse(spec_or_id).identity()
+    except (SpecError, ValueError):
+        return spec_or_id
+
+
 class ModelSpec(BaseModel):
     provider: str
     name: str
@@ -132,6 +149,17 @@ class ModelSpec(BaseModel):
             out += f"@{self.base_url}"
         if self.params:
             out += "?" + "&".join(f"{k}={quote(str(v), safe='/:.,-_')}" for k, v in sorted(self.params.items()))
+        return out
+
+    def identity(self) -> str:
+        """What the model *is*: provider, name and the parameters that change its outputs - no base URL, no
+        placement parameter (:data:`PLACEMENT_PARAMS`), no secret.  Keys the call cache and the resume check,
+        so moving a server, adding one or changing concurrency keeps a run's cache.  A parameter not known to
+        be placement counts as identity (the safe side)."""
+        out = f"{self.provider}:{self.name}"
+        params = {k: v for k, v in self.params.items() if k not in PLACEMENT_PARAMS}
+        if params:
+            out += "?" + "&".join(f"{k}={quote(str(v), safe='/:.,-_')}" for k, v in sorted(params.items()))
         return out
 
     def __str__(self) -> str:

@@ -16,6 +16,7 @@ records it as that sample's error.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -55,11 +56,30 @@ class CallCounters:
         entry[what] += n
 
 
+# Call keys name the model by its identity (ModelSpec.identity: no endpoint, no placement parameters) since key
+# version 2; stores made before that (no ``key_version`` in their meta) keep version 1, the whole model id, so
+# they keep resuming with their cache.
+KEY_VERSION = 2
+
+
+@functools.lru_cache(maxsize=256)
+def _identity(model_id: str) -> str:
+    from ..core.spec import identity_of
+
+    return identity_of(model_id)
+
+
+def cache_model_id(model: Any, key_version: int = KEY_VERSION) -> str:
+    """The model's name in call keys."""
+    return model.model_id if key_version < 2 else _identity(model.model_id)
+
+
 class Session:
-    def __init__(self, store: RunStore, scheduler: Scheduler | None = None) -> None:
+    def __init__(self, store: RunStore, scheduler: Scheduler | None = None, key_version: int = KEY_VERSION) -> None:
         self.store = store
         self.scheduler = scheduler or Scheduler()
         self.counters = CallCounters()
+        self.key_version = key_version
 
     def vlm(self, model: Any) -> "CachedVLM":
         return CachedVLM(self, model, role="vlm")
@@ -76,7 +96,7 @@ class Session:
     async def _cached(self, role: str, model: Any, request: Any, template: str | None, invoke) -> tuple[Any, bool]:
         """Return (response JSON, was_hit).  ``invoke`` is an async fn returning (response JSON, usage)."""
         model_id = model.model_id
-        key = call_key(role, model_id, request, template)
+        key = call_key(role, cache_model_id(model, self.key_version), request, template)
         hit = self.store.get_call(key)
         if hit is not None:
             self.counters.count(model_id, "hits")
@@ -188,7 +208,8 @@ class CachedEncoder(_Wrapper):
         """Embed ``images``; each image is cached separately by its pixel hash."""
         store = self.session.store
         model_id = self.model.model_id
-        keys = [call_key("encoder", model_id, {"image": image_hash(img)}, None) for img in images]
+        cache_id = cache_model_id(self.model, self.session.key_version)
+        keys = [call_key("encoder", cache_id, {"image": image_hash(img)}, None) for img in images]
         rows: list[list[float] | None] = [store.get_call(k) for k in keys]
         missing = [i for i, r in enumerate(rows) if r is None]
         self.session.counters.count(model_id, "hits", len(images) - len(missing))

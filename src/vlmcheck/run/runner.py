@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import subprocess
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ from ..core.secrets import redact_obj
 from ..core.spec import ModelSpec, SpecError
 from ..models._loop_clients import close_loop_clients
 from ..store.db import DB_NAME, RunStore
-from .calls import Session, reasoning_trace
+from .calls import KEY_VERSION, Session, reasoning_trace
 from .progress import Progress
 from .scheduler import CallFailed, RetryPolicy, Scheduler
 
@@ -281,13 +282,26 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     try:
         spec = run_spec(task, samples, options)
         previous = store.get_meta("spec")
-        if previous and previous.get("task_spec") != spec["task_spec"]:
-            raise RunFolderExists(
-                f"{folder} holds a run with a different task spec; use a new folder or --overwrite")
+        key_version = store.get_meta("key_version")
+        if key_version is None:  # a store from before key version 2 keeps its keys (run/calls.py)
+            key_version = 1 if previous else KEY_VERSION
+            store.set_meta("key_version", key_version)
+        if previous:
+            # a resumed run must be the same run: the same models (by identity, key version 2: endpoints and
+            # placement parameters may change), data and settings
+            same = (identity_spec(previous.get("task_spec")) == identity_spec(spec["task_spec"]) if key_version >= 2
+                    else previous.get("task_spec") == spec["task_spec"])
+            if not same:
+                raise RunFolderExists(
+                    f"{folder} holds a run with a different task spec; use a new folder or --overwrite")
         store.set_meta("spec", spec)
+        sessions = store.get_meta("sessions") or []
+        store.set_meta("sessions", sessions + [{"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                                "models": sorted(_model_strings(spec["task_spec"]))}])
         if options.clear_failed:
             store.clear_failed(task.name)
-        session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed))
+        session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
+                          key_version=key_version)
         status = store.sample_status(task.name)
         todo = [s for s in samples if s.id not in status]
         if todo and options.preflight:
@@ -302,6 +316,43 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         return RunResult(folder, results, session.counters)
     finally:
         store.close()
+
+
+def _model_strings(obj: Any) -> set[str]:
+    """Every model spec string in a task spec (values whose provider is registered)."""
+    from ..core.spec import providers
+
+    known = providers()
+    out: set[str] = set()
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+        elif isinstance(x, str) and x.split(":", 1)[0] in known and ":" in x:
+            out.add(x)
+
+    walk(obj)
+    return out
+
+
+def identity_spec(task_spec: Any) -> Any:
+    """``task_spec`` with every model spec string replaced by the model's identity (ModelSpec.identity)."""
+    from ..core.spec import identity_of
+
+    models = _model_strings(task_spec)
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: walk(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        return identity_of(x) if isinstance(x, str) and x in models else x
+
+    return walk(task_spec)
 
 
 async def preflight(task: Task) -> None:
