@@ -26,6 +26,8 @@ console = Console(stderr=True)
 RESUME = typer.Option(False, "--resume", help="Continue the run in OUT, skipping finished samples.")
 OVERWRITE = typer.Option(False, "--overwrite", help="Delete an existing run in OUT first.")
 LIMIT = typer.Option(None, "--limit", min=1, help="Only the first N samples.")
+SHARD = typer.Option(None, "--shard", help="Run only shard i of N (i/N, by a hash of the sample id); "
+                                           "`vlmcheck merge` joins the shard folders.")
 CONCURRENCY = typer.Option(16, "--max-concurrency", min=1, max=100_000,
                            help="Samples and model calls in flight at once.")
 ALLOW_OUTSIDE = typer.Option(False, "--allow-outside",
@@ -89,11 +91,15 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _options(resume, overwrite, limit, max_concurrency, seed, progress, allow_outside=False, max_image_mb=256.0,
-             pixel_budget_mb=2000.0, preflight=True) -> RunOptions:
+             pixel_budget_mb=2000.0, preflight=True, shard=None) -> RunOptions:
+    from .run.runner import parse_shard
+
+    with _user_errors():
+        parsed = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
     return RunOptions(resume=resume, overwrite=overwrite, limit=limit, max_concurrency=max_concurrency, seed=seed,
                       progress=progress, allow_outside=allow_outside,
                       max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6),
-                      preflight=preflight)
+                      preflight=preflight, shard=parsed)
 
 
 def _execute(task, out: Path, options: RunOptions) -> dict:
@@ -150,7 +156,7 @@ def describe(
     prompt: str = typer.Option("Describe this image in detail.", "--prompt"),
     max_tokens: int = typer.Option(512, "--max-tokens"),
     api_key: Optional[str] = API_KEY,
-    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
+    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT, shard: Optional[str] = SHARD,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
     pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
@@ -165,7 +171,7 @@ def describe(
                             vlm=load_model(spec, "vlm"))
     results = _execute(task, out, _options(
         resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-        preflight))
+        preflight, shard))
     _check_failures([results], max_failures)
 
 
@@ -191,7 +197,8 @@ def resume(run: Path = typer.Argument(..., help="Run folder"), max_concurrency: 
     _setup_logging()
     task, spec = _task_of(run)
     results = _execute(task, run, _options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0),
-                                           progress, allow_outside, max_image_mb, pixel_budget_mb, preflight))
+                                           progress, allow_outside, max_image_mb, pixel_budget_mb, preflight,
+                                           spec.get("shard")))
     _check_failures([results], max_failures)
 
 
@@ -204,7 +211,7 @@ def retry_failed_cmd(run: Path = typer.Argument(..., help="Run folder"), max_con
     _setup_logging()
     task, spec = _task_of(run)
     options = _options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0), progress,
-                       allow_outside, max_image_mb, pixel_budget_mb, preflight)
+                       allow_outside, max_image_mb, pixel_budget_mb, preflight, spec.get("shard"))
     from .store.db import StoreError
 
     try:
@@ -214,6 +221,29 @@ def retry_failed_cmd(run: Path = typer.Argument(..., help="Run folder"), max_con
     counts = result.results["counts"]
     console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
     _check_failures([{**result.results, "_folder": str(run)}], max_failures)
+
+
+@app.command()
+def merge(out: Path = typer.Argument(..., help="Folder for the merged run"),
+          shards: list[Path] = typer.Argument(..., help="The shard run folders (--shard i/N)"),
+          max_failures: float = MAX_FAILURES) -> None:
+    """Join the folders of a run split with --shard i/N into one run folder (idempotent, any N)."""
+    from .run.merge import merge_runs
+    from .store.db import StoreError
+
+    _setup_logging()
+    try:
+        with _user_errors(FileNotFoundError):
+            results = merge_runs(shards, out)
+    except (RunFolderExists, StoreError) as exc:
+        _fail(_one_line(exc))
+    c = results["counts"]
+    console.print(f"[green]merged[/green] {len(shards)} shards: {c['done']}/{c['samples']} samples done, "
+                  f"{c['failed']} failed, {c['pending']} pending. Results: {out / 'results.json'}")
+    if c["pending"]:
+        console.print(f"[yellow]note:[/yellow] {c['pending']} samples are in no finished shard yet; merge again "
+                      "when the other shards finish")
+    _check_failures([{**results, "_folder": str(out)}], max_failures)
 
 
 world_app = typer.Typer(no_args_is_help=True, help="The offline reference world.")
@@ -253,7 +283,7 @@ def genception(
         help="Only K seeded random images per category (the human-baseline protocol: 5)"),
     external: Optional[Path] = typer.Option(None, "--external", help="CSV model,benchmark,score to correlate with"),
     api_key: Optional[str] = API_KEY,
-    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
+    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT, shard: Optional[str] = SHARD,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
     pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
@@ -273,7 +303,7 @@ def genception(
         folder = out if len(vlm) == 1 else out / _slug(spec.canonical())
         results = _execute(task, folder, _options(
             resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-            preflight))
+            preflight, shard))
         _print_gc(spec.canonical(), results["metrics"])
         folders.append(folder)
         all_results.append(results)
@@ -481,7 +511,7 @@ def vhx_run(
     repeats: int = typer.Option(1, "--repeats", min=1, help="Ask every question N times (Table 6e): mean and std"),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="Decoding temperature (Table 6f)"),
     api_key: Optional[str] = API_KEY,
-    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
+    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT, shard: Optional[str] = SHARD,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
     pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
@@ -502,7 +532,7 @@ def vhx_run(
             vlm=load_model(spec, "vlm"))
     results = _execute(task, out, _options(
         resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-        preflight))
+        preflight, shard))
     _print_vhx(spec.canonical(), results["metrics"])
     _check_failures([results], max_failures)
 
@@ -733,7 +763,7 @@ def cast_run(
     two_images: bool = typer.Option(False, "--two-images", help="Send two images instead of one side-by-side"),
     image_size: int = typer.Option(512, "--image-size"),
     api_key: Optional[str] = API_KEY,
-    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
+    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT, shard: Optional[str] = SHARD,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
     pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
@@ -748,7 +778,7 @@ def cast_run(
                                  image_size=image_size, seed=seed), vlm=load_model(spec, "vlm"))
     results = _execute(task, out, _options(
         resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-        preflight))
+        preflight, shard))
     _print_cast(spec.canonical(), results["metrics"])
     _check_failures([results], max_failures)
 
@@ -794,7 +824,7 @@ def chef_run(
     extractor: Optional[str] = typer.Option(None, "--extractor",
                                             help="TextModel spec: second-step answer extraction (MMBench style)"),
     api_key: Optional[str] = API_KEY,
-    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT,
+    resume: bool = RESUME, overwrite: bool = OVERWRITE, limit: Optional[int] = LIMIT, shard: Optional[str] = SHARD,
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
     pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
@@ -819,7 +849,7 @@ def chef_run(
                         vlm=load_model(spec, "vlm"))
     results = _execute(task, out, _options(
         resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-        preflight))
+        preflight, shard))
     _print_chef(spec.canonical(), results["metrics"])
     _check_failures([results], max_failures)
 

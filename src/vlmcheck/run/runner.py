@@ -17,6 +17,7 @@ run goes on.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import platform
@@ -96,6 +97,31 @@ class RunOptions(BaseModel):
     allow_outside: bool = False
     max_image_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
     pixel_budget: int = Field(default=DEFAULT_PIXEL_BUDGET, ge=1)
+    # (i, N): run only shard i of N (samples assigned by a hash of their id); `vlmcheck merge` unions them
+    shard: tuple[int, int] | None = None
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"i/N"`` -> (i, N) with 0 <= i < N."""
+    if text is None:
+        return None
+    i, sep, n = str(text).partition("/")
+    try:
+        index, count = int(i), int(n)
+    except ValueError:
+        index, count = -1, 0
+    if not sep or count < 1 or not 0 <= index < count:
+        raise ValueError(f"--shard {text!r}: give i/N with 0 <= i < N, e.g. 0/4")
+    return index, count
+
+
+def in_shard(sample_id: str, shard: tuple[int, int] | None) -> bool:
+    """Whether a sample belongs to ``shard``: a hash of its id, so the assignment never depends on the order
+    or number of samples and is the same on every resume."""
+    if shard is None:
+        return True
+    digest = hashlib.sha256(sample_id.encode("utf-8")).hexdigest()
+    return int(digest[:16], 16) % shard[1] == shard[0]
 
 
 class RunFolderExists(RuntimeError):
@@ -234,8 +260,6 @@ def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str, Any]:
-    import hashlib
-
     fingerprint = hashlib.sha256("\n".join(s.id for s in samples).encode()).hexdigest()[:16]
     return {
         "vlmcheck_version": __version__,
@@ -248,6 +272,7 @@ def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str
         "max_concurrency": options.max_concurrency,
         "n_samples": len(samples),
         "sample_ids_fingerprint": fingerprint,
+        "shard": list(options.shard) if options.shard else None,
     }
 
 
@@ -277,6 +302,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     samples = [Sample(s.id, s.payload, i) for i, s in enumerate(samples)]
     if options.limit is not None:
         samples = samples[: options.limit]
+    samples = [s for s in samples if in_shard(s.id, options.shard)]  # seq stays the index in the whole run
     # a resumed store must hold a run: an empty or half-made one says so instead of silently starting over
     store = RunStore(folder, existing=options.resume and (folder / DB_NAME).exists())
     try:
@@ -286,6 +312,9 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         if key_version is None:  # a store from before key version 2 keeps its keys (run/calls.py)
             key_version = 1 if previous else KEY_VERSION
             store.set_meta("key_version", key_version)
+        if previous and (previous.get("shard") or None) != spec["shard"]:
+            raise RunFolderExists(f"{folder} holds shard {_shard_text(previous.get('shard'))} of a run, not "
+                                  f"{_shard_text(spec.get('shard'))}; use that shard's own folder")
         if previous:
             # a resumed run must be the same run: the same models (by identity, key version 2: endpoints and
             # placement parameters may change), data and settings
@@ -316,6 +345,10 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         return RunResult(folder, results, session.counters)
     finally:
         store.close()
+
+
+def _shard_text(shard: Any) -> str:
+    return f"{shard[0]}/{shard[1]}" if shard else "none (the whole run)"
 
 
 def _model_strings(obj: Any) -> set[str]:

@@ -336,3 +336,45 @@ class RunStore:
 
     def image_path(self, rel: str) -> Path:
         return self.folder / rel
+
+    # ----------------------------------------------------------------- merge
+    def absorb(self, other: "RunStore") -> dict[str, int]:
+        """Union ``other``'s calls, samples and artifacts into this store (``vlmcheck merge``).
+
+        Calls and artifacts are content-addressed (the key, the pixel hash): a row already here is kept.  A
+        finished sample wins over a failed one, as in :meth:`put_sample`; two finished copies of one sample
+        keep the first.  Idempotent: absorbing the same store again changes nothing."""
+        import shutil
+
+        counts = {}
+        with self._lock:
+            try:
+                self._db.execute("ATTACH DATABASE ? AS other", (str(other.path),))
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                    counts["calls"] = self._db.execute(
+                        "INSERT OR IGNORE INTO calls SELECT * FROM other.calls").rowcount
+                    counts["samples"] = self._db.execute(
+                        "INSERT INTO samples SELECT * FROM other.samples WHERE true "
+                        "ON CONFLICT(task, sample_id) DO UPDATE SET status = excluded.status, "
+                        "result = excluded.result, error_type = excluded.error_type, "
+                        "error_message = excluded.error_message, updated_at = excluded.updated_at "
+                        "WHERE samples.status = 'error' AND excluded.status = 'done'").rowcount
+                    counts["artifacts"] = self._db.execute(
+                        "INSERT OR IGNORE INTO artifacts SELECT * FROM other.artifacts").rowcount
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                finally:
+                    self._db.execute("DETACH DATABASE other")
+            except (sqlite3.DatabaseError, OSError) as exc:
+                raise store_error(self.path, exc) from None
+        for (rel,) in other._rows("SELECT path FROM artifacts"):
+            src, dest = other.folder / rel, self.folder / rel
+            if src.is_file() and not dest.exists():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                tmp = dest.with_suffix(f".tmp{os.getpid()}")
+                shutil.copyfile(src, tmp)
+                os.replace(tmp, dest)
+        return counts
