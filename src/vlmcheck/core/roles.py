@@ -60,6 +60,7 @@ class Generation(BaseModel):
     logprobs: list[TokenLogprob] | None = None
     refusal: str | None = None  # provider-reported refusal text, if any
     reasoning: str | None = None  # a reasoning model's thinking, kept apart from the answer in ``text``
+    endpoint: str | None = None  # the server that answered, for a model served by several (never in a cache key)
 
 
 class Loglikelihood(BaseModel):

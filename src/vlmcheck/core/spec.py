@@ -48,7 +48,7 @@ class SpecError(ValueError):
 # Parameters that say where a model is reached and how fast, not what it answers (see ModelSpec.identity):
 # the endpoint (base URL) and these.  They are recorded with each run session and may change on resume.
 PLACEMENT_PARAMS = frozenset({
-    "timeout", "concurrency", "clients", "http", "key_env", "max_tokens_param",  # API transport
+    "timeout", "concurrency", "clients", "http", "key_env", "max_tokens_param", "cooldown",  # API transport
     "device", "batch_size",  # local placement
     "price_in", "price_out",  # cost accounting
 })
@@ -91,18 +91,19 @@ class ModelSpec(BaseModel):
         params: dict[str, str] = {}
         secrets: dict[str, str] = {}
         if base_url:
-            scheme = base_url.split("://", 1)[0].lower() if "://" in base_url else ""
-            if scheme not in ("http", "https"):
-                raise SpecError(f"model spec {provider}:{name}: the base URL after '@' must start with http:// or "
-                                "https://")
-            try:
-                parts = urlsplit(base_url)
-                parts.port  # noqa: B018 - raises for a port that is not a number
-            except ValueError as exc:
-                raise SpecError(f"model spec {provider}:{name}: the base URL is not a valid URL ({exc})") from None
-            if not parts.hostname:
-                raise SpecError(f"model spec {provider}:{name}: the base URL names no host")
-            base_url, userinfo = _split_userinfo(base_url)
+            # several endpoints of one model: "@URL1,URL2" or "@file:endpoints.txt" (one URL per line)
+            urls = _endpoint_list(base_url, f"{provider}:{name}")
+            clean, infos = [], set()
+            for url in urls:
+                _check_url(url, f"{provider}:{name}")
+                url, userinfo = _split_userinfo(url)
+                clean.append(url)
+                infos.add(userinfo)
+            if len(infos) > 1:
+                raise SpecError(f"model spec {provider}:{name}: the endpoints carry different credentials; give "
+                                "them one user:password (or none)")
+            base_url = ",".join(clean)
+            userinfo = infos.pop()
             if userinfo:
                 secrets["userinfo"] = userinfo
         for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
@@ -117,6 +118,17 @@ class ModelSpec(BaseModel):
 
     def secret(self, key: str) -> str | None:
         return self._secrets.get(key)
+
+    @property
+    def endpoints(self) -> list[str]:
+        """The base URLs (several for a model served by several endpoints, ``@URL1,URL2``)."""
+        return self.base_url.split(",") if self.base_url else []
+
+    def at(self, url: str) -> "ModelSpec":
+        """This spec at one of its endpoints (credentials kept)."""
+        spec = self.model_copy(update={"base_url": url})
+        spec._secrets = dict(self._secrets)
+        return spec
 
     def request_auth(self) -> dict[str, dict[str, str]]:
         """SDK client arguments that carry the spec's credentials other than the API key, for requests only:
@@ -184,6 +196,40 @@ class ModelSpec(BaseModel):
         if value in ("0", "false", "no", "off"):
             return False
         raise SpecError(f"{self.canonical()}: parameter {key}={value!r} is not a boolean")
+
+
+def _endpoint_list(text: str, where: str) -> list[str]:
+    """The URLs of ``@URL1,URL2`` or ``@file:PATH`` (one URL per line; blank lines and # comments skipped)."""
+    if text.startswith("file:"):
+        from pathlib import Path
+
+        path = Path(text[5:]).expanduser()
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecError(f"model spec {where}: cannot read the endpoints file {path} ({exc.__class__.__name__}: "
+                            f"{getattr(exc, 'strerror', None) or exc})") from None
+        urls = [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")]
+        if not urls:
+            raise SpecError(f"model spec {where}: the endpoints file {path} lists no URL")
+        return urls
+    urls = [u.strip() for u in text.split(",")]
+    if not all(urls):
+        raise SpecError(f"model spec {where}: an empty endpoint in {text!r}")
+    return urls
+
+
+def _check_url(url: str, where: str) -> None:
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme not in ("http", "https"):
+        raise SpecError(f"model spec {where}: the base URL after '@' must start with http:// or https://")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises for a port that is not a number
+    except ValueError as exc:
+        raise SpecError(f"model spec {where}: the base URL is not a valid URL ({exc})") from None
+    if not parts.hostname:
+        raise SpecError(f"model spec {where}: the base URL names no host")
 
 
 def _split_userinfo(url: str) -> tuple[str, str | None]:

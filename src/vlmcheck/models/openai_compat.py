@@ -6,6 +6,13 @@ Ollama (``/v1``), LM Studio, llama.cpp server.
 Spec: ``openai:MODEL[@BASE_URL][?params]`` (chat) and
 ``openai-image:MODEL[@BASE_URL][?size=1024x1024&quality=standard]``.
 
+Several servers of one chat model: ``openai:MODEL@URL1,URL2`` or ``openai:MODEL@file:endpoints.txt`` (one
+URL per line).  Each request goes to the endpoint with the fewest requests in flight; ``concurrency`` is per
+endpoint; a connection error or a 5xx puts an endpoint in cooldown (``cooldown`` seconds, default 10) and the
+request fails over to another at once; the preflight checks that every endpoint serves the model; the
+endpoint that answered is recorded with the call (``Generation.endpoint``), never in its cache key.  The
+single-endpoint alternatives are vLLM's ``--data-parallel-size`` and SGLang's router.
+
 Parameters: ``key_env`` (name of the variable holding the key; default
 ``OPENAI_API_KEY``), ``concurrency`` (max parallel requests to this server),
 ``timeout`` (seconds: a total deadline per call, body included), ``logprobs`` (0 to never ask for token logprobs),
@@ -31,6 +38,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import time
 from typing import Any
 
 from PIL import Image
@@ -84,6 +92,17 @@ def _clients(spec: ModelSpec, n: int = 1) -> PerLoopClients:
     return PerLoopClients(make, n)
 
 
+class _Endpoint:
+    """One server of a model: its SDK clients, requests in flight, and a cooldown after it failed."""
+
+    def __init__(self, url: str | None, clients: PerLoopClients) -> None:
+        self.url, self.clients = url, clients
+        self.in_flight = 0
+        self.cool_until = 0.0
+        self.served = 0
+        self.failures = 0
+
+
 class OpenAIChat:
     """``VLM`` and ``TextModel`` role over ``/chat/completions``."""
 
@@ -93,10 +112,15 @@ class OpenAIChat:
         self.model = spec.name
         # clients > 1: SDK clients used round-robin.  With ?http=httpx, httpcore's pool scans
         # every pooled connection on each request, so several small pools beat one large one.
-        self._clients = _clients(spec, spec.get_int("clients", 1))
+        n_clients = spec.get_int("clients", 1)
+        self._endpoints = [_Endpoint(url, _clients(spec.at(url), n_clients)) for url in spec.endpoints] or [
+            _Endpoint(None, _clients(spec, n_clients))]
+        self._cooldown = spec.get_float("cooldown", 10.0)
+        self._clients = self._endpoints[0].clients
         self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
         self.concurrency_key = f"openai@{spec.base_url or 'api.openai.com'}"
-        self.max_concurrency = spec.get_int("concurrency", 0) or None
+        per_endpoint = spec.get_int("concurrency", 0)
+        self.max_concurrency = per_endpoint * len(self._endpoints) if per_endpoint else None
         self._logprobs = spec.get_bool("logprobs", True)
         default_param = "max_completion_tokens" if not spec.base_url else "max_tokens"
         self._max_tokens_param = spec.get_str("max_tokens_param", default_param)
@@ -109,9 +133,45 @@ class OpenAIChat:
         self._extra = _body_extras(spec)
 
     async def preflight(self) -> None:
-        await preflight_openai(self._clients.get(), self.spec)
+        for ep in self._endpoints:  # every endpoint answers and serves this model
+            await preflight_openai(ep.clients.get(), self.spec.at(ep.url) if ep.url else self.spec)
+
+    def _pick(self, tried: set[str | None]) -> "_Endpoint":
+        """The endpoint for the next request: fewest in flight among those not cooling down and not yet tried
+        by this request; when every one is cooling down, the one that recovers first."""
+        now = time.monotonic()
+        fresh = [e for e in self._endpoints if e.url not in tried] or self._endpoints
+        return min(fresh, key=lambda e: (e.cool_until > now, e.in_flight if e.cool_until <= now else e.cool_until))
 
     async def _post_chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST to one endpoint; on a connection error or a 5xx from a model with several endpoints, cool
+        that one down and fail over to the next at once (the scheduler's retries come after all were tried)."""
+        import openai
+
+        tried: set[str | None] = set()
+        while True:
+            ep = self._pick(tried)
+            ep.in_flight += 1
+            try:
+                data = await self._post_chat_to(ep, body)
+            except Exception as exc:
+                down = isinstance(exc, openai.APIConnectionError) or (
+                    isinstance(exc, openai.APIStatusError) and exc.status_code >= 500)
+                if down and len(self._endpoints) > 1:
+                    ep.failures += 1
+                    ep.cool_until = time.monotonic() + self._cooldown
+                    tried.add(ep.url)
+                    if len(tried) < len(self._endpoints):
+                        continue
+                raise
+            finally:
+                ep.in_flight -= 1
+            ep.served += 1
+            if len(self._endpoints) > 1:
+                data["_endpoint"] = ep.url
+            return data
+
+    async def _post_chat_to(self, ep: "_Endpoint", body: dict[str, Any]) -> dict[str, Any]:
         """POST /chat/completions through the SDK; the body comes back as plain JSON.
 
         The SDK's low-level ``post()`` keeps its auth, base URL, timeouts and mapping of
@@ -121,7 +181,7 @@ class OpenAIChat:
         CPU per call), and building the response's nested pydantic objects, of which we
         read five fields.  Our messages are already plain JSON.
         """
-        content = await self._clients.get().post("/chat/completions", cast_to=bytes, body=body)
+        content = await ep.clients.get().post("/chat/completions", cast_to=bytes, body=body)
         try:
             data = json.loads(content)
         except ValueError as exc:
@@ -291,7 +351,7 @@ def _parse_chat(resp: dict[str, Any]) -> Generation:
             for t in lp["content"]
         ]
     return Generation(text=text, finish_reason=finish, usage=usage, logprobs=logprobs, refusal=refusal,
-                      reasoning=reasoning)
+                      reasoning=reasoning, endpoint=resp.get("_endpoint"))
 
 
 class OpenAIImages:
@@ -301,6 +361,9 @@ class OpenAIImages:
         self.spec = spec
         self.model_id = spec.canonical()
         self.model = spec.name
+        if len(spec.endpoints) > 1:
+            raise SpecError(f"{spec.canonical()}: several endpoints are supported for chat models; give an image "
+                            "model one base URL")
         self._clients = _clients(spec)
         self.timeout = spec.get_float("timeout", 600.0)
         self.concurrency_key = f"openai-image@{spec.base_url or 'api.openai.com'}"
