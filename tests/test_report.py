@@ -149,3 +149,41 @@ def test_the_reliability_diagram_is_in_data_coordinates():
     assert list(diagonal.get_xdata()) == [0, 1] and list(diagonal.get_ydata()) == [0, 1]
     assert list(points.get_xdata()) == [0.35, 0.62, 0.91] and list(points.get_ydata()) == [0.2, 0.6, 1.0]
     assert [t.get_text() for t in ax.texts] == ["5", "5", "4"]  # bin counts
+
+
+def _folder(path, task, metrics, samples=()):
+    path.mkdir()
+    (path / "results.json").write_text(json.dumps({"task": task, "metrics": metrics, "counts": {}, "spec": {}}))
+    (path / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
+    return path
+
+
+def test_headlines_say_what_the_numbers_are(tmp_path):
+    from vlmcheck.report.html import build_report, headline
+
+    # ChEF robustness: RRM, not the first setting's accuracy
+    rob = {"acc_random": 0.25, "rrm": {"image": 60.0, "text": 90.0, "both": 45.0},
+           "settings": {"corrupt:both": {"accuracy": 0.5}, "original": {"accuracy": 0.8}}}
+    assert headline({"task": "chef", "metrics": rob}) == ("RRM (image and text corrupted)", 45.0)
+    # describe without reference keywords: the share of samples answered, 3 of 4
+    assert headline({"task": "describe", "metrics": {"n": 4, "answer_status": {"ok": 3, "refused": 1}}}) == \
+        ("share answered", 0.75)
+    pope_sample = {"sample_id": "p0", "status": "done", "task": "chef", "seq": 0, "result": {
+        "question": "Is there a cat?", "options": ["Yes", "No"],
+        "settings": {"standard": {"pred": 1, "correct": True}}}}
+    runs = [_folder(tmp_path / "rob", "chef", rob),
+            _folder(tmp_path / "pope", "chef", {"pope": {"accuracy": 1.0}, "settings": {"standard": {"accuracy": 1.0}}},
+                    [pope_sample]),
+            _folder(tmp_path / "vhx", "vhexpansion", {"variants": {
+                "original": {"accuracy": 0.5, "symmetric_accuracy": 0.0, "yes_ratio": 1.0, "new_vh_cases": 3},
+                "vhx_jpeg": {"accuracy": 0.5, "symmetric_accuracy": 0.25, "yes_ratio": 0.6, "new_vh_cases": 2}}})]
+    page = build_report(runs, tmp_path / "r.html").read_text()
+    # clean before corrupted, and the RRM figures
+    assert page.index("<td>original</td>") < page.index("<td>corrupt:both</td>")
+    assert "image 60.0; text 90.0; both 45.0" in page
+    # the degenerate answerer is named, on the variant where it happens only
+    assert page.count("answered yes to every question") == 1
+    # POPE answers read as Yes / No
+    blocks = [json.loads(b.split("</script>")[0]) for b in page.split('<script type="application/json" class="rows">')[1:]]
+    pope_rows = [r for rows in blocks for r in rows if r["id"] == "p0"]
+    assert [r["answer"] for r in pope_rows] == ["No"]

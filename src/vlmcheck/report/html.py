@@ -200,8 +200,12 @@ def _sample_rows(run: dict[str, Any], thumbs: _Thumbs) -> list[dict[str, Any]]:
             first = next(iter(r.get("settings", {}).values()), {})
             correct = first.get("correct")
             summary = r.get("question", "")
-            answer = first.get("answer_text") or first.get("rationale") or (
-                f"option {first.get('pred')}" if first else "")
+            options, pred = r.get("options") or [], first.get("pred")
+            chosen = options[pred] if isinstance(pred, int) and 0 <= pred < len(options) else None
+            # the chosen option by name ("Yes" / "No" for POPE), then the model's own words
+            answer = " - ".join(x for x in (chosen and str(chosen),
+                                             first.get("answer_text") or first.get("rationale")) if x) or (
+                f"option {pred}" if first else "")
         elif task == "cast":
             g = r.get("generation", {})
             summary = f"{r.get('a')} ~ {r.get('b')}"
@@ -250,11 +254,39 @@ def headline(results: dict[str, Any]) -> tuple[str, float | None]:
                 return k, m[k]
         if "pope" in m:
             return "POPE accuracy", m["pope"]["accuracy"]
+        if isinstance(m.get("rrm"), dict) and "both" in m["rrm"]:  # robustness: ChEF's RRM, image + text corrupted
+            return "RRM (image and text corrupted)", m["rrm"]["both"]
         st = next(iter(m.get("settings", {}).values()), {})
         return "accuracy", st.get("accuracy")
     if task == "describe":
-        return "keyword recall", (m.get("keyword_recall") or {}).get("mean")
+        if (m.get("keyword_recall") or {}).get("mean") is not None:
+            return "keyword recall", m["keyword_recall"]["mean"]
+        status, n = m.get("answer_status") or {}, m.get("n") or 0
+        return "share answered", (status.get("ok", 0) / n) if n else None  # no reference keywords: coverage
     return "-", None
+
+
+def chef_settings(m: dict[str, Any]) -> dict[str, Any] | None:
+    """Accuracy per setting (clean first, then each corruption) and ChEF's robustness figures, for the
+    report: what a robustness headline is made of."""
+    settings = m.get("settings") or {}
+    if not settings:
+        return None
+    rows = [{"setting": k, "accuracy": v.get("accuracy"), "n": v.get("n")} for k, v in settings.items()]
+    rows.sort(key=lambda r: (r["setting"] not in ("original", "standard", "clean"), r["setting"]))
+    return {"rows": rows, "rrm": m.get("rrm"), "acc_random": m.get("acc_random")}
+
+
+def degenerate_note(v: dict[str, Any]) -> str | None:
+    """Say when a VHExpansion variant's numbers come from one answer given to everything."""
+    ratio = v.get("yes_ratio")
+    if ratio is None:
+        return None
+    if ratio >= 0.999:
+        return "answered yes to every question"
+    if ratio <= 0.001:
+        return "answered no to every question"
+    return None
 
 
 def _key_answer(task: str, r: dict[str, Any]) -> Any:
@@ -327,8 +359,10 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
         if run["task"] == "chef":
             view["reliability"] = _reliability(run)
             view["pope"] = res["metrics"].get("pope")
+            view["chef_settings"] = chef_settings(res["metrics"])
         if run["task"] == "vhexpansion":
             view["vhx"] = res["metrics"].get("variants", {})
+            view["vhx_notes"] = {name: degenerate_note(v) for name, v in view["vhx"].items() if degenerate_note(v)}
         rows = _sample_rows(run, thumbs)
         for row in rows:
             row["disagree"] = row["id"] in disagree
