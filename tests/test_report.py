@@ -187,3 +187,26 @@ def test_headlines_say_what_the_numbers_are(tmp_path):
     blocks = [json.loads(b.split("</script>")[0]) for b in page.split('<script type="application/json" class="rows">')[1:]]
     pope_rows = [r for rows in blocks for r in rows if r["id"] == "p0"]
     assert [r["answer"] for r in pope_rows] == ["No"]
+
+
+def test_s_curves_carry_a_bootstrap_band_and_cast_heatmaps_a_colour_bar(tmp_path):
+    from vlmcheck.report.html import _cast_heatmaps, _s_curve, s_curves
+
+    def sample(i, s):
+        return {"sample_id": str(i), "status": "done", "result": {"s": s}}
+
+    run = {"results": {"spec": {"task_spec": {"vlm": "m"}}},
+           "samples": [sample(0, [0.5, 0.4]), sample(1, [0.5, 0.2]), {"sample_id": "x", "status": "error"}]}
+    (curve,) = s_curves([run])
+    # by hand: t=1 both images 0.5, so every resample gives 0.5; t=2 values {0.4, 0.2}: resample means are
+    # 0.2, 0.3 or 0.4, so the 2.5th and 97.5th percentiles are 0.2 and 0.4
+    assert curve["model"] == "m"
+    assert curve["steps"][0] == {"t": 1, "mean": 0.5, "lo": 0.5, "hi": 0.5, "n": 2}
+    assert curve["steps"][1]["mean"] == pytest.approx(0.3)
+    assert (curve["steps"][1]["lo"], curve["steps"][1]["hi"]) == pytest.approx((0.2, 0.4))
+    svg = _s_curve([run])
+    assert "95% CI over images" in svg and ">m<" in svg.replace("</text>", "<").replace("> ", ">")
+    mods = ["text", "image", "both"]
+    top = {"free": {g: {v: {"score": 0.5} for v in mods} for g in mods}}
+    (heat,) = _cast_heatmaps({"results": {"metrics": {"topk": {"top3": top}}}})
+    assert "consistency" in heat["svg"] and heat["svg"].count("0.50") >= 9

@@ -100,19 +100,46 @@ def _genception(run: dict[str, Any], thumbs: _Thumbs) -> dict[str, Any]:
     return {"T": T, "rows": rows}
 
 
+def s_curves(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per GenCeption run: the model, and per step t its mean s(t) over images with a 95% bootstrap CI over
+    images (seed 0), from the finished samples."""
+    import numpy as np
+
+    from ..metrics.stats import bootstrap_ci
+
+    out = []
+    for r in runs:
+        per_image = [s["result"]["s"] for s in r["samples"] if s.get("status") == "done" and (s.get("result") or {}).get("s")]
+        if not per_image:
+            continue
+        T = max(len(x) for x in per_image)
+        steps = []
+        for t in range(T):
+            vals = np.array([x[t] for x in per_image if len(x) > t and x[t] is not None], dtype=float)
+            lo, hi = bootstrap_ci(vals, seed=0) if len(vals) else (float("nan"), float("nan"))
+            steps.append({"t": t + 1, "mean": float(vals.mean()) if len(vals) else float("nan"), "lo": lo, "hi": hi,
+                          "n": int(len(vals))})
+        out.append({"model": r["results"]["spec"]["task_spec"]["vlm"], "steps": steps})
+    return out
+
+
 def _s_curve(runs: list[dict[str, Any]]) -> str | None:
-    plt = _plt()
-    curves = [(r["results"]["spec"]["task_spec"]["vlm"], r["results"]["metrics"].get("s_mean")) for r in runs]
-    curves = [(n, c) for n, c in curves if c]
+    curves = s_curves(runs)
     if not curves:
         return None
-    fig, ax = plt.subplots(figsize=(5, 3))
-    for name, c in curves:
-        ax.plot(range(1, len(c) + 1), c, marker="o", label=name)
-    ax.set_xlabel("t")
-    ax.set_ylabel("mean s(t)")
-    ax.set_xticks(range(1, max(len(c) for _, c in curves) + 1))
-    ax.legend(fontsize=7)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for c in curves:
+        t = [x["t"] for x in c["steps"]]
+        line, = ax.plot(t, [x["mean"] for x in c["steps"]], marker="o", label=c["model"])
+        ax.fill_between(t, [x["lo"] for x in c["steps"]], [x["hi"] for x in c["steps"]], color=line.get_color(),
+                        alpha=0.18, linewidth=0)
+    ax.set_xlabel("step t")
+    ax.set_ylabel("mean s(t) (band: 95% CI over images)")
+    ax.set_xticks(range(1, max(len(c["steps"]) for c in curves) + 1))
+    ax.grid(alpha=0.3)
+    # below the axes, one model per line: long model specs stay legible and never cover the curves
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, frameon=False)
     return _svg(fig)
 
 
@@ -130,7 +157,8 @@ def _cast_heatmaps(run: dict[str, Any]) -> list[dict[str, str]]:
         arr = np.array([[mat[g][v]["score"] if mat[g][v]["score"] is not None else np.nan for v in mods]
                         for g in mods], dtype=float)
         fig, ax = plt.subplots(figsize=(3.2, 2.8))
-        ax.imshow(arr, vmin=0, vmax=1, cmap="viridis")
+        im = ax.imshow(arr, vmin=0, vmax=1, cmap="viridis")
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="consistency")
         ax.set_xticks(range(3), mods)
         ax.set_yticks(range(3), mods)
         ax.set_xlabel("validated in")
