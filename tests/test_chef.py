@@ -393,3 +393,42 @@ def test_flickr30k_negatives_are_the_most_similar_captions(tmp_path, monkeypatch
     assert sorted(items[0]["options"]) == sorted(["a dog runs", "a dog walks", "a puppy runs", "a cat runs"])
     assert items[0]["options"][items[0]["answer"]] == "a dog runs"
     assert resolve_recipe("flickr30k").scenario.options["negatives"] == "similar"
+
+
+def _chef_run(folder, metrics, scenario="scienceqa", data="sqa.jsonl", seed=0, vlm="openai:m@http://a/v1"):
+    folder.mkdir()
+    spec = {"seed": seed, "task_spec": {"vlm": vlm, "recipe": {"scenario": {"type": scenario}}, "data": data,
+                                        "seed": seed}}
+    (folder / "results.json").write_text(json.dumps({"task": "chef", "spec": spec, "metrics": metrics}))
+    return folder
+
+
+def test_aggregate_gives_the_papers_weighted_avg_overall_and_seed_deviations(tmp_path):
+    from vlmcheck.methods.chef.aggregate import aggregate
+
+    rob = lambda n, acc, crp, rrm: {"desideratum": "robustness", "recipe": "robustness", "n": n,  # noqa: E731
+                                    "settings": {"original": {"accuracy": acc}, "corrupt:both": {"accuracy": crp}},
+                                    "rrm": {"both": rrm}}
+    a = aggregate([_chef_run(tmp_path / "r1", rob(10, 0.8, 0.5, 40.0)),
+                   _chef_run(tmp_path / "r2", rob(30, 0.6, 0.4, 30.0), "mmbench", "mmb.tsv")])
+    # by hand, weighted by items: acc (10*0.8 + 30*0.6)/40, acc_crp (10*0.5 + 30*0.4)/40, RRM (400 + 900)/40
+    assert a["avg"]["acc"] == pytest.approx(0.65) and a["avg"]["acc_crp"] == pytest.approx(0.425)
+    assert a["avg"]["rrm"] == pytest.approx(32.5) and a["avg"]["n"] == 40
+    assert [r["scenario"] for r in a["rows"]] == ["scienceqa:sqa", "mmbench:mmb"]
+    cal = lambda n, ece: {"desideratum": "calibration", "recipe": "calibration", "n": n, "ece": ece,  # noqa: E731
+                          "accuracy": 0.5, "settings": {}}
+    c = aggregate([_chef_run(tmp_path / "c1", cal(10, 0.1)), _chef_run(tmp_path / "c2", cal(30, 0.3), "mmbench")])
+    assert c["overall"] == pytest.approx(1 - (10 * 0.1 + 30 * 0.3) / 40)  # Table 8: 1 - weighted ECE = 0.75
+    icl = lambda riam: {"desideratum": "icl", "recipe": "icl", "n": 20, "riam": riam, "settings": {}}  # noqa: E731
+    s = aggregate([_chef_run(tmp_path / f"s{i}", icl(v), seed=i) for i, v in enumerate((50.0, 53.0, 56.0))])
+    (sv,) = s["seed_variance"]
+    assert sv["mean"] == pytest.approx(53.0)  # section F: |x_seed - mean| per seed
+    assert sv["deviation"] == pytest.approx({"0": 3.0, "1": 0.0, "2": 3.0})
+    with pytest.raises(Exception, match="different desiderata"):
+        aggregate([tmp_path / "r1", tmp_path / "c1"])
+    other = _chef_run(tmp_path / "o", rob(10, 0.8, 0.5, 40.0), vlm="openai:other")
+    with pytest.raises(Exception, match="different models"):
+        aggregate([tmp_path / "r1", other])
+    # the same model at another endpoint is the same model
+    moved = _chef_run(tmp_path / "mv", rob(10, 0.8, 0.5, 40.0), vlm="openai:m@http://b/v1?concurrency=4")
+    assert aggregate([tmp_path / "r1", moved])["model"] == "openai:m"

@@ -854,6 +854,32 @@ def chef_run(
     _check_failures([results], max_failures)
 
 
+@chef_app.command("aggregate")
+def chef_aggregate(runs: list[Path] = typer.Argument(..., help="ChEF run folders of one desideratum"),
+                   out: Optional[Path] = typer.Option(None, "--out", help="Write the table as JSON here")) -> None:
+    """Cross-scenario Avg. (weighted by items, Tables 9 and 10), Table 8's overall calibration, seed deviations."""
+    from .methods.chef.aggregate import aggregate
+
+    with _user_errors():
+        agg = aggregate(runs)
+    cols = agg["columns"]
+    table = Table("scenario", "recipe", "seed", "n", *cols, title=f"ChEF {agg['desideratum']}: {agg['model']}")
+    f = lambda x: "-" if x is None else f"{x:.4f}"  # noqa: E731
+    for r in agg["rows"]:
+        table.add_row(r["scenario"], str(r["recipe"]), str(r["seed"]), str(r["n"]), *(f(r[c]) for c in cols))
+    table.add_row("Avg. (weighted by n)", "", "", str(agg["avg"]["n"]), *(f(agg["avg"][c]) for c in cols))
+    Console(stderr=True).print(table)
+    if "overall" in agg:
+        console.print(f"overall calibration (1 - weighted ECE, Table 8): {agg['overall']:.4f}")
+    for sv in agg.get("seed_variance", []):
+        devs = ", ".join(f"seed {s}: {d:.4f}" for s, d in sv["deviation"].items())
+        console.print(f"seeds on {sv['scenario']} ({sv['recipe']}): mean {sv['column']} {sv['mean']:.4f}; |deviation| "
+                      f"{devs}")
+    if out is not None:
+        write_text_atomic(out, json.dumps(agg, indent=2) + "\n")
+        console.print(f"[green]wrote[/green] {out}")
+
+
 def _print_chef(model: str, m: dict) -> None:
     """The recipe's headline metrics and the accuracy of each setting, as a table (4 decimals)."""
     keys = ("accuracy", "ece", "overall", "riam", "mr_weighted", "acc_vm", "rrm", "pope", "language",

@@ -1,0 +1,113 @@
+"""ChEF's cross-scenario columns: the "Avg." of Tables 9 and 10, Table 8's overall calibration score, and the
+seed-variance protocol of section F.
+
+* Each run (one recipe on one scenario) gives its desideratum's columns (:data:`COLUMNS`).
+* "Avg." is the weighted average over scenarios, weighted by the number of items (Tables 9 and 10: "Avg. is
+  the weighted average results on ScienceQA and MMBench").  The paper does not say whether RRM's average is
+  recomputed from averaged accuracies or averaged itself; the caption says every Avg. column is a weighted
+  average, so RRM is averaged like the others.
+* Calibration (Table 8): "the overall score is calculated through 1 - weighted average ECE".
+* Seeds (section F): runs of the same recipe on the same scenario with different seeds give the mean of the
+  desideratum's first column and, per seed, the absolute deviation from that mean.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ...core.files import InputFileError, read_text_input
+
+# desideratum -> [(column, how to read it from results.json's metrics)]
+COLUMNS: dict[str, list[tuple[str, Any]]] = {
+    "calibration": [("accuracy", lambda m: m.get("accuracy")), ("ece", lambda m: m.get("ece"))],
+    "instruction_following": [("acc", lambda m: (m["settings"].get("original") or {}).get("accuracy")),
+                              ("acc_vm", lambda m: m.get("acc_vm")), ("mr", lambda m: m.get("mr_weighted"))],
+    "robustness": [("acc", lambda m: (m["settings"].get("original") or {}).get("accuracy")),
+                   ("acc_crp", lambda m: (m["settings"].get("corrupt:both") or {}).get("accuracy")),
+                   ("rrm", lambda m: (m.get("rrm") or {}).get("both"))],
+    "icl": [("riam", lambda m: m.get("riam")),
+            ("acc_0shot", lambda m: (m["settings"].get("shots=0") or {}).get("accuracy"))],
+    "hallucination": [("accuracy", lambda m: (m.get("pope") or {}).get("accuracy")),
+                      ("f1", lambda m: (m.get("pope") or {}).get("f1"))],
+    "language": [("score", lambda m: (m.get("language") or {}).get("score"))],
+    "accuracy": [("accuracy", lambda m: next(iter(m["settings"].values()), {}).get("accuracy"))],
+}
+
+
+def _load(folder: Path) -> dict[str, Any]:
+    path = folder / "results.json"
+    if not path.is_file():
+        raise InputFileError(f"{folder}: not a finished run folder (no results.json)")
+    try:
+        res = json.loads(read_text_input(path, "results file"))
+    except ValueError:
+        raise InputFileError(f"{path}: not a vlmcheck results file") from None
+    if not isinstance(res, dict) or res.get("task") != "chef":
+        raise InputFileError(f"{folder}: not a ChEF run; chef aggregate takes `vlmcheck chef run` folders")
+    return res
+
+
+def _scenario(res: dict[str, Any]) -> str:
+    ts = (res.get("spec") or {}).get("task_spec") or {}
+    recipe = ts.get("recipe") or {}
+    kind = ((recipe.get("scenario") or {}).get("type")) or "?"
+    data = ts.get("data") or (recipe.get("scenario") or {}).get("path")
+    return f"{kind}:{Path(data).stem}" if data else kind
+
+
+def _weighted(rows: list[dict[str, Any]], column: str) -> float | None:
+    pairs = [(r["n"], r[column]) for r in rows if r.get(column) is not None and r["n"]]
+    total = sum(n for n, _ in pairs)
+    return sum(n * v for n, v in pairs) / total if total else None
+
+
+def aggregate(runs: list[str | Path]) -> dict[str, Any]:
+    if not runs:
+        raise InputFileError("give ChEF run folders to aggregate")
+    loaded = [(Path(r), _load(Path(r))) for r in runs]
+    kinds = {res["metrics"].get("desideratum") for _, res in loaded}
+    if len(kinds) != 1:
+        raise InputFileError(f"the runs measure different desiderata ({', '.join(sorted(map(str, kinds)))}); "
+                             "aggregate one desideratum at a time")
+    desideratum = kinds.pop()
+    from ...core.spec import identity_of
+
+    models = {identity_of(str(((res.get("spec") or {}).get("task_spec") or {}).get("vlm"))) for _, res in loaded}
+    if len(models) != 1:
+        raise InputFileError(f"the runs are of different models ({', '.join(sorted(models))}); aggregate one "
+                             "model's runs at a time")
+    columns = COLUMNS.get(desideratum, COLUMNS["accuracy"])
+    rows = []
+    for folder, res in loaded:
+        m = res["metrics"]
+        row: dict[str, Any] = {"run": str(folder), "scenario": _scenario(res), "recipe": m.get("recipe"),
+                               "seed": ((res.get("spec") or {}).get("task_spec") or {}).get(
+                                   "seed", (res.get("spec") or {}).get("seed")), "n": m.get("n") or 0}
+        for name, read in columns:
+            try:
+                row[name] = read(m)
+            except (KeyError, TypeError, AttributeError):
+                row[name] = None
+        rows.append(row)
+    avg = {name: _weighted(rows, name) for name, _ in columns}
+    out: dict[str, Any] = {"desideratum": desideratum, "model": models.pop(), "columns": [c for c, _ in columns], "rows": rows,
+                           "avg": {**avg, "n": sum(r["n"] for r in rows)}}
+    if desideratum == "calibration" and avg.get("ece") is not None:
+        out["overall"] = 1 - avg["ece"]  # Table 8
+    # section F: the same recipe and scenario under several seeds
+    main = columns[0][0]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["scenario"], str(r["recipe"])), []).append(r)
+    seeds = []
+    for (scenario, recipe), members in groups.items():
+        vals = [(m["seed"], m[main]) for m in members if m[main] is not None]
+        if len({s for s, _ in vals}) > 1:
+            mean = sum(v for _, v in vals) / len(vals)
+            seeds.append({"scenario": scenario, "recipe": recipe, "column": main, "mean": mean,
+                          "deviation": {str(s): abs(v - mean) for s, v in vals}})
+    if seeds:
+        out["seed_variance"] = seeds
+    return out
