@@ -210,3 +210,101 @@ def test_s_curves_carry_a_bootstrap_band_and_cast_heatmaps_a_colour_bar(tmp_path
     top = {"free": {g: {v: {"score": 0.5} for v in mods} for g in mods}}
     (heat,) = _cast_heatmaps({"results": {"metrics": {"topk": {"top3": top}}}})
     assert "consistency" in heat["svg"] and heat["svg"].count("0.50") >= 9
+
+
+def test_report_v2_images_lightbox_contents_sorting_and_csv(evil_run, tmp_path):
+    """In Chromium: every row's images load and open full size; a contents entry per section; tables sort;
+    each CSV link holds its table."""
+    from urllib.parse import unquote
+
+    img = tmp_path / "photo.png"
+    Image.new("RGB", (600, 400), (10, 120, 200)).save(img)
+    (tmp_path / "adv.png").write_bytes(img.read_bytes())
+    vhx = _folder(tmp_path / "vhx", "vhexpansion", {"variants": {
+        "original": {"accuracy": 1.0, "symmetric_accuracy": 1.0, "yes_ratio": 0.5, "new_vh_cases": 0},
+        "adv": {"accuracy": 0.0, "symmetric_accuracy": 0.0, "yes_ratio": 0.5, "new_vh_cases": 2}}},
+        [{"sample_id": "v0", "status": "done", "task": "vhexpansion", "seq": 0, "result": {
+            "image": str(img), "question": "Is there a sky?", "answer": "yes",
+            "negation": {"ok": True, "question": "Is there no sky?"},
+            "variants": {"original": {"answer": "Yes", "correct": True, "neg_answer": "No", "neg_correct": True},
+                         "adv": {"image": "../adv.png", "answer": "No", "correct": False,
+                                 "neg_answer": "Yes", "neg_correct": False}}}}])
+    page_path = build_report([evil_run, vhx], tmp_path / "v2.html")
+    p, browser, page, dialogs, _ = _open(page_path)
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    try:
+        page.reload()
+        page.wait_for_selector("body[data-ready='1']")
+        # contents: one link per h2, each pointing at an existing heading
+        links = page.locator("nav#toc a")
+        assert links.count() == page.locator("h2").count() == 3  # summary and the two runs
+        for k in range(links.count()):
+            target = links.nth(k).get_attribute("href")[1:]
+            assert page.locator(f"[id='{target}']").count() == 1
+        # every image loads (broken.png of the describe run has no thumbnail at all, not a broken one)
+        page.evaluate("() => Promise.all(Array.from(document.images).filter(i => i.src).map(i => i.decode()"
+                      ".catch(() => null)))")
+        broken = page.evaluate("Array.from(document.images).filter(i => i.src && i.closest('#lightbox') === null"
+                               " && !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
+        assert broken == []
+        describe_imgs = page.locator("section#run-0 table.samples img[data-full]")
+        assert describe_imgs.count() == 3  # img0..img2; the broken file has none
+        # VHExpansion: both variants with each answer marked, the negated answer too
+        vrow = page.locator("section#run-1 table.samples tr[data-id='v0']")
+        assert vrow.locator("img").count() == 2
+        text = vrow.inner_text()
+        assert "Yes \u2713" in text and "No \u2717" in text and "negated: Yes \u2717" in text
+        assert "negated: Is there no sky?" in text
+        # lightbox: the full-size copy, closed by Escape
+        vrow.locator("img").first.click()
+        box = page.locator("#lightbox")
+        assert box.is_visible()
+        assert page.evaluate("document.querySelector('#lightbox img').naturalWidth") == 600
+        page.keyboard.press("Escape")
+        assert not box.is_visible()
+        # sorting the VHExpansion table by accuracy, both directions
+        table = page.locator("section#run-1 h3 + table").first
+        header = table.locator("tr").first.locator("th").nth(1)
+        header.click()
+        firsts = lambda: table.locator("tr").nth(1).locator("td").first.inner_text()  # noqa: E731
+        assert firsts() == "original"
+        header.click()
+        assert firsts() == "adv"
+        # the table's CSV link holds exactly what the table shows, in its current order
+        href = table.locator("xpath=following-sibling::a[@class='csv'][1]").get_attribute("href")
+        csv = unquote(href.split(",", 1)[1]).splitlines()
+        shown = [",".join(c.strip() for c in r.split("\t")) for r in table.inner_text().splitlines()]
+        assert csv[0].startswith("variant,accuracy") and len(csv) == 3
+        assert [c.split(",")[0] for c in csv[1:]] == ["adv", "original"]
+        assert csv == shown
+        assert not errors and not dialogs
+    finally:
+        browser.close()
+        p.stop()
+
+
+def test_one_report_for_many_runs_ranks_each_method(tmp_path):
+    from vlmcheck.report.html import build_report
+
+    runs = []
+    for name, task, metrics in [
+            ("v1", "vhexpansion", {"variants": {"original": {"symmetric_accuracy": 0.4, "symmetric_accuracy_ci95": [0.3, 0.5]}}}),
+            ("v2", "vhexpansion", {"variants": {"original": {"symmetric_accuracy": 0.7, "symmetric_accuracy_ci95": [0.6, 0.8]}}}),
+            ("c1", "chef", {"desideratum": "calibration", "overall": 0.9, "settings": {}}),
+            ("c2", "chef", {"desideratum": "calibration", "overall": 0.8, "settings": {}}),
+            ("h1", "chef", {"desideratum": "hallucination", "pope": {"accuracy": 0.5}, "settings": {}})]:
+        f = _folder(tmp_path / name, task, metrics)
+        res = json.loads((f / "results.json").read_text())
+        res["spec"] = {"task_spec": {"vlm": f"model-{name}"}}
+        (f / "results.json").write_text(json.dumps(res))
+        runs.append(f)
+    html = build_report(runs, tmp_path / "all.html").read_text()
+    section = html.split("<h2>Leaderboards by method</h2>")[1].split("<h2>")[0]
+    # vhexpansion: v2 (0.7) ranks above v1 (0.4); calibration: c1 above c2; a single hallucination run: no board
+    assert "<h3>vhexpansion</h3>" in section and "<h3>chef: calibration</h3>" in section
+    assert "hallucination" not in section
+    vhx = section.split("<h3>vhexpansion</h3>")[1].split("</table>")[0]
+    assert vhx.index("model-v2") < vhx.index("model-v1") and "[0.6000, 0.8000]" in vhx
+    cal = section.split("<h3>chef: calibration</h3>")[1].split("</table>")[0]
+    assert cal.index("model-c1") < cal.index("model-c2")

@@ -1000,6 +1000,13 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
     page = build_report(runs, out / "report.html", title="vlmcheck offline demo",
                         gallery_image=out / "data" / "images" / "astronaut.png")
     console.print(f"Report: {page}")
+    from .report.screens import screenshot_sections
+
+    shots, why = screenshot_sections(page, out / "screenshots")
+    if shots:
+        console.print(f"Screenshots of the report, one per section: {out / 'screenshots'} ({len(shots)} files)")
+    else:
+        console.print(f"[yellow]note:[/yellow] no screenshots of the report: {why}")
     console.print(f"[green]demo finished[/green] in {time.perf_counter() - started:.0f} s. Run folders under {out}: "
                   "describe/, genception/level-*/, cast/level-*/, chef/*/, vhexpansion/level-*/ (each with results.json, samples.jsonl, "
                   "store.sqlite, artifacts/), genception/leaderboard.json")

@@ -183,6 +183,7 @@ class CastTask(SpecTask):
         prefill = bool(getattr(self.vlm.capabilities, "prefill", False))
         two = self.cfg.two_images
         record: dict[str, Any] = {"a": pair["a"]["id"], "b": pair["b"]["id"],
+                                  "images": {"a": str(pair["a"]["image"]), "b": str(pair["b"]["image"])},
                                   "image_cosine": pair.get("image_cosine"), "text_cosine": pair.get("text_cosine"),
                                   "prefill": prefill, "generation": {}}
         gen_cfg = GenerationConfig(max_tokens=self.cfg.gen_max_tokens)

@@ -69,6 +69,7 @@ class DescribeTask(SpecTask):
         gen = await session.vlm(self.vlm).generate([message], config, template=TEMPLATE_VERSION)
         record: dict[str, Any] = {
             "image": item.id,
+            "image_path": str(item.path),  # for the report's thumbnails
             "image_sha256": message.images[0].sha256,
             "category": item.category,
             "prompt": prompt,

@@ -23,6 +23,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from PIL import Image
 
 THUMB = 96
+FULL = 1024  # the lightbox's copy: large enough to read a scene's text
 
 
 def _load_run(folder: Path) -> dict[str, Any]:
@@ -32,28 +33,42 @@ def _load_run(folder: Path) -> dict[str, Any]:
 
 
 class _Thumbs:
+    """Thumbnails (and, for the lightbox, full-size copies up to FULL px) written once into the report's
+    files folder; the page loads them lazily."""
+
     def __init__(self, out_dir: Path, rel: str) -> None:
         self.dir, self.rel = out_dir, rel
-        self.done: dict[str, str] = {}
+        self.done: dict[tuple[str, int], str | None] = {}
 
-    def __call__(self, path: Path | str | None) -> str | None:
+    def _write(self, path: Path | str | None, size: int) -> str | None:
         if not path:
             return None
         p = Path(path)
-        key = str(p.resolve())
+        key = (str(p.resolve()), size)
         if key in self.done:
             return self.done[key]
         try:
             img = Image.open(p)
-            img.thumbnail((THUMB, THUMB))
+            img.thumbnail((size, size))
             img = img.convert("RGB")
         except (OSError, ValueError):
+            self.done[key] = None
             return None
-        name = hashlib.sha256(key.encode()).hexdigest()[:16] + ".png"
+        name = hashlib.sha256(f"{key[0]}|{size}".encode()).hexdigest()[:16] + ".png"
         self.dir.mkdir(parents=True, exist_ok=True)
         img.save(self.dir / name)
         self.done[key] = f"{self.rel}/{name}"
         return self.done[key]
+
+    def __call__(self, path: Path | str | None) -> str | None:
+        return self._write(path, THUMB)
+
+    def full(self, path: Path | str | None) -> str | None:
+        return self._write(path, FULL)
+
+    def image(self, path: Path | str | None, label: str, **extra: Any) -> dict[str, Any]:
+        """A row image: its thumbnail, its full-size copy and what to write under it."""
+        return {"label": label, "thumb": self(path), "full": self.full(path), **extra}
 
 
 def _svg(fig) -> str:
@@ -79,7 +94,12 @@ def _plt():
 # ----------------------------------------------------------------------------- per-task views
 
 
+SHOWN_CHAINS = 30
+
+
 def _genception(run: dict[str, Any], thumbs: _Thumbs) -> dict[str, Any]:
+    """The chains, worst first (failed ones, then by the last step's s(T) ascending): the 30 a reader should
+    look at, each step with a thumbnail and a full-size copy for the lightbox."""
     m = run["results"]["metrics"]
     folder = run["folder"]
     T = m.get("T", 0)
@@ -87,17 +107,24 @@ def _genception(run: dict[str, Any], thumbs: _Thumbs) -> dict[str, Any]:
     for s in run["samples"]:
         r = s.get("result") or {}
         src = r.get("image_path")
-        strip = [{"thumb": thumbs(src) if src else None, "s": None, "gc": None, "text": ""}]
+        strip = [{"path": src, "s": None, "gc": None, "text": ""}]
         for st in r.get("steps", []):
             t = st["t"]
-            strip.append({"thumb": thumbs(folder / st["image"]) if st.get("image") else None, "s": st.get("s"),
+            strip.append({"path": folder / st["image"] if st.get("image") else None, "s": st.get("s"),
                           "gc": r.get("gc", {}).get(f"GC@{t}"), "text": st.get("description", "")})
+        last = next((x["s"] for x in reversed(strip) if x["s"] is not None), None)
         rows.append({"id": s["sample_id"], "status": s["status"], "failed": s["status"] != "done" or
-                     not r.get("complete", False), "category": r.get("category"),
+                     not r.get("complete", False), "category": r.get("category"), "s_last": last,
                      "score": r.get("gc", {}).get(f"GC@{T}"), "strip": strip,
                      "error": (s.get("error") or {}).get("message") or (r.get("stopped") or {}).get("reason")
                      or (f"refused at t={r['refused_at']} (scored s = -1 from there)" if r.get("refused_at") else None)})
-    return {"T": T, "rows": rows}
+    rows.sort(key=lambda row: (not row["failed"], row["s_last"] if row["s_last"] is not None else -2.0))
+    shown = rows[:SHOWN_CHAINS]
+    for row in shown:
+        for x in row["strip"]:
+            path = x.pop("path")
+            x["thumb"], x["full"] = thumbs(path), thumbs.full(path)
+    return {"T": T, "rows": shown, "n": len(rows)}
 
 
 def s_curves(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -211,33 +238,49 @@ def _sample_rows(run: dict[str, Any], thumbs: _Thumbs) -> list[dict[str, Any]]:
         if task == "describe":
             answer = r.get("answer", "")
             summary = f"recall {r.get('keyword_recall', '')}"
+            if r.get("image_path"):
+                images.append(thumbs.image(r["image_path"], str(r.get("image", ""))))
         elif task == "genception":
             summary = " ".join(f"s({i + 1})={v:.3f}" for i, v in enumerate(r.get("s", [])))
             answer = (r.get("steps") or [{}])[0].get("description", "")
         elif task == "vhexpansion":
             o = r.get("variants", {}).get("original", {})
             answer, correct = o.get("answer", ""), o.get("correct")
-            summary = r.get("question", "")
-            for name, v in r.get("variants", {}).items():
-                if v.get("image"):
-                    images.append({"label": name, "thumb": thumbs(run["folder"] / v["image"]),
-                                   "answer": v.get("answer", "")})
-            if r.get("image"):
-                images.insert(0, {"label": "original", "thumb": thumbs(r["image"]), "answer": o.get("answer", "")})
+            neg = (r.get("negation") or {}).get("question")
+            summary = r.get("question", "") + (f" / negated: {neg}" if neg else "")
+            # the original first (samples.jsonl keeps keys sorted, so the variants come alphabetically)
+            for name, v in sorted(r.get("variants", {}).items(), key=lambda kv: kv[0] != "original"):
+                path = r.get("image") if name == "original" else (run["folder"] / v["image"] if v.get("image")
+                                                                  else None)
+                images.append(thumbs.image(path, name, answer=v.get("answer", ""), ok=v.get("correct"),
+                                           neg_answer=v.get("neg_answer"), neg_ok=v.get("neg_correct")))
         elif task == "chef":
             first = next(iter(r.get("settings", {}).values()), {})
             correct = first.get("correct")
             summary = r.get("question", "")
-            options, pred = r.get("options") or [], first.get("pred")
-            chosen = options[pred] if isinstance(pred, int) and 0 <= pred < len(options) else None
+            options = r.get("options") or []
+
+            def said(st: dict[str, Any]) -> str:
+                pred = st.get("pred")
+                chosen = options[pred] if isinstance(pred, int) and 0 <= pred < len(options) else None
+                return " - ".join(str(x) for x in (chosen, st.get("answer_text") or st.get("rationale")) if x)
+
             # the chosen option by name ("Yes" / "No" for POPE), then the model's own words
-            answer = " - ".join(x for x in (chosen and str(chosen),
-                                             first.get("answer_text") or first.get("rationale")) if x) or (
-                f"option {pred}" if first else "")
+            answer = said(first) or (f"option {first.get('pred')}" if first else "")
+            if r.get("image"):
+                images.append(thumbs.image(r["image"], "original"))
+            for name, st in r.get("settings", {}).items():
+                if st.get("image"):  # a corrupted image, with the chain that made it
+                    chain = ", ".join(f"{c['name']}:{c['severity']}" for c in st.get("image_chain", []))
+                    images.append(thumbs.image(run["folder"] / st["image"], name, answer=said(st),
+                                               ok=st.get("correct"), note=chain))
         elif task == "cast":
             g = r.get("generation", {})
             summary = f"{r.get('a')} ~ {r.get('b')}"
             answer = (g.get("text") or {}).get("raw", "")
+            for key in ("a", "b"):
+                if (r.get("images") or {}).get(key):
+                    images.append(thumbs.image(r["images"][key], str(r.get(key))))
         rows.append({"id": s["sample_id"], "status": s["status"],
                      "error": (s.get("error") or {}).get("message", ""), "summary": str(summary),
                      "answer": str(answer), "correct": correct, "images": images,
@@ -292,6 +335,29 @@ def headline(results: dict[str, Any]) -> tuple[str, float | None]:
         status, n = m.get("answer_status") or {}, m.get("n") or 0
         return "share answered", (status.get("ok", 0) / n) if n else None  # no reference keywords: coverage
     return "-", None
+
+
+def leaderboards(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One table per method (and per ChEF desideratum) with two or more runs: each run's model and headline
+    metric with its CI, best first (every headline is higher-is-better)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for v in views:
+        key = v["task"]
+        if v["task"] == "chef":
+            key = f"chef: {json.loads(v['metrics_json']).get('desideratum', '?')}"
+        groups.setdefault(key, []).append(v)
+    out = []
+    for key, members in groups.items():
+        if len(members) < 2:
+            continue
+        rows = [{"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]), "run": v["name"],
+                 "metric": v["headline"][0], "value": v["headline"][1], "ci": v["ci"],
+                 "n": (v.get("counts") or {}).get("done")} for v in members]
+        rows.sort(key=lambda r: -(r["value"] if r["value"] is not None else float("-inf")))
+        for rank, r in enumerate(rows, 1):
+            r["rank"] = rank
+        out.append({"method": key, "rows": rows})
+    return out
 
 
 def chef_settings(m: dict[str, Any]) -> dict[str, Any] | None:
@@ -416,6 +482,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
              "cells": [(v["vhx"].get(k) or {}).get("symmetric_accuracy") for k in variants],
              "acc": [(v["vhx"].get(k) or {}).get("accuracy") for k in variants],
              "new": sum((v["vhx"].get(k) or {}).get("new_vh_cases", 0) for k in variants)} for v in vhx_runs]}
+    boards = leaderboards(views)
     summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
                 "ci": v["ci"],
                 "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
@@ -423,7 +490,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
     env.filters["fmt"] = lambda x, d=4: "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
     page = env.get_template("report.html").render(title=title, views=views, board=board, curve=curve,
                                                   summary=summary, gallery=gallery, vhx_compare=vhx_compare,
-                                                  before_after=before_after)
+                                                  before_after=before_after, boards=boards)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out, page)
     return out

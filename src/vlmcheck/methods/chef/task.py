@@ -297,6 +297,8 @@ class ChefTask(SpecTask):
         item = sample.payload
         record: dict[str, Any] = {"question": item["question"], "options": item["options"], "answer": item["answer"],
                                   "n_options": len(item["options"]), "meta": item.get("meta", {}), "settings": {}}
+        if item.get("image"):
+            record["image"] = str(item["image"])  # for the report's thumbnails
         for name, setting in self.settings():
             record["settings"][name] = await self._infer(item, setting, session)
         if self.cfg.recipe.desideratum == "language":
@@ -317,6 +319,7 @@ class ChefTask(SpecTask):
             chain = composite_chain(seed)
             image = apply_chain(image, chain)
             out["image_chain"] = chain
+            out["image"] = await asyncio.to_thread(session.store.put_image, image)  # what the model saw, for the report
         if corrupt in ("text", "both"):
             rewriter = None
             if self.rewriter is not None:
