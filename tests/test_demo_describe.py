@@ -93,6 +93,7 @@ def test_demo_report_in_a_browser(demo_run):
         page.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=30_000)
         broken = page.evaluate("Array.from(document.images).filter(i => i.naturalWidth === 0).map(i => i.src)")
         n_images = page.evaluate("document.images.length")
+        toc = page.locator("nav#toc a").all_inner_texts()
         sec = page.locator("section.run").first
         before = sec.locator(".page").inner_text()
         sec.locator(".search").fill("no-such-sample")
@@ -102,3 +103,13 @@ def test_demo_report_in_a_browser(demo_run):
     assert all(u.startswith(("file:", "data:")) for u in requests), [u for u in requests if not u.startswith("file:")]
     assert n_images > 50 and not broken, broken[:5]
     assert "(0 rows)" in after and before != after
+    # every section is present, one contents entry each: summary, leaderboards, the charts, every run, gallery
+    runs = sorted(p.parent for p in demo_run.glob("*/*/results.json")) + [demo_run / "describe"]
+    for title in ("Summary", "Leaderboards by method", "GenCeption leaderboard", "VHExpansion: models compared",
+                  "Mean s(t) per model", "Corruption gallery"):
+        assert title in toc, (title, toc)
+    assert sum(t.startswith(("genception:", "cast:", "chef:", "vhexpansion:", "describe:")) for t in toc) == len(runs)
+    # and `vlmcheck demo` wrote a screenshot per section
+    shots = sorted((demo_run / "screenshots").glob("*.png"))
+    if shutil.which("chromium"):
+        assert len(shots) == len(toc)

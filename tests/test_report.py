@@ -162,6 +162,8 @@ def test_headlines_say_what_the_numbers_are(tmp_path):
     from vlmcheck.report.html import build_report, headline
 
     # ChEF robustness: RRM, not the first setting's accuracy
+    mmb = {"vanilla_accuracy": 0.6, "circular_accuracy": 0.4, "settings": {"standard": {"accuracy": 0.6}}}
+    assert headline({"task": "chef", "metrics": mmb}) == ("VanillaEval accuracy", 0.6)
     rob = {"acc_random": 0.25, "rrm": {"image": 60.0, "text": 90.0, "both": 45.0},
            "settings": {"corrupt:both": {"accuracy": 0.5}, "original": {"accuracy": 0.8}}}
     assert headline({"task": "chef", "metrics": rob}) == ("RRM (image and text corrupted)", 45.0)
@@ -171,7 +173,7 @@ def test_headlines_say_what_the_numbers_are(tmp_path):
     pope_sample = {"sample_id": "p0", "status": "done", "task": "chef", "seq": 0, "result": {
         "question": "Is there a cat?", "options": ["Yes", "No"],
         "settings": {"standard": {"pred": 1, "correct": True}}}}
-    runs = [_folder(tmp_path / "rob", "chef", rob),
+    runs = [_folder(tmp_path / "rob", "chef", rob), _folder(tmp_path / "mmb", "chef", mmb),
             _folder(tmp_path / "pope", "chef", {"pope": {"accuracy": 1.0}, "settings": {"standard": {"accuracy": 1.0}}},
                     [pope_sample]),
             _folder(tmp_path / "vhx", "vhexpansion", {"variants": {
@@ -181,6 +183,7 @@ def test_headlines_say_what_the_numbers_are(tmp_path):
     # clean before corrupted, and the RRM figures
     assert page.index("<td>original</td>") < page.index("<td>corrupt:both</td>")
     assert "image 60.0; text 90.0; both 45.0" in page
+    assert "VanillaEval accuracy 0.6000" in page and "CircularEval accuracy 0.4000" in page
     # the degenerate answerer is named, on the variant where it happens only
     assert page.count("answered yes to every question") == 1
     # POPE answers read as Yes / No

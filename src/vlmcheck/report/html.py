@@ -454,6 +454,9 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
             view["reliability"] = _reliability(run)
             view["pope"] = res["metrics"].get("pope")
             view["chef_settings"] = chef_settings(res["metrics"])
+            if res["metrics"].get("vanilla_accuracy") is not None:
+                view["mmbench"] = {"vanilla": res["metrics"]["vanilla_accuracy"],
+                                   "circular": res["metrics"].get("circular_accuracy")}
         if run["task"] == "vhexpansion":
             view["vhx"] = res["metrics"].get("variants", {})
             view["vhx_notes"] = {name: degenerate_note(v) for name, v in view["vhx"].items() if degenerate_note(v)}
