@@ -1,0 +1,104 @@
+"""Scale-out without a cluster engine: shards + merge, and one model on several endpoints.
+
+Against local fake OpenAI-compatible servers with a fixed latency, N describe calls on N distinct images:
+
+* ``local``: one process, one endpoint, concurrency C;
+* ``shards k``: k processes (``--shard i/k``) started together, each at concurrency C, then ``vlmcheck
+  merge``; wall time includes the processes' start-up and the merge, which is also printed on its own;
+* ``endpoints k``: one process, ``openai:fake@URL1,...,URLk?concurrency=C`` (C per endpoint).
+
+Efficiency = ideal / wall with ideal = N x latency / (total concurrency).  On one 2-core machine every
+process shares the same CPUs, so shards show their fixed costs and the CPU ceiling rather than a speed-up;
+endpoints show the client-side balancing.
+
+    python bench/scaleout.py [--n 600] [--concurrency 32] [--latency 0.05 0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from PIL import Image
+
+CLI = [sys.executable, "-m", "vlmcheck.cli"]
+
+
+class Server:
+    def __init__(self, latency: float, log: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "vlmcheck.testing.fake_openai", "--port", "0",
+                                      "--latency", str(latency), "--log", str(log)], stdout=subprocess.PIPE, text=True)
+        self.url = f"http://127.0.0.1:{int(self.proc.stdout.readline())}/v1"
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def describe(spec: str, data: Path, out: Path, conc: int, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([*CLI, "describe", "--vlm", spec, "--data", str(data), "--out", str(out), "--no-progress",
+                             "--max-concurrency", str(conc), "--no-preflight", *extra],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def wait(*procs: subprocess.Popen) -> None:
+    for p in procs:
+        _, err = p.communicate()
+        if p.returncode != 0:
+            raise SystemExit(f"a run failed: {err.strip().splitlines()[-1:]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=600)
+    ap.add_argument("--concurrency", type=int, default=32)
+    ap.add_argument("--latency", type=float, nargs="+", default=[0.05, 0.5])
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        data = t / "imgs"
+        data.mkdir()
+        for i in range(a.n):  # distinct pixels: no image repeats, so the call cache answers nothing
+            img = Image.new("RGB", (64, 48), ((13 * i) % 256, (7 * i) % 256, 90))
+            img.putpixel((0, 0), (i % 256, i // 256, 0))
+            img.save(data / f"{i:05d}.png")
+        print(f"N = {a.n} distinct images, concurrency {a.concurrency} per process / endpoint")
+        print(f"{'latency':>8} {'setup':<12} {'wall s':>7} {'ideal s':>8} {'efficiency':>10}  note")
+        for latency in a.latency:
+            servers = [Server(latency, t / f"log{latency}-{k}.jsonl") for k in range(4)]
+            try:
+                def row(name: str, wall: float, total_conc: int, note: str = "") -> None:
+                    ideal = a.n * latency / total_conc
+                    print(f"{latency:>8} {name:<12} {wall:>7.1f} {ideal:>8.1f} {ideal / wall:>10.2f}  {note}")
+
+                t0 = time.monotonic()
+                wait(describe(f"openai:fake@{servers[0].url}", data, t / f"local-{latency}", a.concurrency))
+                row("local", time.monotonic() - t0, a.concurrency)
+                for k in (2, 4):
+                    t0 = time.monotonic()
+                    wait(*[describe(f"openai:fake@{servers[0].url}", data, t / f"s{k}-{i}-{latency}", a.concurrency,
+                                    "--shard", f"{i}/{k}") for i in range(k)])
+                    runs = time.monotonic() - t0
+                    m0 = time.monotonic()
+                    subprocess.run([*CLI, "merge", str(t / f"m{k}-{latency}"),
+                                    *(str(t / f"s{k}-{i}-{latency}") for i in range(k))], check=True,
+                                   capture_output=True)
+                    merge = time.monotonic() - m0
+                    row(f"shards {k}", runs + merge, k * a.concurrency, f"merge {merge:.1f} s")
+                for k in (2, 4):
+                    urls = ",".join(s.url for s in servers[:k])
+                    t0 = time.monotonic()
+                    wait(describe(f"openai:fake@{urls}?concurrency={a.concurrency}", data, t / f"e{k}-{latency}",
+                                  k * a.concurrency))
+                    row(f"endpoints {k}", time.monotonic() - t0, k * a.concurrency)
+            finally:
+                for s in servers:
+                    s.stop()
+
+
+if __name__ == "__main__":
+    main()
