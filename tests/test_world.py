@@ -296,3 +296,38 @@ def test_meta_evaluation_ranks_describers(tmp_path):
     res = meta_evaluate(tmp_path, n=16, levels=(0.0, 0.1, 0.4))
     assert set(res["kendall_tau"]) == {"GC@3", "pope_accuracy", "symmetric_accuracy", "cast_cross_modal_consistency"}
     assert all(t == pytest.approx(1.0) for t in res["kendall_tau"].values()), res["table"]
+
+
+def test_robust_perception_reads_corrupted_scenes_and_stays_off_by_default():
+    """perceive(robust=True) reads world scenes through ChEF's composite corruption far better than the strict
+    reading, reads clean scenes exactly as it, and is a describer knob that is off by default."""
+    import numpy as np
+
+    from vlmcheck.perturb.compose import apply_chain, composite_chain
+    from vlmcheck.world.perceive import perceive
+    from vlmcheck.world.scene import CATEGORIES, generate_scene, render_scene
+
+    rng = np.random.default_rng(0)
+    seen = {False: 0, True: 0}
+    right = {False: 0, True: 0}
+    for i in range(20):
+        scene = generate_scene(rng, CATEGORIES[i % 5])
+        clean = render_scene(scene)
+        assert perceive(clean, read_text_lines=False, robust=True).scene.objects == \
+            perceive(clean, read_text_lines=False).scene.objects
+        bad = apply_chain(clean, composite_chain(1000 + i))
+        for robust in (False, True):
+            p = perceive(bad, read_text_lines=False, robust=robust)
+            if p is None:
+                continue
+            seen[robust] += 1
+            got = {(o.row, o.col): o for o in p.scene.objects}
+            right[robust] += sum(1 for o in scene.objects if (g := got.get((o.row, o.col))) is not None
+                                 and (g.color, g.shape) == (o.color, o.shape))
+            if robust and p.confidence:
+                assert max(p.confidence.values()) < 0.8 or perceive(bad, read_text_lines=False) is not None
+    assert seen[True] >= 2 * seen[False] and right[True] >= 3 * max(right[False], 1)
+    from vlmcheck.core.spec import load_model
+
+    assert load_model("ref:describer").robust is False
+    assert load_model("ref:describer?robust=1").robust is True

@@ -973,13 +973,16 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
     for lv in (DEMO_LEVELS[0], DEMO_LEVELS[2]):
         spec = f"ref:describer?level={lv}"
         for name in ("calibration", "robustness", "hallucination"):
+            # robustness: a describer that also reads corrupted scenes (robust=1), so that RRM measures how its
+            # answers degrade rather than how often it gives up
             r = resolve_recipe(name)
             data = world / "pope-adversarial.jsonl" if name == "hallucination" else world
             if name != "hallucination":
                 r.scenario.type = "world"
-            res = _execute(ChefTask(ChefSpec(vlm=spec, recipe=r, data=str(data))), out / "chef" / f"{name}-{lv}",
+            vlm = f"{spec}&robust=1" if name == "robustness" else spec
+            res = _execute(ChefTask(ChefSpec(vlm=vlm, recipe=r, data=str(data))), out / "chef" / f"{name}-{lv}",
                            RunOptions(overwrite=True, progress=progress))
-            _print_chef(spec, res["metrics"])
+            _print_chef(vlm, res["metrics"])
     # 5. VHExpansion on the world's yes/no questions
     from .methods.vhexpansion import VHExpansionTask, VHXSpec
     from .perturb.adversarial import AttackConfig

@@ -65,10 +65,10 @@ class Knobs:
 
     @classmethod
     def from_params(cls, params: dict[str, str]) -> "Knobs":
-        unknown = set(params) - set(KNOBS) - {"level", "seed", "concurrency"}
+        unknown = set(params) - set(KNOBS) - {"level", "seed", "concurrency", "robust"}
         if unknown:
             raise SpecError(f"ref:describer: unknown parameter(s) {sorted(unknown)}; known: "
-                            f"{', '.join(KNOBS)}, level, seed")
+                            f"{', '.join(KNOBS)}, level, seed, robust")
         values: dict[str, float] = {}
         if "level" in params:
             lv = float(params["level"])
@@ -399,9 +399,9 @@ def statement_holds(statement: str, scene: Scene) -> bool | None:
 
 
 @functools.lru_cache(maxsize=512)
-def _perceive_cached(key: str, data: bytes, size: tuple[int, int]) -> Perceived | None:
+def _perceive_cached(key: str, data: bytes, size: tuple[int, int], robust: bool = False) -> Perceived | None:
     img = Image.frombytes("RGB", size, data)
-    return perceive(img)
+    return perceive(img, robust=robust)
 
 
 class RefDescriber:
@@ -410,6 +410,9 @@ class RefDescriber:
     def __init__(self, spec: ModelSpec | None = None) -> None:
         params = dict(spec.params) if spec else {}
         self.knobs = Knobs.from_params(params)
+        # robust=1: also read corrupted scenes (perceive_degraded); such a describer may take a photograph's
+        # coloured regions for a scene's objects, so it is a knob, off by default
+        self.robust = spec.get_bool("robust", False) if spec else False
         self.model_id = spec.canonical() if spec else "ref:describer"
         self.capabilities = Capabilities(multi_image=True, loglikelihood=True, seeded=True)
         self.concurrency_key = "ref:describer"
@@ -421,7 +424,7 @@ class RefDescriber:
         from ..core.images import image_hash
 
         rgb = img.convert("RGB")
-        p = _perceive_cached(image_hash(rgb), rgb.tobytes(), rgb.size)
+        p = _perceive_cached(image_hash(rgb), rgb.tobytes(), rgb.size, self.robust)
         if p is None:
             return None
         # errors are drawn per perceived content, not per pixel hash: a perturbed copy that looks the same

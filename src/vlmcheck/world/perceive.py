@@ -10,9 +10,25 @@ RapidOCR's recognition model (PP-OCRv4, ONNX weights shipped in the PyPI
 package).
 
 An image whose border is not one flat colour, or whose pixels are not
-explained by the palette, is not a world scene (a photograph, say):
-:func:`perceive` then returns ``None`` and the describer falls back to its
-photo pipeline.
+explained by the palette, is not a clean world scene.  With ``robust=True``
+(``ref:describer?robust=1``), :func:`perceive` then tries
+:func:`perceive_degraded`, which reads a corrupted scene (noise, blur,
+fog, brightness, crop, rotation - ChEF's composite chain): a stronger median
+filter, the background as the most frequent colour rather than the border's,
+a von Kries gain that maps it to the nearest world background (brightness and
+tint), saturation rescaled by its 95th percentile among foreground pixels
+(fog and contrast), and each pixel named by the nearest palette colour in hue,
+saturation and value with hue weighted most.  Its confidences are scaled down
+by how much of the coloured foreground its objects explain.  A reading that
+explains too little of the foreground, or finds a coloured region larger than
+a grid cell, is not taken for a scene: ``None``, and the describer falls back
+to its photo pipeline.  These checks do not tell every photograph from a
+corrupted scene (a cat's fur passes), which is why the robust reading is a
+knob of the describer, off by default: a model with sturdier eyes that can
+also be fooled.  Measured on 40 world scenes under
+the composite chain: 14 read by the strict path alone, 39 with the degraded
+one; objects right (colour, shape and cell) 5 -> 40 of 167.  On clean scenes
+both paths read every object.
 """
 
 from __future__ import annotations
@@ -146,7 +162,15 @@ def _background(arr: np.ndarray) -> tuple[str, np.ndarray] | None:
     return names[int(np.argmin(d))], med
 
 
-def perceive(img: Image.Image, *, read_text_lines: bool = True) -> Perceived | None:
+def perceive(img: Image.Image, *, read_text_lines: bool = True, robust: bool = False) -> Perceived | None:
+    """The scene in ``img``: the strict reading of a clean scene, else (``robust``) the degraded one."""
+    strict = perceive_strict(img, read_text_lines=read_text_lines)
+    if strict is not None or not robust:
+        return strict
+    return perceive_degraded(img)
+
+
+def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Perceived | None:
     import cv2
 
     arr = np.asarray(img.convert("RGB"))
@@ -199,3 +223,83 @@ def perceive(img: Image.Image, *, read_text_lines: bool = True) -> Perceived | N
             text = read or None
     scene = Scene(background=bg_name, objects=objects, text=text)
     return Perceived(scene=scene, confidence=confidence, text_confidence=tconf)
+
+
+# ----------------------------------------------------------------------------- degraded scenes
+
+_NAMES = list(NAMED_COLORS)
+_PAL01 = np.array([NAMED_COLORS[n] for n in _NAMES], dtype=np.float32) / 255.0
+MIN_COVERAGE = 0.6  # share of the coloured foreground the objects must explain to be a scene
+
+
+def _hsv01(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    import cv2
+
+    a = np.ascontiguousarray((np.clip(rgb, 0, 1) * 255).astype(np.uint8).reshape(-1, 1, 3))
+    hsv = cv2.cvtColor(a, cv2.COLOR_RGB2HSV_FULL).reshape(rgb.shape).astype(np.float32)
+    return hsv[..., 0] / 256.0, hsv[..., 1] / 255.0, hsv[..., 2] / 255.0
+
+
+_PH, _PS, _PV = _hsv01(_PAL01)
+
+
+def perceive_degraded(img: Image.Image) -> Perceived | None:
+    """A corrupted world scene's objects (see the module docstring); no text.  None when it does not look
+    like a scene."""
+    import cv2
+
+    arr = np.asarray(img.convert("RGB"))
+    H, W = arr.shape[:2]
+    if min(H, W) < 24:
+        return None
+    sm = cv2.medianBlur(np.ascontiguousarray(arr), 7)
+    q = (sm // 16).reshape(-1, 3).astype(np.int32)
+    keys = q[:, 0] * 256 + q[:, 1] * 16 + q[:, 2]
+    bg_obs = np.median(sm.reshape(-1, 3)[keys == np.bincount(keys).argmax()].astype(np.float32), axis=0)
+    names = list(BACKGROUNDS)
+    ref = np.array([BACKGROUNDS[n] for n in names], dtype=np.float32)
+    chroma = bg_obs / max(float(bg_obs.sum()), 1.0)
+    bg_name = names[int(np.argmin(((ref / ref.sum(1, keepdims=True) - chroma) ** 2).sum(1)))]
+    bg_ref = np.asarray(BACKGROUNDS[bg_name], np.float32)
+    corr = np.clip(sm.astype(np.float32) * (bg_ref / np.maximum(bg_obs, 1.0)) / 255.0, 0, 1)
+    fg = np.sqrt(((corr - bg_ref / 255.0) ** 2).sum(-1)) > 0.12
+    if fg.sum() < 50:
+        return None
+    h, s, v = _hsv01(corr)
+    s_hi = float(np.percentile(s[fg], 95))
+    s_n = s * (0.8 / max(s_hi, 0.2)) if s_hi < 0.8 else s
+    fg &= (s_n > 0.25) & (v > 0.25)  # grey and near-black pixels (text, a rotation's corners) are no object
+    dh = np.abs(h[..., None] - _PH)
+    dh = np.minimum(dh, 1 - dh)
+    label = ((dh / 0.08) ** 2 + ((s_n[..., None] - _PS) / 0.35) ** 2 + ((v[..., None] - _PV) / 0.3) ** 2).argmin(-1)
+    cell = min(H, W) / 3.0
+    min_area = (0.2 * 0.5 * cell) ** 2
+    found: dict[tuple[int, int], tuple[float, SceneObject, float]] = {}
+    kept = 0
+    for ci, cname in enumerate(_NAMES):
+        comp, n = ndimage.label(ndimage.binary_opening(fg & (label == ci), iterations=2))
+        if n == 0:
+            continue
+        areas = ndimage.sum_labels(np.ones_like(comp), comp, index=np.arange(1, n + 1))
+        for k in np.nonzero(areas >= min_area)[0]:
+            mask = ndimage.binary_fill_holes(ndimage.binary_closing(comp == (k + 1), iterations=3))
+            ys, xs = np.nonzero(mask)
+            extent = max(ys.max() - ys.min(), xs.max() - xs.min()) + 1
+            if extent > 1.25 * cell:
+                return None  # a coloured region larger than a grid cell: not a world scene
+            kept += int(areas[k])
+            cy, cx = (ys.min() + ys.max()) / 2.0, (xs.min() + xs.max()) / 2.0
+            row, col = min(int(cy / (H / 3.0)), 2), min(int(cx / (W / 3.0)), 2)
+            if (row, col) in found and found[(row, col)][0] >= areas[k]:
+                continue
+            shape, c = classify_shape(mask)
+            size = "large" if extent > 0.55 * cell else "small"
+            found[(row, col)] = (float(areas[k]), SceneObject(shape=shape, color=cname, size=size, row=row, col=col), c)
+    coverage = kept / float(fg.sum()) if fg.sum() else 0.0
+    if not found or coverage < MIN_COVERAGE:
+        return None
+    cells = sorted(found)
+    # confidence falls with the reading's quality: a degraded reading is never as sure as a clean one
+    quality = 0.5 + 0.3 * coverage
+    return Perceived(scene=Scene(background=bg_name, objects=[found[rc][1] for rc in cells], text=None),
+                     confidence={i: found[rc][2] * quality for i, rc in enumerate(cells)}, text_confidence=0.3)
