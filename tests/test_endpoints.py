@@ -62,7 +62,14 @@ def test_requests_are_balanced_and_each_call_records_its_endpoint(servers, image
 
 def test_an_endpoint_that_dies_mid_run_fails_over_with_no_failed_sample(servers, images, tmp_path):
     a, b = servers
-    killer = threading.Timer(0.25, a.stop)
+
+    def kill_after_some_requests():  # mid-run by construction, not by a timer a slow machine could outrun
+        deadline = time.monotonic() + 60
+        while len(a.requests()) < 4 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        a.stop()
+
+    killer = threading.Thread(target=kill_after_some_requests)
     killer.start()
     t0 = time.monotonic()
     res = _run(f"openai:fake@{a.base_url},{b.base_url}?concurrency=2&cooldown=60", images, tmp_path / "run")
