@@ -36,13 +36,17 @@ def fake_server(tmp_path):
     server.stop()
 
 
+def distinct_images(folder: Path, n: int, colour=lambda i: (40 * i, 255 - 30 * i, 100), name="img{i}.png") -> Path:
+    """``n`` small RGB images that differ in size and colour, in ``folder``."""
+    from PIL import Image
+
+    folder.mkdir()
+    for i in range(n):
+        Image.new("RGB", (16 + i, 16), colour(i)).save(folder / name.format(i=i))
+    return folder
+
+
 @pytest.fixture
 def image_folder(tmp_path):
     """Six small distinct RGB images in a folder."""
-    from PIL import Image
-
-    folder = tmp_path / "imgs"
-    folder.mkdir()
-    for i in range(6):
-        Image.new("RGB", (16 + i, 16), (40 * i, 255 - 30 * i, 100)).save(folder / f"img{i}.png")
-    return folder
+    return distinct_images(tmp_path / "imgs", 6)

@@ -10,9 +10,8 @@ import threading
 import time
 
 import pytest
-from PIL import Image
 
-from conftest import FakeServer
+from conftest import FakeServer, distinct_images
 from vlmcheck.core.spec import ModelSpec, SpecError, load_model
 from vlmcheck.methods.describe import DescribeSpec, DescribeTask
 from vlmcheck.models.openai_compat import PreflightError
@@ -32,11 +31,7 @@ def servers(tmp_path):
 
 @pytest.fixture
 def images(tmp_path):
-    folder = tmp_path / "imgs"
-    folder.mkdir()
-    for i in range(24):
-        Image.new("RGB", (8 + i, 8), (10 * i, 200 - 5 * i, 60)).save(folder / f"{i:02d}.png")
-    return folder
+    return distinct_images(tmp_path / "imgs", 24, colour=lambda i: (10 * i, 200 - 5 * i, 60), name="{i:02d}.png")
 
 
 def _run(spec: str, images, out, **kw):
@@ -110,7 +105,7 @@ def test_endpoints_from_a_file_and_their_cache_survives_a_new_set(servers, image
     for bad, why in ((f"openai:fake@file:{tmp_path / 'nope.txt'}", "cannot read the endpoints file"),
                      (f"openai:fake@{a.base_url},", "empty endpoint"),
                      (f"openai:fake@{a.base_url},ftp://x", "http:// or https://"),
-                     (f"openai:fake@http://u:p@h1/v1,http://v:q@h2/v1", "different credentials")):
+                     ("openai:fake@http://u:p@h1/v1,http://v:q@h2/v1", "different credentials")):
         with pytest.raises(SpecError, match=why):
             ModelSpec.parse(bad)
     with pytest.raises(SpecError, match="several endpoints"):

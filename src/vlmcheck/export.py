@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from .core.files import InputFileError, jsonl_lines, read_text_input, write_text_atomic
+from .core.files import InputFileError, jsonl_lines, read_results, read_text_input, write_text_atomic
 
 #: The unit each method's sample record is exploded into: (field holding the units, column naming the unit).
 UNITS = {
@@ -48,16 +48,7 @@ def _flatten(obj: Any, prefix: str, out: dict[str, Any]) -> None:
 
 
 def _run_info(folder: Path) -> dict[str, Any]:
-    results = folder / "results.json"
-    if not results.is_file() or not (folder / "samples.jsonl").is_file():
-        raise InputFileError(f"{folder}: not a finished run folder (no results.json and samples.jsonl)")
-    try:
-        info = json.loads(read_text_input(results, "results file"))
-    except ValueError as exc:
-        raise InputFileError(f"{results}: not valid JSON ({exc})") from None
-    if not isinstance(info, dict) or "task" not in info:
-        raise InputFileError(f"{results}: not a vlmcheck results file")
-    return info
+    return read_results(folder)
 
 
 def _model_of(info: dict[str, Any]) -> str | None:

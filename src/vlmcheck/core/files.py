@@ -105,3 +105,20 @@ def read_yaml_mapping(path: str | os.PathLike, what: str, expected: str) -> dict
         got = "an empty file" if data is None else "a " + type(data).__name__
         raise InputFileError(f"{path}: a {what} is a YAML mapping ({expected}), not {got}")
     return data
+
+
+def read_results(folder: str | os.PathLike, need_samples: bool = True) -> dict[str, Any]:
+    """A finished run folder's results.json (and, with ``need_samples``, the check that samples.jsonl is
+    there): one sentence for a folder that is not a finished run or a file that is not vlmcheck's."""
+    folder = Path(folder)
+    results = folder / "results.json"
+    if not results.is_file() or (need_samples and not (folder / "samples.jsonl").is_file()):
+        what = "results.json and samples.jsonl" if need_samples else "results.json"
+        raise InputFileError(f"{folder}: not a finished run folder (no {what})")
+    try:
+        info = json.loads(read_text_input(results, "results file"))
+    except ValueError as exc:
+        raise InputFileError(f"{results}: not valid JSON ({exc})") from None
+    if not isinstance(info, dict) or "task" not in info:
+        raise InputFileError(f"{results}: not a vlmcheck results file")
+    return info

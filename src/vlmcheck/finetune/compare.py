@@ -8,26 +8,20 @@ pair's headline metric side by side, the general-ability check of Table 8.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from ..core.files import InputFileError, read_jsonl, read_text_input
+from ..core.files import InputFileError, read_jsonl, read_results
 from ..metrics.stats import symmetric_accuracy
 
 
+def done_records(folder: Path) -> list[dict[str, Any]]:
+    """The finished samples' records of a run folder's samples.jsonl."""
+    return [r for r in read_jsonl(folder / "samples.jsonl") if r.get("status") == "done"]
+
+
 def _run(folder: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    res_path = folder / "results.json"
-    if not res_path.is_file() or not (folder / "samples.jsonl").is_file():
-        raise InputFileError(f"{folder}: not a finished run folder (no results.json and samples.jsonl)")
-    try:
-        results = json.loads(read_text_input(res_path, "results file"))
-    except ValueError:
-        raise InputFileError(f"{res_path}: not a vlmcheck results file") from None
-    if not isinstance(results, dict):
-        raise InputFileError(f"{res_path}: not a vlmcheck results file")
-    done = {r["sample_id"]: r["result"] for r in read_jsonl(folder / "samples.jsonl") if r.get("status") == "done"}
-    return results, done
+    return read_results(folder), {r["sample_id"]: r["result"] for r in done_records(folder)}
 
 
 def _model(results: dict[str, Any], folder: Path) -> str:

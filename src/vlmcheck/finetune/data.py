@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.files import InputFileError, read_jsonl, read_text_input, write_text_atomic
+from ..core.files import InputFileError, read_results, read_text_input, write_text_atomic
+from .compare import done_records
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
 from ..world.paraphraser import PARAPHRASE_PROMPT
@@ -51,17 +52,10 @@ def _file_digest(path: Path) -> str:
 
 def _vhx_records(run: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(results, finished sample records) of a VHExpansion run folder; a clear error for anything else."""
-    results_path = run / "results.json"
-    if not results_path.is_file() or not (run / "samples.jsonl").is_file():
-        raise InputFileError(f"{run}: not a finished run folder (no results.json and samples.jsonl)")
-    try:
-        results = json.loads(read_text_input(results_path, "results file"))
-        task = results.get("task")
-    except (ValueError, AttributeError):
-        raise InputFileError(f"{results_path}: not a vlmcheck results file") from None
-    if task != "vhexpansion":
-        raise InputFileError(f"{run}: a {task!r} run; vhx dataset takes VHExpansion runs (vlmcheck vhx run)")
-    return results, [r for r in read_jsonl(run / "samples.jsonl") if r.get("status") == "done"]
+    results = read_results(run)
+    if results["task"] != "vhexpansion":
+        raise InputFileError(f"{run}: a {results['task']!r} run; vhx dataset takes VHExpansion runs (vlmcheck vhx run)")
+    return results, done_records(run)
 
 
 def _dataset_name(results: dict[str, Any], meta: dict[str, Any]) -> str:

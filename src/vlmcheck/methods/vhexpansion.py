@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ..core.files import (InputFileError, jsonl_objects, read_jsonl, read_text_input, require_str,
+from ..core.files import (InputFileError, jsonl_objects, read_jsonl, read_results, read_text_input, require_str,
                           write_text_atomic)
 from ..core.images import image_hash, load_image
 from ..core.inputs import dataset_path, read_image
@@ -339,13 +339,7 @@ def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
     import shutil
 
     run_folder, out = Path(run_folder), Path(out)
-    results = run_folder / "results.json"
-    if not results.is_file() or not (run_folder / "samples.jsonl").is_file():
-        raise InputFileError(f"{run_folder}: not a finished run folder (no results.json and samples.jsonl)")
-    try:
-        task = json.loads(read_text_input(results, "results file")).get("task")
-    except (ValueError, AttributeError):
-        raise InputFileError(f"{results}: not a vlmcheck results file") from None
+    task = read_results(run_folder)["task"]
     if task != "vhexpansion":
         raise InputFileError(f"{run_folder}: a {task!r} run; vhx export takes a VHExpansion run (vlmcheck vhx run)")
     (out / "images").mkdir(parents=True, exist_ok=True)

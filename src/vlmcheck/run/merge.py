@@ -32,7 +32,7 @@ def merge_runs(shards: list[str | Path], out: str | Path, report: bool = True) -
         with RunStore(folder, existing=True) as store:
             specs.append((folder, store.get_meta("spec"), store.get_meta("key_version") or 1))
     first_folder, first, key_version = specs[0]
-    counts = {s[1].get("shard", [None, None])[1] if s[1].get("shard") else None for s in specs}
+    counts = {(spec.get("shard") or [None, None])[1] for _, spec, _ in specs}
     for folder, spec, kv in specs[1:]:
         if spec.get("task") != first.get("task") or identity_spec(spec.get("task_spec")) != identity_spec(
                 first.get("task_spec")) or spec.get("limit") != first.get("limit") or kv != key_version:

@@ -351,24 +351,29 @@ def _shard_text(shard: Any) -> str:
     return f"{shard[0]}/{shard[1]}" if shard else "none (the whole run)"
 
 
-def _model_strings(obj: Any) -> set[str]:
-    """Every model spec string in a task spec (values whose provider is registered)."""
+def _map_model_strings(obj: Any, fn: Any) -> Any:
+    """``obj`` (a task spec) with ``fn`` applied to every model spec string in it (a string whose provider is
+    registered), the rest kept."""
     from ..core.spec import providers
 
     known = providers()
-    out: set[str] = set()
 
-    def walk(x: Any) -> None:
+    def walk(x: Any) -> Any:
         if isinstance(x, dict):
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-        elif isinstance(x, str) and x.split(":", 1)[0] in known and ":" in x:
-            out.add(x)
+            return {k: walk(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        if isinstance(x, str) and ":" in x and x.split(":", 1)[0] in known:
+            return fn(x)
+        return x
 
-    walk(obj)
+    return walk(obj)
+
+
+def _model_strings(obj: Any) -> set[str]:
+    """Every model spec string in a task spec."""
+    out: set[str] = set()
+    _map_model_strings(obj, lambda x: out.add(x) or x)
     return out
 
 
@@ -376,16 +381,7 @@ def identity_spec(task_spec: Any) -> Any:
     """``task_spec`` with every model spec string replaced by the model's identity (ModelSpec.identity)."""
     from ..core.spec import identity_of
 
-    models = _model_strings(task_spec)
-
-    def walk(x: Any) -> Any:
-        if isinstance(x, dict):
-            return {k: walk(v) for k, v in x.items()}
-        if isinstance(x, list):
-            return [walk(v) for v in x]
-        return identity_of(x) if isinstance(x, str) and x in models else x
-
-    return walk(task_spec)
+    return _map_model_strings(task_spec, identity_of)
 
 
 async def preflight(task: Task) -> None:

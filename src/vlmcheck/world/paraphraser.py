@@ -21,6 +21,7 @@ import re
 
 from ..core.spec import ModelSpec
 from .negator import RuleTextModel
+from .rewriter import _lower_first
 
 PARAPHRASE_PROMPT = (
     "Rephrase the following yes/no question in different words, without changing its meaning or its answer. "
@@ -31,10 +32,6 @@ PARAPHRASE_PROMPT = (
 _SWAPS = [(r"\bimage\b", "picture"), (r"\bcolou?r\b", "hue"), (r"\bshown\b", "displayed"), (r"\bobject\b", "item"),
           (r"\bshape\b", "form"), (r"\bwritten\b", "printed"), (r"\bbig\b", "large"), (r"\bsmall\b", "little"),
           (r"\bphoto\b", "picture")]
-
-
-def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
 
 
 def _swap(question: str) -> str:

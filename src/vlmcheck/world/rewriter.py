@@ -36,36 +36,42 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
 
 
-def passive(q: str) -> str:
+# (pattern over the question without its "?", the rewrite) - the first rule that matches applies
+_PASSIVE = [
+    (re.compile(r"(?i)^(is|are) there (a|an|any|some|\d+)\s+(.+?)(\s+(?:in|on) the (?:image|picture|photo))?$"),
+     lambda m: f"{m.group(1).capitalize()} {m.group(2)} {m.group(3)} shown{m.group(4) or ''}?"),
+    (re.compile(r"(?i)^what (colou?r|shape|size) (is|are) (the .+)$"),
+     lambda m: f"What {m.group(1)} {m.group(2)} shown for {m.group(3)}?"),
+    (re.compile(r"(?i)^does the (image|picture|photo) (show|contain) (.+)$"),
+     lambda m: f"Is {m.group(3)} shown in the {m.group(1)}?"),
+    (re.compile(r"(?i)^which (.+?) (is|are) (.+)$"),
+     lambda m: f"Which {m.group(1)} {m.group(2)} seen to be {m.group(3)}?"),
+]
+_ACTIVE = [
+    (re.compile(r"(?i)^(is|are) (a|an|any|some|\d+)\s+(.+?) shown(.*)$"),
+     lambda m: f"Does the image show {m.group(2)} {m.group(3)}{m.group(4)}?"),
+    (re.compile(r"(?i)^(is|are) there (.+?)(?:\s+(?:in|on) the (?:image|picture|photo))?$"),
+     lambda m: f"Does the image contain {m.group(2)}?"),
+    (re.compile(r"(?i)^what (colou?r|shape|size) (is|are) (the .+)$"),
+     lambda m: f"What {m.group(1)} does {m.group(3)} have?"),
+]
+
+
+def _rewrite(q: str, rules: list) -> str:
     body = q.rstrip("?").rstrip()
-    m = re.match(r"(?i)^(is|are) there (a|an|any|some|\d+)\s+(.+?)(\s+(?:in|on) the (?:image|picture|photo))?$",
-                 body)
-    if m:
-        return f"{m.group(1).capitalize()} {m.group(2)} {m.group(3)} shown{m.group(4) or ''}?"
-    m = re.match(r"(?i)^what (colou?r|shape|size) (is|are) (the .+)$", body)
-    if m:
-        return f"What {m.group(1)} {m.group(2)} shown for {m.group(3)}?"
-    m = re.match(r"(?i)^does the (image|picture|photo) (show|contain) (.+)$", body)
-    if m:
-        return f"Is {m.group(3)} shown in the {m.group(1)}?"
-    m = re.match(r"(?i)^which (.+?) (is|are) (.+)$", body)
-    if m:
-        return f"Which {m.group(1)} {m.group(2)} seen to be {m.group(3)}?"
+    for pattern, build in rules:
+        m = pattern.match(body)
+        if m:
+            return build(m)
     return q
+
+
+def passive(q: str) -> str:
+    return _rewrite(q, _PASSIVE)
 
 
 def active(q: str) -> str:
-    body = q.rstrip("?").rstrip()
-    m = re.match(r"(?i)^(is|are) (a|an|any|some|\d+)\s+(.+?) shown(.*)$", body)
-    if m:
-        return f"Does the image show {m.group(2)} {m.group(3)}{m.group(4)}?"
-    m = re.match(r"(?i)^(is|are) there (.+?)(?:\s+(?:in|on) the (?:image|picture|photo))?$", body)
-    if m:
-        return f"Does the image contain {m.group(2)}?"
-    m = re.match(r"(?i)^what (colou?r|shape|size) (is|are) (the .+)$", body)
-    if m:
-        return f"What {m.group(1)} does {m.group(3)} have?"
-    return q
+    return _rewrite(q, _ACTIVE)
 
 
 def casual(q: str) -> str:

@@ -13,11 +13,10 @@ seed-variance protocol of section F.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from ...core.files import InputFileError, read_text_input
+from ...core.files import InputFileError, read_results
 
 # desideratum -> [(column, how to read it from results.json's metrics)]
 COLUMNS: dict[str, list[tuple[str, Any]]] = {
@@ -37,14 +36,8 @@ COLUMNS: dict[str, list[tuple[str, Any]]] = {
 
 
 def _load(folder: Path) -> dict[str, Any]:
-    path = folder / "results.json"
-    if not path.is_file():
-        raise InputFileError(f"{folder}: not a finished run folder (no results.json)")
-    try:
-        res = json.loads(read_text_input(path, "results file"))
-    except ValueError:
-        raise InputFileError(f"{path}: not a vlmcheck results file") from None
-    if not isinstance(res, dict) or res.get("task") != "chef":
+    res = read_results(folder, need_samples=False)
+    if res["task"] != "chef":
         raise InputFileError(f"{folder}: not a ChEF run; chef aggregate takes `vlmcheck chef run` folders")
     return res
 
