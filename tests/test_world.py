@@ -331,3 +331,31 @@ def test_robust_perception_reads_corrupted_scenes_and_stays_off_by_default():
 
     assert load_model("ref:describer").robust is False
     assert load_model("ref:describer?robust=1").robust is True
+
+
+def test_a_degraded_reading_answers_from_the_closest_object():
+    """On a degraded reading a describer unsure of shapes answers about the object that agrees with most of
+    the question (colour and place 1, shape 0.8, size 0.3), as a model would; a clean reading stays exact."""
+    from vlmcheck.world import language as lang
+    from vlmcheck.world.describer import Knobs, WorldAnswerer, _closest_claims, soft_match
+    from vlmcheck.world.scene import Scene, SceneObject
+
+    # a red star misread as a red circle, and a blue square
+    belief = Scene(objects=[SceneObject(shape="circle", color="red", row=1, col=0),
+                            SceneObject(shape="square", color="blue", row=0, col=2)])
+    conf = {0: 0.6, 1: 0.6}
+
+    def ask(text, soft):
+        return WorldAnswerer(belief, conf, 0.3, Knobs(), "k", soft).answer(lang.parse_question(text), text)
+
+    assert ask("Where is the red star?", soft=False).value is None
+    assert ask("Where is the red star?", soft=True).value == "middle left"
+    assert ask("What color is the triangle in the top right?", soft=True).value == "blue"  # by its place
+    assert ask("How many red stars are there in the image?", soft=True).value == "1"  # red things
+    assert ask("How many red stars are there in the image?", soft=False).value == "0"
+    # by hand: "red star" agrees with the red circle on colour (1.0), "yellow circle" on shape (0.8)
+    red_star = lang.object_phrases("red star")[0]
+    assert soft_match(red_star, None, belief.objects[0]) == 1.0
+    assert soft_match(red_star, (1, 0), belief.objects[0]) == 2.0
+    assert _closest_claims(["blue star", "red star", "yellow circle", "green triangle"],
+                           Scene(objects=[belief.objects[0]])) == [False, True, False, False]

@@ -883,7 +883,8 @@ def chef_aggregate(runs: list[Path] = typer.Argument(..., help="ChEF run folders
 def _print_chef(model: str, m: dict) -> None:
     """The recipe's headline metrics and the accuracy of each setting, as a table (4 decimals)."""
     keys = ("accuracy", "ece", "overall", "riam", "mr_weighted", "acc_vm", "rrm", "pope", "language",
-            "circular_accuracy", "vanilla_accuracy")
+            "circular_accuracy", "vanilla_accuracy", "weighted_accuracy", "grounding_accuracy", "detection",
+            "turn_accuracy")
 
     def fmt(v) -> str:
         if isinstance(v, float):
@@ -967,7 +968,8 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
     from .methods.chef import ChefSpec, ChefTask, resolve_recipe
     from .methods.pope import build_pope, load_annotations
 
-    console.rule("[bold]4. ChEF: calibration, robustness and hallucination (POPE) recipes on the world")
+    console.rule("[bold]4. ChEF on the world: calibration, robustness, hallucination (POPE), and FSC147 counting, "
+                 "VOC2012 detection and Omnibenchmark chains by multi-turn PPL")
     pope = build_pope(load_annotations(world / "objects.jsonl"), "adversarial", n_images=n, per_image=2)
     write_text_atomic(world / "pope-adversarial.jsonl", "".join(json.dumps(c) + "\n" for c in pope))
     for lv in (DEMO_LEVELS[0], DEMO_LEVELS[2]):
@@ -983,6 +985,12 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
             res = _execute(ChefTask(ChefSpec(vlm=vlm, recipe=r, data=str(data))), out / "chef" / f"{name}-{lv}",
                            RunOptions(overwrite=True, progress=progress))
             _print_chef(vlm, res["metrics"])
+        # Table 5's turn scenarios on the world's counting, detection and category-chain data
+        for name, data in (("fsc147", world / "counting.jsonl"), ("voc2012", world / "detection.jsonl"),
+                           ("omnibenchmark", world / "hierarchy")):
+            res = _execute(ChefTask(ChefSpec(vlm=spec, recipe=resolve_recipe(name), data=str(data))),
+                           out / "chef" / f"{name}-{lv}", RunOptions(overwrite=True, progress=progress))
+            _print_chef(spec, res["metrics"])
     # 5. VHExpansion on the world's yes/no questions
     from .methods.vhexpansion import VHExpansionTask, VHXSpec
     from .perturb.adversarial import AttackConfig

@@ -162,3 +162,12 @@ def symmetric_accuracy(pairs) -> float:
     if not pairs:
         return float("nan")
     return sum(1 for a, b in pairs if a and b) / len(pairs)
+
+
+def iou(a, b) -> float:
+    """Intersection over union of two [x1, y1, x2, y2] boxes."""
+    iw = max(min(a[2], b[2]) - max(a[0], b[0]), 0.0)
+    ih = max(min(a[3], b[3]) - max(a[1], b[1]), 0.0)
+    inter = iw * ih
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0

@@ -267,6 +267,13 @@ def _sample_rows(run: dict[str, Any], thumbs: _Thumbs) -> list[dict[str, Any]]:
 
             # the chosen option by name ("Yes" / "No" for POPE), then the model's own words
             answer = said(first) or (f"option {first.get('pred')}" if first else "")
+            if first.get("turns"):  # a turn scenario: what was chosen in each turn, marked right or wrong
+                turns = first["turns"]
+                summary = f"{len(turns)} turns: " + "; ".join(
+                    f"{t['role']}" + (f" ({t['label']})" if t.get("label") else "") for t in turns[:8])
+                answer = "; ".join(f"{t['continuation']} {'✓' if t['correct'] else '✗'}" for t in turns[:8])
+                if len(turns) > 8:
+                    summary, answer = summary + f"; ... {len(turns) - 8} more", answer + "; ..."
             if r.get("image"):
                 images.append(thumbs.image(r["image"], "original"))
             for name, st in r.get("settings", {}).items():
@@ -318,6 +325,9 @@ def headline(results: dict[str, Any]) -> tuple[str, float | None]:
             vals = [top[g][v]["score"] for g in top for v in top[g] if g != v and top[g][v]["score"] is not None]
             return "CAST Top-3 cross-modal consistency", sum(vals) / len(vals) if vals else None
     if task == "chef":
+        if m.get("headline") in ("weighted_accuracy", "grounding_accuracy"):  # Omnibenchmark, VOC2012 (turns.py)
+            name = {"weighted_accuracy": "WeightedACC", "grounding_accuracy": "grounding accuracy (mAP@0.5)"}
+            return name[m["headline"]], m.get(m["headline"])
         if m.get("vanilla_accuracy") is not None:  # MMBench: VanillaEval is the headline (ChEF D.2)
             return "VanillaEval accuracy", m["vanilla_accuracy"]
         for k in ("overall", "riam", "mr_weighted"):
@@ -344,7 +354,10 @@ def leaderboards(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for v in views:
         key = v["task"]
         if v["task"] == "chef":
-            key = f"chef: {json.loads(v['metrics_json']).get('desideratum', '?')}"
+            m = json.loads(v["metrics_json"])
+            d = m.get("desideratum", "?")
+            # accuracy recipes measure different things (counts, boxes, chains): one table per recipe
+            key = f"chef: {d}" if d != "accuracy" else f"chef: accuracy ({m.get('recipe', '?')})"
         groups.setdefault(key, []).append(v)
     out = []
     for key, members in groups.items():

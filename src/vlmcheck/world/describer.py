@@ -215,8 +215,10 @@ def _yes(flag: bool, conf: float) -> Answer:
 class WorldAnswerer:
     """Answers questions from a belief (a :class:`Scene`) and its confidences."""
 
-    def __init__(self, belief: Scene, conf: dict[int, float], text_conf: float, knobs: Knobs, key: str) -> None:
+    def __init__(self, belief: Scene, conf: dict[int, float], text_conf: float, knobs: Knobs, key: str,
+                 soft: bool = False) -> None:
         self.b, self.conf, self.text_conf, self.knobs, self.key = belief, conf, text_conf, knobs, key
+        self.soft = soft  # a degraded reading: fall back on the closest object (see _matching)
 
     def _matching(self, q: lang.Question) -> list[int]:
         subj = q.subject
@@ -227,7 +229,18 @@ class WorldAnswerer:
             if q.position is not None and q.kind not in ("position_check",) and (o.row, o.col) != q.position:
                 continue
             out.append(i)
-        return out
+        if out or not self.soft or q.kind in ("exists", "count_check", "position_check", "size_check"):
+            return out
+        # a degraded reading: shapes are the first thing blur and noise take, colours and places last; like a
+        # model that is unsure, answer about the object that agrees with most of what was asked
+        pos = q.position if q.kind != "position_check" else None
+        scores = [soft_match(subj, pos, o) for o in self.b.objects]
+        best = max(scores, default=0.0)
+        if best <= 0:
+            return []
+        if q.kind == "count":  # count what agrees with the question's colour (or shape), not one best guess
+            return [i for i, s in enumerate(scores) if s >= 1.0 and s == best] or [int(np.argmax(scores))]
+        return [i for i, s in enumerate(scores) if s == best]
 
     def _c(self, idx: list[int], default: float = 0.9) -> float:
         return min((self.conf.get(i, 0.8) for i in idx), default=default)
@@ -301,6 +314,17 @@ class WorldAnswerer:
                 return Answer(f'I read "{t}" but cannot compute a result from it.', None, 0.5, "none")
             return Answer(v, v, c * 0.95, "number")
         return Answer(f'The text says "{t}".', t, c)
+
+
+def soft_match(subj: "lang.ObjectPhrase | None", pos: tuple[int, int] | None, o: SceneObject) -> float:
+    """How much of an object phrase (and a position) an object agrees with: colour and position 1 each,
+    shape 0.8, size 0.3; a stated attribute that disagrees counts nothing."""
+    s = 0.0
+    if subj is not None:
+        s += (subj.color == o.color) * 1.0 + (subj.shape == o.shape) * 0.8 + (subj.size == o.size) * 0.3
+    if pos is not None:
+        s += ((o.row, o.col) == pos) * 1.0
+    return s
 
 
 def _option_matches(ans: Answer, option: str) -> bool:
@@ -420,7 +444,7 @@ class RefDescriber:
 
     # -- perception ---------------------------------------------------------------
 
-    def _see(self, img: Image.Image) -> tuple[Scene, dict[int, float], float, str] | None:
+    def _see(self, img: Image.Image) -> tuple[Scene, dict[int, float], float, str, bool] | None:
         from ..core.images import image_hash
 
         rgb = img.convert("RGB")
@@ -431,7 +455,7 @@ class RefDescriber:
         # to the describer gets the same errors, so perturbations only add the errors they cause
         content = hashlib.sha256(repr(p.scene.key()).encode()).hexdigest()
         belief, conf = apply_knobs(p, self.knobs, content)
-        return belief, conf, p.text_confidence, content
+        return belief, conf, p.text_confidence, content, p.degraded
 
     def _scenes_from_images(self, images: list[Image.Image]) -> list[Scene | None]:
         if len(images) == 1 and images[0].width >= 1.8 * images[0].height:
@@ -487,9 +511,9 @@ class RefDescriber:
         seen = self._see(images[-1])
         if seen is None:
             return self._photo_answer(prompt, images[-1])
-        belief, conf, tconf, key = seen
+        belief, conf, tconf, key, soft = seen
         q = lang.parse_question(prompt)
-        ans = WorldAnswerer(belief, conf, tconf, self.knobs, key).answer(q, prompt)
+        ans = WorldAnswerer(belief, conf, tconf, self.knobs, key, soft).answer(q, prompt)
         if q.options:
             for letter, opt in self._option_scores(q, ans, belief):
                 return f"{letter}. {opt}"
@@ -509,15 +533,20 @@ class RefDescriber:
         prompt, images = self._request(messages)
         q = lang.parse_question(prompt)
         seen = self._see(images[-1]) if images else None
-        ans, belief = None, None
+        ans, belief, soft = None, None, False
+        turn = _turn_kind(prompt)
+        if seen is not None and turn is not None:  # ChEF's detection and hierarchy turns
+            ans = Answer("", None, 0.85, "claim")
+            matched = [_turn_match(turn, prompt, c, seen[0]) for c in continuations]
+            return _scores(continuations, matched, ans)
         if seen is not None and q.kind != "describe":
-            belief, conf, tconf, key = seen
-            ans = WorldAnswerer(belief, conf, tconf, self.knobs, key).answer(q, prompt)
+            belief, conf, tconf, key, soft = seen
+            ans = WorldAnswerer(belief, conf, tconf, self.knobs, key, soft).answer(q, prompt)
         letters = dict(q.options)
         by_claim = ans is not None and ans.value is None and bool(q.options)
         if by_claim:  # "which of these ...": options read as claims
             ans = Answer("", None, 0.85, "claim")
-        matched = []
+        matched, claim_targets = [], []
         for cont in continuations:
             c = re.sub(r"^(the )?answer is:?\s*", "", cont.strip(), flags=re.I)
             m = re.fullmatch(r"\(?([A-Z])(?:[\.\)]\s*.*)?", c)  # "B" or "B. text": the option labelled B
@@ -527,21 +556,13 @@ class RefDescriber:
                 matched.append(False)
             elif by_claim:
                 matched.append(bool(statement_holds(target, belief)))
+                claim_targets.append(target)
             else:
                 matched.append(ans.value is not None and _option_matches(ans, target))
-        k = len(continuations)
-        n_match = sum(matched)
-        out = []
-        for cont, hit in zip(continuations, matched):
-            if n_match == 0 or n_match == k:
-                p = 1.0 / k
-            elif hit:
-                p = ans.confidence / n_match
-            else:
-                p = (1.0 - ans.confidence) / (k - n_match)
-            n_tok = max(1, len(lang.words(cont)))
-            out.append(Loglikelihood(sum=math.log(max(p, 1e-9)) * n_tok, n_tokens=n_tok))
-        return out
+        if by_claim and soft and not any(matched) and claim_targets:
+            matched = _closest_claims(claim_targets, belief)
+            ans = Answer("", None, 0.6, "claim")
+        return _scores(continuations, matched, ans)
 
     def _two_scenes(self, prompt: str, images: list[Image.Image]) -> tuple[list[Scene | None], list[Scene | None]]:
         """(scenes from text, scenes from images) - each list empty when that modality is absent."""
@@ -601,6 +622,63 @@ class RefDescriber:
             words = read_photo_text(img)
             return text + (f' Text visible in the image: "{words}".' if words else "")
         return "I cannot answer this question about a photograph; I can only describe it."
+
+
+def _scores(continuations: list[str], matched: list[bool], ans: Answer | None) -> list[Loglikelihood]:
+    """The answer's confidence shared by the matching continuations, the rest by the others; uniform when
+    all or none match.  Per-token log-probabilities, so the mean is the continuation's log-probability."""
+    k = len(continuations)
+    n_match = sum(matched)
+    out = []
+    for cont, hit in zip(continuations, matched):
+        if n_match == 0 or n_match == k:
+            p = 1.0 / k
+        elif hit:
+            p = ans.confidence / n_match
+        else:
+            p = (1.0 - ans.confidence) / (k - n_match)
+        n_tok = max(1, len(lang.words(cont)))
+        out.append(Loglikelihood(sum=math.log(max(p, 1e-9)) * n_tok, n_tokens=n_tok))
+    return out
+
+
+def _closest_claims(claims: list[str], belief: Scene) -> list[bool]:
+    """For a degraded reading: the claims ("pink circle") closest to some object seen (:func:`soft_match`)."""
+    scores = []
+    for c in claims:
+        phrases = [p for p in lang.object_phrases(c.lower()) if not p.negated]
+        scores.append(max((soft_match(phrases[0], None, o) for o in belief.objects), default=0.0) if phrases else 0.0)
+    best = max(scores, default=0.0)
+    return [best > 0 and s == best for s in scores]
+
+
+_BOX_TURN = re.compile(r"bounding boxes of (.+?) in the image", re.I)
+_CLAIM_PREFIX = re.compile(r"^(the image shows|the fine-grained category label for this image is|it is)\s*", re.I)
+
+
+def _turn_kind(prompt: str) -> str | None:
+    """ChEF turn prompts (chef/turns.py): a detection category turn or hierarchy level ("claim"), a box turn."""
+    p = prompt.strip().lower()
+    if _BOX_TURN.search(prompt):
+        return "box"
+    if p == "the image shows" or "category label" in p:
+        return "claim"
+    return None
+
+
+def _turn_match(kind: str, prompt: str, continuation: str, belief: Scene) -> bool:
+    if kind == "claim":  # "The image shows a circle" / "... label for this image is red circle"
+        return bool(statement_holds(_CLAIM_PREFIX.sub("", continuation.strip()), belief))
+    from .scene import object_box
+    from ..metrics.stats import iou
+
+    label = _BOX_TURN.search(prompt).group(1)
+    phrases = lang.object_phrases(label.lower())
+    nums = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", continuation)]
+    if len(nums) != 4 or not phrases:
+        return False
+    mine = [object_box(o) for o in belief.objects if phrases[0].matches(o)]
+    return any(iou(b, nums) > 0.5 for b in mine)
 
 
 def _union(a: Scene | None, b: Scene | None) -> Scene:

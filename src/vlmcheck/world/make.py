@@ -6,6 +6,10 @@ Layout of ``OUT``::
     scenes/<id>.json               ground-truth scene graphs
     manifest.jsonl                 one row per image: id, image, category,
                                    description, scene, questions
+    objects.jsonl                  object annotations for the POPE builder
+    counting.jsonl, detection.jsonl, hierarchy/
+                                   ChEF's counting, detection and hierarchical
+                                   scenarios (chef/turns.py)
 
 Questions come from the ground truth: for each scene a yes-question and a
 no-question (used by VHExpansion and POPE-style scoring) and a
@@ -21,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from ..core.images import encode_image
-from .scene import (BACKGROUNDS, CATEGORIES, COLORS, POSITIONS, SHAPES, Scene, describe_scene, generate_scene, number_word,
-                    plural, position_name, render_scene)
+from .scene import (BACKGROUNDS, CATEGORIES, COLORS, POSITIONS, SHAPES, Scene, SceneObject, describe_scene,
+                    generate_scene, number_word, plural, position_name, render_scene)
 from .describer import evaluate
 
 
@@ -148,12 +152,59 @@ def make_world(out: str | Path, n: int = 200, seed: int = 0, size: int = 384,
     (out / "objects.jsonl").write_text("".join(json.dumps({"image": r["image"], "objects": list(dict.fromkeys(
         f"{o['color']} {o['shape']}" for o in sorted(r["scene"]["objects"], key=lambda o: (o["row"], o["col"]))))})
         + "\n" for r in rows))
+    _write_turn_sets(out, rows, n, seed, size)
     manifest = out / "manifest.jsonl"
     manifest.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     (out / "README.txt").write_text(
         f"vlmcheck reference world: {n} scenes, seed {seed}, {size}x{size} px.\n"
         "manifest.jsonl: id, image, category, description (canonical), scene (ground truth), questions.\n")
     return manifest
+
+
+def _lines(rows: list[dict]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def _write_turn_sets(out: Path, rows: list[dict], n: int, seed: int, size: int) -> None:
+    """Data for ChEF's counting, detection and hierarchical scenarios, in the formats their loaders read.
+
+    * ``counting.jsonl`` - per scene, "How many <shape>s are there in this image?" about its most frequent
+      shape, with the count (FSC147's question form);
+    * ``detection.jsonl`` - per scene, every object labelled by its shape with its box as fractions of the
+      image side (VOC-style labels; boxes from the drawing geometry);
+    * ``hierarchy/`` - ``items.jsonl`` of single-object scenes, each with the chain [shape, "colour shape"],
+      and ``tree.json``, the whole world's tree (6 shapes, each with 8 colours).
+    """
+    from .scene import object_box
+
+    counting, detection = [], []
+    for r in rows:
+        scene = Scene.model_validate(r["scene"])
+        if not scene.objects:
+            continue
+        counts: dict[str, int] = {}
+        for o in scene.objects:
+            counts[o.shape] = counts.get(o.shape, 0) + 1
+        shape = max(sorted(counts), key=lambda k: counts[k])
+        counting.append({"id": r["id"], "image": r["image"], "object": plural(shape), "count": counts[shape]})
+        detection.append({"id": r["id"], "image": r["image"], "objects": [
+            {"label": o.shape, "bbox": [round(x, 4) for x in object_box(o)]}
+            for o in sorted(scene.objects, key=lambda o: (o.row, o.col))]})
+    (out / "counting.jsonl").write_text(_lines(counting))
+    (out / "detection.jsonl").write_text(_lines(detection))
+    hier = out / "hierarchy"
+    (hier / "images").mkdir(parents=True, exist_ok=True)
+    items = []
+    for i in range(max(6, n // 2)):
+        rng = np.random.default_rng([seed, 20_000 + i])
+        obj = SceneObject(shape=str(rng.choice(SHAPES)), color=str(rng.choice(COLORS)), size="large", row=1, col=1)
+        scene = Scene(background=str(rng.choice(list(BACKGROUNDS))), objects=[obj])
+        sid = f"single-{i:04d}"
+        (hier / "images" / f"{sid}.png").write_bytes(encode_image(render_scene(scene, size), "PNG"))
+        items.append({"id": sid, "image": f"images/{sid}.png", "chain": [obj.shape, f"{obj.color} {obj.shape}"]})
+    (hier / "items.jsonl").write_text(_lines(items))
+    tree = {"object": list(SHAPES), **{s: [f"{c} {s}" for c in COLORS] for s in SHAPES}}
+    (hier / "tree.json").write_text(json.dumps(tree, indent=1))
 
 
 def make_world_pairs(out: str | Path, n: int = 20, seed: int = 0, size: int = 384) -> Path:

@@ -53,6 +53,7 @@ class Perceived:
     scene: Scene
     confidence: dict[int, float]  # per object index: how sure the shape/colour reading is
     text_confidence: float = 1.0
+    degraded: bool = False  # read by perceive_degraded: attributes are guesses, answer from the closest match
 
 
 @functools.lru_cache(maxsize=1)
@@ -146,6 +147,64 @@ def classify_shape(mask: np.ndarray) -> tuple[str, float]:
     return "hexagon", _conf(0.93 - aspect, 0.06)
 
 
+def _unit_areas() -> dict[str, float]:
+    from .scene import SHAPES, shape_polygon
+
+    out = {}
+    for shape in SHAPES:
+        poly = shape_polygon(shape, 0.0, 0.0, 1.0)
+        if poly is None:
+            out[shape] = float(np.pi)
+        else:
+            x, y = np.array(poly).T
+            out[shape] = float(0.5 * abs(np.dot(x, np.roll(y, 1)) - np.dot(y, np.roll(x, 1))))
+    return out
+
+
+_UNIT_AREA = _unit_areas()
+
+
+def classify_shape_by_template(mask: np.ndarray) -> tuple[str, float]:
+    """Shape name and confidence for a degraded mask: the shape whose outline, scaled to the mask's area,
+    centred on its centroid and turned by up to 15 degrees either way (ChEF's rotation), overlaps the mask
+    best (IoU).  Blur rounds corners and noise frays edges, which thresholds on extent and solidity do not
+    survive; a whole-outline overlap degrades gradually instead."""
+    import cv2
+
+    from .scene import SHAPES, shape_polygon
+
+    ys, xs = np.nonzero(mask)
+    area = float(len(ys))
+    y0, x0 = ys.min(), xs.min()
+    sub = mask[y0: ys.max() + 1, x0: xs.max() + 1].astype(bool)
+    pad = max(sub.shape) // 2 + 2
+    win = np.zeros((sub.shape[0] + 2 * pad, sub.shape[1] + 2 * pad), bool)
+    win[pad: pad + sub.shape[0], pad: pad + sub.shape[1]] = sub
+    cy, cx = ys.mean() - y0 + pad, xs.mean() - x0 + pad
+    scores = {}
+    for shape in SHAPES:
+        r = float(np.sqrt(area / _UNIT_AREA[shape]))
+        best = 0.0
+        for deg in (-15, -10, -5, 0, 5, 10, 15):
+            tmpl = np.zeros(win.shape, np.uint8)
+            if shape == "circle":
+                cv2.circle(tmpl, (int(round(cx)), int(round(cy))), int(round(r)), 1, -1)
+            else:
+                pts = np.array(shape_polygon(shape, 0.0, 0.0, r))
+                pts = pts - pts.mean(0)  # centroid of the vertices (exact for these symmetric shapes but the
+                # triangle, whose vertex mean is its centroid too)
+                t = np.deg2rad(deg)
+                rot = pts @ np.array([[np.cos(t), np.sin(t)], [-np.sin(t), np.cos(t)]])
+                cv2.fillPoly(tmpl, [np.round(rot + [cx, cy]).astype(np.int32)], 1)
+            tm = tmpl.astype(bool)
+            best = max(best, float((tm & win).sum()) / max(float((tm | win).sum()), 1.0))
+            if shape == "circle":
+                break
+        scores[shape] = best
+    ranked = sorted(scores, key=lambda k: -scores[k])
+    return ranked[0], _conf(scores[ranked[0]] - scores[ranked[1]], 0.1)
+
+
 def _conf(margin: float, scale: float) -> float:
     """Map a positive margin to a confidence in [0.55, 0.99]."""
     return float(0.55 + 0.44 * np.clip(margin / scale, 0.0, 1.0))
@@ -165,9 +224,11 @@ def _background(arr: np.ndarray) -> tuple[str, np.ndarray] | None:
 def perceive(img: Image.Image, *, read_text_lines: bool = True, robust: bool = False) -> Perceived | None:
     """The scene in ``img``: the strict reading of a clean scene, else (``robust``) the degraded one."""
     strict = perceive_strict(img, read_text_lines=read_text_lines)
-    if strict is not None or not robust:
+    if not robust or (strict is not None and (strict.scene.objects or strict.scene.text)):
         return strict
-    return perceive_degraded(img)
+    # robust: an empty strict reading of a corrupted scene (a clean-looking border, nothing inside it
+    # recognised) is no reading
+    return perceive_degraded(img) or strict
 
 
 def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Perceived | None:
@@ -275,7 +336,7 @@ def perceive_degraded(img: Image.Image) -> Perceived | None:
     cell = min(H, W) / 3.0
     min_area = (0.2 * 0.5 * cell) ** 2
     found: dict[tuple[int, int], tuple[float, SceneObject, float]] = {}
-    kept = 0
+    kept = big = 0
     for ci, cname in enumerate(_NAMES):
         comp, n = ndimage.label(ndimage.binary_opening(fg & (label == ci), iterations=2))
         if n == 0:
@@ -286,20 +347,29 @@ def perceive_degraded(img: Image.Image) -> Perceived | None:
             ys, xs = np.nonzero(mask)
             extent = max(ys.max() - ys.min(), xs.max() - xs.min()) + 1
             if extent > 1.25 * cell:
-                return None  # a coloured region larger than a grid cell: not a world scene
+                big += int(areas[k])  # a coloured region larger than a grid cell: no object (a tinted patch)
+                continue
             kept += int(areas[k])
             cy, cx = (ys.min() + ys.max()) / 2.0, (xs.min() + xs.max()) / 2.0
             row, col = min(int(cy / (H / 3.0)), 2), min(int(cx / (W / 3.0)), 2)
             if (row, col) in found and found[(row, col)][0] >= areas[k]:
                 continue
-            shape, c = classify_shape(mask)
+            shape, c = classify_shape_by_template(mask)
             size = "large" if extent > 0.55 * cell else "small"
             found[(row, col)] = (float(areas[k]), SceneObject(shape=shape, color=cname, size=size, row=row, col=col), c)
     coverage = kept / float(fg.sum()) if fg.sum() else 0.0
-    if not found or coverage < MIN_COVERAGE:
-        return None
+    if not found or coverage < MIN_COVERAGE or big > kept:
+        return None  # mostly regions larger than a cell: a photograph, not a world scene
     cells = sorted(found)
     # confidence falls with the reading's quality: a degraded reading is never as sure as a clean one
     quality = 0.5 + 0.3 * coverage
-    return Perceived(scene=Scene(background=bg_name, objects=[found[rc][1] for rc in cells], text=None),
-                     confidence={i: found[rc][2] * quality for i, rc in enumerate(cells)}, text_confidence=0.3)
+    text, tconf = None, 0.3
+    if not any(r == 2 for r, _ in cells):  # a world scene's text line is in the bottom row, never beside objects
+        # the line's band (centred at 5/6 of the height), recognition only: detection gives up on blurred text
+        band = np.ascontiguousarray(sm[int(H * 0.74): int(H * 0.93), int(W * 0.06): int(W * 0.94)])
+        t, sc = read_text(band)
+        if sc >= 0.5 and any(ch.isalnum() for ch in t):
+            text, tconf = t, float(sc) * quality
+    return Perceived(scene=Scene(background=bg_name, objects=[found[rc][1] for rc in cells], text=text),
+                     confidence={i: found[rc][2] * quality for i, rc in enumerate(cells)}, text_confidence=tconf,
+                     degraded=True)

@@ -213,6 +213,19 @@ def shape_polygon(shape: str, cx: float, cy: float, r: float) -> list[tuple[floa
     raise ValueError(f"unknown shape {shape!r}")
 
 
+def object_box(obj: SceneObject) -> list[float]:
+    """The object's bounding box [x1, y1, x2, y2] as fractions of the image side (detection ground truth).
+
+    Computed from the same geometry :func:`render_scene` draws, so it is exact up to pixel rounding.
+    """
+    cell = 1 / 3
+    cx, cy = (obj.col + 0.5) * cell, (obj.row + 0.5) * cell
+    r = (LARGE_RADIUS if obj.size == "large" else SMALL_RADIUS) * cell
+    poly = shape_polygon(obj.shape, cx, cy, r) or [(cx - r, cy - r), (cx + r, cy + r)]
+    xs, ys = [x for x, _ in poly], [y for _, y in poly]
+    return [min(xs), min(ys), max(xs), max(ys)]
+
+
 def font(size: int) -> ImageFont.FreeTypeFont:
     """Pillow's bundled font (no system fonts: identical on every machine)."""
     return ImageFont.load_default(size=size)

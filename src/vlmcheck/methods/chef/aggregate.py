@@ -31,7 +31,9 @@ COLUMNS: dict[str, list[tuple[str, Any]]] = {
     "hallucination": [("accuracy", lambda m: (m.get("pope") or {}).get("accuracy")),
                       ("f1", lambda m: (m.get("pope") or {}).get("f1"))],
     "language": [("score", lambda m: (m.get("language") or {}).get("score"))],
-    "accuracy": [("accuracy", lambda m: next(iter(m["settings"].values()), {}).get("accuracy"))],
+    # a turn scenario's own accuracy where it has one (Omnibenchmark's WeightedACC, VOC2012's grounding)
+    "accuracy": [("accuracy", lambda m: m[m["headline"]] if m.get("headline") in m
+                  else next(iter(m["settings"].values()), {}).get("accuracy"))],
 }
 
 

@@ -9,6 +9,8 @@ import re
 
 import numpy as np
 
+from ...metrics.stats import iou  # noqa: F401  (re-exported: the detection metric's overlap)
+
 
 def random_accuracy(option_counts) -> float:
     """Expected accuracy of uniform guessing: mean over items of 1 / number of options."""
@@ -77,3 +79,57 @@ def parse_judge_score(text: str) -> int | None:
         return None
     v = int(m.group(1))
     return v if 0 <= v <= 10 else None
+
+
+# ----------------------------------------------------------------------------- multi-turn scenarios (Table 5)
+
+
+def hierarchy_depth(level_correct) -> int:
+    """How many levels of a category chain are right before the first wrong one, from the coarsest."""
+    depth = 0
+    for ok in level_correct:
+        if not ok:
+            break
+        depth += 1
+    return depth
+
+
+def weighted_accuracy(chains) -> float:
+    """Omnibenchmark's WeightedACC (ChEF D.2): mean over items of depth / chain length, where depth counts
+    the levels answered right from the coarsest down to the first mistake (the authors' multi-turn PPL
+    metric: a wrong level ends the credit, however the finer levels went)."""
+    chains = [list(c) for c in chains]
+    return float(np.mean([hierarchy_depth(c) / len(c) for c in chains])) if chains else float("nan")
+
+
+def detection_scores(items, threshold: float = 0.5) -> dict:
+    """VOC2012 multi-turn PPL scores (the authors' ``Detection.ppl_metric``).
+
+    ``items``: per image, ``{"categories": [(gt_label, predicted_label)], "boxes": [(label, predicted_box)],
+    "gt": [(label, box)]}``.  A category turn is right when its prediction is one of the image's labels;
+    a box turn counts only for a label some category turn got right, and is right when the predicted box
+    overlaps a ground-truth box of that label with IoU above ``threshold``.
+
+    classification_acc = right category turns / category turns; grounding_acc (= mAP) = right box turns /
+    counted box turns; mAR = right box turns / ground-truth objects.
+    """
+    cls_right = cls_n = box_right = box_n = n_gt = 0
+    for it in items:
+        labels = {lab for lab, _ in it["gt"]}
+        n_gt += len(it["gt"])
+        found = set()
+        for _, pred in it["categories"]:
+            cls_n += 1
+            if pred in labels:
+                cls_right += 1
+                found.add(pred)
+        for lab, box in it["boxes"]:
+            if lab not in found:
+                continue
+            box_n += 1
+            if any(g_lab == lab and iou(g_box, box) > threshold for g_lab, g_box in it["gt"]):
+                box_right += 1
+    return {"classification_acc": cls_right / cls_n if cls_n else float("nan"),
+            "grounding_acc": box_right / box_n if box_n else float("nan"),
+            "mAR": box_right / n_gt if n_gt else float("nan"),
+            "category_turns": cls_n, "box_turns": box_n, "objects": n_gt}

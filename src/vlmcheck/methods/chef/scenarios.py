@@ -9,7 +9,8 @@ Item: ``{id, image, question, options, answer (index), meta}``.  Loaders:
 * ``pope``: JSONL with image, question, answer yes/no (options Yes / No);
 * ``classification``: JSONL with image, label; the answer pool is every label in the file (CIFAR-10 style);
 * ``retrieval``: JSONL with image, caption; the pool is the caption plus k others;
-* ``world``: the reference world's multiple-choice questions (ground truth from the scene graph).
+* ``world``: the reference world's multiple-choice questions (ground truth from the scene graph);
+* ``counting``, ``detection``, ``hierarchical``, ``turns``: items asked in PPL turns (see :mod:`.turns`).
 """
 
 from __future__ import annotations
@@ -169,8 +170,10 @@ def load_world(path: Path, **_) -> list[dict]:
     return out
 
 
+from .turns import LOADERS as TURN_LOADERS  # noqa: E402  (turns imports nothing from here)
+
 LOADERS = {"mc": load_mc, "scienceqa": load_scienceqa, "pope": load_pope, "classification": load_classification,
-           "retrieval": load_retrieval, "mmbench": load_mmbench, "world": load_world}
+           "retrieval": load_retrieval, "mmbench": load_mmbench, "world": load_world, **TURN_LOADERS}
 
 
 def load_hf_scenario(kind: str, source: str) -> list[dict[str, Any]]:

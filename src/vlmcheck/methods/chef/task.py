@@ -18,7 +18,11 @@ Inferencers:
   the template with the label only, "The answer is (B", as the authors score it -
   the class names for classification and retrieval ("The answer is cat"), and
   "Yes" / "No" after the bare question for hallucination (POPE, C.6);
-* ``cot_ppl`` - Multi-turn: CoT in the first turn, PPL in the second.
+* ``cot_ppl`` - Multi-turn: CoT in the first turn, PPL in the second;
+* ``multiturn_ppl`` - Multi-turn PPL -> PPL for the turn scenarios (counting, detection, hierarchical,
+  turns; :mod:`.turns`): each turn is a PPL question with its own answer pool, asked on its own with the
+  image as in the authors' code, or after the earlier turns and their predicted answers (``history: true``).
+  ``ppl`` on a turn scenario does the same.
 
 PPL needs the ``loglikelihood`` capability; a model without it stops with a
 message naming the capability.
@@ -100,8 +104,9 @@ class InstructionCfg(BaseModel):
 
 
 class InferencerCfg(BaseModel):
-    type: Literal["direct", "cot", "ppl", "cot_ppl"] = "ppl"
+    type: Literal["direct", "cot", "ppl", "cot_ppl", "multiturn_ppl"] = "ppl"
     max_tokens: int = 256
+    history: bool = False  # multiturn_ppl: ask each turn after the earlier turns and their predicted answers
     answer_template: str | None = None  # None: by the scenario's answer pool (LABEL_TEMPLATE / CLASS_TEMPLATE)
 
 
@@ -206,8 +211,19 @@ class ChefTask(SpecTask):
             raise ValueError(f"recipe {r.name}: no scenario path; pass --data")
         self.items = load_scenario(r.scenario.type, path, **r.scenario.options)
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
-        if r.inferencer.type in ("ppl", "cot_ppl"):
+        if r.inferencer.type in ("ppl", "cot_ppl", "multiturn_ppl"):
             require(self.vlm, "loglikelihood", f"the {r.inferencer.type} inferencer")
+        self.turn_task = next((it["meta"]["task"] for it in self.items if "turns" in it), None)
+        if self.turn_task and r.inferencer.type not in ("ppl", "multiturn_ppl"):
+            raise ValueError(f"scenario {r.scenario.type!r} is asked in PPL turns: use the ppl or multiturn_ppl "
+                             "inferencer")
+        if self.turn_task and (r.desideratum not in ("accuracy", "robustness") or r.instruction.type != "standard"
+                               or (r.desideratum == "robustness" and r.metric.corrupt != ["image"])):
+            raise ValueError(f"scenario {r.scenario.type!r} runs the accuracy desideratum, or robustness with "
+                             "metric.corrupt: [image], under the standard instruction")
+        if not self.turn_task and r.inferencer.type == "multiturn_ppl":
+            raise ValueError("the multiturn_ppl inferencer needs a turn scenario (counting, detection, hierarchical "
+                             "or turns)")
         self.judge = judge if judge is not None else (load_model(r.metric.judge, "text") if r.metric.judge else None)
         self.rewriter = rewriter if rewriter is not None else (load_model(r.metric.rewriter, "text")
                                                                if r.metric.rewriter else None)
@@ -295,8 +311,10 @@ class ChefTask(SpecTask):
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         item = sample.payload
+        # n_options: for a turn item, the number of ways to answer every turn (random accuracy = 1 / that)
+        n_options = int(np.prod([len(t["options"]) for t in item["turns"]])) if "turns" in item else len(item["options"])
         record: dict[str, Any] = {"question": item["question"], "options": item["options"], "answer": item["answer"],
-                                  "n_options": len(item["options"]), "meta": item.get("meta", {}), "settings": {}}
+                                  "n_options": n_options, "meta": item.get("meta", {}), "settings": {}}
         if item.get("image"):
             record["image"] = str(item["image"])  # for the report's thumbnails
         for name, setting in self.settings():
@@ -320,6 +338,8 @@ class ChefTask(SpecTask):
             image = apply_chain(image, chain)
             out["image_chain"] = chain
             out["image"] = await asyncio.to_thread(session.store.put_image, image)  # what the model saw, for the report
+        if "turns" in item:
+            return {**out, **await self._infer_turns(item, image, session)}
         if corrupt in ("text", "both"):
             rewriter = None
             if self.rewriter is not None:
@@ -392,6 +412,37 @@ class ChefTask(SpecTask):
         out["labels"] = labels
         return out
 
+    async def _infer_turns(self, item: dict[str, Any], image: Any, session: Session) -> dict[str, Any]:
+        """Each turn a PPL question; the item is right when every turn is."""
+        vlm = session.vlm(self.vlm)
+        parts = [image] if image is not None else []
+
+        async def ask(turn: dict[str, Any], history: list[Message]) -> dict[str, Any]:
+            conts = [turn["template"].format(option=o) for o in turn["options"]]
+            msgs = history + [Message.user(*([] if history else parts), turn["prompt"])]
+            lls = await vlm.loglikelihood(msgs, conts, template=TEMPLATE_VERSION)
+            scores = np.array([ll.mean for ll in lls])
+            p = np.exp(scores - scores.max())
+            p /= p.sum()
+            pred = int(np.argmax(scores))
+            return {"role": turn["role"], "label": turn["label"], "pred": pred, "answer": turn["answer"],
+                    "correct": pred in turn["accept"], "confidence": float(p.max()), "probs": [float(x) for x in p],
+                    "values": turn["values"], "continuation": conts[pred]}
+
+        if self.cfg.recipe.inferencer.history:
+            turns, history = [], []
+            for t in item["turns"]:
+                res = await ask(t, history)
+                turns.append(res)
+                history = history + [Message.user(*([] if history else parts), t["prompt"]),
+                                     Message.assistant(res["continuation"])]
+        else:  # independent questions, as the authors ask them: all at once
+            turns = list(await asyncio.gather(*(ask(t, []) for t in item["turns"])))
+        first = turns[0]
+        return {"turns": turns, "pred": first["pred"], "answer": item["answer"], "confidence": first["confidence"],
+                "probs": first["probs"], "extracted": True, "correct": all(t["correct"] for t in turns),
+                "labels": list(LETTERS[:len(item["options"])])}
+
     async def _llm_extract(self, session: Session, question: str, options: list[str], labels: list[str],
                            answer: str) -> int | None:
         """MMBench-style second step: an LLM maps a free answer to an option label."""
@@ -453,6 +504,11 @@ class ChefTask(SpecTask):
             out["vanilla_accuracy"] = float(np.mean([next(iter(r["settings"].values()))["correct"] for r in res
                                                      if r["meta"].get("rotation") == 0]))
         first = next(iter(per))
+        if self.turn_task:
+            from .turns import summarize_turns
+
+            out.update(summarize_turns([{"turns": r["settings"][first]["turns"], "meta": r["meta"]} for r in res],
+                                       self.turn_task))
         if d == "calibration":
             rows = [r["settings"][first] for r in res if r["settings"][first]["confidence"] is not None]
             cal = M.ece_equal_count([x["confidence"] for x in rows], [x["correct"] for x in rows],

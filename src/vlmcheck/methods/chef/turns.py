@@ -1,0 +1,358 @@
+"""ChEF's turn-based scenarios (Table 5, D.2): counting, detection, hierarchical classification, and any
+multi-turn data.
+
+An item of these scenarios carries ``turns``; each turn is one PPL question about the image::
+
+    {"role", "prompt", "template", "options", "values", "answer", "accept", "label"}
+
+``options`` are what fills ``template`` (the scored continuation), ``values`` what the metric reads
+(a class name, a box, a number), ``accept`` the option indices that count as right (the answer, or for a
+box every candidate that overlaps a ground-truth box of the label).  As in the authors' multi-turn PPL
+inferencer, every turn is asked on its own, with the image; a later turn's ``{prefix}`` is the ground truth
+of the turn before it (the coarse class, the object's category) - the metric then credits a finer turn only
+where the coarser one was right.
+
+Prompts and answer templates are the authors' (``ChEF/instruction/prompt.py`` and ``template.py``).
+Answer pools:
+
+* counting (FSC147): the ground truth +- 2, clamped at 0 (the paper's pool; ``same_decade: true`` swaps
+  numbers of another tens digit for numbers beyond the other end, as the authors' code does);
+* detection (VOC2012): a category turn per class in the image - the class and 3 classes of the dataset not
+  in the image - then a box turn per object - its box and 3 candidates made by scaling (x0.5-1.5) and
+  translating (up to half the size) the image's boxes, kept where their IoU with every box of the class is
+  at most 0.5, topped up with random boxes;
+* hierarchical (Omnibenchmark): per level of the category chain, the level's class and 3 of its siblings
+  in the category tree (the Bamboo tree file, or the tree the chains themselves imply).
+
+Options are shuffled with a seed drawn from (seed, item id); the authors list the true box first, which
+an argmax over tied scores would always pick.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...core.files import read_jsonl
+from . import metrics as M
+
+COUNT_TEMPLATE = "{option}"
+DETECT_PROMPTS = (
+    "The image shows",
+    "Give all the bounding boxes of {prefix} in the image. The bounding box should be represented as "
+    "[x1, y1, x2, y2] with floating numbers indicating the coordinates of the object in a normalized range of "
+    "0-1. These values correspond to the top left x, top left y, bottom right x, and bottom right y.",
+)
+DETECT_TEMPLATES = ("The image shows {option}", "It is located at the bbox {option}")
+HIER_PROMPTS = (
+    "What is the fine-grained category label for the object in this image?",
+    "As the coarse-grained category label for this image is {prefix}, what is the fine-grained category label "
+    "for this image?",
+)
+HIER_TEMPLATE = "The fine-grained category label for this image is {option}"
+
+
+def _rng(seed: int, item_id: str) -> np.random.Generator:
+    from ...perturb.compose import sample_seed
+
+    return np.random.default_rng(sample_seed(seed, item_id))
+
+
+def _turn(role: str, prompt: str, template: str, values: list, answer: int, rng: np.random.Generator,
+          fmt=str, label: str | None = None, accept=None) -> dict[str, Any]:
+    """A turn with its options shuffled; ``accept(value) -> bool`` marks the other right answers."""
+    order = [int(i) for i in rng.permutation(len(values))]
+    vals = [values[i] for i in order]
+    ans = order.index(answer)
+    ok = sorted({ans} | ({i for i, v in enumerate(vals) if accept(v)} if accept else set()))
+    return {"role": role, "prompt": prompt, "template": template, "options": [fmt(v) for v in vals],
+            "values": vals, "answer": ans, "accept": ok, "label": label}
+
+
+def _item(item_id: str, image: str | None, turns: list[dict], task: str, **meta) -> dict[str, Any]:
+    first = turns[0]
+    return {"id": item_id, "image": image, "question": first["prompt"], "options": first["options"],
+            "answer": first["answer"], "turns": turns, "meta": {"task": task, **meta}}
+
+
+def _resolve(base: Path, image: str | None) -> str | None:
+    if not image:
+        return None
+    p = Path(image)
+    return str(p if p.is_absolute() else base / p)
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    if path.suffix == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, list):
+            raise ValueError(f"{path}: expected a JSON list of records")
+        return data
+    return read_jsonl(path)
+
+
+# ----------------------------------------------------------------------------- counting (FSC147)
+
+
+def count_pool(gt: int, width: int = 2, same_decade: bool = False) -> list[int]:
+    """The ground truth +- ``width``, from 0 up.  ``same_decade``: the authors' variant, where a number of
+    another tens digit is replaced by the next number beyond the other end of the range."""
+    nums = list(range(max(0, gt - width), gt + width + 1))
+    if not same_decade:
+        return nums
+    out, right, left = [], 1, 1
+    for n in nums:
+        if n // 10 == gt // 10:
+            out.append(n)
+        elif n // 10 < gt // 10:
+            out.append(nums[-1] + right)
+            right += 1
+        else:
+            out.append(nums[0] - left)
+            left += 1
+    return out
+
+
+def load_counting(path: Path, width: int = 2, same_decade: bool = False, split: str = "test", seed: int = 0,
+                  **_) -> list[dict[str, Any]]:
+    """Counting questions: JSONL/JSON records ``{image, count | num, question | query | object}``, or the
+    public FSC147 folder (``annotation_FSC147_384.json``, ``ImageClasses_FSC147.txt``,
+    ``Train_Test_Val_FSC_147.json``, ``images_384_VarV2/``; the count is the number of annotated points)."""
+    if path.is_dir():
+        ann = json.loads((path / "annotation_FSC147_384.json").read_text())
+        classes = dict(line.split("\t", 1) for line in (path / "ImageClasses_FSC147.txt").read_text().splitlines()
+                       if "\t" in line)
+        names = json.loads((path / "Train_Test_Val_FSC_147.json").read_text())[split]
+        rows = [{"id": n, "image": f"images_384_VarV2/{n}", "count": len(ann[n]["points"]),
+                 "object": classes[n].strip()} for n in names]
+        base = path
+    else:
+        rows, base = _records(path), path.parent
+    out = []
+    for i, r in enumerate(rows):
+        gt = int(r["count"] if "count" in r else r["num"])
+        q = r.get("question") or r.get("query") or f"How many {r['object']} are there in this image?"
+        iid = str(r.get("id", i))
+        pool = count_pool(gt, width, same_decade)
+        turn = _turn("count", q, COUNT_TEMPLATE, pool, pool.index(gt), _rng(seed, iid))
+        out.append(_item(iid, _resolve(base, r["image"]), [turn], "counting", count=gt))
+    return out
+
+
+# ----------------------------------------------------------------------------- detection (VOC2012)
+
+
+def article(name: str) -> str:
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def format_box(box) -> str:
+    """The authors' box text: two decimals, one trailing zero dropped ("0.50" -> "0.5")."""
+    def v(x: float) -> str:
+        s = f"{x:.2f}"
+        return s[:-1] if s.endswith("0") else s
+    return "[" + ", ".join(v(x) for x in box) + "]"
+
+
+def _scaled_translated(box, rng: np.random.Generator) -> list[float]:
+    x1, y1, x2, y2 = box
+    w, h = x2 - x1, y2 - y1
+    s = rng.uniform(0.5, 1.5)
+    nw, nh = w * s, h * s
+    nx1, ny1 = x1 + (w - nw) / 2, y1 + (h - nh) / 2
+    tx, ty = rng.uniform(-w / 2, w / 2), rng.uniform(-h / 2, h / 2)
+    return [max(0.0, nx1 + tx), max(0.0, ny1 + ty), min(1.0, nx1 + nw + tx), min(1.0, ny1 + nh + ty)]
+
+
+def _random_box(rng: np.random.Generator) -> list[float]:
+    cx, cy, w, h = rng.uniform(0, 1, size=4)
+    return [max(0.0, cx - w / 2), max(0.0, cy - h / 2), min(1.0, cx + w / 2), min(1.0, cy + h / 2)]
+
+
+def negative_boxes(gt_boxes: list, all_boxes: list, k: int, rng: np.random.Generator) -> list[list[float]]:
+    """``k`` wrong boxes for a class: scaled/translated copies of the image's boxes (3 tries each), then
+    random boxes, each with IoU <= 0.5 against every box of the class."""
+    def ok(b) -> bool:
+        return b[2] > b[0] and b[3] > b[1] and all(M.iou(g, b) <= 0.5 for g in gt_boxes)
+
+    cands = [b for box in all_boxes for b in (_scaled_translated(box, rng) for _ in range(3)) if ok(b)]
+    tries = 0
+    while len(cands) < k and tries < 10_000:
+        b = _random_box(rng)
+        tries += 1
+        if ok(b):
+            cands.append(b)
+    return [cands[i] for i in rng.permutation(len(cands))[:k]]
+
+
+def _voc_rows(folder: Path, split: str) -> list[dict[str, Any]]:
+    """The public VOC2012 layout: ``ImageSets/Main/<split>.txt``, ``Annotations/*.xml``, ``JPEGImages/``."""
+    names = (folder / "ImageSets" / "Main" / f"{split}.txt").read_text().split()
+    rows = []
+    for n in names:
+        root = ET.parse(folder / "Annotations" / f"{n}.xml").getroot()
+        w, h = float(root.findtext("size/width")), float(root.findtext("size/height"))
+        objs = []
+        for o in root.iter("object"):
+            bb = o.find("bndbox")
+            x1, y1, x2, y2 = (float(bb.findtext(k)) for k in ("xmin", "ymin", "xmax", "ymax"))
+            objs.append({"label": o.findtext("name").strip(), "bbox": [x1 / w, y1 / h, x2 / w, y2 / h]})
+        rows.append({"id": n, "image": f"JPEGImages/{n}.jpg", "objects": objs})
+    return rows
+
+
+def load_detection(path: Path, negatives: int = 3, split: str = "val", seed: int = 0, **_) -> list[dict]:
+    """Detection: JSONL/JSON records ``{image, objects | object: [{label, bbox: [x1, y1, x2, y2]}]}`` with
+    boxes as fractions of the image size, or the public VOC2012 folder (pixel boxes are normalised)."""
+    if path.is_dir():
+        rows, base = _voc_rows(path, split), path
+    else:
+        rows, base = _records(path), path.parent
+    rows = [{**r, "objects": r.get("objects", r.get("object", []))} for r in rows]
+    classes = sorted({o["label"] for r in rows for o in r["objects"]})
+    out = []
+    for i, r in enumerate(rows):
+        iid = str(r.get("id", i))
+        objs = [(o["label"], [float(x) for x in o["bbox"]]) for o in r["objects"]]
+        if not objs:
+            continue
+        rng = _rng(seed, iid)
+        labels = list(dict.fromkeys(lab for lab, _ in objs))
+        absent = [c for c in classes if c not in labels]
+        turns = []
+        for lab in labels:
+            others = [absent[j] for j in rng.permutation(len(absent))[:negatives]]
+            turns.append(_turn("category", DETECT_PROMPTS[0], DETECT_TEMPLATES[0], [lab] + others, 0, rng,
+                               fmt=article, label=lab))
+        for lab in labels:
+            gts = [b for l2, b in objs if l2 == lab]
+            for gt in gts:
+                negs = negative_boxes(gts, [b for _, b in objs], negatives, rng)
+                turns.append(_turn("box", DETECT_PROMPTS[1].format(prefix=lab), DETECT_TEMPLATES[1], [gt] + negs,
+                                   0, rng, fmt=format_box, label=lab,
+                                   accept=lambda b, gts=gts: any(M.iou(g, b) > 0.5 for g in gts)))
+        out.append(_item(iid, _resolve(base, r["image"]), turns, "detection",
+                         objects=[{"label": lab, "bbox": b} for lab, b in objs]))
+    return out
+
+
+# ----------------------------------------------------------------------------- hierarchical (Omnibenchmark)
+
+
+class CategoryTree:
+    """Siblings of a category: from a Bamboo tree file (``id2name``, ``father2child``, ``child2father``), a
+    ``{parent: [children]}`` mapping, or - with no file - the tree the items' chains imply."""
+
+    def __init__(self, chains: list[list[str]], tree: dict | None = None) -> None:
+        self.children: dict[str | None, list[str]] = {}
+        self.parent: dict[str, str | None] = {}
+        if tree and "father2child" in tree:
+            id2name = tree["id2name"]
+            name2id = {n: k for k, names in id2name.items() for n in names}
+            canon = {k: names[0] for k, names in id2name.items() if names and name2id.get(names[0]) == k}
+            for f, kids in tree["father2child"].items():
+                self.children[canon.get(f, f)] = [canon[c] for c in kids if c in canon]
+            for c, fathers in tree.get("child2father", {}).items():
+                if c in canon and fathers:
+                    self.parent[canon[c]] = canon.get(fathers[0], fathers[0])
+        elif tree:
+            for p, kids in tree.items():
+                self.children[p] = list(kids)
+                for k in kids:
+                    self.parent[k] = p
+        else:
+            for chain in chains:
+                prev = None
+                for name in chain:
+                    kids = self.children.setdefault(prev, [])
+                    if name not in kids:
+                        kids.append(name)
+                    self.parent.setdefault(name, prev)
+                    prev = name
+
+    def siblings(self, name: str, parent: str | None) -> list[str]:
+        p = parent if parent is not None else self.parent.get(name)
+        return [c for c in self.children.get(p, []) if c != name]
+
+
+def load_hierarchical(path: Path, tree: str | None = None, negatives: int = 3, seed: int = 0, **_) -> list[dict]:
+    """Hierarchical classification: JSONL/JSON records ``{image, chain: [coarse, ..., fine]}`` (the authors'
+    Omnibenchmark meta file), with ``tree`` the Bamboo tree file or a ``{parent: [children]}`` JSON; or a
+    folder holding ``items.jsonl`` and ``tree.json``."""
+    if path.is_dir():
+        tree = tree or (str((path / "tree.json").resolve()) if (path / "tree.json").is_file() else None)
+        path = path / "items.jsonl"
+    rows = _records(path)
+    chains = [list(r["chain"]) for r in rows]
+    tree_data = None
+    if tree:
+        tp = Path(tree)
+        tree_data = json.loads((tp if tp.is_absolute() else path.parent / tp).read_text())
+    cats = CategoryTree(chains, tree_data)
+    out = []
+    for i, (r, chain) in enumerate(zip(rows, chains)):
+        iid = str(r.get("id", i))
+        rng = _rng(seed, iid)
+        turns = []
+        for lv, name in enumerate(chain):
+            parent = chain[lv - 1] if lv else None
+            sib = cats.siblings(name, parent)
+            others = [sib[j] for j in rng.permutation(len(sib))[:negatives]]
+            prompt = HIER_PROMPTS[0] if lv == 0 else HIER_PROMPTS[1].format(prefix=parent)
+            turns.append(_turn(f"level{lv + 1}", prompt, HIER_TEMPLATE, [name] + others, 0, rng, label=name))
+        out.append(_item(iid, _resolve(path.parent, r["image"]), turns, "hierarchical", chain=chain,
+                         **({"realm": r["realm_name"]} if "realm_name" in r else {})))
+    return out
+
+
+# ----------------------------------------------------------------------------- any multi-turn data
+
+
+def load_turns(path: Path, seed: int = 0, **_) -> list[dict[str, Any]]:
+    """Generic multi-turn PPL: JSONL records ``{image, turns: [{prompt, options, answer, template?}]}``;
+    ``answer`` is an index or the option's text, ``template`` defaults to ``{option}``.  Options keep their
+    order."""
+    out = []
+    for i, r in enumerate(read_jsonl(path)):
+        iid = str(r.get("id", i))
+        turns = []
+        for k, t in enumerate(r["turns"]):
+            opts = [str(o) for o in t["options"]]
+            a = t["answer"]
+            ans = a if isinstance(a, int) else opts.index(str(a))
+            turns.append({"role": t.get("role", f"turn{k + 1}"), "prompt": t["prompt"],
+                          "template": t.get("template", "{option}"), "options": opts, "values": opts,
+                          "answer": ans, "accept": [ans], "label": t.get("label")})
+        out.append(_item(iid, _resolve(path.parent, r.get("image")), turns, "turns"))
+    return out
+
+
+LOADERS = {"counting": load_counting, "detection": load_detection, "hierarchical": load_hierarchical,
+           "turns": load_turns}
+
+
+def summarize_turns(results: list[dict[str, Any]], task: str) -> dict[str, Any]:
+    """Per-role accuracy, and the scenario's own metric (weighted accuracy, detection scores).
+
+    ``results``: per item, ``{"turns": [turn results], "meta": item meta}``."""
+    by_role: dict[str, list[bool]] = {}
+    for r in results:
+        for t in r["turns"]:
+            by_role.setdefault(t["role"], []).append(t["correct"])
+    out: dict[str, Any] = {"turn_accuracy": {k: float(np.mean(v)) for k, v in by_role.items()},
+                           "turns": int(sum(len(v) for v in by_role.values()))}
+    if task == "hierarchical":
+        out["weighted_accuracy"] = M.weighted_accuracy([[t["correct"] for t in r["turns"]] for r in results])
+        out["headline"] = "weighted_accuracy"
+    elif task == "detection":
+        out["detection"] = M.detection_scores([{
+            "categories": [(t["label"], t["values"][t["pred"]]) for t in r["turns"] if t["role"] == "category"],
+            "boxes": [(t["label"], t["values"][t["pred"]]) for t in r["turns"] if t["role"] == "box"],
+            "gt": [(o["label"], o["bbox"]) for o in r["meta"]["objects"]]} for r in results])
+        out["grounding_accuracy"] = out["detection"]["grounding_acc"]  # = mAP@0.5 in the authors' metric
+        out["headline"] = "grounding_accuracy"
+    return out
