@@ -170,7 +170,7 @@ def load_world(path: Path, **_) -> list[dict]:
     return out
 
 
-from .turns import LOADERS as TURN_LOADERS  # noqa: E402  (turns imports nothing from here)
+from .turns import FROM_ROWS as TURN_ROWS, LOADERS as TURN_LOADERS  # noqa: E402  (turns imports nothing from here)
 
 LOADERS = {"mc": load_mc, "scienceqa": load_scienceqa, "pope": load_pope, "classification": load_classification,
            "retrieval": load_retrieval, "mmbench": load_mmbench, "world": load_world, **TURN_LOADERS}
@@ -207,9 +207,19 @@ def load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]
     if kind not in LOADERS:
         raise ValueError(f"unknown scenario {kind!r}; known: {', '.join(LOADERS)}")
     if isinstance(path, str) and path.startswith("hfds:"):
+        if kind in TURN_ROWS:  # columns named as the JSONL records' keys (count, object, objects, chain, turns)
+            from ...core.data import load_hf_dataset
+
+            hf = load_hf_dataset(path)
+            rows = [{**it.meta, "id": it.id, "image": it.path} for it in hf]
+            root = hf[0].root if hf else "."  # the dataset's image cache: one folder
+            items = TURN_ROWS[kind](rows, Path(root), **options)
+            for it in items:
+                it["root"] = root
+            return items
         if kind not in ("mc", "scienceqa", "pope"):
             raise ValueError(f"scenario {kind!r} reads local files; Hugging Face datasets work with mc, "
-                             "scienceqa and pope")
+                             "scienceqa, pope, counting, detection, hierarchical and turns")
         return load_hf_scenario(kind, path)
     path = Path(path)
     items = LOADERS[kind](path, **options)

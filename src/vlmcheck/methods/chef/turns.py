@@ -132,6 +132,11 @@ def load_counting(path: Path, width: int = 2, same_decade: bool = False, split: 
         base = path
     else:
         rows, base = _records(path), path.parent
+    return counting_items(rows, base, width, same_decade, seed)
+
+
+def counting_items(rows: list[dict], base: Path, width: int = 2, same_decade: bool = False,
+                   seed: int = 0) -> list[dict[str, Any]]:
     out = []
     for i, r in enumerate(rows):
         gt = int(r["count"] if "count" in r else r["num"])
@@ -212,6 +217,10 @@ def load_detection(path: Path, negatives: int = 3, split: str = "val", seed: int
         rows, base = _voc_rows(path, split), path
     else:
         rows, base = _records(path), path.parent
+    return detection_items(rows, base, negatives, seed)
+
+
+def detection_items(rows: list[dict], base: Path, negatives: int = 3, seed: int = 0) -> list[dict[str, Any]]:
     rows = [{**r, "objects": r.get("objects", r.get("object", []))} for r in rows]
     classes = sorted({o["label"] for r in rows for o in r["objects"]})
     out = []
@@ -286,12 +295,16 @@ def load_hierarchical(path: Path, tree: str | None = None, negatives: int = 3, s
     if path.is_dir():
         tree = tree or (str((path / "tree.json").resolve()) if (path / "tree.json").is_file() else None)
         path = path / "items.jsonl"
-    rows = _records(path)
+    return hierarchy_items(_records(path), path.parent, tree, negatives, seed)
+
+
+def hierarchy_items(rows: list[dict], base: Path, tree: str | None = None, negatives: int = 3,
+                    seed: int = 0) -> list[dict[str, Any]]:
     chains = [list(r["chain"]) for r in rows]
     tree_data = None
     if tree:
         tp = Path(tree)
-        tree_data = json.loads((tp if tp.is_absolute() else path.parent / tp).read_text())
+        tree_data = json.loads((tp if tp.is_absolute() else base / tp).read_text())
     cats = CategoryTree(chains, tree_data)
     out = []
     for i, (r, chain) in enumerate(zip(rows, chains)):
@@ -304,7 +317,7 @@ def load_hierarchical(path: Path, tree: str | None = None, negatives: int = 3, s
             others = [sib[j] for j in rng.permutation(len(sib))[:negatives]]
             prompt = HIER_PROMPTS[0] if lv == 0 else HIER_PROMPTS[1].format(prefix=parent)
             turns.append(_turn(f"level{lv + 1}", prompt, HIER_TEMPLATE, [name] + others, 0, rng, label=name))
-        out.append(_item(iid, _resolve(path.parent, r["image"]), turns, "hierarchical", chain=chain,
+        out.append(_item(iid, _resolve(base, r["image"]), turns, "hierarchical", chain=chain,
                          **({"realm": r["realm_name"]} if "realm_name" in r else {})))
     return out
 
@@ -316,8 +329,12 @@ def load_turns(path: Path, seed: int = 0, **_) -> list[dict[str, Any]]:
     """Generic multi-turn PPL: JSONL records ``{image, turns: [{prompt, options, answer, template?}]}``;
     ``answer`` is an index or the option's text, ``template`` defaults to ``{option}``.  Options keep their
     order."""
+    return turn_items(read_jsonl(path), path.parent)
+
+
+def turn_items(rows: list[dict], base: Path, **_) -> list[dict[str, Any]]:
     out = []
-    for i, r in enumerate(read_jsonl(path)):
+    for i, r in enumerate(rows):
         iid = str(r.get("id", i))
         turns = []
         for k, t in enumerate(r["turns"]):
@@ -327,12 +344,15 @@ def load_turns(path: Path, seed: int = 0, **_) -> list[dict[str, Any]]:
             turns.append({"role": t.get("role", f"turn{k + 1}"), "prompt": t["prompt"],
                           "template": t.get("template", "{option}"), "options": opts, "values": opts,
                           "answer": ans, "accept": [ans], "label": t.get("label")})
-        out.append(_item(iid, _resolve(path.parent, r.get("image")), turns, "turns"))
+        out.append(_item(iid, _resolve(base, r.get("image")), turns, "turns"))
     return out
 
 
 LOADERS = {"counting": load_counting, "detection": load_detection, "hierarchical": load_hierarchical,
            "turns": load_turns}
+#: the same scenarios from rows (a Hugging Face dataset's columns named as the JSONL records' keys)
+FROM_ROWS = {"counting": counting_items, "detection": detection_items, "hierarchical": hierarchy_items,
+             "turns": turn_items}
 
 
 def summarize_turns(results: list[dict[str, Any]], task: str) -> dict[str, Any]:
