@@ -69,6 +69,11 @@ def test_cli_demo_runs(demo_run):
     for part in ("cast", "chef", "vhexpansion"):
         assert list((demo_run / part).glob("*/results.json")), part
     assert (demo_run / "report.html").is_file()
+    # ChEF robustness on the 80-scene world: the error-free describer keeps more of its accuracy under the
+    # composite corruption than the level-0.3 one (RRM, image and text corrupted), and stays above chance
+    rrm = {lv: json.loads((demo_run / f"chef/robustness-{lv}/results.json").read_text())["metrics"]["rrm"]
+           for lv in ("0.0", "0.3")}
+    assert rrm["0.0"]["both"] > rrm["0.3"]["both"] and rrm["0.0"]["image"] > 5, rrm
 
 
 def test_demo_report_in_a_browser(demo_run):

@@ -359,3 +359,26 @@ def test_a_degraded_reading_answers_from_the_closest_object():
     assert soft_match(red_star, (1, 0), belief.objects[0]) == 2.0
     assert _closest_claims(["blue star", "red star", "yellow circle", "green triangle"],
                            Scene(objects=[belief.objects[0]])) == [False, True, False, False]
+
+
+def test_questions_survive_typos_ocr_noise_synonyms_and_an_irrelevant_sentence():
+    """ChEF's text corruptions as a language model reads through them: the corrupted question is classified
+    as the clean one (cases taken from the robustness recipe's own chains)."""
+    from vlmcheck.world.language import parse_question, repair_typos
+
+    def same(clean, corrupted):
+        a, b = parse_question(clean), parse_question(corrupted)
+        subj = [(x.shape, x.color, x.size, x.count, x.plural, x.negated) if x else None for x in (a.subject, b.subject)]
+        return (a.kind, subj[0], a.position) == (b.kind, subj[1], b.position)
+
+    assert same("How many brown circles are there in the image?",
+                "wbat nurnber of browh circles are sirnply there in the picture?")
+    assert same("How many yellow stars are there in the image?", "how numer0us yellow stors are there in the image?")
+    assert same("What shape is the blue object in the bottom left?", "waht form is teh blue item in the lower lift?")
+    assert same("What color is the circle in the top left?", "Many people enjoy a cup of tea in the afternoon. "
+                "Could you please tell me: what color is the cigcle in the top left?")
+    assert parse_question("what's thhe outcome of the ccode wrtten in the image?").kind == "compute"
+    # quoted text is what is asked about: never "repaired"; a word one edit from two words is left alone
+    assert repair_typos('Does the text say "aplpe"?') == 'Does the text say "aplpe"?'
+    assert repair_typos("thre") == "thre"  # there / three
+    assert repair_typos("Is the red circle on the left side?") == "Is the red circle on the left side?"

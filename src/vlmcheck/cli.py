@@ -971,6 +971,10 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
     console.rule("[bold]4. ChEF on the world: calibration, robustness, hallucination (POPE), and FSC147 counting, "
                  "VOC2012 detection and Omnibenchmark chains by multi-turn PPL")
     pope = build_pope(load_annotations(world / "objects.jsonl"), "adversarial", n_images=n, per_image=2)
+    # robustness: RRM is a ratio of accuracies over one question per scene; 24 scenes leave it to chance,
+    # so its recipe gets a world of its own with 80 scenes
+    robust_world = out / "world-robustness"
+    make_world(robust_world, n=max(n, 80), seed=1)
     write_text_atomic(world / "pope-adversarial.jsonl", "".join(json.dumps(c) + "\n" for c in pope))
     for lv in (DEMO_LEVELS[0], DEMO_LEVELS[2]):
         spec = f"ref:describer?level={lv}"
@@ -978,7 +982,8 @@ def demo(out: Path = typer.Option(Path("demo-run"), "--out", help="Folder for th
             # robustness: a describer that also reads corrupted scenes (robust=1), so that RRM measures how its
             # answers degrade rather than how often it gives up
             r = resolve_recipe(name)
-            data = world / "pope-adversarial.jsonl" if name == "hallucination" else world
+            data = (world / "pope-adversarial.jsonl" if name == "hallucination" else
+                    robust_world if name == "robustness" else world)
             if name != "hallucination":
                 r.scenario.type = "world"
             vlm = f"{spec}&robust=1" if name == "robustness" else spec

@@ -290,10 +290,79 @@ def split_options(prompt: str) -> tuple[str, list[tuple[str, str]]]:
     return prompt.strip(), []
 
 
+_QUESTION_WORDS = {"how", "many", "what", "where", "which", "color", "colour", "colors", "colours", "shape",
+                   "there", "image", "picture", "located", "position", "background", "text", "written", "writing",
+                   "result", "describe", "description", "corner", "kind", "type", "size", "count", "number",
+                   "objects", "contain", "contains", "shown", "show", "shows", "visible", "exactly", "equal",
+                   "evaluate", "expression", "calculation", "arithmetic", "output", "code", "print", "value",
+                   # common words that lie one edit from a vocabulary word ("does" / "dots", "side" / "size")
+                   "does", "have", "with", "that", "this", "these", "those", "from", "into", "some", "says", "read",
+                   "word", "words", "than", "more", "less", "other", "same", "both", "each", "every", "also", "true",
+                   "false", "answer", "option", "options", "label", "instead", "letters", "following", "question",
+                   "please", "choose", "select", "correct", "best", "photo", "seen", "they", "them", "their", "side",
+                   "sides", "part", "cell", "made", "drawn", "line", "lines", "tell", "find", "give", "there's",
+                   "located", "between", "next", "above", "below", "only", "just", "look", "looks", "like"}
+_OCR_DIGITS = str.maketrans({"0": "o", "1": "l", "3": "e", "4": "a", "5": "s", "6": "b", "7": "t", "8": "b",
+                             "9": "g", "2": "z"})
+
+
+#: words a paraphrase puts in place of the grammar's own (a reader of English knows them)
+_SYNONYMS = {"numerous": "many", "form": "shape", "forms": "shapes", "hue": "color", "outcome": "result",
+             "printed": "written", "displayed": "shown", "depicted": "shown", "placed": "located",
+             "positioned": "located", "photo": "image", "picture": "image"}
+
+
+def _vocabulary() -> set[str]:
+    return (set(SHAPE_WORDS) | GENERIC_WORDS | set(COLOR_WORDS) | set(SIZE_WORDS) | set(NUMBER_WORDS)
+            | set(_ROW_WORDS) | set(_COL_WORDS) | _QUESTION_WORDS | set(_SYNONYMS))
+
+
+_VOCAB = _vocabulary()
+
+
+def _edits(a: str, b: str) -> int:
+    """Optimal-string-alignment distance: insertions, deletions, substitutions, adjacent swaps."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[-1][-1]
+
+
+def _repair_word(tok: str) -> str:
+    low = tok.lower()
+    if any(c.isdigit() for c in low) and any(c.isalpha() for c in low):
+        low = low.translate(_OCR_DIGITS)  # OCR-style noise: "c0l0r" -> "color"
+    if low in _VOCAB or len(low) < 4 or not low.isalpha():
+        return low if low != tok.lower() and low in _VOCAB else tok
+    limit = 1 if len(low) <= 5 else 2
+    scored = sorted((_edits(low, w), w) for w in _VOCAB if abs(len(w) - len(low)) <= limit)
+    if scored and scored[0][0] <= limit and (len(scored) == 1 or scored[1][0] > scored[0][0]):
+        return scored[0][1]
+    return tok
+
+
+def repair_typos(text: str) -> str:
+    """A question as a reader of English takes it, whatever typos, OCR noise, synonyms or an irrelevant
+    sentence did to it: words mapped back to the world's vocabulary (a unique closest word within 1 edit, 2
+    for words of 6 letters or more), paraphrases to the grammar's words ("how numerous" -> "how many"), and
+    of several sentences the question ones.  Quoted text is left as it is."""
+    parts = re.split(r'("[^"]*"|\'[^\']*\')', text)
+    out = "".join(p if i % 2 else re.sub(r"[A-Za-z0-9]+", lambda m: _SYNONYMS.get(_repair_word(m.group(0)).lower(),
+                                                                                  _repair_word(m.group(0))), p)
+                  for i, p in enumerate(parts))
+    out = re.sub(r"\bwhat number of\b", "how many", out, flags=re.I)
+    sentences = re.findall(r'[^.?!]*(?:"[^"]*"[^.?!]*)*[.?!]|[^.?!]+$', out)
+    asked = [x for x in sentences if x.strip().endswith("?")]
+    return " ".join(x.strip() for x in asked) if asked and len(sentences) > 1 else out
+
+
 def parse_question(prompt: str) -> Question:
     """Classify a question about one image."""
     head, options = split_options(prompt)
-    q = _classify(head)
+    q = _classify(repair_typos(head))
     q.options = options
     return q
 

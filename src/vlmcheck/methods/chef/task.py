@@ -352,6 +352,7 @@ class ChefTask(SpecTask):
             c = await corrupt_question(question, options, answer, seed, rewriter=rewriter)
             question, options, answer = c["question"], c["options"], c["answer"]
             out["text_chain"] = c["chain"]
+            out["question"] = question  # what the model was asked
         n = len(options)
         if n > len(LETTERS):
             raise ValueError(f"{n} options: at most {len(LETTERS)} can be labelled")
