@@ -51,6 +51,7 @@ PLACEMENT_PARAMS = frozenset({
     "timeout", "concurrency", "clients", "http", "key_env", "max_tokens_param", "cooldown",  # API transport
     "device", "batch_size",  # local placement
     "price_in", "price_out",  # cost accounting
+    "batch", "batch_window", "batch_poll",  # provider batch APIs: the same answers, later and cheaper
 })
 
 

@@ -155,6 +155,12 @@ class GenCeptionTask(SpecTask):
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         self.generator = generator if generator is not None else load_model(spec.generator, "generator")
         self.encoder = encoder if encoder is not None else load_model(spec.encoder, "encoder")
+        if getattr(self.vlm, "batch", None) is not None:
+            import logging
+
+            logging.getLogger("vlmcheck").warning(
+                "GenCeption with a batch API (batch=1): each of the %d steps waits for the previous one, so every "
+                "step is one batch round trip (minutes to hours each); batches suit single-step methods", spec.T)
 
     def samples(self) -> list[Sample]:
         return [Sample(item.id, item) for item in self.items]

@@ -42,10 +42,22 @@ class AnthropicChat:
         self.send_sampling = spec.get_bool("send_temperature", False)
         # the Messages API continues a trailing assistant turn (a pre-filled answer start)
         self.capabilities = Capabilities(multi_image=True, prefill=True)
+        # ?batch=1: cache misses go through Message Batches at the batch price (run/batch.py)
+        self.batch = None
+        if spec.get_bool("batch", False):
+            from .batch_api import AnthropicBatches
 
-    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
-        import anthropic
+            self.batch = AnthropicBatches(self._clients, _parse_message)
+            self.batch_window = spec.get_float("batch_window", 2.0)
+            self.batch_poll = spec.get_float("batch_poll", 30.0)
 
+    def batch_body(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:
+        """The Messages API parameters of one request, as a batch item carries them (sampling parameters,
+        sent as extra body fields directly, are plain parameters here)."""
+        kwargs = self._kwargs(messages, config)
+        return {**{k: v for k, v in kwargs.items() if k != "extra_body"}, **kwargs.get("extra_body", {})}
+
+    def _kwargs(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:
         system, msgs = to_anthropic(messages)
         kwargs: dict[str, Any] = {"model": self.model, "messages": msgs, "max_tokens": config.max_tokens}
         if system:
@@ -59,16 +71,26 @@ class AnthropicChat:
             kwargs["extra_body"] = extra
         if config.stop:
             kwargs["stop_sequences"] = config.stop
+        return kwargs
+
+    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
+        import anthropic
+
         try:
-            resp = await self._clients.get().messages.create(**kwargs)
+            resp = await self._clients.get().messages.create(**self._kwargs(messages, config))
         except Exception as exc:  # noqa: BLE001
             raise translate(exc, anthropic) from exc
-        blocks = getattr(resp, "content", None)
-        if blocks is None:
-            raise ModelCallError("malformed", "response has no content")
-        text = "".join(getattr(b, "text", "") for b in blocks if getattr(b, "type", "") == "text")
-        usage = Usage(input_tokens=resp.usage.input_tokens or 0, output_tokens=resp.usage.output_tokens or 0)
-        return Generation(text=text, finish_reason=_FINISH.get(resp.stop_reason or "", "unknown"), usage=usage)
+        return _parse_message(resp)
+
+
+def _parse_message(resp: Any) -> Generation:
+    """A Messages API response (the SDK's object) as a :class:`Generation`."""
+    blocks = getattr(resp, "content", None)
+    if blocks is None:
+        raise ModelCallError("malformed", "response has no content")
+    text = "".join(getattr(b, "text", "") for b in blocks if getattr(b, "type", "") == "text")
+    usage = Usage(input_tokens=resp.usage.input_tokens or 0, output_tokens=resp.usage.output_tokens or 0)
+    return Generation(text=text, finish_reason=_FINISH.get(resp.stop_reason or "", "unknown"), usage=usage)
 
 
 def make(spec: ModelSpec, role: str) -> AnthropicChat:

@@ -131,6 +131,16 @@ class OpenAIChat:
                                          loglikelihood=self._ppl, seeded=False,
                                          prefill=spec.get_bool("prefill", False))
         self._extra = _body_extras(spec)
+        # ?batch=1: cache misses go through the Batch API at the batch price (run/batch.py)
+        self.batch = None
+        if spec.get_bool("batch", False):
+            from .batch_api import OpenAIBatches
+
+            if len(self._endpoints) > 1:
+                raise SpecError(f"{spec.canonical()}: batch=1 sends batches to one API; give one base URL")
+            self.batch = OpenAIBatches(self._clients, _parse_chat)
+            self.batch_window = spec.get_float("batch_window", 2.0)
+            self.batch_poll = spec.get_float("batch_poll", 30.0)
 
     async def preflight(self) -> None:
         for ep in self._endpoints:  # every endpoint answers and serves this model
@@ -190,9 +200,11 @@ class OpenAIChat:
             raise ModelCallError("malformed", f"response is a JSON {type(data).__name__}, not an object")
         return data
 
-    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
-        import openai
+    def batch_body(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:
+        """The ``/chat/completions`` body of one request, as a batch item carries it."""
+        return self._body(messages, config, config.logprobs and self._logprobs)
 
+    def _body(self, messages: list[Message], config: GenerationConfig, want_logprobs: bool) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.model, "messages": to_openai(messages),
                                   "temperature": config.temperature, self._max_tokens_param: config.max_tokens}
         if config.top_p is not None:
@@ -205,11 +217,17 @@ class OpenAIChat:
         if messages and messages[-1].role == "assistant" and self.capabilities.prefill:
             # vLLM / SGLang: continue the pre-filled assistant turn instead of opening a new one
             kwargs.update(continue_final_message=True, add_generation_prompt=False)
-        want_logprobs = config.logprobs and self._logprobs
         if want_logprobs:
             kwargs["logprobs"] = True
             if config.top_logprobs:
                 kwargs["top_logprobs"] = config.top_logprobs
+        return kwargs
+
+    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
+        import openai
+
+        want_logprobs = config.logprobs and self._logprobs
+        kwargs = self._body(messages, config, want_logprobs)
         try:
             resp = await self._post_chat(kwargs)
         except openai.BadRequestError as exc:

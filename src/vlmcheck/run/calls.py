@@ -80,6 +80,20 @@ class Session:
         self.scheduler = scheduler or Scheduler()
         self.counters = CallCounters()
         self.key_version = key_version
+        self._batches: dict[str, Any] = {}
+
+    def batch_for(self, model: Any) -> Any:
+        """The model's :class:`~vlmcheck.run.batch.BatchCollector` (``?batch=1``), made on first use inside the
+        run's loop, where it re-attaches to the model's open journaled batches."""
+        collector = self._batches.get(model.model_id)
+        if collector is None:
+            from .batch import BatchCollector
+
+            collector = self._batches[model.model_id] = BatchCollector(
+                self.store, model.batch, model.model_id, journal_model=cache_model_id(model, self.key_version),
+                window=getattr(model, "batch_window", 2.0), poll=getattr(model, "batch_poll", 30.0),
+                max_attempts=self.scheduler.retry.max_attempts)
+        return collector
 
     def vlm(self, model: Any) -> "CachedVLM":
         return CachedVLM(self, model, role="vlm")
@@ -93,8 +107,10 @@ class Session:
     def encoder(self, model: Any) -> "CachedEncoder":
         return CachedEncoder(self, model)
 
-    async def _cached(self, role: str, model: Any, request: Any, template: str | None, invoke) -> tuple[Any, bool]:
-        """Return (response JSON, was_hit).  ``invoke`` is an async fn returning (response JSON, usage)."""
+    async def _cached(self, role: str, model: Any, request: Any, template: str | None, invoke,
+                      batch_body=None) -> tuple[Any, bool]:
+        """Return (response JSON, was_hit).  ``invoke`` is an async fn returning (response JSON, usage);
+        ``batch_body``, for a model with a batch backend, gives the provider request body to batch instead."""
         model_id = model.model_id
         key = call_key(role, cache_model_id(model, self.key_version), request, template)
         hit = self.store.get_call(key)
@@ -105,8 +121,13 @@ class Session:
         limit = getattr(model, "max_concurrency", None)
         provider_key = getattr(model, "concurrency_key", model_id)
         try:
-            (response, usage), attempts = await self.scheduler.call(provider_key, invoke, limit=limit,
-                                                                    timeout=getattr(model, "timeout", None))
+            if batch_body is not None and getattr(model, "batch", None) is not None:
+                response, attempts = await self.batch_for(model).call(key, role, request, batch_body())
+                u = response.get("usage") or {}
+                usage = (u.get("input_tokens", 0), u.get("output_tokens", 0))
+            else:
+                (response, usage), attempts = await self.scheduler.call(provider_key, invoke, limit=limit,
+                                                                        timeout=getattr(model, "timeout", None))
         except CallFailed as failed:
             self.counters.count(model_id, "failures")
             self.store.put_call_error(key, role=role, model=model_id, request=request,
@@ -169,7 +190,9 @@ class CachedVLM(_Wrapper):
             gen = await self.model.generate(messages, config)
             return gen.model_dump(mode="json"), (gen.usage.input_tokens, gen.usage.output_tokens)
 
-        response, _ = await self.session._cached(self.role, self.model, request, template, invoke)
+        batch_body = ((lambda: self.model.batch_body(messages, config)) if getattr(self.model, "batch", None)
+                      else None)
+        response, _ = await self.session._cached(self.role, self.model, request, template, invoke, batch_body)
         return final_answer(Generation.model_validate(response))
 
     async def loglikelihood(self, messages: list[Message], continuations: list[str],

@@ -247,15 +247,22 @@ def _write_report(folder: Path) -> None:
 
 def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
     """Add ``cost_usd`` where the model spec gives prices (USD per 1M tokens:
-    ``?price_in=2.5&price_out=10``).  Token counts are what the API reported."""
+    ``?price_in=2.5&price_out=10``).  Token counts are what the API reported.  Calls made through a provider
+    batch API (``?batch=1``) cost the batch price, half the direct one (``batch_price_factor``)."""
+    from .batch import BATCH_PRICE_FACTOR
+
     for model, entry in stats.items():
         try:
             spec = ModelSpec.parse(model)
             price_in, price_out = spec.get_float("price_in", -1.0), spec.get_float("price_out", -1.0)
+            factor = BATCH_PRICE_FACTOR if spec.get_bool("batch", False) else 1.0
         except SpecError:
             continue
         if price_in >= 0 and price_out >= 0:
-            entry["cost_usd"] = round((entry["input_tokens"] * price_in + entry["output_tokens"] * price_out) / 1e6, 6)
+            entry["cost_usd"] = round(factor * (entry["input_tokens"] * price_in + entry["output_tokens"] * price_out)
+                                      / 1e6, 6)
+            if factor != 1.0:
+                entry["batch_price_factor"] = factor
     return stats
 
 
@@ -432,6 +439,9 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
                 reasoning_trace.reset(token)
 
     n_workers = max(1, min(options.max_concurrency, len(todo)))
+    if any(getattr(m, "batch", None) is not None for m in vars(task).values()):
+        # provider batches: every sample's requests should reach the collector in the same window
+        n_workers = max(1, min(len(todo), 50_000))
     with progress:
         await asyncio.gather(*(worker() for _ in range(n_workers)))
 

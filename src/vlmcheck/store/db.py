@@ -78,6 +78,20 @@ CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS batches (
+    batch_id TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('open', 'ended')),
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS batch_items (
+    batch_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    role TEXT NOT NULL,
+    request TEXT NOT NULL,
+    PRIMARY KEY (batch_id, key)
+);
 """
 
 DB_NAME = "store.sqlite"
@@ -338,6 +352,39 @@ class RunStore:
         return self.folder / rel
 
     # ----------------------------------------------------------------- merge
+    # --------------------------------------------------------------- batches
+    def journal_batch(self, batch_id: str, provider: str, model: str, items: list[tuple[str, str, Any]]) -> None:
+        """Record a submitted provider batch and its items (key, role, request) in one transaction, before
+        it is polled: a run killed while it is in flight re-attaches to it (run/batch.py)."""
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.execute("INSERT OR REPLACE INTO batches(batch_id, provider, model, status, created_at) "
+                                     "VALUES (?, ?, ?, 'open', ?)", (batch_id, provider, model, time.time()))
+                    self._db.executemany("INSERT OR REPLACE INTO batch_items(batch_id, key, role, request) "
+                                         "VALUES (?, ?, ?, ?)",
+                                         [(batch_id, k, role, _dumps(req)) for k, role, req in items])
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+            except (sqlite3.DatabaseError, OSError) as exc:
+                raise store_error(self.path, exc) from None
+
+    def open_batches(self, model: str) -> list[tuple[str, list[tuple[str, str, Any]]]]:
+        """The model's journaled batches that have not been read back: (batch id, [(key, role, request)])."""
+        out = []
+        for (bid,) in self._rows("SELECT batch_id FROM batches WHERE model = ? AND status = 'open' "
+                                 "ORDER BY created_at", (model,)):
+            items = [(k, role, json.loads(req)) for k, role, req in
+                     self._rows("SELECT key, role, request FROM batch_items WHERE batch_id = ?", (bid,))]
+            out.append((bid, items))
+        return out
+
+    def end_batch(self, batch_id: str) -> None:
+        self._exec("UPDATE batches SET status = 'ended' WHERE batch_id = ?", (batch_id,))
+
     def absorb(self, other: "RunStore") -> dict[str, int]:
         """Union ``other``'s calls, samples and artifacts into this store (``vlmcheck merge``).
 

@@ -24,6 +24,9 @@ Faults are asked for by a marker in the prompt text, ``[fault=SPEC]``:
 * ``think`` - a reasoning model's answer: ``<think>`` block saying "no", then
   "Yes"; ``reasoning`` - "Yes" with a ``reasoning_content`` field saying "no".
 
+Batches: the OpenAI Batch API and Anthropic Message Batches (:mod:`.fake_batches`); a batch ends
+``--batch-delay`` seconds after it was created.
+
 Every request is appended to ``--log`` (JSONL: digest, attempt, fault, path,
 query string, Authorization header) so tests
 can count what the server saw.  Run: ``python -m vlmcheck.testing.fake_openai
@@ -47,12 +50,15 @@ _FAULT = re.compile(r"\[fault=([a-z0-9]+?)(?:x(\d+))?\]")
 
 class FakeOpenAI:
     def __init__(self, latency: float = 0.0, log_path: str | None = None, models: list[str] | None = None,
-                 require_key: str | None = None) -> None:
+                 require_key: str | None = None, batch_delay: float = 1.0) -> None:
         self.models = models  # served by GET /v1/models when given (else 404, as some servers do)
         self.require_key = require_key  # every request without "Bearer KEY" gets HTTP 401
         self.latency = latency
         self.attempts: dict[str, int] = {}
         self.log = open(log_path, "a", buffering=1) if log_path else None
+        from .fake_batches import FakeBatches
+
+        self.batches = FakeBatches(batch_delay, _completion, _anthropic_message, _prompt_text, self.log)
 
     # ----------------------------------------------------------------- http
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -69,7 +75,16 @@ class FakeOpenAI:
                         break
                     k, _, v = h.decode("latin-1").partition(":")
                     headers[k.strip().lower()] = v.strip()
-                body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+                if headers.get("transfer-encoding", "").lower() == "chunked":
+                    body = b""
+                    while True:
+                        size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+                        chunk = await reader.readexactly(size + 2)
+                        if size == 0:
+                            break
+                        body += chunk[:-2]
+                else:
+                    body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
                 keep = await self.respond(method, path, headers, body, writer)
                 if not keep:
                     break
@@ -113,6 +128,9 @@ class FakeOpenAI:
             return await self._reply(writer, 200, json.dumps(
                 {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "fake"}
                                             for m in self.models]}).encode())
+        batch = self.batches.handle(method, path, headers, body)
+        if batch is not None:
+            return await self._reply(writer, *batch)
         gemini = path.startswith(("/v1/models/", "/v1beta/models/")) and path.endswith(":generateContent")
         if method != "POST" or (path not in ("/v1/chat/completions", "/v1/images/generations", "/v1/messages")
                                 and not gemini):
@@ -256,8 +274,8 @@ def _image_response(req: dict, digest: str) -> dict:
 
 
 async def serve(port: int, latency: float, log_path: str | None, ready=None, models: list[str] | None = None,
-                require_key: str | None = None) -> None:
-    app = FakeOpenAI(latency, log_path, models, require_key)
+                require_key: str | None = None, batch_delay: float = 1.0) -> None:
+    app = FakeOpenAI(latency, log_path, models, require_key, batch_delay)
     server = await asyncio.start_server(app.handle, "127.0.0.1", port, backlog=1024)
     actual = server.sockets[0].getsockname()[1]
     if ready is not None:
@@ -275,10 +293,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log", default=None)
     parser.add_argument("--models", default=None, help="comma-separated ids that GET /v1/models lists")
     parser.add_argument("--require-key", default=None, help="answer 401 to requests without this key")
+    parser.add_argument("--batch-delay", type=float, default=1.0, help="seconds until a batch ends")
     args = parser.parse_args(argv)
     models = args.models.split(",") if args.models is not None else None
     try:
-        asyncio.run(serve(args.port, args.latency, args.log, models=models, require_key=args.require_key))
+        asyncio.run(serve(args.port, args.latency, args.log, models=models, require_key=args.require_key,
+                          batch_delay=args.batch_delay))
     except KeyboardInterrupt:  # pragma: no cover
         sys.exit(0)
 

@@ -1,0 +1,134 @@
+"""The providers' batch protocols, through their SDKs: the OpenAI Batch API and Anthropic Message Batches.
+
+Each backend takes the adapter's SDK clients and its parser of a single response, so a batched answer is
+read exactly as a direct one.  :mod:`vlmcheck.run.batch` decides when to submit and what to retry.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from ..core.errors import ModelCallError, kind_for_status
+from ._http_errors import translate
+from ._loop_clients import PerLoopClients
+
+_OPENAI_DONE = ("completed", "failed", "expired", "cancelled")
+
+
+class OpenAIBatches:
+    """``/v1/files`` (purpose ``batch``) plus ``/v1/batches`` over ``/v1/chat/completions``."""
+
+    provider = "openai"
+
+    def __init__(self, clients: PerLoopClients, parse: Callable[[dict[str, Any]], Any]) -> None:
+        self.clients, self.parse = clients, parse
+
+    async def submit(self, items: list[tuple[str, dict[str, Any]]]) -> str:
+        import openai
+
+        lines = "".join(json.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body},
+                                   ensure_ascii=False) + "\n" for key, body in items)
+        client = self.clients.get()
+        try:
+            f = await client.files.create(file=("vlmcheck-batch.jsonl", lines.encode()), purpose="batch")
+            batch = await client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
+                                                completion_window="24h")
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, openai) from exc
+        return batch.id
+
+    async def ended(self, batch_id: str) -> bool:
+        import openai
+
+        try:
+            return (await self.clients.get().batches.retrieve(batch_id)).status in _OPENAI_DONE
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, openai) from exc
+
+    async def results(self, batch_id: str) -> dict[str, Any]:
+        import openai
+
+        client = self.clients.get()
+        out: dict[str, Any] = {}
+        try:
+            batch = await client.batches.retrieve(batch_id)
+            for file_id in (batch.output_file_id, batch.error_file_id):
+                if file_id:
+                    text = (await client.files.content(file_id)).text
+                    for line in text.splitlines():
+                        if line.strip():
+                            row = json.loads(line)
+                            out[row["custom_id"]] = self._item(row)
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, openai) from exc
+        # a batch that failed, expired or was cancelled: the items it did not answer are retried by the collector
+        return out
+
+    def _item(self, row: dict[str, Any]) -> Any:
+        resp, err = row.get("response") or {}, row.get("error")
+        status = resp.get("status_code")
+        if status == 200 and isinstance(resp.get("body"), dict):
+            try:
+                return self.parse(resp["body"]).model_dump(mode="json")
+            except ModelCallError as exc:
+                return exc
+        body = resp.get("body") if isinstance(resp.get("body"), dict) else {}
+        message = ((body.get("error") or {}).get("message") if body else None) or (err or {}).get("message") \
+            or f"batch item failed (HTTP {status})"
+        kind = kind_for_status(status) if isinstance(status, int) else "server"
+        if (err or {}).get("code") in ("batch_expired", "batch_cancelled"):
+            kind = "timeout"
+        return ModelCallError(kind, message, status=status if isinstance(status, int) else None)
+
+
+class AnthropicBatches:
+    """``/v1/messages/batches``: create, retrieve, results (JSONL at the batch's ``results_url``)."""
+
+    provider = "anthropic"
+
+    def __init__(self, clients: PerLoopClients, parse: Callable[[Any], Any]) -> None:
+        self.clients, self.parse = clients, parse
+
+    async def submit(self, items: list[tuple[str, dict[str, Any]]]) -> str:
+        import anthropic
+
+        try:
+            batch = await self.clients.get().messages.batches.create(
+                requests=[{"custom_id": key, "params": body} for key, body in items])
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, anthropic) from exc
+        return batch.id
+
+    async def ended(self, batch_id: str) -> bool:
+        import anthropic
+
+        try:
+            return (await self.clients.get().messages.batches.retrieve(batch_id)).processing_status == "ended"
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, anthropic) from exc
+
+    async def results(self, batch_id: str) -> dict[str, Any]:
+        import anthropic
+
+        out: dict[str, Any] = {}
+        try:
+            async for row in await self.clients.get().messages.batches.results(batch_id):
+                out[row.custom_id] = self._item(row.result)
+        except Exception as exc:  # noqa: BLE001
+            raise translate(exc, anthropic) from exc
+        return out
+
+    def _item(self, result: Any) -> Any:
+        kind = getattr(result, "type", None)
+        if kind == "succeeded":
+            try:
+                return self.parse(result.message).model_dump(mode="json")
+            except ModelCallError as exc:
+                return exc
+        if kind in ("expired", "canceled"):
+            return ModelCallError("timeout", f"the batch item {kind}")
+        err = getattr(getattr(result, "error", None), "error", None)
+        etype, message = getattr(err, "type", "api_error"), getattr(err, "message", "batch item errored")
+        retry = etype in ("api_error", "overloaded_error", "rate_limit_error")
+        return ModelCallError("server" if retry else "bad_request", f"{etype}: {message}")

@@ -1,0 +1,178 @@
+"""Provider batch APIs (``?batch=1`` on ``openai:`` and ``anthropic:`` specs): cache misses gathered into
+batches, at the providers' batch price.
+
+:class:`BatchCollector` is what the session calls instead of the model on a cache miss.  Requests that
+arrive within ``batch_window`` seconds of each other (default 2) go into one batch; the call key is the
+item's ``custom_id``.  The batch id and every item's key and request are journaled in the run store
+*before* the first poll, so a run killed while a batch is in flight re-attaches to it on resume and
+resubmits nothing: a request whose key is in an open journaled batch waits for that batch.  Results land in
+the call cache as they would from a direct call.  A failed item follows the retry policy: a retryable
+error (rate limit, server error, timeout, an expired or cancelled item) is sent again in a later batch, up
+to ``max_attempts``; any other error fails the call.
+
+The provider side (:class:`BatchBackend`) is three calls: submit items and get an id, ask whether the
+batch has ended, read its results.  The backends live with their adapters
+(:mod:`vlmcheck.models.batch_api`).
+
+Batches suit single-step methods (describe, VHExpansion, ChEF, CAST's generation): a method that waits for
+one answer before asking the next (GenCeption) makes one batch round trip per step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..core.errors import ModelCallError
+from ..store.db import RunStore
+from .scheduler import CallFailed
+
+log = logging.getLogger("vlmcheck.batch")
+
+#: what the providers charge for batched tokens, as a share of the direct price (both say "50% off")
+BATCH_PRICE_FACTOR = 0.5
+
+
+class BatchBackend(Protocol):
+    provider: str
+
+    async def submit(self, items: list[tuple[str, dict[str, Any]]]) -> str:
+        """Send ``(custom_id, request body)`` items as one batch; return the batch id."""
+
+    async def ended(self, batch_id: str) -> bool:
+        """Whether the batch has stopped processing (finished, failed, expired or cancelled)."""
+
+    async def results(self, batch_id: str) -> dict[str, dict[str, Any] | ModelCallError]:
+        """Per custom_id: the parsed generation (a Generation as JSON) or the item's error."""
+
+
+@dataclass
+class _Item:
+    key: str
+    role: str
+    request: Any
+    body: dict[str, Any]
+    future: asyncio.Future = field(repr=False)
+
+
+class BatchCollector:
+    """Gathers one model's cache misses into provider batches (see the module docstring).  Made inside the
+    run's event loop: it re-attaches to the model's open journaled batches at once."""
+
+    def __init__(self, store: RunStore, backend: BatchBackend, model_id: str, *, journal_model: str | None = None,
+                 window: float = 2.0, poll: float = 30.0, max_items: int = 50_000, max_attempts: int = 6) -> None:
+        # model_id names the model in the call cache; journal_model (its identity, no placement) in the
+        # journal, so a resume with other placement settings still finds its open batches
+        self.store, self.backend, self.model_id = store, backend, model_id
+        self.journal_model = journal_model or model_id
+        self.window, self.poll, self.max_items, self.max_attempts = window, poll, max_items, max_attempts
+        self._buffer: list[_Item] = []
+        self._flush_task: asyncio.Task | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._waiting: dict[str, asyncio.Future] = {}  # key -> its open (journaled) batch's answer
+        self.submitted = 0  # batches sent by this process
+        self.reattached = 0  # journaled batches this process waited for instead of resubmitting
+        for batch_id, items in store.open_batches(self.journal_model):
+            self.reattached += 1
+            futures = {}
+            for key, _role, _request in items:
+                futures[key] = self._waiting[key] = asyncio.get_running_loop().create_future()
+            self._spawn(self._watch(batch_id, futures, {k: (r, q) for k, r, q in items}))
+            log.info("re-attached to %s batch %s (%d requests)", backend.provider, batch_id, len(items))
+
+    # -- what the session calls ----------------------------------------------------------------
+
+    async def call(self, key: str, role: str, request: Any, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        """The answer for one request (a Generation as JSON) and the attempts it took."""
+        attempt = 0
+        while True:
+            attempt += 1
+            fut = self._waiting.pop(key, None)
+            if fut is None:
+                fut = asyncio.get_running_loop().create_future()
+                self._enqueue(_Item(key, role, request, body, fut))
+            outcome = await asyncio.shield(fut)
+            if not isinstance(outcome, ModelCallError):
+                return outcome, attempt
+            if not outcome.retryable or attempt >= self.max_attempts:
+                raise CallFailed(outcome, attempt)
+
+    # -- batching ---------------------------------------------------------------------------
+
+    def _enqueue(self, item: _Item) -> None:
+        self._buffer.append(item)
+        if len(self._buffer) >= self.max_items:
+            self._flush_now()
+        elif self._flush_task is None:
+            self._flush_task = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        # the window restarts while requests keep arriving, so one wave of samples makes one batch
+        seen = -1
+        while seen != len(self._buffer):
+            seen = len(self._buffer)
+            await asyncio.sleep(self.window)
+        self._flush_task = None
+        self._flush_now()
+
+    def _flush_now(self) -> None:
+        items, self._buffer = self._buffer, []
+        if items:
+            self._spawn(self._submit(items))
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _submit(self, items: list[_Item]) -> None:
+        futures = {it.key: it.future for it in items}
+        try:
+            batch_id = await self.backend.submit([(it.key, it.body) for it in items])
+        except ModelCallError as exc:
+            for f in futures.values():
+                if not f.done():
+                    f.set_result(exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - any other failure of the provider call fails its items
+            err = ModelCallError("connection", f"submitting the batch failed: {type(exc).__name__}: {exc}")
+            for f in futures.values():
+                if not f.done():
+                    f.set_result(err)
+            return
+        # journaled before the first poll: a run killed from here on re-attaches instead of resubmitting
+        self.store.journal_batch(batch_id, self.backend.provider, self.journal_model,
+                                 [(it.key, it.role, it.request) for it in items])
+        self.submitted += 1
+        log.info("submitted %s batch %s (%d requests)", self.backend.provider, batch_id, len(items))
+        await self._watch(batch_id, futures, {it.key: (it.role, it.request) for it in items})
+
+    async def _watch(self, batch_id: str, futures: dict[str, asyncio.Future],
+                     requests: dict[str, tuple[str, Any]]) -> None:
+        started = time.monotonic()
+        try:
+            while not await self.backend.ended(batch_id):
+                await asyncio.sleep(self.poll)
+            results = await self.backend.results(batch_id)
+        except Exception as exc:  # noqa: BLE001 - the batch cannot be read: its items fail retryably
+            err = exc if isinstance(exc, ModelCallError) else ModelCallError(
+                "connection", f"reading batch {batch_id} failed: {type(exc).__name__}: {exc}")
+            for f in futures.values():
+                if not f.done():
+                    f.set_result(err)
+            return
+        took = time.monotonic() - started
+        for key, fut in futures.items():
+            out = results.get(key, ModelCallError("server", f"batch {batch_id} returned no result for this request"))
+            if not isinstance(out, ModelCallError):
+                role, request = requests[key]
+                usage = out.get("usage") or {}
+                self.store.put_call(key, role=role, model=self.model_id, request=request, response=out, attempts=1,
+                                    input_tokens=usage.get("input_tokens", 0),
+                                    output_tokens=usage.get("output_tokens", 0), duration_s=took)
+            if not fut.done():
+                fut.set_result(out)
+        self.store.end_batch(batch_id)
