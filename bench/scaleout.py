@@ -5,7 +5,10 @@ Against local fake OpenAI-compatible servers with a fixed latency, N describe ca
 * ``local``: one process, one endpoint, concurrency C;
 * ``shards k``: k processes (``--shard i/k``) started together, each at concurrency C, then ``vlmcheck
   merge``; wall time includes the processes' start-up and the merge, which is also printed on its own;
-* ``endpoints k``: one process, ``openai:fake@URL1,...,URLk?concurrency=C`` (C per endpoint).
+* ``endpoints k``: one process, ``openai:fake@URL1,...,URLk?concurrency=C`` (C per endpoint);
+* ``ray k``: ``--executor ray --workers k`` at total concurrency k x C against one endpoint; the wall includes
+  starting a local Ray instance, whose fixed cost (start and first dispatch) is printed on its own: a
+  one-sample Ray run less a one-sample local run.
 
 Efficiency = ideal / wall with ideal = N x latency / (total concurrency).  On one 2-core machine every
 process shares the same CPUs, so shards show their fixed costs and the CPU ceiling rather than a speed-up;
@@ -78,7 +81,7 @@ def main() -> None:
                 t0 = time.monotonic()
                 wait(describe(f"openai:fake@{servers[0].url}", data, t / f"local-{latency}", a.concurrency))
                 row("local", time.monotonic() - t0, a.concurrency)
-                for k in (2, 4):
+                for k in (1, 2, 4):
                     t0 = time.monotonic()
                     wait(*[describe(f"openai:fake@{servers[0].url}", data, t / f"s{k}-{i}-{latency}", a.concurrency,
                                     "--shard", f"{i}/{k}") for i in range(k)])
@@ -89,6 +92,18 @@ def main() -> None:
                                    capture_output=True)
                     merge = time.monotonic() - m0
                     row(f"shards {k}", runs + merge, k * a.concurrency, f"merge {merge:.1f} s")
+                for k in (1, 2, 4):
+                    t0 = time.monotonic()
+                    wait(describe(f"openai:fake@{servers[0].url}", data, t / f"r{k}-{latency}", k * a.concurrency,
+                                  "--executor", "ray", "--workers", str(k)))
+                    row(f"ray {k}", time.monotonic() - t0, k * a.concurrency)
+                t0 = time.monotonic()
+                wait(describe(f"openai:fake@{servers[0].url}", data, t / f"one-l-{latency}", 1, "--limit", "1"))
+                one_local = time.monotonic() - t0
+                t0 = time.monotonic()
+                wait(describe(f"openai:fake@{servers[0].url}", data, t / f"one-r-{latency}", 1, "--limit", "1",
+                              "--executor", "ray", "--workers", "1"))
+                print(f"{latency:>8} ray fixed cost (start + first dispatch): {time.monotonic() - t0 - one_local:.1f} s")
                 for k in (2, 4):
                     urls = ",".join(s.url for s in servers[:k])
                     t0 = time.monotonic()

@@ -43,6 +43,11 @@ SEED = typer.Option(0, "--seed", help="Seed for every random choice of the run."
 API_KEY = typer.Option(None, "--api-key", help="API key for the model (else from the environment). Never stored.",
                        envvar="VLMCHECK_API_KEY", show_envvar=False)
 PROGRESS = typer.Option(True, "--progress/--no-progress", help="Show a progress bar.")
+EXECUTOR = typer.Option("local", "--executor",
+                        help="local (this process) or ray (Ray actors; pip install 'vlmcheck[ray]').")
+RAY_ADDRESS = typer.Option(None, "--address", help="Ray cluster to join (auto, or HOST:PORT); default: a local one.")
+WORKERS = typer.Option(None, "--workers", min=1, help="Ray actors (default: one per CPU of the cluster, at most 8).")
+GPUS = typer.Option(0.0, "--gpus-per-worker", min=0.0, help="GPUs each Ray actor reserves.")
 
 
 def _setup_logging() -> None:
@@ -91,24 +96,29 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _options(resume, overwrite, limit, max_concurrency, seed, progress, allow_outside=False, max_image_mb=256.0,
-             pixel_budget_mb=2000.0, preflight=True, shard=None) -> RunOptions:
+             pixel_budget_mb=2000.0, preflight=True, shard=None, executor="local", ray_address=None, workers=None,
+             gpus_per_worker=0.0) -> RunOptions:
     from .run.runner import parse_shard
 
+    if executor not in ("local", "ray"):
+        _fail(f"--executor {executor!r}: use local or ray")
     with _user_errors():
         parsed = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
     return RunOptions(resume=resume, overwrite=overwrite, limit=limit, max_concurrency=max_concurrency, seed=seed,
                       progress=progress, allow_outside=allow_outside,
                       max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6),
-                      preflight=preflight, shard=parsed)
+                      preflight=preflight, shard=parsed, executor=executor, ray_address=ray_address,
+                      workers=workers, gpus_per_worker=gpus_per_worker)
 
 
 def _execute(task, out: Path, options: RunOptions) -> dict:
     """Run ``task`` into ``out`` and print one line of counts; refusals to start end in one sentence, exit 2."""
+    from .run.ray_executor import ExecutorError
     from .store.db import StoreError
 
     try:
         result = run_task(task, out, options)
-    except (RunFolderExists, StoreError, SpecError) as exc:
+    except (RunFolderExists, StoreError, SpecError, ExecutorError) as exc:
         _fail(_one_line(exc))
     counts = result.results["counts"]
     session = result.results.get("session", {})
@@ -160,6 +170,8 @@ def describe(
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
     pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
+    executor: str = EXECUTOR, ray_address: Optional[str] = RAY_ADDRESS, workers: Optional[int] = WORKERS,
+    gpus_per_worker: float = GPUS,
 ) -> None:
     """Ask a VLM one prompt per image; keep every answer (and keyword recall where expected words are given)."""
     from .methods.describe import DescribeSpec, DescribeTask
@@ -171,7 +183,7 @@ def describe(
                             vlm=load_model(spec, "vlm"))
     results = _execute(task, out, _options(
         resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-        preflight, shard))
+        preflight, shard, executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker))
     _check_failures([results], max_failures)
 
 
@@ -192,13 +204,15 @@ def _task_of(run: Path):
 def resume(run: Path = typer.Argument(..., help="Run folder"), max_concurrency: int = CONCURRENCY,
            progress: bool = PROGRESS, allow_outside: bool = ALLOW_OUTSIDE,
            max_image_mb: float = MAX_IMAGE_MB, pixel_budget_mb: float = PIXEL_BUDGET_MB,
-           preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES) -> None:
+           preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
+    executor: str = EXECUTOR, ray_address: Optional[str] = RAY_ADDRESS, workers: Optional[int] = WORKERS,
+    gpus_per_worker: float = GPUS) -> None:
     """Continue an interrupted run with its recorded spec (API keys from the environment)."""
     _setup_logging()
     task, spec = _task_of(run)
     results = _execute(task, run, _options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0),
                                            progress, allow_outside, max_image_mb, pixel_budget_mb, preflight,
-                                           spec.get("shard")))
+                                           spec.get("shard"), executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker))
     _check_failures([results], max_failures)
 
 
@@ -206,17 +220,21 @@ def resume(run: Path = typer.Argument(..., help="Run folder"), max_concurrency: 
 def retry_failed_cmd(run: Path = typer.Argument(..., help="Run folder"), max_concurrency: int = CONCURRENCY,
                      progress: bool = PROGRESS, allow_outside: bool = ALLOW_OUTSIDE,
                      max_image_mb: float = MAX_IMAGE_MB, pixel_budget_mb: float = PIXEL_BUDGET_MB,
-                     preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES) -> None:
+                     preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
+    executor: str = EXECUTOR, ray_address: Optional[str] = RAY_ADDRESS, workers: Optional[int] = WORKERS,
+    gpus_per_worker: float = GPUS) -> None:
     """Run again only the samples that failed; finished ones are kept."""
     _setup_logging()
     task, spec = _task_of(run)
     options = _options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0), progress,
-                       allow_outside, max_image_mb, pixel_budget_mb, preflight, spec.get("shard"))
+                       allow_outside, max_image_mb, pixel_budget_mb, preflight, spec.get("shard"),
+                       executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker)
+    from .run.ray_executor import ExecutorError
     from .store.db import StoreError
 
     try:
         result = retry_failed(task, run, options)
-    except (RunFolderExists, StoreError, SpecError) as exc:
+    except (RunFolderExists, StoreError, SpecError, ExecutorError) as exc:
         _fail(_one_line(exc))
     counts = result.results["counts"]
     console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
@@ -287,6 +305,8 @@ def genception(
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
     pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
+    executor: str = EXECUTOR, ray_address: Optional[str] = RAY_ADDRESS, workers: Optional[int] = WORKERS,
+    gpus_per_worker: float = GPUS,
 ) -> None:
     """GenCeption: describe, regenerate, repeat T times; GC@1..T, GC_FID@t, categories, leaderboard."""
     from .methods.genception import GenCeptionSpec, GenCeptionTask
@@ -303,7 +323,7 @@ def genception(
         folder = out if len(vlm) == 1 else out / _slug(spec.canonical())
         results = _execute(task, folder, _options(
             resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-            preflight, shard))
+            preflight, shard, executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker))
         _print_gc(spec.canonical(), results["metrics"])
         folders.append(folder)
         all_results.append(results)
@@ -515,6 +535,8 @@ def vhx_run(
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
     pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
+    executor: str = EXECUTOR, ray_address: Optional[str] = RAY_ADDRESS, workers: Optional[int] = WORKERS,
+    gpus_per_worker: float = GPUS,
 ) -> None:
     """Negation, common and adversarial perturbations; accuracy and symmetric accuracy per variant."""
     from .methods.vhexpansion import VHExpansionTask, VHXSpec
@@ -532,7 +554,7 @@ def vhx_run(
             vlm=load_model(spec, "vlm"))
     results = _execute(task, out, _options(
         resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-        preflight, shard))
+        preflight, shard, executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker))
     _print_vhx(spec.canonical(), results["metrics"])
     _check_failures([results], max_failures)
 
@@ -767,6 +789,8 @@ def cast_run(
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
     pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
+    executor: str = EXECUTOR, ray_address: Optional[str] = RAY_ADDRESS, workers: Optional[int] = WORKERS,
+    gpus_per_worker: float = GPUS,
 ) -> None:
     """Generate similarities in 3 modalities, validate each in 3 modalities x 3 formats, score consistency."""
     from .methods.cast import CastSpec, CastTask
@@ -778,7 +802,7 @@ def cast_run(
                                  image_size=image_size, seed=seed), vlm=load_model(spec, "vlm"))
     results = _execute(task, out, _options(
         resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-        preflight, shard))
+        preflight, shard, executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker))
     _print_cast(spec.canonical(), results["metrics"])
     _check_failures([results], max_failures)
 
@@ -828,6 +852,8 @@ def chef_run(
     max_concurrency: int = CONCURRENCY, seed: int = SEED, progress: bool = PROGRESS,
     allow_outside: bool = ALLOW_OUTSIDE, max_image_mb: float = MAX_IMAGE_MB,
     pixel_budget_mb: float = PIXEL_BUDGET_MB, preflight: bool = PREFLIGHT, max_failures: float = MAX_FAILURES,
+    executor: str = EXECUTOR, ray_address: Optional[str] = RAY_ADDRESS, workers: Optional[int] = WORKERS,
+    gpus_per_worker: float = GPUS,
 ) -> None:
     """Run a ChEF recipe; the metric follows its desideratum."""
     from .core.roles import CapabilityError
@@ -849,7 +875,7 @@ def chef_run(
                         vlm=load_model(spec, "vlm"))
     results = _execute(task, out, _options(
         resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-        preflight, shard))
+        preflight, shard, executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker))
     _print_chef(spec.canonical(), results["metrics"])
     _check_failures([results], max_failures)
 

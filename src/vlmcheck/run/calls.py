@@ -107,13 +107,19 @@ class Session:
     def encoder(self, model: Any) -> "CachedEncoder":
         return CachedEncoder(self, model)
 
+    async def lookup(self, key: str) -> Any:
+        """The cached response for ``key`` or None; a store that asks another process (a Ray worker's) is
+        awaited, never blocking the loop."""
+        aget = getattr(self.store, "aget_call", None)
+        return await aget(key) if aget is not None else self.store.get_call(key)
+
     async def _cached(self, role: str, model: Any, request: Any, template: str | None, invoke,
                       batch_body=None) -> tuple[Any, bool]:
         """Return (response JSON, was_hit).  ``invoke`` is an async fn returning (response JSON, usage);
         ``batch_body``, for a model with a batch backend, gives the provider request body to batch instead."""
         model_id = model.model_id
         key = call_key(role, cache_model_id(model, self.key_version), request, template)
-        hit = self.store.get_call(key)
+        hit = await self.lookup(key)
         if hit is not None:
             self.counters.count(model_id, "hits")
             return hit, True
@@ -233,7 +239,7 @@ class CachedEncoder(_Wrapper):
         model_id = self.model.model_id
         cache_id = cache_model_id(self.model, self.session.key_version)
         keys = [call_key("encoder", cache_id, {"image": image_hash(img)}, None) for img in images]
-        rows: list[list[float] | None] = [store.get_call(k) for k in keys]
+        rows: list[list[float] | None] = [await self.session.lookup(k) for k in keys]
         missing = [i for i, r in enumerate(rows) if r is None]
         self.session.counters.count(model_id, "hits", len(images) - len(missing))
         if missing:

@@ -26,7 +26,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -99,6 +99,11 @@ class RunOptions(BaseModel):
     pixel_budget: int = Field(default=DEFAULT_PIXEL_BUDGET, ge=1)
     # (i, N): run only shard i of N (samples assigned by a hash of their id); `vlmcheck merge` unions them
     shard: tuple[int, int] | None = None
+    # where samples run: this process, or Ray actors (run/ray_executor.py; placement, never part of the spec)
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None  # None: a local Ray instance (or the cluster this process already joined)
+    workers: int | None = Field(default=None, ge=1)  # Ray actors; None: one per CPU of the cluster, at most 8
+    gpus_per_worker: float = Field(default=0.0, ge=0.0)
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -333,7 +338,8 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         store.set_meta("spec", spec)
         sessions = store.get_meta("sessions") or []
         store.set_meta("sessions", sessions + [{"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                                "models": sorted(_model_strings(spec["task_spec"]))}])
+                                                "models": sorted(_model_strings(spec["task_spec"])),
+                                                "executor": options.executor}])
         if options.clear_failed:
             store.clear_failed(task.name)
         session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
@@ -343,7 +349,14 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         if todo and options.preflight:
             await preflight(task)
         try:
-            await _run_samples(task, todo, session, options, already=len(samples) - len(todo), total=len(samples))
+            if options.executor == "ray" and todo:
+                from .ray_executor import run_samples_ray
+
+                await run_samples_ray(task, todo, session, options, already=len(samples) - len(todo),
+                                      total=len(samples))
+            else:
+                await _run_samples(task, todo, session, options, already=len(samples) - len(todo),
+                                   total=len(samples))
         finally:
             await close_loop_clients()
         results = write_outputs(store, task, samples, session)
@@ -405,6 +418,26 @@ async def preflight(task: Task) -> None:
         await check()
 
 
+async def execute_sample(task: Task, sample: Sample, session: Session) -> dict[str, Any]:
+    """Run one sample: ``{"status": "done", "result"}`` or ``{"status": "error", "error_type", "message",
+    "partial"}`` - every failure is the sample's, never the run's (the local and the Ray executor)."""
+    trace: list[dict[str, Any]] = []
+    token = reasoning_trace.set(trace)  # a reasoning model's thinking, kept beside the sample's answers
+    try:
+        async with inputs.sample_lease():  # the sample's decoded images leave the pixel budget at its end
+            result = await task.run_sample(sample, session)
+        if trace and isinstance(result, dict):
+            result = {**result, "reasoning_trace": trace}
+        return {"status": "done", "result": result}
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure is recorded per sample
+        return {"status": "error", "error_type": error_type(exc), "message": str(exc),
+                "partial": getattr(exc, "partial", None)}
+    finally:
+        reasoning_trace.reset(token)
+
+
 async def _run_samples(task: Task, todo: list[Sample], session: Session, options: RunOptions,
                        already: int, total: int) -> None:
     store = session.store
@@ -419,24 +452,14 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
                 sample = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            trace: list[dict[str, Any]] = []
-            token = reasoning_trace.set(trace)  # a reasoning model's thinking, kept beside the sample's answers
-            try:
-                async with inputs.sample_lease():  # the sample's decoded images leave the pixel budget at its end
-                    result = await task.run_sample(sample, session)
-                if trace and isinstance(result, dict):
-                    result = {**result, "reasoning_trace": trace}
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - every failure is recorded per sample
-                partial = getattr(exc, "partial", None)
-                store.put_sample_error(task.name, sample.id, sample.seq, error_type(exc), str(exc), partial)
+            outcome = await execute_sample(task, sample, session)
+            if outcome["status"] == "error":
+                store.put_sample_error(task.name, sample.id, sample.seq, outcome["error_type"], outcome["message"],
+                                       outcome["partial"])
                 progress.advance(failed=True)
             else:
-                store.put_sample(task.name, sample.id, sample.seq, result)
+                store.put_sample(task.name, sample.id, sample.seq, outcome["result"])
                 progress.advance()
-            finally:
-                reasoning_trace.reset(token)
 
     n_workers = max(1, min(options.max_concurrency, len(todo)))
     if any(getattr(m, "batch", None) is not None for m in vars(task).values()):

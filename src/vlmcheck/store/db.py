@@ -26,6 +26,7 @@ that names the file and what to do; the CLI prints it and exits 2.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -350,6 +351,37 @@ class RunStore:
 
     def image_path(self, rel: str) -> Path:
         return self.folder / rel
+
+    def put_artifact_bytes(self, rel: str, data: bytes) -> None:
+        """Save an artifact another process made (a Ray worker's PNG), at its content-addressed path."""
+        digest = Path(rel).stem
+        if not (rel.startswith("artifacts/") and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
+            raise ValueError(f"not an artifact path: {rel!r}")
+        target = self.folder / rel
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
+            tmp.write_bytes(data)
+            os.replace(tmp, target)
+        with Image.open(target) as img:
+            size = img.size
+        self._exec(
+            "INSERT OR IGNORE INTO artifacts(sha256, path, width, height, created_at) VALUES (?, ?, ?, ?, ?)",
+            (digest, rel, size[0], size[1], time.time()),
+        )
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Everything written inside lands together or not at all (the Ray executor commits a sample's
+        calls and its journal row in one transaction)."""
+        with self._lock:
+            self._exec("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._exec("ROLLBACK")
+                raise
+            self._exec("COMMIT")
 
     # ----------------------------------------------------------------- merge
     # --------------------------------------------------------------- batches
