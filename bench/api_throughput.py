@@ -105,7 +105,8 @@ def _vlmcheck(base_url: str, manifest: Path, out: Path, conc: int) -> None:
     from vlmcheck.methods.describe import DescribeSpec, DescribeTask
 
     task = DescribeTask(DescribeSpec(vlm=f"openai:fake@{base_url}", data=str(manifest), prompt=PROMPT))
-    run_task(task, out, RunOptions(max_concurrency=conc, progress=False, report=False, preflight=False))
+    run_task(task, out, RunOptions(max_concurrency=conc, progress=False, report=False, preflight=False,
+                                   resume=(out / "store.sqlite").exists()))
 
 
 def worker_main(args) -> None:
