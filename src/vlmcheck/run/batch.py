@@ -56,6 +56,7 @@ class _Item:
     request: Any
     body: dict[str, Any]
     future: asyncio.Future = field(repr=False)
+    attempt: int = 1
 
 
 class BatchCollector:
@@ -73,14 +74,11 @@ class BatchCollector:
         self._flush_task: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._waiting: dict[str, asyncio.Future] = {}  # key -> its open (journaled) batch's answer
-        self.submitted = 0  # batches sent by this process
-        self.reattached = 0  # journaled batches this process waited for instead of resubmitting
         for batch_id, items in store.open_batches(self.journal_model):
-            self.reattached += 1
             futures = {}
             for key, _role, _request in items:
                 futures[key] = self._waiting[key] = asyncio.get_running_loop().create_future()
-            self._spawn(self._watch(batch_id, futures, {k: (r, q) for k, r, q in items}))
+            self._spawn(self._watch(batch_id, futures, {k: (r, q, 1) for k, r, q in items}))
             log.info("re-attached to %s batch %s (%d requests)", backend.provider, batch_id, len(items))
 
     # -- what the session calls ----------------------------------------------------------------
@@ -93,7 +91,7 @@ class BatchCollector:
             fut = self._waiting.pop(key, None)
             if fut is None:
                 fut = asyncio.get_running_loop().create_future()
-                self._enqueue(_Item(key, role, request, body, fut))
+                self._enqueue(_Item(key, role, request, body, fut, attempt))
             outcome = await asyncio.shield(fut)
             if not isinstance(outcome, ModelCallError):
                 return outcome, attempt
@@ -132,47 +130,47 @@ class BatchCollector:
         futures = {it.key: it.future for it in items}
         try:
             batch_id = await self.backend.submit([(it.key, it.body) for it in items])
-        except ModelCallError as exc:
-            for f in futures.values():
-                if not f.done():
-                    f.set_result(exc)
-            return
-        except Exception as exc:  # noqa: BLE001 - any other failure of the provider call fails its items
-            err = ModelCallError("connection", f"submitting the batch failed: {type(exc).__name__}: {exc}")
-            for f in futures.values():
-                if not f.done():
-                    f.set_result(err)
+        except Exception as exc:  # noqa: BLE001 - a failed submission fails its items (retryably, if it may)
+            _settle(futures, _as_call_error(exc, "submitting the batch failed"))
             return
         # journaled before the first poll: a run killed from here on re-attaches instead of resubmitting
         self.store.journal_batch(batch_id, self.backend.provider, self.journal_model,
                                  [(it.key, it.role, it.request) for it in items])
-        self.submitted += 1
         log.info("submitted %s batch %s (%d requests)", self.backend.provider, batch_id, len(items))
-        await self._watch(batch_id, futures, {it.key: (it.role, it.request) for it in items})
+        await self._watch(batch_id, futures, {it.key: (it.role, it.request, it.attempt) for it in items})
 
     async def _watch(self, batch_id: str, futures: dict[str, asyncio.Future],
-                     requests: dict[str, tuple[str, Any]]) -> None:
+                     requests: dict[str, tuple[str, Any, int]]) -> None:
+        """Wait for the batch to end, store its answers in the call cache, settle its requests."""
         started = time.monotonic()
         try:
             while not await self.backend.ended(batch_id):
                 await asyncio.sleep(self.poll)
             results = await self.backend.results(batch_id)
         except Exception as exc:  # noqa: BLE001 - the batch cannot be read: its items fail retryably
-            err = exc if isinstance(exc, ModelCallError) else ModelCallError(
-                "connection", f"reading batch {batch_id} failed: {type(exc).__name__}: {exc}")
-            for f in futures.values():
-                if not f.done():
-                    f.set_result(err)
+            _settle(futures, _as_call_error(exc, f"reading batch {batch_id} failed"))
             return
         took = time.monotonic() - started
         for key, fut in futures.items():
             out = results.get(key, ModelCallError("server", f"batch {batch_id} returned no result for this request"))
             if not isinstance(out, ModelCallError):
-                role, request = requests[key]
+                role, request, attempt = requests[key]
                 usage = out.get("usage") or {}
-                self.store.put_call(key, role=role, model=self.model_id, request=request, response=out, attempts=1,
+                self.store.put_call(key, role=role, model=self.model_id, request=request, response=out,
+                                    attempts=attempt,
                                     input_tokens=usage.get("input_tokens", 0),
                                     output_tokens=usage.get("output_tokens", 0), duration_s=took)
             if not fut.done():
                 fut.set_result(out)
         self.store.end_batch(batch_id)
+
+
+def _as_call_error(exc: Exception, what: str) -> ModelCallError:
+    return exc if isinstance(exc, ModelCallError) else ModelCallError(
+        "connection", f"{what}: {type(exc).__name__}: {exc}")
+
+
+def _settle(futures: dict[str, asyncio.Future], outcome: Any) -> None:
+    for f in futures.values():
+        if not f.done():
+            f.set_result(outcome)

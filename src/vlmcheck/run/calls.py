@@ -128,12 +128,16 @@ class Session:
         provider_key = getattr(model, "concurrency_key", model_id)
         try:
             if batch_body is not None and getattr(model, "batch", None) is not None:
+                # the collector stores every answer of a batch itself (also those of a re-attached batch that
+                # no request of this session waits for)
                 response, attempts = await self.batch_for(model).call(key, role, request, batch_body())
                 u = response.get("usage") or {}
-                usage = (u.get("input_tokens", 0), u.get("output_tokens", 0))
-            else:
-                (response, usage), attempts = await self.scheduler.call(provider_key, invoke, limit=limit,
-                                                                        timeout=getattr(model, "timeout", None))
+                self.counters.count(model_id, "calls")
+                self.counters.count(model_id, "input_tokens", u.get("input_tokens", 0))
+                self.counters.count(model_id, "output_tokens", u.get("output_tokens", 0))
+                return response, False
+            (response, usage), attempts = await self.scheduler.call(provider_key, invoke, limit=limit,
+                                                                    timeout=getattr(model, "timeout", None))
         except CallFailed as failed:
             self.counters.count(model_id, "failures")
             self.store.put_call_error(key, role=role, model=model_id, request=request,

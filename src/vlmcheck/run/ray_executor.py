@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import logging
 import math
 import os
 import sqlite3
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.images import encode_image, image_hash
+from ..store.db import artifact_path
 from .calls import Session
 from .progress import Progress
 from .scheduler import RetryPolicy, Scheduler
@@ -93,8 +95,7 @@ class WorkerStore:
         self._bucket()["errors"].append({"key": key, **row})
 
     def put_image(self, img) -> str:
-        digest = image_hash(img)
-        rel = f"artifacts/{digest[:2]}/{digest}.png"
+        rel = artifact_path(image_hash(img))
         target = self.folder / rel
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -135,8 +136,8 @@ class SampleWorker:
                 model.max_concurrency = max(1, math.ceil(limit / workers))
         self.folder = Path(tempfile.mkdtemp(prefix="vlmcheck-ray-"))
         self.store = WorkerStore(self.folder, reader)
-        self.session = Session(self.store, Scheduler(max_concurrency, RetryPolicy.model_validate(retry), seed=seed),
-                               key_version=key_version)
+        self.scheduler = Scheduler(max_concurrency, RetryPolicy.model_validate(retry), seed=seed)
+        self.key_version = key_version
         self.policy = inputs.InputPolicy(allow_outside=input_policy["allow_outside"],
                                          max_file_bytes=input_policy["max_image_bytes"],
                                          budget=inputs.PixelBudget(input_policy["pixel_budget"]))
@@ -147,10 +148,11 @@ class SampleWorker:
 
         _SAMPLE.set(sample_id)
         inputs.set_policy(self.policy)
-        before = (self.session.counters.hits, self.session.counters.calls)
-        outcome = await execute_sample(self.task, Sample(sample_id, payload, seq), self.session)
+        # a session per sample (one scheduler for all): its counters are this sample's own
+        session = Session(self.store, self.scheduler, key_version=self.key_version)
+        outcome = await execute_sample(self.task, Sample(sample_id, payload, seq), session)
         outcome.update(self.store.take(sample_id))
-        outcome["counts"] = (self.session.counters.hits - before[0], self.session.counters.calls - before[1])
+        outcome["counts"] = (session.counters.hits, session.counters.calls)
         return outcome
 
     async def drain(self) -> dict[str, dict[str, list]]:
@@ -200,8 +202,6 @@ async def run_samples_ray(task, todo: list, session: Session, options, already: 
     ray = import_ray()
     started_here = not ray.is_initialized()
     if started_here:
-        import logging
-
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                   "logging_level": logging.WARNING}
         if options.ray_address:
@@ -251,8 +251,6 @@ async def _started(actors: list, options, timeout: float = 300.0) -> list:
             "free per worker?")
         raise ExecutorError(f"no Ray worker could start{detail}")
     if len(ok) < len(actors):
-        import logging
-
         logging.getLogger("vlmcheck").warning("%d of %d Ray workers started; running on those", len(ok),
                                               len(actors))
     return ok
@@ -271,12 +269,8 @@ async def _dispatch(ray, task, todo, session, options, actors, slots, already, t
     def lose(i: int, why: str) -> None:
         if i in live:
             live.discard(i)
-            back = [s for f, (j, s) in list(inflight.items()) if j == i]
-            for f in [f for f, (j, _) in inflight.items() if j == i]:
-                del inflight[f]
+            back = [inflight.pop(f)[1] for f in [f for f, (j, _) in inflight.items() if j == i]]
             queue.extendleft(reversed(back))
-            import logging
-
             logging.getLogger("vlmcheck").warning("Ray worker %d lost (%s); %d of its samples go to the others",
                                                   i, why, len(back))
 

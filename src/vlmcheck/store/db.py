@@ -121,6 +121,11 @@ def store_error(path: Path, exc: BaseException) -> StoreError:
     return StoreError(f"{path} is damaged ({reason}); move it aside and start the run again with --overwrite")
 
 
+def artifact_path(digest: str) -> str:
+    """Where the artifact with this pixel hash lives, relative to the run folder (content-addressed)."""
+    return f"artifacts/{digest[:2]}/{digest}.png"
+
+
 def _dumps(obj: Any) -> str:
     return json.dumps(redact_obj(obj), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
@@ -336,7 +341,7 @@ class RunStore:
     def put_image(self, img: Image.Image) -> str:
         """Save ``img`` losslessly under ``artifacts/``; return its path relative to the run folder."""
         digest = image_hash(img)
-        rel = Path("artifacts") / digest[:2] / f"{digest}.png"
+        rel = Path(artifact_path(digest))
         target = self.folder / rel
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -355,7 +360,7 @@ class RunStore:
     def put_artifact_bytes(self, rel: str, data: bytes) -> None:
         """Save an artifact another process made (a Ray worker's PNG), at its content-addressed path."""
         digest = Path(rel).stem
-        if not (rel.startswith("artifacts/") and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
+        if rel != artifact_path(digest) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
             raise ValueError(f"not an artifact path: {rel!r}")
         target = self.folder / rel
         if not target.exists():

@@ -13,6 +13,7 @@ ignores; callers decide how to say so.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -331,6 +332,7 @@ def _edits(a: str, b: str) -> int:
     return d[-1][-1]
 
 
+@functools.lru_cache(maxsize=4096)  # every question of a run goes through here, with the same few words
 def _repair_word(tok: str) -> str:
     low = tok.lower()
     if any(c.isdigit() for c in low) and any(c.isalpha() for c in low):
@@ -344,14 +346,19 @@ def _repair_word(tok: str) -> str:
     return tok
 
 
+def _reader_word(tok: str) -> str:
+    """A word as the grammar reads it: repaired, then a paraphrase's word replaced by the grammar's own."""
+    fixed = _repair_word(tok)
+    return _SYNONYMS.get(fixed.lower(), fixed)
+
+
 def repair_typos(text: str) -> str:
     """A question as a reader of English takes it, whatever typos, OCR noise, synonyms or an irrelevant
     sentence did to it: words mapped back to the world's vocabulary (a unique closest word within 1 edit, 2
     for words of 6 letters or more), paraphrases to the grammar's words ("how numerous" -> "how many"), and
     of several sentences the question ones.  Quoted text is left as it is."""
     parts = re.split(r'("[^"]*"|\'[^\']*\')', text)
-    out = "".join(p if i % 2 else re.sub(r"[A-Za-z0-9]+", lambda m: _SYNONYMS.get(_repair_word(m.group(0)).lower(),
-                                                                                  _repair_word(m.group(0))), p)
+    out = "".join(p if i % 2 else re.sub(r"[A-Za-z0-9]+", lambda m: _reader_word(m.group(0)), p)
                   for i, p in enumerate(parts))
     out = re.sub(r"\bwhat number of\b", "how many", out, flags=re.I)
     sentences = re.findall(r'[^.?!]*(?:"[^"]*"[^.?!]*)*[.?!]|[^.?!]+$', out)

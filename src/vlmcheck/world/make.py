@@ -154,7 +154,7 @@ def make_world(out: str | Path, n: int = 200, seed: int = 0, size: int = 384,
         + "\n" for r in rows))
     _write_turn_sets(out, rows, n, seed, size)
     manifest = out / "manifest.jsonl"
-    manifest.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    manifest.write_text(_lines(rows))
     (out / "README.txt").write_text(
         f"vlmcheck reference world: {n} scenes, seed {seed}, {size}x{size} px.\n"
         "manifest.jsonl: id, image, category, description (canonical), scene (ground truth), questions.\n")
@@ -240,7 +240,7 @@ def make_world_pairs(out: str | Path, n: int = 20, seed: int = 0, size: int = 38
                            "scene": scene.model_dump()}
         rows.append({"id": f"pair{i:03d}", **sides, "shared_objects": keep_n})
     path = out / "pairs.jsonl"
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    path.write_text(_lines(rows))
     return path
 
 

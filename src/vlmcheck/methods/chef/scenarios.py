@@ -33,10 +33,10 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _resolve(path: Path, image: str | None) -> str | None:
-    if not image:
-        return None
-    p = Path(image)
-    return str(p if p.is_absolute() else path.parent / p)
+    """An image named in the data file ``path``, relative to the file's folder."""
+    from .turns import resolve_image
+
+    return resolve_image(path.parent, image)
 
 
 def _answer_index(answer: Any, options: list[str]) -> int:

@@ -79,7 +79,8 @@ def _item(item_id: str, image: str | None, turns: list[dict], task: str, **meta)
             "answer": first["answer"], "turns": turns, "meta": {"task": task, **meta}}
 
 
-def _resolve(base: Path, image: str | None) -> str | None:
+def resolve_image(base: Path, image: str | None) -> str | None:
+    """``image`` relative to ``base`` unless absolute; None for no image."""
     if not image:
         return None
     p = Path(image)
@@ -144,7 +145,7 @@ def counting_items(rows: list[dict], base: Path, width: int = 2, same_decade: bo
         iid = str(r.get("id", i))
         pool = count_pool(gt, width, same_decade)
         turn = _turn("count", q, COUNT_TEMPLATE, pool, pool.index(gt), _rng(seed, iid))
-        out.append(_item(iid, _resolve(base, r["image"]), [turn], "counting", count=gt))
+        out.append(_item(iid, resolve_image(base, r["image"]), [turn], "counting", count=gt))
     return out
 
 
@@ -244,7 +245,7 @@ def detection_items(rows: list[dict], base: Path, negatives: int = 3, seed: int 
                 turns.append(_turn("box", DETECT_PROMPTS[1].format(prefix=lab), DETECT_TEMPLATES[1], [gt] + negs,
                                    0, rng, fmt=format_box, label=lab,
                                    accept=lambda b, gts=gts: any(M.iou(g, b) > 0.5 for g in gts)))
-        out.append(_item(iid, _resolve(base, r["image"]), turns, "detection",
+        out.append(_item(iid, resolve_image(base, r["image"]), turns, "detection",
                          objects=[{"label": lab, "bbox": b} for lab, b in objs]))
     return out
 
@@ -317,7 +318,7 @@ def hierarchy_items(rows: list[dict], base: Path, tree: str | None = None, negat
             others = [sib[j] for j in rng.permutation(len(sib))[:negatives]]
             prompt = HIER_PROMPTS[0] if lv == 0 else HIER_PROMPTS[1].format(prefix=parent)
             turns.append(_turn(f"level{lv + 1}", prompt, HIER_TEMPLATE, [name] + others, 0, rng, label=name))
-        out.append(_item(iid, _resolve(base, r["image"]), turns, "hierarchical", chain=chain,
+        out.append(_item(iid, resolve_image(base, r["image"]), turns, "hierarchical", chain=chain,
                          **({"realm": r["realm_name"]} if "realm_name" in r else {})))
     return out
 
@@ -344,7 +345,7 @@ def turn_items(rows: list[dict], base: Path, **_) -> list[dict[str, Any]]:
             turns.append({"role": t.get("role", f"turn{k + 1}"), "prompt": t["prompt"],
                           "template": t.get("template", "{option}"), "options": opts, "values": opts,
                           "answer": ans, "accept": [ans], "label": t.get("label")})
-        out.append(_item(iid, _resolve(base, r.get("image")), turns, "turns"))
+        out.append(_item(iid, resolve_image(base, r.get("image")), turns, "turns"))
     return out
 
 
