@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install bench clean browser
+.PHONY: demo test install bench bench-peers clean browser
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -45,5 +45,27 @@ bench: $(STAMP)
 	$(PY) bench/attack.py
 	$(PY) bench/input_memory.py
 
+# lmms-eval and inspect_ai, each in its own venv under bench/ (torch pinned to the CPU wheel; lmms-eval's
+# torchvision removed as above: its openai model never uses it), measured against vlmcheck on the same fake
+# server and images, interleaved (bench/api_throughput.py --peers).
+LMMS  := bench/.venv-lmms
+INSP  := bench/.venv-inspect
+
+$(LMMS)/.installed: constraints.txt
+	$(PYTHON) -m venv $(LMMS)
+	$(LMMS)/bin/python -m pip install --quiet --upgrade pip
+	$(LMMS)/bin/python -m pip install --quiet -c constraints.txt "lmms-eval==0.7.3"
+	$(LMMS)/bin/python -m pip uninstall --quiet --yes torchvision || true
+	touch $@
+
+$(INSP)/.installed:
+	$(PYTHON) -m venv $(INSP)
+	$(INSP)/bin/python -m pip install --quiet --upgrade pip
+	$(INSP)/bin/python -m pip install --quiet "inspect-ai==0.3.285" openai aiohttp
+	touch $@
+
+bench-peers: $(STAMP) $(LMMS)/.installed $(INSP)/.installed
+	$(PY) bench/api_throughput.py --peers --n 2000 --rounds 3
+
 clean:
-	rm -rf $(VENV) demo-run .pytest_cache
+	rm -rf $(VENV) $(LMMS) $(INSP) demo-run .pytest_cache

@@ -7,8 +7,8 @@ in its own process, interleaved over ``--rounds`` rounds (medians reported):
 
 * ``vlmcheck``: a describe run through the whole stack (images read from disk, cache keys, scheduler,
   SQLite store and journal);
-* ``bare SDK``: the openai SDK alone (its aiohttp transport, as vlmcheck uses), the images read and
-  encoded to base64 PNG per request, no store: the floor of any runner built on the SDK;
+* ``bare SDK``: the openai SDK alone (its aiohttp transport, as vlmcheck uses), each file's bytes read and
+  base64-encoded per request, nothing decoded, no store: the floor of any runner built on the SDK;
 * ``bare aiohttp``: raw HTTP POSTs of the same bodies: what the server and loopback allow.
 
 Per contender: wall time; API phase (first request to last answer, from the server's log); efficiency =
@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
+import os
 import statistics
 import subprocess
 import sys
@@ -61,13 +61,14 @@ def make_images(folder: Path, n: int, size: int) -> Path:
 
 
 def _bodies(folder: Path, n: int, tag: str):
-    from vlmcheck.core.images import load_image
-    from vlmcheck.core.messages import Message, to_openai
+    import base64
 
-    for i in range(n):  # read and encoded per request, as a runner without a cache must
-        img = load_image(folder / f"{i:05d}.png")
+    for i in range(n):  # each file read and base64-encoded per request: the least any client can do
+        url = "data:image/png;base64," + base64.b64encode((folder / f"{i:05d}.png").read_bytes()).decode()
         yield {"model": "fake", "max_tokens": 512, "temperature": 0.0,
-               "messages": to_openai([Message.user(img, f"{PROMPT} [{tag} {i}]")])}
+               "messages": [{"role": "user", "content": [
+                   {"type": "image_url", "image_url": {"url": url}},
+                   {"type": "text", "text": f"{PROMPT} [{tag} {i}]"}]}]}
 
 
 async def _sdk(base_url: str, folder: Path, n: int, conc: int, tag: str) -> None:
@@ -110,7 +111,6 @@ def _vlmcheck(base_url: str, manifest: Path, out: Path, conc: int) -> None:
 
 
 def worker_main(args) -> None:
-    t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
     folder = Path(args.folder)
     if args.worker == "vlmcheck":
         _vlmcheck(args.base_url, folder.parent / "manifest.jsonl", Path(args.out), args.concurrency)
@@ -118,29 +118,75 @@ def worker_main(args) -> None:
         asyncio.run(_sdk(args.base_url, folder, args.n, args.concurrency, args.tag))
     else:
         asyncio.run(_aiohttp(args.base_url, folder, args.n, args.concurrency, args.tag))
-    r1 = resource.getrusage(resource.RUSAGE_SELF)
-    print(json.dumps({"wall": time.perf_counter() - t0,
-                      "cpu": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime),
-                      "rss_mb": r1.ru_maxrss / 1024}))
+
+
+# ----------------------------------------------------------------------------- peers (their own venvs)
+
+BENCH = Path(__file__).resolve().parent
+PEER_VENVS = {"lmms-eval": BENCH / ".venv-lmms", "inspect_ai": BENCH / ".venv-inspect"}
+LMMS_TASK = """task: vlmcheck_bench
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {manifest}
+test_split: test
+output_type: generate_until
+doc_to_visual: !function lmms_utils.doc_to_visual
+doc_to_text: !function lmms_utils.doc_to_text
+doc_to_target: "id"
+generation_kwargs:
+  max_new_tokens: 512
+  temperature: 0
+process_results: !function lmms_utils.process_results
+metric_list:
+  - metric: answered
+    aggregation: mean
+    higher_is_better: true
+"""
+
+
+def peer_command(name: str, base_url: str, tmp: Path, out: Path, conc: int) -> list[str]:
+    """The command line a user of ``name`` would run for this describe job, writing under ``out``; run twice with
+    the same ``out``, the second run is served from the peer's own response cache."""
+    python = str(PEER_VENVS[name] / "bin" / "python")
+    if name == "inspect_ai":
+        return [python, str(BENCH / "peers" / "run_inspect.py"), str(tmp / "manifest.jsonl"), base_url,
+                str(out / "logs"), str(conc), str(out / "cache")]
+    task_dir = tmp / "lmms_task"
+    if not task_dir.exists():
+        task_dir.mkdir()
+        rows = [json.loads(x) for x in (tmp / "manifest.jsonl").read_text().splitlines() if x.strip()]
+        (tmp / "lmms_manifest.jsonl").write_text("".join(
+            json.dumps({"id": r["id"], "path": str(tmp / r["image"])}) + "\n" for r in rows))
+        (task_dir / "vlmcheck_bench.yaml").write_text(LMMS_TASK.format(manifest=tmp / "lmms_manifest.jsonl"))
+        (task_dir / "lmms_utils.py").write_text((BENCH / "peers" / "lmms_utils.py").read_text())
+    return [python, "-m", "lmms_eval", "--model", "openai", "--model_args",
+            f"model_version=fake,base_url={base_url},api_key=EMPTY,num_concurrent={conc},max_retries=1",
+            "--tasks", "vlmcheck_bench", "--include_path", str(task_dir), "--batch_size", "1",
+            "--output_path", str(out / "results"), "--use_cache", str(out / "cache")]
 
 
 # ----------------------------------------------------------------------------- the parent
 
 
-def run_one(kind: str, base_url: str, folder: Path, n: int, conc: int, out: Path, tag: str, log: Path,
-            latency: float) -> dict:
+def measure(cmd: list[str], log: Path, latency: float, env: dict | None = None) -> dict:
+    """Run ``cmd``; its wall time, CPU (user + system, its own and its children's, from wait4) and peak RSS, and
+    from the server's log the requests it made and its API phase (first request to last answer)."""
     start = len(log.read_text().splitlines()) if log.exists() else 0
-    proc = subprocess.run([sys.executable, __file__, "--worker", kind, "--base-url", base_url, "--folder", str(folder),
-                           "--n", str(n), "--concurrency", str(conc), "--out", str(out), "--tag", tag],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{kind} failed: {proc.stderr.strip().splitlines()[-1:]}")
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    err_path = log.with_suffix(".stderr")
+    t0 = time.perf_counter()
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        last = err_path.read_text(errors="replace").strip().splitlines()[-1:]
+        raise SystemExit(f"{' '.join(cmd[:3])} failed (exit {proc.returncode}): {last}")
     seen = [json.loads(x) for x in log.read_text().splitlines()[start:] if x.strip()]
     ts = [r["t"] for r in seen if r.get("path", "").endswith("/chat/completions")]
-    res["requests"] = len(ts)
-    res["api_phase"] = (max(ts) + latency - min(ts)) if ts else float("nan")  # first request to last answer
-    return res
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024,
+            "requests": len(ts), "api_phase": (max(ts) + latency - min(ts)) if ts else float("nan")}
 
 
 def main() -> int:
@@ -155,50 +201,70 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--latency", type=float, nargs="+", default=[0.05, 0.5])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--peers", action="store_true",
+                    help="also run lmms-eval and inspect_ai from bench/.venv-lmms and bench/.venv-inspect "
+                         "(`make bench-peers` builds them)")
     args = ap.parse_args()
     if args.worker:
         worker_main(args)
         return 0
 
+    peers = [name for name in PEER_VENVS if args.peers]
+    missing = [str(PEER_VENVS[n]) for n in peers if not (PEER_VENVS[n] / "bin" / "python").exists()]
+    if missing:
+        raise SystemExit(f"--peers needs {' and '.join(missing)}: run `make bench-peers`")
     tmp = Path(tempfile.mkdtemp(prefix="vlmcheck-bench-"))
     folder = tmp / "imgs"
     make_images(folder, args.n, args.size)
+    # every peer works offline: no hub, no telemetry
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(tmp / "hf"),
+               WANDB_MODE="disabled", TOKENIZERS_PARALLELISM="false")
     print(f"N = {args.n} distinct {args.size}-px photos, concurrency {args.concurrency}, {args.rounds} interleaved "
-          "rounds (medians)")
+          f"rounds (medians); {os.cpu_count()} CPUs shared with the fake server")
+    names = ["bare aiohttp", "bare SDK", "vlmcheck", *peers]
     ok = True
     for latency in args.latency:
         log = tmp / f"server-{latency}.jsonl"
         server = subprocess.Popen([sys.executable, "-m", "vlmcheck.testing.fake_openai", "--port", "0", "--latency",
                                    str(latency), "--log", str(log)], stdout=subprocess.PIPE, text=True)
+
+        def command(name: str, r: int) -> list[str]:
+            out = tmp / f"{name.replace(' ', '-')}-{latency}-{r}"
+            if name in PEER_VENVS:
+                return peer_command(name, base_url, tmp, out, args.concurrency)
+            kind = {"bare aiohttp": "aiohttp", "bare SDK": "sdk"}.get(name, "vlmcheck")
+            return [sys.executable, __file__, "--worker", kind, "--base-url", base_url, "--folder", str(folder),
+                    "--n", str(args.n), "--concurrency", str(args.concurrency), "--out", str(out),
+                    "--tag", f"{kind}{r}"]
+
         try:
             base_url = f"http://127.0.0.1:{int(server.stdout.readline())}/v1"
-            results: dict[str, list[dict]] = {"bare aiohttp": [], "bare SDK": [], "vlmcheck": []}
+            results: dict[str, list[dict]] = {name: [] for name in names}
             for r in range(args.rounds):
-                for name, kind in (("bare aiohttp", "aiohttp"), ("bare SDK", "sdk"), ("vlmcheck", "vlmcheck")):
-                    results[name].append(run_one(kind, base_url, folder, args.n, args.concurrency,
-                                                 tmp / f"run-{latency}-{r}", f"{kind}{r}", log, latency))
-            t0 = time.perf_counter()
-            rerun = run_one("vlmcheck", base_url, folder, args.n, args.concurrency, tmp / f"run-{latency}-0", "rerun",
-                            log, latency)
-            rerun_s = time.perf_counter() - t0
+                for name in names:
+                    results[name].append(measure(command(name, r), log, latency, env))
+            reruns = {name: measure(command(name, 0), log, latency, env) for name in ["vlmcheck", *peers]}
         finally:
             server.kill()
         ideal = args.n * latency / args.concurrency
-        print(f"\nlatency {latency * 1000:.0f} ms: ideal {ideal:.2f} s")
+        print(f"\nlatency {latency * 1000:.0f} ms: ideal API phase {ideal:.2f} s")
         print(f"{'':14}{'wall s':>8}{'API s':>8}{'eff API':>9}{'eff wall':>9}{'in flight':>10}{'CPU ms/sample':>15}"
-              f"{'peak RSS MB':>13}")
+              f"{'peak RSS MB':>13}{'rerun s':>9}{'rerun calls':>12}")
         med = {}
         for name, rows in results.items():
             m = {k: statistics.median(x[k] for x in rows) for k in ("wall", "api_phase", "cpu", "rss_mb")}
             med[name] = m
+            rerun = f"{reruns[name]['wall']:9.1f}{reruns[name]['requests']:12d}" if name in reruns else ""
             print(f"{name:14}{m['wall']:8.2f}{m['api_phase']:8.2f}{ideal / m['api_phase']:9.2f}{ideal / m['wall']:9.2f}"
-                  f"{args.n * latency / m['api_phase']:10.1f}{1000 * m['cpu'] / args.n:15.2f}{m['rss_mb']:13.0f}")
-        sdk, vc = med["bare SDK"], med["vlmcheck"]
-        print(f"vlmcheck / bare SDK: CPU per sample {vc['cpu'] / sdk['cpu']:.2f}x, API-phase efficiency "
-              f"{sdk['api_phase'] / vc['api_phase']:.2f} of the SDK's")
-        print(f"rerun of the finished run: {rerun['requests']} requests in {rerun_s:.2f} s (target 0)")
-        ok = ok and rerun["requests"] == 0
-    print("PASS" if ok else "FAIL")
+                  f"{args.n * latency / m['api_phase']:10.1f}{1000 * m['cpu'] / args.n:15.2f}{m['rss_mb']:13.0f}"
+                  + rerun)
+        vc = med["vlmcheck"]
+        for name in ["bare SDK", *peers]:
+            o = med[name]
+            print(f"vlmcheck / {name}: wall {vc['wall'] / o['wall']:.2f}x, CPU per sample {vc['cpu'] / o['cpu']:.2f}x,"
+                  f" API-phase efficiency {o['api_phase'] / vc['api_phase']:.2f} of theirs")
+        ok = ok and reruns["vlmcheck"]["requests"] == 0
+    print("PASS" if ok else "FAIL: a rerun of a finished vlmcheck run made model calls")
     return 0 if ok else 1
 
 

@@ -103,7 +103,7 @@ def load_sweep(path: str | Path) -> Sweep:
 
 def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
     """(run folder, task name, task spec) of every run, in config order (methods outer, models inner)."""
-    from .methods import TASKS
+    from .methods import TASK_NAMES, task_class
     from .methods.chef import resolve_recipe
 
     out = Path(sweep.out) if Path(sweep.out).is_absolute() else base / sweep.out
@@ -115,9 +115,9 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
     for i, entry in enumerate(sweep.methods):
         opts = dict(entry)
         method, label = opts.pop("method", None), opts.pop("name", None)
-        if method not in TASKS:
-            raise InputFileError(f"methods[{i}]: method must be one of {', '.join(TASKS)} (got {method!r})")
-        fields = TASKS[method].spec_model.model_fields
+        if method not in TASK_NAMES:
+            raise InputFileError(f"methods[{i}]: method must be one of {', '.join(TASK_NAMES)} (got {method!r})")
+        fields = task_class(method).spec_model.model_fields
         unknown = sorted(set(opts) - set(fields) - {"vlm"})
         if unknown:
             raise InputFileError(f"methods[{i}] ({method}): unknown option(s) {', '.join(unknown)}; known: "
@@ -139,7 +139,7 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
         seen.add(group)
         for model, name in zip(models, names):
             spec = {**opts, "vlm": model.spec}
-            TASKS[method].spec_model.model_validate(spec)  # every mistake before the first run starts
+            task_class(method).spec_model.model_validate(spec)  # every mistake before the first run starts
             runs.append((out / group / name, method, spec))
     return runs
 

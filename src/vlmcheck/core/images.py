@@ -12,7 +12,10 @@ import hashlib
 import io
 import os
 import stat
+import threading
 import warnings
+from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -126,6 +129,33 @@ def image_size(data: bytes, label: str = "<bytes>") -> tuple[int, int]:
         raise BadImageError(f"{label}: cannot decode image ({exc})") from None
 
 
+#: Formats every supported API accepts as they are (OpenAI, Anthropic and Gemini all take these three).
+SENDABLE_FORMATS = frozenset({"PNG", "JPEG", "WEBP"})
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """The bytes an image was decoded from, when they decode to exactly its RGB pixels (``sha256``).
+
+    Sending these instead of a re-encoding saves the encode, the largest per-request cost of an API run
+    (about 24 ms for a 256-px photo at PNG level 6, against 0.2 ms to hash it), and keeps a JPEG a JPEG.
+    The hash is taken at decode time and compared again when the image is sent, so an image drawn on in
+    place after loading is re-encoded, never sent as its stale file.
+    """
+
+    data: bytes
+    format: str
+    sha256: str
+
+
+def source_file(img: Image.Image) -> SourceFile | None:
+    """The :class:`SourceFile` that :func:`decode_image` attached to ``img``, if any.
+
+    Pillow drops it with every operation that makes a new image (``copy``, ``convert``, ``resize``...).
+    """
+    return getattr(img, "_vlmcheck_source", None)
+
+
 def decode_image(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
     """Decode image bytes to 8-bit RGB (see :func:`load_image` for what is rejected)."""
     if not data:
@@ -152,8 +182,12 @@ def decode_image(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAU
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         raise BadImageError(f"{label}: cannot decode image ({exc})") from exc
     if img.mode == "RGB" and not img.getexif().get(0x0112):
-        return img  # freshly decoded and already RGB: no copy (a copy doubles the peak memory)
+        # freshly decoded and already RGB: no copy (a copy doubles the peak memory)
+        if img.format in SENDABLE_FORMATS and not getattr(img, "is_animated", False):
+            img._vlmcheck_source = SourceFile(data, img.format, image_hash(img))  # type: ignore[attr-defined]
+        return img
     return to_rgb(img)
+
 
 
 def load_image(source: str | os.PathLike | bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS,
@@ -172,14 +206,14 @@ def load_image(source: str | os.PathLike | bytes, *, max_pixels: int = DEFAULT_M
     return decode_image(read_file_bytes(source, max_bytes=max_bytes), str(source), max_pixels=max_pixels)
 
 
-def encode_image(img: Image.Image, fmt: str = DEFAULT_FORMAT) -> bytes:
+def encode_image(img: Image.Image, fmt: str = DEFAULT_FORMAT, *, compress_level: int = 6) -> bytes:
     """Encode deterministically: the same pixels always give the same bytes."""
     buf = io.BytesIO()
     fmt = fmt.upper()
     if fmt == "PNG":
         # No timestamps or text chunks are written by Pillow's PNG encoder, and
         # compression level is fixed, so the output is a function of the pixels.
-        img.save(buf, format="PNG", compress_level=6)
+        img.save(buf, format="PNG", compress_level=compress_level)
     elif fmt in ("JPEG", "JPG"):
         img.convert("RGB").save(buf, format="JPEG", quality=95, subsampling=0)
     elif fmt == "WEBP":
@@ -187,6 +221,54 @@ def encode_image(img: Image.Image, fmt: str = DEFAULT_FORMAT) -> bytes:
     else:
         img.save(buf, format=fmt)
     return buf.getvalue()
+
+
+#: PNG level for bytes that only travel to a model: level 1 encodes a 256-px photo about 5x faster than
+#: level 6 (4.9 against 23.6 ms) for 7% more bytes.  Files vlmcheck keeps (artifacts, the world) use level 6.
+TRANSPORT_PNG_LEVEL = 1
+
+
+class _EncodedCache:
+    """Encoded bytes by (pixel hash, format), least recently used first out, at most ``limit`` bytes.
+
+    GenCeption, VHExpansion and ChEF send the same picture many times (one per question, perturbation or
+    step): each is encoded once per process.  Thread-safe: images are also prepared in worker threads.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.size = limit, 0
+        self.entries: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> bytes | None:
+        with self.lock:
+            data = self.entries.get(key)
+            if data is not None:
+                self.entries.move_to_end(key)
+            return data
+
+    def put(self, key: tuple[str, str], data: bytes) -> None:
+        if len(data) > self.limit // 4:
+            return
+        with self.lock:
+            if key not in self.entries:
+                self.entries[key] = data
+                self.size += len(data)
+            while self.size > self.limit:
+                self.size -= len(self.entries.popitem(last=False)[1])
+
+
+_ENCODED = _EncodedCache(64 * 1024 * 1024)
+
+
+def transport_bytes(img: Image.Image, sha256: str, fmt: str = DEFAULT_FORMAT) -> bytes:
+    """``img`` (RGB, whose pixel hash is ``sha256``) encoded as ``fmt`` to send to a model, once per process."""
+    key = (sha256, fmt.upper())
+    data = _ENCODED.get(key)
+    if data is None:
+        data = encode_image(img, fmt, compress_level=TRANSPORT_PNG_LEVEL)
+        _ENCODED.put(key, data)
+    return data
 
 
 def image_hash(img: Image.Image) -> str:

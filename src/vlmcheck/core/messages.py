@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Union
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
-from .images import DEFAULT_FORMAT, encode_image, image_hash, mime_type, to_rgb
+from .images import DEFAULT_FORMAT, image_hash, mime_type, source_file, to_rgb, transport_bytes
 
 
 class TextPart(BaseModel):
@@ -37,14 +37,22 @@ class ImagePart(BaseModel):
 
     @classmethod
     def from_pil(cls, img: Image.Image, fmt: str = DEFAULT_FORMAT) -> "ImagePart":
+        """``img`` as RGB, identified by its pixels' hash.
+
+        The bytes sent are the file it was read from when that file decodes to exactly these pixels (a PNG,
+        JPEG or WebP file, see :func:`~vlmcheck.core.images.source_file`), else ``fmt`` encoded once per
+        process.  Cache keys hold only the hash, so how the pixels travel never changes a key.
+        """
+        source = source_file(img)
+        if source is not None and img.mode == "RGB":
+            digest = image_hash(img)
+            if digest == source.sha256:
+                return cls(data=source.data, format=source.format, sha256=digest, width=img.width,
+                           height=img.height)
         rgb = to_rgb(img)
-        return cls(
-            data=encode_image(rgb, fmt),
-            format=fmt.upper(),
-            sha256=image_hash(rgb),
-            width=rgb.width,
-            height=rgb.height,
-        )
+        digest = image_hash(rgb)
+        return cls(data=transport_bytes(rgb, digest, fmt), format=fmt.upper(), sha256=digest, width=rgb.width,
+                   height=rgb.height)
 
     def to_pil(self) -> Image.Image:
         img = Image.open(io.BytesIO(self.data))

@@ -38,6 +38,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 import time
 from typing import Any
 
@@ -191,7 +192,7 @@ class OpenAIChat:
         CPU per call), and building the response's nested pydantic objects, of which we
         read five fields.  Our messages are already plain JSON.
         """
-        content = await ep.clients.get().post("/chat/completions", cast_to=bytes, body=body)
+        content = await ep.clients.get().post("/chat/completions", cast_to=bytes, body=json_body(body))
         try:
             data = json.loads(content)
         except ValueError as exc:
@@ -335,6 +336,46 @@ async def preflight_openai(client: Any, spec: ModelSpec) -> None:
     if ids and spec.name not in ids:
         shown = ", ".join(ids[:8]) + (" ..." if len(ids) > 8 else "")
         raise PreflightError(f"{where} does not serve model {spec.name!r}; it serves: {shown}")
+
+
+_DATA_URL_MIN = 1024  # shorter strings are serialised as usual
+_PLACEHOLDER = re.compile(rb"\\u0000vlmcheck-image-(\d+)\\u0000")
+
+
+def json_body(body: dict[str, Any]) -> bytes:
+    """``body`` as the JSON the SDK would send, with each image's data URL spliced in, not re-scanned.
+
+    The SDK's ``json.dumps`` walks every character of a base64 image to escape it (0.5 ms per 140-kB image, a
+    fifth of a request's CPU at high concurrency); a data URL is ASCII with nothing to escape, so it goes
+    between its quotes as it is.  Each URL is first replaced by a marker that serialises with escaped NULs;
+    when the text holds any other match of the markers' pattern, the plain encoding is used instead.  The SDK
+    sends a ``bytes`` body unchanged.
+    """
+    urls: list[bytes] = []
+
+    def swap(part: Any) -> Any:
+        url = part.get("image_url", {}).get("url") if isinstance(part, dict) else None
+        if not (isinstance(url, str) and len(url) >= _DATA_URL_MIN and url.startswith("data:") and url.isascii()
+                and '"' not in url and "\\" not in url):
+            return part
+        urls.append(url.encode("ascii"))
+        return {**part, "image_url": {**part["image_url"], "url": f"\x00vlmcheck-image-{len(urls) - 1}\x00"}}
+
+    def dumps(obj: Any) -> bytes:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+    messages = [{**m, "content": [swap(x) for x in m["content"]]} if isinstance(m.get("content"), list) else m
+                for m in body.get("messages", [])]
+    if not urls:
+        return dumps(body)
+    pieces = _PLACEHOLDER.split(dumps({**body, "messages": messages}))
+    markers = pieces[1::2]
+    if [int(m) for m in markers] != list(range(len(urls))):  # a text that looks like a marker: no shortcut
+        return dumps(body)
+    out = [pieces[0]]
+    for i, tail in enumerate(pieces[2::2]):
+        out += [urls[i], tail]
+    return b"".join(out)
 
 
 def _parse_chat(resp: dict[str, Any]) -> Generation:
