@@ -60,15 +60,25 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=600)
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--latency", type=float, nargs="+", default=[0.05, 0.5])
+    ap.add_argument("--setups", nargs="+", default=["local", "shards", "ray", "endpoints"],
+                    choices=["local", "shards", "ray", "endpoints"], help="which rows to measure")
+    ap.add_argument("--size", type=int, default=0,
+                    help="photos of this many px (bench/api_throughput.py's) instead of 64x48 flat images")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
         data = t / "imgs"
-        data.mkdir()
-        for i in range(a.n):  # distinct pixels: no image repeats, so the call cache answers nothing
-            img = Image.new("RGB", (64, 48), ((13 * i) % 256, (7 * i) % 256, 90))
-            img.putpixel((0, 0), (i % 256, i // 256, 0))
-            img.save(data / f"{i:05d}.png")
+        if a.size:
+            sys.path.insert(0, str(Path(__file__).parent))
+            from api_throughput import make_images
+
+            make_images(data, a.n, a.size)
+        else:
+            data.mkdir()
+            for i in range(a.n):  # distinct pixels: no image repeats, so the call cache answers nothing
+                img = Image.new("RGB", (64, 48), ((13 * i) % 256, (7 * i) % 256, 90))
+                img.putpixel((0, 0), (i % 256, i // 256, 0))
+                img.save(data / f"{i:05d}.png")
         print(f"N = {a.n} distinct images, concurrency {a.concurrency} per process / endpoint")
         print(f"{'latency':>8} {'setup':<12} {'wall s':>7} {'ideal s':>8} {'efficiency':>10}  note")
         for latency in a.latency:
@@ -78,10 +88,11 @@ def main() -> None:
                     ideal = a.n * latency / total_conc
                     print(f"{latency:>8} {name:<12} {wall:>7.1f} {ideal:>8.1f} {ideal / wall:>10.2f}  {note}")
 
-                t0 = time.monotonic()
-                wait(describe(f"openai:fake@{servers[0].url}", data, t / f"local-{latency}", a.concurrency))
-                row("local", time.monotonic() - t0, a.concurrency)
-                for k in (1, 2, 4):
+                if "local" in a.setups:
+                    t0 = time.monotonic()
+                    wait(describe(f"openai:fake@{servers[0].url}", data, t / f"local-{latency}", a.concurrency))
+                    row("local", time.monotonic() - t0, a.concurrency)
+                for k in (1, 2, 4) if "shards" in a.setups else ():
                     t0 = time.monotonic()
                     wait(*[describe(f"openai:fake@{servers[0].url}", data, t / f"s{k}-{i}-{latency}", a.concurrency,
                                     "--shard", f"{i}/{k}") for i in range(k)])
@@ -92,19 +103,21 @@ def main() -> None:
                                    capture_output=True)
                     merge = time.monotonic() - m0
                     row(f"shards {k}", runs + merge, k * a.concurrency, f"merge {merge:.1f} s")
-                for k in (1, 2, 4):
+                for k in (1, 2, 4) if "ray" in a.setups else ():
                     t0 = time.monotonic()
                     wait(describe(f"openai:fake@{servers[0].url}", data, t / f"r{k}-{latency}", k * a.concurrency,
                                   "--executor", "ray", "--workers", str(k)))
                     row(f"ray {k}", time.monotonic() - t0, k * a.concurrency)
-                t0 = time.monotonic()
-                wait(describe(f"openai:fake@{servers[0].url}", data, t / f"one-l-{latency}", 1, "--limit", "1"))
-                one_local = time.monotonic() - t0
-                t0 = time.monotonic()
-                wait(describe(f"openai:fake@{servers[0].url}", data, t / f"one-r-{latency}", 1, "--limit", "1",
-                              "--executor", "ray", "--workers", "1"))
-                print(f"{latency:>8} ray fixed cost (start + first dispatch): {time.monotonic() - t0 - one_local:.1f} s")
-                for k in (2, 4):
+                if "ray" in a.setups:
+                    t0 = time.monotonic()
+                    wait(describe(f"openai:fake@{servers[0].url}", data, t / f"one-l-{latency}", 1, "--limit", "1"))
+                    one_local = time.monotonic() - t0
+                    t0 = time.monotonic()
+                    wait(describe(f"openai:fake@{servers[0].url}", data, t / f"one-r-{latency}", 1, "--limit", "1",
+                                  "--executor", "ray", "--workers", "1"))
+                    print(f"{latency:>8} ray fixed cost (start + first dispatch): "
+                          f"{time.monotonic() - t0 - one_local:.1f} s")
+                for k in (2, 4) if "endpoints" in a.setups else ():
                     urls = ",".join(s.url for s in servers[:k])
                     t0 = time.monotonic()
                     wait(describe(f"openai:fake@{urls}?concurrency={a.concurrency}", data, t / f"e{k}-{latency}",

@@ -7,6 +7,7 @@ import shutil
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -311,3 +312,20 @@ def test_one_report_for_many_runs_ranks_each_method(tmp_path):
     assert vhx.index("model-v2") < vhx.index("model-v1") and "[0.6000, 0.8000]" in vhx
     cal = section.split("<h3>chef: calibration</h3>")[1].split("</table>")[0]
     assert cal.index("model-c1") < cal.index("model-c2")
+
+
+def test_report_copies_small_images_as_they_are_and_resizes_large_ones(tmp_path):
+    """The lightbox copy of an image within FULL px is the file itself (no re-encoding); a larger one is scaled
+    to FULL px; thumbnails are THUMB px."""
+    from vlmcheck.report.html import FULL, THUMB, _Thumbs
+
+    rng = np.random.default_rng(1)
+    small, large = tmp_path / "small.jpg", tmp_path / "large.png"
+    Image.fromarray(rng.integers(0, 256, (300, 400, 3), dtype=np.uint8)).save(small, quality=80)
+    Image.fromarray(rng.integers(0, 256, (1100, 1500, 3), dtype=np.uint8)).save(large)
+    thumbs = _Thumbs(tmp_path / "files", "files")
+    full_small, full_large = thumbs.full(small), thumbs.full(large)
+    assert full_small.endswith(".jpg") and (tmp_path / full_small).read_bytes() == small.read_bytes()
+    assert max(Image.open(tmp_path / full_large).size) == FULL
+    assert max(Image.open(tmp_path / thumbs(small)).size) == THUMB
+    assert thumbs.full(tmp_path / "missing.png") is None

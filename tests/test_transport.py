@@ -109,3 +109,21 @@ def test_request_json_with_spliced_images_is_the_plain_encoding(text):
                                      {"type": "image_url", "image_url": {"url": urls[1], "detail": "low"}}]}]}
     plain = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
     assert json_body(body) == plain
+
+
+def test_the_cli_and_a_describe_task_import_nothing_heavy():
+    """Start-up (issue 21 item 4): `vlmcheck --help` and building an API describe task load no torch,
+    transformers, OpenCV, scipy, pandas or Ray; other methods' modules are imported when first named."""
+    import subprocess
+    import sys
+
+    code = ("import sys, vlmcheck.cli\n"
+            "from vlmcheck.methods import task_class\n"
+            "task_class('describe')\n"
+            "print(' '.join(m for m in ('torch', 'transformers', 'cv2', 'scipy', 'pandas', 'ray',\n"
+            "      'vlmcheck.methods.vhexpansion', 'vlmcheck.perturb.image') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+    from vlmcheck.methods import TASK_NAMES, task_class
+
+    assert [task_class(t).name for t in TASK_NAMES] == list(TASK_NAMES)
