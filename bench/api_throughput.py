@@ -204,6 +204,9 @@ def main() -> int:
     ap.add_argument("--peers", action="store_true",
                     help="also run lmms-eval and inspect_ai from bench/.venv-lmms and bench/.venv-inspect "
                          "(`make bench-peers` builds them)")
+    ap.add_argument("--before", metavar="SRC",
+                    help="also run the vlmcheck of another checkout's src/ folder (e.g. a `git worktree` of an "
+                         "older commit), as the contender 'vlmcheck before', for before/after in the same run")
     args = ap.parse_args()
     if args.worker:
         worker_main(args)
@@ -221,7 +224,8 @@ def main() -> int:
                WANDB_MODE="disabled", TOKENIZERS_PARALLELISM="false")
     print(f"N = {args.n} distinct {args.size}-px photos, concurrency {args.concurrency}, {args.rounds} interleaved "
           f"rounds (medians); {os.cpu_count()} CPUs shared with the fake server")
-    names = ["bare aiohttp", "bare SDK", "vlmcheck", *peers]
+    names = ["bare aiohttp", "bare SDK", *(["vlmcheck before"] if args.before else []), "vlmcheck", *peers]
+    env_before = dict(env, PYTHONPATH=str(Path(args.before or ".").resolve()))
     ok = True
     for latency in args.latency:
         log = tmp / f"server-{latency}.jsonl"
@@ -232,7 +236,7 @@ def main() -> int:
             out = tmp / f"{name.replace(' ', '-')}-{latency}-{r}"
             if name in PEER_VENVS:
                 return peer_command(name, base_url, tmp, out, args.concurrency)
-            kind = {"bare aiohttp": "aiohttp", "bare SDK": "sdk"}.get(name, "vlmcheck")
+            kind = {"bare aiohttp": "aiohttp", "bare SDK": "sdk"}.get(name, "vlmcheck")  # 'vlmcheck before' too
             return [sys.executable, __file__, "--worker", kind, "--base-url", base_url, "--folder", str(folder),
                     "--n", str(args.n), "--concurrency", str(args.concurrency), "--out", str(out),
                     "--tag", f"{kind}{r}"]
@@ -242,7 +246,8 @@ def main() -> int:
             results: dict[str, list[dict]] = {name: [] for name in names}
             for r in range(args.rounds):
                 for name in names:
-                    results[name].append(measure(command(name, r), log, latency, env))
+                    results[name].append(measure(command(name, r), log, latency,
+                                                 env_before if name == "vlmcheck before" else env))
             reruns = {name: measure(command(name, 0), log, latency, env) for name in ["vlmcheck", *peers]}
         finally:
             server.kill()
@@ -259,7 +264,7 @@ def main() -> int:
                   f"{args.n * latency / m['api_phase']:10.1f}{1000 * m['cpu'] / args.n:15.2f}{m['rss_mb']:13.0f}"
                   + rerun)
         vc = med["vlmcheck"]
-        for name in ["bare SDK", *peers]:
+        for name in ["bare SDK", *(["vlmcheck before"] if args.before else []), *peers]:
             o = med[name]
             print(f"vlmcheck / {name}: wall {vc['wall'] / o['wall']:.2f}x, CPU per sample {vc['cpu'] / o['cpu']:.2f}x,"
                   f" API-phase efficiency {o['api_phase'] / vc['api_phase']:.2f} of theirs")

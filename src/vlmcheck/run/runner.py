@@ -465,7 +465,9 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
     # read and decoded their inputs and wait at the scheduler, so a freed slot is refilled at once instead of
     # after the next sample's file I/O (bench/api_throughput.py: in flight 59.6 -> 62 of 64 at 500 ms).  Memory
     # stays under the pixel budget (core/inputs.py), which every sample's images are charged to.
-    n_workers = max(1, min(2 * options.max_concurrency, len(todo)))
+    # `--max-concurrency 1` keeps its plain meaning: one sample at a time.
+    depth = 1 if options.max_concurrency == 1 else 2
+    n_workers = max(1, min(depth * options.max_concurrency, len(todo)))
     if any(getattr(m, "batch", None) is not None for m in vars(task).values()):
         # provider batches: every sample's requests should reach the collector in the same window
         n_workers = max(1, min(len(todo), 50_000))
