@@ -113,14 +113,14 @@ def test_request_json_with_spliced_images_is_the_plain_encoding(text):
 
 def test_the_cli_and_a_describe_task_import_nothing_heavy():
     """Start-up (issue 21 item 4): `vlmcheck --help` and building an API describe task load no torch,
-    transformers, OpenCV, scipy, pandas or Ray; other methods' modules are imported when first named."""
+    transformers, OpenCV, scipy, pandas, openai or Ray; other methods' modules are imported when first named."""
     import subprocess
     import sys
 
     code = ("import sys, vlmcheck.cli\n"
             "from vlmcheck.methods import task_class\n"
             "task_class('describe')\n"
-            "print(' '.join(m for m in ('torch', 'transformers', 'cv2', 'scipy', 'pandas', 'ray',\n"
+            "print(' '.join(m for m in ('torch', 'transformers', 'cv2', 'scipy', 'pandas', 'ray', 'openai',\n"
             "      'vlmcheck.methods.vhexpansion', 'vlmcheck.perturb.image') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
