@@ -225,7 +225,7 @@ def main() -> int:
     print(f"N = {args.n} distinct {args.size}-px photos, concurrency {args.concurrency}, {args.rounds} interleaved "
           f"rounds (medians); {os.cpu_count()} CPUs shared with the fake server")
     names = ["bare aiohttp", "bare SDK", *(["vlmcheck before"] if args.before else []), "vlmcheck", *peers]
-    env_before = dict(env, PYTHONPATH=str(Path(args.before or ".").resolve()))
+    env_before = dict(env, PYTHONPATH=str(Path(args.before).resolve())) if args.before else env
     ok = True
     for latency in args.latency:
         log = tmp / f"server-{latency}.jsonl"

@@ -189,7 +189,6 @@ def decode_image(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAU
     return to_rgb(img)
 
 
-
 def load_image(source: str | os.PathLike | bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS,
                max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Image.Image:
     """Load an image file (or bytes) and return it as 8-bit RGB.

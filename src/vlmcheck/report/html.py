@@ -24,8 +24,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from PIL import Image
 
 THUMB = 96
-_COPYABLE = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp", "GIF": ".gif"}
 FULL = 1024  # the lightbox's copy: large enough to read a scene's text
+_COPYABLE = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp", "GIF": ".gif"}  # formats every browser shows
 
 
 def _load_run(folder: Path) -> dict[str, Any]:
@@ -53,21 +53,20 @@ class _Thumbs:
         try:
             img = Image.open(p)
             if img.format in _COPYABLE and max(img.size) <= size and not getattr(img, "is_animated", False):
-                # already small enough and in a format every browser shows: the file's bytes, not a re-encoding
-                # (a PNG encode of each full-size copy made the report of 2,000 photos take a minute)
-                name = f"{stem}{_COPYABLE[img.format]}"
-                self.dir.mkdir(parents=True, exist_ok=True)
-                (self.dir / name).write_bytes(read_file_bytes(p))
-                self.done[key] = f"{self.rel}/{name}"
-                return self.done[key]
-            img.thumbnail((size, size))
-            img = img.convert("RGB")
+                # already small enough: the file's bytes, not a re-encoding (a PNG encode of each full-size
+                # copy made the report of 2,000 photos take a minute)
+                name, data = f"{stem}{_COPYABLE[img.format]}", read_file_bytes(p)
+            else:
+                img.thumbnail((size, size))
+                name, data, img = f"{stem}.png", None, img.convert("RGB")
         except (OSError, ValueError):
             self.done[key] = None
             return None
-        name = f"{stem}.png"
         self.dir.mkdir(parents=True, exist_ok=True)
-        img.save(self.dir / name, compress_level=1)
+        if data is not None:
+            (self.dir / name).write_bytes(data)
+        else:
+            img.save(self.dir / name, compress_level=1)
         self.done[key] = f"{self.rel}/{name}"
         return self.done[key]
 

@@ -7,6 +7,7 @@ running it again overwrites the fixture.
     cd tests/data/prechange && python make_fixture.py
 """
 
+import os
 import shutil
 import subprocess
 import sys
@@ -35,7 +36,6 @@ try:
     port = int(server.stdout.readline())
     shutil.rmtree(here / "run", ignore_errors=True)
     task = DescribeTask(DescribeSpec(vlm=f"openai:fake@http://127.0.0.1:{port}/v1", data="manifest.jsonl"))
-    import os
     os.chdir(here)
     run_task(task, "run", RunOptions(progress=False, report=False, preflight=False))
 finally:
