@@ -213,3 +213,24 @@ def test_the_runner_holds_the_budget(tmp_path):
     res = run_task(DescribeTask(DescribeSpec(vlm=vlm.model_id, data=str(ds)), vlm=vlm), tmp_path / "run2",
                    RunOptions(progress=False, report=False, max_concurrency=6))
     assert res.results["counts"]["done"] == 6 and peak == 6  # the default budget does not limit small images
+
+
+def test_read_image_part_is_the_file_hashed_by_its_pixels_made_off_the_loop(tmp_path):
+    import base64
+    import hashlib
+
+    from vlmcheck.core.inputs import read_image_part
+
+    pixels = np.arange(5 * 7 * 3, dtype=np.uint8).reshape(5, 7, 3)
+    Image.fromarray(pixels).save(tmp_path / "a.png")
+    part = asyncio.run(read_image_part(tmp_path / "a.png", root=tmp_path))
+    raw = (tmp_path / "a.png").read_bytes()
+    # the key is the hash of the decoded pixels (width x height, then RGB rows); the bytes sent are the file's
+    assert part.sha256 == hashlib.sha256(b"7x5:" + pixels.tobytes()).hexdigest()
+    assert (part.data, part.format, part.width, part.height) == (raw, "PNG", 7, 5)
+    assert part.data_url() == "data:image/png;base64," + base64.b64encode(raw).decode()
+    (tmp_path / "b.png").write_text("not an image")
+    with pytest.raises(BadImageError, match="not a recognised image format"):
+        asyncio.run(read_image_part(tmp_path / "b.png", root=tmp_path))
+    with pytest.raises(BadImageError, match="outside the dataset folder"):
+        asyncio.run(read_image_part(tmp_path / "a.png", root=tmp_path / "elsewhere"))

@@ -58,7 +58,8 @@ def test_prefilled_assistant_turn_is_continued_only_where_declared(fake_server, 
     assert req["continue_final_message"] is (True if params else None)
 
 
-@pytest.mark.parametrize("transport", ["", "&http=httpx"])  # the default is the SDK's aiohttp transport
+# the default is aiohttp directly; the SDK with its aiohttp or httpx transport on request
+@pytest.mark.parametrize("transport", ["", "&http=sdk", "&http=httpx"])
 @pytest.mark.parametrize("fault", ["429x2", "500x2", "503x1", "malformedx1", "emptyx2", "resetx1", "slowx1"])
 def test_transient_faults_are_retried(fake_server, tmp_path, fault, transport):
     res = _run(fake_server, tmp_path, [f"[fault={fault}] Describe."] * 3, "?timeout=1" + transport)
@@ -194,8 +195,8 @@ def test_one_model_object_serves_several_event_loops(fake_server):
     assert first.text == second.text
 
 
-@pytest.mark.parametrize("transport", ["", "?http=httpx"])
-def test_sdk_clients_are_closed_when_their_loop_ends(fake_server, transport):
+@pytest.mark.parametrize("transport", ["", "?http=sdk", "?http=httpx"])
+def test_http_clients_are_closed_when_their_loop_ends(fake_server, transport):
     """Direct API use never calls a close method; the clients still close with their loop
     (an aiohttp session left open prints 'Unclosed client session' at exit)."""
     import asyncio
@@ -205,7 +206,8 @@ def test_sdk_clients_are_closed_when_their_loop_ends(fake_server, transport):
 
     async def call():
         gen = await vlm.generate([Message.user("Describe.")], GenerationConfig())
-        seen.append(vlm._clients.get())
+        ep = vlm._endpoints[0]
+        seen.append(ep.http.sessions.get() if ep.http else ep.clients.get())
         return gen
 
     asyncio.run(call())

@@ -13,7 +13,7 @@ import io
 from typing import Annotated, Any, Literal, Union
 
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .images import DEFAULT_FORMAT, image_hash, mime_type, source_file, to_rgb, transport_bytes
 
@@ -34,6 +34,7 @@ class ImagePart(BaseModel):
     sha256: str
     width: int
     height: int
+    _data_url: str | None = PrivateAttr(default=None)
 
     @classmethod
     def from_pil(cls, img: Image.Image, fmt: str = DEFAULT_FORMAT) -> "ImagePart":
@@ -67,7 +68,16 @@ class ImagePart(BaseModel):
         return base64.b64encode(self.data).decode("ascii")
 
     def data_url(self) -> str:
-        return f"data:{self.mime_type};base64,{self.b64()}"
+        """``data:`` URL of the bytes, made once per part (a part sent again, or retried, reuses it)."""
+        if self._data_url is None:
+            self._data_url = f"data:{self.mime_type};base64,{self.b64()}"
+        return self._data_url
+
+    def __eq__(self, other: object) -> bool:  # the cached URL (a private attribute) is no part of equality
+        if not isinstance(other, ImagePart):
+            return NotImplemented
+        return (self.sha256, self.format, self.width, self.height, self.data) == (
+            other.sha256, other.format, other.width, other.height, other.data)
 
 
 Part = Annotated[Union[TextPart, ImagePart], Field(discriminator="type")]

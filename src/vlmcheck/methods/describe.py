@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from ..core.answers import answer_status
 from ..core.data import load_image_dataset
-from ..core.inputs import read_image
+from ..core.inputs import read_image_part
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
 from ..core.spec import load_model
@@ -62,7 +62,7 @@ class DescribeTask(SpecTask):
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         item = sample.payload
-        image = await read_image(item.path, root=item.root)
+        image = await read_image_part(item.path, root=item.root)
         prompt = item.meta.get("prompt") or self.cfg.prompt
         config = GenerationConfig(max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature)
         message = Message.user(image, prompt)

@@ -1,4 +1,4 @@
-"""Translate the openai / anthropic SDK exceptions into :class:`ModelCallError`.
+"""Translate the openai / anthropic SDK exceptions, and HTTP error statuses, into :class:`ModelCallError`.
 
 Both SDKs are generated from the same toolkit and share exception names
 (``APIStatusError`` with ``status_code`` and ``response``, ``APITimeoutError``,
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from types import ModuleType
+from typing import Any
 
 from ..core.errors import ModelCallError, kind_for_status, parse_retry_after
 from ..core.secrets import redact
@@ -29,18 +30,22 @@ def translate(exc: BaseException, sdk: ModuleType) -> ModelCallError:
     if isinstance(exc, sdk.APIResponseValidationError):
         return ModelCallError("malformed", redact(f"response did not match the API schema: {exc}"))
     if isinstance(exc, sdk.APIStatusError):
-        status = exc.status_code
-        headers = getattr(exc.response, "headers", {}) or {}
-        retry_after = parse_retry_after(headers.get("retry-after"))
-        if retry_after is None and headers.get("retry-after-ms"):
-            try:
-                retry_after = float(headers["retry-after-ms"]) / 1000.0
-            except ValueError:
-                retry_after = None
-        return ModelCallError(kind_for_status(status), redact(_message(exc)), status=status, retry_after=retry_after)
+        return status_error(exc.status_code, getattr(exc.response, "headers", None), _message(exc))
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
         return ModelCallError("malformed", f"response body is not valid JSON: {exc}")
     raise exc
+
+
+def status_error(status: int, headers: Any, message: str) -> ModelCallError:
+    """The error for an HTTP error status, with the wait the server asked for (Retry-After, retry-after-ms)."""
+    headers = headers or {}
+    retry_after = parse_retry_after(headers.get("retry-after"))
+    if retry_after is None and headers.get("retry-after-ms"):
+        try:
+            retry_after = float(headers["retry-after-ms"]) / 1000.0
+        except ValueError:
+            retry_after = None
+    return ModelCallError(kind_for_status(status), redact(message), status=status, retry_after=retry_after)
 
 
 def _message(exc: BaseException) -> str:

@@ -1,4 +1,8 @@
-"""OpenAI-compatible chat and image generation, through the official ``openai`` SDK.
+"""OpenAI-compatible chat and image generation.
+
+Chat requests go out with aiohttp directly (``_openai_http``: a third of the SDK's CPU per request, measured
+there); ``?http=sdk`` sends them through the official ``openai`` SDK instead, which always serves the Batch API
+and image generation.
 
 Serves the OpenAI API and every server that speaks its protocol: vLLM, SGLang,
 Ollama (``/v1``), LM Studio, llama.cpp server.
@@ -18,8 +22,8 @@ Parameters: ``key_env`` (name of the variable holding the key; default
 ``timeout`` (seconds: a total deadline per call, body included), ``logprobs`` (0 to never ask for token logprobs),
 ``max_tokens_param`` (``max_tokens`` or ``max_completion_tokens``),
 ``multi_image`` (0 if the served model takes one image per request),
-``clients`` (SDK clients used round-robin, default 1), ``http`` (the SDK's transport:
-``aiohttp``, the default when ``openai[aiohttp]`` is installed, or ``httpx``),
+``clients`` (HTTP sessions used round-robin, default 1), ``http`` (``aiohttp``, the default: aiohttp
+directly; ``sdk``: the SDK with its aiohttp transport; ``httpx``: the SDK with its httpx transport),
 ``prefill`` (1 for servers that continue a trailing assistant message, such as vLLM
 and SGLang with ``continue_final_message``: pre-filled answer starts, as CAST uses),
 ``reasoning_effort`` (low/medium/high, OpenAI reasoning models), ``enable_thinking``
@@ -29,7 +33,7 @@ A reply's ``reasoning_content`` / ``reasoning`` field is kept as the generation'
 reasoning; ``<think>`` blocks in the text are split off by the session
 (:func:`vlmcheck.run.calls.final_answer`).
 
-The SDK's own retries are switched off (``max_retries=0``): the vlmcheck
+No retries happen here (the SDK's are switched off, ``max_retries=0``): the vlmcheck
 scheduler retries with backoff, honours Retry-After and counts attempts.
 """
 
@@ -48,39 +52,47 @@ from ..core.errors import ModelCallError
 from ..core.images import load_image
 from ..core.messages import Message, to_openai
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, TokenLogprob, Usage
-from ..core.secrets import register_secret, secret_from_env
+from ..core.secrets import redact, register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
 from ._http_errors import connection_reason, translate
 from ._loop_clients import PerLoopClients
+from ._openai_http import OpenAIHTTP, json_object
 
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop",
            "function_call": "stop", "eos": "stop"}
 
 
-def _clients(spec: ModelSpec, n: int = 1) -> PerLoopClients:
-    """Validate the key now; build SDK clients lazily, per event loop."""
-    import openai
-
+def _api_key(spec: ModelSpec) -> str:
+    """The key for ``spec``'s server, registered as a secret; local servers (vLLM, Ollama...) accept any key."""
     key = spec.secret("api_key") or secret_from_env(spec.get_str("key_env", "OPENAI_API_KEY"))
     if not key:
-        if spec.base_url:
-            key = "EMPTY"  # local servers (vLLM, Ollama...) accept any key
-        else:
+        if not spec.base_url:
             raise SpecError("the OpenAI API needs a key: set OPENAI_API_KEY (or ?key_env=NAME, or --api-key)")
+        key = "EMPTY"
     register_secret(key)
-    timeout = spec.get_float("timeout", 600.0)
+    return key
+
+
+def _transport(spec: ModelSpec) -> str:
     transport = spec.get_str("http", "aiohttp")
-    if transport not in ("aiohttp", "httpx"):
-        raise SpecError(f"http={transport!r}: use aiohttp or httpx")
-    # The SDK's aiohttp transport (``openai[aiohttp]``), which the SDK documents for high
-    # concurrency: its default httpx transport spends about 1.7 ms of CPU per request against
-    # 0.9 ms with aiohttp (bench/api_throughput.py), and at 50 ms latency and 64 parallel
-    # requests that CPU, not the server, sets the pace.
-    use_aiohttp = transport == "aiohttp" and hasattr(openai, "DefaultAioHttpClient")
+    if transport not in ("aiohttp", "sdk", "httpx"):
+        raise SpecError(f"http={transport!r}: use aiohttp (the default), sdk or httpx")
+    return transport
+
+
+def _clients(spec: ModelSpec, n: int = 1) -> PerLoopClients:
+    """SDK clients, built lazily per event loop (the SDK is imported on first use, not before)."""
+    key = _api_key(spec)
+    timeout = spec.get_float("timeout", 600.0)
+    # The SDK's aiohttp transport (``openai[aiohttp]``), which the SDK documents for high concurrency, unless
+    # ?http=httpx asks for its default httpx transport (1.7 ms of CPU per request against 0.9 ms).
+    use_aiohttp = _transport(spec) != "httpx"
 
     def make() -> Any:
+        import openai
+
         extra: dict[str, Any] = {}
-        if use_aiohttp:
+        if use_aiohttp and hasattr(openai, "DefaultAioHttpClient"):
             try:
                 extra["http_client"] = openai.DefaultAioHttpClient(timeout=timeout)
             except RuntimeError:  # the SDK raises this when aiohttp (its extra) is not installed
@@ -94,10 +106,13 @@ def _clients(spec: ModelSpec, n: int = 1) -> PerLoopClients:
 
 
 class _Endpoint:
-    """One server of a model: its SDK clients, requests in flight, and a cooldown after it failed."""
+    """One server of a model: its clients, requests in flight, and a cooldown after it failed.
 
-    def __init__(self, url: str | None, clients: PerLoopClients) -> None:
-        self.url, self.clients = url, clients
+    ``http`` sends the chat requests (aiohttp directly, see ``_openai_http``); it is None with ``?http=sdk`` or
+    ``?http=httpx``, when they go through the SDK's ``clients``, which also serve the Batch API."""
+
+    def __init__(self, url: str | None, clients: PerLoopClients, http: OpenAIHTTP | None) -> None:
+        self.url, self.clients, self.http = url, clients, http
         self.in_flight = 0
         self.cool_until = 0.0
         self.served = 0
@@ -111,11 +126,18 @@ class OpenAIChat:
         self.spec = spec
         self.model_id = spec.canonical()
         self.model = spec.name
-        # clients > 1: SDK clients used round-robin.  With ?http=httpx, httpcore's pool scans
+        # clients > 1: clients (HTTP sessions) used round-robin.  With ?http=httpx, httpcore's pool scans
         # every pooled connection on each request, so several small pools beat one large one.
         n_clients = spec.get_int("clients", 1)
-        self._endpoints = [_Endpoint(url, _clients(spec.at(url), n_clients)) for url in spec.endpoints] or [
-            _Endpoint(None, _clients(spec, n_clients))]
+        direct = _transport(spec) == "aiohttp"
+        timeout = spec.get_float("timeout", 600.0)
+
+        def endpoint(url: str | None) -> _Endpoint:
+            at = spec.at(url) if url else spec
+            http = OpenAIHTTP(at, _api_key(at), timeout, n_clients) if direct else None
+            return _Endpoint(url, _clients(at, n_clients), http)
+
+        self._endpoints = [endpoint(url) for url in spec.endpoints] or [endpoint(None)]
         self._cooldown = spec.get_float("cooldown", 10.0)
         self._clients = self._endpoints[0].clients
         self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
@@ -145,7 +167,11 @@ class OpenAIChat:
 
     async def preflight(self) -> None:
         for ep in self._endpoints:  # every endpoint answers and serves this model
-            await preflight_openai(ep.clients.get(), self.spec.at(ep.url) if ep.url else self.spec)
+            spec = self.spec.at(ep.url) if ep.url else self.spec
+            if ep.http is not None:
+                await preflight_http(ep.http, spec)
+            else:
+                await preflight_openai(ep.clients.get(), spec)
 
     def _pick(self, tried: set[str | None]) -> "_Endpoint":
         """The endpoint for the next request: fewest in flight among those not cooling down and not yet tried
@@ -157,8 +183,6 @@ class OpenAIChat:
     async def _post_chat(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST to one endpoint; on a connection error or a 5xx from a model with several endpoints, cool
         that one down and fail over to the next at once (the scheduler's retries come after all were tried)."""
-        import openai
-
         tried: set[str | None] = set()
         while True:
             ep = self._pick(tried)
@@ -166,15 +190,17 @@ class OpenAIChat:
             try:
                 data = await self._post_chat_to(ep, body)
             except Exception as exc:
-                down = isinstance(exc, openai.APIConnectionError) or (
-                    isinstance(exc, openai.APIStatusError) and exc.status_code >= 500)
+                err = _call_error(exc)
+                down = (err.status is None and err.kind in ("connection", "timeout")) or (err.status or 0) >= 500
                 if down and len(self._endpoints) > 1:
                     ep.failures += 1
                     ep.cool_until = time.monotonic() + self._cooldown
                     tried.add(ep.url)
                     if len(tried) < len(self._endpoints):
                         continue
-                raise
+                if err is exc:
+                    raise
+                raise err from exc
             finally:
                 ep.in_flight -= 1
             ep.served += 1
@@ -183,23 +209,18 @@ class OpenAIChat:
             return data
 
     async def _post_chat_to(self, ep: "_Endpoint", body: dict[str, Any]) -> dict[str, Any]:
-        """POST /chat/completions through the SDK; the body comes back as plain JSON.
+        """POST /chat/completions; the answer as plain JSON.
 
-        The SDK's low-level ``post()`` keeps its auth, base URL, timeouts and mapping of
-        HTTP statuses to exceptions, but skips two costs that set the pace at high
-        concurrency (bench/api_throughput.py): the recursive TypedDict transform of
-        ``chat.completions.create()``, which walks every base64 image string (~1.8 ms of
-        CPU per call), and building the response's nested pydantic objects, of which we
-        read five fields.  Our messages are already plain JSON.
+        By default with aiohttp directly (``_openai_http``, 0.5 ms of CPU per request).  With ``?http=sdk`` or
+        ``?http=httpx`` through the SDK's low-level ``post()`` (1.4 ms), which keeps its auth, base URL, timeouts
+        and mapping of HTTP statuses to exceptions but skips the recursive TypedDict transform of
+        ``chat.completions.create()`` (3.3 ms in all), which walks every base64 image string, and building the
+        response's nested pydantic objects, of which we read five fields.  Our messages are already plain JSON.
         """
-        content = await ep.clients.get().post("/chat/completions", cast_to=bytes, body=json_body(body))
-        try:
-            data = json.loads(content)
-        except ValueError as exc:
-            raise ModelCallError("malformed", f"response is not JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ModelCallError("malformed", f"response is a JSON {type(data).__name__}, not an object")
-        return data
+        if ep.http is not None:
+            return await ep.http.post_json("/chat/completions", json_body(body))
+        content = await ep.clients.get().post("/chat/completions", cast_to=bytes, content=json_body(body))
+        return json_object(content)
 
     def batch_body(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:
         """The ``/chat/completions`` body of one request, as a batch item carries it."""
@@ -225,21 +246,17 @@ class OpenAIChat:
         return kwargs
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
-        import openai
-
         want_logprobs = config.logprobs and self._logprobs
         kwargs = self._body(messages, config, want_logprobs)
         try:
             resp = await self._post_chat(kwargs)
-        except openai.BadRequestError as exc:
-            if want_logprobs and "logprob" in str(exc).lower():
+        except ModelCallError as exc:
+            if want_logprobs and exc.status == 400 and "logprob" in (str(exc) + getattr(exc, "body", "")).lower():
                 # The server does not offer logprobs: stop asking, answer without them.
                 self._logprobs = False
                 self.capabilities = self.capabilities.model_copy(update={"logprobs": False})
                 return await self.generate(messages, config.model_copy(update={"logprobs": False}))
-            raise translate(exc, openai) from exc
-        except Exception as exc:  # noqa: BLE001
-            raise translate(exc, openai) from exc
+            raise
         try:
             return _parse_chat(resp)
         except (KeyError, TypeError, AttributeError) as exc:
@@ -248,15 +265,10 @@ class OpenAIChat:
 
     async def _prompt_logprobs(self, messages: list[Message], continuation: str) -> list[float]:
         """Log-probabilities of the prompt tokens, the assistant turn pre-filled with ``continuation``."""
-        import openai
-
         body = {"model": self.model, "messages": to_openai(messages) + [{"role": "assistant", "content": continuation}],
                 "temperature": 0.0, "max_tokens": 1, "prompt_logprobs": 0, "continue_final_message": True,
                 "add_generation_prompt": False}
-        try:
-            resp = await self._post_chat(body)
-        except Exception as exc:  # noqa: BLE001
-            raise translate(exc, openai) from exc
+        resp = await self._post_chat(body)
         entries = resp.get("prompt_logprobs")
         if not isinstance(entries, list):
             raise ModelCallError("malformed", "the server returned no prompt_logprobs; it needs vLLM's "
@@ -304,6 +316,19 @@ def _body_extras(spec: ModelSpec) -> dict[str, Any]:
     return extra
 
 
+def _call_error(exc: BaseException) -> ModelCallError:
+    """``exc`` as a :class:`ModelCallError`: the direct path raises these already; the SDK's exceptions are
+    translated (the SDK is imported only then).  Anything else is raised as it is."""
+    if isinstance(exc, ModelCallError):
+        return exc
+    import openai
+
+    err = translate(exc, openai)
+    if getattr(exc, "body", None) is not None:  # the whole error body, as the direct path keeps it
+        err.body = redact(json.dumps(exc.body, default=str))  # type: ignore[attr-defined]
+    return err
+
+
 class PreflightError(SpecError):
     """A model that cannot serve the run: unreachable, key rejected, or the model not served."""
 
@@ -331,10 +356,39 @@ async def preflight_openai(client: Any, spec: ModelSpec) -> None:
             raise PreflightError(f"{where} answered GET /models with HTTP {exc.status_code}; the server is "
                                  "not ready") from None
         return
-    ids = [getattr(m, "id", None) for m in getattr(page, "data", None) or []]
+    _check_served([getattr(m, "id", None) for m in getattr(page, "data", None) or []], spec, where)
+
+
+async def preflight_http(http: OpenAIHTTP, spec: ModelSpec) -> None:
+    """:func:`preflight_openai` for the direct aiohttp path: the same checks, the same messages."""
+    where = spec.base_url or "the OpenAI API"
+    try:
+        content = await http.request("GET", "/models", timeout=min(spec.get_float("timeout", 600.0), 15.0))
+    except ModelCallError as exc:
+        if exc.status in (401, 403):
+            raise PreflightError(f"{where} rejected the API key (HTTP {exc.status}); set the right key "
+                                 "(--api-key, OPENAI_API_KEY or ?key_env=NAME)") from None
+        if exc.status is None and exc.kind == "timeout":
+            raise PreflightError(f"{where} did not answer GET /models within 15 s; is the server up?") from None
+        if exc.status is None:
+            reason = connection_reason(exc.__cause__) if exc.__cause__ else str(exc.args[0])
+            raise PreflightError(f"cannot connect to {where}: {reason}; is the server running there?") from None
+        if exc.status >= 500:
+            raise PreflightError(f"{where} answered GET /models with HTTP {exc.status}; the server is "
+                                 "not ready") from None
+        return  # 404 (no such endpoint) and other answers: nothing more to check
+    try:
+        page = json.loads(content)
+    except ValueError:
+        return
+    data = page.get("data") if isinstance(page, dict) else None
+    _check_served([m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else [], spec, where)
+
+
+def _check_served(ids: list[Any], spec: ModelSpec, where: str) -> None:
     ids = [i for i in ids if i]
     if ids and spec.name not in ids:
-        shown = ", ".join(ids[:8]) + (" ..." if len(ids) > 8 else "")
+        shown = ", ".join(str(i) for i in ids[:8]) + (" ..." if len(ids) > 8 else "")
         raise PreflightError(f"{where} does not serve model {spec.name!r}; it serves: {shown}")
 
 

@@ -21,6 +21,8 @@ Faults are asked for by a marker in the prompt text, ``[fault=SPEC]``:
 * ``slowxN`` - the answer comes after 3 s (to trigger client timeouts);
 * ``tricklexN`` - the answer's body is sent one byte every 0.1 s (an idle
   timeout never fires; a total deadline does);
+* ``nologprobs`` - HTTP 400 for every request that asks for logprobs, naming the parameter only in the
+  error's ``param`` field, as a server without logprobs does;
 * ``think`` - a reasoning model's answer: ``<think>`` block saying "no", then
   "Yes"; ``reasoning`` - "Yes" with a ``reasoning_content`` field saying "no".
 
@@ -142,7 +144,10 @@ class FakeOpenAI:
         attempt = self.attempts[digest] = self.attempts.get(digest, 0) + 1
         fault = _FAULT.search(text)
         kind, times = (fault.group(1), int(fault.group(2) or 1)) if fault else (None, 0)
-        active = kind is not None and (kind in ("400", "401echo", "think", "reasoning") or attempt <= times)
+        if kind == "nologprobs":
+            active = bool(req.get("logprobs"))
+        else:
+            active = kind is not None and (kind in ("400", "401echo", "think", "reasoning") or attempt <= times)
         if self.log:
             self.log.write(json.dumps({"digest": digest, "attempt": attempt, "fault": kind if active else None,
                                        "path": path, "query": query, "t": time.time(),
@@ -183,6 +188,8 @@ def _fault_response(kind: str, req: dict, digest: str, headers: dict[str, str]
         return int(kind), _error(f"injected {kind}"), ({"Retry-After": "0.2"} if kind == "429" else None)
     if kind == "400":
         return 400, _error("injected bad request"), None
+    if kind == "nologprobs":
+        return 400, json.dumps({"error": {"message": "unsupported parameter", "param": "logprobs"}}).encode(), None
     if kind == "401echo":
         return 401, _error(f"Incorrect API key provided: {headers.get('authorization', '')}"), None
     if kind == "malformed":
