@@ -229,6 +229,13 @@ def test_read_image_part_is_the_file_hashed_by_its_pixels_made_off_the_loop(tmp_
     assert part.sha256 == hashlib.sha256(b"7x5:" + pixels.tobytes()).hexdigest()
     assert (part.data, part.format, part.width, part.height) == (raw, "PNG", 7, 5)
     assert part.data_url() == "data:image/png;base64," + base64.b64encode(raw).decode()
+    # a grey file is not what the model gets (RGB): its pixels travel re-encoded, hashed as RGB
+    grey = np.arange(6 * 4, dtype=np.uint8).reshape(4, 6) * 10
+    Image.fromarray(grey).save(tmp_path / "g.png")
+    part = asyncio.run(read_image_part(tmp_path / "g.png", root=tmp_path))
+    rgb = np.repeat(grey[:, :, None], 3, axis=2)
+    assert part.sha256 == hashlib.sha256(b"6x4:" + rgb.tobytes()).hexdigest()
+    assert part.data != (tmp_path / "g.png").read_bytes() and np.array_equal(np.asarray(part.to_pil()), rgb)
     (tmp_path / "b.png").write_text("not an image")
     with pytest.raises(BadImageError, match="not a recognised image format"):
         asyncio.run(read_image_part(tmp_path / "b.png", root=tmp_path))

@@ -31,7 +31,8 @@ from typing import Any, Callable
 
 from PIL import Image
 
-from .images import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, BadImageError, decode_image, image_size, read_file_bytes
+from .images import (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, BadImageError, decode_image, image_size,
+                     read_file_bytes, source_file)
 from .messages import ImagePart
 
 DEFAULT_PIXEL_BUDGET = 2_000_000_000  # bytes of decoded RGB pixels in flight
@@ -148,7 +149,14 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
 
 
 def _part(img: Image.Image) -> ImagePart:
-    part = ImagePart.from_pil(img)
+    source = source_file(img)
+    if source is not None:
+        # fresh from decode_image and seen by nothing else: the hash taken at decode is its pixels' hash, so
+        # the second hash of ImagePart.from_pil (a check for images drawn on after loading) is not needed
+        part = ImagePart(data=source.data, format=source.format, sha256=source.sha256, width=img.width,
+                         height=img.height)
+    else:
+        part = ImagePart.from_pil(img)
     part.data_url()  # made once here and kept, see ImagePart.data_url
     return part
 
