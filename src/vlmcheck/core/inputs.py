@@ -149,14 +149,10 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
 
 
 def _part(img: Image.Image) -> ImagePart:
+    # fresh from decode_image and seen by nothing else: the hash taken at decode is its pixels' hash, so the
+    # second hash of ImagePart.from_pil (a check for images drawn on after loading) is not needed
     source = source_file(img)
-    if source is not None:
-        # fresh from decode_image and seen by nothing else: the hash taken at decode is its pixels' hash, so
-        # the second hash of ImagePart.from_pil (a check for images drawn on after loading) is not needed
-        part = ImagePart(data=source.data, format=source.format, sha256=source.sha256, width=img.width,
-                         height=img.height)
-    else:
-        part = ImagePart.from_pil(img)
+    part = ImagePart.from_source(source, img.width, img.height) if source is not None else ImagePart.from_pil(img)
     part.data_url()  # made once here and kept, see ImagePart.data_url
     return part
 

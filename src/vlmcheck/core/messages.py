@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Union
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from .images import DEFAULT_FORMAT, image_hash, mime_type, source_file, to_rgb, transport_bytes
+from .images import DEFAULT_FORMAT, SourceFile, image_hash, mime_type, source_file, to_rgb, transport_bytes
 
 
 class TextPart(BaseModel):
@@ -45,15 +45,17 @@ class ImagePart(BaseModel):
         process.  Cache keys hold only the hash, so how the pixels travel never changes a key.
         """
         source = source_file(img)
-        if source is not None and img.mode == "RGB":
-            digest = image_hash(img)
-            if digest == source.sha256:
-                return cls(data=source.data, format=source.format, sha256=digest, width=img.width,
-                           height=img.height)
+        if source is not None and img.mode == "RGB" and image_hash(img) == source.sha256:
+            return cls.from_source(source, img.width, img.height)
         rgb = to_rgb(img)
         digest = image_hash(rgb)
         return cls(data=transport_bytes(rgb, digest, fmt), format=fmt.upper(), sha256=digest, width=rgb.width,
                    height=rgb.height)
+
+    @classmethod
+    def from_source(cls, source: SourceFile, width: int, height: int) -> "ImagePart":
+        """The file ``source`` as it is, known by the pixel hash taken when it was decoded."""
+        return cls(data=source.data, format=source.format, sha256=source.sha256, width=width, height=height)
 
     def to_pil(self) -> Image.Image:
         img = Image.open(io.BytesIO(self.data))

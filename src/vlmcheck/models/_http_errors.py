@@ -16,12 +16,16 @@ from ..core.errors import ModelCallError, kind_for_status, parse_retry_after
 from ..core.secrets import redact
 
 
+#: What a refused connection reads as, whichever client met it.
+REFUSED = "connection refused (is the server running at that address?)"
+
+
 def translate(exc: BaseException, sdk: ModuleType) -> ModelCallError:
     if isinstance(exc, ModelCallError):
         return exc
     if isinstance(exc, sdk.APIConnectionError) and _refused(exc):
         # before the timeout check: the SDK's aiohttp transport reports a refused connection as ConnectTimeout
-        return ModelCallError("connection", "connection refused (is the server running at that address?)")
+        return ModelCallError("connection", REFUSED)
     if isinstance(exc, sdk.APITimeoutError):
         return ModelCallError("timeout", redact(str(exc) or "request timed out"))
     if isinstance(exc, sdk.APIConnectionError):
@@ -48,13 +52,17 @@ def status_error(status: int, headers: Any, message: str) -> ModelCallError:
     return ModelCallError(kind_for_status(status), redact(message), status=status, retry_after=retry_after)
 
 
-def _message(exc: BaseException) -> str:
-    body = getattr(exc, "body", None)
+def body_message(body: Any) -> str | None:
+    """The server's own words in an error body: ``error.message`` (or a top-level ``message``), if any."""
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])
-    return str(exc)
+    return None
+
+
+def _message(exc: BaseException) -> str:
+    return body_message(getattr(exc, "body", None)) or str(exc)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -24,7 +24,7 @@ from typing import Any
 from ..core.errors import ModelCallError
 from ..core.secrets import redact, register_secret
 from ..core.spec import ModelSpec
-from ._http_errors import connection_reason, status_error
+from ._http_errors import REFUSED, body_message, connection_reason, status_error
 from ._loop_clients import PerLoopClients
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -125,9 +125,7 @@ class OpenAIHTTP:
             raise ModelCallError("timeout", f"no answer within {timeout or self.timeout:g} s") from None
         except (aiohttp.ClientError, OSError) as exc:
             reason = connection_reason(exc)
-            if reason == "connection refused":
-                reason = "connection refused (is the server running at that address?)"
-            raise ModelCallError("connection", redact(reason)) from exc
+            raise ModelCallError("connection", REFUSED if reason == "connection refused" else redact(reason)) from exc
 
     async def post_json(self, path: str, body: bytes) -> dict[str, Any]:
         """POST a JSON body; the answer as a JSON object."""
@@ -149,15 +147,10 @@ def _status_error(status: int, headers: Any, data: bytes) -> ModelCallError:
     gives one, else the status and the body.  The whole body stays on the error (``.body``, for checks such as
     "does the server refuse logprobs"), never in its message beyond 500 characters."""
     text = data.decode("utf-8", errors="replace")
-    message = None
     try:
-        parsed = json.loads(text)
+        message = body_message(json.loads(text))
     except ValueError:
-        parsed = None
-    if isinstance(parsed, dict):
-        err = parsed.get("error", parsed)
-        if isinstance(err, dict) and err.get("message"):
-            message = str(err["message"])
+        message = None
     if message is None:
         message = f"Error code: {status} - {text[:500]}" if text.strip() else f"Error code: {status}"
     error = status_error(status, headers, message)

@@ -80,9 +80,9 @@ def _transport(spec: ModelSpec) -> str:
     return transport
 
 
-def _clients(spec: ModelSpec, n: int = 1) -> PerLoopClients:
+def _clients(spec: ModelSpec, n: int = 1, key: str | None = None) -> PerLoopClients:
     """SDK clients, built lazily per event loop (the SDK is imported on first use, not before)."""
-    key = _api_key(spec)
+    key = key or _api_key(spec)
     timeout = spec.get_float("timeout", 600.0)
     # The SDK's aiohttp transport (``openai[aiohttp]``), which the SDK documents for high concurrency, unless
     # ?http=httpx asks for its default httpx transport (1.7 ms of CPU per request against 0.9 ms).
@@ -130,17 +130,17 @@ class OpenAIChat:
         # every pooled connection on each request, so several small pools beat one large one.
         n_clients = spec.get_int("clients", 1)
         direct = _transport(spec) == "aiohttp"
-        timeout = spec.get_float("timeout", 600.0)
+        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
 
         def endpoint(url: str | None) -> _Endpoint:
             at = spec.at(url) if url else spec
-            http = OpenAIHTTP(at, _api_key(at), timeout, n_clients) if direct else None
-            return _Endpoint(url, _clients(at, n_clients), http)
+            key = _api_key(at)
+            http = OpenAIHTTP(at, key, self.timeout, n_clients) if direct else None
+            return _Endpoint(url, _clients(at, n_clients, key), http)
 
         self._endpoints = [endpoint(url) for url in spec.endpoints] or [endpoint(None)]
         self._cooldown = spec.get_float("cooldown", 10.0)
         self._clients = self._endpoints[0].clients
-        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
         self.concurrency_key = f"openai@{spec.base_url or 'api.openai.com'}"
         per_endpoint = spec.get_int("concurrency", 0)
         self.max_concurrency = per_endpoint * len(self._endpoints) if per_endpoint else None
