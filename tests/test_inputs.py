@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from vlmcheck.core.inputs import InputPolicy, PixelBudget, read_image, sample_lease, set_policy, reset_policy
-from vlmcheck.core.images import BadImageError
+from vlmcheck.core.images import BadImageError, read_file_bytes
 from vlmcheck.core.roles import Capabilities, Generation
 from vlmcheck.methods.describe import DescribeSpec, DescribeTask
 from vlmcheck.run.runner import RunOptions, run_task
@@ -104,6 +104,33 @@ def test_the_file_size_cap_is_checked_before_reading(tmp_path):
     assert f"{size} bytes exceeds the image file size limit of 10000 bytes" in errors["big.png"]
 
 
+@pytest.mark.parametrize("size", [0, 1, 65_535, 65_537, 3_000_000])
+def test_a_file_is_read_whole(tmp_path, size):
+    data = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8).tobytes()
+    (tmp_path / "f.bin").write_bytes(data)
+    assert read_file_bytes(tmp_path / "f.bin", max_bytes=3_000_000) == data
+
+
+def test_a_file_that_grows_after_the_check_is_read_whole_up_to_the_cap(tmp_path, monkeypatch):
+    # The file is 200 kB but stat and fstat say 10 bytes, as if it grew between the check and the read: all of it is
+    # read, and a cap it passes is still enforced.
+    import vlmcheck.core.images as images_mod
+
+    data = bytes(range(256)) * 800
+    (tmp_path / "f.bin").write_bytes(data)
+    real_stat, real_fstat = os.stat, os.fstat
+
+    class _Small:
+        def __init__(self, st):
+            self.st_mode, self.st_size = st.st_mode, 10
+
+    monkeypatch.setattr(images_mod.os, "fstat", lambda fd: _Small(real_fstat(fd)))
+    monkeypatch.setattr(images_mod.os, "stat", lambda p: _Small(real_stat(p)))
+    assert read_file_bytes(tmp_path / "f.bin", max_bytes=300_000) == data
+    with pytest.raises(BadImageError, match="larger than the image file size limit of 100000 bytes"):
+        read_file_bytes(tmp_path / "f.bin", max_bytes=100_000)
+
+
 def test_reading_a_fifo_never_blocks_the_event_loop(tmp_path):
     # With the old code, open() on a FIFO blocked the loop's only thread until a writer came.
     fifo = tmp_path / "f.png"
@@ -141,6 +168,48 @@ def test_decoding_runs_in_a_worker_thread(tmp_path, monkeypatch):
     monkeypatch.setattr(inputs_mod, "decode_image", spy)
     asyncio.run(read_image(tmp_path / "a.png"))
     assert threads == [False]
+
+
+def test_images_are_decoded_on_at_most_one_thread_per_cpu(tmp_path, monkeypatch):
+    # More decoding threads than cores keep the event loop's thread waiting for the GIL (core/inputs.py).
+    import vlmcheck.core.inputs as inputs_mod
+
+    for i in range(40):
+        Image.new("RGB", (8, 8), (i, 0, 0)).save(tmp_path / f"{i}.png")
+    names, real = set(), inputs_mod.decode_image
+
+    def spy(*a, **k):
+        names.add(threading.current_thread().name)
+        time.sleep(0.005)  # keep each thread busy long enough that a pool would grow to its size
+        return real(*a, **k)
+
+    monkeypatch.setattr(inputs_mod, "decode_image", spy)
+
+    async def main():
+        return await asyncio.gather(*(read_image(tmp_path / f"{i}.png") for i in range(40)))
+
+    images = asyncio.run(main())
+    assert [im.getpixel((0, 0)) for im in images] == [(i, 0, 0) for i in range(40)]
+    assert 1 <= len(names) <= len(os.sched_getaffinity(0))
+    assert all(n.startswith("vlmcheck-io") for n in names)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_reads_images_with_threads_of_its_own(tmp_path):
+    # The reader pool is made in the parent; a child forked after has none of its threads and must not wait
+    # on them forever.
+    import multiprocessing
+
+    Image.new("RGB", (8, 8), (9, 8, 7)).save(tmp_path / "a.png")
+    assert asyncio.run(read_image(tmp_path / "a.png")).getpixel((0, 0)) == (9, 8, 7)
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        result = pool.apply_async(_child_reads, (str(tmp_path / "a.png"),))
+        assert result.get(timeout=30) == (9, 8, 7)
+
+
+def _child_reads(path):
+    return asyncio.run(read_image(path)).getpixel((0, 0))
 
 
 def test_the_pixel_budget_bounds_decoded_images_in_flight(tmp_path):
