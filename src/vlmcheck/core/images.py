@@ -117,7 +117,8 @@ def read_file_bytes(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_FIL
         chunks, got = [], 0
         want = min(fst.st_size, max_bytes) + 1
         while got <= max_bytes:
-            chunk = os.read(fd, min(want - got if want > got else 1 << 16, max_bytes + 1 - got))
+            ask = want - got if got < want else 1 << 16  # past the stated size: 64 kB at a time up to the cap
+            chunk = os.read(fd, min(ask, max_bytes + 1 - got))
             if not chunk:
                 break
             chunks.append(chunk)

@@ -7,8 +7,9 @@ Every dataset image a method uses goes through :func:`read_image`, which
   for that sample, unless the run allows it (``--allow-outside``);
 * reads only regular files no larger than a cap, checked before reading
   (:func:`vlmcheck.core.images.read_file_bytes`);
-* reads and decodes in a worker thread (one per CPU, see :func:`_reader_pool`), so a slow disk or a huge image never
-  stalls the event loop that drives the model calls;
+* reads and decodes in worker threads (one per CPU, see :func:`_reader_pool`),
+  so a slow disk or a huge image never stalls the event loop that drives the
+  model calls;
 * charges the decoded pixels to a memory budget shared by the run's samples
   (default 2 GB), independent of ``--max-concurrency``.
 
