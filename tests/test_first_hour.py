@@ -273,7 +273,7 @@ def test_a_slow_load_says_so_and_a_fast_one_says_nothing():
     import io
     import time
 
-    from vlmcheck.run.progress import Progress, loading
+    from vlmcheck.core.progress import Progress, loading
 
     buf = io.StringIO()
     with loading("hf:slow", after=0.05, stream=buf):

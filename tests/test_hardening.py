@@ -17,7 +17,8 @@ from PIL import Image
 from vlmcheck.core.errors import ModelCallError
 from vlmcheck.core.files import read_jsonl, write_text_atomic
 from vlmcheck.methods.describe import DescribeSpec, DescribeTask
-from vlmcheck.run.runner import RunFolderInUse, RunOptions, folder_lock, run_task
+from vlmcheck import RunOptions, run_task
+from vlmcheck.run.runner import RunFolderInUse, folder_lock
 from vlmcheck.run.scheduler import CallFailed, RetryPolicy, Scheduler
 from vlmcheck.store.db import RunStore
 

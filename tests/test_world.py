@@ -291,7 +291,7 @@ def _text(model, prompt):
 
 
 def test_meta_evaluation_ranks_describers(tmp_path):
-    from vlmcheck.world.meta import meta_evaluate
+    from vlmcheck.meta import meta_evaluate
 
     res = meta_evaluate(tmp_path, n=16, levels=(0.0, 0.1, 0.4))
     assert set(res["kendall_tau"]) == {"GC@3", "pope_accuracy", "symmetric_accuracy", "cast_cross_modal_consistency"}

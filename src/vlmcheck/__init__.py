@@ -5,9 +5,9 @@ Public API::
     from vlmcheck import load_model, Message, GenerationConfig, run_task, RunOptions
 """
 
-__version__ = "0.1.0"
-
-from . import models as _models  # noqa: E402,F401  (registers the built-in adapters)
+from ._version import __version__
+from . import methods as _methods  # noqa: F401  (registers the built-in tasks)
+from . import models as _models  # noqa: F401  (registers the built-in adapters)
 from .core.images import BadImageError, load_image  # noqa: E402
 from .core.messages import ImagePart, Message, TextPart  # noqa: E402
 from .core.roles import (  # noqa: E402
@@ -15,7 +15,8 @@ from .core.roles import (  # noqa: E402
 )
 from .core.spec import ModelSpec, load_model, register  # noqa: E402
 from .export import export_runs, load_runs  # noqa: E402
-from .run.runner import RunOptions, run_task, run_task_async  # noqa: E402
+from .api import run_task, run_task_async  # noqa: E402
+from .run.runner import RunOptions  # noqa: E402
 
 __all__ = [
     "__version__", "BadImageError", "Capabilities", "Generation", "GenerationConfig", "ImageEncoder",

@@ -320,7 +320,7 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
             f"provider {spec.provider!r} needs an optional dependency that is not installed ({exc}). "
             f"Install the matching extra, e.g. pip install 'vlmcheck[local]' or 'vlmcheck[apis]'."
         ) from exc
-    from ..run.progress import loading
+    from .progress import loading
 
     with loading(spec.canonical()):  # local checkpoints can take minutes to load: say so when they do
         model = getattr(module, attr)(spec, role)

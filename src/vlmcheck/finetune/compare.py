@@ -83,7 +83,7 @@ def compare_vhx(before: str | Path, after: str | Path,
                   "only_after": len(done_a) - len(ids)},
         "datasets": sorted({r["dataset"] for r in rows} - {"all"}), "rows": rows, "general": []}
     if general:
-        from ..report.html import headline
+        from ..methods.headline import headline
 
         for gb, ga in general:
             rb, _ = _run(Path(gb))

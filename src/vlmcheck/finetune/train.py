@@ -213,7 +213,7 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
         raise SpecError(f"fine-tuning needs torch, transformers and peft ({exc.name} is missing): "
                         "pip install 'vlmcheck[finetune]'") from None
     from ..models.hf import ensure_available, resolve_device
-    from ..run.progress import Progress
+    from ..core.progress import Progress
 
     spec = ModelSpec.parse(cfg.model)
     if spec.provider != "hf":

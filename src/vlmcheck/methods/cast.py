@@ -42,7 +42,7 @@ from ..core.messages import Message
 from ..core.roles import GenerationConfig
 from ..core.spec import load_model
 from ..run.calls import Session
-from ..run.runner import Sample, SpecTask
+from ..run.task import Sample, SpecTask
 
 TEMPLATE_VERSION = "cast-v1"
 MODALITIES = ("text", "image", "both")

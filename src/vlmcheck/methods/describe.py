@@ -24,7 +24,7 @@ from ..core.roles import GenerationConfig
 from ..core.spec import load_model
 from ..metrics.stats import bootstrap_ci
 from ..run.calls import Session
-from ..run.runner import Sample, SpecTask
+from ..run.task import Sample, SpecTask
 
 DEFAULT_PROMPT = "Describe this image in detail."
 TEMPLATE_VERSION = "describe-v1"

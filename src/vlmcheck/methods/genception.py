@@ -49,7 +49,7 @@ from ..core.roles import Generation, GenerationConfig
 from ..core.spec import load_model
 from ..metrics.stats import bootstrap_ci_strata, cosine, frechet_distance, gc_at, mean_of_means
 from ..run.calls import Session
-from ..run.runner import Sample, SpecTask
+from ..run.task import Sample, SpecTask
 
 #: P_Desc, GenCeption Table 1 (verbatim).
 P_DESC = (

@@ -44,7 +44,7 @@ from ..perturb.adversarial import AttackConfig
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
 from ..run.batching import Batcher
 from ..run.calls import Session
-from ..run.runner import Sample, SpecTask
+from ..run.task import Sample, SpecTask
 from ..world.negator import NEGATION_PROMPT, check_negation
 
 TEMPLATE_VERSION = "vhexpansion-v1"

@@ -25,7 +25,7 @@ from ..core.errors import ModelCallError
 from ..core.secrets import redact, register_secret
 from ..core.spec import ModelSpec
 from ._http_errors import REFUSED, body_message, connection_reason, status_error
-from ._loop_clients import PerLoopClients
+from ..run.loop_clients import PerLoopClients
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

@@ -17,7 +17,7 @@ from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
 from ..core.secrets import register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
 from ._http_errors import translate
-from ._loop_clients import PerLoopClients
+from ..run.loop_clients import PerLoopClients
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "refusal"}
 

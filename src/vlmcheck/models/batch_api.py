@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ..core.errors import ModelCallError, kind_for_status
 from ._http_errors import translate
-from ._loop_clients import PerLoopClients
+from ..run.loop_clients import PerLoopClients
 
 _OPENAI_DONE = ("completed", "failed", "expired", "cancelled")
 

@@ -55,7 +55,7 @@ from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikeliho
 from ..core.secrets import redact, register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
 from ._http_errors import connection_reason, translate
-from ._loop_clients import PerLoopClients
+from ..run.loop_clients import PerLoopClients
 from ._openai_http import OpenAIHTTP, json_object
 
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop",

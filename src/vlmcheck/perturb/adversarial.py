@@ -38,7 +38,7 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel
 
-from ..run.progress import Progress
+from ..core.progress import Progress
 
 
 class AttackConfig(BaseModel):

@@ -4,7 +4,7 @@ Shards are complete run folders of one run split by a hash of each sample id (``
 array or any set of machines runs them, no cluster engine).  Merging unions their stores - call cache,
 sample journal and artifacts are content-addressed, so it is idempotent and takes any number of shards,
 even while some are unfinished (their samples are reported pending) - and writes ``samples.jsonl``,
-``results.json`` and the report from the union, as the unsharded run would: samples in dataset order with
+``results.json`` from the union (the caller writes the report: ``vlmcheck.api.merge_runs``), as the unsharded run would: samples in dataset order with
 their index in the whole run, metrics over all of them.
 """
 
@@ -15,13 +15,12 @@ from typing import Any
 
 from ..core.files import InputFileError
 from ..store.db import DB_NAME, RunStore
-from .runner import RunFolderExists, Sample, _write_report, identity_spec, write_outputs
+from .runner import RunFolderExists, identity_spec, write_outputs
+from .task import Sample, task_from_spec
 
 
-def merge_runs(shards: list[str | Path], out: str | Path, report: bool = True) -> dict[str, Any]:
+def merge_runs(shards: list[str | Path], out: str | Path) -> dict[str, Any]:
     """Merge the shard folders into ``out`` (new, or an earlier merge of the same run); return results."""
-    from ..methods import task_from_spec
-
     if not shards:
         raise InputFileError("give the shard run folders to merge")
     out = Path(out)
@@ -61,6 +60,4 @@ def merge_runs(shards: list[str | Path], out: str | Path, report: bool = True) -
                 sessions += shard.get_meta("sessions") or []
         store.set_meta("sessions", sessions)
         results = write_outputs(store, task, samples)
-    if report:
-        _write_report(out)
     return results

@@ -38,8 +38,9 @@ from typing import Any
 from ..core.images import encode_image, image_hash
 from ..store.db import artifact_path
 from .calls import Session
-from .progress import Progress
+from ..core.progress import Progress
 from .scheduler import RetryPolicy, Scheduler
+from .task import Sample, execute_sample
 
 _SAMPLE: contextvars.ContextVar[str | None] = contextvars.ContextVar("vlmcheck_ray_sample", default=None)
 DRAIN_EVERY_S = 2.0
@@ -124,12 +125,12 @@ class WorkerStore:
 class SampleWorker:
     """A Ray actor (async): the task rebuilt from its spec, samples run on request."""
 
-    def __init__(self, task_name: str, task_spec: dict[str, Any], key_version: int, max_concurrency: int,
+    def __init__(self, task_cls: Any, task_spec: dict[str, Any], key_version: int, max_concurrency: int,
                  retry: dict[str, Any], seed: int, input_policy: dict[str, Any], reader: Any, workers: int) -> None:
         from ..core import inputs
-        from ..methods import task_from_spec
 
-        self.task = task_from_spec(task_name, task_spec)
+        # the task's class travels by reference (its module is imported in the worker), its spec by value
+        self.task = task_cls.from_spec(task_spec)
         for model in vars(self.task).values():  # a model's API budget is shared by all workers
             limit = getattr(model, "max_concurrency", None)
             if isinstance(limit, int) and limit > 0:
@@ -144,8 +145,6 @@ class SampleWorker:
 
     async def run(self, sample_id: str, seq: int, payload: Any) -> dict[str, Any]:
         from ..core import inputs
-        from .runner import Sample, execute_sample
-
         _SAMPLE.set(sample_id)
         inputs.set_policy(self.policy)
         # a session per sample (one scheduler for all): its counters are this sample's own
@@ -229,7 +228,7 @@ async def run_samples_ray(task, todo: list, session: Session, options, already: 
         cpus_each = min(1.0, cpus / n_workers)
         worker_cls = ray.remote(SampleWorker).options(num_cpus=cpus_each, num_gpus=options.gpus_per_worker,
                                                       max_concurrency=slots + 4)
-        actors = [worker_cls.remote(task.name, task.spec(), session.key_version, slots,
+        actors = [worker_cls.remote(type(task), task.spec(), session.key_version, slots,
                                     options.retry.model_dump(), options.seed, policy, reader, n_workers)
                   for _ in range(n_workers)]
         actors = await _started(actors, options)

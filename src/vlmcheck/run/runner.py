@@ -1,8 +1,8 @@
 """The resumable runner.
 
-A :class:`Task` lists its samples and knows how to run one and how to
-summarise the finished ones.  :func:`run_task` runs the samples that the
-store's journal does not yet mark done or failed, concurrently, then writes
+A :class:`~vlmcheck.run.task.Task` lists its samples and knows how to run one
+and how to summarise the finished ones.  :func:`run_task` runs the samples that
+the store's journal does not yet mark done or failed, concurrently, then writes
 
 * ``results.json`` - the run spec and the task's summary metrics,
 * ``samples.jsonl`` - every sample, in dataset order, with every intermediate
@@ -12,6 +12,9 @@ Both are rebuilt from the store, in dataset order, so an interrupted-and-resumed
 run writes the same files as an uninterrupted one.  Any exception in one sample
 (a bad image, a failed call, a parsing bug) is recorded for that sample; the
 run goes on.
+
+The runner returns the results; it writes no report (``vlmcheck.run_task``, the
+CLI, a sweep and the demo do, in ``api.py``).
 """
 
 from __future__ import annotations
@@ -26,59 +29,23 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .. import __version__
+from .._version import __version__
 from ..core.files import write_text_atomic
-from ..core.images import DEFAULT_MAX_FILE_BYTES, BadImageError
+from ..core.images import DEFAULT_MAX_FILE_BYTES
 from ..core import inputs
 from ..core.inputs import DEFAULT_PIXEL_BUDGET
 from ..core.secrets import redact_obj
 from ..core.spec import ModelSpec, SpecError
-from ..models._loop_clients import close_loop_clients
+from .loop_clients import close_loop_clients
 from ..store.db import DB_NAME, RunStore
-from .calls import KEY_VERSION, Session, reasoning_trace
-from .progress import Progress
-from .scheduler import CallFailed, RetryPolicy, Scheduler
-
-
-@dataclass(frozen=True)
-class Sample:
-    id: str
-    payload: Any
-    seq: int = 0
-
-
-class Task(Protocol):
-    name: str
-
-    def samples(self) -> list[Sample]: ...
-
-    def spec(self) -> dict[str, Any]:
-        """Parameters that define the task (models, prompts, data fingerprint...)."""
-        ...
-
-    async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]: ...
-
-    def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
-        """Metrics from the finished samples; ``failed`` holds the samples that raised (with any partial result)."""
-        ...
-
-
-class SpecTask:
-    """Base for tasks defined by one pydantic spec in ``self.cfg``: rebuilt from it on resume, recorded as is."""
-
-    spec_model: type[BaseModel]
-    cfg: BaseModel
-
-    @classmethod
-    def from_spec(cls, task_spec: dict[str, Any]):
-        return cls(cls.spec_model.model_validate(task_spec))
-
-    def spec(self) -> dict[str, Any]:
-        return self.cfg.model_dump()
+from .calls import KEY_VERSION, Session
+from ..core.progress import Progress
+from .scheduler import RetryPolicy, Scheduler
+from .task import Sample, Task, execute_sample
 
 
 class RunOptions(BaseModel):
@@ -89,7 +56,9 @@ class RunOptions(BaseModel):
     seed: int = 0
     progress: bool = True  # a bar on a terminal, a plain line every few seconds elsewhere (run/progress.py)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
-    report: bool = True  # write report.html into the run folder at the end
+    # write report.html into the run folder at the end: read by whoever asked for the run (vlmcheck.run_task,
+    # the CLI, a sweep, the demo), never by this runner
+    report: bool = True
     clear_failed: bool = False  # forget failed samples first, so they run again (retry-failed)
     preflight: bool = True  # check every API model (reachable, key accepted, model served) before the first sample
     # Input safety (core/inputs.py): dataset images stay inside their dataset's folder unless allowed,
@@ -190,14 +159,6 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def error_type(exc: BaseException) -> str:
-    if isinstance(exc, CallFailed):
-        return f"model_call:{exc.kind}"
-    if isinstance(exc, BadImageError):
-        return "bad_image"
-    return type(exc).__name__
-
-
 @dataclass
 class RunResult:
     folder: Path
@@ -236,18 +197,6 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
                               "failed_calls": session.counters.failures, "retries": session.scheduler.retries}
     _write_json_atomic(store.folder / "results.json", results)
     return results
-
-
-def _write_report(folder: Path) -> None:
-    """The run's own HTML report; a report failure never fails the run (results are already written)."""
-    import logging
-
-    try:
-        from ..report.html import write_run_report
-
-        write_run_report(folder)
-    except Exception as exc:  # noqa: BLE001
-        logging.getLogger(__name__).warning("could not write %s/report.html: %s", folder, exc)
 
 
 def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
@@ -360,8 +309,6 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         finally:
             await close_loop_clients()
         results = write_outputs(store, task, samples, session)
-        if options.report:
-            _write_report(folder)
         return RunResult(folder, results, session.counters)
     finally:
         store.close()
@@ -416,26 +363,6 @@ async def preflight(task: Task) -> None:
             continue
         seen.add(model_id)
         await check()
-
-
-async def execute_sample(task: Task, sample: Sample, session: Session) -> dict[str, Any]:
-    """Run one sample: ``{"status": "done", "result"}`` or ``{"status": "error", "error_type", "message",
-    "partial"}`` - every failure is the sample's, never the run's (the local and the Ray executor)."""
-    trace: list[dict[str, Any]] = []
-    token = reasoning_trace.set(trace)  # a reasoning model's thinking, kept beside the sample's answers
-    try:
-        async with inputs.sample_lease():  # the sample's decoded images leave the pixel budget at its end
-            result = await task.run_sample(sample, session)
-        if trace and isinstance(result, dict):
-            result = {**result, "reasoning_trace": trace}
-        return {"status": "done", "result": result}
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - every failure is recorded per sample
-        return {"status": "error", "error_type": error_type(exc), "message": str(exc),
-                "partial": getattr(exc, "partial", None)}
-    finally:
-        reasoning_trace.reset(token)
 
 
 async def _run_samples(task: Task, todo: list[Sample], session: Session, options: RunOptions,

@@ -43,7 +43,7 @@ from ...core.messages import Message
 from ...core.roles import GenerationConfig, require
 from ...core.spec import load_model
 from ...run.calls import Session
-from ...run.runner import Sample, SpecTask
+from ...run.task import Sample, SpecTask
 from . import metrics as M
 from .scenarios import LETTERS, load_scenario
 

@@ -24,8 +24,9 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from ..core.files import write_text_atomic
-from ..run.runner import RunOptions, run_task
-from .make import make_world, make_world_pairs
+from ..api import run_task
+from ..run.runner import RunOptions
+from ..world.make import make_world, make_world_pairs
 
 DEFAULT_LEVELS = (0.0, 0.05, 0.1, 0.2, 0.4)
 

@@ -1,0 +1,125 @@
+"""What the runner asks of a method: the :class:`Task` protocol, its samples, one sample's execution, and the
+registry of task names.
+
+The runner, ``merge`` and the Ray executor know methods only through this module: a method registers its
+task class under a name (``methods/__init__.py`` does so for the built-in ones, by import path so that a
+method's heavy dependencies load when it is first used), and a stored run spec is turned back into a task
+with :func:`task_from_spec`.  Nothing in ``run/`` imports a method.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from ..core import inputs
+from ..core.images import BadImageError
+from .calls import Session, reasoning_trace
+from .scheduler import CallFailed
+
+
+@dataclass(frozen=True)
+class Sample:
+    id: str
+    payload: Any
+    seq: int = 0
+
+
+class Task(Protocol):
+    name: str
+
+    @classmethod
+    def from_spec(cls, task_spec: dict[str, Any]) -> "Task":
+        """The task rebuilt from what :meth:`spec` returned (resume, merge, Ray workers)."""
+        ...
+
+    def samples(self) -> list[Sample]: ...
+
+    def spec(self) -> dict[str, Any]:
+        """Parameters that define the task (models, prompts, data fingerprint...)."""
+        ...
+
+    async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]: ...
+
+    def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
+        """Metrics from the finished samples; ``failed`` holds the samples that raised (with any partial result)."""
+        ...
+
+
+class SpecTask:
+    """Base for tasks defined by one pydantic spec in ``self.cfg``: rebuilt from it on resume, recorded as is."""
+
+    spec_model: type[BaseModel]
+    cfg: BaseModel
+
+    @classmethod
+    def from_spec(cls, task_spec: dict[str, Any]):
+        return cls(cls.spec_model.model_validate(task_spec))
+
+    def spec(self) -> dict[str, Any]:
+        return self.cfg.model_dump()
+
+
+# ----------------------------------------------------------------------------- the registry
+
+#: task name -> "module:Class" (imported on first use) or the class itself
+_TASKS: dict[str, Any] = {}
+
+
+def register_task(name: str, target: str | type) -> None:
+    """Make ``name`` a task that runs, resumes and merges: ``target`` is the Task class or ``"module:Class"``."""
+    _TASKS[name] = target
+
+
+def task_names() -> tuple[str, ...]:
+    return tuple(_TASKS)
+
+
+def task_class(name: str) -> Any:
+    """The Task class registered as ``name`` (imported now)."""
+    if name not in _TASKS:
+        raise ValueError(f"unknown task {name!r}; known: {', '.join(_TASKS) or 'none'}")
+    target = _TASKS[name]
+    if isinstance(target, str):
+        module, _, attr = target.partition(":")
+        target = _TASKS[name] = getattr(importlib.import_module(module), attr)
+    return target
+
+
+def task_from_spec(name: str, task_spec: dict[str, Any]) -> Task:
+    return task_class(name).from_spec(task_spec)
+
+
+# ----------------------------------------------------------------------------- one sample
+
+
+def error_type(exc: BaseException) -> str:
+    if isinstance(exc, CallFailed):
+        return f"model_call:{exc.kind}"
+    if isinstance(exc, BadImageError):
+        return "bad_image"
+    return type(exc).__name__
+
+
+async def execute_sample(task: Task, sample: Sample, session: Session) -> dict[str, Any]:
+    """Run one sample: ``{"status": "done", "result"}`` or ``{"status": "error", "error_type", "message",
+    "partial"}`` - every failure is the sample's, never the run's (the local and the Ray executor)."""
+    trace: list[dict[str, Any]] = []
+    token = reasoning_trace.set(trace)  # a reasoning model's thinking, kept beside the sample's answers
+    try:
+        async with inputs.sample_lease():  # the sample's decoded images leave the pixel budget at its end
+            result = await task.run_sample(sample, session)
+        if trace and isinstance(result, dict):
+            result = {**result, "reasoning_trace": trace}
+        return {"status": "done", "result": result}
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure is recorded per sample
+        return {"status": "error", "error_type": error_type(exc), "message": str(exc),
+                "partial": getattr(exc, "partial", None)}
+    finally:
+        reasoning_trace.reset(token)

@@ -1,0 +1,170 @@
+"""The shape of the code (docs/architecture.md): imports flow one way and form no circle, lazy imports included;
+no source module is over 600 lines, and one over 400 says why at its top."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+#: floors, lowest first.  A module may import its own package and any package on a lower floor; packages on one
+#: floor are independent of each other.  ("" is the top-level package's own __init__: the public API.)
+LAYERS: list[list[str]] = [
+    ["_version", "core", "metrics", "testing"],
+    ["store"],
+    ["run"],
+    ["perturb"],
+    ["models"],
+    ["world"],
+    ["methods"],
+    ["finetune"],
+    ["report", "export"],
+    ["api"],
+    ["meta", "sweep"],
+    ["demo"],
+    ["cli"],
+    ["", "__main__"],
+]
+
+
+def module_name(path: Path, src: Path) -> str:
+    parts = list(path.relative_to(src).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports_of(path: Path, src: Path, modules: set[str]) -> set[str]:
+    """Every vlmcheck module ``path`` imports, anywhere in the file (inside functions too), resolved to a module
+    of ``modules``: ``from pkg import name`` is an import of ``pkg.name`` where that is a module, else of ``pkg``."""
+    name = module_name(path, src)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                stem = ".".join(base + ([node.module] if node.module else []))
+            else:
+                stem = node.module or ""
+            targets = [f"{stem}.{a.name}" if f"{stem}.{a.name}" in modules else stem for a in node.names]
+        else:
+            continue
+        for t in targets:
+            while t and t not in modules:
+                t = t.rpartition(".")[0]
+            # a submodule's own parent packages are always imported before it: not a dependency to check
+            if t and t != name and not name.startswith(t + "."):
+                found.add(t)
+    return found
+
+
+def import_graph(src: Path = SRC) -> dict[str, set[str]]:
+    files = {module_name(p, src): p for p in (src / "vlmcheck").rglob("*.py")}
+    modules = set(files)
+    return {m: imports_of(p, src, modules) for m, p in files.items()}
+
+
+def floor(module: str) -> tuple[int, str]:
+    """(floor index, top-level package) of a vlmcheck module."""
+    top = module.split(".")[1] if module.count(".") else ""
+    for i, layer in enumerate(LAYERS):
+        if top in layer:
+            return i, top
+    raise AssertionError(f"{module}: its package {top!r} is on no floor of LAYERS; add it (docs/architecture.md)")
+
+
+def wrong_way(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for m, targets in sorted(graph.items()):
+        fm, pm = floor(m)
+        for t in sorted(targets):
+            ft, pt = floor(t)
+            if pt != pm and ft >= fm:
+                bad.append(f"{m} -> {t} ({pt!r} is {'above' if ft > fm else 'beside'} {pm!r})")
+    return bad
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), and modules that import themselves."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_imports_flow_one_way():
+    assert wrong_way(import_graph()) == []
+
+
+def test_no_import_circle():
+    assert circles(import_graph()) == []
+
+
+def test_modules_are_short_or_say_why():
+    too_long, unexplained = [], []
+    for path in sorted((SRC / "vlmcheck").rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if len(lines) > 600:
+            too_long.append(f"{path.relative_to(SRC)}: {len(lines)} lines")
+        elif len(lines) > 430:
+            head = "\n".join(lines[:40]).lower()
+            if "why this module is long" not in head:
+                unexplained.append(f"{path.relative_to(SRC)}: {len(lines)} lines and no 'Why this module is long'")
+    assert too_long == [] and unexplained == []
+
+
+@pytest.mark.parametrize("planted, expected", [
+    ("from ..report.html import build_report\n", "vlmcheck.run.planted -> vlmcheck.report.html"),
+    ("def f():\n    from ..methods import task_class\n", "vlmcheck.run.planted -> vlmcheck.methods"),
+    ("import vlmcheck.cli\n", "vlmcheck.run.planted -> vlmcheck.cli"),
+])
+def test_a_planted_wrong_way_import_fails(tmp_path, planted, expected):
+    # the checks above run on a copy of the source with one wrong-way import planted, lazy ones included
+    import shutil
+
+    shutil.copytree(SRC / "vlmcheck", tmp_path / "vlmcheck", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "vlmcheck" / "run" / "planted.py").write_text(planted, encoding="utf-8")
+    bad = wrong_way(import_graph(tmp_path))
+    assert any(b.startswith(expected) for b in bad), bad
+
+
+def test_a_planted_circle_fails(tmp_path):
+    import shutil
+
+    shutil.copytree(SRC / "vlmcheck", tmp_path / "vlmcheck", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "vlmcheck" / "core" / "planted_a.py").write_text("def f():\n    from . import planted_b\n")
+    (tmp_path / "vlmcheck" / "core" / "planted_b.py").write_text("from .planted_a import f\n")
+    assert ["vlmcheck.core.planted_a", "vlmcheck.core.planted_b"] in circles(import_graph(tmp_path))
