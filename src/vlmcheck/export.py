@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from .core.files import InputFileError, jsonl_lines, read_results, read_text_input, write_text_atomic
+from .core.files import InputFileError, atomic_path, jsonl_lines, read_results, read_text_input, write_text_atomic
 
 #: The unit each method's sample record is exploded into: (field holding the units, column naming the unit).
 UNITS = {
@@ -137,7 +137,6 @@ def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parq
 
 def _write(df, path: Path, fmt: str) -> Path:
     import os
-    import tempfile
 
     if fmt == "csv":
         write_text_atomic(path, df.to_csv(index=False))
@@ -148,7 +147,7 @@ def _write(df, path: Path, fmt: str) -> Path:
         for col in df.columns:
             if df[col].dtype == object and df[col].map(type).nunique() > 1:
                 df[col] = df[col].map(lambda v: None if v is None else v if isinstance(v, str) else json.dumps(v))
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = atomic_path(path)
         os.close(fd)
         try:
             df.to_parquet(tmp, index=False)

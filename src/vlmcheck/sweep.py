@@ -13,13 +13,16 @@ not silently ignored.  ``vlmcheck run --example`` prints an annotated example.
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .core.files import InputFileError, read_yaml_mapping
+from .api import run_task
+from .core.files import InputFileError, read_yaml_mapping, write_text_atomic
 from .run.runner import RunOptions
 
 EXAMPLE = """\
@@ -65,6 +68,39 @@ options:                        # for every run (the CLI's run options)
   max_failures: 0.0             # share of failed samples a run may have and still count as passed
 """
 
+OFFLINE_EXAMPLE = """\
+# vlmcheck sweep that runs offline, with the reference models (docs/world.md).  Make its data first:
+#   vlmcheck world make world --n 24 && vlmcheck world pairs pairs --n 8
+# then `vlmcheck run sweep.yaml`.  Runs go to OUT/<method>[-<name>]/<model>; running it again skips what is
+# finished.  `vlmcheck run --example` shows API servers, hosted APIs and local checkpoints as models.
+out: runs/sweep
+
+models:
+  - ref:describer?level=0.1     # a describer with 10 % of its scene readings wrong
+  - name: noisy                 # `name` is the folder name (default: the spec, made file-safe)
+    spec: ref:describer?level=0.3
+  # - openai:Qwen/Qwen2-VL-7B-Instruct@http://localhost:8000/v1   # a vLLM / SGLang / llama.cpp server
+
+methods:
+  - method: genception          # describe, regenerate, repeat T times
+    data: world/
+    generator: ref:renderer
+    encoder: ref:effnet
+    T: 3
+  - method: vhexpansion         # negation and perturbations of yes/no cases
+    cases: world/
+    negator: ref:negator
+  - method: cast                # cross-modal self-consistency on scene pairs
+    pairs: pairs/pairs.jsonl
+  - method: chef                # a ChEF recipe
+    name: world
+    recipe: world-accuracy
+    data: world/
+
+options:
+  max_concurrency: 16
+"""
+
 PATH_OPTIONS = ("data", "cases", "pairs")
 
 
@@ -103,8 +139,10 @@ def load_sweep(path: str | Path) -> Sweep:
 
 def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
     """(run folder, task name, task spec) of every run, in config order (methods outer, models inner)."""
-    from .methods import TASK_NAMES, task_class
     from .methods.chef import resolve_recipe
+    from .run.task import task_class, task_names
+
+    TASK_NAMES = task_names()
 
     out = Path(sweep.out) if Path(sweep.out).is_absolute() else base / sweep.out
     models = [m if isinstance(m, SweepModel) else SweepModel(spec=m) for m in sweep.models]
@@ -148,3 +186,51 @@ def options_of(sweep: Sweep, progress: bool = True) -> RunOptions:
     o = sweep.options
     return RunOptions(resume=True, max_concurrency=o.max_concurrency, limit=o.limit, seed=o.seed, progress=progress,
                       allow_outside=o.allow_outside, preflight=o.preflight)
+
+
+@dataclass
+class SweepResult:
+    out: Path
+    summary: list[dict[str, Any]]  # one row per run: method, model, folder, headline metric and value, counts
+    results: list[dict[str, Any]]  # each run's results.json
+    report: Path
+    max_failures: float  # the config's options.max_failures
+
+
+def _run(task: Any, folder: Path, options: RunOptions) -> dict[str, Any]:
+    return {**run_task(task, folder, options).results, "_folder": str(folder)}
+
+
+def run_sweep(config: str | Path, progress: bool = True,
+              execute: Callable[[Any, Path, RunOptions], dict[str, Any]] = _run,
+              announce: Callable[[str, str], None] | None = None) -> SweepResult:
+    """Run every method of ``config`` on every model (each run resumed where it stopped, with its report), then
+    write ``summary.json``, the GenCeption leaderboards and one report over all runs.  ``execute`` runs one task
+    into a folder (the CLI's prints a line per run); ``announce(method, model)`` is called before each run."""
+    from .methods.headline import headline
+    from .methods.leaderboard import leaderboard
+    from .report.html import build_report
+    from .run.task import task_from_spec
+
+    config = Path(config)
+    sweep = load_sweep(config)
+    runs = plan(sweep, config.parent)
+    out = runs[0][0].parent.parent
+    results, summary = [], []
+    for folder, method, spec in runs:
+        if announce is not None:
+            announce(method, spec["vlm"])
+        res = execute(task_from_spec(method, spec), folder, options_of(sweep, progress))
+        results.append(res)
+        name, value = headline(res)
+        summary.append({"method": folder.parent.name, "model": spec["vlm"], "folder": str(folder),
+                        "metric": name, "value": value, "samples": res["counts"]["samples"],
+                        "failed": res["counts"]["failed"]})
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=2))
+    for group in sorted({Path(r["folder"]).parent for r in summary if r["method"].startswith("genception")}):
+        folders = [Path(r["folder"]) for r in summary if Path(r["folder"]).parent == group]
+        if len(folders) > 1:
+            write_text_atomic(group / "leaderboard.json", json.dumps(leaderboard(folders), indent=2))
+    page = build_report([Path(r["folder"]) for r in summary], out / "report.html",
+                        title=f"vlmcheck sweep {config.name}")
+    return SweepResult(out, summary, results, page, sweep.options.max_failures)

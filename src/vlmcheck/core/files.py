@@ -1,8 +1,10 @@
 """Small file helpers every output goes through.
 
-* :func:`write_text_atomic` - a temp file with a unique name in the target's
-  folder, then ``os.replace``: a reader (or a kill) never sees half a file, and
-  two processes never share a temp name.
+* :func:`write_text_atomic`, :func:`write_bytes_atomic` - a temp file with a
+  unique name in the target's folder, then ``os.replace``: a reader (or a kill)
+  never sees half a file, and two processes never share a temp name.  The file
+  gets the mode the umask gives a new file (``mkstemp`` alone would make every
+  output 0600, unreadable to colleagues and web servers).
 * :func:`read_jsonl` - JSON Lines split on ``"\\n"`` only.  ``str.splitlines``
   also splits on U+2028, U+2029, U+0085 and other separators that JSON strings
   may hold unescaped (we write ``ensure_ascii=False``), so it would cut a record
@@ -18,12 +20,47 @@ from pathlib import Path
 from typing import Any
 
 
-def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
+_MODE: int | None = None
+
+
+def new_file_mode() -> int:
+    """The mode ``open()`` gives a new file under this process's umask (0o644 under the usual 0o022)."""
+    global _MODE
+    if _MODE is None:
+        mask = None
+        try:  # Linux: read it without changing it
+            with open("/proc/self/status", encoding="ascii") as fh:
+                mask = next((int(line.split()[1], 8) for line in fh if line.startswith("Umask:")), None)
+        except OSError:
+            pass
+        if mask is None:
+            mask = os.umask(0o022)
+            os.umask(mask)
+        _MODE = 0o666 & ~mask
+    return _MODE
+
+
+def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
+    """(fd, name) of a new temp file beside ``path`` with the umask's mode: write it, then ``os.replace``."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding=encoding, newline="") as fh:
-            fh.write(text)
+        os.fchmod(fd, new_file_mode())
+    except (AttributeError, OSError):  # Windows: no fchmod; mkstemp's mode stands
+        pass
+    return fd, tmp
+
+
+def _write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str) -> Path:
+    path = Path(path)
+    fd, tmp = atomic_path(path)
+    try:
+        if isinstance(data, bytes):
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        else:
+            with os.fdopen(fd, "w", encoding=encoding, newline="") as fh:
+                fh.write(data)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -32,6 +69,14 @@ def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8
             pass
         raise
     return path
+
+
+def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
+    return _write_atomic(path, text, encoding)
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
+    return _write_atomic(path, data, "")
 
 
 def jsonl_lines(text: str) -> list[tuple[int, str]]:

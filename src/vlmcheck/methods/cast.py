@@ -371,3 +371,36 @@ def corpus_from(source: str | Path) -> list[dict[str, Any]]:
         rows.append({"id": str(r.get("id", n)), "image": dataset_path(manifest.parent, img),
                      "description": require_str(r, "description", f"{manifest}:{n}")})
     return rows
+
+
+def write_pairs(data: str | Path, encoder: Any, out: str | Path, per_bin: int = 25, min_chars: int = 500,
+                seed: int = 0) -> tuple[list[dict[str, Any]], dict[str, Any], int]:
+    """Sample scene pairs from a corpus (:func:`corpus_from`) with ``encoder``'s image features and write them to
+    ``out`` (JSONL) and the sampling report beside it (``.report.json``).  Image paths become relative to the
+    pairs file where they lie inside its folder (``cast run`` reads only there).  Returns (pairs, report, images
+    left outside that folder)."""
+    import asyncio
+    import json
+    import os
+
+    from ..core.files import write_text_atomic
+    from ..core.images import load_image
+    from ..core.progress import track
+
+    out = Path(out)
+    items = corpus_from(data)
+    emb = asyncio.run(encoder.encode([load_image(i["image"]) for i in track(items, "cast pairs: read images")]))
+    pairs, report = sample_pairs(items, emb, per_bin=per_bin, min_chars=min_chars, seed=seed,
+                                 text_emb=sentence_embeddings([i["description"] for i in items]))
+    outside = 0
+    for p in pairs:
+        p["encoder"] = encoder.model_id
+        for side in ("a", "b"):
+            rel = os.path.relpath(os.path.realpath(p[side]["image"]), os.path.realpath(out.parent))
+            if rel.startswith(".."):
+                outside += 1
+            else:
+                p[side]["image"] = rel
+    write_text_atomic(out, "".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs))
+    write_text_atomic(out.with_suffix(".report.json"), json.dumps(report, indent=2))
+    return pairs, report, outside

@@ -161,3 +161,13 @@ def external_correlations(rows: dict[str, dict[str, Any]], metrics: list[tuple[s
             out[bench][label] = correlations([rows[m][field] for m in models], [scores[m] for m in models])
             out[bench][label]["models"] = models
     return out
+
+
+def write_leaderboard(runs: list[str | Path], path: str | Path, external_csv: str | Path | None = None
+                      ) -> dict[str, Any]:
+    """:func:`leaderboard` of ``runs``, written to ``path`` as JSON; returned."""
+    from ..core.files import write_text_atomic
+
+    board = leaderboard(runs, external_csv)
+    write_text_atomic(path, json.dumps(board, indent=2))
+    return board

@@ -116,3 +116,30 @@ def build_pope(annotations: list[dict[str, Any]], split: str = "random", n_image
                               "question": question(obj), "answer": ans, "object": obj, "split": split,
                               "positive": pos})
     return cases
+
+
+def write_pope_cases(annotations: str | Path, split: str, out: str | Path, n_images: int = 500, seed: int = 0,
+                     images: str | Path | None = None) -> tuple[int, int]:
+    """Build a POPE split and write it to ``out`` as VHExpansion cases (JSONL), image paths relative to ``out``'s
+    folder as ``vhx run`` resolves them; returns (cases written, cases whose image lies outside that folder).
+    ``images``: the folder of the images (COCO: val2014/), default beside the annotations."""
+    import json
+    import os
+
+    from ..core.files import InputFileError, write_text_atomic
+
+    annotations, out = Path(annotations), Path(out)
+    cases = build_pope(load_annotations(annotations), split, n_images=n_images, seed=seed)
+    folder = Path(images) if images else annotations.parent
+    missing = [c["image"] for c in cases if not (folder / c["image"]).is_file()]
+    if missing:
+        raise InputFileError(f"{len(set(missing))} images of the split are not in {folder} (e.g. {missing[0]}); pass "
+                             "--images with the folder that holds them (COCO: val2014/)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    outside = 0
+    for c in cases:
+        rel = os.path.relpath(os.path.realpath(folder / c["image"]), os.path.realpath(out.parent))
+        outside += rel.startswith("..")
+        c["image"] = rel
+    write_text_atomic(out, "".join(json.dumps(c) + "\n" for c in cases))
+    return len(cases), outside

@@ -21,7 +21,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from PIL import Image
 
-from ..core.files import read_jsonl, write_text_atomic
+from ..core.files import read_jsonl, write_bytes_atomic, write_text_atomic
 from ..core.images import read_file_bytes
 from ..methods.headline import headline  # noqa: F401  (re-exported: the report shows each run's headline)
 
@@ -65,10 +65,11 @@ class _Thumbs:
             self.done[key] = None
             return None
         self.dir.mkdir(parents=True, exist_ok=True)
-        if data is not None:
-            (self.dir / name).write_bytes(data)
-        else:
-            img.save(self.dir / name, compress_level=1)
+        if data is None:
+            buf = io.BytesIO()
+            img.save(buf, format="PNG", compress_level=1)
+            data = buf.getvalue()
+        write_bytes_atomic(self.dir / name, data)  # a killed report never leaves half an image
         self.done[key] = f"{self.rel}/{name}"
         return self.done[key]
 
@@ -394,7 +395,7 @@ def _disagreements(runs: list[dict[str, Any]]) -> set[str]:
 
 def _gallery(image: Path, thumbs: "_Thumbs", out_dir: Path) -> dict[str, Any]:
     """One image under every corruption and severity (and the VHExpansion presets)."""
-    from ..core.images import load_image
+    from ..core.images import encode_image, load_image
     from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
 
     img = load_image(image)
@@ -406,7 +407,7 @@ def _gallery(image: Path, thumbs: "_Thumbs", out_dir: Path) -> dict[str, Any]:
         cells = []
         for sev in (range(1, 6) if name in CORRUPTIONS else [1]):
             path = gdir / f"{name}-{sev}.png"
-            corrupt(img, name, sev, seed=0).save(path)
+            write_bytes_atomic(path, encode_image(corrupt(img, name, sev, seed=0), "PNG"))
             cells.append({"severity": sev, "thumb": thumbs(path)})
         rows.append({"name": name, "category": CORRUPTIONS[name].category if name in CORRUPTIONS else "preset",
                      "cells": cells})

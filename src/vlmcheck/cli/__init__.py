@@ -1,0 +1,57 @@
+"""The ``vlmcheck`` command line: one module per command group, each a thin layer over a library function.
+
+==========================================  ===================
+command                                     module
+==========================================  ===================
+run, resume, retry-failed, merge            ``cli/runs.py``
+describe                                    ``cli/describe.py``
+genception                                  ``cli/genception.py``
+cast pairs|run                              ``cli/cast.py``
+chef list|run|aggregate                     ``cli/chef.py``
+vhx run|pope|export|dataset|finetune|...    ``cli/vhx.py``
+world make|pairs, meta                      ``cli/world.py``
+perturb                                     ``cli/perturb.py``
+report, export, compare                     ``cli/outputs.py``
+demo                                        ``cli/demo.py``
+version, models                             ``cli/info.py``
+==========================================  ===================
+
+Shared options, one-sentence errors and running a task: ``cli/_common.py``.  What a command prints about
+results: ``report/terminal.py``.
+"""
+
+from __future__ import annotations
+
+import errno
+import sys
+
+import typer
+
+from . import _help, cast, chef, demo, describe, genception, info, outputs, perturb, runs, vhx, world
+from ._common import say_error
+
+_help.install()
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="Annotation-free evaluation of vision-language models.")
+for _group in (info, describe, runs, world, genception, outputs, perturb, vhx, cast, chef, demo):
+    _group.register(app)
+
+
+def main() -> None:  # pragma: no cover - exercised through subprocesses in tests
+    """The console script: a failure the user can act on ends in one sentence and exit 2, never a traceback."""
+    from ..store.db import StoreError
+
+    try:
+        app()
+    except StoreError as exc:
+        say_error(str(exc))
+        sys.exit(2)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)):
+            say_error(f"no space left to write {exc.filename or 'the outputs'}; free some space and resume the "
+                      "run (finished samples are kept)")
+        elif isinstance(exc, PermissionError):
+            say_error(f"permission denied: {exc.filename or exc}; fix the permissions or choose another folder")
+        else:
+            raise
+        sys.exit(2)

@@ -1,0 +1,165 @@
+"""What every command shares: the run options, one-sentence errors, and running a task into a folder.
+
+A failure the user can act on (a bad spec, bad data, a folder in use) ends in one sentence on stderr and exit
+2; a run with more failed samples than ``--max-failures`` allows ends in exit 1.  Never a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ..api import run_task
+from ..core.secrets import install_log_redaction, register_secret
+from ..core.spec import ModelSpec, SpecError
+from ..report import terminal
+from ..run.runner import RunFolderExists, RunOptions, parse_shard
+
+console = terminal.console
+
+RESUME = typer.Option(False, "--resume", help="Continue the run in OUT, skipping finished samples.")
+OVERWRITE = typer.Option(False, "--overwrite", help="Delete an existing run in OUT first.")
+LIMIT = typer.Option(None, "--limit", min=1, metavar="N", help="Only the first N samples.")
+SHARD = typer.Option(None, "--shard", metavar="I/N", help="Run only shard i of N (by a hash of the sample id); "
+                                                          "`vlmcheck merge` joins the shard folders.")
+CONCURRENCY = typer.Option(16, "--max-concurrency", min=1, max=100_000, metavar="N",
+                           help="Samples and model calls in flight at once.")
+ALLOW_OUTSIDE = typer.Option(False, "--allow-outside",
+                             help="Read dataset images that resolve outside the dataset's folder.")
+MAX_IMAGE_MB = typer.Option(256.0, "--max-image-mb", min=0.001, metavar="MB",
+                            help="Refuse image files larger than this, unread.")
+PIXEL_BUDGET_MB = typer.Option(2000.0, "--pixel-budget-mb", min=1.0, metavar="MB",
+                               help="Decoded image pixels held by samples in flight at once (MB).")
+PREFLIGHT = typer.Option(True, "--preflight/--no-preflight",
+                         help="Check each API model (reachable, key accepted, model served) before the first sample.")
+MAX_FAILURES = typer.Option(0.0, "--max-failures", min=0.0, max=1.0, metavar="RATE",
+                            help="Share of failed samples the run may have and still exit 0.")
+SEED = typer.Option(0, "--seed", help="Seed for every random choice of the run.")
+API_KEY = typer.Option(None, "--api-key", metavar="KEY",
+                       help="API key for the model (else from the environment). Never stored.",
+                       envvar="VLMCHECK_API_KEY", show_envvar=False)
+PROGRESS = typer.Option(True, "--progress/--no-progress", help="Show a progress bar.")
+EXECUTOR = typer.Option("local", "--executor", metavar="local|ray",
+                        help="local (this process) or ray (Ray actors; pip install 'vlmcheck[ray]').")
+RAY_ADDRESS = typer.Option(None, "--address", metavar="ADDRESS",
+                           help="Ray cluster to join (auto, or HOST:PORT); default: a local one.")
+WORKERS = typer.Option(None, "--workers", min=1, metavar="N",
+                       help="Ray actors (default: one per CPU of the cluster, at most 8).")
+GPUS = typer.Option(0.0, "--gpus-per-worker", min=0.0, metavar="G", help="GPUs each Ray actor reserves.")
+
+
+def setup_logging() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    install_log_redaction()
+
+
+def spec_with_key(spec: str, api_key: str | None) -> ModelSpec:
+    parsed = ModelSpec.parse(spec)
+    if api_key:
+        register_secret(api_key)
+        parsed._secrets["api_key"] = api_key
+    return parsed
+
+
+@contextlib.contextmanager
+def user_errors(*kinds: type[BaseException]):
+    """Print a user error (bad spec, bad data, missing capability...) and exit with status 2."""
+    try:
+        yield
+    except (SpecError, ValueError, *kinds) as exc:
+        fail(one_line(exc))
+
+
+def say_error(message: str) -> None:
+    """One sentence on one line (never read as rich markup: messages hold '[Errno 2]', '[REDACTED]')."""
+    from rich.markup import escape
+
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def fail(message: str) -> None:
+    say_error(message)
+    raise typer.Exit(2)
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one sentence: pydantic's multi-line validation report is folded into one line."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        parts = [f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()[:3]]
+        more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
+        return f"invalid {exc.title}: " + "; ".join(parts) + more
+    return " ".join(str(exc).split())
+
+
+def options(resume, overwrite, limit, max_concurrency, seed, progress, allow_outside=False, max_image_mb=256.0,
+            pixel_budget_mb=2000.0, preflight=True, shard=None, executor="local", ray_address=None, workers=None,
+            gpus_per_worker=0.0) -> RunOptions:
+    if executor not in ("local", "ray"):
+        fail(f"--executor {executor!r}: use local or ray")
+    with user_errors():
+        parsed = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
+    return RunOptions(resume=resume, overwrite=overwrite, limit=limit, max_concurrency=max_concurrency, seed=seed,
+                      progress=progress, allow_outside=allow_outside,
+                      max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6),
+                      preflight=preflight, shard=parsed, executor=executor, ray_address=ray_address,
+                      workers=workers, gpus_per_worker=gpus_per_worker)
+
+
+def refusals() -> tuple[type[BaseException], ...]:
+    """The errors that stop a run before its first sample: one sentence each."""
+    from ..run.ray_executor import ExecutorError
+    from ..store.db import StoreError
+
+    return RunFolderExists, StoreError, SpecError, ExecutorError
+
+
+def execute(task, out: Path, opts: RunOptions, run=run_task) -> dict[str, Any]:
+    """Run ``task`` into ``out`` (and write its report) and print one line of counts."""
+    try:
+        result = run(task, out, opts)
+    except refusals() as exc:
+        fail(one_line(exc))
+    terminal.run_done(out, result.results)
+    result.results["_folder"] = str(out)
+    return result.results
+
+
+def check_failures(runs: list[dict], max_failures: float) -> None:
+    """Exit 1 when a run has a larger share of failed samples than ``max_failures`` (finished ones are kept)."""
+    bad = []
+    for r in runs:
+        c = r["counts"]
+        if c["failed"] and c["failed"] > max_failures * c["samples"]:
+            bad.append(f"{c['failed']} of {c['samples']} samples failed in {r.get('_folder', 'the run')}")
+    if bad:
+        first = runs[0].get("_folder", "RUN")
+        say_error("; ".join(bad) + f" (finished samples are kept; see samples.jsonl, then `vlmcheck retry-failed "
+                                   f"{first}`, or allow some with --max-failures RATE)")
+        raise typer.Exit(1)
+
+
+def task_of(run: Path):
+    """The task recorded in a run folder, rebuilt from its spec, and the spec."""
+    from ..run.task import task_from_spec
+    from ..store.db import RunStore, StoreError
+
+    try:
+        with RunStore(run, existing=True) as store:
+            spec = store.get_meta("spec")
+    except StoreError as exc:
+        fail(one_line(exc))
+    with user_errors(FileNotFoundError):
+        return task_from_spec(spec["task"], spec["task_spec"]), spec
+
+
+def slug(text: str) -> str:
+    """A model spec as a folder name."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80]

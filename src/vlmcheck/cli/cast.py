@@ -1,0 +1,75 @@
+"""``vlmcheck cast pairs|run``: CAST's scene pairs and its self-consistency run (methods/cast.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..core.spec import load_model
+from ..report import terminal
+from . import _common as C
+
+cast_app = typer.Typer(no_args_is_help=True, help="CAST: cross-modal self-consistency.")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(cast_app, name="cast")
+
+
+@cast_app.command("pairs")
+def cast_pairs(
+    data: str = typer.Option(..., "--data", metavar="SOURCE",
+                             help="JSONL of scenes (image, description[, id]), a world folder, "
+                                  "or hfds:NAME?split=...&description_column=..."),
+    encoder: str = typer.Option(..., "--encoder", metavar="SPEC",
+                                help="Image encoder spec (CLIP image features where available)"),
+    out: Path = typer.Option(..., "--out", metavar="FILE", help="Output pairs JSONL"),
+    per_bin: int = typer.Option(25, "--per-bin", metavar="N"),
+    min_chars: int = typer.Option(500, "--min-chars", metavar="N"),
+    seed: int = C.SEED,
+) -> None:
+    """Sample scene pairs: image cosine in four bins of [0.75, 0.95), long descriptions, disjoint images."""
+    from ..methods.cast import write_pairs
+
+    with C.user_errors(FileNotFoundError):
+        pairs, report, outside = write_pairs(data, load_model(encoder, "encoder"), out, per_bin=per_bin,
+                                             min_chars=min_chars, seed=seed)
+    if outside:
+        C.console.print(f"[yellow]note:[/yellow] {outside} images lie outside {out.parent}; `cast run` reads them "
+                        "only with --allow-outside (or write the pairs file inside the corpus folder)",
+                        highlight=False)
+    C.console.print(f"[green]wrote[/green] {len(pairs)} pairs to {out}; per bin: "
+                    + ", ".join(f"{b}: {v['sampled']}/{v['candidates']}" for b, v in report["bins"].items()),
+                    highlight=False)
+
+
+@cast_app.command("run")
+def cast_run(
+    vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
+    pairs: Path = typer.Option(..., "--pairs", metavar="FILE", help="Pairs JSONL (cast pairs, or world pairs)"),
+    out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
+    two_images: bool = typer.Option(False, "--two-images", help="Send two images instead of one side-by-side"),
+    image_size: int = typer.Option(512, "--image-size", metavar="PX"),
+    api_key: Optional[str] = C.API_KEY,
+    resume: bool = C.RESUME, overwrite: bool = C.OVERWRITE, limit: Optional[int] = C.LIMIT,
+    shard: Optional[str] = C.SHARD, max_concurrency: int = C.CONCURRENCY, seed: int = C.SEED,
+    progress: bool = C.PROGRESS, allow_outside: bool = C.ALLOW_OUTSIDE, max_image_mb: float = C.MAX_IMAGE_MB,
+    pixel_budget_mb: float = C.PIXEL_BUDGET_MB, preflight: bool = C.PREFLIGHT, max_failures: float = C.MAX_FAILURES,
+    executor: str = C.EXECUTOR, ray_address: Optional[str] = C.RAY_ADDRESS, workers: Optional[int] = C.WORKERS,
+    gpus_per_worker: float = C.GPUS,
+) -> None:
+    """Generate similarities in 3 modalities, validate each in 3 modalities x 3 formats, score consistency."""
+    from ..methods.cast import CastSpec, CastTask
+
+    C.setup_logging()
+    with C.user_errors(FileNotFoundError):
+        spec = C.spec_with_key(vlm, api_key)
+        task = CastTask(CastSpec(vlm=spec.canonical(), pairs=str(pairs), two_images=two_images,
+                                 image_size=image_size, seed=seed), vlm=load_model(spec, "vlm"))
+    results = C.execute(task, out, C.options(
+        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
+        preflight, shard, executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker))
+    terminal.cast(spec.canonical(), results["metrics"])
+    C.check_failures([results], max_failures)

@@ -1,0 +1,97 @@
+"""``vlmcheck chef list|run|aggregate``: ChEF recipes and desiderata (methods/chef/)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..core.files import write_text_atomic
+from ..core.spec import load_model
+from ..report import terminal
+from . import _common as C
+
+chef_app = typer.Typer(no_args_is_help=True, help="ChEF: recipes and desiderata.")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(chef_app, name="chef")
+
+
+@chef_app.command("list")
+def chef_list() -> None:
+    """Shipped recipes (ChEF Tables 5 and 7, and world recipes)."""
+    from ..methods.chef import Recipe, shipped_recipes
+
+    rows = []
+    for name, path in shipped_recipes().items():
+        r = Recipe.from_yaml(path)
+        rows.append([name, r.desideratum, r.scenario.type, r.inferencer.type, r.description])
+    terminal.recipes(rows)
+
+
+@chef_app.command("run")
+def chef_run(
+    recipe: str = typer.Option(..., "--recipe", metavar="RECIPE",
+                               help="Recipe YAML file or shipped recipe name (chef list)"),
+    vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
+    out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
+    data: Optional[Path] = typer.Option(None, "--data", metavar="PATH",
+                                        help="Scenario data (overrides the recipe's path)"),
+    scenario: Optional[str] = typer.Option(None, "--scenario", metavar="NAME",
+                                           help="Scenario loader (overrides the recipe's)"),
+    judge: Optional[str] = typer.Option(None, "--judge", metavar="SPEC",
+                                        help="TextModel spec for language performance"),
+    rewriter: Optional[str] = typer.Option(None, "--rewriter", metavar="SPEC",
+                                           help="TextModel spec for sentence-level text corruptions (robustness)"),
+    extractor: Optional[str] = typer.Option(None, "--extractor", metavar="SPEC",
+                                            help="TextModel spec: second-step answer extraction (MMBench style)"),
+    api_key: Optional[str] = C.API_KEY,
+    resume: bool = C.RESUME, overwrite: bool = C.OVERWRITE, limit: Optional[int] = C.LIMIT,
+    shard: Optional[str] = C.SHARD, max_concurrency: int = C.CONCURRENCY, seed: int = C.SEED,
+    progress: bool = C.PROGRESS, allow_outside: bool = C.ALLOW_OUTSIDE, max_image_mb: float = C.MAX_IMAGE_MB,
+    pixel_budget_mb: float = C.PIXEL_BUDGET_MB, preflight: bool = C.PREFLIGHT, max_failures: float = C.MAX_FAILURES,
+    executor: str = C.EXECUTOR, ray_address: Optional[str] = C.RAY_ADDRESS, workers: Optional[int] = C.WORKERS,
+    gpus_per_worker: float = C.GPUS,
+) -> None:
+    """Run a ChEF recipe; the metric follows its desideratum."""
+    from ..core.roles import CapabilityError
+    from ..methods.chef import ChefSpec, ChefTask, resolve_recipe
+
+    C.setup_logging()
+    with C.user_errors(FileNotFoundError, CapabilityError):
+        r = resolve_recipe(recipe)
+        if scenario:
+            r.scenario.type = scenario
+        if judge:
+            r.metric.judge = judge
+        if rewriter:
+            r.metric.rewriter = rewriter
+        if extractor:
+            r.metric.extractor = extractor
+        spec = C.spec_with_key(vlm, api_key)
+        task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=seed),
+                        vlm=load_model(spec, "vlm"))
+    results = C.execute(task, out, C.options(
+        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
+        preflight, shard, executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker))
+    terminal.chef(spec.canonical(), results["metrics"])
+    C.check_failures([results], max_failures)
+
+
+@chef_app.command("aggregate")
+def chef_aggregate(runs: list[Path] = typer.Argument(..., metavar="RUN...",
+                                                     help="ChEF run folders of one desideratum"),
+                   out: Optional[Path] = typer.Option(None, "--out", metavar="FILE",
+                                                      help="Write the table as JSON here")) -> None:
+    """Cross-scenario Avg. (weighted by items, Tables 9 and 10), Table 8's overall calibration, seed deviations."""
+    from ..methods.chef.aggregate import aggregate
+
+    with C.user_errors():
+        agg = aggregate(runs)
+    terminal.chef_aggregate(agg)
+    if out is not None:
+        write_text_atomic(out, json.dumps(agg, indent=2) + "\n")
+        C.console.print(f"[green]wrote[/green] {out}", highlight=False)

@@ -1,0 +1,61 @@
+"""``vlmcheck report``, ``export`` and ``compare``: outputs over finished runs (report/, export.py,
+methods/leaderboard.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..report import terminal
+from . import _common as C
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(compare)
+    app.command("export")(export_cmd)
+    app.command()(report)
+
+
+def compare(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="GenCeption run folders"),
+            external: Optional[Path] = typer.Option(None, "--external", metavar="CSV",
+                                                    help="CSV model,benchmark,score"),
+            output: Path = typer.Option(Path("leaderboard.json"), "-o", "--output", metavar="FILE")) -> None:
+    """Leaderboard of GenCeption runs made with the same generator, encoder and T."""
+    from ..methods.leaderboard import write_leaderboard
+
+    with C.user_errors(FileNotFoundError):
+        board = write_leaderboard(runs, output, external)
+    terminal.leaderboard(board)
+    C.console.print(f"Leaderboard: {output}", highlight=False)
+
+
+def export_cmd(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished run folders"),
+               out: Path = typer.Option(..., "--out", metavar="DIR", help="Folder for the tables"),
+               fmt: str = typer.Option("parquet", "--format", metavar="parquet|csv|jsonl",
+                                       help="parquet, csv or jsonl")) -> None:
+    """Tidy tables: one row per sample and step/variant/setting, one file per run, plus runs.<format>."""
+    from ..export import export_runs
+
+    with C.user_errors():
+        files = export_runs(runs, out, fmt)
+    C.console.print(f"[green]wrote[/green] {len(files)} tables to {out}: " + ", ".join(f.name for f in files),
+                    highlight=False)
+
+
+def report(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Run folders"),
+           output: Path = typer.Option(Path("report.html"), "-o", "--output", metavar="FILE"),
+           external: Optional[Path] = typer.Option(None, "--external", metavar="CSV",
+                                                   help="CSV model,benchmark,score"),
+           title: str = typer.Option("vlmcheck report", "--title", metavar="TEXT"),
+           gallery: Optional[Path] = typer.Option(None, "--gallery", metavar="IMAGE",
+                                                  help="Add a corruption gallery of this image")) -> None:
+    """One static HTML report for any run or set of runs (thumbnails in <output>_files/)."""
+    from ..report.html import build_report
+
+    missing = [r for r in runs if not (r / "results.json").exists()]
+    if missing:
+        C.fail(f"not finished run folders (no results.json): {', '.join(map(str, missing))}")
+    page = build_report(runs, output, external, title, gallery_image=gallery, progress=True)
+    C.console.print(f"[green]wrote[/green] {page}", highlight=False)

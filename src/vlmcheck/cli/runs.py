@@ -1,0 +1,109 @@
+"""``vlmcheck run`` (a sweep), ``resume``, ``retry-failed`` and ``merge``: runs as a whole."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .. import api
+from ..report import terminal
+from . import _common as C
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run_cmd)
+    app.command()(resume)
+    app.command("retry-failed")(retry_failed_cmd)
+    app.command()(merge)
+
+
+def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
+                                                     help="Sweep config (YAML): models x methods"),
+            example: bool = typer.Option(False, "--example",
+                                         help="Print an annotated example config and exit; `--example offline` "
+                                              "prints one that runs here with the reference models."),
+            progress: bool = C.PROGRESS) -> None:
+    """Run a sweep: every method of the config on every model, into one folder, with one report."""
+    from ..sweep import EXAMPLE, OFFLINE_EXAMPLE, run_sweep
+
+    if example:
+        if config is not None and str(config) != "offline":
+            C.fail(f"--example takes nothing or `offline` (got {str(config)!r})")
+        typer.echo(OFFLINE_EXAMPLE if config is not None else EXAMPLE, nl=False)
+        return
+    if config is None:
+        C.fail("give a sweep config (vlmcheck run sweep.yaml); `vlmcheck run --example offline` prints one that "
+               "runs offline")
+    C.setup_logging()
+
+    def announce(method: str, model: str) -> None:
+        C.console.rule(f"[bold]{method}[/bold]: {model}")
+
+    def execute(task, folder, opts):
+        with C.user_errors(FileNotFoundError):
+            return C.execute(task, folder, opts)
+
+    with C.user_errors(FileNotFoundError):
+        done = run_sweep(config, progress=progress, execute=execute, announce=announce)
+    terminal.sweep_summary(done.summary, f"sweep {config}")
+    C.console.print(f"Summary: {done.out / 'summary.json'}  Report: {done.report}", highlight=False)
+    C.check_failures(done.results, done.max_failures)
+
+
+def resume(run: Path = typer.Argument(..., metavar="RUN", help="Run folder"), max_concurrency: int = C.CONCURRENCY,
+           progress: bool = C.PROGRESS, allow_outside: bool = C.ALLOW_OUTSIDE,
+           max_image_mb: float = C.MAX_IMAGE_MB, pixel_budget_mb: float = C.PIXEL_BUDGET_MB,
+           preflight: bool = C.PREFLIGHT, max_failures: float = C.MAX_FAILURES,
+           executor: str = C.EXECUTOR, ray_address: Optional[str] = C.RAY_ADDRESS,
+           workers: Optional[int] = C.WORKERS, gpus_per_worker: float = C.GPUS) -> None:
+    """Continue an interrupted run with its recorded spec (API keys from the environment)."""
+    C.setup_logging()
+    task, spec = C.task_of(run)
+    results = C.execute(task, run, C.options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0),
+                                             progress, allow_outside, max_image_mb, pixel_budget_mb, preflight,
+                                             spec.get("shard"), executor=executor, ray_address=ray_address,
+                                             workers=workers, gpus_per_worker=gpus_per_worker))
+    C.check_failures([results], max_failures)
+
+
+def retry_failed_cmd(run: Path = typer.Argument(..., metavar="RUN", help="Run folder"),
+                     max_concurrency: int = C.CONCURRENCY, progress: bool = C.PROGRESS,
+                     allow_outside: bool = C.ALLOW_OUTSIDE, max_image_mb: float = C.MAX_IMAGE_MB,
+                     pixel_budget_mb: float = C.PIXEL_BUDGET_MB, preflight: bool = C.PREFLIGHT,
+                     max_failures: float = C.MAX_FAILURES, executor: str = C.EXECUTOR,
+                     ray_address: Optional[str] = C.RAY_ADDRESS, workers: Optional[int] = C.WORKERS,
+                     gpus_per_worker: float = C.GPUS) -> None:
+    """Run again only the samples that failed; finished ones are kept."""
+    C.setup_logging()
+    task, spec = C.task_of(run)
+    opts = C.options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0), progress,
+                     allow_outside, max_image_mb, pixel_budget_mb, preflight, spec.get("shard"),
+                     executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker)
+    try:
+        result = api.retry_failed(task, run, opts)
+    except C.refusals() as exc:
+        C.fail(C.one_line(exc))
+    counts = result.results["counts"]
+    C.console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
+    C.check_failures([{**result.results, "_folder": str(run)}], max_failures)
+
+
+def merge(out: Path = typer.Argument(..., metavar="OUT", help="Folder for the merged run"),
+          shards: list[Path] = typer.Argument(..., metavar="SHARD...", help="The shard run folders (--shard i/N)"),
+          max_failures: float = C.MAX_FAILURES) -> None:
+    """Join the folders of a run split with --shard i/N into one run folder (idempotent, any N)."""
+    C.setup_logging()
+    try:
+        with C.user_errors(FileNotFoundError):
+            results = api.merge_runs(shards, out)
+    except C.refusals() as exc:
+        C.fail(C.one_line(exc))
+    c = results["counts"]
+    C.console.print(f"[green]merged[/green] {len(shards)} shards: {c['done']}/{c['samples']} samples done, "
+                    f"{c['failed']} failed, {c['pending']} pending. Results: {out / 'results.json'}")
+    if c["pending"]:
+        C.console.print(f"[yellow]note:[/yellow] {c['pending']} samples are in no finished shard yet; merge again "
+                        "when the other shards finish")
+    C.check_failures([{**results, "_folder": str(out)}], max_failures)

@@ -1,0 +1,48 @@
+"""``vlmcheck world make|pairs`` (world/make.py) and ``vlmcheck meta`` (meta/evaluate.py): the reference world
+and the meta-evaluation on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..report import terminal
+from . import _common as C
+
+world_app = typer.Typer(no_args_is_help=True, help="The offline reference world.")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(world_app, name="world")
+    app.command()(meta)
+
+
+@world_app.command("pairs")
+def world_pairs(out: Path = typer.Argument(..., metavar="OUT", help="Output folder"),
+                n: int = typer.Option(20, "--n", metavar="N"), seed: int = typer.Option(0, "--seed")) -> None:
+    """Write scene pairs that share objects (pairs.jsonl + images) for CAST."""
+    from ..world.make import make_world_pairs
+
+    C.console.print(f"[green]wrote[/green] {n} pairs: {make_world_pairs(out, n=n, seed=seed)}", highlight=False)
+
+
+@world_app.command("make")
+def world_make(out: Path = typer.Argument(..., metavar="OUT", help="Output folder"),
+               n: int = typer.Option(200, "--n", min=1, metavar="N", help="Number of scenes"),
+               seed: int = typer.Option(0, "--seed"),
+               size: int = typer.Option(384, "--size", metavar="PX", help="Pixels")) -> None:
+    """Write seeded scenes: images/<category>/*.png, scene graphs, descriptions, questions (manifest.jsonl)."""
+    from ..world.make import make_world
+
+    manifest = make_world(out, n=n, seed=seed, size=size)
+    C.console.print(f"[green]wrote[/green] {n} scenes: {manifest}", highlight=False)
+
+
+def meta(out: Path = typer.Option(Path("meta-run"), "--out", metavar="DIR"),
+         n: int = typer.Option(50, "--n", metavar="N"), seed: int = C.SEED) -> None:
+    """Meta-evaluation on the reference world: Kendall tau between true error and each metric."""
+    from ..meta import meta_evaluate
+
+    C.setup_logging()
+    terminal.meta(meta_evaluate(out, n=n, seed=seed, progress=True))

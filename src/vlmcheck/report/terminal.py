@@ -1,0 +1,182 @@
+"""Results on a terminal or in a log: every table and line the CLI and the demo print about a run.
+
+Tables never cut the column that names a row (a model, a run, a recipe, a method): it takes the width of its
+longest cell, and the other columns wrap, so an 80-column terminal or a SLURM log still shows which row is
+which.  Messages (stderr) and tables asked for as output (``vlmcheck models``, ``chef list``; stdout) use
+two consoles.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from rich.console import Console
+from rich.table import Column, Table
+
+console = Console(stderr=True)  # progress, results of a run, notes, errors
+stdout = Console()  # what a command was asked to list
+
+
+def table(columns: Sequence[str], rows: Iterable[Sequence[str]], keys: Sequence[str] = (),
+          title: str | None = None) -> Table:
+    """A table whose ``keys`` columns (the names that identify a row) are never wrapped or cut."""
+    rows = [list(map(str, r)) for r in rows]
+    cols = []
+    for i, name in enumerate(columns):
+        if name in keys:
+            width = max([len(name)] + [len(r[i]) for r in rows])
+            cols.append(Column(name, no_wrap=True, min_width=width))
+        else:
+            cols.append(Column(name, overflow="fold"))
+    t = Table(*cols, title=title)
+    for r in rows:
+        t.add_row(*r)
+    return t
+
+
+def f4(x: Any) -> str:
+    return "-" if x is None else f"{x:.4f}"
+
+
+def rank_text(rank: float, all_ranks: Iterable[float]) -> str:
+    """A rank as people write it: ``1``, ``2``; shared ranks as ``2=`` (ties take the best rank)."""
+    ranks = list(all_ranks)
+    r = int(rank) if float(rank).is_integer() else rank
+    return f"{r}=" if ranks.count(rank) > 1 else f"{r}"
+
+
+def run_done(out: Any, results: dict[str, Any]) -> None:
+    counts = results["counts"]
+    session = results.get("session", {})
+    console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed; "
+                  f"{session.get('model_calls', 0)} model calls, {session.get('cache_hits', 0)} cache hits. "
+                  f"Results: {out}/results.json", highlight=False)
+
+
+def genception(model: str, m: dict[str, Any]) -> None:
+    T = m["T"]
+    if f"GC@{T}" not in m:
+        console.print(f"{model}: no scored chains")
+        return
+    g, c = m[f"GC@{T}"], m["chains"]
+    fid = m.get(f"GC_FID@{T}")
+    console.print(f"{model}: GC@{T} = {g['score']:.4f} [{g['ci95'][0]:.4f}, {g['ci95'][1]:.4f}] "
+                  f"(mean of {g['categories']} category means; over images {g['image_mean']:.4f}); "
+                  + (f"GC_FID@{T} = {fid:.4g}; " if fid is not None else "")
+                  + f"{c['scored']} chains scored, refusal rate {m['refusal_rate']:.1%}, {c['failed']} failed")
+
+
+def leaderboard(board: dict[str, Any]) -> None:
+    key = board["metric"]
+    ranks = [r["rank"] for r in board["models"].values()]
+    rows = []
+    for model, r in board["models"].items():
+        ci = r.get("ci95") or [float("nan")] * 2
+        rows.append([rank_text(r["rank"], ranks), model, f"{r[key]:.4f}", f"[{ci[0]:.4f}, {ci[1]:.4f}]",
+                     f"{r['gc_rank']:.2f}" if "gc_rank" in r else "-"])
+    console.print(table(["rank", "model", key, "95% CI", "GC rank"], rows, keys=["model"]))
+
+
+def vhexpansion(model: str, m: dict[str, Any]) -> None:
+    rows = []
+    for name, v in m.get("variants", {}).items():
+        sym = v["symmetric_accuracy"]
+        acc_s, sym_s = f"{v['accuracy']:.3f}", "-" if sym is None else f"{sym:.3f}"
+        if "repeats" in v:  # Table 6e/6f: mean +- std over the repetitions
+            ra, rs = v["repeats"]["accuracy"], v["repeats"]["symmetric_accuracy"]
+            acc_s = f"{ra['mean']:.3f} ± {ra['std']:.3f}"
+            sym_s = f"{rs['mean']:.3f} ± {rs['std']:.3f}"
+        rows.append([name, acc_s, sym_s, f"{v['yes_ratio']:.2f}", str(v["new_vh_cases"])])
+    console.print(table(["variant", "accuracy", "symmetric acc.", "yes ratio", "new VH cases"], rows,
+                        keys=["variant"], title=model))
+    if m.get("negation"):
+        console.print(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
+                      "(failed ones are left out of symmetric accuracy)")
+
+
+def cast(model: str, m: dict[str, Any]) -> None:
+    top = m.get("topk", {}).get("top3", {}).get("mean")  # Top-3: the paper's headline
+    if not top:
+        return
+    rows = [[g, *["-" if row[v]["score"] is None else f"{row[v]['score']:.3f}" for v in ("text", "image", "both")]]
+            for g, row in top.items()]
+    console.print(table(["generated in \\ validated in", "text", "image", "both"], rows,
+                        keys=["generated in \\ validated in"],
+                        title=f"{model}: CAST Top-3 self-consistency, mean of the three prompt formats"))
+
+
+_CHEF_KEYS = ("accuracy", "ece", "overall", "riam", "mr_weighted", "acc_vm", "rrm", "pope", "language",
+              "circular_accuracy", "vanilla_accuracy", "weighted_accuracy", "grounding_accuracy", "detection",
+              "turn_accuracy")
+
+
+def chef(model: str, m: dict[str, Any]) -> None:
+    """The recipe's headline metrics and the accuracy of each setting, as a table (4 decimals)."""
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return f"{v:.4f}"
+        if isinstance(v, dict):
+            return ", ".join(f"{k} {fmt(x)}" for k, x in v.items() if isinstance(x, (int, float, str)))
+        return str(v)
+
+    rows = [[k, fmt(m[k])] for k in _CHEF_KEYS if k in m]
+    rows += [[f"accuracy, {name}", fmt(v.get("accuracy"))] for name, v in m.get("settings", {}).items()]
+    console.print(table(["metric", "value"], rows, keys=["metric"],
+                        title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')})"))
+
+
+def chef_aggregate(agg: dict[str, Any]) -> None:
+    cols = agg["columns"]
+    rows = [[r["scenario"], str(r["recipe"]), str(r["seed"]), str(r["n"]), *(f4(r[c]) for c in cols)]
+            for r in agg["rows"]]
+    rows.append(["Avg. (weighted by n)", "", "", str(agg["avg"]["n"]), *(f4(agg["avg"][c]) for c in cols)])
+    console.print(table(["scenario", "recipe", "seed", "n", *cols], rows, keys=["scenario", "recipe"],
+                        title=f"ChEF {agg['desideratum']}: {agg['model']}"))
+    if "overall" in agg:
+        console.print(f"overall calibration (1 - weighted ECE, Table 8): {agg['overall']:.4f}")
+    for sv in agg.get("seed_variance", []):
+        devs = ", ".join(f"seed {s}: {d:.4f}" for s, d in sv["deviation"].items())
+        console.print(f"seeds on {sv['scenario']} ({sv['recipe']}): mean {sv['column']} {sv['mean']:.4f}; |deviation| "
+                      f"{devs}")
+
+
+def vhx_compare(cmp: dict[str, Any]) -> None:
+    f = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
+    d = lambda x: "-" if x is None else f"{x:+.3f}"  # noqa: E731
+    one_dataset = len({r["dataset"] for r in cmp["rows"]}) <= 2  # one dataset and "all": "all" repeats it
+    rows = []
+    for r in cmp["rows"]:
+        if one_dataset and r["dataset"] == "all":
+            continue
+        a, s_ = r["accuracy"], r["symmetric_accuracy"]
+        rows.append([r["dataset"], r["variant"], str(r["n"]), f(a["before"]), f(a["after"]), d(a["delta"]),
+                     f(s_["before"]), f(s_["after"]), d(s_["delta"])])
+    console.print(table(["dataset", "variant", "n", "acc. before", "after", "Δ", "sym. before", "after", "Δ"], rows,
+                        keys=["dataset", "variant"], title=f"{cmp['before']['model']} -> {cmp['after']['model']}"))
+    for g in cmp["general"]:
+        console.print(f"general ability: {g['task']} {g['metric']} {f(g['before'])} -> {f(g['after'])} "
+                      f"({d(g['delta'])})")
+    console.print(f"{cmp['cases']['compared']} cases compared; {cmp['cases']['only_before']} only before, "
+                  f"{cmp['cases']['only_after']} only after (left out)")
+
+
+def sweep_summary(summary: list[dict[str, Any]], title: str) -> None:
+    rows = [[r["method"], r["model"], r["metric"], f4(r["value"]), f"{r['failed']}/{r['samples']}"] for r in summary]
+    console.print(table(["method", "model", "metric", "value", "failed"], rows, keys=["method", "model"],
+                        title=title))
+
+
+def meta(res: dict[str, Any]) -> None:
+    metrics = list(res["kendall_tau"])
+    rows = [[lv, *[f"{row[m]:.4f}" for m in metrics]] for lv, row in res["table"].items()]
+    rows.append(["Kendall tau", *[f"{res['kendall_tau'][m]:.3f}" for m in metrics]])
+    stdout.print(table(["error level", *metrics], rows, keys=["error level"]))
+
+
+def providers(entries: dict[str, Any]) -> None:
+    rows = [[name, ", ".join(e.roles), e.description] for name, e in entries.items()]
+    stdout.print(table(["provider", "roles", "description"], rows, keys=["provider"]))
+
+
+def recipes(rows: list[list[str]]) -> None:
+    stdout.print(table(["recipe", "desideratum", "scenario", "inferencer", "description"], rows, keys=["recipe"]))
