@@ -17,7 +17,7 @@ from vlmcheck.core.roles import CapabilityError, Generation
 from vlmcheck.methods.chef import ChefSpec, ChefTask, Recipe, resolve_recipe, shipped_recipes
 from vlmcheck.methods.chef import metrics as M
 from vlmcheck.methods.chef.scenarios import load_scenario
-from vlmcheck.methods.chef.task import extract_choice, verbalizer_labels
+from vlmcheck.methods.chef.recipe import extract_choice, verbalizer_labels
 from vlmcheck.run.runner import RunOptions, run_task
 from vlmcheck.world.make import make_world
 

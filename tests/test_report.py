@@ -139,7 +139,7 @@ def test_two_thousand_samples_interactive_fast(tmp_path):
 def test_the_reliability_diagram_is_in_data_coordinates():
     # Accuracy against mean confidence per bin on [0, 1] axes; the diagonal runs from (0, 0) to (1, 1) in data
     # coordinates (it used to be drawn in bin-number space, a near-vertical line inside bin 0).
-    from vlmcheck.report.html import reliability_figure
+    from vlmcheck.report.charts import reliability_figure
 
     bins = [{"n": 5, "confidence": 0.35, "accuracy": 0.2}, {"n": 5, "confidence": 0.62, "accuracy": 0.6},
             {"n": 4, "confidence": 0.91, "accuracy": 1.0}]
@@ -194,7 +194,7 @@ def test_headlines_say_what_the_numbers_are(tmp_path):
 
 
 def test_s_curves_carry_a_bootstrap_band_and_cast_heatmaps_a_colour_bar(tmp_path):
-    from vlmcheck.report.html import _cast_heatmaps, _s_curve, s_curves
+    from vlmcheck.report.charts import _cast_heatmaps, _s_curve, s_curves
 
     def sample(i, s):
         return {"sample_id": str(i), "status": "done", "result": {"s": s}}

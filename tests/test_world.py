@@ -15,7 +15,8 @@ from vlmcheck.core.images import load_image
 from vlmcheck.core.messages import Message
 from vlmcheck.core.roles import GenerationConfig
 from vlmcheck.core.spec import load_model
-from vlmcheck.world.describer import evaluate, similarities, statement_holds
+from vlmcheck.world.answering import evaluate
+from vlmcheck.world.similarity import similarities, statement_holds
 from vlmcheck.world.language import parse_description, parse_question
 from vlmcheck.world.make import make_world
 from vlmcheck.world.negator import check_negation, negate_question
@@ -337,7 +338,9 @@ def test_a_degraded_reading_answers_from_the_closest_object():
     """On a degraded reading a describer unsure of shapes answers about the object that agrees with most of
     the question (colour and place 1, shape 0.8, size 0.3), as a model would; a clean reading stays exact."""
     from vlmcheck.world import language as lang
-    from vlmcheck.world.describer import Knobs, WorldAnswerer, _closest_claims, soft_match
+    from vlmcheck.world.answering import WorldAnswerer, soft_match
+    from vlmcheck.world.describer import _closest_claims
+    from vlmcheck.world.knobs import Knobs
     from vlmcheck.world.scene import Scene, SceneObject
 
     # a red star misread as a red circle, and a blue square

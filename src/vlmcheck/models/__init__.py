@@ -4,7 +4,7 @@ from ..core.spec import register
 
 register("openai", "vlmcheck.models.openai_compat:make_chat", ("vlm", "text"),
          "OpenAI API and OpenAI-compatible servers (vLLM, SGLang, Ollama, LM Studio, llama.cpp)")
-register("openai-image", "vlmcheck.models.openai_compat:make_images", ("generator",),
+register("openai-image", "vlmcheck.models.openai_images:make_images", ("generator",),
          "OpenAI-compatible image generation (DALL-E 3, gpt-image)")
 register("anthropic", "vlmcheck.models.anthropic_api:make", ("vlm", "text"), "Anthropic Messages API")
 register("gemini", "vlmcheck.models.gemini_api:make", ("vlm", "text"), "Google Gemini API")

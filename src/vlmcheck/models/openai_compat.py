@@ -1,4 +1,4 @@
-"""OpenAI-compatible chat and image generation.
+"""OpenAI-compatible chat (image generation: ``openai_images.py``; the preflight: ``openai_preflight.py``).
 
 Chat requests go out with aiohttp directly (``_openai_http``: a third of the SDK's CPU per request, measured
 there); ``?http=sdk`` sends them through the official ``openai`` SDK instead, which always serves the Batch API
@@ -39,24 +39,21 @@ scheduler retries with backoff, honours Retry-After and counts attempts.
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import re
 import time
 from typing import Any
 
-from PIL import Image
 
 from ..core.errors import ModelCallError
-from ..core.images import load_image
 from ..core.messages import Message, to_openai
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, TokenLogprob, Usage
 from ..core.secrets import redact, register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
-from ._http_errors import connection_reason, translate
 from ..run.loop_clients import PerLoopClients
+from ._http_errors import translate
 from ._openai_http import OpenAIHTTP, json_object
+from .openai_preflight import PreflightError, preflight_http, preflight_openai  # noqa: F401 (part of this API)
 
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop",
            "function_call": "stop", "eos": "stop"}
@@ -329,69 +326,6 @@ def _call_error(exc: BaseException) -> ModelCallError:
     return err
 
 
-class PreflightError(SpecError):
-    """A model that cannot serve the run: unreachable, key rejected, or the model not served."""
-
-
-async def preflight_openai(client: Any, spec: ModelSpec) -> None:
-    """``GET /models`` once, with a short timeout: the endpoint answers, the key is accepted, the model is
-    listed.  A server without the endpoint (404) passes: only what it says is checked."""
-    import openai
-
-    where = spec.base_url or "the OpenAI API"
-    try:
-        page = await client.with_options(timeout=min(spec.get_float("timeout", 600.0), 15.0)).models.list()
-    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-        raise PreflightError(f"{where} rejected the API key (HTTP {exc.status_code}); set the right key "
-                             "(--api-key, OPENAI_API_KEY or ?key_env=NAME)") from None
-    except openai.NotFoundError:
-        return
-    except openai.APIConnectionError as exc:
-        if isinstance(exc, openai.APITimeoutError) and connection_reason(exc) != "connection refused":
-            raise PreflightError(f"{where} did not answer GET /models within 15 s; is the server up?") from None
-        raise PreflightError(f"cannot connect to {where}: {connection_reason(exc)}; is the server running "
-                             "there?") from None
-    except openai.APIStatusError as exc:
-        if exc.status_code >= 500:
-            raise PreflightError(f"{where} answered GET /models with HTTP {exc.status_code}; the server is "
-                                 "not ready") from None
-        return
-    _check_served([getattr(m, "id", None) for m in getattr(page, "data", None) or []], spec, where)
-
-
-async def preflight_http(http: OpenAIHTTP, spec: ModelSpec) -> None:
-    """:func:`preflight_openai` for the direct aiohttp path: the same checks, the same messages."""
-    where = spec.base_url or "the OpenAI API"
-    try:
-        content = await http.request("GET", "/models", timeout=min(spec.get_float("timeout", 600.0), 15.0))
-    except ModelCallError as exc:
-        if exc.status in (401, 403):
-            raise PreflightError(f"{where} rejected the API key (HTTP {exc.status}); set the right key "
-                                 "(--api-key, OPENAI_API_KEY or ?key_env=NAME)") from None
-        if exc.status is None and exc.kind == "timeout":
-            raise PreflightError(f"{where} did not answer GET /models within 15 s; is the server up?") from None
-        if exc.status is None:
-            reason = connection_reason(exc.__cause__) if exc.__cause__ else str(exc.args[0])
-            raise PreflightError(f"cannot connect to {where}: {reason}; is the server running there?") from None
-        if exc.status >= 500:
-            raise PreflightError(f"{where} answered GET /models with HTTP {exc.status}; the server is "
-                                 "not ready") from None
-        return  # 404 (no such endpoint) and other answers: nothing more to check
-    try:
-        page = json.loads(content)
-    except ValueError:
-        return
-    data = page.get("data") if isinstance(page, dict) else None
-    _check_served([m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else [], spec, where)
-
-
-def _check_served(ids: list[Any], spec: ModelSpec, where: str) -> None:
-    ids = [i for i in ids if i]
-    if ids and spec.name not in ids:
-        shown = ", ".join(str(i) for i in ids[:8]) + (" ..." if len(ids) > 8 else "")
-        raise PreflightError(f"{where} does not serve model {spec.name!r}; it serves: {shown}")
-
-
 _DATA_URL_MIN = 1024  # shorter strings are serialised as usual
 _PLACEHOLDER = re.compile(rb"\\u0000vlmcheck-image-(\d+)\\u0000")
 
@@ -467,70 +401,7 @@ def _parse_chat(resp: dict[str, Any]) -> Generation:
                       reasoning=reasoning, endpoint=resp.get("_endpoint"))
 
 
-class OpenAIImages:
-    """``ImageGenerator`` role over ``/images/generations`` (DALL-E 3, gpt-image)."""
-
-    def __init__(self, spec: ModelSpec) -> None:
-        self.spec = spec
-        self.model_id = spec.canonical()
-        self.model = spec.name
-        if len(spec.endpoints) > 1:
-            raise SpecError(f"{spec.canonical()}: several endpoints are supported for chat models; give an image "
-                            "model one base URL")
-        self._clients = _clients(spec)
-        self.timeout = spec.get_float("timeout", 600.0)
-        self.concurrency_key = f"openai-image@{spec.base_url or 'api.openai.com'}"
-        self.max_concurrency = spec.get_int("concurrency", 0) or None
-        self.size = spec.get_str("size", "1024x1024")
-        self.quality = spec.get_str("quality", "standard")
-        self.capabilities = Capabilities(multi_image=False, seeded=False)
-
-    async def preflight(self) -> None:
-        await preflight_openai(self._clients.get(), self.spec)
-
-    async def generate_image(self, prompt: str, seed: int | None = None) -> Image.Image:
-        import openai
-
-        kwargs: dict[str, Any] = {"model": self.model, "prompt": prompt, "n": 1, "size": self.size}
-        if self.quality:
-            kwargs["quality"] = self.quality
-        if self.spec.get_bool("b64", True) and not self.model.startswith("gpt-image"):
-            kwargs["response_format"] = "b64_json"
-        try:
-            resp = await self._clients.get().images.generate(**kwargs)
-        except Exception as exc:  # noqa: BLE001
-            raise translate(exc, openai) from exc
-        data = getattr(resp, "data", None)
-        if not data:
-            raise ModelCallError("malformed", "image response has no data")
-        item = data[0]
-        if getattr(item, "b64_json", None):
-            try:
-                return load_image(base64.b64decode(item.b64_json))
-            except Exception as exc:  # noqa: BLE001
-                raise ModelCallError("malformed", f"image payload is not a decodable image: {exc}") from exc
-        if getattr(item, "url", None):
-            return await _download(item.url)
-        raise ModelCallError("malformed", "image response has neither b64_json nor url")
-
-
-async def _download(url: str) -> Image.Image:
-    import httpx
-
-    async with httpx.AsyncClient(timeout=120) as client:
-        try:
-            r = await client.get(url)
-        except httpx.HTTPError as exc:
-            raise ModelCallError("connection", f"downloading the generated image failed: {exc}") from exc
-    if r.status_code != 200:
-        raise ModelCallError("server" if r.status_code >= 500 else "bad_request",
-                             f"downloading the generated image gave HTTP {r.status_code}", status=r.status_code)
-    return load_image(io.BytesIO(r.content).getvalue())
-
-
 def make_chat(spec: ModelSpec, role: str) -> OpenAIChat:
     return OpenAIChat(spec)
 
 
-def make_images(spec: ModelSpec, role: str) -> OpenAIImages:
-    return OpenAIImages(spec)

@@ -1,5 +1,8 @@
 """Image corruptions: ImageNet-C (Hendrycks & Dietterich, 2019) plus ChEF's "other" category.
 
+Why this module is long: it is one table, 19 corruptions and their severity constants, each a short function;
+kept together it reads against ImageNet-C's own table, and no corruption depends on another module's.
+
 Every corruption takes a float32 RGB array in [0, 1] (H, W, 3), a severity
 1..5 and a numpy Generator, and returns an array of the same kind.  The
 severity tables are ImageNet-C's (as in its reference code and the

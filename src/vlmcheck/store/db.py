@@ -1,5 +1,8 @@
 """The run store: one SQLite database (WAL mode) per run folder.
 
+Why this module is long: every SQL statement of a run is here, next to the schema it reads and writes, so the
+store's guarantees (first writer wins, one transaction per sample, key versions) can be checked in one file.
+
 Tables
 ------
 ``calls``    content-addressed cache of model calls.  A row with status ``ok``

@@ -1,5 +1,8 @@
 """Reading English about world scenes: descriptions, object phrases, questions.
 
+Why this module is long: it is one small grammar (word lists, phrase and question patterns) that the renderer,
+the describer and the question builder must read alike; split, the three would drift apart.
+
 Used by ``ref:renderer`` (description -> scene), by ``ref:describer`` (to
 understand questions and CAST statements, and to read scene descriptions in
 the text modality) and by the world's question builder.

@@ -27,7 +27,7 @@ import numpy as np
 from ..core.images import encode_image
 from .scene import (BACKGROUNDS, CATEGORIES, COLORS, POSITIONS, SHAPES, Scene, SceneObject, describe_scene,
                     generate_scene, number_word, plural, position_name, render_scene)
-from .describer import evaluate
+from .answering import evaluate
 
 
 def _yn(question: str, answer: bool, kind: str) -> dict:

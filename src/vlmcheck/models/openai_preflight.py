@@ -1,0 +1,77 @@
+"""The preflight of an OpenAI-compatible server: reachable, key accepted, model served (``GET /models``), before
+the first sample, through the SDK or the direct HTTP path."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+from ..core.errors import ModelCallError
+from ..core.spec import ModelSpec, SpecError
+from ._http_errors import connection_reason
+from ._openai_http import OpenAIHTTP
+
+class PreflightError(SpecError):
+    """A model that cannot serve the run: unreachable, key rejected, or the model not served."""
+
+
+async def preflight_openai(client: Any, spec: ModelSpec) -> None:
+    """``GET /models`` once, with a short timeout: the endpoint answers, the key is accepted, the model is
+    listed.  A server without the endpoint (404) passes: only what it says is checked."""
+    import openai
+
+    where = spec.base_url or "the OpenAI API"
+    try:
+        page = await client.with_options(timeout=min(spec.get_float("timeout", 600.0), 15.0)).models.list()
+    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+        raise PreflightError(f"{where} rejected the API key (HTTP {exc.status_code}); set the right key "
+                             "(--api-key, OPENAI_API_KEY or ?key_env=NAME)") from None
+    except openai.NotFoundError:
+        return
+    except openai.APIConnectionError as exc:
+        if isinstance(exc, openai.APITimeoutError) and connection_reason(exc) != "connection refused":
+            raise PreflightError(f"{where} did not answer GET /models within 15 s; is the server up?") from None
+        raise PreflightError(f"cannot connect to {where}: {connection_reason(exc)}; is the server running "
+                             "there?") from None
+    except openai.APIStatusError as exc:
+        if exc.status_code >= 500:
+            raise PreflightError(f"{where} answered GET /models with HTTP {exc.status_code}; the server is "
+                                 "not ready") from None
+        return
+    _check_served([getattr(m, "id", None) for m in getattr(page, "data", None) or []], spec, where)
+
+
+async def preflight_http(http: OpenAIHTTP, spec: ModelSpec) -> None:
+    """:func:`preflight_openai` for the direct aiohttp path: the same checks, the same messages."""
+    where = spec.base_url or "the OpenAI API"
+    try:
+        content = await http.request("GET", "/models", timeout=min(spec.get_float("timeout", 600.0), 15.0))
+    except ModelCallError as exc:
+        if exc.status in (401, 403):
+            raise PreflightError(f"{where} rejected the API key (HTTP {exc.status}); set the right key "
+                                 "(--api-key, OPENAI_API_KEY or ?key_env=NAME)") from None
+        if exc.status is None and exc.kind == "timeout":
+            raise PreflightError(f"{where} did not answer GET /models within 15 s; is the server up?") from None
+        if exc.status is None:
+            reason = connection_reason(exc.__cause__) if exc.__cause__ else str(exc.args[0])
+            raise PreflightError(f"cannot connect to {where}: {reason}; is the server running there?") from None
+        if exc.status >= 500:
+            raise PreflightError(f"{where} answered GET /models with HTTP {exc.status}; the server is "
+                                 "not ready") from None
+        return  # 404 (no such endpoint) and other answers: nothing more to check
+    try:
+        page = json.loads(content)
+    except ValueError:
+        return
+    data = page.get("data") if isinstance(page, dict) else None
+    _check_served([m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else [], spec, where)
+
+
+def _check_served(ids: list[Any], spec: ModelSpec, where: str) -> None:
+    ids = [i for i in ids if i]
+    if ids and spec.name not in ids:
+        shown = ", ".join(str(i) for i in ids[:8]) + (" ..." if len(ids) > 8 else "")
+        raise PreflightError(f"{where} does not serve model {spec.name!r}; it serves: {shown}")
+
+

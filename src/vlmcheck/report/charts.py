@@ -1,0 +1,132 @@
+"""The report's charts, as inline SVG: GenCeption's s(t) curves with a bootstrap band, CAST's heatmaps, ChEF's
+reliability diagram."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+
+
+def _svg(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.find("<svg"):]  # drop the XML prolog; matplotlib escapes the text it draws
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.fonttype"] = "none"
+    return plt
+
+
+
+def s_curves(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per GenCeption run: the model, and per step t its mean s(t) over images with a 95% bootstrap CI over
+    images (seed 0), from the finished samples."""
+    import numpy as np
+
+    from ..metrics.stats import bootstrap_ci
+
+    out = []
+    for r in runs:
+        per_image = [s["result"]["s"] for s in r["samples"] if s.get("status") == "done" and (s.get("result") or {}).get("s")]
+        if not per_image:
+            continue
+        T = max(len(x) for x in per_image)
+        steps = []
+        for t in range(T):
+            vals = np.array([x[t] for x in per_image if len(x) > t and x[t] is not None], dtype=float)
+            lo, hi = bootstrap_ci(vals, seed=0) if len(vals) else (float("nan"), float("nan"))
+            steps.append({"t": t + 1, "mean": float(vals.mean()) if len(vals) else float("nan"), "lo": lo, "hi": hi,
+                          "n": int(len(vals))})
+        out.append({"model": r["results"]["spec"]["task_spec"]["vlm"], "steps": steps})
+    return out
+
+
+def _s_curve(runs: list[dict[str, Any]]) -> str | None:
+    curves = s_curves(runs)
+    if not curves:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for c in curves:
+        t = [x["t"] for x in c["steps"]]
+        line, = ax.plot(t, [x["mean"] for x in c["steps"]], marker="o", label=c["model"])
+        ax.fill_between(t, [x["lo"] for x in c["steps"]], [x["hi"] for x in c["steps"]], color=line.get_color(),
+                        alpha=0.18, linewidth=0)
+    ax.set_xlabel("step t")
+    ax.set_ylabel("mean s(t) (band: 95% CI over images)")
+    ax.set_xticks(range(1, max(len(c["steps"]) for c in curves) + 1))
+    ax.grid(alpha=0.3)
+    # below the axes, one model per line: long model specs stay legible and never cover the curves
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, frameon=False)
+    return _svg(fig)
+
+
+def _cast_heatmaps(run: dict[str, Any]) -> list[dict[str, str]]:
+    plt = _plt()
+    top = run["results"]["metrics"].get("topk", {}).get("top3") or next(iter(run["results"]["metrics"].get(
+        "topk", {}).values()), None)
+    if not top:
+        return []
+    out = []
+    mods = ["text", "image", "both"]
+    for fmt, mat in top.items():
+        import numpy as np
+
+        arr = np.array([[mat[g][v]["score"] if mat[g][v]["score"] is not None else np.nan for v in mods]
+                        for g in mods], dtype=float)
+        fig, ax = plt.subplots(figsize=(3.2, 2.8))
+        im = ax.imshow(arr, vmin=0, vmax=1, cmap="viridis")
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="consistency")
+        ax.set_xticks(range(3), mods)
+        ax.set_yticks(range(3), mods)
+        ax.set_xlabel("validated in")
+        ax.set_ylabel("generated in")
+        for i in range(3):
+            for j in range(3):
+                ax.text(j, i, "-" if np.isnan(arr[i, j]) else f"{arr[i, j]:.2f}", ha="center", va="center",
+                        color="w" if (np.isnan(arr[i, j]) or arr[i, j] < 0.6) else "k", fontsize=8)
+        ax.set_title(fmt, fontsize=9)
+        out.append({"format": fmt, "svg": _svg(fig)})
+    return out
+
+
+def _reliability(run: dict[str, Any]) -> str | None:
+    bins = run["results"]["metrics"].get("reliability")
+    if not bins:
+        return None
+    return _svg(reliability_figure(bins))
+
+
+def reliability_figure(bins: list[dict[str, Any]]):
+    """Reliability diagram: each equal-count bin's accuracy against its mean confidence, both on [0, 1], the
+    diagonal of perfect calibration from (0, 0) to (1, 1), each point labelled with its bin's item count."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(3.4, 3.3))
+    conf = [b["confidence"] for b in bins]
+    acc = [b["accuracy"] for b in bins]
+    ax.plot([0, 1], [0, 1], ls="--", color="gray", label="perfect calibration")
+    ax.plot(conf, acc, "o-", color="#4c72b0", label="accuracy per bin")
+    for c, a, b in zip(conf, acc, bins):
+        ax.annotate(str(b["n"]), (c, a), textcoords="offset points", xytext=(3, -9), fontsize=6, color="#333")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_aspect("equal")
+    ax.set_xlabel("mean confidence in bin")
+    ax.set_ylabel("accuracy in bin")
+    ax.set_title("reliability (numbers: items per bin)", fontsize=8)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+

@@ -1,0 +1,123 @@
+"""What a ``ref:describer`` believes it saw: a perceived scene with its *error knobs* applied.
+
+The knobs (``omit``, ``hallucinate``, ``confuse``, ``misplace``, ``misread``, ``yes_bias``; ``level`` sets them
+all) draw from random numbers fixed per image and object, so raising a knob only adds errors to those of a lower
+setting (see ``describer.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.spec import SpecError
+from .perceive import Perceived
+from .scene import COLORS, SHAPES, SIZES, Scene, SceneObject
+
+
+KNOBS = ("omit", "hallucinate", "confuse", "misplace", "misread", "yes_bias")
+
+
+@dataclass(frozen=True)
+class Knobs:
+    omit: float = 0.0
+    hallucinate: float = 0.0
+    confuse: float = 0.0
+    misplace: float = 0.0
+    misread: float = 0.0
+    yes_bias: float = 0.0
+    seed: int = 0
+
+    @classmethod
+    def from_params(cls, params: dict[str, str]) -> "Knobs":
+        unknown = set(params) - set(KNOBS) - {"level", "seed", "concurrency", "robust"}
+        if unknown:
+            raise SpecError(f"ref:describer: unknown parameter(s) {sorted(unknown)}; known: "
+                            f"{', '.join(KNOBS)}, level, seed, robust")
+        values: dict[str, float] = {}
+        if "level" in params:
+            lv = float(params["level"])
+            values = {"omit": lv, "hallucinate": lv / 2, "confuse": lv, "misplace": lv / 2, "misread": lv,
+                      "yes_bias": lv}
+        for k in KNOBS:
+            if k in params:
+                values[k] = float(params[k])
+        for k, v in values.items():
+            if not 0.0 <= v <= 1.0:
+                raise SpecError(f"ref:describer: {k}={v} is not a probability in [0, 1]")
+        return cls(**values, seed=int(params.get("seed", 0)))
+
+
+def _uniforms(*key) -> np.random.Generator:
+    digest = hashlib.sha256(repr(key).encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def apply_knobs(p: Perceived, knobs: Knobs, image_key: str) -> tuple[Scene, dict[int, float]]:
+    """The describer's belief: what it perceived, with its errors applied.
+
+    Every decision uses draws fixed by (seed, image, object, knob), so errors
+    at a higher setting include those at a lower one.
+    """
+    scene = p.scene
+    objs: list[SceneObject] = []
+    conf: list[float] = []
+    moves: list[float] = []
+    for i, o in enumerate(scene.objects):
+        rng = _uniforms(knobs.seed, image_key, "obj", o.row, o.col)
+        u_omit, u_conf, u_move = rng.random(3)
+        new_color = COLORS[(COLORS.index(o.color) + 1 + int(rng.integers(len(COLORS) - 1))) % len(COLORS)]
+        if u_omit < knobs.omit:
+            continue
+        if u_conf < knobs.confuse:
+            o = o.model_copy(update={"color": new_color})
+        objs.append(o)
+        conf.append(p.confidence.get(i, 0.8))
+        moves.append(u_move)
+    # misplace after omission, into cells that are free in the belief
+    rows = 2 if scene.text else 3
+    for i, (o, u_move) in enumerate(zip(list(objs), moves)):
+        if u_move < knobs.misplace:
+            used = {(x.row, x.col) for x in objs}
+            free = [(r, c) for r in range(rows) for c in range(3) if (r, c) not in used]
+            if free:
+                r, c = free[int(_uniforms(knobs.seed, image_key, "move", o.row, o.col).integers(len(free)))]
+                objs[i] = o.model_copy(update={"row": r, "col": c})
+    used = {(x.row, x.col) for x in objs}
+    for r in range(rows):
+        for c in range(3):
+            rng = _uniforms(knobs.seed, image_key, "cell", r, c)
+            u = rng.random()
+            shape, color, size = SHAPES[rng.integers(len(SHAPES))], COLORS[rng.integers(len(COLORS))], \
+                SIZES[rng.integers(2)]
+            if (r, c) not in used and u < knobs.hallucinate:
+                objs.append(SceneObject(shape=shape, color=color, size=size, row=r, col=c))
+                conf.append(0.8)
+    text = scene.text
+    if text:
+        rng = _uniforms(knobs.seed, image_key, "text")
+        u, pos, alt = rng.random(), int(rng.integers(len(text))), int(rng.integers(1, 9))
+        if u < knobs.misread:
+            text = _misread(text, pos, alt)
+    order = sorted(range(len(objs)), key=lambda k: (objs[k].row, objs[k].col))
+    belief = Scene(background=scene.background, objects=[objs[k] for k in order], text=text)
+    return belief, {n: conf[k] for n, k in enumerate(order)}
+
+
+def _misread(text: str, pos: int, alt: int) -> str:
+    idx = [i for i, ch in enumerate(text) if ch.isalnum()]
+    if not idx:
+        return text
+    i = idx[pos % len(idx)]
+    ch = text[i]
+    if ch.isdigit():
+        new = str((int(ch) + alt) % 10)
+    else:
+        base = "a" if ch.islower() else "A"
+        new = chr((ord(ch) - ord(base) + alt) % 26 + ord(base))
+    return text[:i] + new + text[i + 1:]
+
+
+# ----------------------------------------------------------------------------- arithmetic and code
