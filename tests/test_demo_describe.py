@@ -118,3 +118,19 @@ def test_demo_report_in_a_browser(demo_run):
     shots = sorted((demo_run / "screenshots").glob("*.png"))
     if shutil.which("chromium"):
         assert len(shots) == len(toc)
+
+
+def test_a_second_demo_resumes_from_its_store(demo_run):
+    """The demo is a library function; run again on its folder it makes no model call and keeps its report."""
+    from vlmcheck.demo import run_demo
+
+    page = (demo_run / "report.html").read_bytes()
+    again = run_demo(demo_run, n=12, progress=False)
+    assert again.model_calls == 0 and again.report_reused
+    assert (demo_run / "report.html").read_bytes() == page
+    # a changed run (one run folder removed) is run again, and the report is made anew
+    import shutil
+
+    shutil.rmtree(demo_run / "cast" / "level-0.0")
+    third = run_demo(demo_run, n=12, progress=False, screenshots=False)
+    assert third.model_calls > 0 and not third.report_reused

@@ -14,7 +14,7 @@ from PIL import Image
 from vlmcheck.core.roles import Capabilities, Generation
 from vlmcheck.methods.describe import DescribeSpec, DescribeTask
 from vlmcheck.report.html import build_report
-from vlmcheck.run.runner import RunOptions, run_task
+from vlmcheck import RunOptions, run_task
 
 PAYLOAD = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">"</script>'
 

@@ -42,7 +42,7 @@ def main() -> None:  # pragma: no cover - exercised through subprocesses in test
     from ..store.db import StoreError
 
     try:
-        app()
+        app(prog_name="vlmcheck")
     except StoreError as exc:
         say_error(str(exc))
         sys.exit(2)
