@@ -46,6 +46,29 @@ def test_frechet_distance_matches_torchmetrics():
     assert frechet_distance(a, a) == pytest.approx(0.0, abs=1e-6)
 
 
+def test_frechet_distance_with_fewer_samples_than_dimensions_by_hand():
+    # 1-D features embedded in 5 dimensions, 3 samples each: C_x = diag(var_x, 0, ...), C_y likewise, so
+    # Tr((C_x C_y)^(1/2)) = sqrt(var_x var_y) and the distance is (mu_x - mu_y)^2 + (sd_x - sd_y)^2
+    x = np.zeros((3, 5))
+    y = np.zeros((3, 5))
+    x[:, 0] = [1.0, 2.0, 3.0]  # mean 2, variance 1
+    y[:, 0] = [4.0, 6.0, 8.0]  # mean 6, variance 4
+    assert frechet_distance(x, y) == pytest.approx((2 - 6) ** 2 + (1 - 2) ** 2)
+    # and both paths (n < d: singular values; n >= d: eigh) agree with scipy's sqrtm on a full-rank case
+    from scipy import linalg
+
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(40, 6)), rng.normal(0.5, 1.5, size=(30, 6))
+    c1, c2 = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
+    ref = ((a.mean(0) - b.mean(0)) ** 2).sum() + np.trace(c1 + c2 - 2 * np.real(linalg.sqrtm(c1 @ c2)))
+    assert frechet_distance(a, b) == pytest.approx(ref, rel=1e-9)
+    wide_a, wide_b = rng.normal(size=(5, 12)), rng.normal(size=(7, 12))
+    w1, w2 = np.cov(wide_a, rowvar=False), np.cov(wide_b, rowvar=False)
+    ev = np.linalg.eigvals(w1 @ w2)
+    ref = ((wide_a.mean(0) - wide_b.mean(0)) ** 2).sum() + np.trace(w1 + w2) - 2 * np.sqrt(np.clip(ev.real, 0, None)).sum()
+    assert frechet_distance(wide_a, wide_b) == pytest.approx(ref, rel=1e-6)
+
+
 def test_category_groups_know_mme_and_world():
     assert category_group("commonsense_reasoning") == "visual"
     assert category_group("OCR") == "textual"

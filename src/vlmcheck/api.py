@@ -21,6 +21,35 @@ from .run.task import Task
 log = logging.getLogger(__name__)
 
 
+def _results_state(folder: str | os.PathLike) -> str | None:
+    """What the report shows of a run: its results.json less this process's call counts (None: no results)."""
+    import json
+
+    try:
+        results = json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    results.pop("session", None)
+    return json.dumps(results, sort_keys=True)
+
+
+class _ReportAfter:
+    """Writes the run's report after the run, unless its results are what they were and the report exists (a
+    resume of a finished run then costs no report; a new vlmcheck version changes the recorded spec)."""
+
+    def __init__(self, folder: str | os.PathLike, options: RunOptions) -> None:
+        self.folder, self.on = Path(folder), options.report
+        self.before = _results_state(folder) if self.on else None
+
+    def __call__(self) -> None:
+        if not self.on:
+            return
+        if self.before is not None and (self.folder / "report.html").is_file() and \
+                _results_state(self.folder) == self.before:
+            return
+        write_run_report(self.folder)
+
+
 def write_run_report(folder: str | os.PathLike) -> None:
     """The run's own ``report.html``; a report failure never fails the run (its results are already written)."""
     try:
@@ -34,33 +63,34 @@ def write_run_report(folder: str | os.PathLike) -> None:
 async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
     """Run ``task`` into ``folder`` (resumable; see :mod:`vlmcheck.run.runner`), then write its report."""
     options = options or RunOptions()
+    report = _ReportAfter(folder, options)
     result = await _runner.run_task_async(task, folder, options)
-    if options.report:
-        write_run_report(folder)
+    report()
     return result
 
 
 def run_task(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
     """Synchronous :func:`run_task_async`."""
     options = options or RunOptions()
+    report = _ReportAfter(folder, options)
     result = _runner.run_task(task, folder, options)
-    if options.report:
-        write_run_report(folder)
+    report()
     return result
 
 
 def retry_failed(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
     """Run again only the failed samples of ``folder`` (finished ones are kept), then write the report."""
     options = options or RunOptions()
+    report = _ReportAfter(folder, options)
     result = _runner.retry_failed(task, folder, options)
-    if options.report:
-        write_run_report(folder)
+    report()
     return result
 
 
-def merge_runs(shards: list[str | Path], out: str | Path, report: bool = True) -> dict[str, Any]:
+def merge_runs(shards: list[str | Path], out: str | Path, report: bool = True, overwrite: bool = False
+               ) -> dict[str, Any]:
     """Join the folders of a ``--shard i/N`` run into ``out`` (:mod:`vlmcheck.run.merge`), then its report."""
-    results = _merge.merge_runs(shards, out)
+    results = _merge.merge_runs(shards, out, overwrite=overwrite)
     if report:
         write_run_report(out)
     return results

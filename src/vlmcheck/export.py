@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from .core.data import printable
 from .core.files import InputFileError, atomic_path, jsonl_lines, read_results, read_text_input, write_text_atomic
 
 #: The unit each method's sample record is exploded into: (field holding the units, column naming the unit).
@@ -42,7 +43,9 @@ def _flatten(obj: Any, prefix: str, out: dict[str, Any]) -> None:
                 continue
             _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
     elif isinstance(obj, (list, tuple)):
-        out[prefix] = json.dumps(obj, ensure_ascii=False)
+        out[prefix] = printable(json.dumps(obj, ensure_ascii=False))
+    elif isinstance(obj, str):
+        out[prefix] = printable(obj)  # a file name that is not UTF-8: escaped, as in the sample ids
     else:
         out[prefix] = obj
 

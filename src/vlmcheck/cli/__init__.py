@@ -37,10 +37,37 @@ for _group in (info, describe, runs, world, genception, outputs, perturb, vhx, c
     _group.register(app)
 
 
+#: options whose value is a file or folder: an empty one is an unset shell variable, never "here"
+PATH_OPTIONS = ("--out", "-o", "--output", "--data", "--cases", "--pairs", "--annotations", "--images", "--recipe",
+                "--external", "--gallery", "--vqa", "--model")
+
+
+def empty_path_argument(argv: list[str]) -> str | None:
+    """One sentence when a path argument or a path option's value is empty (``--out "$UNSET"``): click would
+    read it as the current folder, and a run, or ``--overwrite``, would work among the user's files there."""
+    previous = ""
+    for token in argv:
+        name, eq, value = token.partition("=")
+        if token.startswith("--") and eq and name in PATH_OPTIONS and not value.strip():
+            return f"{name} is empty (an unset shell variable?); give a folder or file"
+        if not token.strip():
+            if previous in PATH_OPTIONS:
+                return f"{previous} is empty (an unset shell variable?); give a folder or file"
+            if not previous.startswith("-") or previous in ("--resume", "--overwrite", "--progress",
+                                                              "--no-progress", "--allow-outside"):
+                return "an empty path argument (an unset shell variable?); give a folder or file"
+        previous = token
+    return None
+
+
 def main() -> None:  # pragma: no cover - exercised through subprocesses in tests
     """The console script: a failure the user can act on ends in one sentence and exit 2, never a traceback."""
     from ..store.db import StoreError
 
+    empty = empty_path_argument(sys.argv[1:])
+    if empty:
+        say_error(empty)
+        sys.exit(2)
     try:
         app(prog_name="vlmcheck")
     except StoreError as exc:

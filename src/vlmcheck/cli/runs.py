@@ -92,12 +92,14 @@ def retry_failed_cmd(run: Path = typer.Argument(..., metavar="RUN", help="Run fo
 
 def merge(out: Path = typer.Argument(..., metavar="OUT", help="Folder for the merged run"),
           shards: list[Path] = typer.Argument(..., metavar="SHARD...", help="The shard run folders (--shard i/N)"),
+          overwrite: bool = typer.Option(False, "--overwrite",
+                                         help="Replace the run in OUT when it is another run (only a run folder)."),
           max_failures: float = C.MAX_FAILURES) -> None:
     """Join the folders of a run split with --shard i/N into one run folder (idempotent, any N)."""
     C.setup_logging()
     try:
         with C.user_errors(FileNotFoundError):
-            results = api.merge_runs(shards, out)
+            results = api.merge_runs(shards, out, overwrite=overwrite)
     except C.refusals() as exc:
         C.fail(C.one_line(exc))
     c = results["counts"]

@@ -44,6 +44,16 @@ class DatasetError(ValueError):
     pass
 
 
+def printable(name: str) -> str:
+    """A file name as text that any UTF-8 file or database holds: a name that is not valid UTF-8 (Python reads
+    its bad bytes as lone surrogates) keeps them as ``\\xff`` escapes, so the id stays unique and names the file."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def load_image_dataset(source: str | Path) -> list[ImageItem]:
     if isinstance(source, str) and source.startswith("hfds:"):
         return load_hf_dataset(source)
@@ -55,7 +65,7 @@ def load_image_dataset(source: str | Path) -> list[ImageItem]:
         for path in iter_image_files(src):
             rel = path.relative_to(src)
             category = rel.parts[0] if len(rel.parts) > 1 else None
-            items.append(ImageItem(id=rel.as_posix(), path=str(path), category=category, root=str(src)))
+            items.append(ImageItem(id=printable(rel.as_posix()), path=str(path), category=category, root=str(src)))
         if not items:
             raise DatasetError(f"{src}: no image files found")
         return items

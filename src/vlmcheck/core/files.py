@@ -51,7 +51,19 @@ def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
     return fd, tmp
 
 
-def _write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str) -> Path:
+def json_text(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps`` with non-ASCII text as is, and escaped (``\\udcff``, lossless) where a string holds lone
+    surrogates - a file name that is not valid UTF-8, as Python reads it - which no UTF-8 file or SQLite text can
+    hold."""
+    text = json.dumps(obj, ensure_ascii=False, **kwargs)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(obj, ensure_ascii=True, **kwargs)
+    return text
+
+
+def _write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str, errors: str = "strict") -> Path:
     path = Path(path)
     fd, tmp = atomic_path(path)
     try:
@@ -59,7 +71,7 @@ def _write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str) -> 
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
         else:
-            with os.fdopen(fd, "w", encoding=encoding, newline="") as fh:
+            with os.fdopen(fd, "w", encoding=encoding, errors=errors, newline="") as fh:
                 fh.write(data)
         os.replace(tmp, path)
     except BaseException:
@@ -71,12 +83,30 @@ def _write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str) -> 
     return path
 
 
-def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
-    return _write_atomic(path, text, encoding)
+def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8", errors: str = "strict") -> Path:
+    return _write_atomic(path, text, encoding, errors)
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     return _write_atomic(path, data, "")
+
+
+def copy_atomic(src: str | os.PathLike, dest: str | os.PathLike) -> Path:
+    """Copy ``src`` to ``dest`` whole or not at all (a temp file beside ``dest``, then a rename)."""
+    import shutil
+
+    fd, tmp = atomic_path(dest)
+    os.close(fd)
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return Path(dest)
 
 
 def jsonl_lines(text: str) -> list[tuple[int, str]]:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ..core.files import (InputFileError, jsonl_objects, read_jsonl, read_results, read_text_input, require_str,
+from ..core.files import (InputFileError, copy_atomic, jsonl_objects, read_jsonl, read_results, read_text_input, require_str,
                           write_text_atomic)
 from ..core.images import image_hash, load_image
 from ..core.inputs import dataset_path, read_image
@@ -336,8 +336,6 @@ def _repeat_spread(vs: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
 
 def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
     """Write the expanded dataset (JSONL + images) and negations.csv for human review."""
-    import shutil
-
     run_folder, out = Path(run_folder), Path(out)
     task = read_results(run_folder)["task"]
     if task != "vhexpansion":
@@ -356,7 +354,7 @@ def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
             else:
                 src = run_folder / v["image"]
             dest = out / "images" / f"{_safe(sid)}__{_safe(name)}{src.suffix or '.png'}"
-            shutil.copyfile(src, dest)
+            copy_atomic(src, dest)
             prov = {"source_case": sid, "transformation": name, "parameters": v.get("params", {})}
             questions = [(r["question"], r["answer"], "original question", v.get("parsed"), v.get("correct"))]
             if neg.get("ok"):
@@ -371,11 +369,12 @@ def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
                              "provenance": {**prov, "question": how}})
     manifest = out / "expanded.jsonl"
     write_text_atomic(manifest, "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in rows))
-    with (out / "negations.csv").open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["case", "original", "negated", "check_ok", "problems", "human_ok"])
-        for row in negs:
-            w.writerow(row + [""])
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow(["case", "original", "negated", "check_ok", "problems", "human_ok"])
+    for row in negs:
+        w.writerow(row + [""])
+    write_text_atomic(out / "negations.csv", buf.getvalue())  # a kill never leaves half the review sheet
     return manifest
 
 

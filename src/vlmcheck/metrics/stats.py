@@ -95,25 +95,34 @@ def frechet_distance(x: np.ndarray, y: np.ndarray) -> float:
     encoder the run uses; torchmetrics' FID wants images and a module.  The
     tests check it against torchmetrics on the same features.
     """
-    from scipy import linalg
-
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if x.shape[0] < 2 or y.shape[0] < 2:
         raise ValueError("a Frechet distance needs at least two samples per set")
     mu1, mu2 = x.mean(0), y.mean(0)
-    c1, c2 = np.cov(x, rowvar=False), np.cov(y, rowvar=False)
-    import warnings
-
-    with warnings.catch_warnings():  # fewer samples than dimensions: singular, callers warn about that
-        warnings.simplefilter("ignore")
-        covmean = linalg.sqrtm(c1 @ c2)
-        if not np.isfinite(covmean).all():
-            eps = np.eye(c1.shape[0]) * 1e-6
-            covmean = linalg.sqrtm((c1 + eps) @ (c2 + eps))
-    covmean = np.real(covmean)
-    d = float(((mu1 - mu2) ** 2).sum() + np.trace(c1) + np.trace(c2) - 2 * np.trace(covmean))
+    xc, yc = x - mu1, y - mu2
+    k1, k2 = x.shape[0] - 1, y.shape[0] - 1
+    tr1, tr2 = float((xc ** 2).sum() / k1), float((yc ** 2).sum() / k2)
+    d = float(((mu1 - mu2) ** 2).sum() + tr1 + tr2 - 2 * _trace_sqrt_product(xc, yc, k1, k2))
     return max(d, 0.0)  # round-off can leave a tiny negative for identical sets
+
+
+def _trace_sqrt_product(xc: np.ndarray, yc: np.ndarray, k1: int, k2: int) -> float:
+    """Tr((C_x C_y)^(1/2)) for C_x = xc^T xc / k1 and C_y = yc^T yc / k2 (xc, yc centred).
+
+    Written by hand rather than with ``scipy.linalg.sqrtm(C_x @ C_y)``, which costs O(d^3) Schur steps (1.9 s
+    for d = 1280) and is inexact on the singular products that fewer samples than dimensions give.  C_x C_y
+    has real eigenvalues >= 0, and its trace root is the sum of their square roots: with fewer samples than
+    dimensions they are (the nonzero ones) the squared singular values of xc yc^T / sqrt(k1 k2), an
+    n_x x n_y matrix; otherwise those of C_x^(1/2) C_y C_x^(1/2), symmetric (``eigh``)."""
+    n, d = max(xc.shape[0], yc.shape[0]), xc.shape[1]
+    if n < d:
+        return float(np.linalg.svd(xc @ yc.T / np.sqrt(k1 * k2), compute_uv=False).sum())
+    c1, c2 = xc.T @ xc / k1, yc.T @ yc / k2
+    w, v = np.linalg.eigh(c1)
+    root = (v * np.sqrt(np.clip(w, 0.0, None))) @ v.T
+    ev = np.linalg.eigvalsh(root @ c2 @ root)
+    return float(np.sqrt(np.clip(ev, 0.0, None)).sum())
 
 
 def correlations(x, y) -> dict[str, float]:

@@ -52,7 +52,7 @@ class _Thumbs:
         key = (str(p.resolve()), size)
         if key in self.done:
             return self.done[key]
-        stem = hashlib.sha256(f"{key[0]}|{size}".encode()).hexdigest()[:16]
+        stem = hashlib.sha256(f"{key[0]}|{size}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
         try:
             img = Image.open(p)
             if img.format in _COPYABLE and max(img.size) <= size and not getattr(img, "is_animated", False):
@@ -364,7 +364,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                                                   summary=summary, gallery=gallery, vhx_compare=vhx_compare,
                                                   before_after=before_after, boards=boards)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out, page)
+    write_text_atomic(out, page, errors="backslashreplace")  # a file name that is not UTF-8 shows escaped
     return out
 
 

@@ -37,7 +37,7 @@ from .scheduler import CallFailed, Scheduler
 def call_key(role: str, model: str, request: Any, template: str | None) -> str:
     payload = json.dumps({"role": role, "model": model, "request": request, "template": template},
                          sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()  # same key for valid text
 
 
 @dataclass

@@ -3,32 +3,54 @@
 Shards are complete run folders of one run split by a hash of each sample id (``--shard i/N``; a SLURM
 array or any set of machines runs them, no cluster engine).  Merging unions their stores - call cache,
 sample journal and artifacts are content-addressed, so it is idempotent and takes any number of shards,
-even while some are unfinished (their samples are reported pending) - and writes ``samples.jsonl``,
-``results.json`` from the union (the caller writes the report: ``vlmcheck.api.merge_runs``), as the unsharded run would: samples in dataset order with
-their index in the whole run, metrics over all of them.
+even while some are unfinished (their samples are reported pending) - and writes ``samples.jsonl`` and
+``results.json`` from the union as the unsharded run would: samples in dataset order with their index in the
+whole run, metrics over all of them.  The caller writes the report (``vlmcheck.api.merge_runs``).
+
+Nothing is lost to a kill: the merge is built in a temporary folder beside OUT (shards opened read-only, an
+earlier merge in OUT absorbed first) and takes OUT's place only when it is complete, so OUT holds the old
+merge or the new one, never half of one; merging again always works.  Merges into one OUT take turns (a lock
+beside OUT), and a run working in OUT (its folder lock) keeps a merge out.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from ..core.files import InputFileError
 from ..store.db import DB_NAME, RunStore
-from .runner import RunFolderExists, identity_spec, write_outputs
+from .folder import RunFolderExists, check_replaceable, folder_lock, lock_file, mark_run_folder
+from .runner import identity_spec, write_outputs
 from .task import Sample, task_from_spec
 
 
-def merge_runs(shards: list[str | Path], out: str | Path) -> dict[str, Any]:
-    """Merge the shard folders into ``out`` (new, or an earlier merge of the same run); return results."""
+def _same_or_inside(a: Path, b: Path) -> bool:
+    a, b = a.resolve(), b.resolve()
+    return a == b or b in a.parents or a in b.parents
+
+
+def merge_runs(shards: list[str | Path], out: str | Path, overwrite: bool = False) -> dict[str, Any]:
+    """Merge the shard folders into ``out`` (new, or an earlier merge of the same run, or with ``overwrite``
+    any run folder); return the results."""
     if not shards:
         raise InputFileError("give the shard run folders to merge")
     out = Path(out)
+    if not str(out).strip():
+        raise InputFileError("the merged run's folder is empty; give OUT")
+    shards = [Path(s) for s in shards]
+    for folder in shards:
+        if _same_or_inside(folder, out):
+            raise InputFileError(f"{out} is one of the shards to merge ({folder}) or holds one; merge into a new "
+                                 "folder")
     specs = []
-    for folder in map(Path, shards):
+    for folder in shards:
         if not (folder / DB_NAME).is_file():
             raise InputFileError(f"{folder}: not a run folder (no {DB_NAME})")
-        with RunStore(folder, existing=True) as store:
+        with RunStore(folder, existing=True, read_only=True) as store:
             specs.append((folder, store.get_meta("spec"), store.get_meta("key_version") or 1))
     first_folder, first, key_version = specs[0]
     counts = {(spec.get("shard") or [None, None])[1] for _, spec, _ in specs}
@@ -40,24 +62,76 @@ def merge_runs(shards: list[str | Path], out: str | Path) -> dict[str, Any]:
     if len(counts) > 1:
         raise InputFileError(f"the shards split the run differently ({', '.join(str(c) for c in counts)} ways); "
                              "merge shards of one --shard i/N split")
-    merged_spec = {**first, "shard": None}
-    if (out / DB_NAME).is_file():
-        with RunStore(out, existing=True) as store:
-            prev = store.get_meta("spec")
-        if identity_spec(prev.get("task_spec")) != identity_spec(first.get("task_spec")):
-            raise RunFolderExists(f"{out} holds another run; merge into a new folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        stack.enter_context(lock_file(out.parent / f".{out.name}.merge.lock", out))  # merges into OUT take turns
+        for stale in out.parent.glob(f".{out.name}.merge-*"):  # a killed merge's unfinished folder
+            shutil.rmtree(stale, ignore_errors=True)
+        previous = None
+        if out.exists():
+            stack.enter_context(folder_lock(out))  # no run works in OUT meanwhile
+            if (out / DB_NAME).is_file():
+                with RunStore(out, existing=True, read_only=True) as store:
+                    prev = store.get_meta("spec")
+                same = identity_spec(prev.get("task_spec")) == identity_spec(first.get("task_spec"))
+                if not same and not overwrite:
+                    raise RunFolderExists(f"{out} holds another run; merge into a new folder or pass --overwrite")
+                previous = out if same else None
+            check_replaceable(out)  # OUT holds a run (or nothing): never a user's files
+        tmp = out.parent / f".{out.name}.merge-{os.getpid()}"
+        try:
+            results = _build(tmp, shards, first, key_version, previous)
+            _put_in_place(tmp, out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return results
+
+
+def _build(tmp: Path, shards: list[Path], first: dict[str, Any], key_version: int,
+           previous: Path | None) -> dict[str, Any]:
     task = task_from_spec(first["task"], first["task_spec"])
     samples = [Sample(s.id, s.payload, i) for i, s in enumerate(task.samples())]
     if first.get("limit") is not None:
         samples = samples[: first["limit"]]
-    with RunStore(out) as store:
-        store.set_meta("spec", {**merged_spec, "n_samples": len(samples), "merged_from": [str(s) for s in shards]})
+    with RunStore(tmp) as store:
+        store.set_meta("spec", {**first, "shard": None, "n_samples": len(samples),
+                                "merged_from": [str(s) for s in shards]})
         store.set_meta("key_version", key_version)
         sessions = []
-        for folder in map(Path, shards):
-            with RunStore(folder, existing=True) as shard:
+        for folder in ([previous] if previous else []) + shards:  # an earlier merge keeps what it held
+            with RunStore(folder, existing=True, read_only=True) as shard:
                 store.absorb(shard)
-                sessions += shard.get_meta("sessions") or []
+                if folder is not previous:
+                    sessions += shard.get_meta("sessions") or []
         store.set_meta("sessions", sessions)
         results = write_outputs(store, task, samples)
+    mark_run_folder(tmp)
     return results
+
+
+def _put_in_place(tmp: Path, out: Path) -> None:
+    """``tmp`` becomes ``out`` in one step: renamed when ``out`` is absent, else exchanged with it (Linux
+    ``renameat2(RENAME_EXCHANGE)``; elsewhere two renames) and the old one removed."""
+    if not out.exists():
+        os.rename(tmp, out)
+        return
+    if not _exchange(tmp, out):
+        old = out.parent / f".{out.name}.merge-old-{os.getpid()}"
+        os.rename(out, old)
+        os.rename(tmp, out)
+        tmp = old
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    # no stdlib call swaps two directories atomically; renameat2 does on Linux (glibc >= 2.28)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    AT_FDCWD, RENAME_EXCHANGE = -100, 2
+    return renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
+

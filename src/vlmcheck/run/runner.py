@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
 import platform
 import subprocess
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from .._version import __version__
-from ..core.files import write_text_atomic
+from ..core.files import json_text, write_text_atomic
 from ..core.images import DEFAULT_MAX_FILE_BYTES
 from ..core import inputs
 from ..core.inputs import DEFAULT_PIXEL_BUDGET
@@ -45,6 +43,8 @@ from ..store.db import DB_NAME, RunStore
 from .calls import KEY_VERSION, Session
 from ..core.progress import Progress
 from .scheduler import RetryPolicy, Scheduler
+from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: where callers have found them)
+from .folder import MARKER, RunFolderExists, _empty_run_folder, mark_run_folder
 from .task import Sample, Task, execute_sample
 
 
@@ -98,58 +98,6 @@ def in_shard(sample_id: str, shard: tuple[int, int] | None) -> bool:
     return int(digest[:16], 16) % shard[1] == shard[0]
 
 
-class RunFolderExists(RuntimeError):
-    pass
-
-
-class RunFolderInUse(RunFolderExists):
-    """Another live process holds the run folder's lock."""
-
-
-LOCK_NAME = ".vlmcheck.lock"
-
-
-@contextmanager
-def folder_lock(folder: Path):
-    """Hold an exclusive lock on the run folder for the life of this process's run.
-
-    ``flock`` on a file in the folder: the kernel releases it when the process
-    dies (kill -9 included), so a stale lock never blocks a resume.  A second
-    process gets :class:`RunFolderInUse` naming the holder's PID.
-    """
-    try:
-        import fcntl
-    except ImportError:  # Windows: no flock; runs are not guarded there
-        yield
-        return
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            raise RunFolderInUse(f"run folder in use by PID {holder}: {folder}") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
-
-
-def _empty_folder(folder: Path, keep: str) -> None:
-    """Remove everything in ``folder`` but ``keep`` (the lock file we hold)."""
-    import shutil
-
-    for child in folder.iterdir():
-        if child.name == keep:
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
-
-
 def git_commit() -> str | None:
     here = Path(__file__).resolve().parent
     try:
@@ -167,7 +115,7 @@ class RunResult:
 
 
 def _write_json_atomic(path: Path, obj: Any) -> None:
-    write_text_atomic(path, json.dumps(redact_obj(obj), indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+    write_text_atomic(path, json_text(redact_obj(obj), indent=2, sort_keys=False) + "\n")
 
 
 def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: Session | None = None
@@ -177,7 +125,7 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
     records = [r for r in store.iter_samples(task.name) if r["sample_id"] in order]
     records.sort(key=lambda r: order[r["sample_id"]])
     write_text_atomic(store.folder / "samples.jsonl",
-                      "".join(json.dumps(redact_obj(rec), ensure_ascii=False, sort_keys=True) + "\n"
+                      "".join(json_text(redact_obj(rec), sort_keys=True) + "\n"
                               for rec in records))
     done = [r for r in records if r["status"] == "done"]
     failed = [r for r in records if r["status"] == "error"]
@@ -221,7 +169,7 @@ def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str, Any]:
-    fingerprint = hashlib.sha256("\n".join(s.id for s in samples).encode()).hexdigest()[:16]
+    fingerprint = hashlib.sha256("\n".join(s.id for s in samples).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return {
         "vlmcheck_version": __version__,
         "git_commit": git_commit(),
@@ -239,6 +187,8 @@ def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str
 
 async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
     options = options or RunOptions()
+    if not str(folder).strip():
+        raise RunFolderExists("the run folder is empty (an unset variable?); give a folder")
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise RunFolderExists(f"{folder} is a file, not a run folder")
@@ -256,7 +206,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     if (folder / DB_NAME).exists() and not (options.resume or options.overwrite):
         raise RunFolderExists(f"{folder} already holds a run; pass --resume to continue it or --overwrite")
     if options.overwrite and (folder / DB_NAME).exists():
-        _empty_folder(folder, keep=LOCK_NAME)
+        _empty_run_folder(folder)
     for stale in folder.glob(".*.tmp"):  # temp files of a writer killed mid-write; we hold the folder's lock
         stale.unlink(missing_ok=True)
     samples = task.samples()
@@ -264,27 +214,20 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     if options.limit is not None:
         samples = samples[: options.limit]
     samples = [s for s in samples if in_shard(s.id, options.shard)]  # seq stays the index in the whole run
+    spec = run_spec(task, samples, options)  # before the store: a spec that cannot be made leaves no store
+    new_store = not (folder / DB_NAME).exists()
     # a resumed store must hold a run: an empty or half-made one says so instead of silently starting over
-    store = RunStore(folder, existing=options.resume and (folder / DB_NAME).exists())
+    store = RunStore(folder, existing=options.resume and not new_store)
     try:
-        spec = run_spec(task, samples, options)
-        previous = store.get_meta("spec")
+        try:
+            _record_spec(store, folder, spec)
+        except BaseException:
+            if new_store:  # never leave a store without a spec, which no resume could use
+                store.close()
+                for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", MARKER):
+                    (folder / name).unlink(missing_ok=True)
+            raise
         key_version = store.get_meta("key_version")
-        if key_version is None:  # a store from before key version 2 keeps its keys (run/calls.py)
-            key_version = 1 if previous else KEY_VERSION
-            store.set_meta("key_version", key_version)
-        if previous and (previous.get("shard") or None) != spec["shard"]:
-            raise RunFolderExists(f"{folder} holds shard {_shard_text(previous.get('shard'))} of a run, not "
-                                  f"{_shard_text(spec.get('shard'))}; use that shard's own folder")
-        if previous:
-            # a resumed run must be the same run: the same models (by identity, key version 2: endpoints and
-            # placement parameters may change), data and settings
-            same = (identity_spec(previous.get("task_spec")) == identity_spec(spec["task_spec"]) if key_version >= 2
-                    else previous.get("task_spec") == spec["task_spec"])
-            if not same:
-                raise RunFolderExists(
-                    f"{folder} holds a run with a different task spec; use a new folder or --overwrite")
-        store.set_meta("spec", spec)
         sessions = store.get_meta("sessions") or []
         store.set_meta("sessions", sessions + [{"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                                 "models": sorted(_model_strings(spec["task_spec"])),
@@ -312,6 +255,27 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         return RunResult(folder, results, session.counters)
     finally:
         store.close()
+
+
+def _record_spec(store: RunStore, folder: Path, spec: dict[str, Any]) -> None:
+    """Check that a resumed store holds this run, then record the spec (and the key version of a new store)."""
+    mark_run_folder(folder)
+    previous = store.get_meta("spec")
+    key_version = store.get_meta("key_version")
+    if key_version is None:  # a store from before key version 2 keeps its keys (run/calls.py)
+        key_version = 1 if previous else KEY_VERSION
+        store.set_meta("key_version", key_version)
+    if previous and (previous.get("shard") or None) != spec["shard"]:
+        raise RunFolderExists(f"{folder} holds shard {_shard_text(previous.get('shard'))} of a run, not "
+                              f"{_shard_text(spec.get('shard'))}; use that shard's own folder")
+    if previous:
+        # a resumed run must be the same run: the same models (by identity, key version 2: endpoints and
+        # placement parameters may change), data and settings
+        same = (identity_spec(previous.get("task_spec")) == identity_spec(spec["task_spec"]) if key_version >= 2
+                else previous.get("task_spec") == spec["task_spec"])
+        if not same:
+            raise RunFolderExists(f"{folder} holds a run with a different task spec; use a new folder or --overwrite")
+    store.set_meta("spec", spec)
 
 
 def _shard_text(shard: Any) -> str:

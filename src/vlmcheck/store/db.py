@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -41,6 +42,7 @@ from typing import Any, Iterator
 
 from PIL import Image
 
+from ..core.files import json_text
 from ..core.images import encode_image, image_hash
 from ..core.secrets import redact, redact_obj
 
@@ -99,6 +101,7 @@ CREATE TABLE IF NOT EXISTS batch_items (
 """
 
 DB_NAME = "store.sqlite"
+log = logging.getLogger(__name__)
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _DISK_FULL = (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC))
 
@@ -124,37 +127,55 @@ def store_error(path: Path, exc: BaseException) -> StoreError:
     return StoreError(f"{path} is damaged ({reason}); move it aside and start the run again with --overwrite")
 
 
+def _printable(text: str) -> str:
+    """A message that SQLite can hold: lone surrogates (a file name that is not UTF-8) as ``\\xff`` escapes."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _uri(path: Path, read_only: bool) -> str:
+    from urllib.request import pathname2url
+
+    return f"file:{pathname2url(str(path.absolute()))}" + ("?mode=ro" if read_only else "")
+
+
 def artifact_path(digest: str) -> str:
     """Where the artifact with this pixel hash lives, relative to the run folder (content-addressed)."""
     return f"artifacts/{digest[:2]}/{digest}.png"
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(redact_obj(obj), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return json_text(redact_obj(obj), sort_keys=True, separators=(",", ":"))
 
 
 class RunStore:
     """Thread-safe handle on a run folder's store."""
 
-    def __init__(self, folder: str | os.PathLike, *, existing: bool = False) -> None:
+    def __init__(self, folder: str | os.PathLike, *, existing: bool = False, read_only: bool = False) -> None:
         """Open (or create) the store in ``folder``; ``existing=True`` (resume, report) requires a store
-        that holds a run."""
+        that holds a run; ``read_only=True`` (merge's shards) never writes to it."""
         self.folder = Path(folder)
         self.artifact_dir = self.folder / "artifacts"
         self.path = self.folder / DB_NAME
+        self.read_only = read_only
+        existing = existing or read_only
         self._lock = threading.RLock()
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise store_error(self.path, exc) from None
+        self._damaged_keys: set[str] = set()
+        if not read_only:
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise store_error(self.path, exc) from None
         self._check_file(existing)
         try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            # a URI, so that a shard is opened (and attached by absorb) read-only
+            self._db = sqlite3.connect(_uri(self.path, read_only), uri=True, isolation_level=None,
+                                       check_same_thread=False, timeout=30)
         except sqlite3.Error as exc:
             raise store_error(self.path, exc) from None
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            if not read_only:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
             tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if existing and not {"calls", "samples", "meta"} <= tables:
                 raise StoreError(f"{self.path} was never fully set up (the first run stopped before it began); "
@@ -162,7 +183,8 @@ class RunStore:
             if existing and self._db.execute("SELECT 1 FROM meta WHERE key = 'spec'").fetchone() is None:
                 raise StoreError(f"{self.path} holds no run spec (the first run stopped before it began); "
                                  "start the run again with --overwrite")
-            self._db.executescript(SCHEMA)
+            if not read_only:
+                self._db.executescript(SCHEMA)
         except StoreError:
             self._db.close()
             raise
@@ -226,13 +248,34 @@ class RunStore:
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         row = self._row("SELECT value FROM meta WHERE key = ?", (key,))
-        return json.loads(row[0]) if row else default
+        if not row:
+            return default
+        try:
+            return json.loads(row[0])
+        except (TypeError, ValueError):
+            what = "run spec" if key == "spec" else f"run's {key!r} record"
+            raise StoreError(f"{self.path}: the stored {what} is damaged (not JSON), so the run cannot be rebuilt "
+                             "from it; start the run again with --overwrite (cached answers are lost) or in a new "
+                             "folder") from None
 
     # ----------------------------------------------------------------- calls
     def get_call(self, key: str) -> dict[str, Any] | None:
-        """The cached response for ``key``, or None (errors are never served)."""
+        """The cached response for ``key``, or None (errors are never served).  A response that does not parse
+        is a miss: logged once, and marked failed so that the new answer replaces it."""
         row = self._row("SELECT response FROM calls WHERE key = ? AND status = 'ok'", (key,))
-        return json.loads(row[0]) if row else None
+        if not row:
+            return None
+        try:
+            return json.loads(row[0])
+        except (TypeError, ValueError):
+            if key not in self._damaged_keys:
+                self._damaged_keys.add(key)
+                log.warning("%s: the cached answer of call %s is damaged (not JSON); calling the model again",
+                            self.path, key[:16])
+            if not self.read_only:
+                self._exec("UPDATE calls SET status = 'error', error_type = 'damaged', error_message = "
+                           "'the stored answer was not JSON' WHERE key = ? AND status = 'ok'", (key,))
+            return None
 
     def put_call(
         self,
@@ -268,7 +311,7 @@ class RunStore:
             "ON CONFLICT(key) DO UPDATE SET error_type = excluded.error_type, "
             "error_message = excluded.error_message, attempts = excluded.attempts, "
             "created_at = excluded.created_at WHERE calls.status = 'error'",
-            (key, role, model, _dumps(request), error_type, redact(message), attempts, time.time()),
+            (key, role, model, _dumps(request), error_type, _printable(redact(message)), attempts, time.time()),
         )
 
     def call_stats(self) -> dict[str, Any]:
@@ -309,7 +352,7 @@ class RunStore:
             "error_type = excluded.error_type, error_message = excluded.error_message, "
             "updated_at = excluded.updated_at WHERE samples.status = 'error'",
             (task, sample_id, seq, _dumps(partial) if partial is not None else None, error_type,
-             redact(message), time.time()),
+             _printable(redact(message)), time.time()),
         )
 
     def clear_failed(self, task: str | None = None) -> int:
@@ -332,7 +375,15 @@ class RunStore:
         for t, sid, seq, status, result, etype, emsg in self._rows(sql, args):
             rec: dict[str, Any] = {"task": t, "sample_id": sid, "seq": seq, "status": status}
             if result is not None:
-                rec["result"] = json.loads(result)
+                try:
+                    rec["result"] = json.loads(result)
+                except (TypeError, ValueError):  # a damaged row: the sample failed, and retry-failed runs it again
+                    status, etype, emsg = "error", "damaged_record", ("its stored result was damaged (not JSON); "
+                                                                      "`vlmcheck retry-failed` runs it again")
+                    rec["status"] = status
+                    if not self.read_only:
+                        self._exec("UPDATE samples SET status = 'error', result = NULL, error_type = ?, "
+                                   "error_message = ? WHERE task = ? AND sample_id = ?", (etype, emsg, t, sid))
             if status == "error":
                 rec["error"] = {"type": etype, "message": emsg}
             yield rec
@@ -436,7 +487,7 @@ class RunStore:
         counts = {}
         with self._lock:
             try:
-                self._db.execute("ATTACH DATABASE ? AS other", (str(other.path),))
+                self._db.execute("ATTACH DATABASE ? AS other", (_uri(other.path, True),))
                 try:
                     self._db.execute("BEGIN IMMEDIATE")
                     counts["calls"] = self._db.execute(

@@ -1,0 +1,95 @@
+"""A run folder: its lock (one writer), its marker, and what ``--overwrite`` and ``merge`` may delete in it (the
+run's own files, never a user's)."""
+
+from __future__ import annotations
+
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+
+from .._version import __version__
+from ..core.files import write_text_atomic
+from ..store.db import DB_NAME
+
+
+class RunFolderExists(RuntimeError):
+    pass
+
+
+class RunFolderInUse(RunFolderExists):
+    """Another live process holds the run folder's lock."""
+
+
+LOCK_NAME = ".vlmcheck.lock"
+MARKER = ".vlmcheck-run"  # written into every run folder when its store is made
+#: what a run folder holds: ``--overwrite`` and ``merge`` delete these and nothing else
+RUN_FILES = frozenset({LOCK_NAME, MARKER, DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", f"{DB_NAME}-journal",
+                       "results.json", "samples.jsonl", "report.html", "report_files", "artifacts"})
+
+
+@contextmanager
+def lock_file(path: Path, what: Path):
+    """Hold an exclusive ``flock`` on ``path`` while the block runs.
+
+    The kernel releases it when the process dies (kill -9 included), so a stale lock never blocks a resume.  A
+    second process gets :class:`RunFolderInUse` naming the holder's PID and ``what`` it holds."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; runs are not guarded there
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            raise RunFolderInUse(f"run folder in use by PID {holder}: {what}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+@contextmanager
+def folder_lock(folder: Path):
+    """Hold an exclusive lock on the run folder for the life of this process's run (a file in the folder)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with lock_file(folder / LOCK_NAME, folder):
+        yield
+
+
+def mark_run_folder(folder: Path) -> None:
+    """Say that ``folder`` holds a vlmcheck run (what ``--overwrite`` may empty)."""
+    marker = folder / MARKER
+    if not marker.exists():
+        write_text_atomic(marker, json.dumps({"vlmcheck": __version__}) + "\n")
+
+
+def check_replaceable(folder: Path) -> None:
+    """Refuse (one sentence) a folder that holds anything but a vlmcheck run's own files: ``--overwrite`` and
+    ``merge`` never delete a user's files."""
+    others = sorted(p.name for p in folder.iterdir()
+                    if p.name not in RUN_FILES and not (p.name.startswith(".") and p.name.endswith(".tmp")))
+    if others:
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise RunFolderExists(f"{folder} holds files that are not a vlmcheck run's ({shown}); --overwrite deletes "
+                              "only a run folder: choose another folder")
+
+
+def _empty_run_folder(folder: Path) -> None:
+    """Remove a run's own files from ``folder`` (all but the lock we hold), after :func:`check_replaceable`."""
+    import shutil
+
+    check_replaceable(folder)
+    for child in folder.iterdir():
+        if child.name == LOCK_NAME:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
