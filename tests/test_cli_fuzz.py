@@ -164,6 +164,29 @@ def _cases(d: Path) -> dict[str, list[str]]:
     c["perturb unknown corruption"] = ["perturb", str(d / "img"), "-c", "nope", "--out", str(d / "out" / "p")]
     c["perturb severity 9"] = ["perturb", str(d / "img"), "-c", "gaussian_noise", "-s", "9", "--out",
                                str(d / "out" / "p2")]
+    # issue 32: empty paths (item 1), values accepted silently before (item 7), odd output folders (item 8)
+    c["out empty"] = desc[:3] + ["--out", "", "--data", good]
+    c["out= empty"] = desc[:3] + ["--out=", "--data", good]
+    c["export run empty"] = ["export", "", "--out", str(d / "out" / "e")]
+    c["merge out empty"] = ["merge", "", str(d / "describe-run")]
+    c["report output empty"] = ["report", str(d / "describe-run"), "-o", ""]
+    c["concurrency negative"] = ["describe", "--vlm", "openai:m@http://127.0.0.1:9/v1?concurrency=-5", "--data",
+                                 good, "--out", str(d / "out" / "cn")]
+    c["timeout negative"] = ["describe", "--vlm", "openai:m@http://127.0.0.1:9/v1?timeout=-1", "--data", good,
+                             "--out", str(d / "out" / "tn")]
+    c["unknown param"] = ["describe", "--vlm", "openai:m@http://127.0.0.1:9/v1?temprature=0", "--data", good,
+                          "--out", str(d / "out" / "up")]
+    c["max tokens negative"] = desc + [good, "--max-tokens", "-5"]
+    c["max tokens zero"] = desc + [good, "--max-tokens", "0"]
+    c["keywords numbers"] = desc + [str(_write(d / "kw.jsonl", mk({"image": GOOD_IMG, "keywords": [1, 2]})))]
+    c["id object"] = desc + [str(_write(d / "idobj.jsonl", mk({"image": GOOD_IMG, "id": {"a": 1}})))]
+    if not (d / "dangling").is_symlink():
+        (d / "dangling").symlink_to(d / "nowhere" / "x")
+        (d / "loop").symlink_to(d / "loop")
+    c["out dangling symlink"] = desc[:3] + ["--out", str(d / "dangling"), "--data", good]
+    c["out looping symlink"] = desc[:3] + ["--out", str(d / "loop"), "--data", good]
+    c["export out looping symlink"] = ["export", str(d / "describe-run"), "--out", str(d / "loop")]
+    c["merge out dangling symlink"] = ["merge", str(d / "dangling"), str(d / "describe-run")]
     return c
 
 

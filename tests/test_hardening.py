@@ -204,9 +204,9 @@ def test_url_credentials_are_used_for_requests_and_never_written(fake_server, tm
     user, password = "alice", "pw-Hunter2-s3cret"
     token, sig = "tok-AbCdEf0123456789", "sig-9876543210zyxw"
     host = fake_server.base_url.replace("http://", "")
-    spec = f"openai:fake@http://{user}:{password}@{host}?access_token={token}&sig={sig}&temperature_hint=1"
+    spec = f"openai:fake@http://{user}:{password}@{host}?access_token={token}&sig={sig}&clients=1"
     parsed = ModelSpec.parse(spec)
-    assert parsed.canonical() == f"openai:fake@{fake_server.base_url}?temperature_hint=1"
+    assert parsed.canonical() == f"openai:fake@{fake_server.base_url}?clients=1&login=url"
     manifest = _photos(tmp_path)
     res = run_task(DescribeTask(DescribeSpec(vlm=parsed.canonical(), data=str(manifest)), vlm=_load(parsed)),
                    tmp_path / "run", RunOptions(progress=False))

@@ -28,6 +28,7 @@ import sys
 import typer
 
 from . import _help, cast, chef, demo, describe, genception, info, outputs, perturb, runs, vhx, world
+from ..core.files import broken_link
 from ._common import say_error
 
 _help.install()
@@ -40,6 +41,9 @@ for _group in (info, describe, runs, world, genception, outputs, perturb, vhx, c
 #: options whose value is a file or folder: an empty one is an unset shell variable, never "here"
 PATH_OPTIONS = ("--out", "-o", "--output", "--data", "--cases", "--pairs", "--annotations", "--images", "--recipe",
                 "--external", "--gallery", "--vqa", "--model")
+
+
+OUTPUT_OPTIONS = ("--out", "-o", "--output")
 
 
 def empty_path_argument(argv: list[str]) -> str | None:
@@ -56,6 +60,10 @@ def empty_path_argument(argv: list[str]) -> str | None:
             if not previous.startswith("-") or previous in ("--resume", "--overwrite", "--progress",
                                                               "--no-progress", "--allow-outside"):
                 return "an empty path argument (an unset shell variable?); give a folder or file"
+        if previous in OUTPUT_OPTIONS or (eq and name in OUTPUT_OPTIONS):
+            why = broken_link(value if eq and name in OUTPUT_OPTIONS else token)
+            if why:
+                return why
         previous = token
     return None
 

@@ -20,7 +20,7 @@ def describe(
     data: Path = typer.Option(..., "--data", metavar="PATH", help="Image folder or JSONL manifest"),
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     prompt: str = typer.Option("Describe this image in detail.", "--prompt", metavar="TEXT"),
-    max_tokens: int = typer.Option(512, "--max-tokens", metavar="N"),
+    max_tokens: int = typer.Option(512, "--max-tokens", min=1, metavar="N"),
     api_key: Optional[str] = C.API_KEY,
     resume: bool = C.RESUME, overwrite: bool = C.OVERWRITE, limit: Optional[int] = C.LIMIT,
     shard: Optional[str] = C.SHARD, max_concurrency: int = C.CONCURRENCY, seed: int = C.SEED,

@@ -82,7 +82,10 @@ def _load_jsonl(path: Path) -> list[ImageItem]:
         if not isinstance(image, str):
             raise DatasetError(f"{path}:{lineno}: missing 'image' (or 'path') field")
         full = dataset_path(path.parent, image)
-        item_id = str(row.pop("id", image))
+        raw_id = row.pop("id", image)
+        if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
+            raise DatasetError(f"{path}:{lineno}: 'id' must be a string or an integer, not a {type(raw_id).__name__}")
+        item_id = str(raw_id)
         if item_id in seen:
             raise DatasetError(f"{path}:{lineno}: duplicate id {item_id!r}")
         seen.add(item_id)
@@ -90,6 +93,11 @@ def _load_jsonl(path: Path) -> list[ImageItem]:
         if category is not None and not isinstance(category, (str, int)):
             raise DatasetError(f"{path}:{lineno}: 'category' must be a string, not a {type(category).__name__}")
         category = None if category is None else str(category)
+        keywords = row.get("keywords")
+        if keywords is not None and (not isinstance(keywords, list)
+                                     or not all(isinstance(k, str) and k.strip() for k in keywords)):
+            raise DatasetError(f"{path}:{lineno}: 'keywords' must be a list of words (strings), e.g. "
+                               "[\"cat|kitten\", \"mat\"]")
         items.append(ImageItem(id=item_id, path=full, category=category, meta=row, root=str(path.parent)))
     if not items:
         raise DatasetError(f"{path}: manifest is empty")

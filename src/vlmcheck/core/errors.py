@@ -14,6 +14,7 @@ malformed      yes        invalid JSON, no choices (a server glitch, few tries)
 bad_request    no         HTTP 400, 404, 413, 422: the request itself is wrong
 auth           no         HTTP 401, 403
 unsupported    no         the model cannot do what was asked
+too_large      no         a reply over ``max_response_mb`` or an answer over ``max_answer_chars``
 =============  =========  ====================================================
 """
 
@@ -22,8 +23,21 @@ from __future__ import annotations
 from typing import Literal
 
 ErrorKind = Literal[
-    "rate_limit", "server", "timeout", "connection", "malformed", "bad_request", "auth", "unsupported"
+    "rate_limit", "server", "timeout", "connection", "malformed", "bad_request", "auth", "unsupported", "too_large"
 ]
+
+
+async def read_capped(chunks, max_bytes: int, what: str = "the reply") -> bytes:
+    """The bytes of an async iterator of (decompressed) chunks, refused with a ``too_large`` error as soon as they
+    pass ``max_bytes``: memory stays bounded whatever a server sends, a gzip bomb included."""
+    parts, size = [], 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > max_bytes:
+            raise ModelCallError("too_large", f"{what} is larger than {max_bytes / 1e6:g} MB (max_response_mb); "
+                                              "raise ?max_response_mb= if the server's replies are that large")
+        parts.append(chunk)
+    return b"".join(parts)
 RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection", "malformed"})
 
 

@@ -51,6 +51,21 @@ def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
     return fd, tmp
 
 
+def broken_link(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be written to as a folder or file when it is a symbolic link that leads nowhere (a
+    dangling link, a loop); None otherwise."""
+    path = Path(path)
+    if not path.is_symlink():
+        return None
+    try:
+        path.resolve(strict=True)
+    except FileNotFoundError:
+        return f"{path} is a symbolic link to {os.readlink(path)}, which does not exist; give a real folder"
+    except (RuntimeError, OSError):  # RuntimeError before Python 3.13, OSError(ELOOP) after
+        return f"{path} is a symbolic link that loops; give a real folder"
+    return None
+
+
 def json_text(obj: Any, **kwargs: Any) -> str:
     """``json.dumps`` with non-ASCII text as is, and escaped (``\\udcff``, lossless) where a string holds lone
     surrogates - a file name that is not valid UTF-8, as Python reads it - which no UTF-8 file or SQLite text can

@@ -30,6 +30,7 @@ path so that heavy dependencies (torch, SDKs) load only when used.
 from __future__ import annotations
 
 import importlib
+import os
 from importlib.metadata import entry_points
 from typing import Any, Callable, Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
@@ -52,7 +53,10 @@ PLACEMENT_PARAMS = frozenset({
     "device", "batch_size",  # local placement
     "price_in", "price_out",  # cost accounting
     "batch", "batch_window", "batch_poll",  # provider batch APIs: the same answers, later and cheaper
+    "max_response_mb", "max_answer_chars",  # bounds on what a reply may hold
+    "login",  # login=url: the base URL carried user:password, which no record keeps (resolve_url_auth)
 })
+URL_CREDENTIALS_ENV = "VLMCHECK_URL_CREDENTIALS"
 
 
 def identity_of(spec_or_id: str) -> str:
@@ -107,6 +111,7 @@ class ModelSpec(BaseModel):
             userinfo = infos.pop()
             if userinfo:
                 secrets["userinfo"] = userinfo
+                params["login"] = "url"  # recorded, so that a resume asks for them instead of using a key
         for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
             if is_secret_param(key):
                 secrets[key.lower()] = value
@@ -249,13 +254,26 @@ def _split_userinfo(url: str) -> tuple[str, str | None]:
     return urlunsplit(parts._replace(netloc=host)), f"{user}:{password}"
 
 
+#: the smallest value of numeric parameters (``True``: strictly above 0); a value below is an error, not ignored
+PARAM_MINIMUM: dict[str, float | bool] = {
+    "concurrency": 0, "clients": 1, "timeout": True, "cooldown": 0, "batch_size": 1, "batch_window": 0,
+    "batch_poll": True, "steps": 1, "width": 1, "height": 1, "vision_size": 1, "logprobs": 0,
+    "prompt_logprobs": 0, "price_in": 0, "price_out": 0, "max_response_mb": True, "max_answer_chars": 1,
+}
+
+
 def _convert(spec: ModelSpec, key: str, default, typ):
     if key not in spec.params:
         return default
     try:
-        return typ(spec.params[key])
+        value = typ(spec.params[key])
     except ValueError as exc:
         raise SpecError(f"{spec.canonical()}: parameter {key}={spec.params[key]!r} is not a {typ.__name__}") from exc
+    low = PARAM_MINIMUM.get(key)
+    if low is not None and (value <= 0 if low is True else value < low) or value != value:
+        need = "above 0" if low is True else f"at least {low}"
+        raise SpecError(f"{spec.canonical()}: parameter {key}={spec.params[key]} must be {need}")
+    return value
 
 
 # ----------------------------------------------------------------------------- registry
@@ -267,15 +285,49 @@ class _Entry(BaseModel):
     target: str  # "module:attr"
     roles: tuple[str, ...]
     description: str = ""
+    params: tuple[str, ...] | None = None  # the ?parameters the adapter reads (None: not checked)
 
 
 _REGISTRY: dict[str, _Entry] = {}
 _ENTRY_POINTS_LOADED = False
 
 
-def register(provider: str, target: str, roles: tuple[RoleName, ...], description: str = "") -> None:
-    """Register a factory ``target`` ("module:function") for ``provider``."""
-    _REGISTRY[provider.lower()] = _Entry(target=target, roles=tuple(roles), description=description)
+#: parameters every provider takes: prices for cost accounting (run/runner.py)
+COMMON_PARAMS = ("price_in", "price_out", "login")
+
+
+def resolve_url_auth(spec: ModelSpec) -> None:
+    """A spec recorded from a URL with ``user:password`` (``login=url``) needs them again: from the URL, or from
+    the variable ``VLMCHECK_URL_CREDENTIALS``; never a silent switch to another kind of authentication."""
+    if spec.params.get("login") != "url" or "userinfo" in spec._secrets:
+        return
+    value = os.environ.get(URL_CREDENTIALS_ENV)
+    if not value:
+        raise SpecError(f"{spec.canonical()}: this run reached its server with user:password in the URL, which "
+                        f"is never stored; give the full URL again (the method's command with --resume) or set "
+                        f"{URL_CREDENTIALS_ENV}=user:password")
+    register_secret(value)
+    register_secret(value.partition(":")[2])  # the password (a user name alone is no secret)
+    spec._secrets["userinfo"] = value
+
+
+def register(provider: str, target: str, roles: tuple[RoleName, ...], description: str = "",
+             params: tuple[str, ...] | None = None) -> None:
+    """Register a factory ``target`` ("module:function") for ``provider``; ``params``: the ``?parameters`` it
+    reads, so that a misspelt one is an error instead of being ignored."""
+    _REGISTRY[provider.lower()] = _Entry(target=target, roles=tuple(roles), description=description,
+                                         params=None if params is None else tuple(params))
+
+
+def check_params(spec: ModelSpec, entry: _Entry) -> None:
+    if entry.params is None:
+        return
+    known = set(entry.params) | set(COMMON_PARAMS)
+    unknown = sorted(set(spec.params) - known)
+    if unknown:
+        extra = "; extra request fields go in extra_body={...}" if "extra_body" in known else ""
+        raise SpecError(f"{spec.canonical()}: unknown parameter(s) {', '.join(unknown)} for {spec.provider}:; known: "
+                        f"{', '.join(sorted(known))}{extra}")
 
 
 def _load_entry_points() -> None:
@@ -308,6 +360,8 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
     if entry is None:
         known = ", ".join(sorted(_REGISTRY)) or "none"
         raise SpecError(f"unknown model provider {spec.provider!r} in {spec.canonical()!r}; known: {known}")
+    check_params(spec, entry)
+    resolve_url_auth(spec)
     if role not in entry.roles:
         raise SpecError(
             f"provider {spec.provider!r} does not serve the {role!r} role (it serves: {', '.join(entry.roles)})"

@@ -21,7 +21,7 @@ import json
 import os
 from typing import Any
 
-from ..core.errors import ModelCallError
+from ..core.errors import ModelCallError, read_capped
 from ..core.secrets import redact, register_secret
 from ..core.spec import ModelSpec
 from ._http_errors import REFUSED, body_message, connection_reason, status_error
@@ -89,7 +89,9 @@ class Session:
 class OpenAIHTTP:
     """Requests to one OpenAI-compatible server, with the key and headers the SDK would send."""
 
-    def __init__(self, spec: ModelSpec, key: str, timeout: float, n_sessions: int = 1) -> None:
+    def __init__(self, spec: ModelSpec, key: str, timeout: float, n_sessions: int = 1,
+                 max_bytes: int = 8_000_000) -> None:
+        self.max_bytes = max_bytes
         self.base_url = (spec.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.timeout = timeout
         self.headers = {"Accept": "application/json", "Content-Type": "application/json",
@@ -115,7 +117,8 @@ class OpenAIHTTP:
                                        params=self.query, proxy=self.proxy,
                                        proxy_headers=self.proxy_headers,
                                        timeout=aiohttp.ClientTimeout(total=timeout or self.timeout)) as resp:
-                data = await resp.read()
+                # decompressed chunk by chunk, refused past max_bytes (a 2 MB gzip body can inflate to 2 GB)
+                data = await read_capped(resp.content.iter_chunked(1 << 16), self.max_bytes)
                 if resp.status >= 400:
                     raise _status_error(resp.status, resp.headers, data)
                 return data

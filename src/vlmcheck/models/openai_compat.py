@@ -45,7 +45,7 @@ import time
 from typing import Any
 
 
-from ..core.errors import ModelCallError
+from ..core.errors import ModelCallError, read_capped
 from ..core.messages import Message, to_openai
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, TokenLogprob, Usage
 from ..core.secrets import redact, register_secret, secret_from_env
@@ -54,6 +54,9 @@ from ..run.loop_clients import PerLoopClients
 from ._http_errors import translate
 from ._openai_http import OpenAIHTTP, json_object
 from .openai_preflight import PreflightError, preflight_http, preflight_openai  # noqa: F401 (part of this API)
+
+DEFAULT_MAX_RESPONSE_MB = 8.0
+DEFAULT_MAX_ANSWER_CHARS = 1_000_000
 
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop",
            "function_call": "stop", "eos": "stop"}
@@ -128,11 +131,15 @@ class OpenAIChat:
         n_clients = spec.get_int("clients", 1)
         direct = _transport(spec) == "aiohttp"
         self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
+        # a reply is read up to max_response_mb (decompressed) and an answer kept up to max_answer_chars: beyond,
+        # the sample fails with a too_large error, and memory stays bounded whatever the server sends
+        self.max_response_bytes = int(spec.get_float("max_response_mb", DEFAULT_MAX_RESPONSE_MB) * 1e6)
+        self.max_answer_chars = spec.get_int("max_answer_chars", DEFAULT_MAX_ANSWER_CHARS)
 
         def endpoint(url: str | None) -> _Endpoint:
             at = spec.at(url) if url else spec
             key = _api_key(at)
-            http = OpenAIHTTP(at, key, self.timeout, n_clients) if direct else None
+            http = OpenAIHTTP(at, key, self.timeout, n_clients, self.max_response_bytes) if direct else None
             return _Endpoint(url, _clients(at, n_clients, key), http)
 
         self._endpoints = [endpoint(url) for url in spec.endpoints] or [endpoint(None)]
@@ -216,7 +223,16 @@ class OpenAIChat:
         """
         if ep.http is not None:
             return await ep.http.post_json("/chat/completions", json_body(body))
-        content = await ep.clients.get().post("/chat/completions", cast_to=bytes, content=json_body(body))
+        import httpx
+
+        # the SDK's streaming raw response (what its with_streaming_response uses), read chunk by chunk up to
+        # the cap instead of whole
+        resp = await ep.clients.get().post("/chat/completions", cast_to=httpx.Response, content=json_body(body),
+                                           options={"headers": {"X-Stainless-Raw-Response": "stream"}})
+        try:
+            content = await read_capped(resp.aiter_bytes(), self.max_response_bytes)
+        finally:
+            await resp.aclose()
         return json_object(content)
 
     def batch_body(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:
@@ -255,9 +271,13 @@ class OpenAIChat:
                 return await self.generate(messages, config.model_copy(update={"logprobs": False}))
             raise
         try:
-            return _parse_chat(resp)
+            gen = _parse_chat(resp)
         except (KeyError, TypeError, AttributeError) as exc:
             raise ModelCallError("malformed", f"unexpected response shape: {type(exc).__name__}: {exc}") from exc
+        if len(gen.text) > self.max_answer_chars:
+            raise ModelCallError("too_large", f"the answer has {len(gen.text):,} characters, more than "
+                                              f"max_answer_chars={self.max_answer_chars:,}; it is not stored")
+        return gen
 
 
     async def _prompt_logprobs(self, messages: list[Message], continuation: str) -> list[float]:

@@ -21,7 +21,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from ..core.files import InputFileError
+from ..core.files import InputFileError, broken_link
 from ..store.db import DB_NAME, RunStore
 from .folder import RunFolderExists, check_replaceable, folder_lock, lock_file, mark_run_folder
 from .runner import identity_spec, write_outputs
@@ -41,6 +41,8 @@ def merge_runs(shards: list[str | Path], out: str | Path, overwrite: bool = Fals
     out = Path(out)
     if not str(out).strip():
         raise InputFileError("the merged run's folder is empty; give OUT")
+    if broken_link(out):
+        raise InputFileError(broken_link(out))
     shards = [Path(s) for s in shards]
     for folder in shards:
         if _same_or_inside(folder, out):

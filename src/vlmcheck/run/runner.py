@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from .._version import __version__
-from ..core.files import json_text, write_text_atomic
+from ..core.files import broken_link, json_text, write_text_atomic
 from ..core.images import DEFAULT_MAX_FILE_BYTES
 from ..core import inputs
 from ..core.inputs import DEFAULT_PIXEL_BUDGET
@@ -190,6 +190,8 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
     if not str(folder).strip():
         raise RunFolderExists("the run folder is empty (an unset variable?); give a folder")
     folder = Path(folder)
+    if broken_link(folder):
+        raise RunFolderExists(broken_link(folder))
     if folder.exists() and not folder.is_dir():
         raise RunFolderExists(f"{folder} is a file, not a run folder")
     policy = inputs.InputPolicy(allow_outside=options.allow_outside, max_file_bytes=options.max_image_bytes,

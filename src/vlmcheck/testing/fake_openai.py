@@ -23,6 +23,8 @@ Faults are asked for by a marker in the prompt text, ``[fault=SPEC]``:
   timeout never fires; a total deadline does);
 * ``nologprobs`` - HTTP 400 for every request that asks for logprobs, naming the parameter only in the
   error's ``param`` field, as a server without logprobs does;
+* ``gzipbomb`` - a 1 MB gzip body (``Content-Encoding: gzip``) that inflates to 1 GB; ``huge`` - an answer of
+  200 MB, streamed; ``long`` - an answer of 2,000,000 characters (to test the reply and answer caps);
 * ``think`` - a reasoning model's answer: ``<think>`` block saying "no", then
   "Yes"; ``reasoning`` - "Yes" with a ``reasoning_content`` field saying "no".
 
@@ -111,6 +113,25 @@ class FakeOpenAI:
         return True
 
     @staticmethod
+    async def _stream(writer, kind: str) -> bool:
+        """A body far larger than any answer, written a chunk at a time (this server holds little of it)."""
+        if kind == "gzipbomb":
+            body, extra = [_gzip_bomb()], ["Content-Encoding: gzip"]
+        else:
+            head, tail = b'{"id": "x", "object": "chat.completion", "choices": [{"message": {"content": "', b'"}}]}'
+            body, extra = [head] + [b"a" * (1 << 20)] * 200 + [tail], []
+        size = sum(len(b) for b in body)
+        writer.write(("\r\n".join(["HTTP/1.1 200 OK", "Content-Type: application/json", f"Content-Length: {size}",
+                                    "Connection: close", *extra]) + "\r\n\r\n").encode())
+        try:
+            for chunk in body:
+                writer.write(chunk)
+                await writer.drain()
+        except (ConnectionError, OSError):  # the client gave up reading: as it should
+            pass
+        return False
+
+    @staticmethod
     async def _trickle(writer, payload: bytes) -> bool:
         head = ["HTTP/1.1 200 OK", "Content-Type: application/json", f"Content-Length: {len(payload)}",
                 "Connection: close"]
@@ -164,6 +185,8 @@ class FakeOpenAI:
                 await asyncio.sleep(3.0)
             elif kind == "trickle":
                 return await self._trickle(writer, json.dumps(_completion(req, digest)).encode())
+            elif kind in ("gzipbomb", "huge"):
+                return await self._stream(writer, kind)
             elif (response := _fault_response(kind, req, digest, headers)) is not None:
                 return await self._reply(writer, *response)
         if gemini:
@@ -175,6 +198,23 @@ class FakeOpenAI:
         else:
             payload = _completion(req, digest)
         return await self._reply(writer, 200, json.dumps(payload).encode())
+
+
+_BOMB: list[bytes] = []
+
+
+def _gzip_bomb() -> bytes:
+    """1 GB of a JSON answer's letters, gzip-compressed to about 1 MB (made once)."""
+    if not _BOMB:
+        import zlib
+
+        z = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: a gzip wrapper
+        parts = [z.compress(b'{"choices": [{"message": {"content": "')]
+        block = b"a" * (1 << 20)
+        parts += [z.compress(block) for _ in range(1024)]
+        parts.append(z.flush())
+        _BOMB.append(b"".join(parts))
+    return _BOMB[0]
 
 
 def _error(message: str) -> bytes:
@@ -196,6 +236,10 @@ def _fault_response(kind: str, req: dict, digest: str, headers: dict[str, str]
         return 200, b'{"id": "x", "choices": [ {"message": ', None
     if kind == "empty":
         return 200, json.dumps(_completion(req, digest, choices=False)).encode(), None
+    if kind == "long":
+        body = _completion(req, digest)
+        body["choices"][0]["message"]["content"] = "a" * 2_000_000
+        return 200, json.dumps(body).encode(), None
     if kind in ("think", "reasoning"):
         body = _completion(req, digest)
         message = body["choices"][0]["message"]
