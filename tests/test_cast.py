@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+import re
+
 import pytest
 from PIL import Image
 
@@ -10,6 +12,13 @@ from vlmcheck.methods.cast import (FORMATS, MODALITIES, CastSpec, CastTask, cast
                                    parse_verdict, sample_pairs, side_by_side, validation_prompt)
 from vlmcheck.run.runner import RunOptions, run_task
 from vlmcheck.world.make import make_world_pairs
+
+
+def test_statements_glued_to_the_prefill_as_the_authors_parse_them():
+    # "Similarities:\n\n1." + a stripped continuation: the authors' ^\d+\.\s* keeps "The two ..." as item 1
+    assert parse_statements("Similarities:\n\n1.The two scenes are outdoors.\n2.Both have a tree.") == [
+        "The two scenes are outdoors.", "Both have a tree."]
+    assert parse_statements("1.5 apples are on the table.") == []  # a decimal, not an item
 
 
 def test_parse_numbered_lists():
@@ -106,7 +115,10 @@ def test_topk_pools_statements_over_pairs_with_unequal_counts():
 
 def test_verdict_after_an_echoed_answer_prefix():
     assert parse_verdict("Answer: Yes", "yes_no") == 1
-    assert parse_verdict("answer:  **No**, only one", "yes_no") == 0
+    # the authors split on "Answer:" case-sensitively (validator.py: pred.split("Answer:")[-1]): a lower-case
+    # "answer:" is not split off, the text starts with "answer", and the verdict is unparseable
+    assert parse_verdict("answer:  **No**, only one", "yes_no") is None
+    assert parse_verdict("Answer:  **No**, only one", "yes_no") == 0
     assert parse_verdict("Answer with 'one' or 'both'. Answer: both", "one_both") == 1
 
 
@@ -148,14 +160,17 @@ def test_prompt_layout_and_prefill(tmp_path, prefill):
     for msgs in vlm.seen:
         user = msgs[0].content
         kinds = [type(p).__name__ for p in user]
-        # image(s) first, then the instruction, then the scenes (text modalities), the statement last
+        # image(s) first, then one text as the authors build it (consistency/generator.py, validator.py):
+        # f"{instruction}\n\nScene 1:\n\n{a}\n\nScene 2:\n\n{b}\n\nStatement:{statement}"
         n_img = kinds.count("ImagePart")
         assert all(isinstance(p, ImagePart) for p in user[:n_img])
-        assert all(isinstance(p, TextPart) for p in user[n_img:])
-        assert user[n_img].text.startswith("Given two")
-        texts = [p.text for p in user[n_img:]]
-        if any("Statement:" in t for t in texts):
-            assert texts[-1].startswith("\nStatement: ")
+        assert [type(p).__name__ for p in user[n_img:]] == ["TextPart"]
+        text = user[n_img].text
+        assert text.startswith("Given two")
+        if "Scene 1:" in text:
+            assert re.search(r"\n\nScene 1:\n\n.+\n\nScene 2:\n\n.+", text, re.S)
+        if "Statement:" in text:
+            assert re.search(r"\n\nStatement:Both [^\n]+$", text), text[-80:]
         if len(msgs) > 1:
             assert msgs[-1].role == "assistant" and msgs[-1].text in ("Similarities:\n\n1.", "Answer:")
         assert (len(msgs) > 1) is prefill

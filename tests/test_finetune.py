@@ -71,7 +71,8 @@ def test_split_is_by_image_seeded_and_sized():
 
 def test_dataset_from_expanded_cases_never_trains_on_a_held_out_image(vhx_run, tmp_path):
     out = tmp_path / "ds"
-    build = build_dataset([vhx_run], out, rephraser=load_model("ref:paraphraser", "text"), k=2, seed=0)
+    build = build_dataset([vhx_run], out, rephraser=load_model("ref:paraphraser", "text"), k=2, seed=0,
+                          variants=["original", "adversarial", "vhx_jpeg"])
     records = [json.loads(x) for x in (vhx_run / "samples.jsonl").read_text().splitlines()]
     by_digest: dict[str, list[dict]] = {}
     for rec in records:
@@ -115,6 +116,31 @@ def test_dataset_from_expanded_cases_never_trains_on_a_held_out_image(vhx_run, t
     assert d["train"].num_rows == len(rows) and d["heldout"].num_rows == len(held_cases)
     assert d["train"][0]["image"].size == Image.open(out / rows[0]["image"]).size
     assert json.loads((out / "build.json").read_text())["seed"] == 0
+
+
+def test_the_default_expansion_is_negation_x_original_and_adversarial(tmp_path):
+    # paper 5.4: each case gives (original, adversarial image) x (question, negated question), each rephrased
+    # k times: 2 x 2 x (1 + k) rows.  A run with one common perturbation and an attack: the common one is left
+    # out unless named.
+    root = tmp_path
+    subprocess.run([*CLI, "world", "make", str(root / "w"), "--n", "2", "--size", "96"], check=True,
+                   capture_output=True)
+    subprocess.run([*CLI, "vhx", "run", "--vlm", "ref:describer", "--cases", str(root / "w"), "--out",
+                    str(root / "run"), "--perturb", "vhx_jpeg", "--attack", "ifgsm", "--attack-target", "ref:effnet",
+                    "--steps-clean", "2", "--steps-hallucinated", "2", "--no-progress"], check=True,
+                   capture_output=True)
+    records = [json.loads(x)["result"] for x in (root / "run" / "samples.jsonl").read_text().splitlines()]
+    assert all(set(r["variants"]) == {"original", "vhx_jpeg", "adv_ifgsm"} for r in records)
+    paper = build_dataset([root / "run"], root / "paper", k=0, train_fraction=0.5, seed=0)
+    more = build_dataset([root / "run"], root / "more", k=0, train_fraction=0.5, seed=0,
+                         variants=["original", "adversarial", "vhx_jpeg"])
+    trained = [r for r in records if _sha(Path(r["image"])) in set(paper["split"]["train_images"])]
+    by_hand = sum(2 * (1 + bool(r["negation"]["ok"])) for r in trained)  # 2 variants x questions
+    assert paper["counts"]["expanded_rows"] == by_hand and paper["variants"] == ["original", "adversarial"]
+    assert more["counts"]["expanded_rows"] == by_hand * 3 // 2  # 3 variants
+    rows = [json.loads(x) for x in (root / "paper" / "train.jsonl").read_text().splitlines()]
+    assert {r["variant"] for r in rows} == {"original", "adv_ifgsm"}
+    assert json.loads((root / "paper" / "build.json").read_text())["variants"] == ["original", "adversarial"]
 
 
 def test_vqa_mix_is_sampled_and_confined(vhx_run, tmp_path):

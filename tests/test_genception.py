@@ -295,6 +295,20 @@ def test_gc_rank_reproduces_genception_v1_table_2():
     assert {m: round(r["gc_rank"], 2) for m, r in got.items()} == printed
 
 
+def test_gc_rank_uses_the_papers_columns_only():
+    # T = 3: GC@1 and GC@3 count, GC@2 does not (v1 Table 2 prints GC@1, GC@3, GC@5).  By hand, MME weights:
+    # visual A ranks (GC@1 1, GC@3 2) -> 1.5, B (2, 1) -> 1.5; textual A (1, 1) -> 1, B (2, 2) -> 2;
+    # GC rank A = (10 * 1.5 + 4 * 1) / 14 = 19/14, B = (10 * 1.5 + 4 * 2) / 14 = 23/14: A first.
+    # Counting GC@2 too would give A (10 * 5/3 + 4 * 4/3) / 14 = 22/14 and B 20/14: B first.
+    from vlmcheck.methods.leaderboard import BENCHMARK_GROUPS, gc_rank, gc_rank_columns
+
+    table = {"A": {"visual": {1: 0.9, 2: 0.1, 3: 0.5}, "textual": {1: 0.9, 2: 0.1, 3: 0.9}},
+             "B": {"visual": {1: 0.8, 2: 0.9, 3: 0.6}, "textual": {1: 0.8, 2: 0.9, 3: 0.8}}}
+    got = gc_rank(table, BENCHMARK_GROUPS["MME"])
+    assert got["A"]["gc_rank"] == pytest.approx(19 / 14) and got["B"]["gc_rank"] == pytest.approx(23 / 14)
+    assert gc_rank_columns(table, "visual") == [1, 3]
+
+
 def test_ties_share_the_best_rank():
     from vlmcheck.metrics.stats import ranks
 
@@ -313,6 +327,26 @@ def test_gc_fid_is_the_t_weighted_average_of_fid(world, tmp_path):
     assert m["GC_FID@1"] == pytest.approx(fid[0])
     assert m["GC_FID@2"] == pytest.approx((1 * fid[0] + 2 * fid[1]) / 3)
     assert m["GC_FID@3"] == pytest.approx((1 * fid[0] + 2 * fid[1] + 3 * fid[2]) / 6)
+
+
+def test_a_world_run_missing_categories_keeps_the_worlds_weights(tmp_path):
+    # 3 scenes: existence, count, position only, all MME names too.  The world declares its name
+    # (dataset.json), so the GC rank weights are the world's 5/3, not MME's 10/4.
+    from vlmcheck.core.data import dataset_name
+    from vlmcheck.methods.leaderboard import benchmark_weights, leaderboard
+
+    small = tmp_path / "w3"
+    make_world(small, n=3, seed=0)
+    assert dataset_name(small) == "world" and dataset_name(small / "manifest.jsonl") == "world"
+    assert dataset_name("hfds:lmms-lab/MME?split=test") == "MME"
+    folders = []
+    for lv in (0.0, 0.3):
+        run_task(_task(small, f"ref:describer?level={lv}", T=1), tmp_path / f"r{lv}", RunOptions(progress=False))
+        folders.append(tmp_path / f"r{lv}")
+    cats = json.loads((folders[0] / "results.json").read_text())["metrics"]["by_category"]
+    assert set(cats) <= {"existence", "count", "position"}
+    assert benchmark_weights(cats) == ("MME", {"visual": 10, "textual": 4})  # what category overlap says
+    assert leaderboard(folders)["gc_rank_weights"] == {"benchmark": "world", "visual": 5, "textual": 3}
 
 
 def test_leaderboard_gc_rank_fid_ranking_and_correlations(world, tmp_path):

@@ -211,3 +211,29 @@ def test_torch_module_encoder():
 
     enc = TorchEncoder(module, prep, model_id="custom")
     assert asyncio.run(enc.encode([_img(0), _img(1), _img(2)])).shape == (3, 5)
+
+
+def test_cast_keeps_statement_1_of_a_real_hf_continuation(llava, tmp_path):
+    """The hf: adapter strips its continuation; glued to the pre-filled "Similarities:\\n\\n1." it reads
+    "1.word word"; the authors' ^\\d+\\.\\s* keeps it as statement 1 (the old parse needed a space and lost it)."""
+    import json
+
+    from vlmcheck import RunOptions, run_task
+    from vlmcheck.methods.cast import CastSpec, CastTask
+    from vlmcheck.world.make import make_world_pairs
+
+    pairs = make_world_pairs(tmp_path / "pairs", n=3, seed=0)
+    task = CastTask(CastSpec(vlm=llava.model_id, pairs=str(pairs), gen_max_tokens=6, val_max_tokens=2), vlm=llava)
+    run_task(task, tmp_path / "run", RunOptions(progress=False, report=False))
+    kept = checked = 0
+    for line in (tmp_path / "run" / "samples.jsonl").read_text().splitlines():
+        rec = json.loads(line)["result"]
+        assert rec["prefill"] is True
+        for entry in rec["generation"].values():
+            raw = entry["raw"]
+            assert raw == raw.strip()  # what the adapter gives: no leading space to lean on
+            first = raw.splitlines()[0].strip() if raw.strip() else ""
+            if first:
+                checked += 1
+                kept += bool(entry["statements"]) and entry["statements"][0]["text"] == first
+    assert checked >= 3 and kept == checked, (kept, checked)

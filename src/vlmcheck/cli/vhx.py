@@ -117,6 +117,9 @@ def vhx_dataset(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="F
                                                    help="General VQA data in LLaVA's JSON format to mix in"),
                 vqa_n: int = typer.Option(4000, "--vqa-n", min=1, metavar="N",
                                           help="Records sampled from --vqa (paper: 4,000)"),
+                variants: str = typer.Option("original,adversarial", "--variants", metavar="NAMES",
+                                             help="Image variants trained on (paper: original,adversarial); add "
+                                                  "common perturbations by name, e.g. vhx_jpeg"),
                 api_key: Optional[str] = C.API_KEY, seed: int = C.SEED) -> None:
     """Training data from expanded cases, split by image (held-out cases for `vhx run` before and after)."""
     from ..finetune.data import build_dataset
@@ -125,7 +128,7 @@ def vhx_dataset(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="F
     with C.user_errors(FileNotFoundError):
         model = load_model(C.spec_with_key(rephraser, api_key), "text") if k else None
         build = build_dataset(runs, out, rephraser=model, k=k, train_fraction=train_fraction, seed=seed, vqa=vqa,
-                              vqa_n=vqa_n)
+                              vqa_n=vqa_n, variants=[v.strip() for v in variants.split(",") if v.strip()])
     c = build["counts"]
     left = c["rephrasings_left_out"]
     C.console.print(f"[green]wrote[/green] {c['train_rows']} training rows ({c['expanded_rows']} expanded cases + "

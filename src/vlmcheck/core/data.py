@@ -54,6 +54,23 @@ def printable(name: str) -> str:
         return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def dataset_name(source: str | Path) -> str | None:
+    """The name a dataset declares: ``name`` in a ``dataset.json`` in its folder (or beside its manifest), or a
+    Hugging Face dataset's name (``hfds:lmms-lab/MME`` -> ``MME``); None when it declares none."""
+    import json
+
+    text = str(source)
+    if text.startswith("hfds:"):
+        return text[5:].split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] or None
+    path = Path(text)
+    folder = path if path.is_dir() else path.parent
+    try:
+        name = json.loads((folder / "dataset.json").read_text(encoding="utf-8")).get("name")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) and name.strip() else None
+
+
 def load_image_dataset(source: str | Path) -> list[ImageItem]:
     if isinstance(source, str) and source.startswith("hfds:"):
         return load_hf_dataset(source)

@@ -2,9 +2,10 @@
 
 :func:`build_dataset` turns the expanded cases of one or more ``vhx run`` folders into training data:
 
-* every case on a *training* image gives one row per image variant the run made (original, each common
-  perturbation, the adversarial image) and per question (the original and, where its negation passed the
-  check, the negated one, whose answer is flipped) - the paper's "expanded VH test cases";
+* every case on a *training* image gives one row per image variant and per question (the original and, where
+  its negation passed the check, the negated one, whose answer is flipped) - the paper's "expanded VH test
+  cases".  The variants are the paper's (section 5.4): the original image and the adversarial one;
+  common perturbations only when ``variants`` names them (``--variants original,adversarial,vhx_jpeg``);
 * each of those questions is rephrased ``k`` times (paper: four, by GPT-4o) by any ``TextModel`` given the
   :data:`~vlmcheck.world.paraphraser.PARAPHRASE_PROMPT`; each rephrasing is one more row with the same image and
   answer.  A rephrasing that fails, or repeats the question or an earlier version, is counted and left out;
@@ -130,10 +131,19 @@ def _read_vqa(path: Path, n: int, seed: int) -> list[dict[str, Any]]:
     return [rows[i] for i in sorted(idx)]
 
 
+#: the paper's expansion for fine-tuning: negation x {original, adversarial} ("adversarial": any adv_* variant)
+DEFAULT_VARIANTS = ("original", "adversarial")
+
+
+def _wanted(name: str, variants: tuple[str, ...]) -> bool:
+    return name in variants or (name.startswith("adv_") and "adversarial" in variants)
+
+
 def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None, k: int = DEFAULT_K,
-                  train_fraction: float = 0.5, seed: int = 0, vqa: str | Path | None = None, vqa_n: int = 4000
-                  ) -> dict[str, Any]:
+                  train_fraction: float = 0.5, seed: int = 0, vqa: str | Path | None = None, vqa_n: int = 4000,
+                  variants: list[str] | tuple[str, ...] | None = None) -> dict[str, Any]:
     """Build the fine-tuning data (see the module docstring); return what ``build.json`` holds."""
+    variants = tuple(variants) if variants else DEFAULT_VARIANTS
     if not runs:
         raise InputFileError("give at least one finished VHExpansion run folder")
     if not 0 < train_fraction < 1:
@@ -180,6 +190,8 @@ def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None
             continue
         neg = r.get("negation") or {}
         for name, v in r["variants"].items():
+            if not _wanted(name, variants):
+                continue
             image = copy_image(Path(r["image"]) if name == "original" else c["run"] / v["image"])
             questions = [(r["question"], r["answer"], "original")]
             if neg.get("ok") and neg.get("question"):
@@ -239,7 +251,7 @@ def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None
         kind = row["question_kind"].split("_rephrased_")[0] + ("_rephrased" if row["rephrase_of"] else "")
         kinds[kind] = kinds.get(kind, 0) + 1
     build = {
-        "runs": [str(r) for r in runs], "k": k,
+        "runs": [str(r) for r in runs], "k": k, "variants": list(variants),
         "rephraser": getattr(rephraser, "model_id", None) if k else None,
         "seed": seed, "train_fraction": train_fraction,
         "split": {"by": "sha256 of the source image file", "train_images": train_imgs, "heldout_images": held_imgs},

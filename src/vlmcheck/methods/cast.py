@@ -44,7 +44,7 @@ from ..core.spec import load_model
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
 
-TEMPLATE_VERSION = "cast-v1"
+TEMPLATE_VERSION = "cast-v2"  # v2: the authors' line breaks (one text: "\n\nScene 1:\n\n...\n\nStatement:...")
 MODALITIES = ("text", "image", "both")
 FORMATS = ("one_both", "true_false", "yes_no")
 #: (positive, negative) word per validation format (appendix A.3).
@@ -95,10 +95,14 @@ def validation_prompt(fmt: str, modality: str, two_images: bool = False) -> str:
 
 
 def parse_statements(text: str, k: int = 5) -> list[str]:
-    """Numbered-list items ("1." / "1)" / "**1.**"), first k, markdown stripped."""
+    """Numbered-list items ("1." / "1)" / "**1.**"), first k, markdown stripped.
+
+    The number may be followed by no space at all, as the authors' ``^\\d+\\.\\s*`` allows: a local model's
+    stripped continuation glued to the pre-filled "Similarities:\\n\\n1." reads "1.The two scenes ..." (a
+    decimal such as "1.5" is not an item)."""
     items = []
     for line in text.splitlines():
-        m = re.match(r"^\s*[\*\-]*\s*\(?(\d{1,2})[\.\)]\**\s+(.+)$", line)
+        m = re.match(r"^\s*[\*\-]*\s*\(?(\d{1,2})[\.\)](?!\d)\**\s*(.+)$", line)
         if m:
             item = m.group(2).strip().strip("*").strip()
             if item:
@@ -110,10 +114,11 @@ def parse_verdict(answer: str, fmt: str) -> int | None:
     """Appendix A.3: strip '*', lower-case, first line; 1 = positive, 0 = negative, None = unparseable.
 
     When the model writes "Answer:" (echoing the forced start), the text after it is parsed, as the
-    authors split on it; after the last one, so an echoed prompt before the answer does not count.
+    authors split on it (case-sensitively, ``pred.split("Answer:")[-1]``); after the last one, so an echoed
+    prompt before the answer does not count.
     """
     pos, neg = FORMAT_WORDS[fmt]
-    parts = re.split(r"answer\s*:", answer, flags=re.IGNORECASE)
+    parts = answer.split("Answer:")
     x = parts[-1].replace("*", "").strip().lower().split("\n")[0].strip()
     if x.startswith(pos):
         return 1
@@ -165,11 +170,12 @@ class CastTask(SpecTask):
                 parts += [imgs[0], imgs[1]]
             else:
                 parts.append(side_by_side(imgs[0], imgs[1], self.cfg.image_size))
-        parts.append(instruction)
+        text = instruction  # one text, with the authors' line breaks (consistency/generator.py, validator.py)
         if modality in ("text", "both"):
-            parts.append(f"\nScene 1: {pair['a']['description']}\nScene 2: {pair['b']['description']}")
+            text += f"\n\nScene 1:\n\n{pair['a']['description']}\n\nScene 2:\n\n{pair['b']['description']}"
         if statement is not None:
-            parts.append(f"\nStatement: {statement}")
+            text += f"\n\nStatement:{statement}"
+        parts.append(text)
         messages = [Message.user(*parts)]
         if prefill:
             messages.append(Message.assistant(prefill))

@@ -41,7 +41,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from ..core.answers import REFUSAL_OPENING, answer_status
-from ..core.data import load_image_dataset
+from ..core.data import dataset_name, load_image_dataset
 from ..core.images import image_hash
 from ..core.inputs import read_image
 from ..core.messages import Message
@@ -233,6 +233,7 @@ class GenCeptionTask(SpecTask):
                        "failed": len(failed_list), "failed_by_reason": reasons, "failed_list": failed_list},
             "refusal_rate": len(refused) / len(scored) if scored else None,
             "aggregate": "mean of the category means (MMECeption overall); image_mean: mean over images",
+            "dataset": dataset_name(self.cfg.data),  # its declared name: the benchmark of the GC rank weights
         }
         if not scored:
             out["warning"] = "no scored chains: every chain failed, GC@T is undefined"

@@ -4,8 +4,9 @@ Every model score here is the run's overall score: the mean of its category
 means (MMECeption's "Overall Mean"), never the mean over images.
 
 ``GC rank`` (GenCeption v1, Table 2 and its footnote): within each group
-(visual-/textual-intensive), rank the models on the group mean of every GC@t
-column the runs have and average those ranks; then GC rank = 10/14 x visual +
+(visual-/textual-intensive), rank the models on the group mean of the paper's
+columns, GC@1, GC@3 and GC@5 as far as the runs reach (t <= T; which ones is
+recorded as ``gc_rank_columns``), and average those ranks; then GC rank = 10/14 x visual +
 4/14 x textual on MME.  The weights are the benchmark's category counts (MME:
 10 and 4; the reference world: 5 and 3), not the categories a run happened to
 complete.  Tied models share the best rank, as the papers' tables print them.
@@ -30,11 +31,16 @@ _MME = {_norm(c) for c in MME_VISUAL + MME_TEXTUAL} | set(MME_ALIASES)
 _WORLD = {_norm(c) for c in WORLD_VISUAL + WORLD_TEXTUAL}
 
 
-def benchmark_weights(categories) -> tuple[str, dict[str, int]]:
-    """(benchmark name, categories per group) for a set of category names.
+def benchmark_weights(categories, declared: str | None = None) -> tuple[str, dict[str, int]]:
+    """(benchmark name, categories per group).
 
-    MME or the reference world when every category belongs to it; otherwise the
-    number of distinct categories of each group across the runs."""
+    The benchmark the runs' dataset declares (``dataset.json``'s name, a Hugging Face dataset's name: MME or
+    the reference world) decides; a run that covers only some of its categories keeps its weights.  A dataset
+    that declares no known benchmark falls back to its categories: MME or the world when every category
+    belongs to it, otherwise the number of distinct categories of each group across the runs."""
+    for name in BENCHMARK_GROUPS:
+        if declared and _norm(declared) == _norm(name):
+            return name, BENCHMARK_GROUPS[name]
     cats = {_norm(c) for c in categories}
     if cats and cats <= _WORLD and not cats <= _MME:
         return "world", BENCHMARK_GROUPS["world"]
@@ -48,15 +54,26 @@ def benchmark_weights(categories) -> tuple[str, dict[str, int]]:
     return "categories of these runs", counts
 
 
+#: the GC@t columns v1 Table 2 ranks on (GC@2 and GC@4 are not among them)
+GC_RANK_COLUMNS = (1, 3, 5)
+
+
+def gc_rank_columns(group_scores: dict[str, dict[str, dict[int, float]]], group: str) -> list[int]:
+    """The paper's columns (GC@1, GC@3, GC@5) that every model has in ``group``."""
+    have = [set(g.get(group, {})) for g in group_scores.values()]
+    return [t for t in GC_RANK_COLUMNS if have and all(t in h for h in have)]
+
+
 def gc_rank(group_scores: dict[str, dict[str, dict[int, float]]], weights: dict[str, int]) -> dict[str, dict]:
     """GC rank from per-model group means per GC@t column (v1 Table 2).
 
-    ``group_scores[model][group][t]`` is the group mean of GC@t.  Returns, per
-    model, the mean rank in each group and the weighted GC rank.
+    ``group_scores[model][group][t]`` is the group mean of GC@t; the ranks are taken on GC@1, GC@3 and GC@5
+    where the runs have them (:func:`gc_rank_columns`), as the paper's table.  Returns, per model, the mean
+    rank in each group and the weighted GC rank.
     """
     out: dict[str, dict[str, float]] = {m: {} for m in group_scores}
     for group in ("visual", "textual"):
-        columns = sorted({t for g in group_scores.values() for t in g.get(group, {})})
+        columns = gc_rank_columns(group_scores, group)
         per_col = [ranks({m: g[group][t] for m, g in group_scores.items()}) for t in columns]
         for m in group_scores:
             out[m][f"rank_{group}"] = float(np.mean([r[m] for r in per_col]))
@@ -107,13 +124,16 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
     for m, r in rows.items():
         r["rank"] = overall.get(m)
     cats = sorted({c for r in rows.values() for c in r["by_category"]})
-    bench, weights = benchmark_weights(cats)
+    declared = {load_run(r["run"])["metrics"].get("dataset") for r in rows.values()}
+    bench, weights = benchmark_weights(cats, declared.pop() if len(declared) == 1 else None)
     grouped = {m: r["groups"] for m, r in rows.items()}
     if rows and all(set(g) == {"visual", "textual"} for g in grouped.values()) and all(weights.values()):
         for m, extra in gc_rank(grouped, weights).items():
             rows[m].update(extra)
     out: dict[str, Any] = {"generator": generator, "encoder": encoder, "T": T, "metric": key,
                            "score": "mean of category means", "gc_rank_weights": {"benchmark": bench, **weights},
+                           "gc_rank_columns": {g: [f"GC@{t}" for t in gc_rank_columns(grouped, g)]
+                                               for g in ("visual", "textual")},
                            "models": dict(sorted(rows.items(), key=lambda kv: kv[1]["rank"] or 1e9)),
                            "category_ranks": {c: ranks({m: r["by_category"][c] for m, r in rows.items()
                                                         if c in r["by_category"]}) for c in cats}}

@@ -162,6 +162,16 @@ def pope_answer(text: str) -> str:
     return "no" if words & {"no", "not"} else "yes"
 
 
+def pope_evaluate_answer(text: str) -> str:
+    """POPE's own ``evaluate.py`` rule, exactly: the text up to its first '.', commas removed, split on single
+    spaces; 'no' if one of the words is exactly "No", "not" or "no", else 'yes'.  So "NO", "No!" and "Not sure."
+    count as yes, as in the published POPE numbers (``pope_answer`` reads those as no)."""
+    if text.find(".") != -1:
+        text = text.split(".")[0]
+    words = text.replace(",", "").split(" ")
+    return "no" if "No" in words or "not" in words or "no" in words else "yes"
+
+
 def symmetric_accuracy(pairs) -> float:
     """Share of (case, negated case) pairs answered correctly both times (VHExpansion Def. 3).
 

@@ -155,6 +155,8 @@ def make_world(out: str | Path, n: int = 200, seed: int = 0, size: int = 384,
     _write_turn_sets(out, rows, n, seed, size)
     manifest = out / "manifest.jsonl"
     manifest.write_text(_lines(rows))
+    # the dataset's declared name: what benchmark its categories belong to (methods/leaderboard.py)
+    (out / "dataset.json").write_text(json.dumps({"name": "world", "n": n, "seed": seed, "size": size}) + "\n")
     (out / "README.txt").write_text(
         f"vlmcheck reference world: {n} scenes, seed {seed}, {size}x{size} px.\n"
         "manifest.jsonl: id, image, category, description (canonical), scene (ground truth), questions.\n")

@@ -82,6 +82,9 @@ class MetricCfg(BaseModel):
     rewriter: str | None = None  # TextModel spec for sentence-level text corruptions
     extractor: str | None = None  # TextModel spec: second-step answer extraction (MMBench style)
     corrupt: list[Literal["image", "text", "both"]] = Field(default_factory=lambda: ["image", "text", "both"])
+    # yes/no answers of the direct and CoT inferencers: "pope" is POPE's evaluate.py rule exactly (the POPE
+    # recipe's default); "lenient" reads the first sentence's words case-insensitively ("NO", "No!" are no)
+    parser: Literal["lenient", "pope"] = "lenient"
 
 
 class Recipe(BaseModel):

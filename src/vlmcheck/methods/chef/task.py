@@ -259,10 +259,11 @@ class ChefTask(SpecTask):
         else:
             # direct: the answer; cot: the answer after the rationale (messages already hold it)
             text = (await vlm.generate(messages, GenerationConfig(max_tokens=32), template=TEMPLATE_VERSION)).text
-            if pool == "yesno":  # POPE's rule on the first sentence
-                from ...metrics.stats import pope_answer
+            if pool == "yesno":  # POPE's rule on the first sentence (metric.parser: POPE's code or lenient)
+                from ...metrics.stats import pope_answer, pope_evaluate_answer
 
-                pred = [o.lower() for o in options].index(pope_answer(text))
+                parse = pope_evaluate_answer if self.cfg.recipe.metric.parser == "pope" else pope_answer
+                pred = [o.lower() for o in options].index(parse(text))
             else:
                 pred = extract_choice(text, options, labels)
             how = "rule" if pred is not None else None
