@@ -169,26 +169,70 @@ class ScriptedDescriber:
         return g.model_copy(update={"text": self.script(self.n, g.text)})
 
 
-def test_a_true_refusal_scores_the_worst_value_and_is_counted(world, tmp_path):
-    # The 2nd description asked for is a refusal: no description at all.
-    vlm = ScriptedDescriber(lambda n, text: "I'm sorry, I can't help with that." if n == 2 else text)
+def test_a_refusal_goes_to_the_generator_as_algorithm_1_does(world, tmp_path):
+    # The 2nd description asked for is a refusal.  Algorithm 1 sends every Q_t to the generator: the refused
+    # step's X_t is what the generator draws for the refusal text, and the chain goes on from it.
+    import asyncio
+
+    from vlmcheck.core.spec import load_model
+    from vlmcheck.metrics.stats import cosine
+    from vlmcheck.methods.genception import P_GEN
+
+    refusal = "I apologize, but I can't help with that."
+    vlm = ScriptedDescriber(lambda n, text: refusal if n == 2 else text)
     res = run_task(_task(world, vlm.model_id, model=vlm), tmp_path, RunOptions(progress=False, max_concurrency=1))
     m = res.results["metrics"]
     assert m["chains"]["scored"] == 16 and m["chains"]["refused"] == 1 and m["chains"]["failed"] == 0
     assert m["refusal_rate"] == pytest.approx(1 / 16)
     rows = [json.loads(x)["result"] for x in (tmp_path / "samples.jsonl").read_text().splitlines()]
-    refused = [r for r in rows if r.get("refused_at")]
-    assert len(refused) == 1
-    t0, s = refused[0]["refused_at"], refused[0]["s"]
-    # the error-free describer + renderer reproduce the seed exactly (s = 1) before the refusal;
-    # the refused step and every later one score the lowest cosine
-    assert s == [1.0] * (t0 - 1) + [-1.0] * (3 - t0 + 1)
-    by_hand = sum(t * v for t, v in zip((1, 2, 3), s)) / 6
-    assert refused[0]["gc"]["GC@3"] == pytest.approx(by_hand)
-    assert m["GC@3"]["image_mean"] == pytest.approx((15 * 1.0 + by_hand) / 16)
-    # never a gain: the same model without the refusal scores higher
-    honest = run_task(_task(world, "ref:describer"), tmp_path / "honest", RunOptions(progress=False))
-    assert m["GC@3"]["score"] < honest.results["metrics"]["GC@3"]["score"]
+    (r,) = [r for r in rows if r.get("refused_at")]
+    t0 = r["refused_at"]
+    # by hand, the refused step: the generator's image of P_Gen(refusal), encoded, cosine with X0's embedding
+    gen, enc = load_model("ref:renderer", "generator"), load_model("ref:pixels", "encoder")
+    x_t = asyncio.run(gen.generate_image(P_GEN.format(description=refusal), seed=0))
+    e_t = asyncio.run(enc.encode([x_t]))[0]
+    assert r["s"][t0 - 1] == pytest.approx(cosine(np.array(r["embedding0"]), e_t))
+    assert r["steps"][t0 - 1]["refused"] and r["steps"][t0 - 1]["description"] == refusal
+    s = r["s"]
+    assert len(s) == 3 and r["gc"]["GC@3"] == pytest.approx((1 * s[0] + 2 * s[1] + 3 * s[2]) / 6)  # eq. 3
+    # the headline counts the chain as generated; beside it, the chains that never refused and the penalised
+    honest = [x["gc"]["GC@3"] for x in rows if not x.get("refused_at")]
+    assert m["GC@3"]["image_mean"] == pytest.approx((sum(honest) + r["gc"]["GC@3"]) / 16)
+    assert m["GC@3_non_refused"]["image_mean"] == pytest.approx(sum(honest) / 15)
+    pen = s[: t0 - 1] + [-1.0] * (3 - t0 + 1)
+    by_hand = sum(t * v for t, v in zip((1, 2, 3), pen)) / 6
+    assert m["GC@3_penalised"]["image_mean"] == pytest.approx((sum(honest) + by_hand) / 16)
+    assert m["fid"]["n"] == 16  # every chain has an image at every step
+
+
+def test_an_empty_answer_stops_its_chain_and_is_counted_apart(world, tmp_path):
+    vlm = ScriptedDescriber(lambda n, text: "" if n == 2 else text, model_id="test:empty")
+    res = run_task(_task(world, vlm.model_id, model=vlm), tmp_path, RunOptions(progress=False, max_concurrency=1))
+    m = res.results["metrics"]
+    assert m["chains"]["empty"] == 1 and m["chains"]["scored"] == 15
+    assert m["chains"]["failed_by_reason"] == {"empty_description": 1}
+    assert m["refusal_rate"] == pytest.approx(1 / 16)
+    assert m["GC@3_penalised"]["n"] == 16 and m["GC@3"]["n"] == 15
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("I'm sorry, but I can't help with that.", "refusal"),
+    ("I apologize, but I can't help with that.", "refusal"),  # the old rule let this one through
+    ("I'm sorry, but I can't help with describing this image because it may contain sensitive content and I "
+     "want to be careful; I am unable to provide a description of people or places that might be private or "
+     "identifying in any way at all.", "refusal"),  # 44 words: no length threshold
+    ("I cannot be completely sure about every detail in this picture because it is small and somewhat blurry "
+     "in places. The image shows a red circle in the top left.", None),  # a 20-word hedge, then a description
+    ("I cannot read the small text, but the image shows a red circle.", None),
+    ("Sorry, I cannot describe this. Is there anything else I can help with?", "refusal"),
+    ("A red circle and a blue square on a white background.", None),
+    ("", "empty"), ("   ", "empty"),
+])
+def test_one_structural_rule_classifies_refusals(text, kind):
+    from vlmcheck.core.roles import Generation
+    from vlmcheck.methods.refusals import refusal_kind
+
+    assert refusal_kind(Generation(text=text)) == kind
 
 
 def test_hedged_descriptions_are_descriptions(world, tmp_path):
@@ -379,6 +423,37 @@ def test_leaderboard_gc_rank_fid_ranking_and_correlations(world, tmp_path):
     fr = board["fid_ranking"]
     assert fr["ranks"]["ref:describer?level=0.0"] == 1.0  # lower GC_FID is better
     assert fr["same_order"] is (fr["ranks"] == fr["cosine_ranks"])
+
+
+def test_gc_fid_compares_models_on_the_images_every_model_completed(world, tmp_path):
+    # model B's chain fails on one image (its 4th description call raises): B has 15 chains, A 16.  The
+    # leaderboard's GC_FID@3_common is each model's GC_FID on the 15 images both completed (v2 eq. 4 by hand
+    # from the stored features); each run's own figure, with its n, stays.
+    from vlmcheck.methods.leaderboard import leaderboard
+
+    def boom(n, text):
+        if n == 4:
+            raise RuntimeError("the server fell over")
+        return text
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_task(_task(world, "ref:describer?level=0.1"), a, RunOptions(progress=False))
+    vlm = ScriptedDescriber(boom, model_id="test:flaky")
+    run_task(_task(world, vlm.model_id, model=vlm), b, RunOptions(progress=False, max_concurrency=1))
+    board = leaderboard([a, b])
+    assert board["fid_common"]["n"] == 15
+    rows_b = {json.loads(x)["sample_id"]: json.loads(x) for x in (b / "samples.jsonl").read_text().splitlines()}
+    common = sorted(k for k, r in rows_b.items() if r["status"] == "done")
+    assert len(common) == 15
+    for folder, model in ((a, "ref:describer?level=0.1"), (b, "test:flaky")):
+        rows = {json.loads(x)["sample_id"]: json.loads(x)["result"]
+                for x in (folder / "samples.jsonl").read_text().splitlines()}
+        x0 = np.array([rows[k]["embedding0"] for k in common])
+        fid = [frechet_distance(x0, np.array([rows[k]["steps"][t]["embedding"] for k in common])) for t in range(3)]
+        by_hand = (1 * fid[0] + 2 * fid[1] + 3 * fid[2]) / 6
+        assert board["models"][model]["GC_FID@3_common"] == pytest.approx(by_hand)
+    assert board["models"]["ref:describer?level=0.1"]["fid_n"] == 16 and board["models"]["test:flaky"]["fid_n"] == 15
+    assert board["fid_ranking"]["on"] == "GC_FID@3_common"
 
 
 def test_human_baseline_per_category_with_hedged_descriptions(world, tmp_path):

@@ -11,12 +11,17 @@ Steps within a chain are sequential; chains run concurrently under the
 runner's limits.  Every model call is cached in the run store, so a chain
 killed after step 2 resumes at step 3 without asking any model again.
 
-Every description is scored, as Algorithm 1 does, hedged ones included.  A
-true refusal (no description at all) scores s = -1, the lowest cosine, at its
-step and every later one, so a model never gains by refusing; the refusal rate
-is reported beside GC@T.  A chain is left out only when a model call failed
-after its retries (or the encoder returned NaN/inf): it is reported with its
-step and reason, never normalised over fewer terms (the authors' code did; see
+Every description Q_t goes to the generator, whatever it says, as Algorithm 1
+does: GC@t, GC_FID@t, the leaderboard, ranks and correlations are the paper's
+procedure.  Beside the headline, not instead of it: ``refusal_rate`` (chains with
+a step that refused, by one structural rule: ``methods/refusals.py``), GC@T over
+the chains that never refused, and the penalised figure (s = -1 from a refused
+step on) as a sensitivity column.  An answer with no text at all (empty content,
+a content-filter stop) cannot be sent to a generator: its chain stops there, is
+counted apart (``chains.empty``) and left out of GC@T, and it counts at -1 in the
+penalised figure.  A chain is left out only when a model call failed after its
+retries (or the encoder returned NaN/inf): it is reported with its step and
+reason, never normalised over fewer terms (the authors' code did; see
 docs/methods.md).
 
 Dataset scores are MMECeption's overall score: the mean of the category means
@@ -40,16 +45,17 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from ..core.answers import REFUSAL_OPENING, answer_status
+from ..core.answers import answer_status
 from ..core.data import dataset_name, load_image_dataset
 from ..core.images import image_hash
 from ..core.inputs import read_image
 from ..core.messages import Message
-from ..core.roles import Generation, GenerationConfig
+from ..core.roles import GenerationConfig
 from ..core.spec import load_model
 from ..metrics.stats import bootstrap_ci_strata, cosine, frechet_distance, gc_at, mean_of_means
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
+from .refusals import refusal_kind
 
 #: P_Desc, GenCeption Table 1 (verbatim).
 P_DESC = (
@@ -72,10 +78,10 @@ MME_TEXTUAL = ("code_reasoning", "numerical_calculation", "text_translation", "O
 WORLD_VISUAL = ("existence", "count", "position", "color", "shape")
 WORLD_TEXTUAL = ("ocr", "numerical", "code")
 FID_MIN_IMAGES = 50
-#: s(t) of a refused step and every step after it: the lowest value a cosine takes.
+#: s(t) of a refused step and every step after it in the penalised sensitivity figure: the lowest cosine.
 REFUSAL_SCORE = -1.0
-#: A refusal phrase followed by fewer words than this is a refusal; a longer answer is a hedged description.
-REFUSAL_MAX_WORDS = 25
+#: the reason recorded for a chain stopped by an answer with no text
+EMPTY_REASON = "empty_description"
 
 
 def _norm(cat: str) -> str:
@@ -186,14 +192,17 @@ class GenCeptionTask(SpecTask):
                 record["stopped"] = {"t": t, "stage": "describe", "reason": f"{type(exc).__name__}: {exc}"}
                 raise ChainIncomplete(f"chain stopped at t={t} (describe): {exc}", record) from exc
             step.update(description=g.text, answer_status=answer_status(g), finish_reason=g.finish_reason)
-            if is_refusal(g):
-                # No description at all: there is nothing to regenerate from.  Scored as the worst value a
-                # cosine can take, for this step and every later one, so refusing never pays (docs/methods.md).
-                step.update(refused=True, s=REFUSAL_SCORE)
+            kind = refusal_kind(g)
+            if kind == "empty":  # no text: nothing to send to the generator (docs/methods.md)
+                step.update(refused=True)
                 record["steps"].append(step)
-                record["refused_at"] = t
-                record["s"] += [REFUSAL_SCORE] * (cfg.T - t + 1)
-                break
+                record["refused_at"] = record.get("refused_at") or t
+                record["stopped"] = {"t": t, "stage": "describe", "reason": EMPTY_REASON}
+                raise ChainIncomplete(f"chain stopped at t={t}: the description is empty ({g.finish_reason})",
+                                      record)
+            if kind == "refusal":  # a refusal is a Q_t like any other (Algorithm 1); counted beside GC@T
+                step.update(refused=True)
+                record["refused_at"] = record.get("refused_at") or t
             try:
                 xt, artifact = await gen.generate_image(cfg.prompt_gen.format(description=g.text),
                                                         seed=cfg.seed, template=TEMPLATE_VERSION)
@@ -207,7 +216,7 @@ class GenCeptionTask(SpecTask):
             record["steps"].append(step)
             record["s"].append(s_t)
             prev = xt
-        record["complete"] = True  # every step 1..T has a score (a refusal's included)
+        record["complete"] = True  # every step 1..T has a score (a refused step's included)
         record["gc"] = {f"GC@{t}": gc_at(record["s"], t) for t in range(1, cfg.T + 1)}
         return record
 
@@ -226,12 +235,15 @@ class GenCeptionTask(SpecTask):
             key = (inc.get("reason") or inc.get("error") or "unknown").split(":")[0]
             reasons[key] = reasons.get(key, 0) + 1
         refused = [r for r in scored if r.get("refused_at")]
+        empty = [(f.get("result") or {}) for f in failed
+                 if ((f.get("result") or {}).get("stopped") or {}).get("reason") == EMPTY_REASON]
         total = len(scored) + len(failed_list)
         out: dict[str, Any] = {
             "T": T,
-            "chains": {"total": total, "scored": len(scored), "refused": len(refused),
+            "chains": {"total": total, "scored": len(scored), "refused": len(refused), "empty": len(empty),
                        "failed": len(failed_list), "failed_by_reason": reasons, "failed_list": failed_list},
-            "refusal_rate": len(refused) / len(scored) if scored else None,
+            # chains with a refused step, among the chains that ran (an empty answer's chain included)
+            "refusal_rate": (len(refused) + len(empty)) / (len(scored) + len(empty)) if scored or empty else None,
             "aggregate": "mean of the category means (MMECeption overall); image_mean: mean over images",
             "dataset": dataset_name(self.cfg.data),  # its declared name: the benchmark of the GC rank weights
         }
@@ -248,6 +260,7 @@ class GenCeptionTask(SpecTask):
         out[f"s@{T}_unweighted"] = _score(S[:, T - 1], cats, seed)
         out["by_category"] = self._by_category(G, S, cats)
         out["groups"] = self._groups(out["by_category"], T)
+        out.update(self._refusal_views(scored, empty, cats, T, seed))
         out["fid"] = self._fid(scored, T)
         for key, val in out["fid"].items():  # also at the top level: GC_FID@1..GC_FID@T
             if key.startswith("GC_FID@"):
@@ -279,12 +292,32 @@ class GenCeptionTask(SpecTask):
                 out[group]["categories"] = len(members)
         return out
 
+    @staticmethod
+    def _refusal_views(scored: list[dict[str, Any]], empty: list[dict[str, Any]], cats: list[str], T: int,
+                       seed: int) -> dict[str, Any]:
+        """Beside the headline: GC@T over the chains that never refused, and the penalised GC@T (s = -1 from a
+        refused step on; a chain stopped by an empty answer counts too) as a sensitivity figure."""
+        out: dict[str, Any] = {}
+        honest = [(r, c) for r, c in zip(scored, cats) if not r.get("refused_at")]
+        if honest:
+            S = np.array([r["s"][:T] for r, _ in honest], dtype=float)
+            out[f"GC@{T}_non_refused"] = _score(np.array([gc_at(row, T) for row in S]), [c for _, c in honest], seed)
+        rows, rcats = [], []
+        for r, c in [*zip(scored, cats), *((e, e.get("category") or "(none)") for e in empty)]:
+            t0 = r.get("refused_at")
+            s = list(r.get("s", []))[: (t0 - 1) if t0 else T]
+            rows.append(gc_at(s + [REFUSAL_SCORE] * (T - len(s)), T))
+            rcats.append(c)
+        if rows:
+            out[f"GC@{T}_penalised"] = _score(np.array(rows), rcats, seed)
+        return out
+
     def _fid(self, scored: list[dict[str, Any]], T: int) -> dict[str, Any]:
         """fid(t): Frechet distance between the features of D(0) and D(t); GC_FID@t (v2 eq. 4):
-        sum_{tau<=t} tau*fid(tau) / sum_{tau<=t} tau.  Lower is better."""
-        chains = [r for r in scored if not r.get("refused_at")]  # a refused step has no image
-        out: dict[str, Any] = {"features": f"encoder {self.cfg.encoder}", "n": len(chains),
-                               "excluded_refused": len(scored) - len(chains)}
+        sum_{tau<=t} tau*fid(tau) / sum_{tau<=t} tau.  Lower is better.  Every scored chain has an image at
+        every step (a refused description is regenerated from, as Algorithm 1 does)."""
+        chains = scored
+        out: dict[str, Any] = {"features": f"encoder {self.cfg.encoder}", "n": len(chains)}
         if len(chains) < 2:
             out["warning"] = "GC_FID needs at least two chains with an image at every step"
             return out
@@ -314,16 +347,3 @@ def _finite(v: np.ndarray, what: str) -> np.ndarray:
     if not np.isfinite(v).all():
         raise ValueError(f"the encoder returned a non-finite embedding (NaN or inf) for {what}")
     return v
-
-
-def is_refusal(g: Generation) -> bool:
-    """A true refusal: no description at all.
-
-    Empty text, a provider-reported refusal without text, or a short answer that opens with a
-    refusal phrase.  A hedge followed by a description ("I cannot read the small text, but the
-    image shows ...") is long and is a description: it is scored, as Algorithm 1 scores every Q_t.
-    """
-    text = g.text.strip()
-    if not text:
-        return True
-    return bool(REFUSAL_OPENING.match(text)) and len(text.split()) < REFUSAL_MAX_WORDS

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..metrics.stats import correlations, ranks
+from ..metrics.stats import correlations, frechet_distance, gc_at, ranks
 from .genception import MME_ALIASES, MME_TEXTUAL, MME_VISUAL, WORLD_TEXTUAL, WORLD_VISUAL, _norm, category_group
 
 #: Categories per group of each benchmark: the GC rank weights.
@@ -112,6 +112,7 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
             "GC@1": _score(m, "GC@1"), f"s@{T}_unweighted": _score(m, f"s@{T}_unweighted"),
             f"GC_FID@{T}": m.get(f"GC_FID@{T}"), "image_mean": (m.get(key) or {}).get("image_mean"),
             "refusal_rate": m.get("refusal_rate"), "scored": m["chains"]["scored"], "failed": m["chains"]["failed"],
+            "non_refused": _score(m, f"{key}_non_refused"), "penalised": _score(m, f"{key}_penalised"),
             "by_category": {c: v[key] for c, v in m.get("by_category", {}).items()},
             "groups": {g: {t: v[f"GC@{t}"] for t in range(1, T + 1)} for g, v in m.get("groups", {}).items()},
         }
@@ -137,10 +138,46 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
                            "models": dict(sorted(rows.items(), key=lambda kv: kv[1]["rank"] or 1e9)),
                            "category_ranks": {c: ranks({m: r["by_category"][c] for m, r in rows.items()
                                                         if c in r["by_category"]}) for c in cats}}
-    out["fid_ranking"] = _fid_agreement(rows, key, f"GC_FID@{T}")
+    out["fid_common"] = _fid_on_common_images(rows, T)
+    fid_key = f"GC_FID@{T}_common" if out["fid_common"].get("n", 0) >= 2 else f"GC_FID@{T}"
+    out["fid_ranking"] = {**_fid_agreement(rows, key, fid_key), "on": fid_key}
     if external_csv:
         out["correlations"] = external_correlations(rows, [("GC@1", "GC@1"), (key, key),
                                                            (f"s@{T}", f"s@{T}_unweighted")], external_csv)
+    return out
+
+
+def _chains(folder: str | Path, T: int) -> dict[tuple[str, str], dict[str, Any]]:
+    """A run's complete chains by (image id, seed image hash): X0's embedding and each step's."""
+    from ..core.files import read_jsonl
+
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    path = Path(folder) / "samples.jsonl"
+    if not path.is_file():  # a results.json alone (a run copied without its samples): no common FID
+        return out
+    for rec in read_jsonl(path):
+        r = rec.get("result") or {}
+        if rec.get("status") == "done" and r.get("complete") and len(r.get("steps", [])) >= T:
+            out[(str(r.get("image")), str(r.get("image_sha256")))] = r
+    return out
+
+
+def _fid_on_common_images(rows: dict[str, dict[str, Any]], T: int) -> dict[str, Any]:
+    """GC_FID@T of every model on the seed images that every model completed (a Frechet distance is biased by
+    n, so models are compared on one image set); each run's own figure, with its n, stays beside it."""
+    chains = {m: _chains(r["run"], T) for m, r in rows.items()}
+    common = set.intersection(*(set(c) for c in chains.values())) if chains else set()
+    out: dict[str, Any] = {"n": len(common), "images": "seed images every model completed (id and pixel hash)"}
+    if len(common) < 2:
+        out["warning"] = "fewer than two images completed by every model: no common GC_FID"
+        return out
+    keys = sorted(common)
+    for m, c in chains.items():
+        x0 = np.array([c[k]["embedding0"] for k in keys], dtype=np.float64)
+        fids = [frechet_distance(x0, np.array([c[k]["steps"][t]["embedding"] for k in keys], dtype=np.float64))
+                for t in range(T)]
+        rows[m][f"GC_FID@{T}_common"] = gc_at(fids, T)
+        rows[m]["fid_n"] = len(chains[m])
     return out
 
 

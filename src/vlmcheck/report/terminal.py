@@ -64,6 +64,12 @@ def genception(model: str, m: dict[str, Any]) -> None:
                   f"(mean of {g['categories']} category means; over images {g['image_mean']:.4f}); "
                   + (f"GC_FID@{T} = {fid:.4g}; " if fid is not None else "")
                   + f"{c['scored']} chains scored, refusal rate {m['refusal_rate']:.1%}, {c['failed']} failed")
+    if m.get("refusal_rate"):
+        non, pen = (m.get(f"GC@{T}_{k}") or {} for k in ("non_refused", "penalised"))
+        console.print(f"[yellow]note:[/yellow] {model} refused {m['refusal_rate']:.1%} of its chains; GC@{T} counts "
+                      f"what the generator drew from them (Algorithm 1); over chains that never refused "
+                      f"{non.get('score', float('nan')):.4f}, penalised {pen.get('score', float('nan')):.4f}",
+                      highlight=False)
 
 
 def leaderboard(board: dict[str, Any]) -> None:
