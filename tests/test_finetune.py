@@ -198,6 +198,13 @@ def test_loss_is_on_the_answer_tokens_only(family, tiny_llava, tmp_path):
     n = len(ids)
     assert batch["labels"][1, :n].tolist() == expected[:-2] + tok.convert_tokens_to_ids(["No", "</s>"])
     assert set(batch["labels"][1, n:].tolist()) <= {IGNORE}
+    # model_max_length cuts a conversation at its end, labels with it; never through the image tokens
+    short = AnswerOnlyCollator(processor, tmp_path, max_length=len(ids2) - 3)
+    cut = short([two])
+    assert cut["input_ids"].shape[1] == len(ids2) - 3 and cut["labels"][0].tolist() == labels2[:len(ids2) - 3]
+    if family == "llava":
+        with pytest.raises(ValueError, match="model_max_length"):
+            AnswerOnlyCollator(processor, tmp_path, max_length=2)([two])
 
 
 def test_lora_targets_are_the_language_model_linears_only(tiny_llava):
@@ -245,20 +252,33 @@ def test_lora_steps_change_only_adapter_weights_and_lower_the_loss(tiny_llava, t
     assert rec["global_step"] == 6 and rec["finished"]
     assert rec["probe_loss_after"] < rec["probe_loss_before"]
     base = dict(AutoModelForImageTextToText.from_pretrained(tiny_llava).named_parameters())
-    changed_lora = 0
+    changed_lora = changed_projector = 0
     for name, value in seen["params"].items():
         if "lora_" in name:
             changed_lora += bool(("lora_B" in name) and value.abs().sum() > 0)  # B starts at zero
             continue
-        plain = name.replace("base_model.model.", "").replace(".base_layer", "")
+        if ".modules_to_save.default." in name:  # the projector's trained copy (LLaVA-1.5: mm_projector_lr)
+            plain = name.replace("base_model.model.", "").replace(".modules_to_save.default", "")
+            changed_projector += not torch.equal(value, base[plain])
+            continue
+        plain = name.replace("base_model.model.", "").replace(".base_layer", "").replace(".original_module", "")
         assert torch.equal(value, base[plain]), name  # every base weight is untouched
     assert changed_lora == 14
+    assert rec["projector_lr"] == 2e-5 and rec["projector_modules"] == ["model.multi_modal_projector"]
+    assert changed_projector == 4  # linear_1 and linear_2, weight and bias
     saved = load_file(str(tmp_path / "adapter" / "adapter_model.safetensors"))
-    assert saved and all("lora_" in k for k in saved)
+    assert saved and all("lora_" in k or "multi_modal_projector" in k for k in saved)
     assert rec["trainable_parameters"] == sum(v.numel() for v in saved.values())
+    # 0 freezes the projector: only the adapter trains
+    frozen = finetune(_cfg(tiny_llava, _data(tmp_path / "f"), tmp_path / "frozen", projector_lr=0.0, max_steps=1),
+                      progress=False)
+    assert frozen["projector_modules"] == [] and frozen["projector_lr"] == 0.0
+    saved = load_file(str(tmp_path / "frozen" / "adapter_model.safetensors"))
+    assert all("lora_" in k for k in saved)
     # the paper's defaults are the defaults
     d = FinetuneConfig(model="hf:x", data="d", out="o")
     assert (d.learning_rate, d.epochs, d.lora_r, d.lora_alpha) == (1.8e-6, 1.0, 128, 256)
+    assert (d.projector_lr, d.model_max_length) == (None, 2048)  # None: 2e-5 for LLaVA-family models
 
 
 def test_the_adapter_loads_through_the_spec_and_changes_answers(tiny_llava, tmp_path):

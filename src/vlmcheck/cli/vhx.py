@@ -159,6 +159,12 @@ def vhx_finetune(model: str = typer.Option(..., "--model", metavar="SPEC", help=
                  save_steps: int = typer.Option(50, "--save-steps", min=1, metavar="N"),
                  gradient_checkpointing: bool = typer.Option(True,
                                                              "--gradient-checkpointing/--no-gradient-checkpointing"),
+                 projector_lr: Optional[float] = typer.Option(
+                     None, "--projector-lr", min=0.0, metavar="LR",
+                     help="Learning rate of the multimodal projector (default: 2e-5 for LLaVA-family models, "
+                          "as LLaVA-1.5's LoRA recipe; 0 freezes it)"),
+                 model_max_length: int = typer.Option(2048, "--model-max-length", min=16, metavar="N",
+                                                      help="Tokens per conversation (LLaVA-1.5: 2048)"),
                  seed: int = C.SEED, progress: bool = C.PROGRESS) -> None:
     """LoRA fine-tuning (peft + transformers Trainer), loss on the answers only; resumes from checkpoints."""
     from ..finetune.train import FinetuneConfig, finetune
@@ -168,7 +174,8 @@ def vhx_finetune(model: str = typer.Option(..., "--model", metavar="SPEC", help=
         cfg = FinetuneConfig(model=model, data=str(data), out=str(out), learning_rate=learning_rate, epochs=epochs,
                              max_steps=max_steps, lora_r=lora_r, lora_alpha=lora_alpha, batch_size=batch_size,
                              grad_accum=grad_accum, save_steps=save_steps,
-                             gradient_checkpointing=gradient_checkpointing, seed=seed)
+                             gradient_checkpointing=gradient_checkpointing, seed=seed, projector_lr=projector_lr,
+                             model_max_length=model_max_length)
         rec = finetune(cfg, progress=progress)
     probe = ""
     if rec.get("probe_loss_before") is not None:

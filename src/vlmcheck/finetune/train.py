@@ -54,6 +54,28 @@ class FinetuneConfig(BaseModel):
     save_steps: int = Field(50, ge=1)
     seed: int = 0
     probe_rows: int = Field(16, ge=0)  # rows whose loss is measured before and after training
+    # the multimodal projector's learning rate: None = LLaVA-1.5's finetune_lora.sh (mm_projector_lr 2e-5) for a
+    # LLaVA-family model and untouched for others; 0 = never trained.  Recorded in finetune.json.
+    projector_lr: float | None = Field(None, ge=0)
+    model_max_length: int = Field(2048, ge=16)  # LLaVA-1.5's; longer conversations are cut at the end
+
+
+#: LLaVA-1.5 scripts/v1_5/finetune_lora.sh: --mm_projector_lr 2e-5
+LLAVA_PROJECTOR_LR = 2e-5
+_PROJECTORS = {"multi_modal_projector", "mm_projector"}
+
+
+def projector_modules(model: Any) -> list[str]:
+    """Names of the multimodal projector modules (LLaVA's ``multi_modal_projector``, ``mm_projector``)."""
+    return sorted(name for name, _ in model.named_modules() if name.split(".")[-1] in _PROJECTORS)
+
+
+def projector_lr_for(cfg: FinetuneConfig, model: Any) -> float:
+    """The projector's learning rate (0: frozen): given, else LLaVA-1.5's for a LLaVA-family model."""
+    if cfg.projector_lr is not None:
+        return cfg.projector_lr
+    model_type = str(getattr(model.config, "model_type", "")).lower()
+    return LLAVA_PROJECTOR_LR if model_type.startswith("llava") else 0.0
 
 
 def lora_targets(model: Any) -> list[str]:
@@ -92,9 +114,10 @@ class AnswerOnlyCollator:
     which is checked - a chat template that re-tokenises across the boundary fails loudly instead of training
     on shifted labels."""
 
-    def __init__(self, processor: Any, root: Path) -> None:
+    def __init__(self, processor: Any, root: Path, max_length: int | None = None) -> None:
         self.processor = processor
         self.root = root
+        self.max_length = max_length
         self.tokenizer = getattr(processor, "tokenizer", processor)
 
     def messages(self, row: dict[str, Any]) -> list[Message]:
@@ -168,6 +191,15 @@ class AnswerOnlyCollator:
             labels[i, :len(ids)] = torch.tensor(lab)
         batch["labels"] = labels
         batch.pop("token_type_ids", None)
+        if self.max_length and batch["input_ids"].shape[1] > self.max_length:  # model_max_length: cut the end
+            image_id = getattr(self.processor, "image_token_id", None)
+            cut = batch["input_ids"][:, self.max_length:]
+            if image_id is not None and bool((cut == image_id).any()):
+                raise ValueError(f"a conversation's image tokens run past model_max_length={self.max_length}; "
+                                 "raise --model-max-length")
+            for key in ("input_ids", "attention_mask", "labels"):
+                if key in batch:
+                    batch[key] = batch[key][:, :self.max_length]
         return batch
 
 
@@ -256,13 +288,18 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
     from transformers import set_seed
 
     set_seed(cfg.seed)  # LoRA's A matrices start random: the same seed gives the same adapter, resumed or not
+    proj_lr = projector_lr_for(cfg, model)
+    projectors = projector_modules(model) if proj_lr > 0 else []
     with _quiet_deprecations():
+        # the projector, trained in full at its own rate as LLaVA-1.5's LoRA recipe does (modules_to_save: saved
+        # with the adapter, loaded with it by hf:MODEL?adapter=)
         model = peft.get_peft_model(model, peft.LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
                                                             lora_dropout=cfg.lora_dropout, bias="none",
-                                                            target_modules=targets))
+                                                            target_modules=targets,
+                                                            modules_to_save=projectors or None))
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in model.parameters())
-    collator = AnswerOnlyCollator(processor, root)
+    collator = AnswerOnlyCollator(processor, root, cfg.model_max_length)
     probe = rows[:cfg.probe_rows]
     model.to(device)
     probe_before = _probe_loss(model, collator, probe, device)
@@ -301,6 +338,8 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
     record: dict[str, Any] = {"base_model": spec.canonical(), "data": str(data_file), "fingerprint": fingerprint,
                               "config": cfg.model_dump(), "device": device, "dtype": str(dtype).split(".")[-1],
                               "train_rows": len(rows), "steps": steps, "lora_target_layers": len(targets),
+                              "projector_lr": proj_lr, "projector_modules": projectors,
+                              "model_max_length": cfg.model_max_length,
                               "trainable_parameters": trainable, "total_parameters": total,
                               "resumed_from": Path(last).name if last else None, "finished": False}
     write_text_atomic(state_file, json.dumps(record, indent=2) + "\n")
@@ -314,8 +353,20 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
         def __getitem__(self, i: int) -> dict[str, Any]:
             return rows[i]
 
-    trainer = Trainer(model=model, args=args, train_dataset=_Rows(), data_collator=collator,
-                      callbacks=[_Progress(), *(callbacks or [])])
+    class _Trainer(Trainer):
+        def create_optimizer(self, *a, **kw):  # the projector's parameters at their own learning rate
+            if self.optimizer is None and projectors:
+                params = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+                proj = [p for n, p in params if "modules_to_save" in n]
+                rest = [p for n, p in params if "modules_to_save" not in n]
+                self.optimizer = torch.optim.AdamW(
+                    [{"params": rest, "lr": cfg.learning_rate}, {"params": proj, "lr": proj_lr}],
+                    lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+                return self.optimizer
+            return super().create_optimizer(*a, **kw)
+
+    trainer = _Trainer(model=model, args=args, train_dataset=_Rows(), data_collator=collator,
+                       callbacks=[_Progress(), *(callbacks or [])])
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)  # it prints every log dict; the losses go to finetune.json
