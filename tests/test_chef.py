@@ -349,8 +349,21 @@ def test_multiple_choice_ppl_scores_labels_only_and_classes_by_name(tmp_path):
                  tmp_path / kind, RunOptions(progress=False, report=False))
     mc, cls, pope = seen[0], seen[1], seen[-1]
     assert mc[1] == ["The answer is (A", "The answer is (B"]
-    assert cls[1] == ["The answer is cat", "The answer is dog"]
+    # a class-name pool as LAMM's ChEF asks CIFAR-10 (query.py / template.py, entry 0): "The photo of the " alone,
+    # no option list, no label instruction, each class in "The object in the image is {option}"
+    assert cls == ("The photo of the ", ["The object in the image is cat", "The object in the image is dog"])
     assert pope == ("Is there a cat in the image?", ["Yes", "No"])  # no options listing, no label instruction
+    # Flickr30k's caption retrieval: "Generate caption of this image:" and 'The caption for this image is " {c}'
+    seen.clear()
+    (tmp_path / "ret.jsonl").write_text("".join(json.dumps({"image": "r.png", "caption": c}) + "\n"
+                                                for c in ("a red square", "a blue dot", "a green line")))
+    vlm = Scorer()
+    r = Recipe(name="ret", scenario={"type": "retrieval", "options": {"k": 3}}, inferencer={"type": "ppl"})
+    run_task(ChefTask(ChefSpec(vlm=vlm.model_id, recipe=r, data=str(tmp_path / "ret.jsonl")), vlm=vlm),
+             tmp_path / "ret", RunOptions(progress=False, report=False))
+    prompt, conts = seen[0]
+    assert prompt == "Generate caption of this image:" and len(conts) == 3
+    assert all(c.startswith('The caption for this image is " ') for c in conts)
 
 
 def test_ten_options_run_end_to_end(tmp_path):

@@ -17,6 +17,11 @@ COT_PROMPT = "Let's think step by step."
 #: PPL continuations per answer pool (see the module docstring) and the answer of an in-context example.
 LABEL_TEMPLATE = "The answer is ({label}"
 CLASS_TEMPLATE = "The answer is {option}"
+#: Class-name pools under PPL, as LAMM's ChEF code asks them (src/ChEF/instruction/query.py, template.py, the
+#: first entry of each pool): the query alone, no option list, and the class name in its answer template.
+CLASS_POOL_QUERY = {"classification": "The photo of the ", "retrieval": "Generate caption of this image:"}
+CLASS_POOL_TEMPLATE = {"classification": "The object in the image is {option}",
+                       "retrieval": 'The caption for this image is " {option}'}
 ICE_ANSWER = "The answer is ({label}) {option}"
 #: Scenarios whose answer pool is the options' own text (class names, captions); "yesno": POPE.
 POOL_OF_SCENARIO = {"classification": "classes", "retrieval": "classes", "pope": "yesno"}

@@ -45,9 +45,9 @@ from ...run.task import Sample, SpecTask
 from . import metrics as M
 from .scenarios import LETTERS, load_scenario
 
-from .recipe import (CLASS_TEMPLATE, COT_PROMPT, ICE_ANSWER, JUDGE_SYSTEM, LABEL_TEMPLATE, POOL_OF_SCENARIO,
-                     TEMPLATE_VERSION, VERBALIZERS, Recipe, extract_choice, format_query, verbalizer_instruction,
-                     verbalizer_labels)
+from .recipe import (CLASS_POOL_QUERY, CLASS_POOL_TEMPLATE, CLASS_TEMPLATE, COT_PROMPT, ICE_ANSWER, JUDGE_SYSTEM,
+                     LABEL_TEMPLATE, POOL_OF_SCENARIO, TEMPLATE_VERSION, VERBALIZERS, Recipe, extract_choice,
+                     format_query, verbalizer_instruction, verbalizer_labels)
 
 
 # ----------------------------------------------------------------------------- the task
@@ -227,16 +227,19 @@ class ChefTask(SpecTask):
         if r.instruction.type == "query_pool" and r.instruction.query_pool:
             pool = r.instruction.query_pool
             question = pool[seed % len(pool)].format(question=question)
+        kind = r.inferencer.type
+        # class names scored by PPL: the authors' query alone, as LAMM's ChEF asks CIFAR-10 and Flickr30k
+        lamm_classes = pool == "classes" and kind == "ppl" and r.scenario.type in CLASS_POOL_QUERY
         # POPE is asked as its bare yes/no question (C.6); every other scenario lists its options
-        query = question if pool == "yesno" else format_query(question, options, labels) + extra
+        query = (question if pool == "yesno" else CLASS_POOL_QUERY[r.scenario.type] if lamm_classes else
+                 format_query(question, options, labels) + extra)
         examples = await self._examples(item, setting.get("shots", 0), session)
         history = await self._ice_messages(examples, labels)
         vlm = session.vlm(self.vlm)
         parts = [image] if image is not None else []
-        kind = r.inferencer.type
         cfg = GenerationConfig(max_tokens=r.inferencer.max_tokens)
         suffix = ("\n" + COT_PROMPT if kind in ("cot", "cot_ppl") else
-                  "" if pool == "yesno" else "\nAnswer with the option's label.")
+                  "" if pool == "yesno" or lamm_classes else "\nAnswer with the option's label.")
         messages = history + [Message.user(*parts, query + suffix)]
         if kind in ("cot", "cot_ppl"):
             g = await vlm.generate(messages, cfg, template=TEMPLATE_VERSION)
@@ -248,7 +251,9 @@ class ChefTask(SpecTask):
             if pool == "yesno":
                 conts = list(options)  # "Yes", "No"
             else:
-                template = r.inferencer.answer_template or (CLASS_TEMPLATE if pool == "classes" else LABEL_TEMPLATE)
+                template = r.inferencer.answer_template or (
+                    CLASS_POOL_TEMPLATE[r.scenario.type] if lamm_classes else
+                    CLASS_TEMPLATE if pool == "classes" else LABEL_TEMPLATE)
                 conts = [template.format(label=labels[i], option=options[i]) for i in range(n)]
             lls = await vlm.loglikelihood(messages, conts, template=TEMPLATE_VERSION)
             scores = np.array([ll.mean for ll in lls])
