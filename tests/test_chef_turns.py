@@ -238,3 +238,83 @@ def test_the_robust_reading_degrades_with_severity():
             right[sev] += sum(1 for o in scene.objects if (g := got.get((o.row, o.col))) is not None
                               and (g.color, g.shape) == (o.color, o.shape))
     assert right[1] >= 2 * max(right[5], 1), right
+
+
+class TieScorer:
+    """Scores a continuation by its length modulo 3 (so many options tie); records every call with its scores."""
+
+    model_id = "test:ties"
+    capabilities = Capabilities(loglikelihood=True)
+
+    def __init__(self):
+        self.calls = []
+
+    async def loglikelihood(self, messages, continuations):
+        scores = [-float(len(c) % 3) for c in continuations]
+        self.calls.append((list(continuations), scores))
+        return [Loglikelihood(sum=s, n_tokens=1) for s in scores]
+
+
+@pytest.mark.parametrize("recipe, data", [("fsc147", "counting.jsonl"), ("omnibenchmark", "hierarchy"),
+                                          ("voc2012", "detection.jsonl")])
+def test_turn_metrics_are_lamms_formulas_on_the_recorded_predictions_ties_included(tmp_path, recipe, data):
+    # An oracle: the prediction of every turn is the first option of highest score (the argmax over ties), and
+    # the run's metrics are LAMM's formulas, written out here, applied to those predictions:
+    # counting ACC = mean(pred == gt) (metric/counting.py); Omnibenchmark WeightedACC = mean over items of
+    # weighted_ACC_multi (metric/classification.py: i / len at the first wrong level, else 1); VOC2012
+    # (metric/detection.py ppl_metric): category turns right when the prediction is one of the image's labels;
+    # box turns counted for the labels found, right when IoU with a box of the label > 0.5.
+    world = tmp_path / "w"
+    make_world(world, n=6, seed=4)
+    vlm = TieScorer()
+    res = run_task(ChefTask(ChefSpec(vlm=vlm.model_id, recipe=resolve_recipe(recipe), data=str(world / data)),
+                            vlm=vlm), tmp_path / "run", RunOptions(progress=False, report=False, max_concurrency=1))
+    assert res.results["counts"]["failed"] == 0
+    m = res.results["metrics"]
+    rows = [json.loads(x)["result"] for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    turns = [t for r in rows for t in r["settings"]["standard"]["turns"]]
+    assert len(turns) == len(vlm.calls)
+    ties = 0
+    for t, (conts, scores) in zip(turns, vlm.calls):
+        best = max(scores)
+        assert t["pred"] == scores.index(best)  # the first option of highest score
+        ties += scores.count(best) > 1
+    assert ties > 0  # the set has ties, and they are resolved as above
+    items = [r["settings"]["standard"] for r in rows]
+    if recipe == "fsc147":
+        by_hand = sum(it["turns"][0]["values"][it["turns"][0]["pred"]] == it["turns"][0]["values"][
+            it["turns"][0]["answer"]] for it in items) / len(items)
+        assert m["settings"]["standard"]["accuracy"] == pytest.approx(by_hand)
+    elif recipe == "omnibenchmark":
+        def weighted_acc_multi(pred, gt):
+            for i in range(len(pred)):
+                if pred[i] != gt[i]:
+                    return i / len(pred)
+            return 1
+
+        by_hand = sum(weighted_acc_multi([t["pred"] for t in it["turns"]], [t["answer"] for t in it["turns"]])
+                      for it in items) / len(items)
+        assert m["weighted_accuracy"] == pytest.approx(by_hand)
+    else:
+        cls_right = cls_n = box_right = box_n = 0
+        for r, it in zip(rows, items):
+            gt = [(o["label"], o["bbox"]) for o in r["meta"]["objects"]] if "meta" in r else None
+            gt = gt or [(o["label"], o["bbox"]) for o in it["meta"]["objects"]]
+            labels = {lab for lab, _ in gt}
+            found = set()
+            for t in it["turns"]:
+                if t["role"] == "category":
+                    cls_n += 1
+                    if t["values"][t["pred"]] in labels:
+                        cls_right += 1
+                        found.add(t["values"][t["pred"]])
+            for t in it["turns"]:
+                if t["role"] == "box" and t["label"] in found:
+                    box_n += 1
+                    box_right += any(M.iou(t["values"][t["pred"]], b) > 0.5 for lab, b in gt if lab == t["label"])
+        d = m["detection"]
+        assert d["classification_acc"] == pytest.approx(cls_right / cls_n)
+        if box_n:
+            assert d["grounding_acc"] == pytest.approx(box_right / box_n)
+        else:  # no category found: no box turn counts, and grounding accuracy is undefined (LAMM divides by 0)
+            assert d["grounding_acc"] != d["grounding_acc"]
