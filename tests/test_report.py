@@ -264,6 +264,7 @@ def test_report_v2_images_lightbox_contents_sorting_and_csv(evil_run, tmp_path):
         vrow.locator("img").first.click()
         box = page.locator("#lightbox")
         assert box.is_visible()
+        page.wait_for_function("document.querySelector('#lightbox img').complete", timeout=10_000)  # loads first
         assert page.evaluate("document.querySelector('#lightbox img').naturalWidth") == 600
         page.keyboard.press("Escape")
         assert not box.is_visible()

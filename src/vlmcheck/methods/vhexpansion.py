@@ -39,7 +39,7 @@ from ..core.inputs import dataset_path, read_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig, require
 from ..core.spec import load_model
-from ..metrics.stats import bootstrap_ci, pope_answer, symmetric_accuracy
+from ..metrics.stats import pope_answer, symmetric_accuracy
 from ..perturb.adversarial import AttackConfig
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
 from ..run.batching import Batcher
@@ -295,7 +295,9 @@ class VHExpansionTask(SpecTask):
         out["share_yes_cases"] = yes_share
         total_new = 0
         for name in names:
-            vs = [r["variants"][name] for r in results if name in r["variants"]]
+            rs = [r for r in results if name in r["variants"]]
+            vs = [r["variants"][name] for r in rs]
+            units = [str(r.get("image")) for r in rs]  # the sampled unit: the source image
             correct = np.array([v["correct"] for v in vs], dtype=float)
             pairs = [(v["correct"], v["neg_correct"]) for v in vs if "neg_correct" in v]
             answers = [v["parsed"] for v in vs] + [v["neg_parsed"] for v in vs if "neg_parsed" in v]
@@ -305,10 +307,14 @@ class VHExpansionTask(SpecTask):
                 wrong_expanded += int((1 - correct).sum())
             total_new += wrong_expanded
             sym = np.array([a and b for a, b in pairs], dtype=float)
+            pair_units = [u for u, v in zip(units, vs) if "neg_correct" in v]
+            acc_ci, acc_how = _proportion_ci(correct, units)
+            sym_ci, sym_how = _proportion_ci(sym, pair_units) if pairs else (None, None)
             entry = {"n": len(vs), "accuracy": float(correct.mean()),
-                     "accuracy_ci95": list(bootstrap_ci(correct, seed=self.cfg.seed)),
+                     "accuracy_ci95": acc_ci,
                      "symmetric_accuracy": symmetric_accuracy(pairs) if pairs else None,
-                     "symmetric_accuracy_ci95": list(bootstrap_ci(sym, seed=self.cfg.seed)) if pairs else None,
+                     "symmetric_accuracy_ci95": sym_ci,
+                     "intervals": {"accuracy": acc_how, "symmetric_accuracy": sym_how},
                      "n_pairs": len(pairs),
                      "yes_ratio": float(np.mean([a == "yes" for a in answers])),
                      "new_vh_cases": wrong_expanded}
@@ -320,6 +326,21 @@ class VHExpansionTask(SpecTask):
             out["variants"][name] = entry
         out["new_vh_cases_total"] = total_new
         return out
+
+
+def _proportion_ci(hits: np.ndarray, units: list[str]) -> tuple[list[float], dict[str, Any]]:
+    """A 95 % interval of a share of right answers that never collapses at 0/n or n/n: Wilson on the effective n
+    of answers clustered by source image (metrics/decisions.py), and how it was made."""
+    from ..metrics.decisions import wilson_clustered
+
+    by_unit: dict[str, list[float]] = {}
+    for h, u in zip(hits, units):
+        by_unit.setdefault(u, []).append(float(h))
+    k = [sum(v) for v in by_unit.values()]
+    n = [len(v) for v in by_unit.values()]
+    lo, hi, deff = wilson_clustered(k, n)
+    return [lo, hi], {"method": "wilson, clustered (effective n = n / design effect)", "unit": "source image",
+                      "n_units": len(n), "n": int(sum(n)), "design_effect": deff}
 
 
 def _repeat_spread(vs: list[dict[str, Any]], repeats: int) -> dict[str, Any]:

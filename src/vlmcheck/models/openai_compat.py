@@ -1,5 +1,8 @@
 """OpenAI-compatible chat (image generation: ``openai_images.py``; the preflight: ``openai_preflight.py``).
 
+Why this module is long: one adapter whose request body, endpoint balancing and failover, reply bounds and
+parsing share the same state; split, each part would reach into the others.
+
 Chat requests go out with aiohttp directly (``_openai_http``: a third of the SDK's CPU per request, measured
 there); ``?http=sdk`` sends them through the official ``openai`` SDK instead, which always serves the Batch API
 and image generation.

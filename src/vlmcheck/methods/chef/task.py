@@ -1,5 +1,9 @@
 """ChEF recipes: Scenario + Instruction + Inferencer + Metric, and the six desiderata.
 
+Why this module is long: one task asks every inferencer under every desideratum's settings, and those share
+the item, its image and its in-context examples; the recipe, the scenarios, the turn scenarios and the
+metrics are in their own modules.
+
 A :class:`Recipe` (YAML, validated by pydantic) names a scenario loader, an
 instruction (standard query, query pool, or in-context examples), an
 inferencer and the desideratum it measures.  :class:`ChefTask` runs every

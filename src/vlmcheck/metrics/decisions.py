@@ -1,0 +1,139 @@
+"""Statistics for decisions (issue 34): intervals that do not collapse, paired tests, multiple comparisons and the
+smallest difference a run can detect.  Clustered by the unit that was sampled (Miller, "Adding error bars to
+evals", 2024): the source image, the CAST pair, the ChEF item.
+
+scipy does the exact tests (binomial, McNemar as a binomial on the discordant pairs, permutation); the clustered
+Wilson interval, Holm's step-down and the minimum detectable difference are written here: scipy's Wilson takes
+integer counts only (a clustered one has an effective, fractional n), and the other two are three lines each
+that would otherwise pull in statsmodels.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+Z95 = 1.959963984540054  # the two-sided 95 % normal quantile
+
+
+def _z(alpha: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(1 - alpha / 2))
+
+
+def wilson(successes: float, n: float, alpha: float = 0.05) -> tuple[float, float]:
+    """Wilson score interval for a proportion; ``n`` may be fractional (an effective sample size).  Never of zero
+    width at 0/n or n/n: 0 of 10 -> [0, 0.2775], 60 of 60 -> [0.9398, 1]."""
+    if n <= 0:
+        return (float("nan"), float("nan"))
+    z = _z(alpha)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z / denom * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0))
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def design_effect(successes: Sequence[float], totals: Sequence[float]) -> float:
+    """How much clustering inflates the variance of a pooled proportion: the variance of the ratio estimator over
+    clusters (successes_i, totals_i) over the binomial one; at least 1 (a cluster of one answer has none)."""
+    k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
+    m, N = len(n), n.sum()
+    if m < 2 or N <= 0:
+        return 1.0
+    p = k.sum() / N
+    binomial = p * (1 - p) / N
+    if binomial <= 0:
+        return 1.0
+    clustered = m / (m - 1) * float(((k - p * n) ** 2).sum()) / (N * N)
+    return max(1.0, clustered / binomial)
+
+
+def wilson_clustered(successes: Sequence[float], totals: Sequence[float], alpha: float = 0.05
+                     ) -> tuple[float, float, float]:
+    """(low, high, design effect): Wilson on the effective sample size N / deff of clustered answers."""
+    k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
+    deff = design_effect(k, n)
+    n_eff = n.sum() / deff
+    lo, hi = wilson(k.sum() / n.sum() * n_eff, n_eff, alpha)
+    return lo, hi, deff
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value: ``b`` units right under A only, ``c`` under B only (a binomial test of
+    min(b, c) among b + c at 1/2)."""
+    from scipy.stats import binomtest
+
+    if b + c == 0:
+        return 1.0
+    return float(binomtest(min(b, c), b + c, 0.5).pvalue)
+
+
+def paired_permutation_p(a: Sequence[float], b: Sequence[float], n_resamples: int = 20_000, seed: int = 0) -> float:
+    """Two-sided p-value of the mean paired difference by flipping the sign of each unit's difference: exact
+    (every one of the 2^n sign patterns) up to 2^n <= ``n_resamples``, else Monte Carlo."""
+    from scipy.stats import permutation_test
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) == 0 or np.allclose(a, b):
+        return 1.0
+    res = permutation_test((a, b), lambda x, y: np.mean(x - y), permutation_type="samples", vectorized=False,
+                           n_resamples=n_resamples, alternative="two-sided", random_state=seed)
+    return float(min(1.0, res.pvalue))
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input order: sorted ascending, p_(i) x (m - i + 1), made
+    monotone, capped at 1."""
+    p = list(pvalues)
+    m = len(p)
+    order = sorted(range(m), key=lambda i: p[i])
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def mde(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Minimum detectable difference of a mean (two-sided test at ``alpha``, ``power``) for units whose values
+    (or paired differences) have standard deviation ``sd``: (z_{1-alpha/2} + z_power) x sd / sqrt(n)."""
+    from scipy.stats import norm
+
+    if n <= 0:
+        return float("nan")
+    return (_z(alpha) + float(norm.ppf(power))) * sd / math.sqrt(n)
+
+
+def mde_proportion(p: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest difference between two runs' proportions (each on ``n`` units, independent, around ``p``)
+    detectable at ``alpha`` with ``power``: (z_{1-alpha/2} + z_power) x sqrt(2 p (1 - p) / n)."""
+    return mde(math.sqrt(2 * p * (1 - p)), n, alpha, power)
+
+
+def n_for_difference(sd_diff: float, delta: float, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Units needed to detect a mean difference ``delta`` when the per-unit difference has sd ``sd_diff``."""
+    from scipy.stats import norm
+
+    if delta <= 0:
+        raise ValueError("the difference to detect must be above 0")
+    return int(math.ceil(((_z(alpha) + float(norm.ppf(power))) * sd_diff / delta) ** 2))
+
+
+def cluster_bootstrap_mean(values: Sequence[float], clusters: Sequence[str], n_boot: int = 2000, seed: int = 0,
+                           alpha: float = 0.05) -> tuple[float, float]:
+    """Percentile interval of the mean of ``values``, resampling whole clusters (the sampled unit)."""
+    v = np.asarray(values, dtype=float)
+    labels = np.asarray(clusters)
+    groups = [v[labels == c] for c in dict.fromkeys(labels.tolist())]
+    if len(groups) < 2:
+        return (float(v.mean()), float(v.mean())) if len(v) else (float("nan"), float("nan"))
+    sums = np.array([g.sum() for g in groups])
+    sizes = np.array([len(g) for g in groups])
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(groups), size=(n_boot, len(groups)))
+    means = sums[idx].sum(1) / sizes[idx].sum(1)
+    return float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2))

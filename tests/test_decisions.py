@@ -1,0 +1,103 @@
+"""Statistics for decisions (issue 34), each against values computed by hand from its definition."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from vlmcheck.metrics.decisions import (cluster_bootstrap_mean, design_effect, holm, mcnemar_exact, mde_proportion,
+                                        n_for_difference, paired_permutation_p, wilson, wilson_clustered)
+
+
+def test_wilson_by_hand_never_collapses():
+    # z = 1.96: 0 of 10 -> centre (0 + z^2/20) / (1 + z^2/10) = half-width -> [0, 0.2775]
+    lo, hi = wilson(0, 10)
+    assert lo == 0.0 and hi == pytest.approx(0.27753, abs=1e-5)
+    lo, hi = wilson(60, 60)
+    assert lo == pytest.approx(0.93983, abs=1e-5) and hi == pytest.approx(1.0)
+    from scipy.stats import binomtest  # and the same as scipy's for integer counts
+
+    ref = binomtest(7, 20).proportion_ci(method="wilson")
+    assert wilson(7, 20) == pytest.approx((ref.low, ref.high))
+
+
+def test_mcnemar_exact_on_a_textbook_table():
+    # 10 pairs right under A only, 2 under B only: p = 2 P(X <= 2 | 12, 1/2) = 2 (1 + 12 + 66) / 4096
+    assert mcnemar_exact(10, 2) == pytest.approx(2 * 79 / 4096)
+    assert mcnemar_exact(3, 3) == 1.0 and mcnemar_exact(0, 0) == 1.0
+
+
+def test_paired_permutation_on_six_pairs_enumerated_by_hand():
+    # differences 1, 2, 3, 4, 5, -1 (sum 14).  A sign pattern flips a subset S of |d| = 1, 2, 3, 4, 5, 1 (total
+    # 16): its sum is 16 - 2 S, at least 14 in size when S <= 1 or S >= 15: {}, {1}, {1'} and their complements,
+    # 6 of the 64 patterns.
+    a = [2, 4, 6, 8, 10, 0]
+    b = [1, 2, 3, 4, 5, 1]
+    assert paired_permutation_p(a, b) == pytest.approx(6 / 64)
+    assert paired_permutation_p(a, a) == 1.0  # a run compared with itself
+
+
+def test_holm_on_four_p_values():
+    # sorted 0.005, 0.01, 0.03, 0.04 -> x4, x3, x2, x1 = 0.02, 0.03, 0.06, 0.04 -> monotone 0.02, 0.03, 0.06, 0.06
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.9, 0.8]) == [1.0, 1.0]
+
+
+def test_minimum_detectable_difference_of_a_proportion():
+    # p = 0.5, n = 100 per run, alpha 0.05, power 0.8: (1.95996 + 0.84162) sqrt(2 x 0.25 / 100)
+    assert mde_proportion(0.5, 100) == pytest.approx((1.959964 + 0.841621) * math.sqrt(0.005), rel=1e-5)
+    # and the n that detects it again
+    assert n_for_difference(math.sqrt(0.5), mde_proportion(0.5, 100)) == 100
+
+
+def test_clustering_widens_the_interval():
+    # 10 images x 10 questions; 5 images all right, 5 all wrong: p = 0.5 over 100 answers.  Binomial variance
+    # 0.25 / 100; clustered 10/9 x 10 x 25 / 100^2 = 0.027778: design effect 11.11, effective n 9
+    k, n = [10] * 5 + [0] * 5, [10] * 10
+    assert design_effect(k, n) == pytest.approx((10 / 9 * 250 / 10_000) / 0.0025)
+    lo, hi, deff = wilson_clustered(k, n)
+    assert (lo, hi) == pytest.approx(wilson(0.5 * 100 / deff, 100 / deff))
+    naive = wilson(50, 100)
+    assert hi - lo > 2.5 * (naive[1] - naive[0])
+    # questions that vary within every image: no inflation
+    assert design_effect([5] * 10, [10] * 10) == 1.0
+    # a cluster bootstrap of the same data is as wide
+    values = [1.0] * 50 + [0.0] * 50
+    clusters = [f"img{i // 10}" for i in range(100)]
+    blo, bhi = cluster_bootstrap_mean(values, clusters, n_boot=4000)
+    assert bhi - blo > 2.5 * (naive[1] - naive[0])
+
+
+def test_a_perfect_vhexpansion_run_has_an_interval_of_width_above_zero(tmp_path):
+    # every original question answered right: the interval is Wilson's n of n, not [1, 1] (issue 34)
+    import json
+
+    from PIL import Image
+
+    from vlmcheck import RunOptions, run_task
+    from vlmcheck.core.roles import Capabilities, Generation
+    from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec
+
+    class SaysYes:
+        model_id = "test:yes"
+        capabilities = Capabilities()
+
+        async def generate(self, messages, config):
+            return Generation(text="Yes.")
+
+    rows = []
+    for i in range(12):  # 6 images, 2 questions each, every answer yes
+        if i % 2 == 0:
+            Image.new("RGB", (16, 16), (20 * i, 0, 0)).save(tmp_path / f"{i}.png")
+        rows.append({"image": f"{i - i % 2}.png", "question": f"Is there thing {i} in the image?", "answer": "yes"})
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = run_task(VHExpansionTask(VHXSpec(vlm="test:yes", cases=str(tmp_path / "cases.jsonl"), perturb=[]),
+                                   vlm=SaysYes()), tmp_path / "run", RunOptions(progress=False, report=False))
+    v = res.results["metrics"]["variants"]["original"]
+    assert v["accuracy"] == 1.0 and v["n"] == 12
+    n, z = 12, 1.959963984540054
+    low_by_hand = (1 + z * z / (2 * n) - z * math.sqrt(z * z / (4 * n * n))) / (1 + z * z / n)  # p = 1
+    assert v["accuracy_ci95"][0] == pytest.approx(low_by_hand) and v["accuracy_ci95"][0] < 0.8
+    how = v["intervals"]["accuracy"]
+    assert how["unit"] == "source image" and how["n_units"] == 6 and how["n"] == 12 and how["design_effect"] == 1.0
