@@ -101,3 +101,71 @@ def test_a_perfect_vhexpansion_run_has_an_interval_of_width_above_zero(tmp_path)
     assert v["accuracy_ci95"][0] == pytest.approx(low_by_hand) and v["accuracy_ci95"][0] < 0.8
     how = v["intervals"]["accuracy"]
     assert how["unit"] == "source image" and how["n_units"] == 6 and how["n"] == 12 and how["design_effect"] == 1.0
+
+
+def _vhx_run(folder, model, correct, neg=None, ids=None):
+    import json
+
+    folder.mkdir(parents=True)
+    ids = ids if ids is not None else range(len(correct))
+    rows = []
+    for i, c in zip(ids, correct):
+        v = {"correct": bool(c)}
+        if neg is not None:
+            v["neg_correct"] = bool(neg[i - min(ids)])
+        rows.append({"sample_id": f"case{i}", "status": "done", "task": "vhexpansion", "seq": i,
+                     "result": {"image": f"img{i // 2}.png", "variants": {"original": v}}})
+    (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "results.json").write_text(json.dumps({"task": "vhexpansion", "spec": {"task_spec": {"vlm": model}},
+                                                     "metrics": {}, "counts": {}}))
+    return folder
+
+
+def test_compare_pairs_runs_with_mcnemar_by_hand(tmp_path):
+    from vlmcheck.methods.compare import compare_runs
+
+    a = _vhx_run(tmp_path / "a", "A", [1, 1, 1, 1, 1, 1, 1, 1, 0, 0])
+    b = _vhx_run(tmp_path / "b", "B", [0, 0, 0, 1, 1, 1, 1, 1, 1, 0])
+    (c,) = compare_runs([a, b])["comparisons"]
+    # discordant: cases 0, 1, 2 right under A only, case 8 under B only: p = 2 P(X <= 1 | 4, 1/2) = 2 x 5 / 16
+    assert c["metric"] == "accuracy" and c["test"] == "McNemar exact"
+    assert c["discordant"] == {"a_only": 3, "b_only": 1} and c["p_value"] == pytest.approx(10 / 16)
+    assert c["difference"] == pytest.approx(0.2) and c["n_paired"] == 10 and c["n_left_out"] == 0
+    assert c["ci95"][0] <= 0.2 <= c["ci95"][1]
+    # a run compared with itself: difference 0, p = 1
+    (same,) = compare_runs([a, a])["comparisons"]
+    assert same["difference"] == 0.0 and same["p_value"] == 1.0
+
+
+def test_compare_counts_what_only_one_run_finished(tmp_path):
+    from vlmcheck.methods.compare import compare_runs
+
+    a = _vhx_run(tmp_path / "a", "A", [1] * 10, ids=range(0, 10))
+    b = _vhx_run(tmp_path / "b", "B", [1] * 10, ids=range(5, 15))
+    (c,) = compare_runs([a, b])["comparisons"]
+    assert c["n_paired"] == 5 and c["n_left_out"] == 10
+    assert c["left_out"] == {"only_in_a": 5, "only_in_b": 5, "different_source": 0}
+
+
+def test_three_runs_every_pair_with_holm_and_the_json_of_the_cli(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from vlmcheck.methods.compare import compare_runs
+    from vlmcheck.metrics.decisions import holm
+
+    runs = [_vhx_run(tmp_path / n, n, v, neg=[1] * 10) for n, v in
+            (("A", [1] * 10), ("B", [1] * 5 + [0] * 5), ("C", [0] * 10))]
+    cmp = compare_runs(runs)
+    pairs = {(c["a"], c["b"], c["metric"]) for c in cmp["comparisons"]}
+    assert {(a, b) for a, b, _ in pairs} == {("A", "B"), ("A", "C"), ("B", "C")}
+    ps = [c["p_value"] for c in cmp["comparisons"]]
+    assert [c["p_holm"] for c in cmp["comparisons"]] == pytest.approx(holm(ps))
+    p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "compare", *map(str, runs), "--json"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["method"] == "vhexpansion" and len(out["comparisons"]) == 6  # 3 pairs x 2 metrics
+    need = {"metric", "a", "b", "n_paired", "n_left_out", "difference", "ci95", "p_value", "p_holm", "test"}
+    assert all(need <= set(c) for c in out["comparisons"])

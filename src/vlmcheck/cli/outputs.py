@@ -18,17 +18,32 @@ def register(app: typer.Typer) -> None:
     app.command()(report)
 
 
-def compare(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="GenCeption run folders"),
+def compare(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished runs of one method"),
             external: Optional[Path] = typer.Option(None, "--external", metavar="CSV",
-                                                    help="CSV model,benchmark,score"),
-            output: Path = typer.Option(Path("leaderboard.json"), "-o", "--output", metavar="FILE")) -> None:
-    """Leaderboard of GenCeption runs made with the same generator, encoder and T."""
+                                                    help="CSV model,benchmark,score (GenCeption leaderboard)"),
+            output: Path = typer.Option(Path("leaderboard.json"), "-o", "--output", metavar="FILE",
+                                        help="Where GenCeption runs' leaderboard goes"),
+            as_json: bool = typer.Option(False, "--json", help="Print the comparisons as one JSON object")) -> None:
+    """Paired comparison of runs of one method (difference, 95% CI, p-value, Holm); GenCeption runs also get
+    their leaderboard."""
+    import json
+
+    from ..core.files import read_results
+    from ..methods.compare import compare_runs
     from ..methods.leaderboard import write_leaderboard
 
     with C.user_errors(FileNotFoundError):
-        board = write_leaderboard(runs, output, external)
-    terminal.leaderboard(board)
-    C.console.print(f"Leaderboard: {output}", highlight=False)
+        cmp = compare_runs(runs)
+        board = None
+        if cmp["method"] == "genception" and {read_results(r)["task"] for r in runs} == {"genception"}:
+            board = write_leaderboard(runs, output, external)
+    if as_json:
+        typer.echo(json.dumps(cmp, indent=2))
+        return
+    if board is not None:
+        terminal.leaderboard(board)
+        C.console.print(f"Leaderboard: {output}", highlight=False)
+    terminal.comparisons(cmp)
 
 
 def export_cmd(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished run folders"),

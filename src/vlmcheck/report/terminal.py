@@ -186,3 +186,16 @@ def providers(entries: dict[str, Any]) -> None:
 
 def recipes(rows: list[list[str]]) -> None:
     stdout.print(table(["recipe", "desideratum", "scenario", "inferencer", "description"], rows, keys=["recipe"]))
+
+
+def comparisons(cmp: dict[str, Any]) -> None:
+    """``vlmcheck compare``: one line per pair of runs and metric (A minus B); lines wrap, nothing is cut."""
+    def p(x: Any) -> str:
+        return "-" if x is None else f"{x:.4g}"
+
+    console.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples both finished)")
+    for c in cmp["comparisons"]:
+        ci = "" if not c["ci95"] else f" [{c['ci95'][0]:.4f}, {c['ci95'][1]:.4f}]"
+        console.print(f"  {c['metric']}: {c['a']} - {c['b']} = {f4(c['difference'])}{ci}, p {p(c['p_value'])} "
+                      f"(Holm {p(c.get('p_holm'))}, {c['test'] or '-'}); {c['n_paired']} paired, "
+                      f"{c['n_left_out']} left out", highlight=False, soft_wrap=True)
