@@ -169,3 +169,31 @@ def test_three_runs_every_pair_with_holm_and_the_json_of_the_cli(tmp_path):
     assert out["method"] == "vhexpansion" and len(out["comparisons"]) == 6  # 3 pairs x 2 metrics
     need = {"metric", "a", "b", "n_paired", "n_left_out", "difference", "ci95", "p_value", "p_holm", "test"}
     assert all(need <= set(c) for c in out["comparisons"])
+
+
+def test_plan_from_one_and_two_pilots_by_hand(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from scipy.stats import norm
+
+    from vlmcheck.methods.plan import plan
+
+    a = _vhx_run(tmp_path / "a", "A", [1, 0] * 5)  # accuracy 0.5 over 10 cases
+    b = _vhx_run(tmp_path / "b", "B", [1, 0] * 4 + [0, 0])
+    out = plan([a], delta=0.2)
+    (m,) = [x for x in out["metrics"] if x["metric"] == "accuracy"]
+    sd = math.sqrt(10 / 9 * 0.25)  # sample sd of five 1s and five 0s
+    z = norm.ppf(0.975) + norm.ppf(0.8)
+    assert m["sd"] == pytest.approx(sd)
+    assert m["n_per_run_independent"] == math.ceil((z * math.sqrt(2) * sd / 0.2) ** 2)
+    assert m["mde_at_pilot_n"] == pytest.approx(z * math.sqrt(2) * sd / math.sqrt(10))
+    two = plan([a, b], delta=0.2)
+    (p2,) = [x for x in two["metrics"] if x["metric"] == "accuracy"]
+    d = [0] * 8 + [1, 0]  # the paired differences
+    sd_d = float(__import__("numpy").std(d, ddof=1))
+    assert p2["sd_difference"] == pytest.approx(sd_d) and p2["n_paired"] == math.ceil((z * sd_d / 0.2) ** 2)
+    p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "plan", "--pilot", str(a), "--delta", "0.2", "--json"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and json.loads(p.stdout)["metrics"][0]["n_per_run_independent"] > 0

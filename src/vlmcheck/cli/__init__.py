@@ -11,7 +11,7 @@ chef list|run|aggregate                     ``cli/chef.py``
 vhx run|pope|export|dataset|finetune|...    ``cli/vhx.py``
 world make|pairs, meta                      ``cli/world.py``
 perturb                                     ``cli/perturb.py``
-report, export, compare                     ``cli/outputs.py``
+report, export, compare, plan               ``cli/outputs.py``
 demo                                        ``cli/demo.py``
 version, models                             ``cli/info.py``
 ==========================================  ===================

@@ -14,6 +14,7 @@ from . import _common as C
 
 def register(app: typer.Typer) -> None:
     app.command()(compare)
+    app.command()(plan)
     app.command("export")(export_cmd)
     app.command()(report)
 
@@ -44,6 +45,35 @@ def compare(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finis
         terminal.leaderboard(board)
         C.console.print(f"Leaderboard: {output}", highlight=False)
     terminal.comparisons(cmp)
+
+
+def plan(pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
+                                         help="A finished pilot run; give two to plan a paired comparison"),
+         delta: float = typer.Option(..., "--delta", metavar="D", help="The difference to detect"),
+         power: float = typer.Option(0.8, "--power", metavar="P"),
+         alpha: float = typer.Option(0.05, "--alpha", metavar="A"),
+         as_json: bool = typer.Option(False, "--json", help="Print the plan as one JSON object")) -> None:
+    """How many samples detect a difference D: from one pilot run's spread, or two pilot runs' paired one."""
+    import json
+
+    from ..methods.plan import plan as make_plan
+
+    with C.user_errors(FileNotFoundError):
+        out = make_plan(pilot, delta, power, alpha)
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    for m in out["metrics"]:
+        if "warning" in m:
+            C.console.print(f"{m['metric']}: {m['warning']}", highlight=False)
+            continue
+        line = (f"{m['metric']}: to detect {delta:g} with power {power:g} at alpha {alpha:g}: "
+                f"{m['n_per_run_independent']} samples per run for two independent runs (pilot sd {m['sd']:.4f}); "
+                f"at the pilot's n = {m['pilot_n']} the smallest detectable difference is {m['mde_at_pilot_n']:.4f}")
+        if "n_paired" in m:
+            line += (f"; paired on common samples (sd of differences {m['sd_difference']:.4f}): "
+                     f"{m['n_paired']} samples")
+        C.console.print(line, highlight=False, soft_wrap=True)
 
 
 def export_cmd(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished run folders"),
