@@ -69,22 +69,22 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
     return result
 
 
-def run_task(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
-    """Synchronous :func:`run_task_async`."""
+def _reported(run: Any, task: Task, folder: str | os.PathLike, options: RunOptions | None) -> RunResult:
     options = options or RunOptions()
     report = _ReportAfter(folder, options)
-    result = _runner.run_task(task, folder, options)
+    result = run(task, folder, options)
     report()
     return result
+
+
+def run_task(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
+    """Synchronous :func:`run_task_async`."""
+    return _reported(_runner.run_task, task, folder, options)
 
 
 def retry_failed(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
     """Run again only the failed samples of ``folder`` (finished ones are kept), then write the report."""
-    options = options or RunOptions()
-    report = _ReportAfter(folder, options)
-    result = _runner.retry_failed(task, folder, options)
-    report()
-    return result
+    return _reported(_runner.retry_failed, task, folder, options)
 
 
 def merge_runs(shards: list[str | Path], out: str | Path, report: bool = True, overwrite: bool = False

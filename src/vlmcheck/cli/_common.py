@@ -7,9 +7,12 @@ A failure the user can act on (a bad spec, bad data, a folder in use) ends in on
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import logging
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, Optional
 
 import typer
 
@@ -50,6 +53,50 @@ RAY_ADDRESS = typer.Option(None, "--address", metavar="ADDRESS",
 WORKERS = typer.Option(None, "--workers", min=1, metavar="N",
                        help="Ray actors (default: one per CPU of the cluster, at most 8).")
 GPUS = typer.Option(0.0, "--gpus-per-worker", min=0.0, metavar="G", help="GPUs each Ray actor reserves.")
+
+
+#: the options every run command takes, in the order --help lists them (after the command's own)
+_RUN_OPTIONS = (("api_key", Optional[str], API_KEY), ("resume", bool, RESUME), ("overwrite", bool, OVERWRITE),
+                ("limit", Optional[int], LIMIT), ("shard", Optional[str], SHARD),
+                ("max_concurrency", int, CONCURRENCY), ("seed", int, SEED), ("progress", bool, PROGRESS),
+                ("allow_outside", bool, ALLOW_OUTSIDE), ("max_image_mb", float, MAX_IMAGE_MB),
+                ("pixel_budget_mb", float, PIXEL_BUDGET_MB), ("preflight", bool, PREFLIGHT),
+                ("max_failures", float, MAX_FAILURES), ("executor", str, EXECUTOR),
+                ("ray_address", Optional[str], RAY_ADDRESS), ("workers", Optional[int], WORKERS),
+                ("gpus_per_worker", float, GPUS))
+
+
+class RunArgs(SimpleNamespace):
+    """The run options of a command (``run_command``): ``.options()`` is the runner's RunOptions."""
+
+    def options(self) -> RunOptions:
+        return options(self.resume, self.overwrite, self.limit, self.max_concurrency, self.seed, self.progress,
+                       self.allow_outside, self.max_image_mb, self.pixel_budget_mb, self.preflight, self.shard,
+                       executor=self.executor, ray_address=self.ray_address, workers=self.workers,
+                       gpus_per_worker=self.gpus_per_worker)
+
+
+def run_command(fn):
+    """Give a command every run option (``--resume``, ``--limit``, ``--executor`` ...) without listing them in its
+    signature: typer reads the signature this sets; the command gets them as ``run``, a :class:`RunArgs`."""
+    import typing
+
+    sig = inspect.signature(fn)
+    hints = typing.get_type_hints(fn)  # the command module's own annotations, resolved where they were written
+    own = [p.replace(annotation=hints.get(name, p.annotation)) for name, p in sig.parameters.items()
+           if name != "run"]
+    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+             for name, kind, default in _RUN_OPTIONS]
+
+    @functools.wraps(fn)
+    def command(*args, **kwargs):
+        run = RunArgs(**{name: kwargs.pop(name) for name, _, _ in _RUN_OPTIONS})
+        return fn(*args, **kwargs, run=run)
+
+    command.__signature__ = sig.replace(parameters=own + extra, return_annotation=None)
+    command.__annotations__ = {p.name: p.annotation for p in own + extra}
+    del command.__wrapped__  # typer reads __signature__, not the wrapped function's
+    return command
 
 
 def setup_logging() -> None:

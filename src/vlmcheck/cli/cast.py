@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -46,30 +45,23 @@ def cast_pairs(
 
 
 @cast_app.command("run")
+@C.run_command
 def cast_run(
     vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
     pairs: Path = typer.Option(..., "--pairs", metavar="FILE", help="Pairs JSONL (cast pairs, or world pairs)"),
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     two_images: bool = typer.Option(False, "--two-images", help="Send two images instead of one side-by-side"),
     image_size: int = typer.Option(512, "--image-size", metavar="PX"),
-    api_key: Optional[str] = C.API_KEY,
-    resume: bool = C.RESUME, overwrite: bool = C.OVERWRITE, limit: Optional[int] = C.LIMIT,
-    shard: Optional[str] = C.SHARD, max_concurrency: int = C.CONCURRENCY, seed: int = C.SEED,
-    progress: bool = C.PROGRESS, allow_outside: bool = C.ALLOW_OUTSIDE, max_image_mb: float = C.MAX_IMAGE_MB,
-    pixel_budget_mb: float = C.PIXEL_BUDGET_MB, preflight: bool = C.PREFLIGHT, max_failures: float = C.MAX_FAILURES,
-    executor: str = C.EXECUTOR, ray_address: Optional[str] = C.RAY_ADDRESS, workers: Optional[int] = C.WORKERS,
-    gpus_per_worker: float = C.GPUS,
+    run: C.RunArgs = None,
 ) -> None:
     """Generate similarities in 3 modalities, validate each in 3 modalities x 3 formats, score consistency."""
     from ..methods.cast import CastSpec, CastTask
 
     C.setup_logging()
     with C.user_errors(FileNotFoundError):
-        spec = C.spec_with_key(vlm, api_key)
+        spec = C.spec_with_key(vlm, run.api_key)
         task = CastTask(CastSpec(vlm=spec.canonical(), pairs=str(pairs), two_images=two_images,
-                                 image_size=image_size, seed=seed), vlm=load_model(spec, "vlm"))
-    results = C.execute(task, out, C.options(
-        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-        preflight, shard, executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker))
+                                 image_size=image_size, seed=run.seed), vlm=load_model(spec, "vlm"))
+    results = C.execute(task, out, run.options())
     terminal.cast(spec.canonical(), results["metrics"])
-    C.check_failures([results], max_failures)
+    C.check_failures([results], run.max_failures)

@@ -33,6 +33,7 @@ def chef_list() -> None:
 
 
 @chef_app.command("run")
+@C.run_command
 def chef_run(
     recipe: str = typer.Option(..., "--recipe", metavar="RECIPE",
                                help="Recipe YAML file or shipped recipe name (chef list)"),
@@ -48,13 +49,7 @@ def chef_run(
                                            help="TextModel spec for sentence-level text corruptions (robustness)"),
     extractor: Optional[str] = typer.Option(None, "--extractor", metavar="SPEC",
                                             help="TextModel spec: second-step answer extraction (MMBench style)"),
-    api_key: Optional[str] = C.API_KEY,
-    resume: bool = C.RESUME, overwrite: bool = C.OVERWRITE, limit: Optional[int] = C.LIMIT,
-    shard: Optional[str] = C.SHARD, max_concurrency: int = C.CONCURRENCY, seed: int = C.SEED,
-    progress: bool = C.PROGRESS, allow_outside: bool = C.ALLOW_OUTSIDE, max_image_mb: float = C.MAX_IMAGE_MB,
-    pixel_budget_mb: float = C.PIXEL_BUDGET_MB, preflight: bool = C.PREFLIGHT, max_failures: float = C.MAX_FAILURES,
-    executor: str = C.EXECUTOR, ray_address: Optional[str] = C.RAY_ADDRESS, workers: Optional[int] = C.WORKERS,
-    gpus_per_worker: float = C.GPUS,
+    run: C.RunArgs = None,
 ) -> None:
     """Run a ChEF recipe; the metric follows its desideratum."""
     from ..core.roles import CapabilityError
@@ -71,14 +66,12 @@ def chef_run(
             r.metric.rewriter = rewriter
         if extractor:
             r.metric.extractor = extractor
-        spec = C.spec_with_key(vlm, api_key)
-        task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=seed),
+        spec = C.spec_with_key(vlm, run.api_key)
+        task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=run.seed),
                         vlm=load_model(spec, "vlm"))
-    results = C.execute(task, out, C.options(
-        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-        preflight, shard, executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker))
+    results = C.execute(task, out, run.options())
     terminal.chef(spec.canonical(), results["metrics"])
-    C.check_failures([results], max_failures)
+    C.check_failures([results], run.max_failures)
 
 
 @chef_app.command("aggregate")

@@ -17,6 +17,7 @@ def register(app: typer.Typer) -> None:
     app.command()(genception)
 
 
+@C.run_command
 def genception(
     vlm: list[str] = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec; repeat for a leaderboard"),
     generator: str = typer.Option(..., "--generator", metavar="SPEC",
@@ -32,13 +33,7 @@ def genception(
         help="Only K seeded random images per category (the human-baseline protocol: 5)"),
     external: Optional[Path] = typer.Option(None, "--external", metavar="CSV",
                                             help="CSV model,benchmark,score to correlate with"),
-    api_key: Optional[str] = C.API_KEY,
-    resume: bool = C.RESUME, overwrite: bool = C.OVERWRITE, limit: Optional[int] = C.LIMIT,
-    shard: Optional[str] = C.SHARD, max_concurrency: int = C.CONCURRENCY, seed: int = C.SEED,
-    progress: bool = C.PROGRESS, allow_outside: bool = C.ALLOW_OUTSIDE, max_image_mb: float = C.MAX_IMAGE_MB,
-    pixel_budget_mb: float = C.PIXEL_BUDGET_MB, preflight: bool = C.PREFLIGHT, max_failures: float = C.MAX_FAILURES,
-    executor: str = C.EXECUTOR, ray_address: Optional[str] = C.RAY_ADDRESS, workers: Optional[int] = C.WORKERS,
-    gpus_per_worker: float = C.GPUS,
+    run: C.RunArgs = None,
 ) -> None:
     """GenCeption: describe, regenerate, repeat T times; GC@1..T, GC_FID@t, categories, leaderboard."""
     from ..methods.genception import GenCeptionSpec, GenCeptionTask
@@ -48,15 +43,12 @@ def genception(
     folders, all_results = [], []
     for one in vlm:
         with C.user_errors(FileNotFoundError):
-            spec = C.spec_with_key(one, api_key)
+            spec = C.spec_with_key(one, run.api_key)
             task = GenCeptionTask(GenCeptionSpec(vlm=spec.canonical(), generator=generator, encoder=encoder,
-                                                 data=str(data), T=T, seed=seed, per_category=per_category),
+                                                 data=str(data), T=T, seed=run.seed, per_category=per_category),
                                   vlm=load_model(spec, "vlm"))
         folder = out if len(vlm) == 1 else out / C.slug(spec.canonical())
-        results = C.execute(task, folder, C.options(
-            resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-            preflight, shard, executor=executor, ray_address=ray_address, workers=workers,
-            gpus_per_worker=gpus_per_worker))
+        results = C.execute(task, folder, run.options())
         terminal.genception(spec.canonical(), results["metrics"])
         folders.append(folder)
         all_results.append(results)
@@ -64,4 +56,4 @@ def genception(
         board = write_leaderboard(folders, out / "leaderboard.json", external)
         terminal.leaderboard(board)
         C.console.print(f"Leaderboard: {out / 'leaderboard.json'}", highlight=False)
-    C.check_failures(all_results, max_failures)
+    C.check_failures(all_results, run.max_failures)

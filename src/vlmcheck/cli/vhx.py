@@ -22,6 +22,7 @@ def register(app: typer.Typer) -> None:
 
 
 @vhx_app.command("run")
+@C.run_command
 def vhx_run(
     vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
     cases: Path = typer.Option(..., "--cases", metavar="PATH",
@@ -42,13 +43,7 @@ def vhx_run(
                                 help="Ask every question N times (Table 6e): mean and std"),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, metavar="T",
                                       help="Decoding temperature (Table 6f)"),
-    api_key: Optional[str] = C.API_KEY,
-    resume: bool = C.RESUME, overwrite: bool = C.OVERWRITE, limit: Optional[int] = C.LIMIT,
-    shard: Optional[str] = C.SHARD, max_concurrency: int = C.CONCURRENCY, seed: int = C.SEED,
-    progress: bool = C.PROGRESS, allow_outside: bool = C.ALLOW_OUTSIDE, max_image_mb: float = C.MAX_IMAGE_MB,
-    pixel_budget_mb: float = C.PIXEL_BUDGET_MB, preflight: bool = C.PREFLIGHT, max_failures: float = C.MAX_FAILURES,
-    executor: str = C.EXECUTOR, ray_address: Optional[str] = C.RAY_ADDRESS, workers: Optional[int] = C.WORKERS,
-    gpus_per_worker: float = C.GPUS,
+    run: C.RunArgs = None,
 ) -> None:
     """Negation, common and adversarial perturbations; accuracy and symmetric accuracy per variant."""
     from ..methods.vhexpansion import VHExpansionTask, VHXSpec
@@ -56,19 +51,17 @@ def vhx_run(
 
     C.setup_logging()
     with C.user_errors(FileNotFoundError):
-        spec = C.spec_with_key(vlm, api_key)
+        spec = C.spec_with_key(vlm, run.api_key)
         task = VHExpansionTask(VHXSpec(
             vlm=spec.canonical(), cases=str(cases), negator=negator or None,
             perturb=[p.strip() for p in perturb.split(",") if p.strip()], attack=attack, attack_target=attack_target,
             attack_config=AttackConfig(epsilon=epsilon, steps_clean=steps_clean,
-                                       steps_hallucinated=steps_hallucinated, seed=seed), seed=seed,
+                                       steps_hallucinated=steps_hallucinated, seed=run.seed), seed=run.seed,
             repeats=repeats, temperature=temperature),
             vlm=load_model(spec, "vlm"))
-    results = C.execute(task, out, C.options(
-        resume, overwrite, limit, max_concurrency, seed, progress, allow_outside, max_image_mb, pixel_budget_mb,
-        preflight, shard, executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker))
+    results = C.execute(task, out, run.options())
     terminal.vhexpansion(spec.canonical(), results["metrics"])
-    C.check_failures([results], max_failures)
+    C.check_failures([results], run.max_failures)
 
 
 @vhx_app.command("pope")

@@ -78,16 +78,13 @@ def json_text(obj: Any, **kwargs: Any) -> str:
     return text
 
 
-def _write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str, errors: str = "strict") -> Path:
+def _atomic(path: str | os.PathLike, write: Any) -> Path:
+    """``write(fd, tmp)`` fills a temp file beside ``path``, which then replaces ``path``; on any failure the temp
+    file goes and ``path`` is as it was."""
     path = Path(path)
     fd, tmp = atomic_path(path)
     try:
-        if isinstance(data, bytes):
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-        else:
-            with os.fdopen(fd, "w", encoding=encoding, errors=errors, newline="") as fh:
-                fh.write(data)
+        write(fd, tmp)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -96,6 +93,18 @@ def _write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str, err
             pass
         raise
     return path
+
+
+def _write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str, errors: str = "strict") -> Path:
+    def write(fd: int, tmp: str) -> None:
+        if isinstance(data, bytes):
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+        else:
+            with os.fdopen(fd, "w", encoding=encoding, errors=errors, newline="") as fh:
+                fh.write(data)
+
+    return _atomic(path, write)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8", errors: str = "strict") -> Path:
@@ -110,18 +119,11 @@ def copy_atomic(src: str | os.PathLike, dest: str | os.PathLike) -> Path:
     """Copy ``src`` to ``dest`` whole or not at all (a temp file beside ``dest``, then a rename)."""
     import shutil
 
-    fd, tmp = atomic_path(dest)
-    os.close(fd)
-    try:
+    def write(fd: int, tmp: str) -> None:
+        os.close(fd)
         shutil.copyfile(src, tmp)
-        os.replace(tmp, dest)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return Path(dest)
+
+    return _atomic(dest, write)
 
 
 def jsonl_lines(text: str) -> list[tuple[int, str]]:
