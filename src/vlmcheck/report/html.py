@@ -25,6 +25,7 @@ from ..core.files import read_jsonl, write_bytes_atomic, write_text_atomic
 from ..core.images import read_file_bytes
 from ..methods.headline import headline  # noqa: F401  (re-exported: the report shows each run's headline)
 from .charts import _cast_heatmaps, _reliability, _s_curve
+from .terminal import rank_text
 
 THUMB = 96
 FULL = 1024  # the lightbox's copy: large enough to read a scene's text
@@ -360,6 +361,8 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                 "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
     env = Environment(loader=PackageLoader("vlmcheck.report", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["fmt"] = lambda x, d=4: "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
+    # ranks as people write them: 1, 2= for a shared rank (report/terminal.py)
+    env.filters["rank"] = lambda x, ranks=(): "-" if x is None else rank_text(x, list(ranks))
     page = env.get_template("report.html").render(title=title, views=views, board=board, curve=curve,
                                                   summary=summary, gallery=gallery, vhx_compare=vhx_compare,
                                                   before_after=before_after, boards=boards)
