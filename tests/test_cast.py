@@ -225,3 +225,20 @@ def test_cast_end_to_end_on_world_pairs(tmp_path):
     two = run_task(CastTask(CastSpec(vlm="ref:describer", pairs=str(pairs), two_images=True)), tmp_path / "two",
                    RunOptions(progress=False)).results["metrics"]["topk"]["top5"]["mean"]
     assert two["image"]["image"]["score"] == 1.0
+
+
+def test_the_headline_has_an_interval_over_pairs_by_hand():
+    from vlmcheck.methods.cast import cast_headline
+
+    def pair(verdict):
+        return {"generation": {g: {"statements": [{"verdicts": {f"{v}|{f}": {"verdict": verdict}
+                                                                for v in MODALITIES for f in FORMATS}}]}
+                               for g in MODALITIES}}
+
+    # pair 1 confirms everything, pair 2 nothing: every cross-modal cell pools to 1/2, the headline is 1/2; a
+    # bootstrap draw of the two pairs gives 1 (pair 1 twice, p = 1/4), 1/2 (p = 1/2) or 0 (p = 1/4): [0, 1]
+    h = cast_headline([pair(1), pair(0)], n_boot=4000)
+    assert h["value"] == pytest.approx(0.5) and h["ci95"] == [0.0, 1.0]
+    assert h["interval"] == {"method": "bootstrap, resampling pairs", "unit": "scene pair", "n_units": 2}
+    # unparseable verdicts are left out of a cell, as in the matrices
+    assert cast_headline([pair(1), pair(None)])["value"] == 1.0

@@ -389,6 +389,15 @@ def test_ten_options_run_end_to_end(tmp_path):
     rows = [json.loads(x)["result"]["settings"]["standard"] for x in (tmp_path / "run" / "samples.jsonl").read_text()
             .splitlines()]
     assert [r["labels"][-1] for r in rows] == ["J"] * 10 and sum(r["correct"] for r in rows) == 1  # only "truck"
+    # the accuracy's interval: Wilson on 1 of 10 (one image: no clustering), by hand with z = 1.96
+    import math
+
+    z, n, p = 1.959963984540054, 10, 0.1
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n
+                                                                                          + z * z / (4 * n * n))
+    st = res.results["metrics"]["settings"]["standard"]
+    assert st["accuracy_ci95"] == pytest.approx([centre - half, centre + half])
+    assert st["interval"]["n"] == 10 and st["interval"]["design_effect"] == 1.0
 
 
 def test_flickr30k_negatives_are_the_most_similar_captions(tmp_path, monkeypatch):

@@ -1,5 +1,8 @@
 """CAST (Dagan et al.): cross-modal self-consistency from similarity statements.
 
+Why this module is long: the prompts, the task, its scores with their intervals and the pair sampling of one
+paper, read against it section by section.
+
 A *scene* is an image with a detailed description.  For a pair of scenes the
 model lists up to five similarities in each generation modality (text: two
 descriptions; image: the two images side by side, or two images for models
@@ -280,7 +283,36 @@ def cast_scores(results: list[dict[str, Any]], k_values=(1, 3, 5), seed: int = 0
         out["topk"][f"top{k}"] = matrices(range(k))
     for p in range(1, k_max + 1):
         out["position"][f"pos{p}"] = matrices([p - 1])
+    out["headline"] = cast_headline(results, seed=seed)
     return out
+
+
+def cast_headline(results: list[dict[str, Any]], k: int = 3, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
+    """The headline, Top-k cross-modal consistency: the mean of the six cells generated in one modality and
+    validated in another (each the mean over formats of its verdicts pooled over pairs), with a 95 % interval
+    from resampling scene pairs (the sampled unit), every cell with the same draw."""
+    cells = [(g, v) for g in MODALITIES for v in MODALITIES if g != v]
+    counts = {(g, v, f): _counts(results, g, v, f, range(k)) for g, v in cells for f in FORMATS}
+
+    def value(sums: dict[tuple[str, str, str], np.ndarray]) -> np.ndarray:
+        with warnings.catch_warnings():  # an empty cell or format is left out (NaN), as in the matrices
+            warnings.simplefilter("ignore", RuntimeWarning)
+            per_cell = [np.nanmean(np.stack([np.divide(sums[(g, v, f)][..., 0], sums[(g, v, f)][..., 1],
+                                                       out=np.full(sums[(g, v, f)].shape[:-1], np.nan),
+                                                       where=sums[(g, v, f)][..., 1] > 0) for f in FORMATS]), axis=0)
+                        for g, v in cells]
+            return np.nanmean(np.stack(per_cell), axis=0)
+
+    n = len(results)
+    point = float(value({key: c.sum(axis=0) for key, c in counts.items()})) if n else float("nan")
+    ci = None
+    if n >= 2 and not np.isnan(point):
+        idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+        boots = value({key: c[idx].sum(axis=1) for key, c in counts.items()})
+        boots = boots[~np.isnan(boots)]
+        ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
+    return {"name": f"CAST Top-{k} cross-modal consistency", "value": None if np.isnan(point) else point,
+            "ci95": ci, "interval": {"method": "bootstrap, resampling pairs", "unit": "scene pair", "n_units": n}}
 
 
 # ----------------------------------------------------------------------------- pairs

@@ -16,6 +16,8 @@ def headline(results: dict[str, Any]) -> tuple[str, float | None]:
     if task == "vhexpansion":
         return "symmetric accuracy", (m.get("variants", {}).get("original") or {}).get("symmetric_accuracy")
     if task == "cast":
+        if (m.get("headline") or {}).get("name"):
+            return m["headline"]["name"], m["headline"]["value"]
         top = m.get("topk", {}).get("top3", {}).get("mean")
         if top:
             vals = [top[g][v]["score"] for g in top for v in top[g] if g != v and top[g][v]["score"] is not None]

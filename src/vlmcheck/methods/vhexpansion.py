@@ -329,18 +329,9 @@ class VHExpansionTask(SpecTask):
 
 
 def _proportion_ci(hits: np.ndarray, units: list[str]) -> tuple[list[float], dict[str, Any]]:
-    """A 95 % interval of a share of right answers that never collapses at 0/n or n/n: Wilson on the effective n
-    of answers clustered by source image (metrics/decisions.py), and how it was made."""
-    from ..metrics.decisions import wilson_clustered
+    from ..metrics.decisions import proportion_interval
 
-    by_unit: dict[str, list[float]] = {}
-    for h, u in zip(hits, units):
-        by_unit.setdefault(u, []).append(float(h))
-    k = [sum(v) for v in by_unit.values()]
-    n = [len(v) for v in by_unit.values()]
-    lo, hi, deff = wilson_clustered(k, n)
-    return [lo, hi], {"method": "wilson, clustered (effective n = n / design effect)", "unit": "source image",
-                      "n_units": len(n), "n": int(sum(n)), "design_effect": deff}
+    return proportion_interval(hits, units, "source image")
 
 
 def _repeat_spread(vs: list[dict[str, Any]], repeats: int) -> dict[str, Any]:

@@ -137,3 +137,16 @@ def cluster_bootstrap_mean(values: Sequence[float], clusters: Sequence[str], n_b
     idx = rng.integers(0, len(groups), size=(n_boot, len(groups)))
     means = sums[idx].sum(1) / sizes[idx].sum(1)
     return float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2))
+
+
+def proportion_interval(hits: Sequence[float], units: Sequence[str], unit: str) -> tuple[list[float], dict]:
+    """A 95 % interval of a share of right answers that never collapses at 0/n or n/n - Wilson on the effective n
+    of answers clustered by ``units`` - and how it was made (what results.json records beside it)."""
+    by_unit: dict[str, list[float]] = {}
+    for h, u in zip(hits, units):
+        by_unit.setdefault(u, []).append(float(h))
+    k = [sum(v) for v in by_unit.values()]
+    n = [len(v) for v in by_unit.values()]
+    lo, hi, deff = wilson_clustered(k, n)
+    return [lo, hi], {"method": "wilson, clustered (effective n = n / design effect)", "unit": unit,
+                      "n_units": len(n), "n": int(sum(n)), "design_effect": deff}

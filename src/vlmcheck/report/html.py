@@ -197,6 +197,14 @@ def _headline_ci(run: dict[str, Any]) -> list | None:
         return (m.get("variants", {}).get("original") or {}).get("symmetric_accuracy_ci95")
     if run["task"] == "describe":
         return (m.get("keyword_recall") or {}).get("ci95")
+    if run["task"] == "cast":
+        return (m.get("headline") or {}).get("ci95")
+    if run["task"] == "chef":
+        name = headline(run["results"])[0]
+        if name == "POPE accuracy":
+            return (m.get("pope") or {}).get("accuracy_ci95")
+        if name == "accuracy":
+            return next(iter(m.get("settings", {}).values()), {}).get("accuracy_ci95")
     return None
 
 

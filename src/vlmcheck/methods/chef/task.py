@@ -44,6 +44,7 @@ from ...core.inputs import read_image
 from ...core.messages import Message
 from ...core.roles import GenerationConfig, require
 from ...core.spec import load_model
+from ...metrics.decisions import proportion_interval
 from ...run.calls import Session
 from ...run.task import Sample, SpecTask
 from . import metrics as M
@@ -361,9 +362,12 @@ class ChefTask(SpecTask):
         acc_random = M.random_accuracy(r["n_options"] for r in res)
         out["acc_random"] = acc_random
         per = {}
+        units = [str(r.get("image") or r.get("id")) for r in res]  # the sampled unit: the item's image
         for name in res[0]["settings"]:
             rows = [r["settings"][name] for r in res]
-            per[name] = {"accuracy": float(np.mean([x["correct"] for x in rows])),
+            ci, how = proportion_interval([x["correct"] for x in rows], units, "item (its image)")
+            per[name] = {"accuracy": float(np.mean([x["correct"] for x in rows])), "accuracy_ci95": ci,
+                         "interval": how,
                          "match_ratio": float(np.mean([x["extracted"] for x in rows])),
                          "match_ratio_rule": float(np.mean([x.get("extracted_by", "rule") == "rule" for x in rows]))}
         out["settings"] = per
@@ -415,6 +419,8 @@ class ChefTask(SpecTask):
         elif d == "hallucination":
             rows = [r["settings"][first] for r in res]
             out["pope"] = M.pope_metrics([x["pred"] == 0 for x in rows], [x["answer"] == 0 for x in rows])
+            out["pope"]["accuracy_ci95"], out["pope"]["interval"] = proportion_interval(
+                [x["correct"] for x in rows], units, "image (its questions)")
         elif d == "language":
             judged = [r["judge"] for r in res if r.get("judge", {}).get("mean") is not None]
             skipped: dict[str, int] = {}
