@@ -148,5 +148,9 @@ def proportion_interval(hits: Sequence[float], units: Sequence[str], unit: str) 
     k = [sum(v) for v in by_unit.values()]
     n = [len(v) for v in by_unit.values()]
     lo, hi, deff = wilson_clustered(k, n)
+    p, n_eff = sum(k) / sum(n), sum(n) / deff
     return [lo, hi], {"method": "wilson, clustered (effective n = n / design effect)", "unit": unit,
-                      "n_units": len(n), "n": int(sum(n)), "design_effect": deff}
+                      "n_units": len(n), "n": int(sum(n)), "design_effect": deff,
+                      # the smallest difference from another run of this size that a test would catch
+                      "min_detectable_difference": mde_proportion(p, n_eff) if 0 < p < 1 else None,
+                      "mde_basis": "two independent runs of this effective n, alpha 0.05, power 0.8"}
