@@ -23,8 +23,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from .core.data import printable
-from .core.files import InputFileError, atomic_path, jsonl_lines, read_results, read_text_input, write_text_atomic
+from .core.files import InputFileError, atomic_path, printable, jsonl_lines, read_results, read_text_input, write_text_atomic
 
 #: The unit each method's sample record is exploded into: (field holding the units, column naming the unit).
 UNITS = {

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .files import jsonl_objects
+from .files import jsonl_objects, printable
 from .images import iter_image_files
 from .inputs import dataset_path
 
@@ -42,16 +42,6 @@ class ImageItem(BaseModel):
 
 class DatasetError(ValueError):
     pass
-
-
-def printable(name: str) -> str:
-    """A file name as text that any UTF-8 file or database holds: a name that is not valid UTF-8 (Python reads
-    its bad bytes as lone surrogates) keeps them as ``\\xff`` escapes, so the id stays unique and names the file."""
-    try:
-        name.encode("utf-8")
-        return name
-    except UnicodeEncodeError:
-        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def dataset_name(source: str | Path) -> str | None:

@@ -66,6 +66,16 @@ def broken_link(path: str | os.PathLike) -> str | None:
     return None
 
 
+def printable(name: str) -> str:
+    """A file name as text that any UTF-8 file or database holds: a name that is not valid UTF-8 (Python reads
+    its bad bytes as lone surrogates) keeps them as ``\\xff`` escapes, so the id stays unique and names the file."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def json_text(obj: Any, **kwargs: Any) -> str:
     """``json.dumps`` with non-ASCII text as is, and escaped (``\\udcff``, lossless) where a string holds lone
     surrogates - a file name that is not valid UTF-8, as Python reads it - which no UTF-8 file or SQLite text can

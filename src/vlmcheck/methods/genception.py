@@ -316,18 +316,17 @@ class GenCeptionTask(SpecTask):
         """fid(t): Frechet distance between the features of D(0) and D(t); GC_FID@t (v2 eq. 4):
         sum_{tau<=t} tau*fid(tau) / sum_{tau<=t} tau.  Lower is better.  Every scored chain has an image at
         every step (a refused description is regenerated from, as Algorithm 1 does)."""
-        chains = scored
-        out: dict[str, Any] = {"features": f"encoder {self.cfg.encoder}", "n": len(chains)}
-        if len(chains) < 2:
+        out: dict[str, Any] = {"features": f"encoder {self.cfg.encoder}", "n": len(scored)}
+        if len(scored) < 2:
             out["warning"] = "GC_FID needs at least two chains with an image at every step"
             return out
-        X0 = np.array([r["embedding0"] for r in chains], dtype=np.float64)
-        if len(chains) < max(self.cfg.fid_min_images, 2):
-            out["warning"] = (f"only {len(chains)} images: a set-level Frechet distance is unreliable below "
+        X0 = np.array([r["embedding0"] for r in scored], dtype=np.float64)
+        if len(scored) < max(self.cfg.fid_min_images, 2):
+            out["warning"] = (f"only {len(scored)} images: a set-level Frechet distance is unreliable below "
                               f"{self.cfg.fid_min_images} images (the feature dimension is {X0.shape[1]})")
         fids = []
         for t in range(1, T + 1):
-            Xt = np.array([r["steps"][t - 1]["embedding"] for r in chains], dtype=np.float64)
+            Xt = np.array([r["steps"][t - 1]["embedding"] for r in scored], dtype=np.float64)
             fids.append(frechet_distance(X0, Xt))
             out[f"fid@{t}"] = fids[-1]
             out[f"GC_FID@{t}"] = gc_at(fids, t)  # the same t-weighting as eq. 3

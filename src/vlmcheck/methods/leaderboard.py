@@ -99,13 +99,14 @@ def _score(m: dict[str, Any], key: str) -> float | None:
 
 def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) -> dict[str, Any]:
     rows: dict[str, dict[str, Any]] = {}
-    setups = set()
+    setups, declared = set(), set()
     for folder in runs:
         res = load_run(folder)
         ts = res["spec"]["task_spec"]
         m = res["metrics"]
         T = m["T"]
         setups.add((ts["generator"], ts["encoder"], T))
+        declared.add(m.get("dataset"))
         key = f"GC@{T}"
         rows[ts["vlm"]] = {
             "run": str(folder), key: _score(m, key), "ci95": (m.get(key) or {}).get("ci95"),
@@ -125,7 +126,6 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
     for m, r in rows.items():
         r["rank"] = overall.get(m)
     cats = sorted({c for r in rows.values() for c in r["by_category"]})
-    declared = {load_run(r["run"])["metrics"].get("dataset") for r in rows.values()}
     bench, weights = benchmark_weights(cats, declared.pop() if len(declared) == 1 else None)
     grouped = {m: r["groups"] for m, r in rows.items()}
     if rows and all(set(g) == {"visual", "textual"} for g in grouped.values()) and all(weights.values()):

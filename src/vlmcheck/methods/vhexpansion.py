@@ -39,6 +39,7 @@ from ..core.inputs import dataset_path, read_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig, require
 from ..core.spec import load_model
+from ..metrics.decisions import proportion_interval
 from ..metrics.stats import pope_answer, symmetric_accuracy
 from ..perturb.adversarial import AttackConfig
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
@@ -308,8 +309,8 @@ class VHExpansionTask(SpecTask):
             total_new += wrong_expanded
             sym = np.array([a and b for a, b in pairs], dtype=float)
             pair_units = [u for u, v in zip(units, vs) if "neg_correct" in v]
-            acc_ci, acc_how = _proportion_ci(correct, units)
-            sym_ci, sym_how = _proportion_ci(sym, pair_units) if pairs else (None, None)
+            acc_ci, acc_how = proportion_interval(correct, units, "source image")
+            sym_ci, sym_how = proportion_interval(sym, pair_units, "source image") if pairs else (None, None)
             entry = {"n": len(vs), "accuracy": float(correct.mean()),
                      "accuracy_ci95": acc_ci,
                      "symmetric_accuracy": symmetric_accuracy(pairs) if pairs else None,
@@ -326,12 +327,6 @@ class VHExpansionTask(SpecTask):
             out["variants"][name] = entry
         out["new_vh_cases_total"] = total_new
         return out
-
-
-def _proportion_ci(hits: np.ndarray, units: list[str]) -> tuple[list[float], dict[str, Any]]:
-    from ..metrics.decisions import proportion_interval
-
-    return proportion_interval(hits, units, "source image")
 
 
 def _repeat_spread(vs: list[dict[str, Any]], repeats: int) -> dict[str, Any]:

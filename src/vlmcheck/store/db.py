@@ -42,7 +42,7 @@ from typing import Any, Iterator
 
 from PIL import Image
 
-from ..core.files import json_text
+from ..core.files import json_text, printable
 from ..core.images import encode_image, image_hash
 from ..core.secrets import redact, redact_obj
 
@@ -125,11 +125,6 @@ def store_error(path: Path, exc: BaseException) -> StoreError:
                           "run folder somewhere writable")
     reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return StoreError(f"{path} is damaged ({reason}); move it aside and start the run again with --overwrite")
-
-
-def _printable(text: str) -> str:
-    """A message that SQLite can hold: lone surrogates (a file name that is not UTF-8) as ``\\xff`` escapes."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _uri(path: Path, read_only: bool) -> str:
@@ -311,7 +306,7 @@ class RunStore:
             "ON CONFLICT(key) DO UPDATE SET error_type = excluded.error_type, "
             "error_message = excluded.error_message, attempts = excluded.attempts, "
             "created_at = excluded.created_at WHERE calls.status = 'error'",
-            (key, role, model, _dumps(request), error_type, _printable(redact(message)), attempts, time.time()),
+            (key, role, model, _dumps(request), error_type, printable(redact(message)), attempts, time.time()),
         )
 
     def call_stats(self) -> dict[str, Any]:
@@ -352,7 +347,7 @@ class RunStore:
             "error_type = excluded.error_type, error_message = excluded.error_message, "
             "updated_at = excluded.updated_at WHERE samples.status = 'error'",
             (task, sample_id, seq, _dumps(partial) if partial is not None else None, error_type,
-             _printable(redact(message)), time.time()),
+             printable(redact(message)), time.time()),
         )
 
     def clear_failed(self, task: str | None = None) -> int:
