@@ -108,6 +108,8 @@ def test_a_merge_killed_anywhere_leaves_nothing_or_the_result_and_merges_again(s
     assert cli("merge", shards / "timed", *inputs).returncode == 0
     span = time.monotonic() - t0
     rng = random.Random(7)
+    mine = shards / ".killed0.merge-notes"  # a user's file whose name starts like a merge's temp folder
+    mine.write_text("keep me")
     for i in range(20):
         out = shards / f"killed{i % 4}"
         child = subprocess.Popen(CLI + ["merge", str(out), *map(str, inputs)], stdout=subprocess.DEVNULL,
@@ -122,7 +124,8 @@ def test_a_merge_killed_anywhere_leaves_nothing_or_the_result_and_merges_again(s
         again = cli("merge", out, *inputs)
         assert again.returncode == 0, (i, again.stderr[-1500:])
         assert _outputs(out) == clean, f"kill {i}"
-    assert not list(shards.glob(".killed*.merge-*"))  # no unfinished merge folder left behind
+    assert not [p for p in shards.glob(".killed*.merge-*") if p != mine]  # no unfinished merge folder left
+    assert mine.read_text() == "keep me"
     # the shards were only read
     assert all(p.read_bytes() == data for p, data in snapshot.items())
 

@@ -16,6 +16,7 @@ beside OUT), and a run working in OUT (its folder lock) keeps a merge out.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from contextlib import ExitStack
 from pathlib import Path
@@ -67,8 +68,10 @@ def merge_runs(shards: list[str | Path], out: str | Path, overwrite: bool = Fals
     out.parent.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
         stack.enter_context(lock_file(out.parent / f".{out.name}.merge.lock", out))  # merges into OUT take turns
-        for stale in out.parent.glob(f".{out.name}.merge-*"):  # a killed merge's unfinished folder
-            shutil.rmtree(stale, ignore_errors=True)
+        ours = re.compile(rf"\.{re.escape(out.name)}\.merge-(old-)?\d+")  # the folders a merge makes, nothing else
+        for stale in out.parent.iterdir():  # a killed merge's unfinished folder
+            if stale.is_dir() and not stale.is_symlink() and ours.fullmatch(stale.name):
+                shutil.rmtree(stale, ignore_errors=True)
         previous = None
         if out.exists():
             stack.enter_context(folder_lock(out))  # no run works in OUT meanwhile
