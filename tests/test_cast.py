@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import re
 
@@ -239,6 +241,14 @@ def test_the_headline_has_an_interval_over_pairs_by_hand():
     # bootstrap draw of the two pairs gives 1 (pair 1 twice, p = 1/4), 1/2 (p = 1/2) or 0 (p = 1/4): [0, 1]
     h = cast_headline([pair(1), pair(0)], n_boot=4000)
     assert h["value"] == pytest.approx(0.5) and h["ci95"] == [0.0, 1.0]
-    assert h["interval"] == {"method": "bootstrap, resampling pairs", "unit": "scene pair", "n_units": 2}
+    how = h["interval"]
+    assert (how["method"], how["unit"], how["n_units"]) == ("bootstrap, resampling pairs", "scene pair", 2)
+    # the smallest detectable difference from that interval: (1.95996 + 0.84162) x sqrt(2) x 1 / (2 x 1.95996)
+    assert how["min_detectable_difference"] == pytest.approx((1.959964 + 0.841621) * math.sqrt(2) / (2 * 1.959964))
+    # four pairs that confirm everything: not [1, 1] but Wilson's 4 of 4 on the pairs (issue 34)
+    z = 1.959963984540054
+    perfect = cast_headline([pair(1)] * 4)
+    assert perfect["value"] == 1.0 and perfect["interval"]["unit"] == "scene pair"
+    assert perfect["ci95"][0] == pytest.approx((1 + z * z / 8 - z * math.sqrt(z * z / 64)) / (1 + z * z / 4))
     # unparseable verdicts are left out of a cell, as in the matrices
     assert cast_headline([pair(1), pair(None)])["value"] == 1.0

@@ -205,3 +205,95 @@ def test_plan_from_one_and_two_pilots_by_hand(tmp_path):
     p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "plan", "--pilot", str(a), "--delta", "0.2", "--json"],
                        capture_output=True, text=True)
     assert p.returncode == 0 and json.loads(p.stdout)["metrics"][0]["n_per_run_independent"] > 0
+
+
+def test_a_degenerate_bootstrap_of_a_bounded_mean_becomes_wilson_by_hand():
+    from vlmcheck.metrics.decisions import widen_degenerate
+
+    z = 1.959963984540054
+    # every unit 1 on [0, 1], n = 60: Wilson 60 of 60 -> [0.93983, 1]
+    ci, widened = widen_degenerate([1.0, 1.0], 1.0, 60)
+    assert widened and ci[0] == pytest.approx(0.93983, abs=1e-5) and ci[1] == pytest.approx(1.0)
+    # GenCeption's s lies in [-1, 1]: every chain at 1 over 10 images -> 2 x Wilson(10 of 10) - 1
+    lo01 = (1 + z * z / 20 - z * math.sqrt(z * z / 400)) / (1 + z * z / 10)
+    ci, widened = widen_degenerate([1.0, 1.0], 1.0, 10, low=-1.0, high=1.0)
+    assert widened and ci == pytest.approx([2 * lo01 - 1, 1.0])
+    # an interval with width is kept as it is
+    assert widen_degenerate([0.2, 0.4], 0.3, 10) == ([0.2, 0.4], False)
+
+
+def test_minimum_detectable_difference_from_an_interval_by_hand():
+    from vlmcheck.metrics.decisions import mde_from_interval
+
+    # [0.4, 0.6]: se = 0.2 / (2 x 1.95996) = 0.051021; two runs: sqrt(2) se; x (1.95996 + 0.84162)
+    se = 0.2 / (2 * 1.959964)
+    assert mde_from_interval([0.4, 0.6]) == pytest.approx((1.959964 + 0.841621) * math.sqrt(2) * se, rel=1e-5)
+    assert mde_from_interval(None) is None
+
+
+def test_cluster_bootstrap_of_any_statistic_resamples_whole_clusters():
+    from vlmcheck.metrics.decisions import cluster_bootstrap
+
+    # 10 images of 10 answers, 5 all right and 5 all wrong: the clustered interval of the share is as wide as
+    # the design effect says (about sqrt(11.1) x the naive one), the naive one (each answer its own cluster) not
+    values = [1.0] * 50 + [0.0] * 50
+    share = lambda rs: sum(rs) / len(rs)  # noqa: E731
+    (lo, hi), n_ok = cluster_bootstrap(values, [f"img{i // 10}" for i in range(100)], share, n_boot=2000)
+    (nlo, nhi), _ = cluster_bootstrap(values, [str(i) for i in range(100)], share, n_boot=2000)
+    assert n_ok == 2000 and (hi - lo) > 2.5 * (nhi - nlo)
+    # a statistic undefined on some resamples: those are counted out, not turned into numbers
+    # (undefined unless image 0 is drawn: a draw of 10 of 10 clusters misses it with probability 0.9^10 = 0.349)
+    records = [(v, i // 10) for i, v in enumerate(values)]
+    _, n_ok = cluster_bootstrap(records, [c for _, c in records],
+                                lambda rs: None if all(c != 0 for _, c in rs) else 1.0, n_boot=2000)
+    assert 0.31 < (2000 - n_ok) / 2000 < 0.39
+    assert cluster_bootstrap([1.0, 0.0], ["a", "a"], share) == (None, 0)  # one cluster: no interval
+
+
+def test_every_method_records_its_headline_with_an_interval(tmp_path):
+    # a results.json of each method says its headline, a 95 % interval of width above zero, how it was made and
+    # the smallest difference it lets a comparison detect (issue 34 item 1)
+    from vlmcheck.methods.chef.headline import chef_headline
+
+    res = []
+    for i in range(20):  # robustness: 20 items on 10 images, 4 options each; clean right 16, corrupted right 10
+        res.append({"id": f"q{i}", "image": f"img{i // 2}.png", "n_options": 4, "meta": {},
+                    "settings": {"original": {"correct": i < 16}, "corrupt:both": {"correct": i < 10}}})
+    out = {"settings": {"original": {}}, "rrm": {"both": (0.5 - 0.25) / (0.8 - 0.25) * 100}}
+    entry = chef_headline(res, out, "robustness", 10, None)
+    assert entry["name"] == "RRM (image and text corrupted)" and entry["value"] == pytest.approx(45.4545, rel=1e-4)
+    lo, hi = entry["ci95"]
+    assert lo < entry["value"] < hi and entry["interval"]["unit"] == "item (its image)"
+    assert entry["interval"]["n_units"] == 10 and entry["interval"]["min_detectable_difference"] > 0
+
+
+def test_decide_names_the_leader_its_margin_and_who_it_cannot_be_separated_from(tmp_path):
+    import json
+
+    from vlmcheck.methods.decide import decide
+    from vlmcheck.metrics.decisions import headline_entry
+    from vlmcheck.report.html import build_report
+
+    runs = []
+    for name, right in (("C", [0] * 10), ("A", [1] * 10), ("B", [1] * 9 + [0])):
+        run = _vhx_run(tmp_path / name, name, right, neg=[1] * 10)
+        info = json.loads((run / "results.json").read_text())
+        sym = sum(right) / 10  # every negation right: symmetric accuracy = accuracy
+        info["metrics"]["headline"] = headline_entry("symmetric accuracy", sym, [max(0, sym - 0.2), min(1, sym + 0.1)], {})
+        (run / "results.json").write_text(json.dumps(info))
+        runs.append(run)
+    (d,) = decide(runs)
+    assert d["leader"] == "A" and d["value"] == 1.0 and d["metric"] == "symmetric accuracy"
+    r = d["runner_up"]
+    # A minus B on the 10 paired cases: one case (on image 4) right under A only: mean difference 1/10; a
+    # resample of the 5 images that misses image 4 gives 0, so the interval reaches 0: not separable
+    assert r["model"] == "B" and r["difference"] == pytest.approx(0.1) and r["ci95"][0] == 0.0 and r["tied"]
+    assert r["test"].startswith("paired on 10 samples")
+    c = d["against"][1]
+    assert c["model"] == "C" and c["difference"] == 1.0 and not c["tied"]
+    assert d["tied_with"] == ["B"]
+    # the report's first screen says it, before the contents; the leaderboard row says it too
+    page = build_report(runs, tmp_path / "r.html").read_text()
+    assert page.index('id="decisions"') < page.index('<nav id="toc"')
+    assert "<b>A</b> leads on symmetric accuracy" in page and "Cannot be separated from: B." in page
+    assert "behind the leader by 1.0000 [1.0000, 1.0000]" in page

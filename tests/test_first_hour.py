@@ -200,10 +200,18 @@ def test_export_round_trips_a_genception_run_and_recomputes_its_headline(tmp_pat
     cats = table[table["t"] == 1].set_index("sample_id")["category"]
     gc2 = ((wide[1] + 2 * wide[2]) / 3).groupby(cats).mean().mean()
     assert np.isclose(gc2, results["GC@2"]["score"], atol=1e-9)
-    samples, runs = vlmcheck.load_runs([run])
+    samples, metrics = vlmcheck.load_runs([run])
     key = ["sample_id", "t"]
     assert np.allclose(samples.sort_values(key)["s"].to_numpy(), table.sort_values(key)["s"].to_numpy())
-    assert np.isclose(runs.loc[0, "GC@2.score"], results["GC@2"]["score"])
+    # the long metrics table: one row per metric with its interval, n and resampling unit (issue 34)
+    assert list(metrics.columns) == ["run", "model", "task", "metric", "value", "ci_low", "ci_high", "n", "unit",
+                                     "headline"]
+    gc2 = metrics[(metrics.metric == "GC@2") & ~metrics.headline].iloc[0]
+    assert np.isclose(gc2["value"], results["GC@2"]["score"]) and [gc2.ci_low, gc2.ci_high] == results["GC@2"]["ci95"]
+    assert gc2["n"] == results["GC@2"]["n"] and gc2["unit"] == "image (stratified by category)"
+    head = metrics[metrics.headline]
+    assert len(head) == 1 and head.iloc[0]["metric"] == f"GC@{results['T']}"
+    assert metrics[~metrics.headline]["metric"].is_unique
     for fmt in ("csv", "jsonl"):
         assert _cli("export", run, "--out", tmp_path / fmt, "--format", fmt).returncode == 0
     back = pd.read_csv(tmp_path / "csv" / "gc.csv")

@@ -9,12 +9,17 @@ stay in samples.jsonl and the store).  Failed samples are rows too, with
 ``status`` = ``error`` and the error's type and message.
 
     import vlmcheck
-    samples, runs = vlmcheck.load_runs(["runs/a", "runs/b"])
+    samples, metrics = vlmcheck.load_runs(["runs/a", "runs/b"])
     samples.groupby(["model", "t"])["s"].mean()
+    metrics[metrics.headline]  # each run's headline, its 95 % interval, n and resampling unit
 
-``vlmcheck export RUN... --format parquet|csv|jsonl --out DIR`` writes the same
-tables, one file per run, plus ``runs.<ext>`` with one row of headline metrics
-per run.
+``metrics`` is long: ``run, model, task, metric, value, ci_low, ci_high, n,
+unit, headline``, one row per run and scalar metric of its results.json (a
+dotted path), the interval where the run computed one.
+
+``vlmcheck export RUN... --format parquet|csv|jsonl --out DIR`` writes the
+sample table of each run, ``metrics.<ext>`` and ``runs.<ext>`` (one row per
+run: counts and the headline with its interval).
 """
 
 from __future__ import annotations
@@ -92,27 +97,85 @@ def sample_rows(folder: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _headline(info: dict[str, Any]) -> dict[str, Any]:
-    """The run's scalar metrics, flattened (per-category and per-bin detail stays in results.json)."""
-    out: dict[str, Any] = {}
-    _flatten(info.get("metrics") or {}, "", out)
-    return {k: v for k, v in out.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+#: numbers that describe a metric rather than being one, and the subtrees that say how an interval was made
+_NOT_METRICS = {"n", "n_units", "n_pairs", "categories", "T", "seed"}
+_HOW = ("interval", "intervals", "headline")
+#: the key holding a metric's value in a dict that has a ``ci95`` beside it (GenCeption, CAST, describe)
+_VALUE_KEYS = ("score", "value", "mean")
+METRIC_COLUMNS = ["run", "model", "task", "metric", "value", "ci_low", "ci_high", "n", "unit", "headline"]
+
+
+def _how(node: dict[str, Any], key: str | None) -> dict[str, Any]:
+    """How the interval of ``node[key]`` (or of the node's own value) was made: its ``interval`` entry, or
+    ``intervals[key]``."""
+    if isinstance(node.get("intervals"), dict) and key and isinstance(node["intervals"].get(key), dict):
+        return node["intervals"][key]
+    return node.get("interval") if isinstance(node.get("interval"), dict) else {}
+
+
+def _metric_rows(node: Any, path: str, out: list[dict[str, Any]]) -> None:
+    if not isinstance(node, dict):
+        return
+    own = next((k for k in _VALUE_KEYS if k in node and "ci95" in node), None)
+    for k, v in node.items():
+        if k in _HOW or k in _NOT_METRICS or str(k).endswith("_ci95") or k == "ci95":
+            continue
+        name = f"{path}.{k}" if path else str(k)
+        if isinstance(v, dict):
+            _metric_rows(v, name, out)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            ci = node.get("ci95") if k == own else node.get(f"{k}_ci95")
+            how = _how(node, None if k == own else k)
+            out.append({"metric": path if k == own and path else name, "value": float(v),
+                        "ci_low": ci[0] if isinstance(ci, list) and len(ci) == 2 else None,
+                        "ci_high": ci[1] if isinstance(ci, list) and len(ci) == 2 else None,
+                        "n": how.get("n_units", node.get("n")), "unit": how.get("unit"), "headline": False})
+
+
+def metric_rows(folder: str | Path, info: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The long metrics table of one run: one row per scalar metric of its results.json (dotted path), with its
+    95 % interval, number of units and resampling unit where the run computed one; the headline first, with
+    ``headline`` True."""
+    from .methods.headline import headline_of
+
+    folder = Path(folder)
+    info = info if info is not None else _run_info(folder)
+    base = {"run": str(folder), "model": _model_of(info), "task": info["task"]}
+    rows: list[dict[str, Any]] = []
+    h = headline_of(info)
+    if h.get("value") is not None:
+        ci, how = h.get("ci95"), h.get("interval") or {}
+        rows.append({"metric": h["name"], "value": float(h["value"]), "ci_low": ci[0] if ci else None,
+                     "ci_high": ci[1] if ci else None, "n": how.get("n_units"), "unit": how.get("unit"),
+                     "headline": True})
+    _metric_rows(info.get("metrics") or {}, "", rows)
+    return [{**base, **r} for r in rows]
 
 
 def load_runs(folders: Iterable[str | Path]):
-    """(samples, runs) as pandas DataFrames: every run's tidy sample rows, and one row per run with its counts
-    and headline metrics."""
+    """(samples, metrics) as pandas DataFrames: every run's tidy sample rows, and the long metrics table
+    (``run, model, task, metric, value, ci_low, ci_high, n, unit, headline``; one row per run and metric)."""
     import pandas as pd
 
-    samples, runs = [], []
+    samples, metrics = [], []
     for f in folders:
         f = Path(f)
         info = _run_info(f)
         samples.extend(sample_rows(f))
-        runs.append({"run": str(f), "task": info["task"], "model": _model_of(info),
-                     **{f"counts.{k}": v for k, v in (info.get("counts") or {}).items() if isinstance(v, int)},
-                     **_headline(info)})
-    return pd.DataFrame(samples), pd.DataFrame(runs)
+        metrics.extend(metric_rows(f, info))
+    return pd.DataFrame(samples), pd.DataFrame(metrics, columns=METRIC_COLUMNS)
+
+
+def run_rows(folders: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """One row per run: its identity, sample counts and headline with its interval."""
+    out = []
+    for f in folders:
+        info = _run_info(Path(f))
+        head = next((r for r in metric_rows(f, info) if r["headline"]), {})
+        out.append({"run": str(f), "task": info["task"], "model": _model_of(info),
+                    **{f"counts.{k}": v for k, v in (info.get("counts") or {}).items() if isinstance(v, int)},
+                    **{k: head.get(k) for k in ("metric", "value", "ci_low", "ci_high", "n", "unit")}})
+    return out
 
 
 def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parquet") -> list[Path]:
@@ -125,15 +188,16 @@ def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parq
     out.mkdir(parents=True, exist_ok=True)
     folders = [Path(f) for f in folders]
     written = []
-    names: set[str] = {"runs"}  # runs.<fmt> is the per-run table
+    names: set[str] = {"runs", "metrics"}  # runs.<fmt>, metrics.<fmt>: the per-run and metrics tables
     for f in folders:
         name = f.name or "run"
         while name in names:
             name += "_"
         names.add(name)
         written.append(_write(pd.DataFrame(sample_rows(f)), out / f"{name}.{fmt}", fmt))
-    _, runs = load_runs(folders)
-    written.append(_write(runs, out / f"runs.{fmt}", fmt))
+    _, metrics = load_runs(folders)
+    written.append(_write(metrics, out / f"metrics.{fmt}", fmt))
+    written.append(_write(pd.DataFrame(run_rows(folders)), out / f"runs.{fmt}", fmt))
     return written
 
 

@@ -43,6 +43,7 @@ from ..core.files import InputFileError, jsonl_objects, require_str
 from ..core.inputs import dataset_path, read_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
+from ..metrics.decisions import headline_entry, widen_degenerate
 from ..core.spec import load_model
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
@@ -311,8 +312,11 @@ def cast_headline(results: list[dict[str, Any]], k: int = 3, seed: int = 0, n_bo
         boots = value({key: c[idx].sum(axis=1) for key, c in counts.items()})
         boots = boots[~np.isnan(boots)]
         ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
-    return {"name": f"CAST Top-{k} cross-modal consistency", "value": None if np.isnan(point) else point,
-            "ci95": ci, "interval": {"method": "bootstrap, resampling pairs", "unit": "scene pair", "n_units": n}}
+    value = None if np.isnan(point) else point
+    ci, widened = widen_degenerate(ci, value, n)  # every statement confirmed: the Wilson bound on n pairs
+    return headline_entry(f"CAST Top-{k} cross-modal consistency", value, ci,
+                          {"method": "wilson bound on n pairs (every pair the same score)" if widened
+                           else "bootstrap, resampling pairs", "unit": "scene pair", "n_units": n})
 
 
 # ----------------------------------------------------------------------------- pairs

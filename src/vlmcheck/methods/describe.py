@@ -22,6 +22,7 @@ from ..core.inputs import read_image_part
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
 from ..core.spec import load_model
+from ..metrics.decisions import headline_entry, proportion_interval, widen_degenerate
 from ..metrics.stats import bootstrap_ci
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
@@ -94,6 +95,15 @@ class DescribeTask(SpecTask):
         out["mean_answer_words"] = float(np.mean(lengths)) if lengths else None
         recalls = np.array([r["keyword_recall"] for r in results if "keyword_recall" in r], dtype=float)
         if recalls.size:
-            lo, hi = bootstrap_ci(recalls)
-            out["keyword_recall"] = {"mean": float(recalls.mean()), "ci95": [lo, hi], "n": int(recalls.size)}
+            mean = float(recalls.mean())
+            ci, widened = widen_degenerate(list(bootstrap_ci(recalls)), mean, int(recalls.size))
+            out["keyword_recall"] = {"mean": mean, "ci95": ci, "n": int(recalls.size)}
+            how = {"method": "wilson bound (every image the same recall)" if widened else "percentile bootstrap",
+                   "unit": "image", "n_units": int(recalls.size)}
+            out["headline"] = headline_entry("keyword recall", mean, ci, how)
+        elif results:  # no reference keywords: the share of images described (not refused, not empty)
+            ok = statuses.get("ok", 0)
+            ci, how = proportion_interval([s == "ok" for s in (r["answer_status"] for r in results)],
+                                          [str(i) for i in range(len(results))], "image")
+            out["headline"] = headline_entry("share answered", ok / len(results), ci, how)
         return out

@@ -52,6 +52,7 @@ from ..core.inputs import read_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
 from ..core.spec import load_model
+from ..metrics.decisions import headline_entry, widen_degenerate
 from ..metrics.stats import bootstrap_ci_strata, cosine, frechet_distance, gc_at, mean_of_means
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
@@ -261,6 +262,8 @@ class GenCeptionTask(SpecTask):
         out["by_category"] = self._by_category(G, S, cats)
         out["groups"] = self._groups(out["by_category"], T)
         out.update(self._refusal_views(scored, empty, cats, T, seed))
+        top = out[f"GC@{T}"]
+        out["headline"] = headline_entry(f"GC@{T}", top["score"], top["ci95"], top["interval"])
         out["fid"] = self._fid(scored, T)
         for key, val in out["fid"].items():  # also at the top level: GC_FID@1..GC_FID@T
             if key.startswith("GC_FID@"):
@@ -336,9 +339,16 @@ class GenCeptionTask(SpecTask):
 def _score(per_image: np.ndarray, cats: list[str], seed: int) -> dict[str, Any]:
     """Headline ``score`` (mean of category means) with a bootstrap CI resampled within categories,
     beside the plain mean over images."""
-    lo, hi = bootstrap_ci_strata(per_image, cats, seed=seed)
-    return {"score": mean_of_means(per_image, cats), "ci95": [lo, hi], "image_mean": float(per_image.mean()),
-            "n": int(per_image.size), "categories": len(set(cats))}
+    score = mean_of_means(per_image, cats)
+    # every chain with the same score (a perfect describer: s = 1 at every step) would give [1, 1]: then the
+    # Wilson bound for a mean of values in [-1, 1] on the n images (metrics/decisions.widen_degenerate)
+    ci, widened = widen_degenerate(list(bootstrap_ci_strata(per_image, cats, seed=seed)), score, int(per_image.size),
+                                   low=-1.0, high=1.0)
+    return {"score": score, "ci95": ci, "image_mean": float(per_image.mean()),
+            "n": int(per_image.size), "categories": len(set(cats)),
+            "interval": {"method": "wilson bound on n images (every image scored the same)" if widened else
+                         "percentile bootstrap, resampling images within categories",
+                         "unit": "image (stratified by category)", "n_units": int(per_image.size)}}
 
 
 def _finite(v: np.ndarray, what: str) -> np.ndarray:

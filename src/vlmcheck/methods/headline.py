@@ -6,9 +6,39 @@ from __future__ import annotations
 from typing import Any
 
 
+def headline_of(results: dict[str, Any]) -> dict[str, Any]:
+    """A run's headline as results.json records it (``metrics.headline``: name, value, ci95, interval); for a run
+    made before every method recorded one, the same fields read from where that run kept them."""
+    m = results.get("metrics", {}) or {}
+    entry = m.get("headline")
+    if isinstance(entry, dict) and entry.get("name"):
+        return entry
+    name, value = headline(results)
+    return {"name": name, "value": value, "ci95": _legacy_ci(results, name), "interval": None,
+            "higher_is_better": True}
+
+
+def _legacy_ci(results: dict[str, Any], name: str) -> list | None:
+    m, task = results.get("metrics", {}) or {}, results.get("task")
+    if task == "genception":
+        return (m.get(f"GC@{m.get('T')}") or {}).get("ci95")
+    if task == "vhexpansion":
+        return (m.get("variants", {}).get("original") or {}).get("symmetric_accuracy_ci95")
+    if task == "describe":
+        return (m.get("keyword_recall") or {}).get("ci95")
+    if task == "chef" and name == "POPE accuracy":
+        return (m.get("pope") or {}).get("accuracy_ci95")
+    if task == "chef" and name == "accuracy":
+        return next(iter(m.get("settings", {}).values()), {}).get("accuracy_ci95")
+    return None
+
+
 def headline(results: dict[str, Any]) -> tuple[str, float | None]:
     """(name, value) of a run's headline metric, from its results.json."""
     m = results.get("metrics", {})
+    entry = m.get("headline")
+    if isinstance(entry, dict) and entry.get("name"):  # recorded by the run (every method since issue 34)
+        return entry["name"], entry.get("value")
     task = results.get("task")
     if task == "genception":
         k = f"GC@{m.get('T')}"
@@ -16,8 +46,6 @@ def headline(results: dict[str, Any]) -> tuple[str, float | None]:
     if task == "vhexpansion":
         return "symmetric accuracy", (m.get("variants", {}).get("original") or {}).get("symmetric_accuracy")
     if task == "cast":
-        if (m.get("headline") or {}).get("name"):
-            return m["headline"]["name"], m["headline"]["value"]
         top = m.get("topk", {}).get("top3", {}).get("mean")
         if top:
             vals = [top[g][v]["score"] for g in top for v in top[g] if g != v and top[g][v]["score"] is not None]

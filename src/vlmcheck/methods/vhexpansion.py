@@ -39,7 +39,7 @@ from ..core.inputs import dataset_path, read_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig, require
 from ..core.spec import load_model
-from ..metrics.decisions import proportion_interval
+from ..metrics.decisions import headline_entry, proportion_interval
 from ..metrics.stats import pope_answer, symmetric_accuracy
 from ..perturb.adversarial import AttackConfig
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
@@ -326,6 +326,10 @@ class VHExpansionTask(SpecTask):
                 entry["linf_max"] = float(max(v["params"]["linf"] for v in vs))
             out["variants"][name] = entry
         out["new_vh_cases_total"] = total_new
+        orig = out["variants"].get("original") or {}
+        if orig.get("symmetric_accuracy") is not None:
+            out["headline"] = headline_entry("symmetric accuracy", orig["symmetric_accuracy"],
+                                             orig["symmetric_accuracy_ci95"], orig["intervals"]["symmetric_accuracy"])
         return out
 
 

@@ -154,3 +154,62 @@ def proportion_interval(hits: Sequence[float], units: Sequence[str], unit: str) 
                       # the smallest difference from another run of this size that a test would catch
                       "min_detectable_difference": mde_proportion(p, n_eff) if 0 < p < 1 else None,
                       "mde_basis": "two independent runs of this effective n, alpha 0.05, power 0.8"}
+
+
+def cluster_bootstrap(records: Sequence, clusters: Sequence[str], statistic, n_boot: int = 1000, seed: int = 0,
+                      alpha: float = 0.05) -> tuple[list[float] | None, int]:
+    """Percentile interval of any ``statistic(list of records) -> float | None`` (a ratio such as RRM, a
+    calibration error), resampling whole clusters of records.  Returns (interval or None, resamples on which the
+    statistic was defined); a resample where it is undefined (RIAM when the 0-shot accuracy equals chance) is
+    left out and counted."""
+    groups: dict[str, list] = {}
+    for r, c in zip(records, clusters):
+        groups.setdefault(str(c), []).append(r)
+    members = list(groups.values())
+    if len(members) < 2:
+        return None, 0
+    rng = np.random.default_rng(seed)
+    vals = []
+    for _ in range(n_boot):
+        draw = [r for i in rng.integers(0, len(members), size=len(members)) for r in members[i]]
+        v = statistic(draw)
+        if v is not None and np.isfinite(v):
+            vals.append(float(v))
+    if not vals:
+        return None, 0
+    return [float(np.quantile(vals, alpha / 2)), float(np.quantile(vals, 1 - alpha / 2))], len(vals)
+
+
+def widen_degenerate(ci: Sequence[float] | None, value: float | None, n_units: int, low: float = 0.0,
+                     high: float = 1.0) -> tuple[list[float] | None, bool]:
+    """A bootstrap interval of a mean of values bounded in [low, high] has zero width when every unit has the
+    same value (a perfect run: every s = 1, every verdict true).  Then the Wilson interval of the rescaled mean on
+    ``n_units`` units replaces it: a unit bounded in [0, 1] with mean p has variance at most p (1 - p), so
+    treating each unit as one yes/no answer is the conservative bound.  Returns (interval, whether widened)."""
+    if ci is None or value is None or n_units <= 0 or ci[1] - ci[0] > 1e-12 or not low <= value <= high:
+        return (list(ci) if ci is not None else None), False
+    span = high - low
+    lo, hi = wilson((value - low) / span * n_units, n_units)
+    return [low + lo * span, low + hi * span], True
+
+
+def mde_from_interval(ci: Sequence[float] | None, alpha: float = 0.05, power: float = 0.8) -> float | None:
+    """The minimum detectable difference between two independent runs of this size, from a run's own 95 %
+    interval: its standard error is (high - low) / (2 x 1.96); the difference of two such runs has sqrt(2)
+    times it; (z_{1-alpha/2} + z_power) of that is detected with ``power``."""
+    if ci is None:
+        return None
+    se = (ci[1] - ci[0]) / (2 * Z95)
+    return mde(math.sqrt(2) * se, 1, alpha, power)
+
+
+def headline_entry(name: str, value: float | None, ci: Sequence[float] | None, how: dict | None,
+                   higher_is_better: bool = True) -> dict:
+    """What results.json records as a run's headline: the metric, its value, its 95 % interval, how that was made
+    (method, resampling unit, number of units) and the smallest difference it lets a comparison detect."""
+    how = dict(how or {})
+    if how.get("min_detectable_difference") is None:
+        how["min_detectable_difference"] = mde_from_interval(ci)
+        how.setdefault("mde_basis", "two independent runs of this size, from this interval, alpha 0.05, power 0.8")
+    return {"name": name, "value": value, "ci95": list(ci) if ci is not None else None, "interval": how,
+            "higher_is_better": higher_is_better}

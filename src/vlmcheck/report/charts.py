@@ -72,10 +72,19 @@ def _s_curve(runs: list[dict[str, Any]]) -> str | None:
     return _svg(fig)
 
 
+def cast_k(results: dict[str, Any]) -> int:
+    """The k of a CAST run's headline ("CAST Top-3 ..."), 3 for runs made before the headline was recorded."""
+    import re
+
+    found = re.search(r"Top-(\d+)", ((results.get("metrics") or {}).get("headline") or {}).get("name") or "")
+    return int(found.group(1)) if found else 3
+
+
 def _cast_heatmaps(run: dict[str, Any]) -> list[dict[str, str]]:
     plt = _plt()
-    top = run["results"]["metrics"].get("topk", {}).get("top3") or next(iter(run["results"]["metrics"].get(
-        "topk", {}).values()), None)
+    # the k of the run's headline (Top-3), so the heatmap and the headline say the same thing
+    topk = run["results"]["metrics"].get("topk", {})
+    top = topk.get(f"top{cast_k(run['results'])}") or next(iter(topk.values()), None)
     if not top:
         return []
     out = []

@@ -23,8 +23,9 @@ from PIL import Image
 
 from ..core.files import read_jsonl, write_bytes_atomic, write_text_atomic
 from ..core.images import read_file_bytes
-from ..methods.headline import headline  # noqa: F401  (re-exported: the report shows each run's headline)
-from .charts import _cast_heatmaps, _reliability, _s_curve
+from ..methods.headline import headline, headline_of  # noqa: F401  (headline re-exported: the report shows it)
+from .boards import decisions_view, leaderboards
+from .charts import _cast_heatmaps, cast_k, _reliability, _s_curve
 from .terminal import rank_text
 
 THUMB = 96
@@ -190,52 +191,11 @@ def _sample_rows(run: dict[str, Any], thumbs: _Thumbs) -> list[dict[str, Any]]:
 
 
 def _headline_ci(run: dict[str, Any]) -> list | None:
-    m = run["results"].get("metrics", {})
-    if run["task"] == "genception":
-        return (m.get(f"GC@{m.get('T')}") or {}).get("ci95")
-    if run["task"] == "vhexpansion":
-        return (m.get("variants", {}).get("original") or {}).get("symmetric_accuracy_ci95")
-    if run["task"] == "describe":
-        return (m.get("keyword_recall") or {}).get("ci95")
-    if run["task"] == "cast":
-        return (m.get("headline") or {}).get("ci95")
-    if run["task"] == "chef":
-        name = headline(run["results"])[0]
-        if name == "POPE accuracy":
-            return (m.get("pope") or {}).get("accuracy_ci95")
-        if name == "accuracy":
-            return next(iter(m.get("settings", {}).values()), {}).get("accuracy_ci95")
-    return None
+    return headline_of(run["results"]).get("ci95")
 
 
 def _headline(run: dict[str, Any]) -> tuple[str, float | None]:
     return headline(run["results"])
-
-
-def leaderboards(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One table per method (and per ChEF desideratum) with two or more runs: each run's model and headline
-    metric with its CI, best first (every headline is higher-is-better)."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for v in views:
-        key = v["task"]
-        if v["task"] == "chef":
-            m = json.loads(v["metrics_json"])
-            d = m.get("desideratum", "?")
-            # accuracy recipes measure different things (counts, boxes, chains): one table per recipe
-            key = f"chef: {d}" if d != "accuracy" else f"chef: accuracy ({m.get('recipe', '?')})"
-        groups.setdefault(key, []).append(v)
-    out = []
-    for key, members in groups.items():
-        if len(members) < 2:
-            continue
-        rows = [{"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]), "run": v["name"],
-                 "metric": v["headline"][0], "value": v["headline"][1], "ci": v["ci"],
-                 "n": (v.get("counts") or {}).get("done")} for v in members]
-        rows.sort(key=lambda r: -(r["value"] if r["value"] is not None else float("-inf")))
-        for rank, r in enumerate(rows, 1):
-            r["rank"] = rank
-        out.append({"method": key, "rows": rows})
-    return out
 
 
 def chef_settings(m: dict[str, Any]) -> dict[str, Any] | None:
@@ -328,6 +288,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
             view["categories"] = res["metrics"].get("by_category", {})
         if run["task"] == "cast":
             view["heatmaps"] = _cast_heatmaps(run)
+            view["heatmap_k"] = f"Top-{cast_k(res)}, as the headline"
         if run["task"] == "chef":
             view["reliability"] = _reliability(run)
             view["pope"] = res["metrics"].get("pope")
@@ -363,17 +324,21 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
              "cells": [(v["vhx"].get(k) or {}).get("symmetric_accuracy") for k in variants],
              "acc": [(v["vhx"].get(k) or {}).get("accuracy") for k in variants],
              "new": sum((v["vhx"].get(k) or {}).get("new_vh_cases", 0) for k in variants)} for v in vhx_runs]}
-    boards = leaderboards(views)
+    decisions = decisions_view([r["folder"] for r in loaded])
+    boards = leaderboards(views, decisions)
     summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
                 "ci": v["ci"],
                 "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
+    # by method, then best first (every headline is higher-is-better), not by run path
+    summary.sort(key=lambda s: (s["task"], s["metric"], -(s["value"] if s["value"] is not None else float("-inf"))))
     env = Environment(loader=PackageLoader("vlmcheck.report", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["fmt"] = lambda x, d=4: "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
     # ranks as people write them: 1, 2= for a shared rank (report/terminal.py)
     env.filters["rank"] = lambda x, ranks=(): "-" if x is None else rank_text(x, list(ranks))
     page = env.get_template("report.html").render(title=title, views=views, board=board, curve=curve,
                                                   summary=summary, gallery=gallery, vhx_compare=vhx_compare,
-                                                  before_after=before_after, boards=boards)
+                                                  before_after=before_after, boards=boards,
+                                                  decisions=decisions)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out, page, errors="backslashreplace")  # a file name that is not UTF-8 shows escaped
     return out

@@ -32,9 +32,15 @@ COLUMNS: dict[str, list[tuple[str, Any]]] = {
                       ("f1", lambda m: (m.get("pope") or {}).get("f1"))],
     "language": [("score", lambda m: (m.get("language") or {}).get("score"))],
     # a turn scenario's own accuracy where it has one (Omnibenchmark's WeightedACC, VOC2012's grounding)
-    "accuracy": [("accuracy", lambda m: m[m["headline"]] if m.get("headline") in m
+    "accuracy": [("accuracy", lambda m: m[_turn_metric(m)] if _turn_metric(m) in m
                   else next(iter(m["settings"].values()), {}).get("accuracy"))],
 }
+
+
+def _turn_metric(m: dict[str, Any]) -> str | None:
+    """The turn scenario's own metric; runs made before ``turn_metric`` named it in ``headline``."""
+    old = m.get("headline")
+    return m.get("turn_metric") or (old if isinstance(old, str) else None)
 
 
 def _load(folder: Path) -> dict[str, Any]:

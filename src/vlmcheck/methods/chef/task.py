@@ -45,6 +45,7 @@ from ...core.messages import Message
 from ...core.roles import GenerationConfig, require
 from ...core.spec import load_model
 from ...metrics.decisions import proportion_interval
+from .headline import chef_headline
 from ...run.calls import Session
 from ...run.task import Sample, SpecTask
 from . import metrics as M
@@ -430,4 +431,5 @@ class ChefTask(SpecTask):
                     skipped[why] = skipped.get(why, 0) + 1
             out["language"] = {"score": float(np.mean([j["mean"] for j in judged])) if judged else None,
                                "judged": len(judged), "skipped": skipped}
+        out["headline"] = chef_headline(res, out, d, self.cfg.recipe.metric.n_bins, self.turn_task, self.cfg.seed)
         return out

@@ -368,12 +368,12 @@ def summarize_turns(results: list[dict[str, Any]], task: str) -> dict[str, Any]:
                            "turns": int(sum(len(v) for v in by_role.values()))}
     if task == "hierarchical":
         out["weighted_accuracy"] = M.weighted_accuracy([[t["correct"] for t in r["turns"]] for r in results])
-        out["headline"] = "weighted_accuracy"
+        out["turn_metric"] = "weighted_accuracy"
     elif task == "detection":
         out["detection"] = M.detection_scores([{
             "categories": [(t["label"], t["values"][t["pred"]]) for t in r["turns"] if t["role"] == "category"],
             "boxes": [(t["label"], t["values"][t["pred"]]) for t in r["turns"] if t["role"] == "box"],
             "gt": [(o["label"], o["bbox"]) for o in r["meta"]["objects"]]} for r in results])
         out["grounding_accuracy"] = out["detection"]["grounding_acc"]  # = mAP@0.5 in the authors' metric
-        out["headline"] = "grounding_accuracy"
+        out["turn_metric"] = "grounding_accuracy"
     return out

@@ -1,0 +1,63 @@
+"""The report's decisions: the first screen's "who leads, by how much, tied with whom" and the leaderboards by
+method, each row saying whether it can be separated from the leader (:mod:`vlmcheck.methods.decide`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..methods.decide import decide
+
+
+def decisions_view(folders: list[Path]) -> list[dict[str, Any]]:
+    """:func:`~vlmcheck.methods.decide.decide` over the report's runs; a run whose samples cannot be read is
+    left out of the decisions (its own section says why), never the cause of a failed report."""
+    try:
+        return decide(folders)
+    except (OSError, ValueError, KeyError) as exc:  # a damaged run: the report still shows everything else
+        return [{"error": f"decisions not computed: {exc}"}]
+
+
+def _standing(decisions: list[dict[str, Any]]) -> dict[str, str]:
+    """run folder -> "leader", "tied with the leader" or "behind the leader by D [lo, hi]"."""
+    out: dict[str, str] = {}
+    for d in decisions:
+        if "run" not in d:
+            continue
+        out[d["run"]] = "leader"
+        for a in d["against"]:
+            ci = a.get("ci95")
+            # the leader minus this run, with its 95 % interval
+            gap = (f" by {a['difference']:.4f} [{ci[0]:.4f}, {ci[1]:.4f}]"
+                   if a.get("difference") is not None and ci else "")
+            out[a["run"]] = "cannot be separated from the leader" + gap if a["tied"] else "behind the leader" + gap
+    return out
+
+
+def leaderboards(views: list[dict[str, Any]], decisions: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """One table per method (and per ChEF desideratum) with two or more runs: each run's model and headline
+    metric with its CI, best first (every headline is higher-is-better), and its standing against the leader."""
+    standing = _standing(list(decisions))
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for v in views:
+        key = v["task"]
+        if v["task"] == "chef":
+            m = json.loads(v["metrics_json"])
+            d = m.get("desideratum", "?")
+            # accuracy recipes measure different things (counts, boxes, chains): one table per recipe
+            key = f"chef: {d}" if d != "accuracy" else f"chef: accuracy ({m.get('recipe', '?')})"
+        groups.setdefault(key, []).append(v)
+    out = []
+    for key, members in groups.items():
+        if len(members) < 2:
+            continue
+        rows = [{"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]), "run": v["name"],
+                 "metric": v["headline"][0], "value": v["headline"][1], "ci": v["ci"],
+                 "n": (v.get("counts") or {}).get("done"), "standing": standing.get(v["name"], "")}
+                for v in members]
+        rows.sort(key=lambda r: -(r["value"] if r["value"] is not None else float("-inf")))
+        for rank, r in enumerate(rows, 1):
+            r["rank"] = rank
+        out.append({"method": key, "rows": rows})
+    return out
