@@ -128,7 +128,9 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
             if name != "hallucination":
                 r.scenario.type = "world"
             vlm = f"{spec}&robust=1" if name == "robustness" else spec
-            res = run(ChefTask(ChefSpec(vlm=vlm, recipe=r, data=str(data))), out / "chef" / f"{name}-{lv}")
+            # POPE with the blind control: how much of its accuracy needs the image (issue 35)
+            res = run(ChefTask(ChefSpec(vlm=vlm, recipe=r, data=str(data), blind=name == "hallucination")),
+                      out / "chef" / f"{name}-{lv}")
             terminal.chef(vlm, res["metrics"])
         # Table 5's turn scenarios on the world's counting, detection and category-chain data
         for name, data in (("fsc147", world / "counting.jsonl"), ("voc2012", world / "detection.jsonl"),
@@ -139,13 +141,14 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
 
     # 5. VHExpansion on the world's yes/no questions
     console.rule("[bold]5. VHExpansion: negation (ref:negator), 4 common perturbations, I-FGSM transfer attack "
-                 "from ref:effnet")
+                 "from ref:effnet, and the blind control (the questions without the image)")
     for lv in LEVELS:
         spec = f"ref:describer?level={lv}"
         attack = lv == LEVELS[1]  # the attack is the slow part: one model shows it
         task = VHExpansionTask(VHXSpec(vlm=spec, cases=str(world), attack="ifgsm" if attack else None,
                                        attack_target="ref:effnet" if attack else None,
-                                       attack_config=AttackConfig(steps_clean=10, steps_hallucinated=5)))
+                                       attack_config=AttackConfig(steps_clean=10, steps_hallucinated=5),
+                                       blind=True))  # the blind control: the vision gain drops with the error
         res = run(task, out / "vhexpansion" / f"level-{lv}")
         terminal.vhexpansion(spec, res["metrics"])
 

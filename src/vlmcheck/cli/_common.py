@@ -42,6 +42,8 @@ PREFLIGHT = typer.Option(True, "--preflight/--no-preflight",
 MAX_FAILURES = typer.Option(0.0, "--max-failures", min=0.0, max=1.0, metavar="RATE",
                             help="Share of failed samples the run may have and still exit 0.")
 SEED = typer.Option(0, "--seed", help="Seed for every random choice of the run.")
+BLIND = typer.Option(False, "--blind", help="Also ask every question with the image withheld (the blind control): "
+                                            "blind accuracy and the vision gain beside each headline.")
 API_KEY = typer.Option(None, "--api-key", metavar="KEY",
                        help="API key for the model (else from the environment). Never stored.",
                        envvar="VLMCHECK_API_KEY", show_envvar=False)

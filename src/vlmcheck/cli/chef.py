@@ -49,6 +49,7 @@ def chef_run(
                                            help="TextModel spec for sentence-level text corruptions (robustness)"),
     extractor: Optional[str] = typer.Option(None, "--extractor", metavar="SPEC",
                                             help="TextModel spec: second-step answer extraction (MMBench style)"),
+    blind: bool = C.BLIND,
     run: C.RunArgs = None,
 ) -> None:
     """Run a ChEF recipe; the metric follows its desideratum."""
@@ -67,7 +68,8 @@ def chef_run(
         if extractor:
             r.metric.extractor = extractor
         spec = C.spec_with_key(vlm, run.api_key)
-        task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=run.seed),
+        task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=run.seed,
+                                 blind=blind),
                         vlm=load_model(spec, "vlm"))
     results = C.execute(task, out, run.options())
     terminal.chef(spec.canonical(), results["metrics"])

@@ -43,6 +43,7 @@ def vhx_run(
                                 help="Ask every question N times (Table 6e): mean and std"),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, metavar="T",
                                       help="Decoding temperature (Table 6f)"),
+    blind: bool = C.BLIND,
     run: C.RunArgs = None,
 ) -> None:
     """Negation, common and adversarial perturbations; accuracy and symmetric accuracy per variant."""
@@ -57,7 +58,7 @@ def vhx_run(
             perturb=[p.strip() for p in perturb.split(",") if p.strip()], attack=attack, attack_target=attack_target,
             attack_config=AttackConfig(epsilon=epsilon, steps_clean=steps_clean,
                                        steps_hallucinated=steps_hallucinated, seed=run.seed), seed=run.seed,
-            repeats=repeats, temperature=temperature),
+            repeats=repeats, temperature=temperature, blind=blind),
             vlm=load_model(spec, "vlm"))
     results = C.execute(task, out, run.options())
     terminal.vhexpansion(spec.canonical(), results["metrics"])

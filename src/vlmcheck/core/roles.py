@@ -84,6 +84,9 @@ class Capabilities(BaseModel):
     seeded: bool = False  # outputs reproducible for a given seed
     # continues a trailing assistant message (a pre-filled answer start) instead of starting a new turn
     prefill: bool = False
+    # answers a request that carries no image; False: the blind control (issue 35) sends it a uniform grey image
+    # of the same size instead, and records that it did
+    text_only: bool = True
 
 
 class CapabilityError(RuntimeError):

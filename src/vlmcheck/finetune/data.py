@@ -190,7 +190,7 @@ def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None
             continue
         neg = r.get("negation") or {}
         for name, v in r["variants"].items():
-            if not _wanted(name, variants):
+            if name == "blind" or not _wanted(name, variants):  # the blind control carries no image to train on
                 continue
             image = copy_image(Path(r["image"]) if name == "original" else c["run"] / v["image"])
             questions = [(r["question"], r["answer"], "original")]

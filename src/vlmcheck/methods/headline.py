@@ -71,3 +71,16 @@ def headline(results: dict[str, Any]) -> tuple[str, float | None]:
         status, n = m.get("answer_status") or {}, m.get("n") or 0
         return "share answered", (status.get("ok", 0) / n) if n else None  # no reference keywords: coverage
     return "-", None
+
+
+def vision_gain_of(results: dict[str, Any]) -> dict[str, Any] | None:
+    """The blind control's vision gain beside the headline (issue 35): sighted minus blind, with its interval and
+    the metric it is of (VHExpansion: symmetric accuracy where negations exist, else accuracy)."""
+    b = (results.get("metrics") or {}).get("blind")
+    if not isinstance(b, dict):
+        return None
+    if (b.get("vision_gain_symmetric") or {}).get("difference") is not None:
+        return {**b["vision_gain_symmetric"], "metric": "symmetric accuracy", "blind": b.get("symmetric_accuracy")}
+    if (b.get("vision_gain") or {}).get("difference") is not None:
+        return {**b["vision_gain"], "metric": "accuracy", "blind": b.get("accuracy")}
+    return None

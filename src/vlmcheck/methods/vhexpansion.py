@@ -40,6 +40,7 @@ from ..core.messages import Message
 from ..core.roles import GenerationConfig, require
 from ..core.spec import load_model
 from ..metrics.decisions import headline_entry, proportion_interval
+from .blind import blind_block, withheld
 from ..metrics.stats import pope_answer, symmetric_accuracy
 from ..perturb.adversarial import AttackConfig
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
@@ -66,6 +67,8 @@ class VHXSpec(BaseModel):
     # gives the mean and standard deviation over the repetitions, the variant's other fields are repetition 0
     repeats: int = Field(1, ge=1)
     temperature: float = Field(0.0, ge=0.0)
+    # issue 35: the original question and its negation asked again with the image withheld (variant "blind")
+    blind: bool = False
 
 
 class Case(BaseModel):
@@ -226,9 +229,11 @@ class VHExpansionTask(SpecTask):
     # ------------------------------------------------------------------ sample
 
     async def _ask(self, session: Session, img, question: str, repeat: int = 0) -> dict[str, Any]:
+        """``img``: the image, or the parts of a blind request (a list: none, or a grey image)."""
         cfg = GenerationConfig(max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature,
                                seed=repeat if self.cfg.repeats > 1 else None)
-        g = await session.vlm(self.vlm).generate([Message.user(img, question)], cfg, template=TEMPLATE_VERSION)
+        parts = img if isinstance(img, list) else [img]
+        g = await session.vlm(self.vlm).generate([Message.user(*parts, question)], cfg, template=TEMPLATE_VERSION)
         return {"text": g.text, "parsed": pope_answer(g.text)}
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
@@ -252,7 +257,7 @@ class VHExpansionTask(SpecTask):
 
         async def variant(name: str, image, params: dict[str, Any]) -> None:
             v: dict[str, Any] = {"params": params}
-            if name != "original":
+            if name != "original" and not isinstance(image, list):
                 v["image"] = session.store.put_image(image)  # content-addressed: the attack's own artifact again
             runs = []
             for k in range(self.cfg.repeats):
@@ -268,6 +273,9 @@ class VHExpansionTask(SpecTask):
             record["variants"][name] = v
 
         await variant("original", img, {})
+        if self.cfg.blind:
+            parts, carried = withheld(img, self.vlm)
+            await variant("blind", parts, {"image": carried})
         for p in self.cfg.perturb:
             base, sev = _parse_perturbation(p)
             seed = int(image_hash(img)[:8], 16) ^ self.cfg.seed
@@ -287,7 +295,7 @@ class VHExpansionTask(SpecTask):
         if not results:
             return {"n": 0}
         present = {n for r in results for n in r["variants"]}
-        names = [n for n in ["original", *self.cfg.perturb, f"adv_{self.cfg.attack}"] if n in present]
+        names = [n for n in ["original", *self.cfg.perturb, f"adv_{self.cfg.attack}", "blind"] if n in present]
         out: dict[str, Any] = {"n_cases": len(results),
                                "negation": {"ok": sum(r["negation"].get("ok", False) for r in results),
                                             "failed": sum(not r["negation"].get("ok", False) for r in results)},
@@ -306,6 +314,8 @@ class VHExpansionTask(SpecTask):
             wrong_expanded = sum(not v["neg_correct"] for v in vs if "neg_correct" in v)
             if name != "original":
                 wrong_expanded += int((1 - correct).sum())
+            if name == "blind":  # a control, not an expanded test case
+                wrong_expanded = 0
             total_new += wrong_expanded
             sym = np.array([a and b for a, b in pairs], dtype=float)
             pair_units = [u for u, v in zip(units, vs) if "neg_correct" in v]
@@ -326,6 +336,8 @@ class VHExpansionTask(SpecTask):
                 entry["linf_max"] = float(max(v["params"]["linf"] for v in vs))
             out["variants"][name] = entry
         out["new_vh_cases_total"] = total_new
+        if "blind" in present:
+            out["blind"] = _blind(results)
         orig = out["variants"].get("original") or {}
         if orig.get("symmetric_accuracy") is not None:
             out["headline"] = headline_entry("symmetric accuracy", orig["symmetric_accuracy"],
@@ -360,6 +372,8 @@ def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
         neg = r.get("negation", {})
         negs.append([sid, r["question"], neg.get("question"), neg.get("ok"), "; ".join(neg.get("problems", []))])
         for name, v in r["variants"].items():
+            if name == "blind":  # the blind control has no image: not an expanded test case
+                continue
             if name == "original":
                 src = Path(r["image"])
             else:
@@ -393,3 +407,27 @@ def _safe(text: str) -> str:
     import re
 
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80]
+
+
+def _blind(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Beside the sighted headline: accuracy and symmetric accuracy asked blind, on the cases that have both, with
+    the vision gain (sighted original minus blind, paired by case, clustered by source image) and the cases a
+    model gets right without the image."""
+    rs = [r for r in results if "blind" in r["variants"] and "original" in r["variants"]]
+    units = [str(r.get("image")) for r in rs]
+    sighted = [float(r["variants"]["original"]["correct"]) for r in rs]
+    blind = [float(r["variants"]["blind"]["correct"]) for r in rs]
+    out = blind_block(sighted, blind, units, "source image")
+    # what the blind requests carried: "no image", or "grey image" for a model that requires one
+    out["request"] = sorted({"no image" if r["variants"]["blind"]["params"]["image"] == "no image" else "grey image"
+                             for r in rs})
+    sym = [r for r in rs if "neg_correct" in r["variants"]["blind"] and "neg_correct" in r["variants"]["original"]]
+    if sym:
+        both = lambda v: float(v["correct"] and v["neg_correct"])  # noqa: E731
+        block = blind_block([both(r["variants"]["original"]) for r in sym], [both(r["variants"]["blind"]) for r in sym],
+                            [str(r.get("image")) for r in sym], "source image", "symmetric_accuracy")
+        out["symmetric_accuracy"], out["symmetric_accuracy_ci95"] = block["symmetric_accuracy"], \
+            block["symmetric_accuracy_ci95"]
+        out["vision_gain_symmetric"] = block["vision_gain"]
+    out["n"] = len(rs)
+    return out

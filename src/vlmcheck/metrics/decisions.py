@@ -80,7 +80,8 @@ def paired_permutation_p(a: Sequence[float], b: Sequence[float], n_resamples: in
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(a) == 0 or np.allclose(a, b):
         return 1.0
-    res = permutation_test((a, b), lambda x, y: np.mean(x - y), permutation_type="samples", vectorized=False,
+    res = permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
+                           vectorized=True,
                            n_resamples=n_resamples, alternative="two-sided", random_state=seed)
     return float(min(1.0, res.pvalue))
 

@@ -23,7 +23,7 @@ from PIL import Image
 
 from ..core.files import read_jsonl, write_bytes_atomic, write_text_atomic
 from ..core.images import read_file_bytes
-from ..methods.headline import headline, headline_of  # noqa: F401  (headline re-exported: the report shows it)
+from ..methods.headline import headline, headline_of, vision_gain_of  # noqa: F401  (headline re-exported: the report shows it)
 from .boards import decisions_view, leaderboards
 from .charts import _cast_heatmaps, cast_k, _reliability, _s_curve
 from .terminal import rank_text
@@ -183,6 +183,9 @@ def _sample_rows(run: dict[str, Any], thumbs: _Thumbs) -> list[dict[str, Any]]:
             for key in ("a", "b"):
                 if (r.get("images") or {}).get(key):
                     images.append(thumbs.image(r["images"][key], str(r.get(key))))
+        blind = (r.get("variants") or r.get("settings") or {}).get("blind") if task in ("vhexpansion", "chef") else None
+        if blind and blind.get("correct"):  # the blind control: this item needs no image to get right
+            summary = f"[right without the image] {summary}"
         rows.append({"id": s["sample_id"], "status": s["status"],
                      "error": (s.get("error") or {}).get("message", ""), "summary": str(summary),
                      "answer": str(answer), "correct": correct, "images": images,
@@ -280,7 +283,8 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
         view: dict[str, Any] = {"name": str(run["folder"]), "task": run["task"], "spec": res.get("spec") or {},
                                 "counts": res.get("counts", {}), "metrics_json": json.dumps(res.get("metrics", {}),
                                                                                              indent=1, default=str),
-                                "headline": _headline(run), "ci": _headline_ci(run), "usage": res.get("usage", {})}
+                                "headline": _headline(run), "ci": _headline_ci(run), "usage": res.get("usage", {}),
+                                "gain": vision_gain_of(res)}
         view["failures"] = [{"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]}
                             for s in run["samples"] if s["status"] == "error"]
         if run["task"] == "genception":
@@ -327,7 +331,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
     decisions = decisions_view([r["folder"] for r in loaded])
     boards = leaderboards(views, decisions)
     summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
-                "ci": v["ci"],
+                "ci": v["ci"], "gain": v["gain"],
                 "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
     # by method, then best first (every headline is higher-is-better), not by run path
     summary.sort(key=lambda s: (s["task"], s["metric"], -(s["value"] if s["value"] is not None else float("-inf"))))

@@ -98,6 +98,18 @@ def vhexpansion(model: str, m: dict[str, Any]) -> None:
     if m.get("negation"):
         console.print(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
                       "(failed ones are left out of symmetric accuracy)")
+    blind_line(m.get("blind"))
+
+
+def blind_line(b: dict[str, Any] | None) -> None:
+    """The blind control in one sentence: accuracy without the image and the vision gain with its interval."""
+    if not b or b.get("accuracy") is None:
+        return
+    g = b.get("vision_gain") or {}
+    gain = (f"{g['difference']:+.3f} [{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]" if g.get("difference") is not None
+            and g.get("ci95") else "-")
+    console.print(f"blind control ({', '.join(b.get('request') or [])}): accuracy {b['accuracy']:.3f} without the "
+                  f"image; vision gain {gain}", highlight=False)
 
 
 def cast(model: str, m: dict[str, Any]) -> None:
@@ -129,6 +141,7 @@ def chef(model: str, m: dict[str, Any]) -> None:
     rows += [[f"accuracy, {name}", fmt(v.get("accuracy"))] for name, v in m.get("settings", {}).items()]
     console.print(table(["metric", "value"], rows, keys=["metric"],
                         title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')})"))
+    blind_line(m.get("blind"))
 
 
 def chef_aggregate(agg: dict[str, Any]) -> None:

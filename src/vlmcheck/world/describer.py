@@ -48,6 +48,7 @@ from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikeliho
 from ..core.spec import ModelSpec
 from . import language as lang
 from .perceive import Perceived, perceive, read_photo_text
+from .blind import blind_answer
 from .answering import Answer, WorldAnswerer, _option_matches, soft_match
 from .knobs import Knobs, _uniforms, apply_knobs
 from .scene import Scene
@@ -141,8 +142,8 @@ class RefDescriber:
             return self._cast_validate(prompt, images, fmt)
         if _CAST_GEN.search(prompt) and re.search(r"\b(two|both|scenes|images|descriptions)\b", prompt, re.I):
             return self._cast_generate(prompt, images)
-        if not images:
-            return "I need an image to answer this."
+        if not images:  # asked blind (the control of issue 35): its language prior only
+            return blind_answer(prompt, self.knobs)
         seen = self._see(images[-1])
         if seen is None:
             return self._photo_answer(prompt, images[-1])
@@ -166,6 +167,11 @@ class RefDescriber:
 
     def _loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
         prompt, images = self._request(messages)
+        if not images:  # asked blind: the continuation its language prior says ("Yes"/"No"), at a guess's confidence
+            said = blind_answer(prompt, self.knobs).rstrip(".").lower()
+            if said in ("yes", "no"):
+                matched = [c.strip().rstrip(".").lower() == said for c in continuations]
+                return _scores(continuations, matched, Answer(said, said, 0.55, "yesno"))
         q = lang.parse_question(prompt)
         seen = self._see(images[-1]) if images else None
         ans, belief, soft = None, None, False

@@ -44,7 +44,7 @@ def _accuracy(res: list[dict[str, Any]], setting: str) -> float:
 
 
 def _riam(res: list[dict[str, Any]]) -> float | None:
-    shots = {int(k.split("=")[1]): _accuracy(res, k) for k in res[0]["settings"]}
+    shots = {int(k.split("=")[1]): _accuracy(res, k) for k in res[0]["settings"] if k.startswith("shots=")}
     rand = M.random_accuracy(r["n_options"] for r in res)
     if 0 not in shots or len(shots) < 2 or shots[0] == rand:
         return None
@@ -61,7 +61,7 @@ def _mr_weighted(res: list[dict[str, Any]]) -> float:
     base = [r["settings"]["original"]["pred"] for r in res]
     groups: dict[str, list[float]] = {}
     for name in res[0]["settings"]:
-        if name != "original":
+        if name not in ("original", "blind"):
             groups.setdefault(name.split(":")[0], []).append(
                 M.match_ratio(base, [r["settings"][name]["pred"] for r in res]))
     weights = {g: len(v) for g, v in groups.items()}

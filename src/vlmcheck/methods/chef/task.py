@@ -45,7 +45,8 @@ from ...core.messages import Message
 from ...core.roles import GenerationConfig, require
 from ...core.spec import load_model
 from ...metrics.decisions import proportion_interval
-from .headline import chef_headline
+from ..blind import blind_block, withheld
+from .headline import UNIT, chef_headline
 from ...run.calls import Session
 from ...run.task import Sample, SpecTask
 from . import metrics as M
@@ -65,6 +66,8 @@ class ChefSpec(BaseModel):
     data: str | None = None  # overrides recipe.scenario.path
     limit_ice_pool: int | None = None
     seed: int = 0
+    # issue 35: every item asked once more with its image withheld (setting "blind"): multiple-choice and yes/no
+    blind: bool = False
 
 
 class ChefTask(SpecTask):
@@ -92,6 +95,9 @@ class ChefTask(SpecTask):
         if not self.turn_task and r.inferencer.type == "multiturn_ppl":
             raise ValueError("the multiturn_ppl inferencer needs a turn scenario (counting, detection, hierarchical "
                              "or turns)")
+        if spec.blind and (self.turn_task or r.desideratum == "language"):
+            raise ValueError("the blind control asks multiple-choice and yes/no questions; this recipe's "
+                             f"{'turns' if self.turn_task else 'judged answers'} have none")
         self.judge = judge if judge is not None else (load_model(r.metric.judge, "text") if r.metric.judge else None)
         self.rewriter = rewriter if rewriter is not None else (load_model(r.metric.rewriter, "text")
                                                                if r.metric.rewriter else None)
@@ -108,6 +114,9 @@ class ChefTask(SpecTask):
     # -- settings per desideratum -------------------------------------------------------
 
     def settings(self) -> list[tuple[str, dict[str, Any]]]:
+        return self._settings() + ([("blind", {"blind": True})] if self.cfg.blind else [])
+
+    def _settings(self) -> list[tuple[str, dict[str, Any]]]:
         r = self.cfg.recipe
         d = r.desideratum
         if d == "icl" or r.instruction.type == "ice":
@@ -201,6 +210,9 @@ class ChefTask(SpecTask):
         out: dict[str, Any] = {}
         corrupt = setting.get("corrupt")
         seed = sample_seed(self.cfg.seed, item["id"])
+        if setting.get("blind"):  # the control: no image (or a grey one, for a model that requires one)
+            parts, out["blind"] = withheld(image, self.vlm)
+            image = parts[0] if parts else None
         if corrupt in ("image", "both") and image is not None:
             chain = composite_chain(seed)
             image = apply_chain(image, chain)
@@ -371,7 +383,15 @@ class ChefTask(SpecTask):
                          "interval": how,
                          "match_ratio": float(np.mean([x["extracted"] for x in rows])),
                          "match_ratio_rule": float(np.mean([x.get("extracted_by", "rule") == "rule" for x in rows]))}
+        blind = per.pop("blind", None)
         out["settings"] = per
+        if blind is not None:
+            first_name = next(iter(per))
+            out["blind"] = {**blind_block([float(r["settings"][first_name]["correct"]) for r in res],
+                                          [float(r["settings"]["blind"]["correct"]) for r in res], units, UNIT),
+                            "sighted_setting": first_name,
+                            "request": sorted({"no image" if r["settings"]["blind"]["blind"] == "no image"
+                                               else "grey image" for r in res})}
         groups: dict[str, list[bool]] = {}
         for r in res:
             g = r["meta"].get("group")

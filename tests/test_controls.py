@@ -1,0 +1,131 @@
+"""Issue 35: the blind control (how much of a score needs the image)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from vlmcheck import RunOptions, run_task
+from vlmcheck.core.roles import Capabilities, Generation
+from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec
+from vlmcheck.world.make import make_world
+
+
+class Recorder:
+    """Says yes to everything and records what each request carried."""
+
+    model_id = "test:recorder"
+
+    def __init__(self, text_only: bool = True) -> None:
+        self.capabilities = Capabilities(text_only=text_only)
+        self.requests: list[tuple[str, list]] = []
+
+    async def generate(self, messages, config):
+        last = messages[-1]
+        self.requests.append((last.text, [im.to_pil() for im in last.images]))
+        return Generation(text="Yes.")
+
+
+def _cases(tmp_path, n=4):
+    rows = []
+    for i in range(n):
+        Image.new("RGB", (20, 12), (40 * i, 0, 0)).save(tmp_path / f"{i}.png")
+        rows.append({"image": f"{i}.png", "question": f"Is there a circle number {i}?",
+                     "answer": "yes" if i % 2 == 0 else "no"})
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp_path / "cases.jsonl"
+
+
+@pytest.mark.parametrize("text_only", [True, False])
+def test_blind_requests_carry_no_image_or_a_grey_one_and_say_which(tmp_path, text_only):
+    model = Recorder(text_only)
+    task = VHExpansionTask(VHXSpec(vlm="test:recorder", cases=str(_cases(tmp_path)), negator=None, perturb=[],
+                                   blind=True), vlm=model)
+    res = run_task(task, tmp_path / "run", RunOptions(progress=False, report=False))
+    assert len(model.requests) == 8  # each question sighted, then blind
+    blind = [imgs for _, imgs in model.requests if not imgs or imgs[0].getextrema() == ((128, 128),) * 3]
+    assert len(blind) == 4
+    if text_only:
+        assert all(imgs == [] for imgs in blind)
+    else:  # a model that requires an image: a uniform grey one of the same size
+        assert all(len(imgs) == 1 and imgs[0].size == (20, 12) for imgs in blind)
+    rec = json.loads((tmp_path / "run" / "samples.jsonl").read_text().splitlines()[0])["result"]
+    assert rec["variants"]["blind"]["params"]["image"] == ("no image" if text_only else "grey image 20x12")
+    assert "image" not in rec["variants"]["blind"]  # nothing stored: it saw no image of the case
+    b = res.results["metrics"]["blind"]
+    assert b["request"] == ["no image" if text_only else "grey image"]
+    # says yes to all: right on the two "yes" cases with or without the image; no gain from seeing
+    assert b["accuracy"] == 0.5 and b["vision_gain"]["difference"] == 0.0
+    # two blind answers are wrong, but a control is not an expanded test case
+    assert res.results["metrics"]["variants"]["blind"]["new_vh_cases"] == 0
+    assert res.results["metrics"]["new_vh_cases_total"] == 0
+
+
+def test_vision_gain_by_hand():
+    from vlmcheck.methods.vhexpansion import _blind
+
+    # 8 cases on 4 images (2 each); sighted right on 6, blind right on 2
+    sighted = [1, 1, 1, 1, 1, 1, 0, 0]
+    blind = [1, 0, 0, 0, 1, 0, 0, 0]
+    results = [{"image": f"img{i // 2}", "variants": {"original": {"correct": bool(s)},
+                                                      "blind": {"correct": bool(b), "params": {"image": "no image"}}}}
+               for i, (s, b) in enumerate(zip(sighted, blind))]
+    out = _blind(results)
+    assert out["accuracy"] == 2 / 8 and out["share_right_blind"] == 2 / 8
+    g = out["vision_gain"]
+    # differences per case: 0 1 1 1 0 1 0 0 -> mean 4 / 8; per image the means are 0.5, 1, 0.5, 0
+    assert g["difference"] == pytest.approx(0.5) and g["n"] == 8 and g["n_units"] == 4
+    assert g["ci95"][0] <= 0.5 <= g["ci95"][1] and g["ci95"][0] >= 0.0  # no image loses by seeing
+    # an image-level bootstrap of 4 images can only give means that are averages of 0.5, 1, 0.5, 0
+    assert g["ci95"][1] <= 1.0 and "cluster bootstrap" in g["method"]
+    assert out["vision_gain"]["difference"] == pytest.approx(sum(sighted) / 8 - sum(blind) / 8)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    out = tmp_path_factory.mktemp("blindworld")
+    make_world(out, n=40, seed=7)
+    return out
+
+
+def test_the_world_describer_answers_blind_from_its_prior_and_a_rerun_makes_no_call(world, tmp_path):
+    task = VHExpansionTask(VHXSpec(vlm="ref:describer", cases=str(world), perturb=[], blind=True))
+    res = run_task(task, tmp_path / "run", RunOptions(progress=False, report=False)).results
+    b = res["metrics"]["blind"]
+    # balanced yes/no: the prior alone is near chance; the image adds a clear gain at error level 0
+    assert 0.4 <= b["accuracy"] <= 0.6
+    assert res["metrics"]["variants"]["original"]["accuracy"] == 1.0
+    assert b["vision_gain"]["difference"] > 0.3 and b["vision_gain"]["ci95"][0] > 0
+    assert b["vision_gain_symmetric"]["difference"] > 0.3
+    again = run_task(VHExpansionTask(VHXSpec(vlm="ref:describer", cases=str(world), perturb=[], blind=True)),
+                     tmp_path / "run", RunOptions(progress=False, report=False, resume=True)).results
+    assert again["session"]["model_calls"] == 0 and again["metrics"]["blind"] == b
+    # a noisier describer gains less from the image
+    noisy = run_task(VHExpansionTask(VHXSpec(vlm="ref:describer?level=0.3", cases=str(world), perturb=[],
+                                             blind=True)),
+                     tmp_path / "noisy", RunOptions(progress=False, report=False)).results["metrics"]["blind"]
+    assert noisy["vision_gain"]["difference"] < b["vision_gain"]["difference"]
+
+
+def test_chef_pope_blind_setting_and_the_report_flags_items_right_blind(world, tmp_path):
+    from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
+    from vlmcheck.methods.pope import build_pope, load_annotations
+    from vlmcheck.report.html import build_report
+
+    cases = build_pope(load_annotations(world / "objects.jsonl"), "adversarial", n_images=40, per_image=2)
+    (world / "pope.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    task = ChefTask(ChefSpec(vlm="ref:describer", recipe=resolve_recipe("hallucination"), data=str(world / "pope.jsonl"),
+                             blind=True))
+    res = run_task(task, tmp_path / "pope", RunOptions(progress=False, report=False)).results
+    m = res["metrics"]
+    assert "blind" not in m["settings"] and m["blind"]["sighted_setting"] == "standard"
+    assert 0.4 <= m["blind"]["accuracy"] <= 0.6 and m["blind"]["vision_gain"]["ci95"][0] > 0
+    assert m["headline"]["name"] == "POPE accuracy"  # the headline stays the sighted one
+    page = build_report([tmp_path / "pope"], tmp_path / "r.html").read_text()
+    assert "vision gain (blind control)" in page and "[right without the image]" in page
+    # a recipe whose answers are judged, not chosen, has no blind control: one clear error
+    with pytest.raises(ValueError, match="blind control"):
+        ChefTask(ChefSpec(vlm="ref:describer", recipe=resolve_recipe("fsc147"), data=str(world / "counting.jsonl"),
+                          blind=True))
