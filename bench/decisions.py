@@ -7,14 +7,16 @@ describer: level 0.1 (seed 0), level 0.1 (seed 1: the same error rate, other err
 cases, a POPE image with its questions) from those populations:
 
 (a) coverage: the share of 95 % intervals, computed by the very function a run uses, that contain the
-    population's value, over ``--draws`` datasets of ``--n`` units (goal 0.93-0.97);
+    population's value, over ``--draws`` datasets of ``--n`` units (goal 0.93-0.97); GenCeption's datasets are
+    drawn stratified by category (a benchmark fixes how many images each category has, and GC@T is the mean of
+    the category means);
 (b) the false-positive rate of the paired comparison (``vlmcheck compare``'s test; for RRM, which has no per-unit
     value, the paired cluster bootstrap of the difference) between the two level-0.1 describers, and its power
     on level 0.1 against 0.3, at ``--n`` units (goal: false positives <= 0.05);
 (c) sample efficiency: the smallest n of a grid at which level 0.1 and 0.3 are separated (p < 0.05, the right
     way round) in 80 % of draws.
 
-    python bench/decisions.py [--n-pop 96] [--draws 200] [--n 30]
+    python bench/decisions.py [--n-pop 96] [--draws 200] [--n 40]
 
 Populations are runs under bench/.decisions/ and resume (a second bench makes no model call).  Prints three
 tables; docs/world.md keeps the figures of the last run.
@@ -149,8 +151,19 @@ def _clusters(records, cluster) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _draw(rng, keys: list[str], n: int) -> list[str]:
-    return [keys[i] for i in rng.integers(0, len(keys), size=n)]
+def _draw(rng, keys: list[str], n: int, strata: dict[str, str] | None = None) -> list[str]:
+    """``n`` clusters drawn with replacement; with ``strata`` (GenCeption's categories, fixed by the benchmark's
+    design) each stratum gets its share of ``n`` (at least 2), as a benchmark of that size would hold."""
+    if not strata:
+        return [keys[i] for i in rng.integers(0, len(keys), size=n)]
+    groups: dict[str, list[str]] = {}
+    for k in keys:
+        groups.setdefault(strata[k], []).append(k)
+    out = []
+    for members in groups.values():
+        m = max(2, round(n * len(members) / len(keys)))
+        out += [members[i] for i in rng.integers(0, len(members), size=m)]
+    return out
 
 
 def _results(groups, keys) -> list[dict[str, Any]]:
@@ -189,7 +202,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n-pop", type=int, default=96)
     ap.add_argument("--draws", type=int, default=200)
-    ap.add_argument("--n", type=int, default=30, help="units per resampled dataset for (a) and (b)")
+    ap.add_argument("--n", type=int, default=40, help="units per resampled dataset for (a) and (b)")
     ap.add_argument("--root", default="bench/.decisions")
     args = ap.parse_args()
     started = time.perf_counter()
@@ -202,9 +215,11 @@ def main() -> None:
         ga, gb, gc = (_clusters(pops[metric][k], cluster) for k in "abc")
         keys = sorted(set(ga) & set(gb) & set(gc))
         truth = value(_results(ga, keys))
+        strata = ({k: ga[k][0]["result"].get("category") or "(none)" for k in keys} if metric.startswith("GC@")
+                  else None)
         covered, fp, power = 0, 0, 0
         for _ in range(args.draws):
-            draw = _draw(rng, keys, args.n)
+            draw = _draw(rng, keys, args.n, strata)
             _, ci = interval(_results(ga, draw))
             covered += ci is not None and ci[0] <= truth <= ci[1]
             fp += _paired_p(metric, ga, gb, draw)[1] < 0.05
@@ -214,7 +229,7 @@ def main() -> None:
         for n in grid:  # (c): the first n of the grid with 80 % power
             hits = 0
             for _ in range(max(50, args.draws // 4)):
-                d, p = _paired_p(metric, ga, gc, _draw(rng, keys, n))
+                d, p = _paired_p(metric, ga, gc, _draw(rng, keys, n, strata))
                 hits += p < 0.05 and d > 0
             if hits / max(50, args.draws // 4) >= 0.8:
                 need = n

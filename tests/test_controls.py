@@ -64,7 +64,7 @@ def test_blind_requests_carry_no_image_or_a_grey_one_and_say_which(tmp_path, tex
 
 
 def test_vision_gain_by_hand():
-    from vlmcheck.methods.vhexpansion import _blind
+    from vlmcheck.methods.blind import vhx_blind as _blind
 
     # 8 cases on 4 images (2 each); sighted right on 6, blind right on 2
     sighted = [1, 1, 1, 1, 1, 1, 0, 0]

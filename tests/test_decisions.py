@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pytest
 
 from vlmcheck.metrics.decisions import (cluster_bootstrap_mean, design_effect, holm, mcnemar_exact, mde_proportion,
@@ -297,3 +299,137 @@ def test_decide_names_the_leader_its_margin_and_who_it_cannot_be_separated_from(
     assert page.index('id="decisions"') < page.index('<nav id="toc"')
     assert "<b>A</b> leads on symmetric accuracy" in page and "Cannot be separated from: B." in page
     assert "behind the leader by 1.0000 [1.0000, 1.0000]" in page
+
+
+def test_the_stratified_bootstrap_is_rescaled_by_hand():
+    from vlmcheck.metrics.stats import bootstrap_ci_strata
+
+    # one stratum [0, 1]: resampled means 0, 1/2, 1 (p = 1/4, 1/2, 1/4), rescaled about 1/2 by sqrt(2 / 1):
+    # 1/2 - 0.7071, 1/2, 1/2 + 0.7071 (variance 1/4 = s^2 / n with s^2 = 1/2); a second stratum [1, 1] adds 1
+    # to every resample: the mean of the two means is (m + 1) / 2
+    r = math.sqrt(2) / 2
+    lo, hi = bootstrap_ci_strata([0.0, 1.0, 1.0, 1.0], ["a", "a", "b", "b"], n_boot=4000)
+    assert lo == pytest.approx((0.5 - r + 1) / 2) and hi == pytest.approx((0.5 + r + 1) / 2)
+    # a stratum of one value has no spread: it adds nothing
+    assert bootstrap_ci_strata([0.0, 1.0, 0.3], ["a", "a", "b"], n_boot=4000) == pytest.approx(
+        ((0.5 - r + 0.3) / 2, (0.5 + r + 0.3) / 2))
+
+
+def test_krippendorff_alpha_for_interval_data_by_hand():
+    from vlmcheck.metrics.decisions import krippendorff_alpha_interval
+
+    # units (1, 1), (2, 3): pairable values 1, 1, 2, 3 (n = 4).  D_o = [0 + 2 x 1 / 1] / 4 = 0.5.
+    # D_e: ordered pairs' squared differences: (1,1) 0 x2, (1,2) 1 x4, (1,3) 4 x4, (2,3) 1 x2 -> 22 / (4 x 3)
+    assert krippendorff_alpha_interval([[1, 1], [2, 3]]) == pytest.approx(1 - 0.5 / (22 / 12))
+    assert krippendorff_alpha_interval([[4, 4, 4], [7, 7, 7]]) == 1.0  # perfect agreement
+    assert krippendorff_alpha_interval([[5], [6]]) is None  # nothing pairable
+
+
+class _BySeed:
+    """Answers "Yes." on seed 0 (and no seed) and "No." on seed 1; describes a red circle on even seeds and a blue
+    square on odd ones; records the temperatures it was asked at."""
+
+    model_id = "test:byseed"
+
+    def __init__(self):
+        from vlmcheck.core.roles import Capabilities
+
+        self.capabilities = Capabilities()
+        self.temps = set()
+
+    async def generate(self, messages, config):
+        from vlmcheck.core.roles import Generation
+
+        self.temps.add(config.temperature)
+        seed = config.seed or 0
+        if "description" in messages[-1].text.lower():
+            return Generation(text="A large red circle in the center." if seed % 2 == 0 else
+                              "A small blue square at the top left.")
+        return Generation(text="Yes." if seed % 2 == 0 else "No.")
+
+
+def test_chef_repeats_give_the_spread_and_pool_each_items_repeats_by_hand(tmp_path):
+    import json
+
+    from PIL import Image
+
+    from vlmcheck import RunOptions, run_task
+    from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
+
+    rows = []
+    for i, ans in enumerate(["yes", "yes", "yes", "no"]):
+        Image.new("RGB", (8, 8), (50 * i, 0, 0)).save(tmp_path / f"{i}.png")
+        rows.append({"id": f"q{i}", "image": f"{i}.png", "question": f"Is there a thing {i}?", "answer": ans})
+    (tmp_path / "pope.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = resolve_recipe("hallucination")
+    r.inferencer.type = "direct"
+    model = _BySeed()
+    task = ChefTask(ChefSpec(vlm="test:byseed", recipe=r, data=str(tmp_path / "pope.jsonl"), repeats=2,
+                             temperature=0.7), vlm=model)
+    m = run_task(task, tmp_path / "run", RunOptions(progress=False, report=False)).results["metrics"]
+    # repeat 0 says yes to all: 3 of 4 right; repeat 1 says no to all: 1 of 4
+    assert m["repeats"]["values"] == [0.75, 0.25] and m["repeats"]["mean"] == 0.5 and m["repeats"]["std"] == 0.25
+    assert m["pope"]["accuracy"] == 0.75 and model.temps == {0.7}  # the tables are repeat 0's
+    # the headline pools the 8 answers, clustered by item: every item has one right and one wrong answer, so
+    # the design effect is 1 and the interval is Wilson's 4 of 8
+    h = m["headline"]
+    assert h["value"] == 0.5 and h["interval"]["repeats"] == 2 and h["interval"]["n_units"] == 4
+    assert h["ci95"] == pytest.approx(list(wilson(4, 8)))
+    with pytest.raises(ValueError, match="repeats need a generation inferencer"):
+        ChefTask(ChefSpec(vlm="test:byseed", recipe=resolve_recipe("hallucination"), data=str(tmp_path / "pope.jsonl"),
+                          repeats=2), vlm=model)
+
+
+def test_cast_headline_pools_the_repeats_of_a_pair():
+    from vlmcheck.methods.cast import FORMATS, MODALITIES, cast_headline
+
+    def pair(verdict, a="p"):
+        return {"a": a, "b": "q", "generation": {g: {"statements": [
+            {"verdicts": {f"{v}|{f}": {"verdict": verdict} for v in MODALITIES for f in FORMATS}}]}
+            for g in MODALITIES}}
+
+    # two pairs, each run twice with the same verdicts: the pooled headline is the single run's, over 2 units
+    once = cast_headline([pair(1, "x"), pair(0, "y")], n_boot=4000)
+    twice = cast_headline([pair(1, "x"), pair(0, "y")] * 2, n_boot=4000, clusters=["x", "y", "x", "y"])
+    assert twice["value"] == once["value"] == 0.5 and twice["ci95"] == once["ci95"] == [0.0, 1.0]
+    assert twice["interval"]["n_units"] == 2
+
+
+def test_genception_repeats_by_the_papers_definition(tmp_path):
+    import json
+
+    from vlmcheck import RunOptions, run_task
+    from vlmcheck.methods.genception import GenCeptionSpec, GenCeptionTask
+    from vlmcheck.metrics.stats import mean_of_means
+    from vlmcheck.world.make import make_world
+
+    make_world(tmp_path / "w", n=8, seed=3)
+    task = GenCeptionTask(GenCeptionSpec(vlm="test:byseed", generator="ref:renderer", encoder="ref:pixels",
+                                         data=str(tmp_path / "w"), T=2, repeats=2, temperature=1.0), vlm=_BySeed())
+    m = run_task(task, tmp_path / "run", RunOptions(progress=False, report=False)).results["metrics"]
+    recs = [json.loads(x)["result"] for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    gc2 = lambda s: (1 * s[0] + 2 * s[1]) / 3  # noqa: E731  GC@2 = sum t s_t / sum t
+    cats = [r["category"] for r in recs]
+    per = [[gc2(r["s"]) for r in recs], [gc2(r["repeats"][0]["s"]) for r in recs]]
+    assert recs[0]["repeats"][0]["s"] != recs[0]["s"]  # the repeat described another scene
+    assert m["repeats"]["values"] == pytest.approx([mean_of_means(p, cats) for p in per])
+    pooled = [(a + b) / 2 for a, b in zip(*per)]
+    assert m["headline"]["value"] == pytest.approx(mean_of_means(pooled, cats))
+    assert m["GC@2"]["score"] == pytest.approx(m["repeats"]["values"][0])  # the tables stay repeat 0's
+    assert "embedding0" not in recs[0]["repeats"][0] and m["headline"]["interval"]["repeats"] == 2
+
+
+def test_judge_spread_agreement_and_a_second_judge(tmp_path):
+    from vlmcheck.methods.chef.headline import judge_agreement
+    from vlmcheck.metrics.decisions import krippendorff_alpha_interval
+
+    judged = [{"scores": [8, 8, 9], "mean": 25 / 3, "mean2": 7.0}, {"scores": [4, 6, 5], "mean": 5.0, "mean2": 5.0},
+              {"scores": [9, 9, 9], "mean": 9.0, "mean2": 8.0}]
+    out = judge_agreement(judged)
+    sd = [np.std([8, 8, 9]), np.std([4, 6, 5]), 0.0]
+    assert out["judge_spread"] == pytest.approx(sum(sd) / 3)
+    assert out["judge_agreement"]["krippendorff_alpha_interval"] == pytest.approx(
+        krippendorff_alpha_interval([[8, 8, 9], [4, 6, 5], [9, 9, 9]]))
+    j = out["judge_to_judge"]
+    # item means 8.33, 5, 9 vs 7, 5, 8: the same order (rho 1); |differences| 1.33, 0, 1
+    assert j["spearman"] == pytest.approx(1.0) and j["mean_abs_difference"] == pytest.approx((4 / 3 + 0 + 1) / 3)

@@ -42,6 +42,10 @@ PREFLIGHT = typer.Option(True, "--preflight/--no-preflight",
 MAX_FAILURES = typer.Option(0.0, "--max-failures", min=0.0, max=1.0, metavar="RATE",
                             help="Share of failed samples the run may have and still exit 0.")
 SEED = typer.Option(0, "--seed", help="Seed for every random choice of the run.")
+REPEATS = typer.Option(1, "--repeats", min=1, metavar="N",
+                       help="Run every sample N times (seeds seed..seed+N-1): the headline's spread over repeats "
+                            "beside its interval.")
+TEMPERATURE = typer.Option(0.0, "--temperature", min=0.0, metavar="T", help="Decoding temperature (with --repeats).")
 BLIND = typer.Option(False, "--blind", help="Also ask every question with the image withheld (the blind control): "
                                             "blind accuracy and the vision gain beside each headline.")
 API_KEY = typer.Option(None, "--api-key", metavar="KEY",

@@ -52,6 +52,8 @@ def cast_run(
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     two_images: bool = typer.Option(False, "--two-images", help="Send two images instead of one side-by-side"),
     image_size: int = typer.Option(512, "--image-size", metavar="PX"),
+    repeats: int = C.REPEATS,
+    temperature: float = C.TEMPERATURE,
     run: C.RunArgs = None,
 ) -> None:
     """Generate similarities in 3 modalities, validate each in 3 modalities x 3 formats, score consistency."""
@@ -61,7 +63,8 @@ def cast_run(
     with C.user_errors(FileNotFoundError):
         spec = C.spec_with_key(vlm, run.api_key)
         task = CastTask(CastSpec(vlm=spec.canonical(), pairs=str(pairs), two_images=two_images,
-                                 image_size=image_size, seed=run.seed), vlm=load_model(spec, "vlm"))
+                                 image_size=image_size, seed=run.seed, repeats=repeats, temperature=temperature),
+                        vlm=load_model(spec, "vlm"))
     results = C.execute(task, out, run.options())
     terminal.cast(spec.canonical(), results["metrics"])
     C.check_failures([results], run.max_failures)

@@ -45,6 +45,10 @@ def chef_run(
                                            help="Scenario loader (overrides the recipe's)"),
     judge: Optional[str] = typer.Option(None, "--judge", metavar="SPEC",
                                         help="TextModel spec for language performance"),
+    judge2: Optional[str] = typer.Option(None, "--judge2", metavar="SPEC",
+                                         help="A second judge of the same answers: judge-to-judge agreement"),
+    repeats: int = C.REPEATS,
+    temperature: float = C.TEMPERATURE,
     rewriter: Optional[str] = typer.Option(None, "--rewriter", metavar="SPEC",
                                            help="TextModel spec for sentence-level text corruptions (robustness)"),
     extractor: Optional[str] = typer.Option(None, "--extractor", metavar="SPEC",
@@ -63,13 +67,15 @@ def chef_run(
             r.scenario.type = scenario
         if judge:
             r.metric.judge = judge
+        if judge2:
+            r.metric.judge2 = judge2
         if rewriter:
             r.metric.rewriter = rewriter
         if extractor:
             r.metric.extractor = extractor
         spec = C.spec_with_key(vlm, run.api_key)
         task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=run.seed,
-                                 blind=blind),
+                                 blind=blind, repeats=repeats, temperature=temperature),
                         vlm=load_model(spec, "vlm"))
     results = C.execute(task, out, run.options())
     terminal.chef(spec.canonical(), results["metrics"])

@@ -33,6 +33,8 @@ def genception(
         help="Only K seeded random images per category (the human-baseline protocol: 5)"),
     external: Optional[Path] = typer.Option(None, "--external", metavar="CSV",
                                             help="CSV model,benchmark,score to correlate with"),
+    repeats: int = C.REPEATS,
+    temperature: float = C.TEMPERATURE,
     run: C.RunArgs = None,
 ) -> None:
     """GenCeption: describe, regenerate, repeat T times; GC@1..T, GC_FID@t, categories, leaderboard."""
@@ -45,7 +47,8 @@ def genception(
         with C.user_errors(FileNotFoundError):
             spec = C.spec_with_key(one, run.api_key)
             task = GenCeptionTask(GenCeptionSpec(vlm=spec.canonical(), generator=generator, encoder=encoder,
-                                                 data=str(data), T=T, seed=run.seed, per_category=per_category),
+                                                 data=str(data), T=T, seed=run.seed, per_category=per_category,
+                                                 repeats=repeats, temperature=temperature),
                                   vlm=load_model(spec, "vlm"))
         folder = out if len(vlm) == 1 else out / C.slug(spec.canonical())
         results = C.execute(task, folder, run.options())

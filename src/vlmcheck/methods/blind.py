@@ -51,3 +51,27 @@ def blind_block(sighted: Sequence[float], blind: Sequence[float], units: Sequenc
     return {metric: float(np.mean(blind)) if len(blind) else None, f"{metric}_ci95": ci, "interval": how,
             "share_right_blind": float(np.mean(blind)) if len(blind) else None,
             "vision_gain": vision_gain(sighted, blind, units)}
+
+
+def vhx_blind(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Beside the sighted headline: accuracy and symmetric accuracy asked blind, on the cases that have both, with
+    the vision gain (sighted original minus blind, paired by case, clustered by source image) and the cases a
+    model gets right without the image."""
+    rs = [r for r in results if "blind" in r["variants"] and "original" in r["variants"]]
+    units = [str(r.get("image")) for r in rs]
+    sighted = [float(r["variants"]["original"]["correct"]) for r in rs]
+    blind = [float(r["variants"]["blind"]["correct"]) for r in rs]
+    out = blind_block(sighted, blind, units, "source image")
+    # what the blind requests carried: "no image", or "grey image" for a model that requires one
+    out["request"] = sorted({"no image" if r["variants"]["blind"]["params"]["image"] == "no image" else "grey image"
+                             for r in rs})
+    sym = [r for r in rs if "neg_correct" in r["variants"]["blind"] and "neg_correct" in r["variants"]["original"]]
+    if sym:
+        both = lambda v: float(v["correct"] and v["neg_correct"])  # noqa: E731
+        block = blind_block([both(r["variants"]["original"]) for r in sym], [both(r["variants"]["blind"]) for r in sym],
+                            [str(r.get("image")) for r in sym], "source image", "symmetric_accuracy")
+        out["symmetric_accuracy"], out["symmetric_accuracy_ci95"] = block["symmetric_accuracy"], \
+            block["symmetric_accuracy_ci95"]
+        out["vision_gain_symmetric"] = block["vision_gain"]
+    out["n"] = len(rs)
+    return out

@@ -37,16 +37,16 @@ from typing import Any
 
 import numpy as np
 from PIL import Image
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ..core.files import InputFileError, jsonl_objects, require_str
 from ..core.inputs import dataset_path, read_image
 from ..core.messages import Message
-from ..core.roles import GenerationConfig
 from ..metrics.decisions import headline_entry, widen_degenerate
 from ..core.spec import load_model
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
+from .repeats import generation_config, per_repeat, pooled, repeated, spread
 
 TEMPLATE_VERSION = "cast-v2"  # v2: the authors' line breaks (one text: "\n\nScene 1:\n\n...\n\nStatement:...")
 MODALITIES = ("text", "image", "both")
@@ -148,6 +148,9 @@ class CastSpec(BaseModel):
     val_max_tokens: int = 16
     k: int = 5
     seed: int = 0
+    # issue 34: every pair's generation and validation run `repeats` times at `temperature` (methods/repeats.py)
+    repeats: int = Field(1, ge=1)
+    temperature: float = Field(0.0, ge=0.0)
 
 
 class CastTask(SpecTask):
@@ -189,6 +192,11 @@ class CastTask(SpecTask):
         pair = sample.payload
         imgs = (await read_image(pair["a"]["image"], root=pair["a"].get("root")),
                 await read_image(pair["b"]["image"], root=pair["b"].get("root")))
+        return await repeated(lambda k: self._once(pair, imgs, session, k), self.cfg.repeats)
+
+    async def _once(self, pair: dict[str, Any], imgs: tuple[Image.Image, Image.Image], session: Session,
+                    repeat: int) -> dict[str, Any]:
+        """Statements in each modality, each validated in every modality and format (repeat ``repeat``)."""
         vlm = session.vlm(self.vlm)
         prefill = bool(getattr(self.vlm.capabilities, "prefill", False))
         two = self.cfg.two_images
@@ -196,8 +204,9 @@ class CastTask(SpecTask):
                                   "images": {"a": str(pair["a"]["image"]), "b": str(pair["b"]["image"])},
                                   "image_cosine": pair.get("image_cosine"), "text_cosine": pair.get("text_cosine"),
                                   "prefill": prefill, "generation": {}}
-        gen_cfg = GenerationConfig(max_tokens=self.cfg.gen_max_tokens)
-        val_cfg = GenerationConfig(max_tokens=self.cfg.val_max_tokens)
+        c = self.cfg
+        gen_cfg = generation_config(c.gen_max_tokens, c.repeats, c.temperature, repeat, c.seed)
+        val_cfg = generation_config(c.val_max_tokens, c.repeats, c.temperature, repeat, c.seed)
         for g in MODALITIES:
             msgs = self._messages(generation_prompt(g, two), g, pair, imgs, None, GEN_PREFILL if prefill else None)
             out = await vlm.generate(msgs, gen_cfg, template=TEMPLATE_VERSION)
@@ -220,7 +229,14 @@ class CastTask(SpecTask):
 
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         results = [r["result"] for r in records]
-        return cast_scores(results, k_values=sorted({1, 3, self.cfg.k}), seed=self.cfg.seed, k_max=self.cfg.k)
+        out = cast_scores(results, k_values=sorted({1, 3, self.cfg.k}), seed=self.cfg.seed, k_max=self.cfg.k)
+        if self.cfg.repeats > 1 and results:  # the headline per repeat beside; the headline pools each pair's
+            out["repeats"] = spread([cast_headline(rs, seed=self.cfg.seed)["value"]
+                                     for rs in per_repeat(results, self.cfg.repeats)], self.cfg.temperature)
+            every = pooled(results, self.cfg.repeats)
+            out["headline"] = cast_headline(every, seed=self.cfg.seed, clusters=[f"{r['a']}|{r['b']}" for r in every])
+            out["headline"]["interval"]["repeats"] = self.cfg.repeats
+        return out
 
 
 def _counts(results: list[dict[str, Any]], g: str, v: str, fmt: str, positions) -> np.ndarray:
@@ -288,12 +304,19 @@ def cast_scores(results: list[dict[str, Any]], k_values=(1, 3, 5), seed: int = 0
     return out
 
 
-def cast_headline(results: list[dict[str, Any]], k: int = 3, seed: int = 0, n_boot: int = 2000) -> dict[str, Any]:
+def cast_headline(results: list[dict[str, Any]], k: int = 3, seed: int = 0, n_boot: int = 2000,
+                  clusters: list[str] | None = None) -> dict[str, Any]:
     """The headline, Top-k cross-modal consistency: the mean of the six cells generated in one modality and
     validated in another (each the mean over formats of its verdicts pooled over pairs), with a 95 % interval
     from resampling scene pairs (the sampled unit), every cell with the same draw."""
     cells = [(g, v) for g in MODALITIES for v in MODALITIES if g != v]
     counts = {(g, v, f): _counts(results, g, v, f, range(k)) for g, v in cells for f in FORMATS}
+    if clusters is not None:  # repeats of one pair: their verdicts pooled, resampled together
+        keys, inverse = np.unique(np.asarray(clusters), return_inverse=True)
+        for key, c in counts.items():
+            summed = np.zeros((len(keys), c.shape[1]))
+            np.add.at(summed, inverse, c)
+            counts[key] = summed
 
     def value(sums: dict[tuple[str, str, str], np.ndarray]) -> np.ndarray:
         with warnings.catch_warnings():  # an empty cell or format is left out (NaN), as in the matrices
@@ -304,7 +327,7 @@ def cast_headline(results: list[dict[str, Any]], k: int = 3, seed: int = 0, n_bo
                         for g, v in cells]
             return np.nanmean(np.stack(per_cell), axis=0)
 
-    n = len(results)
+    n = len(results) if clusters is None else len(set(clusters))
     point = float(value({key: c.sum(axis=0) for key, c in counts.items()})) if n else float("nan")
     ci = None
     if n >= 2 and not np.isnan(point):

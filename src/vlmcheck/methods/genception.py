@@ -43,20 +43,20 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ..core.answers import answer_status
 from ..core.data import dataset_name, load_image_dataset
 from ..core.images import image_hash
 from ..core.inputs import read_image
 from ..core.messages import Message
-from ..core.roles import GenerationConfig
 from ..core.spec import load_model
 from ..metrics.decisions import headline_entry, widen_degenerate
 from ..metrics.stats import bootstrap_ci_strata, cosine, frechet_distance, gc_at, mean_of_means
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
 from .refusals import refusal_kind
+from .repeats import generation_config, per_repeat, repeated, spread
 
 #: P_Desc, GenCeption Table 1 (verbatim).
 P_DESC = (
@@ -115,6 +115,8 @@ class GenCeptionSpec(BaseModel):
     seed: int = 0
     fid_min_images: int = FID_MIN_IMAGES
     per_category: int | None = None  # K seeded random images per category (v2 section 3's human baseline)
+    # issue 34: every chain run `repeats` times (seeds seed, seed + 1, ...) at `temperature`; methods/repeats.py
+    repeats: int = Field(1, ge=1)
 
 
 class ChainIncomplete(RuntimeError):
@@ -174,16 +176,21 @@ class GenCeptionTask(SpecTask):
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         item = sample.payload
-        cfg = self.cfg
         x0 = await read_image(item.path, root=item.root)
+        e0 = _finite((await session.encoder(self.encoder).encode([x0]))[0], "X0")
+        return await repeated(lambda k: self._chain(item, x0, e0, session, k), self.cfg.repeats)
+
+    async def _chain(self, item: Any, x0: Any, e0: np.ndarray, session: Session, repeat: int) -> dict[str, Any]:
+        """One chain X0 -> Q1 -> X1 -> ... -> XT (repeat ``repeat``: seeds offset by it)."""
+        cfg = self.cfg
+        label = f"chain (repeat {repeat})" if repeat else "chain"
         vlm, gen, enc = session.vlm(self.vlm), session.generator(self.generator), session.encoder(self.encoder)
-        e0 = _finite((await enc.encode([x0]))[0], "X0")
         record: dict[str, Any] = {
             "image": item.id, "image_path": item.path, "image_sha256": image_hash(x0), "category": item.category,
             "group": category_group(item.category), "T": cfg.T, "steps": [], "s": [],
             "embedding0": _vec(e0),
         }
-        config = GenerationConfig(max_tokens=cfg.max_tokens, temperature=cfg.temperature, seed=cfg.seed)
+        config = generation_config(cfg.max_tokens, cfg.repeats, cfg.temperature, repeat, cfg.seed, seed_always=True)
         prev = x0
         for t in range(1, cfg.T + 1):
             step: dict[str, Any] = {"t": t}
@@ -191,7 +198,7 @@ class GenCeptionTask(SpecTask):
                 g = await vlm.generate([Message.user(prev, cfg.prompt_desc)], config, template=TEMPLATE_VERSION)
             except Exception as exc:
                 record["stopped"] = {"t": t, "stage": "describe", "reason": f"{type(exc).__name__}: {exc}"}
-                raise ChainIncomplete(f"chain stopped at t={t} (describe): {exc}", record) from exc
+                raise ChainIncomplete(f"{label} stopped at t={t} (describe): {exc}", record) from exc
             step.update(description=g.text, answer_status=answer_status(g), finish_reason=g.finish_reason)
             kind = refusal_kind(g)
             if kind == "empty":  # no text: nothing to send to the generator (docs/methods.md)
@@ -199,19 +206,19 @@ class GenCeptionTask(SpecTask):
                 record["steps"].append(step)
                 record["refused_at"] = record.get("refused_at") or t
                 record["stopped"] = {"t": t, "stage": "describe", "reason": EMPTY_REASON}
-                raise ChainIncomplete(f"chain stopped at t={t}: the description is empty ({g.finish_reason})",
+                raise ChainIncomplete(f"{label} stopped at t={t}: the description is empty ({g.finish_reason})",
                                       record)
             if kind == "refusal":  # a refusal is a Q_t like any other (Algorithm 1); counted beside GC@T
                 step.update(refused=True)
                 record["refused_at"] = record.get("refused_at") or t
             try:
                 xt, artifact = await gen.generate_image(cfg.prompt_gen.format(description=g.text),
-                                                        seed=cfg.seed, template=TEMPLATE_VERSION)
+                                                        seed=cfg.seed + repeat, template=TEMPLATE_VERSION)
                 et = _finite((await enc.encode([xt]))[0], f"X{t}")
             except Exception as exc:
                 record["steps"].append(step)
                 record["stopped"] = {"t": t, "stage": "generate", "reason": f"{type(exc).__name__}: {exc}"}
-                raise ChainIncomplete(f"chain stopped at t={t} (generate/encode): {exc}", record) from exc
+                raise ChainIncomplete(f"{label} stopped at t={t} (generate/encode): {exc}", record) from exc
             s_t = cosine(e0, et)
             step.update(image=artifact, image_sha256=image_hash(xt), s=s_t, embedding=_vec(et))
             record["steps"].append(step)
@@ -264,6 +271,13 @@ class GenCeptionTask(SpecTask):
         out.update(self._refusal_views(scored, empty, cats, T, seed))
         top = out[f"GC@{T}"]
         out["headline"] = headline_entry(f"GC@{T}", top["score"], top["ci95"], top["interval"])
+        if self.cfg.repeats > 1:  # GC@T per repeat beside; the headline pools the repeats of each image
+            per = [np.array([[gc_at(r["s"][:T], T)] for r in rs]) for rs in per_repeat(scored, self.cfg.repeats)]
+            out["repeats"] = spread([mean_of_means(v[:, 0], cats) for v in per], self.cfg.temperature)
+            pooled = _score(np.mean(np.hstack(per), axis=1), cats, seed)
+            out["headline"] = headline_entry(f"GC@{T}", pooled["score"], pooled["ci95"],
+                                             {**pooled["interval"], "repeats": self.cfg.repeats,
+                                              "unit": "image (its repeats averaged; stratified by category)"})
         out["fid"] = self._fid(scored, T)
         for key, val in out["fid"].items():  # also at the top level: GC_FID@1..GC_FID@T
             if key.startswith("GC_FID@"):
@@ -342,12 +356,12 @@ def _score(per_image: np.ndarray, cats: list[str], seed: int) -> dict[str, Any]:
     score = mean_of_means(per_image, cats)
     # every chain with the same score (a perfect describer: s = 1 at every step) would give [1, 1]: then the
     # Wilson bound for a mean of values in [-1, 1] on the n images (metrics/decisions.widen_degenerate)
-    ci, widened = widen_degenerate(list(bootstrap_ci_strata(per_image, cats, seed=seed)), score, int(per_image.size),
-                                   low=-1.0, high=1.0)
+    lo, hi = bootstrap_ci_strata(per_image, cats, seed=seed)
+    ci, widened = widen_degenerate([max(lo, -1.0), min(hi, 1.0)], score, int(per_image.size), low=-1.0, high=1.0)
     return {"score": score, "ci95": ci, "image_mean": float(per_image.mean()),
             "n": int(per_image.size), "categories": len(set(cats)),
             "interval": {"method": "wilson bound on n images (every image scored the same)" if widened else
-                         "percentile bootstrap, resampling images within categories",
+                         "bootstrap within categories, rescaled (Rao-Wu)",
                          "unit": "image (stratified by category)", "n_units": int(per_image.size)}}
 
 

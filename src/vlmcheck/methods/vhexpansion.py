@@ -40,7 +40,7 @@ from ..core.messages import Message
 from ..core.roles import GenerationConfig, require
 from ..core.spec import load_model
 from ..metrics.decisions import headline_entry, proportion_interval
-from .blind import blind_block, withheld
+from .blind import vhx_blind, withheld
 from ..metrics.stats import pope_answer, symmetric_accuracy
 from ..perturb.adversarial import AttackConfig
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
@@ -337,7 +337,7 @@ class VHExpansionTask(SpecTask):
             out["variants"][name] = entry
         out["new_vh_cases_total"] = total_new
         if "blind" in present:
-            out["blind"] = _blind(results)
+            out["blind"] = vhx_blind(results)
         orig = out["variants"].get("original") or {}
         if orig.get("symmetric_accuracy") is not None:
             out["headline"] = headline_entry("symmetric accuracy", orig["symmetric_accuracy"],
@@ -408,26 +408,3 @@ def _safe(text: str) -> str:
 
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80]
 
-
-def _blind(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Beside the sighted headline: accuracy and symmetric accuracy asked blind, on the cases that have both, with
-    the vision gain (sighted original minus blind, paired by case, clustered by source image) and the cases a
-    model gets right without the image."""
-    rs = [r for r in results if "blind" in r["variants"] and "original" in r["variants"]]
-    units = [str(r.get("image")) for r in rs]
-    sighted = [float(r["variants"]["original"]["correct"]) for r in rs]
-    blind = [float(r["variants"]["blind"]["correct"]) for r in rs]
-    out = blind_block(sighted, blind, units, "source image")
-    # what the blind requests carried: "no image", or "grey image" for a model that requires one
-    out["request"] = sorted({"no image" if r["variants"]["blind"]["params"]["image"] == "no image" else "grey image"
-                             for r in rs})
-    sym = [r for r in rs if "neg_correct" in r["variants"]["blind"] and "neg_correct" in r["variants"]["original"]]
-    if sym:
-        both = lambda v: float(v["correct"] and v["neg_correct"])  # noqa: E731
-        block = blind_block([both(r["variants"]["original"]) for r in sym], [both(r["variants"]["blind"]) for r in sym],
-                            [str(r.get("image")) for r in sym], "source image", "symmetric_accuracy")
-        out["symmetric_accuracy"], out["symmetric_accuracy_ci95"] = block["symmetric_accuracy"], \
-            block["symmetric_accuracy_ci95"]
-        out["vision_gain_symmetric"] = block["vision_gain"]
-    out["n"] = len(rs)
-    return out

@@ -214,3 +214,18 @@ def headline_entry(name: str, value: float | None, ci: Sequence[float] | None, h
         how.setdefault("mde_basis", "two independent runs of this size, from this interval, alpha 0.05, power 0.8")
     return {"name": name, "value": value, "ci95": list(ci) if ci is not None else None, "interval": how,
             "higher_is_better": higher_is_better}
+
+
+def krippendorff_alpha_interval(units: Sequence[Sequence[float]]) -> float | None:
+    """Krippendorff's alpha for interval data: 1 - D_o / D_e, with D_o the mean squared difference between
+    values of one unit (each unit's pairs weighted 1 / (m_u - 1)) and D_e the mean squared difference between any
+    two pairable values.  Units with fewer than two values are not pairable.  Written here (a dozen lines) rather
+    than adding a dependency; tested by hand."""
+    pairable = [np.asarray(u, dtype=float) for u in units if len(u) >= 2]
+    if not pairable:
+        return None
+    values = np.concatenate(pairable)
+    n = len(values)
+    d_o = sum(((u[:, None] - u[None, :]) ** 2).sum() / (len(u) - 1) for u in pairable) / n
+    d_e = ((values[:, None] - values[None, :]) ** 2).sum() / (n * (n - 1))
+    return None if d_e == 0 else float(1 - d_o / d_e)

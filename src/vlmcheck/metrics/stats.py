@@ -45,7 +45,13 @@ def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95,
     """Percentile bootstrap interval of the mean of stratum means (see :func:`mean_of_means`).
 
     Each resample draws with replacement *within* every stratum, so each
-    stratum keeps its size and weight, as the statistic does.
+    stratum keeps its size and weight, as the statistic does.  A stratum's
+    resampled mean is rescaled about its mean by sqrt(n_c / (n_c - 1)) (the
+    rescaled bootstrap of Rao and Wu, 1988): the plain one has the variance
+    s^2 (n_c - 1) / n_c^2 instead of s^2 / n_c, which with GenCeption's few
+    images per category made 95 % intervals cover 0.75 of the time on the
+    reference world (bench/decisions.py).  A stratum of one value has no
+    spread to estimate and contributes none.
     """
     groups = _strata(values, strata)
     if not groups:
@@ -54,7 +60,9 @@ def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95,
         v = float(np.mean([g[0] for g in groups]))
         return (v, v)
     rng = np.random.default_rng(seed)
-    means = np.stack([g[rng.integers(0, g.size, size=(n_boot, g.size))].mean(axis=1) for g in groups], axis=1)
+    means = np.stack([g.mean() + (np.sqrt(g.size / (g.size - 1)) if g.size > 1 else 0.0)
+                      * (g[rng.integers(0, g.size, size=(n_boot, g.size))].mean(axis=1) - g.mean())
+                      for g in groups], axis=1)
     stats = means.mean(axis=1)
     alpha = (1 - level) / 2
     return (float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha)))

@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...metrics.decisions import cluster_bootstrap, headline_entry, proportion_interval, widen_degenerate
+from ...metrics.decisions import (cluster_bootstrap, headline_entry, krippendorff_alpha_interval, proportion_interval,
+                                  widen_degenerate)
 from . import metrics as M
 
 UNIT = "item (its image)"
@@ -114,3 +115,26 @@ def chef_headline(res: list[dict[str, Any]], out: dict[str, Any], desideratum: s
         return _boot(res, "language score (judge)", out["language"]["score"], judged, seed)
     st = out["settings"][first]
     return headline_entry("accuracy", st["accuracy"], st["accuracy_ci95"], st["interval"])
+
+
+def judge_agreement(judged: list[dict[str, Any]]) -> dict[str, Any]:
+    """How far the judge's sampled judgements of one answer agree (ChEF E.4 averages 5 of them per item): their
+    spread (mean over items of the standard deviation of an item's scores) and Krippendorff's alpha (interval)
+    over items; with a second judge, judge-to-judge agreement on the item means (Spearman's rho, mean absolute
+    difference, alpha)."""
+    out: dict[str, Any] = {}
+    many = [j["scores"] for j in judged if len(j.get("scores") or []) >= 2]
+    if many:
+        out["judge_spread"] = float(np.mean([np.std(s) for s in many]))
+        out["judge_agreement"] = {"krippendorff_alpha_interval": krippendorff_alpha_interval(many),
+                                  "n_items": len(many), "judgements_per_item": max(len(s) for s in many)}
+    both = [(j["mean"], j["mean2"]) for j in judged if j.get("mean2") is not None]
+    if both:
+        from scipy.stats import spearmanr
+
+        a, b = np.array(both).T
+        rho = float(spearmanr(a, b).statistic) if len(both) > 2 and a.std() > 0 and b.std() > 0 else None
+        out["judge_to_judge"] = {"score_second": float(b.mean()), "spearman": rho,
+                                 "mean_abs_difference": float(np.abs(a - b).mean()), "n_items": len(both),
+                                 "krippendorff_alpha_interval": krippendorff_alpha_interval([list(x) for x in both])}
+    return out

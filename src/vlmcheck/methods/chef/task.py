@@ -38,7 +38,7 @@ import asyncio
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ...core.inputs import read_image
 from ...core.messages import Message
@@ -46,7 +46,8 @@ from ...core.roles import GenerationConfig, require
 from ...core.spec import load_model
 from ...metrics.decisions import proportion_interval
 from ..blind import blind_block, withheld
-from .headline import UNIT, chef_headline
+from ..repeats import generation_config, per_repeat, pooled, repeated, spread
+from .headline import UNIT, chef_headline, judge_agreement
 from ...run.calls import Session
 from ...run.task import Sample, SpecTask
 from . import metrics as M
@@ -68,6 +69,9 @@ class ChefSpec(BaseModel):
     seed: int = 0
     # issue 35: every item asked once more with its image withheld (setting "blind"): multiple-choice and yes/no
     blind: bool = False
+    # issue 34: every item's settings asked `repeats` times at `temperature` (methods/repeats.py)
+    repeats: int = Field(1, ge=1)
+    temperature: float = Field(0.0, ge=0.0)
 
 
 class ChefTask(SpecTask):
@@ -81,6 +85,8 @@ class ChefTask(SpecTask):
         if path is None:
             raise ValueError(f"recipe {r.name}: no scenario path; pass --data")
         self.items = load_scenario(r.scenario.type, path, **r.scenario.options)
+        if spec.repeats > 1 and r.inferencer.type in ("ppl", "multiturn_ppl"):
+            raise ValueError("repeats need a generation inferencer (direct or cot): PPL scores do not vary")
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         if r.inferencer.type in ("ppl", "cot_ppl", "multiturn_ppl"):
             require(self.vlm, "loglikelihood", f"the {r.inferencer.type} inferencer")
@@ -99,6 +105,7 @@ class ChefTask(SpecTask):
             raise ValueError("the blind control asks multiple-choice and yes/no questions; this recipe's "
                              f"{'turns' if self.turn_task else 'judged answers'} have none")
         self.judge = judge if judge is not None else (load_model(r.metric.judge, "text") if r.metric.judge else None)
+        self.judge2 = load_model(r.metric.judge2, "text") if r.metric.judge2 else None
         self.rewriter = rewriter if rewriter is not None else (load_model(r.metric.rewriter, "text")
                                                                if r.metric.rewriter else None)
         self.extractor = load_model(r.metric.extractor, "text") if r.metric.extractor else None
@@ -187,7 +194,9 @@ class ChefTask(SpecTask):
     # -- one item ------------------------------------------------------------------------
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
-        item = sample.payload
+        return await repeated(lambda k: self._once(sample.payload, session, k), self.cfg.repeats)
+
+    async def _once(self, item: dict[str, Any], session: Session, repeat: int) -> dict[str, Any]:
         # n_options: for a turn item, the number of ways to answer every turn (random accuracy = 1 / that)
         n_options = int(np.prod([len(t["options"]) for t in item["turns"]])) if "turns" in item else len(item["options"])
         record: dict[str, Any] = {"question": item["question"], "options": item["options"], "answer": item["answer"],
@@ -195,7 +204,7 @@ class ChefTask(SpecTask):
         if item.get("image"):
             record["image"] = str(item["image"])  # for the report's thumbnails
         for name, setting in self.settings():
-            record["settings"][name] = await self._infer(item, setting, session)
+            record["settings"][name] = await self._infer(item, {**setting, "repeat": repeat}, session)
         if self.cfg.recipe.desideratum == "language":
             record["judge"] = await self._judge(item, record["settings"]["standard"], session)
         return record
@@ -255,7 +264,8 @@ class ChefTask(SpecTask):
         history = await self._ice_messages(examples, labels)
         vlm = session.vlm(self.vlm)
         parts = [image] if image is not None else []
-        cfg = GenerationConfig(max_tokens=r.inferencer.max_tokens)
+        c, k = self.cfg, setting.get("repeat", 0)
+        cfg = generation_config(r.inferencer.max_tokens, c.repeats, c.temperature, k)
         suffix = ("\n" + COT_PROMPT if kind in ("cot", "cot_ppl") else
                   "" if pool == "yesno" or lamm_classes else "\nAnswer with the option's label.")
         messages = history + [Message.user(*parts, query + suffix)]
@@ -281,7 +291,8 @@ class ChefTask(SpecTask):
             out.update(pred=pred, confidence=float(p.max()), probs=[float(x) for x in p], extracted=True)
         else:
             # direct: the answer; cot: the answer after the rationale (messages already hold it)
-            text = (await vlm.generate(messages, GenerationConfig(max_tokens=32), template=TEMPLATE_VERSION)).text
+            text = (await vlm.generate(messages, generation_config(32, c.repeats, c.temperature, k),
+                                       template=TEMPLATE_VERSION)).text
             if pool == "yesno":  # POPE's rule on the first sentence (metric.parser: POPE's code or lenient)
                 from ...metrics.stats import pope_answer, pope_evaluate_answer
 
@@ -352,22 +363,38 @@ class ChefTask(SpecTask):
         choice = item["options"][result["pred"]]
         body = (f"[Question]\n{item['question']}\n[Ground Truth]\n{gt}\n[Assistant's Chain of Thought]\n"
                 f"{result['rationale']}\n[Assistant's Final Choice]\n{choice}")
-        judge = session.text(self.judge)
-        scores, raws = [], []
-        for k in range(self.cfg.recipe.metric.judge_samples):
-            g = await judge.generate([Message.system(JUDGE_SYSTEM), Message.user(body)],
-                                     GenerationConfig(max_tokens=512, temperature=1.0, seed=self.cfg.seed + k),
-                                     template=TEMPLATE_VERSION)
-            raws.append(g.text)
-            s = M.parse_judge_score(g.text)
-            if s is not None:
-                scores.append(s)
-        return {"scores": scores, "mean": float(np.mean(scores)) if scores else None, "raw": raws}
+        out: dict[str, Any] = {}
+        for suffix, model in (("", self.judge), ("2", self.judge2)):
+            if model is None:
+                continue
+            judge = session.text(model)
+            scores, raws = [], []
+            for k in range(self.cfg.recipe.metric.judge_samples):
+                g = await judge.generate([Message.system(JUDGE_SYSTEM), Message.user(body)],
+                                         GenerationConfig(max_tokens=512, temperature=1.0, seed=self.cfg.seed + k),
+                                         template=TEMPLATE_VERSION)
+                raws.append(g.text)
+                s = M.parse_judge_score(g.text)
+                if s is not None:
+                    scores.append(s)
+            out.update({f"scores{suffix}": scores, f"mean{suffix}": float(np.mean(scores)) if scores else None,
+                        f"raw{suffix}": raws})
+        return out
 
     # -- summary ---------------------------------------------------------------------
 
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         res = [r["result"] for r in records]
+        out = self._summary(res)
+        if self.cfg.repeats > 1 and res:  # the headline per repeat beside; the headline pools each item's repeats
+            per = [self._summary(rs).get("headline") or {} for rs in per_repeat(res, self.cfg.repeats)]
+            out["repeats"] = spread([h.get("value") for h in per], self.cfg.temperature)
+            head = self._summary(pooled(res, self.cfg.repeats)).get("headline")
+            if head:
+                out["headline"] = {**head, "interval": {**head["interval"], "repeats": self.cfg.repeats}}
+        return out
+
+    def _summary(self, res: list[dict[str, Any]]) -> dict[str, Any]:
         d = self.cfg.recipe.desideratum
         out: dict[str, Any] = {"recipe": self.cfg.recipe.name, "desideratum": d, "n": len(res)}
         if not res:
@@ -450,6 +477,6 @@ class ChefTask(SpecTask):
                 if why:
                     skipped[why] = skipped.get(why, 0) + 1
             out["language"] = {"score": float(np.mean([j["mean"] for j in judged])) if judged else None,
-                               "judged": len(judged), "skipped": skipped}
+                               "judged": len(judged), "skipped": skipped, **judge_agreement(judged)}
         out["headline"] = chef_headline(res, out, d, self.cfg.recipe.metric.n_bins, self.turn_task, self.cfg.seed)
         return out
