@@ -129,3 +129,111 @@ def test_chef_pope_blind_setting_and_the_report_flags_items_right_blind(world, t
     with pytest.raises(ValueError, match="blind control"):
         ChefTask(ChefSpec(vlm="ref:describer", recipe=resolve_recipe("fsc147"), data=str(world / "counting.jsonl"),
                           blind=True))
+
+
+# ----------------------------------------------------------------------------- dry runs, costs, budgets
+
+def test_image_tokens_by_each_providers_documented_examples():
+    from vlmcheck.core.tokens import image_tokens
+
+    # OpenAI: 1024 x 1024 high detail -> 768 x 768 -> 4 tiles of 512 -> 4 x 170 + 85 = 765; 2048 x 4096 ->
+    # 1024 x 2048 -> 768 x 1536 -> 2 x 3 tiles -> 1105 (OpenAI's own examples)
+    assert image_tokens(1024, 1024, "openai") == 765 and image_tokens(2048, 4096, "openai") == 1105
+    # Anthropic: tokens = width x height / 750; 1092 x 1092 -> about 1590
+    assert image_tokens(1092, 1092, "anthropic") == 1590
+    # Gemini: 258 up to 384 px each way; larger images in 768-px tiles of 258
+    assert image_tokens(384, 384, "gemini") == 258 and image_tokens(1024, 1024, "gemini") == 4 * 258
+
+
+def _est(task, folder, **kw):
+    from vlmcheck.run.estimate import dry_run
+
+    return dry_run(task, folder, RunOptions(progress=False, report=False, **kw))
+
+
+def test_dry_run_counts_what_the_real_run_then_makes_and_nothing_after(world, tmp_path):
+    from vlmcheck.methods.cast import CastSpec, CastTask
+    from vlmcheck.methods.describe import DescribeSpec, DescribeTask
+    from vlmcheck.world.make import make_world_pairs
+
+    pairs = make_world_pairs(tmp_path / "pairs", n=3, seed=0)
+    cases = [
+        ("describe", lambda: DescribeTask(DescribeSpec(vlm="ref:describer", data=str(world))), False),
+        ("vhx", lambda: VHExpansionTask(VHXSpec(vlm="ref:describer?level=0.1", cases=str(world),
+                                                perturb=["vhx_jpeg"], blind=True)), False),
+        ("cast", lambda: CastTask(CastSpec(vlm="ref:describer", pairs=str(pairs))), True),
+    ]
+    for name, make, multi_step in cases:
+        folder = tmp_path / name
+        est = _est(make(), folder, limit=10)
+        assert not (folder / "store.sqlite").exists()  # nothing written where the run will go
+        real = run_task(make(), folder, RunOptions(progress=False, report=False, limit=10)).results
+        calls = real["session"]["model_calls"]
+        if multi_step:  # CAST: as many validations as statements; the estimate assumes k of them
+            assert est["totals"]["calls"] >= calls and est["totals"]["upper_bound"]
+        else:
+            assert est["totals"]["calls"] == calls, name
+        assert est["samples"]["to_run"] == real["counts"]["samples"]
+        again = _est(make(), folder, limit=10)
+        assert again["totals"]["calls"] == 0 and again["samples"]["to_run"] == 0
+
+
+def test_dry_run_cost_against_the_fake_servers_bill_and_the_budget_stops_then_resumes(tmp_path, image_folder):
+    import json as _json
+    import subprocess
+    import sys
+
+    from conftest import FakeServer
+
+    from vlmcheck.methods.describe import DescribeSpec, DescribeTask
+
+    server = FakeServer(0.0, tmp_path, "--usage", "openai")
+    try:
+        vlm = f"openai:gpt-4o@{server.base_url}?price_in=2.5&price_out=10"
+        env = {**__import__("os").environ, "OPENAI_API_KEY": "sk-test"}
+
+        def cli(*args):
+            return subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", vlm, "--data",
+                                   str(image_folder), "--out", str(tmp_path / "run"), "--no-preflight", *args],
+                                  capture_output=True, text=True, env=env)
+
+        # half the run, then the estimate of the rest from the run's own output tokens per call
+        assert cli("--limit", "3").returncode == 0
+        p = cli("--resume", "--dry-run", "--json")
+        assert p.returncode == 0, p.stderr
+        est = _json.loads(p.stdout)
+        assert est["roles"]["describer"]["calls"] == 3 and est["roles"]["describer"]["output_from"] == "the run's mean"
+        before = len(server.requests())
+        spent_before = _json.loads((tmp_path / "run" / "results.json").read_text())["usage"]
+        assert len(server.requests()) == before  # the dry run sent nothing
+        assert cli("--resume").returncode == 0
+        usage = _json.loads((tmp_path / "run" / "results.json").read_text())["usage"]
+        (model, now), = usage.items()
+        real = now["cost_usd"] - spent_before[model]["cost_usd"]
+        assert len(server.requests()) - before == 3
+        assert abs(est["totals"]["cost_usd"] - real) <= 0.10 * real, (est["totals"], real)
+
+        # a budget: the cost of about two samples; the run stops with exit 1 and one sentence, then resumes
+        per_sample = now["cost_usd"] / 6
+        budget_run = tmp_path / "budget"
+
+        def cli2(*args):
+            return subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", vlm, "--data",
+                                   str(image_folder), "--out", str(budget_run), "--no-preflight",
+                                   "--max-concurrency", "1", *args], capture_output=True, text=True, env=env)
+
+        stopped = cli2("--max-cost", f"{2.5 * per_sample:.8f}")
+        assert stopped.returncode == 1 and "Traceback" not in stopped.stderr
+        assert "budget of $" in stopped.stdout + stopped.stderr and "resume with a higher --max-cost" in (
+            stopped.stdout + stopped.stderr)
+        res = _json.loads((budget_run / "results.json").read_text())
+        assert 0 < res["counts"]["done"] < 6 and res["budget"]["stopped"]
+        assert res["budget"]["spent_usd"] <= 2.5 * per_sample + per_sample  # at most one sample in flight past it
+        seen = len(server.requests())
+        finished = cli2("--resume", "--max-cost", "1")
+        assert finished.returncode == 0, finished.stderr
+        done = _json.loads((budget_run / "results.json").read_text())
+        assert done["counts"]["done"] == 6
+        assert len(server.requests()) - seen == 6 - res["counts"]["done"]  # no call repeated
+    finally:
+        server.stop()

@@ -234,3 +234,15 @@ def run_sweep(config: str | Path, progress: bool = True,
     page = build_report([Path(r["folder"]) for r in summary], out / "report.html",
                         title=f"vlmcheck sweep {config.name}")
     return SweepResult(out, summary, results, page, sweep.options.max_failures)
+
+
+def estimate_sweep(config: str | Path) -> dict[str, Any]:
+    """``vlmcheck run sweep.yaml --dry-run``: every run of the sweep estimated (run/estimate.py), no model call,
+    as one estimate per role and in total."""
+    from .run.estimate import dry_run, merge_estimates
+    from .run.task import task_from_spec
+
+    config = Path(config)
+    sweep = load_sweep(config)
+    return merge_estimates([dry_run(task_from_spec(method, spec), folder, options_of(sweep, False))
+                            for folder, method, spec in plan(sweep, config.parent)])

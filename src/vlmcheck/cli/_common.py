@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import inspect
 import logging
 from pathlib import Path
@@ -48,6 +49,12 @@ REPEATS = typer.Option(1, "--repeats", min=1, metavar="N",
 TEMPERATURE = typer.Option(0.0, "--temperature", min=0.0, metavar="T", help="Decoding temperature (with --repeats).")
 BLIND = typer.Option(False, "--blind", help="Also ask every question with the image withheld (the blind control): "
                                             "blind accuracy and the vision gain beside each headline.")
+DRY_RUN = typer.Option(False, "--dry-run", help="Make no model call: print the calls still to make per role, their "
+                                                  "estimated tokens and cost.")
+JSON_OUT = typer.Option(False, "--json", help="With --dry-run: print the estimate as one JSON object on stdout.")
+MAX_COST = typer.Option(None, "--max-cost", min=0.0, metavar="USD",
+                        help="Start no new sample once the cost spent plus the samples in flight would pass USD; "
+                             "exit 1, finished samples kept.")
 API_KEY = typer.Option(None, "--api-key", metavar="KEY",
                        help="API key for the model (else from the environment). Never stored.",
                        envvar="VLMCHECK_API_KEY", show_envvar=False)
@@ -69,7 +76,8 @@ _RUN_OPTIONS = (("api_key", Optional[str], API_KEY), ("resume", bool, RESUME), (
                 ("pixel_budget_mb", float, PIXEL_BUDGET_MB), ("preflight", bool, PREFLIGHT),
                 ("max_failures", float, MAX_FAILURES), ("executor", str, EXECUTOR),
                 ("ray_address", Optional[str], RAY_ADDRESS), ("workers", Optional[int], WORKERS),
-                ("gpus_per_worker", float, GPUS))
+                ("gpus_per_worker", float, GPUS), ("max_cost", Optional[float], MAX_COST),
+                ("dry_run", bool, DRY_RUN), ("json_output", bool, JSON_OUT))
 
 
 class RunArgs(SimpleNamespace):
@@ -79,7 +87,7 @@ class RunArgs(SimpleNamespace):
         return options(self.resume, self.overwrite, self.limit, self.max_concurrency, self.seed, self.progress,
                        self.allow_outside, self.max_image_mb, self.pixel_budget_mb, self.preflight, self.shard,
                        executor=self.executor, ray_address=self.ray_address, workers=self.workers,
-                       gpus_per_worker=self.gpus_per_worker)
+                       gpus_per_worker=self.gpus_per_worker, max_cost=self.max_cost)
 
 
 def run_command(fn):
@@ -96,8 +104,13 @@ def run_command(fn):
 
     @functools.wraps(fn)
     def command(*args, **kwargs):
-        run = RunArgs(**{name: kwargs.pop(name) for name, _, _ in _RUN_OPTIONS})
-        return fn(*args, **kwargs, run=run)
+        run = RunArgs(**{name: kwargs.pop(name) for name, _, _ in _RUN_OPTIONS}, estimates=[])
+        if run.json_output and not run.dry_run:
+            fail("--json goes with --dry-run (a run's results are in its folder's results.json)")
+        out = fn(*args, **kwargs, run=run)
+        if run.dry_run:  # every task the command would run was estimated by execute(); print them as one
+            print_estimate(run.estimates, run.json_output)
+        return out
 
     command.__signature__ = sig.replace(parameters=own + extra, return_annotation=None)
     command.__annotations__ = {p.name: p.annotation for p in own + extra}
@@ -152,7 +165,7 @@ def one_line(exc: BaseException) -> str:
 
 def options(resume, overwrite, limit, max_concurrency, seed, progress, allow_outside=False, max_image_mb=256.0,
             pixel_budget_mb=2000.0, preflight=True, shard=None, executor="local", ray_address=None, workers=None,
-            gpus_per_worker=0.0) -> RunOptions:
+            gpus_per_worker=0.0, max_cost=None) -> RunOptions:
     if executor not in ("local", "ray"):
         fail(f"--executor {executor!r}: use local or ray")
     with user_errors():
@@ -161,7 +174,7 @@ def options(resume, overwrite, limit, max_concurrency, seed, progress, allow_out
                       progress=progress, allow_outside=allow_outside,
                       max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6),
                       preflight=preflight, shard=parsed, executor=executor, ray_address=ray_address,
-                      workers=workers, gpus_per_worker=gpus_per_worker)
+                      workers=workers, gpus_per_worker=gpus_per_worker, max_cost=max_cost)
 
 
 def refusals() -> tuple[type[BaseException], ...]:
@@ -172,15 +185,43 @@ def refusals() -> tuple[type[BaseException], ...]:
     return RunFolderExists, StoreError, SpecError, ExecutorError
 
 
-def execute(task, out: Path, opts: RunOptions, run=run_task) -> dict[str, Any]:
-    """Run ``task`` into ``out`` (and write its report) and print one line of counts."""
+def execute(task, out: Path, opts: "RunOptions | RunArgs", run=run_task) -> dict[str, Any] | None:
+    """Run ``task`` into ``out`` (and write its report) and print one line of counts.  Given the command's
+    :class:`RunArgs` with ``--dry-run``: estimate the run instead (kept for the command to print) and return
+    None; with ``--max-cost``: exit 1 with one sentence when the budget stopped the run."""
+    args = opts if isinstance(opts, RunArgs) else None
+    opts = args.options() if args is not None else opts
+    if args is not None and args.dry_run:
+        from ..run.estimate import dry_run
+
+        try:
+            args.estimates.append(dry_run(task, out, opts))
+        except refusals() as exc:
+            fail(one_line(exc))
+        return None
     try:
         result = run(task, out, opts)
     except refusals() as exc:
         fail(one_line(exc))
     terminal.run_done(out, result.results)
     result.results["_folder"] = str(out)
+    budget = result.results.get("budget") or {}
+    if budget.get("stopped"):
+        from ..run.budget import budget_message
+
+        say_error(budget_message(budget))
+        raise typer.Exit(1)
     return result.results
+
+
+def print_estimate(estimates: list[dict[str, Any]], as_json: bool) -> None:
+    from ..run.estimate import merge_estimates
+
+    est = estimates[0] if len(estimates) == 1 and "runs" in estimates[0] else merge_estimates(estimates)
+    if as_json:
+        typer.echo(json.dumps(est))
+    else:
+        terminal.estimate(est)
 
 
 def check_failures(runs: list[dict], max_failures: float) -> None:

@@ -65,6 +65,8 @@ def cast_run(
         task = CastTask(CastSpec(vlm=spec.canonical(), pairs=str(pairs), two_images=two_images,
                                  image_size=image_size, seed=run.seed, repeats=repeats, temperature=temperature),
                         vlm=load_model(spec, "vlm"))
-    results = C.execute(task, out, run.options())
+    results = C.execute(task, out, run)
+    if results is None:  # --dry-run: the estimate is printed by run_command
+        return
     terminal.cast(spec.canonical(), results["metrics"])
     C.check_failures([results], run.max_failures)

@@ -77,7 +77,9 @@ def chef_run(
         task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=run.seed,
                                  blind=blind, repeats=repeats, temperature=temperature),
                         vlm=load_model(spec, "vlm"))
-    results = C.execute(task, out, run.options())
+    results = C.execute(task, out, run)
+    if results is None:  # --dry-run: the estimate is printed by run_command
+        return
     terminal.chef(spec.canonical(), results["metrics"])
     C.check_failures([results], run.max_failures)
 

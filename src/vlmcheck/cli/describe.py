@@ -30,5 +30,7 @@ def describe(
         spec = C.spec_with_key(vlm, run.api_key)
         task = DescribeTask(DescribeSpec(vlm=spec.canonical(), data=str(data), prompt=prompt, max_tokens=max_tokens),
                             vlm=load_model(spec, "vlm"))
-    results = C.execute(task, out, run.options())
+    results = C.execute(task, out, run)
+    if results is None:  # --dry-run: the estimate is printed by run_command
+        return
     C.check_failures([results], run.max_failures)

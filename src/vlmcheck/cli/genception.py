@@ -51,10 +51,14 @@ def genception(
                                                  repeats=repeats, temperature=temperature),
                                   vlm=load_model(spec, "vlm"))
         folder = out if len(vlm) == 1 else out / C.slug(spec.canonical())
-        results = C.execute(task, folder, run.options())
+        results = C.execute(task, folder, run)
+        if results is None:  # --dry-run: every model's estimate is printed together by run_command
+            continue
         terminal.genception(spec.canonical(), results["metrics"])
         folders.append(folder)
         all_results.append(results)
+    if run.dry_run:
+        return
     if len(folders) > 1 or external:
         board = write_leaderboard(folders, out / "leaderboard.json", external)
         terminal.leaderboard(board)

@@ -24,9 +24,9 @@ def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
             example: bool = typer.Option(False, "--example",
                                          help="Print an annotated example config and exit; `--example offline` "
                                               "prints one that runs here with the reference models."),
-            progress: bool = C.PROGRESS) -> None:
+            progress: bool = C.PROGRESS, dry_run: bool = C.DRY_RUN, json_output: bool = C.JSON_OUT) -> None:
     """Run a sweep: every method of the config on every model, into one folder, with one report."""
-    from ..sweep import EXAMPLE, OFFLINE_EXAMPLE, run_sweep
+    from ..sweep import EXAMPLE, OFFLINE_EXAMPLE, estimate_sweep, run_sweep
 
     if example:
         if config is not None and str(config) != "offline":
@@ -37,6 +37,16 @@ def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
         C.fail("give a sweep config (vlmcheck run sweep.yaml); `vlmcheck run --example offline` prints one that "
                "runs offline")
     C.setup_logging()
+    if json_output and not dry_run:
+        C.fail("--json goes with --dry-run (a sweep's results are in its summary.json)")
+    if dry_run:
+        with C.user_errors(FileNotFoundError):
+            try:
+                est = estimate_sweep(config)
+            except C.refusals() as exc:
+                C.fail(C.one_line(exc))
+        C.print_estimate([est], json_output)
+        return
 
     def announce(method: str, model: str) -> None:
         C.console.rule(f"[bold]{method}[/bold]: {model}")

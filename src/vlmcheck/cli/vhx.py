@@ -60,7 +60,9 @@ def vhx_run(
                                        steps_hallucinated=steps_hallucinated, seed=run.seed), seed=run.seed,
             repeats=repeats, temperature=temperature, blind=blind),
             vlm=load_model(spec, "vlm"))
-    results = C.execute(task, out, run.options())
+    results = C.execute(task, out, run)
+    if results is None:  # --dry-run: the estimate is printed by run_command
+        return
     terminal.vhexpansion(spec.canonical(), results["metrics"])
     C.check_failures([results], run.max_failures)
 

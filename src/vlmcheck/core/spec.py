@@ -51,7 +51,7 @@ class SpecError(ValueError):
 PLACEMENT_PARAMS = frozenset({
     "timeout", "concurrency", "clients", "http", "key_env", "max_tokens_param", "cooldown",  # API transport
     "device", "batch_size",  # local placement
-    "price_in", "price_out",  # cost accounting
+    "price_in", "price_out", "image_tokens",  # cost accounting and estimates
     "batch", "batch_window", "batch_poll",  # provider batch APIs: the same answers, later and cheaper
     "max_response_mb", "max_answer_chars",  # bounds on what a reply may hold
     "login",  # login=url: the base URL carried user:password, which no record keeps (resolve_url_auth)
@@ -292,8 +292,9 @@ _REGISTRY: dict[str, _Entry] = {}
 _ENTRY_POINTS_LOADED = False
 
 
-#: parameters every provider takes: prices for cost accounting (run/runner.py)
-COMMON_PARAMS = ("price_in", "price_out", "login")
+#: parameters every provider takes: prices for cost accounting (run/runner.py), the image-token rule of cost
+#: estimates (run/estimate.py: openai, anthropic or gemini)
+COMMON_PARAMS = ("price_in", "price_out", "login", "image_tokens")
 
 
 def resolve_url_auth(spec: ModelSpec) -> None:

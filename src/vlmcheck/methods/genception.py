@@ -171,6 +171,8 @@ class GenCeptionTask(SpecTask):
                 "GenCeption with a batch API (batch=1): each of the %d steps waits for the previous one, so every "
                 "step is one batch round trip (minutes to hours each); batches suit single-step methods", spec.T)
 
+    calls_depend_on_answers = True  # a refusal or an empty description ends a chain early
+
     def samples(self) -> list[Sample]:
         return [Sample(item.id, item) for item in self.items]
 

@@ -211,8 +211,20 @@ class VHExpansionTask(SpecTask):
         images, flags = [i[0] for i in items], [i[1] for i in items]
         return attack(self.target, images, flags, self._attack_cfg)
 
+    def dry_run_reply(self, attr: str, messages: list[Message], config: Any) -> str | None:
+        """A dry run's stand-in answers (run/estimate.py): a negation that passes the check (one "not" after the
+        first word), so that the negated question is counted as a real negator's would be."""
+        if attr == "negator":
+            q = messages[-1].text.rsplit("The question is:", 1)[-1].strip().rstrip(".").strip()
+            first, _, rest = q.partition(" ")
+            return f"{first} not {rest}"
+        return None
+
     async def _adversarial(self, session: Session, img, hallucinated: bool) -> dict[str, Any]:
         store = session.store
+        if getattr(self.target, "dry_run", False):  # a dry run computes no attack; its two questions still count
+            return {"artifact": store.put_image(img), "cosine_start": 0.0, "cosine_final": 0.0, "linf": 0.0,
+                    "steps": 0, "hallucinated": hallucinated, "random_start": False}
         request = {"image": image_hash(img), "hallucinated": hallucinated,
                    "config": self._attack_cfg.model_dump()}
 

@@ -53,6 +53,25 @@ def run_done(out: Any, results: dict[str, Any]) -> None:
                   f"Results: {out}/results.json", highlight=False)
 
 
+def estimate(est: dict[str, Any]) -> None:
+    """A dry run's estimate (run/estimate.py): per role the calls still to make, tokens and cost."""
+    def usd(x: Any) -> str:
+        return "price unknown" if x is None else f"${x:.4f}"
+
+    rows = [[role, str(r["calls"]), f"{r['input_tokens']:,}", f"{r['output_tokens']:,}"
+             + (" (max_tokens)" if r["output_from"] == "max_tokens" else ""), usd(r["cost_usd"]),
+             ", ".join(r["models"])] for role, r in est["roles"].items()]
+    t = est["totals"]
+    rows.append(["total", str(t["calls"]), f"{t['input_tokens']:,}", f"{t['output_tokens']:,}", usd(t["cost_usd"]), ""])
+    s = est.get("samples", {})
+    console.print(table(["role", "calls", "input tokens", "output tokens", "cost", "models"], rows, keys=["role"],
+                        title=f"dry run: {s.get('to_run', 0)} of {s.get('total', 0)} samples still to run "
+                              f"({s.get('finished', 0)} finished); no model was called"))
+    if t["upper_bound"]:
+        console.print("These are upper bounds: the number of calls depends on the answers (a chain that stops, "
+                      "fewer statements) or output tokens are counted at max_tokens.", highlight=False)
+
+
 def genception(model: str, m: dict[str, Any]) -> None:
     T = m["T"]
     if f"GC@{T}" not in m:

@@ -70,6 +70,8 @@ class RunOptions(BaseModel):
     shard: tuple[int, int] | None = None
     # where samples run: this process, or Ray actors (run/ray_executor.py; placement, never part of the spec)
     executor: Literal["local", "ray"] = "local"
+    # USD: no new sample starts once the cost spent plus the samples in flight would pass it (run/budget.py)
+    max_cost: float | None = Field(None, gt=0)
     ray_address: str | None = None  # None: a local Ray instance (or the cluster this process already joined)
     workers: int | None = Field(default=None, ge=1)  # Ray actors; None: one per CPU of the cluster, at most 8
     gpus_per_worker: float = Field(default=0.0, ge=0.0)
@@ -118,8 +120,8 @@ def _write_json_atomic(path: Path, obj: Any) -> None:
     write_text_atomic(path, json_text(redact_obj(obj), indent=2, sort_keys=False) + "\n")
 
 
-def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: Session | None = None
-                  ) -> dict[str, Any]:
+def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: Session | None = None,
+                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Rebuild samples.jsonl and results.json from the store."""
     order = {s.id: i for i, s in enumerate(samples)}
     records = [r for r in store.iter_samples(task.name) if r["sample_id"] in order]
@@ -143,6 +145,7 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
     if session is not None:  # what this process did (a resumed run counts only its own calls)
         results["session"] = {"model_calls": session.counters.calls, "cache_hits": session.counters.hits,
                               "failed_calls": session.counters.failures, "retries": session.scheduler.retries}
+    results.update(extra or {})
     _write_json_atomic(store.folder / "results.json", results)
     return results
 
@@ -211,11 +214,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         _empty_run_folder(folder)
     for stale in folder.glob(".*.tmp"):  # temp files of a writer killed mid-write; we hold the folder's lock
         stale.unlink(missing_ok=True)
-    samples = task.samples()
-    samples = [Sample(s.id, s.payload, i) for i, s in enumerate(samples)]
-    if options.limit is not None:
-        samples = samples[: options.limit]
-    samples = [s for s in samples if in_shard(s.id, options.shard)]  # seq stays the index in the whole run
+    samples = select_samples(task, options)
     spec = run_spec(task, samples, options)  # before the store: a spec that cannot be made leaves no store
     new_store = not (folder / DB_NAME).exists()
     # a resumed store must hold a run: an empty or half-made one says so instead of silently starting over
@@ -240,6 +239,13 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
                           key_version=key_version)
         status = store.sample_status(task.name)
         todo = [s for s in samples if s.id not in status]
+        budget = None
+        if options.max_cost is not None:
+            from .budget import Budget
+
+            if options.executor == "ray":
+                raise ValueError("--max-cost runs in this process; drop --executor ray or --max-cost")
+            budget = Budget(options.max_cost, store, session.counters)
         if todo and options.preflight:
             await preflight(task)
         try:
@@ -250,13 +256,25 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
                                       total=len(samples))
             else:
                 await _run_samples(task, todo, session, options, already=len(samples) - len(todo),
-                                   total=len(samples))
+                                   total=len(samples), budget=budget)
         finally:
             await close_loop_clients()
-        results = write_outputs(store, task, samples, session)
+        extra = None
+        if budget is not None:
+            finished = sum(1 for v in store.sample_status(task.name).values() if v == "done")
+            extra = {"budget": budget.summary(finished, len(samples))}
+        results = write_outputs(store, task, samples, session, extra)
         return RunResult(folder, results, session.counters)
     finally:
         store.close()
+
+
+def select_samples(task: Task, options: RunOptions) -> list[Sample]:
+    """The run's samples: the task's, numbered, cut to ``--limit``, this shard's only."""
+    samples = [Sample(s.id, s.payload, i) for i, s in enumerate(task.samples())]
+    if options.limit is not None:
+        samples = samples[: options.limit]
+    return [s for s in samples if in_shard(s.id, options.shard)]  # seq stays the index in the whole run
 
 
 def _record_spec(store: RunStore, folder: Path, spec: dict[str, Any]) -> None:
@@ -332,7 +350,7 @@ async def preflight(task: Task) -> None:
 
 
 async def _run_samples(task: Task, todo: list[Sample], session: Session, options: RunOptions,
-                       already: int, total: int) -> None:
+                       already: int, total: int, budget: Any = None) -> None:
     store = session.store
     queue: asyncio.Queue[Sample] = asyncio.Queue()
     for s in todo:
@@ -341,11 +359,19 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
 
     async def worker() -> None:
         while True:
+            if budget is not None and not budget.may_start():  # --max-cost: the rest waits for a resume
+                return
             try:
                 sample = queue.get_nowait()
             except asyncio.QueueEmpty:
+                if budget is not None:
+                    budget.started -= 1  # counted as started by may_start, but there was none
                 return
-            outcome = await execute_sample(task, sample, session)
+            try:
+                outcome = await execute_sample(task, sample, session)
+            finally:
+                if budget is not None:
+                    budget.done()
             if outcome["status"] == "error":
                 store.put_sample_error(task.name, sample.id, sample.seq, outcome["error_type"], outcome["message"],
                                        outcome["partial"])

@@ -271,10 +271,39 @@ def word_logprob(word: str) -> float:
     return -((sum(map(ord, word)) % 7) + 1) / 10.0
 
 
+#: ``--usage openai``: usage counted by OpenAI's documented rules (run/estimate.py: text at 4 characters a token,
+#: images by their 512-px tiles) instead of the fixed 10 prompt and 2 completion tokens, so that a cost estimate can
+#: be checked against what the server bills
+USAGE_RULE: str | None = None
+
+
+def _usage(req: dict, answer: str) -> dict:
+    if USAGE_RULE is None:
+        return {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+    import base64
+    import io
+
+    from PIL import Image
+
+    from ..core.tokens import image_tokens, text_tokens
+
+    prompt = 0
+    for m in req.get("messages", []):
+        c = m.get("content")
+        for p in ([{"type": "text", "text": c}] if isinstance(c, str) else c or []):
+            if p.get("type") == "text":
+                prompt += text_tokens(p.get("text", ""))
+            elif p.get("type") == "image_url":
+                data = base64.b64decode(p["image_url"]["url"].split(",", 1)[1])
+                prompt += image_tokens(*Image.open(io.BytesIO(data)).size, USAGE_RULE)
+    done = text_tokens(answer)
+    return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
+
+
 def _completion(req: dict, digest: str, choices: bool = True) -> dict:
     answer = f"Answer {digest}"
     out = {"id": f"chatcmpl-{digest}", "object": "chat.completion", "created": 0, "model": req.get("model", "fake"),
-           "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}, "choices": []}
+           "usage": _usage(req, answer), "choices": []}
     if req.get("prompt_logprobs") is not None:
         # vLLM's extension: one entry per prompt token ({token_id: {logprob, rank, decoded_token}}), the first None.
         # Our "tokens" are the words of the rendered prompt, the final assistant message included when
@@ -345,7 +374,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", default=None, help="comma-separated ids that GET /v1/models lists")
     parser.add_argument("--require-key", default=None, help="answer 401 to requests without this key")
     parser.add_argument("--batch-delay", type=float, default=1.0, help="seconds until a batch ends")
+    parser.add_argument("--usage", default=None, choices=["openai"],
+                        help="count usage by OpenAI's rules instead of a fixed 10 + 2 tokens per request")
     args = parser.parse_args(argv)
+    global USAGE_RULE
+    USAGE_RULE = args.usage
     models = args.models.split(",") if args.models is not None else None
     try:
         asyncio.run(serve(args.port, args.latency, args.log, models=models, require_key=args.require_key,

@@ -5,7 +5,9 @@ lists (read as text files: importing timm would need torchvision).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
 import threading
 from importlib.util import find_spec
 from pathlib import Path
@@ -47,8 +49,10 @@ class EffNetLite0:
         from efficientnet_lite_pytorch import EfficientNet
 
         self.torch = torch
-        self.model = EfficientNet.from_pretrained("efficientnet-lite0",
-                                                  weights_path=EfficientnetLite0ModelFile.get_model_file_path())
+        # the package prints "Loaded pretrained weights ..." on stdout, where `--json` output goes: to stderr
+        with contextlib.redirect_stdout(sys.stderr):
+            self.model = EfficientNet.from_pretrained("efficientnet-lite0",
+                                                      weights_path=EfficientnetLite0ModelFile.get_model_file_path())
         self.model.eval()
         self.lock = threading.Lock()
 

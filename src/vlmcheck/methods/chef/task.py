@@ -115,6 +115,11 @@ class ChefTask(SpecTask):
         self._image_emb = None
         self._image_emb_lock = asyncio.Lock()
 
+    @property
+    def calls_depend_on_answers(self) -> bool:
+        """The judge reads only right answers, the extractor only unparsed ones: a dry run counts both always."""
+        return self.cfg.recipe.desideratum == "language" or self.extractor is not None
+
     def samples(self) -> list[Sample]:
         return [Sample(it["id"], it) for it in self.items]
 
@@ -355,7 +360,7 @@ class ChefTask(SpecTask):
     async def _judge(self, item: dict[str, Any], result: dict[str, Any], session: Session) -> dict[str, Any]:
         if self.judge is None:
             return {"skipped": "no judge: language performance needs a TextModel spec (metric.judge)"}
-        if not result["correct"]:
+        if not result["correct"] and not getattr(self.judge, "dry_run", False):  # a dry run counts every answer
             return {"skipped": "conclusion incorrect (only correct items are judged)"}
         if "rationale" not in result:
             return {"skipped": "no chain of thought (use the cot or cot_ppl inferencer)"}

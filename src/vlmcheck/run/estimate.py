@@ -1,0 +1,304 @@
+"""What a run will cost before it starts (issue 35): ``--dry-run`` and the prices behind ``--max-cost``.
+
+A dry run reads the data and the run folder and makes no model call.  It runs every sample still to do through
+the method's own code on a throw-away copy of the run's store, with every model of the task replaced by an
+:class:`Estimator` that counts the request it is given and answers with a stand-in.  So the count follows the
+method exactly: cache hits are answered by the store before any model is reached, finished samples are skipped
+by the runner, and every call the method would make is counted once.  Where the number of calls depends on the
+answers (a GenCeption chain that stops at a refusal, CAST's statements), the stand-ins take the longest path
+(``Task.dry_run_reply``), so the count is an upper bound and the estimate says so.
+
+Tokens: text at 4 characters per token (OpenAI's rule of thumb), images by each provider's documented rule
+(:func:`image_tokens`); output tokens per call are the run's own mean once the store holds calls of that model,
+else the request's ``max_tokens`` (an upper bound).  Prices: a spec's ``?price_in=&price_out=`` (USD per 1M
+tokens), else ``prices.json`` (the date it was collected is in the file), batch APIs at half price.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import tempfile
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from ..core.roles import Generation, Loglikelihood, Usage
+from ..core.spec import ModelSpec, SpecError
+from ..core.tokens import image_tokens, text_tokens  # noqa: F401  (re-exported)
+
+#: a task attribute holding a model -> the role it is reported under
+ROLES = {"vlm": "describer", "generator": "generator", "encoder": "encoder", "judge": "judge", "judge2": "judge",
+         "negator": "negator", "rewriter": "rewriter", "extractor": "extractor", "target": "attack target"}
+#: providers whose models run in this process (no provider bill)
+LOCAL_PROVIDERS = ("ref", "hf", "hf-encoder", "diffusers", "timm", "human")
+
+
+# ----------------------------------------------------------------------------- tokens and prices
+
+@lru_cache(maxsize=1)
+def builtin_prices() -> dict[str, Any]:
+    return json.loads(resources.files("vlmcheck.run").joinpath("prices.json").read_text(encoding="utf-8"))
+
+
+def _spec(model_id: str) -> ModelSpec | None:
+    try:
+        return ModelSpec.parse(model_id)
+    except (SpecError, ValueError):
+        return None
+
+
+def prices_for(model_id: str) -> dict[str, Any] | None:
+    """{"in", "out" (USD per 1M tokens), "image" (USD per generated image), "source", "batch_factor"} of a model,
+    or None where no price is known (local and reference models)."""
+    from .batch import BATCH_PRICE_FACTOR
+
+    spec = _spec(model_id)
+    if spec is None:
+        return None
+    factor = BATCH_PRICE_FACTOR if spec.params.get("batch") in ("1", "true", "yes") else 1.0
+    if "price_in" in spec.params and "price_out" in spec.params:
+        return {"in": float(spec.params["price_in"]), "out": float(spec.params["price_out"]), "image": None,
+                "source": "the model spec", "batch_factor": factor}
+    if spec.provider in LOCAL_PROVIDERS:  # runs on the user's own machine: no bill
+        return {"in": 0.0, "out": 0.0, "image": 0.0, "source": "local model", "batch_factor": 1.0}
+    if spec.provider not in ("openai", "openai-image", "anthropic", "gemini"):
+        return None
+    table = builtin_prices()
+    name = spec.name.lower().split("/")[-1]
+    if spec.provider == "openai-image":
+        hit = next((k for k in sorted(table["images"], key=len, reverse=True) if name.startswith(k)), None)
+        return None if hit is None else {"in": 0.0, "out": 0.0, "image": table["images"][hit],
+                                         "source": f"prices.json ({table['collected']})", "batch_factor": factor}
+    hit = next((k for k in sorted(table["tokens"], key=len, reverse=True) if name.startswith(k)), None)
+    if hit is None:
+        return None
+    p_in, p_out = table["tokens"][hit]
+    return {"in": p_in, "out": p_out, "image": None, "source": f"prices.json ({table['collected']})",
+            "batch_factor": factor}
+
+
+def cost_of(model_id: str, input_tokens: float, output_tokens: float, images: int = 0) -> float | None:
+    p = prices_for(model_id)
+    if p is None:
+        return None
+    usd = (input_tokens * p["in"] + output_tokens * p["out"]) / 1e6 + images * (p["image"] or 0.0)
+    return usd * p["batch_factor"]
+
+
+def image_rule(model_id: str) -> str:
+    spec = _spec(model_id)
+    if spec is None:
+        return "openai"
+    if spec.params.get("image_tokens") in ("openai", "anthropic", "gemini"):
+        return spec.params["image_tokens"]
+    return spec.provider if spec.provider in ("anthropic", "gemini") else "openai"
+
+
+# ----------------------------------------------------------------------------- the stand-in models
+
+class Estimator:
+    """Stands in for one model during a dry run: counts each request (calls, estimated tokens) and answers with
+    a stand-in (the task's ``dry_run_reply``, else "Yes.")."""
+
+    batch = None  # never a provider batch: the session then calls :meth:`generate` directly
+    dry_run = True  # methods that skip a call on some answers count it anyway (an upper bound): ChEF's judge
+
+    def __init__(self, model: Any, attr: str, task: Any, mean_output: float | None) -> None:
+        self.model_id, self.capabilities = model.model_id, model.capabilities
+        self.concurrency_key = f"dry-run:{model.model_id}"
+        self.attr, self.task, self.mean_output = attr, task, mean_output
+        self.rule = image_rule(model.model_id)
+        self.calls = self.images = 0
+        self.input_tokens = self.output_tokens = 0.0
+        self.output_from_max_tokens = False
+
+    def _count_input(self, messages: list[Any]) -> None:
+        for m in messages:
+            self.input_tokens += text_tokens(m.text)
+            for im in m.images:  # an ImagePart knows its size: nothing is decoded
+                self.input_tokens += image_tokens(im.width, im.height, self.rule)
+
+    async def generate(self, messages: list[Any], config: Any) -> Generation:
+        self.calls += 1
+        self._count_input(messages)
+        if self.mean_output is not None:
+            out = self.mean_output
+        else:
+            out, self.output_from_max_tokens = config.max_tokens, True
+        self.output_tokens += out
+        reply = getattr(self.task, "dry_run_reply", lambda *a: None)(self.attr, messages, config)
+        # "Yes." and a digest of the request: each stand-in answer differs, so a generator prompt made from it is
+        # never a cache hit a real, different answer would not be
+        return Generation(text=reply or f"Yes. {_digest(messages)}", finish_reason="stop",
+                          usage=Usage(input_tokens=0, output_tokens=0))
+
+    async def loglikelihood(self, messages: list[Any], continuations: list[str]) -> list[Loglikelihood]:
+        self.calls += 1
+        self._count_input(messages)
+        self.input_tokens += sum(text_tokens(c) for c in continuations)
+        return [Loglikelihood(sum=-1.0, n_tokens=1) for _ in continuations]
+
+    async def generate_image(self, prompt: str, seed: int | None = None) -> Image.Image:
+        self.calls += 1
+        self.images += 1
+        self.input_tokens += text_tokens(prompt)
+        # the size the generator would return, so the next step's image tokens are counted right: the spec's
+        # width/height or size=WxH, else 1024 x 1024 (DALL-E 3's and most diffusion models' default)
+        spec = _spec(self.model_id)
+        params = spec.params if spec else {}
+        w, h = (params.get("size") or "x").split("x") if "size" in params else (params.get("width"), params.get("height"))
+        size = (int(w or 1024), int(h or 1024))
+        img = Image.new("RGB", size, (128, 128, 128))
+        d = bytes.fromhex(_digest(prompt))
+        img.putpixel((0, 0), (d[0], d[1], d[2]))  # one image per prompt, as a real generator's would be
+        return img
+
+    async def encode(self, images: list[Any]) -> Any:
+        import numpy as np
+
+        self.calls += 1
+        return np.ones((len(images), 8), dtype=np.float32)
+
+
+def _digest(obj: Any) -> str:
+    import hashlib
+
+    text = obj if isinstance(obj, str) else "\n".join(f"{m.role}:{m.text}:{[i.sha256 for i in m.images]}" for m in obj)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
+
+def _mean_outputs(store_path: Path) -> dict[str, float]:
+    """Per model: mean output tokens per call made so far (the run's own)."""
+    if not store_path.exists():
+        return {}
+    con = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
+    try:
+        rows = con.execute("SELECT model, COUNT(*), SUM(output_tokens) FROM calls WHERE status = 'ok' "
+                           "GROUP BY model").fetchall()
+    except sqlite3.Error:
+        return {}
+    finally:
+        con.close()
+    return {m: (tout or 0) / n for m, n, tout in rows if n and tout}
+
+
+async def dry_run_async(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
+    """The estimate of what running ``task`` into ``folder`` with ``options`` still takes (module docstring)."""
+    from ..core import inputs
+
+    folder = Path(folder)
+
+    token = inputs.set_policy(inputs.InputPolicy(allow_outside=options.allow_outside,
+                                                 max_file_bytes=options.max_image_bytes,
+                                                 budget=inputs.PixelBudget(options.pixel_budget)))
+    try:
+        return await _dry_run(task, folder, options)
+    finally:
+        inputs.reset_policy(token)
+
+
+async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
+    from ..store.db import DB_NAME, RunStore
+    from .calls import KEY_VERSION, Session
+    from .loop_clients import close_loop_clients
+    from .runner import _run_samples, select_samples
+    from .scheduler import Scheduler
+
+    means = _mean_outputs(folder / DB_NAME)
+    originals = {k: v for k, v in vars(task).items() if k in ROLES and hasattr(v, "model_id")}
+    stand_ins = {k: Estimator(v, k, task, means.get(v.model_id)) for k, v in originals.items()}
+    samples = select_samples(task, options)
+    with tempfile.TemporaryDirectory(prefix="vlmcheck-dry-run-") as tmp:
+        scratch = Path(tmp)
+        if (folder / DB_NAME).exists():  # a consistent copy of the store, whatever another process does to it
+            src, dst = sqlite3.connect(f"file:{folder / DB_NAME}?mode=ro", uri=True), sqlite3.connect(scratch / DB_NAME)
+            try:
+                src.backup(dst)
+            finally:
+                src.close()
+                dst.close()
+        store = RunStore(scratch, existing=(scratch / DB_NAME).exists())
+        try:
+            session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
+                              key_version=store.get_meta("key_version") or KEY_VERSION)
+            status = store.sample_status(task.name)
+            todo = [s for s in samples if s.id not in status]
+            quiet = options.model_copy(update={"progress": False})
+            for k, v in stand_ins.items():
+                setattr(task, k, v)
+            try:
+                await _run_samples(task, todo, session, quiet, already=len(samples) - len(todo), total=len(samples))
+            finally:
+                for k, v in originals.items():
+                    setattr(task, k, v)
+                await close_loop_clients()
+            failed = sum(1 for s in todo if store.sample_status(task.name).get(s.id) == "error")
+        finally:
+            store.close()
+    est = summarize_estimate(stand_ins, getattr(task, "calls_depend_on_answers", False))
+    est["samples"] = {"total": len(samples), "finished": len(samples) - len(todo), "to_run": len(todo),
+                      "failed_in_simulation": failed}
+    return est
+
+
+def dry_run(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
+    return asyncio.run(dry_run_async(task, folder, options))
+
+
+def summarize_estimate(stand_ins: dict[str, Estimator], multi_step: bool) -> dict[str, Any]:
+    roles: dict[str, dict[str, Any]] = {}
+    for e in stand_ins.values():
+        role = ROLES[e.attr]
+        r = roles.setdefault(role, {"models": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "images": 0,
+                                    "cost_usd": 0.0, "upper_bound": multi_step, "output_from": "the run's mean"})
+        r["models"].append(e.model_id)
+        r["calls"] += e.calls
+        r["input_tokens"] += int(round(e.input_tokens))
+        r["output_tokens"] += int(round(e.output_tokens))
+        r["images"] += e.images
+        if e.output_from_max_tokens:
+            r["output_from"], r["upper_bound"] = "max_tokens", True
+        cost = cost_of(e.model_id, e.input_tokens, e.output_tokens, e.images) if e.calls else 0.0
+        r["cost_usd"] = None if cost is None or r["cost_usd"] is None else r["cost_usd"] + cost
+    totals = {"calls": sum(r["calls"] for r in roles.values()),
+              "input_tokens": sum(r["input_tokens"] for r in roles.values()),
+              "output_tokens": sum(r["output_tokens"] for r in roles.values()),
+              "cost_usd": (None if any(r["cost_usd"] is None and r["calls"] for r in roles.values())
+                           else round(sum(r["cost_usd"] or 0.0 for r in roles.values()), 6)),
+              "upper_bound": any(r["upper_bound"] for r in roles.values() if r["calls"])}
+    for r in roles.values():
+        if r["cost_usd"] is not None:
+            r["cost_usd"] = round(r["cost_usd"], 6)
+    return {"roles": roles, "totals": totals}
+
+
+def merge_estimates(estimates: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several runs' estimates (a sweep, GenCeption with several VLMs) as one: per role and in total."""
+    roles: dict[str, dict[str, Any]] = {}
+    samples = {"total": 0, "finished": 0, "to_run": 0, "failed_in_simulation": 0}
+    for est in estimates:
+        for name, r in est["roles"].items():
+            m = roles.setdefault(name, {"models": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "images": 0,
+                                        "cost_usd": 0.0, "upper_bound": False, "output_from": "the run's mean"})
+            m["models"] += [x for x in r["models"] if x not in m["models"]]
+            for k in ("calls", "input_tokens", "output_tokens", "images"):
+                m[k] += r[k]
+            m["cost_usd"] = None if m["cost_usd"] is None or (r["cost_usd"] is None and r["calls"]) else \
+                m["cost_usd"] + (r["cost_usd"] or 0.0)
+            m["upper_bound"] = m["upper_bound"] or r["upper_bound"]
+            if r["output_from"] == "max_tokens":
+                m["output_from"] = "max_tokens"
+        for k in samples:
+            samples[k] += est.get("samples", {}).get(k, 0)
+    totals = {"calls": sum(r["calls"] for r in roles.values()),
+              "input_tokens": sum(r["input_tokens"] for r in roles.values()),
+              "output_tokens": sum(r["output_tokens"] for r in roles.values()),
+              "cost_usd": (None if any(r["cost_usd"] is None and r["calls"] for r in roles.values())
+                           else round(sum(r["cost_usd"] or 0.0 for r in roles.values()), 6)),
+              "upper_bound": any(r["upper_bound"] for r in roles.values() if r["calls"])}
+    return {"roles": roles, "totals": totals, "samples": samples, "runs": len(estimates)}
