@@ -170,8 +170,9 @@ def _results(groups, keys) -> list[dict[str, Any]]:
     return [rec["result"] for k in keys for rec in groups[k]]
 
 
-def _paired_p(metric: str, ga, gb, keys) -> tuple[float, float]:
-    """(difference a - b, p-value) of a paired comparison on the same drawn clusters."""
+def _paired_p(metric: str, ga, gb, keys, shift: float = 0.0) -> tuple[float, float]:
+    """(difference a - b, p-value) of a paired comparison on the same drawn clusters; ``shift`` is added to b's
+    values (a null centred on the population: b's population value made equal to a's)."""
     _, cluster, unit, value = METRICS[metric]
     if unit is not None:  # vlmcheck compare's test on the per-unit values
         ua, ub = {}, {}
@@ -181,7 +182,7 @@ def _paired_p(metric: str, ga, gb, keys) -> tuple[float, float]:
                 rec_b = next((x for x in gb.get(k, []) if x["sample_id"] == rec_a["sample_id"]), None)
                 va, vb = unit(rec_a["result"]), unit(rec_b["result"]) if rec_b else None
                 if va is not None and vb is not None:
-                    ua[sid], ub[sid] = (float(va), f"c{j}", None), (float(vb), f"c{j}", None)
+                    ua[sid], ub[sid] = (float(va), f"c{j}", None), (float(vb) + shift, f"c{j}", None)
         c = compare_two(ua, ub, "accuracy" if metric in ("symmetric accuracy", "POPE accuracy") else metric)
         return c["difference"] or 0.0, c["p_value"] if c["p_value"] is not None else 1.0
     # RRM: no per-unit value; the paired cluster bootstrap of the difference, "significant" when its 95 %
@@ -191,7 +192,7 @@ def _paired_p(metric: str, ga, gb, keys) -> tuple[float, float]:
     def diff(draw):
         a = value([r["result"] for x, _ in draw for r in x])
         b = value([r["result"] for _, y in draw for r in y])
-        return None if a is None or b is None else a - b
+        return None if a is None or b is None else a - b - shift
 
     d = diff(both)
     ci, _ = cluster_bootstrap(both, [str(i) for i in range(len(both))], diff, n_boot=400)
@@ -218,12 +219,14 @@ def main() -> None:
         truth_b, truth_c = value(_results(gb, keys)), value(_results(gc, keys))
         strata = ({k: ga[k][0]["result"].get("category") or "(none)" for k in keys} if metric.startswith("GC@")
                   else None)
-        covered, fp, power = 0, 0, 0
+        covered, fp, fp0, power = 0, 0, 0, 0
         for _ in range(args.draws):
             draw = _draw(rng, keys, args.n, strata)
             _, ci = interval(_results(ga, draw))
             covered += ci is not None and ci[0] <= truth <= ci[1]
             fp += _paired_p(metric, ga, gb, draw)[1] < 0.05
+            if metric in ("GC@3", "CAST Top-3", "RRM"):  # continuous: also on a null centred exactly at 0
+                fp0 += _paired_p(metric, ga, gb, draw, shift=truth - truth_b)[1] < 0.05
             d, p = _paired_p(metric, ga, gc, draw)
             power += p < 0.05 and d > 0
         need = None
@@ -236,7 +239,8 @@ def main() -> None:
                 need = n
                 break
         rows.append((metric, truth, covered / args.draws, fp / args.draws, power / args.draws, need, len(keys),
-                     truth - truth_b, truth - truth_c))
+                     truth - truth_b, truth - truth_c,
+                     fp0 / args.draws if metric in ("GC@3", "CAST Top-3", "RRM") else None))
         print(f"{metric}: done ({time.perf_counter() - started:.0f} s)", flush=True)
     print(f"\n(a) coverage of 95 % intervals, {args.draws} datasets of {args.n} units (goal 0.93-0.97)")
     print(f"{'metric':<20} {'population value':>17} {'coverage':>9} {'ratio to 0.95':>14}")
@@ -246,13 +250,16 @@ def main() -> None:
           "seed 1; goal <= 0.05) and power (0.1 vs 0.3)")
     print("(the two level-0.1 describers differ in which errors they make, so on a finite population their values "
           "differ a little: 'population a - b')")
-    print(f"{'metric':<20} {'false positives':>16} {'ratio to 0.05':>14} {'population a - b':>17} {'power':>7} "
-          f"{'population a - c':>17}")
-    for m, _, _, fp, pw, _, _, dab, dac in rows:
-        print(f"{m:<20} {fp:>16.3f} {fp / 0.05:>14.2f} {dab:>17.4f} {pw:>7.3f} {dac:>17.4f}")
+    print("and, for the continuous metrics, on a null centred at 0 (b's values shifted by the population "
+          "difference): 'centred'")
+    print(f"{'metric':<20} {'false positives':>16} {'ratio to 0.05':>14} {'centred':>8} {'population a - b':>17} "
+          f"{'power':>7} {'population a - c':>17}")
+    for m, _, _, fp, pw, _, _, dab, dac, fp0 in rows:
+        c = "-" if fp0 is None else f"{fp0:.3f}"
+        print(f"{m:<20} {fp:>16.3f} {fp / 0.05:>14.2f} {c:>8} {dab:>17.4f} {pw:>7.3f} {dac:>17.4f}")
     print(f"\n(c) sample efficiency: smallest n of {grid} separating level 0.1 from 0.3 in 80 % of draws")
     print(f"{'metric':<20} {'n':>6} {'units in population':>20}")
-    for m, *_, need, units, _, _ in rows:
+    for m, *_, need, units, _, _, _ in rows:
         print(f"{m:<20} {need if need else '> ' + str(grid[-1]):>6} {units:>20}")
     print(f"\ntotal {time.perf_counter() - started:.0f} s")
 

@@ -433,3 +433,17 @@ def test_judge_spread_agreement_and_a_second_judge(tmp_path):
     j = out["judge_to_judge"]
     # item means 8.33, 5, 9 vs 7, 5, 8: the same order (rho 1); |differences| 1.33, 0, 1
     assert j["spearman"] == pytest.approx(1.0) and j["mean_abs_difference"] == pytest.approx((4 / 3 + 0 + 1) / 3)
+
+
+def test_vhx_compare_uses_the_paired_test_by_hand(tmp_path):
+    from vlmcheck.finetune.compare import compare_vhx
+
+    before = _vhx_run(tmp_path / "before", "base", [0, 0, 0, 1, 1, 1, 1, 1, 1, 0])
+    after = _vhx_run(tmp_path / "after", "tuned", [1, 1, 1, 1, 1, 1, 1, 1, 0, 0])
+    out = compare_vhx(before, after)
+    (row,) = [r for r in out["rows"] if r["dataset"] == "cases" and r["variant"] == "original"]
+    acc = row["accuracy"]
+    # after minus before: cases 0-2 right after only, case 8 right before only: McNemar p = 2 x 5 / 16
+    assert acc["delta"] == pytest.approx(0.2) and acc["p_value"] == pytest.approx(10 / 16)
+    assert acc["test"] == "McNemar exact" and acc["n_paired"] == 10 and acc["ci95"][0] <= 0.2 <= acc["ci95"][1]
+    assert acc["p_holm"] >= acc["p_value"]

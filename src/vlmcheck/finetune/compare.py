@@ -2,7 +2,8 @@
 
 :func:`compare_vhx` takes two VHExpansion runs on the same held-out cases - the base model and the fine-tuned
 one - and gives accuracy and symmetric accuracy per dataset and image variant for both, on the cases both runs
-finished; ``general`` pairs of runs of any method (a ChEF recipe such as MMBench, a user dataset) give each
+finished, each difference (after minus before) with the paired test and interval of ``vlmcheck compare``
+(McNemar's exact test, a bootstrap clustered by image; Holm over the table); ``general`` pairs of runs of any method (a ChEF recipe such as MMBench, a user dataset) give each
 pair's headline metric side by side, the general-ability check of Table 8.
 """
 
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import InputFileError, read_jsonl, read_results
+from ..methods.compare import compare_two
+from ..metrics.decisions import holm
 from ..metrics.stats import symmetric_accuracy
 
 
@@ -53,6 +56,20 @@ def vhx_table(results: dict[str, dict[str, Any]], ids: list[str]) -> dict[tuple[
     return out
 
 
+def _units(results: dict[str, dict[str, Any]], ids: list[str]) -> dict[tuple[str, str, str], dict[str, tuple]]:
+    """(dataset, variant, metric) -> {case id: (right or not, its image, None)}: what the paired test reads."""
+    out: dict[tuple[str, str, str], dict[str, tuple]] = {}
+    for sid in ids:
+        r = results[sid]
+        for variant, v in r["variants"].items():
+            for ds in (_dataset(r), "all"):
+                out.setdefault((ds, variant, "accuracy"), {})[sid] = (float(v["correct"]), str(r.get("image")), None)
+                if "neg_correct" in v:
+                    out.setdefault((ds, variant, "symmetric_accuracy"), {})[sid] = (
+                        float(v["correct"] and v["neg_correct"]), str(r.get("image")), None)
+    return out
+
+
 def compare_vhx(before: str | Path, after: str | Path,
                 general: list[tuple[str | Path, str | Path]] = ()) -> dict[str, Any]:
     before, after = Path(before), Path(after)
@@ -67,6 +84,7 @@ def compare_vhx(before: str | Path, after: str | Path,
         raise InputFileError(f"{before} and {after} share no finished case; run both on the same cases file "
                              "(the held-out heldout.jsonl of `vhx dataset`)")
     table_b, table_a = vhx_table(done_b, ids), vhx_table(done_a, ids)
+    units_b, units_a = _units(done_b, ids), _units(done_a, ids)
     rows = []
     for key in sorted(set(table_b) | set(table_a), key=lambda k: (k[0] == "all", k[0], k[1] != "original", k[1])):
         b, a = table_b.get(key, {}), table_a.get(key, {})
@@ -75,7 +93,14 @@ def compare_vhx(before: str | Path, after: str | Path,
             vb, va = b.get(metric), a.get(metric)
             row[metric] = {"before": vb, "after": va,
                            "delta": va - vb if vb is not None and va is not None else None}
+            ua, ub = units_a.get((*key, metric)), units_b.get((*key, metric))
+            if ua and ub:  # the paired test of `vlmcheck compare`: after minus before, clustered by image
+                c = compare_two(ua, ub, "accuracy")
+                row[metric].update(ci95=c["ci95"], p_value=c["p_value"], test=c["test"], n_paired=c["n_paired"])
         rows.append(row)
+    tested = [row[m] for row in rows for m in ("accuracy", "symmetric_accuracy") if row[m].get("p_value") is not None]
+    for cell, p in zip(tested, holm([c["p_value"] for c in tested])):
+        cell["p_holm"] = p
     out: dict[str, Any] = {
         "before": {"run": str(before), "model": _model(res_b, before)},
         "after": {"run": str(after), "model": _model(res_a, after)},

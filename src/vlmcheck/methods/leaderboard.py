@@ -138,6 +138,7 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
                            "models": dict(sorted(rows.items(), key=lambda kv: kv[1]["rank"] or 1e9)),
                            "category_ranks": {c: ranks({m: r["by_category"][c] for m, r in rows.items()
                                                         if c in r["by_category"]}) for c in cats}}
+    _ties(rows, key)
     out["fid_common"] = _fid_on_common_images(rows, T)
     fid_key = f"GC_FID@{T}_common" if out["fid_common"].get("n", 0) >= 2 else f"GC_FID@{T}"
     out["fid_ranking"] = {**_fid_agreement(rows, key, fid_key), "on": fid_key}
@@ -145,6 +146,22 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
         out["correlations"] = external_correlations(rows, [("GC@1", "GC@1"), (key, key),
                                                            (f"s@{T}", f"s@{T}_unweighted")], external_csv)
     return out
+
+
+def _ties(rows: dict[str, dict[str, Any]], key: str) -> None:
+    """Each model's ``tied_with``: the models it cannot be separated from at 95 % - the paired interval of the
+    difference of GC@T per image (``vlmcheck compare``'s bootstrap, on the images both scored) contains 0."""
+    from .compare import compare_two, unit_values
+
+    units = {m: unit_values(r["run"])[2].get(key, {}) for m, r in rows.items()}
+    for a, r in rows.items():
+        r["tied_with"] = []
+        for b in rows:
+            if b == a or not units[a] or not units[b]:
+                continue
+            ci = compare_two(units[a], units[b], key)["ci95"]
+            if ci is not None and ci[0] <= 0 <= ci[1]:
+                r["tied_with"].append(b)
 
 
 def _chains(folder: str | Path, T: int) -> dict[tuple[str, str], dict[str, Any]]:

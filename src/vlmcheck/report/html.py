@@ -284,7 +284,8 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                                 "counts": res.get("counts", {}), "metrics_json": json.dumps(res.get("metrics", {}),
                                                                                              indent=1, default=str),
                                 "headline": _headline(run), "ci": _headline_ci(run), "usage": res.get("usage", {}),
-                                "gain": vision_gain_of(res)}
+                                "gain": vision_gain_of(res),
+                                "mde": (headline_of(res).get("interval") or {}).get("min_detectable_difference")}
         view["failures"] = [{"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]}
                             for s in run["samples"] if s["status"] == "error"]
         if run["task"] == "genception":
@@ -331,7 +332,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
     decisions = decisions_view([r["folder"] for r in loaded])
     boards = leaderboards(views, decisions)
     summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
-                "ci": v["ci"], "gain": v["gain"],
+                "ci": v["ci"], "gain": v["gain"], "mde": v["mde"],
                 "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
     # by method, then best first (every headline is higher-is-better), not by run path
     summary.sort(key=lambda s: (s["task"], s["metric"], -(s["value"] if s["value"] is not None else float("-inf"))))

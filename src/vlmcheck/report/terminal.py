@@ -98,8 +98,8 @@ def leaderboard(board: dict[str, Any]) -> None:
     for model, r in board["models"].items():
         ci = r.get("ci95") or [float("nan")] * 2
         rows.append([rank_text(r["rank"], ranks), model, f"{r[key]:.4f}", f"[{ci[0]:.4f}, {ci[1]:.4f}]",
-                     f"{r['gc_rank']:.2f}" if "gc_rank" in r else "-"])
-    console.print(table(["rank", "model", key, "95% CI", "GC rank"], rows, keys=["model"]))
+                     f"{r['gc_rank']:.2f}" if "gc_rank" in r else "-", ", ".join(r.get("tied_with") or []) or "-"])
+    console.print(table(["rank", "model", key, "95% CI", "GC rank", "tied with (95%)"], rows, keys=["model"]))
 
 
 def vhexpansion(model: str, m: dict[str, Any]) -> None:
@@ -187,9 +187,11 @@ def vhx_compare(cmp: dict[str, Any]) -> None:
         if one_dataset and r["dataset"] == "all":
             continue
         a, s_ = r["accuracy"], r["symmetric_accuracy"]
-        rows.append([r["dataset"], r["variant"], str(r["n"]), f(a["before"]), f(a["after"]), d(a["delta"]),
-                     f(s_["before"]), f(s_["after"]), d(s_["delta"])])
-    console.print(table(["dataset", "variant", "n", "acc. before", "after", "Δ", "sym. before", "after", "Δ"], rows,
+        p = lambda c: "" if c.get("p_holm") is None else f" (p {c['p_holm']:.3g})"  # noqa: E731  Holm-adjusted
+        rows.append([r["dataset"], r["variant"], str(r["n"]), f(a["before"]), f(a["after"]), d(a["delta"]) + p(a),
+                     f(s_["before"]), f(s_["after"]), d(s_["delta"]) + p(s_)])
+    console.print(table(["dataset", "variant", "n", "acc. before", "after", "Δ (p, Holm)", "sym. before", "after",
+                         "Δ (p, Holm)"], rows,
                         keys=["dataset", "variant"], title=f"{cmp['before']['model']} -> {cmp['after']['model']}"))
     for g in cmp["general"]:
         console.print(f"general ability: {g['task']} {g['metric']} {f(g['before'])} -> {f(g['after'])} "
