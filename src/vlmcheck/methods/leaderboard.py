@@ -151,9 +151,13 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
 def _ties(rows: dict[str, dict[str, Any]], key: str) -> None:
     """Each model's ``tied_with``: the models it cannot be separated from at 95 % - the paired interval of the
     difference of GC@T per image (``vlmcheck compare``'s bootstrap, on the images both scored) contains 0."""
+    from ..core.files import InputFileError
     from .compare import compare_two, unit_values
 
-    units = {m: unit_values(r["run"])[2].get(key, {}) for m, r in rows.items()}
+    try:
+        units = {m: unit_values(r["run"])[2].get(key, {}) for m, r in rows.items()}
+    except (InputFileError, OSError):  # a run without its samples: no paired test, no ties to report
+        return
     for a, r in rows.items():
         r["tied_with"] = []
         for b in rows:

@@ -2,7 +2,7 @@
 flight would pass the cap.
 
 Spent: every call the run's store holds from earlier sessions plus this session's, priced from the usage the
-providers returned (run/estimate.prices_for: a spec's price_in/price_out, else prices.json; batch calls at
+providers returned (run/prices.prices_for: a spec's price_in/price_out, else prices.json; batch calls at
 half price).  In flight: the samples started and not finished, each at this session's mean cost per finished
 sample (before the first one finishes, nothing is known: the first wave starts).  Models without a known price
 cost nothing here, and the results say which were not priced.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .estimate import cost_of, prices_for
+from .prices import cost_of, prices_for
 
 
 class Budget:

@@ -17,87 +17,23 @@ tokens), else ``prices.json`` (the date it was collected is in the file), batch 
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import tempfile
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
 from ..core.roles import Generation, Loglikelihood, Usage
-from ..core.spec import ModelSpec, SpecError
 from ..core.tokens import image_tokens, text_tokens  # noqa: F401  (re-exported)
+from .prices import _spec, cost_of, image_rule, prices_for  # noqa: F401  (re-exported)
 
 #: a task attribute holding a model -> the role it is reported under
 ROLES = {"vlm": "describer", "generator": "generator", "encoder": "encoder", "judge": "judge", "judge2": "judge",
          "negator": "negator", "rewriter": "rewriter", "extractor": "extractor", "target": "attack target"}
-#: providers whose models run in this process (no provider bill)
-LOCAL_PROVIDERS = ("ref", "hf", "hf-encoder", "diffusers", "timm", "human")
 
 
 # ----------------------------------------------------------------------------- tokens and prices
-
-@lru_cache(maxsize=1)
-def builtin_prices() -> dict[str, Any]:
-    return json.loads(resources.files("vlmcheck.run").joinpath("prices.json").read_text(encoding="utf-8"))
-
-
-def _spec(model_id: str) -> ModelSpec | None:
-    try:
-        return ModelSpec.parse(model_id)
-    except (SpecError, ValueError):
-        return None
-
-
-def prices_for(model_id: str) -> dict[str, Any] | None:
-    """{"in", "out" (USD per 1M tokens), "image" (USD per generated image), "source", "batch_factor"} of a model,
-    or None where no price is known (local and reference models)."""
-    from .batch import BATCH_PRICE_FACTOR
-
-    spec = _spec(model_id)
-    if spec is None:
-        return None
-    factor = BATCH_PRICE_FACTOR if spec.params.get("batch") in ("1", "true", "yes") else 1.0
-    if "price_in" in spec.params and "price_out" in spec.params:
-        return {"in": float(spec.params["price_in"]), "out": float(spec.params["price_out"]), "image": None,
-                "source": "the model spec", "batch_factor": factor}
-    if spec.provider in LOCAL_PROVIDERS:  # runs on the user's own machine: no bill
-        return {"in": 0.0, "out": 0.0, "image": 0.0, "source": "local model", "batch_factor": 1.0}
-    if spec.provider not in ("openai", "openai-image", "anthropic", "gemini"):
-        return None
-    table = builtin_prices()
-    name = spec.name.lower().split("/")[-1]
-    if spec.provider == "openai-image":
-        hit = next((k for k in sorted(table["images"], key=len, reverse=True) if name.startswith(k)), None)
-        return None if hit is None else {"in": 0.0, "out": 0.0, "image": table["images"][hit],
-                                         "source": f"prices.json ({table['collected']})", "batch_factor": factor}
-    hit = next((k for k in sorted(table["tokens"], key=len, reverse=True) if name.startswith(k)), None)
-    if hit is None:
-        return None
-    p_in, p_out = table["tokens"][hit]
-    return {"in": p_in, "out": p_out, "image": None, "source": f"prices.json ({table['collected']})",
-            "batch_factor": factor}
-
-
-def cost_of(model_id: str, input_tokens: float, output_tokens: float, images: int = 0) -> float | None:
-    p = prices_for(model_id)
-    if p is None:
-        return None
-    usd = (input_tokens * p["in"] + output_tokens * p["out"]) / 1e6 + images * (p["image"] or 0.0)
-    return usd * p["batch_factor"]
-
-
-def image_rule(model_id: str) -> str:
-    spec = _spec(model_id)
-    if spec is None:
-        return "openai"
-    if spec.params.get("image_tokens") in ("openai", "anthropic", "gemini"):
-        return spec.params["image_tokens"]
-    return spec.provider if spec.provider in ("anthropic", "gemini") else "openai"
-
 
 # ----------------------------------------------------------------------------- the stand-in models
 

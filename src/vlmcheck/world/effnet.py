@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sys
+import io
 import threading
 from importlib.util import find_spec
 from pathlib import Path
@@ -49,8 +49,8 @@ class EffNetLite0:
         from efficientnet_lite_pytorch import EfficientNet
 
         self.torch = torch
-        # the package prints "Loaded pretrained weights ..." on stdout, where `--json` output goes: to stderr
-        with contextlib.redirect_stdout(sys.stderr):
+        # the package prints "Loaded pretrained weights ..." on stdout, where `--json` output goes: silenced
+        with contextlib.redirect_stdout(io.StringIO()):
             self.model = EfficientNet.from_pretrained("efficientnet-lite0",
                                                       weights_path=EfficientnetLite0ModelFile.get_model_file_path())
         self.model.eval()
