@@ -237,3 +237,21 @@ def test_dry_run_cost_against_the_fake_servers_bill_and_the_budget_stops_then_re
         assert len(server.requests()) - seen == 6 - res["counts"]["done"]  # no call repeated
     finally:
         server.stop()
+
+
+def test_no_report_on_a_run_and_a_merge_and_the_report_on_demand(tmp_path, image_folder):
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], capture_output=True, text=True)
+
+    for i in (0, 1):
+        p = cli("describe", "--vlm", "ref:photo", "--data", image_folder, "--out", tmp_path / f"s{i}", "--shard",
+                f"{i}/2", "--no-report", "--no-progress")
+        assert p.returncode == 0, p.stderr
+        assert (tmp_path / f"s{i}" / "results.json").is_file() and not (tmp_path / f"s{i}" / "report.html").exists()
+    assert cli("merge", tmp_path / "m", tmp_path / "s0", tmp_path / "s1", "--no-report").returncode == 0
+    assert (tmp_path / "m" / "results.json").is_file() and not (tmp_path / "m" / "report.html").exists()
+    assert cli("report", tmp_path / "m", "-o", tmp_path / "m" / "report.html").returncode == 0
+    assert (tmp_path / "m" / "report.html").is_file()

@@ -193,7 +193,7 @@ class SweepResult:
     out: Path
     summary: list[dict[str, Any]]  # one row per run: method, model, folder, headline metric and value, counts
     results: list[dict[str, Any]]  # each run's results.json
-    report: Path
+    report: Path | None  # None: made with report=False (`vlmcheck report` makes it later)
     max_failures: float  # the config's options.max_failures
 
 
@@ -203,7 +203,7 @@ def _run(task: Any, folder: Path, options: RunOptions) -> dict[str, Any]:
 
 def run_sweep(config: str | Path, progress: bool = True,
               execute: Callable[[Any, Path, RunOptions], dict[str, Any]] = _run,
-              announce: Callable[[str, str], None] | None = None) -> SweepResult:
+              announce: Callable[[str, str], None] | None = None, report: bool = True) -> SweepResult:
     """Run every method of ``config`` on every model (each run resumed where it stopped, with its report), then
     write ``summary.json``, the GenCeption leaderboards and one report over all runs.  ``execute`` runs one task
     into a folder (the CLI's prints a line per run); ``announce(method, model)`` is called before each run."""
@@ -220,7 +220,8 @@ def run_sweep(config: str | Path, progress: bool = True,
     for folder, method, spec in runs:
         if announce is not None:
             announce(method, spec["vlm"])
-        res = execute(task_from_spec(method, spec), folder, options_of(sweep, progress))
+        res = execute(task_from_spec(method, spec), folder,
+                      options_of(sweep, progress).model_copy(update={"report": report}))
         results.append(res)
         name, value = headline(res)
         summary.append({"method": folder.parent.name, "model": spec["vlm"], "folder": str(folder),
@@ -232,7 +233,7 @@ def run_sweep(config: str | Path, progress: bool = True,
         if len(folders) > 1:
             write_text_atomic(group / "leaderboard.json", json.dumps(leaderboard(folders), indent=2))
     page = build_report([Path(r["folder"]) for r in summary], out / "report.html",
-                        title=f"vlmcheck sweep {config.name}")
+                        title=f"vlmcheck sweep {config.name}") if report else None
     return SweepResult(out, summary, results, page, sweep.options.max_failures)
 
 

@@ -49,6 +49,8 @@ REPEATS = typer.Option(1, "--repeats", min=1, metavar="N",
 TEMPERATURE = typer.Option(0.0, "--temperature", min=0.0, metavar="T", help="Decoding temperature (with --repeats).")
 BLIND = typer.Option(False, "--blind", help="Also ask every question with the image withheld (the blind control): "
                                             "blind accuracy and the vision gain beside each headline.")
+REPORT = typer.Option(True, "--report/--no-report",
+                      help="Write report.html at the end (`vlmcheck report RUN` makes it later).")
 DRY_RUN = typer.Option(False, "--dry-run", help="Make no model call: print the calls still to make per role, their "
                                                   "estimated tokens and cost.")
 JSON_OUT = typer.Option(False, "--json", help="With --dry-run: print the estimate as one JSON object on stdout.")
@@ -77,7 +79,7 @@ _RUN_OPTIONS = (("api_key", Optional[str], API_KEY), ("resume", bool, RESUME), (
                 ("max_failures", float, MAX_FAILURES), ("executor", str, EXECUTOR),
                 ("ray_address", Optional[str], RAY_ADDRESS), ("workers", Optional[int], WORKERS),
                 ("gpus_per_worker", float, GPUS), ("max_cost", Optional[float], MAX_COST),
-                ("dry_run", bool, DRY_RUN), ("json_output", bool, JSON_OUT))
+                ("dry_run", bool, DRY_RUN), ("json_output", bool, JSON_OUT), ("report", bool, REPORT))
 
 
 class RunArgs(SimpleNamespace):
@@ -87,7 +89,8 @@ class RunArgs(SimpleNamespace):
         return options(self.resume, self.overwrite, self.limit, self.max_concurrency, self.seed, self.progress,
                        self.allow_outside, self.max_image_mb, self.pixel_budget_mb, self.preflight, self.shard,
                        executor=self.executor, ray_address=self.ray_address, workers=self.workers,
-                       gpus_per_worker=self.gpus_per_worker, max_cost=self.max_cost)
+                       gpus_per_worker=self.gpus_per_worker, max_cost=self.max_cost,
+                       report=self.report)
 
 
 def run_command(fn):
@@ -165,7 +168,7 @@ def one_line(exc: BaseException) -> str:
 
 def options(resume, overwrite, limit, max_concurrency, seed, progress, allow_outside=False, max_image_mb=256.0,
             pixel_budget_mb=2000.0, preflight=True, shard=None, executor="local", ray_address=None, workers=None,
-            gpus_per_worker=0.0, max_cost=None) -> RunOptions:
+            gpus_per_worker=0.0, max_cost=None, report=True) -> RunOptions:
     if executor not in ("local", "ray"):
         fail(f"--executor {executor!r}: use local or ray")
     with user_errors():
@@ -174,7 +177,7 @@ def options(resume, overwrite, limit, max_concurrency, seed, progress, allow_out
                       progress=progress, allow_outside=allow_outside,
                       max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6),
                       preflight=preflight, shard=parsed, executor=executor, ray_address=ray_address,
-                      workers=workers, gpus_per_worker=gpus_per_worker, max_cost=max_cost)
+                      workers=workers, gpus_per_worker=gpus_per_worker, max_cost=max_cost, report=report)
 
 
 def refusals() -> tuple[type[BaseException], ...]:

@@ -24,7 +24,8 @@ def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
             example: bool = typer.Option(False, "--example",
                                          help="Print an annotated example config and exit; `--example offline` "
                                               "prints one that runs here with the reference models."),
-            progress: bool = C.PROGRESS, dry_run: bool = C.DRY_RUN, json_output: bool = C.JSON_OUT) -> None:
+            progress: bool = C.PROGRESS, dry_run: bool = C.DRY_RUN, json_output: bool = C.JSON_OUT,
+            report: bool = C.REPORT) -> None:
     """Run a sweep: every method of the config on every model, into one folder, with one report."""
     from ..sweep import EXAMPLE, OFFLINE_EXAMPLE, estimate_sweep, run_sweep
 
@@ -56,9 +57,10 @@ def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
             return C.execute(task, folder, opts)
 
     with C.user_errors(FileNotFoundError):
-        done = run_sweep(config, progress=progress, execute=execute, announce=announce)
+        done = run_sweep(config, progress=progress, execute=execute, announce=announce, report=report)
     terminal.sweep_summary(done.summary, f"sweep {config}")
-    C.console.print(f"Summary: {done.out / 'summary.json'}  Report: {done.report}", highlight=False)
+    C.console.print(f"Summary: {done.out / 'summary.json'}" + (f"  Report: {done.report}" if done.report else ""),
+                    highlight=False)
     C.check_failures(done.results, done.max_failures)
 
 
@@ -67,14 +69,16 @@ def resume(run: Path = typer.Argument(..., metavar="RUN", help="Run folder"), ma
            max_image_mb: float = C.MAX_IMAGE_MB, pixel_budget_mb: float = C.PIXEL_BUDGET_MB,
            preflight: bool = C.PREFLIGHT, max_failures: float = C.MAX_FAILURES,
            executor: str = C.EXECUTOR, ray_address: Optional[str] = C.RAY_ADDRESS,
-           workers: Optional[int] = C.WORKERS, gpus_per_worker: float = C.GPUS) -> None:
+           workers: Optional[int] = C.WORKERS, gpus_per_worker: float = C.GPUS,
+           max_cost: Optional[float] = C.MAX_COST, report: bool = C.REPORT) -> None:
     """Continue an interrupted run with its recorded spec (API keys from the environment)."""
     C.setup_logging()
     task, spec = C.task_of(run)
     results = C.execute(task, run, C.options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0),
                                              progress, allow_outside, max_image_mb, pixel_budget_mb, preflight,
                                              spec.get("shard"), executor=executor, ray_address=ray_address,
-                                             workers=workers, gpus_per_worker=gpus_per_worker))
+                                             workers=workers, gpus_per_worker=gpus_per_worker,
+                                             max_cost=max_cost, report=report))
     C.check_failures([results], max_failures)
 
 
@@ -84,13 +88,14 @@ def retry_failed_cmd(run: Path = typer.Argument(..., metavar="RUN", help="Run fo
                      pixel_budget_mb: float = C.PIXEL_BUDGET_MB, preflight: bool = C.PREFLIGHT,
                      max_failures: float = C.MAX_FAILURES, executor: str = C.EXECUTOR,
                      ray_address: Optional[str] = C.RAY_ADDRESS, workers: Optional[int] = C.WORKERS,
-                     gpus_per_worker: float = C.GPUS) -> None:
+                     gpus_per_worker: float = C.GPUS, report: bool = C.REPORT) -> None:
     """Run again only the samples that failed; finished ones are kept."""
     C.setup_logging()
     task, spec = C.task_of(run)
     opts = C.options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0), progress,
                      allow_outside, max_image_mb, pixel_budget_mb, preflight, spec.get("shard"),
-                     executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker)
+                     executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker,
+                     report=report)
     try:
         result = api.retry_failed(task, run, opts)
     except C.refusals() as exc:
@@ -104,12 +109,12 @@ def merge(out: Path = typer.Argument(..., metavar="OUT", help="Folder for the me
           shards: list[Path] = typer.Argument(..., metavar="SHARD...", help="The shard run folders (--shard i/N)"),
           overwrite: bool = typer.Option(False, "--overwrite",
                                          help="Replace the run in OUT when it is another run (only a run folder)."),
-          max_failures: float = C.MAX_FAILURES) -> None:
+          max_failures: float = C.MAX_FAILURES, report: bool = C.REPORT) -> None:
     """Join the folders of a run split with --shard i/N into one run folder (idempotent, any N)."""
     C.setup_logging()
     try:
         with C.user_errors(FileNotFoundError):
-            results = api.merge_runs(shards, out, overwrite=overwrite)
+            results = api.merge_runs(shards, out, overwrite=overwrite, report=report)
     except C.refusals() as exc:
         C.fail(C.one_line(exc))
     c = results["counts"]

@@ -31,6 +31,9 @@ Faults are asked for by a marker in the prompt text, ``[fault=SPEC]``:
 Batches: the OpenAI Batch API and Anthropic Message Batches (:mod:`.fake_batches`); a batch ends
 ``--batch-delay`` seconds after it was created.
 
+``--capacity K`` makes the server serve at most K requests at once (each for ``--latency`` seconds); the rest
+queue, as on a GPU server with K batch slots, so that several endpoints show load balancing, not extra capacity.
+
 Every request is appended to ``--log`` (JSONL: digest, attempt, fault, path,
 query string, Authorization header) so tests
 can count what the server saw.  Run: ``python -m vlmcheck.testing.fake_openai
@@ -54,7 +57,9 @@ _FAULT = re.compile(r"\[fault=([a-z0-9]+?)(?:x(\d+))?\]")
 
 class FakeOpenAI:
     def __init__(self, latency: float = 0.0, log_path: str | None = None, models: list[str] | None = None,
-                 require_key: str | None = None, batch_delay: float = 1.0) -> None:
+                 require_key: str | None = None, batch_delay: float = 1.0, capacity: int | None = None) -> None:
+        # at most `capacity` requests served at once (a GPU server's batch slots); more wait in a queue
+        self.capacity = asyncio.Semaphore(capacity) if capacity else None
         self.models = models  # served by GET /v1/models when given (else 404, as some servers do)
         self.require_key = require_key  # every request without "Bearer KEY" gets HTTP 401
         self.latency = latency
@@ -175,7 +180,10 @@ class FakeOpenAI:
                                        "authorization": headers.get("authorization"),
                                        "continue_final_message": req.get("continue_final_message"),
                                        "last_role": (req.get("messages") or [{}])[-1].get("role")}) + "\n")
-        if self.latency:
+        if self.capacity is not None:  # a server that serves at most `capacity` requests at once; the rest queue
+            async with self.capacity:
+                await asyncio.sleep(self.latency)
+        elif self.latency:
             await asyncio.sleep(self.latency)
         if active:
             if kind == "reset":
@@ -354,8 +362,8 @@ def _image_response(req: dict, digest: str) -> dict:
 
 
 async def serve(port: int, latency: float, log_path: str | None, ready=None, models: list[str] | None = None,
-                require_key: str | None = None, batch_delay: float = 1.0) -> None:
-    app = FakeOpenAI(latency, log_path, models, require_key, batch_delay)
+                require_key: str | None = None, batch_delay: float = 1.0, capacity: int | None = None) -> None:
+    app = FakeOpenAI(latency, log_path, models, require_key, batch_delay, capacity)
     server = await asyncio.start_server(app.handle, "127.0.0.1", port, backlog=1024)
     actual = server.sockets[0].getsockname()[1]
     if ready is not None:
@@ -374,6 +382,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--models", default=None, help="comma-separated ids that GET /v1/models lists")
     parser.add_argument("--require-key", default=None, help="answer 401 to requests without this key")
     parser.add_argument("--batch-delay", type=float, default=1.0, help="seconds until a batch ends")
+    parser.add_argument("--capacity", type=int, default=None,
+                        help="serve at most this many requests at once; the rest queue (a server's batch slots)")
     parser.add_argument("--usage", default=None, choices=["openai"],
                         help="count usage by OpenAI's rules instead of a fixed 10 + 2 tokens per request")
     args = parser.parse_args(argv)
@@ -382,7 +392,7 @@ def main(argv: list[str] | None = None) -> None:
     models = args.models.split(",") if args.models is not None else None
     try:
         asyncio.run(serve(args.port, args.latency, args.log, models=models, require_key=args.require_key,
-                          batch_delay=args.batch_delay))
+                          batch_delay=args.batch_delay, capacity=args.capacity))
     except KeyboardInterrupt:  # pragma: no cover
         sys.exit(0)
 
