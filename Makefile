@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install bench bench-peers clean browser
+.PHONY: demo screenshots test install bench bench-peers clean browser
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ $(STAMP): $(PY) pyproject.toml constraints.txt
 install: $(STAMP)
 
 demo: $(STAMP)
+	$(VENV)/bin/vlmcheck demo --out demo-run --no-screenshots
+
+# the demo's report, one screenshot per section (resumes the demo: no model call when it ran before)
+screenshots: $(STAMP) browser
 	$(VENV)/bin/vlmcheck demo --out demo-run
 
 # The report's browser tests drive a system Chromium through Playwright (no browser download).

@@ -255,3 +255,21 @@ def test_no_report_on_a_run_and_a_merge_and_the_report_on_demand(tmp_path, image
     assert (tmp_path / "m" / "results.json").is_file() and not (tmp_path / "m" / "report.html").exists()
     assert cli("report", tmp_path / "m", "-o", tmp_path / "m" / "report.html").returncode == 0
     assert (tmp_path / "m" / "report.html").is_file()
+
+
+def test_a_run_recorded_before_new_spec_fields_resumes_with_no_call(world, tmp_path):
+    # runs made by an earlier vlmcheck have no `blind`, `repeats` or `temperature` in their recorded spec; today's
+    # spec model fills them with their defaults, so the run is the same run and resumes from its cache
+    from vlmcheck.store.db import RunStore
+
+    def task():
+        return VHExpansionTask(VHXSpec(vlm="ref:describer", cases=str(world), perturb=[]))
+
+    run_task(task(), tmp_path / "run", RunOptions(progress=False, report=False, limit=4))
+    with RunStore(tmp_path / "run", existing=True) as store:
+        spec = store.get_meta("spec")
+        for key in ("blind",):
+            spec["task_spec"].pop(key)
+        store.set_meta("spec", spec)
+    again = run_task(task(), tmp_path / "run", RunOptions(progress=False, report=False, resume=True, limit=4))
+    assert again.results["session"]["model_calls"] == 0 and again.results["counts"]["done"] == 4

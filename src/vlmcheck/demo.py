@@ -147,7 +147,7 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
         attack = lv == LEVELS[1]  # the attack is the slow part: one model shows it
         task = VHExpansionTask(VHXSpec(vlm=spec, cases=str(world), attack="ifgsm" if attack else None,
                                        attack_target="ref:effnet" if attack else None,
-                                       attack_config=AttackConfig(steps_clean=10, steps_hallucinated=5),
+                                       attack_config=AttackConfig(steps_clean=5, steps_hallucinated=3),
                                        blind=True))  # the blind control: the vision gain drops with the error
         res = run(task, out / "vhexpansion" / f"level-{lv}")
         terminal.vhexpansion(spec, res["metrics"])

@@ -15,11 +15,14 @@ def register(app: typer.Typer) -> None:
 
 def demo(out: Path = typer.Option(Path("demo-run"), "--out", metavar="DIR",
                                   help="Folder for the demo's data and runs (a second demo resumes there)"),
-         n: int = typer.Option(24, "--n", min=1, metavar="N", help="World scenes for GenCeption")) -> None:
+         n: int = typer.Option(24, "--n", min=1, metavar="N", help="World scenes for GenCeption"),
+         screenshots: bool = typer.Option(True, "--screenshots/--no-screenshots",
+                                          help="Also a screenshot of each report section (headless Chromium)")
+         ) -> None:
     """Offline demo: real photos described by a reference model, then every method on the reference world
     with describers of known error, their leaderboards and one report."""
     from ..demo import run_demo
 
     C.setup_logging()
     with C.user_errors(FileNotFoundError):
-        run_demo(out, n=n)
+        run_demo(out, n=n, screenshots=screenshots)

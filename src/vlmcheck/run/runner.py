@@ -221,7 +221,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     store = RunStore(folder, existing=options.resume and not new_store)
     try:
         try:
-            _record_spec(store, folder, spec)
+            _record_spec(store, folder, spec, getattr(task, "spec_model", None))
         except BaseException:
             if new_store:  # never leave a store without a spec, which no resume could use
                 store.close()
@@ -277,10 +277,23 @@ def select_samples(task: Task, options: RunOptions) -> list[Sample]:
     return [s for s in samples if in_shard(s.id, options.shard)]  # seq stays the index in the whole run
 
 
-def _record_spec(store: RunStore, folder: Path, spec: dict[str, Any]) -> None:
+def _with_new_defaults(task_spec: Any, spec_model: Any) -> Any:
+    """A task spec recorded by an earlier vlmcheck, read through today's spec model: a field added since (with
+    its default, e.g. ``repeats=1``) is filled in, so that the run resumes instead of looking like another run."""
+    if spec_model is None or not isinstance(task_spec, dict):
+        return task_spec
+    try:
+        return spec_model.model_validate(task_spec).model_dump()
+    except ValueError:  # not a spec of this model: compared as recorded
+        return task_spec
+
+
+def _record_spec(store: RunStore, folder: Path, spec: dict[str, Any], spec_model: Any = None) -> None:
     """Check that a resumed store holds this run, then record the spec (and the key version of a new store)."""
     mark_run_folder(folder)
     previous = store.get_meta("spec")
+    if previous:
+        previous = {**previous, "task_spec": _with_new_defaults(previous.get("task_spec"), spec_model)}
     key_version = store.get_meta("key_version")
     if key_version is None:  # a store from before key version 2 keeps its keys (run/calls.py)
         key_version = 1 if previous else KEY_VERSION
