@@ -110,3 +110,23 @@ def test_endpoints_from_a_file_and_their_cache_survives_a_new_set(servers, image
             ModelSpec.parse(bad)
     with pytest.raises(SpecError, match="several endpoints"):
         load_model(f"openai-image:dall-e-3@{a.base_url},{b.base_url}", "generator")
+
+
+def test_concurrency_is_per_endpoint_also_after_one_fails_and_usage_is_one_row(tmp_path, images):
+    # two endpoints at concurrency=4, one of them dead from the start: the survivor never serves more than 4 at
+    # once (it used to get all 8), and results.json's usage is one row for the model, whatever its placement
+    (tmp_path / "a").mkdir()
+    live = FakeServer(0.2, tmp_path / "a")
+    dead = "http://127.0.0.1:9/v1"  # the discard port: connection refused
+    try:
+        res = _run(f"openai:fake@{live.base_url},{dead}?concurrency=4&cooldown=60", images, tmp_path / "run",
+                   preflight=False, max_concurrency=16)
+        assert res.results["counts"]["done"] == 24
+        seen = [r["in_flight"] for r in live.requests()]
+        assert len(seen) == 24 and max(seen) == 4
+        (model, entry), = res.results["usage"].items()
+        assert model == "openai:fake" and entry["ok"] == 24
+        moved = _run(f"openai:fake@{live.base_url}", images, tmp_path / "run", resume=True, limit=24)
+        assert list(moved.results["usage"]) == ["openai:fake"]
+    finally:
+        live.stop()

@@ -42,6 +42,7 @@ scheduler retries with backoff, honours Retry-After and counts attempts.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -120,6 +121,15 @@ class _Endpoint:
         self.cool_until = 0.0
         self.served = 0
         self.failures = 0
+        self._slots: dict[int, asyncio.Semaphore] = {}  # per event loop: `concurrency` requests at once
+
+    def slots(self, limit: int) -> asyncio.Semaphore:
+        """This endpoint's ``concurrency`` slots (in the running loop): a survivor of a failed endpoint never
+        gets more than its own share, whatever the total limit lets through."""
+        loop = id(asyncio.get_running_loop())
+        if loop not in self._slots:
+            self._slots[loop] = asyncio.Semaphore(limit)
+        return self._slots[loop]
 
 
 class OpenAIChat:
@@ -149,7 +159,7 @@ class OpenAIChat:
         self._cooldown = spec.get_float("cooldown", 10.0)
         self._clients = self._endpoints[0].clients
         self.concurrency_key = f"openai@{spec.base_url or 'api.openai.com'}"
-        per_endpoint = spec.get_int("concurrency", 0)
+        per_endpoint = self._per_endpoint = spec.get_int("concurrency", 0)
         self.max_concurrency = per_endpoint * len(self._endpoints) if per_endpoint else None
         self._logprobs = spec.get_bool("logprobs", True)
         default_param = "max_completion_tokens" if not spec.base_url else "max_tokens"
@@ -195,7 +205,11 @@ class OpenAIChat:
             ep = self._pick(tried)
             ep.in_flight += 1
             try:
-                data = await self._post_chat_to(ep, body)
+                if self._per_endpoint and len(self._endpoints) > 1:  # `concurrency` is per endpoint
+                    async with ep.slots(self._per_endpoint):
+                        data = await self._post_chat_to(ep, body)
+                else:
+                    data = await self._post_chat_to(ep, body)
             except Exception as exc:
                 err = _call_error(exc)
                 down = (err.status is None and err.kind in ("connection", "timeout")) or (err.status or 0) >= 500

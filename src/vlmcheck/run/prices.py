@@ -72,3 +72,43 @@ def image_rule(model_id: str) -> str:
     if spec.params.get("image_tokens") in ("openai", "anthropic", "gemini"):
         return spec.params["image_tokens"]
     return spec.provider if spec.provider in ("anthropic", "gemini") else "openai"
+
+
+def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
+    """Add ``cost_usd`` where the model spec gives prices (USD per 1M tokens:
+    ``?price_in=2.5&price_out=10``).  Token counts are what the API reported.  Calls made through a provider
+    batch API (``?batch=1``) cost the batch price, half the direct one (``batch_price_factor``)."""
+    from .batch import BATCH_PRICE_FACTOR
+
+    for model, entry in stats.items():
+        try:
+            spec = ModelSpec.parse(model)
+            price_in, price_out = spec.get_float("price_in", -1.0), spec.get_float("price_out", -1.0)
+            factor = BATCH_PRICE_FACTOR if spec.get_bool("batch", False) else 1.0
+        except SpecError:
+            continue
+        if price_in >= 0 and price_out >= 0:
+            entry["cost_usd"] = round(factor * (entry["input_tokens"] * price_in + entry["output_tokens"] * price_out)
+                                      / 1e6, 6)
+            if factor != 1.0:
+                entry["batch_price_factor"] = factor
+    return stats
+
+
+def by_identity(stats: dict[str, Any]) -> dict[str, Any]:
+    """Usage per model identity: one model served by other endpoints, or moved, is one row (its placements in
+    ``placements``), its counts and cost summed."""
+    from ..core.spec import identity_of
+
+    out: dict[str, Any] = {}
+    for model, entry in stats.items():
+        key = identity_of(model)
+        if key not in out:
+            out[key] = {**entry, "placements": [model]} if key != model else dict(entry)
+            continue
+        merged = out[key]
+        merged.setdefault("placements", [key]).append(model)
+        for k, v in entry.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "batch_price_factor":
+                merged[k] = round(merged.get(k, 0) + v, 6) if isinstance(v, float) else merged.get(k, 0) + v
+    return out

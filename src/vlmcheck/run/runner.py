@@ -37,7 +37,6 @@ from ..core.images import DEFAULT_MAX_FILE_BYTES
 from ..core import inputs
 from ..core.inputs import DEFAULT_PIXEL_BUDGET
 from ..core.secrets import redact_obj
-from ..core.spec import ModelSpec, SpecError
 from .loop_clients import close_loop_clients
 from ..store.db import DB_NAME, RunStore
 from .calls import KEY_VERSION, Session
@@ -45,6 +44,7 @@ from ..core.progress import Progress
 from .scheduler import RetryPolicy, Scheduler
 from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: where callers have found them)
 from .folder import MARKER, RunFolderExists, _empty_run_folder, mark_run_folder
+from .prices import by_identity, usage_with_cost
 from .task import Sample, Task, execute_sample
 
 
@@ -140,7 +140,7 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
         "counts": {"samples": len(samples), "done": len(done), "failed": len(failed),
                    "pending": len(samples) - len(records), "errors_by_type": errors_by_type},
         "metrics": task.summarize(done, failed),
-        "usage": usage_with_cost(store.call_stats()),
+        "usage": by_identity(usage_with_cost(store.call_stats())),
     }
     if session is not None:  # what this process did (a resumed run counts only its own calls)
         results["session"] = {"model_calls": session.counters.calls, "cache_hits": session.counters.hits,
@@ -148,27 +148,6 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
     results.update(extra or {})
     _write_json_atomic(store.folder / "results.json", results)
     return results
-
-
-def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
-    """Add ``cost_usd`` where the model spec gives prices (USD per 1M tokens:
-    ``?price_in=2.5&price_out=10``).  Token counts are what the API reported.  Calls made through a provider
-    batch API (``?batch=1``) cost the batch price, half the direct one (``batch_price_factor``)."""
-    from .batch import BATCH_PRICE_FACTOR
-
-    for model, entry in stats.items():
-        try:
-            spec = ModelSpec.parse(model)
-            price_in, price_out = spec.get_float("price_in", -1.0), spec.get_float("price_out", -1.0)
-            factor = BATCH_PRICE_FACTOR if spec.get_bool("batch", False) else 1.0
-        except SpecError:
-            continue
-        if price_in >= 0 and price_out >= 0:
-            entry["cost_usd"] = round(factor * (entry["input_tokens"] * price_in + entry["output_tokens"] * price_out)
-                                      / 1e6, 6)
-            if factor != 1.0:
-                entry["batch_price_factor"] = factor
-    return stats
 
 
 def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str, Any]:

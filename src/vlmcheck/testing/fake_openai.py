@@ -60,6 +60,7 @@ class FakeOpenAI:
                  require_key: str | None = None, batch_delay: float = 1.0, capacity: int | None = None) -> None:
         # at most `capacity` requests served at once (a GPU server's batch slots); more wait in a queue
         self.capacity = asyncio.Semaphore(capacity) if capacity else None
+        self.in_flight = 0
         self.models = models  # served by GET /v1/models when given (else 404, as some servers do)
         self.require_key = require_key  # every request without "Bearer KEY" gets HTTP 401
         self.latency = latency
@@ -174,17 +175,21 @@ class FakeOpenAI:
             active = bool(req.get("logprobs"))
         else:
             active = kind is not None and (kind in ("400", "401echo", "think", "reasoning") or attempt <= times)
+        self.in_flight += 1  # requests being served now, this one included (the log records it)
         if self.log:
             self.log.write(json.dumps({"digest": digest, "attempt": attempt, "fault": kind if active else None,
-                                       "path": path, "query": query, "t": time.time(),
+                                       "path": path, "query": query, "t": time.time(), "in_flight": self.in_flight,
                                        "authorization": headers.get("authorization"),
                                        "continue_final_message": req.get("continue_final_message"),
                                        "last_role": (req.get("messages") or [{}])[-1].get("role")}) + "\n")
-        if self.capacity is not None:  # a server that serves at most `capacity` requests at once; the rest queue
-            async with self.capacity:
+        try:
+            if self.capacity is not None:  # serves at most `capacity` requests at once; the rest queue
+                async with self.capacity:
+                    await asyncio.sleep(self.latency)
+            elif self.latency:
                 await asyncio.sleep(self.latency)
-        elif self.latency:
-            await asyncio.sleep(self.latency)
+        finally:
+            self.in_flight -= 1
         if active:
             if kind == "reset":
                 writer.transport.abort()
