@@ -201,16 +201,21 @@ def summarize_estimate(stand_ins: dict[str, Estimator], multi_step: bool) -> dic
             r["output_from"], r["upper_bound"] = "max_tokens", True
         cost = cost_of(e.model_id, e.input_tokens, e.output_tokens, e.images) if e.calls else 0.0
         r["cost_usd"] = None if cost is None or r["cost_usd"] is None else r["cost_usd"] + cost
-    totals = {"calls": sum(r["calls"] for r in roles.values()),
-              "input_tokens": sum(r["input_tokens"] for r in roles.values()),
-              "output_tokens": sum(r["output_tokens"] for r in roles.values()),
-              "cost_usd": (None if any(r["cost_usd"] is None and r["calls"] for r in roles.values())
-                           else round(sum(r["cost_usd"] or 0.0 for r in roles.values()), 6)),
-              "upper_bound": any(r["upper_bound"] for r in roles.values() if r["calls"])}
+    totals = _totals(roles)
     for r in roles.values():
         if r["cost_usd"] is not None:
             r["cost_usd"] = round(r["cost_usd"], 6)
     return {"roles": roles, "totals": totals}
+
+
+def _totals(roles: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Every role's calls, tokens and cost summed; the cost is unknown when a role that makes calls has none."""
+    return {"calls": sum(r["calls"] for r in roles.values()),
+            "input_tokens": sum(r["input_tokens"] for r in roles.values()),
+            "output_tokens": sum(r["output_tokens"] for r in roles.values()),
+            "cost_usd": (None if any(r["cost_usd"] is None and r["calls"] for r in roles.values())
+                         else round(sum(r["cost_usd"] or 0.0 for r in roles.values()), 6)),
+            "upper_bound": any(r["upper_bound"] for r in roles.values() if r["calls"])}
 
 
 def merge_estimates(estimates: list[dict[str, Any]]) -> dict[str, Any]:
@@ -231,10 +236,5 @@ def merge_estimates(estimates: list[dict[str, Any]]) -> dict[str, Any]:
                 m["output_from"] = "max_tokens"
         for k in samples:
             samples[k] += est.get("samples", {}).get(k, 0)
-    totals = {"calls": sum(r["calls"] for r in roles.values()),
-              "input_tokens": sum(r["input_tokens"] for r in roles.values()),
-              "output_tokens": sum(r["output_tokens"] for r in roles.values()),
-              "cost_usd": (None if any(r["cost_usd"] is None and r["calls"] for r in roles.values())
-                           else round(sum(r["cost_usd"] or 0.0 for r in roles.values()), 6)),
-              "upper_bound": any(r["upper_bound"] for r in roles.values() if r["calls"])}
+    totals = _totals(roles)
     return {"roles": roles, "totals": totals, "samples": samples, "runs": len(estimates)}
