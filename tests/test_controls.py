@@ -273,3 +273,14 @@ def test_a_run_recorded_before_new_spec_fields_resumes_with_no_call(world, tmp_p
         store.set_meta("spec", spec)
     again = run_task(task(), tmp_path / "run", RunOptions(progress=False, report=False, resume=True, limit=4))
     assert again.results["session"]["model_calls"] == 0 and again.results["counts"]["done"] == 4
+
+
+def test_a_folder_where_a_file_is_expected_is_one_sentence(world, tmp_path):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "chef", "run", "--recipe", "hallucination", "--vlm",
+                        "ref:describer", "--data", str(world), "--out", str(tmp_path / "run")],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr
+    assert "a folder, where a file was expected" in p.stdout + p.stderr

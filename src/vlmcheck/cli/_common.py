@@ -139,6 +139,8 @@ def user_errors(*kinds: type[BaseException]):
     """Print a user error (bad spec, bad data, missing capability...) and exit with status 2."""
     try:
         yield
+    except IsADirectoryError as exc:  # a folder given where a file was expected (a cases file, a scenario file)
+        fail(f"{exc.filename}: a folder, where a file was expected")
     except (SpecError, ValueError, *kinds) as exc:
         fail(one_line(exc))
 
