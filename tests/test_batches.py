@@ -126,3 +126,50 @@ def test_genception_warns_that_each_step_is_a_batch_round_trip(batch_server, tmp
         GenCeptionTask(GenCeptionSpec(vlm=f"openai:fake-vlm@{batch_server.base_url}?{BATCH}",
                                       generator="ref:renderer", encoder="ref:pixels", data=str(tmp_path / "w"), T=3))
     assert any("one batch round trip" in r.getMessage() for r in caplog.records)
+
+
+def test_a_wave_larger_than_the_providers_file_limit_goes_as_several_batches(tmp_path):
+    import asyncio
+
+    from vlmcheck.models.batch_api import AnthropicBatches, OpenAIBatches
+    from vlmcheck.run.batch import ITEM_OVERHEAD, BatchCollector, approx_json_bytes
+    from vlmcheck.store.db import RunStore
+
+    # the size estimate is close to the JSON a batch file holds (a chat body with a base64 image)
+    body = {"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "Describe the image."},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 100_000}}]}], "max_tokens": 32}
+    assert abs(approx_json_bytes(body) - len(json.dumps(body))) < 0.01 * len(json.dumps(body))
+    assert (OpenAIBatches.max_items, OpenAIBatches.max_bytes) == (50_000, 200_000_000)
+    assert (AnthropicBatches.max_items, AnthropicBatches.max_bytes) == (100_000, 256_000_000)
+
+    class Backend:
+        provider = "test"
+
+        def __init__(self):
+            self.batches = []
+
+        async def submit(self, items):
+            self.batches.append([k for k, _ in items])
+            return f"b{len(self.batches)}"
+
+        async def ended(self, batch_id):
+            return True
+
+        async def results(self, batch_id):
+            return {k: {"text": f"answer {k}"} for k in self.batches[int(batch_id[1:]) - 1]}
+
+    backend = Backend()
+    size = approx_json_bytes({"x": "a" * 1000}) + ITEM_OVERHEAD
+    limit = 2 * size + 10  # two items fit in one batch file, three do not
+
+    async def main():
+        with RunStore(tmp_path, existing=False) as store:
+            c = BatchCollector(store, backend, "m", window=0.05, poll=0.01, max_bytes=limit)
+            return await asyncio.gather(*(c.call(f"k{i}", "vlm", {"i": i}, {"x": "a" * 1000}) for i in range(7)))
+
+    answers = asyncio.run(main())
+    assert [a["text"] for a, _ in answers] == [f"answer k{i}" for i in range(7)]
+    # one wave of 7 requests: 4 batches of at most 2, every one within the limit, each request once
+    assert [len(b) for b in backend.batches] == [2, 2, 2, 1]
+    assert sorted(k for b in backend.batches for k in b) == sorted(f"k{i}" for i in range(7))

@@ -20,6 +20,7 @@ class OpenAIBatches:
     """``/v1/files`` (purpose ``batch``) plus ``/v1/batches`` over ``/v1/chat/completions``."""
 
     provider = "openai"
+    max_items, max_bytes = 50_000, 200_000_000  # the Batch API's limits on one batch (its input file)
 
     def __init__(self, clients: PerLoopClients, parse: Callable[[dict[str, Any]], Any]) -> None:
         self.clients, self.parse = clients, parse
@@ -86,6 +87,7 @@ class AnthropicBatches:
     """``/v1/messages/batches``: create, retrieve, results (JSONL at the batch's ``results_url``)."""
 
     provider = "anthropic"
+    max_items, max_bytes = 100_000, 256_000_000  # Message Batches' limits on one batch
 
     def __init__(self, clients: PerLoopClients, parse: Callable[[Any], Any]) -> None:
         self.clients, self.parse = clients, parse

@@ -64,13 +64,19 @@ class BatchCollector:
     run's event loop: it re-attaches to the model's open journaled batches at once."""
 
     def __init__(self, store: RunStore, backend: BatchBackend, model_id: str, *, journal_model: str | None = None,
-                 window: float = 2.0, poll: float = 30.0, max_items: int = 50_000, max_attempts: int = 6) -> None:
+                 window: float = 2.0, poll: float = 30.0, max_items: int | None = None, max_bytes: int | None = None,
+                 max_attempts: int = 6) -> None:
         # model_id names the model in the call cache; journal_model (its identity, no placement) in the
         # journal, so a resume with other placement settings still finds its open batches
         self.store, self.backend, self.model_id = store, backend, model_id
         self.journal_model = journal_model or model_id
-        self.window, self.poll, self.max_items, self.max_attempts = window, poll, max_items, max_attempts
+        # the provider's limits on one batch (OpenAI: 50,000 requests and a 200 MB input file; Anthropic: 100,000
+        # and 256 MB): a wave of cache misses larger than either goes as several batches, each within both
+        self.max_items = max_items or getattr(backend, "max_items", 50_000)
+        self.max_bytes = max_bytes or getattr(backend, "max_bytes", 200_000_000)
+        self.window, self.poll, self.max_attempts = window, poll, max_attempts
         self._buffer: list[_Item] = []
+        self._buffer_bytes = 0
         self._flush_task: asyncio.Task | None = None
         self._tasks: set[asyncio.Task] = set()
         self._waiting: dict[str, asyncio.Future] = {}  # key -> its open (journaled) batch's answer
@@ -101,7 +107,11 @@ class BatchCollector:
     # -- batching ---------------------------------------------------------------------------
 
     def _enqueue(self, item: _Item) -> None:
+        size = approx_json_bytes(item.body) + ITEM_OVERHEAD
+        if self._buffer and self._buffer_bytes + size > self.max_bytes:
+            self._flush_now()  # this item would take the batch file past the provider's limit: it starts the next
         self._buffer.append(item)
+        self._buffer_bytes += size
         if len(self._buffer) >= self.max_items:
             self._flush_now()
         elif self._flush_task is None:
@@ -117,7 +127,7 @@ class BatchCollector:
         self._flush_now()
 
     def _flush_now(self) -> None:
-        items, self._buffer = self._buffer, []
+        items, self._buffer, self._buffer_bytes = self._buffer, [], 0
         if items:
             self._spawn(self._submit(items))
 
@@ -163,6 +173,22 @@ class BatchCollector:
             if not fut.done():
                 fut.set_result(out)
         self.store.end_batch(batch_id)
+
+
+#: bytes a batch file's line adds around a request body (custom_id, method, url, the JSON around them)
+ITEM_OVERHEAD = 256
+
+
+def approx_json_bytes(obj: Any) -> int:
+    """The size of ``obj`` as JSON, from the lengths of its strings and a few bytes per item: close enough to
+    split batches by the providers' file limits, without serialising every base64 image a second time."""
+    if isinstance(obj, str):
+        return len(obj.encode("utf-8", "surrogatepass")) + 2
+    if isinstance(obj, dict):
+        return 2 + sum(approx_json_bytes(k) + approx_json_bytes(v) + 2 for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return 2 + sum(approx_json_bytes(v) + 1 for v in obj)
+    return len(str(obj)) + 1
 
 
 def _as_call_error(exc: Exception, what: str) -> ModelCallError:
