@@ -284,3 +284,32 @@ def test_a_folder_where_a_file_is_expected_is_one_sentence(world, tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr
     assert "a folder, where a file was expected" in p.stdout + p.stderr
+
+
+def test_cast_blind_validation_withholds_the_images_and_reports_the_gain(world, tmp_path):
+    from vlmcheck.methods.cast import CastSpec, CastTask, validation_prompt
+    from vlmcheck.world.make import make_world_pairs
+
+    pairs = make_world_pairs(tmp_path / "pairs", n=3, seed=0)
+    task = CastTask(CastSpec(vlm="ref:describer", pairs=str(pairs), blind=True))
+    pair = task.pairs[0]
+    imgs = (Image.new("RGB", (30, 20), "red"), Image.new("RGB", (30, 20), "blue"))
+    seen = task._messages(validation_prompt("yes_no", "image"), "image", pair, imgs, "Both are red.", None)
+    blind = task._messages(validation_prompt("yes_no", "image"), "image", pair, imgs, "Both are red.", None,
+                           blind=True)
+    assert len(seen[0].images) == 1 and blind[0].images == [] and blind[0].text == seen[0].text
+    saved = task.vlm.capabilities
+    task.vlm.capabilities = Capabilities(text_only=False)  # a model that requires an image: a grey one
+    try:
+        grey = task._messages(validation_prompt("yes_no", "image"), "image", pair, imgs, "Both are red.", None,
+                              blind=True)
+    finally:
+        task.vlm.capabilities = saved
+    assert grey[0].images[0].to_pil().getextrema() == ((128, 128),) * 3
+    assert grey[0].images[0].width == seen[0].images[0].width
+
+    res = run_task(CastTask(CastSpec(vlm="ref:describer", pairs=str(pairs), blind=True)), tmp_path / "run",
+                   RunOptions(progress=False, report=False)).results["metrics"]
+    b = res["blind"]
+    assert b["n"] > 0 and b["request"] == ["no image"] and b["sighted_consistency"] == 1.0
+    assert b["vision_gain"]["difference"] == pytest.approx(1.0 - b["consistency"]) and b["consistency"] < 0.8

@@ -54,6 +54,7 @@ def cast_run(
     image_size: int = typer.Option(512, "--image-size", metavar="PX"),
     repeats: int = C.REPEATS,
     temperature: float = C.TEMPERATURE,
+    blind: bool = C.BLIND,
     run: C.RunArgs = None,
 ) -> None:
     """Generate similarities in 3 modalities, validate each in 3 modalities x 3 formats, score consistency."""
@@ -63,7 +64,8 @@ def cast_run(
     with C.user_errors(FileNotFoundError):
         spec = C.spec_with_key(vlm, run.api_key)
         task = CastTask(CastSpec(vlm=spec.canonical(), pairs=str(pairs), two_images=two_images,
-                                 image_size=image_size, seed=run.seed, repeats=repeats, temperature=temperature),
+                                 image_size=image_size, seed=run.seed, repeats=repeats, temperature=temperature,
+                                 blind=blind),
                         vlm=load_model(spec, "vlm"))
     results = C.execute(task, out, run)
     if results is None:  # --dry-run: the estimate is printed by run_command

@@ -47,6 +47,9 @@ def blind_block(sighted: Sequence[float], blind: Sequence[float], units: Sequenc
                 metric: str = "accuracy") -> dict[str, Any]:
     """results.json's ``blind`` block for one metric: its blind value and interval, the share of items right
     blind, and the vision gain."""
+    if not len(blind):  # nothing to compare (no blind answer could be read)
+        return {metric: None, f"{metric}_ci95": None, "share_right_blind": None, "n": 0,
+                "vision_gain": {"difference": None, "ci95": None}}
     ci, how = proportion_interval(list(blind), list(units), unit)
     return {metric: float(np.mean(blind)) if len(blind) else None, f"{metric}_ci95": ci, "interval": how,
             "share_right_blind": float(np.mean(blind)) if len(blind) else None,

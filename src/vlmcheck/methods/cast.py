@@ -46,6 +46,7 @@ from ..metrics.decisions import headline_entry, widen_degenerate
 from ..core.spec import load_model
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
+from .blind import blind_block, withheld
 from .repeats import generation_config, per_repeat, pooled, repeated, spread
 
 TEMPLATE_VERSION = "cast-v2"  # v2: the authors' line breaks (one text: "\n\nScene 1:\n\n...\n\nStatement:...")
@@ -151,6 +152,9 @@ class CastSpec(BaseModel):
     # issue 34: every pair's generation and validation run `repeats` times at `temperature` (methods/repeats.py)
     repeats: int = Field(1, ge=1)
     temperature: float = Field(0.0, ge=0.0)
+    # issue 35: the Top-3 statements of the text and both generations validated again in the image modality with
+    # the images withheld (the blind control)
+    blind: bool = False
 
 
 class CastTask(SpecTask):
@@ -168,15 +172,15 @@ class CastTask(SpecTask):
         return [Sample(p["id"], p) for p in self.pairs]
 
     def _messages(self, instruction: str, modality: str, pair: dict[str, Any],
-                  imgs: tuple[Image.Image, Image.Image], statement: str | None, prefill: str | None) -> list[Message]:
+                  imgs: tuple[Image.Image, Image.Image], statement: str | None, prefill: str | None,
+                  blind: bool = False) -> list[Message]:
         """The authors' layout: image(s), instruction, scene descriptions (text modalities), statement last;
-        then the pre-filled assistant turn where the adapter continues one."""
+        then the pre-filled assistant turn where the adapter continues one.  ``blind``: the images withheld
+        (none, or grey ones of the same size for a model that requires an image: methods/blind.py)."""
         parts: list = []
         if modality in ("image", "both"):
-            if self.cfg.two_images:
-                parts += [imgs[0], imgs[1]]
-            else:
-                parts.append(side_by_side(imgs[0], imgs[1], self.cfg.image_size))
+            shown = [imgs[0], imgs[1]] if self.cfg.two_images else [side_by_side(imgs[0], imgs[1], self.cfg.image_size)]
+            parts += [p for im in shown for p in withheld(im, self.vlm)[0]] if blind else shown
         text = instruction  # one text, with the authors' line breaks (consistency/generator.py, validator.py)
         if modality in ("text", "both"):
             text += f"\n\nScene 1:\n\n{pair['a']['description']}\n\nScene 2:\n\n{pair['b']['description']}"
@@ -233,7 +237,15 @@ class CastTask(SpecTask):
                         ans = await vlm.generate(msgs, val_cfg, template=TEMPLATE_VERSION)
                         verdicts[f"{v}|{fmt}"] = {"raw": ans.text, "verdict": parse_verdict(ans.text, fmt),
                                                   "prefill": VAL_PREFILL if prefill else None}
-                entry["statements"].append({"text": st, "verdicts": verdicts})
+                item: dict[str, Any] = {"text": st, "verdicts": verdicts}
+                if c.blind and g != "image" and len(entry["statements"]) < 3:  # the headline's Top-3
+                    item["blind"] = {}
+                    for fmt in FORMATS:
+                        msgs = self._messages(validation_prompt(fmt, "image", two), "image", pair, imgs, st,
+                                              VAL_PREFILL if prefill else None, blind=True)
+                        ans = await vlm.generate(msgs, val_cfg, template=TEMPLATE_VERSION)
+                        item["blind"][fmt] = {"raw": ans.text, "verdict": parse_verdict(ans.text, fmt)}
+                entry["statements"].append(item)
             record["generation"][g] = entry
         return record
 
@@ -246,6 +258,8 @@ class CastTask(SpecTask):
             every = pooled(results, self.cfg.repeats)
             out["headline"] = cast_headline(every, seed=self.cfg.seed, clusters=[f"{r['a']}|{r['b']}" for r in every])
             out["headline"]["interval"]["repeats"] = self.cfg.repeats
+        if self.cfg.blind and results:
+            out["blind"] = cast_blind(results, withheld(Image.new("RGB", (1, 1)), self.vlm)[1])
         return out
 
 
@@ -311,6 +325,26 @@ def cast_scores(results: list[dict[str, Any]], k_values=(1, 3, 5), seed: int = 0
     for p in range(1, k_max + 1):
         out["position"][f"pos{p}"] = matrices([p - 1])
     out["headline"] = cast_headline(results, seed=seed)
+    return out
+
+
+def cast_blind(results: list[dict[str, Any]], request: str) -> dict[str, Any]:
+    """The blind control's block: how often the model confirms its own Top-3 statements (text and both
+    generations) in the image modality without seeing the images, against with them, paired by statement and
+    format and clustered by scene pair; ``vision_gain`` is sighted minus blind."""
+    sighted, blind, units = [], [], []
+    for r in results:
+        for g, entry in r["generation"].items():
+            for st in entry["statements"]:
+                for fmt, b in (st.get("blind") or {}).items():
+                    seen = st["verdicts"].get(f"image|{fmt}", {}).get("verdict")
+                    if seen is not None and b["verdict"] is not None:
+                        sighted.append(float(seen == 1))
+                        blind.append(float(b["verdict"] == 1))
+                        units.append(f"{r['a']}|{r['b']}")
+    out = blind_block(sighted, blind, units, "scene pair", metric="consistency")
+    out.update(request=[request.split(" ")[0] + " image" if request != "no image" else request],
+               n=len(sighted), sighted_consistency=float(np.mean(sighted)) if sighted else None)
     return out
 
 

@@ -82,5 +82,6 @@ def vision_gain_of(results: dict[str, Any]) -> dict[str, Any] | None:
     if (b.get("vision_gain_symmetric") or {}).get("difference") is not None:
         return {**b["vision_gain_symmetric"], "metric": "symmetric accuracy", "blind": b.get("symmetric_accuracy")}
     if (b.get("vision_gain") or {}).get("difference") is not None:
-        return {**b["vision_gain"], "metric": "accuracy", "blind": b.get("accuracy")}
+        metric = "consistency" if "consistency" in b else "accuracy"  # CAST: confirmations in the image modality
+        return {**b["vision_gain"], "metric": metric, "blind": b.get(metric)}
     return None

@@ -122,12 +122,13 @@ def vhexpansion(model: str, m: dict[str, Any]) -> None:
 
 def blind_line(b: dict[str, Any] | None) -> None:
     """The blind control in one sentence: accuracy without the image and the vision gain with its interval."""
-    if not b or b.get("accuracy") is None:
+    metric = "accuracy" if b and "accuracy" in b else "consistency"
+    if not b or b.get(metric) is None:
         return
     g = b.get("vision_gain") or {}
     gain = (f"{g['difference']:+.3f} [{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]" if g.get("difference") is not None
             and g.get("ci95") else "-")
-    console.print(f"blind control ({', '.join(b.get('request') or [])}): accuracy {b['accuracy']:.3f} without the "
+    console.print(f"blind control ({', '.join(b.get('request') or [])}): {metric} {b[metric]:.3f} without the "
                   f"image; vision gain {gain}", highlight=False)
 
 
@@ -140,6 +141,7 @@ def cast(model: str, m: dict[str, Any]) -> None:
     console.print(table(["generated in \\ validated in", "text", "image", "both"], rows,
                         keys=["generated in \\ validated in"],
                         title=f"{model}: CAST Top-3 self-consistency, mean of the three prompt formats"))
+    blind_line(m.get("blind"))
 
 
 _CHEF_KEYS = ("accuracy", "ece", "overall", "riam", "mr_weighted", "acc_vm", "rrm", "pope", "language",

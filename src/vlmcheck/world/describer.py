@@ -238,6 +238,10 @@ class RefDescriber:
             return "I cannot find the statement to check."
         statement = m.group(1).strip()
         text_scenes, image_scenes = self._two_scenes(prompt, images)
+        if not images and not text_scenes:  # asked blind: its prior only, a coin at its base rate of yes
+            pos, neg = _CAST_WORDS[fmt]
+            p_yes = 0.5 + self.knobs.yes_bias / 2
+            return pos if _uniforms(self.knobs.seed, "cast-blind", statement.lower(), fmt).random() < p_yes else neg
         if len(text_scenes) == 2 and len(image_scenes) == 2 and all(text_scenes):
             scenes = [_union(t, i) for t, i in zip(text_scenes, image_scenes)]
         else:
