@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..core.files import read_jsonl, read_results
-from ..metrics.decisions import holm, mcnemar_exact, paired_permutation_p
+from ..metrics.decisions import cluster_bootstrap_mean, holm, mcnemar_exact, paired_permutation_p
 
 #: metric name -> whether its unit value is one binary answer (McNemar) or a number (permutation)
 _BINARY = {"accuracy", "symmetric accuracy"}
@@ -87,19 +87,6 @@ def _pair(a: dict[str, tuple], b: dict[str, tuple]) -> tuple[list[str], dict[str
     return keep, left
 
 
-def _bootstrap_diff(d: np.ndarray, clusters: list[str], n_boot: int = 4000, seed: int = 0) -> list[float]:
-    groups: dict[str, list[float]] = {}
-    for x, c in zip(d, clusters):
-        groups.setdefault(c, []).append(float(x))
-    sums = np.array([sum(v) for v in groups.values()])
-    sizes = np.array([len(v) for v in groups.values()])
-    if len(sums) < 2:
-        return [float(d.mean()), float(d.mean())]
-    idx = np.random.default_rng(seed).integers(0, len(sums), size=(n_boot, len(sums)))
-    means = sums[idx].sum(1) / sizes[idx].sum(1)
-    return [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))]
-
-
 def compare_two(a: dict[str, tuple], b: dict[str, tuple], metric: str) -> dict[str, Any]:
     keep, left = _pair(a, b)
     out: dict[str, Any] = {"metric": metric, "n_paired": len(keep), "n_left_out": sum(left.values()),
@@ -110,7 +97,7 @@ def compare_two(a: dict[str, tuple], b: dict[str, tuple], metric: str) -> dict[s
     y = np.array([b[s][0] for s in keep])
     d = x - y
     out["difference"] = float(d.mean())
-    out["ci95"] = _bootstrap_diff(d, [a[s][1] for s in keep])
+    out["ci95"] = list(cluster_bootstrap_mean(d, [a[s][1] for s in keep], n_boot=4000))
     if metric in _BINARY:
         b_only = int(((x == 1) & (y == 0)).sum())
         c_only = int(((x == 0) & (y == 1)).sum())
