@@ -59,14 +59,18 @@ def estimate(est: dict[str, Any]) -> None:
         return "price unknown" if x is None else f"${x:.4f}"
 
     rows = [[role, str(r["calls"]), f"{r['input_tokens']:,}", f"{r['output_tokens']:,}"
-             + (" (max_tokens)" if r["output_from"] == "max_tokens" else ""), usd(r["cost_usd"]),
+             + ("*" if r["output_from"] == "max_tokens" else ""), usd(r["cost_usd"]),
              ", ".join(r["models"])] for role, r in est["roles"].items()]
     t = est["totals"]
     rows.append(["total", str(t["calls"]), f"{t['input_tokens']:,}", f"{t['output_tokens']:,}", usd(t["cost_usd"]), ""])
     s = est.get("samples", {})
-    console.print(table(["role", "calls", "input tokens", "output tokens", "cost", "models"], rows, keys=["role"],
+    console.print(table(["role", "calls", "input tokens", "output tokens", "cost", "models"], rows,
+                        keys=["role", "models"],  # model specs whole, also at 80 columns
                         title=f"dry run: {s.get('to_run', 0)} of {s.get('total', 0)} samples still to run "
                               f"({s.get('finished', 0)} finished); no model was called"))
+    if any(r["output_from"] == "max_tokens" for r in est["roles"].values()):
+        console.print("* output tokens counted at each request's max_tokens (no call of that model made yet)",
+                      highlight=False)
     if t["upper_bound"]:
         console.print("These are upper bounds: the number of calls depends on the answers (a chain that stops, "
                       "fewer statements) or output tokens are counted at max_tokens.", highlight=False)
