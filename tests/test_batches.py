@@ -117,6 +117,54 @@ def test_a_killed_run_reattaches_to_its_batch_and_resubmits_nothing(tmp_path):
         server.stop()
 
 
+def test_a_resume_without_batch_1_waits_for_the_open_batch_instead_of_paying_twice(tmp_path):
+    server = FakeServer(0.0, tmp_path, "--batch-delay", "3")
+    try:
+        data = _manifest(tmp_path / "data", ["Describe."] * 4)
+        cmd = [sys.executable, "-m", "vlmcheck.cli", "describe", "--data", str(data), "--out", str(tmp_path / "run")]
+        proc = subprocess.Popen([*cmd, "--vlm", f"openai:fake-vlm@{server.base_url}?{BATCH}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        deadline = time.time() + 60
+        while not _creates(server) and time.time() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)  # the journal is written right after the batch is created
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        # resumed with direct calls: the 4 journaled requests wait for their batch; nothing is sent twice
+        res = subprocess.run([*cmd, "--vlm", f"openai:fake-vlm@{server.base_url}?batch_poll=0.1", "--resume"],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr[-1500:]
+        assert len(_creates(server)) == 1
+        assert [r for r in server.requests() if r.get("path", "").endswith("/chat/completions")] == []
+        assert len(_answers(tmp_path / "run")) == 4
+        import sqlite3
+
+        with sqlite3.connect(tmp_path / "run" / "store.sqlite") as db:
+            assert db.execute("SELECT status FROM batches").fetchall() == [("ended",)]
+    finally:
+        server.stop()
+
+
+def test_one_wave_is_one_batch_whatever_the_pixel_budget(batch_server, tmp_path):
+    """30 photos of ~190 kB (each holds its file and data URL, ~450 kB) under a 1 MB budget: before, a sample
+    waiting for its batch kept its share, two samples fit, and the wave went as batch after batch."""
+    import numpy as np
+
+    (tmp_path / "data" / "img").mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(30):
+        noise = rng.integers(0, 256, (256, 256, 3), dtype=np.uint8)
+        Image.fromarray(noise).save(tmp_path / "data" / "img" / f"{i}.png")
+        rows.append(json.dumps({"id": f"s{i}", "image": f"img/{i}.png"}) + "\n")
+    (tmp_path / "data" / "manifest.jsonl").write_text("".join(rows))
+    res = run_task(DescribeTask(DescribeSpec(vlm=f"openai:fake-vlm@{batch_server.base_url}?{BATCH}",
+                                             data=str(tmp_path / "data" / "manifest.jsonl"))),
+                   tmp_path / "run", RunOptions(progress=False, retry=FAST, pixel_budget=1_000_000))
+    assert res.results["counts"]["done"] == 30
+    assert [c["n"] for c in _creates(batch_server)] == [30]
+
+
 def test_genception_warns_that_each_step_is_a_batch_round_trip(batch_server, tmp_path, caplog):
     from vlmcheck.methods.genception import GenCeptionSpec, GenCeptionTask
     from vlmcheck.world.make import make_world

@@ -60,7 +60,7 @@ def test_moving_the_server_and_changing_concurrency_keeps_the_cache(tmp_path, im
         store = runner.RunStore(tmp_path / "run", existing=True)
         sessions, key_version = store.get_meta("sessions"), store.get_meta("key_version")
         store.close()
-        assert key_version == 2
+        assert key_version == 3
         assert [s["models"] for s in sessions] == [[f"openai:fake@{a.base_url}?concurrency=2"],
                                                   [f"openai:fake@{b.base_url}?concurrency=5&timeout=30"]]
         # a parameter that changes answers is another model: the resume is refused

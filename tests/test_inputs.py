@@ -276,27 +276,46 @@ def test_the_runner_holds_the_budget(tmp_path):
             return await super().generate(messages, config)
 
     vlm = Slow()
+    # describe sends each file as it is: what a sample holds is its file's bytes and data URL, not pixels, so a
+    # budget smaller than one file runs one sample at a time
     res = run_task(DescribeTask(DescribeSpec(vlm=vlm.model_id, data=str(ds)), vlm=vlm), tmp_path / "run",
-                   RunOptions(progress=False, report=False, max_concurrency=6, pixel_budget=200 * 200 * 3))
+                   RunOptions(progress=False, report=False, max_concurrency=6, pixel_budget=100))
     assert res.results["counts"]["done"] == 6 and peak == 1
+    # ... and a budget of one decoded image no longer limits it: nothing is decoded
+    peak = 0
+    res = run_task(DescribeTask(DescribeSpec(vlm=vlm.model_id, data=str(ds)), vlm=vlm), tmp_path / "run1",
+                   RunOptions(progress=False, report=False, max_concurrency=6, pixel_budget=200 * 200 * 3))
+    assert res.results["counts"]["done"] == 6 and peak == 6
     res = run_task(DescribeTask(DescribeSpec(vlm=vlm.model_id, data=str(ds)), vlm=vlm), tmp_path / "run2",
                    RunOptions(progress=False, report=False, max_concurrency=6))
     assert res.results["counts"]["done"] == 6 and peak == 6  # the default budget does not limit small images
 
 
-def test_read_image_part_is_the_file_hashed_by_its_pixels_made_off_the_loop(tmp_path):
+def test_read_image_part_is_the_file_keyed_by_its_bytes_made_off_the_loop(tmp_path):
     import base64
     import hashlib
 
-    from vlmcheck.core.inputs import read_image_part
+    from vlmcheck.core.inputs import InputPolicy, read_image_part
 
     pixels = np.arange(5 * 7 * 3, dtype=np.uint8).reshape(5, 7, 3)
     Image.fromarray(pixels).save(tmp_path / "a.png")
     part = asyncio.run(read_image_part(tmp_path / "a.png", root=tmp_path))
     raw = (tmp_path / "a.png").read_bytes()
-    # the key is the hash of the decoded pixels (width x height, then RGB rows); the bytes sent are the file's
-    assert part.sha256 == hashlib.sha256(b"7x5:" + pixels.tobytes()).hexdigest()
+    # the key is the hash of the file's bytes, which are what is sent
+    assert (part.key, part.sha256) == ("file", hashlib.sha256(raw).hexdigest())
     assert (part.data, part.format, part.width, part.height) == (raw, "PNG", 7, 5)
+    # the pixel hash (width x height, then RGB rows) is still there for stores made before key version 3
+    assert part.pixel_sha256() == hashlib.sha256(b"7x5:" + pixels.tobytes()).hexdigest()
+
+    async def old_store():  # a run whose store has pixel keys reads the file decoded, keyed by its pixels
+        token = set_policy(InputPolicy(file_keys=False))
+        try:
+            return await read_image_part(tmp_path / "a.png", root=tmp_path)
+        finally:
+            reset_policy(token)
+
+    old = asyncio.run(old_store())
+    assert (old.key, old.sha256, old.data) == ("pixels", hashlib.sha256(b"7x5:" + pixels.tobytes()).hexdigest(), raw)
     assert part.data_url() == "data:image/png;base64," + base64.b64encode(raw).decode()
     # a grey file is not what the model gets (RGB): its pixels travel re-encoded, hashed as RGB
     grey = np.arange(6 * 4, dtype=np.uint8).reshape(4, 6) * 10

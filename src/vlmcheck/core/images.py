@@ -173,6 +173,84 @@ def source_file(img: Image.Image) -> SourceFile | None:
     return getattr(img, "_vlmcheck_source", None)
 
 
+def _check_pixels(label: str, width: int, height: int, max_pixels: int) -> None:
+    if width * height > max_pixels:
+        raise BadImageError(f"{label}: {width}x{height} = {width * height} pixels exceeds the limit of "
+                            f"{max_pixels} (possible decompression bomb)")
+
+
+@dataclass(frozen=True)
+class Header:
+    """What an image file's header says, read without decoding a pixel (:func:`probe`)."""
+
+    format: str
+    width: int
+    height: int
+    #: the file can go to an API model as it is, known by the hash of its bytes: a PNG, JPEG or WebP of 8-bit
+    #: RGB, one frame, upright (no EXIF rotation to apply), whose structure is whole (see :func:`_intact`)
+    sendable: bool
+
+
+def probe(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Header:
+    """Format, size and whether the file can be sent as it is, from its header and structure only.
+
+    Costs about 0.7 ms for a 1-MB PNG (the chunks' CRCs) against 25 ms to decode it.  Raises
+    :class:`BadImageError` for what no decoder would take (empty, not an image, too many pixels); a file that
+    is not ``sendable`` is decoded as before, and the decoder has the last word on whether it is damaged.
+    """
+    if not data:
+        raise BadImageError(f"{label}: empty file (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(data))
+            width, height = img.size
+            _check_pixels(label, width, height, max_pixels)
+            fmt = img.format or ""
+            sendable = (fmt in SENDABLE_FORMATS and img.mode == "RGB" and not getattr(img, "is_animated", False)
+                        and _upright(img, data) and _intact(img, data))
+    except BadImageError:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise BadImageError(f"{label}: rejected as a possible decompression bomb ({exc})") from None
+    except UnidentifiedImageError:
+        raise BadImageError(f"{label}: not a recognised image format") from None
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise BadImageError(f"{label}: cannot decode image ({exc})") from None
+    return Header(fmt, width, height, sendable)
+
+
+def _upright(img: Image.Image, data: bytes) -> bool:
+    """No EXIF orientation other than 1.  A PNG's eXIf chunk may follow its pixels, where reading it would mean
+    decoding them, so a PNG with one counts as not upright (and is decoded: rare)."""
+    if img.format == "PNG":
+        return b"eXIf" not in data
+    return img.getexif().get(0x0112, 1) == 1
+
+
+def _intact(img: Image.Image, data: bytes) -> bool:
+    """The file's structure is whole, checked without decoding: a PNG's chunk CRCs up to IEND (Pillow's
+    ``verify``: catches truncation and flipped bytes), a JPEG ending in its EOI marker, a WebP as long as its
+    RIFF header says.  A file that fails is decoded instead, and fails its own sample there if the decoder
+    cannot read it either: never at the server."""
+    if img.format == "PNG":
+        try:
+            img.verify()
+        except (OSError, SyntaxError, ValueError, EOFError):
+            return False
+        return True
+    if img.format == "JPEG":
+        return data.rstrip(b"\x00\r\n ")[-2:] == b"\xff\xd9"
+    if img.format == "WEBP":
+        return len(data) >= 12 and int.from_bytes(data[4:8], "little") + 8 <= len(data)
+    return False
+
+
+def file_sha256(data: bytes) -> str:
+    """The key of an image sent as its file: the sha256 of its bytes (0.6 ms per MB)."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def decode_image(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
     """Decode image bytes to 8-bit RGB (see :func:`load_image` for what is rejected)."""
     if not data:
@@ -182,11 +260,7 @@ def decode_image(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAU
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             img = Image.open(io.BytesIO(data))
             width, height = img.size
-            if width * height > max_pixels:
-                raise BadImageError(
-                    f"{label}: {width}x{height} = {width * height} pixels exceeds the limit of "
-                    f"{max_pixels} (possible decompression bomb)"
-                )
+            _check_pixels(label, width, height, max_pixels)
             if getattr(img, "is_animated", False):
                 img.seek(0)
             img.load()

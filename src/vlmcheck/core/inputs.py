@@ -23,6 +23,7 @@ are charged without waiting, so two samples can never wait on each other.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -33,8 +34,8 @@ from typing import Any, Callable
 
 from PIL import Image
 
-from .images import (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, BadImageError, decode_image, image_size,
-                     read_file_bytes, source_file)
+from .images import (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, BadImageError, Header, decode_image, image_size,
+                     probe, read_file_bytes, source_file)
 from .messages import ImagePart
 
 DEFAULT_PIXEL_BUDGET = 2_000_000_000  # bytes of decoded RGB pixels in flight
@@ -78,6 +79,9 @@ class InputPolicy:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     max_pixels: int = DEFAULT_MAX_PIXELS
     budget: PixelBudget | None = None
+    #: send a dataset file as it is, keyed by its bytes, without decoding it (:func:`read_image_part`); False
+    #: in runs whose store was made before key version 3, whose keys hash the pixels
+    file_keys: bool = True
 
 
 @dataclass
@@ -117,18 +121,43 @@ async def sample_lease():
             await budget.release(lease.held)
 
 
+async def release_for_batch() -> None:
+    """Give back what the current sample holds from the budget while its requests wait in a provider batch.
+
+    A batch only forms from the samples that reach it within its window; a sample waiting for one (minutes to
+    hours) would otherwise keep later samples from being read, and one wave of misses would go as several
+    batches, one after another.  The request bodies are in the batch's file by then; the budget bounds what
+    samples read, not what a provider holds for them."""
+    lease = _lease.get()
+    budget = _policy.get().budget
+    if lease is not None and budget is not None and lease.held:
+        held, lease.held = lease.held, 0
+        await budget.release(held)
+
+
 def confine(path: str | os.PathLike, root: str | os.PathLike | None, allow_outside: bool = False) -> Path:
     """``path`` if it resolves inside ``root`` (or no root is given, or outside paths are allowed)."""
     p = Path(path)
     if root is None or allow_outside:
         return p
-    real_root = Path(os.path.realpath(root))
-    real = Path(os.path.realpath(p))  # follows symlinks; never opens the file
-    if real != real_root and real_root not in real.parents:
+    try:
+        st = os.stat(root)
+        real_root = _real_root(os.fspath(root), st.st_dev, st.st_ino)
+    except OSError:
+        real_root = os.path.realpath(root)
+    real = os.path.realpath(p)  # follows symlinks; never opens the file
+    if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
         raise BadImageError(
             f"{path}: resolves outside the dataset folder {real_root} (to {real}); "
             f"pass --allow-outside to read images outside it")
     return p
+
+
+@functools.lru_cache(maxsize=64)
+def _real_root(root: str, dev: int, ino: int) -> str:
+    # one dataset folder for thousands of images: resolved once (a realpath lstats every component), keyed by
+    # the folder it is now, so a link re-pointed between two runs of one process is resolved again
+    return os.path.realpath(root)
 
 
 def dataset_path(base: str | os.PathLike, image: str) -> str:
@@ -145,9 +174,36 @@ async def read_image(path: str | os.PathLike, *, root: str | os.PathLike | None 
 async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | None = None) -> ImagePart:
     """A dataset image as the :class:`ImagePart` a message carries, for tasks that send it as it is.
 
-    As :func:`read_image`, but the part (pixel hash, transport bytes, data URL) is made in the worker thread
-    too: the event loop's thread, which sets the pace of a fast API run, is left only the request itself."""
-    return await _read(path, root, _part)
+    A file that can be sent as it is (:func:`~vlmcheck.core.images.probe`: PNG, JPEG or WebP of RGB, upright,
+    whole) is never decoded: it is validated from its header and structure and keyed by the hash of its
+    bytes, and its bytes (with its data URL) are charged to the budget instead of pixels.  Any other file is
+    decoded as :func:`read_image` does and keyed by its pixels.  Either way the part is made in a worker
+    thread: the event loop's thread, which sets the pace of a fast API run, is left only the request."""
+    policy = _policy.get()
+    if not policy.file_keys:
+        return await _read(path, root, _part)
+    label = str(path)
+
+    def read() -> tuple[bytes, Header, ImagePart | None]:
+        confine(path, root, policy.allow_outside)
+        data = read_file_bytes(path, max_bytes=policy.max_file_bytes)
+        header = probe(data, label, max_pixels=policy.max_pixels)
+        if not header.sendable:
+            return data, header, None
+        part = ImagePart.from_file(data, header)
+        part.data_url()  # made once here and kept, see ImagePart.data_url
+        return data, header, part
+
+    loop = asyncio.get_running_loop()
+    data, header, part = await loop.run_in_executor(_reader_pool(), read)
+    if part is None:
+        return await _read(path, root, _part, (data, (header.width, header.height)))
+    lease = _lease.get()
+    if policy.budget is not None and lease is not None:
+        charge = len(data) + len(part.data_url())
+        await policy.budget.acquire(charge, wait=lease.held == 0)
+        lease.held += charge
+    return part
 
 
 def _part(img: Image.Image) -> ImagePart:
@@ -159,7 +215,8 @@ def _part(img: Image.Image) -> ImagePart:
     return part
 
 
-async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: Callable[[Image.Image], Any] | None):
+async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: Callable[[Image.Image], Any] | None,
+                read_already: tuple[bytes, tuple[int, int]] | None = None):
     policy = _policy.get()
     label = str(path)
     lease = _lease.get()
@@ -178,7 +235,7 @@ async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: C
 
     loop = asyncio.get_running_loop()
     pool = _reader_pool()
-    data, (width, height) = await loop.run_in_executor(pool, read)
+    data, (width, height) = read_already or await loop.run_in_executor(pool, read)
     if budgeted:
         if width * height > policy.max_pixels:
             return decode()  # decode_image says why; nothing is decoded, so nothing is charged
@@ -228,4 +285,5 @@ if hasattr(os, "register_at_fork"):
 
 
 __all__ = ["BadImageError", "DEFAULT_PIXEL_BUDGET", "InputPolicy", "PixelBudget", "confine", "current_policy",
-           "dataset_path", "read_image", "read_image_part", "sample_lease", "set_policy", "reset_policy"]
+           "dataset_path", "read_image", "read_image_part", "release_for_batch", "sample_lease", "set_policy",
+           "reset_policy"]

@@ -2,8 +2,15 @@
 
 A :class:`Message` holds interleaved :class:`TextPart` and :class:`ImagePart`
 items.  Images are stored encoded (PNG unless stated) together with their
-format and the hash of their decoded pixels; the hash, not the bytes, goes
-into cache keys (:func:`canonical_messages`).
+format and a hash; the hash, not the bytes, goes into cache keys
+(:func:`canonical_messages`).  The hash is of one of two kinds (``key``):
+
+* ``file``: a dataset file sent as it is, known by the sha256 of its bytes,
+  which is what an API model receives; it is never decoded on the way
+  (:func:`vlmcheck.core.inputs.read_image_part`);
+* ``pixels``: any other image (generated, perturbed, re-encoded), known by
+  the sha256 of its decoded RGB pixels, so the same picture in another
+  encoding shares its cache entries.
 """
 
 from __future__ import annotations
@@ -15,7 +22,8 @@ from typing import Annotated, Any, Literal, Union
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from .images import DEFAULT_FORMAT, SourceFile, image_hash, mime_type, source_file, to_rgb, transport_bytes
+from .images import (DEFAULT_FORMAT, Header, SourceFile, decode_image, file_sha256, image_hash, mime_type, source_file,
+                     to_rgb, transport_bytes)
 
 
 class TextPart(BaseModel):
@@ -31,10 +39,12 @@ class ImagePart(BaseModel):
     type: Literal["image"] = "image"
     data: bytes = Field(repr=False)
     format: str = DEFAULT_FORMAT
-    sha256: str
+    sha256: str  # of the pixels, or of ``data`` where ``key`` is "file"
     width: int
     height: int
+    key: Literal["pixels", "file"] = "pixels"
     _data_url: str | None = PrivateAttr(default=None)
+    _pixel_sha256: str | None = PrivateAttr(default=None)
 
     @classmethod
     def from_pil(cls, img: Image.Image, fmt: str = DEFAULT_FORMAT) -> "ImagePart":
@@ -57,6 +67,22 @@ class ImagePart(BaseModel):
         """The file ``source`` as it is, known by the pixel hash taken when it was decoded."""
         return cls(data=source.data, format=source.format, sha256=source.sha256, width=width, height=height)
 
+    @classmethod
+    def from_file(cls, data: bytes, header: Header) -> "ImagePart":
+        """A file sent as it is (``header.sendable``, see :func:`~vlmcheck.core.images.probe`), keyed by its bytes."""
+        return cls(data=data, format=header.format, sha256=file_sha256(data), width=header.width,
+                   height=header.height, key="file")
+
+    def pixel_sha256(self) -> str:
+        """The hash of the decoded pixels, decoding a file part once (stores made before file keys need it)."""
+        if self.key == "pixels":
+            return self.sha256
+        if self._pixel_sha256 is None:
+            img = decode_image(self.data)
+            source = source_file(img)
+            self._pixel_sha256 = source.sha256 if source is not None else image_hash(img)
+        return self._pixel_sha256
+
     def to_pil(self) -> Image.Image:
         img = Image.open(io.BytesIO(self.data))
         img.load()
@@ -78,8 +104,8 @@ class ImagePart(BaseModel):
     def __eq__(self, other: object) -> bool:  # the cached URL (a private attribute) is no part of equality
         if not isinstance(other, ImagePart):
             return NotImplemented
-        return (self.sha256, self.format, self.width, self.height, self.data) == (
-            other.sha256, other.format, other.width, other.height, other.data)
+        return (self.sha256, self.key, self.format, self.width, self.height, self.data) == (
+            other.sha256, other.key, other.format, other.width, other.height, other.data)
 
 
 Part = Annotated[Union[TextPart, ImagePart], Field(discriminator="type")]
@@ -129,16 +155,22 @@ def count_images(messages: list[Message]) -> int:
     return sum(len(m.images) for m in messages)
 
 
-def canonical_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """JSON-able form used in cache keys and logs: images by hash, never bytes."""
+def canonical_messages(messages: list[Message], file_keys: bool = True) -> list[dict[str, Any]]:
+    """JSON-able form used in cache keys and logs: images by hash, never bytes.
+
+    A file part is ``file_sha256`` (its bytes), a pixel part ``sha256`` (its pixels), so the key records its
+    kind.  ``file_keys=False`` keys every image by its pixels, as every store made before key version 3 did.
+    """
     out = []
     for m in messages:
         parts: list[dict[str, Any]] = []
         for p in m.content:
             if isinstance(p, TextPart):
                 parts.append({"type": "text", "text": p.text})
+            elif p.key == "file" and file_keys:
+                parts.append({"type": "image", "file_sha256": p.sha256, "size": [p.width, p.height]})
             else:
-                parts.append({"type": "image", "sha256": p.sha256, "size": [p.width, p.height]})
+                parts.append({"type": "image", "sha256": p.pixel_sha256(), "size": [p.width, p.height]})
         out.append({"role": m.role, "content": parts})
     return out
 

@@ -42,14 +42,14 @@ class AnthropicChat:
         self.send_sampling = spec.get_bool("send_temperature", False)
         # the Messages API continues a trailing assistant turn (a pre-filled answer start)
         self.capabilities = Capabilities(multi_image=True, prefill=True)
-        # ?batch=1: cache misses go through Message Batches at the batch price (run/batch.py)
-        self.batch = None
-        if spec.get_bool("batch", False):
-            from .batch_api import AnthropicBatches
+        # ?batch=1: cache misses go through Message Batches at the batch price (run/batch.py).  Without it the
+        # backend is still there for a resume to re-attach to batches an earlier session journaled
+        from .batch_api import AnthropicBatches
 
-            self.batch = AnthropicBatches(self._clients, _parse_message)
-            self.batch_window = spec.get_float("batch_window", 2.0)
-            self.batch_poll = spec.get_float("batch_poll", 30.0)
+        self.batch_backend = AnthropicBatches(self._clients, _parse_message)
+        self.batch = self.batch_backend if spec.get_bool("batch", False) else None
+        self.batch_window = spec.get_float("batch_window", 2.0)
+        self.batch_poll = spec.get_float("batch_poll", 30.0)
 
     def batch_body(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:
         """The Messages API parameters of one request, as a batch item carries them (sampling parameters,

@@ -52,7 +52,7 @@ class HumanDescriptions:
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         images = [im for m in messages for im in m.images]
-        text = self.by_hash.get(images[-1].sha256) if images else None
+        text = self.by_hash.get(images[-1].pixel_sha256()) if images else None
         if text is None:
             raise ModelCallError("unsupported", "no human description for this image (humans describe only the "
                                                 "seed images they were given: use -T 1 and the same --per-category "

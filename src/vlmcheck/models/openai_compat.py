@@ -171,16 +171,18 @@ class OpenAIChat:
                                          loglikelihood=self._ppl, seeded=False,
                                          prefill=spec.get_bool("prefill", False))
         self._extra = _body_extras(spec)
-        # ?batch=1: cache misses go through the Batch API at the batch price (run/batch.py)
+        # ?batch=1: cache misses go through the Batch API at the batch price (run/batch.py).  Without it the
+        # backend is still there for a resume to re-attach to batches an earlier session journaled
+        from .batch_api import OpenAIBatches
+
+        self.batch_backend = OpenAIBatches(self._clients, _parse_chat) if len(self._endpoints) == 1 else None
         self.batch = None
         if spec.get_bool("batch", False):
-            from .batch_api import OpenAIBatches
-
             if len(self._endpoints) > 1:
                 raise SpecError(f"{spec.canonical()}: batch=1 sends batches to one API; give one base URL")
-            self.batch = OpenAIBatches(self._clients, _parse_chat)
-            self.batch_window = spec.get_float("batch_window", 2.0)
-            self.batch_poll = spec.get_float("batch_poll", 30.0)
+            self.batch = self.batch_backend
+        self.batch_window = spec.get_float("batch_window", 2.0)
+        self.batch_poll = spec.get_float("batch_poll", 30.0)
 
     async def preflight(self) -> None:
         for ep in self._endpoints:  # every endpoint answers and serves this model

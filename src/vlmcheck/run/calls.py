@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from ..core import inputs
 from ..core.images import image_hash, load_image
 from ..core.messages import Message, canonical_messages
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood
@@ -58,8 +59,14 @@ class CallCounters:
 
 # Call keys name the model by its identity (ModelSpec.identity: no endpoint, no placement parameters) since key
 # version 2; stores made before that (no ``key_version`` in their meta) keep version 1, the whole model id, so
-# they keep resuming with their cache.
-KEY_VERSION = 2
+# they keep resuming with their cache.  Since version 3 a dataset file sent as it is is keyed by the hash of
+# its bytes, not of its decoded pixels (core/messages.py); stores of versions 1 and 2 keep pixel keys.
+KEY_VERSION = 3
+
+
+def file_keys(key_version: int) -> bool:
+    """Whether a store of ``key_version`` keys files sent as they are by their bytes."""
+    return key_version >= 3
 
 
 @functools.lru_cache(maxsize=256)
@@ -80,7 +87,9 @@ class Session:
         self.scheduler = scheduler or Scheduler()
         self.counters = CallCounters()
         self.key_version = key_version
+        self.file_keys = file_keys(key_version)
         self._batches: dict[str, Any] = {}
+        self._journal_keys: dict[str, set[str]] = {}
 
     def batch_for(self, model: Any) -> Any:
         """The model's :class:`~vlmcheck.run.batch.BatchCollector` (``?batch=1``), made on first use inside the
@@ -89,11 +98,22 @@ class Session:
         if collector is None:
             from .batch import BatchCollector
 
+            backend = getattr(model, "batch", None) or model.batch_backend
             collector = self._batches[model.model_id] = BatchCollector(
-                self.store, model.batch, model.model_id, journal_model=cache_model_id(model, self.key_version),
+                self.store, backend, model.model_id, journal_model=cache_model_id(model, self.key_version),
                 window=getattr(model, "batch_window", 2.0), poll=getattr(model, "batch_poll", 30.0),
                 max_attempts=self.scheduler.retry.max_attempts)
         return collector
+
+    def _journaled(self, model: Any) -> set[str]:
+        """Keys in the model's open journaled batches when the session began: a resume without ``?batch=1``
+        waits for those batches (paid for already) instead of sending their requests again."""
+        journal_model = cache_model_id(model, self.key_version)
+        keys = self._journal_keys.get(journal_model)
+        if keys is None:
+            reader = getattr(self.store, "open_batch_keys", None)  # a Ray worker's store has no journal
+            keys = self._journal_keys[journal_model] = reader(journal_model) if reader is not None else set()
+        return keys
 
     def vlm(self, model: Any) -> "CachedVLM":
         return CachedVLM(self, model, role="vlm")
@@ -127,10 +147,13 @@ class Session:
         limit = getattr(model, "max_concurrency", None)
         provider_key = getattr(model, "concurrency_key", model_id)
         try:
-            if batch_body is not None and getattr(model, "batch", None) is not None:
+            batched = getattr(model, "batch", None) is not None or key in self._journaled(model)
+            if batch_body is not None and batched:
+                body = batch_body()
+                await inputs.release_for_batch()  # one wave of misses is one batch, whatever the pixel budget
                 # the collector stores every answer of a batch itself (also those of a re-attached batch that
                 # no request of this session waits for)
-                response, attempts = await self.batch_for(model).call(key, role, request, batch_body())
+                response, attempts = await self.batch_for(model).call(key, role, request, body)
                 u = response.get("usage") or {}
                 self.counters.count(model_id, "calls")
                 self.counters.count(model_id, "input_tokens", u.get("input_tokens", 0))
@@ -194,14 +217,15 @@ class CachedVLM(_Wrapper):
     async def generate(self, messages: list[Message], config: GenerationConfig | None = None,
                        *, template: str | None = None) -> Generation:
         config = config or GenerationConfig()
-        request = {"messages": canonical_messages(messages), "config": config.model_dump(exclude_none=True)}
+        request = {"messages": canonical_messages(messages, self.session.file_keys),
+                   "config": config.model_dump(exclude_none=True)}
 
         async def invoke():
             gen = await self.model.generate(messages, config)
             return gen.model_dump(mode="json"), (gen.usage.input_tokens, gen.usage.output_tokens)
 
-        batch_body = ((lambda: self.model.batch_body(messages, config)) if getattr(self.model, "batch", None)
-                      else None)
+        batch_body = ((lambda: self.model.batch_body(messages, config))
+                      if getattr(self.model, "batch_backend", None) is not None else None)
         response, _ = await self.session._cached(self.role, self.model, request, template, invoke, batch_body)
         return final_answer(Generation.model_validate(response))
 
@@ -210,7 +234,7 @@ class CachedVLM(_Wrapper):
         from ..core.roles import require
 
         require(self.model, "loglikelihood", "loglikelihood scoring")
-        request = {"messages": canonical_messages(messages), "continuations": continuations}
+        request = {"messages": canonical_messages(messages, self.session.file_keys), "continuations": continuations}
 
         async def invoke():
             out = await self.model.loglikelihood(messages, continuations)

@@ -139,6 +139,9 @@ async def dry_run_async(task: Any, folder: str | Path, options: Any) -> dict[str
 
 
 async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
+    import dataclasses
+
+    from ..core import inputs
     from ..store.db import DB_NAME, RunStore
     from .calls import KEY_VERSION, Session
     from .loop_clients import close_loop_clients
@@ -162,6 +165,7 @@ async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
         try:
             session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
                               key_version=store.get_meta("key_version") or KEY_VERSION)
+            inputs.set_policy(dataclasses.replace(inputs.current_policy(), file_keys=session.file_keys))
             status = store.sample_status(task.name)
             todo = [s for s in samples if s.id not in status]
             quiet = options.model_copy(update={"progress": False})

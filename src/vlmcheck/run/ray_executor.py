@@ -37,7 +37,7 @@ from typing import Any
 
 from ..core.images import encode_image, image_hash
 from ..store.db import artifact_path
-from .calls import Session
+from .calls import Session, file_keys
 from ..core.progress import Progress
 from .scheduler import RetryPolicy, Scheduler
 from .task import Sample, execute_sample
@@ -141,7 +141,8 @@ class SampleWorker:
         self.key_version = key_version
         self.policy = inputs.InputPolicy(allow_outside=input_policy["allow_outside"],
                                          max_file_bytes=input_policy["max_image_bytes"],
-                                         budget=inputs.PixelBudget(input_policy["pixel_budget"]))
+                                         budget=inputs.PixelBudget(input_policy["pixel_budget"]),
+                                         file_keys=file_keys(key_version))
 
     async def run(self, sample_id: str, seq: int, payload: Any) -> dict[str, Any]:
         from ..core import inputs

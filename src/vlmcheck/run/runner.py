@@ -25,6 +25,7 @@ import os
 import platform
 import subprocess
 import time
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -39,7 +40,7 @@ from ..core.inputs import DEFAULT_PIXEL_BUDGET
 from ..core.secrets import redact_obj
 from .loop_clients import close_loop_clients
 from ..store.db import DB_NAME, RunStore
-from .calls import KEY_VERSION, Session
+from .calls import KEY_VERSION, Session, file_keys
 from ..core.progress import Progress
 from .scheduler import RetryPolicy, Scheduler
 from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: where callers have found them)
@@ -208,6 +209,8 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
                     (folder / name).unlink(missing_ok=True)
             raise
         key_version = store.get_meta("key_version")
+        # a store from before key version 3 keys its files by their pixels: read them decoded, as it did
+        inputs.set_policy(dataclasses.replace(inputs.current_policy(), file_keys=file_keys(key_version)))
         sessions = store.get_meta("sessions") or []
         store.set_meta("sessions", sessions + [{"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                                 "models": sorted(_model_strings(spec["task_spec"])),
@@ -372,13 +375,13 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
                 store.put_sample(task.name, sample.id, sample.seq, outcome["result"])
                 progress.advance()
 
-    # Twice as many samples as call slots: while `max_concurrency` requests are out, as many more samples have
-    # read and decoded their inputs and wait at the scheduler, so a freed slot is refilled at once instead of
-    # after the next sample's file I/O (bench/api_throughput.py: in flight 59.6 -> 62 of 64 at 500 ms).  Memory
-    # stays under the pixel budget (core/inputs.py), which every sample's images are charged to.
-    # `--max-concurrency 1` keeps its plain meaning: one sample at a time.
-    depth = 1 if options.max_concurrency == 1 else 2
-    n_workers = max(1, min(depth * options.max_concurrency, len(todo)))
+    # A few more samples than call slots (an eighth, at least 2): while `max_concurrency` requests are out, these
+    # have read their inputs and wait at the scheduler, so a freed slot is refilled at once instead of after the
+    # next sample's file I/O.  An eighth keeps 61.8 of 64 in flight at 500 ms, as twice as many did when every
+    # image was decoded, for 0.75x the peak memory at 1024 px (bench/api_throughput.py, docs/usage.md).  Memory
+    # stays under the pixel budget (core/inputs.py).  `--max-concurrency 1` keeps its plain meaning.
+    ahead = 0 if options.max_concurrency == 1 else max(2, options.max_concurrency // 8)
+    n_workers = max(1, min(options.max_concurrency + ahead, len(todo)))
     if any(getattr(m, "batch", None) is not None for m in vars(task).values()):
         # provider batches: every sample's requests should reach the collector in the same window
         n_workers = max(1, min(len(todo), 50_000))

@@ -468,6 +468,11 @@ class RunStore:
             out.append((bid, items))
         return out
 
+    def open_batch_keys(self, model: str) -> set[str]:
+        """The keys of the model's open journaled batches (requests not read)."""
+        return {k for (k,) in self._rows("SELECT i.key FROM batch_items i JOIN batches b ON b.batch_id = i.batch_id "
+                                         "WHERE b.model = ? AND b.status = 'open'", (model,))}
+
     def end_batch(self, batch_id: str) -> None:
         self._exec("UPDATE batches SET status = 'ended' WHERE batch_id = ?", (batch_id,))
 

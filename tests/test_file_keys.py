@@ -1,0 +1,149 @@
+"""Key version 3 (issue 36): a dataset file that goes to an API model as it is is read without being decoded,
+validated from its header and structure, and keyed by the sha256 of its bytes; stores made before keep pixel
+keys and resume with 0 calls."""
+
+import asyncio
+import hashlib
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageFile
+
+from vlmcheck import RunOptions, run_task
+from vlmcheck.core.images import BadImageError, probe
+from vlmcheck.core.inputs import read_image_part
+from vlmcheck.methods.describe import DescribeSpec, DescribeTask
+from vlmcheck.run import calls, runner
+
+RNG = np.random.default_rng(11)
+PIXELS = RNG.integers(0, 256, (40, 56, 3), dtype=np.uint8)
+
+
+def save(path: Path, pixels=PIXELS, fmt: str | None = None, **kw) -> bytes:
+    Image.fromarray(pixels).save(path, format=fmt, **kw)
+    return path.read_bytes()
+
+
+def image_requests(folder: Path) -> list[dict]:
+    """The image entries of every request the store recorded (sorted: samples run concurrently)."""
+    with sqlite3.connect(folder / "store.sqlite") as db:
+        rows = db.execute("SELECT request FROM calls ORDER BY rowid").fetchall()
+    found = [p for (r,) in rows for m in json.loads(r)["messages"] for p in m["content"] if p["type"] == "image"]
+    return sorted(found, key=lambda e: json.dumps(e, sort_keys=True))
+
+
+def describe(server, data: Path, out: Path, **kw):
+    task = DescribeTask(DescribeSpec(vlm=f"openai:fake@{server.base_url}", data=str(data)))
+    return run_task(task, out, RunOptions(progress=False, report=False, preflight=False, **kw))
+
+
+@pytest.mark.parametrize("fmt,ext", [("PNG", "png"), ("JPEG", "jpg"), ("WEBP", "webp")])
+def test_a_whole_rgb_file_is_sendable_and_read_without_decoding(tmp_path, monkeypatch, fmt, ext):
+    data = save(tmp_path / f"a.{ext}", fmt=fmt)
+    header = probe(data, "a")
+    assert (header.format, header.width, header.height, header.sendable) == (fmt, 56, 40, True)
+    loads = []
+    real = ImageFile.ImageFile.load
+    monkeypatch.setattr(ImageFile.ImageFile, "load", lambda self: loads.append(self) or real(self))
+    part = asyncio.run(read_image_part(tmp_path / f"a.{ext}", root=tmp_path))
+    assert loads == []  # not one pixel decoded
+    assert (part.key, part.sha256, part.data) == ("file", hashlib.sha256(data).hexdigest(), data)
+
+
+def test_files_that_are_not_sent_as_they_are(tmp_path):
+    grey = save(tmp_path / "g.png", PIXELS[..., 0])
+    rgba = save(tmp_path / "a.png", np.dstack([PIXELS, PIXELS[..., :1]]))
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotated 90 degrees: the pixels the model should see are not the file's as stored
+    rotated = save(tmp_path / "r.jpg", fmt="JPEG", exif=exif.tobytes())
+    frames = [Image.fromarray(PIXELS), Image.fromarray(PIXELS[::-1])]
+    frames[0].save(tmp_path / "anim.webp", save_all=True, append_images=frames[1:])
+    bmp = save(tmp_path / "b.bmp", fmt="BMP")
+    for data in (grey, rgba, rotated, (tmp_path / "anim.webp").read_bytes(), bmp):
+        assert not probe(data).sendable
+    # they are decoded and keyed by their pixels, as before
+    part = asyncio.run(read_image_part(tmp_path / "r.jpg", root=tmp_path))
+    assert part.key == "pixels" and (part.width, part.height) == (40, 56)
+
+
+def test_a_damaged_file_fails_its_own_sample_and_never_reaches_the_server(tmp_path, fake_server):
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    png = save(ds / "ok.png")
+    jpg = save(ds / "ok.jpg", fmt="JPEG", quality=90)
+    (ds / "cut.png").write_bytes(png[: len(png) // 2])  # truncated in its pixel data
+    (ds / "cut.jpg").write_bytes(jpg[: len(jpg) - 200])  # no EOI marker: decoded, and the decoder refuses it
+    flipped = bytearray(png)
+    flipped[len(png) // 2] ^= 0xFF  # a CRC that does not match: not whole
+    (ds / "flip.png").write_bytes(bytes(flipped))
+    for name in ("cut.png", "cut.jpg", "flip.png"):
+        assert not probe((ds / name).read_bytes()).sendable
+        with pytest.raises(BadImageError, match="cannot decode image|truncated|broken"):
+            asyncio.run(read_image_part(ds / name, root=ds))
+    res = describe(fake_server, ds, tmp_path / "run")
+    assert res.results["counts"]["done"] == 2 and res.results["counts"]["failed"] == 3
+    assert len([r for r in fake_server.requests() if r.get("path", "").endswith("/chat/completions")]) == 2
+
+
+def test_the_key_is_the_files_bytes_the_same_across_folders_and_runs(tmp_path, fake_server):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    data = save(a / "x.png")
+    save(a / "y.jpg", PIXELS[::-1], fmt="JPEG", quality=85)
+    shutil.copytree(a, b)  # another folder, other paths and times: the same bytes
+    (b / "x.png").touch()
+    describe(fake_server, a, tmp_path / "run-a")
+    describe(fake_server, b, tmp_path / "run-b")
+    want = {hashlib.sha256(data).hexdigest(), hashlib.sha256((a / "y.jpg").read_bytes()).hexdigest()}
+    got_a, got_b = image_requests(tmp_path / "run-a"), image_requests(tmp_path / "run-b")
+    assert {e["file_sha256"] for e in got_a} == want and got_a == got_b
+    assert all("sha256" not in e and e["size"] == [56, 40] for e in got_a)  # the key says its kind
+    with sqlite3.connect(tmp_path / "run-a" / "store.sqlite") as db:
+        keys_a = {k for (k,) in db.execute("SELECT key FROM calls")}
+    with sqlite3.connect(tmp_path / "run-b" / "store.sqlite") as db:
+        keys_b = {k for (k,) in db.execute("SELECT key FROM calls")}
+    assert keys_a == keys_b and len(keys_a) == 2
+
+
+def test_changed_bytes_are_a_new_call_where_pixel_keys_shared_one(tmp_path, fake_server, monkeypatch):
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    one = save(ds / "one.png", compress_level=1)
+    two = save(ds / "two.png", compress_level=9)  # the same pixels, other bytes
+    assert one != two
+    res = describe(fake_server, ds, tmp_path / "v3", max_concurrency=1)
+    assert (res.counters.calls, res.counters.hits) == (2, 0)
+    # a store of key version 2 hashed pixels: the second file was a cache hit
+    monkeypatch.setattr(calls, "KEY_VERSION", 2)
+    monkeypatch.setattr(runner, "KEY_VERSION", 2)
+    res = describe(fake_server, ds, tmp_path / "v2", max_concurrency=1)
+    assert (res.counters.calls, res.counters.hits) == (1, 1)
+    pixel = hashlib.sha256(b"56x40:" + PIXELS.tobytes()).hexdigest()
+    assert [e["sha256"] for e in image_requests(tmp_path / "v2")] == [pixel]
+
+
+def test_a_store_of_key_version_2_keeps_pixel_keys_and_resumes_with_zero_calls(tmp_path, fake_server,
+                                                                                 monkeypatch):
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    for i in range(3):
+        save(ds / f"{i}.png", np.roll(PIXELS, i, axis=0))
+    monkeypatch.setattr(calls, "KEY_VERSION", 2)
+    monkeypatch.setattr(runner, "KEY_VERSION", 2)
+    first = describe(fake_server, ds, tmp_path / "run")
+    monkeypatch.undo()
+    assert first.counters.calls == 3
+    with sqlite3.connect(tmp_path / "run" / "store.sqlite") as db:
+        db.execute("DELETE FROM samples")  # every sample runs again and must find its answer
+    again = describe(fake_server, ds, tmp_path / "run", resume=True)
+    assert (again.counters.calls, again.counters.hits) == (0, 3)
+    with sqlite3.connect(tmp_path / "run" / "store.sqlite") as db:
+        assert json.loads(db.execute("SELECT value FROM meta WHERE key = 'key_version'").fetchone()[0]) == 2
+    # the results record the pixel hash they always did
+    rows = [json.loads(x) for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert {r["result"]["image_sha256"] for r in rows} == {
+        hashlib.sha256(b"56x40:" + np.roll(PIXELS, i, axis=0).tobytes()).hexdigest() for i in range(3)}
