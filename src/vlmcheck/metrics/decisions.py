@@ -39,7 +39,10 @@ def wilson(successes: float, n: float, alpha: float = 0.05) -> tuple[float, floa
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z / denom * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0.0))
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # at 0/n (n/n) the bound is exactly 0 (1) by the formula; rounding must not leave 3e-17 there
+    lo = 0.0 if successes <= 0 else max(0.0, centre - half)
+    hi = 1.0 if successes >= n else min(1.0, centre + half)
+    return (lo, hi)
 
 
 def design_effect(successes: Sequence[float], totals: Sequence[float]) -> float:
