@@ -13,11 +13,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 
 _MODE: int | None = None
@@ -121,6 +122,16 @@ def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8
     return _write_atomic(path, text, encoding, errors)
 
 
+def write_lines_atomic(path: str | os.PathLike, lines: Any, encoding: str = "utf-8") -> Path:
+    """Write the strings of the iterable ``lines`` as they come (a million records never sit in memory as one
+    text), whole or not at all."""
+    def write(fd: int, tmp: str) -> None:
+        with os.fdopen(fd, "w", encoding=encoding, newline="") as fh:
+            fh.writelines(lines)
+
+    return _atomic(path, write)
+
+
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     return _write_atomic(path, data, "")
 
@@ -168,19 +179,27 @@ def read_text_input(path: str | os.PathLike, what: str = "file") -> str:
 def jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file") -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) for every record of a user's JSON Lines file: each line must be a JSON object,
     and at least one must be there; otherwise one sentence that names the file and line."""
+    return list(iter_jsonl_objects(path, what))
+
+
+def iter_jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file") -> Iterator[tuple[int, dict[str, Any]]]:
+    """:func:`jsonl_objects` one record at a time: a manifest of a million rows is never a million parsed rows
+    (and their lines) in memory at once."""
     path = Path(path)
-    out = []
-    for n, line in jsonl_lines(read_text_input(path, what)):
+    seen = False
+    for n, line in enumerate(io.StringIO(read_text_input(path, what), newline="\n"), 1):  # split on "\n" only
+        if not line.strip():
+            continue
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputFileError(f"{path}:{n}: invalid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(row, dict):
             raise InputFileError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
-        out.append((n, row))
-    if not out:
+        seen = True
+        yield n, row
+    if not seen:
         raise InputFileError(f"{path}: the {what} is empty")
-    return out
 
 
 def require_str(row: dict[str, Any], key: str, where: str) -> str:

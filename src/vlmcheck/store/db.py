@@ -73,6 +73,7 @@ CREATE TABLE IF NOT EXISTS samples (
     updated_at REAL NOT NULL,
     PRIMARY KEY (task, sample_id)
 );
+CREATE INDEX IF NOT EXISTS samples_order ON samples(task, seq, sample_id);
 CREATE TABLE IF NOT EXISTS artifacts (
     sha256 TEXT PRIMARY KEY,
     path TEXT NOT NULL,
@@ -367,7 +368,8 @@ class RunStore:
             sql += " WHERE task = ?"
             args = (task,)
         sql += " ORDER BY task, seq, sample_id"
-        for t, sid, seq, status, result, etype, emsg in self._rows(sql, args):
+        damaged = []
+        for t, sid, seq, status, result, etype, emsg in self._stream(sql, args):
             rec: dict[str, Any] = {"task": t, "sample_id": sid, "seq": seq, "status": status}
             if result is not None:
                 try:
@@ -376,12 +378,35 @@ class RunStore:
                     status, etype, emsg = "error", "damaged_record", ("its stored result was damaged (not JSON); "
                                                                       "`vlmcheck retry-failed` runs it again")
                     rec["status"] = status
-                    if not self.read_only:
-                        self._exec("UPDATE samples SET status = 'error', result = NULL, error_type = ?, "
-                                   "error_message = ? WHERE task = ? AND sample_id = ?", (etype, emsg, t, sid))
+                    damaged.append((etype, emsg, t, sid))
             if status == "error":
                 rec["error"] = {"type": etype, "message": emsg}
             yield rec
+        if damaged and not self.read_only:  # marked once the read is over, never under an open cursor
+            for args in damaged:
+                self._exec("UPDATE samples SET status = 'error', result = NULL, error_type = ?, "
+                           "error_message = ? WHERE task = ? AND sample_id = ?", args)
+
+    def _stream(self, sql: str, args: tuple = (), chunk: int = 2000) -> Iterator[tuple]:
+        """The rows of ``sql`` a chunk at a time (a cursor, not ``fetchall``): a million samples are never in
+        memory at once.  The lock is held per chunk, so other threads' writes go on between chunks."""
+        with self._lock:
+            try:
+                cur = self._db.execute(sql, args)
+            except (sqlite3.DatabaseError, OSError) as exc:
+                raise store_error(self.path, exc) from None
+        try:
+            while True:
+                with self._lock:
+                    try:
+                        rows = cur.fetchmany(chunk)
+                    except (sqlite3.DatabaseError, OSError) as exc:
+                        raise store_error(self.path, exc) from None
+                if not rows:
+                    return
+                yield from rows
+        finally:
+            cur.close()
 
     def tasks(self) -> list[str]:
         return [r[0] for r in self._rows("SELECT DISTINCT task FROM samples ORDER BY task")]
