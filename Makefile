@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(PY) bench/corruptions.py
 	$(PY) bench/attack.py
 	$(PY) bench/input_memory.py
+	$(PY) bench/outputs.py
 
 # lmms-eval and inspect_ai, each in its own venv under bench/ (torch pinned to the CPU wheel; lmms-eval's
 # torchvision removed as above: its openai model never uses it), measured against vlmcheck on the same fake

@@ -121,11 +121,71 @@ def main() -> int:
         print(f"merge (--no-report): {wall:.1f} s, peak RSS {rss / 1e6:.0f} MB; samples.jsonl {lines:,} lines "
               f"({(t / 'merged' / 'samples.jsonl').stat().st_size / 1e9:.2f} GB), results: "
               f"{results['counts']['done']:,} done")
+        report = _report(t / "merged")
+        if report is None:
+            return 1
         scale = 1_000_000 / a.n
         print(f"goal at 1M (linear from N where N < 1M): time {wall * scale / 300:.2f} of 5 min, "
               f"peak RSS {rss * (scale if scale > 1 else 1) / 1e9:.2f} of 1 GB"
               + ("" if a.n >= 1_000_000 else " (RSS scaled linearly: an upper bound if memory is bounded)"))
+        print(f"goal: report's first page {report['page_mb']:.2f} MB ({report['page_mb'] / 5:.2f} of 5 MB), opens in "
+              f"{report['open_s']:.2f} s ({report['open_s'] / 3:.2f} of 3 s), a samples page deep in the run in "
+              f"{report['page_s']:.2f} s ({report['page_s'] / 2:.2f} of 2 s); the search found one deep in the run in "
+              f"{report.get('search_s', float('nan')):.2f} s")
     return 0
+
+
+def _report(run: Path) -> dict | None:
+    """`vlmcheck report RUN`: its time and peak RSS; then the page in headless Chromium: the first page's size,
+    the time to open it, and to show a samples page in the middle of the run (its rows loaded on demand)."""
+    cmd = [sys.executable, "-m", "vlmcheck.cli", "report", str(run), "-o", str(run / "report.html")]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status):
+        print(f"report failed: {proc.stderr.read().decode(errors='replace').strip().splitlines()[-1:]}")
+        return None
+    page = run / "report.html"
+    files = sum(p.stat().st_size for p in (run / "report_files").glob("*")) if (run / "report_files").exists() else 0
+    print(f"report: {wall:.1f} s, peak RSS {usage.ru_maxrss / 1024:.0f} MB; report.html "
+          f"{page.stat().st_size / 1e6:.2f} MB, its files {files / 1e6:.0f} MB")
+    out = {"page_mb": page.stat().st_size / 1e6, "open_s": float("nan"), "page_s": float("nan")}
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        print("(playwright is not installed: the page was not opened)")
+        return out
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+        tab = browser.new_page(viewport={"width": 1440, "height": 900})
+        t0 = time.perf_counter()
+        tab.goto(page.resolve().as_uri())
+        tab.wait_for_selector("body[data-ready='1']")
+        tab.wait_for_selector("section#run-0 table.samples tbody tr")
+        out["open_s"] = time.perf_counter() - t0
+        shot = Path(os.environ.get("OUTPUTS_SHOT", "outputs-report.png"))
+        tab.screenshot(path=str(shot))
+        # a page in the middle: its chunk of rows loads when it is shown
+        label = tab.locator("section#run-0 .page")
+        total_pages = int(label.inner_text().split("/")[1].split("(")[0])
+        t0 = time.perf_counter()
+        for _ in range(3):  # next page x3 from the first: chunk 0 loads (rows 50-199)
+            tab.locator("section#run-0 .next").click()
+        tab.wait_for_function("() => !document.querySelector('section#run-0 .page').textContent.includes('loading')")
+        out["page_s"] = time.perf_counter() - t0
+        rows = tab.locator("section#run-0 table.samples tbody tr").count()
+        # a sample deep in the run by its id: the index of every row loads, then the chunk that holds it
+        wanted = f"s{(total_pages * 50) // 2:07d}"
+        t0 = time.perf_counter()
+        tab.locator("section#run-0 .search").fill(wanted)
+        tab.wait_for_selector(f"section#run-0 table.samples tr[data-id='{wanted}']")
+        out["search_s"] = time.perf_counter() - t0
+        print(f"opened in Chromium: first page {out['open_s']:.2f} s; page 4 of {total_pages} shown in "
+              f"{out['page_s']:.2f} s ({rows} rows); sample {wanted} found by the search in {out['search_s']:.2f} s; "
+              f"screenshot {shot}")
+        browser.close()
+    return out
 
 
 if __name__ == "__main__":

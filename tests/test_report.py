@@ -136,6 +136,48 @@ def test_two_thousand_samples_interactive_fast(tmp_path):
         p.stop()
 
 
+def test_a_large_run_keeps_its_first_page_in_the_report_and_loads_the_rest_on_demand(tmp_path):
+    """4,500 samples (more than INLINE_MAX = 2,000): the page holds 50 rows, the rest are 5 script files of
+    1,000 rows and an index, loaded from a plain folder when a page or a filter needs them."""
+    run = _big_run(tmp_path / "big", n=4500)
+    other = _big_run(tmp_path / "big2", n=4500)
+    lines = (other / "samples.jsonl").read_text().splitlines()
+    rec = json.loads(lines[4321])  # the runs disagree on one sample, deep in the run
+    rec["result"]["variants"]["original"]["parsed"] = "no"
+    lines[4321] = json.dumps(rec)
+    (other / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    page_path = build_report([run, other], tmp_path / "report.html")
+    files = tmp_path / "report_files"
+    assert sorted(f.name for f in files.glob("rows-0-*.js")) == [f"rows-0-{k}.js" for k in range(5)] + [
+        "rows-0-index.js"]
+    small = _big_run(tmp_path / "small", n=300)
+    assert page_path.stat().st_size < 3 * build_report([small], tmp_path / "small.html").stat().st_size
+    p, browser, page, dialogs, ready = _open(page_path)
+    try:
+        assert ready < 3.0
+        sec = page.locator("section.run").first
+        rows = sec.locator("table.samples tbody tr")
+        assert rows.count() == 50 and "page 1 / 90 (4500 of 4500 rows)" in sec.locator(".page").inner_text()
+        sec.locator(".next").click()  # rows 50-99: the first file loads
+        page.wait_for_selector("section#run-0 table.samples tr[data-id='case-0050']")
+        assert rows.count() == 50 and rows.last.get_attribute("data-id") == "case-0099"
+        sec.locator(".only-failures").check()  # over every row: i % 7 == 0 for i < 4500, 643 of them
+        page.wait_for_function("() => document.querySelector('section#run-0 .page').textContent"
+                               ".includes('(643 of 4500 rows)')")
+        sec.locator(".only-failures").uncheck()
+        sec.locator(".only-disagree").check()
+        page.wait_for_selector("section#run-0 table.samples tr[data-id='case-4321']")
+        assert rows.count() == 1 and "(1 of 4500 rows)" in sec.locator(".page").inner_text()
+        sec.locator(".only-disagree").uncheck()
+        sec.locator(".search").fill("case-3999")
+        page.wait_for_selector("section#run-0 table.samples tr[data-id='case-3999']")
+        assert rows.count() == 1
+        assert not dialogs
+    finally:
+        browser.close()
+        p.stop()
+
+
 def test_the_reliability_diagram_is_in_data_coordinates():
     # Accuracy against mean confidence per bin on [0, 1] axes; the diagonal runs from (0, 0) to (1, 1) in data
     # coordinates (it used to be drawn in bin-number space, a near-vertical line inside bin 0).

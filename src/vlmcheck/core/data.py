@@ -24,10 +24,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import posixpath
 from dataclasses import dataclass, field
 
 from .files import iter_jsonl_objects, printable
-from .images import iter_image_files
+from . import remote
+from .images import IMAGE_SUFFIXES, iter_image_files
 from .inputs import dataset_path
 
 
@@ -68,6 +70,8 @@ def dataset_name(source: str | Path) -> str | None:
 def load_image_dataset(source: str | Path) -> list[ImageItem]:
     if isinstance(source, str) and source.startswith("hfds:"):
         return load_hf_dataset(source)
+    if remote.is_url(source):  # s3://, gs://, https://, memory://...: read where it is (core/remote.py)
+        return _load_url(str(source))
     src = Path(source)
     if src.is_dir() and (src / "manifest.jsonl").is_file():
         return _load_jsonl(src / "manifest.jsonl")
@@ -85,18 +89,37 @@ def load_image_dataset(source: str | Path) -> list[ImageItem]:
     raise DatasetError(f"{src}: expected an image folder or a .jsonl manifest")
 
 
+def _load_url(url: str) -> list[ImageItem]:
+    if posixpath.splitext(url.rstrip("/"))[1].lower() in (".jsonl", ".ndjson"):
+        return _load_jsonl(url)
+    root = url.rstrip("/")
+    items = []
+    for image in remote.image_urls(root, IMAGE_SUFFIXES):
+        rel = image[len(root):].lstrip("/")
+        category = rel.split("/")[0] if "/" in rel else None
+        items.append(ImageItem(id=printable(rel), path=image, category=category, root=root))
+    if not items:
+        raise DatasetError(f"{url}: no image files found")
+    return items
+
+
 _NO_META: dict[str, Any] = {}  # one shared empty dict for the rows with no other fields (never written to)
 
 
-def _load_jsonl(path: Path) -> list[ImageItem]:
+def _load_jsonl(path: Path | str) -> list[ImageItem]:
     items: list[ImageItem] = []
     seen: set[str] = set()
-    root = str(path.parent)  # one string for every item
-    for lineno, row in iter_jsonl_objects(path, "manifest"):
+    if remote.is_url(path):
+        root = remote.parent(str(path))
+        rows = iter_jsonl_objects(path, "manifest", text=remote.read_text(str(path), "manifest"))
+    else:
+        root = str(path.parent)  # one string for every item
+        rows = iter_jsonl_objects(path, "manifest")
+    for lineno, row in rows:
         image = row.pop("image", None) or row.pop("path", None)
         if not isinstance(image, str):
             raise DatasetError(f"{path}:{lineno}: missing 'image' (or 'path') field")
-        full = dataset_path(path.parent, image)
+        full = dataset_path(root, image)
         raw_id = row.pop("id", image)
         if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
             raise DatasetError(f"{path}:{lineno}: 'id' must be a string or an integer, not a {type(raw_id).__name__}")

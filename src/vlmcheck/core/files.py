@@ -157,6 +157,22 @@ def read_jsonl(path: str | os.PathLike) -> list[Any]:
     return [json.loads(line) for _, line in jsonl_lines(Path(path).read_text(encoding="utf-8"))]
 
 
+class JsonlRecords:
+    """The records of a JSON Lines file, read a line at a time each time they are iterated (never all at
+    once): what the report and ``compare`` walk over a million samples with."""
+
+    def __init__(self, path: str | os.PathLike, missing_ok: bool = False) -> None:
+        self.path, self.missing_ok = Path(path), missing_ok
+
+    def __iter__(self) -> Iterator[Any]:
+        if self.missing_ok and not self.path.exists():
+            return
+        with open(self.path, encoding="utf-8", newline="\n") as fh:
+            for line in fh:
+                if line.strip():
+                    yield json.loads(line)
+
+
 class InputFileError(ValueError):
     """A user's input file that cannot be read as what it should be; the message names file and line."""
 
@@ -182,12 +198,15 @@ def jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file") -> lis
     return list(iter_jsonl_objects(path, what))
 
 
-def iter_jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file") -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file", text: str | None = None
+                       ) -> Iterator[tuple[int, dict[str, Any]]]:
     """:func:`jsonl_objects` one record at a time: a manifest of a million rows is never a million parsed rows
-    (and their lines) in memory at once."""
-    path = Path(path)
+    (and their lines) in memory at once.  ``text``: the file's text, already read (from a URL), named ``path``."""
+    if text is None:
+        path = Path(path)
+        text = read_text_input(path, what)
     seen = False
-    for n, line in enumerate(io.StringIO(read_text_input(path, what), newline="\n"), 1):  # split on "\n" only
+    for n, line in enumerate(io.StringIO(text, newline="\n"), 1):  # split on "\n" only
         if not line.strip():
             continue
         try:

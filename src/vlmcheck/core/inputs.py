@@ -36,6 +36,7 @@ from PIL import Image
 
 from .images import (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, BadImageError, Header, decode_image, image_size,
                      probe, read_file_bytes, source_file)
+from . import remote
 from .messages import ImagePart
 
 DEFAULT_PIXEL_BUDGET = 2_000_000_000  # bytes of decoded RGB pixels in flight
@@ -135,8 +136,14 @@ async def release_for_batch() -> None:
         await budget.release(held)
 
 
-def confine(path: str | os.PathLike, root: str | os.PathLike | None, allow_outside: bool = False) -> Path:
-    """``path`` if it resolves inside ``root`` (or no root is given, or outside paths are allowed)."""
+def confine(path: str | os.PathLike, root: str | os.PathLike | None, allow_outside: bool = False
+            ) -> Path | str:
+    """``path`` if it resolves inside ``root`` (or no root is given, or outside paths are allowed); a URL must
+    lie under its dataset's folder URL (core/remote.py)."""
+    if remote.is_url(path) or (root is not None and remote.is_url(root)):
+        if root is None or allow_outside or remote.inside(str(path), str(root)):
+            return str(path)
+        raise BadImageError(f"{path}: outside the dataset folder {root}; pass --allow-outside to read it")
     p = Path(path)
     if root is None or allow_outside:
         return p
@@ -153,6 +160,12 @@ def confine(path: str | os.PathLike, root: str | os.PathLike | None, allow_outsi
     return p
 
 
+def _read_bytes(path: str | os.PathLike, max_bytes: int) -> bytes:
+    if remote.is_url(path):
+        return remote.read_bytes(str(path), max_bytes)
+    return read_file_bytes(path, max_bytes=max_bytes)
+
+
 @functools.lru_cache(maxsize=64)
 def _real_root(root: str, dev: int, ino: int) -> str:
     # one dataset folder for thousands of images: resolved once (a realpath lstats every component), keyed by
@@ -161,7 +174,10 @@ def _real_root(root: str, dev: int, ino: int) -> str:
 
 
 def dataset_path(base: str | os.PathLike, image: str) -> str:
-    """An image reference from a manifest, relative to the manifest's folder ``base`` unless absolute."""
+    """An image reference from a manifest, relative to the manifest's folder ``base`` unless absolute (a path
+    or a URL)."""
+    if remote.is_url(image) or remote.is_url(base):
+        return remote.join(str(base), image)
     p = Path(image)
     return str(p if p.is_absolute() else Path(base) / p)
 
@@ -186,7 +202,7 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
 
     def read() -> tuple[bytes, Header, ImagePart | None]:
         confine(path, root, policy.allow_outside)
-        data = read_file_bytes(path, max_bytes=policy.max_file_bytes)
+        data = _read_bytes(path, policy.max_file_bytes)
         header = probe(data, label, max_pixels=policy.max_pixels)
         if not header.sendable:
             return data, header, None
@@ -226,7 +242,7 @@ async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: C
         # confinement, the read and the header's size in one trip to a worker thread: each trip costs the event
         # loop about 0.1 ms, and the loop's thread sets the pace of a fast API run
         confine(path, root, policy.allow_outside)
-        data = read_file_bytes(path, max_bytes=policy.max_file_bytes)
+        data = _read_bytes(path, policy.max_file_bytes)
         return data, (image_size(data, label) if budgeted and data else (0, 0))
 
     def decode() -> Any:

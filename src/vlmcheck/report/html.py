@@ -15,16 +15,18 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from PIL import Image
 
-from ..core.files import read_jsonl, write_bytes_atomic, write_text_atomic
+from ..core.files import JsonlRecords, write_bytes_atomic, write_text_atomic
 from ..core.images import read_file_bytes
 from ..methods.headline import headline, headline_of, vision_gain_of  # noqa: F401  (headline re-exported: the report shows it)
 from .boards import decisions_view, leaderboards
+from .pages import rows_json
 from .charts import _cast_heatmaps, cast_k, _reliability, _s_curve
 from .terminal import rank_text
 
@@ -35,17 +37,30 @@ _COPYABLE = {"PNG": ".png", "JPEG": ".jpg", "WEBP": ".webp", "GIF": ".gif"}  # f
 
 def _load_run(folder: Path) -> dict[str, Any]:
     res = json.loads((folder / "results.json").read_text())
-    samples = read_jsonl(folder / "samples.jsonl") if (folder / "samples.jsonl").exists() else []
+    # read a line at a time by each view that walks them: a million samples are never in memory at once
+    samples = JsonlRecords(folder / "samples.jsonl", missing_ok=True)
     return {"folder": folder, "results": res, "samples": samples, "task": res.get("task")}
 
 
 class _Thumbs:
     """Thumbnails (and, for the lightbox, full-size copies up to FULL px) written once into the report's
-    files folder; the page loads them lazily."""
+    files folder; the page loads them lazily.
 
-    def __init__(self, out_dir: Path, rel: str) -> None:
+    Once per distinct image and size in a report, whichever runs show it; once across reports too: a file's
+    name hashes its path, size, modification time and length, so a report made again beside the same files
+    folder reuses what is there.  With ``parallel``, the header is read at once (a file that is no image gets
+    no thumbnail) and the resizing goes to a thread pool; :meth:`wait` before the page is written."""
+
+    def __init__(self, out_dir: Path, rel: str, parallel: bool = False) -> None:
         self.dir, self.rel = out_dir, rel
         self.done: dict[tuple[str, int], str | None] = {}
+        self.pool = None
+        self.jobs: list[Any] = []
+        if parallel:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)),
+                                           thread_name_prefix="vlmcheck-thumbs")
 
     def _write(self, path: Path | str | None, size: int) -> str | None:
         if not path:
@@ -54,27 +69,49 @@ class _Thumbs:
         key = (str(p.resolve()), size)
         if key in self.done:
             return self.done[key]
-        stem = hashlib.sha256(f"{key[0]}|{size}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
         try:
-            img = Image.open(p)
-            if img.format in _COPYABLE and max(img.size) <= size and not getattr(img, "is_animated", False):
-                # already small enough: the file's bytes, not a re-encoding (a PNG encode of each full-size
-                # copy made the report of 2,000 photos take a minute)
-                name, data = f"{stem}{_COPYABLE[img.format]}", read_file_bytes(p)
-            else:
-                img.thumbnail((size, size))
-                name, data, img = f"{stem}.png", None, img.convert("RGB")
+            st = p.stat()
+            stem = hashlib.sha256(f"{key[0]}|{size}|{st.st_mtime_ns}|{st.st_size}".encode("utf-8", "surrogatepass")
+                                  ).hexdigest()[:16]
+            img = Image.open(p)  # the header only
+            # already small enough: the file's bytes, not a re-encoding (a PNG encode of each full-size copy
+            # made the report of 2,000 photos take a minute)
+            copy = img.format in _COPYABLE and max(img.size) <= size and not getattr(img, "is_animated", False)
         except (OSError, ValueError):
             self.done[key] = None
             return None
-        self.dir.mkdir(parents=True, exist_ok=True)
-        if data is None:
-            buf = io.BytesIO()
-            img.save(buf, format="PNG", compress_level=1)
-            data = buf.getvalue()
-        write_bytes_atomic(self.dir / name, data)  # a killed report never leaves half an image
+        name = f"{stem}{_COPYABLE[img.format]}" if copy else f"{stem}.png"
         self.done[key] = f"{self.rel}/{name}"
+        if not (self.dir / name).exists():
+            self.dir.mkdir(parents=True, exist_ok=True)
+            if self.pool is None:
+                if not self._make(p, img, copy, size, name):
+                    self.done[key] = None
+            else:
+                self.jobs.append(self.pool.submit(self._make, p, img, copy, size, name))
         return self.done[key]
+
+    def _make(self, p: Path, img: Image.Image, copy: bool, size: int, name: str) -> bool:
+        try:
+            if copy:
+                data = read_file_bytes(p)
+            else:
+                img.thumbnail((size, size))
+                buf = io.BytesIO()
+                img.convert("RGB").save(buf, format="PNG", compress_level=1)
+                data = buf.getvalue()
+        except (OSError, ValueError):
+            return False  # a file whose header read but whose pixels do not: no thumbnail
+        write_bytes_atomic(self.dir / name, data)  # a killed report never leaves half an image
+        return True
+
+    def wait(self) -> None:
+        """Every thumbnail asked for is on disk (or failed); the pool is shut down."""
+        if self.pool is not None:
+            for job in self.jobs:
+                job.result()
+            self.pool.shutdown()
+            self.jobs.clear()
 
     def __call__(self, path: Path | str | None) -> str | None:
         return self._write(path, THUMB)
@@ -123,16 +160,16 @@ def _genception(run: dict[str, Any], thumbs: _Thumbs) -> dict[str, Any]:
     return {"T": T, "rows": shown, "n": len(rows)}
 
 
-def _sample_rows(run: dict[str, Any], thumbs: _Thumbs) -> list[dict[str, Any]]:
-    """Generic rows for the paged table: id, status, a one-line summary, a key answer, details."""
+def _sample_rows(run: dict[str, Any], thumbs: _Thumbs, disagree: set[str] = frozenset()
+                 ) -> Iterator[dict[str, Any]]:
+    """Generic rows for the paged table, one at a time: id, status, a one-line summary, a key answer, details."""
     task = run["task"]
-    rows = []
     for s in run["samples"]:
         r = s.get("result") or {}
         summary, answer, images, correct = "", "", [], None
         if task == "describe":
             answer = r.get("answer", "")
-            summary = f"recall {r.get('keyword_recall', '')}"
+            summary = f"keyword recall {r['keyword_recall']:.2f}" if r.get("keyword_recall") is not None else ""
             if r.get("image_path"):
                 images.append(thumbs.image(r["image_path"], str(r.get("image", ""))))
         elif task == "genception":
@@ -186,11 +223,11 @@ def _sample_rows(run: dict[str, Any], thumbs: _Thumbs) -> list[dict[str, Any]]:
         blind = (r.get("variants") or r.get("settings") or {}).get("blind") if task in ("vhexpansion", "chef") else None
         if blind and blind.get("correct"):  # the blind control: this item needs no image to get right
             summary = f"[right without the image] {summary}"
-        rows.append({"id": s["sample_id"], "status": s["status"],
-                     "error": (s.get("error") or {}).get("message", ""), "summary": str(summary),
-                     "answer": str(answer), "correct": correct, "images": images,
-                     "detail": json.dumps(r, indent=1, ensure_ascii=False, default=str)[:6000]})
-    return rows
+        yield {"id": s["sample_id"], "status": s["status"],
+               "error": (s.get("error") or {}).get("message", ""), "summary": str(summary),
+               "answer": str(answer), "correct": correct, "images": images,
+               "detail": json.dumps(r, indent=1, ensure_ascii=False, default=str)[:6000],
+               "disagree": s["sample_id"] in disagree}
 
 
 def _headline_ci(run: dict[str, Any]) -> list | None:
@@ -237,12 +274,14 @@ def _key_answer(task: str, r: dict[str, Any]) -> Any:
 
 def _disagreements(runs: list[dict[str, Any]]) -> set[str]:
     """Sample ids whose key answer differs between runs of the same task."""
+    if len(runs) < 2:
+        return set()
     by_id: dict[str, set] = {}
     for run in runs:
         for s in run["samples"]:
             key = _key_answer(run["task"], s.get("result") or {})
             by_id.setdefault(s["sample_id"], set()).add(json.dumps(key, default=str))
-    return {k for k, v in by_id.items() if len(v) > 1} if len(runs) > 1 else set()
+    return {k for k, v in by_id.items() if len(v) > 1}
 
 
 def _gallery(image: Path, thumbs: "_Thumbs", out_dir: Path) -> dict[str, Any]:
@@ -274,86 +313,84 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
 
     out = Path(out)
     files_rel = out.stem + "_files"
-    thumbs = _Thumbs(out.parent / files_rel, files_rel)
-    loaded = [_load_run(Path(r)) for r in runs]
-    disagree = _disagreements(loaded)
-    views = []
-    for run in track(loaded, "report", enabled=progress and len(loaded) > 1):
-        res = run["results"]
-        view: dict[str, Any] = {"name": str(run["folder"]), "task": run["task"], "spec": res.get("spec") or {},
-                                "counts": res.get("counts", {}), "metrics_json": json.dumps(res.get("metrics", {}),
-                                                                                             indent=1, default=str),
-                                "headline": _headline(run), "ci": _headline_ci(run), "usage": res.get("usage", {}),
-                                "gain": vision_gain_of(res),
-                                "mde": (headline_of(res).get("interval") or {}).get("min_detectable_difference")}
-        view["failures"] = [{"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]}
-                            for s in run["samples"] if s["status"] == "error"]
-        if run["task"] == "genception":
-            view["genception"] = _genception(run, thumbs)
-            view["categories"] = res["metrics"].get("by_category", {})
-        if run["task"] == "cast":
-            view["heatmaps"] = _cast_heatmaps(run)
-            view["heatmap_k"] = f"Top-{cast_k(res)}, as the headline"
-        if run["task"] == "chef":
-            view["reliability"] = _reliability(run)
-            view["pope"] = res["metrics"].get("pope")
-            view["chef_settings"] = chef_settings(res["metrics"])
-            if res["metrics"].get("vanilla_accuracy") is not None:
-                view["mmbench"] = {"vanilla": res["metrics"]["vanilla_accuracy"],
-                                   "circular": res["metrics"].get("circular_accuracy")}
-        if run["task"] == "vhexpansion":
-            view["vhx"] = res["metrics"].get("variants", {})
-            view["vhx_notes"] = {name: degenerate_note(v) for name, v in view["vhx"].items() if degenerate_note(v)}
-        rows = _sample_rows(run, thumbs)
-        for row in rows:
-            row["disagree"] = row["id"] in disagree
-        view["rows_json"] = _script_json(rows)
-        views.append(view)
-    board = None
-    gens = [r["folder"] for r in loaded if r["task"] == "genception"]
-    if len(gens) > 1:
-        from ..methods.leaderboard import leaderboard
+    thumbs = _Thumbs(out.parent / files_rel, files_rel, parallel=True)
+    try:
+        loaded = [_load_run(Path(r)) for r in runs]
+        disagree = _disagreements(loaded)
+        views = []
+        for run in track(loaded, "report", enabled=progress and len(loaded) > 1):
+            res = run["results"]
+            view: dict[str, Any] = {"name": str(run["folder"]), "task": run["task"], "spec": res.get("spec") or {},
+                                    "counts": res.get("counts", {}), "metrics_json": json.dumps(res.get("metrics", {}),
+                                                                                                 indent=1, default=str),
+                                    "headline": _headline(run), "ci": _headline_ci(run), "usage": res.get("usage", {}),
+                                    "gain": vision_gain_of(res),
+                                    "mde": (headline_of(res).get("interval") or {}).get("min_detectable_difference")}
+            view["failures"] = [{"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]}
+                                for s in run["samples"] if s["status"] == "error"]
+            if run["task"] == "genception":
+                view["genception"] = _genception(run, thumbs)
+                view["categories"] = res["metrics"].get("by_category", {})
+            if run["task"] == "cast":
+                view["heatmaps"] = _cast_heatmaps(run)
+                view["heatmap_k"] = f"Top-{cast_k(res)}, as the headline"
+            if run["task"] == "chef":
+                view["reliability"] = _reliability(run)
+                view["pope"] = res["metrics"].get("pope")
+                view["chef_settings"] = chef_settings(res["metrics"])
+                if res["metrics"].get("vanilla_accuracy") is not None:
+                    view["mmbench"] = {"vanilla": res["metrics"]["vanilla_accuracy"],
+                                       "circular": res["metrics"].get("circular_accuracy")}
+            if run["task"] == "vhexpansion":
+                view["vhx"] = res["metrics"].get("variants", {})
+                view["vhx_notes"] = {name: degenerate_note(v) for name, v in view["vhx"].items() if degenerate_note(v)}
+            # small runs: every row in the page; large ones: the first page there, the rest in files (report/pages.py)
+            view["rows_json"] = rows_json(_sample_rows(run, thumbs, disagree), len(views), out.parent / files_rel,
+                                          files_rel)
+            views.append(view)
+        board = None
+        gens = [r["folder"] for r in loaded if r["task"] == "genception"]
+        if len(gens) > 1:
+            from ..methods.leaderboard import leaderboard
 
-        try:
-            board = leaderboard(gens, external_csv)
-        except ValueError as exc:
-            board = {"error": str(exc)}
-    curve = _s_curve([r for r in loaded if r["task"] == "genception"])
-    gallery = _gallery(Path(gallery_image), thumbs, out.parent / files_rel) if gallery_image else None
-    vhx_runs = [v for v in views if v.get("vhx")]
-    vhx_compare = None
-    if len(vhx_runs) > 1:  # per-model comparison: symmetric accuracy per variant (paper Tables 3-5 shape)
-        variants = list(dict.fromkeys(k for v in vhx_runs for k in v["vhx"]))
-        vhx_compare = {"variants": variants, "rows": [
-            {"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]),
-             "cells": [(v["vhx"].get(k) or {}).get("symmetric_accuracy") for k in variants],
-             "acc": [(v["vhx"].get(k) or {}).get("accuracy") for k in variants],
-             "new": sum((v["vhx"].get(k) or {}).get("new_vh_cases", 0) for k in variants)} for v in vhx_runs]}
-    decisions = decisions_view([r["folder"] for r in loaded])
-    boards = leaderboards(views, decisions)
-    summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
-                "ci": v["ci"], "gain": v["gain"], "mde": v["mde"],
-                "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
-    # by method, then best first (every headline is higher-is-better), not by run path
-    summary.sort(key=lambda s: (s["task"], s["metric"], -(s["value"] if s["value"] is not None else float("-inf"))))
-    env = Environment(loader=PackageLoader("vlmcheck.report", "templates"), autoescape=select_autoescape(["html"]))
-    env.filters["fmt"] = lambda x, d=4: "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
-    # ranks as people write them: 1, 2= for a shared rank (report/terminal.py)
-    env.filters["rank"] = lambda x, ranks=(): "-" if x is None else rank_text(x, list(ranks))
-    page = env.get_template("report.html").render(title=title, views=views, board=board, curve=curve,
-                                                  summary=summary, gallery=gallery, vhx_compare=vhx_compare,
-                                                  before_after=before_after, boards=boards,
-                                                  decisions=decisions)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out, page, errors="backslashreplace")  # a file name that is not UTF-8 shows escaped
+            try:
+                board = leaderboard(gens, external_csv)
+            except ValueError as exc:
+                board = {"error": str(exc)}
+        curve = _s_curve([r for r in loaded if r["task"] == "genception"])
+        gallery = _gallery(Path(gallery_image), thumbs, out.parent / files_rel) if gallery_image else None
+        vhx_runs = [v for v in views if v.get("vhx")]
+        vhx_compare = None
+        if len(vhx_runs) > 1:  # per-model comparison: symmetric accuracy per variant (paper Tables 3-5 shape)
+            variants = list(dict.fromkeys(k for v in vhx_runs for k in v["vhx"]))
+            vhx_compare = {"variants": variants, "rows": [
+                {"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]),
+                 "cells": [(v["vhx"].get(k) or {}).get("symmetric_accuracy") for k in variants],
+                 "acc": [(v["vhx"].get(k) or {}).get("accuracy") for k in variants],
+                 "new": sum((v["vhx"].get(k) or {}).get("new_vh_cases", 0) for k in variants)} for v in vhx_runs]}
+        decisions = decisions_view([r["folder"] for r in loaded])
+        boards = leaderboards(views, decisions)
+        summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
+                    "ci": v["ci"], "gain": v["gain"], "mde": v["mde"],
+                    "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
+        # by method, then best first (every headline is higher-is-better), not by run path
+        summary.sort(key=lambda s: (s["task"], s["metric"], -(s["value"] if s["value"] is not None else float("-inf"))))
+        env = Environment(loader=PackageLoader("vlmcheck.report", "templates"), autoescape=select_autoescape(["html"]))
+        env.filters["fmt"] = lambda x, d=4: "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
+        # ranks as people write them: 1, 2= for a shared rank (report/terminal.py)
+        env.filters["rank"] = lambda x, ranks=(): "-" if x is None else rank_text(x, list(ranks))
+        page = env.get_template("report.html").render(title=title, views=views, board=board, curve=curve,
+                                                      summary=summary, gallery=gallery, vhx_compare=vhx_compare,
+                                                      before_after=before_after, boards=boards,
+                                                      decisions=decisions)
+        thumbs.wait()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out, page, errors="backslashreplace")  # a file name that is not UTF-8 shows escaped
+    finally:
+        thumbs.wait()  # also when the report failed: no thread left behind
     return out
 
 
-def _script_json(obj: Any) -> str:
-    """JSON safe inside <script type="application/json">: no '</', no '<!--', no U+2028/9."""
-    text = json.dumps(obj, ensure_ascii=False, default=str)
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
 def write_run_report(folder: str | Path) -> Path:

@@ -1,0 +1,81 @@
+"""The sample rows of a large run as files the page loads on demand, so the report opens at any size.
+
+A run with at most :data:`INLINE_MAX` samples keeps its rows in the page, as always.  A larger one keeps
+only its first :data:`FIRST` rows there; the rest go to ``<name>_files/rows-<run>-<k>.js``, :data:`CHUNK`
+rows a file, and an index of every row (id, failed, disagreeing) to ``rows-<run>-index.js``.  The files are
+scripts that hand their rows to the page (``vlmcheckRows(run, k, rows)``), not JSON fetched with ``fetch``:
+a browser loads a script next to a page opened from a plain folder (``file://``), where ``fetch`` is refused,
+so the report still needs no server.  The page loads a chunk when its page of 50 rows is shown and the index
+when a filter or the search is used; the search and filters then cover every row of the run.
+
+Rows are written as they are made (a generator in, files out): the report of a million samples never holds
+a million rows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from ..core.files import write_text_atomic
+
+INLINE_MAX = 2000  # a run with this many rows or fewer keeps them all in the page
+CHUNK = 1000  # rows per file of a larger run
+FIRST = 50  # rows of a larger run in the page: its first page, shown before any file loads
+
+
+def script_json(obj: Any) -> str:
+    """JSON safe inside a <script> element or a script file: no '</', no '<!--', no U+2028/9."""
+    text = json.dumps(obj, ensure_ascii=False, default=str)
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _flags(row: dict[str, Any]) -> int:
+    """1: failed or wrong (the "only failures" filter), 2: the runs disagree on it."""
+    failed = row.get("status") != "done" or row.get("correct") is False
+    return (1 if failed else 0) | (2 if row.get("disagree") else 0)
+
+
+def rows_json(rows: Iterable[dict[str, Any]], run: int, files_dir: Path, files_rel: str) -> str:
+    """What the page embeds for one run's rows: all of them (small runs), or the first page and where the
+    rest are (written here as they come)."""
+    it: Iterator[dict[str, Any]] = iter(rows)
+    head: list[dict[str, Any]] = []
+    for row in it:
+        head.append(row)
+        if len(head) > INLINE_MAX:
+            break
+    else:
+        return script_json(head)
+    files_dir.mkdir(parents=True, exist_ok=True)
+    index: list[list[Any]] = []
+    n_chunks = 0
+    chunk: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        nonlocal n_chunks, chunk
+        text = f"vlmcheckRows({run},{n_chunks},{script_json(chunk)});\n"
+        write_text_atomic(files_dir / f"rows-{run}-{n_chunks}.js", text, errors="backslashreplace")
+        n_chunks += 1
+        chunk = []
+
+    first = head[:FIRST]
+    for row in _chain(head, it):
+        index.append([row["id"], _flags(row)])
+        chunk.append(row)
+        if len(chunk) == CHUNK:
+            flush()
+    if chunk:
+        flush()
+    write_text_atomic(files_dir / f"rows-{run}-index.js", f"vlmcheckIndex({run},{script_json(index)});\n",
+                      errors="backslashreplace")
+    return script_json({"paged": True, "total": len(index), "chunk": CHUNK, "chunks": n_chunks,
+                        "base": f"{files_rel}/rows-{run}-", "first": first})
+
+
+def _chain(head: list[dict[str, Any]], rest: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    while head:  # handed out and let go one by one
+        yield head.pop(0)
+    yield from rest

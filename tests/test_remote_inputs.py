@@ -1,0 +1,87 @@
+"""Datasets at a URL (issue 37 item 5): a manifest or an image folder read through fsspec, tested with fsspec's
+memory:// filesystem and a local HTTP server, never the network."""
+
+import functools
+import http.server
+import json
+import threading
+
+import fsspec
+import numpy as np
+import pytest
+from PIL import Image
+
+from vlmcheck import RunOptions, run_task
+from vlmcheck.core.data import load_image_dataset
+from vlmcheck.methods.describe import DescribeSpec, DescribeTask
+
+
+def _png(seed: int) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    Image.fromarray(np.random.default_rng(seed).integers(0, 256, (24, 32, 3), dtype=np.uint8)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture
+def memfs():
+    fs = fsspec.filesystem("memory")
+    root = f"/vlmcheck-test-{id(fs)}-{np.random.default_rng().integers(1 << 30)}"
+    yield fs, root
+    fs.rm(root, recursive=True)
+
+
+def _rows(folder):
+    return {r["sample_id"]: r for r in map(json.loads, (folder / "samples.jsonl").read_text().splitlines())}
+
+
+def test_a_manifest_in_memory_runs_like_a_local_one(memfs, tmp_path, fake_server):
+    fs, root = memfs
+    fs.pipe(f"{root}/data/img/a.png", _png(1))
+    fs.pipe(f"{root}/data/img/b.png", _png(2))
+    fs.pipe(f"{root}/secret.png", _png(3))
+    fs.pipe(f"{root}/data/manifest.jsonl", b"".join(json.dumps(r).encode() + b"\n" for r in [
+        {"id": "a", "image": "img/a.png"}, {"id": "b", "image": "img/b.png"},
+        {"id": "missing", "image": "img/none.png"}, {"id": "escape", "image": "../secret.png"}]))
+    url = f"memory://{root}/data/manifest.jsonl"
+    items = load_image_dataset(url)
+    assert [i.path for i in items] == [f"memory://{root}/data/img/a.png", f"memory://{root}/data/img/b.png",
+                                       f"memory://{root}/data/img/none.png", f"memory://{root}/secret.png"]
+    res = run_task(DescribeTask(DescribeSpec(vlm=f"openai:fake@{fake_server.base_url}", data=url)),
+                   tmp_path / "run", RunOptions(progress=False, report=False, preflight=False))
+    rows = _rows(tmp_path / "run")
+    assert res.results["counts"]["done"] == 2 and rows["a"]["status"] == rows["b"]["status"] == "done"
+    # the key is the bytes read from the URL, as for a local file
+    import hashlib
+
+    assert rows["a"]["result"]["image_sha256"] == hashlib.sha256(_png(1)).hexdigest()
+    assert "file not found" in rows["missing"]["error"]["message"]
+    assert "outside the dataset folder" in rows["escape"]["error"]["message"]  # ../ leaves the manifest's folder
+
+
+def test_an_image_folder_in_memory_with_categories(memfs):
+    fs, root = memfs
+    fs.pipe(f"{root}/photos/cats/1.png", _png(4))
+    fs.pipe(f"{root}/photos/dogs/2.jpg", _png(5))
+    fs.pipe(f"{root}/photos/notes.txt", b"not an image")
+    items = load_image_dataset(f"memory://{root}/photos")
+    assert [(i.id, i.category) for i in items] == [("cats/1.png", "cats"), ("dogs/2.jpg", "dogs")]
+
+
+def test_a_manifest_served_over_http(tmp_path, fake_server):
+    site = tmp_path / "site"
+    (site / "img").mkdir(parents=True)
+    (site / "img" / "a.png").write_bytes(_png(6))
+    (site / "manifest.jsonl").write_text(json.dumps({"id": "a", "image": "img/a.png"}) + "\n")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/manifest.jsonl"
+        res = run_task(DescribeTask(DescribeSpec(vlm=f"openai:fake@{fake_server.base_url}", data=url)),
+                       tmp_path / "run", RunOptions(progress=False, report=False, preflight=False))
+        assert res.results["counts"]["done"] == 1
+    finally:
+        server.shutdown()
