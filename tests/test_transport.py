@@ -127,3 +127,30 @@ def test_the_cli_and_a_describe_task_import_nothing_heavy():
     from vlmcheck.methods import TASK_NAMES, task_class
 
     assert [task_class(t).name for t in TASK_NAMES] == list(TASK_NAMES)
+
+
+def test_a_body_sent_in_pieces_is_byte_for_byte_the_joined_body():
+    """The aiohttp path sends the JSON piece by piece (the data URL as the string the message holds, 256 kB at a
+    time): what reaches the socket, and the Content-Length, are exactly the joined body's."""
+    import asyncio
+    import base64
+
+    from vlmcheck.models._openai_http import PiecesPayload
+    from vlmcheck.models.openai_compat import json_body, json_pieces
+
+    rng = np.random.default_rng(5)
+    url = "data:image/png;base64," + base64.b64encode(rng.bytes(700_000)).decode()
+    body = {"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "Describe it."}, {"type": "image_url", "image_url": {"url": url}}]}]}
+    pieces = json_pieces(body)
+    assert any(p is url for p in pieces)  # the message's own string, not a copy
+    sent = []
+
+    class Writer:
+        async def write(self, chunk):
+            assert len(chunk) <= 1 << 18
+            sent.append(bytes(chunk))
+
+    payload = PiecesPayload(pieces)
+    asyncio.run(payload.write_with_length(Writer(), None))
+    assert b"".join(sent) == json_body(body) and payload.size == len(json_body(body))

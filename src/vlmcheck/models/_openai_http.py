@@ -106,7 +106,7 @@ class OpenAIHTTP:
         https = self.base_url.startswith("https:")
         self.sessions = PerLoopClients(lambda: Session(https), n_sessions)
 
-    async def request(self, method: str, path: str, body: bytes | None = None, *,
+    async def request(self, method: str, path: str, body: Any = None, *,
                       timeout: float | None = None) -> bytes:
         """The body of a 2xx answer to ``method path``; a :class:`ModelCallError` for anything else."""
         import aiohttp
@@ -130,9 +130,42 @@ class OpenAIHTTP:
             reason = connection_reason(exc)
             raise ModelCallError("connection", REFUSED if reason == "connection refused" else redact(reason)) from exc
 
-    async def post_json(self, path: str, body: bytes) -> dict[str, Any]:
+    async def post_json(self, path: str, body: Any) -> dict[str, Any]:
         """POST a JSON body; the answer as a JSON object."""
         return json_object(await self.request("POST", path, body))
+
+
+def PiecesPayload(pieces: list[bytes | str]) -> Any:
+    """A request body sent piece by piece: bytes as they are, an ASCII string (a data URL) encoded 256 kB at
+    a time, with its Content-Length known.  Peak memory per request in flight is then the message's own data
+    URL, not that plus its bytes plus the joined body (4.1 MB against 2.6 MB for a 1.1-MB photo)."""
+    import aiohttp.payload
+
+    class _Pieces(aiohttp.payload.Payload):
+        _autoclose = True
+
+        def __init__(self, value: list[bytes | str]) -> None:
+            super().__init__(value, content_type="application/json")
+            self._size = sum(len(p) for p in value)  # an ASCII string is as many bytes as characters
+
+        def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+            return "".join(p if isinstance(p, str) else p.decode(encoding, errors) for p in self._value)
+
+        async def write(self, writer: Any) -> None:
+            await self.write_with_length(writer, None)
+
+        async def write_with_length(self, writer: Any, content_length: int | None) -> None:
+            left = self._size if content_length is None else content_length
+            for p in self._value:
+                step = 1 << 18
+                for i in range(0, len(p), step):
+                    if left <= 0:
+                        return
+                    chunk = p[i:i + min(step, left)]
+                    await writer.write(chunk.encode("ascii") if isinstance(chunk, str) else chunk)
+                    left -= len(chunk)
+
+    return _Pieces(pieces)
 
 
 def json_object(content: bytes) -> dict[str, Any]:

@@ -56,7 +56,7 @@ from ..core.secrets import redact, register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
 from ..run.loop_clients import PerLoopClients
 from ._http_errors import translate
-from ._openai_http import OpenAIHTTP, json_object
+from ._openai_http import OpenAIHTTP, PiecesPayload, json_object
 from .openai_preflight import PreflightError, preflight_http, preflight_openai  # noqa: F401 (part of this API)
 
 DEFAULT_MAX_RESPONSE_MB = 8.0
@@ -241,7 +241,11 @@ class OpenAIChat:
         response's nested pydantic objects, of which we read five fields.  Our messages are already plain JSON.
         """
         if ep.http is not None:
-            return await ep.http.post_json("/chat/completions", json_body(body))
+            pieces = json_pieces(body)
+            if sum(len(p) for p in pieces) < _PIECES_MIN:  # small: one joined body is fewer socket writes
+                return await ep.http.post_json("/chat/completions", b"".join(
+                    p.encode("ascii") if isinstance(p, str) else p for p in pieces))
+            return await ep.http.post_json("/chat/completions", PiecesPayload(pieces))
         import httpx
 
         # the SDK's streaming raw response (what its with_streaming_response uses), read chunk by chunk up to
@@ -366,11 +370,21 @@ def _call_error(exc: BaseException) -> ModelCallError:
 
 
 _DATA_URL_MIN = 1024  # shorter strings are serialised as usual
+_PIECES_MIN = 1 << 19  # bodies from 512 kB on go piece by piece (_openai_http.PiecesPayload); smaller ones joined
 _PLACEHOLDER = re.compile(rb"\\u0000vlmcheck-image-(\d+)\\u0000")
 
 
 def json_body(body: dict[str, Any]) -> bytes:
+    """``body`` as the JSON the SDK would send, in one piece (see :func:`json_pieces`)."""
+    return b"".join(p.encode("ascii") if isinstance(p, str) else p for p in json_pieces(body))
+
+
+def json_pieces(body: dict[str, Any]) -> list[bytes | str]:
     """``body`` as the JSON the SDK would send, with each image's data URL spliced in, not re-scanned.
+
+    Returned as pieces: the JSON between the images as bytes and each data URL as the (ASCII) string the
+    message already holds, so that a body sent piece by piece (``_openai_http.PiecesPayload``) never makes a
+    second and third copy of a 1.5-MB URL (its bytes, then the joined body).
 
     The SDK's ``json.dumps`` walks every character of a base64 image to escape it (0.5 ms per 140-kB image, a
     fifth of a request's CPU at high concurrency); a data URL is ASCII with nothing to escape, so it goes
@@ -378,14 +392,14 @@ def json_body(body: dict[str, Any]) -> bytes:
     when the text holds any other match of the markers' pattern, the plain encoding is used instead.  The SDK
     sends a ``bytes`` body unchanged.
     """
-    urls: list[bytes] = []
+    urls: list[str] = []
 
     def swap(part: Any) -> Any:
         url = part.get("image_url", {}).get("url") if isinstance(part, dict) else None
         if not (isinstance(url, str) and len(url) >= _DATA_URL_MIN and url.startswith("data:") and url.isascii()
                 and '"' not in url and "\\" not in url):
             return part
-        urls.append(url.encode("ascii"))
+        urls.append(url)
         return {**part, "image_url": {**part["image_url"], "url": f"\x00vlmcheck-image-{len(urls) - 1}\x00"}}
 
     def dumps(obj: Any) -> bytes:
@@ -394,15 +408,15 @@ def json_body(body: dict[str, Any]) -> bytes:
     messages = [{**m, "content": [swap(x) for x in m["content"]]} if isinstance(m.get("content"), list) else m
                 for m in body.get("messages", [])]
     if not urls:
-        return dumps(body)
+        return [dumps(body)]
     pieces = _PLACEHOLDER.split(dumps({**body, "messages": messages}))
     markers = pieces[1::2]
     if [int(m) for m in markers] != list(range(len(urls))):  # a text that looks like a marker: no shortcut
-        return dumps(body)
-    out = [pieces[0]]
+        return [dumps(body)]
+    out: list[bytes | str] = [pieces[0]]
     for i, tail in enumerate(pieces[2::2]):
         out += [urls[i], tail]
-    return b"".join(out)
+    return out
 
 
 def _parse_chat(resp: dict[str, Any]) -> Generation:
