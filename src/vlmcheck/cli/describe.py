@@ -16,7 +16,8 @@ def register(app: typer.Typer) -> None:
 @C.run_command
 def describe(
     vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec, e.g. openai:gpt-4o-mini or ref:photo"),
-    data: Path = typer.Option(..., "--data", metavar="PATH", help="Image folder or JSONL manifest"),
+    data: str = typer.Option(..., "--data", metavar="SOURCE",
+                             help="Image folder or JSONL manifest: a path or a URL (s3://, gs://, https://)"),
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     prompt: str = typer.Option("Describe this image in detail.", "--prompt", metavar="TEXT"),
     max_tokens: int = typer.Option(512, "--max-tokens", min=1, metavar="N"),
