@@ -91,6 +91,18 @@ def test_failed_items_follow_the_retry_policy(batch_server, tmp_path):
     assert [c["n"] for c in _creates(batch_server)] == [3, 1]
 
 
+def _kill_once_its_batch_is_out(cmd: list[str], server: FakeServer) -> None:
+    """Start the command and kill -9 it (with its process group) right after its batch was created."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.time() + 60
+    while not _creates(server) and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)  # the journal is written right after the batch is created
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def test_a_killed_run_reattaches_to_its_batch_and_resubmits_nothing(tmp_path):
     server = FakeServer(0.0, tmp_path, "--batch-delay", "4")
     try:
@@ -98,14 +110,7 @@ def test_a_killed_run_reattaches_to_its_batch_and_resubmits_nothing(tmp_path):
         spec = f"openai:fake-vlm@{server.base_url}?{BATCH}"
         cmd = [sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", spec, "--data", str(data), "--out",
                str(tmp_path / "run")]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
-        deadline = time.time() + 60
-        while not _creates(server) and time.time() < deadline:
-            time.sleep(0.1)
-        time.sleep(0.5)  # the journal is written right after the batch is created
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        _kill_once_its_batch_is_out(cmd, server)
         assert len(_creates(server)) == 1
         res = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "resume", str(tmp_path / "run")],
                              capture_output=True, text=True, timeout=120)
@@ -122,14 +127,7 @@ def test_a_resume_without_batch_1_waits_for_the_open_batch_instead_of_paying_twi
     try:
         data = _manifest(tmp_path / "data", ["Describe."] * 4)
         cmd = [sys.executable, "-m", "vlmcheck.cli", "describe", "--data", str(data), "--out", str(tmp_path / "run")]
-        proc = subprocess.Popen([*cmd, "--vlm", f"openai:fake-vlm@{server.base_url}?{BATCH}"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        deadline = time.time() + 60
-        while not _creates(server) and time.time() < deadline:
-            time.sleep(0.1)
-        time.sleep(0.5)  # the journal is written right after the batch is created
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        _kill_once_its_batch_is_out([*cmd, "--vlm", f"openai:fake-vlm@{server.base_url}?{BATCH}"], server)
         # resumed with direct calls: the 4 journaled requests wait for their batch; nothing is sent twice
         res = subprocess.run([*cmd, "--vlm", f"openai:fake-vlm@{server.base_url}?batch_poll=0.1", "--resume"],
                              capture_output=True, text=True, timeout=120)

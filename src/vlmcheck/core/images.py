@@ -173,10 +173,16 @@ def source_file(img: Image.Image) -> SourceFile | None:
     return getattr(img, "_vlmcheck_source", None)
 
 
-def _check_pixels(label: str, width: int, height: int, max_pixels: int) -> None:
+def _open(data: bytes, label: str, max_pixels: int) -> Image.Image:
+    """The image's header opened (nothing decoded), its pixel count within ``max_pixels``."""
+    if not data:
+        raise BadImageError(f"{label}: empty file (0 bytes)")
+    img = Image.open(io.BytesIO(data))
+    width, height = img.size
     if width * height > max_pixels:
         raise BadImageError(f"{label}: {width}x{height} = {width * height} pixels exceeds the limit of "
                             f"{max_pixels} (possible decompression bomb)")
+    return img
 
 
 @dataclass(frozen=True)
@@ -198,14 +204,11 @@ def probe(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAULT_MAX_
     :class:`BadImageError` for what no decoder would take (empty, not an image, too many pixels); a file that
     is not ``sendable`` is decoded as before, and the decoder has the last word on whether it is damaged.
     """
-    if not data:
-        raise BadImageError(f"{label}: empty file (0 bytes)")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            img = Image.open(io.BytesIO(data))
+            img = _open(data, label, max_pixels)
             width, height = img.size
-            _check_pixels(label, width, height, max_pixels)
             fmt = img.format or ""
             sendable = (fmt in SENDABLE_FORMATS and img.mode == "RGB" and not getattr(img, "is_animated", False)
                         and _upright(img, data) and _intact(img, data))
@@ -253,14 +256,10 @@ def file_sha256(data: bytes) -> str:
 
 def decode_image(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
     """Decode image bytes to 8-bit RGB (see :func:`load_image` for what is rejected)."""
-    if not data:
-        raise BadImageError(f"{label}: empty file (0 bytes)")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            img = Image.open(io.BytesIO(data))
-            width, height = img.size
-            _check_pixels(label, width, height, max_pixels)
+            img = _open(data, label, max_pixels)
             if getattr(img, "is_animated", False):
                 img.seek(0)
             img.load()
