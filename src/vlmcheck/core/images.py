@@ -15,6 +15,7 @@ import stat
 import threading
 import warnings
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,6 +174,24 @@ def source_file(img: Image.Image) -> SourceFile | None:
     return getattr(img, "_vlmcheck_source", None)
 
 
+@contextmanager
+def _pillow_errors(label: str, bomb_warning: str):
+    """Pillow's failures inside the block as one :class:`BadImageError` sentence naming ``label``; Pillow's
+    decompression-bomb warning is an error (``"error"``) or ignored (``"ignore"``: the pixel limit is ours)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter(bomb_warning, Image.DecompressionBombWarning)
+            yield
+    except BadImageError:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise BadImageError(f"{label}: rejected as a possible decompression bomb ({exc})") from exc
+    except UnidentifiedImageError as exc:
+        raise BadImageError(f"{label}: not a recognised image format") from exc
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise BadImageError(f"{label}: cannot decode image ({exc})") from exc
+
+
 def _open(data: bytes, label: str, max_pixels: int) -> Image.Image:
     """The image's header opened (nothing decoded), its pixel count within ``max_pixels``."""
     if not data:
@@ -204,22 +223,12 @@ def probe(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAULT_MAX_
     :class:`BadImageError` for what no decoder would take (empty, not an image, too many pixels); a file that
     is not ``sendable`` is decoded as before, and the decoder has the last word on whether it is damaged.
     """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            img = _open(data, label, max_pixels)
-            width, height = img.size
-            fmt = img.format or ""
-            sendable = (fmt in SENDABLE_FORMATS and img.mode == "RGB" and not getattr(img, "is_animated", False)
-                        and _upright(img, data) and _intact(img, data))
-    except BadImageError:
-        raise
-    except Image.DecompressionBombError as exc:
-        raise BadImageError(f"{label}: rejected as a possible decompression bomb ({exc})") from None
-    except UnidentifiedImageError:
-        raise BadImageError(f"{label}: not a recognised image format") from None
-    except (OSError, SyntaxError, ValueError, EOFError) as exc:
-        raise BadImageError(f"{label}: cannot decode image ({exc})") from None
+    with _pillow_errors(label, bomb_warning="ignore"):
+        img = _open(data, label, max_pixels)
+        width, height = img.size
+        fmt = img.format or ""
+        sendable = (fmt in SENDABLE_FORMATS and img.mode == "RGB" and not getattr(img, "is_animated", False)
+                    and _upright(img, data) and _intact(img, data))
     return Header(fmt, width, height, sendable)
 
 
@@ -256,21 +265,11 @@ def file_sha256(data: bytes) -> str:
 
 def decode_image(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
     """Decode image bytes to 8-bit RGB (see :func:`load_image` for what is rejected)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            img = _open(data, label, max_pixels)
-            if getattr(img, "is_animated", False):
-                img.seek(0)
-            img.load()
-    except BadImageError:
-        raise
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        raise BadImageError(f"{label}: rejected as a possible decompression bomb ({exc})") from exc
-    except UnidentifiedImageError as exc:
-        raise BadImageError(f"{label}: not a recognised image format") from exc
-    except (OSError, SyntaxError, ValueError, EOFError) as exc:
-        raise BadImageError(f"{label}: cannot decode image ({exc})") from exc
+    with _pillow_errors(label, bomb_warning="error"):
+        img = _open(data, label, max_pixels)
+        if getattr(img, "is_animated", False):
+            img.seek(0)
+        img.load()
     if img.mode == "RGB" and not img.getexif().get(0x0112):
         # freshly decoded and already RGB: no copy (a copy doubles the peak memory)
         if img.format in SENDABLE_FORMATS and not getattr(img, "is_animated", False):

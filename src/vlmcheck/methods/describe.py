@@ -104,7 +104,6 @@ class DescribeSummary:
 
     def __init__(self) -> None:
         self.statuses: dict[str, int] = {}
-        self.ok: array = array("b")
         self.lengths: array = array("l")
         self.recalls: array = array("d")
 
@@ -112,7 +111,6 @@ class DescribeSummary:
         r = record["result"]
         status = r["answer_status"]
         self.statuses[status] = self.statuses.get(status, 0) + 1
-        self.ok.append(status == "ok")
         self.lengths.append(len(r["answer"].split()))
         if "keyword_recall" in r:
             self.recalls.append(r["keyword_recall"])
@@ -121,7 +119,7 @@ class DescribeSummary:
         n = len(self.lengths)
         out: dict[str, Any] = {"n": n, "answer_status": dict(self.statuses)}
         out["mean_answer_words"] = float(np.mean(self.lengths)) if n else None
-        recalls = np.frombuffer(self.recalls, dtype=float) if len(self.recalls) else np.array([], dtype=float)
+        recalls = np.asarray(self.recalls, dtype=float)
         if recalls.size:
             mean = float(recalls.mean())
             ci, widened = widen_degenerate(list(bootstrap_ci(recalls)), mean, int(recalls.size))
@@ -131,6 +129,7 @@ class DescribeSummary:
             out["headline"] = headline_entry("keyword recall", mean, ci, how)
         elif n:  # no reference keywords: the share of images described (not refused, not empty)
             ok = self.statuses.get("ok", 0)
-            ci, how = proportion_interval([bool(x) for x in self.ok], [str(i) for i in range(n)], "image")
+            # each image its own unit, so the interval depends on the count answered, not on which
+            ci, how = proportion_interval([True] * ok + [False] * (n - ok), [str(i) for i in range(n)], "image")
             out["headline"] = headline_entry("share answered", ok / n, ci, how)
         return out

@@ -243,8 +243,7 @@ class OpenAIChat:
         if ep.http is not None:
             pieces = json_pieces(body)
             if sum(len(p) for p in pieces) < _PIECES_MIN:  # small: one joined body is fewer socket writes
-                return await ep.http.post_json("/chat/completions", b"".join(
-                    p.encode("ascii") if isinstance(p, str) else p for p in pieces))
+                return await ep.http.post_json("/chat/completions", _joined(pieces))
             return await ep.http.post_json("/chat/completions", PiecesPayload(pieces))
         import httpx
 
@@ -376,7 +375,11 @@ _PLACEHOLDER = re.compile(rb"\\u0000vlmcheck-image-(\d+)\\u0000")
 
 def json_body(body: dict[str, Any]) -> bytes:
     """``body`` as the JSON the SDK would send, in one piece (see :func:`json_pieces`)."""
-    return b"".join(p.encode("ascii") if isinstance(p, str) else p for p in json_pieces(body))
+    return _joined(json_pieces(body))
+
+
+def _joined(pieces: list[bytes | str]) -> bytes:
+    return b"".join(p.encode("ascii") if isinstance(p, str) else p for p in pieces)
 
 
 def json_pieces(body: dict[str, Any]) -> list[bytes | str]:

@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import os
+from collections import deque
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -49,13 +50,16 @@ class _Thumbs:
     Once per distinct image and size in a report, whichever runs show it; once across reports too: a file's
     name hashes its path, size, modification time and length, so a report made again beside the same files
     folder reuses what is there.  With ``parallel``, the header is read at once (a file that is no image gets
-    no thumbnail) and the resizing goes to a thread pool; :meth:`wait` before the page is written."""
+    no thumbnail) and the resizing goes to a thread pool, at most :data:`PENDING` images waiting for it (a
+    million rows never queue a million images); :meth:`wait` before the page is written."""
+
+    PENDING = 64
 
     def __init__(self, out_dir: Path, rel: str, parallel: bool = False) -> None:
         self.dir, self.rel = out_dir, rel
         self.done: dict[tuple[str, int], str | None] = {}
         self.pool = None
-        self.jobs: list[Any] = []
+        self.jobs: deque[Any] = deque()
         if parallel:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -73,32 +77,36 @@ class _Thumbs:
             st = p.stat()
             stem = hashlib.sha256(f"{key[0]}|{size}|{st.st_mtime_ns}|{st.st_size}".encode("utf-8", "surrogatepass")
                                   ).hexdigest()[:16]
-            img = Image.open(p)  # the header only
-            # already small enough: the file's bytes, not a re-encoding (a PNG encode of each full-size copy
-            # made the report of 2,000 photos take a minute)
-            copy = img.format in _COPYABLE and max(img.size) <= size and not getattr(img, "is_animated", False)
+            with Image.open(p) as img:  # the header only, and the file closed again
+                fmt = img.format
+                # already small enough: the file's bytes, not a re-encoding (a PNG encode of each full-size copy
+                # made the report of 2,000 photos take a minute)
+                copy = fmt in _COPYABLE and max(img.size) <= size and not getattr(img, "is_animated", False)
         except (OSError, ValueError):
             self.done[key] = None
             return None
-        name = f"{stem}{_COPYABLE[img.format]}" if copy else f"{stem}.png"
+        name = f"{stem}{_COPYABLE[fmt]}" if copy else f"{stem}.png"
         self.done[key] = f"{self.rel}/{name}"
         if not (self.dir / name).exists():
             self.dir.mkdir(parents=True, exist_ok=True)
             if self.pool is None:
-                if not self._make(p, img, copy, size, name):
+                if not self._make(p, copy, size, name):
                     self.done[key] = None
             else:
-                self.jobs.append(self.pool.submit(self._make, p, img, copy, size, name))
+                self.jobs.append(self.pool.submit(self._make, p, copy, size, name))
+                while len(self.jobs) > self.PENDING:
+                    self.jobs.popleft().result()
         return self.done[key]
 
-    def _make(self, p: Path, img: Image.Image, copy: bool, size: int, name: str) -> bool:
+    def _make(self, p: Path, copy: bool, size: int, name: str) -> bool:
         try:
             if copy:
                 data = read_file_bytes(p)
             else:
-                img.thumbnail((size, size))
-                buf = io.BytesIO()
-                img.convert("RGB").save(buf, format="PNG", compress_level=1)
+                with Image.open(p) as img:
+                    img.thumbnail((size, size))
+                    buf = io.BytesIO()
+                    img.convert("RGB").save(buf, format="PNG", compress_level=1)
                 data = buf.getvalue()
         except (OSError, ValueError):
             return False  # a file whose header read but whose pixels do not: no thumbnail
@@ -108,10 +116,9 @@ class _Thumbs:
     def wait(self) -> None:
         """Every thumbnail asked for is on disk (or failed); the pool is shut down."""
         if self.pool is not None:
-            for job in self.jobs:
-                job.result()
+            while self.jobs:
+                self.jobs.popleft().result()
             self.pool.shutdown()
-            self.jobs.clear()
 
     def __call__(self, path: Path | str | None) -> str | None:
         return self._write(path, THUMB)

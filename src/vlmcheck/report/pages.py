@@ -14,6 +14,7 @@ a million rows.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -62,7 +63,7 @@ def rows_json(rows: Iterable[dict[str, Any]], run: int, files_dir: Path, files_r
         chunk = []
 
     first = head[:FIRST]
-    for row in _chain(head, it):
+    for row in itertools.chain(head, it):  # at most INLINE_MAX + 1 rows held at once
         index.append([row["id"], _flags(row)])
         chunk.append(row)
         if len(chunk) == CHUNK:
@@ -74,8 +75,3 @@ def rows_json(rows: Iterable[dict[str, Any]], run: int, files_dir: Path, files_r
     return script_json({"paged": True, "total": len(index), "chunk": CHUNK, "chunks": n_chunks,
                         "base": f"{files_rel}/rows-{run}-", "first": first})
 
-
-def _chain(head: list[dict[str, Any]], rest: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    while head:  # handed out and let go one by one
-        yield head.pop(0)
-    yield from rest

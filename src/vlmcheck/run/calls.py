@@ -147,8 +147,9 @@ class Session:
         limit = getattr(model, "max_concurrency", None)
         provider_key = getattr(model, "concurrency_key", model_id)
         try:
-            batched = getattr(model, "batch", None) is not None or key in self._journaled(model)
-            if batch_body is not None and batched:
+            # a model without a batch backend (batch_body None) never looks at the journal
+            if batch_body is not None and (getattr(model, "batch", None) is not None
+                                           or key in self._journaled(model)):
                 body = batch_body()
                 await inputs.release_for_batch()  # one wave of misses is one batch, whatever the pixel budget
                 # the collector stores every answer of a batch itself (also those of a re-attached batch that

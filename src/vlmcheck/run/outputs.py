@@ -6,7 +6,7 @@ Streamed: records come from a cursor and go to the file as they are read; see :f
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..core.files import json_text, write_lines_atomic, write_text_atomic
 from ..core.secrets import redact_obj
@@ -31,52 +31,24 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
     pass, so memory does not grow with the run beyond a few bytes a sample (describe); any other task gets its
     finished records as a list, as before."""
     order = {s.id: i for i, s in enumerate(samples)}
-    make_folder = getattr(task, "summary_folder", None)
-    folder = make_folder() if make_folder is not None else None
-    done: list[dict[str, Any]] = []
-    failed: list[dict[str, Any]] = []
-    n_done = 0
-
-    def keep(rec: dict[str, Any]) -> None:
-        nonlocal n_done
-        if rec["status"] == "done":
-            n_done += 1
-            folder.add(rec) if folder is not None else done.append(rec)
-        elif rec["status"] == "error":
-            failed.append(rec)
-
-    def lines():
-        last = -1
-        for rec in store.iter_samples(task.name):
-            i = order.get(rec["sample_id"])
-            if i is None:
-                continue
-            if i < last:  # the store's order (seq) is not the run's: written in the run's order instead
-                raise _OutOfOrder
-            last = i
-            yield json_text(redact_obj(rec), sort_keys=True) + "\n"
-            keep(rec)
-
+    path = store.folder / "samples.jsonl"
+    tally = _Tally(task)
     try:
-        write_lines_atomic(store.folder / "samples.jsonl", lines())
+        write_lines_atomic(path, _lines(store.iter_samples(task.name), order, tally))
     except _OutOfOrder:  # seen only in stores whose samples were renumbered; the whole run in memory, sorted
-        folder = make_folder() if make_folder is not None else None
-        done, failed, n_done = [], [], 0
+        tally = _Tally(task)
         records = sorted((r for r in store.iter_samples(task.name) if r["sample_id"] in order),
                          key=lambda r: order[r["sample_id"]])
-        write_lines_atomic(store.folder / "samples.jsonl",
-                           (json_text(redact_obj(rec), sort_keys=True) + "\n" for rec in records))
-        for rec in records:
-            keep(rec)
+        write_lines_atomic(path, _lines(records, order, tally))
     errors_by_type: dict[str, int] = {}
-    for r in failed:
+    for r in tally.failed:
         errors_by_type[r["error"]["type"]] = errors_by_type.get(r["error"]["type"], 0) + 1
     results = {
         "task": task.name,
         "spec": store.get_meta("spec"),
-        "counts": {"samples": len(samples), "done": n_done, "failed": len(failed),
-                   "pending": len(samples) - n_done - len(failed), "errors_by_type": errors_by_type},
-        "metrics": folder.result(failed) if folder is not None else task.summarize(done, failed),
+        "counts": {"samples": len(samples), "done": tally.n_done, "failed": len(tally.failed),
+                   "pending": len(samples) - tally.n_done - len(tally.failed), "errors_by_type": errors_by_type},
+        "metrics": tally.metrics(task),
         "usage": by_identity(usage_with_cost(store.call_stats())),
     }
     if session is not None:  # what this process did (a resumed run counts only its own calls)
@@ -87,5 +59,44 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
     return results
 
 
+class _Tally:
+    """What results.json needs of the samples as they stream by: the failures, and the finished ones folded
+    into the task's ``summary_folder()`` or, for a task without one, kept for its ``summarize``."""
+
+    def __init__(self, task: Task) -> None:
+        make = getattr(task, "summary_folder", None)
+        self.folder = make() if make is not None else None
+        self.done: list[dict[str, Any]] = []
+        self.failed: list[dict[str, Any]] = []
+        self.n_done = 0
+
+    def add(self, rec: dict[str, Any]) -> None:
+        if rec["status"] == "done":
+            self.n_done += 1
+            if self.folder is not None:
+                self.folder.add(rec)
+            else:
+                self.done.append(rec)
+        elif rec["status"] == "error":
+            self.failed.append(rec)
+
+    def metrics(self, task: Task) -> Any:
+        return self.folder.result(self.failed) if self.folder is not None else task.summarize(self.done, self.failed)
+
+
 class _OutOfOrder(Exception):
     pass
+
+
+def _lines(records: Iterable[dict[str, Any]], order: dict[str, int], tally: _Tally) -> Iterator[str]:
+    """The run's records as samples.jsonl lines, in the run's order, each tallied as it goes by."""
+    last = -1
+    for rec in records:
+        i = order.get(rec["sample_id"])
+        if i is None:
+            continue
+        if i < last:  # the store's order (seq) is not the run's
+            raise _OutOfOrder
+        last = i
+        yield json_text(redact_obj(rec), sort_keys=True) + "\n"
+        tally.add(rec)
