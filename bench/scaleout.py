@@ -6,6 +6,10 @@ Against local fake OpenAI-compatible servers with a fixed latency, N describe ca
 * ``shards k``: k processes (``--shard i/k``) started together, each at concurrency C, then ``vlmcheck
   merge``; wall time includes the processes' start-up and the merge, which is also printed on its own;
 * ``endpoints k``: one process, ``openai:fake@URL1,...,URLk?concurrency=C`` (C per endpoint);
+* ``ray-kill``: ``--executor ray --workers 4``; once a tenth of the samples is done one worker process is killed
+  (SIGKILL); prints how long the pool took to be back at 4 workers (from ``results.json``'s ``executor``) as a
+  ratio of the 30-s goal, and the requests counted against those the server saw (one server of capacity C,
+  so its ideal is N x latency / C);
 * ``ray k``: ``--executor ray --workers k`` at total concurrency k x C against one endpoint; the wall includes
   starting a local Ray instance, whose fixed cost (start and first dispatch) is printed on its own: a
   one-sample Ray run less a one-sample local run.
@@ -65,8 +69,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=600)
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--latency", type=float, nargs="+", default=[0.05, 0.5])
-    ap.add_argument("--setups", nargs="+", default=["local", "shards", "ray", "endpoints"],
-                    choices=["local", "shards", "ray", "endpoints"], help="which rows to measure")
+    ap.add_argument("--setups", nargs="+", default=["local", "shards", "ray", "ray-kill", "endpoints"],
+                    choices=["local", "shards", "ray", "ray-kill", "endpoints"], help="which rows to measure")
     ap.add_argument("--size", type=int, default=0,
                     help="photos of this many px (bench/api_throughput.py's) instead of 64x48 flat images")
     a = ap.parse_args()
@@ -124,6 +128,8 @@ def main() -> None:
                                   "--executor", "ray", "--workers", "1"))
                     print(f"{latency:>8} ray fixed cost (start + first dispatch): "
                           f"{time.monotonic() - t0 - one_local:.1f} s")
+                if "ray-kill" in a.setups:
+                    ray_kill(servers[3], data, t / f"rk-{latency}", a, latency, row)
                 fixed = 0.0
                 if "endpoints" in a.setups:  # the process's start-up and first request, paid once per run
                     t0 = time.monotonic()
@@ -143,6 +149,46 @@ def main() -> None:
             finally:
                 for s in servers:
                     s.stop()
+
+
+def _done(run: Path) -> int:
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{run / 'store.sqlite'}?mode=ro", uri=True) as con:
+            return con.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def ray_kill(server: Server, data: Path, out: Path, a, latency: float, row) -> None:
+    """4 Ray workers, one killed once a tenth of the samples is done: back to 4 within 30 s?"""
+    import json
+    import os
+    import signal
+
+    log = Path(server.proc.args[server.proc.args.index("--log") + 1])
+    before = len(log.read_text().splitlines()) if log.exists() else 0
+    t0 = time.monotonic()
+    proc = describe(f"openai:fake@{server.url}", data, out, 4 * a.concurrency, "--executor", "ray", "--workers", "4")
+    killed = None
+    while proc.poll() is None and killed is None:
+        if _done(out) >= a.n // 10:
+            ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout.splitlines()
+            pids = [int(line.split()[0]) for line in ps if "ray::SampleWorker" in line]
+            if pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed = pids[0]
+        time.sleep(0.05)
+    wait(proc)
+    wall = time.monotonic() - t0
+    res = json.loads((out / "results.json").read_text())
+    ex, seen = res["executor"], len(log.read_text().splitlines()) - before
+    back = ex["replaced_after_s"]
+    row("ray-kill 4", wall, a.concurrency,  # one server, serving C at once
+        f"killed pid {killed}; lost {ex['lost']}, back to 4 after {back} s = "
+        f"{(back[0] / 30 if back else float('nan')):.2f} of the 30-s goal; requests counted "
+        f"{res['session']['requests']}, server saw {seen}; done {res['counts']['done']}/{a.n}")
 
 
 if __name__ == "__main__":

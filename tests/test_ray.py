@@ -1,6 +1,8 @@
 """The Ray executor: the same outputs as a local run (byte for byte), on ``ray.init(num_cpus=2)`` and on a
-simulated three-node cluster with a node removed mid-run; a driver killed with -9 resumes with no call
-repeated for a completed sample.  Ray stays on the loopback interface."""
+simulated three-node cluster with a node removed mid-run; a worker killed mid-run is replaced and the
+requests the server saw are counted; cache reads in place or through the reader actors; a driver killed with
+-9 leaves no Ray process behind and resumes with no call repeated for a completed sample.  Ray stays on the
+loopback interface."""
 
 from __future__ import annotations
 
@@ -23,9 +25,18 @@ ray = pytest.importorskip("ray")
 from vlmcheck import RunOptions, run_task  # noqa: E402
 from vlmcheck.methods.describe import DescribeSpec, DescribeTask  # noqa: E402
 from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec  # noqa: E402
+from vlmcheck.run.ray_reaper import session_processes  # noqa: E402
+from vlmcheck.run.ray_worker import CacheReader, WorkerStore, open_same_store  # noqa: E402
 from vlmcheck.world.make import make_world  # noqa: E402
 
 from conftest import FakeServer, distinct_images  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _own_ray_instance(monkeypatch):
+    """ray.init(address=...) leaves RAY_ADDRESS set, which would make a later ray.init() join a cluster an earlier
+    test shut down."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
 
 
 def _done(run: Path) -> int:
@@ -131,8 +142,13 @@ def test_a_driver_killed_with_minus_9_resumes_without_repeating_finished_calls(t
         deadline = time.time() + 120
         while _done(run) < 4 and time.time() < deadline and proc.poll() is None:
             time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGKILL)  # the driver and the Ray instance it started
+        session_dir = os.path.realpath("/tmp/ray/session_latest")  # the Ray instance this driver started
+        os.kill(proc.pid, signal.SIGKILL)  # the driver alone: what it started must not outlive it
         proc.wait()
+        gone_by = time.time() + 30
+        while session_processes(session_dir) and time.time() < gone_by:
+            time.sleep(0.5)
+        assert session_processes(session_dir) == [], "Ray processes outlived their driver"
         done_before = _done(run)
         assert 4 <= done_before < 16
         with sqlite3.connect(f"file:{run / 'store.sqlite'}?mode=ro", uri=True) as con:
@@ -157,3 +173,146 @@ def test_a_driver_killed_with_minus_9_resumes_without_repeating_finished_calls(t
     finished_digests = {answers[s].split()[1] for s in finished}
     assert not finished_digests & {r["digest"] for r in after}
     assert len(after) <= 16 - len(finished)
+
+
+def _worker_pids() -> list[int]:
+    """The sample workers of this process's Ray instance."""
+    ours = set(session_processes(ray._private.worker._global_node.get_session_dir_path()))
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout.splitlines()
+    return [int(line.split()[0]) for line in out if "ray::SampleWorker" in line and int(line.split()[0]) in ours]
+
+
+def test_a_worker_killed_mid_run_is_replaced_and_every_request_is_counted(tmp_path):
+    server = FakeServer(0.4, tmp_path)
+    data = _manifest(tmp_path, 16)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    out: dict = {}
+    try:
+        def go():
+            out["res"] = run_task(DescribeTask(DescribeSpec(vlm=f"openai:fake-vlm@{server.base_url}", data=str(data))),
+                                  tmp_path / "ray", RunOptions(progress=False, executor="ray", workers=2,
+                                                               max_concurrency=2))
+
+        t = threading.Thread(target=go)
+        t.start()
+        deadline = time.time() + 120
+        while _done(tmp_path / "ray") < 3 and time.time() < deadline:
+            time.sleep(0.05)
+        pids = _worker_pids()
+        assert len(pids) == 2, pids
+        os.kill(pids[0], signal.SIGKILL)
+        t.join(300)
+        assert not t.is_alive() and "res" in out
+    finally:
+        ray.shutdown()
+        server.stop()
+    results = out["res"].results
+    assert results["counts"]["done"] == 16 and results["counts"]["failed"] == 0
+    ex = results["executor"]
+    assert ex["lost"] == 1 and len(ex["replaced_after_s"]) == 1 and ex["replaced_after_s"][0] < 30
+    assert ex["cache_reads"] == {"in place": 3}  # two at the start and the replacement, all on this node
+    # every request the server saw is counted, the repeat of the killed worker's sample included
+    seen = server.requests()
+    assert results["session"]["requests"] == len(seen)
+    assert len({r["digest"] for r in seen}) == 16 and len(seen) <= 17
+
+
+def test_cache_reads_in_place_on_the_drivers_node_and_through_reader_actors_elsewhere(tmp_path):
+    import asyncio
+
+    from vlmcheck.store.db import RunStore
+
+    store = RunStore(tmp_path / "run")
+    store.set_meta("sessions", [{"started": "2026-11-25T12:00:00"}])
+    store.put_call("k1", role="vlm", model="m", request={"q": 1}, response={"text": "yes"}, attempts=1)
+    store.close()
+    db = str(tmp_path / "run" / "store.sqlite")
+    assert open_same_store(db, [{"started": "2026-11-25T12:00:00"}]) is not None
+    assert open_same_store(db, [{"started": "another run"}]) is None  # a same-named folder of another run
+    assert open_same_store(str(tmp_path / "elsewhere" / "store.sqlite"), []) is None  # a node without it
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    try:
+        reader = ray.remote(CacheReader).options(max_concurrency=4).remote(str(tmp_path / "run"), str(tmp_path))
+        for ws in (WorkerStore(tmp_path / "w1", reader, open_same_store(db, [{"started": "2026-11-25T12:00:00"}])),
+                   WorkerStore(tmp_path / "w2", reader, None)):
+            async def both(ws=ws):
+                return await asyncio.gather(ws.aget_call("k1"), ws.aget_call("missing"))
+
+            assert asyncio.run(both()) == [{"text": "yes"}, None]
+        # the readers answer at once from several threads: 8 reads from 4 threads at a time
+        assert ray.get([reader.get.remote("k1") for _ in range(8)]) == [{"text": "yes"}] * 8
+    finally:
+        ray.shutdown()
+
+
+def test_a_node_without_the_drivers_hfds_cache_fetches_the_files_a_sample_names(tmp_path):
+    import asyncio
+
+    from vlmcheck.core.data import ImageItem
+    from vlmcheck.run.ray_worker import fetch_missing
+
+    # what the driver's node holds (its hfds cache) and what a sample's payload names
+    cache = tmp_path / "cache" / "hfds"
+    (cache / "k").mkdir(parents=True)
+    (cache / "k" / "000000.png").write_bytes(b"png-0")
+    (cache / "k" / "000001.png").write_bytes(b"png-1")
+    (tmp_path / "secret.txt").write_text("not a dataset file")
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
+    try:
+        reader = ray.remote(CacheReader).remote(str(tmp_path / "run"), str(cache))
+        assert ray.get(reader.input_file.remote(str(cache / "k" / "000001.png"))) == b"png-1"
+        assert ray.get(reader.input_file.remote(str(cache / ".." / ".." / "secret.txt"))) is None  # confined
+        assert ray.get(reader.input_file.remote(str(tmp_path / "secret.txt"))) is None
+    finally:
+        ray.shutdown()
+    # the worker's side, on a "node" that lacks the files: fetched to the same path, once each
+    served = {str(cache / "k" / "000000.png"): b"png-0", str(cache / "k" / "000001.png"): b"png-1"}
+    asked: list[str] = []
+
+    async def fetch(path):
+        asked.append(path)
+        return served.get(path)
+
+    for f in (cache / "k").iterdir():
+        f.unlink()
+    payload = {"item": ImageItem(id="a", path=str(cache / "k" / "000000.png"), root=str(cache / "k")),
+               "others": [str(cache / "k" / "000001.png"), str(cache / "k" / "000000.png"), "not a path", 3],
+               "elsewhere": str(tmp_path / "secret.txt")}
+    assert asyncio.run(fetch_missing(payload, str(cache), fetch)) == 2
+    assert (cache / "k" / "000000.png").read_bytes() == b"png-0"
+    assert (cache / "k" / "000001.png").read_bytes() == b"png-1"
+    assert sorted(asked) == sorted(served)  # each once, nothing outside the cache asked for
+    assert asyncio.run(fetch_missing(payload, str(cache), fetch)) == 0  # present now: nothing fetched
+
+
+def test_without_workers_the_pool_grows_when_a_node_joins_mid_run(tmp_path):
+    from ray.cluster_utils import Cluster
+
+    server = FakeServer(0.4, tmp_path)
+    data = _manifest(tmp_path, 30)
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1",
+                                                            "include_dashboard": False})
+    out: dict = {}
+    try:
+        ray.init(address=cluster.address, log_to_driver=False)
+
+        def go():
+            out["res"] = run_task(DescribeTask(DescribeSpec(vlm=f"openai:fake-vlm@{server.base_url}", data=str(data))),
+                                  tmp_path / "ray", RunOptions(progress=False, executor="ray", max_concurrency=2))
+
+        t = threading.Thread(target=go)
+        t.start()
+        deadline = time.time() + 120
+        while _done(tmp_path / "ray") < 2 and time.time() < deadline:
+            time.sleep(0.05)
+        cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")  # a node joins mid-run
+        t.join(300)
+        assert not t.is_alive() and "res" in out
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        server.stop()
+    results = out["res"].results
+    assert results["counts"]["done"] == 30
+    # one worker for the one CPU at the start, a second once the node joined (started, so it answered its ping)
+    assert results["executor"]["workers"] == 2 and sum(results["executor"]["cache_reads"].values()) == 2

@@ -65,6 +65,11 @@ def test_retries_transient_errors_and_honours_retry_after():
     assert (result, attempts, fn.calls) == ("ok", 4, 4)
     assert sleeps[0] == 7.0  # Retry-After wins over a shorter backoff
     assert all(s <= 0.02 for s in sleeps[1:])
+    # every attempt is a request the server saw: counted, and told as it starts (Ray's tally)
+    told = []
+    sched.on_attempt = told.append
+    _run(sched.call("p", Flaky([ModelCallError("server", "oops", status=500)])))
+    assert sched.attempts == 4 + 2 and sched.retries == 3 + 1 and told == [1, 2]
 
 
 def test_bad_request_is_not_retried():

@@ -8,7 +8,9 @@
   a Hugging Face dataset with an Image column, through the user's own
   ``datasets`` installation (a saved dataset folder is loaded with
   ``load_from_disk``; a name with ``load_dataset``).  Images are written once
-  to a cache folder beside the run as PNG; other columns go to ``meta``.
+  as PNG to a cache folder (:func:`hfds_cache_root`); other columns go to
+  ``meta``.  Ray workers on nodes without that folder fetch the files they
+  need from the driver's node (run/ray_worker.py).
 * A JSONL manifest: one object per line with ``image`` (or ``path``; relative
   to the manifest's folder), optional ``id``, ``category`` and any other fields
   (kept in ``meta``).
@@ -142,6 +144,13 @@ def _load_jsonl(path: Path | str) -> list[ImageItem]:
     return items
 
 
+def hfds_cache_root(cache_dir: str | Path | None = None) -> Path:
+    """Where ``hfds:`` images are written (``$VLMCHECK_CACHE/hfds``, by default ``~/.cache/vlmcheck/hfds``)."""
+    import os
+
+    return Path(cache_dir or os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck")) / "hfds"
+
+
 def load_hf_dataset(source: str, cache_dir: str | Path | None = None) -> list[ImageItem]:
     """Items from a Hugging Face dataset (see module docstring for the spec)."""
     import hashlib
@@ -168,7 +177,7 @@ def load_hf_dataset(source: str, cache_dir: str | Path | None = None) -> list[Im
         raise DatasetError(f"{name}: no Image column (pass ?image_column=...)")
     cat_col, id_col = params.get("category_column"), params.get("id_column")
     key = hashlib.sha256(f"{name}|{split}|{ds._fingerprint}".encode()).hexdigest()[:16]
-    cache = Path(cache_dir or os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck")) / "hfds" / key
+    cache = hfds_cache_root(cache_dir) / key
     cache.mkdir(parents=True, exist_ok=True)
     items = []
     for i, row in enumerate(ds):

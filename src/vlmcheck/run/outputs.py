@@ -53,7 +53,8 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
     }
     if session is not None:  # what this process did (a resumed run counts only its own calls)
         results["session"] = {"model_calls": session.counters.calls, "cache_hits": session.counters.hits,
-                              "failed_calls": session.counters.failures, "retries": session.scheduler.retries}
+                              "failed_calls": session.counters.failures, "retries": session.scheduler.retries,
+                              "requests": session.scheduler.attempts}
     results.update(extra or {})
     _write_json_atomic(store.folder / "results.json", results)
     return results

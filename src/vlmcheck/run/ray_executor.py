@@ -1,20 +1,27 @@
 """The Ray executor (``--executor ray``): samples run in Ray Core actors; this process stays the only writer.
 
 For local models and white-box attacks on several GPUs or machines.  Never the default, never imported
-unless asked; ``pip install 'vlmcheck[ray]'``.
+unless asked; ``pip install 'vlmcheck[ray]'``.  What runs inside Ray is in :mod:`.ray_worker`.
 
 * **Workers.**  ``--workers N`` actors (``--gpus-per-worker G`` each), each rebuilding the task from its
   spec - so each loads the task's local models once - and running whole samples with its own session and
   scheduler.  API concurrency budgets (``--max-concurrency``, a model's ``?concurrency=``) are divided
   among the workers.  API keys come from the workers' environment, never through Ray.
 * **Dispatch.**  The driver hands out samples one at a time as slots free up (no static split), so a slow
-  worker or a slow sample holds back nothing else.
-* **One writer.**  Workers never open the run store.  They read the call cache through a small reader actor
-  placed on the driver's node (SQLite opened read-only), keep new calls and artifacts in memory and hand
-  them back; the driver commits a finished sample's calls, artifacts and journal row in one transaction.
-  Every few seconds it also collects the calls of samples still running, so a worker that dies - its node
-  removed, its process killed - loses at most those few seconds: its samples go back to the queue and the
-  worker that takes them finds their finished calls in the cache.
+  worker or a slow sample holds back nothing else.  The run starts as soon as one worker is up; the others
+  join as they come up (an actor waiting for a node with free resources starts when one joins).
+* **A lost worker is replaced.**  Its samples go back to the queue and a new actor is asked for at once, on
+  any node with the resources (three starts that fail in a row stop the replacing).  Without ``--workers``
+  the pool also grows, up to 8, as nodes join the cluster mid-run.
+* **One writer.**  Workers never write the run store: they read its cache in place (or through reader actors
+  on nodes without the run folder), keep new calls and artifacts in memory and hand them back; the driver
+  commits a finished sample's calls, artifacts and journal row in one transaction.  Every few seconds it also
+  collects the calls of samples still running, so a worker that dies loses at most those few seconds.
+* **Counts.**  ``results.json`` ``session.requests`` is every request a worker started, repeats of a lost
+  worker's samples and retries included; ``executor`` records the workers lost and how long each took to
+  be replaced.
+* **Nothing left behind.**  A driver that starts Ray itself also starts :mod:`.ray_reaper`, which ends the
+  Ray processes of that session once the driver is gone, also after ``kill -9``.
 * **Resume.**  As for any run: a driver killed with ``kill -9`` resumes with the samples it had committed and
   the calls it had collected.
 
@@ -24,26 +31,21 @@ Results equal a local run's (tested byte for byte on the reference world, with n
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import json
 import logging
 import math
 import os
-import sqlite3
-import tempfile
+import time
 from collections import deque
-from pathlib import Path
 from typing import Any
 
-from ..core.images import encode_image, image_hash
-from ..store.db import artifact_path
-from .calls import Session, file_keys
+from ..core.data import hfds_cache_root
 from ..core.progress import Progress
-from .scheduler import RetryPolicy, Scheduler
-from .task import Sample, execute_sample
+from .calls import Session
+from .ray_worker import CacheReader, RequestTally, SampleWorker
 
-_SAMPLE: contextvars.ContextVar[str | None] = contextvars.ContextVar("vlmcheck_ray_sample", default=None)
 DRAIN_EVERY_S = 2.0
+START_TIMEOUT_S = 300.0
+log = logging.getLogger("vlmcheck")
 
 
 class ExecutorError(RuntimeError):
@@ -61,126 +63,6 @@ def import_ray():
     return ray
 
 
-# ----------------------------------------------------------------------------- in the workers
-
-
-class WorkerStore:
-    """The part of :class:`~vlmcheck.store.db.RunStore` a sample uses, inside a Ray worker: the run's cache
-    read through the reader actor, new calls and artifacts held until the driver takes them."""
-
-    def __init__(self, folder: Path, reader: Any) -> None:
-        self.folder = folder
-        self.reader = reader
-        self.calls: dict[str, Any] = {}
-        self.pending: dict[str, dict[str, list]] = {}  # sample id -> {"calls", "errors", "artifacts"}
-
-    def _bucket(self) -> dict[str, list]:
-        return self.pending.setdefault(_SAMPLE.get() or "", {"calls": [], "errors": [], "artifacts": []})
-
-    def get_call(self, key: str) -> Any:
-        return self.calls.get(key)
-
-    async def aget_call(self, key: str) -> Any:
-        if key in self.calls:
-            return self.calls[key]
-        hit = await self.reader.get.remote(key)
-        if hit is not None:
-            self.calls[key] = hit
-        return hit
-
-    def put_call(self, key: str, **row: Any) -> None:
-        self.calls[key] = row["response"]
-        self._bucket()["calls"].append({"key": key, **row})
-
-    def put_call_error(self, key: str, **row: Any) -> None:
-        self._bucket()["errors"].append({"key": key, **row})
-
-    def put_image(self, img) -> str:
-        rel = artifact_path(image_hash(img))
-        target = self.folder / rel
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(encode_image(img, "PNG"))
-        self._bucket()["artifacts"].append(rel)
-        return rel
-
-    def image_path(self, rel: str) -> Path:
-        target = self.folder / rel
-        if not target.exists():  # an artifact of an earlier session, in the driver's run folder
-            import ray
-
-            data = ray.get(self.reader.artifact.remote(rel))
-            if data is not None:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-        return target
-
-    def take(self, sample_id: str) -> dict[str, list]:
-        """The sample's new calls and artifacts (bytes) since the last take."""
-        got = self.pending.pop(sample_id, {"calls": [], "errors": [], "artifacts": []})
-        got["artifacts"] = [(rel, (self.folder / rel).read_bytes()) for rel in dict.fromkeys(got["artifacts"])]
-        return got
-
-
-class SampleWorker:
-    """A Ray actor (async): the task rebuilt from its spec, samples run on request."""
-
-    def __init__(self, task_cls: Any, task_spec: dict[str, Any], key_version: int, max_concurrency: int,
-                 retry: dict[str, Any], seed: int, input_policy: dict[str, Any], reader: Any, workers: int) -> None:
-        from ..core import inputs
-
-        # the task's class travels by reference (its module is imported in the worker), its spec by value
-        self.task = task_cls.from_spec(task_spec)
-        for model in vars(self.task).values():  # a model's API budget is shared by all workers
-            limit = getattr(model, "max_concurrency", None)
-            if isinstance(limit, int) and limit > 0:
-                model.max_concurrency = max(1, math.ceil(limit / workers))
-        self.folder = Path(tempfile.mkdtemp(prefix="vlmcheck-ray-"))
-        self.store = WorkerStore(self.folder, reader)
-        self.scheduler = Scheduler(max_concurrency, RetryPolicy.model_validate(retry), seed=seed)
-        self.key_version = key_version
-        self.policy = inputs.InputPolicy(allow_outside=input_policy["allow_outside"],
-                                         max_file_bytes=input_policy["max_image_bytes"],
-                                         budget=inputs.PixelBudget(input_policy["pixel_budget"]),
-                                         file_keys=file_keys(key_version))
-
-    async def run(self, sample_id: str, seq: int, payload: Any) -> dict[str, Any]:
-        from ..core import inputs
-        _SAMPLE.set(sample_id)
-        inputs.set_policy(self.policy)
-        # a session per sample (one scheduler for all): its counters are this sample's own
-        session = Session(self.store, self.scheduler, key_version=self.key_version)
-        outcome = await execute_sample(self.task, Sample(sample_id, payload, seq), session)
-        outcome.update(self.store.take(sample_id))
-        outcome["counts"] = (session.counters.hits, session.counters.calls)
-        return outcome
-
-    async def drain(self) -> dict[str, dict[str, list]]:
-        """The calls (and artifacts) of samples still running, finished so far."""
-        return {sid: self.store.take(sid) for sid in list(self.store.pending)}
-
-    async def ping(self) -> int:
-        return os.getpid()
-
-
-class CacheReader:
-    """A Ray actor on the driver's node: the run store's call cache and artifacts, read-only."""
-
-    def __init__(self, folder: str) -> None:
-        self.folder = Path(folder)
-        self.db = sqlite3.connect(f"file:{self.folder / 'store.sqlite'}?mode=ro", uri=True, check_same_thread=False)
-
-    def get(self, key: str) -> Any:
-        row = self.db.execute("SELECT response FROM calls WHERE key = ? AND status = 'ok'", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def artifact(self, rel: str) -> bytes | None:
-        path = (self.folder / rel).resolve()
-        if self.folder.resolve() not in path.parents or not path.is_file():
-            return None
-        return path.read_bytes()
-
-
 # ----------------------------------------------------------------------------- the driver
 
 
@@ -196,105 +78,195 @@ def _write(store, got: dict[str, list]) -> None:
                              error_type=e["error_type"], message=e["message"], attempts=e["attempts"])
 
 
-async def run_samples_ray(task, todo: list, session: Session, options, already: int, total: int) -> None:
+
+def _init(ray, options) -> bool:
+    """Ray started or joined; True when this process did it (and so must shut it down)."""
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+    if options.ray_address:
+        kwargs["address"] = options.ray_address
+    else:
+        kwargs["_node_ip_address"] = "127.0.0.1"
+    try:
+        ray.init(**kwargs)
+    except Exception as exc:  # noqa: BLE001 - Ray's own message names the cause
+        raise ExecutorError(f"could not start or join Ray ({' '.join(str(exc).split())[:300]})") from None
+    return True
+
+
+def _session_dir(ray) -> str | None:
+    node = getattr(getattr(ray, "_private", None), "worker", None)
+    node = getattr(getattr(node, "_global_node", None), "get_session_dir_path", None)
+    return node() if node is not None else None
+
+
+async def run_samples_ray(task, todo: list, session: Session, options, already: int, total: int) -> dict[str, Any]:
+    """Run ``todo`` on Ray actors; returns what ``results.json`` records of the executor."""
     if any(getattr(m, "batch", None) is not None for m in vars(task).values()):
         raise ExecutorError("a provider batch API (batch=1) gathers requests in one process: use the local executor")
     ray = import_ray()
-    started_here = not ray.is_initialized()
-    if started_here:
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                  "logging_level": logging.WARNING}
-        if options.ray_address:
-            kwargs["address"] = options.ray_address
-        else:
-            kwargs["_node_ip_address"] = "127.0.0.1"
-        try:
-            ray.init(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - Ray's own message names the cause
-            raise ExecutorError(f"could not start or join Ray ({' '.join(str(exc).split())[:300]})") from None
-    store = session.store
-    try:
-        cpus = int(ray.cluster_resources().get("CPU", 1))
-        n_workers = options.workers or max(1, min(8, cpus))
-        slots = max(1, math.ceil(options.max_concurrency / n_workers))
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+    started_here = _init(ray, options)
+    reaper = None
+    if started_here and not options.ray_address:
+        from . import ray_reaper
 
-        here = ray.get_runtime_context().get_node_id()
-        reader = ray.remote(CacheReader).options(
-            num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)
-        ).remote(str(store.folder))
-        policy = {"allow_outside": options.allow_outside, "max_image_bytes": options.max_image_bytes,
-                  "pixel_budget": options.pixel_budget}
-        # a CPU each, or a share where there are more workers than CPUs (API-bound workers mostly wait)
-        cpus_each = min(1.0, cpus / n_workers)
-        worker_cls = ray.remote(SampleWorker).options(num_cpus=cpus_each, num_gpus=options.gpus_per_worker,
-                                                      max_concurrency=slots + 4)
-        actors = [worker_cls.remote(type(task), task.spec(), session.key_version, slots,
-                                    options.retry.model_dump(), options.seed, policy, reader, n_workers)
-                  for _ in range(n_workers)]
-        actors = await _started(actors, options)
-        await _dispatch(ray, task, todo, session, options, actors, slots, already, total)
+        reaper = ray_reaper.start(_session_dir(ray))
+    try:
+        pool = _Pool(ray, task, session, options)
+        await pool.wait_first()
+        await _dispatch(pool, task, todo, session, options, already, total)
+        return await pool.summary()
     finally:
         if started_here:
             ray.shutdown()
+        if reaper is not None:
+            reaper.stdin.close()  # the watcher ends what Ray left, and itself
 
 
-async def _started(actors: list, options, timeout: float = 300.0) -> list:
-    """The actors that came up (each has loaded the task's models); one sentence when none could."""
-    futs = {asyncio.wrap_future(a.ping.remote().future()): a for a in actors}
-    done, pending = await asyncio.wait(list(futs), timeout=timeout)
-    ok = [futs[f] for f in done if f.exception() is None]
-    if not ok:
-        why = next((f.exception() for f in done if f.exception() is not None), None)
-        detail = f": {' '.join(str(why).split())[:300]}" if why else (
-            f"; none started within {timeout:.0f} s - does the cluster have {options.gpus_per_worker:g} GPU(s) "
-            "free per worker?")
-        raise ExecutorError(f"no Ray worker could start{detail}")
-    if len(ok) < len(actors):
-        logging.getLogger("vlmcheck").warning("%d of %d Ray workers started; running on those", len(ok),
-                                              len(actors))
-    return ok
+class _Pool:
+    """The sample workers: started, lost, replaced, grown as nodes join."""
+
+    why = "every worker failed at start"  # the last start failure's message, once there is one
+
+    def __init__(self, ray, task, session: Session, options) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        self.ray, self.options = ray, options
+        store = session.store
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.auto = not options.workers
+        self.target = options.workers or max(1, min(8, cpus))
+        self.slots = max(1, math.ceil(options.max_concurrency / self.target))
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+        # reads for workers on nodes without the run folder: several threads, one connection each
+        inputs_root = str(hfds_cache_root())
+        reader = ray.remote(CacheReader).options(num_cpus=0, max_concurrency=8,
+                                                 scheduling_strategy=here).remote(str(store.folder), inputs_root)
+        self.tally = ray.remote(RequestTally).options(num_cpus=0, scheduling_strategy=here).remote()
+        policy = {"allow_outside": options.allow_outside, "max_image_bytes": options.max_image_bytes,
+                  "pixel_budget": options.pixel_budget}
+        # a CPU each, or a share where there are more workers than CPUs (API-bound workers mostly wait)
+        worker_cls = ray.remote(SampleWorker).options(num_cpus=min(1.0, cpus / self.target),
+                                                      num_gpus=options.gpus_per_worker, max_concurrency=self.slots + 4)
+        args = (type(task), task.spec(), session.key_version, self.slots, options.retry.model_dump(), options.seed,
+                policy, reader, self.target, {"db": str(store.path), "sessions": store.get_meta("sessions")},
+                self.tally, inputs_root)
+        self._new = lambda: worker_cls.remote(*args)
+        self.actors: dict[int, Any] = {}  # live workers by number
+        self.load: dict[int, int] = {}
+        self.starting: dict[asyncio.Future, tuple[int, Any, float | None]] = {}  # ping -> (number, actor, lost at)
+        self.count = 0
+        self.failed_starts = 0  # in a row
+        self.lost = 0
+        self.replace_s: list[float] = []
+        self.reads: dict[str, int] = {}
+        for _ in range(self.target):
+            self.add()
+
+    def add(self, lost_at: float | None = None) -> None:
+        actor = self._new()
+        fut = asyncio.wrap_future(actor.ping.remote().future())
+        self.starting[fut] = (self.count, actor, lost_at)
+        self.count += 1
+
+    def started(self, fut: asyncio.Future) -> None:
+        """A ping answered (the worker is up, its models loaded) or failed (it could not start)."""
+        i, actor, lost_at = self.starting.pop(fut)
+        if fut.exception() is not None:
+            self.failed_starts += 1
+            log.warning("a Ray worker could not start (%s)", " ".join(str(fut.exception()).split())[:300])
+            if self.failed_starts < 3 and lost_at is not None:
+                self.add(lost_at)
+            return
+        self.failed_starts = 0
+        self.actors[i], self.load[i] = actor, 0
+        how = fut.result()["reads"]
+        self.reads[how] = self.reads.get(how, 0) + 1
+        if lost_at is not None:
+            self.replace_s.append(round(time.monotonic() - lost_at, 2))
+            log.warning("Ray worker %d replaced the lost one after %.1f s; %d of %d up", i, self.replace_s[-1],
+                        len(self.actors), self.target)
+
+    def lose(self, i: int) -> None:
+        if self.actors.pop(i, None) is not None:
+            self.load.pop(i, None)
+            self.lost += 1
+            self.add(time.monotonic())
+
+    def grow(self) -> None:
+        """Without ``--workers``: more workers as nodes join (up to 8)."""
+        if self.auto:
+            cpus = int(self.ray.cluster_resources().get("CPU", 1))
+            want = max(1, min(8, cpus))
+            while self.target < want:
+                self.target += 1
+                self.add()
+
+    async def wait_first(self) -> None:
+        """Until one worker is up; one sentence when none can start."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self.actors:
+            if not self.starting:
+                raise ExecutorError(f"no Ray worker could start: {self.why}")
+            done, _ = await asyncio.wait(list(self.starting), timeout=max(0.0, deadline - time.monotonic()),
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                raise ExecutorError(f"no Ray worker started within {START_TIMEOUT_S:.0f} s - does the cluster have "
+                                    f"{self.options.gpus_per_worker:g} GPU(s) free per worker?")
+            for fut in done:
+                if fut.exception() is not None:
+                    self.why = " ".join(str(fut.exception()).split())[:300]
+                self.started(fut)
+
+    async def summary(self) -> dict[str, Any]:
+        requests = await asyncio.wrap_future(self.tally.total.remote().future())
+        return {"executor": {"kind": "ray", "workers": self.target, "lost": self.lost,
+                             "replaced_after_s": self.replace_s, "cache_reads": self.reads},
+                "requests": requests}
 
 
-async def _dispatch(ray, task, todo, session, options, actors, slots, already, total) -> None:
+async def _dispatch(pool: _Pool, task, todo, session, options, already, total) -> None:
     from ray.exceptions import RayActorError
 
     store = session.store
     queue = deque(todo)
-    live = set(range(len(actors)))
-    load = {i: 0 for i in live}
     inflight: dict[asyncio.Future, tuple[int, Any]] = {}
     progress = Progress(task.name, total, already, enabled=options.progress)
+    loop = asyncio.get_running_loop()
 
     def lose(i: int, why: str) -> None:
-        if i in live:
-            live.discard(i)
+        if i in pool.actors:
+            pool.lose(i)
             back = [inflight.pop(f)[1] for f in [f for f, (j, _) in inflight.items() if j == i]]
             queue.extendleft(reversed(back))
-            logging.getLogger("vlmcheck").warning("Ray worker %d lost (%s); %d of its samples go to the others",
-                                                  i, why, len(back))
+            log.warning("Ray worker %d lost (%s); %d of its samples go back to the queue, a new worker is asked for",
+                        i, why, len(back))
 
     with progress:
-        next_drain = asyncio.get_running_loop().time() + DRAIN_EVERY_S
+        next_drain = loop.time() + DRAIN_EVERY_S
         while queue or inflight:
-            for i in sorted(live, key=lambda k: load[k]):
-                while queue and load[i] < slots:
+            for i in sorted(pool.actors, key=lambda k: pool.load[k]):
+                while queue and pool.load[i] < pool.slots:
                     s = queue.popleft()
-                    fut = asyncio.wrap_future(actors[i].run.remote(s.id, s.seq, s.payload).future())
+                    fut = asyncio.wrap_future(pool.actors[i].run.remote(s.id, s.seq, s.payload).future())
                     inflight[fut] = (i, s)
-                    load[i] += 1
-            if not inflight:
-                if not live:
-                    raise ExecutorError(f"every Ray worker was lost; {len(queue)} samples are not done - resume "
-                                        "the run when the cluster is back")
-                continue
-            timeout = max(0.05, next_drain - asyncio.get_running_loop().time())
-            done, _ = await asyncio.wait(list(inflight), timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                    pool.load[i] += 1
+            if not inflight and not pool.actors and not pool.starting:
+                raise ExecutorError(f"every Ray worker was lost and none could be started again; {len(queue)} "
+                                    "samples are not done - resume the run when the cluster is back")
+            timeout = max(0.05, next_drain - loop.time())
+            done, _ = await asyncio.wait(list(inflight) + list(pool.starting), timeout=timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
             for fut in done:
+                if fut in pool.starting:
+                    pool.started(fut)
+                    continue
                 if fut not in inflight:
                     continue
                 i, s = inflight.pop(fut)
-                load[i] -= 1
+                if i in pool.load:
+                    pool.load[i] -= 1
                 try:
                     out = fut.result()
                 except RayActorError as exc:
@@ -308,17 +280,17 @@ async def _dispatch(ray, task, todo, session, options, actors, slots, already, t
                                                out["partial"])
                     else:
                         store.put_sample(task.name, s.id, s.seq, out["result"])
-                hits, calls = out["counts"]
-                session.counters.hits += hits
-                session.counters.calls += calls
+                for what, n in out["counts"].items():
+                    setattr(session.counters, what, getattr(session.counters, what) + n)
                 progress.advance(failed=out["status"] == "error")
-            if asyncio.get_running_loop().time() >= next_drain:
-                next_drain = asyncio.get_running_loop().time() + DRAIN_EVERY_S
-                for i in list(live):
-                    if load[i] == 0:
+            if loop.time() >= next_drain:
+                next_drain = loop.time() + DRAIN_EVERY_S
+                pool.grow()
+                for i in list(pool.actors):
+                    if not pool.load.get(i):
                         continue
                     try:
-                        got = await asyncio.wait_for(asyncio.wrap_future(actors[i].drain.remote().future()), 30)
+                        got = await asyncio.wait_for(asyncio.wrap_future(pool.actors[i].drain.remote().future()), 30)
                     except (RayActorError, asyncio.TimeoutError) as exc:
                         lose(i, type(exc).__name__)
                         continue

@@ -195,21 +195,25 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
             budget = Budget(options.max_cost, store, session.counters)
         if todo and options.preflight:
             await preflight(task)
+        executor = None
         try:
             if options.executor == "ray" and todo:
                 from .ray_executor import run_samples_ray
 
-                await run_samples_ray(task, todo, session, options, already=len(samples) - len(todo),
-                                      total=len(samples))
+                ran = await run_samples_ray(task, todo, session, options, already=len(samples) - len(todo),
+                                            total=len(samples))
+                executor = ran["executor"]  # the workers' requests, repeats of a lost worker's included
+                session.scheduler.retries = ran["requests"]["retries"]
+                session.scheduler.attempts = ran["requests"]["first"] + ran["requests"]["retries"]
             else:
                 await _run_samples(task, todo, session, options, already=len(samples) - len(todo),
                                    total=len(samples), budget=budget)
         finally:
             await close_loop_clients()
-        extra = None
+        extra = {"executor": executor} if executor is not None else None
         if budget is not None:
             finished = sum(1 for v in store.sample_status(task.name).values() if v == "done")
-            extra = {"budget": budget.summary(finished, len(samples))}
+            extra = {**(extra or {}), "budget": budget.summary(finished, len(samples))}
         results = write_outputs(store, task, samples, session, extra)
         return RunResult(folder, results, session.counters)
     finally:

@@ -73,6 +73,8 @@ class Scheduler:
         self._sleep = sleep
         self._limits: dict[str, asyncio.Semaphore] = {}
         self.retries = 0  # total retries performed, for reporting
+        self.attempts = 0  # requests started (first tries and retries): what the servers saw
+        self.on_attempt: Callable[[int], None] | None = None  # told of each attempt as it starts (Ray's tally)
 
     def _semaphore(self, key: str, limit: int | None) -> asyncio.Semaphore:
         sem = self._limits.get(key)
@@ -97,6 +99,9 @@ class Scheduler:
             attempt += 1
             try:
                 async with sem:
+                    self.attempts += 1
+                    if self.on_attempt is not None:
+                        self.on_attempt(attempt)
                     if deadline:
                         try:
                             result = await asyncio.wait_for(fn(), deadline)

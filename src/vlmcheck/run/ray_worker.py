@@ -1,0 +1,247 @@
+"""What runs inside Ray (``--executor ray``): the sample workers and the two small actors on the driver's node.
+
+* :class:`SampleWorker` rebuilds the task from its spec and runs whole samples with its own scheduler.  It
+  never writes the run store: new calls and artifacts stay in its :class:`WorkerStore` until the driver
+  takes them.
+* Cache reads.  A worker whose node sees the run folder (the driver's node, or a shared filesystem) opens
+  ``store.sqlite`` read-only itself and reads it in place; a worker on a node without it asks a pool of
+  :class:`CacheReader` threads on the driver's node.  Either way no read waits for another worker's.
+* Inputs.  ``hfds:`` images live in the driver's cache folder; a worker on a node without them fetches the ones
+  a sample names from the reader actors before the sample runs, to the same path (:func:`fetch_missing`).
+  Manifests and folders at fsspec URLs need nothing: each process reads what it needs itself.
+* :class:`RequestTally` counts every request a worker starts, told as it starts, so that ``results.json``
+  counts what the servers saw, also the requests of a worker that was lost before it could report them.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import json
+import math
+import os
+import sqlite3
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from ..core.images import encode_image, image_hash
+from ..store.db import artifact_path
+from .calls import Session, file_keys
+from .scheduler import RetryPolicy, Scheduler
+from .task import Sample, execute_sample
+
+_SAMPLE: contextvars.ContextVar[str | None] = contextvars.ContextVar("vlmcheck_ray_sample", default=None)
+_CALL_SQL = "SELECT response FROM calls WHERE key = ? AND status = 'ok'"
+
+
+def open_same_store(db_path: str, sessions: Any) -> sqlite3.Connection | None:
+    """``store.sqlite`` opened read-only where this node sees it and it is the driver's store (the same
+    sessions record), else None."""
+    if not Path(db_path).is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
+        row = db.execute("SELECT value FROM meta WHERE key = 'sessions'").fetchone()
+    except sqlite3.Error:
+        return None
+    if row is None or json.loads(row[0]) != sessions:
+        db.close()
+        return None
+    return db
+
+
+def _paths_under(obj: Any, root: str, found: list[str]) -> list[str]:
+    """The strings in ``obj`` (a sample's payload: dicts, lists, dataset items) naming a file under ``root``."""
+    if isinstance(obj, str):
+        if obj.startswith(root):
+            found.append(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _paths_under(v, root, found)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _paths_under(v, root, found)
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):  # ImageItem and other records
+        for f in dataclasses.fields(obj):
+            _paths_under(getattr(obj, f.name), root, found)
+    return found
+
+
+async def fetch_missing(payload: Any, root: str, fetch) -> int:
+    """Write each file under ``root`` that ``payload`` names and this node lacks, from ``fetch(path)`` (the
+    driver's bytes, or None); how many were fetched."""
+    n = 0
+    for path in dict.fromkeys(_paths_under(payload, root.rstrip(os.sep) + os.sep, [])):
+        target = Path(path)
+        if target.exists():
+            continue
+        data = await fetch(path)
+        if data is None:
+            continue  # the sample fails on its own, naming the file
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.part")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+        n += 1
+    return n
+
+
+class WorkerStore:
+    """The part of :class:`~vlmcheck.store.db.RunStore` a sample uses, inside a Ray worker: the run's cache
+    (read in place, or through the reader actors), new calls and artifacts held until the driver takes them."""
+
+    def __init__(self, folder: Path, reader: Any, db: sqlite3.Connection | None = None) -> None:
+        self.folder = folder
+        self.reader = reader
+        self.db = db
+        self.calls: dict[str, Any] = {}
+        self.pending: dict[str, dict[str, list]] = {}  # sample id -> {"calls", "errors", "artifacts"}
+
+    def _bucket(self) -> dict[str, list]:
+        return self.pending.setdefault(_SAMPLE.get() or "", {"calls": [], "errors": [], "artifacts": []})
+
+    def get_call(self, key: str) -> Any:
+        return self.calls.get(key)
+
+    async def aget_call(self, key: str) -> Any:
+        if key in self.calls:
+            return self.calls[key]
+        if self.db is not None:
+            row = self.db.execute(_CALL_SQL, (key,)).fetchone()
+            hit = json.loads(row[0]) if row else None
+        else:
+            hit = await self.reader.get.remote(key)
+        if hit is not None:
+            self.calls[key] = hit
+        return hit
+
+    def put_call(self, key: str, **row: Any) -> None:
+        self.calls[key] = row["response"]
+        self._bucket()["calls"].append({"key": key, **row})
+
+    def put_call_error(self, key: str, **row: Any) -> None:
+        self._bucket()["errors"].append({"key": key, **row})
+
+    def put_image(self, img) -> str:
+        rel = artifact_path(image_hash(img))
+        target = self.folder / rel
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(encode_image(img, "PNG"))
+        self._bucket()["artifacts"].append(rel)
+        return rel
+
+    def image_path(self, rel: str) -> Path:
+        target = self.folder / rel
+        if not target.exists():  # an artifact of an earlier session, in the driver's run folder
+            import ray
+
+            data = ray.get(self.reader.artifact.remote(rel))
+            if data is not None:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+        return target
+
+    def take(self, sample_id: str) -> dict[str, list]:
+        """The sample's new calls and artifacts (bytes) since the last take."""
+        got = self.pending.pop(sample_id, {"calls": [], "errors": [], "artifacts": []})
+        got["artifacts"] = [(rel, (self.folder / rel).read_bytes()) for rel in dict.fromkeys(got["artifacts"])]
+        return got
+
+
+class SampleWorker:
+    """A Ray actor (async): the task rebuilt from its spec, samples run on request."""
+
+    def __init__(self, task_cls: Any, task_spec: dict[str, Any], key_version: int, max_concurrency: int,
+                 retry: dict[str, Any], seed: int, input_policy: dict[str, Any], reader: Any, workers: int,
+                 store: dict[str, Any], tally: Any, inputs_root: str) -> None:
+        from ..core import inputs
+
+        # the task's class travels by reference (its module is imported in the worker), its spec by value
+        self.task = task_cls.from_spec(task_spec)
+        for model in vars(self.task).values():  # a model's API budget is shared by all workers
+            limit = getattr(model, "max_concurrency", None)
+            if isinstance(limit, int) and limit > 0:
+                model.max_concurrency = max(1, math.ceil(limit / workers))
+        self.folder = Path(tempfile.mkdtemp(prefix="vlmcheck-ray-"))
+        self.store = WorkerStore(self.folder, reader, open_same_store(store["db"], store["sessions"]))
+        self.scheduler = Scheduler(max_concurrency, RetryPolicy.model_validate(retry), seed=seed)
+        # fire and forget: the tally hears of a request before the server does
+        self.scheduler.on_attempt = lambda attempt: tally.add.remote(attempt > 1)
+        self.key_version = key_version
+        self.reader, self.inputs_root = reader, inputs_root
+        self.policy = inputs.InputPolicy(allow_outside=input_policy["allow_outside"],
+                                         max_file_bytes=input_policy["max_image_bytes"],
+                                         budget=inputs.PixelBudget(input_policy["pixel_budget"]),
+                                         file_keys=file_keys(key_version))
+
+    async def run(self, sample_id: str, seq: int, payload: Any) -> dict[str, Any]:
+        from ..core import inputs
+        _SAMPLE.set(sample_id)
+        inputs.set_policy(self.policy)
+        await fetch_missing(payload, self.inputs_root, lambda path: self.reader.input_file.remote(path))
+        # a session per sample (one scheduler for all): its counters are this sample's own
+        session = Session(self.store, self.scheduler, key_version=self.key_version)
+        outcome = await execute_sample(self.task, Sample(sample_id, payload, seq), session)
+        outcome.update(self.store.take(sample_id))
+        c = session.counters
+        outcome["counts"] = {"hits": c.hits, "calls": c.calls, "failures": c.failures}
+        return outcome
+
+    async def drain(self) -> dict[str, dict[str, list]]:
+        """The calls (and artifacts) of samples still running, finished so far."""
+        return {sid: self.store.take(sid) for sid in list(self.store.pending)}
+
+    async def ping(self) -> dict[str, Any]:
+        return {"pid": os.getpid(), "reads": "in place" if self.store.db is not None else "reader actors"}
+
+
+class CacheReader:
+    """A Ray actor on the driver's node, run with several threads (``max_concurrency``): the run store's call
+    cache and artifacts, read-only, one SQLite connection per thread."""
+
+    def __init__(self, folder: str, inputs_root: str) -> None:
+        self.folder = Path(folder)
+        self.inputs_root = Path(inputs_root).resolve()
+        self._local = threading.local()
+
+    def _db(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = sqlite3.connect(f"file:{self.folder / 'store.sqlite'}?mode=ro", uri=True)
+        return db
+
+    def get(self, key: str) -> Any:
+        row = self._db().execute(_CALL_SQL, (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def artifact(self, rel: str) -> bytes | None:
+        path = (self.folder / rel).resolve()
+        if self.folder.resolve() not in path.parents or not path.is_file():
+            return None
+        return path.read_bytes()
+
+    def input_file(self, path: str) -> bytes | None:
+        """A dataset file from the driver's ``hfds:`` cache (nothing outside it)."""
+        target = Path(path).resolve()
+        if self.inputs_root not in target.parents or not target.is_file():
+            return None
+        return target.read_bytes()
+
+
+class RequestTally:
+    """A Ray actor (async, one loop: no lock) on the driver's node: the requests the workers started."""
+
+    def __init__(self) -> None:
+        self.first = self.retries = 0
+
+    async def add(self, retry: bool) -> None:
+        if retry:
+            self.retries += 1
+        else:
+            self.first += 1
+
+    async def total(self) -> dict[str, int]:
+        return {"first": self.first, "retries": self.retries}
