@@ -275,6 +275,14 @@ def test_the_example_sweep_is_valid_and_plans_every_model_x_method(tmp_path):
     bad.write_text("out: x\nmodels: [ref:describer]\nmethods:\n  - method: genception\n    dta: world/\n")
     p = _cli("run", bad)
     assert p.returncode == 2 and "unknown option(s) dta" in _last_error(p)
+    # a relative path is the sweep file's; a URL (issue 37 item 5) stays as it is
+    urls = tmp_path / "urls.yaml"
+    urls.write_text("out: x\nmodels: [ref:describer]\nmethods:\n  - method: vhexpansion\n"
+                    "    cases: s3://bucket/pope/cases.jsonl\n  - method: vhexpansion\n    name: local\n"
+                    "    cases: pope/cases.jsonl\n")
+    (_, _, remote_run), (_, _, local_run) = plan(load_sweep(urls), tmp_path)
+    assert remote_run["cases"] == "s3://bucket/pope/cases.jsonl"
+    assert local_run["cases"] == str(tmp_path / "pope" / "cases.jsonl")
 
 
 def test_a_slow_load_says_so_and_a_fast_one_says_nothing():

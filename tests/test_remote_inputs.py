@@ -85,3 +85,59 @@ def test_a_manifest_served_over_http(tmp_path, fake_server):
         assert res.results["counts"]["done"] == 1
     finally:
         server.shutdown()
+
+
+def test_vhx_cases_at_a_url_run_like_local_ones(memfs, tmp_path):
+    """A VHExpansion cases file (JSONL or CSV) at a URL: images relative to its folder URL, confined to it, and
+    the run's answers those of the same cases on disk."""
+    from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec, load_cases
+
+    fs, root = memfs
+    rows = [{"id": "c1", "image": "img/a.png", "question": "Is there a cat?", "answer": "yes"},
+            {"id": "c2", "image": "img/b.png", "question": "Is there a dog?", "answer": "no"},
+            {"id": "c3", "image": "../secret.png", "question": "Is there a bird?", "answer": "no"}]
+    local = tmp_path / "local"
+    (local / "img").mkdir(parents=True)
+    for name, seed in (("a", 1), ("b", 2)):
+        fs.pipe(f"{root}/data/img/{name}.png", _png(seed))
+        (local / "img" / f"{name}.png").write_bytes(_png(seed))
+    fs.pipe(f"{root}/secret.png", _png(3))
+    body = "".join(json.dumps(r) + "\n" for r in rows)
+    fs.pipe(f"{root}/data/cases.jsonl", body.encode())
+    fs.pipe(f"{root}/data/cases.csv", ("image,question,answer\n" + "".join(
+        f"{r['image']},{r['question']},{r['answer']}\n" for r in rows)).encode())
+    (local / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))
+    url = f"memory://{root}/data/cases.jsonl"
+    cases = load_cases(url)
+    assert [c.image for c in cases] == [f"memory://{root}/data/img/a.png", f"memory://{root}/data/img/b.png",
+                                        f"memory://{root}/secret.png"]
+    assert {c.root for c in cases} == {f"memory://{root}/data"}
+    assert [(c.image, c.answer) for c in load_cases(f"memory://{root}/data/cases.csv")] == \
+        [(c.image, c.answer) for c in cases]
+
+    def run(cases_src, out):
+        return run_task(VHExpansionTask(VHXSpec(vlm="ref:describer?level=0.1", cases=cases_src, perturb=[])),
+                        tmp_path / out, RunOptions(progress=False, report=False, preflight=False))
+
+    remote_run, local_run = run(url, "r"), run(str(local / "cases.jsonl"), "l")
+    assert remote_run.results["counts"]["done"] == 2 and local_run.results["counts"]["done"] == 2
+    r, l = _rows(tmp_path / "r"), _rows(tmp_path / "l")
+    assert [r[k]["result"]["variants"] for k in ("c1", "c2")] == [l[k]["result"]["variants"] for k in ("c1", "c2")]
+    assert "outside the dataset folder" in r["c3"]["error"]["message"]  # ../ leaves the cases file's folder
+    with pytest.raises(Exception, match="file not found"):
+        load_cases(f"memory://{root}/data/none.jsonl")
+
+
+def test_cast_pairs_at_a_url_name_images_relative_to_their_folder(memfs):
+    from vlmcheck.methods.cast import load_pairs
+
+    fs, root = memfs
+    pair = {"a": {"image": "img/a.png", "description": "a red square"},
+            "b": {"image": "https://example.org/b.png", "description": "a blue circle"}}
+    fs.pipe(f"{root}/cast/pairs.jsonl", (json.dumps(pair) + "\n").encode())
+    (row,) = load_pairs(f"memory://{root}/cast/pairs.jsonl")
+    assert row["a"]["image"] == f"memory://{root}/cast/img/a.png"
+    assert row["b"]["image"] == "https://example.org/b.png"  # an absolute URL stays (and must pass the root check)
+    assert row["a"]["root"] == row["b"]["root"] == f"memory://{root}/cast"
+    with pytest.raises(Exception, match="file not found"):
+        load_pairs(f"memory://{root}/cast/none.jsonl")

@@ -22,6 +22,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from .api import run_task
+from .core import remote
 from .core.files import InputFileError, read_yaml_mapping, write_text_atomic
 from .run.runner import RunOptions
 
@@ -162,7 +163,7 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
                                  f"{', '.join(k for k in fields if k != 'vlm')}")
         for key in PATH_OPTIONS:
             if isinstance(opts.get(key), str) and not opts[key].startswith("hfds:") and \
-                    not Path(opts[key]).is_absolute():
+                    not remote.is_url(opts[key]) and not Path(opts[key]).is_absolute():
                 opts[key] = str(base / opts[key])
         if method == "chef":
             recipe = opts.get("recipe")

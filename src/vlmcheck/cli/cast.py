@@ -48,7 +48,8 @@ def cast_pairs(
 @C.run_command
 def cast_run(
     vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
-    pairs: Path = typer.Option(..., "--pairs", metavar="FILE", help="Pairs JSONL (cast pairs, or world pairs)"),
+    pairs: str = typer.Option(..., "--pairs", metavar="SOURCE",
+                              help="Pairs JSONL (cast pairs, or world pairs; a path or an fsspec URL)"),
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     two_images: bool = typer.Option(False, "--two-images", help="Send two images instead of one side-by-side"),
     image_size: int = typer.Option(512, "--image-size", metavar="PX"),

@@ -25,8 +25,8 @@ def register(app: typer.Typer) -> None:
 @C.run_command
 def vhx_run(
     vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
-    cases: Path = typer.Option(..., "--cases", metavar="PATH",
-                               help="JSONL/CSV (image, question, answer) or a world folder"),
+    cases: str = typer.Option(..., "--cases", metavar="SOURCE",
+                              help="JSONL/CSV (image, question, answer; a path or an fsspec URL) or a world folder"),
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     negator: str = typer.Option("ref:negator", "--negator", metavar="SPEC",
                                 help="TextModel spec for negation (paper prompt)"),

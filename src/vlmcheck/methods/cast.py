@@ -39,7 +39,8 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel, Field
 
-from ..core.files import InputFileError, jsonl_objects, require_str
+from ..core import remote
+from ..core.files import InputFileError, iter_jsonl_objects, jsonl_objects, require_str
 from ..core.inputs import dataset_path, read_image
 from ..core.messages import Message
 from ..metrics.decisions import headline_entry, widen_degenerate
@@ -390,9 +391,17 @@ def cast_headline(results: list[dict[str, Any]], k: int = 3, seed: int = 0, n_bo
 
 
 def load_pairs(path: str | Path) -> list[dict[str, Any]]:
-    path = Path(path)
+    """Scene pairs from a JSONL file, a local path or an fsspec URL; images relative to its folder, confined to
+    it."""
+    if remote.is_url(path):
+        path = str(path)
+        base = remote.parent(path)
+        lines = iter_jsonl_objects(path, "pairs file", text=remote.read_text(path, "pairs file"))
+    else:
+        path = Path(path)
+        base, lines = path.parent, jsonl_objects(path, "pairs file")
     rows = []
-    for n, r in jsonl_objects(path, "pairs file"):
+    for n, r in lines:
         rows.append(r)
         i = len(rows) - 1
         for side in ("a", "b"):
@@ -401,8 +410,8 @@ def load_pairs(path: str | Path) -> list[dict[str, Any]]:
                 raise InputFileError(f"{path}:{n}: {side!r} must be an object with image and description")
             for key in ("image", "description"):
                 require_str(s, key, f"{path}:{n}: {side}")
-            s["image"] = dataset_path(path.parent, s["image"])
-            s["root"] = str(path.parent)  # images stay inside the pairs file's folder (core/inputs.py)
+            s["image"] = dataset_path(base, s["image"])
+            s["root"] = str(base)  # images stay inside the pairs file's folder (core/inputs.py)
         r.setdefault("id", f"{r['a'].get('id', i)}~{r['b'].get('id', i)}")
     return rows
 

@@ -32,15 +32,16 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from ..core.files import (InputFileError, copy_atomic, jsonl_objects, read_jsonl, read_results, read_text_input, require_str,
+from ..core.files import (InputFileError, copy_atomic, read_jsonl, read_results,
                           write_text_atomic)
 from ..core.images import image_hash, load_image
-from ..core.inputs import dataset_path, read_image
+from ..core.inputs import read_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig, require
 from ..core.spec import load_model
 from ..metrics.decisions import headline_entry, proportion_interval
 from .blind import vhx_blind, withheld
+from .vhx_cases import Case, load_cases  # noqa: F401 - re-exported: the cases are part of this method's API
 from ..metrics.stats import pope_answer, symmetric_accuracy
 from ..perturb.adversarial import AttackConfig
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
@@ -69,101 +70,6 @@ class VHXSpec(BaseModel):
     temperature: float = Field(0.0, ge=0.0)
     # issue 35: the original question and its negation asked again with the image withheld (variant "blind")
     blind: bool = False
-
-
-class Case(BaseModel):
-    id: str
-    image: str
-    question: str
-    answer: str
-    meta: dict[str, Any] = Field(default_factory=dict)
-    root: str | None = None  # the folder the image must stay inside (core/inputs.py)
-
-
-def _yesno(value: Any) -> str:
-    v = str(value).strip().lower()
-    if v in ("yes", "y", "true", "1"):
-        return "yes"
-    if v in ("no", "n", "false", "0"):
-        return "no"
-    raise ValueError(f"answer {value!r} is not yes/no")
-
-
-def load_cases(source: str | Path) -> list[Case]:
-    """Cases from a JSONL (image, question, answer[, id]), a CSV with those columns (VHTest/MMVP-style,
-    headers matched case-insensitively, 'correct answer' accepted), or a world dataset folder.
-    Images stay inside the folder of the cases file (or the world folder)."""
-    src = Path(source)
-    if src.is_dir() and not (src / "manifest.jsonl").is_file():
-        raise InputFileError(f"{src}: a folder without manifest.jsonl; give a world folder, a .jsonl or a .csv")
-    root = str(src if src.is_dir() else src.parent)
-    cases = _load_cases(src)
-    if not cases:
-        raise InputFileError(f"{src}: no yes/no cases in it")
-    return [c.model_copy(update={"root": root}) for c in cases]
-
-
-def _load_cases(src: Path) -> list[Case]:
-    if src.is_dir():
-        out = []
-        for _, row in jsonl_objects(src / "manifest.jsonl", "world manifest"):
-            for k, q in enumerate(x for x in row.get("questions", []) if x["type"] == "yesno"):
-                out.append(Case(id=f"{row['id']}-q{k}", image=str(src / row["image"]), question=q["question"],
-                                answer=q["answer"], meta={"category": row.get("category"), "kind": q["kind"]}))
-        return out
-    if src.suffix.lower() == ".csv":
-        rows = list(csv.DictReader(io.StringIO(read_text_input(src, "cases file"), newline="")))
-        norm = [{(k or "").strip().lower(): v for k, v in r.items()} for r in rows]
-        if norm and "options" in norm[0] and "image" not in norm[0]:
-            return _mmvp_cases(src, norm)
-        out = []
-        for i, r in enumerate(norm):
-            img = r.get("image") or r.get("image_path") or r.get("path")
-            ans = r.get("answer") or r.get("correct answer")
-            if not img or not r.get("question") or ans is None:
-                raise InputFileError(f"{src}: row {i + 2} needs image, question and answer")
-            out.append(Case(id=r.get("id") or r.get("index") or str(i), image=dataset_path(src.parent, img),
-                            question=r["question"], answer=_answer(ans, f"{src}: row {i + 2}")))
-        return out
-    out = []
-    for n, row in jsonl_objects(src, "cases file"):
-        where = f"{src}:{n}"
-        img, question = require_str(row, "image", where), require_str(row, "question", where)
-        if "answer" not in row:
-            raise InputFileError(f"{where}: needs image, question and answer")
-        meta = {k: v for k, v in row.items() if k not in ("id", "image", "question", "answer")}
-        out.append(Case(id=str(row.get("id", n)), image=dataset_path(src.parent, img), question=question,
-                        answer=_answer(row["answer"], where), meta=meta))
-    return out
-
-
-def _answer(value: Any, where: str) -> str:
-    try:
-        return _yesno(value)
-    except ValueError as exc:
-        raise InputFileError(f"{where}: {exc}") from None
-
-
-def _mmvp_cases(src: Path, rows: list[dict[str, str]]) -> list[Case]:
-    """MMVP's Questions.csv (Index, Question, Options "(a) x (b) y", Correct Answer "(a)") with images
-    ``MMVP Images/<Index>.jpg`` beside it, rewritten as binary cases (VHExpansion section 3: non-binary
-    question-answer pairs can be rewritten as binary ones): for every option, "<question> Is the answer
-    '<option>'?" with answer yes for the correct option and no for the others."""
-    import re
-
-    folder = next((p for p in (src.parent / "MMVP Images", src.parent / "images") if p.is_dir()), src.parent)
-    out = []
-    for r in rows:
-        idx = r.get("index") or r.get("id")
-        opts = re.findall(r"\(([a-z])\)\s*([^()]+?)\s*(?=\([a-z]\)|$)", r["options"].strip())
-        correct = re.sub(r"[^a-z]", "", (r.get("correct answer") or "").lower())
-        img = next((folder / f"{idx}{ext}" for ext in (".jpg", ".png", ".jpeg") if (folder / f"{idx}{ext}").exists()),
-                   folder / f"{idx}.jpg")
-        for letter, text in opts:
-            q = f"{r['question'].strip()} Is the answer '{text.strip()}'?"
-            out.append(Case(id=f"{idx}-{letter}", image=str(img), question=q,
-                            answer="yes" if letter == correct else "no", meta={"source": "mmvp", "option": letter}))
-    return out
 
 
 def _parse_perturbation(name: str) -> tuple[str, int]:
