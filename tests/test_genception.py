@@ -46,6 +46,51 @@ def test_frechet_distance_matches_torchmetrics():
     assert frechet_distance(a, a) == pytest.approx(0.0, abs=1e-6)
 
 
+def test_a_feature_set_folded_row_by_row_gives_the_frechet_distance_by_hand():
+    from scipy import linalg
+
+    from vlmcheck.metrics.stats import FeatureSet, frechet_between
+
+    def folded(rows):
+        fs = FeatureSet()
+        for r in rows:
+            fs.add(r)
+        return fs
+
+    # 1-D, 3 samples each (more samples than dimensions: moments): (mu_x - mu_y)^2 + (sd_x - sd_y)^2
+    x, y = folded([[1.0], [2.0], [3.0]]), folded([[4.0], [6.0], [8.0]])
+    assert x.rows is None and x.n == 3 and x.dim == 1
+    assert frechet_between(x, y) == pytest.approx((2 - 6) ** 2 + (1 - 2) ** 2)
+    # full rank, 40 and 30 samples of 6 dimensions, against scipy's sqrtm on numpy's covariances
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(40, 6)), rng.normal(0.5, 1.5, size=(30, 6))
+    c1, c2 = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
+    ref = ((a.mean(0) - b.mean(0)) ** 2).sum() + np.trace(c1 + c2 - 2 * np.real(linalg.sqrtm(c1 @ c2)))
+    fa, fb = folded(a), folded(b)
+    assert fa.rows is None and fa.total.shape == (6,) and fa.outer.shape == (6, 6)  # d x d, not 40 rows
+    assert frechet_between(fa, fb) == pytest.approx(ref, rel=1e-9)
+    # no more rows than dimensions: the rows are kept and the exact few-samples path is taken
+    wide_a, wide_b = rng.normal(size=(5, 12)), rng.normal(size=(7, 12))
+    fa, fb = folded(wide_a), folded(wide_b)
+    assert len(fa.rows) == 5 and frechet_between(fa, fb) == frechet_distance(wide_a, wide_b)
+    with pytest.raises(ValueError):
+        frechet_between(folded([[1.0]]), fb)
+
+
+def test_genception_folds_its_summary_without_keeping_descriptions_or_embeddings(world, tmp_path):
+    task = _task(world, "ref:describer?level=0.3")
+    run_task(task, tmp_path, RunOptions(progress=False))
+    records = [json.loads(x) for x in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    folder = task.summary_folder()
+    for r in records:
+        folder.add(r)
+    assert folder.result([]) == task.summarize(records, [])
+    assert set(folder.scored[0]) == {"s", "category", "refused_at", "repeats"}
+    dim = len(records[0]["result"]["embedding0"])
+    assert all(f.n == len(records) for f in folder.features)
+    assert all(f.rows is None or len(f.rows) <= dim for f in folder.features)
+
+
 def test_frechet_distance_with_fewer_samples_than_dimensions_by_hand():
     # 1-D features embedded in 5 dimensions, 3 samples each: C_x = diag(var_x, 0, ...), C_y likewise, so
     # Tr((C_x C_y)^(1/2)) = sqrt(var_x var_y) and the distance is (mu_x - mu_y)^2 + (sd_x - sd_y)^2

@@ -49,6 +49,7 @@ from ..run.calls import Session
 from ..run.task import Sample, SpecTask
 from .blind import blind_block, withheld
 from .repeats import generation_config, per_repeat, pooled, repeated, spread
+from .slim import slim_record
 
 TEMPLATE_VERSION = "cast-v2"  # v2: the authors' line breaks (one text: "\n\nScene 1:\n\n...\n\nStatement:...")
 MODALITIES = ("text", "image", "both")
@@ -249,6 +250,14 @@ class CastTask(SpecTask):
                 entry["statements"].append(item)
             record["generation"][g] = entry
         return record
+
+    #: free text and artifact paths its summary never reads: left out of what results.json keeps in memory
+    SUMMARY_DROPS = [("images",), ("generation", "*", "raw"), ("generation", "*", "statements", "[]", "text"),
+                     ("generation", "*", "statements", "[]", "verdicts", "*", "raw"),
+                     ("generation", "*", "statements", "[]", "blind", "*", "raw")]
+
+    def summary_record(self, rec: dict[str, Any]) -> dict[str, Any]:
+        return slim_record(rec, self.SUMMARY_DROPS)
 
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         results = [r["result"] for r in records]

@@ -52,7 +52,7 @@ from ..core.inputs import read_image
 from ..core.messages import Message
 from ..core.spec import load_model
 from ..metrics.decisions import headline_entry, widen_degenerate
-from ..metrics.stats import bootstrap_ci_strata, cosine, frechet_distance, gc_at, mean_of_means
+from ..metrics.stats import FeatureSet, bootstrap_ci_strata, cosine, frechet_between, gc_at, mean_of_means
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
 from .refusals import refusal_kind
@@ -232,9 +232,21 @@ class GenCeptionTask(SpecTask):
 
     # ------------------------------------------------------------------ summary
 
+    def summary_folder(self) -> "GenCeptionSummary":
+        """The summary folded one sample at a time (what run/outputs.py uses over a million chains)."""
+        return GenCeptionSummary(self)
+
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
+        folder = GenCeptionSummary(self)
+        for r in records:
+            folder.add(r)
+        return folder.result(failed)
+
+    def _summary(self, scored: list[dict[str, Any]], features: list[FeatureSet],
+                 failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
+        """The summary from each scored chain's scores (``scored``: s, category, refused_at, repeats' s) and the
+        features of D(0)..D(T) over those chains."""
         T = self.cfg.T
-        scored = [r["result"] for r in records if r["result"].get("complete")]
         failed_list = []
         for f in failed:
             part = f.get("result") or {}
@@ -280,7 +292,7 @@ class GenCeptionTask(SpecTask):
             out["headline"] = headline_entry(f"GC@{T}", pooled["score"], pooled["ci95"],
                                              {**pooled["interval"], "repeats": self.cfg.repeats,
                                               "unit": "image (its repeats averaged; stratified by category)"})
-        out["fid"] = self._fid(scored, T)
+        out["fid"] = self._fid(features, T)
         for key, val in out["fid"].items():  # also at the top level: GC_FID@1..GC_FID@T
             if key.startswith("GC_FID@"):
                 out[key] = val
@@ -331,25 +343,48 @@ class GenCeptionTask(SpecTask):
             out[f"GC@{T}_penalised"] = _score(np.array(rows), rcats, seed)
         return out
 
-    def _fid(self, scored: list[dict[str, Any]], T: int) -> dict[str, Any]:
+    def _fid(self, features: list[FeatureSet], T: int) -> dict[str, Any]:
         """fid(t): Frechet distance between the features of D(0) and D(t); GC_FID@t (v2 eq. 4):
         sum_{tau<=t} tau*fid(tau) / sum_{tau<=t} tau.  Lower is better.  Every scored chain has an image at
         every step (a refused description is regenerated from, as Algorithm 1 does)."""
-        out: dict[str, Any] = {"features": f"encoder {self.cfg.encoder}", "n": len(scored)}
-        if len(scored) < 2:
+        n = features[0].n
+        out: dict[str, Any] = {"features": f"encoder {self.cfg.encoder}", "n": n}
+        if n < 2:
             out["warning"] = "GC_FID needs at least two chains with an image at every step"
             return out
-        X0 = np.array([r["embedding0"] for r in scored], dtype=np.float64)
-        if len(scored) < max(self.cfg.fid_min_images, 2):
-            out["warning"] = (f"only {len(scored)} images: a set-level Frechet distance is unreliable below "
-                              f"{self.cfg.fid_min_images} images (the feature dimension is {X0.shape[1]})")
+        if n < max(self.cfg.fid_min_images, 2):
+            out["warning"] = (f"only {n} images: a set-level Frechet distance is unreliable below "
+                              f"{self.cfg.fid_min_images} images (the feature dimension is {features[0].dim})")
         fids = []
         for t in range(1, T + 1):
-            Xt = np.array([r["steps"][t - 1]["embedding"] for r in scored], dtype=np.float64)
-            fids.append(frechet_distance(X0, Xt))
+            fids.append(frechet_between(features[0], features[t]))
             out[f"fid@{t}"] = fids[-1]
             out[f"GC_FID@{t}"] = gc_at(fids, t)  # the same t-weighting as eq. 3
         return out
+
+
+class GenCeptionSummary:
+    """GenCeption's summary, folded one finished chain at a time: per scored chain its T scores, category and
+    refusal step (a few dozen bytes), and the features of D(0)..D(T) as :class:`FeatureSet` s (rows up to the
+    feature dimension, then moments), not the chains' descriptions and embeddings."""
+
+    def __init__(self, task: GenCeptionTask) -> None:
+        self.task = task
+        self.scored: list[dict[str, Any]] = []
+        self.features = [FeatureSet() for _ in range(task.cfg.T + 1)]
+
+    def add(self, rec: dict[str, Any]) -> None:
+        r = rec["result"]
+        if not r.get("complete"):
+            return
+        self.scored.append({"s": r["s"], "category": r.get("category"), "refused_at": r.get("refused_at"),
+                            "repeats": [{"s": x["s"]} for x in r.get("repeats", ())]})
+        self.features[0].add(r["embedding0"])
+        for t in range(1, self.task.cfg.T + 1):
+            self.features[t].add(r["steps"][t - 1]["embedding"])
+
+    def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
+        return self.task._summary(self.scored, self.features, failed)
 
 
 def _score(per_image: np.ndarray, cats: list[str], seed: int) -> dict[str, Any]:

@@ -49,6 +49,7 @@ from ..run.batching import Batcher
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
 from ..world.negator import NEGATION_PROMPT, check_negation
+from .slim import slim_record
 
 TEMPLATE_VERSION = "vhexpansion-v1"
 DEFAULT_PERTURB = ["vhx_gaussian_noise", "vhx_brightness", "vhx_defocus_blur", "vhx_jpeg"]
@@ -207,6 +208,14 @@ class VHExpansionTask(SpecTask):
         return record
 
     # ------------------------------------------------------------------ summary
+
+    #: free text and artifact paths its summary never reads: left out of what results.json keeps in memory
+    SUMMARY_DROPS = [("question",), ("negation", "question"), ("negation", "problems"),
+                     ("variants", "*", "answer"), ("variants", "*", "neg_answer"), ("variants", "*", "image"),
+                     ("variants", "*", "repeats", "[]", "answer"), ("variants", "*", "repeats", "[]", "neg_answer")]
+
+    def summary_record(self, rec: dict[str, Any]) -> dict[str, Any]:
+        return slim_record(rec, self.SUMMARY_DROPS)
 
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         results = [r["result"] for r in records]

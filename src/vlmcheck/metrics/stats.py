@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -131,6 +131,59 @@ def _trace_sqrt_product(xc: np.ndarray, yc: np.ndarray, k1: int, k2: int) -> flo
     root = (v * np.sqrt(np.clip(w, 0.0, None))) @ v.T
     ev = np.linalg.eigvalsh(root @ c2 @ root)
     return float(np.sqrt(np.clip(ev, 0.0, None)).sum())
+
+
+class FeatureSet:
+    """A set of feature rows, added one at a time, for :func:`frechet_between`: kept as rows while there are no
+    more of them than dimensions (the exact few-samples path of :func:`frechet_distance`), as moments (count,
+    sum, sum of outer products, float64) beyond - so a million chains cost d x d numbers, not a million rows."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.rows: list[np.ndarray] | None = []
+        self.total: np.ndarray | None = None
+        self.outer: np.ndarray | None = None
+
+    @property
+    def dim(self) -> int:
+        return int(self.total.size if self.total is not None else self.rows[0].size) if self.n else 0
+
+    def add(self, x: Any) -> None:
+        x = np.asarray(x, dtype=np.float64).ravel()
+        self.n += 1
+        if self.rows is not None:
+            self.rows.append(x)
+            if len(self.rows) > x.size:  # more rows than dimensions: moments from now on
+                m = np.array(self.rows)
+                self.total, self.outer, self.rows = m.sum(0), m.T @ m, None
+            return
+        self.total += x
+        self.outer += np.outer(x, x)
+
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and covariance (divisor n - 1)."""
+        if self.rows is not None:
+            m = np.array(self.rows)
+            total, outer = m.sum(0), m.T @ m
+        else:
+            total, outer = self.total, self.outer
+        mu = total / self.n
+        return mu, (outer - self.n * np.outer(mu, mu)) / (self.n - 1)
+
+
+def frechet_between(a: FeatureSet, b: FeatureSet) -> float:
+    """:func:`frechet_distance` of two :class:`FeatureSet` s: from their rows where both still have them, else
+    from their moments (the same formula as its many-samples path)."""
+    if a.n < 2 or b.n < 2:
+        raise ValueError("a Frechet distance needs at least two samples per set")
+    if a.rows is not None and b.rows is not None:
+        return frechet_distance(np.array(a.rows), np.array(b.rows))
+    (mu1, c1), (mu2, c2) = a.moments(), b.moments()
+    w, v = np.linalg.eigh(c1)
+    root = (v * np.sqrt(np.clip(w, 0.0, None))) @ v.T
+    ev = np.linalg.eigvalsh(root @ c2 @ root)
+    trace_root = float(np.sqrt(np.clip(ev, 0.0, None)).sum())
+    return max(float(((mu1 - mu2) ** 2).sum() + np.trace(c1) + np.trace(c2) - 2 * trace_root), 0.0)
 
 
 def correlations(x, y) -> dict[str, float]:

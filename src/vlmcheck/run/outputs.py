@@ -28,8 +28,9 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
 
     Streamed: each record is read from a cursor, written to samples.jsonl and let go.  A task with a
     ``summary_folder()`` (an object with ``add(record)`` and ``result(failed)``) folds its summary in the same
-    pass, so memory does not grow with the run beyond a few bytes a sample (describe); any other task gets its
-    finished records as a list, as before."""
+    pass, so memory does not grow with the run beyond a few bytes a sample (describe) or the features it
+    needs (GenCeption); any other task gets its finished records as a list, each slimmed by the task's
+    ``summary_record`` to what the summary reads (methods/slim.py)."""
     order = {s.id: i for i, s in enumerate(samples)}
     path = store.folder / "samples.jsonl"
     tally = _Tally(task)
@@ -67,6 +68,7 @@ class _Tally:
     def __init__(self, task: Task) -> None:
         make = getattr(task, "summary_folder", None)
         self.folder = make() if make is not None else None
+        self.slim = getattr(task, "summary_record", None)
         self.done: list[dict[str, Any]] = []
         self.failed: list[dict[str, Any]] = []
         self.n_done = 0
@@ -76,8 +78,8 @@ class _Tally:
             self.n_done += 1
             if self.folder is not None:
                 self.folder.add(rec)
-            else:
-                self.done.append(rec)
+            else:  # only what the summary reads (methods/slim.py)
+                self.done.append(self.slim(rec) if self.slim is not None else rec)
         elif rec["status"] == "error":
             self.failed.append(rec)
 

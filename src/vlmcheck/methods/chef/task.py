@@ -47,6 +47,7 @@ from ...core.spec import load_model
 from ...metrics.decisions import proportion_interval
 from ..blind import blind_block, withheld
 from ..repeats import generation_config, per_repeat, pooled, repeated, spread
+from ..slim import slim_record
 from .headline import UNIT, chef_headline, judge_agreement
 from ...run.calls import Session
 from ...run.task import Sample, SpecTask
@@ -387,6 +388,15 @@ class ChefTask(SpecTask):
         return out
 
     # -- summary ---------------------------------------------------------------------
+
+    #: free text and artifact paths its summary never reads: left out of what results.json keeps in memory
+    SUMMARY_DROPS = [("question",), ("settings", "*", "rationale"),
+                     ("settings", "*", "question"), ("settings", "*", "text_chain"), ("settings", "*", "image_chain"),
+                     ("settings", "*", "image"), ("settings", "*", "turns", "[]", "answer"),
+                     ("settings", "*", "turns", "[]", "continuation")]
+
+    def summary_record(self, rec: dict[str, Any]) -> dict[str, Any]:
+        return slim_record(rec, self.SUMMARY_DROPS)
 
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         res = [r["result"] for r in records]
