@@ -2,7 +2,8 @@
 
 Two shard stores with the real schema are written straight into SQLite (a describe sample per image with an
 answer of ~1,200 characters, and its call in the cache, as a real run leaves them), then ``vlmcheck merge
---no-report`` builds the merged store, samples.jsonl and results.json.  Prints the wall time and the peak RSS
+--no-report`` builds the merged store, samples.jsonl and results.json, ``vlmcheck export --format parquet``
+writes its sample table.  Prints the wall time and the peak RSS
 of the merge process (from wait4; the stores are made in a child, so no parent's RSS is a floor under it) and
 their ratios to issue 37's goals at 1M samples: <= 5 min and <= 1 GB.
 
@@ -121,6 +122,13 @@ def main() -> int:
         print(f"merge (--no-report): {wall:.1f} s, peak RSS {rss / 1e6:.0f} MB; samples.jsonl {lines:,} lines "
               f"({(t / 'merged' / 'samples.jsonl').stat().st_size / 1e9:.2f} GB), results: "
               f"{results['counts']['done']:,} done")
+        export = _timed([sys.executable, "-m", "vlmcheck.cli", "export", str(t / "merged"), "--out", str(t / "tables"),
+                         "--format", "parquet"])
+        if export is None:
+            return 1
+        table = t / "tables" / "merged.parquet"
+        print(f"export (parquet): {export[0]:.1f} s, peak RSS {export[1] / 1e6:.0f} MB; {table.name} "
+              f"{table.stat().st_size / 1e6:.0f} MB")
         report = _report(t / "merged")
         if report is None:
             return 1
@@ -133,6 +141,18 @@ def main() -> int:
               f"{report['page_s']:.2f} s ({report['page_s'] / 2:.2f} of 2 s); the search found one deep in the run in "
               f"{report.get('search_s', float('nan')):.2f} s")
     return 0
+
+
+def _timed(cmd: list[str]) -> tuple[float, int] | None:
+    """(wall s, peak RSS bytes) of a command run in a child process, or None (said) when it fails."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status):
+        print(f"{cmd[3]} failed: {proc.stderr.read().decode(errors='replace').strip().splitlines()[-1:]}")
+        return None
+    return wall, usage.ru_maxrss * 1024
 
 
 def _report(run: Path) -> dict | None:

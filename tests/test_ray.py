@@ -203,6 +203,11 @@ def test_a_worker_killed_mid_run_is_replaced_and_every_request_is_counted(tmp_pa
         os.kill(pids[0], signal.SIGKILL)
         t.join(300)
         assert not t.is_alive() and "res" in out
+        # this process stays joined to Ray: the run's actors (workers, reader, tally) must not outlive the run
+        from ray._private import state as ray_state
+
+        time.sleep(1.0)
+        assert [a for a in ray_state.actors().values() if a["State"] == "ALIVE"] == []
     finally:
         ray.shutdown()
         server.stop()

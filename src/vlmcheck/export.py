@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
-from .core.files import InputFileError, atomic_path, printable, jsonl_lines, read_results, read_text_input, write_text_atomic
+from .core.files import (InputFileError, JsonlRecords, atomic_path, printable, read_results, read_text_input,
+                         write_lines_atomic, write_text_atomic)
 
 #: The unit each method's sample record is exploded into: (field holding the units, column naming the unit).
 UNITS = {
@@ -65,15 +66,20 @@ def _model_of(info: dict[str, Any]) -> str | None:
 
 def sample_rows(folder: str | Path) -> list[dict[str, Any]]:
     """The tidy rows of one run folder (see the module docstring)."""
+    return list(iter_sample_rows(folder))
+
+
+def iter_sample_rows(folder: str | Path) -> Iterator[dict[str, Any]]:
+    """:func:`sample_rows` one at a time, read from samples.jsonl a line at a time."""
     folder = Path(folder)
     info = _run_info(folder)
     task = info["task"]
     base = {"run": str(folder), "task": task, "model": _model_of(info)}
     unit = UNITS.get(task)
-    rows: list[dict[str, Any]] = []
-    text = read_text_input(folder / "samples.jsonl", "samples file")
-    records = [json.loads(line) for _, line in jsonl_lines(text)]
-    for rec in records:
+    path = folder / "samples.jsonl"
+    if not path.is_file():
+        read_text_input(path, "samples file")  # the one sentence saying why not
+    for rec in JsonlRecords(path):
         head = {**base, "sample_id": rec.get("sample_id"), "status": rec.get("status")}
         if rec.get("status") == "error":
             head.update({"error_type": (rec.get("error") or {}).get("type"),
@@ -91,10 +97,9 @@ def sample_rows(folder: str | Path) -> list[dict[str, Any]]:
                 # a unit's field wins a name it shares with its sample's (GenCeption: a step's image and s);
                 # the sample's value stays, as sample.<name>
                 mine = {(f"sample.{k}" if k in flat else k): v for k, v in common.items()}
-                rows.append({**head, **mine, **flat})
+                yield {**head, **mine, **flat}
         else:
-            rows.append({**head, **common})
-    return rows
+            yield {**head, **common}
 
 
 #: numbers that describe a metric rather than being one, and the subtrees that say how an interval was made
@@ -194,11 +199,106 @@ def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parq
         while name in names:
             name += "_"
         names.add(name)
-        written.append(_write(pd.DataFrame(sample_rows(f)), out / f"{name}.{fmt}", fmt))
-    _, metrics = load_runs(folders)
-    written.append(_write(metrics, out / f"metrics.{fmt}", fmt))
+        written.append(_write_rows(lambda f=f: iter_sample_rows(f), out / f"{name}.{fmt}", fmt))
+    metrics = [row for f in folders for row in metric_rows(f, _run_info(f))]  # not the samples again
+    written.append(_write(pd.DataFrame(metrics, columns=METRIC_COLUMNS), out / f"metrics.{fmt}", fmt))
     written.append(_write(pd.DataFrame(run_rows(folders)), out / f"runs.{fmt}", fmt))
     return written
+
+
+CHUNK_ROWS = 20_000
+
+
+def _columns(rows: Iterable[dict[str, Any]]) -> dict[str, set[type]]:
+    """Every column in first-seen order, with the types of its values (None left out)."""
+    cols: dict[str, set[type]] = {}
+    for row in rows:
+        for k, v in row.items():
+            kinds = cols.setdefault(k, set())
+            if v is not None:
+                kinds.add(type(v))
+    return cols
+
+
+def _arrow_type(kinds: set[type]):
+    import pyarrow as pa
+
+    if kinds == {bool}:
+        return pa.bool_()
+    if kinds == {int}:
+        return pa.int64()
+    if kinds and kinds <= {int, float}:
+        return pa.float64()
+    return pa.string()  # text, or values of mixed types as JSON text (as before)
+
+
+def _cell(v: Any, as_text: bool) -> Any:
+    if v is None or not as_text or isinstance(v, str):
+        return v
+    return json.dumps(v)
+
+
+def _write_rows(rows, path: Path, fmt: str) -> Path:
+    """A run's sample table written in chunks of :data:`CHUNK_ROWS`: ``rows()`` is walked twice (its columns
+    and their types first, so every chunk has the same schema), never held whole."""
+    import csv
+    import io
+
+    cols = _columns(rows())
+    names = list(cols)
+    if not names:  # no sample at all: an empty table, as pandas writes it
+        import pandas as pd
+
+        return _write(pd.DataFrame(), path, fmt)
+
+    def chunks() -> Iterator[list[dict[str, Any]]]:
+        chunk: list[dict[str, Any]] = []
+        for row in rows():
+            chunk.append(row)
+            if len(chunk) >= CHUNK_ROWS:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+    if fmt == "jsonl":
+        def lines() -> Iterator[str]:
+            for row in rows():
+                yield json.dumps({k: row.get(k) for k in names}, ensure_ascii=False) + "\n"
+        write_lines_atomic(path, lines())
+    elif fmt == "csv":
+        def text() -> Iterator[str]:
+            buf = io.StringIO(newline="")
+            w = csv.writer(buf, lineterminator="\n")
+            w.writerow(names)
+            for chunk in chunks():
+                w.writerows([["" if row.get(k) is None else row.get(k) for k in names] for row in chunk])
+                yield buf.getvalue()
+                buf.seek(0)
+                buf.truncate()
+            yield buf.getvalue()
+        write_lines_atomic(path, text())
+    else:
+        import os
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = pa.schema([(k, _arrow_type(kinds)) for k, kinds in cols.items()])
+        text_cols = {k for k, kinds in cols.items() if _arrow_type(kinds) == pa.string()}
+        fd, tmp = atomic_path(path)
+        os.close(fd)
+        try:
+            with pq.ParquetWriter(tmp, schema) as writer:
+                for chunk in chunks():
+                    table = pa.Table.from_pylist([{k: _cell(row.get(k), k in text_cols) for k in names}
+                                                  for row in chunk], schema=schema)
+                    writer.write_table(table)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return path
 
 
 def _write(df, path: Path, fmt: str) -> Path:

@@ -112,12 +112,15 @@ async def run_samples_ray(task, todo: list, session: Session, options, already: 
         from . import ray_reaper
 
         reaper = ray_reaper.start(_session_dir(ray))
+    pool = None
     try:
         pool = _Pool(ray, task, session, options)
         await pool.wait_first()
         await _dispatch(pool, task, todo, session, options, already, total)
         return await pool.summary()
     finally:
+        if pool is not None:
+            pool.close()
         if started_here:
             ray.shutdown()
         if reaper is not None:
@@ -144,6 +147,7 @@ class _Pool:
         reader = ray.remote(CacheReader).options(num_cpus=0, max_concurrency=8,
                                                  scheduling_strategy=here).remote(str(store.folder), inputs_root)
         self.tally = ray.remote(RequestTally).options(num_cpus=0, scheduling_strategy=here).remote()
+        self.helpers = [reader, self.tally]
         policy = {"allow_outside": options.allow_outside, "max_image_bytes": options.max_image_bytes,
                   "pixel_budget": options.pixel_budget}
         # a CPU each, or a share where there are more workers than CPUs (API-bound workers mostly wait)
@@ -192,7 +196,16 @@ class _Pool:
         if self.actors.pop(i, None) is not None:
             self.load.pop(i, None)
             self.lost += 1
-            self.add(time.monotonic())
+            if self.failed_starts < 3:
+                self.add(time.monotonic())
+
+    def close(self) -> None:
+        """End this run's actors (in a process that stays joined to Ray they would otherwise outlive the run)."""
+        for actor in [*self.actors.values(), *(a for _, a, _ in self.starting.values()), *self.helpers]:
+            try:
+                self.ray.kill(actor)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
 
     def grow(self) -> None:
         """Without ``--workers``: more workers as nodes join (up to 8)."""
