@@ -83,7 +83,8 @@ def _init(ray, options) -> bool:
     """Ray started or joined; True when this process did it (and so must shut it down)."""
     if ray.is_initialized():
         return False
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+    # ERROR: Ray's own warnings (e.g. that token authentication is on) are noise on a user's console
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
     if options.ray_address:
         kwargs["address"] = options.ray_address
     else:
