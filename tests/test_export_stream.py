@@ -70,3 +70,16 @@ def test_export_reads_samples_a_line_at_a_time(tmp_path, monkeypatch):
     monkeypatch.setattr(export, "read_text_input", lambda *a, **k: pytest.fail("the whole file was read"))
     export_runs([run], tmp_path / "out", "parquet")
     assert opened.count("samples.jsonl") >= 2
+
+
+def test_a_damaged_samples_file_is_one_sentence_naming_the_record_and_the_fix(tmp_path):
+    from vlmcheck.core.files import InputFileError
+
+    run = _run(tmp_path / "r", _records(3))
+    with open(run / "samples.jsonl", "a") as fh:
+        fh.write('{"sample_id": "x", "status": "do\n')  # a line cut short
+    with pytest.raises(InputFileError, match=r"record 4 is not JSON .*vlmcheck resume"):
+        export_runs([run], tmp_path / "out", "parquet")
+    (run / "samples.jsonl").write_bytes(b'{"sample_id": "\xff"}\n')
+    with pytest.raises(InputFileError, match="not UTF-8 text"):
+        export_runs([run], tmp_path / "out", "csv")

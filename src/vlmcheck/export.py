@@ -79,27 +79,40 @@ def iter_sample_rows(folder: str | Path) -> Iterator[dict[str, Any]]:
     path = folder / "samples.jsonl"
     if not path.is_file():
         read_text_input(path, "samples file")  # the one sentence saying why not
-    for rec in JsonlRecords(path):
-        head = {**base, "sample_id": rec.get("sample_id"), "status": rec.get("status")}
-        if rec.get("status") == "error":
-            head.update({"error_type": (rec.get("error") or {}).get("type"),
-                         "error_message": (rec.get("error") or {}).get("message")})
-        result = dict(rec.get("result") or {})
-        units = result.pop(unit[0], None) if unit else None
-        common: dict[str, Any] = {}
-        _flatten(result, "", common)
-        if isinstance(units, dict):
-            units = [{unit[1]: name, **u} for name, u in units.items() if isinstance(u, dict)]
-        if isinstance(units, list) and units and all(isinstance(u, dict) for u in units):
-            for u in units:
-                flat: dict[str, Any] = {}
-                _flatten(u, "", flat)
-                # a unit's field wins a name it shares with its sample's (GenCeption: a step's image and s);
-                # the sample's value stays, as sample.<name>
-                mine = {(f"sample.{k}" if k in flat else k): v for k, v in common.items()}
-                yield {**head, **mine, **flat}
-        else:
-            yield {**head, **common}
+    n = 0
+    try:
+        for n, rec in enumerate(JsonlRecords(path), 1):
+            yield from _rows_of(rec, base, unit)
+    except UnicodeDecodeError:
+        raise InputFileError(f"{path}: not UTF-8 text; rebuild the file from the run's store with: vlmcheck "
+                             f"resume {folder}") from None
+    except json.JSONDecodeError as exc:
+        raise InputFileError(f"{path}: record {n + 1} is not JSON ({exc.msg}); rebuild the file from the run's "
+                             f"store with: vlmcheck resume {folder}") from None
+
+
+def _rows_of(rec: dict[str, Any], base: dict[str, Any], unit: tuple[str, str] | None) -> Iterator[dict[str, Any]]:
+    """The tidy rows of one sample record."""
+    head = {**base, "sample_id": rec.get("sample_id"), "status": rec.get("status")}
+    if rec.get("status") == "error":
+        head.update({"error_type": (rec.get("error") or {}).get("type"),
+                     "error_message": (rec.get("error") or {}).get("message")})
+    result = dict(rec.get("result") or {})
+    units = result.pop(unit[0], None) if unit else None
+    common: dict[str, Any] = {}
+    _flatten(result, "", common)
+    if isinstance(units, dict):
+        units = [{unit[1]: name, **u} for name, u in units.items() if isinstance(u, dict)]
+    if isinstance(units, list) and units and all(isinstance(u, dict) for u in units):
+        for u in units:
+            flat: dict[str, Any] = {}
+            _flatten(u, "", flat)
+            # a unit's field wins a name it shares with its sample's (GenCeption: a step's image and s);
+            # the sample's value stays, as sample.<name>
+            mine = {(f"sample.{k}" if k in flat else k): v for k, v in common.items()}
+            yield {**head, **mine, **flat}
+    else:
+        yield {**head, **common}
 
 
 #: numbers that describe a metric rather than being one, and the subtrees that say how an interval was made
