@@ -141,3 +141,24 @@ def test_cast_pairs_at_a_url_name_images_relative_to_their_folder(memfs):
     assert row["a"]["root"] == row["b"]["root"] == f"memory://{root}/cast"
     with pytest.raises(Exception, match="file not found"):
         load_pairs(f"memory://{root}/cast/none.jsonl")
+
+
+def test_chef_scenarios_at_a_url_for_the_jsonl_kinds(memfs, tmp_path):
+    from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    fs, root = memfs
+    fs.pipe(f"{root}/pope/img/a.png", _png(1))
+    rows = [{"id": "q1", "image": "img/a.png", "question": "Is there a cat in the image?", "answer": "yes"},
+            {"id": "q2", "image": "img/a.png", "question": "Is there a dog in the image?", "answer": "no"}]
+    fs.pipe(f"{root}/pope/pope.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode())
+    url = f"memory://{root}/pope/pope.jsonl"
+    items = load_scenario("pope", url)
+    assert [(i["image"], i["root"], i["answer"]) for i in items] == \
+        [(f"memory://{root}/pope/img/a.png", f"memory://{root}/pope", 0),
+         (f"memory://{root}/pope/img/a.png", f"memory://{root}/pope", 1)]
+    res = run_task(ChefTask(ChefSpec(vlm="ref:describer", recipe=resolve_recipe("hallucination"), data=url)),
+                   tmp_path / "run", RunOptions(progress=False, report=False, preflight=False))
+    assert res.results["counts"]["done"] == 2
+    with pytest.raises(ValueError, match="reads local files"):
+        load_scenario("world", f"memory://{root}/world")

@@ -39,8 +39,9 @@ def chef_run(
                                help="Recipe YAML file or shipped recipe name (chef list)"),
     vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
-    data: Optional[Path] = typer.Option(None, "--data", metavar="PATH",
-                                        help="Scenario data (overrides the recipe's path)"),
+    data: Optional[str] = typer.Option(None, "--data", metavar="SOURCE",
+                                       help="Scenario data (overrides the recipe's path; JSONL kinds also at an "
+                                            "fsspec URL)"),
     scenario: Optional[str] = typer.Option(None, "--scenario", metavar="NAME",
                                            help="Scenario loader (overrides the recipe's)"),
     judge: Optional[str] = typer.Option(None, "--judge", metavar="SPEC",

@@ -11,6 +11,9 @@ Item: ``{id, image, question, options, answer (index), meta}``.  Loaders:
 * ``retrieval``: JSONL with image, caption; the pool is the caption plus k others;
 * ``world``: the reference world's multiple-choice questions (ground truth from the scene graph);
 * ``counting``, ``detection``, ``hierarchical``, ``turns``: items asked in PPL turns (see :mod:`.turns`).
+
+The JSONL kinds (``mc``, ``scienceqa``, ``pope``, ``classification``, ``retrieval``) also read a file at an
+fsspec URL, its images relative to the file's folder URL and confined to it (core/remote.py).
 """
 
 from __future__ import annotations
@@ -23,19 +26,31 @@ from typing import Any
 
 import numpy as np
 
-from ...core.files import read_jsonl
+from ...core import remote
+from ...core.files import jsonl_lines, read_jsonl
+from ...core.inputs import dataset_path
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # option labels: CIFAR-10 needs ten
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
+#: the scenario kinds whose data file may be at a URL (a JSONL naming its images)
+URL_KINDS = ("mc", "scienceqa", "pope", "classification", "retrieval")
+
+
+def _jsonl(path: Path | str) -> list[dict[str, Any]]:
+    if remote.is_url(path):
+        import json
+
+        return [json.loads(line) for _, line in jsonl_lines(remote.read_text(str(path), "scenario file"))]
     return read_jsonl(path)
 
 
-def _resolve(path: Path, image: str | None) -> str | None:
-    """An image named in the data file ``path``, relative to the file's folder."""
+def _resolve(path: Path | str, image: str | None) -> str | None:
+    """An image named in the data file ``path``, relative to the file's folder (or folder URL)."""
     from .turns import resolve_image
 
+    if remote.is_url(path):
+        return dataset_path(remote.parent(str(path)), image) if image else None
     return resolve_image(path.parent, image)
 
 
@@ -221,6 +236,14 @@ def load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]
             raise ValueError(f"scenario {kind!r} reads local files; Hugging Face datasets work with mc, "
                              "scienceqa, pope, counting, detection, hierarchical and turns")
         return load_hf_scenario(kind, path)
+    if remote.is_url(path):
+        if kind not in URL_KINDS:
+            raise ValueError(f"scenario {kind!r} reads local files; a URL works with {', '.join(URL_KINDS)}")
+        items = LOADERS[kind](str(path), **options)
+        root = remote.parent(str(path))  # images stay under the file's folder URL
+        for it in items:
+            it.setdefault("root", root)
+        return items
     path = Path(path)
     items = LOADERS[kind](path, **options)
     root = str(path if path.is_dir() else path.parent)  # images stay inside the scenario's folder (core/inputs.py)
