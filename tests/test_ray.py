@@ -129,6 +129,21 @@ def test_a_node_removed_mid_run_loses_no_sample_and_repeats_no_finished_call(tmp
     assert len(seen) == 12 and sum(seen.values()) <= 13, seen
 
 
+def _session_of(pid: int) -> str:
+    """The Ray session folder a process holds files open in (not /tmp/ray/session_latest: another Ray instance
+    on the machine may have started since)."""
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        parts = Path(target).parts
+        for i, part in enumerate(parts):
+            if part.startswith("session_2"):
+                return str(Path(*parts[: i + 1]))
+    raise AssertionError(f"process {pid} holds no Ray session file open")
+
+
 def test_a_driver_killed_with_minus_9_resumes_without_repeating_finished_calls(tmp_path):
     server = FakeServer(0.3, tmp_path)
     data = _manifest(tmp_path, 16)
@@ -142,7 +157,7 @@ def test_a_driver_killed_with_minus_9_resumes_without_repeating_finished_calls(t
         deadline = time.time() + 120
         while _done(run) < 4 and time.time() < deadline and proc.poll() is None:
             time.sleep(0.05)
-        session_dir = os.path.realpath("/tmp/ray/session_latest")  # the Ray instance this driver started
+        session_dir = _session_of(proc.pid)  # the Ray instance this driver started
         os.kill(proc.pid, signal.SIGKILL)  # the driver alone: what it started must not outlive it
         proc.wait()
         gone_by = time.time() + 30
@@ -230,8 +245,11 @@ def test_cache_reads_in_place_on_the_drivers_node_and_through_reader_actors_else
     store = RunStore(tmp_path / "run")
     store.set_meta("sessions", [{"started": "2026-11-25T12:00:00"}])
     store.put_call("k1", role="vlm", model="m", request={"q": 1}, response={"text": "yes"}, attempts=1)
+    store.put_call("k2", role="vlm", model="m", request={"q": 2}, response={"text": "no"}, attempts=1)
     store.close()
     db = str(tmp_path / "run" / "store.sqlite")
+    with sqlite3.connect(db) as con:  # a damaged stored answer: a miss, as RunStore.get_call reads it
+        con.execute("UPDATE calls SET response = '{not json' WHERE key = 'k2'")
     assert open_same_store(db, [{"started": "2026-11-25T12:00:00"}]) is not None
     assert open_same_store(db, [{"started": "another run"}]) is None  # a same-named folder of another run
     assert open_same_store(str(tmp_path / "elsewhere" / "store.sqlite"), []) is None  # a node without it
@@ -241,9 +259,9 @@ def test_cache_reads_in_place_on_the_drivers_node_and_through_reader_actors_else
         for ws in (WorkerStore(tmp_path / "w1", reader, open_same_store(db, [{"started": "2026-11-25T12:00:00"}])),
                    WorkerStore(tmp_path / "w2", reader, None)):
             async def both(ws=ws):
-                return await asyncio.gather(ws.aget_call("k1"), ws.aget_call("missing"))
+                return await asyncio.gather(ws.aget_call("k1"), ws.aget_call("missing"), ws.aget_call("k2"))
 
-            assert asyncio.run(both()) == [{"text": "yes"}, None]
+            assert asyncio.run(both()) == [{"text": "yes"}, None, None]
         # the readers answer at once from several threads: 8 reads from 4 threads at a time
         assert ray.get([reader.get.remote("k1") for _ in range(8)]) == [{"text": "yes"}] * 8
     finally:

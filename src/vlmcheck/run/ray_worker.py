@@ -46,10 +46,24 @@ def open_same_store(db_path: str, sessions: Any) -> sqlite3.Connection | None:
         row = db.execute("SELECT value FROM meta WHERE key = 'sessions'").fetchone()
     except sqlite3.Error:
         return None
-    if row is None or json.loads(row[0]) != sessions:
+    try:
+        same = row is not None and json.loads(row[0]) == sessions
+    except (TypeError, ValueError):
+        same = False
+    if not same:
         db.close()
         return None
     return db
+
+
+def _answer(row: tuple | None) -> Any:
+    """A stored answer, or None: none stored, or one that does not parse (a miss, as in RunStore.get_call)."""
+    if row is None:
+        return None
+    try:
+        return json.loads(row[0])
+    except (TypeError, ValueError):
+        return None
 
 
 def _paths_under(obj: Any, root: str, found: list[str]) -> list[str]:
@@ -109,8 +123,7 @@ class WorkerStore:
         if key in self.calls:
             return self.calls[key]
         if self.db is not None:
-            row = self.db.execute(_CALL_SQL, (key,)).fetchone()
-            hit = json.loads(row[0]) if row else None
+            hit = _answer(self.db.execute(_CALL_SQL, (key,)).fetchone())
         else:
             hit = await self.reader.get.remote(key)
         if hit is not None:
@@ -214,8 +227,7 @@ class CacheReader:
         return db
 
     def get(self, key: str) -> Any:
-        row = self._db().execute(_CALL_SQL, (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return _answer(self._db().execute(_CALL_SQL, (key,)).fetchone())
 
     def artifact(self, rel: str) -> bytes | None:
         path = (self.folder / rel).resolve()
