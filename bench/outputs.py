@@ -158,17 +158,13 @@ def _timed(cmd: list[str]) -> tuple[float, int] | None:
 def _report(run: Path) -> dict | None:
     """`vlmcheck report RUN`: its time and peak RSS; then the page in headless Chromium: the first page's size,
     the time to open it, and to show a samples page in the middle of the run (its rows loaded on demand)."""
-    cmd = [sys.executable, "-m", "vlmcheck.cli", "report", str(run), "-o", str(run / "report.html")]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status):
-        print(f"report failed: {proc.stderr.read().decode(errors='replace').strip().splitlines()[-1:]}")
+    timed = _timed([sys.executable, "-m", "vlmcheck.cli", "report", str(run), "-o", str(run / "report.html")])
+    if timed is None:
         return None
+    wall, rss = timed
     page = run / "report.html"
     files = sum(p.stat().st_size for p in (run / "report_files").glob("*")) if (run / "report_files").exists() else 0
-    print(f"report: {wall:.1f} s, peak RSS {usage.ru_maxrss / 1024:.0f} MB; report.html "
+    print(f"report: {wall:.1f} s, peak RSS {rss / 1e6:.0f} MB; report.html "
           f"{page.stat().st_size / 1e6:.2f} MB, its files {files / 1e6:.0f} MB")
     out = {"page_mb": page.stat().st_size / 1e6, "open_s": float("nan"), "page_s": float("nan")}
     try:

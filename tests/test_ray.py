@@ -50,6 +50,26 @@ def _done(run: Path) -> int:
         return 0
 
 
+def _describe_meanwhile(run: Path, data: Path, server, options: RunOptions, done_at: int, action):
+    """A describe run on Ray in a thread; once ``done_at`` of its samples are done, ``action()``; the run's
+    result once it ends."""
+    out: dict = {}
+
+    def go():
+        out["res"] = run_task(DescribeTask(DescribeSpec(vlm=f"openai:fake-vlm@{server.base_url}", data=str(data))),
+                              run, options)
+
+    t = threading.Thread(target=go)
+    t.start()
+    deadline = time.time() + 120
+    while _done(run) < done_at and time.time() < deadline:
+        time.sleep(0.05)
+    action()
+    t.join(300)
+    assert not t.is_alive() and "res" in out
+    return out["res"]
+
+
 def _manifest(tmp_path: Path, n: int) -> Path:
     distinct_images(tmp_path / "imgs", n)
     rows = [{"id": f"s{i:02d}", "image": f"imgs/img{i}.png", "prompt": "Describe."} for i in range(n)]
@@ -83,37 +103,28 @@ def test_a_node_removed_mid_run_loses_no_sample_and_repeats_no_finished_call(tmp
 
     server = FakeServer(0.4, tmp_path)
     data = _manifest(tmp_path, 12)
-    spec = f"openai:fake-vlm@{server.base_url}"
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1",
                                                             "include_dashboard": False})
     nodes = [cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1") for _ in range(2)]
+    finished_before = []
     try:
         ray.init(address=cluster.address, log_to_driver=False)
         cluster.wait_for_nodes()
-        out: dict = {}
-
-        def go():
-            out["res"] = run_task(DescribeTask(DescribeSpec(vlm=spec, data=str(data))), tmp_path / "ray",
-                                  RunOptions(progress=False, executor="ray", workers=3, max_concurrency=3))
-
         caplog.set_level("WARNING", logger="vlmcheck")
-        t = threading.Thread(target=go)
-        t.start()
-        deadline = time.time() + 120
-        while _done(tmp_path / "ray") < 3 and time.time() < deadline:
-            time.sleep(0.05)
-        finished_before = _done(tmp_path / "ray")
-        cluster.remove_node(nodes[0])
-        t.join(300)
-        assert not t.is_alive() and "res" in out
+
+        def remove_a_node():
+            finished_before.append(_done(tmp_path / "ray"))
+            cluster.remove_node(nodes[0])
+
+        res = _describe_meanwhile(tmp_path / "ray", data, server, RunOptions(progress=False, executor="ray", workers=3,
+                                                                             max_concurrency=3), 3, remove_a_node)
     finally:
         ray.shutdown()
         cluster.shutdown()
         server.stop()
-    res = out["res"]
     assert any("Ray worker" in r.getMessage() and "lost" in r.getMessage() for r in caplog.records)
     assert res.results["counts"]["done"] == 12 and res.results["counts"]["failed"] == 0
-    assert finished_before >= 3
+    assert finished_before[0] >= 3
     (tmp_path / "l").mkdir()
     local_server = FakeServer(0.0, tmp_path / "l")
     try:
@@ -201,23 +212,14 @@ def test_a_worker_killed_mid_run_is_replaced_and_every_request_is_counted(tmp_pa
     server = FakeServer(0.4, tmp_path)
     data = _manifest(tmp_path, 16)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1")
-    out: dict = {}
     try:
-        def go():
-            out["res"] = run_task(DescribeTask(DescribeSpec(vlm=f"openai:fake-vlm@{server.base_url}", data=str(data))),
-                                  tmp_path / "ray", RunOptions(progress=False, executor="ray", workers=2,
-                                                               max_concurrency=2))
+        def kill_a_worker():
+            pids = _worker_pids()
+            assert len(pids) == 2, pids
+            os.kill(pids[0], signal.SIGKILL)
 
-        t = threading.Thread(target=go)
-        t.start()
-        deadline = time.time() + 120
-        while _done(tmp_path / "ray") < 3 and time.time() < deadline:
-            time.sleep(0.05)
-        pids = _worker_pids()
-        assert len(pids) == 2, pids
-        os.kill(pids[0], signal.SIGKILL)
-        t.join(300)
-        assert not t.is_alive() and "res" in out
+        res = _describe_meanwhile(tmp_path / "ray", data, server, RunOptions(progress=False, executor="ray", workers=2,
+                                                                             max_concurrency=2), 3, kill_a_worker)
         # this process stays joined to Ray: the run's actors (workers, reader, tally) must not outlive the run
         from ray._private import state as ray_state
 
@@ -226,7 +228,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_every_request_is_counted(tmp_pa
     finally:
         ray.shutdown()
         server.stop()
-    results = out["res"].results
+    results = res.results
     assert results["counts"]["done"] == 16 and results["counts"]["failed"] == 0
     ex = results["executor"]
     assert ex["lost"] == 1 and len(ex["replaced_after_s"]) == 1 and ex["replaced_after_s"][0] < 30
@@ -315,27 +317,16 @@ def test_without_workers_the_pool_grows_when_a_node_joins_mid_run(tmp_path):
     data = _manifest(tmp_path, 30)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1",
                                                             "include_dashboard": False})
-    out: dict = {}
     try:
         ray.init(address=cluster.address, log_to_driver=False)
-
-        def go():
-            out["res"] = run_task(DescribeTask(DescribeSpec(vlm=f"openai:fake-vlm@{server.base_url}", data=str(data))),
-                                  tmp_path / "ray", RunOptions(progress=False, executor="ray", max_concurrency=2))
-
-        t = threading.Thread(target=go)
-        t.start()
-        deadline = time.time() + 120
-        while _done(tmp_path / "ray") < 2 and time.time() < deadline:
-            time.sleep(0.05)
-        cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")  # a node joins mid-run
-        t.join(300)
-        assert not t.is_alive() and "res" in out
+        res = _describe_meanwhile(tmp_path / "ray", data, server, RunOptions(progress=False, executor="ray",
+                                                                             max_concurrency=2), 2,
+                                  lambda: cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1"))  # a node joins
     finally:
         ray.shutdown()
         cluster.shutdown()
         server.stop()
-    results = out["res"].results
+    results = res.results
     assert results["counts"]["done"] == 30
     # one worker for the one CPU at the start, a second once the node joined (started, so it answered its ping)
     assert results["executor"]["workers"] == 2 and sum(results["executor"]["cache_reads"].values()) == 2
