@@ -12,7 +12,10 @@ Against local fake OpenAI-compatible servers with a fixed latency, N describe ca
   so its ideal is N x latency / C);
 * ``ray k``: ``--executor ray --workers k`` at total concurrency k x C against one endpoint; the wall includes
   starting a local Ray instance, whose fixed cost (start and first dispatch) is printed on its own: a
-  one-sample Ray run less a one-sample local run.
+  one-sample Ray run less a one-sample local run;
+* ``outputs``: ``bench/outputs.py --n M`` (``--million``, 1,000,000 by default): merge, results and export of an
+  M-sample synthetic store, and its report opened in headless Chromium, each against issue 37's goal; run
+  first, so that every goal of the issue is printed by one run of this script.
 
 Every server serves at most C requests at once (``--capacity``; more queue), so k endpoints or k shards (shard i
 on server i) add capacity only as far as the client balances its requests over them.  Efficiency = ideal / wall
@@ -20,7 +23,7 @@ with ideal = N x latency / (total concurrency); the endpoint rows also print the
 as a share of linear (goal: >= 0.95 at 500 ms).  On one 2-core machine every process shares the same CPUs, so
 shards show their fixed costs and the CPU ceiling rather than a speed-up.
 
-    python bench/scaleout.py [--n 600] [--concurrency 32] [--latency 0.05 0.5]
+    python bench/scaleout.py [--n 600] [--concurrency 32] [--latency 0.05 0.5] [--million 1000000]
 """
 
 from __future__ import annotations
@@ -69,11 +72,18 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=600)
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--latency", type=float, nargs="+", default=[0.05, 0.5])
-    ap.add_argument("--setups", nargs="+", default=["local", "shards", "ray", "ray-kill", "endpoints"],
-                    choices=["local", "shards", "ray", "ray-kill", "endpoints"], help="which rows to measure")
+    setups = ["outputs", "local", "shards", "ray", "ray-kill", "endpoints"]
+    ap.add_argument("--setups", nargs="+", default=setups, choices=setups, help="which rows to measure")
+    ap.add_argument("--million", type=int, default=1_000_000, metavar="M",
+                    help="samples in the synthetic store of the 'outputs' row (bench/outputs.py)")
     ap.add_argument("--size", type=int, default=0,
                     help="photos of this many px (bench/api_throughput.py's) instead of 64x48 flat images")
     a = ap.parse_args()
+    if "outputs" in a.setups:
+        print(f"outputs at scale (bench/outputs.py --n {a.million:,}):", flush=True)
+        if subprocess.run([sys.executable, str(Path(__file__).with_name("outputs.py")), "--n", str(a.million)]).returncode:
+            raise SystemExit("bench/outputs.py failed")
+        print(flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
         data = t / "imgs"

@@ -178,6 +178,47 @@ def test_a_large_run_keeps_its_first_page_in_the_report_and_loads_the_rest_on_de
         p.stop()
 
 
+def test_a_report_made_again_removes_the_rows_files_it_no_longer_uses(tmp_path):
+    """An earlier build's rows files that the new page does not load are removed once the new page is written;
+    thumbnails stay for reuse."""
+    big = _big_run(tmp_path / "big", n=3500)  # 4 chunk files + an index
+    page_path = build_report([big], tmp_path / "report.html")
+    files = tmp_path / "report_files"
+    assert sorted(f.name for f in files.glob("rows-*.js")) == [f"rows-0-{k}.js" for k in range(4)] + [
+        "rows-0-index.js"]
+    thumbs = sorted(f.name for f in files.glob("*.png"))
+    assert thumbs
+    smaller = _big_run(tmp_path / "smaller", n=2500)  # 3 chunks now
+    build_report([smaller], page_path)
+    assert sorted(f.name for f in files.glob("rows-*.js")) == [f"rows-0-{k}.js" for k in range(3)] + [
+        "rows-0-index.js"]
+    build_report([_big_run(tmp_path / "small", n=10)], page_path)  # fits in the page: no rows file at all
+    assert not list(files.glob("rows-*.js"))
+    assert set(thumbs) <= {f.name for f in files.glob("*.png")}  # the first build's thumbnails are kept
+
+
+def test_a_truncated_image_gets_a_placeholder_not_a_broken_link(tmp_path):
+    """A file whose header reads but whose pixels do not: the report's pool has already linked its thumbnail,
+    so a placeholder is written there; every linked file exists."""
+    from vlmcheck.report.html import _Thumbs
+
+    good, cut = tmp_path / "good.png", tmp_path / "cut.png"
+    rng = np.random.default_rng(0)
+    Image.fromarray(rng.integers(0, 256, (400, 400, 3), dtype=np.uint8)).save(good)
+    data = good.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])  # header intact, pixels cut
+    thumbs = _Thumbs(tmp_path / "files", "files", parallel=True)
+    links = [thumbs(good), thumbs.full(good), thumbs(cut), thumbs.full(cut)]
+    thumbs.wait()
+    assert all(links) and all((tmp_path / link).is_file() for link in links)
+    with Image.open(tmp_path / links[2]) as img:
+        img.load()
+        # the placeholder: grey with a red cross, not the photo's noise
+        assert img.getpixel((img.width // 2, 2)) == (225, 225, 225)
+        assert img.getpixel((0, 0))[0] > img.getpixel((0, 0))[1]
+    assert _Thumbs(tmp_path / "sync", "sync")(cut) is None  # the synchronous path: no thumbnail
+
+
 def test_the_reliability_diagram_is_in_data_coordinates():
     # Accuracy against mean confidence per bin on [0, 1] axes; the diagonal runs from (0, 0) to (1, 1) in data
     # coordinates (it used to be drawn in bin-number space, a near-vertical line inside bin 0).

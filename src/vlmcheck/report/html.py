@@ -27,7 +27,7 @@ from ..core.files import JsonlRecords, write_bytes_atomic, write_text_atomic
 from ..core.images import read_file_bytes
 from ..methods.headline import headline, headline_of, vision_gain_of  # noqa: F401  (headline re-exported: the report shows it)
 from .boards import decisions_view, leaderboards
-from .pages import rows_json
+from .pages import prune_rows, rows_json
 from .charts import _cast_heatmaps, cast_k, _reliability, _s_curve
 from .terminal import rank_text
 
@@ -109,7 +109,12 @@ class _Thumbs:
                     img.convert("RGB").save(buf, format="PNG", compress_level=1)
                 data = buf.getvalue()
         except (OSError, ValueError):
-            return False  # a file whose header read but whose pixels do not: no thumbnail
+            # a file whose header read but whose pixels do not (a truncated photo): the synchronous path shows
+            # no thumbnail; a row made before the pool found out already links this name, so it gets a
+            # placeholder that says so instead of a broken image
+            if self.pool is None:
+                return False
+            data = _unreadable_placeholder(size)
         write_bytes_atomic(self.dir / name, data)  # a killed report never leaves half an image
         return True
 
@@ -129,6 +134,20 @@ class _Thumbs:
     def image(self, path: Path | str | None, label: str, **extra: Any) -> dict[str, Any]:
         """A row image: its thumbnail, its full-size copy and what to write under it."""
         return {"label": label, "thumb": self(path), "full": self.full(path), **extra}
+
+
+def _unreadable_placeholder(size: int) -> bytes:
+    """A grey PNG crossed out, standing for an image whose pixels could not be read."""
+    from PIL import ImageDraw
+
+    side = min(size, 96)
+    img = Image.new("RGB", (side, side), (225, 225, 225))
+    draw = ImageDraw.Draw(img)
+    draw.line((0, 0, side - 1, side - 1), fill=(170, 60, 60), width=3)
+    draw.line((0, side - 1, side - 1, 0), fill=(170, 60, 60), width=3)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
 
 
 # ----------------------------------------------------------------------------- per-task views
@@ -321,6 +340,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
     out = Path(out)
     files_rel = out.stem + "_files"
     thumbs = _Thumbs(out.parent / files_rel, files_rel, parallel=True)
+    rows_files: set[str] = set()  # the rows files this build wrote; an earlier build's others are removed
     try:
         loaded = [_load_run(Path(r)) for r in runs]
         disagree = _disagreements(loaded)
@@ -353,7 +373,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                 view["vhx_notes"] = {name: degenerate_note(v) for name, v in view["vhx"].items() if degenerate_note(v)}
             # small runs: every row in the page; large ones: the first page there, the rest in files (report/pages.py)
             view["rows_json"] = rows_json(_sample_rows(run, thumbs, disagree), len(views), out.parent / files_rel,
-                                          files_rel)
+                                          files_rel, written=rows_files)
             views.append(view)
         board = None
         gens = [r["folder"] for r in loaded if r["task"] == "genception"]
@@ -393,6 +413,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
         thumbs.wait()
         out.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(out, page, errors="backslashreplace")  # a file name that is not UTF-8 shows escaped
+        prune_rows(out.parent / files_rel, rows_files)  # after the new page: the old one worked until then
     finally:
         thumbs.wait()  # also when the report failed: no thread left behind
     return out

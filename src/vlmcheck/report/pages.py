@@ -39,9 +39,11 @@ def _flags(row: dict[str, Any]) -> int:
     return (1 if failed else 0) | (2 if row.get("disagree") else 0)
 
 
-def rows_json(rows: Iterable[dict[str, Any]], run: int, files_dir: Path, files_rel: str) -> str:
+def rows_json(rows: Iterable[dict[str, Any]], run: int, files_dir: Path, files_rel: str,
+              written: set[str] | None = None) -> str:
     """What the page embeds for one run's rows: all of them (small runs), or the first page and where the
-    rest are (written here as they come)."""
+    rest are (written here as they come, their names added to ``written``)."""
+    written = set() if written is None else written
     it: Iterator[dict[str, Any]] = iter(rows)
     head: list[dict[str, Any]] = []
     for row in it:
@@ -59,6 +61,7 @@ def rows_json(rows: Iterable[dict[str, Any]], run: int, files_dir: Path, files_r
         nonlocal n_chunks, chunk
         text = f"vlmcheckRows({run},{n_chunks},{script_json(chunk)});\n"
         write_text_atomic(files_dir / f"rows-{run}-{n_chunks}.js", text, errors="backslashreplace")
+        written.add(f"rows-{run}-{n_chunks}.js")
         n_chunks += 1
         chunk = []
 
@@ -72,6 +75,15 @@ def rows_json(rows: Iterable[dict[str, Any]], run: int, files_dir: Path, files_r
         flush()
     write_text_atomic(files_dir / f"rows-{run}-index.js", f"vlmcheckIndex({run},{script_json(index)});\n",
                       errors="backslashreplace")
+    written.add(f"rows-{run}-index.js")
     return script_json({"paged": True, "total": len(index), "chunk": CHUNK, "chunks": n_chunks,
                         "base": f"{files_rel}/rows-{run}-", "first": first})
 
+
+
+def prune_rows(files_dir: Path, keep: set[str]) -> None:
+    """Remove the rows files of an earlier build of the same report that this build did not write (fewer
+    runs or chunks now, or a run that now fits in the page); thumbnails stay, for reuse."""
+    for path in files_dir.glob("rows-*.js"):
+        if path.name not in keep:
+            path.unlink(missing_ok=True)
