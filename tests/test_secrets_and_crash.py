@@ -148,3 +148,45 @@ def test_redact_masks_key_shapes_registered_keys_and_their_prefixes():
     assert redact("a plain answer about a red cube") == "a plain answer about a red cube"
     assert redact("ok") == "ok"
     assert redact_obj({"a": ["x zz-registered-0123456789", 3], "b": None}) == {"a": [f"x {REDACTED}", 3], "b": None}
+
+
+def test_redacted_json_equals_the_walk_without_walking_clean_records(monkeypatch):
+    """redacted_json(obj) is json(redact_obj(obj)) for every object, and skips the walk when the JSON text shows
+    nothing to redact."""
+    import json
+
+    from vlmcheck.core import secrets
+    from vlmcheck.core.secrets import REDACTED, redact_obj, redacted_json, register_secret
+
+    for name, value in (("_secrets", set()), ("_by_length", ()), ("_parts", None), ("_verbatim", True)):
+        monkeypatch.setattr(secrets, name, value)  # a registry of this test's own
+    walks = []
+    real_walk = secrets.redact_obj
+    monkeypatch.setattr(secrets, "redact_obj", lambda obj: walks.append(id(obj)) or real_walk(obj))
+
+    def dumps(obj):
+        return json.dumps(obj, sort_keys=True, ensure_ascii=False)
+
+    key = "qq-registered-9876543210"
+    register_secret(key)
+    cases = [
+        {"answer": "a red cube\non the left", "n": [1, 2.5, None, True], "k": "quote \" and \\ back"},
+        {"answer": f"echo {key} here"},
+        {"answer": "the key starts qq-registere and ends"},  # a run of 12 characters of the key
+        {"answer": ["x", {"deep": "Bearer\nabcdefghijklmnop"}]},  # the whitespace JSON escapes
+        {"answer": "token sk-" + "a" * 20},
+        {"answer": "AIza" + "b" * 32},
+        {"t": ("a", "b")},
+    ]
+    for obj in cases:
+        assert redacted_json(obj, dumps) == dumps(real_walk(obj))
+    # the walks that started at a whole record (a walk's own recursion passes through the patched name too)
+    started = [i for i in walks if i in {id(c) for c in cases}]
+    assert started == [id(c) for c in cases[1:6]]  # the two clean records never walked; the other five once
+    assert REDACTED in redacted_json(cases[3], dumps) and "abcdefghijklmnop" not in redacted_json(cases[3], dumps)
+    # a key JSON would escape ('"' inside): every object is walked, and masked all the same
+    register_secret('ab"cdefghijkl')
+    walks.clear()
+    clean = {"answer": "clean"}
+    assert redacted_json(clean, dumps) == dumps(clean) and walks[0] == id(clean)
+    assert redacted_json({"answer": 'x ab"cdefghijkl'}, dumps) == dumps({"answer": f"x {REDACTED}"})

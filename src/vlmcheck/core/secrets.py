@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import threading
+from typing import Any, Callable
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
@@ -60,13 +61,22 @@ _PART_MIN_KEY = 12
 _parts: tuple[tuple[str, ...], dict[str, tuple[tuple[str, int], ...]]] | None = None
 
 
+# Whether every registered key is printable ASCII without '"' or '\\': such a key, and every run of it, appears
+# in JSON text exactly as in the string that held it (see redacted_json).
+_verbatim = True
+# What may need redaction, as it shows in JSON text (lower-cased): a key shape's start (the shapes' characters
+# are never escaped in JSON) or the word that starts a Bearer token (whose whitespace JSON may escape: "\\n").
+_JSON_TRIGGERS = ("sk-", "aiza", "bearer")
+
+
 def register_secret(value: str | None) -> None:
-    global _by_length, _parts
+    global _by_length, _parts, _verbatim
     if value and len(value) >= _MIN_LEN:
         with _lock:
             if value in _secrets:
                 return
             _secrets.add(value)
+            _verbatim = _verbatim and value.isascii() and value.isprintable() and not ('"' in value or "\\" in value)
             _by_length = tuple(sorted(_secrets, key=len, reverse=True))
             parts: dict[str, list[tuple[str, int]]] = {}
             chunks: set[str] = set()
@@ -130,6 +140,30 @@ def redact_obj(obj):
     if isinstance(obj, (list, tuple)):
         return [redact_obj(v) for v in obj]
     return obj
+
+
+def redacted_json(obj: Any, dumps: Callable[[Any], str]) -> str:
+    """``dumps(redact_obj(obj))``, without walking ``obj`` when its JSON text shows nothing to redact.
+
+    Written by hand for one measured reason: the walk is a Python call per string, 0.06 ms for the three records
+    a sample stores, more than their JSON encoding (0.025 ms).  The JSON text of a clean object is checked in
+    a few substring searches instead.  Why that is exact: a registered key of printable ASCII without '"' or
+    '\\' (else the walk is always taken) and every run of it appear in the text as in the string that held
+    them, and so does a key shape's match (its characters are never escaped), so its start ("sk-", "AIza", in
+    any case) is looked for; a Bearer token's whitespace may be escaped, so the word "bearer" alone sends the
+    object the long way.  Measured: 0.04 ms instead of 0.09 for the three records.  Text that holds none of them has no
+    string that :func:`redact` would change, so ``redact_obj(obj)`` would give ``obj`` back (dict keys are
+    never redacted either way)."""
+    text = dumps(obj)
+    if not _verbatim or any(s in text for s in _by_length):
+        return dumps(redact_obj(obj))
+    snapshot = _parts
+    if snapshot is not None and any(c in text for c in snapshot[0]):
+        return dumps(redact_obj(obj))
+    low = text.lower()  # a plain copy: faster than a case-insensitive regex over the text
+    if any(t in low for t in _JSON_TRIGGERS):
+        return dumps(redact_obj(obj))
+    return text
 
 
 class RedactingFilter(logging.Filter):

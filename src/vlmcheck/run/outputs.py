@@ -9,13 +9,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..core.files import json_text, write_lines_atomic, write_text_atomic
-from ..core.secrets import redact_obj
+from ..core.secrets import redact_obj, redacted_json
 from ..store.db import RunStore
 from .prices import by_identity, usage_with_cost
 from .task import Sample, Task
 
 if TYPE_CHECKING:
     from .calls import Session
+
+
+def _line_json(obj: Any) -> str:
+    return json_text(obj, sort_keys=True)
 
 
 def _write_json_atomic(path: Path, obj: Any) -> None:
@@ -101,5 +105,5 @@ def _lines(records: Iterable[dict[str, Any]], order: dict[str, int], tally: _Tal
         if i < last:  # the store's order (seq) is not the run's
             raise _OutOfOrder
         last = i
-        yield json_text(redact_obj(rec), sort_keys=True) + "\n"
+        yield redacted_json(rec, _line_json) + "\n"
         tally.add(rec)

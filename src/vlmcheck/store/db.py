@@ -44,7 +44,7 @@ from PIL import Image
 
 from ..core.files import json_text, printable
 from ..core.images import encode_image, image_hash
-from ..core.secrets import redact, redact_obj
+from ..core.secrets import redact, redacted_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -139,8 +139,12 @@ def artifact_path(digest: str) -> str:
     return f"artifacts/{digest[:2]}/{digest}.png"
 
 
+def _compact_json(obj: Any) -> str:
+    return json_text(obj, sort_keys=True, separators=(",", ":"))
+
+
 def _dumps(obj: Any) -> str:
-    return json_text(redact_obj(obj), sort_keys=True, separators=(",", ":"))
+    return redacted_json(obj, _compact_json)
 
 
 class RunStore:
