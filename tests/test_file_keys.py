@@ -70,6 +70,39 @@ def test_files_that_are_not_sent_as_they_are(tmp_path):
     assert part.key == "pixels" and (part.width, part.height) == (40, 56)
 
 
+def test_a_png_is_whole_exactly_when_pillows_verify_says_so(tmp_path):
+    """png_chunks (the walk probe uses instead of Pillow's verify) agrees with Pillow on every single-bit flip
+    and every truncation of a PNG of several IDAT chunks; a PNG with an eXIf chunk is not sent as it is."""
+    import io
+
+    from vlmcheck.core.images import png_chunks
+
+    data = save(tmp_path / "big.png", RNG.integers(0, 256, (160, 120, 3), dtype=np.uint8))
+
+    def pillow_whole(b: bytes) -> bool:
+        try:
+            Image.open(io.BytesIO(b)).verify()
+        except Exception:  # noqa: BLE001 - any refusal
+            return False
+        return True
+
+    chunks = png_chunks(data)
+    assert chunks[0] == b"IHDR" and chunks[-1] == b"IEND" and chunks.count(b"IDAT") >= 1
+    bits = np.random.default_rng(5).integers(0, 8, len(data))
+    for i in range(8, len(data)):
+        flipped = bytearray(data)
+        flipped[i] ^= 1 << int(bits[i])
+        assert (png_chunks(bytes(flipped)) is not None) == pillow_whole(bytes(flipped)), i
+    for cut in range(8, len(data), 3):
+        assert (png_chunks(data[:cut]) is not None) == pillow_whole(data[:cut]), cut
+    assert png_chunks(data + b"trailing bytes") == chunks  # after IEND: ignored, as Pillow does
+    exif = Image.Exif()
+    exif[0x0112] = 1
+    with_exif = save(tmp_path / "exif.png", exif=exif.tobytes())
+    assert b"eXIf" in png_chunks(with_exif) and not probe(with_exif).sendable
+    assert probe(data).sendable
+
+
 def test_a_damaged_file_fails_its_own_sample_and_never_reaches_the_server(tmp_path, fake_server):
     ds = tmp_path / "ds"
     ds.mkdir()

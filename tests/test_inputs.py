@@ -329,3 +329,43 @@ def test_read_image_part_is_the_file_keyed_by_its_bytes_made_off_the_loop(tmp_pa
         asyncio.run(read_image_part(tmp_path / "b.png", root=tmp_path))
     with pytest.raises(BadImageError, match="outside the dataset folder"):
         asyncio.run(read_image_part(tmp_path / "a.png", root=tmp_path / "elsewhere"))
+
+
+def test_small_files_are_read_on_the_loop_large_ones_and_slow_disks_in_workers(tmp_path, monkeypatch):
+    """A file sent as it is, up to INLINE_MAX_BYTES, is read on the loop's thread; a larger one in a worker;
+    three slow inline reads in a row (a slow disk) send every later read to the workers, one slow read alone
+    does not."""
+    import vlmcheck.core.inputs as inputs_mod
+    from vlmcheck.core.inputs import read_image_part
+
+    rng = np.random.default_rng(3)
+    Image.fromarray(rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)).save(tmp_path / "small.png")
+    Image.fromarray(rng.integers(0, 256, (200, 200, 3), dtype=np.uint8)).save(tmp_path / "large.png")
+    small, large = (tmp_path / "small.png").stat().st_size, (tmp_path / "large.png").stat().st_size
+    monkeypatch.setattr(inputs_mod, "INLINE_MAX_BYTES", (small + large) // 2)
+    monkeypatch.setattr(inputs_mod, "_inline", inputs_mod._Inline())
+    threads = []
+    real = inputs_mod.probe
+
+    def spy(*a, **k):
+        threads.append("loop" if threading.current_thread() is threading.main_thread() else "worker")
+        return real(*a, **k)
+
+    monkeypatch.setattr(inputs_mod, "probe", spy)
+
+    def read(name):
+        return asyncio.run(read_image_part(tmp_path / name, root=tmp_path))
+
+    assert read("small.png").data == (tmp_path / "small.png").read_bytes()
+    assert read("large.png").data == (tmp_path / "large.png").read_bytes()
+    assert threads == ["loop", "worker"]
+    clock = iter([0.0, 1.0, 1.0, 1.0001])  # one slow read (1 s), then a fast one
+    monkeypatch.setattr(inputs_mod.time, "perf_counter", lambda: next(clock))
+    read("small.png"), read("small.png")
+    assert inputs_mod._inline.ok and threads[2:] == ["loop", "loop"]
+    clock = iter([0.0, 1.0] * 3)  # three slow reads in a row
+    read("small.png"), read("small.png"), read("small.png")
+    assert not inputs_mod._inline.ok
+    monkeypatch.setattr(inputs_mod.time, "perf_counter", time.perf_counter)
+    read("small.png")
+    assert threads[4:] == ["loop", "loop", "loop", "worker"]

@@ -14,6 +14,7 @@ import os
 import stat
 import threading
 import warnings
+import zlib
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -227,30 +228,57 @@ def probe(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAULT_MAX_
         img = _open(data, label, max_pixels)
         width, height = img.size
         fmt = img.format or ""
-        sendable = (fmt in SENDABLE_FORMATS and img.mode == "RGB" and not getattr(img, "is_animated", False)
-                    and _upright(img, data) and _intact(img, data))
+        sendable = fmt in SENDABLE_FORMATS and img.mode == "RGB" and not getattr(img, "is_animated", False)
+        if sendable and fmt == "PNG":  # whole (every chunk's CRC up to IEND) and no eXIf chunk (see _upright)
+            chunks = png_chunks(data)
+            sendable = chunks is not None and b"eXIf" not in chunks
+        elif sendable:
+            sendable = _upright(img) and _intact(img, data)
     return Header(fmt, width, height, sendable)
 
 
-def _upright(img: Image.Image, data: bytes) -> bool:
-    """No EXIF orientation other than 1.  A PNG's eXIf chunk may follow its pixels, where reading it would mean
-    decoding them, so a PNG with one counts as not upright (and is decoded: rare)."""
-    if img.format == "PNG":
-        return b"eXIf" not in data
+def _upright(img: Image.Image) -> bool:
+    """A JPEG or WebP with no EXIF orientation other than 1.  (A PNG's eXIf chunk may follow its pixels, where
+    reading it would mean decoding them, so a PNG with one counts as not upright and is decoded: rare.)"""
     return img.getexif().get(0x0112, 1) == 1
 
 
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_chunks(data: bytes) -> list[bytes] | None:
+    """The types of a PNG's chunks in order, up to IEND, each chunk's CRC checked; None when the file is not
+    whole (truncated, a CRC that does not match, no IEND).
+
+    Written by hand for one measured reason: Pillow checks the same CRCs in ``verify()`` but has no way to
+    list the chunks, and looking for an ``eXIf`` chunk by searching the whole file for the four letters cost
+    more than all the rest of :func:`probe` (70 us for a 110-kB PNG, 0.6 ms per MB).  The walk reads each
+    chunk's 8-byte header and 4-byte CRC and hashes its bytes once (zlib's crc32, as Pillow does)."""
+    if not data.startswith(_PNG_SIGNATURE):
+        return None
+    view = memoryview(data)
+    types: list[bytes] = []
+    pos, end = len(_PNG_SIGNATURE), len(data)
+    while pos + 8 <= end:
+        kind = bytes(view[pos + 4:pos + 8])
+        types.append(kind)
+        if kind == b"IEND":  # as Pillow's verify: the walk ends at IEND's type (its length and CRC unread)
+            return types
+        length = int.from_bytes(view[pos:pos + 4], "big")
+        stop = pos + 8 + length
+        if length > 0x7FFFFFFF or stop + 4 > end:
+            return None
+        if zlib.crc32(view[pos + 4:stop]) != int.from_bytes(view[stop:stop + 4], "big"):
+            return None
+        pos = stop + 4
+    return None
+
+
 def _intact(img: Image.Image, data: bytes) -> bool:
-    """The file's structure is whole, checked without decoding: a PNG's chunk CRCs up to IEND (Pillow's
-    ``verify``: catches truncation and flipped bytes), a JPEG ending in its EOI marker, a WebP as long as its
-    RIFF header says.  A file that fails is decoded instead, and fails its own sample there if the decoder
-    cannot read it either: never at the server."""
-    if img.format == "PNG":
-        try:
-            img.verify()
-        except (OSError, SyntaxError, ValueError, EOFError):
-            return False
-        return True
+    """The file's structure is whole, checked without decoding: a JPEG ending in its EOI marker, a WebP as
+    long as its RIFF header says (a PNG: :func:`png_chunks`, its chunks' CRCs up to IEND, as Pillow's
+    ``verify`` checks them: catches truncation and flipped bytes).  A file that fails is decoded instead, and
+    fails its own sample there if the decoder cannot read it either: never at the server."""
     if img.format == "JPEG":
         return data.rstrip(b"\x00\r\n ")[-2:] == b"\xff\xd9"
     if img.format == "WEBP":

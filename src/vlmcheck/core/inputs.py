@@ -9,7 +9,8 @@ Every dataset image a method uses goes through :func:`read_image`, which
   (:func:`vlmcheck.core.images.read_file_bytes`);
 * reads and decodes in worker threads (one per CPU, see :func:`_reader_pool`),
   so a slow disk or a huge image never stalls the event loop that drives the
-  model calls;
+  model calls (a small file sent as it is is read on the loop's thread while
+  that stays fast: :data:`INLINE_MAX_BYTES`);
 * charges the decoded pixels to a memory budget shared by the run's samples
   (default 2 GB), independent of ``--max-concurrency``.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -193,15 +195,23 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
     A file that can be sent as it is (:func:`~vlmcheck.core.images.probe`: PNG, JPEG or WebP of RGB, upright,
     whole) is never decoded: it is validated from its header and structure and keyed by the hash of its
     bytes, and its bytes (with its data URL) are charged to the budget instead of pixels.  Any other file is
-    decoded as :func:`read_image` does and keyed by its pixels.  Either way the part is made in a worker
-    thread: the event loop's thread, which sets the pace of a fast API run, is left only the request."""
+    decoded as :func:`read_image` does and keyed by its pixels, in a worker thread.  A local file up to
+    :data:`INLINE_MAX_BYTES` is read and checked on the event loop's thread (cheaper than the trip to a worker)
+    until such reads are slow (:data:`INLINE_SLOW_S`); a larger one, a URL, and every file after slow reads go
+    to a worker, so the loop's thread, which sets the pace of a fast API run, does not wait on a slow disk."""
     policy = _policy.get()
     if not policy.file_keys:
         return await _read(path, root, _part)
     label = str(path)
 
-    def read() -> tuple[bytes, Header, ImagePart | None]:
+    def read(inline_max: int | None = None) -> tuple[bytes, Header, ImagePart | None] | None:
         confine(path, root, policy.allow_outside)
+        if inline_max is not None:
+            try:
+                if os.stat(path).st_size > inline_max:
+                    return None  # too large for the loop's thread: read in a worker
+            except OSError:
+                pass  # read_file_bytes says why, in one sentence
         data = _read_bytes(path, policy.max_file_bytes)
         header = probe(data, label, max_pixels=policy.max_pixels)
         if not header.sendable:
@@ -210,8 +220,16 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
         part.data_url()  # made once here and kept, see ImagePart.data_url
         return data, header, part
 
-    loop = asyncio.get_running_loop()
-    data, header, part = await loop.run_in_executor(_reader_pool(), read)
+    got = None
+    if _inline.ok and not remote.is_url(path):
+        started = time.perf_counter()
+        try:
+            got = read(INLINE_MAX_BYTES)
+        finally:
+            _inline.took(time.perf_counter() - started)
+    if got is None:
+        got = await asyncio.get_running_loop().run_in_executor(_reader_pool(), read)
+    data, header, part = got
     if part is None:
         return await _read(path, root, _part, (data, (header.width, header.height)))
     lease = _lease.get()
@@ -220,6 +238,33 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
         await policy.budget.acquire(charge, wait=lease.held == 0)
         lease.held += charge
     return part
+
+
+#: A dataset file sent as it is, up to this size, is read, checked, hashed and base64-encoded on the event loop's
+#: own thread; a larger one in a worker thread.  Measured on 2 cores (bench/api_throughput.py, 2,000 distinct
+#: 256-px PNGs of 64-120 kB, 50 ms): handing each file to a worker and back cost more CPU (0.4-0.5 ms a sample,
+#: the threads contending for the GIL) than the work itself on the loop (0.3 ms), which is what a plain aiohttp
+#: client does.  Above this size the work (a CRC, a hash and base64 over every byte) is long enough to stall
+#: the requests in flight, and the workers overlap it with them.
+INLINE_MAX_BYTES = 512 * 1024
+#: Inline reads slower than this (a network filesystem, a cold disk), three in a row, send every later read to
+#: the workers.  In a row: the first read of a process pays for imports and a collection of garbage can land
+#: in any one, and neither says anything about the disk.
+INLINE_SLOW_S = 0.005
+INLINE_SLOW_RUN = 3
+
+
+class _Inline:
+    ok = True
+    slow = 0  # slow inline reads in a row
+
+    def took(self, seconds: float) -> None:
+        self.slow = self.slow + 1 if seconds > INLINE_SLOW_S else 0
+        if self.slow >= INLINE_SLOW_RUN:
+            self.ok = False
+
+
+_inline = _Inline()
 
 
 def _part(img: Image.Image) -> ImagePart:
