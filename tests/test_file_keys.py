@@ -103,6 +103,63 @@ def test_a_png_is_whole_exactly_when_pillows_verify_says_so(tmp_path):
     assert probe(data).sendable
 
 
+def hand_png(width: int, height: int, depth: int, interlace: int, rows: bytes) -> bytes:
+    """An RGB PNG written chunk by chunk (Pillow writes neither 16-bit RGB nor interlaced files)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    stride = len(rows) // height
+    raw = b"".join(b"\x00" + rows[i * stride:(i + 1) * stride] for i in range(height))  # filter 0 on each row
+    ihdr = struct.pack(">IIBBBBB", width, height, depth, 2, 0, 0, interlace)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw))
+            + chunk(b"IEND", b""))
+
+
+def test_a_plain_png_read_without_pillow_gives_what_pillow_gives(tmp_path):
+    """probe's own reading of a plain RGB PNG (_plain_png) answers exactly as Pillow's reading does, on plain
+    files, other kinds of PNG, and every single-bit flip and cut of a plain one; it is taken for plain files."""
+    from PIL import PngImagePlugin
+
+    from vlmcheck.core.images import _plain_png, _probe_with_pillow
+
+    rgb = RNG.integers(0, 256, (30, 44, 3), dtype=np.uint8)
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Comment", "made in a test")
+    exif = Image.Exif()
+    exif[0x0112] = 1
+    variants = {
+        "plain": save(tmp_path / "p.png", rgb),
+        "16-bit": hand_png(44, 30, 16, 0, (rgb.astype(">u2") * 257).tobytes()),
+        "interlaced": hand_png(44, 30, 8, 1, rgb.tobytes()),  # Adam7 order is not checked without decoding
+        "srgb-gamma": save(tmp_path / "s.png", rgb, dpi=(72, 72)),
+        "text": save(tmp_path / "t.png", rgb, pnginfo=info),
+        "exif": save(tmp_path / "e.png", rgb, exif=exif.tobytes()),
+        "grey": save(tmp_path / "g.png", rgb[..., 0]),
+        "rgba": save(tmp_path / "a.png", np.dstack([rgb, rgb[..., :1]])),
+        "palette": (Image.fromarray(rgb).convert("P").save(tmp_path / "pal.png"), (tmp_path / "pal.png").read_bytes())[1],
+    }
+    taken = {name for name, data in variants.items() if _plain_png(data, 10**8) is not None}
+    assert taken == {"plain", "16-bit", "interlaced", "srgb-gamma"}  # pHYs (dpi) is plain; text, EXIF, modes are not
+    for name, data in variants.items():
+        got = _plain_png(data, 10**8)
+        assert got is None or got == _probe_with_pillow(data, name, 10**8), name
+    plain = variants["plain"]
+    assert _plain_png(plain, 30 * 44 - 1) is None  # over the pixel limit: Pillow's way, which says why
+    bits = np.random.default_rng(8).integers(0, 8, len(plain))
+    for i in range(len(plain)):
+        flipped = bytearray(plain)
+        flipped[i] ^= 1 << int(bits[i])
+        got = _plain_png(bytes(flipped), 10**8)
+        if got is not None:
+            assert got == _probe_with_pillow(bytes(flipped), "f", 10**8), i
+    for cut in range(len(plain)):
+        got = _plain_png(plain[:cut], 10**8)
+        assert got is None or got == _probe_with_pillow(plain[:cut], "c", 10**8), cut
+
+
 def test_a_damaged_file_fails_its_own_sample_and_never_reaches_the_server(tmp_path, fake_server):
     ds = tmp_path / "ds"
     ds.mkdir()

@@ -369,3 +369,25 @@ def test_small_files_are_read_on_the_loop_large_ones_and_slow_disks_in_workers(t
     monkeypatch.setattr(inputs_mod.time, "perf_counter", time.perf_counter)
     read("small.png")
     assert threads[4:] == ["loop", "loop", "loop", "worker"]
+
+
+def test_real_path_resolves_as_realpath_does(tmp_path, monkeypatch):
+    """_real_path (the folder resolved once per folder) gives os.path.realpath's answer: plain files, a linked
+    file, a file in a linked folder, a link re-pointed between two calls, relative paths and missing files."""
+    from vlmcheck.core.inputs import _real_path
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for d in ("a", "b"):
+        (tmp_path / d / "x.png").write_bytes(b"x")
+    (tmp_path / "a" / "link.png").symlink_to(tmp_path / "b" / "x.png")
+    (tmp_path / "via").symlink_to(tmp_path / "a")
+    monkeypatch.chdir(tmp_path)
+    paths = [str(tmp_path / "a" / "x.png"), str(tmp_path / "a" / "link.png"), str(tmp_path / "via" / "x.png"),
+             "a/x.png", "via/link.png", "x.png", str(tmp_path / "a" / "missing.png"), str(tmp_path / "a" / ".."),
+             str(tmp_path / "gone" / "x.png")]
+    for p in paths:
+        assert _real_path(p) == os.path.realpath(p), p
+    (tmp_path / "via").unlink()
+    (tmp_path / "via").symlink_to(tmp_path / "b")  # re-pointed: resolved again, not served from the cache
+    assert _real_path(str(tmp_path / "via" / "x.png")) == str(tmp_path / "b" / "x.png")

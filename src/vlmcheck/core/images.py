@@ -224,6 +224,40 @@ def probe(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAULT_MAX_
     :class:`BadImageError` for what no decoder would take (empty, not an image, too many pixels); a file that
     is not ``sendable`` is decoded as before, and the decoder has the last word on whether it is damaged.
     """
+    plain = _plain_png(data, max_pixels)
+    if plain is not None:
+        return plain
+    return _probe_with_pillow(data, label, max_pixels)
+
+
+#: Chunks that may come before a plain PNG's pixels: Pillow reads them without a way to fail (see _plain_png)
+_PLAIN_PNG_HEAD = frozenset({b"IHDR", b"sRGB", b"gAMA", b"pHYs", b"cHRM"})
+
+
+def _plain_png(data: bytes, max_pixels: int) -> Header | None:
+    """The header of the commonest image a run sends, a whole 8- or 16-bit RGB PNG, read from its chunks
+    without Pillow; None for anything else, which :func:`_probe_with_pillow` reads as before.
+
+    Written by hand for one measured reason: opening the file with Pillow cost as much as checking every CRC
+    (20 us of 60 for a 110-kB PNG, twice that inside a busy run) for four bytes of IHDR.  Gives what Pillow
+    would, exactly: only files whose chunks before the pixels are ones Pillow reads without failing
+    (``_PLAIN_PNG_HEAD``: no text, no profile, no animation control), with a filter method of 0 (else Pillow
+    refuses it), some pixels and no more than ``max_pixels`` take this way (tested against Pillow's reading)."""
+    if not data.startswith(_PNG_SIGNATURE) or data[8:16] != b"\x00\x00\x00\rIHDR" or len(data) < 33:
+        return None
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    depth, colour, filter_method = data[24], data[25], data[27]
+    if colour != 2 or depth not in (8, 16) or filter_method != 0 or not 0 < width * height <= max_pixels:
+        return None
+    chunks = png_chunks(data)
+    if chunks is None or b"IDAT" not in chunks or b"eXIf" in chunks:
+        return None
+    if not _PLAIN_PNG_HEAD.issuperset(chunks[:chunks.index(b"IDAT")]):
+        return None
+    return Header("PNG", width, height, True)
+
+
+def _probe_with_pillow(data: bytes, label: str, max_pixels: int) -> Header:
     with _pillow_errors(label, bomb_warning="ignore"):
         img = _open(data, label, max_pixels)
         width, height = img.size

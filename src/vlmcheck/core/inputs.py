@@ -154,7 +154,7 @@ def confine(path: str | os.PathLike, root: str | os.PathLike | None, allow_outsi
         real_root = _real_root(os.fspath(root), st.st_dev, st.st_ino)
     except OSError:
         real_root = os.path.realpath(root)
-    real = os.path.realpath(p)  # follows symlinks; never opens the file
+    real = _real_path(os.fspath(p))  # follows symlinks; never opens the file
     if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
         raise BadImageError(
             f"{path}: resolves outside the dataset folder {real_root} (to {real}); "
@@ -168,11 +168,27 @@ def _read_bytes(path: str | os.PathLike, max_bytes: int) -> bytes:
     return read_file_bytes(path, max_bytes=max_bytes)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)
 def _real_root(root: str, dev: int, ino: int) -> str:
     # one dataset folder for thousands of images: resolved once (a realpath lstats every component), keyed by
     # the folder it is now, so a link re-pointed between two runs of one process is resolved again
     return os.path.realpath(root)
+
+
+def _real_path(path: str) -> str:
+    """``os.path.realpath(path)``, its folder resolved once per folder (:func:`_real_root`): the file's name is
+    then one ``lstat`` (is it a link?) instead of one per component of the path (45 us for a 4-deep path)."""
+    head, tail = os.path.split(path)
+    if tail in ("", ".", ".."):
+        return os.path.realpath(path)
+    try:
+        st = os.stat(head or ".")
+        full = os.path.join(_real_root(head or ".", st.st_dev, st.st_ino), tail)
+        if not os.path.islink(full):
+            return full
+    except OSError:
+        pass
+    return os.path.realpath(path)
 
 
 def dataset_path(base: str | os.PathLike, image: str) -> str:

@@ -104,7 +104,9 @@ class Scheduler:
                         self.on_attempt(attempt)
                     if deadline:
                         try:
-                            result = await asyncio.wait_for(fn(), deadline)
+                            # the deadline on this task itself: wait_for made a task per call to run it in
+                            async with asyncio.timeout(deadline):
+                                result = await fn()
                         except (asyncio.TimeoutError, TimeoutError):
                             raise ModelCallError("timeout", f"no complete answer within {deadline:g} s "
                                                             "(the call's total deadline)") from None
