@@ -14,7 +14,8 @@ import pytest
 from PIL import Image, ImageFile
 
 from vlmcheck import RunOptions, run_task
-from vlmcheck.core.images import BadImageError, probe
+from vlmcheck.core.images import BadImageError
+from vlmcheck.core.probe import probe
 from vlmcheck.core.inputs import read_image_part
 from vlmcheck.methods.describe import DescribeSpec, DescribeTask
 from vlmcheck.run import calls, runner
@@ -75,7 +76,7 @@ def test_a_png_is_whole_exactly_when_pillows_verify_says_so(tmp_path):
     and every truncation of a PNG of several IDAT chunks; a PNG with an eXIf chunk is not sent as it is."""
     import io
 
-    from vlmcheck.core.images import png_chunks
+    from vlmcheck.core.probe import png_chunks
 
     data = save(tmp_path / "big.png", RNG.integers(0, 256, (160, 120, 3), dtype=np.uint8))
 
@@ -123,7 +124,7 @@ def test_a_plain_png_read_without_pillow_gives_what_pillow_gives(tmp_path):
     files, other kinds of PNG, and every single-bit flip and cut of a plain one; it is taken for plain files."""
     from PIL import PngImagePlugin
 
-    from vlmcheck.core.images import _plain_png, _probe_with_pillow
+    from vlmcheck.core.probe import _plain_png, _probe_with_pillow
 
     rgb = RNG.integers(0, 256, (30, 44, 3), dtype=np.uint8)
     info = PngImagePlugin.PngInfo()

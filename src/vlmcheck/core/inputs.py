@@ -36,8 +36,9 @@ from typing import Any, Callable
 
 from PIL import Image
 
-from .images import (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, BadImageError, Header, decode_image, image_size,
-                     probe, read_file_bytes, source_file)
+from .images import (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, BadImageError, decode_image, image_size,
+                     read_file_bytes, source_file)
+from .probe import Header, probe
 from . import remote
 from .messages import ImagePart
 
@@ -208,7 +209,7 @@ async def read_image(path: str | os.PathLike, *, root: str | os.PathLike | None 
 async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | None = None) -> ImagePart:
     """A dataset image as the :class:`ImagePart` a message carries, for tasks that send it as it is.
 
-    A file that can be sent as it is (:func:`~vlmcheck.core.images.probe`: PNG, JPEG or WebP of RGB, upright,
+    A file that can be sent as it is (:func:`~vlmcheck.core.probe.probe`: PNG, JPEG or WebP of RGB, upright,
     whole) is never decoded: it is validated from its header and structure and keyed by the hash of its
     bytes, and its bytes (with its data URL) are charged to the budget instead of pixels.  Any other file is
     decoded as :func:`read_image` does and keyed by its pixels, in a worker thread.  A local file up to

@@ -22,8 +22,9 @@ from typing import Annotated, Any, Literal, Union
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from .images import (DEFAULT_FORMAT, Header, SourceFile, decode_image, file_sha256, image_hash, mime_type, source_file,
+from .images import (DEFAULT_FORMAT, SourceFile, decode_image, file_sha256, image_hash, mime_type, source_file,
                      to_rgb, transport_bytes)
+from .probe import Header
 
 
 class TextPart(BaseModel):
@@ -69,7 +70,7 @@ class ImagePart(BaseModel):
 
     @classmethod
     def from_file(cls, data: bytes, header: Header) -> "ImagePart":
-        """A file sent as it is (``header.sendable``, see :func:`~vlmcheck.core.images.probe`), keyed by its bytes."""
+        """A file sent as it is (``header.sendable``, see :func:`~vlmcheck.core.probe.probe`), keyed by its bytes."""
         return cls(data=data, format=header.format, sha256=file_sha256(data), width=header.width,
                    height=header.height, key="file")
 
