@@ -200,7 +200,7 @@ def test_a_report_made_again_removes_the_rows_files_it_no_longer_uses(tmp_path):
 def test_a_truncated_image_gets_a_placeholder_not_a_broken_link(tmp_path):
     """A file whose header reads but whose pixels do not: the report's pool has already linked its thumbnail,
     so a placeholder is written there; every linked file exists."""
-    from vlmcheck.report.html import _Thumbs
+    from vlmcheck.report.thumbs import _Thumbs
 
     good, cut = tmp_path / "good.png", tmp_path / "cut.png"
     rng = np.random.default_rng(0)
@@ -401,7 +401,7 @@ def test_one_report_for_many_runs_ranks_each_method(tmp_path):
 def test_report_copies_small_images_as_they_are_and_resizes_large_ones(tmp_path):
     """The lightbox copy of an image within FULL px is the file itself (no re-encoding); a larger one is scaled
     to FULL px; thumbnails are THUMB px."""
-    from vlmcheck.report.html import FULL, THUMB, _Thumbs
+    from vlmcheck.report.thumbs import FULL, THUMB, _Thumbs
 
     rng = np.random.default_rng(1)
     small, large = tmp_path / "small.jpg", tmp_path / "large.png"
