@@ -221,8 +221,9 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
         return await _read(path, root, _part)
     label = str(path)
 
-    def read(inline_max: int | None = None) -> tuple[bytes, Header, ImagePart | None] | None:
-        confine(path, root, policy.allow_outside)
+    def read(inline_max: int | None = None, confined: bool = False) -> tuple[bytes, Header, ImagePart | None] | None:
+        if not confined:
+            confine(path, root, policy.allow_outside)
         if inline_max is not None:
             try:
                 if os.stat(path).st_size > inline_max:
@@ -237,15 +238,16 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
         part.data_url()  # made once here and kept, see ImagePart.data_url
         return data, header, part
 
-    got = None
+    got, confined = None, False
     if _inline.ok and not remote.is_url(path):
         started = time.perf_counter()
         try:
             got = read(INLINE_MAX_BYTES)
+            confined = True  # checked on the loop already: a large file's worker does not resolve it again
         finally:
             _inline.took(time.perf_counter() - started)
     if got is None:
-        got = await asyncio.get_running_loop().run_in_executor(_reader_pool(), read)
+        got = await asyncio.get_running_loop().run_in_executor(_reader_pool(), read, None, confined)
     data, header, part = got
     if part is None:
         return await _read(path, root, _part, (data, (header.width, header.height)))
