@@ -16,7 +16,8 @@ from typing import Any, Sequence
 import numpy as np
 from PIL import Image
 
-from ..metrics.decisions import cluster_bootstrap_mean, proportion_interval, widen_degenerate
+from ..metrics.clusters import UnitSums, Units
+from ..metrics.decisions import cluster_bootstrap_mean_sums, proportion_interval_sums, widen_degenerate
 
 GREY = (128, 128, 128)
 
@@ -32,13 +33,18 @@ def withheld(image: Any, model: Any) -> tuple[list[Any], str]:
 
 def vision_gain(sighted: Sequence[float], blind: Sequence[float], units: Sequence[str]) -> dict[str, Any]:
     """Mean of sighted minus blind (each 1 right, 0 wrong) over paired items, with its clustered interval."""
-    d = np.asarray(sighted, dtype=float) - np.asarray(blind, dtype=float)
-    if not len(d):
+    return vision_gain_sums(UnitSums.of(units, sighted, blind))
+
+
+def vision_gain_sums(per: UnitSums) -> dict[str, Any]:
+    """:func:`vision_gain` from the sighted (column 0) and blind (column 1) answers folded per unit."""
+    if not per.n:
         return {"difference": None, "ci95": None}
-    value = float(d.mean())
-    ci, widened = widen_degenerate(list(cluster_bootstrap_mean(d, list(units))), value, len(set(units)),
+    sums, sizes = per.sums(0) - per.sums(1), per.sizes()
+    value = float(sums.sum() / sizes.sum())
+    ci, widened = widen_degenerate(list(cluster_bootstrap_mean_sums(sums, sizes)), value, per.n_units,
                                    low=-1.0, high=1.0)
-    return {"difference": value, "ci95": ci, "n": int(len(d)), "n_units": len(set(units)),
+    return {"difference": value, "ci95": ci, "n": per.n, "n_units": per.n_units,
             "method": ("wilson bound (every item the same difference)" if widened else
                        "cluster bootstrap of the paired differences")}
 
@@ -47,34 +53,59 @@ def blind_block(sighted: Sequence[float], blind: Sequence[float], units: Sequenc
                 metric: str = "accuracy") -> dict[str, Any]:
     """results.json's ``blind`` block for one metric: its blind value and interval, the share of items right
     blind, and the vision gain."""
-    if not len(blind):  # nothing to compare (no blind answer could be read)
+    return blind_block_sums(UnitSums.of(units, sighted, blind), unit, metric)
+
+
+def blind_block_sums(per: UnitSums, unit: str, metric: str = "accuracy") -> dict[str, Any]:
+    """:func:`blind_block` from the sighted (column 0) and blind (column 1) answers folded per unit."""
+    if not per.n:  # nothing to compare (no blind answer could be read)
         return {metric: None, f"{metric}_ci95": None, "share_right_blind": None, "n": 0,
                 "vision_gain": {"difference": None, "ci95": None}}
-    ci, how = proportion_interval(list(blind), list(units), unit)
-    return {metric: float(np.mean(blind)) if len(blind) else None, f"{metric}_ci95": ci, "interval": how,
-            "share_right_blind": float(np.mean(blind)) if len(blind) else None,
-            "vision_gain": vision_gain(sighted, blind, units)}
+    ci, how = proportion_interval_sums(per, unit, column=1)
+    share = float(per.sums(1).sum() / per.n)
+    return {metric: share, f"{metric}_ci95": ci, "interval": how, "share_right_blind": share,
+            "vision_gain": vision_gain_sums(per)}
 
 
 def vhx_blind(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Beside the sighted headline: accuracy and symmetric accuracy asked blind, on the cases that have both, with
     the vision gain (sighted original minus blind, paired by case, clustered by source image) and the cases a
     model gets right without the image."""
-    rs = [r for r in results if "blind" in r["variants"] and "original" in r["variants"]]
-    units = [str(r.get("image")) for r in rs]
-    sighted = [float(r["variants"]["original"]["correct"]) for r in rs]
-    blind = [float(r["variants"]["blind"]["correct"]) for r in rs]
-    out = blind_block(sighted, blind, units, "source image")
-    # what the blind requests carried: "no image", or "grey image" for a model that requires one
-    out["request"] = sorted({"no image" if r["variants"]["blind"]["params"]["image"] == "no image" else "grey image"
-                             for r in rs})
-    sym = [r for r in rs if "neg_correct" in r["variants"]["blind"] and "neg_correct" in r["variants"]["original"]]
-    if sym:
-        both = lambda v: float(v["correct"] and v["neg_correct"])  # noqa: E731
-        block = blind_block([both(r["variants"]["original"]) for r in sym], [both(r["variants"]["blind"]) for r in sym],
-                            [str(r.get("image")) for r in sym], "source image", "symmetric_accuracy")
-        out["symmetric_accuracy"], out["symmetric_accuracy_ci95"] = block["symmetric_accuracy"], \
-            block["symmetric_accuracy_ci95"]
-        out["vision_gain_symmetric"] = block["vision_gain"]
-    out["n"] = len(rs)
-    return out
+    fold = VHXBlind(Units())
+    for r in results:
+        fold.add(r)
+    return fold.result()
+
+
+class VHXBlind:
+    """:func:`vhx_blind` folded one case's result at a time (VHExpansion's summary streams them)."""
+
+    def __init__(self, units: Units) -> None:
+        self.acc = UnitSums(2, units)  # per source image: sighted and blind answers right
+        self.sym = UnitSums(2, units)  # the same for both the question and its negation right
+        self.requests: set[str] = set()
+        self.n = 0
+
+    def add(self, r: dict[str, Any]) -> None:
+        vs = r["variants"]
+        if "blind" not in vs or "original" not in vs:
+            return
+        seen, blind, unit = vs["original"], vs["blind"], str(r.get("image"))
+        self.n += 1
+        self.acc.add(unit, float(seen["correct"]), float(blind["correct"]))
+        # what the blind requests carried: "no image", or "grey image" for a model that requires one
+        self.requests.add("no image" if blind["params"]["image"] == "no image" else "grey image")
+        if "neg_correct" in blind and "neg_correct" in seen:
+            self.sym.add(unit, float(bool(seen["correct"] and seen["neg_correct"])),
+                         float(bool(blind["correct"] and blind["neg_correct"])))
+
+    def result(self) -> dict[str, Any]:
+        out = blind_block_sums(self.acc, "source image")
+        out["request"] = sorted(self.requests)
+        if self.sym.n:
+            block = blind_block_sums(self.sym, "source image", "symmetric_accuracy")
+            out["symmetric_accuracy"], out["symmetric_accuracy_ci95"] = block["symmetric_accuracy"], \
+                block["symmetric_accuracy_ci95"]
+            out["vision_gain_symmetric"] = block["vision_gain"]
+        out["n"] = self.n
+        return out

@@ -1,8 +1,5 @@
 """CAST (Dagan et al.): cross-modal self-consistency from similarity statements.
 
-Why this module is long: the prompts, the task, its scores with their intervals and the pair sampling of one
-paper, read against it section by section.
-
 A *scene* is an image with a detailed description.  For a pair of scenes the
 model lists up to five similarities in each generation modality (text: two
 descriptions; image: the two images side by side, or two images for models
@@ -31,7 +28,6 @@ characters, disjoint images, and a recorded seed (the authors set none).
 from __future__ import annotations
 
 import re
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +39,15 @@ from ..core import remote
 from ..core.files import InputFileError, iter_jsonl_objects, jsonl_objects, require_str
 from ..core.inputs import dataset_path, read_image
 from ..core.messages import Message
-from ..metrics.decisions import headline_entry, widen_degenerate
 from ..core.spec import load_model
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
-from .blind import blind_block, withheld
-from .repeats import generation_config, per_repeat, pooled, repeated, spread
-from .slim import slim_record
+from .blind import withheld
+# the scores are part of this method's API
+from .cast_scores import FORMATS, MODALITIES, CastSummary, cast_blind, cast_headline, cast_scores  # noqa: F401
+from .repeats import generation_config, repeated
 
 TEMPLATE_VERSION = "cast-v2"  # v2: the authors' line breaks (one text: "\n\nScene 1:\n\n...\n\nStatement:...")
-MODALITIES = ("text", "image", "both")
-FORMATS = ("one_both", "true_false", "yes_no")
 #: (positive, negative) word per validation format (appendix A.3).
 FORMAT_WORDS = {"one_both": ("both", "one"), "true_false": ("true", "false"), "yes_no": ("yes", "no")}
 
@@ -251,149 +245,16 @@ class CastTask(SpecTask):
             record["generation"][g] = entry
         return record
 
-    #: free text and artifact paths its summary never reads: left out of what results.json keeps in memory
-    SUMMARY_DROPS = [("images",), ("generation", "*", "raw"), ("generation", "*", "statements", "[]", "text"),
-                     ("generation", "*", "statements", "[]", "verdicts", "*", "raw"),
-                     ("generation", "*", "statements", "[]", "blind", "*", "raw")]
-
-    def summary_record(self, rec: dict[str, Any]) -> dict[str, Any]:
-        return slim_record(rec, self.SUMMARY_DROPS)
+    def summary_folder(self) -> CastSummary:
+        """The summary folded one pair at a time (methods/cast_scores.py; the runner streams the records)."""
+        request = withheld(Image.new("RGB", (1, 1)), self.vlm)[1] if self.cfg.blind else None
+        return CastSummary(self.cfg.k, self.cfg.seed, self.cfg.repeats, self.cfg.temperature, request)
 
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
-        results = [r["result"] for r in records]
-        out = cast_scores(results, k_values=sorted({1, 3, self.cfg.k}), seed=self.cfg.seed, k_max=self.cfg.k)
-        if self.cfg.repeats > 1 and results:  # the headline per repeat beside; the headline pools each pair's
-            out["repeats"] = spread([cast_headline(rs, seed=self.cfg.seed)["value"]
-                                     for rs in per_repeat(results, self.cfg.repeats)], self.cfg.temperature)
-            every = pooled(results, self.cfg.repeats)
-            out["headline"] = cast_headline(every, seed=self.cfg.seed, clusters=[f"{r['a']}|{r['b']}" for r in every])
-            out["headline"]["interval"]["repeats"] = self.cfg.repeats
-        if self.cfg.blind and results:
-            out["blind"] = cast_blind(results, withheld(Image.new("RGB", (1, 1)), self.vlm)[1])
-        return out
-
-
-def _counts(results: list[dict[str, Any]], g: str, v: str, fmt: str, positions) -> np.ndarray:
-    """Per pair: [confirming verdicts, parsed verdicts, all verdicts] over statements at ``positions``."""
-    out = np.zeros((len(results), 3))
-    for i, r in enumerate(results):
-        sts = r["generation"].get(g, {}).get("statements", [])
-        for p in positions:
-            if p < len(sts):
-                verdict = sts[p]["verdicts"][f"{v}|{fmt}"]["verdict"]
-                out[i] += (verdict == 1, verdict is not None, 1)
-    return out
-
-
-def _cell(counts: dict[str, np.ndarray], fmts, seed: int, n_boot: int = 2000) -> dict[str, Any]:
-    """Pooled score per format (confirming / parsed, over all pairs), then the mean over ``fmts``;
-    the bootstrap resamples pairs, all formats with the same draw."""
-    def score(c: dict[str, np.ndarray]) -> np.ndarray:
-        per = np.stack([np.divide(c[f][..., 0], c[f][..., 1], out=np.full(c[f].shape[:-1], np.nan),
-                                  where=c[f][..., 1] > 0) for f in fmts])
-        with warnings.catch_warnings():  # a cell with no parsed verdict in any format stays NaN (None)
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmean(per, axis=0)
-
-    totals = {f: counts[f].sum(axis=0) for f in fmts}
-    value = float(score(totals))
-    n_total = sum(totals[f][2] for f in fmts)
-    n_parsed = sum(totals[f][1] for f in fmts)
-    ci = None
-    n_pairs = len(next(iter(counts.values())))
-    if not np.isnan(value) and n_pairs:
-        rng = np.random.default_rng(seed)
-        idx = rng.integers(0, n_pairs, size=(n_boot, n_pairs))
-        boots = score({f: counts[f][idx].sum(axis=1) for f in fmts})
-        boots = boots[~np.isnan(boots)]
-        ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
-    return {"score": None if np.isnan(value) else value, "ci95": ci,
-            "unparseable_rate": (1 - n_parsed / n_total) if n_total else None, "n_verdicts": int(n_total)}
-
-
-def cast_scores(results: list[dict[str, Any]], k_values=(1, 3, 5), seed: int = 0, k_max: int = 5) -> dict[str, Any]:
-    """Consistency matrices per format and format-averaged: Top-k (statements with index < k) and per
-    statement position, pooled over pairs as the authors' analysis does, with bootstrap CIs over pairs."""
-    out: dict[str, Any] = {"n_pairs": len(results), "statements": {}, "topk": {}, "position": {}}
-    for g in MODALITIES:
-        counts = [len(r["generation"].get(g, {}).get("statements", [])) for r in results]
-        out["statements"][g] = {"mean_per_pair": float(np.mean(counts)) if counts else 0.0,
-                                "pairs_without": int(sum(c == 0 for c in counts))}
-
-    def matrices(positions) -> dict[str, Any]:
-        cells: dict[str, Any] = {fmt: {g: {} for g in MODALITIES} for fmt in (*FORMATS, "mean")}
-        for g in MODALITIES:
-            for v in MODALITIES:
-                counts = {f: _counts(results, g, v, f, positions) for f in FORMATS}
-                for f in FORMATS:
-                    cells[f][g][v] = _cell(counts, (f,), seed)
-                cells["mean"][g][v] = _cell(counts, FORMATS, seed)
-        return cells
-
-    for k in k_values:
-        out["topk"][f"top{k}"] = matrices(range(k))
-    for p in range(1, k_max + 1):
-        out["position"][f"pos{p}"] = matrices([p - 1])
-    out["headline"] = cast_headline(results, seed=seed)
-    return out
-
-
-def cast_blind(results: list[dict[str, Any]], request: str) -> dict[str, Any]:
-    """The blind control's block: how often the model confirms its own Top-3 statements (text and both
-    generations) in the image modality without seeing the images, against with them, paired by statement and
-    format and clustered by scene pair; ``vision_gain`` is sighted minus blind."""
-    sighted, blind, units = [], [], []
-    for r in results:
-        for g, entry in r["generation"].items():
-            for st in entry["statements"]:
-                for fmt, b in (st.get("blind") or {}).items():
-                    seen = st["verdicts"].get(f"image|{fmt}", {}).get("verdict")
-                    if seen is not None and b["verdict"] is not None:
-                        sighted.append(float(seen == 1))
-                        blind.append(float(b["verdict"] == 1))
-                        units.append(f"{r['a']}|{r['b']}")
-    out = blind_block(sighted, blind, units, "scene pair", metric="consistency")
-    out.update(request=[request.split(" ")[0] + " image" if request != "no image" else request],
-               n=len(sighted), sighted_consistency=float(np.mean(sighted)) if sighted else None)
-    return out
-
-
-def cast_headline(results: list[dict[str, Any]], k: int = 3, seed: int = 0, n_boot: int = 2000,
-                  clusters: list[str] | None = None) -> dict[str, Any]:
-    """The headline, Top-k cross-modal consistency: the mean of the six cells generated in one modality and
-    validated in another (each the mean over formats of its verdicts pooled over pairs), with a 95 % interval
-    from resampling scene pairs (the sampled unit), every cell with the same draw."""
-    cells = [(g, v) for g in MODALITIES for v in MODALITIES if g != v]
-    counts = {(g, v, f): _counts(results, g, v, f, range(k)) for g, v in cells for f in FORMATS}
-    if clusters is not None:  # repeats of one pair: their verdicts pooled, resampled together
-        keys, inverse = np.unique(np.asarray(clusters), return_inverse=True)
-        for key, c in counts.items():
-            summed = np.zeros((len(keys), c.shape[1]))
-            np.add.at(summed, inverse, c)
-            counts[key] = summed
-
-    def value(sums: dict[tuple[str, str, str], np.ndarray]) -> np.ndarray:
-        with warnings.catch_warnings():  # an empty cell or format is left out (NaN), as in the matrices
-            warnings.simplefilter("ignore", RuntimeWarning)
-            per_cell = [np.nanmean(np.stack([np.divide(sums[(g, v, f)][..., 0], sums[(g, v, f)][..., 1],
-                                                       out=np.full(sums[(g, v, f)].shape[:-1], np.nan),
-                                                       where=sums[(g, v, f)][..., 1] > 0) for f in FORMATS]), axis=0)
-                        for g, v in cells]
-            return np.nanmean(np.stack(per_cell), axis=0)
-
-    n = len(results) if clusters is None else len(set(clusters))
-    point = float(value({key: c.sum(axis=0) for key, c in counts.items()})) if n else float("nan")
-    ci = None
-    if n >= 2 and not np.isnan(point):
-        idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
-        boots = value({key: c[idx].sum(axis=1) for key, c in counts.items()})
-        boots = boots[~np.isnan(boots)]
-        ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
-    value = None if np.isnan(point) else point
-    ci, widened = widen_degenerate(ci, value, n)  # every statement confirmed: the Wilson bound on n pairs
-    return headline_entry(f"CAST Top-{k} cross-modal consistency", value, ci,
-                          {"method": "wilson bound on n pairs (every pair the same score)" if widened
-                           else "bootstrap, resampling pairs", "unit": "scene pair", "n_units": n})
+        fold = self.summary_folder()
+        for r in records:
+            fold.add(r)
+        return fold.result(failed)
 
 
 # ----------------------------------------------------------------------------- pairs

@@ -29,7 +29,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, Field
 
 from ..core.files import (InputFileError, copy_atomic, read_jsonl, read_results,
@@ -39,17 +38,16 @@ from ..core.inputs import read_image
 from ..core.messages import Message
 from ..core.roles import GenerationConfig, require
 from ..core.spec import load_model
-from ..metrics.decisions import headline_entry, proportion_interval
-from .blind import vhx_blind, withheld
+from .blind import withheld
 from .vhx_cases import Case, load_cases  # noqa: F401 - re-exported: the cases are part of this method's API
-from ..metrics.stats import pope_answer, symmetric_accuracy
+from ..metrics.stats import pope_answer
 from ..perturb.adversarial import AttackConfig
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
 from ..run.batching import Batcher
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
 from ..world.negator import NEGATION_PROMPT, check_negation
-from .slim import slim_record
+from .vhx_summary import VHXSummary
 
 TEMPLATE_VERSION = "vhexpansion-v1"
 DEFAULT_PERTURB = ["vhx_gaussian_noise", "vhx_brightness", "vhx_defocus_blur", "vhx_jpeg"]
@@ -209,79 +207,15 @@ class VHExpansionTask(SpecTask):
 
     # ------------------------------------------------------------------ summary
 
-    #: free text and artifact paths its summary never reads: left out of what results.json keeps in memory
-    SUMMARY_DROPS = [("question",), ("negation", "question"), ("negation", "problems"),
-                     ("variants", "*", "answer"), ("variants", "*", "neg_answer"), ("variants", "*", "image"),
-                     ("variants", "*", "repeats", "[]", "answer"), ("variants", "*", "repeats", "[]", "neg_answer")]
-
-    def summary_record(self, rec: dict[str, Any]) -> dict[str, Any]:
-        return slim_record(rec, self.SUMMARY_DROPS)
+    def summary_folder(self) -> VHXSummary:
+        """The summary folded one case at a time (methods/vhx_summary.py; the runner streams a million)."""
+        return VHXSummary(self.cfg.perturb, self.cfg.attack, self.cfg.repeats)
 
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
-        results = [r["result"] for r in records]
-        if not results:
-            return {"n": 0}
-        present = {n for r in results for n in r["variants"]}
-        names = [n for n in ["original", *self.cfg.perturb, f"adv_{self.cfg.attack}", "blind"] if n in present]
-        out: dict[str, Any] = {"n_cases": len(results),
-                               "negation": {"ok": sum(r["negation"].get("ok", False) for r in results),
-                                            "failed": sum(not r["negation"].get("ok", False) for r in results)},
-                               "variants": {}}
-        yes_share = float(np.mean([r["answer"] == "yes" for r in results]))
-        out["share_yes_cases"] = yes_share
-        total_new = 0
-        for name in names:
-            rs = [r for r in results if name in r["variants"]]
-            vs = [r["variants"][name] for r in rs]
-            units = [str(r.get("image")) for r in rs]  # the sampled unit: the source image
-            correct = np.array([v["correct"] for v in vs], dtype=float)
-            pairs = [(v["correct"], v["neg_correct"]) for v in vs if "neg_correct" in v]
-            answers = [v["parsed"] for v in vs] + [v["neg_parsed"] for v in vs if "neg_parsed" in v]
-            # expanded cases: everything but the original question on the original image
-            wrong_expanded = sum(not v["neg_correct"] for v in vs if "neg_correct" in v)
-            if name != "original":
-                wrong_expanded += int((1 - correct).sum())
-            if name == "blind":  # a control, not an expanded test case
-                wrong_expanded = 0
-            total_new += wrong_expanded
-            sym = np.array([a and b for a, b in pairs], dtype=float)
-            pair_units = [u for u, v in zip(units, vs) if "neg_correct" in v]
-            acc_ci, acc_how = proportion_interval(correct, units, "source image")
-            sym_ci, sym_how = proportion_interval(sym, pair_units, "source image") if pairs else (None, None)
-            entry = {"n": len(vs), "accuracy": float(correct.mean()),
-                     "accuracy_ci95": acc_ci,
-                     "symmetric_accuracy": symmetric_accuracy(pairs) if pairs else None,
-                     "symmetric_accuracy_ci95": sym_ci,
-                     "intervals": {"accuracy": acc_how, "symmetric_accuracy": sym_how},
-                     "n_pairs": len(pairs),
-                     "yes_ratio": float(np.mean([a == "yes" for a in answers])),
-                     "new_vh_cases": wrong_expanded}
-            if self.cfg.repeats > 1:
-                entry["repeats"] = _repeat_spread(vs, self.cfg.repeats)
-            if name.startswith("adv_"):
-                entry["cosine_final_mean"] = float(np.mean([v["params"]["cosine_final"] for v in vs]))
-                entry["linf_max"] = float(max(v["params"]["linf"] for v in vs))
-            out["variants"][name] = entry
-        out["new_vh_cases_total"] = total_new
-        if "blind" in present:
-            out["blind"] = vhx_blind(results)
-        orig = out["variants"].get("original") or {}
-        if orig.get("symmetric_accuracy") is not None:
-            out["headline"] = headline_entry("symmetric accuracy", orig["symmetric_accuracy"],
-                                             orig["symmetric_accuracy_ci95"], orig["intervals"]["symmetric_accuracy"])
-        return out
-
-
-def _repeat_spread(vs: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
-    """Accuracy and symmetric accuracy of each repetition, with their mean and standard deviation (6e/6f)."""
-    acc, sym = [], []
-    for k in range(repeats):
-        rows = [v["repeats"][k] for v in vs if len(v.get("repeats", ())) > k]
-        acc.append(float(np.mean([r["correct"] for r in rows])) if rows else float("nan"))
-        pairs = [(r["correct"], r["neg_correct"]) for r in rows if "neg_correct" in r]
-        sym.append(symmetric_accuracy(pairs) if pairs else float("nan"))
-    spread = lambda xs: {"values": xs, "mean": float(np.mean(xs)), "std": float(np.std(xs))}  # noqa: E731
-    return {"n": repeats, "accuracy": spread(acc), "symmetric_accuracy": spread(sym)}
+        fold = self.summary_folder()
+        for r in records:
+            fold.add(r)
+        return fold.result(failed)
 
 
 def export_expanded(run_folder: str | Path, out: str | Path) -> Path:

@@ -16,6 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
+from .clusters import UnitSums, draws
+
 Z95 = 1.959963984540054  # the two-sided 95 % normal quantile
 
 
@@ -132,30 +134,37 @@ def cluster_bootstrap_mean(values: Sequence[float], clusters: Sequence[str], n_b
                            alpha: float = 0.05) -> tuple[float, float]:
     """Percentile interval of the mean of ``values``, resampling whole clusters (the sampled unit)."""
     v = np.asarray(values, dtype=float)
-    labels = np.asarray(clusters)
-    groups = [v[labels == c] for c in dict.fromkeys(labels.tolist())]
-    if len(groups) < 2:
-        return (float(v.mean()), float(v.mean())) if len(v) else (float("nan"), float("nan"))
-    sums = np.array([g.sum() for g in groups])
-    sizes = np.array([len(g) for g in groups])
+    if not len(v):
+        return float("nan"), float("nan")
+    per = UnitSums.of([str(c) for c in clusters], v)
+    return cluster_bootstrap_mean_sums(per.sums(), per.sizes(), n_boot, seed, alpha)
+
+
+def cluster_bootstrap_mean_sums(sums: np.ndarray, sizes: np.ndarray, n_boot: int = 2000, seed: int = 0,
+                                alpha: float = 0.05) -> tuple[float, float]:
+    """:func:`cluster_bootstrap_mean` from each cluster's sum and size (in the order the clusters first
+    appeared); the resamples are drawn in chunks (metrics/clusters.draws), so a million clusters fit."""
+    if len(sums) < 2:
+        mean = float(sums.sum() / sizes.sum()) if len(sums) else float("nan")
+        return mean, mean
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(groups), size=(n_boot, len(groups)))
-    means = sums[idx].sum(1) / sizes[idx].sum(1)
+    means = np.concatenate([sums[idx].sum(1) / sizes[idx].sum(1) for idx in draws(rng, len(sums), n_boot)])
     return float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2))
 
 
 def proportion_interval(hits: Sequence[float], units: Sequence[str], unit: str) -> tuple[list[float], dict]:
     """A 95 % interval of a share of right answers that never collapses at 0/n or n/n - Wilson on the effective n
     of answers clustered by ``units`` - and how it was made (what results.json records beside it)."""
-    by_unit: dict[str, list[float]] = {}
-    for h, u in zip(hits, units):
-        by_unit.setdefault(u, []).append(float(h))
-    k = [sum(v) for v in by_unit.values()]
-    n = [len(v) for v in by_unit.values()]
+    return proportion_interval_sums(UnitSums.of(units, hits), unit)
+
+
+def proportion_interval_sums(per: UnitSums, unit: str, column: int = 0) -> tuple[list[float], dict]:
+    """:func:`proportion_interval` from the right answers folded per unit (column ``column`` of ``per``)."""
+    k, n = per.sums(column), per.sizes()
     lo, hi, deff = wilson_clustered(k, n)
-    p, n_eff = sum(k) / sum(n), sum(n) / deff
+    p, n_eff = k.sum() / n.sum(), n.sum() / deff
     return [lo, hi], {"method": "wilson, clustered (effective n = n / design effect)", "unit": unit,
-                      "n_units": len(n), "n": int(sum(n)), "design_effect": deff,
+                      "n_units": len(n), "n": int(n.sum()), "design_effect": deff,
                       # the smallest difference from another run of this size that a test would catch
                       "min_detectable_difference": mde_proportion(p, n_eff) if 0 < p < 1 else None,
                       "mde_basis": "two independent runs of this effective n, alpha 0.05, power 0.8"}

@@ -1,0 +1,245 @@
+"""CAST's scores: consistency matrices, the headline and the blind control, from each pair's verdicts.
+
+A cell (generation modality x validation modality x format) is the share of parsed verdicts that confirm the
+statement, pooled over the statements with index < k of every pair, as the authors' analysis computes Top-k;
+unparseable verdicts are left out and their rate reported.  The format-averaged score is the mean of the three
+per-format scores.  Intervals resample scene pairs (the sampled unit), every cell with the same draw.
+
+Folded (issue 37 item 1): each pair's verdicts become one small array of codes (:func:`verdict_codes`, 27 bytes
+a statement position), which is all the scores read, so :class:`CastSummary` holds a pair in about 150 bytes
+instead of its record's 25 kB; the bootstraps weigh the pairs by how often each resample drew them (metrics/clusters.resampled_sums).
+"""
+
+from __future__ import annotations
+
+import warnings
+from array import array
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..metrics.clusters import UnitSums, Units, resampled_sums
+from ..metrics.decisions import headline_entry, widen_degenerate
+from .blind import blind_block_sums
+from .repeats import spread
+
+MODALITIES = ("text", "image", "both")
+FORMATS = ("one_both", "true_false", "yes_no")
+# a statement position's verdict, per (generation, validation, format)
+ABSENT, UNPARSED, PARSED, CONFIRMED = 0, 1, 2, 3
+UNIT = "scene pair"
+
+
+def verdict_codes(result: dict[str, Any], positions: int) -> np.ndarray:
+    """A pair's verdicts as codes, shape (generation, validation, format, position) for the first
+    ``positions`` statements of each generation: CONFIRMED (verdict 1), PARSED (another verdict), UNPARSED
+    (none could be read) or ABSENT (the generation gave fewer statements)."""
+    codes = np.zeros((len(MODALITIES), len(MODALITIES), len(FORMATS), positions), dtype=np.int8)
+    for gi, g in enumerate(MODALITIES):
+        for p, st in enumerate(result["generation"].get(g, {}).get("statements", [])[:positions]):
+            verdicts = st["verdicts"]
+            for vi, v in enumerate(MODALITIES):
+                for fi, f in enumerate(FORMATS):
+                    verdict = verdicts[f"{v}|{f}"]["verdict"]
+                    codes[gi, vi, fi, p] = CONFIRMED if verdict == 1 else PARSED if verdict is not None else UNPARSED
+    return codes
+
+
+def _counts(codes: np.ndarray, g: str, v: str, fmt: str, positions: Sequence[int]) -> np.ndarray:
+    """Per pair: [confirming verdicts, parsed verdicts, all verdicts] over statements at ``positions``."""
+    c = codes[:, MODALITIES.index(g), MODALITIES.index(v), FORMATS.index(fmt)][:, list(positions)]
+    return np.stack([(c == CONFIRMED).sum(1), (c >= PARSED).sum(1), (c >= UNPARSED).sum(1)], axis=1).astype(float)
+
+
+def _ratio(c: np.ndarray) -> np.ndarray:
+    return np.divide(c[..., 0], c[..., 1], out=np.full(c.shape[:-1], np.nan), where=c[..., 1] > 0)
+
+
+def _cell(counts: dict[str, np.ndarray], fmts, seed: int, n_boot: int = 2000) -> dict[str, Any]:
+    """Pooled score per format (confirming / parsed, over all pairs), then the mean over ``fmts``;
+    the bootstrap resamples pairs, all formats with the same draw."""
+    def score(c: dict[str, np.ndarray]) -> np.ndarray:
+        per = np.stack([_ratio(c[f]) for f in fmts])
+        with warnings.catch_warnings():  # a cell with no parsed verdict in any format stays NaN (None)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(per, axis=0)
+
+    totals = {f: counts[f].sum(axis=0) for f in fmts}
+    value = float(score(totals))
+    n_total = sum(totals[f][2] for f in fmts)
+    n_parsed = sum(totals[f][1] for f in fmts)
+    ci = None
+    n_pairs = len(next(iter(counts.values())))
+    if not np.isnan(value) and n_pairs:
+        sums = resampled_sums(np.concatenate([counts[f] for f in fmts], axis=1), seed, n_boot)
+        boots = score({f: sums[:, 3 * i:3 * i + 3] for i, f in enumerate(fmts)})
+        boots = boots[~np.isnan(boots)]
+        ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
+    return {"score": None if np.isnan(value) else value, "ci95": ci,
+            "unparseable_rate": (1 - n_parsed / n_total) if n_total else None, "n_verdicts": int(n_total)}
+
+
+def _codes_of(results: list[dict[str, Any]], positions: int) -> np.ndarray:
+    shape = (len(MODALITIES), len(MODALITIES), len(FORMATS), positions)
+    return np.stack([verdict_codes(r, positions) for r in results]) if results else np.zeros((0, *shape), np.int8)
+
+
+def cast_scores(results: list[dict[str, Any]], k_values=(1, 3, 5), seed: int = 0, k_max: int = 5) -> dict[str, Any]:
+    """Consistency matrices per format and format-averaged: Top-k (statements with index < k) and per
+    statement position, pooled over pairs as the authors' analysis does, with bootstrap CIs over pairs."""
+    positions = max(*k_values, k_max, 3)
+    counts = np.array([[len(r["generation"].get(g, {}).get("statements", [])) for g in MODALITIES]
+                       for r in results], dtype=np.int64).reshape(len(results), len(MODALITIES))
+    return scores_of_codes(_codes_of(results, positions), counts, k_values, seed, k_max)
+
+
+def scores_of_codes(codes: np.ndarray, statements: np.ndarray, k_values=(1, 3, 5), seed: int = 0,
+                    k_max: int = 5) -> dict[str, Any]:
+    """:func:`cast_scores` from the pairs' verdict codes and their statement counts per generation modality."""
+    out: dict[str, Any] = {"n_pairs": len(codes), "statements": {}, "topk": {}, "position": {}}
+    for gi, g in enumerate(MODALITIES):
+        n = statements[:, gi]
+        out["statements"][g] = {"mean_per_pair": float(np.mean(n)) if len(n) else 0.0,
+                                "pairs_without": int((n == 0).sum())}
+
+    def matrices(positions) -> dict[str, Any]:
+        cells: dict[str, Any] = {fmt: {g: {} for g in MODALITIES} for fmt in (*FORMATS, "mean")}
+        for g in MODALITIES:
+            for v in MODALITIES:
+                counts = {f: _counts(codes, g, v, f, positions) for f in FORMATS}
+                for f in FORMATS:
+                    cells[f][g][v] = _cell(counts, (f,), seed)
+                cells["mean"][g][v] = _cell(counts, FORMATS, seed)
+        return cells
+
+    for k in k_values:
+        out["topk"][f"top{k}"] = matrices(range(k))
+    for p in range(1, k_max + 1):
+        out["position"][f"pos{p}"] = matrices([p - 1])
+    out["headline"] = headline_of_codes(codes, seed=seed)
+    return out
+
+
+def cast_headline(results: list[dict[str, Any]], k: int = 3, seed: int = 0, n_boot: int = 2000,
+                  clusters: list[str] | None = None) -> dict[str, Any]:
+    """The headline, Top-k cross-modal consistency: the mean of the six cells generated in one modality and
+    validated in another (each the mean over formats of its verdicts pooled over pairs), with a 95 % interval
+    from resampling scene pairs (the sampled unit), every cell with the same draw.  ``clusters``: a label per
+    result; results with one label (repeats of one pair) are pooled and resampled together."""
+    inverse = None
+    if clusters is not None:
+        _, inverse = np.unique(np.asarray(clusters), return_inverse=True)
+    return headline_of_codes(_codes_of(results, max(k, 1)), k, seed, n_boot, inverse)
+
+
+def headline_of_codes(codes: np.ndarray, k: int = 3, seed: int = 0, n_boot: int = 2000,
+                      inverse: np.ndarray | None = None) -> dict[str, Any]:
+    """:func:`cast_headline` from verdict codes; ``inverse``: each row's cluster, numbered 0.. in sorted label
+    order (as ``np.unique`` numbers them)."""
+    cells = [(g, v) for g in MODALITIES for v in MODALITIES if g != v]
+    counts = {(g, v, f): _counts(codes, g, v, f, range(k)) for g, v in cells for f in FORMATS}
+    if inverse is not None:  # repeats of one pair: their verdicts pooled, resampled together
+        n_keys = int(inverse.max()) + 1 if len(inverse) else 0
+        for key, c in counts.items():
+            summed = np.zeros((n_keys, c.shape[1]))
+            np.add.at(summed, inverse, c)
+            counts[key] = summed
+
+    def value(sums: dict[tuple[str, str, str], np.ndarray]) -> np.ndarray:
+        with warnings.catch_warnings():  # an empty cell or format is left out (NaN), as in the matrices
+            warnings.simplefilter("ignore", RuntimeWarning)
+            per_cell = [np.nanmean(np.stack([_ratio(sums[(g, v, f)]) for f in FORMATS]), axis=0) for g, v in cells]
+            return np.nanmean(np.stack(per_cell), axis=0)
+
+    n = len(next(iter(counts.values())))
+    point = float(value({key: c.sum(axis=0) for key, c in counts.items()})) if n else float("nan")
+    ci = None
+    if n >= 2 and not np.isnan(point):
+        keys = list(counts)
+        sums = resampled_sums(np.concatenate([counts[key] for key in keys], axis=1), seed, n_boot)
+        boots = value({key: sums[:, 3 * i:3 * i + 3] for i, key in enumerate(keys)})
+        boots = boots[~np.isnan(boots)]
+        ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
+    point_value = None if np.isnan(point) else point
+    ci, widened = widen_degenerate(ci, point_value, n)  # every statement confirmed: the Wilson bound on n pairs
+    return headline_entry(f"CAST Top-{k} cross-modal consistency", point_value, ci,
+                          {"method": "wilson bound on n pairs (every pair the same score)" if widened
+                           else "bootstrap, resampling pairs", "unit": UNIT, "n_units": n})
+
+
+def cast_blind(results: list[dict[str, Any]], request: str) -> dict[str, Any]:
+    """The blind control's block: how often the model confirms its own Top-3 statements (text and both
+    generations) in the image modality without seeing the images, against with them, paired by statement and
+    format and clustered by scene pair; ``vision_gain`` is sighted minus blind."""
+    per = UnitSums(2)
+    for r in results:
+        _add_blind(per, r)
+    return _blind_result(per, request)
+
+
+def _add_blind(per: UnitSums, r: dict[str, Any]) -> None:
+    for entry in r["generation"].values():
+        for st in entry["statements"]:
+            for fmt, b in (st.get("blind") or {}).items():
+                seen = st["verdicts"].get(f"image|{fmt}", {}).get("verdict")
+                if seen is not None and b["verdict"] is not None:
+                    per.add(f"{r['a']}|{r['b']}", float(seen == 1), float(b["verdict"] == 1))
+
+
+def _blind_result(per: UnitSums, request: str) -> dict[str, Any]:
+    out = blind_block_sums(per, UNIT, metric="consistency")
+    out.update(request=[request.split(" ")[0] + " image" if request != "no image" else request],
+               n=per.n, sighted_consistency=float(per.sums(0).sum() / per.n) if per.n else None)
+    return out
+
+
+class CastSummary:
+    """``add(record)`` each finished pair, then ``result(failed)``: the ``metrics`` of results.json.  Keeps each
+    pair's (and repeat's) verdict codes, its statement counts and, for the blind control, its per-pair sums."""
+
+    def __init__(self, k: int, seed: int, repeats: int = 1, temperature: float = 0.0,
+                 blind_request: str | None = None) -> None:
+        self.k, self.seed, self.repeats, self.temperature = k, seed, repeats, temperature
+        self.positions = max(3, k)  # Top-1, Top-3, Top-k, positions 1..k and the Top-3 headline
+        self.codes = [bytearray() for _ in range(repeats)]  # repeat -> the codes of its pairs, one after another
+        self.labels = [array("q") for _ in range(repeats)]  # repeat -> each of its pairs' unit number
+        self.statements = array("q")  # statements per generation modality of each pair (repeat 0)
+        self.units = Units()
+        self.blind_request = blind_request
+        self.blind = UnitSums(2, self.units)
+
+    def add(self, rec: dict[str, Any]) -> None:
+        r = rec["result"]
+        self.statements.extend(len(r["generation"].get(g, {}).get("statements", [])) for g in MODALITIES)
+        self._add(0, r)
+        if self.repeats > 1:
+            for k, again in enumerate(r.get("repeats", ())[:self.repeats - 1], start=1):
+                self._add(k, again)
+        if self.blind_request is not None:
+            _add_blind(self.blind, r)
+
+    def _add(self, repeat: int, r: dict[str, Any]) -> None:
+        self.codes[repeat] += verdict_codes(r, self.positions).tobytes()
+        self.labels[repeat].append(self.units(f"{r['a']}|{r['b']}"))
+
+    def _codes(self, repeat: int) -> np.ndarray:
+        shape = (len(MODALITIES), len(MODALITIES), len(FORMATS), self.positions)
+        return np.frombuffer(bytes(self.codes[repeat]), dtype=np.int8).reshape(-1, *shape)
+
+    def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
+        codes = self._codes(0)
+        statements = np.array(self.statements, dtype=np.int64).reshape(-1, len(MODALITIES))
+        out = scores_of_codes(codes, statements, k_values=sorted({1, 3, self.k}), seed=self.seed, k_max=self.k)
+        if self.repeats > 1 and len(codes):  # the headline per repeat beside; the headline pools each pair's
+            per = [self._codes(k) for k in range(self.repeats)]
+            out["repeats"] = spread([headline_of_codes(c, seed=self.seed)["value"] for c in per], self.temperature)
+            # the clusters numbered in sorted label order, as np.unique numbers them
+            labels = np.array(self.units.labels(), dtype=object)
+            rank = np.empty(len(labels), dtype=np.int64)
+            rank[np.argsort(labels.astype(str), kind="stable")] = np.arange(len(labels))
+            inverse = rank[np.concatenate([np.array(lab, dtype=np.int64) for lab in self.labels])]
+            out["headline"] = headline_of_codes(np.concatenate(per), seed=self.seed, inverse=inverse)
+            out["headline"]["interval"]["repeats"] = self.repeats
+        if self.blind_request is not None and len(codes):
+            out["blind"] = _blind_result(self.blind, self.blind_request)
+        return out

@@ -1,0 +1,133 @@
+"""VHExpansion's summary, folded one case at a time (issue 37 item 1).
+
+Per variant (the original image, each perturbation, the adversarial image, the blind control): accuracy and
+symmetric accuracy (Def. 3: a case and its negation both answered right) with clustered Wilson intervals by
+source image, the yes ratio over every answer, the new VH test cases (expanded cases answered wrong), and with
+repeats each repetition's accuracy and symmetric accuracy with their mean and spread (Table 6e/6f).
+
+What it keeps while ``run/outputs.py`` streams a run's records: counters, and per source image the sums the
+intervals need (metrics/clusters.py); one float per case only for the adversarial cosine, whose mean numpy
+takes over the whole list.  A million cases on a few hundred thousand images fold in tens of MB, not the
+records' gigabytes.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Any
+
+import numpy as np
+
+from ..metrics.clusters import UnitSums, Units
+from ..metrics.decisions import headline_entry, proportion_interval_sums
+from .blind import VHXBlind
+
+UNIT = "source image"
+
+
+class _Variant:
+    """One variant's counters and per-image sums."""
+
+    def __init__(self, name: str, units: Units, repeats: int) -> None:
+        self.name = name
+        self.acc = UnitSums(1, units)  # per image: answers right to the case's question
+        self.sym = UnitSums(1, units)  # per image, over cases with a usable negation: both answers right
+        self.yes = self.answers = self.neg_wrong = 0
+        self.reps = [[0, 0, 0, 0] for _ in range(repeats)] if repeats > 1 else None  # n, right, pairs, both right
+        self.cosine = array("d")
+        self.linf: float | None = None
+
+    def add(self, v: dict[str, Any], unit: str) -> None:
+        self.acc.add(unit, float(v["correct"]))
+        self.answers += 1
+        self.yes += v["parsed"] == "yes"
+        if "neg_correct" in v:
+            self.sym.add(unit, float(bool(v["correct"] and v["neg_correct"])))
+            self.neg_wrong += not v["neg_correct"]
+        if "neg_parsed" in v:
+            self.answers += 1
+            self.yes += v["neg_parsed"] == "yes"
+        if self.reps is not None:
+            runs = v.get("repeats", ())
+            for k, tally in enumerate(self.reps):
+                if len(runs) > k:
+                    row = runs[k]
+                    tally[0] += 1
+                    tally[1] += bool(row["correct"])
+                    if "neg_correct" in row:
+                        tally[2] += 1
+                        tally[3] += bool(row["correct"] and row["neg_correct"])
+        if self.name.startswith("adv_"):
+            self.cosine.append(v["params"]["cosine_final"])
+            linf = float(v["params"]["linf"])
+            self.linf = linf if self.linf is None else max(self.linf, linf)
+
+    def result(self) -> dict[str, Any]:
+        n, right = self.acc.n, self.acc.total()
+        # expanded cases: everything but the original question on the original image; the blind control is a
+        # control, not an expanded test case
+        wrong = 0 if self.name == "blind" else self.neg_wrong + (int(n - right) if self.name != "original" else 0)
+        pairs = self.sym.n
+        acc_ci, acc_how = proportion_interval_sums(self.acc, UNIT)
+        sym_ci, sym_how = proportion_interval_sums(self.sym, UNIT) if pairs else (None, None)
+        entry: dict[str, Any] = {
+            "n": n, "accuracy": right / n, "accuracy_ci95": acc_ci,
+            "symmetric_accuracy": self.sym.total() / pairs if pairs else None, "symmetric_accuracy_ci95": sym_ci,
+            "intervals": {"accuracy": acc_how, "symmetric_accuracy": sym_how}, "n_pairs": pairs,
+            "yes_ratio": self.yes / self.answers, "new_vh_cases": wrong}
+        if self.reps is not None:
+            entry["repeats"] = _spread(self.reps)
+        if self.name.startswith("adv_"):
+            entry["cosine_final_mean"] = float(np.mean(np.frombuffer(self.cosine)))
+            entry["linf_max"] = self.linf
+        return entry
+
+
+def _spread(reps: list[list[int]]) -> dict[str, Any]:
+    """Accuracy and symmetric accuracy of each repetition, with their mean and standard deviation (6e/6f)."""
+    acc = [right / n if n else float("nan") for n, right, _, _ in reps]
+    sym = [both / pairs if pairs else float("nan") for _, _, pairs, both in reps]
+    spread = lambda xs: {"values": xs, "mean": float(np.mean(xs)), "std": float(np.std(xs))}  # noqa: E731
+    return {"n": len(reps), "accuracy": spread(acc), "symmetric_accuracy": spread(sym)}
+
+
+class VHXSummary:
+    """``add(record)`` each finished case, then ``result(failed)``: the ``metrics`` of results.json."""
+
+    def __init__(self, perturb: list[str], attack: str | None, repeats: int) -> None:
+        self.order = ["original", *perturb, f"adv_{attack}", "blind"]
+        self.repeats = repeats
+        self.units = Units()
+        self.variants: dict[str, _Variant] = {}
+        self.blind = VHXBlind(self.units)
+        self.n = self.neg_ok = self.yes_cases = 0
+
+    def add(self, rec: dict[str, Any]) -> None:
+        r = rec["result"]
+        unit = str(r.get("image"))  # the sampled unit: the source image
+        self.n += 1
+        self.neg_ok += bool(r["negation"].get("ok", False))
+        self.yes_cases += r["answer"] == "yes"
+        for name, v in r["variants"].items():
+            var = self.variants.get(name)
+            if var is None:
+                var = self.variants[name] = _Variant(name, self.units, self.repeats)
+            var.add(v, unit)
+        self.blind.add(r)
+
+    def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
+        if not self.n:
+            return {"n": 0}
+        out: dict[str, Any] = {"n_cases": self.n, "negation": {"ok": self.neg_ok, "failed": self.n - self.neg_ok},
+                               "variants": {}, "share_yes_cases": self.yes_cases / self.n}
+        for name in self.order:
+            if name in self.variants:
+                out["variants"][name] = self.variants[name].result()
+        out["new_vh_cases_total"] = sum(v["new_vh_cases"] for v in out["variants"].values())
+        if "blind" in self.variants:
+            out["blind"] = self.blind.result()
+        orig = out["variants"].get("original") or {}
+        if orig.get("symmetric_accuracy") is not None:
+            out["headline"] = headline_entry("symmetric accuracy", orig["symmetric_accuracy"],
+                                             orig["symmetric_accuracy_ci95"], orig["intervals"]["symmetric_accuracy"])
+        return out

@@ -1,0 +1,139 @@
+"""Per-unit sums folded one answer at a time, and bootstrap draws in bounded memory (issue 37 item 1).
+
+A clustered interval needs, per sampled unit (source image, scene pair, item), only the sums of its answers and
+their number: the Wilson interval on the effective n reads the design effect from them, and a cluster bootstrap
+of a mean resamples them.  :class:`UnitSums` keeps exactly those, in flat arrays (8 bytes a unit and column), so a
+summary streamed over a million records holds numbers per unit, not the records.  Units keep the order in which
+they first appeared, the order the list-based functions grouped them in, so a bootstrap draws the same units.
+
+Written here because no statistics library folds grouped sums incrementally: pandas' ``groupby`` and numpy's
+``add.at`` need every answer in memory first.
+"""
+
+from __future__ import annotations
+
+from array import array
+from functools import lru_cache
+from itertools import repeat
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+#: the most unit indices one chunk of bootstrap draws holds (8 MB of int64)
+DRAW_CELLS = 1 << 20
+
+
+class Units:
+    """Unit labels numbered once, shared by every :class:`UnitSums` of one summary (a label is held once)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def __call__(self, label: str) -> int:
+        i = self.ids.get(label)
+        if i is None:
+            i = self.ids[label] = len(self.ids)
+        return i
+
+    def labels(self) -> list[str]:
+        return list(self.ids)
+
+
+class UnitSums:
+    """Per-unit sums of ``width`` columns and the number of answers, folded one answer at a time."""
+
+    def __init__(self, width: int = 1, units: Units | None = None) -> None:
+        self.units = units if units is not None else Units()
+        self.cols = [array("d") for _ in range(width)]
+        self.count = array("q")
+        self.first = array("q")  # the order in which each unit first appeared here (-1: never)
+        self.seen = 0
+        self.n = 0
+
+    @classmethod
+    def of(cls, labels: Iterable[str], *columns: Sequence[float]) -> UnitSums:
+        """The sums of lists of answers (one value per answer in each column) and their units."""
+        out = cls(len(columns))
+        for i, label in enumerate(labels):
+            out.add(label, *(float(c[i]) for c in columns))
+        return out
+
+    def add(self, label: str, *values: float) -> None:
+        i = self.units(label)
+        if i >= len(self.count):
+            self._grow(i + 1)
+        if self.first[i] < 0:
+            self.first[i] = self.seen
+            self.seen += 1
+        self.count[i] += 1
+        self.n += 1
+        for col, v in zip(self.cols, values):
+            col[i] += v
+
+    def _grow(self, size: int) -> None:
+        extra = max(size, 2 * len(self.count), 64) - len(self.count)
+        for col in self.cols:
+            col.frombytes(bytes(8 * extra))
+        self.count.frombytes(bytes(8 * extra))
+        self.first.extend(repeat(-1, extra))
+
+    def _order(self) -> np.ndarray:
+        first = np.array(self.first, dtype=np.int64)
+        seen = np.flatnonzero(first >= 0)
+        return seen[np.argsort(first[seen], kind="stable")]
+
+    def sums(self, column: int = 0) -> np.ndarray:
+        """Per unit, in order of first appearance: the sum of ``column``."""
+        return np.array(self.cols[column], dtype=float)[self._order()]
+
+    def sizes(self) -> np.ndarray:
+        """Per unit, in order of first appearance: how many answers."""
+        return np.array(self.count, dtype=float)[self._order()]
+
+    def total(self, column: int = 0) -> float:
+        return float(sum(self.cols[column]))
+
+    @property
+    def n_units(self) -> int:
+        return self.seen
+
+
+def draws(rng: np.random.Generator, n_units: int, n_boot: int, cells: int | None = None) -> Iterator[np.ndarray]:
+    """The bootstrap's resamples (``n_boot`` rows of ``n_units`` unit indices) in chunks of at most ``cells``
+    indices: numpy draws them one after another, so the chunks are the rows of one ``(n_boot, n_units)`` draw
+    (a test checks this) without its 16 GB at a million units."""
+    step = max(1, (DRAW_CELLS if cells is None else cells) // max(n_units, 1))
+    done = 0
+    while done < n_boot:
+        k = min(step, n_boot - done)
+        yield rng.integers(0, n_units, size=(k, n_units))
+        done += k
+
+
+#: resamples' weights kept whole up to this many cells (32 MB); every cell of a CAST summary reuses them
+WEIGHT_CELLS = 1 << 22
+
+
+@lru_cache(maxsize=2)
+def _weights(seed: int, n_units: int, n_boot: int) -> np.ndarray:
+    w = np.concatenate(list(_weight_chunks(seed, n_units, n_boot)))
+    w.flags.writeable = False
+    return w
+
+
+def _weight_chunks(seed: int, n_units: int, n_boot: int) -> Iterator[np.ndarray]:
+    for idx in draws(np.random.default_rng(seed), n_units, n_boot):
+        rows = len(idx)
+        flat = (idx + np.arange(rows)[:, None] * n_units).ravel()
+        yield np.bincount(flat, minlength=rows * n_units).reshape(rows, n_units).astype(float)
+
+
+def resampled_sums(values: np.ndarray, seed: int, n_boot: int) -> np.ndarray:
+    """Per resample of ``draws(default_rng(seed), len(values), n_boot)``, each column of ``values`` summed over
+    the drawn units: ``values[idx].sum(1)``, computed as (times each unit was drawn) @ values.  Exactly equal
+    for counts (integer sums below 2**53 come out the same in any order), and one matrix product instead of a
+    gather per column: a CAST summary of 2,000 pairs bootstraps its 300 cells in seconds, not a minute."""
+    n = len(values)
+    if n_boot * n <= WEIGHT_CELLS:
+        return _weights(seed, n, n_boot) @ values
+    return np.concatenate([w @ values for w in _weight_chunks(seed, n, n_boot)])
