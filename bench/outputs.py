@@ -1,13 +1,15 @@
-"""Outputs at scale: `vlmcheck merge` of a synthetic N-sample describe run, its time and peak memory.
+"""Outputs at scale: `vlmcheck merge` of a synthetic N-sample describe (or VHExpansion) run, its time and peak memory.
 
 Two shard stores with the real schema are written straight into SQLite (a describe sample per image with an
-answer of ~1,200 characters, and its call in the cache, as a real run leaves them), then ``vlmcheck merge
+answer of ~1,200 characters, and its call in the cache, as a real run leaves them; with ``--task vhexpansion`` a
+VHExpansion case per question, three questions per image, each with its negation asked on the original and the
+four preset perturbations, ~2 kB a record, whose summary is folded per image), then ``vlmcheck merge
 --no-report`` builds the merged store, samples.jsonl and results.json, ``vlmcheck export --format parquet``
 writes its sample table.  Prints the wall time and the peak RSS
 of the merge process (from wait4; the stores are made in a child, so no parent's RSS is a floor under it) and
 their ratios to issue 37's goals at 1M samples: <= 5 min and <= 1 GB.
 
-    python bench/outputs.py [--n 1000000]
+    python bench/outputs.py [--n 1000000] [--task vhexpansion] [--no-report]
 """
 
 from __future__ import annotations
@@ -27,20 +29,52 @@ WORDS = ("a red square sits left of a small blue circle near the top edge while 
          "below it on a grey background with soft light from the right and a thin shadow under each shape").split()
 
 
-def make_stores(folder: Path, n: int) -> list[Path]:
-    """Two shard folders of an n-sample describe run (every sample done), written directly into SQLite."""
+PERTURB = ("vhx_gaussian_noise", "vhx_brightness", "vhx_defocus_blur", "vhx_jpeg")
+
+
+def _vhx_result(i: int, rng: random.Random) -> dict:
+    """A VHExpansion case as a real run records it (methods/vhexpansion.py), its answers drawn at random."""
+    answer = "yes" if i % 2 else "no"
+    other = "no" if answer == "yes" else "yes"
+
+    def variant(name: str) -> dict:
+        said, neg = rng.choice(("yes", "no")), rng.choice(("yes", "no"))
+        v = {"answer": said.capitalize() + ".", "correct": said == answer, "neg_answer": neg.capitalize() + ".",
+             "neg_correct": neg == other, "neg_parsed": neg, "params": {}, "parsed": said}
+        if name != "original":
+            v["image"] = f"artifacts/{i:02x}/{i:064x}.png"[:80]
+            v["params"] = {"corruption": name, "seed": 891210871 ^ i, "severity": 1}
+        return v
+
+    return {"answer": answer, "image": f"img/{i // 3:07d}.png", "meta": {"category": "existence", "kind": "existence"},
+            "negation": {"answer": other, "ok": True, "problems": [], "question": "Is there no pink hexagon in the image?"},
+            "question": "Is there a pink hexagon in the image?",
+            "variants": {name: variant(name) for name in ("original", *PERTURB)}}
+
+
+def make_stores(folder: Path, n: int, kind: str = "describe") -> list[Path]:
+    """Two shard folders of an n-sample describe or VHExpansion run (every sample done), written directly into
+    SQLite."""
     from vlmcheck.methods.describe import DescribeSpec, DescribeTask
+    from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec
     from vlmcheck.run.runner import KEY_VERSION, RunOptions, in_shard, run_spec, select_samples
     from vlmcheck.store.db import RunStore
 
     manifest = folder / "manifest.jsonl"
     with open(manifest, "w") as fh:
         for i in range(n):
-            fh.write(json.dumps({"id": f"s{i:07d}", "image": f"img/{i:07d}.png"}) + "\n")
+            row = {"id": f"s{i:07d}", "image": f"img/{i:07d}.png"}
+            if kind == "vhexpansion":
+                row.update(image=f"img/{i // 3:07d}.png", question="Is there a pink hexagon in the image?",
+                           answer="yes" if i % 2 else "no")
+            fh.write(json.dumps(row) + "\n")
     rng = random.Random(0)
     shards = []
     for k in range(2):
-        task = DescribeTask(DescribeSpec(vlm="openai:fake@http://127.0.0.1:9/v1", data=str(manifest)))
+        if kind == "vhexpansion":
+            task = VHExpansionTask(VHXSpec(vlm="openai:fake@http://127.0.0.1:9/v1", cases=str(manifest)))
+        else:
+            task = DescribeTask(DescribeSpec(vlm="openai:fake@http://127.0.0.1:9/v1", data=str(manifest)))
         options = RunOptions(progress=False, report=False, shard=(k, 2))
         samples = select_samples(task, options)
         out = folder / f"shard{k}"
@@ -65,8 +99,10 @@ def make_stores(folder: Path, n: int) -> list[Path]:
                 result = {"image": s.id, "image_path": f"img/{s.seq:07d}.png", "image_sha256": digest, "category": None,
                           "prompt": "Describe this image in detail.", "answer": answer, "answer_status": "ok",
                           "finish_reason": "stop", "usage": gen["usage"]}
+                if kind == "vhexpansion":
+                    result = _vhx_result(s.seq, rng)
                 yield (f"k{s.seq:063x}", json.dumps(request), json.dumps(gen), now), \
-                      ("describe", s.id, s.seq, json.dumps(result), now)
+                      (task.name, s.id, s.seq, json.dumps(result), now)
 
         batch_c, batch_s = [], []
         for c, smp in rows():
@@ -94,18 +130,20 @@ def _flush(db: sqlite3.Connection, calls: list, samples: list) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--task", choices=("describe", "vhexpansion"), default="describe")
+    ap.add_argument("--no-report", action="store_true", help="merge and export only")
     ap.add_argument("--make", metavar="FOLDER", help=argparse.SUPPRESS)  # the child that writes the stores
     a = ap.parse_args()
     if a.make:
-        make_stores(Path(a.make), a.n)
+        make_stores(Path(a.make), a.n, a.task)
         return 0
     with tempfile.TemporaryDirectory(prefix="vlmcheck-outputs-") as tmp:
         t = Path(tmp)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, __file__, "--n", str(a.n), "--make", str(t)], check=True)
+        subprocess.run([sys.executable, __file__, "--n", str(a.n), "--task", a.task, "--make", str(t)], check=True)
         made = time.perf_counter() - t0
         size = sum((t / f"shard{k}" / "store.sqlite").stat().st_size for k in range(2))
-        print(f"N = {a.n:,} samples in 2 shard stores ({size / 1e9:.2f} GB), made in {made:.0f} s")
+        print(f"N = {a.n:,} {a.task} samples in 2 shard stores ({size / 1e9:.2f} GB), made in {made:.0f} s")
         cmd = [sys.executable, "-m", "vlmcheck.cli", "merge", str(t / "merged"), str(t / "shard0"),
                str(t / "shard1"), "--no-report"]
         t0 = time.perf_counter()
@@ -129,13 +167,19 @@ def main() -> int:
         table = t / "tables" / "merged.parquet"
         print(f"export (parquet): {export[0]:.1f} s, peak RSS {export[1] / 1e6:.0f} MB; {table.name} "
               f"{table.stat().st_size / 1e6:.0f} MB")
-        report = _report(t / "merged")
-        if report is None:
+        if a.task == "vhexpansion":
+            orig = results["metrics"]["variants"]["original"]
+            print(f"results.json: original accuracy {orig['accuracy']:.4f} on {orig['intervals']['accuracy']['n_units']:,} "
+                  f"images, headline {results['metrics']['headline']['value']:.4f}")
+        report = None if a.no_report else _report(t / "merged")
+        if report is None and not a.no_report:
             return 1
         scale = 1_000_000 / a.n
         print(f"goal at 1M (linear from N where N < 1M): time {wall * scale / 300:.2f} of 5 min, "
               f"peak RSS {rss * (scale if scale > 1 else 1) / 1e9:.2f} of 1 GB"
               + ("" if a.n >= 1_000_000 else " (RSS scaled linearly: an upper bound if memory is bounded)"))
+        if report is None:
+            return 0
         print(f"goal: report's first page {report['page_mb']:.2f} MB ({report['page_mb'] / 5:.2f} of 5 MB), opens in "
               f"{report['open_s']:.2f} s ({report['open_s'] / 3:.2f} of 3 s), a samples page deep in the run in "
               f"{report['page_s']:.2f} s ({report['page_s'] / 2:.2f} of 2 s); the search found one deep in the run in "
