@@ -160,7 +160,12 @@ def proportion_interval(hits: Sequence[float], units: Sequence[str], unit: str) 
 
 def proportion_interval_sums(per: UnitSums, unit: str, column: int = 0) -> tuple[list[float], dict]:
     """:func:`proportion_interval` from the right answers folded per unit (column ``column`` of ``per``)."""
-    k, n = per.sums(column), per.sizes()
+    return proportion_interval_counts(per.sums(column), per.sizes(), unit)
+
+
+def proportion_interval_counts(k: np.ndarray, n: np.ndarray, unit: str) -> tuple[list[float], dict]:
+    """:func:`proportion_interval` from each unit's right answers ``k`` and answers ``n`` (in the order the units
+    first appeared)."""
     lo, hi, deff = wilson_clustered(k, n)
     p, n_eff = k.sum() / n.sum(), n.sum() / deff
     return [lo, hi], {"method": "wilson, clustered (effective n = n / design effect)", "unit": unit,

@@ -32,9 +32,9 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
 
     Streamed: each record is read from a cursor, written to samples.jsonl and let go.  A task with a
     ``summary_folder()`` (an object with ``add(record)`` and ``result(failed)``) folds its summary in the same
-    pass, so memory does not grow with the run beyond a few bytes a sample (describe) or the features it
-    needs (GenCeption); any other task gets its finished records as a list, each slimmed by the task's
-    ``summary_record`` to what the summary reads (methods/slim.py)."""
+    pass, keeping only what its statistics read: every method does (describe a few bytes a sample, VHExpansion
+    per-image sums, CAST per-pair verdict codes, ChEF per-item columns, GenCeption its features); a task
+    without one (a user's own ``Task``) gets its finished records as a list."""
     order = {s.id: i for i, s in enumerate(samples)}
     path = store.folder / "samples.jsonl"
     tally = _Tally(task)
@@ -72,7 +72,6 @@ class _Tally:
     def __init__(self, task: Task) -> None:
         make = getattr(task, "summary_folder", None)
         self.folder = make() if make is not None else None
-        self.slim = getattr(task, "summary_record", None)
         self.done: list[dict[str, Any]] = []
         self.failed: list[dict[str, Any]] = []
         self.n_done = 0
@@ -82,8 +81,8 @@ class _Tally:
             self.n_done += 1
             if self.folder is not None:
                 self.folder.add(rec)
-            else:  # only what the summary reads (methods/slim.py)
-                self.done.append(self.slim(rec) if self.slim is not None else rec)
+            else:
+                self.done.append(rec)
         elif rec["status"] == "error":
             self.failed.append(rec)
 

@@ -13,24 +13,47 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...metrics.decisions import (cluster_bootstrap, headline_entry, krippendorff_alpha_interval, proportion_interval,
-                                  widen_degenerate)
+from ...metrics.decisions import headline_entry, krippendorff_alpha_interval, proportion_interval_counts, widen_degenerate
 from . import metrics as M
+from .items import Items, unit_counts
 
 UNIT = "item (its image)"
 _NAMES = {"weighted_accuracy": "WeightedACC", "grounding_accuracy": "grounding accuracy (mAP@0.5)"}
 
 
-def _unit(r: dict[str, Any]) -> str:
-    return str(r.get("image") or r.get("id"))
+def _cluster_bootstrap(it: Items, statistic: Callable[[Items], float | None], seed: int, n_boot: int = 1000,
+                       alpha: float = 0.05) -> tuple[list[float] | None, int]:
+    """metrics.decisions.cluster_bootstrap on columns: each resample draws whole units (the same draws, in the
+    same order, as the list-based function) and ``statistic`` recomputes the figure from the drawn items."""
+    present, first = np.unique(it.units, return_index=True)
+    number = np.empty(int(it.units.max()) + 1 if len(it.units) else 0, dtype=np.int64)
+    number[present[np.argsort(first, kind="stable")]] = np.arange(len(present))
+    group = number[it.units]  # each item's unit, numbered by first appearance
+    members = np.argsort(group, kind="stable")  # items unit by unit, in their order within the unit
+    sizes = np.bincount(group)
+    starts = np.cumsum(sizes) - sizes
+    if len(sizes) < 2:
+        return None, 0
+    rng = np.random.default_rng(seed)
+    vals = []
+    for _ in range(n_boot):
+        draw = rng.integers(0, len(sizes), size=len(sizes))
+        lens = sizes[draw]
+        pos = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(starts[draw], lens)
+        v = statistic(it.take(members[pos]))
+        if v is not None and np.isfinite(v):
+            vals.append(float(v))
+    if not vals:
+        return None, 0
+    return [float(np.quantile(vals, alpha / 2)), float(np.quantile(vals, 1 - alpha / 2))], len(vals)
 
 
-def _boot(res: list[dict[str, Any]], name: str, value: float | None, statistic: Callable, seed: int,
+def _boot(it: Items, name: str, value: float | None, statistic: Callable, seed: int,
           bounded: bool = False) -> dict[str, Any]:
     """``bounded``: the figure lies in [0, 1] (WeightedACC, mAP, 1 - ECE), so a bootstrap of zero width (every
     item perfect) becomes the Wilson bound on the number of images (metrics/decisions.widen_degenerate)."""
-    ci, n_ok = cluster_bootstrap(res, [_unit(r) for r in res], statistic, seed=seed)
-    n_units = len({_unit(r) for r in res})
+    ci, n_ok = _cluster_bootstrap(it, statistic, seed)
+    n_units = len(np.unique(it.units))
     widened = False
     if bounded:
         ci, widened = widen_degenerate(ci, value, n_units)
@@ -40,79 +63,78 @@ def _boot(res: list[dict[str, Any]], name: str, value: float | None, statistic: 
     return headline_entry(name, value, ci, how)
 
 
-def _accuracy(res: list[dict[str, Any]], setting: str) -> float:
-    return float(np.mean([r["settings"][setting]["correct"] for r in res]))
+def _accuracy(it: Items, setting: str) -> float:
+    return float(np.mean(it.cols[setting]["correct"]))
 
 
-def _riam(res: list[dict[str, Any]]) -> float | None:
-    shots = {int(k.split("=")[1]): _accuracy(res, k) for k in res[0]["settings"] if k.startswith("shots=")}
-    rand = M.random_accuracy(r["n_options"] for r in res)
+def _riam(it: Items) -> float | None:
+    shots = {int(k.split("=")[1]): _accuracy(it, k) for k in it.names if k.startswith("shots=")}
+    rand = M.random_accuracy(it.n_options)
     if 0 not in shots or len(shots) < 2 or shots[0] == rand:
         return None
     return M.riam(shots[0], [shots[k] for k in sorted(shots) if k > 0], rand)
 
 
-def _rrm_both(res: list[dict[str, Any]]) -> float | None:
-    rand = M.random_accuracy(r["n_options"] for r in res)
-    orig = _accuracy(res, "original")
-    return None if orig == rand else M.rrm(orig, _accuracy(res, "corrupt:both"), rand)
+def _rrm_both(it: Items) -> float | None:
+    rand = M.random_accuracy(it.n_options)
+    orig = _accuracy(it, "original")
+    return None if orig == rand else M.rrm(orig, _accuracy(it, "corrupt:both"), rand)
 
 
-def _mr_weighted(res: list[dict[str, Any]]) -> float:
-    base = [r["settings"]["original"]["pred"] for r in res]
+def _mr_weighted(it: Items) -> float:
+    base = it.cols["original"]["pred"]
     groups: dict[str, list[float]] = {}
-    for name in res[0]["settings"]:
+    for name in it.names:
         if name not in ("original", "blind"):
-            groups.setdefault(name.split(":")[0], []).append(
-                M.match_ratio(base, [r["settings"][name]["pred"] for r in res]))
+            groups.setdefault(name.split(":")[0], []).append(float(np.mean(base == it.cols[name]["pred"])))
     weights = {g: len(v) for g, v in groups.items()}
     return float(sum(np.mean(v) * weights[g] for g, v in groups.items()) / sum(weights.values()))
 
 
-def chef_headline(res: list[dict[str, Any]], out: dict[str, Any], desideratum: str, n_bins: int, turn_task: str | None,
-                  seed: int = 0) -> dict[str, Any] | None:
-    """The headline entry of a ChEF run from its item results ``res`` and its summary ``out`` (see the module
-    docstring); the figure and its name are the ones :func:`vlmcheck.methods.headline.headline` reads."""
-    if not res:
+def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], desideratum: str, n_bins: int,
+                  turn_task: str | None, seed: int = 0) -> dict[str, Any] | None:
+    """The headline entry of a ChEF run from its items (columns, or the item results) and its summary ``out``
+    (see the module docstring); the figure and its name are the ones :func:`vlmcheck.methods.headline.headline`
+    reads."""
+    it = res if isinstance(res, Items) else Items.of(res) if res else None
+    if it is None or not len(it):
         return None
-    first = next(iter(res[0]["settings"]))
+    first = it.names[0]
     turn_key = out.get("turn_metric")
     if turn_key in out:  # Omnibenchmark, VOC2012
         from .turns import summarize_turns
 
-        def turns_stat(rs: list[dict[str, Any]]) -> float | None:
-            return summarize_turns([{"turns": r["settings"][first]["turns"], "meta": r["meta"]} for r in rs],
-                                   turn_task or "")[turn_key]
+        def turns_stat(sub: Items) -> float | None:
+            return summarize_turns(sub.turns or [], turn_task or "")[turn_key]
 
-        return _boot(res, _NAMES[turn_key], out[turn_key], turns_stat, seed, bounded=True)
+        return _boot(it, _NAMES[turn_key], out[turn_key], turns_stat, seed, bounded=True)
     if out.get("vanilla_accuracy") is not None:  # MMBench: VanillaEval (rotation 0) is the headline
-        rows = [r for r in res if r["meta"].get("rotation") == 0]
-        ci, how = proportion_interval([next(iter(r["settings"].values()))["correct"] for r in rows],
-                                      [_unit(r) for r in rows], UNIT)
+        ci, how = proportion_interval_counts(*unit_counts(it.units[it.rot0], it.cols[first]["correct"][it.rot0]),
+                                             UNIT)
         return headline_entry("VanillaEval accuracy", out["vanilla_accuracy"], ci, how)
     if "overall" in out:  # calibration: 1 - ECE (Table 8)
-        def overall(rs: list[dict[str, Any]]) -> float | None:
-            rows = [r["settings"][first] for r in rs if r["settings"][first]["confidence"] is not None]
-            if not rows:
+        def overall(sub: Items) -> float | None:
+            c = sub.cols[first]
+            if not c["has_conf"].any():
                 return None
-            return 1 - M.ece_equal_count([x["confidence"] for x in rows], [x["correct"] for x in rows], n_bins)["ece"]
+            return 1 - M.ece_equal_count(c["conf"][c["has_conf"]], c["correct"][c["has_conf"]], n_bins)["ece"]
 
-        return _boot(res, "overall", out["overall"], overall, seed, bounded=True)
+        return _boot(it, "overall", out["overall"], overall, seed, bounded=True)
     if "riam" in out:
-        return _boot(res, "riam", out["riam"], _riam, seed)
+        return _boot(it, "riam", out["riam"], _riam, seed)
     if "mr_weighted" in out:
-        return _boot(res, "mr_weighted", out["mr_weighted"], _mr_weighted, seed)
+        return _boot(it, "mr_weighted", out["mr_weighted"], _mr_weighted, seed)
     if "pope" in out:
         p = out["pope"]
         return headline_entry("POPE accuracy", p["accuracy"], p["accuracy_ci95"], p["interval"])
     if isinstance(out.get("rrm"), dict) and "both" in out["rrm"]:
-        return _boot(res, "RRM (image and text corrupted)", out["rrm"]["both"], _rrm_both, seed)
+        return _boot(it, "RRM (image and text corrupted)", out["rrm"]["both"], _rrm_both, seed)
     if desideratum == "language" and (out.get("language") or {}).get("score") is not None:
-        def judged(rs: list[dict[str, Any]]) -> float | None:
-            vals = [r["judge"]["mean"] for r in rs if (r.get("judge") or {}).get("mean") is not None]
+        def judged(sub: Items) -> float | None:
+            vals = [j["mean"] for j in sub.judge or [] if (j or {}).get("mean") is not None]
             return float(np.mean(vals)) if vals else None
 
-        return _boot(res, "language score (judge)", out["language"]["score"], judged, seed)
+        return _boot(it, "language score (judge)", out["language"]["score"], judged, seed)
     st = out["settings"][first]
     return headline_entry("accuracy", st["accuracy"], st["accuracy_ci95"], st["interval"])
 

@@ -44,11 +44,9 @@ from ...core.inputs import read_image
 from ...core.messages import Message
 from ...core.roles import GenerationConfig, require
 from ...core.spec import load_model
-from ...metrics.decisions import proportion_interval
-from ..blind import blind_block, withheld
-from ..repeats import generation_config, per_repeat, pooled, repeated, spread
-from ..slim import slim_record
-from .headline import UNIT, chef_headline, judge_agreement
+from ..blind import withheld
+from ..repeats import generation_config, repeated
+from .summary import ChefSummary
 from ...run.calls import Session
 from ...run.task import Sample, SpecTask
 from . import metrics as M
@@ -389,109 +387,12 @@ class ChefTask(SpecTask):
 
     # -- summary ---------------------------------------------------------------------
 
-    #: free text and artifact paths its summary never reads: left out of what results.json keeps in memory
-    SUMMARY_DROPS = [("question",), ("settings", "*", "rationale"),
-                     ("settings", "*", "question"), ("settings", "*", "text_chain"), ("settings", "*", "image_chain"),
-                     ("settings", "*", "image"), ("settings", "*", "turns", "[]", "answer"),
-                     ("settings", "*", "turns", "[]", "continuation")]
-
-    def summary_record(self, rec: dict[str, Any]) -> dict[str, Any]:
-        return slim_record(rec, self.SUMMARY_DROPS)
+    def summary_folder(self) -> ChefSummary:
+        """The summary folded one item at a time, as columns (methods/chef/summary.py, items.py)."""
+        return ChefSummary(self.cfg.recipe, self.turn_task, self.cfg.seed, self.cfg.repeats, self.cfg.temperature)
 
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
-        res = [r["result"] for r in records]
-        out = self._summary(res)
-        if self.cfg.repeats > 1 and res:  # the headline per repeat beside; the headline pools each item's repeats
-            per = [self._summary(rs).get("headline") or {} for rs in per_repeat(res, self.cfg.repeats)]
-            out["repeats"] = spread([h.get("value") for h in per], self.cfg.temperature)
-            head = self._summary(pooled(res, self.cfg.repeats)).get("headline")
-            if head:
-                out["headline"] = {**head, "interval": {**head["interval"], "repeats": self.cfg.repeats}}
-        return out
-
-    def _summary(self, res: list[dict[str, Any]]) -> dict[str, Any]:
-        d = self.cfg.recipe.desideratum
-        out: dict[str, Any] = {"recipe": self.cfg.recipe.name, "desideratum": d, "n": len(res)}
-        if not res:
-            return out
-        acc_random = M.random_accuracy(r["n_options"] for r in res)
-        out["acc_random"] = acc_random
-        per = {}
-        units = [str(r.get("image") or r.get("id")) for r in res]  # the sampled unit: the item's image
-        for name in res[0]["settings"]:
-            rows = [r["settings"][name] for r in res]
-            ci, how = proportion_interval([x["correct"] for x in rows], units, "item (its image)")
-            per[name] = {"accuracy": float(np.mean([x["correct"] for x in rows])), "accuracy_ci95": ci,
-                         "interval": how,
-                         "match_ratio": float(np.mean([x["extracted"] for x in rows])),
-                         "match_ratio_rule": float(np.mean([x.get("extracted_by", "rule") == "rule" for x in rows]))}
-        blind = per.pop("blind", None)
-        out["settings"] = per
-        if blind is not None:
-            first_name = next(iter(per))
-            out["blind"] = {**blind_block([float(r["settings"][first_name]["correct"]) for r in res],
-                                          [float(r["settings"]["blind"]["correct"]) for r in res], units, UNIT),
-                            "sighted_setting": first_name,
-                            "request": sorted({"no image" if r["settings"]["blind"]["blind"] == "no image"
-                                               else "grey image" for r in res})}
-        groups: dict[str, list[bool]] = {}
-        for r in res:
-            g = r["meta"].get("group")
-            if g is not None and "rotation" in r["meta"]:
-                groups.setdefault(str(g), []).append(next(iter(r["settings"].values()))["correct"])
-        if groups:  # MMBench: CircularEval needs every rotation right; VanillaEval asks rotation 0 only
-            out["circular_accuracy"] = float(np.mean([all(v) for v in groups.values()]))
-            out["vanilla_accuracy"] = float(np.mean([next(iter(r["settings"].values()))["correct"] for r in res
-                                                     if r["meta"].get("rotation") == 0]))
-        first = next(iter(per))
-        if self.turn_task:
-            from .turns import summarize_turns
-
-            out.update(summarize_turns([{"turns": r["settings"][first]["turns"], "meta": r["meta"]} for r in res],
-                                       self.turn_task))
-        if d == "calibration":
-            rows = [r["settings"][first] for r in res if r["settings"][first]["confidence"] is not None]
-            cal = M.ece_equal_count([x["confidence"] for x in rows], [x["correct"] for x in rows],
-                                    self.cfg.recipe.metric.n_bins)
-            out.update(ece=cal["ece"], overall=1 - cal["ece"], reliability=cal["bins"],
-                       accuracy=per[first]["accuracy"])
-        elif d == "icl" or self.cfg.recipe.instruction.type == "ice":
-            shots = {int(k.split("=")[1]): v["accuracy"] for k, v in per.items()}
-            if 0 in shots and len(shots) > 1:
-                icl = [shots[k] for k in sorted(shots) if k > 0]
-                out["riam"] = M.riam(shots[0], icl, acc_random) if shots[0] != acc_random else None
-        elif d == "instruction_following":
-            base = [r["settings"]["original"]["pred"] for r in res]
-            mr: dict[str, Any] = {}
-            weights = {}
-            for name in per:
-                if name == "original":
-                    continue
-                group = name.split(":")[0]
-                m = M.match_ratio(base, [r["settings"][name]["pred"] for r in res])
-                mr.setdefault(group, []).append(m)
-                weights[group] = weights.get(group, 0) + 1
-            out["match_ratio"] = {g: float(np.mean(v)) for g, v in mr.items()}
-            total = sum(weights.values())
-            out["mr_weighted"] = float(sum(np.mean(v) * weights[g] for g, v in mr.items()) / total)
-            out["acc_vm"] = float(np.mean([per[n]["accuracy"] for n in per if n != "original"]))
-        elif d == "robustness":
-            orig = per["original"]["accuracy"]
-            out["rrm"] = {n.split(":")[1]: (M.rrm(orig, v["accuracy"], acc_random) if orig != acc_random else None)
-                          for n, v in per.items() if n != "original"}
-        elif d == "hallucination":
-            rows = [r["settings"][first] for r in res]
-            out["pope"] = M.pope_metrics([x["pred"] == 0 for x in rows], [x["answer"] == 0 for x in rows])
-            out["pope"]["accuracy_ci95"], out["pope"]["interval"] = proportion_interval(
-                [x["correct"] for x in rows], units, "image (its questions)")
-        elif d == "language":
-            judged = [r["judge"] for r in res if r.get("judge", {}).get("mean") is not None]
-            skipped: dict[str, int] = {}
-            for r in res:
-                why = r.get("judge", {}).get("skipped")
-                if why:
-                    skipped[why] = skipped.get(why, 0) + 1
-            out["language"] = {"score": float(np.mean([j["mean"] for j in judged])) if judged else None,
-                               "judged": len(judged), "skipped": skipped, **judge_agreement(judged)}
-        out["headline"] = chef_headline(res, out, d, self.cfg.recipe.metric.n_bins, self.turn_task, self.cfg.seed)
-        return out
+        fold = self.summary_folder()
+        for r in records:
+            fold.add(r)
+        return fold.result(failed)

@@ -1,0 +1,137 @@
+"""A ChEF run's summary (the ``metrics`` of results.json) from its items' columns (methods/chef/items.py).
+
+Per setting: accuracy with its clustered interval, the match ratios; then the desideratum's metric (supplementary
+C.1-C.6): 1 - ECE for calibration, RIAM for in-context learning, match ratio and Acc_vm for instruction
+following, RRM for robustness, POPE's metrics for hallucination, the judge's score for language; MMBench's
+CircularEval and VanillaEval; the turn scenarios' metrics; the blind control; the headline with its interval.
+:class:`ChefSummary` folds a run's records one at a time; with repeats, each repeat's headline and the pooled one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...metrics.clusters import UnitSums, Units
+from ...metrics.decisions import proportion_interval_counts
+from ..blind import blind_block_sums
+from ..repeats import spread
+from . import metrics as M
+from .headline import UNIT, chef_headline, judge_agreement
+from .items import Items, ItemsBuilder, unit_counts
+
+
+def _mean(x: np.ndarray) -> float:
+    return float(np.mean(x))
+
+
+def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int) -> dict[str, Any]:
+    d = recipe.desideratum
+    out: dict[str, Any] = {"recipe": recipe.name, "desideratum": d, "n": len(it)}
+    if not len(it):
+        return out
+    acc_random = M.random_accuracy(it.n_options)
+    out["acc_random"] = acc_random
+    per = {}
+    for name in it.names:
+        c = it.cols[name]
+        ci, how = proportion_interval_counts(*unit_counts(it.units, c["correct"]), "item (its image)")
+        per[name] = {"accuracy": _mean(c["correct"]), "accuracy_ci95": ci, "interval": how,
+                     "match_ratio": _mean(c["extracted"]), "match_ratio_rule": _mean(c["rule"])}
+    blind = per.pop("blind", None)
+    out["settings"] = per
+    if blind is not None:
+        first_name = next(iter(per))
+        pairs = UnitSums.of([it.labels[u] for u in it.units], it.cols[first_name]["correct"],
+                            it.cols["blind"]["correct"])
+        out["blind"] = {**blind_block_sums(pairs, UNIT), "sighted_setting": first_name,
+                        "request": sorted(it.requests)}
+    grouped = it.group >= 0
+    if grouped.any():  # MMBench: CircularEval needs every rotation right; VanillaEval asks rotation 0 only
+        right = it.cols[it.names[0]]["correct"]
+        n_g = np.bincount(it.group[grouped])
+        k_g = np.bincount(it.group[grouped], weights=right[grouped].astype(float))
+        present = n_g > 0
+        out["circular_accuracy"] = _mean(k_g[present] == n_g[present])
+        out["vanilla_accuracy"] = _mean(right[it.rot0])
+    first = next(iter(per))
+    if turn_task:
+        from .turns import summarize_turns
+
+        out.update(summarize_turns(it.turns or [], turn_task))
+    c = it.cols[first]
+    if d == "calibration":
+        cal = M.ece_equal_count(c["conf"][c["has_conf"]], c["correct"][c["has_conf"]], recipe.metric.n_bins)
+        out.update(ece=cal["ece"], overall=1 - cal["ece"], reliability=cal["bins"],
+                   accuracy=per[first]["accuracy"])
+    elif d == "icl" or recipe.instruction.type == "ice":
+        shots = {int(k.split("=")[1]): v["accuracy"] for k, v in per.items()}
+        if 0 in shots and len(shots) > 1:
+            icl = [shots[k] for k in sorted(shots) if k > 0]
+            out["riam"] = M.riam(shots[0], icl, acc_random) if shots[0] != acc_random else None
+    elif d == "instruction_following":
+        base = it.cols["original"]["pred"]
+        mr: dict[str, Any] = {}
+        weights: dict[str, int] = {}
+        for name in per:
+            if name == "original":
+                continue
+            group = name.split(":")[0]
+            mr.setdefault(group, []).append(_mean(base == it.cols[name]["pred"]))
+            weights[group] = weights.get(group, 0) + 1
+        out["match_ratio"] = {g: float(np.mean(v)) for g, v in mr.items()}
+        total = sum(weights.values())
+        out["mr_weighted"] = float(sum(np.mean(v) * weights[g] for g, v in mr.items()) / total)
+        out["acc_vm"] = float(np.mean([per[n]["accuracy"] for n in per if n != "original"]))
+    elif d == "robustness":
+        orig = per["original"]["accuracy"]
+        out["rrm"] = {n.split(":")[1]: (M.rrm(orig, v["accuracy"], acc_random) if orig != acc_random else None)
+                      for n, v in per.items() if n != "original"}
+    elif d == "hallucination":
+        out["pope"] = M.pope_metrics(c["pred"] == it.pred0, c["ans0"])
+        out["pope"]["accuracy_ci95"], out["pope"]["interval"] = proportion_interval_counts(
+            *unit_counts(it.units, c["correct"]), "image (its questions)")
+    elif d == "language":
+        judges = it.judge or []
+        judged = [j for j in judges if j.get("mean") is not None]
+        skipped: dict[str, int] = {}
+        for j in judges:
+            why = j.get("skipped")
+            if why:
+                skipped[why] = skipped.get(why, 0) + 1
+        out["language"] = {"score": float(np.mean([j["mean"] for j in judged])) if judged else None,
+                           "judged": len(judged), "skipped": skipped, **judge_agreement(judged)}
+    out["headline"] = chef_headline(it, out, d, recipe.metric.n_bins, turn_task, seed)
+    return out
+
+
+class ChefSummary:
+    """``add(record)`` each finished item, then ``result(failed)``: the ``metrics`` of results.json.  With repeats,
+    one table per repeat (sharing units and prediction codes, so that they pool)."""
+
+    def __init__(self, recipe: Any, turn_task: str | None, seed: int, repeats: int = 1,
+                 temperature: float = 0.0) -> None:
+        self.recipe, self.turn_task, self.seed = recipe, turn_task, seed
+        self.repeats, self.temperature = repeats, temperature
+        units, codes, groups = Units(), {}, Units()
+        self.tables = [ItemsBuilder(keep_turns=bool(turn_task), keep_judge=recipe.desideratum == "language",
+                                    units=units, codes=codes, groups=groups) for _ in range(repeats)]
+
+    def add(self, rec: dict[str, Any]) -> None:
+        r = rec["result"]
+        self.tables[0].add(r)
+        for k, again in enumerate(r.get("repeats", ())[:self.repeats - 1], start=1):
+            self.tables[k].add(again)
+
+    def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
+        tables = [b.items() for b in self.tables]
+        out = summarize_items(tables[0], self.recipe, self.turn_task, self.seed)
+        if self.repeats > 1 and len(tables[0]):  # the headline per repeat beside; the headline pools each item's
+            per = [summarize_items(t, self.recipe, self.turn_task, self.seed).get("headline") or {} for t in tables]
+            out["repeats"] = spread([h.get("value") for h in per], self.temperature)
+            head = summarize_items(Items.concat([t for t in tables if len(t)]), self.recipe, self.turn_task,
+                                   self.seed).get("headline")
+            if head:
+                out["headline"] = {**head, "interval": {**head["interval"], "repeats": self.repeats}}
+        return out
