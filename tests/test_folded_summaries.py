@@ -172,3 +172,17 @@ def test_resampled_sums_are_the_sums_of_the_drawn_units(monkeypatch):
     monkeypatch.setattr(clusters, "DRAW_CELLS", 170)
     assert (clusters.resampled_sums(counts, 3, 300) == want).all()  # and drawn in chunks of three resamples
     assert [len(w) for w in clusters._weight_chunks(3, 50, 300)][:2] == [3, 3]
+
+
+@pytest.mark.parametrize("text", ["", "a\n", "a\nb", "a\r\nb\r\n", "a\rb\n\n\nc", "\n", "é\u2028x\ny"])
+def test_a_manifest_is_split_into_lines_as_before_without_its_whole_text_as_ucs4(tmp_path, text):
+    """Lines of a manifest, from a file read as it is iterated or from a text in memory: split on "\\n" only, as
+    io.StringIO(text, newline="\\n") split them (which held 4 bytes a character of a million-row manifest)."""
+    import io
+
+    from vlmcheck.core.files import _file_lines, _text_lines
+
+    want = list(io.StringIO(text, newline="\n"))
+    assert list(_text_lines(text)) == want
+    (tmp_path / "m.jsonl").write_bytes(b"\xef\xbb\xbf" + text.encode())  # with a byte-order mark
+    assert list(_file_lines(tmp_path / "m.jsonl", "manifest")) == want

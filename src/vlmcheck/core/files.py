@@ -13,12 +13,11 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 
 _MODE: int | None = None
@@ -180,10 +179,7 @@ class InputFileError(ValueError):
 def read_text_input(path: str | os.PathLike, what: str = "file") -> str:
     """The UTF-8 text of a user's input file, or one sentence saying why not."""
     path = Path(path)
-    if not path.exists():
-        raise InputFileError(f"{path}: no such {what}")
-    if path.is_dir():
-        raise InputFileError(f"{path}: is a folder, not a {what}")
+    _check_readable(path, what)
     try:
         return path.read_text(encoding="utf-8-sig")  # a leading byte-order mark is accepted
     except UnicodeDecodeError as exc:
@@ -204,9 +200,11 @@ def iter_jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file", t
     (and their lines) in memory at once.  ``text``: the file's text, already read (from a URL), named ``path``."""
     if text is None:
         path = Path(path)
-        text = read_text_input(path, what)
+        lines: Iterable[str] = _file_lines(path, what)
+    else:
+        lines = _text_lines(text)
     seen = False
-    for n, line in enumerate(io.StringIO(text, newline="\n"), 1):  # split on "\n" only
+    for n, line in enumerate(lines, 1):  # split on "\n" only
         if not line.strip():
             continue
         try:
@@ -219,6 +217,38 @@ def iter_jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file", t
         yield n, row
     if not seen:
         raise InputFileError(f"{path}: the {what} is empty")
+
+
+def _file_lines(path: Path, what: str) -> Iterator[str]:
+    """A local file's lines, read as they are iterated (a million-row manifest is never its whole text, nor
+    the 4 bytes a character of an ``io.StringIO`` over it, in memory)."""
+    _check_readable(path, what)
+    try:
+        with open(path, encoding="utf-8-sig", newline="\n") as fh:  # a leading byte-order mark is accepted
+            yield from fh
+    except UnicodeDecodeError:
+        read_text_input(path, what)  # says where, counted from the start of the file
+        raise
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _check_readable(path: Path, what: str) -> None:
+    if not path.exists():
+        raise InputFileError(f"{path}: no such {what}")
+    if path.is_dir():
+        raise InputFileError(f"{path}: is a folder, not a {what}")
+
+
+def _text_lines(text: str) -> Iterator[str]:
+    start, size = 0, len(text)
+    while start < size:
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start:end + 1]
+        start = end + 1
 
 
 def require_str(row: dict[str, Any], key: str, where: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from dataclasses import dataclass, field
 
 from ..core import remote
-from ..core.files import InputFileError, iter_jsonl_objects, jsonl_objects, read_text_input, require_str
+from ..core.files import InputFileError, iter_jsonl_objects, read_text_input, require_str
 from ..core.inputs import dataset_path
 
 
@@ -107,14 +107,14 @@ def _jsonl_cases(src: Any, base: Any, rows) -> list[Case]:
 def _load_cases(src: Path) -> list[Case]:
     if src.is_dir():
         out = []
-        for _, row in jsonl_objects(src / "manifest.jsonl", "world manifest"):
+        for _, row in iter_jsonl_objects(src / "manifest.jsonl", "world manifest"):
             for k, q in enumerate(x for x in row.get("questions", []) if x["type"] == "yesno"):
                 out.append(Case(id=f"{row['id']}-q{k}", image=str(src / row["image"]), question=q["question"],
                                 answer=q["answer"], meta={"category": row.get("category"), "kind": q["kind"]}))
         return out
     if src.suffix.lower() == ".csv":
         return _csv_cases(src, src.parent, read_text_input(src, "cases file"))
-    return _jsonl_cases(src, src.parent, jsonl_objects(src, "cases file"))
+    return _jsonl_cases(src, src.parent, iter_jsonl_objects(src, "cases file"))
 
 
 def _answer(value: Any, where: str) -> str:
