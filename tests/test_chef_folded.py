@@ -99,3 +99,27 @@ def test_an_item_costs_tens_of_bytes_in_columns():
     assert (many - few) / 45_000 < 80  # 8 + 8 + 8 + 1 bytes an item and 21 a setting, arrays grown ahead
     m = fold.result()
     assert m["n"] == 50_000 and m["settings"]["standard"]["interval"]["n_units"] == 100
+
+
+def test_the_columns_bootstrap_draws_the_same_units_as_the_list_based_one():
+    """methods/chef/headline's bootstrap on columns resamples exactly as metrics.decisions.cluster_bootstrap does
+    on the records: same units drawn, same items in the same order, so any statistic gives the same interval."""
+    import numpy as np
+
+    from vlmcheck.methods.chef.headline import _cluster_bootstrap
+    from vlmcheck.methods.chef.items import Items
+    from vlmcheck.metrics.decisions import cluster_bootstrap
+
+    rng = np.random.default_rng(5)
+    res = [{"id": f"q{i}", "image": f"img{rng.integers(0, 9)}.png", "n_options": 4, "meta": {},
+            "settings": {"standard": {"correct": bool(rng.random() < 0.6), "confidence": float(rng.random())}}}
+           for i in range(60)]
+    it = Items.of(res)
+
+    def first_confident(rows):  # depends on the order of the drawn items, not only on which were drawn
+        return float(np.argmax(rows))
+
+    want = cluster_bootstrap(res, [r["image"] for r in res],
+                             lambda rs: first_confident([r["settings"]["standard"]["confidence"] for r in rs]), seed=3)
+    got = _cluster_bootstrap(it, lambda sub: first_confident(sub.cols["standard"]["conf"]), seed=3)
+    assert got == want and want[1] == 1000
