@@ -1,15 +1,15 @@
 """ChEF recipes: Scenario + Instruction + Inferencer + Metric, and the six desiderata.
 
-Why this module is long: one task asks every inferencer under every desideratum's settings, and those share
-the item, its image and its in-context examples; the recipe, the scenarios, the turn scenarios and the
-metrics are in their own modules.
+One task asks every inferencer under every desideratum's settings, and those share the item, its image and
+its in-context examples; the recipe, the scenarios, the turn scenarios, the metrics and the summary
+(``summary.py`` over the item columns of ``items.py``) are in their own modules.
 
 A :class:`Recipe` (YAML, validated by pydantic) names a scenario loader, an
 instruction (standard query, query pool, or in-context examples), an
 inferencer and the desideratum it measures.  :class:`ChefTask` runs every
 item under the *settings* its desideratum needs (shots 0..N for in-context
 learning; each verbalizer for instruction following; original / image /
-text / both corruptions for robustness) and summarises with the paper's
+text / both corruptions for robustness); ``summary.py`` summarises with the paper's
 metric.  The recipe, the paper's prompts and answer extraction are in ``recipe.py``.
 
 Inferencers:
