@@ -112,3 +112,45 @@ def test_parse_retry_after():
     assert parse_retry_after(None) is None
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
     assert parse_retry_after("garbage") is None
+
+
+def test_one_call_for_a_request_already_on_its_way_and_its_own_after_one_that_failed(tmp_path):
+    """Two samples asking the same thing at once make one call (the second gets its answer as a cache hit);
+    when that call fails, the waiting sample makes its own."""
+    import asyncio
+
+    from vlmcheck.core.messages import Message
+    from vlmcheck.core.roles import Capabilities, GenerationConfig, Generation, Usage
+    from vlmcheck.run.calls import Session
+    from vlmcheck.run.scheduler import RetryPolicy, Scheduler
+    from vlmcheck.store.db import RunStore
+
+    class Slow:
+        model_id = "test:slow"
+        capabilities = Capabilities()
+
+        def __init__(self, fail_first: bool) -> None:
+            self.calls, self.fail_first = 0, fail_first
+
+        async def generate(self, messages, config):
+            self.calls += 1
+            await asyncio.sleep(0.05)
+            if self.fail_first and self.calls == 1:
+                raise ValueError("a bad request")
+            return Generation(text=f"answer {self.calls}", usage=Usage(input_tokens=1, output_tokens=1))
+
+    async def two(model, store):
+        session = Session(store, Scheduler(4, RetryPolicy(max_attempts=1)))
+        ask = lambda: session.vlm(model).generate([Message.user("same question")], GenerationConfig())  # noqa: E731
+        out = await asyncio.gather(ask(), ask(), return_exceptions=True)
+        return out, session.counters
+
+    with RunStore(tmp_path / "a") as store:
+        model = Slow(fail_first=False)
+        (a, b), counters = asyncio.run(two(model, store))
+        assert model.calls == 1 and a.text == b.text == "answer 1"
+        assert counters.calls == 1 and counters.hits == 1
+    with RunStore(tmp_path / "b") as store:
+        model = Slow(fail_first=True)
+        (a, b), counters = asyncio.run(two(model, store))
+        assert model.calls == 2 and "a bad request" in str(a) and b.text == "answer 2"

@@ -193,11 +193,12 @@ class VHExpansionTask(SpecTask):
         if self.cfg.blind:
             parts, carried = withheld(img, self.vlm)
             await variant("blind", parts, {"image": carried})
+        # pixel work in a worker thread: on the event loop it would hold up every other sample's requests
+        seed = (int((await asyncio.to_thread(image_hash, img))[:8], 16) ^ self.cfg.seed) if self.cfg.perturb else 0
         for p in self.cfg.perturb:
             base, sev = _parse_perturbation(p)
-            seed = int(image_hash(img)[:8], 16) ^ self.cfg.seed
-            await variant(p, corrupt(img, base, sev, seed=seed), {"corruption": base, "severity": sev,
-                                                                  "seed": seed})
+            shown = await asyncio.to_thread(corrupt, img, base, sev, seed=seed)
+            await variant(p, shown, {"corruption": base, "severity": sev, "seed": seed})
         if self.target is not None:
             hallucinated = not record["variants"]["original"]["correct"]
             adv = await self._adversarial(session, img, hallucinated)

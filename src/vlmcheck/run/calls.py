@@ -16,6 +16,7 @@ records it as that sample's error.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import json
@@ -81,6 +82,9 @@ def cache_model_id(model: Any, key_version: int = KEY_VERSION) -> str:
     return model.model_id if key_version < 2 else _identity(model.model_id)
 
 
+_NO_ANSWER = object()  # what waiting samples get from a call that failed or was cancelled
+
+
 class Session:
     def __init__(self, store: RunStore, scheduler: Scheduler | None = None, key_version: int = KEY_VERSION) -> None:
         self.store = store
@@ -90,6 +94,7 @@ class Session:
         self.file_keys = file_keys(key_version)
         self._batches: dict[str, Any] = {}
         self._journal_keys: dict[str, set[str]] = {}
+        self._flights: dict[str, asyncio.Future] = {}  # call key -> the answer of the call on its way
 
     def batch_for(self, model: Any) -> Any:
         """The model's :class:`~vlmcheck.run.batch.BatchCollector` (``?batch=1``), made on first use inside the
@@ -143,6 +148,31 @@ class Session:
         if hit is not None:
             self.counters.count(model_id, "hits")
             return hit, True
+        loop = asyncio.get_running_loop()
+        while (flight := self._flights.get(key)) is not None and flight.get_loop() is loop:
+            # the same request is on its way for another sample (a blind question asked of two images, one
+            # prompt of two repeats): one call, whose answer both get, as a cache hit would give it
+            answer = await asyncio.shield(flight)
+            if answer is not _NO_ANSWER:
+                self.counters.count(model_id, "hits")
+                return answer, True
+            # that call failed or was cancelled: this sample makes its own
+        flight = self._flights[key] = loop.create_future()
+        try:
+            response, hit = await self._call(key, role, model, request, invoke, batch_body)
+        except BaseException:
+            flight.set_result(_NO_ANSWER)
+            raise
+        else:
+            flight.set_result(response)
+        finally:
+            if self._flights.get(key) is flight:
+                del self._flights[key]
+        return response, hit
+
+    async def _call(self, key: str, role: str, model: Any, request: Any, invoke, batch_body) -> tuple[Any, bool]:
+        """The model called for ``key`` (a cache miss), directly or in a provider batch; its answer stored."""
+        model_id = model.model_id
         started = time.perf_counter()
         limit = getattr(model, "max_concurrency", None)
         provider_key = getattr(model, "concurrency_key", model_id)

@@ -228,7 +228,7 @@ class ChefTask(SpecTask):
             image = parts[0] if parts else None
         if corrupt in ("image", "both") and image is not None:
             chain = composite_chain(seed)
-            image = apply_chain(image, chain)
+            image = await asyncio.to_thread(apply_chain, image, chain)  # pixel work off the event loop
             out["image_chain"] = chain
             out["image"] = await asyncio.to_thread(session.store.put_image, image)  # what the model saw, for the report
         if "turns" in item:
