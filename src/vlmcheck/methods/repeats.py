@@ -53,11 +53,6 @@ def per_repeat(results: list[dict[str, Any]], repeats: int) -> list[list[dict[st
             for k in range(repeats)]
 
 
-def pooled(results: list[dict[str, Any]], repeats: int) -> list[dict[str, Any]]:
-    """Every repeat's result, repeat 0 first, each keeping its unit's identifying fields."""
-    return [x for group in per_repeat(results, repeats) for x in group]
-
-
 def spread(values: list[float | None], temperature: float) -> dict[str, Any]:
     vals = [float(v) for v in values if v is not None]
     return {"n": len(values), "temperature": temperature, "values": [None if v is None else float(v) for v in values],

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...metrics.decisions import headline_entry, krippendorff_alpha_interval, proportion_interval_counts, widen_degenerate
 from . import metrics as M
-from .items import Items, unit_counts
+from .items import Items, first_appearance, unit_counts
 
 UNIT = "item (its image)"
 _NAMES = {"weighted_accuracy": "WeightedACC", "grounding_accuracy": "grounding accuracy (mAP@0.5)"}
@@ -25,9 +25,9 @@ def _cluster_bootstrap(it: Items, statistic: Callable[[Items], float | None], se
                        alpha: float = 0.05) -> tuple[list[float] | None, int]:
     """metrics.decisions.cluster_bootstrap on columns: each resample draws whole units (the same draws, in the
     same order, as the list-based function) and ``statistic`` recomputes the figure from the drawn items."""
-    present, first = np.unique(it.units, return_index=True)
+    order = first_appearance(it.units)
     number = np.empty(int(it.units.max()) + 1 if len(it.units) else 0, dtype=np.int64)
-    number[present[np.argsort(first, kind="stable")]] = np.arange(len(present))
+    number[order] = np.arange(len(order))
     group = number[it.units]  # each item's unit, numbered by first appearance
     members = np.argsort(group, kind="stable")  # items unit by unit, in their order within the unit
     sizes = np.bincount(group)

@@ -134,10 +134,15 @@ class ItemsBuilder:
                      None if self.turns is None else list(self.turns), None if self.judge is None else list(self.judge))
 
 
+def first_appearance(units: np.ndarray) -> np.ndarray:
+    """The unit numbers present in ``units``, in the order they first appear."""
+    present, first = np.unique(units, return_index=True)
+    return present[np.argsort(first, kind="stable")]
+
+
 def unit_counts(units: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per unit present in ``units``, in order of first appearance: the sum of ``values`` and the count."""
-    present, first = np.unique(units, return_index=True)
-    order = present[np.argsort(first, kind="stable")]
+    order = first_appearance(units)
     k = np.bincount(units, weights=values.astype(float))[order]
     n = np.bincount(units)[order].astype(float)
     return k, n
