@@ -294,14 +294,16 @@ def test_cast_blind_validation_withholds_the_images_and_reports_the_gain(world, 
     task = CastTask(CastSpec(vlm="ref:describer", pairs=str(pairs), blind=True))
     pair = task.pairs[0]
     imgs = (Image.new("RGB", (30, 20), "red"), Image.new("RGB", (30, 20), "blue"))
-    seen = task._messages(validation_prompt("yes_no", "image"), "image", pair, imgs, "Both are red.", None)
-    blind = task._messages(validation_prompt("yes_no", "image"), "image", pair, imgs, "Both are red.", None,
+    seen = task._messages(validation_prompt("yes_no", "image"), "image", pair, task.shown(imgs), "Both are red.",
+                          None)
+    blind = task._messages(validation_prompt("yes_no", "image"), "image", pair, task.shown(imgs), "Both are red.", None,
                            blind=True)
     assert len(seen[0].images) == 1 and blind[0].images == [] and blind[0].text == seen[0].text
     saved = task.vlm.capabilities
     task.vlm.capabilities = Capabilities(text_only=False)  # a model that requires an image: a grey one
     try:
-        grey = task._messages(validation_prompt("yes_no", "image"), "image", pair, imgs, "Both are red.", None,
+        grey = task._messages(validation_prompt("yes_no", "image"), "image", pair, task.shown(imgs), "Both are red.",
+                              None,
                               blind=True)
     finally:
         task.vlm.capabilities = saved

@@ -27,6 +27,7 @@ characters, disjoint images, and a recorded seed (the authors set none).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from pydantic import BaseModel, Field
 from ..core import remote
 from ..core.files import InputFileError, iter_jsonl_objects, jsonl_objects, require_str
 from ..core.inputs import dataset_path, read_image
-from ..core.messages import Message
+from ..core.messages import ImagePart, Message
 from ..core.spec import load_model
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
@@ -167,16 +168,21 @@ class CastTask(SpecTask):
     def samples(self) -> list[Sample]:
         return [Sample(p["id"], p) for p in self.pairs]
 
-    def _messages(self, instruction: str, modality: str, pair: dict[str, Any],
-                  imgs: tuple[Image.Image, Image.Image], statement: str | None, prefill: str | None,
-                  blind: bool = False) -> list[Message]:
+    def shown(self, imgs: tuple[Image.Image, Image.Image]) -> dict[bool, list[ImagePart]]:
+        """A pair's image parts, made once (a pair sends them in up to 100 requests): the side-by-side image or
+        the two images (key False), and what a blind request carries instead (key True; methods/blind.py)."""
+        shown = [imgs[0], imgs[1]] if self.cfg.two_images else [side_by_side(imgs[0], imgs[1], self.cfg.image_size)]
+        return {False: [ImagePart.from_pil(im) for im in shown],
+                True: [ImagePart.from_pil(p) for im in shown for p in withheld(im, self.vlm)[0]]}
+
+    def _messages(self, instruction: str, modality: str, pair: dict[str, Any], shown: dict[bool, list[ImagePart]],
+                  statement: str | None, prefill: str | None, blind: bool = False) -> list[Message]:
         """The authors' layout: image(s), instruction, scene descriptions (text modalities), statement last;
-        then the pre-filled assistant turn where the adapter continues one.  ``blind``: the images withheld
-        (none, or grey ones of the same size for a model that requires an image: methods/blind.py)."""
+        then the pre-filled assistant turn where the adapter continues one.  ``shown``: the pair's image parts
+        (:meth:`shown`); ``blind``: the images withheld."""
         parts: list = []
         if modality in ("image", "both"):
-            shown = [imgs[0], imgs[1]] if self.cfg.two_images else [side_by_side(imgs[0], imgs[1], self.cfg.image_size)]
-            parts += [p for im in shown for p in withheld(im, self.vlm)[0]] if blind else shown
+            parts += shown[blind]
         text = instruction  # one text, with the authors' line breaks (consistency/generator.py, validator.py)
         if modality in ("text", "both"):
             text += f"\n\nScene 1:\n\n{pair['a']['description']}\n\nScene 2:\n\n{pair['b']['description']}"
@@ -202,9 +208,10 @@ class CastTask(SpecTask):
         pair = sample.payload
         imgs = (await read_image(pair["a"]["image"], root=pair["a"].get("root")),
                 await read_image(pair["b"]["image"], root=pair["b"].get("root")))
-        return await repeated(lambda k: self._once(pair, imgs, session, k), self.cfg.repeats)
+        shown = await asyncio.to_thread(self.shown, imgs)
+        return await repeated(lambda k: self._once(pair, shown, session, k), self.cfg.repeats)
 
-    async def _once(self, pair: dict[str, Any], imgs: tuple[Image.Image, Image.Image], session: Session,
+    async def _once(self, pair: dict[str, Any], shown: dict[bool, list[ImagePart]], session: Session,
                     repeat: int) -> dict[str, Any]:
         """Statements in each modality, each validated in every modality and format (repeat ``repeat``)."""
         vlm = session.vlm(self.vlm)
@@ -218,7 +225,7 @@ class CastTask(SpecTask):
         gen_cfg = generation_config(c.gen_max_tokens, c.repeats, c.temperature, repeat, c.seed)
         val_cfg = generation_config(c.val_max_tokens, c.repeats, c.temperature, repeat, c.seed)
         for g in MODALITIES:
-            msgs = self._messages(generation_prompt(g, two), g, pair, imgs, None, GEN_PREFILL if prefill else None)
+            msgs = self._messages(generation_prompt(g, two), g, pair, shown, None, GEN_PREFILL if prefill else None)
             out = await vlm.generate(msgs, gen_cfg, template=TEMPLATE_VERSION)
             # with a pre-filled "Similarities:\n\n1." the reply continues item 1
             full = (GEN_PREFILL + out.text) if prefill else out.text
@@ -228,7 +235,7 @@ class CastTask(SpecTask):
                 verdicts: dict[str, dict[str, Any]] = {}
                 for v in MODALITIES:
                     for fmt in FORMATS:
-                        msgs = self._messages(validation_prompt(fmt, v, two), v, pair, imgs, st,
+                        msgs = self._messages(validation_prompt(fmt, v, two), v, pair, shown, st,
                                               VAL_PREFILL if prefill else None)
                         ans = await vlm.generate(msgs, val_cfg, template=TEMPLATE_VERSION)
                         verdicts[f"{v}|{fmt}"] = {"raw": ans.text, "verdict": parse_verdict(ans.text, fmt),
@@ -237,7 +244,7 @@ class CastTask(SpecTask):
                 if c.blind and g != "image" and len(entry["statements"]) < 3:  # the headline's Top-3
                     item["blind"] = {}
                     for fmt in FORMATS:
-                        msgs = self._messages(validation_prompt(fmt, "image", two), "image", pair, imgs, st,
+                        msgs = self._messages(validation_prompt(fmt, "image", two), "image", pair, shown, st,
                                               VAL_PREFILL if prefill else None, blind=True)
                         ans = await vlm.generate(msgs, val_cfg, template=TEMPLATE_VERSION)
                         item["blind"][fmt] = {"raw": ans.text, "verdict": parse_verdict(ans.text, fmt)}

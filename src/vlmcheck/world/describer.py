@@ -38,12 +38,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import io
 import math
 import re
+import threading
+from collections import OrderedDict
 
 from PIL import Image
 
-from ..core.messages import Message
+from ..core.messages import ImagePart, Message
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, Usage
 from ..core.spec import ModelSpec
 from . import language as lang
@@ -58,10 +61,49 @@ from .similarity import _CAST_FORMATS, _CAST_GEN, _CAST_WORDS, similarities, sta
 # ----------------------------------------------------------------------------- the model
 
 
-@functools.lru_cache(maxsize=512)
-def _perceive_cached(key: str, data: bytes, size: tuple[int, int], robust: bool = False) -> Perceived | None:
-    img = Image.frombytes("RGB", size, data)
-    return perceive(img, robust=robust)
+class _Perceptions:
+    """What was perceived in an image, by the image's key, least recently used out.
+
+    Not ``functools.lru_cache``: its key would hold the pixels themselves, hashed on every lookup, and a hit
+    should need no pixels at all.  Thread-safe: the model answers in worker threads."""
+
+    def __init__(self, limit: int = 512) -> None:
+        self.limit = limit
+        self.entries: OrderedDict[tuple[str, bool], Perceived | None] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: str, img: Image.Image, robust: bool) -> Perceived | None:
+        with self.lock:
+            if (key, robust) in self.entries:
+                self.entries.move_to_end((key, robust))
+                return self.entries[(key, robust)]
+        p = perceive(img.convert("RGB"), robust=robust)  # outside the lock: two threads may both perceive it
+        with self.lock:
+            self.entries[(key, robust)] = p
+            while len(self.entries) > self.limit:
+                self.entries.popitem(last=False)
+        return p
+
+
+_PERCEPTIONS = _Perceptions()
+_KEY = "_vlmcheck_key"  # an attribute of a request's decoded image: the key its part was sent with
+
+
+@functools.lru_cache(maxsize=64)
+def _decoded(key: str, data: bytes) -> Image.Image:
+    """A request image decoded once (CAST sends one image in up to 100 requests; VHExpansion and ChEF one per
+    question), known afterwards by ``key``.  Shared: whoever reads it makes new images (crop, convert)."""
+    from ..core.images import to_rgb
+
+    img = Image.open(io.BytesIO(data))
+    img.load()
+    img = to_rgb(img)  # as ImagePart.to_pil
+    setattr(img, _KEY, key)  # not copied by crop() or convert(): a derived image is keyed by its own pixels
+    return img
+
+
+def _image(part: ImagePart) -> Image.Image:
+    return _decoded(f"{part.key}:{part.sha256}", part.data)
 
 
 class RefDescriber:
@@ -83,8 +125,8 @@ class RefDescriber:
     def _see(self, img: Image.Image) -> tuple[Scene, dict[int, float], float, str, bool] | None:
         from ..core.images import image_hash
 
-        rgb = img.convert("RGB")
-        p = _perceive_cached(image_hash(rgb), rgb.tobytes(), rgb.size, self.robust)
+        key = getattr(img, _KEY, None) or f"pixels:{image_hash(img.convert('RGB'))}"
+        p = _PERCEPTIONS.get(key, img, self.robust)
         if p is None:
             return None
         # errors are drawn per perceived content, not per pixel hash: a perturbed copy that looks the same
@@ -127,11 +169,11 @@ class RefDescriber:
         if not users:
             return "", []
         last = users[-1]
-        images = [im.to_pil() for im in last.images]
+        images = [_image(im) for im in last.images]
         if not images:  # the image may sit in an earlier turn of the same conversation
             for m in reversed(users[:-1]):
                 if m.images:
-                    images = [im.to_pil() for im in m.images]
+                    images = [_image(im) for im in m.images]
                     break
         return last.text, images
 
