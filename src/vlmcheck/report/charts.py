@@ -3,6 +3,7 @@ reliability diagram."""
 
 from __future__ import annotations
 
+import functools
 import io
 from typing import Any
 
@@ -81,33 +82,38 @@ def cast_k(results: dict[str, Any]) -> int:
 
 
 def _cast_heatmaps(run: dict[str, Any]) -> list[dict[str, str]]:
-    plt = _plt()
     # the k of the run's headline (Top-3), so the heatmap and the headline say the same thing
     topk = run["results"]["metrics"].get("topk", {})
     top = topk.get(f"top{cast_k(run['results'])}") or next(iter(topk.values()), None)
     if not top:
         return []
-    out = []
     mods = ["text", "image", "both"]
-    for fmt, mat in top.items():
-        import numpy as np
+    return [{"format": fmt, "svg": _heatmap_svg(fmt, tuple(tuple(mat[g][v]["score"] for v in mods) for g in mods))}
+            for fmt, mat in top.items()]
 
-        arr = np.array([[mat[g][v]["score"] if mat[g][v]["score"] is not None else np.nan for v in mods]
-                        for g in mods], dtype=float)
-        fig, ax = plt.subplots(figsize=(3.2, 2.8))
-        im = ax.imshow(arr, vmin=0, vmax=1, cmap="viridis")
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="consistency")
-        ax.set_xticks(range(3), mods)
-        ax.set_yticks(range(3), mods)
-        ax.set_xlabel("validated in")
-        ax.set_ylabel("generated in")
-        for i in range(3):
-            for j in range(3):
-                ax.text(j, i, "-" if np.isnan(arr[i, j]) else f"{arr[i, j]:.2f}", ha="center", va="center",
-                        color="w" if (np.isnan(arr[i, j]) or arr[i, j] < 0.6) else "k", fontsize=8)
-        ax.set_title(fmt, fontsize=9)
-        out.append({"format": fmt, "svg": _svg(fig)})
-    return out
+
+@functools.lru_cache(maxsize=64)
+def _heatmap_svg(fmt: str, scores: tuple[tuple[float | None, ...], ...]) -> str:
+    """One prompt format's heatmap, drawn once per process for the same scores (a run's own report and a
+    report over several runs show the same one; drawing it takes a fifth of a second)."""
+    import numpy as np
+
+    plt = _plt()
+    mods = ["text", "image", "both"]
+    arr = np.array([[np.nan if x is None else x for x in row] for row in scores], dtype=float)
+    fig, ax = plt.subplots(figsize=(3.2, 2.8))
+    im = ax.imshow(arr, vmin=0, vmax=1, cmap="viridis")
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="consistency")
+    ax.set_xticks(range(3), mods)
+    ax.set_yticks(range(3), mods)
+    ax.set_xlabel("validated in")
+    ax.set_ylabel("generated in")
+    for i in range(3):
+        for j in range(3):
+            ax.text(j, i, "-" if np.isnan(arr[i, j]) else f"{arr[i, j]:.2f}", ha="center", va="center",
+                    color="w" if (np.isnan(arr[i, j]) or arr[i, j] < 0.6) else "k", fontsize=8)
+    ax.set_title(fmt, fontsize=9)
+    return _svg(fig)
 
 
 def _reliability(run: dict[str, Any]) -> str | None:

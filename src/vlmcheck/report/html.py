@@ -12,6 +12,7 @@ the embedded JSON is escaped so that it cannot close its ``<script>`` tag.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any, Iterator
@@ -209,11 +210,21 @@ def _gallery(image: Path, thumbs: "_Thumbs", out_dir: Path) -> dict[str, Any]:
         cells = []
         for sev in (range(1, 6) if name in CORRUPTIONS else [1]):
             path = gdir / f"{name}-{sev}.png"
-            write_bytes_atomic(path, encode_image(corrupt(img, name, sev, seed=0), "PNG"))
+            write_bytes_atomic(path, encode_image(corrupt(img, name, sev, seed=0), "PNG", compress_level=1))
             cells.append({"severity": sev, "thumb": thumbs(path)})
         rows.append({"name": name, "category": CORRUPTIONS[name].category if name in CORRUPTIONS else "preset",
                      "cells": cells})
     return {"original": thumbs(image), "rows": rows}
+
+
+@functools.lru_cache(maxsize=1)
+def _template() -> Any:
+    """The page's template, compiled once per process (compiling it took a quarter of a small run's report)."""
+    env = Environment(loader=PackageLoader("vlmcheck.report", "templates"), autoescape=select_autoescape(["html"]))
+    env.filters["fmt"] = lambda x, d=4: "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
+    # ranks as people write them: 1, 2= for a shared rank (report/terminal.py)
+    env.filters["rank"] = lambda x, ranks=(): "-" if x is None else rank_text(x, list(ranks))
+    return env.get_template("report.html")
 
 
 def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Path | None = None,
@@ -287,11 +298,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                     "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
         # by method, then best first (every headline is higher-is-better), not by run path
         summary.sort(key=lambda s: (s["task"], s["metric"], -(s["value"] if s["value"] is not None else float("-inf"))))
-        env = Environment(loader=PackageLoader("vlmcheck.report", "templates"), autoescape=select_autoescape(["html"]))
-        env.filters["fmt"] = lambda x, d=4: "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
-        # ranks as people write them: 1, 2= for a shared rank (report/terminal.py)
-        env.filters["rank"] = lambda x, ranks=(): "-" if x is None else rank_text(x, list(ranks))
-        page = env.get_template("report.html").render(title=title, views=views, board=board, curve=curve,
+        page = _template().render(title=title, views=views, board=board, curve=curve,
                                                       summary=summary, gallery=gallery, vhx_compare=vhx_compare,
                                                       before_after=before_after, boards=boards,
                                                       decisions=decisions)

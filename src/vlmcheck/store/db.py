@@ -43,7 +43,7 @@ from typing import Any, Iterator
 from PIL import Image
 
 from ..core.files import json_text, printable
-from ..core.images import encode_image, image_hash
+from ..core.images import TRANSPORT_PNG_LEVEL, encode_image, image_hash, transport_bytes
 from ..core.secrets import redact, redacted_json
 
 SCHEMA = """
@@ -424,7 +424,11 @@ class RunStore:
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-            tmp.write_bytes(encode_image(img, "PNG"))
+            # PNG level 1, as sent to a model: the bytes are then the ones a request with this image sends
+            # (transport_bytes keeps them), so a perturbed image is encoded once, not once here and once to send
+            data = (transport_bytes(img, digest, "PNG") if img.mode == "RGB" else
+                    encode_image(img, "PNG", compress_level=TRANSPORT_PNG_LEVEL))
+            tmp.write_bytes(data)
             os.replace(tmp, target)  # atomic: a killed run never leaves half a PNG
         self._exec(
             "INSERT OR IGNORE INTO artifacts(sha256, path, width, height, created_at) VALUES (?, ?, ?, ?, ?)",
