@@ -4,13 +4,11 @@ One task asks every inferencer under every desideratum's settings, and those sha
 its in-context examples; the recipe, the scenarios, the turn scenarios, the metrics and the summary
 (``summary.py`` over the item columns of ``items.py``) are in their own modules.
 
-A :class:`Recipe` (YAML, validated by pydantic) names a scenario loader, an
-instruction (standard query, query pool, or in-context examples), an
-inferencer and the desideratum it measures.  :class:`ChefTask` runs every
-item under the *settings* its desideratum needs (shots 0..N for in-context
-learning; each verbalizer for instruction following; original / image /
-text / both corruptions for robustness); ``summary.py`` summarises with the paper's
-metric.  The recipe, the paper's prompts and answer extraction are in ``recipe.py``.
+A :class:`Recipe` (YAML, validated by pydantic) names a scenario loader, an instruction (standard query, query
+pool, or in-context examples), an inferencer and the desideratum it measures.  :class:`ChefTask` runs every
+item under the *settings* its desideratum needs (shots 0..N for in-context learning; each verbalizer for
+instruction following; original / image / text / both corruptions for robustness); ``summary.py`` summarises
+with the paper's metric.  The recipe, the paper's prompts and answer extraction are in ``recipe.py``.
 
 Inferencers:
 
@@ -207,13 +205,15 @@ class ChefTask(SpecTask):
                                   "n_options": n_options, "meta": item.get("meta", {}), "settings": {}}
         if item.get("image"):
             record["image"] = str(item["image"])  # for the report's thumbnails
+        made: dict[str, Any] = {}  # the corrupted image, made once for the settings that show it
         for name, setting in self.settings():
-            record["settings"][name] = await self._infer(item, {**setting, "repeat": repeat}, session)
+            record["settings"][name] = await self._infer(item, {**setting, "repeat": repeat}, session, made)
         if self.cfg.recipe.desideratum == "language":
             record["judge"] = await self._judge(item, record["settings"]["standard"], session)
         return record
 
-    async def _infer(self, item: dict[str, Any], setting: dict[str, Any], session: Session) -> dict[str, Any]:
+    async def _infer(self, item: dict[str, Any], setting: dict[str, Any], session: Session,
+                     made: dict[str, Any]) -> dict[str, Any]:
         from ...perturb.compose import apply_chain, composite_chain, sample_seed
         from ...perturb.text import corrupt_question
 
@@ -228,9 +228,11 @@ class ChefTask(SpecTask):
             image = parts[0] if parts else None
         if corrupt in ("image", "both") and image is not None:
             chain = composite_chain(seed)
-            image = await asyncio.to_thread(apply_chain, image, chain)  # pixel work off the event loop
+            if "image" not in made:  # one chain per item: "image" and "both" show the same corrupted image
+                corrupted = await asyncio.to_thread(apply_chain, image, chain)  # pixel work off the event loop
+                made["image"] = (corrupted, await asyncio.to_thread(session.store.put_image, corrupted))
             out["image_chain"] = chain
-            out["image"] = await asyncio.to_thread(session.store.put_image, image)  # what the model saw, for the report
+            image, out["image"] = made["image"]  # out["image"]: what the model saw, for the report
         if "turns" in item:
             return {**out, **await self._infer_turns(item, image, session)}
         if corrupt in ("text", "both"):
