@@ -147,6 +147,27 @@ def test_recipes_on_the_world(world, tmp_path):
     assert set(ins["match_ratio"]) == {"natural", "neutral", "unnatural"}
 
 
+def test_robustness_corrupts_each_items_image_once(world, tmp_path, monkeypatch):
+    """The image and both settings show one corrupted image per item, made once: the item's chain applied to
+    its image (what the stored chain regenerates)."""
+    from PIL import Image
+
+    from vlmcheck.perturb import compose
+
+    made = []
+    real = compose.apply_chain
+    monkeypatch.setattr(compose, "apply_chain", lambda img, chain: made.append(chain) or real(img, chain))
+    _run(world, tmp_path, "robustness", vlm="ref:describer?level=0.1")
+    recs = [json.loads(x)["result"] for x in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    assert len(made) == len(recs) == 24
+    for rec in recs:
+        image, both = rec["settings"]["corrupt:image"], rec["settings"]["corrupt:both"]
+        assert image["image"] == both["image"] and image["image_chain"] == both["image_chain"]
+    rec = recs[0]
+    again = real(Image.open(rec["image"]).convert("RGB"), rec["settings"]["corrupt:image"]["image_chain"])
+    assert Image.open(tmp_path / rec["settings"]["corrupt:image"]["image"]).tobytes() == again.tobytes()
+
+
 def test_hallucination_recipe_on_world_pope(world, tmp_path):
     from vlmcheck.methods.pope import build_pope, load_annotations
 

@@ -413,3 +413,14 @@ def test_report_copies_small_images_as_they_are_and_resizes_large_ones(tmp_path)
     assert max(Image.open(tmp_path / full_large).size) == FULL
     assert max(Image.open(tmp_path / thumbs(small)).size) == THUMB
     assert thumbs.full(tmp_path / "missing.png") is None
+
+
+def test_a_rows_detail_is_the_head_of_its_indented_json():
+    """Encoding stops once the shown characters are there; what is shown is json.dumps's text, cut."""
+    from vlmcheck.report.html import _json_head
+
+    rec = {"answer": "ünï\u2028code", "steps": [{"s": i / 7, "path": Path(f"/x/{i}")} for i in range(400)],
+           "nested": {"a": [[1, 2], {"b": None}], "t": True}}
+    for obj in (rec, [], {}, "text", 3.5, {"k": list(range(2000))}):
+        for limit in (0, 1, 17, 600, 6000, 10 ** 6):
+            assert _json_head(obj, limit) == json.dumps(obj, indent=1, ensure_ascii=False, default=str)[:limit]
