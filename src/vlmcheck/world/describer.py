@@ -36,7 +36,6 @@ likelihoods out).
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import io
 import math
@@ -89,21 +88,39 @@ _PERCEPTIONS = _Perceptions()
 _KEY = "_vlmcheck_key"  # an attribute of a request's decoded image: the key its part was sent with
 
 
-@functools.lru_cache(maxsize=64)
-def _decoded(key: str, data: bytes) -> Image.Image:
-    """A request image decoded once (CAST sends one image in up to 100 requests; VHExpansion and ChEF one per
-    question), known afterwards by ``key``.  Shared: whoever reads it makes new images (crop, convert)."""
-    from ..core.images import to_rgb
+class _Decoded:
+    """Request images decoded once, by their part's key, least recently used out beyond ``limit`` bytes of
+    pixels (a 4000-px photo is 48 MB).  CAST sends one image in up to 100 requests; VHExpansion and ChEF one
+    per question.  Each image is shared: whoever reads it makes new images (crop, convert), never changes it."""
 
-    img = Image.open(io.BytesIO(data))
-    img.load()
-    img = to_rgb(img)  # as ImagePart.to_pil
-    setattr(img, _KEY, key)  # not copied by crop() or convert(): a derived image is keyed by its own pixels
-    return img
+    def __init__(self, limit: int = 128 * 1024 * 1024) -> None:
+        self.limit, self.size = limit, 0
+        self.entries: OrderedDict[str, Image.Image] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, part: ImagePart) -> Image.Image:
+        from ..core.images import to_rgb
+
+        key = f"{part.key}:{part.sha256}"
+        with self.lock:
+            if key in self.entries:
+                self.entries.move_to_end(key)
+                return self.entries[key]
+        img = Image.open(io.BytesIO(part.data))
+        img.load()
+        img = to_rgb(img)  # as ImagePart.to_pil
+        setattr(img, _KEY, key)  # not copied by crop() or convert(): a derived image is keyed by its own pixels
+        with self.lock:
+            if key not in self.entries:
+                self.entries[key] = img
+                self.size += img.width * img.height * 3
+            while self.size > self.limit and len(self.entries) > 1:
+                old = self.entries.popitem(last=False)[1]
+                self.size -= old.width * old.height * 3
+        return img
 
 
-def _image(part: ImagePart) -> Image.Image:
-    return _decoded(f"{part.key}:{part.sha256}", part.data)
+_DECODED = _Decoded()
 
 
 class RefDescriber:
@@ -169,11 +186,11 @@ class RefDescriber:
         if not users:
             return "", []
         last = users[-1]
-        images = [_image(im) for im in last.images]
+        images = [_DECODED.get(im) for im in last.images]
         if not images:  # the image may sit in an earlier turn of the same conversation
             for m in reversed(users[:-1]):
                 if m.images:
-                    images = [_image(im) for im in m.images]
+                    images = [_DECODED.get(im) for im in m.images]
                     break
         return last.text, images
 
