@@ -387,21 +387,22 @@ def test_questions_survive_typos_ocr_noise_synonyms_and_an_irrelevant_sentence()
     assert repair_typos("Is the red circle on the left side?") == "Is the red circle on the left side?"
 
 
-def test_the_describers_decoded_images_stay_within_their_byte_budget():
+def test_the_describers_decoded_images_stay_within_their_byte_budget(monkeypatch):
     """Request images are decoded once and kept by their part's key, least recently used out beyond the
     budget (3 bytes a pixel), so big photos never pile up."""
     from PIL import Image
 
     from vlmcheck.core.messages import ImagePart
-    from vlmcheck.world.describer import _Decoded
+    from vlmcheck.world import describer
 
-    cache = _Decoded(limit=3 * 100 * 100 * 2)  # two 100x100 images
+    cache = describer.BoundedCache(3 * 100 * 100 * 2, describer._DECODED.weigh)  # two 100x100 images
+    monkeypatch.setattr(describer, "_DECODED", cache)
     parts = [ImagePart.from_pil(Image.new("RGB", (100, 100), (i, 0, 0))) for i in range(3)]
-    first = cache.get(parts[0])
-    assert cache.get(parts[0]) is first and first.getpixel((5, 5)) == (0, 0, 0)
-    cache.get(parts[1])
-    cache.get(parts[0])  # used again: parts[1] is now the least recently used
-    cache.get(parts[2])
+    first = describer._decoded(parts[0])
+    assert describer._decoded(parts[0]) is first and first.getpixel((5, 5)) == (0, 0, 0)
+    describer._decoded(parts[1])
+    describer._decoded(parts[0])  # used again: parts[1] is now the least recently used
+    describer._decoded(parts[2])
     assert list(cache.entries) == [f"pixels:{parts[0].sha256}", f"pixels:{parts[2].sha256}"]
     assert cache.size == 3 * 100 * 100 * 2
-    assert cache.get(parts[1]).getpixel((0, 0)) == (1, 0, 0) and len(cache.entries) == 2
+    assert describer._decoded(parts[1]).getpixel((0, 0)) == (1, 0, 0) and len(cache.entries) == 2

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -263,37 +264,36 @@ def encode_image(img: Image.Image, fmt: str = DEFAULT_FORMAT, *, compress_level:
 TRANSPORT_PNG_LEVEL = 1
 
 
-class _EncodedCache:
-    """Encoded bytes by (pixel hash, format), least recently used first out, at most ``limit`` bytes.
+class BoundedCache:
+    """Values by key, least recently used out once their weights (``weigh``: bytes, or 1 per entry) pass
+    ``limit``; the newest stays even when it alone passes it.  Thread-safe: images are also prepared, and the
+    reference models answer, in worker threads.  Used for encoded bytes (here) and for ``ref:describer``'s
+    decoded images and perceptions."""
 
-    GenCeption, VHExpansion and ChEF send the same picture many times (one per question, perturbation or
-    step): each is encoded once per process.  Thread-safe: images are also prepared in worker threads.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit, self.size = limit, 0
-        self.entries: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+    def __init__(self, limit: int, weigh: Callable[[Any], int] = lambda value: 1) -> None:
+        self.limit, self.weigh, self.size = limit, weigh, 0
+        self.entries: OrderedDict[Any, Any] = OrderedDict()
         self.lock = threading.Lock()
 
-    def get(self, key: tuple[str, str]) -> bytes | None:
-        with self.lock:
-            data = self.entries.get(key)
-            if data is not None:
-                self.entries.move_to_end(key)
-            return data
-
-    def put(self, key: tuple[str, str], data: bytes) -> None:
-        if len(data) > self.limit // 4:
-            return
+    def get(self, key: Any, default: Any = None) -> Any:
         with self.lock:
             if key not in self.entries:
-                self.entries[key] = data
-                self.size += len(data)
-            while self.size > self.limit:
-                self.size -= len(self.entries.popitem(last=False)[1])
+                return default
+            self.entries.move_to_end(key)
+            return self.entries[key]
+
+    def put(self, key: Any, value: Any) -> None:
+        with self.lock:
+            if key not in self.entries:
+                self.entries[key] = value
+                self.size += self.weigh(value)
+            while self.size > self.limit and len(self.entries) > 1:
+                self.size -= self.weigh(self.entries.popitem(last=False)[1])
 
 
-_ENCODED = _EncodedCache(64 * 1024 * 1024)
+#: Encoded bytes by (pixel hash, format).  GenCeption, VHExpansion and ChEF send the same picture many times
+#: (one per question, perturbation or step): each is encoded once per process.
+_ENCODED = BoundedCache(64 * 1024 * 1024, len)
 
 
 def transport_bytes(img: Image.Image, sha256: str, fmt: str = DEFAULT_FORMAT) -> bytes:
@@ -302,7 +302,8 @@ def transport_bytes(img: Image.Image, sha256: str, fmt: str = DEFAULT_FORMAT) ->
     data = _ENCODED.get(key)
     if data is None:
         data = encode_image(img, fmt, compress_level=TRANSPORT_PNG_LEVEL)
-        _ENCODED.put(key, data)
+        if len(data) <= _ENCODED.limit // 4:  # one huge image never empties the cache
+            _ENCODED.put(key, data)
     return data
 
 

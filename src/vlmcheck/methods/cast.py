@@ -170,10 +170,11 @@ class CastTask(SpecTask):
 
     def shown(self, imgs: tuple[Image.Image, Image.Image]) -> dict[bool, list[ImagePart]]:
         """A pair's image parts, made once (a pair sends them in up to 100 requests): the side-by-side image or
-        the two images (key False), and what a blind request carries instead (key True; methods/blind.py)."""
+        the two images (key False), and with ``blind`` what a blind request carries instead (key True;
+        methods/blind.py)."""
         shown = [imgs[0], imgs[1]] if self.cfg.two_images else [side_by_side(imgs[0], imgs[1], self.cfg.image_size)]
-        return {False: [ImagePart.from_pil(im) for im in shown],
-                True: [ImagePart.from_pil(p) for im in shown for p in withheld(im, self.vlm)[0]]}
+        blind = [p for im in shown for p in withheld(im, self.vlm)[0]] if self.cfg.blind else []
+        return {False: [ImagePart.from_pil(im) for im in shown], True: [ImagePart.from_pil(p) for p in blind]}
 
     def _messages(self, instruction: str, modality: str, pair: dict[str, Any], shown: dict[bool, list[ImagePart]],
                   statement: str | None, prefill: str | None, blind: bool = False) -> list[Message]:

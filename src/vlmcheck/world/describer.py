@@ -40,11 +40,10 @@ import hashlib
 import io
 import math
 import re
-import threading
-from collections import OrderedDict
 
 from PIL import Image
 
+from ..core.images import BoundedCache, image_hash, to_rgb
 from ..core.messages import ImagePart, Message
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, Usage
 from ..core.spec import ModelSpec
@@ -60,67 +59,37 @@ from .similarity import _CAST_FORMATS, _CAST_GEN, _CAST_WORDS, similarities, sta
 # ----------------------------------------------------------------------------- the model
 
 
-class _Perceptions:
-    """What was perceived in an image, by the image's key, least recently used out.
-
-    Not ``functools.lru_cache``: its key would hold the pixels themselves, hashed on every lookup, and a hit
-    should need no pixels at all.  Thread-safe: the model answers in worker threads."""
-
-    def __init__(self, limit: int = 512) -> None:
-        self.limit = limit
-        self.entries: OrderedDict[tuple[str, bool], Perceived | None] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key: str, img: Image.Image, robust: bool) -> Perceived | None:
-        with self.lock:
-            if (key, robust) in self.entries:
-                self.entries.move_to_end((key, robust))
-                return self.entries[(key, robust)]
-        p = perceive(img.convert("RGB"), robust=robust)  # outside the lock: two threads may both perceive it
-        with self.lock:
-            self.entries[(key, robust)] = p
-            while len(self.entries) > self.limit:
-                self.entries.popitem(last=False)
-        return p
-
-
-_PERCEPTIONS = _Perceptions()
+#: What was perceived in an image, by the image's key (the pixels are needed only to perceive it, never to find
+#: it: a functools.lru_cache key would hold them, hashed on every lookup).
+_PERCEPTIONS = BoundedCache(512)
 _KEY = "_vlmcheck_key"  # an attribute of a request's decoded image: the key its part was sent with
+_UNSEEN = object()
 
 
-class _Decoded:
-    """Request images decoded once, by their part's key, least recently used out beyond ``limit`` bytes of
-    pixels (a 4000-px photo is 48 MB).  CAST sends one image in up to 100 requests; VHExpansion and ChEF one
-    per question.  Each image is shared: whoever reads it makes new images (crop, convert), never changes it."""
+def _perceived(key: str, img: Image.Image, robust: bool) -> Perceived | None:
+    p = _PERCEPTIONS.get((key, robust), _UNSEEN)
+    if p is _UNSEEN:  # two threads may both perceive it: the same reading
+        p = perceive(img.convert("RGB"), robust=robust)
+        _PERCEPTIONS.put((key, robust), p)
+    return p
 
-    def __init__(self, limit: int = 128 * 1024 * 1024) -> None:
-        self.limit, self.size = limit, 0
-        self.entries: OrderedDict[str, Image.Image] = OrderedDict()
-        self.lock = threading.Lock()
 
-    def get(self, part: ImagePart) -> Image.Image:
-        from ..core.images import to_rgb
+#: Request images decoded once, by their part's key, within 128 MB of pixels (a 4000-px photo is 48 MB): CAST
+#: sends one image in up to 100 requests; VHExpansion and ChEF one per question.  Each is shared: whoever
+#: reads it makes new images (crop, convert), never changes it.
+_DECODED = BoundedCache(128 * 1024 * 1024, lambda img: img.width * img.height * 3)
 
-        key = f"{part.key}:{part.sha256}"
-        with self.lock:
-            if key in self.entries:
-                self.entries.move_to_end(key)
-                return self.entries[key]
+
+def _decoded(part: ImagePart) -> Image.Image:
+    key = f"{part.key}:{part.sha256}"
+    img = _DECODED.get(key)
+    if img is None:
         img = Image.open(io.BytesIO(part.data))
         img.load()
         img = to_rgb(img)  # as ImagePart.to_pil
         setattr(img, _KEY, key)  # not copied by crop() or convert(): a derived image is keyed by its own pixels
-        with self.lock:
-            if key not in self.entries:
-                self.entries[key] = img
-                self.size += img.width * img.height * 3
-            while self.size > self.limit and len(self.entries) > 1:
-                old = self.entries.popitem(last=False)[1]
-                self.size -= old.width * old.height * 3
-        return img
-
-
-_DECODED = _Decoded()
+        _DECODED.put(key, img)
+    return img
 
 
 class RefDescriber:
@@ -140,10 +109,8 @@ class RefDescriber:
     # -- perception ---------------------------------------------------------------
 
     def _see(self, img: Image.Image) -> tuple[Scene, dict[int, float], float, str, bool] | None:
-        from ..core.images import image_hash
-
         key = getattr(img, _KEY, None) or f"pixels:{image_hash(img.convert('RGB'))}"
-        p = _PERCEPTIONS.get(key, img, self.robust)
+        p = _perceived(key, img, self.robust)
         if p is None:
             return None
         # errors are drawn per perceived content, not per pixel hash: a perturbed copy that looks the same
@@ -186,11 +153,11 @@ class RefDescriber:
         if not users:
             return "", []
         last = users[-1]
-        images = [_DECODED.get(im) for im in last.images]
+        images = [_decoded(im) for im in last.images]
         if not images:  # the image may sit in an earlier turn of the same conversation
             for m in reversed(users[:-1]):
                 if m.images:
-                    images = [_DECODED.get(im) for im in m.images]
+                    images = [_decoded(im) for im in m.images]
                     break
         return last.text, images
 
