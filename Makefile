@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(PY) bench/attack.py
 	$(PY) bench/input_memory.py
 	$(PY) bench/outputs.py
+	$(PY) bench/demo_time.py
 
 # lmms-eval and inspect_ai, each in its own venv under bench/ (torch pinned to the CPU wheel; lmms-eval's
 # torchvision removed as above: its openai model never uses it), measured against vlmcheck on the same fake
