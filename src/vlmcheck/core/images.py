@@ -83,17 +83,18 @@ def to_rgb(img: Image.Image) -> Image.Image:
 DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
-def read_file_bytes(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> bytes:
+def read_file_bytes(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES,
+                    st: os.stat_result | None = None) -> bytes:
     """The bytes of a regular file no larger than ``max_bytes``.
 
-    Checked with ``stat`` before anything is opened: a FIFO would block the
-    reader forever and ``/dev/zero`` would read until memory runs out, so only
-    regular files are read.  The read itself stops at ``max_bytes + 1`` in case
-    the file grows between the check and the read.
+    Checked with ``stat`` before anything is opened (``st``: the caller's ``os.stat(path)``, taken just
+    before): a FIFO would block the reader forever and ``/dev/zero`` would read until memory runs out, so only
+    regular files are read.  The read itself stops at ``max_bytes + 1`` in case the file grows between the
+    check and the read.
     """
     label = str(path)
     try:
-        st = os.stat(path)
+        st = st if st is not None else os.stat(path)
     except FileNotFoundError:
         raise BadImageError(f"{label}: file not found") from None
     except OSError as exc:

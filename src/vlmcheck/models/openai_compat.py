@@ -50,6 +50,7 @@ from typing import Any
 
 
 from ..core.errors import ModelCallError, read_capped
+from ..core.files import dumps as json_dumps
 from ..core.messages import Message, to_openai
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, TokenLogprob, Usage
 from ..core.secrets import redact, register_secret, secret_from_env
@@ -406,7 +407,7 @@ def json_pieces(body: dict[str, Any]) -> list[bytes | str]:
         return {**part, "image_url": {**part["image_url"], "url": f"\x00vlmcheck-image-{len(urls) - 1}\x00"}}
 
     def dumps(obj: Any) -> bytes:
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        return json_dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
     messages = [{**m, "content": [swap(x) for x in m["content"]]} if isinstance(m.get("content"), list) else m
                 for m in body.get("messages", [])]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
-import json
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ import numpy as np
 from PIL import Image
 
 from ..core import inputs
+from ..core.files import dumps
 from ..core.images import image_hash, load_image
 from ..core.messages import Message, canonical_messages
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood
@@ -37,8 +37,8 @@ from .scheduler import CallFailed, Scheduler
 
 
 def call_key(role: str, model: str, request: Any, template: str | None) -> str:
-    payload = json.dumps({"role": role, "model": model, "request": request, "template": template},
-                         sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    payload = dumps({"role": role, "model": model, "request": request, "template": template},
+                    sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()  # same key for valid text
 
 

@@ -38,7 +38,7 @@ from ..core.images import DEFAULT_MAX_FILE_BYTES
 from ..core import inputs
 from ..core.inputs import DEFAULT_PIXEL_BUDGET
 from .loop_clients import close_loop_clients
-from ..store.db import DB_NAME, RunStore
+from ..store.db import DB_NAME, GROUP_COMMIT_S, RunStore
 from .calls import KEY_VERSION, Session, file_keys
 from ..core.progress import Progress
 from .scheduler import RetryPolicy, Scheduler
@@ -143,7 +143,7 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
     if folder.exists() and not folder.is_dir():
         raise RunFolderExists(f"{folder} is a file, not a run folder")
     policy = inputs.InputPolicy(allow_outside=options.allow_outside, max_file_bytes=options.max_image_bytes,
-                                budget=inputs.PixelBudget(options.pixel_budget))
+                                budget=inputs.PixelBudget(options.pixel_budget), dirs={})
     token = inputs.set_policy(policy)
     try:
         with folder_lock(folder):
@@ -163,7 +163,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     spec = run_spec(task, samples, options)  # before the store: a spec that cannot be made leaves no store
     new_store = not (folder / DB_NAME).exists()
     # a resumed store must hold a run: an empty or half-made one says so instead of silently starting over
-    store = RunStore(folder, existing=options.resume and not new_store)
+    store = RunStore(folder, existing=options.resume and not new_store, group_commit=GROUP_COMMIT_S)
     try:
         try:
             _record_spec(store, folder, spec, getattr(task, "spec_model", None))
