@@ -120,12 +120,14 @@ def read_file_bytes(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_FIL
         chunks, got = [], 0
         want = min(fst.st_size, max_bytes) + 1
         while got <= max_bytes:
-            ask = want - got if got < want else 1 << 16  # past the stated size: 64 kB at a time up to the cap
-            chunk = os.read(fd, min(ask, max_bytes + 1 - got))
+            ask = min(want - got if got < want else 1 << 16, max_bytes + 1 - got)  # past the stated size: 64 kB
+            chunk = os.read(fd, ask)
             if not chunk:
                 break
             chunks.append(chunk)
             got += len(chunk)
+            if len(chunk) < ask:  # a regular file (fstat above) reads short only at its end: no read for b""
+                break
         data = b"".join(chunks)
     except OSError as exc:
         raise BadImageError(f"{label}: cannot read ({exc.strerror or exc})") from None

@@ -28,7 +28,6 @@ import functools
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +52,7 @@ class PixelBudget:
         self.total = max(1, int(total))
         self.used = 0
         self.peak = 0
+        self._waiting = 0  # samples inside acquire's slow path (waiting for room, or about to)
         self._cond: asyncio.Condition | None = None
 
     def _condition(self) -> asyncio.Condition:
@@ -61,20 +61,31 @@ class PixelBudget:
         return self._cond
 
     async def acquire(self, n: int, wait: bool) -> None:
-        cond = self._condition()
-        async with cond:
-            if wait:
-                await cond.wait_for(lambda: self.used == 0 or self.used + n <= self.total)
+        if not self._waiting and (not wait or self.used == 0 or self.used + n <= self.total):
+            # room now and nobody waiting: charged at once, without the condition's lock (one event loop
+            # thread: nothing runs between the test and the charge), 6 us less per sample
             self.used += n
             self.peak = max(self.peak, self.used)
+            return
+        cond = self._condition()
+        self._waiting += 1
+        try:
+            async with cond:
+                if wait:
+                    await cond.wait_for(lambda: self.used == 0 or self.used + n <= self.total)
+                self.used += n
+                self.peak = max(self.peak, self.used)
+        finally:
+            self._waiting -= 1
 
     async def release(self, n: int) -> None:
         if n <= 0:
             return
-        cond = self._condition()
-        async with cond:
-            self.used -= n
-            cond.notify_all()
+        self.used -= n
+        if self._waiting:  # only a waiting sample needs waking
+            cond = self._condition()
+            async with cond:
+                cond.notify_all()
 
 
 @dataclass
@@ -113,18 +124,20 @@ def reset_policy(token) -> None:
     _policy.reset(token)
 
 
-@asynccontextmanager
-async def sample_lease():
-    """Everything decoded by :func:`read_image` inside this block is released at its end."""
-    lease = _Lease()
-    token = _lease.set(lease)
-    try:
-        yield lease
-    finally:
-        _lease.reset(token)
+class sample_lease:  # noqa: N801 - used as `async with sample_lease():`, as the generator it replaced
+    """Everything decoded by :func:`read_image` inside this block is released at its end.  A class, not an
+    ``asynccontextmanager``: entered once per sample, the generator machinery cost 3 us of the loop's time."""
+
+    async def __aenter__(self) -> _Lease:
+        self.lease = _Lease()
+        self.token = _lease.set(self.lease)
+        return self.lease
+
+    async def __aexit__(self, *exc: object) -> None:
+        _lease.reset(self.token)
         budget = _policy.get().budget
         if budget is not None:
-            await budget.release(lease.held)
+            await budget.release(self.lease.held)
 
 
 async def release_for_batch() -> None:

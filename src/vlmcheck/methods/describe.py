@@ -58,6 +58,8 @@ class DescribeTask(SpecTask):
         self.cfg = spec
         self.items = load_image_dataset(spec.data)
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
+        # one for every sample (no sample changes it): a pydantic model validated once, not once per sample
+        self._config = GenerationConfig(max_tokens=spec.max_tokens, temperature=spec.temperature)
 
     def samples(self) -> list[Sample]:
         return [Sample(item.id, item) for item in self.items]
@@ -66,13 +68,13 @@ class DescribeTask(SpecTask):
         item = sample.payload
         image = await read_image_part(item.path, root=item.root)
         prompt = item.meta.get("prompt") or self.cfg.prompt
-        config = GenerationConfig(max_tokens=self.cfg.max_tokens, temperature=self.cfg.temperature)
+        config = self._config
         message = Message.user(image, prompt)
         gen = await session.vlm(self.vlm).generate([message], config, template=TEMPLATE_VERSION)
         record: dict[str, Any] = {
             "image": item.id,
             "image_path": str(item.path),  # for the report's thumbnails
-            "image_sha256": message.images[0].sha256,
+            "image_sha256": image.sha256,
             "category": item.category,
             "prompt": prompt,
             "answer": gen.text,

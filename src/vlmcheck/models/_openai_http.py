@@ -105,6 +105,7 @@ class OpenAIHTTP:
         self.proxy, self.proxy_headers = env_proxy(self.base_url)
         https = self.base_url.startswith("https:")
         self.sessions = PerLoopClients(lambda: Session(https), n_sessions)
+        self._timeout: Any = None  # the aiohttp.ClientTimeout of self.timeout, made on the first request
 
     async def request(self, method: str, path: str, body: Any = None, *,
                       timeout: float | None = None) -> bytes:
@@ -112,13 +113,24 @@ class OpenAIHTTP:
         import aiohttp
 
         session = self.sessions.get().http
+        if timeout is None or timeout == self.timeout:
+            if self._timeout is None:
+                self._timeout = aiohttp.ClientTimeout(total=self.timeout)
+            client_timeout = self._timeout  # one object for every request, not one each
+        else:
+            client_timeout = aiohttp.ClientTimeout(total=timeout)
         try:
             async with session.request(method, self.base_url + path, data=body, headers=self.headers,
                                        params=self.query, proxy=self.proxy,
-                                       proxy_headers=self.proxy_headers,
-                                       timeout=aiohttp.ClientTimeout(total=timeout or self.timeout)) as resp:
-                # decompressed chunk by chunk, refused past max_bytes (a 2 MB gzip body can inflate to 2 GB)
-                data = await read_capped(resp.content.iter_chunked(1 << 16), self.max_bytes)
+                                       proxy_headers=self.proxy_headers, timeout=client_timeout) as resp:
+                if (resp.content_length is not None and resp.content_length <= self.max_bytes
+                        and "Content-Encoding" not in resp.headers):
+                    # the usual small JSON answer of a stated, uncompressed length within the cap: read whole
+                    # (aiohttp stops at the stated length), without the chunk iterator's await per chunk
+                    data = await resp.read()
+                else:
+                    # decompressed chunk by chunk, refused past max_bytes (a 2 MB gzip body can inflate to 2 GB)
+                    data = await read_capped(resp.content.iter_chunked(1 << 16), self.max_bytes)
                 if resp.status >= 400:
                     raise _status_error(resp.status, resp.headers, data)
                 return data

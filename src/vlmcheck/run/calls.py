@@ -28,6 +28,7 @@ import numpy as np
 from PIL import Image
 
 from ..core import inputs
+from ..core.answers import split_reasoning
 from ..core.files import dumps
 from ..core.images import image_hash, load_image
 from ..core.messages import Message, canonical_messages
@@ -214,9 +215,9 @@ def final_answer(gen: Generation) -> Generation:
     """``gen`` with its text reduced to the final answer: a reasoning model's thinking (``<think>`` blocks and
     their variants, or the provider's own reasoning field) moves to ``reasoning``, so every method parses and
     scores the answer only.  The cache keeps the raw reply; the split is made on every read."""
-    from ..core.answers import split_reasoning
-
     answer, thought = split_reasoning(gen.text)
+    if thought is None and not gen.reasoning:  # the usual answer: nothing to split or keep
+        return gen
     reasoning = "\n\n".join(x for x in (gen.reasoning, thought) if x) or None
     if thought is not None:
         gen = gen.model_copy(update={"text": answer, "reasoning": reasoning})
