@@ -201,6 +201,20 @@ def test_pybase64_gives_the_standard_librarys_text():
     assert messages._b64_text.__module__.startswith("pybase64")  # the fast one is the one in use
 
 
+def test_the_png_chunk_check_computes_zlibs_crc32():
+    import zlib
+
+    from vlmcheck.core import probe
+
+    rng = random.Random(6)
+    for n in (0, 1, 3, 15, 16, 17, 63, 64, 65, 4096, 70_001):
+        data = bytes(rng.randrange(256) for _ in range(n))
+        assert probe.crc32(memoryview(data)) == zlib.crc32(data)
+        assert probe.crc32(memoryview(b"xx" + data)[2:]) == zlib.crc32(data)
+    pytest.importorskip("zlib_ng")
+    assert probe.crc32.__module__ == "zlib_ng.zlib_ng"  # the fast one is the one in use
+
+
 def test_a_parts_data_url_is_made_once_and_is_the_files_bytes(tmp_path):
     from PIL import Image
 
@@ -216,17 +230,30 @@ def test_a_parts_data_url_is_made_once_and_is_the_files_bytes(tmp_path):
 
 
 def test_dumps_gives_json_dumps_text_for_every_argument_set():
-    from vlmcheck.core.files import dumps
+    from vlmcheck.core.files import dumps, json_encoder, json_text
 
-    objs = [{"b": 1, "a": [1.5, None, True, "é\u2028"], "c": {"z": "x", "y": float("inf")}}, [], "s", 3]
+    objs = [{"b": 1, "a": [1.5, None, True, "é\u2028", -0.0, 1e-05, 1e16, 10 ** 30], "c": {"z": "x", "y": float("inf")}},
+            [], "s\"\\\x00", 3, 2.5, None, {1: 2, "1": 3}, ("t", [("u",)]), {"k": ["\x1f\ud800"]}, {"n": float("nan")}]
     kwargs = [{}, {"sort_keys": True, "separators": (",", ":")}, {"ensure_ascii": False, "indent": 2},
-              {"separators": [",", ":"]},  # unhashable: falls back to json.dumps itself
-              {"default": str, "sort_keys": True}]
+              {"ensure_ascii": False, "sort_keys": True, "separators": (",", ":")},
+              {"separators": [",", ":"]},  # unhashable: json.dumps itself
+              {"default": str, "sort_keys": True}, {"skipkeys": True}, {"allow_nan": False}]
     for kw in kwargs:
         for obj in objs:
-            assert dumps(obj, **kw) == json.dumps(obj, **kw), (obj, kw)
-    with pytest.raises(ValueError):
-        dumps({"x": float("nan")}, allow_nan=False)
+            try:
+                want = json.dumps(obj, **kw)
+            except (ValueError, TypeError) as exc:  # NaN with allow_nan=False, keys 1 and "1" sorted: the same
+                with pytest.raises(type(exc)):
+                    dumps(obj, **kw)
+                continue
+            assert dumps(obj, **kw) == want, (obj, kw)
+            assert json_encoder(**kw)(obj) == want, (obj, kw)
+    assert dumps({object(): 1}, skipkeys=True) == "{}"
+    with pytest.raises(TypeError):
+        dumps({"x": object()})
+    # json_text: non-ASCII as is, a lone surrogate escaped (no UTF-8 text can hold it)
+    assert json_text({"a": "é"}) == '{"a": "é"}'
+    assert json_text({"a": "\udcff", "b": "é"}) == '{"a": "\\udcff", "b": "\\u00e9"}'
 
 
 def test_call_key_is_the_sha256_of_the_sorted_compact_json_of_role_model_request_and_template():

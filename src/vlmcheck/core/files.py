@@ -17,7 +17,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 
 _MODE: int | None = None
@@ -76,34 +76,79 @@ def printable(name: str) -> str:
         return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-#: json.dumps(obj, **kwargs) is JSONEncoder(**kwargs).encode(obj): an encoder made once per set of keyword
-#: arguments instead of once per call spares about 4 us a record (9.2 -> 4.9 us for a sample's record), and a
-#: fast API run encodes five records per request (the store, the cache key, the request body).
-_ENCODERS: dict[tuple, json.JSONEncoder] = {}
+#: json.dumps(obj, **kwargs) is JSONEncoder(**kwargs).encode(obj), which makes a C encoder for every call.  Made
+#: once per set of keyword arguments instead: a sample's record in 2.9 us instead of 9.2, where a fast API run
+#: encodes five such records per request (the store's three, the cache key, the request body).
+_DUMPS: dict[tuple, Callable[[Any], str]] = {}
+
+
+def json_encoder(**kwargs: Any) -> Callable[[Any], str]:
+    """``functools.partial(json.dumps, **kwargs)``, the same text (tested), its encoder made once: hot callers
+    keep the function (a module constant) and skip even the look-up by arguments."""
+    key = tuple(kwargs.items())
+    try:
+        fn = _DUMPS.get(key)
+    except TypeError:  # an unhashable argument (a list of separators): json.dumps itself
+        return lambda obj: json.dumps(obj, **kwargs)
+    if fn is None:
+        fn = _DUMPS[key] = _dumps_for(json.JSONEncoder(**kwargs))
+    return fn
 
 
 def dumps(obj: Any, **kwargs: Any) -> str:
-    """``json.dumps(obj, **kwargs)``, the same text, with the encoder for ``kwargs`` made once (hashable values)."""
-    key = tuple(kwargs.items())
-    try:
-        enc = _ENCODERS.get(key)
-    except TypeError:  # an unhashable argument (a list of separators): an encoder for this call
-        return json.dumps(obj, **kwargs)
-    if enc is None:
-        enc = _ENCODERS[key] = json.JSONEncoder(**kwargs)
-    return enc.encode(obj)
+    """``json.dumps(obj, **kwargs)``, the same text (tested), with the encoder for ``kwargs`` made once."""
+    return json_encoder(**kwargs)(obj)
+
+
+def _dumps_for(enc: json.JSONEncoder) -> Callable[[Any], str]:
+    """``enc.encode``, its C encoder made once: the one ``JSONEncoder.iterencode`` makes per call, built with
+    the same arguments but without ``check_circular``'s dict of the objects being encoded (that dict is per
+    call; without it one encoder serves every call and thread).  A circular object then fails with
+    RecursionError instead of ValueError; nothing vlmcheck encodes is circular."""
+    make = json.encoder.c_make_encoder
+    if make is None or enc.indent is not None:  # no C encoder (another Python), or indented: as json does
+        return enc.encode
+    quote = json.encoder.encode_basestring_ascii if enc.ensure_ascii else json.encoder.encode_basestring
+    encoder = make(None, enc.default, quote, None, enc.key_separator, enc.item_separator, enc.sort_keys,
+                   enc.skipkeys, enc.allow_nan)
+
+    def encode(obj: Any) -> str:
+        if isinstance(obj, str):  # JSONEncoder.encode's own case for a bare string
+            return quote(obj)
+        return "".join(encoder(obj, 0))
+
+    return encode
 
 
 def json_text(obj: Any, **kwargs: Any) -> str:
     """``json.dumps`` with non-ASCII text as is, and escaped (``\\udcff``, lossless) where a string holds lone
     surrogates - a file name that is not valid UTF-8, as Python reads it - which no UTF-8 file or SQLite text can
     hold."""
-    text = dumps(obj, ensure_ascii=False, **kwargs)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = dumps(obj, ensure_ascii=True, **kwargs)
-    return text
+    key = tuple(kwargs.items())
+    fn = _TEXT.get(key)
+    if fn is None:
+        fn = _TEXT[key] = json_text_encoder(**kwargs)
+    return fn(obj)
+
+
+_TEXT: dict[tuple, Callable[[Any], str]] = {}
+
+
+def json_text_encoder(**kwargs: Any) -> Callable[[Any], str]:
+    """:func:`json_text` with these arguments, as a function made once (see :func:`json_encoder`)."""
+    plain, ascii_only = json_encoder(ensure_ascii=False, **kwargs), json_encoder(ensure_ascii=True, **kwargs)
+
+    def encode(obj: Any) -> str:
+        text = plain(obj)
+        if text.isascii():  # most records: nothing to check
+            return text
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = ascii_only(obj)
+        return text
+
+    return encode
 
 
 def _atomic(path: str | os.PathLike, write: Any) -> Path:

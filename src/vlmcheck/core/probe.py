@@ -8,12 +8,18 @@ damaged.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 
 from PIL import Image
 
 from .images import DEFAULT_MAX_PIXELS, SENDABLE_FORMATS, _open, _pillow_errors
+
+try:
+    # zlib-ng's crc32 (carry-less multiply): 10.6 us for a 112-kB PNG where zlib's takes 45.5 us on this
+    # project's machine, 3 % of a fast API run's loop per request.  The same CRC-32, tested.
+    from zlib_ng.zlib_ng import crc32
+except ImportError:  # a platform without a zlib-ng wheel: zlib's, the same value
+    from zlib import crc32
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,7 @@ def png_chunks(data: bytes) -> list[bytes] | None:
     Written by hand for one measured reason: Pillow checks the same CRCs in ``verify()`` but has no way to
     list the chunks, and looking for an ``eXIf`` chunk by searching the whole file for the four letters cost
     more than all the rest of :func:`probe` (70 us for a 110-kB PNG, 0.6 ms per MB).  The walk reads each
-    chunk's 8-byte header and 4-byte CRC and hashes its bytes once (zlib's crc32, as Pillow does)."""
+    chunk's 8-byte header and 4-byte CRC and hashes its bytes once (the CRC-32 Pillow checks, zlib-ng's)."""
     if not data.startswith(_PNG_SIGNATURE):
         return None
     view = memoryview(data)
@@ -113,7 +119,7 @@ def png_chunks(data: bytes) -> list[bytes] | None:
         stop = pos + 8 + length
         if length > 0x7FFFFFFF or stop + 4 > end:
             return None
-        if zlib.crc32(view[pos + 4:stop]) != int.from_bytes(view[stop:stop + 4], "big"):
+        if crc32(view[pos + 4:stop]) != int.from_bytes(view[stop:stop + 4], "big"):
             return None
         pos = stop + 4
     return None

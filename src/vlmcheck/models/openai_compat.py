@@ -50,7 +50,7 @@ from typing import Any
 
 
 from ..core.errors import ModelCallError, read_capped
-from ..core.files import dumps as json_dumps
+from ..core.files import json_encoder
 from ..core.messages import Message, to_openai
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, TokenLogprob, Usage
 from ..core.secrets import redact, register_secret, secret_from_env
@@ -383,6 +383,9 @@ def _joined(pieces: list[bytes | str]) -> bytes:
     return b"".join(p.encode("ascii") if isinstance(p, str) else p for p in pieces)
 
 
+_body_json = json_encoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def json_pieces(body: dict[str, Any]) -> list[bytes | str]:
     """``body`` as the JSON the SDK would send, with each image's data URL spliced in, not re-scanned.
 
@@ -407,7 +410,7 @@ def json_pieces(body: dict[str, Any]) -> list[bytes | str]:
         return {**part, "image_url": {**part["image_url"], "url": f"\x00vlmcheck-image-{len(urls) - 1}\x00"}}
 
     def dumps(obj: Any) -> bytes:
-        return json_dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        return _body_json(obj).encode()
 
     messages = [{**m, "content": [swap(x) for x in m["content"]]} if isinstance(m.get("content"), list) else m
                 for m in body.get("messages", [])]

@@ -29,7 +29,7 @@ from PIL import Image
 
 from ..core import inputs
 from ..core.answers import split_reasoning
-from ..core.files import dumps
+from ..core.files import json_encoder
 from ..core.images import image_hash, load_image
 from ..core.messages import Message, canonical_messages
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood
@@ -37,9 +37,11 @@ from ..store.db import RunStore
 from .scheduler import CallFailed, Scheduler
 
 
+_key_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def call_key(role: str, model: str, request: Any, template: str | None) -> str:
-    payload = dumps({"role": role, "model": model, "request": request, "template": template},
-                    sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    payload = _key_json({"role": role, "model": model, "request": request, "template": template})
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()  # same key for valid text
 
 

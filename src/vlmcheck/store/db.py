@@ -46,7 +46,7 @@ from typing import Any, Iterator
 
 from PIL import Image
 
-from ..core.files import json_text, printable
+from ..core.files import json_text_encoder, printable
 from ..core.images import TRANSPORT_PNG_LEVEL, encode_image, image_hash, transport_bytes
 from ..core.secrets import redact, redacted_json
 
@@ -158,8 +158,7 @@ def artifact_path(digest: str) -> str:
     return f"artifacts/{digest[:2]}/{digest}.png"
 
 
-def _compact_json(obj: Any) -> str:
-    return json_text(obj, sort_keys=True, separators=(",", ":"))
+_compact_json = json_text_encoder(sort_keys=True, separators=(",", ":"))
 
 
 def _dumps(obj: Any) -> str:
