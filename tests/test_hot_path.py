@@ -304,3 +304,35 @@ def test_read_file_bytes_checks_the_stat_it_is_given(tmp_path):
         read_file_bytes(tmp_path / "fifo", st=os.stat(tmp_path / "fifo"))
     with pytest.raises(BadImageError, match="exceeds the image file size limit"):
         read_file_bytes(tmp_path / "a.png", max_bytes=2, st=os.stat(tmp_path / "a.png"))
+
+
+def test_a_miss_returns_the_generation_a_hit_returns(tmp_path):
+    """A sample's own call keeps the model's Generation (not validated again from its JSON); a later hit reads
+    the stored JSON: both give the same answer, reasoning split off as always."""
+    from vlmcheck.core.messages import Message
+    from vlmcheck.core.roles import Capabilities, Generation, TokenLogprob, Usage
+    from vlmcheck.run.calls import Session
+
+    class Model:
+        model_id = "openai:m"
+        capabilities = Capabilities()
+
+        def __init__(self, logprobs) -> None:
+            self.logprobs = logprobs
+
+        async def generate(self, messages, config):
+            return Generation(text="<think>hm</think> a cat", finish_reason="stop", logprobs=self.logprobs,
+                              usage=Usage(input_tokens=3, output_tokens=4), endpoint="http://a")
+
+    for logprobs in (None, [TokenLogprob(token="a", logprob=-0.5)]):
+        store = RunStore(tmp_path / str(bool(logprobs)))
+        session = Session(store)
+
+        async def twice():
+            vlm = session.vlm(Model(logprobs))
+            return await vlm.generate([Message.user("q")]), await vlm.generate([Message.user("q")])
+
+        miss, hit = asyncio.run(twice())
+        assert (session.counters.calls, session.counters.hits) == (1, 1)
+        assert miss == hit and miss.text == "a cat" and miss.reasoning == "hm"
+        store.close()

@@ -254,13 +254,20 @@ class CachedVLM(_Wrapper):
         request = {"messages": canonical_messages(messages, self.session.file_keys),
                    "config": config.model_dump(exclude_none=True)}
 
+        made: list[Generation] = []
+
         async def invoke():
             gen = await self.model.generate(messages, config)
+            made.append(gen)
             return gen.model_dump(mode="json"), (gen.usage.input_tokens, gen.usage.output_tokens)
 
         batch_body = ((lambda: self.model.batch_body(messages, config))
                       if getattr(self.model, "batch_backend", None) is not None else None)
-        response, _ = await self.session._cached(self.role, self.model, request, template, invoke, batch_body)
+        response, hit = await self.session._cached(self.role, self.model, request, template, invoke, batch_body)
+        if made and not hit and made[-1].logprobs is None:
+            # this sample's own call (its last attempt): without logprobs every field is a plain string, number or
+            # None, so validating its stored JSON would give this very Generation back; not made a second time
+            return final_answer(made[-1])
         return final_answer(Generation.model_validate(response))
 
     async def loglikelihood(self, messages: list[Message], continuations: list[str],
