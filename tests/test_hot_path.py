@@ -336,3 +336,28 @@ def test_a_miss_returns_the_generation_a_hit_returns(tmp_path):
         assert (session.counters.calls, session.counters.hits) == (1, 1)
         assert miss == hit and miss.text == "a cat" and miss.reasoning == "hm"
         store.close()
+
+
+def test_a_calls_request_is_encoded_once_for_its_key_and_its_store_row(tmp_path):
+    """call_key with the request's JSON put in place gives the key of the whole payload encoded at once, and
+    put_call keeps that JSON as _dumps would write it: plain, non-ASCII, a secret (redacted), a lone surrogate."""
+    from vlmcheck.core.secrets import register_secret
+    from vlmcheck.run.calls import call_key, request_json
+    from vlmcheck.store.db import _dumps
+
+    register_secret("sk-hotpath-secret-0123456789")
+    requests = [{"messages": [{"content": [{"text": "Describe.", "type": "text"}]}], "config": {"t": 0.0}},
+                {"messages": [{"content": [{"text": "Qué ves? 猫", "type": "text"}]}]},
+                {"messages": [{"content": [{"text": "key sk-hotpath-secret-0123456789", "type": "text"}]}]},
+                {"messages": [{"content": [{"text": "bad \udcff name", "type": "text"}]}]}]
+    store = RunStore(tmp_path)
+    for i, request in enumerate(requests):
+        text = request_json(request)
+        for template in (None, "v2"):
+            assert call_key("vlm", "openai:m", request, template, text) == call_key("vlm", "openai:m", request, template)
+        store.put_call(f"k{i}", role="vlm", model="m", request=request, response={"a": 1}, attempts=1,
+                       request_text=text)
+        stored = store._row("SELECT request FROM calls WHERE key = ?", (f"k{i}",))[0]
+        assert stored == _dumps(request)
+        assert "sk-hotpath-secret" not in stored
+    store.close()

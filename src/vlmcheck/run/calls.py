@@ -40,9 +40,21 @@ from .scheduler import CallFailed, Scheduler
 _key_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def call_key(role: str, model: str, request: Any, template: str | None) -> str:
-    payload = _key_json({"role": role, "model": model, "request": request, "template": template})
+def call_key(role: str, model: str, request: Any, template: str | None, request_text: str | None = None) -> str:
+    """The sha256 of the call's JSON (keys sorted, no spaces, text as is).  ``request_text``: ``request``
+    already in that JSON (:func:`request_json`), put in place instead of encoded again; the same text, since
+    with sorted keys the payload is model, request, role, template."""
+    if request_text is None:
+        payload = _key_json({"role": role, "model": model, "request": request, "template": template})
+    else:
+        payload = (f'{{"model":{_key_json(model)},"request":{request_text},"role":{_key_json(role)},'
+                   f'"template":{_key_json(template)}}}')
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()  # same key for valid text
+
+
+def request_json(request: Any) -> str:
+    """``request`` as it is in its call key (and, valid UTF-8, as the store keeps it)."""
+    return _key_json(request)
 
 
 @dataclass
@@ -146,7 +158,8 @@ class Session:
         """Return (response JSON, was_hit).  ``invoke`` is an async fn returning (response JSON, usage);
         ``batch_body``, for a model with a batch backend, gives the provider request body to batch instead."""
         model_id = model.model_id
-        key = call_key(role, cache_model_id(model, self.key_version), request, template)
+        request_text = _key_json(request)  # encoded once, for the key and for the store
+        key = call_key(role, cache_model_id(model, self.key_version), request, template, request_text)
         hit = await self.lookup(key)
         if hit is not None:
             self.counters.count(model_id, "hits")
@@ -162,7 +175,7 @@ class Session:
             # that call failed or was cancelled: this sample makes its own
         flight = self._flights[key] = loop.create_future()
         try:
-            response, hit = await self._call(key, role, model, request, invoke, batch_body)
+            response, hit = await self._call(key, role, model, request, invoke, batch_body, request_text)
         except BaseException:
             flight.set_result(_NO_ANSWER)
             raise
@@ -173,7 +186,8 @@ class Session:
                 del self._flights[key]
         return response, hit
 
-    async def _call(self, key: str, role: str, model: Any, request: Any, invoke, batch_body) -> tuple[Any, bool]:
+    async def _call(self, key: str, role: str, model: Any, request: Any, invoke, batch_body,
+                    request_text: str | None = None) -> tuple[Any, bool]:
         """The model called for ``key`` (a cache miss), directly or in a provider batch; its answer stored."""
         model_id = model.model_id
         started = time.perf_counter()
@@ -205,7 +219,8 @@ class Session:
         self.counters.count(model_id, "input_tokens", tin)
         self.counters.count(model_id, "output_tokens", tout)
         self.store.put_call(key, role=role, model=model_id, request=request, response=response, attempts=attempts,
-                            input_tokens=tin, output_tokens=tout, duration_s=time.perf_counter() - started)
+                            input_tokens=tin, output_tokens=tout, duration_s=time.perf_counter() - started,
+                            request_text=request_text)
         return response, False
 
 

@@ -131,6 +131,7 @@ class WorkerStore:
         return hit
 
     def put_call(self, key: str, **row: Any) -> None:
+        row.pop("request_text", None)  # the driver's store encodes the request itself
         self.calls[key] = row["response"]
         self._bucket()["calls"].append({"key": key, **row})
 

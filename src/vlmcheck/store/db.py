@@ -165,6 +165,19 @@ def _dumps(obj: Any) -> str:
     return redacted_json(obj, _compact_json)
 
 
+def _request_dumps(request: Any, text: str | None) -> str:
+    """``_dumps(request)``, from ``text`` when that is ``request``'s compact sorted JSON already: the same
+    encoder, so the same text, unless it holds a lone surrogate (then encoded again, escaped, as _dumps does)."""
+    if text is None:
+        return _dumps(request)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return _dumps(request)
+    return redacted_json(request, lambda obj: text if obj is request else _compact_json(obj))
+
+
 class RunStore:
     """Thread-safe handle on a run folder's store."""
 
@@ -379,7 +392,10 @@ class RunStore:
         input_tokens: int = 0,
         output_tokens: int = 0,
         duration_s: float | None = None,
+        request_text: str | None = None,
     ) -> None:
+        """Store an answer; ``request_text``: ``request`` already as compact sorted JSON (its call key's,
+        run/calls.py), kept as it is when it is valid UTF-8 instead of encoded again."""
         # First writer wins: a stored answer is never replaced (an earlier error record is).
         self._write(
             "INSERT INTO calls(key, role, model, request, status, response, attempts, "
@@ -388,8 +404,8 @@ class RunStore:
             "attempts = excluded.attempts, input_tokens = excluded.input_tokens, "
             "output_tokens = excluded.output_tokens, duration_s = excluded.duration_s, error_type = NULL, "
             "error_message = NULL, created_at = excluded.created_at WHERE calls.status = 'error'",
-            (key, role, model, _dumps(request), _dumps(response), attempts, input_tokens, output_tokens,
-             duration_s, time.time()),
+            (key, role, model, _request_dumps(request, request_text), _dumps(response), attempts, input_tokens,
+             output_tokens, duration_s, time.time()),
         )
 
     def put_call_error(self, key: str, *, role: str, model: str, request: Any, error_type: str,
