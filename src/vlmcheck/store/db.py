@@ -32,9 +32,7 @@ that names the file and what to do; the CLI prints it and exits 2.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import errno
 import json
 import logging
 import os
@@ -49,6 +47,8 @@ from PIL import Image
 from ..core.files import json_text_encoder, printable
 from ..core.images import TRANSPORT_PNG_LEVEL, encode_image, image_hash, transport_bytes
 from ..core.secrets import redact, redacted_json
+from .errors import StoreError, store_error  # noqa: F401  (re-exported: where callers have found them)
+from .group_commit import GROUP_COMMIT_S, GroupCommit  # noqa: F401  (re-exported)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -106,45 +106,8 @@ CREATE TABLE IF NOT EXISTS batch_items (
 """
 
 DB_NAME = "store.sqlite"
-#: A run's store commits the answers and samples written within this many seconds of its last commit together
-#: (:meth:`RunStore._write`).  A commit writes every page the transaction touched to the WAL: a sample's call and
-#: journal rows touch five pages (two tables, three indexes), 0.1 ms of the event loop's thread per sample when
-#: each write commits alone (two thirds of the store's time), where a run on a fast API spends about 1 ms per
-#: request in all.  Five samples in one commit share most of those pages.  Measured (bench/api_throughput.py,
-#: 2,000 256-px photos, 50 ms): API phase 2.34 -> 2.10 s.  5 ms is a tenth of the latency of the fastest APIs:
-#: what a SIGKILL loses in the open group is less than the calls in flight it loses anyway.
-GROUP_COMMIT_S = 0.005
 log = logging.getLogger(__name__)
 _SQLITE_HEADER = b"SQLite format 3\x00"
-_DISK_FULL = (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC))
-
-
-class StoreError(RuntimeError):
-    """A run store that cannot be opened, read or written; the message says which file and what to do."""
-
-
-def store_error(path: Path, exc: BaseException) -> StoreError:
-    """One sentence for an SQLite or OS error on the store at ``path``."""
-    text = str(exc).lower()
-    if isinstance(exc, OSError) and exc.errno in _DISK_FULL or "disk is full" in text or "file too large" in text:
-        return StoreError(f"{path}: the disk is full; free some space and continue with `vlmcheck resume "
-                          f"{path.parent}` (finished samples are kept)")
-    if "disk i/o error" in text:  # SQLITE_IOERR: a write the disk refused (a file size limit, a failing disk)
-        return StoreError(f"{path}: the disk refused a write (disk I/O error: is it full or failing?); free space or "
-                          f"check the disk, then continue with `vlmcheck resume {path.parent}`")
-    if (isinstance(exc, PermissionError) or "readonly" in text or "read-only" in text
-            or "unable to open" in text or "permission" in text):
-        return StoreError(f"{path}: cannot write there (read-only folder or file); fix the permissions or copy the "
-                          "run folder somewhere writable")
-    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    return StoreError(f"{path} is damaged ({reason}); move it aside and start the run again with --overwrite")
-
-
-def _running_loop() -> Any:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def _uri(path: Path, read_only: bool) -> str:
@@ -178,7 +141,7 @@ def _request_dumps(request: Any, text: str | None) -> str:
     return redacted_json(request, lambda obj: text if obj is request else _compact_json(obj))
 
 
-class RunStore:
+class RunStore(GroupCommit):
     """Thread-safe handle on a run folder's store."""
 
     def __init__(self, folder: str | os.PathLike, *, existing: bool = False, read_only: bool = False,
@@ -187,11 +150,7 @@ class RunStore:
         that holds a run; ``read_only=True`` (merge's shards) never writes to it; ``group_commit`` (seconds;
         the runner's store: :data:`GROUP_COMMIT_S`) lets answers and samples written on a running event loop
         within that long of the last commit wait for one commit together (:meth:`_write`)."""
-        self.group_commit = group_commit
-        self._group: Any = None  # the timer that commits the open group of writes, while one is open
-        self._group_opened = 0.0
-        self._last_commit = 0.0
-        self._failed: StoreError | None = None  # a group's commit that failed in its timer, raised at the next write
+        self._init_group_commit(group_commit)
         self.folder = Path(folder)
         self.artifact_dir = self.folder / "artifacts"
         self.path = self.folder / DB_NAME
@@ -260,72 +219,13 @@ class RunStore:
                 self.commit()
             finally:
                 self._db.close()
-            if self._failed is not None:  # the last group's commit failed in its timer
-                failed, self._failed = self._failed, None
-                raise failed
+            self._raise_failed_commit()  # the last group's commit failed in its timer
 
     def __enter__(self) -> "RunStore":
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _write(self, sql: str, args: tuple) -> None:
-        """One answer's or sample's row (the writes every sample makes), committed at once, or with
-        ``group_commit`` on, when it comes on a running event loop within ``group_commit`` seconds of the last
-        commit, in a group that a timer commits ``group_commit`` seconds after the group opened.
-
-        A write far from the last one commits at once, as every write did before: a slow run (a local model, a
-        slow API) commits each answer as it comes.  A loop that did not turn in time (a long synchronous stretch)
-        has the group committed by the next write that finds it overdue, or by :meth:`close`.  Reads on this
-        connection see the open group; other processes see it once committed.  A commit that fails in the timer
-        (a full disk) is raised by the next write or by :meth:`close`: the run stops with its one sentence, and
-        a resume runs the group's samples again."""
-        if not self.group_commit:
-            self._exec(sql, args)
-            return
-        with self._lock:
-            if self._failed is not None:
-                failed, self._failed = self._failed, None
-                raise failed
-            now = time.monotonic()
-            if self._group is None:
-                if self._db.in_transaction:  # inside an explicit transaction (transaction()): part of it
-                    self._exec(sql, args)
-                    return
-                loop = _running_loop()
-                if loop is None or now - self._last_commit >= self.group_commit:
-                    self._exec(sql, args)
-                    self._last_commit = now
-                    return
-                self._exec("BEGIN IMMEDIATE")
-                self._group = loop.call_later(self.group_commit, self._commit_in_timer)
-                self._group_opened = now
-            self._exec(sql, args)
-            if now - self._group_opened >= self.group_commit:  # the loop did not turn in time
-                self.commit()
-
-    def commit(self) -> None:
-        """Commit the open group of writes now (nothing to do when none is open)."""
-        with self._lock:
-            if self._group is None:
-                return
-            timer, self._group = self._group, None
-            timer.cancel()
-            try:
-                self._db.execute("COMMIT")
-            except (sqlite3.DatabaseError, OSError) as exc:  # a full disk, a failing one
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.execute("ROLLBACK")
-                raise store_error(self.path, exc) from None
-            finally:
-                self._last_commit = time.monotonic()
-
-    def _commit_in_timer(self) -> None:
-        try:
-            self.commit()
-        except StoreError as exc:  # raised by the run's next write or by close, never lost in the loop's log
-            self._failed = exc
 
     def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
         with self._lock:
