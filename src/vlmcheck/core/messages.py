@@ -27,9 +27,10 @@ from .images import (DEFAULT_FORMAT, SourceFile, decode_image, file_sha256, imag
 from .probe import Header
 
 try:
-    # pybase64 (SIMD): a 112-kB PNG in 5.6 us, where the standard library's base64 takes 240 us on this
-    # project's 2-core machine.  That was a fifth of the event loop's CPU per request in a fast API run
-    # (bench/api_throughput.py, docs/usage.md), and 2 ms a request for a 1-MB photo.  The same text, tested.
+    # pybase64 (SIMD): a 112-kB PNG in 5.6 us, where the standard library's base64 takes 90-240 us alone on
+    # this project's 2-core machine (about 2 ms for a 1-MB photo).  In a full run the gain is smaller: raw
+    # aiohttp given pybase64 spent 0.05 ms less CPU per 256-px request (bench/api_throughput.py --bare-base64,
+    # docs/usage.md).  The same text, tested.
     from pybase64 import b64encode_as_string as _b64_text
 except ImportError:  # a platform without a pybase64 wheel or compiler: the standard library, same text
     def _b64_text(data: bytes) -> str:

@@ -158,7 +158,7 @@ class Session:
         """Return (response JSON, was_hit).  ``invoke`` is an async fn returning (response JSON, usage);
         ``batch_body``, for a model with a batch backend, gives the provider request body to batch instead."""
         model_id = model.model_id
-        request_text = _key_json(request)  # encoded once, for the key and for the store
+        request_text = request_json(request)  # encoded once, for the key and for the store
         key = call_key(role, cache_model_id(model, self.key_version), request, template, request_text)
         hit = await self.lookup(key)
         if hit is not None:

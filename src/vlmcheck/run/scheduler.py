@@ -91,10 +91,9 @@ class Scheduler:
         whichever is shorter - covering connect, queueing in the SDK and the whole body.  The SDKs' own
         timeouts are idle timeouts: a server that trickles one byte at a time never trips them.
         """
-        sem = self._limits.get(key) or self._semaphore(key, limit)
-        policy_deadline = self.retry.call_timeout
-        deadline = (min(timeout, policy_deadline) if timeout and policy_deadline else timeout or policy_deadline
-                    or None)
+        sem = self._semaphore(key, limit)
+        deadlines = [t for t in (timeout, self.retry.call_timeout) if t]
+        deadline = min(deadlines) if deadlines else None
         attempt = malformed = 0
         while True:
             attempt += 1

@@ -44,7 +44,7 @@ from typing import Any, Iterator
 
 from PIL import Image
 
-from ..core.files import json_text_encoder, printable
+from ..core.files import json_text_encoder, printable, utf8_text
 from ..core.images import TRANSPORT_PNG_LEVEL, encode_image, image_hash, transport_bytes
 from ..core.secrets import redact, redacted_json
 from .errors import StoreError, store_error  # noqa: F401  (re-exported: where callers have found them)
@@ -131,13 +131,8 @@ def _dumps(obj: Any) -> str:
 def _request_dumps(request: Any, text: str | None) -> str:
     """``_dumps(request)``, from ``text`` when that is ``request``'s compact sorted JSON already: the same
     encoder, so the same text, unless it holds a lone surrogate (then encoded again, escaped, as _dumps does)."""
-    if text is None:
+    if text is None or not utf8_text(text):
         return _dumps(request)
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            return _dumps(request)
     return redacted_json(request, lambda obj: text if obj is request else _compact_json(obj))
 
 
