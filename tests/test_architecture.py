@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 #: floor are independent of each other.  ("" is the top-level package's own __init__: the public API.)
 LAYERS: list[list[str]] = [
     ["_version", "core", "metrics"],
-    ["store", "testing"],  # testing: the fake servers, which bill by core/tokens.py
+    ["store", "testing", "datasets"],  # testing: the fake servers, which bill by core/tokens.py; datasets: benchmark readers
     ["run"],
     ["perturb"],
     ["models"],

@@ -1,0 +1,11 @@
+"""Benchmarks as researchers download them: one small module per benchmark and form, each turning the files on
+disk into neutral :class:`~vlmcheck.datasets.base.Record` s that the methods convert into their own items.
+
+This package sits one floor below the methods (it imports :mod:`vlmcheck.core` only).  The contract is in
+:mod:`.base`: a reader registers itself with :func:`~.base.register_form`; :func:`~.base.load` detects the form
+of a path (or takes the one the user names) and returns a :class:`~.base.Dataset`.
+"""
+
+from .base import Dataset, DatasetFormError, Form, Record, detect, forms, load, register_form
+
+__all__ = ["Dataset", "DatasetFormError", "Form", "Record", "detect", "forms", "load", "register_form"]

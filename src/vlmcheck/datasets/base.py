@@ -1,0 +1,141 @@
+"""The dataset layer's contract: records, the forms registry, detection.
+
+A *form* is one way a benchmark is laid out on disk (a Hub snapshot of parquet shards, a VLMEvalKit TSV, POPE's
+original JSON lines, MMVP's ``Questions.csv`` + ``MMVP Images/``, ...).  Each form is one function that reads a
+path into a :class:`Dataset`, registered with :func:`register_form` together with a cheap ``detect`` predicate
+that looks at file names (and at most a file's first bytes), never at every row.
+
+Records are neutral: they carry what a benchmark says about an item (question, options, answer, hint,
+category, split, pair) and where its images are.  The methods turn records into their own items
+(GenCeption's images, ChEF's multiple-choice items, VHExpansion's yes/no cases, CAST's pairs).
+
+Rules every reader follows (docs/datasets.md):
+
+* **One image, one unit.**  Rows that share an image name the same file (``images[i]`` is the same string), so
+  the methods chain, cluster and cache by image, not by row.  Images embedded in a file (parquet bytes, base64
+  in a TSV) are written once per distinct content, in the bytes they came in (a JPEG stays a JPEG).
+* **Confined.**  Every image path is inside ``Record.root`` (checked where it is read, core/inputs.py).
+* **Nothing lost silently.**  A row that cannot be used is skipped with a reason in ``Dataset.skipped``; a file
+  that cannot be read at all raises :class:`DatasetFormError` with one sentence naming the file and what was
+  expected.  Duplicate ids are refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+
+class DatasetFormError(ValueError):
+    """A dataset that cannot be read in the form asked for; the message is one sentence naming the file."""
+
+
+@dataclass(slots=True)
+class Record:
+    """One benchmark item, as the benchmark defines it."""
+
+    id: str
+    #: the item's images, as paths (or URLs) inside ``root``; rows sharing an image share the same string
+    images: list[str] = field(default_factory=list)
+    question: str | None = None
+    #: the options' texts, in the benchmark's order (A, B, C, ... for lettered options)
+    options: list[str] = field(default_factory=list)
+    #: the benchmark's answer: an option index for multiple choice, "yes"/"no", a label, a caption, a count
+    answer: Any = None
+    #: context shown with the question (ScienceQA's hint, MMBench's hint)
+    hint: str | None = None
+    category: str | None = None
+    split: str | None = None
+    #: the id that ties items together (MMVP's pair of images, MMBench's circular copies, POPE's image)
+    group: str | None = None
+    #: a description of the image (DOCCI, Flickr30k captions, a CAST scene's text)
+    description: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    #: the folder the images must stay inside
+    root: str | None = None
+
+
+@dataclass
+class Dataset:
+    """What a reader read: the records, and everything it had to leave out or decide."""
+
+    form: str
+    benchmark: str | None
+    source: str
+    records: list[Record]
+    #: (row reference, reason) for every row left out
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: decisions the reader took that the user should know (e.g. "split 'test' chosen: the only one")
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def distinct_images(self) -> int:
+        return len({p for r in self.records for p in r.images})
+
+
+@dataclass(frozen=True)
+class Form:
+    name: str
+    #: the benchmarks this form carries (e.g. ("pope",)); empty for a generic form (a Hub snapshot)
+    benchmarks: tuple[str, ...]
+    detect: Callable[[Path], bool]
+    read: Callable[..., Dataset]
+    #: where its schema is published (dataset card, VLMEvalKit class, the original repository)
+    schema: str = ""
+
+
+_FORMS: dict[str, Form] = {}
+
+
+def register_form(name: str, *, detect: Callable[[Path], bool], benchmarks: tuple[str, ...] = (),
+                  schema: str = "") -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+    """Register ``read(path, *, benchmark=None, **options) -> Dataset`` as the reader of form ``name``."""
+
+    def deco(read: Callable[..., Dataset]) -> Callable[..., Dataset]:
+        if name in _FORMS:
+            raise ValueError(f"dataset form {name!r} registered twice")
+        _FORMS[name] = Form(name, tuple(benchmarks), detect, read, schema)
+        return read
+
+    return deco
+
+
+def forms() -> dict[str, Form]:
+    _load_readers()
+    return dict(_FORMS)
+
+
+def _load_readers() -> None:
+    """Import every reader module of this package once (each registers its forms)."""
+    import importlib
+    import pkgutil
+
+    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if mod.name not in ("base", "__init__"):
+            importlib.import_module(f"{__package__}.{mod.name}")
+
+
+def detect(path: str | Path, benchmark: str | None = None) -> Form:
+    """The form of ``path``: the first registered form whose ``detect`` accepts it (restricted to forms that
+    carry ``benchmark`` when one is named)."""
+    p = Path(path)
+    candidates = [f for f in forms().values()
+                  if benchmark is None or not f.benchmarks or benchmark in f.benchmarks]
+    for f in candidates:
+        try:
+            if f.detect(p):
+                return f
+        except OSError:
+            continue
+    known = ", ".join(sorted(forms()))
+    raise DatasetFormError(f"{path}: no known dataset form found there"
+                           + (f" for benchmark {benchmark!r}" if benchmark else "") + f" (forms: {known})")
+
+
+def load(path: str | Path, benchmark: str | None = None, form: str | None = None, **options: Any) -> Dataset:
+    """Read ``path`` as ``form`` (or the detected one)."""
+    f = forms().get(form) if form else detect(path, benchmark)
+    if f is None:
+        raise DatasetFormError(f"unknown dataset form {form!r} (forms: {', '.join(sorted(forms()))})")
+    return f.read(Path(path), benchmark=benchmark, **options)
