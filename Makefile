@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo screenshots test install bench bench-peers clean browser
+.PHONY: demo screenshots test test-fast install bench bench-peers clean browser
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ browser:
 
 test: $(STAMP) browser
 	$(PY) -m pytest -q
+
+# the developer's loop: every test not marked slow (tests/conftest.py says how a test is marked)
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
 
 bench: $(STAMP)
 	$(PIP) install --quiet --no-deps "imagecorruptions>=1.1.2"
