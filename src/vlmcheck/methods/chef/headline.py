@@ -99,7 +99,7 @@ def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], deside
     it = res if isinstance(res, Items) else Items.of(res) if res else None
     if it is None or not len(it):
         return None
-    first = it.names[0]
+    first = it.primary
     turn_key = out.get("turn_metric")
     if turn_key in out:  # Omnibenchmark, VOC2012
         from .turns import summarize_turns
