@@ -21,7 +21,7 @@ import numpy as np
 
 from ...metrics.clusters import Units
 
-_COLUMNS = {"correct": "b", "extracted": "b", "rule": "b", "pred": "q", "conf": "d", "has_conf": "b", "ans0": "b"}
+_COLUMNS = {"correct": "b", "extracted": "b", "rule": "b", "unread": "b", "pred": "q", "conf": "d", "has_conf": "b", "ans0": "b"}
 _TURN_FIELDS = ("role", "correct", "label", "values", "pred")  # what methods/chef/turns.summarize_turns reads
 _PRIMARY = ("original", "standard", "shots=0")
 
@@ -125,6 +125,7 @@ class ItemsBuilder:
             c["correct"].append(bool(x["correct"]))
             c["extracted"].append(bool(x.get("extracted", False)))
             c["rule"].append(x.get("extracted_by", "rule") == "rule")
+            c["unread"].append(bool(x.get("unread", not x.get("extracted", False))))  # unread: a generated answer
             c["pred"].append(self._code(x.get("pred")))
             conf = x.get("confidence")
             c["conf"].append(float("nan") if conf is None else float(conf))
