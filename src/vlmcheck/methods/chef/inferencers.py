@@ -170,9 +170,9 @@ def likelihood_refusal(recipe: Any, inferencer: str, model_id: str) -> str:
     gen = [n for n in usable_inferencers(recipe) if n in GENERATION]
     ways = ["a server that returns prompt log-probabilities (vLLM: add ?prompt_logprobs=1 to the model spec)"]
     if gen:
-        cost = ("the generated answer read by a parser, with no confidence (so no ECE" +
-                (", the calibration metric" if recipe.desideratum == "calibration" else "") +
-                ") and an unreadable answer counted wrong")
+        cost = ("generated answers read by a parser: no confidence, so no ECE" +
+                (" and no calibration score" if recipe.desideratum == "calibration" else "") +
+                ", and an answer the parser cannot read counts as wrong")
         ways.append(f"{' or '.join('--inferencer ' + g for g in gen)} ({cost})")
     ways.append("a local hf: model")
     why = "" if gen else " (its turn questions are asked only by likelihood)"

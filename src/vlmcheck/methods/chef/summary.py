@@ -35,31 +35,35 @@ UNREAD_WARN = 0.10
 
 def _inferencer_note(recipe: Any, used: str) -> str | None:
     """What a run gives up when its inferencer is not the recipe's (the paper's) default."""
+    from .inferencers import INFERENCERS
+
     default = recipe.inferencer.type
     if used == default:
         return None
-    from .inferencers import INFERENCERS
 
     cost = (" - generated answers read by a parser: no confidence, and an answer it cannot read counts as wrong"
             if INFERENCERS[used].generates_answer and not INFERENCERS[default].generates_answer else "")
     return f"the {used} inferencer instead of the recipe's {default}{cost}"
 
 
-def _unread_warning(per: dict[str, Any]) -> str | None:
+def _unread_warning(per: dict[str, Any], yes_no: bool) -> str | None:
     high = {n: v["unread_share"] for n, v in per.items() if v["unread_share"] > UNREAD_WARN}
     if not high:
         return None
     listing = ", ".join(f"{n} {v:.0%}" for n, v in high.items())
-    return (f"the parser could not read over {UNREAD_WARN:.0%} of the answers ({listing}); those count as wrong "
-            "(a yes/no answer as POPE's default, yes), so the accuracy says more about the answer format than "
-            "the model")
+    counted = "as POPE's default, yes" if yes_no else "as wrong"
+    return (f"the parser could not read over {UNREAD_WARN:.0%} of the answers ({listing}); they count {counted}, "
+            "so the accuracy says as much about the answer format as about the model")
 
 
 def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
                     inferencer: str | None = None) -> dict[str, Any]:
     d = recipe.desideratum
     used = inferencer or recipe.inferencer.type
-    out: dict[str, Any] = {"recipe": recipe.name, "desideratum": d, "inferencer": used, "n": len(it)}
+    from .inferencers import INFERENCERS
+
+    out: dict[str, Any] = {"recipe": recipe.name, "desideratum": d, "inferencer": used,
+                           "answers_generated": INFERENCERS[used].generates_answer, "n": len(it)}
     note = _inferencer_note(recipe, used)
     if note:
         out["inferencer_note"] = note
@@ -74,7 +78,9 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
         per[name] = {"accuracy": _mean(c["correct"]), "accuracy_ci95": ci, "interval": how,
                      "match_ratio": _mean(c["extracted"]), "match_ratio_rule": _mean(c["rule"]),
                      "unread": int(c["unread"].sum()), "unread_share": _mean(c["unread"])}
-    warning = _unread_warning(per)
+    from .recipe import POOL_OF_SCENARIO
+
+    warning = _unread_warning(per, POOL_OF_SCENARIO.get(recipe.scenario.type) == "yesno")
     if warning:
         out["unread_warning"] = warning
     blind = per.pop("blind", None)
