@@ -150,6 +150,25 @@ def test_yes_no_answers_keep_popes_default_and_count_the_unread(tmp_path):
     assert "POPE's default, yes" in m["unread_warning"]
 
 
+def test_the_summary_reads_settings_by_name_not_position():
+    """A record read back from samples.jsonl lists its settings in sorted order ("blind" before "standard",
+    "corrupt:*" before "original"): the summary must read the unmanipulated setting by name (issue 47)."""
+    from vlmcheck.methods.chef.summary import ChefSummary
+
+    def rec(i, right, blind_right):
+        st = lambda ok: {"correct": ok, "pred": 0 if ok else 1, "answer": 0, "extracted": True}  # noqa: E731
+        return {"result": {"id": f"q{i}", "image": f"i{i}.png", "n_options": 2, "meta": {},
+                           "settings": {"blind": {**st(blind_right), "blind": "no image"}, "standard": st(right)}}}
+
+    fold = ChefSummary(resolve_recipe("world-accuracy"), None, 0)
+    for i, (a, b) in enumerate([(True, False), (True, True), (False, False), (True, False)]):
+        fold.add(rec(i, a, b))
+    m = fold.result()
+    # sighted: 3 of 4 right; blind: 1 of 4
+    assert list(m["settings"]) == ["standard"] and m["headline"]["value"] == pytest.approx(3 / 4)
+    assert m["blind"]["sighted_setting"] == "standard" and m["blind"]["accuracy"] == pytest.approx(1 / 4)
+
+
 def test_the_refusal_names_every_way_forward(tmp_path):
     data = _mc(tmp_path, [{"question": "Q?", "options": ["a", "b"], "answer": 0}])
     with pytest.raises(CapabilityError) as e:
@@ -263,6 +282,7 @@ def test_blind_runs_for_every_recipe_that_allows_it(world, tmp_path, name):
         assert m["settings"][first]["accuracy"] == pytest.approx(sum(sighted) / len(sighted))
 
 
+@pytest.mark.slow
 def test_blind_through_the_cli_as_in_the_issue(world, tmp_path):
     from typer.testing import CliRunner
 
@@ -273,6 +293,11 @@ def test_blind_through_the_cli_as_in_the_issue(world, tmp_path):
     assert out.exit_code == 0, out.output
     m = json.loads((tmp_path / "r" / "results.json").read_text())["metrics"]
     assert m["blind"]["sighted_setting"] == "standard" and m["headline"]["name"] == "accuracy"
+    assert "world-accuracy (accuracy, ppl inferencer)" in " ".join(out.output.split())
+    from vlmcheck.report.html import build_report  # the report's run spec says which inferencer gave the numbers
+
+    page = build_report([tmp_path / "r"], tmp_path / "report.html").read_text()
+    assert "<tr><th>inferencer</th><td>ppl</td></tr>" in page
 
 
 @pytest.mark.slow

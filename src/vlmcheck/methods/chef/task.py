@@ -270,6 +270,18 @@ class ChefTask(SpecTask):
             question, options, answer = c["question"], c["options"], c["answer"]
             out["text_chain"] = c["chain"]
             out["question"] = question  # what the model was asked
+        ask, labels = await self._ask(item, setting, session, image, question, options, seed)
+        out.update(await self.inferencer(session.vlm(self.vlm), ask))  # the Inferencer (B.3)
+        out["answer"] = answer
+        out["correct"] = out["pred"] == answer
+        out["labels"] = labels
+        return out
+
+    async def _ask(self, item: dict[str, Any], setting: dict[str, Any], session: Session, image: Any,
+                   question: str, options: list[str], seed: int) -> tuple[Ask, list[str]]:
+        """The Instruction (B.2) for one question: its labels (a verbalizer's under instruction following), the
+        query (a query-pool entry, the option listing), the in-context examples, the answer pool."""
+        r = self.cfg.recipe
         n = len(options)
         if n > len(LETTERS):
             raise ValueError(f"{n} options: at most {len(LETTERS)} can be labelled")
@@ -280,8 +292,8 @@ class ChefTask(SpecTask):
             labels = verbalizer_labels(setting["verbalizer"], setting["labels"], n)
             extra = "\n" + verbalizer_instruction(labels, n)
         if r.instruction.type == "query_pool" and r.instruction.query_pool:
-            pool = r.instruction.query_pool
-            question = pool[seed % len(pool)].format(question=question)
+            queries = r.instruction.query_pool
+            question = queries[seed % len(queries)].format(question=question)
         kind = self.inferencer.name
         # class names scored by PPL: the authors' query alone, as LAMM's ChEF asks CIFAR-10 and Flickr30k
         lamm_classes = pool == "classes" and kind == "ppl" and r.scenario.type in CLASS_POOL_QUERY
@@ -309,11 +321,7 @@ class ChefTask(SpecTask):
                   continuations=conts, read=read,
                   think_config=generation_config(r.inferencer.max_tokens, c.repeats, c.temperature, k),
                   answer_config=generation_config(32, c.repeats, c.temperature, k))
-        out.update(await self.inferencer(session.vlm(self.vlm), ask))
-        out["answer"] = answer
-        out["correct"] = out["pred"] == answer
-        out["labels"] = labels
-        return out
+        return ask, labels
 
     async def _read(self, session: Session, question: str, options: list[str], labels: list[str], pool: str,
                     text: str) -> dict[str, Any]:
