@@ -66,7 +66,7 @@ def chef_run(
 ) -> None:
     """Run a ChEF recipe; the metric follows its desideratum."""
     from ..core.roles import CapabilityError
-    from ..methods.chef import ChefSpec, ChefTask, resolve_recipe
+    from ..methods.chef import INFERENCERS, ChefSpec, ChefTask, resolve_recipe
 
     C.setup_logging()
     with C.user_errors(FileNotFoundError, CapabilityError):
@@ -81,6 +81,13 @@ def chef_run(
             r.metric.rewriter = rewriter
         if extractor:
             r.metric.extractor = extractor
+        if inferencer:  # the refusal as one sentence, before the spec's validation wraps it
+            from ..methods.chef.recipe import inferencer_refusal
+
+            why = inferencer_refusal(r, inferencer) if inferencer in INFERENCERS else (
+                f"no inferencer {inferencer!r}; ChEF's are {', '.join(INFERENCERS)}")
+            if why:
+                raise ValueError(why)
         spec = C.spec_with_key(vlm, run.api_key)
         task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=run.seed,
                                  blind=blind, repeats=repeats, temperature=temperature, inferencer=inferencer),
