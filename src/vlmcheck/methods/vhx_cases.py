@@ -1,10 +1,19 @@
 """VHExpansion's test cases: yes/no questions on images, from a JSONL or CSV file (a local path or an fsspec
-URL), MMVP's Questions.csv, or a world dataset folder."""
+URL), a world dataset folder, or a benchmark release the dataset layer reads (datasets/: MMVP's Questions.csv +
+``MMVP Images/``, POPE's ``coco_pope_*.json``, VHTest's workbooks, ...).
+
+Multiple-choice records become ONE binary case each, as VHExpansion counts them (Table 1: MMVP, 300 questions,
+300 cases; section 3: "non-binary question-answer pairs can be rewritten as binary counterparts"): a question
+whose options are Yes/No is asked as it is; any other asks whether the first option is the answer
+("<question> Is the answer '<option a>'?", yes when (a) is right).  Asking about the same option on both images
+of an MMVP pair keeps the pair's two answers opposite, as MMVP built them.  The record's pair id travels in the
+case's ``meta["pair"]`` so that MMVP's pair accuracy is reported beside symmetric accuracy."""
 
 from __future__ import annotations
 
 import csv
 import io
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +22,8 @@ from dataclasses import dataclass, field
 from ..core import remote
 from ..core.files import InputFileError, iter_jsonl_objects, read_text_input, require_str
 from ..core.inputs import dataset_path
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -44,8 +55,9 @@ def load_cases(source: str | Path) -> list[Case]:
     if remote.is_url(source):
         return _url_cases(str(source))
     src = Path(source)
-    if src.is_dir() and not (src / "manifest.jsonl").is_file():
-        raise InputFileError(f"{src}: a folder without manifest.jsonl; give a world folder, a .jsonl or a .csv")
+    release = _release(src)
+    if release is not None:
+        return cases_from_dataset(release)
     root = str(src if src.is_dir() else src.parent)
     cases = _load_cases(src)
     if not cases:
@@ -76,10 +88,8 @@ def _csv_cases(src: Any, base: Any, text: str) -> list[Case]:
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
     norm = [{(k or "").strip().lower(): v for k, v in r.items()} for r in rows]
     if norm and "options" in norm[0] and "image" not in norm[0]:
-        if remote.is_url(src):
-            raise InputFileError(f"{src}: MMVP's layout (an images folder beside the CSV) is read from a local "
-                                 "folder only")
-        return _mmvp_cases(src, norm)
+        raise InputFileError(f"{src}: MMVP's layout (Questions.csv with 'MMVP Images/' beside it) is read from a "
+                             "local folder only")
     out = []
     for i, r in enumerate(norm):
         img = r.get("image") or r.get("image_path") or r.get("path")
@@ -124,23 +134,69 @@ def _answer(value: Any, where: str) -> str:
         raise InputFileError(f"{where}: {exc}") from None
 
 
-def _mmvp_cases(src: Path, rows: list[dict[str, str]]) -> list[Case]:
-    """MMVP's Questions.csv (Index, Question, Options "(a) x (b) y", Correct Answer "(a)") with images
-    ``MMVP Images/<Index>.jpg`` beside it, rewritten as binary cases (VHExpansion section 3: non-binary
-    question-answer pairs can be rewritten as binary ones): for every option, "<question> Is the answer
-    '<option>'?" with answer yes for the correct option and no for the others."""
-    import re
+def _release(src: Path):
+    """The benchmark release at ``src`` read by the dataset layer, or None for this module's own forms (a world
+    folder, a JSONL or CSV of cases; a ``.json`` that no release form claims is read as JSON Lines)."""
+    from ..datasets import DatasetFormError, detect
+    from ..datasets import mmvp
 
-    folder = next((p for p in (src.parent / "MMVP Images", src.parent / "images") if p.is_dir()), src.parent)
-    out = []
-    for r in rows:
-        idx = r.get("index") or r.get("id")
-        opts = re.findall(r"\(([a-z])\)\s*([^()]+?)\s*(?=\([a-z]\)|$)", r["options"].strip())
-        correct = re.sub(r"[^a-z]", "", (r.get("correct answer") or "").lower())
-        img = next((folder / f"{idx}{ext}" for ext in (".jpg", ".png", ".jpeg") if (folder / f"{idx}{ext}").exists()),
-                   folder / f"{idx}.jpg")
-        for letter, text in opts:
-            q = f"{r['question'].strip()} Is the answer '{text.strip()}'?"
-            out.append(Case(id=f"{idx}-{letter}", image=str(img), question=q,
-                            answer="yes" if letter == correct else "no", meta={"source": "mmvp", "option": letter}))
+    suffix = src.suffix.lower()
+    if src.is_dir() and (src / "manifest.jsonl").is_file():
+        return None
+    if suffix in (".jsonl", ".ndjson") or (suffix == ".csv" and not mmvp.detect(src)):
+        return None
+    try:
+        form = detect(src)
+    except DatasetFormError:
+        if src.is_file() and suffix != ".xlsx":
+            return None  # a cases file under another name: read as JSON Lines, with that reader's messages
+        raise InputFileError(f"{src}: a folder this command cannot read; give a world folder, a .jsonl or .csv of "
+                             "cases, or a benchmark release (MMVP, POPE, VHTest)") from None
+    return form.read(src, benchmark=None)
+
+
+def binary_question(question: str, option: str) -> str:
+    """A multiple-choice question asked as yes/no about one option (module docstring)."""
+    q = question.strip()
+    if not q.endswith(("?", ".")):
+        q += "?"
+    return f"{q} Is the answer '{option.strip()}'?"
+
+
+def cases_from_dataset(ds) -> list[Case]:
+    """One yes/no case per record of a dataset (datasets.base.Dataset); records that cannot be one are refused
+    together in one sentence when none is left, else listed in the dataset's ``skipped``."""
+    out: list[Case] = []
+    for r in ds.records:
+        where = f"{ds.source}: record {r.id}"
+        if len(r.images) != 1 or not r.question:
+            ds.skipped.append((r.id, "a yes/no case needs one image and a question"))
+            continue
+        meta: dict[str, Any] = {"source": ds.benchmark or ds.form}
+        for key in ("category", "split"):
+            if getattr(r, key):
+                meta[key] = getattr(r, key)
+        if r.options:
+            said = [o.strip().lower().rstrip(".") for o in r.options]
+            if not isinstance(r.answer, int) or not 0 <= r.answer < len(said):
+                ds.skipped.append((r.id, f"answer {r.answer!r} is not an option index"))
+                continue
+            if sorted(said) == ["no", "yes"]:
+                question, answer = r.question, said[r.answer]
+            else:
+                question, answer = binary_question(r.question, r.options[0]), "yes" if r.answer == 0 else "no"
+                meta["asked_option"] = r.options[0]
+            meta["options"] = list(r.options)
+            meta["correct_option"] = r.options[r.answer]
+        else:
+            question, answer = r.question, _answer(r.answer, where)
+        if r.group and ds.benchmark == "mmvp":
+            meta["pair"] = r.group
+        out.append(Case(id=r.id, image=r.images[0], question=question, answer=answer, meta=meta,
+                        root=r.root or str(Path(ds.source).parent)))
+    if not out:
+        why = ds.skipped[0][1] if ds.skipped else "no records"
+        raise InputFileError(f"{ds.source}: no yes/no cases in it ({why})")
+    if ds.skipped:
+        log.warning("%s: %d row(s) left out, e.g. %s: %s", ds.source, len(ds.skipped), *ds.skipped[0])
     return out

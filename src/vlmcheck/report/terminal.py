@@ -121,6 +121,10 @@ def vhexpansion(model: str, m: dict[str, Any]) -> None:
     if m.get("negation"):
         console.print(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
                       "(failed ones are left out of symmetric accuracy)")
+    orig = m.get("variants", {}).get("original") or {}
+    if orig.get("n_mmvp_pairs"):  # MMVP's own metric beside symmetric accuracy
+        console.print(f"MMVP pair accuracy: {orig['pair_accuracy']:.3f} over {orig['n_mmvp_pairs']} pairs (both "
+                      "questions of a pair right)")
     blind_line(m.get("blind"))
 
 
