@@ -270,7 +270,15 @@ class CastTask(SpecTask):
 
 def load_pairs(path: str | Path) -> list[dict[str, Any]]:
     """Scene pairs from a JSONL file, a local path or an fsspec URL; images relative to its folder, confined to
-    it."""
+    it.  A side without an id gets ``<pair id or line index>-a`` / ``-b``.  A folder in the CAST authors' layout
+    (``data/<i>.json`` + ``data/imgs/<i>_{0,1}.jpg``) is read by datasets/cast_pairs.py."""
+    if not remote.is_url(path) and Path(path).is_dir():
+        from ..datasets import cast_pairs
+
+        if not cast_pairs.detect(Path(path)):
+            raise InputFileError(f"{path}: a folder that is not the CAST authors' data/ (<i>.json with "
+                                 "imgs/<i>_0.jpg and imgs/<i>_1.jpg); give that folder or a pairs .jsonl")
+        return cast_pairs.pairs(cast_pairs.read(Path(path)))
     if remote.is_url(path):
         path = str(path)
         base = remote.parent(path)
@@ -290,7 +298,8 @@ def load_pairs(path: str | Path) -> list[dict[str, Any]]:
                 require_str(s, key, f"{path}:{n}: {side}")
             s["image"] = dataset_path(base, s["image"])
             s["root"] = str(base)  # images stay inside the pairs file's folder (core/inputs.py)
-        r.setdefault("id", f"{r['a'].get('id', i)}~{r['b'].get('id', i)}")
+            s.setdefault("id", f"{r.get('id', i)}-{side}")
+        r.setdefault("id", f"{r['a']['id']}~{r['b']['id']}")
     return rows
 
 
