@@ -18,6 +18,21 @@ Rules every reader follows (docs/datasets.md):
 * **Nothing lost silently.**  A row that cannot be used is skipped with a reason in ``Dataset.skipped``; a file
   that cannot be read at all raises :class:`DatasetFormError` with one sentence naming the file and what was
   expected.  Duplicate ids are refused.
+
+What the methods read from a record (methods/records.py, the one place records become items):
+
+* GenCeption, describe: ``images`` (one item per distinct path; ``category`` of the first record naming it).
+* ChEF multiple choice (mc, scienceqa, mmbench): ``question``, ``options``, ``answer`` as an option index,
+  ``hint`` (shown as "Context: " for ScienceQA, "Hint: " otherwise), ``group`` and ``meta["circular_copy"]``
+  for MMBench's copies; pope (MME, POPE): ``answer`` "yes"/"no"; classification: ``answer`` the label (or an
+  option index); retrieval: ``description`` (the caption); turn kinds: ``meta`` holds the rows' fields.
+* VHExpansion: ``images[0]``, ``question``, ``answer`` "yes"/"no"; ``group`` kept in the case's meta.
+* CAST ``cast pairs``: ``images[0]`` + ``description``; ``cast run``: two records sharing a ``group``, in
+  order (a, then b), each with ``images[0]`` and ``description``.
+
+Sources: a path, ``NAME:PATH`` (NAME a benchmark of :data:`BENCHMARKS` or a form), or a registered scheme
+(``hfds:ORG/NAME``, :func:`register_scheme`).  Inside :func:`~.imagestore.read_only` nothing is written
+(``vlmcheck data inspect``).
 """
 
 from __future__ import annotations
