@@ -338,7 +338,8 @@ def hub_cache_snapshot(repo: str) -> Path:
     try:
         from huggingface_hub import snapshot_download
 
-        return Path(snapshot_download(repo, repo_type="dataset", local_files_only=True))
+        return Path(snapshot_download(repo, repo_type="dataset", local_files_only=True,
+                                      cache_dir=_hub_cache()))
     except ImportError:
         pass
     except Exception:  # not in the cache (LocalEntryNotFoundError and friends)
