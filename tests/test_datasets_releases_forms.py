@@ -122,7 +122,7 @@ def _scienceqa(tmp_path: Path) -> Path:
     root = tmp_path / "scienceqa"
     problems = {
         "5": {"question": "Which of these states is farthest north?", "choices": ["West Virginia", "Louisiana",
-              "Arizona", "Oklahoma"], "answer": 0, "hint": "", "image": "image.png", "task": "closed choice",
+              "Arizona", "Oklahoma"], "answer": 0, "hint": "Figure: a map.", "image": "image.png", "task": "closed choice",
               "grade": "grade2", "subject": "social science", "topic": "geography", "category": "Geography",
               "skill": "Read a map: cardinal directions", "lecture": "Maps have four cardinal directions.",
               "solution": "West Virginia is farthest north.", "split": "test"},
@@ -147,17 +147,20 @@ def test_scienceqa_release(tmp_path):
     test = load(root)
     assert [r.id for r in test.records] == ["5", "6"] and test.notes[0].startswith("split 'test'")
     assert test.records[0].options == ["West Virginia", "Louisiana", "Arizona", "Oklahoma"]
-    assert test.records[0].answer == 0 and test.records[0].hint is None
+    assert test.records[0].answer == 0 and test.records[0].hint == "Figure: a map." and test.records[1].hint is None
     assert test.records[0].images == [str(root / "images" / "test" / "5" / "image.png")]
     assert test.records[1].images == [] and "1 problems have no image (text-only)" in test.notes
     assert test.records[0].category == "social science" and test.records[0].meta["skill"].startswith("Read a map")
     train = load(root, split="train")
     r = train.records[0]
     assert (r.id, r.answer, r.options[4], r.hint) == ("7", 4, "great horned owl", "Bald eagles eat fish.")
-    from vlmcheck.datasets.scienceqa import with_context
+    # ChEF on the release: the hint as "Context: ..." above the question, as on the JSONL route
+    from vlmcheck.methods.chef.scenarios import load_scenario
 
-    assert with_context(r.question, r.hint) == ("Context: Bald eagles eat fish.\nWhich animal's feet are also "
-                                                "adapted for grabbing prey?")
+    items = load_scenario("scienceqa", f"scienceqa:{root}")
+    assert [(i["id"], i["question"], i["answer"], len(i["options"])) for i in items] == [
+        ("5", "Context: Figure: a map.\nWhich of these states is farthest north?", 0, 4),
+        ("6", "Which tense does the sentence use?\nMona will print her name.", 1, 3)]
 
 
 def test_scienceqa_unknown_split_and_broken_json(tmp_path):
@@ -312,20 +315,18 @@ def _cast(tmp_path: Path) -> Path:
 
 
 def test_cast_authors_pairs(tmp_path):
-    from vlmcheck.datasets.cast_pairs import pairs
     from vlmcheck.methods.cast import load_pairs
 
     root = _cast(tmp_path)
     assert detect(root).name == "cast-pairs" and detect(root / "data").name == "cast-pairs"
     ds = load(root)
-    assert [r.id for r in ds.records] == ["0", "1"] and ds.distinct_images == 4
-    assert ds.records[1].images == [str(root / "data" / "imgs" / "  1_0.jpg"), str(root / "data" / "imgs" /
-                                                                                   "  1_1.jpg")]
-    assert ds.records[0].meta["side_ids"] == ["5859", "4103"] and ds.records[1].meta["image_cosine"] == 0.67
-    p = pairs(ds)[0]
-    assert (p["id"], p["a"]["id"], p["b"]["id"]) == ("0", "5859", "4103")
-    assert p["a"]["description"] == "Inside view of a cave 0." and p["b"]["image"].endswith("  0_1.jpg")
-    assert load_pairs(root / "data") == pairs(load(root / "data"))
+    assert [(r.id, r.group) for r in ds.records] == [("0_0", "0"), ("0_1", "0"), ("1_0", "1"), ("1_1", "1")]
+    assert ds.distinct_images == 4 and ds.records[1].description == "An indoor view of a coconut tree 0."
+    assert ds.records[2].images == [str(root / "data" / "imgs" / "  1_0.jpg")]
+    assert ds.records[3].meta == {"docci_idx": 4104, "image_cosine": 0.67, "text_cosine": 0.3}
+    pairs = load_pairs(root / "data")  # cast run --pairs on the authors' data/ folder
+    assert [(p["id"], p["a"]["id"], p["b"]["id"]) for p in pairs] == [("0", "0_0", "0_1"), ("1", "1_0", "1_1")]
+    assert pairs[0]["a"]["description"] == "Inside view of a cave 0." and pairs[0]["b"]["image"].endswith("  0_1.jpg")
 
 
 def test_hand_made_cast_pairs_without_side_ids_get_ids(tmp_path):

@@ -4,13 +4,11 @@
   is the item's category (MME's layout).  Ids are paths relative to the folder.
 * A folder holding a ``manifest.jsonl`` (e.g. from ``vlmcheck world make``):
   that manifest.
-* ``hfds:NAME_OR_PATH[?split=train&image_column=image&category_column=...&id_column=...]``:
-  a Hugging Face dataset with an Image column, through the user's own
-  ``datasets`` installation (a saved dataset folder is loaded with
-  ``load_from_disk``; a name with ``load_dataset``).  Images are written once
-  as PNG to a cache folder (:func:`hfds_cache_root`); other columns go to
-  ``meta``.  Ray workers on nodes without that folder fetch the files they
-  need from the driver's node (run/ray_worker.py).
+* ``hfds:`` sources, Hub snapshots, VLMEvalKit TSVs and the benchmarks'
+  releases are read by the dataset layer (``vlmcheck.datasets``, turned into
+  items by ``methods/records.py``); its embedded images live in
+  :func:`hfds_cache_root`, from where Ray workers on other nodes fetch the
+  files they need (run/ray_worker.py).
 * A JSONL manifest: one object per line with ``image`` (or ``path``; relative
   to the manifest's folder), optional ``id``, ``category`` and any other fields
   (kept in ``meta``).
@@ -71,7 +69,8 @@ def dataset_name(source: str | Path) -> str | None:
 
 def load_image_dataset(source: str | Path) -> list[ImageItem]:
     if isinstance(source, str) and source.startswith("hfds:"):
-        return load_hf_dataset(source)
+        raise DatasetError(f"{source}: hfds: sources are read by the dataset layer (vlmcheck.methods.records."
+                           "load_images)")
     if remote.is_url(source):  # s3://, gs://, https://, memory://...: read where it is (core/remote.py)
         return _load_url(str(source))
     src = Path(source)
@@ -177,48 +176,3 @@ def hfds_cache_root(cache_dir: str | Path | None = None) -> Path:
     import os
 
     return Path(cache_dir or os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck")) / "hfds"
-
-
-def load_hf_dataset(source: str, cache_dir: str | Path | None = None) -> list[ImageItem]:
-    """Items from a Hugging Face dataset (see module docstring for the spec)."""
-    import hashlib
-    import os
-    from urllib.parse import parse_qsl
-
-    try:
-        import datasets
-    except ImportError as exc:  # an optional dependency: the user's own installation
-        raise DatasetError("hfds: needs the 'datasets' package (pip install datasets)") from exc
-    spec = source[len("hfds:"):]
-    name, _, query = spec.partition("?")
-    params = dict(parse_qsl(query))
-    split = params.get("split", "train")
-    if Path(name).exists():
-        ds = datasets.load_from_disk(name)
-        if isinstance(ds, datasets.DatasetDict):
-            ds = ds[split]
-    else:
-        ds = datasets.load_dataset(name, split=split)
-    image_col = params.get("image_column") or next(
-        (c for c, f in ds.features.items() if isinstance(f, datasets.Image)), None)
-    if image_col is None:
-        raise DatasetError(f"{name}: no Image column (pass ?image_column=...)")
-    cat_col, id_col = params.get("category_column"), params.get("id_column")
-    key = hashlib.sha256(f"{name}|{split}|{ds._fingerprint}".encode()).hexdigest()[:16]
-    cache = hfds_cache_root(cache_dir) / key
-    cache.mkdir(parents=True, exist_ok=True)
-    items = []
-    for i, row in enumerate(ds):
-        item_id = str(row[id_col]) if id_col else f"{i:06d}"
-        path = cache / f"{i:06d}.png"
-        if not path.exists():
-            tmp = path.with_suffix(".tmp.png")
-            row[image_col].save(tmp)
-            os.replace(tmp, path)
-        meta = {k: v for k, v in row.items() if k not in (image_col, cat_col, id_col) and
-                isinstance(v, (str, int, float, bool, list, type(None)))}
-        items.append(ImageItem(id=item_id, path=str(path), category=str(row[cat_col]) if cat_col else None,
-                               meta=meta, root=str(cache)))
-    if not items:
-        raise DatasetError(f"{name}: split {split!r} is empty")
-    return items

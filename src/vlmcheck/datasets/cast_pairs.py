@@ -4,16 +4,14 @@ its images ``data/imgs/<i>_0.jpg`` and ``data/imgs/<i>_1.jpg`` where ``<i>`` is 
 ``.json`` as it is (the release pads it with spaces: ``"  0.json"``, ``"  0_0.jpg"``), as the authors'
 ``SimilarityPairDataset`` reads them.
 
-One record per pair: its two images in order, the two descriptions in ``meta["descriptions"]``, each side's
-DOCCI index as that side's id (``meta["side_ids"]``), the authors' image and description similarities.
-:func:`pairs` gives CAST's own pair objects (``a``/``b`` with id, image, description).
+Two records per pair (the layer's contract for CAST pairs, datasets/base.py): side 0 then side 1, sharing the
+pair's id as their ``group``, each with its image and description; a side's id is its image's name without the
+padding (``0_0``, ``0_1``), its DOCCI index and the authors' image and description similarities in ``meta``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
 from ._release import json_file, refuse
 from .base import Dataset, Record, register_form
 
@@ -54,26 +52,13 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
         if missing:
             ds.skipped.append((f.name, f"image imgs/{missing[0]} not found"))
             continue
-        side = [str(p.get(f"docci_idx_{k}", f"{rid}_{k}")) for k in (0, 1)]
-        ds.records.append(Record(id=rid, images=[str(i) for i in imgs], root=str(folder), meta={
-            "descriptions": [p["description_0"], p["description_1"]], "side_ids": side,
-            "image_cosine": p.get("img_pair_similarity"), "text_cosine": p.get("desc_pair_similarity")}))
+        for k in (0, 1):
+            ds.records.append(Record(id=f"{rid}_{k}", images=[str(imgs[k])], description=p[f"description_{k}"],
+                                     group=rid, root=str(folder), meta={
+                                         "docci_idx": p.get(f"docci_idx_{k}"), "image_cosine": p.get(
+                                             "img_pair_similarity"), "text_cosine": p.get("desc_pair_similarity")}))
     if not ds.records:
         raise refuse(folder, f"CAST pairs whose images exist ({len(ds.skipped)} left out, e.g. "
                              f"{ds.skipped[0][1] if ds.skipped else 'none'})")
     return ds
 
-
-def pairs(ds: Dataset) -> list[dict[str, Any]]:
-    """CAST's pair objects (methods/cast.py) from the records: ``{id, a: {id, image, description, root}, b}``
-    plus the authors' similarities."""
-    out = []
-    for r in ds.records:
-        sides = [{"id": r.meta["side_ids"][k], "image": r.images[k], "description": r.meta["descriptions"][k],
-                  "root": r.root} for k in (0, 1)]
-        pair: dict[str, Any] = {"id": r.id, "a": sides[0], "b": sides[1]}
-        for key in ("image_cosine", "text_cosine"):
-            if r.meta.get(key) is not None:
-                pair[key] = r.meta[key]
-        out.append(pair)
-    return out

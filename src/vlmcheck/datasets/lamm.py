@@ -30,7 +30,7 @@ def detect(path: Path) -> bool:
     return bool(_root_and_files(path)[1])
 
 
-@register_form("lamm", detect=detect, benchmarks=("lamm", "chef"),
+@register_form("lamm", detect=detect, benchmarks=("lamm",),
                schema="github.com/OpenGVLab/LAMM src/ChEF/scenario/*_dataset.py (<root>/meta_file/<Task>_<Dataset>.json)")
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     root, files = _root_and_files(path)

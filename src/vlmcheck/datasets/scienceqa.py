@@ -4,8 +4,8 @@ image "image.png" or null, subject, topic, category, skill, grade, lecture, solu
 
 One record per problem of the chosen split (``split=test`` by default, the split the papers report; the notes
 say which), its options the choices (any number: ScienceQA has up to five), its answer the choice index, its
-hint the problem's context kept apart from the question (the methods add it as "Context: <hint>" in front of
-the question on every route, docs/methods.md), its category the subject.  Problems without an image keep an
+hint the problem's context kept apart from the question (methods/records.py shows it as "Context: <hint>"
+above the question, the same on every route: docs/methods.md), its category the subject.  Problems without an image keep an
 empty image list (ScienceQA-FULL); the methods that need an image leave them out and say how many.
 """
 
@@ -76,8 +76,3 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
                                                f"({len(ds.skipped)} left out)")
     return ds
 
-
-def with_context(question: str, hint: str | None) -> str:
-    """The question as the methods ask it: "Context: <hint>" on the line above when there is a hint (the form
-    of the JSONL route of ChEF's ``scienceqa`` scenario, kept the same on every route)."""
-    return f"Context: {hint}\n{question}" if hint else question

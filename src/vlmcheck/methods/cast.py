@@ -270,15 +270,13 @@ class CastTask(SpecTask):
 
 def load_pairs(path: str | Path) -> list[dict[str, Any]]:
     """Scene pairs from a JSONL file, a local path or an fsspec URL; images relative to its folder, confined to
-    it.  A side without an id gets ``<pair id or line index>-a`` / ``-b``.  A folder in the CAST authors' layout
-    (``data/<i>.json`` + ``data/imgs/<i>_{0,1}.jpg``) is read by datasets/cast_pairs.py."""
-    if not remote.is_url(path) and Path(path).is_dir():
-        from ..datasets import cast_pairs
+    it.  A side without an id gets ``<pair id or line index>-a`` / ``-b``.  Any form the dataset layer reads (the
+    CAST authors' pair files, ``NAME:PATH``) through methods/records.py."""
+    from .records import cast_pairs, dataset_for
 
-        if not cast_pairs.detect(Path(path)):
-            raise InputFileError(f"{path}: a folder that is not the CAST authors' data/ (<i>.json with "
-                                 "imgs/<i>_0.jpg and imgs/<i>_1.jpg); give that folder or a pairs .jsonl")
-        return cast_pairs.pairs(cast_pairs.read(Path(path)))
+    ds = dataset_for(path)
+    if ds is not None:
+        return cast_pairs(ds)
     if remote.is_url(path):
         path = str(path)
         base = remote.parent(path)
@@ -357,17 +355,11 @@ def sentence_embeddings(texts: list[str]) -> np.ndarray:
 def corpus_from(source: str | Path) -> list[dict[str, Any]]:
     """Scenes from a JSONL (image, description[, id]), a world folder (manifest.jsonl), or a Hugging Face
     dataset such as DOCCI (``hfds:NAME?split=train&description_column=description``)."""
-    if isinstance(source, str) and source.startswith("hfds:"):
-        from urllib.parse import parse_qsl
+    from .records import cast_corpus, dataset_for
 
-        from ..core.data import load_hf_dataset
-
-        col = dict(parse_qsl(source.partition("?")[2])).get("description_column", "description")
-        items = load_hf_dataset(source)
-        missing = [it.id for it in items if not isinstance(it.meta.get(col), str)]
-        if missing:
-            raise ValueError(f"{source}: no text column {col!r} (pass ?description_column=...)")
-        return [{"id": it.id, "image": it.path, "description": it.meta[col]} for it in items]
+    ds = dataset_for(source)  # hfds: (description column: ?description_column=...), DOCCI, Flickr30k, ...
+    if ds is not None:
+        return cast_corpus(ds)
     src = Path(source)
     manifest = src / "manifest.jsonl" if src.is_dir() else src
     rows = []

@@ -2,18 +2,13 @@
 URL), a world dataset folder, or a benchmark release the dataset layer reads (datasets/: MMVP's Questions.csv +
 ``MMVP Images/``, POPE's ``coco_pope_*.json``, VHTest's workbooks, ...).
 
-Multiple-choice records become ONE binary case each, as VHExpansion counts them (Table 1: MMVP, 300 questions,
-300 cases; section 3: "non-binary question-answer pairs can be rewritten as binary counterparts"): a question
-whose options are Yes/No is asked as it is; any other asks whether the first option is the answer
-("<question> Is the answer '<option a>'?", yes when (a) is right).  Asking about the same option on both images
-of an MMVP pair keeps the pair's two answers opposite, as MMVP built them.  The record's pair id travels in the
-case's ``meta["pair"]`` so that MMVP's pair accuracy is reported beside symmetric accuracy."""
+Records become cases in methods/records.py (:func:`~.records.vhx_cases`: MMVP's multiple-choice questions as one
+binary case each, the pair id kept for MMVP's pair accuracy)."""
 
 from __future__ import annotations
 
 import csv
 import io
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +17,6 @@ from dataclasses import dataclass, field
 from ..core import remote
 from ..core.files import InputFileError, iter_jsonl_objects, read_text_input, require_str
 from ..core.inputs import dataset_path
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -54,10 +47,16 @@ def load_cases(source: str | Path) -> list[Case]:
     (``s3://.../pope.jsonl``) names its images relative to its folder URL (core/remote.py)."""
     if remote.is_url(source):
         return _url_cases(str(source))
+    from .records import dataset_for, vhx_cases
+
+    ds = dataset_for(source)  # a benchmark release, a Hub copy, a TSV, NAME:PATH (methods/records.py)
+    if ds is not None:
+        return vhx_cases(ds)
     src = Path(source)
-    release = _release(src)
-    if release is not None:
-        return cases_from_dataset(release)
+    if src.is_dir() and not (src / "manifest.jsonl").is_file():
+        raise InputFileError(f"{src}: a folder that is neither a world folder nor a benchmark release vlmcheck "
+                             "reads (docs/datasets.md); give a world folder, a .jsonl or .csv of cases, or the "
+                             "release's folder")
     root = str(src if src.is_dir() else src.parent)
     cases = _load_cases(src)
     if not cases:
@@ -132,71 +131,3 @@ def _answer(value: Any, where: str) -> str:
         return _yesno(value)
     except ValueError as exc:
         raise InputFileError(f"{where}: {exc}") from None
-
-
-def _release(src: Path):
-    """The benchmark release at ``src`` read by the dataset layer, or None for this module's own forms (a world
-    folder, a JSONL or CSV of cases; a ``.json`` that no release form claims is read as JSON Lines)."""
-    from ..datasets import DatasetFormError, detect
-    from ..datasets import mmvp
-
-    suffix = src.suffix.lower()
-    if src.is_dir() and (src / "manifest.jsonl").is_file():
-        return None
-    if suffix in (".jsonl", ".ndjson") or (suffix == ".csv" and not mmvp.detect(src)):
-        return None
-    try:
-        form = detect(src)
-    except DatasetFormError:
-        if src.is_file() and suffix != ".xlsx":
-            return None  # a cases file under another name: read as JSON Lines, with that reader's messages
-        raise InputFileError(f"{src}: a folder this command cannot read; give a world folder, a .jsonl or .csv of "
-                             "cases, or a benchmark release (MMVP, POPE, VHTest)") from None
-    return form.read(src, benchmark=None)
-
-
-def binary_question(question: str, option: str) -> str:
-    """A multiple-choice question asked as yes/no about one option (module docstring)."""
-    q = question.strip()
-    if not q.endswith(("?", ".")):
-        q += "?"
-    return f"{q} Is the answer '{option.strip()}'?"
-
-
-def cases_from_dataset(ds) -> list[Case]:
-    """One yes/no case per record of a dataset (datasets.base.Dataset); records that cannot be one are refused
-    together in one sentence when none is left, else listed in the dataset's ``skipped``."""
-    out: list[Case] = []
-    for r in ds.records:
-        where = f"{ds.source}: record {r.id}"
-        if len(r.images) != 1 or not r.question:
-            ds.skipped.append((r.id, "a yes/no case needs one image and a question"))
-            continue
-        meta: dict[str, Any] = {"source": ds.benchmark or ds.form}
-        for key in ("category", "split"):
-            if getattr(r, key):
-                meta[key] = getattr(r, key)
-        if r.options:
-            said = [o.strip().lower().rstrip(".") for o in r.options]
-            if not isinstance(r.answer, int) or not 0 <= r.answer < len(said):
-                ds.skipped.append((r.id, f"answer {r.answer!r} is not an option index"))
-                continue
-            if sorted(said) == ["no", "yes"]:
-                question, answer = r.question, said[r.answer]
-            else:
-                question, answer = binary_question(r.question, r.options[0]), "yes" if r.answer == 0 else "no"
-                meta["asked_option"] = r.options[0]
-            meta["options"] = list(r.options)
-            meta["correct_option"] = r.options[r.answer]
-        else:
-            question, answer = r.question, _answer(r.answer, where)
-        if r.group and ds.benchmark == "mmvp":
-            meta["pair"] = r.group
-        out.append(Case(id=r.id, image=r.images[0], question=question, answer=answer, meta=meta,
-                        root=r.root or str(Path(ds.source).parent)))
-    if not out:
-        why = ds.skipped[0][1] if ds.skipped else "no records"
-        raise InputFileError(f"{ds.source}: no yes/no cases in it ({why})")
-    if ds.skipped:
-        log.warning("%s: %d row(s) left out, e.g. %s: %s", ds.source, len(ds.skipped), *ds.skipped[0])
-    return out
