@@ -3,7 +3,8 @@ layouts: ``images/*.jpg`` with ``questions_answers_YN/*.txt`` (artwork, celebrit
 or the images and their ``.txt`` side by side (the other nine).  Each ``.txt`` names its image by its stem and
 holds two tab-separated lines, ``question<TAB>Yes`` and ``question<TAB>No``.
 
-One record per question (answer "yes"/"no"), its category the folder's name (GenCeption's MMECeption groups
+One record per question (answer "yes"/"no"), its category the folder's name (MME's 14; another sub-folder laid
+out the same way is read too, and named in the notes) (GenCeption's MMECeption groups
 the 14 into 10 visual and 4 textual ones by these names), its group the image: the two questions of an image
 name the same file.  Only images named by a ``.txt`` are read, so the ``results_<model>/`` folders that the
 GenCeption authors' code writes inside a category folder are never taken for MME images.
@@ -25,12 +26,21 @@ def _root(path: Path) -> Path:
     return inner if inner.is_dir() else path
 
 
+def _laid_out(folder: Path) -> bool:
+    """A category folder in one of MME's two layouts."""
+    return (folder / "questions_answers_YN").is_dir() or any(folder.glob("*.txt"))
+
+
 def _categories(root: Path) -> list[Path]:
-    return [root / c for c in CATEGORIES if (root / c).is_dir()]
+    """MME's category folders (its 14 first, in the paper's order), then any other sub-folder laid out as one."""
+    known = [root / c for c in CATEGORIES if (root / c).is_dir()]
+    other = sorted(p for p in root.iterdir() if p.is_dir() and p.name not in CATEGORIES and _laid_out(p))
+    return known + other
 
 
 def detect(path: Path) -> bool:
-    return path.is_dir() and bool(_categories(_root(path)))
+    root = _root(path)
+    return path.is_dir() and any((root / c).is_dir() and _laid_out(root / c) for c in CATEGORIES)
 
 
 @register_form("mme", detect=detect, benchmarks=("mme",),
@@ -42,9 +52,9 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     if not cats:
         raise refuse(path, f"MME's release folder (category folders such as {', '.join(CATEGORIES[:4])}, ...)")
     ds = Dataset("mme", "mme", str(path), [])
-    others = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in CATEGORIES)
+    others = [p.name for p in cats if p.name not in CATEGORIES]
     if others:
-        ds.notes.append(f"folders that are not MME categories, not read: {', '.join(others)}")
+        ds.notes.append(f"categories that are not among MME's 14, read as laid out: {', '.join(others)}")
     for cat in cats:
         qa = cat / "questions_answers_YN"
         txts, pics = (sorted(qa.glob("*.txt")), cat / "images") if qa.is_dir() else (sorted(cat.glob("*.txt")), cat)
