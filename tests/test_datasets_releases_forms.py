@@ -235,6 +235,11 @@ def test_cifar10_batches(tmp_path, monkeypatch):
     for r, want in zip(ds.records, pixels):
         assert np.array_equal(np.asarray(Image.open(r.images[0])), want)  # lossless, channels in order
     assert load(folder).records[0].images == ds.records[0].images  # written once
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    items = load_scenario("classification", str(folder))  # ChEF's cifar10 recipe on the release
+    assert [(i["id"], i["options"][i["answer"]]) for i in items] == [
+        ("test_batch-0", "cat"), ("test_batch-1", "ship"), ("test_batch-2", "airplane")]
 
 
 def test_cifar10_batch_that_would_run_code_is_refused(tmp_path, monkeypatch):
@@ -401,6 +406,21 @@ def test_lamm_meta_paths_relative_to_the_data_root(tmp_path):
     assert ds.records[1].images == [str(root / "scienceqa_images" / "1.png")]  # not under meta_file/
     assert ds.records[1].options == ["Maine", "Ohio"]
     assert load(root / "meta_file" / "VQA_ScienceQA.json").records[0].images == ds.records[1].images
+    assert ds.records[0].meta == {"task": "Classification", "dataset": "CIFAR10", "label": "cat",
+                                  "query": "What is the category of the object?"}
+
+
+def test_lamm_fsc147_meta_file_through_chef_counting(tmp_path):
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    root = tmp_path / "2D_Benchmark"
+    (root / "meta_file").mkdir(parents=True)
+    _img(root / "fsc147_images" / "2.jpg")
+    (root / "meta_file" / "Counting_FSC147.json").write_text(json.dumps([
+        {"id": "2.jpg", "image": "fsc147_images/2.jpg", "query": "How many apples are there?", "num": 7}]))
+    items = load_scenario("counting", f"lamm:{root}")
+    assert [(i["id"], i["meta"]["count"], i["image"]) for i in items] == [
+        ("Counting_FSC147/2.jpg", 7, str(root / "fsc147_images" / "2.jpg"))]
 
 
 def test_no_form_is_one_sentence(tmp_path):

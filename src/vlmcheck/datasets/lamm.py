@@ -55,8 +55,10 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
             if not img.is_file():
                 ds.skipped.append((rid, f"image {it['image']} not under the data root {root}"))
                 continue
+            # every field of the item stays in meta: ChEF's turn scenarios read LAMM's own keys (num, object, query)
             rec = Record(id=rid, images=[str(img)], question=str(it["query"]), category=f.stem, root=str(root),
-                         meta={"task": task, "dataset": name or task})
+                         meta={"task": task, "dataset": name or task,
+                               **{k: v for k, v in it.items() if k not in ("image", "id")}})
             if isinstance(it.get("gt_choices"), list) and isinstance(it.get("gt_choice"), int):
                 rec.options, rec.answer = [str(c) for c in it["gt_choices"]], it["gt_choice"]
             elif "label" in it:
@@ -65,9 +67,6 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
                 rec.answer = it["num"]
             elif isinstance(it.get("sentences"), list) and it["sentences"]:
                 rec.description, rec.meta["captions"] = str(it["sentences"][0]), list(it["sentences"])
-            for key in ("object", "attr", "word_list"):
-                if key in it:
-                    rec.meta[key] = it[key]
             ds.records.append(rec)
     if not ds.records:
         raise refuse(path, f"LAMM items whose images exist under the data root {root} ({len(ds.skipped)} left "
