@@ -103,6 +103,7 @@ class Scripted:
         return Generation(text=self.script[round(red / 30), "false" in last.text or " not " in last.text])
 
 
+@pytest.mark.slow
 def test_mmvp_through_vhexpansion_symmetric_and_pair_accuracy_by_hand(tmp_path):
     root = _mmvp(tmp_path)
     # truths (case: original, negation): 1 yes/no, 2 no/yes, 3 yes/no, 4 yes/no, 5 no/yes, 6 yes/no

@@ -358,6 +358,7 @@ def test_empty_chef_scenario_file_is_an_error(tmp_path):
 
 # ---------------------------------------------------------------- VHTest workbooks
 
+@pytest.mark.slow
 def test_vhtest_ynq_workbooks(tmp_path):
     openpyxl = pytest.importorskip("openpyxl")
     bench = tmp_path / "VHTest" / "Benchmark"
@@ -427,3 +428,54 @@ def test_no_form_is_one_sentence(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(DatasetFormError, match="no known dataset form found there"):
         detect(tmp_path)
+
+
+# ---------------------------------------------------------------- bad input: one sentence naming the file
+
+def _broken(tmp_path: Path, form: str) -> tuple[Path, str]:
+    """A release whose one file is damaged; (path to read, the file the sentence must name)."""
+    if form == "pope":
+        out = _pope(tmp_path)
+        (out / "coco_pope_random.json").write_text('{"question_id": 1, "image": "x.jpg", "text": "Q?", "label": '
+                                                   '"yes"}\n{"question_id": 2,\n')
+        return out / "coco_pope_random.json", "coco_pope_random.json: expected POPE's JSON Lines"
+    if form == "seedbench":
+        (tmp_path / "SEED-Bench.json").write_text('{"questions": ')
+        return tmp_path, "SEED-Bench.json: expected SEED-Bench's JSON"
+    if form == "cifar10":
+        folder, _ = _cifar(tmp_path)
+        batch = folder / "cifar-10-batches-py" / "test_batch"
+        batch.write_bytes(batch.read_bytes()[:100])
+        return folder, "test_batch: expected a CIFAR-10 python batch"
+    if form == "karpathy":
+        (tmp_path / "dataset_flickr30k.json").write_text('{"images": {}}')
+        return tmp_path, "dataset_flickr30k.json: expected Karpathy's split file with a list"
+    if form == "cast-pairs":
+        root = _cast(tmp_path)
+        (root / "data" / "  1.json").write_text("{")
+        return root, "  1.json: expected a CAST pair"
+    (tmp_path / "meta_file").mkdir()
+    (tmp_path / "meta_file" / "VQA_AI2D.json").write_text('{"image": "x.png"}')
+    return tmp_path, "VQA_AI2D.json: expected a LAMM meta file"
+
+
+@pytest.mark.parametrize("form", ["pope", "seedbench", "cifar10", "karpathy", "cast-pairs", "lamm"])
+def test_a_release_that_cannot_be_read_is_one_sentence(tmp_path, monkeypatch, form):
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    path, says = _broken(tmp_path, form)
+    assert detect(path).name == form
+    with pytest.raises(DatasetFormError) as err:
+        load(path)
+    msg = str(err.value)
+    assert says in msg and "\n" not in msg and "Traceback" not in msg
+
+
+@pytest.mark.slow
+def test_data_inspect_on_a_broken_release_exits_non_zero_with_one_sentence(tmp_path):
+    import subprocess
+    import sys
+
+    path, says = _broken(tmp_path, "seedbench")
+    run = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "data", "inspect", str(path)], capture_output=True,
+                         text=True)
+    assert run.returncode == 2 and says in run.stderr and "Traceback" not in run.stderr
