@@ -418,12 +418,28 @@ def paired_decision(d: Sequence[float], w: Sequence[float], bounds: tuple[float,
 
 
 def decision_interval(dec: dict, alpha: float = 0.05) -> tuple[list[float], str | None]:
-    """The interval of a :func:`paired_decision` at ``alpha`` (its Holm level) and, when it is a bound, why."""
-    lo, hi = dec["_engine"].interval(alpha)
+    """The interval of a :func:`paired_decision` at ``alpha`` (its Holm level) and, when it is a bound, why.
+
+    Two cases where the inverted test alone would mislead get a labelled bound instead: too few units to reject
+    any difference (the inverted interval is unbounded: the range a difference can take), and every unit with
+    the same difference (the inverted interval collapses to that point: 10 of 10 images right under A and wrong
+    under B do not show that the difference is exactly 1).  Then the Wilson interval of the rescaled difference
+    on the units (as :func:`widen_degenerate` for a mean), still made to hold 0 where the test does not reject."""
+    sf = dec["_engine"]
+    lo, hi = sf.interval(alpha)
     bounds, note = dec.get("_bounds"), None
+    span = (bounds[1] - bounds[0]) / 2 if bounds else math.inf  # bounds are (-range, +range)
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        span = (bounds[1] - bounds[0]) if bounds else math.inf
         lo, hi = max(lo, -span), min(hi, span)
-        note = (f"bound: {dec['n_clusters']} unit(s) cannot reject any difference at this level, so the interval "
+        note = (f"bound: {sf.n_clusters} unit(s) cannot reject any difference at this level, so the interval "
                 "is the range a difference can take")
-    return [lo, hi], note
+    elif hi - lo < 1e-12 and math.isfinite(span) and span > 0 and sf.n_clusters > 0:
+        n = sf.n_clusters
+        v = min(max(sf.estimate, -span), span)
+        wl, wh = wilson((v + span) / (2 * span) * n, n, alpha)
+        lo, hi = -span + 2 * span * wl, -span + 2 * span * wh
+        note = (f"bound: every one of the {n} units has the same difference, so the Wilson interval of the "
+                "rescaled difference on the units")
+    if sf.p_value(0.0) > alpha:
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+    return [lo + 0.0, hi + 0.0], note
