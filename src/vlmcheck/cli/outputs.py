@@ -37,7 +37,11 @@ def compare(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finis
         cmp = compare_runs(runs)
         board = None
         if cmp["method"] == "genception" and {read_results(r)["task"] for r in runs} == {"genception"}:
-            board = write_leaderboard(runs, output, external)
+            try:
+                board = write_leaderboard(runs, output, external)
+            except (KeyError, TypeError, ValueError) as exc:  # the comparisons stand without it
+                C.console.print(f"No GenCeption leaderboard: the runs' results lack what it needs ({exc}).",
+                                highlight=False, soft_wrap=True)
     if as_json:
         typer.echo(json.dumps(cmp, indent=2))
         return

@@ -350,7 +350,7 @@ class SignFlip:
         c = self.A ** 2 - self.estimate ** 2
         lo = np.full(len(a), np.nan)
         hi = np.full(len(a), np.nan)
-        flat = np.abs(a) < 1e-12  # all signs alike: as extreme as the observed for every delta
+        flat = np.abs(a) < 1e-9  # all signs alike: as extreme as the observed for every delta
         lo[flat], hi[flat] = -np.inf, np.inf
         disc = b * b - 4 * a * c
         ok = ~flat & (disc >= -1e-12)
