@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Column, Table
 
 console = Console(stderr=True)  # progress, results of a run, notes, errors
@@ -167,9 +168,18 @@ def chef(model: str, m: dict[str, Any]) -> None:
         return str(v)
 
     rows = [[k, fmt(m[k])] for k in _CHEF_KEYS if k in m]
-    rows += [[f"accuracy, {name}", fmt(v.get("accuracy"))] for name, v in m.get("settings", {}).items()]
+    for name, v in m.get("settings", {}).items():
+        rows.append([f"accuracy, {name}", fmt(v.get("accuracy"))])
+        if m.get("answers_generated") and "unread" in v:  # issue 47: answers the parser could not read
+            rows.append([f"unread answers, {name}", f"{v['unread']} ({v['unread_share']:.1%})"])
+    used = f", {m['inferencer']} inferencer" if m.get("inferencer") else ""
     console.print(table(["metric", "value"], rows, keys=["metric"],
-                        title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')})"))
+                        title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')}{used})"))
+    for key in ("inferencer_note", "calibration_note"):
+        if m.get(key):
+            console.print(f"note: {m[key]}", highlight=False, soft_wrap=True, markup=False)
+    if m.get("unread_warning"):
+        console.print(f"[yellow]warning:[/yellow] {escape(m['unread_warning'])}", highlight=False, soft_wrap=True)
     blind_line(m.get("blind"))
 
 
