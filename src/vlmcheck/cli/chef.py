@@ -43,7 +43,8 @@ def chef_run(
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     data: Optional[str] = typer.Option(None, "--data", metavar="SOURCE",
                                        help="Scenario data (overrides the recipe's path; JSONL kinds also at an "
-                                            "fsspec URL)"),
+                                            "fsspec URL)" + C.DATA_HELP),
+    benchmark: Optional[str] = C.BENCHMARK,
     scenario: Optional[str] = typer.Option(None, "--scenario", metavar="NAME",
                                            help="Scenario loader (overrides the recipe's)"),
     judge: Optional[str] = typer.Option(None, "--judge", metavar="SPEC",
@@ -69,6 +70,7 @@ def chef_run(
     from ..methods.chef import INFERENCERS, ChefSpec, ChefTask, resolve_recipe
 
     C.setup_logging()
+    data = C.with_benchmark(data, benchmark)
     with C.user_errors(FileNotFoundError, CapabilityError):
         r = resolve_recipe(recipe)
         if scenario:

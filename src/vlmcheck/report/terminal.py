@@ -104,7 +104,7 @@ def leaderboard(board: dict[str, Any]) -> None:
         ci = r.get("ci95") or [float("nan")] * 2
         rows.append([rank_text(r["rank"], ranks), model, f"{r[key]:.4f}", f"[{ci[0]:.4f}, {ci[1]:.4f}]",
                      f"{r['gc_rank']:.2f}" if "gc_rank" in r else "-", ", ".join(r.get("tied_with") or []) or "-"])
-    console.print(table(["rank", "model", key, "95% CI", "GC rank", "tied with (95%)"], rows, keys=["model"]))
+    console.print(table(["rank", "model", key, "95% CI", "GC rank", "cannot be separated from (Holm, 5%)"], rows, keys=["model"]))
 
 
 def vhexpansion(model: str, m: dict[str, Any]) -> None:
@@ -122,6 +122,10 @@ def vhexpansion(model: str, m: dict[str, Any]) -> None:
     if m.get("negation"):
         console.print(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
                       "(failed ones are left out of symmetric accuracy)")
+    orig = m.get("variants", {}).get("original") or {}
+    if orig.get("n_mmvp_pairs"):  # MMVP's own metric beside symmetric accuracy
+        console.print(f"MMVP pair accuracy: {orig['pair_accuracy']:.3f} over {orig['n_mmvp_pairs']} pairs (both "
+                      "questions of a pair right)")
     blind_line(m.get("blind"))
 
 
@@ -243,9 +247,11 @@ def comparisons(cmp: dict[str, Any]) -> None:
     def p(x: Any) -> str:
         return "-" if x is None else f"{x:.4g}"
 
-    console.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples both finished)")
+    console.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples all the runs finished; "
+                  "interval at the level of its Holm step)")
     for c in cmp["comparisons"]:
         ci = "" if not c["ci95"] else f" [{c['ci95'][0]:.4f}, {c['ci95'][1]:.4f}]"
+        verdict = "separated" if c.get("separated") else "cannot be separated"
         console.print(f"  {c['metric']}: {c['a']} - {c['b']} = {f4(c['difference'])}{ci}, p {p(c['p_value'])} "
-                      f"(Holm {p(c.get('p_holm'))}, {c['test'] or '-'}); {c['n_paired']} paired, "
+                      f"(Holm {p(c.get('p_holm'))}, {c['test'] or '-'}): {verdict}; {c['n_paired']} shared, "
                       f"{c['n_left_out']} left out", highlight=False, soft_wrap=True)
