@@ -161,6 +161,8 @@ _CHEF_KEYS = ("accuracy", "ece", "overall", "riam", "mr_weighted", "acc_vm", "rr
 def chef(model: str, m: dict[str, Any]) -> None:
     """The recipe's headline metrics and the accuracy of each setting, as a table (4 decimals)."""
     def fmt(v: Any) -> str:
+        if v is None:
+            return "-"
         if isinstance(v, float):
             return f"{v:.4f}"
         if isinstance(v, dict):
