@@ -26,7 +26,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core.files import JsonlRecords, read_results
-from ..metrics.decisions import decision_interval, holm, holm_levels, paired_decision
+from ..metrics.decisions import holm
+from ..metrics.signflip import decision_interval, holm_levels, paired_decision
 from ..run.task import Outcome, outcomes_for
 from . import outcomes as _builtin  # noqa: F401 - registers the built-in methods' outcomes
 
