@@ -315,3 +315,19 @@ def test_genception_on_mme_gives_the_same_chains_from_hub_release_and_tsv(tmp_pa
         for key in ("GC@1", "GC@2"):
             assert out[form][1][key]["score"] == pytest.approx(metrics[key]["score"])
             assert out[form][1][key]["ci95"] == pytest.approx(metrics[key]["ci95"])
+
+
+def test_class_label_ids_become_class_names(tmp_path):
+    """uoft-cs/cifar10 on the Hub: img (Image), label (ClassLabel 0..9): ChEF's classification pool is names."""
+    datasets = pytest.importorskip("datasets")
+    names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    ds = datasets.Dataset.from_dict({"img": [Image.new("RGB", (8, 8), c) for c in ("red", "blue", "red")],
+                                     "label": [3, 9, 0]},
+                                    features=datasets.Features({"img": datasets.Image(),
+                                                                "label": datasets.ClassLabel(names=names)}))
+    ds.save_to_disk(str(tmp_path / "cifar"))
+    read = load(f"hfds:{tmp_path / 'cifar'}")
+    assert [r.answer for r in read.records] == ["cat", "truck", "airplane"]
+    items = chef_items(read, "classification", turn_rows={}, retrieval_items=None)
+    assert items[0]["options"] == ["airplane", "cat", "truck"] and items[1]["answer"] == 2
+    assert items[0]["image"] == items[2]["image"]  # the two red images are one file, one cluster
