@@ -78,16 +78,44 @@ def load_image_dataset(source: str | Path) -> list[ImageItem]:
         return _load_jsonl(src / "manifest.jsonl")
     if src.is_dir():
         items = []
+        outputs = genception_outputs(src)
         for path in iter_image_files(src):
+            if outputs and any(parent in outputs for parent in path.parents):
+                continue
             rel = path.relative_to(src)
             category = rel.parts[0] if len(rel.parts) > 1 else None
             items.append(ImageItem(id=printable(rel.as_posix()), path=str(path), category=category, root=str(src)))
         if not items:
             raise DatasetError(f"{src}: no image files found")
+        if outputs:
+            import logging
+
+            logging.getLogger("vlmcheck").warning(
+                "%s: left out %s: images the GenCeption authors' code generated, not seeds", src,
+                ", ".join(sorted(str(d.relative_to(src)) for d in outputs)))
         return items
     if src.is_file() and src.suffix.lower() in (".jsonl", ".ndjson"):
         return _load_jsonl(src)
     raise DatasetError(f"{src}: expected an image folder or a .jsonl manifest")
+
+
+def genception_outputs(folder: Path) -> set[Path]:
+    """The ``results_<model>/`` folders that the GenCeption authors' code (genception/experiment.py) writes
+    inside a dataset's category folder: their images are the chains' generated ``<seed>_<t>.<ext>``, beside a
+    ``<seed>_result.pkl``.  A ``results_*`` folder is one of them when it holds such a pickle, or when every image
+    in it is named ``<stem>_<number>`` after an image of the folder above it."""
+    import re
+
+    out = set()
+    for d in folder.rglob("results_*"):
+        if not d.is_dir():
+            continue
+        images = [p for p in d.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES]
+        seeds = {p.stem for p in d.parent.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES}
+        named = [re.fullmatch(r"(.+)_\d+", p.stem) for p in images]
+        if any(d.glob("*_result.pkl")) or (images and all(m and m.group(1) in seeds for m in named)):
+            out.add(d)
+    return out
 
 
 def _load_url(url: str) -> list[ImageItem]:

@@ -270,8 +270,8 @@ class CastTask(SpecTask):
 
 def load_pairs(path: str | Path) -> list[dict[str, Any]]:
     """Scene pairs from a JSONL file, a local path or an fsspec URL; images relative to its folder, confined to
-    it.  Any form the dataset layer reads (the CAST authors' pair files, ``NAME:PATH``) through
-    methods/records.py."""
+    it.  A side without an id gets ``<pair id or line index>-a`` / ``-b``.  Any form the dataset layer reads (the
+    CAST authors' pair files, ``NAME:PATH``) through methods/records.py."""
     from .records import cast_pairs, dataset_for
 
     ds = dataset_for(path)
@@ -296,7 +296,8 @@ def load_pairs(path: str | Path) -> list[dict[str, Any]]:
                 require_str(s, key, f"{path}:{n}: {side}")
             s["image"] = dataset_path(base, s["image"])
             s["root"] = str(base)  # images stay inside the pairs file's folder (core/inputs.py)
-        r.setdefault("id", f"{r['a'].get('id', i)}~{r['b'].get('id', i)}")
+            s.setdefault("id", f"{r.get('id', i)}-{side}")
+        r.setdefault("id", f"{r['a']['id']}~{r['b']['id']}")
     return rows
 
 

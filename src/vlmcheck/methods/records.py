@@ -178,15 +178,49 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
 # ----------------------------------------------------------------------------- VHExpansion
 
 
+def binary_question(question: str, option: str) -> str:
+    """A multiple-choice question asked as yes/no about one of its options (:func:`vhx_cases`)."""
+    q = question.strip()
+    if not q.endswith(("?", ".")):
+        q += "?"
+    return f"{q} Is the answer '{option.strip()}'?"
+
+
 def vhx_cases(ds: Dataset) -> list[Any]:
-    """Yes/no cases (MME, POPE, VHTest's yes/no rows): one per record with a yes/no answer and an image."""
+    """Yes/no cases, one per record with an image and a question: a yes/no answer as it is (MME, POPE, VHTest's
+    yes/no rows); a multiple-choice record (MMVP) as ONE binary case, as VHExpansion counts them (Table 1: MMVP,
+    300 questions, 300 cases; section 3: "non-binary question-answer pairs can be rewritten as binary
+    counterparts"): options Yes/No ask the question as it is, any other options ask whether the first one is the
+    answer ("<question> Is the answer '<option a>'?", yes when (a) is right).  Asking about the same option on
+    both images of an MMVP pair keeps the pair's answers opposite, as MMVP built them; the pair id travels in
+    ``meta["pair"]`` so that MMVP's pair accuracy is reported beside symmetric accuracy."""
     from .vhx_cases import Case
 
-    recs = _require(ds.records, ds.source, "an image, a question and a yes/no answer",
-                    lambda r: r.images and r.question and _yes_no(r.answer))
-    return [Case(id=r.id, image=r.images[0], question=r.question, answer=_yes_no(r.answer),
-                 meta={k: v for k, v in {"category": r.category, "group": r.group, "split": r.split}.items() if v},
-                 root=r.root) for r in recs]
+    def usable(r: Record) -> bool:
+        if len(r.images) != 1 or not r.question:
+            return False
+        if r.options:
+            return isinstance(r.answer, int) and 0 <= r.answer < len(r.options)
+        return _yes_no(r.answer) is not None
+
+    out = []
+    for r in _require(ds.records, ds.source, "an image, a question and a yes/no answer (or options)", usable):
+        meta: dict[str, Any] = {k: v for k, v in {"category": r.category, "group": r.group,
+                                                  "split": r.split}.items() if v}
+        if r.options:
+            said = [o.strip().lower().rstrip(".") for o in r.options]
+            if sorted(said) == ["no", "yes"]:
+                question, answer = r.question, said[r.answer]
+            else:
+                question, answer = binary_question(r.question, r.options[0]), "yes" if r.answer == 0 else "no"
+                meta["asked_option"] = r.options[0]
+            meta.update(options=list(r.options), correct_option=r.options[r.answer])
+        else:
+            question, answer = r.question, _yes_no(r.answer)
+        if r.group and ds.benchmark == "mmvp":
+            meta["pair"] = r.group
+        out.append(Case(id=r.id, image=r.images[0], question=question, answer=answer, meta=meta, root=r.root))
+    return out
 
 
 # ----------------------------------------------------------------------------- CAST

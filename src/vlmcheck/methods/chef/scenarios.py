@@ -192,12 +192,16 @@ def load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]
         if kind not in URL_KINDS:
             raise ValueError(f"scenario {kind!r} reads local files; a URL works with {', '.join(URL_KINDS)}")
         items = LOADERS[kind](str(path), **options)
+        if not items:
+            raise ValueError(f"{path}: no {kind} items in it")
         root = remote.parent(str(path))  # images stay under the file's folder URL
         for it in items:
             it.setdefault("root", root)
         return items
     path = Path(path)
     items = LOADERS[kind](path, **options)
+    if not items:  # an empty file is an error, never a run of nothing that exits 0
+        raise ValueError(f"{path}: no {kind} items in it")
     root = str(path if path.is_dir() else path.parent)  # images stay inside the scenario's folder (core/inputs.py)
     for it in items:
         it.setdefault("root", root)
