@@ -31,8 +31,12 @@ import tempfile
 from pathlib import Path
 
 CHILD = r"""
-import json, os, resource, sys, time
+import json, os, sys, time
 from pathlib import Path
+def hwm():  # this process's own peak RSS in kB (VmHWM; ru_maxrss would carry the parent's peak across fork)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
 mode, source, src = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path.insert(0, src)
 if mode == "vlmcheck":
@@ -41,7 +45,7 @@ if mode == "vlmcheck":
 else:
     from vlmcheck.core.data import load_image_dataset
 import pyarrow, PIL.Image  # noqa: the imports' memory is the baseline
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = hwm()
 t = time.perf_counter()
 if mode == "vlmcheck":
     ds = load(source)
@@ -51,7 +55,7 @@ else:
     items = load_image_dataset(source)
     rows, distinct = len(items), len({it.path for it in items})
 wall = time.perf_counter() - t
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = hwm()
 print(json.dumps({"rows": rows, "items": len(items), "distinct": distinct, "wall_s": wall,
                   "peak_rss_mb": peak / 1024, "rss_over_base_mb": (peak - base) / 1024}))
 """
@@ -100,7 +104,7 @@ def run(mode: str, source: str, src: str, cache: Path) -> dict:
     env = {**os.environ, "VLMCHECK_CACHE": str(cache), "PYTHONPATH": src}
     out = subprocess.run([sys.executable, "-c", CHILD, mode, source, src], env=env, capture_output=True, text=True)
     if out.returncode:
-        raise SystemExit(f"{mode}: {out.stderr.strip().splitlines()[-1]}")
+        raise SystemExit(f"{mode}: {(out.stderr.strip().splitlines() or ['exit ' + str(out.returncode)])[-1]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
