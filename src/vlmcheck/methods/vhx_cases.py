@@ -51,7 +51,7 @@ def load_cases(source: str | Path) -> list[Case]:
 
     ds = dataset_for(source)  # a benchmark release, a Hub copy, a TSV, NAME:PATH (methods/records.py)
     if ds is not None:
-        return vhx_cases(ds)
+        return vhx_cases(ds, Case)
     src = Path(source)
     if src.is_dir() and not (src / "manifest.jsonl").is_file():
         raise InputFileError(f"{src}: a folder that is neither a world folder nor a benchmark release vlmcheck "
