@@ -180,43 +180,46 @@ def test_a_large_run_keeps_its_first_page_in_the_report_and_loads_the_rest_on_de
 
 def test_a_report_made_again_removes_the_rows_files_it_no_longer_uses(tmp_path):
     """An earlier build's rows files that the new page does not load are removed once the new page is written;
-    thumbnails stay for reuse."""
+    the folder holds rows files only (the images are linked, never copied)."""
     big = _big_run(tmp_path / "big", n=3500)  # 4 chunk files + an index
     page_path = build_report([big], tmp_path / "report.html")
     files = tmp_path / "report_files"
-    assert sorted(f.name for f in files.glob("rows-*.js")) == [f"rows-0-{k}.js" for k in range(4)] + [
-        "rows-0-index.js"]
-    thumbs = sorted(f.name for f in files.glob("*.png"))
-    assert thumbs
+    assert sorted(f.name for f in files.iterdir()) == [f"rows-0-{k}.js" for k in range(4)] + ["rows-0-index.js"]
     smaller = _big_run(tmp_path / "smaller", n=2500)  # 3 chunks now
     build_report([smaller], page_path)
     assert sorted(f.name for f in files.glob("rows-*.js")) == [f"rows-0-{k}.js" for k in range(3)] + [
         "rows-0-index.js"]
     build_report([_big_run(tmp_path / "small", n=10)], page_path)  # fits in the page: no rows file at all
     assert not list(files.glob("rows-*.js"))
-    assert set(thumbs) <= {f.name for f in files.glob("*.png")}  # the first build's thumbnails are kept
 
 
-def test_a_truncated_image_gets_a_placeholder_not_a_broken_link(tmp_path):
-    """A file whose header reads but whose pixels do not: the report's pool has already linked its thumbnail,
-    so a placeholder is written there; every linked file exists."""
-    from vlmcheck.report.thumbs import _Thumbs
+def test_images_are_linked_by_their_bytes_never_copied(tmp_path):
+    """A PNG, JPEG, GIF, WebP or BMP is linked where it lies (relative to the page), whatever its name says; a
+    file that is no image or is missing gets nothing; a TIFF (no browser shows it) a small embedded JPEG."""
+    import base64
+    import io
 
-    good, cut = tmp_path / "good.png", tmp_path / "cut.png"
-    rng = np.random.default_rng(0)
-    Image.fromarray(rng.integers(0, 256, (400, 400, 3), dtype=np.uint8)).save(good)
-    data = good.read_bytes()
-    cut.write_bytes(data[: len(data) // 2])  # header intact, pixels cut
-    thumbs = _Thumbs(tmp_path / "files", "files", parallel=True)
-    links = [thumbs(good), thumbs.full(good), thumbs(cut), thumbs.full(cut)]
-    thumbs.wait()
-    assert all(links) and all((tmp_path / link).is_file() for link in links)
-    with Image.open(tmp_path / links[2]) as img:
-        img.load()
-        # the placeholder: grey with a red cross, not the photo's noise
-        assert img.getpixel((img.width // 2, 2)) == (225, 225, 225)
-        assert img.getpixel((0, 0))[0] > img.getpixel((0, 0))[1]
-    assert _Thumbs(tmp_path / "sync", "sync")(cut) is None  # the synchronous path: no thumbnail
+    from vlmcheck.report.thumbs import THUMB, _Thumbs
+
+    rng = np.random.default_rng(1)
+    data = tmp_path / "data dir"
+    data.mkdir()
+    pixels = Image.fromarray(rng.integers(0, 256, (300, 400, 3), dtype=np.uint8))
+    for name, fmt in [("a.png", "PNG"), ("b.jpg", "JPEG"), ("c.gif", "GIF"), ("d.webp", "WEBP"), ("e.bmp", "BMP"),
+                      ("jpeg-named.png", "JPEG")]:
+        pixels.save(data / name, format=fmt)
+    pixels.save(data / "f.tif", format="TIFF")
+    (data / "text.png").write_text("not an image")
+    thumbs = _Thumbs(tmp_path / "out" / "report_files")
+    for name in ("a.png", "b.jpg", "c.gif", "d.webp", "e.bmp", "jpeg-named.png"):
+        row = thumbs.image(data / name, name)
+        assert row["thumb"] == row["full"] == f"../data%20dir/{name}"
+    tiff = thumbs(data / "f.tif")
+    assert tiff.startswith("data:image/jpeg;base64,")
+    with Image.open(io.BytesIO(base64.b64decode(tiff.split(",", 1)[1]))) as img:
+        assert max(img.size) == THUMB
+    assert thumbs(data / "text.png") is None and thumbs.full(tmp_path / "missing.png") is None
+    assert not (tmp_path / "out").exists()  # nothing written
 
 
 def test_the_reliability_diagram_is_in_data_coordinates():
@@ -329,7 +332,7 @@ def test_report_v2_images_lightbox_contents_sorting_and_csv(evil_run, tmp_path):
         for k in range(links.count()):
             target = links.nth(k).get_attribute("href")[1:]
             assert page.locator(f"[id='{target}']").count() == 1
-        # every image loads (broken.png of the describe run has no thumbnail at all, not a broken one)
+        # every image loads (broken.png of the describe run has no picture at all, not a broken one)
         page.evaluate("() => Promise.all(Array.from(document.images).filter(i => i.src).map(i => i.decode()"
                       ".catch(() => null)))")
         broken = page.evaluate("Array.from(document.images).filter(i => i.src && i.closest('#lightbox') === null"
@@ -396,23 +399,6 @@ def test_one_report_for_many_runs_ranks_each_method(tmp_path):
     assert vhx.index("model-v2") < vhx.index("model-v1") and "[0.6000, 0.8000]" in vhx
     cal = section.split("<h3>chef: calibration</h3>")[1].split("</table>")[0]
     assert cal.index("model-c1") < cal.index("model-c2")
-
-
-def test_report_copies_small_images_as_they_are_and_resizes_large_ones(tmp_path):
-    """The lightbox copy of an image within FULL px is the file itself (no re-encoding); a larger one is scaled
-    to FULL px; thumbnails are THUMB px."""
-    from vlmcheck.report.thumbs import FULL, THUMB, _Thumbs
-
-    rng = np.random.default_rng(1)
-    small, large = tmp_path / "small.jpg", tmp_path / "large.png"
-    Image.fromarray(rng.integers(0, 256, (300, 400, 3), dtype=np.uint8)).save(small, quality=80)
-    Image.fromarray(rng.integers(0, 256, (1100, 1500, 3), dtype=np.uint8)).save(large)
-    thumbs = _Thumbs(tmp_path / "files", "files")
-    full_small, full_large = thumbs.full(small), thumbs.full(large)
-    assert full_small.endswith(".jpg") and (tmp_path / full_small).read_bytes() == small.read_bytes()
-    assert max(Image.open(tmp_path / full_large).size) == FULL
-    assert max(Image.open(tmp_path / thumbs(small)).size) == THUMB
-    assert thumbs.full(tmp_path / "missing.png") is None
 
 
 def test_a_rows_detail_is_the_head_of_its_indented_json():

@@ -87,6 +87,13 @@ def _sample_rows(run: dict[str, Any], thumbs: _Thumbs, disagree: set[str] = froz
         elif task == "genception":
             summary = " ".join(f"s({i + 1})={v:.3f}" for i, v in enumerate(r.get("s", [])))
             answer = (r.get("steps") or [{}])[0].get("description", "")
+            # the chain itself: X0 (the dataset's image), then each generated X_t with its s(t)
+            if r.get("image_path"):
+                images.append(thumbs.image(r["image_path"], "X0"))
+            for st in r.get("steps", []):
+                if st.get("image"):
+                    images.append(thumbs.image(run["folder"] / st["image"], f"X{st['t']}",
+                                               note=f"s={st['s']:.3f}" if st.get("s") is not None else None))
         elif task == "vhexpansion":
             o = r.get("variants", {}).get("original", {})
             answer, correct = o.get("answer", ""), o.get("correct")
@@ -138,12 +145,27 @@ def _sample_rows(run: dict[str, Any], thumbs: _Thumbs, disagree: set[str] = froz
         yield {"id": s["sample_id"], "status": s["status"],
                "error": (s.get("error") or {}).get("message", ""), "summary": str(summary),
                "answer": str(answer), "correct": correct, "images": images,
-               "detail": _json_head(r, DETAIL_CHARS),
+               "detail": _json_head(_readable(r), DETAIL_CHARS),
                "disagree": s["sample_id"] in disagree}
 
 
 DETAIL_CHARS = 6000  # of a sample's record, shown in its row
 _INDENTED = json.JSONEncoder(indent=1, ensure_ascii=False, default=str)
+
+
+LONG_VECTOR = 16  # a list of more numbers than this is shown as its length, not its values
+
+
+def _readable(obj: Any) -> Any:
+    """A record as a reader wants it in "show": a vector of numbers (GenCeption's 1,280-float embeddings) as
+    "[1280 numbers]", everything else as it is."""
+    if isinstance(obj, dict):
+        return {k: _readable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        if len(obj) > LONG_VECTOR and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in obj):
+            return f"[{len(obj)} numbers]"
+        return [_readable(x) for x in obj]
+    return obj
 
 
 def _json_head(obj: Any, limit: int) -> str:
