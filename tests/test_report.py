@@ -410,3 +410,90 @@ def test_a_rows_detail_is_the_head_of_its_indented_json():
     for obj in (rec, [], {}, "text", 3.5, {"k": list(range(2000))}):
         for limit in (0, 1, 17, 600, 6000, 10 ** 6):
             assert _json_head(obj, limit) == json.dumps(obj, indent=1, ensure_ascii=False, default=str)[:limit]
+
+
+LONG_SPEC = "openai:Qwen/Qwen2.5-VL-72B-Instruct-AWQ@http://gpu-node-17.cluster.internal:8000/v1"
+
+
+class Wordy:
+    """A describer whose answer holds a 400-character word (a URL, a hash): nothing may stretch the page."""
+    model_id = "test:wordy"
+    capabilities = Capabilities()
+
+    async def generate(self, messages, config):
+        return Generation(text="A red square. " + "x" * 400, finish_reason="stop")
+
+
+@pytest.mark.slow
+def test_a_phone_sees_the_whole_report_without_scrolling_sideways(evil_run, tmp_path):
+    """At 390 x 844 (a phone) the document is no wider than the viewport, with the first screen's decisions
+    table, two runs of one method under a long model spec, a 400-character word in an answer and a VHExpansion
+    run's images; every table's right edge is on screen."""
+    data = evil_run.parent / "data"
+    manifest = data / "keywords.jsonl"  # "red" in every answer: recall 1 everywhere, a Wilson bound as interval
+    manifest.write_text("".join(json.dumps({"image": f"img{i}.png", "keywords": ["red"]}) + "\n" for i in range(3)))
+    runs = []
+    for name, spec in (("long", LONG_SPEC), ("short", "test:wordy")):
+        run_task(DescribeTask(DescribeSpec(vlm=spec, data=str(manifest)), vlm=Wordy()), tmp_path / name,
+                 RunOptions(progress=False, report=False, preflight=False))
+        runs.append(tmp_path / name)
+    img = tmp_path / "photo.png"
+    Image.new("RGB", (600, 400), (10, 120, 200)).save(img)
+    vhx = _folder(tmp_path / "vhx", "vhexpansion", {"variants": {
+        "original": {"accuracy": 1.0, "symmetric_accuracy": 1.0, "yes_ratio": 0.5, "new_vh_cases": 0}}},
+        [{"sample_id": "v0", "status": "done", "task": "vhexpansion", "seq": 0, "result": {
+            "image": str(img), "question": "Is there a sky?", "answer": "yes", "negation": {"ok": True},
+            "variants": {"original": {"answer": "Yes", "correct": True},
+                         **{f"vhx_preset_{k}": {"image": "../photo.png", "answer": "No", "correct": False}
+                            for k in range(4)}}}}])
+    page_path = build_report([*runs, evil_run, vhx], tmp_path / "phone.html")
+    html = page_path.read_text()
+    assert '<table class="decisions cards">' in html and LONG_SPEC in html
+    pw, exe = _chromium()
+    p = pw.sync_playwright().start()
+    browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+    try:
+        for width, height in ((390, 844), (1440, 900)):
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(page_path.as_uri())
+            page.wait_for_selector("body[data-ready='1']")
+            page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")  # "show" opened
+            doc = page.evaluate("document.documentElement.scrollWidth")
+            assert doc <= width, f"the document is {doc} px wide in a {width} px viewport"
+            wide = page.evaluate(f"Array.from(document.querySelectorAll('table')).filter(t => "
+                                 f"t.getBoundingClientRect().right > {width} + 0.5).map(t => t.className)")
+            assert wide == []
+            assert page.locator("table.decisions tbody tr").count() == 1
+            row = page.locator("table.decisions tbody tr").first.inner_text()
+            # the leader's headline is 1 of 1 answered: its interval is the Wilson bound and says so
+            assert "wilson bound" in row.lower() and "no: tied with test:wordy" in row
+            assert "paired on 3 samples" in row  # the margin's interval says how it was made, n shared beside it
+            page.close()
+    finally:
+        browser.close()
+        p.stop()
+
+
+def test_genception_rows_show_their_chain_and_never_a_raw_embedding(tmp_path):
+    """The samples table of a GenCeption run: X0 and every X_t as images (s(t) under each), and "show" writes a
+    1,280-float embedding as its length."""
+    from vlmcheck.report.html import _sample_rows
+    from vlmcheck.report.thumbs import _Thumbs
+
+    run = tmp_path / "gc"
+    (run / "artifacts").mkdir(parents=True)
+    src = tmp_path / "x0.png"
+    Image.new("RGB", (32, 32), "red").save(src)
+    for t in (1, 2):
+        Image.new("RGB", (32, 32), (0, 40 * t, 0)).save(run / "artifacts" / f"x{t}.png")
+    rec = {"sample_id": "g0", "status": "done", "result": {
+        "image_path": str(src), "embedding0": [0.5] * 1280, "s": [0.9, 0.8], "complete": True,
+        "steps": [{"t": t, "image": f"artifacts/x{t}.png", "s": s, "embedding": [0.25] * 1280,
+                   "description": f"step {t}"} for t, s in ((1, 0.9), (2, 0.8))]}}
+    row = next(_sample_rows({"task": "genception", "folder": run, "samples": [rec]},
+                            _Thumbs(tmp_path / "report_files")))
+    assert [(im["label"], im.get("note")) for im in row["images"]] == [("X0", None), ("X1", "s=0.900"),
+                                                                       ("X2", "s=0.800")]
+    assert [im["thumb"] for im in row["images"]] == ["x0.png", "gc/artifacts/x1.png", "gc/artifacts/x2.png"]
+    assert '"embedding0": "[1280 numbers]"' in row["detail"] and "0.5," not in row["detail"]
+    assert row["detail"].count("[1280 numbers]") == 3

@@ -180,6 +180,16 @@ def _json_head(obj: Any, limit: int) -> str:
     return "".join(chunks)[:limit]
 
 
+def bound_note(h: dict[str, Any]) -> str | None:
+    """Where a headline's interval is a bound rather than an estimate (a perfect run's bootstrap interval has no
+    width, so the run records the conservative Wilson bound: metrics/decisions.py ``widen_degenerate``), the
+    words that say so beside it; None for an ordinary interval."""
+    how = str((h.get("interval") or {}).get("method") or "")
+    if "bound" not in how:
+        return None
+    return how[0].upper() + how[1:] + ": a conservative interval, wide on purpose"
+
+
 def _headline_ci(run: dict[str, Any]) -> list | None:
     return headline_of(run["results"]).get("ci95")
 
@@ -286,7 +296,8 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                                                                                                  indent=1, default=str),
                                     "headline": _headline(run), "ci": _headline_ci(run), "usage": res.get("usage", {}),
                                     "gain": vision_gain_of(res),
-                                    "mde": (headline_of(res).get("interval") or {}).get("min_detectable_difference")}
+                                    "mde": (headline_of(res).get("interval") or {}).get("min_detectable_difference"),
+                                    "ci_note": bound_note(headline_of(res))}
             view["failures"] = [{"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]}
                                 for s in run["samples"] if s["status"] == "error"]
             if run["task"] == "genception":
@@ -331,8 +342,15 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                  "new": sum((v["vhx"].get(k) or {}).get("new_vh_cases", 0) for k in variants)} for v in vhx_runs]}
         decisions = decisions_view([r["folder"] for r in loaded])
         boards = leaderboards(views, decisions)
+        notes = {v["name"]: v["ci_note"] for v in views}
+        for d in decisions:  # the first screen: a leader's interval that is a bound says so
+            if "run" in d:
+                d["ci_note"] = notes.get(d["run"])
+        for b in boards:
+            for r in b["rows"]:
+                r["ci_note"] = notes.get(r["run"])
         summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
-                    "ci": v["ci"], "gain": v["gain"], "mde": v["mde"],
+                    "ci": v["ci"], "ci_note": v["ci_note"], "gain": v["gain"], "mde": v["mde"],
                     "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
         # by method, then best first (every headline is higher-is-better), not by run path
         summary.sort(key=lambda s: (s["task"], s["metric"], -(s["value"] if s["value"] is not None else float("-inf"))))
