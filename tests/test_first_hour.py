@@ -304,3 +304,75 @@ def test_a_slow_load_says_so_and_a_fast_one_says_nothing():
         for _ in range(10):
             p.advance()
     assert quiet.getvalue() == ""  # fast work inside a run adds no line
+
+
+# ----------------------------------------------------------------------------- command-line conventions (issue 52)
+
+
+@pytest.mark.slow
+def test_h_is_help_and_version_prints_the_version_everywhere():
+    from vlmcheck import __version__
+
+    for args in (["-h"], ["describe", "-h"], ["chef", "run", "-h"], ["vhx", "-h"]):
+        proc = _cli(*args)
+        assert proc.returncode == 0 and proc.stdout.startswith("Usage: vlmcheck"), (args, proc.stderr)
+        assert "-h, --help" in proc.stdout
+    proc = _cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == __version__
+
+
+def _commands():
+    """(command path, click command) for every command of the CLI, subcommands included."""
+    import typer
+
+    from vlmcheck.cli import app
+
+    todo = [([], typer.main.get_command(app))]
+    while todo:
+        path, cmd = todo.pop()
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            todo += [(path + [name], sub) for name, sub in subs.items()]
+        else:
+            yield " ".join(path), cmd
+
+
+def test_every_option_of_every_command_says_what_it_is_for():
+    commands = dict(_commands())
+    assert len(commands) > 25 and "vhx run" in commands and "cast run" in commands
+    empty = [(name, p.opts) for name, cmd in commands.items() for p in cmd.params
+             if p.param_type_name == "option" and not (p.help or "").strip()]
+    assert empty == []
+
+
+@pytest.mark.slow
+def test_epsilon_is_shown_as_8_over_255_and_read_as_a_fraction():
+    import typer
+
+    from vlmcheck.cli import _common as C
+
+    proc = _cli("vhx", "run", "--help")
+    text = " ".join(proc.stdout.split())
+    assert "[default: (8/255)]" in text and "0.0313" not in text and "0-1 scale" in text
+    assert C.fraction("8/255") == 8 / 255 and C.fraction("0.5") == 0.5
+    with pytest.raises(typer.BadParameter):
+        C.fraction("8/0")
+    # the paper's four corruptions never split mid-word at 80 columns
+    narrow = _cli("vhx", "run", "--help", env={**os.environ, "COLUMNS": "80"})
+    assert "vhx_gaussian_noise," in narrow.stdout.split()
+
+
+@pytest.mark.slow
+def test_scenario_lists_its_names_and_a_world_folder_suggests_it(tmp_path):
+    from vlmcheck.cli.chef import SCENARIO_NAMES
+    from vlmcheck.methods.chef.scenarios import LOADERS
+
+    assert tuple(LOADERS) == SCENARIO_NAMES
+    text = " ".join(_cli("chef", "run", "--help").stdout.split())
+    assert all(name in text for name in SCENARIO_NAMES)
+    proc = _cli("world", "make", tmp_path / "world", "--n", "2")
+    assert proc.returncode == 0, proc.stderr
+    proc = _cli("chef", "run", "--recipe", "calibration", "--data", tmp_path / "world", "--vlm", "ref:oracle",
+                "--out", tmp_path / "run")
+    assert proc.returncode == 2
+    assert "--scenario world" in _last_error(proc)

@@ -19,8 +19,10 @@ def describe(
     data: str = typer.Option(..., "--data", metavar="SOURCE",
                              help="Image folder or JSONL manifest: a path or a URL (s3://, gs://, https://)"),
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
-    prompt: str = typer.Option("Describe this image in detail.", "--prompt", metavar="TEXT"),
-    max_tokens: int = typer.Option(512, "--max-tokens", min=1, metavar="N"),
+    prompt: str = typer.Option("Describe this image in detail.", "--prompt", metavar="TEXT",
+                               help="What the model is asked about each image"),
+    max_tokens: int = typer.Option(512, "--max-tokens", min=1, metavar="N",
+                                   help="Most tokens of each answer (the model's max_tokens)"),
     run: C.RunArgs = None,
 ) -> None:
     """Ask a VLM one prompt per image; keep every answer (and keyword recall where expected words are given)."""
