@@ -74,8 +74,8 @@ def chef_run(
         if scenario:
             r.scenario.type = scenario
         elif data and r.scenario.type != "world" and Path(data).is_dir() and (Path(data) / "manifest.jsonl").is_file():
-            C.fail(f"{data} is a world folder, but recipe {recipe!r} reads {r.scenario.type!r} data from a file; "
-                   "add --scenario world to ask the world's questions")
+            C.fail(f"{data}: a folder, where a file was expected (recipe {recipe!r} reads {r.scenario.type!r} "
+                   "data from a file); it is a world folder: add --scenario world to ask the world's questions")
         if judge:
             r.metric.judge = judge
         if judge2:
