@@ -13,6 +13,7 @@ world make|pairs, meta                      ``cli/world.py``
 perturb                                     ``cli/perturb.py``
 report, export, compare, plan               ``cli/outputs.py``
 demo                                        ``cli/demo.py``
+data inspect                                ``cli/data.py``
 version, models                             ``cli/info.py``
 ==========================================  ===================
 
@@ -27,7 +28,7 @@ import sys
 
 import typer
 
-from . import _help, cast, chef, demo, describe, genception, info, outputs, perturb, runs, vhx, world
+from . import _help, cast, chef, data, demo, describe, genception, info, outputs, perturb, runs, vhx, world
 from ..core.files import broken_link
 from ._common import say_error
 
@@ -49,7 +50,9 @@ def _print_version(value: bool) -> None:
 def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                           help="Print the vlmcheck version and exit.")) -> None:
     """Annotation-free evaluation of vision-language models."""
-for _group in (info, describe, runs, world, genception, outputs, perturb, vhx, cast, chef, demo):
+
+
+for _group in (info, describe, runs, world, genception, outputs, perturb, vhx, cast, chef, data, demo):
     _group.register(app)
 
 
