@@ -333,3 +333,40 @@ def test_class_label_ids_become_class_names(tmp_path):
     items = chef_items(read, "classification", turn_rows={}, retrieval_items=None)
     assert items[0]["options"] == ["airplane", "cat", "truck"] and items[1]["answer"] == 2
     assert items[0]["image"] == items[2]["image"]  # the two red images are one file, one cluster
+
+
+def test_a_decompression_bomb_row_fails_its_own_sample(tmp_path):
+    import asyncio
+
+    from vlmcheck.core.inputs import read_image
+
+    buf = io.BytesIO()
+    Image.new("1", (10_000, 10_000)).save(buf, "PNG")  # 100 M pixels in a few kB: over the 89 M pixel limit
+    rows = [{"id": "ok", "image": {"bytes": png("red"), "path": None}, "question": "q", "answer": "no"},
+            {"id": "bomb", "image": {"bytes": buf.getvalue(), "path": None}, "question": "q", "answer": "no"}]
+    ok, bomb = load(hub_snapshot(tmp_path / "ds", rows)).records  # the load itself goes on
+    assert asyncio.run(read_image(ok.images[0], root=ok.root)).size == (8, 8)
+    with pytest.raises(BadImageError, match="pixels"):
+        asyncio.run(read_image(bomb.images[0], root=bomb.root))
+
+
+@pytest.mark.slow
+def test_the_cli_takes_any_form_with_benchmark(tmp_path):
+    """describe on VLMEvalKit's MME.tsv named with --benchmark: one sample per distinct image, the spec keeps
+    mme:PATH; a --benchmark that contradicts the source's NAME: is one sentence, exit 2."""
+    head = ["index", "image", "question", "answer", "category"]
+    rows = [[0, b64(png("red")), "Red?", "Yes", "color"], [1, "0", "Blue?", "No", "color"],
+            [2, b64(png("blue")), "Blue?", "Yes", "color"], [3, "2", "Red?", "No", "color"]]
+    t = tsv(tmp_path / "MME.tsv", head, rows)
+    cli = [sys.executable, "-m", "vlmcheck.cli"]
+    env = {**__import__("os").environ, "VLMCHECK_CACHE": str(tmp_path / "cache"), "COLUMNS": "500"}
+    p = subprocess.run([*cli, "describe", "--vlm", "ref:describer", "--data", str(t), "--benchmark", "mme",
+                        "--out", str(tmp_path / "run")], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    samples = (tmp_path / "run" / "samples.jsonl").read_text().splitlines()
+    assert len(samples) == 2  # two distinct images, four question rows
+    assert f"mme:{t}" in (tmp_path / "run" / "results.json").read_text()
+    p = subprocess.run([*cli, "describe", "--vlm", "ref:describer", "--data", f"pope:{t}", "--benchmark", "mme",
+                        "--out", str(tmp_path / "run2")], capture_output=True, text=True, env=env)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and "--benchmark mme but the source names 'pope'" in \
+        p.stderr + p.stdout
