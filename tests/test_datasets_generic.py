@@ -370,3 +370,13 @@ def test_the_cli_takes_any_form_with_benchmark(tmp_path):
                         "--out", str(tmp_path / "run2")], capture_output=True, text=True, env=env)
     assert p.returncode == 2 and "Traceback" not in p.stderr and "--benchmark mme but the source names 'pope'" in \
         p.stderr + p.stdout
+
+
+def test_a_sweep_resolves_name_path_relative_to_its_file(tmp_path):
+    from vlmcheck.sweep import Sweep, plan
+
+    sweep = Sweep.model_validate({"out": "runs", "models": ["ref:describer"], "methods": [
+        {"method": "describe", "data": "mme:data/MME.tsv"}, {"method": "describe", "name": "hub",
+                                                             "data": "hfds:lmms-lab/MME"}]})
+    (_, _, spec1), (_, _, spec2) = plan(sweep, tmp_path)
+    assert spec1["data"] == f"mme:{tmp_path / 'data' / 'MME.tsv'}" and spec2["data"] == "hfds:lmms-lab/MME"
