@@ -380,3 +380,30 @@ def test_a_sweep_resolves_name_path_relative_to_its_file(tmp_path):
                                                              "data": "hfds:lmms-lab/MME"}]})
     (_, _, spec1), (_, _, spec2) = plan(sweep, tmp_path)
     assert spec1["data"] == f"mme:{tmp_path / 'data' / 'MME.tsv'}" and spec2["data"] == "hfds:lmms-lab/MME"
+
+
+def test_configs_and_splits_of_a_hub_snapshot(tmp_path):
+    """lmms-lab/MMBench: configs en and cn, splits dev and test (test without answers), letter columns A..D."""
+    card = ("---\nconfigs:\n- config_name: cn\n  data_files:\n  - split: dev\n    path: cn/dev-*\n"
+            "- config_name: en\n  data_files:\n  - split: dev\n    path: en/dev-*\n  - split: test\n"
+            "    path: en/test-*\n---\n")
+    snap = tmp_path / "MMBench"
+
+    def rows(lang, answer):
+        return [{"index": i, "question": f"{lang} q{i}", "hint": None if i else "h", "A": "x", "B": "y", "C": None,
+                 "D": None, "answer": answer, "category": "c", "l2-category": "l2", "source": "s", "split": "dev",
+                 "image": {"bytes": png("red"), "path": None}} for i in range(2)]
+
+    for lang, split, answer in (("cn", "dev", "B"), ("en", "dev", "A"), ("en", "test", None)):
+        (snap / lang).mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows(lang, answer)), snap / lang / f"{split}-00000-of-00001.parquet")
+    (snap / "README.md").write_text(card)
+    ds = load(f"hfds:{snap}?config=en")
+    assert "split 'test' read (splits: dev, test; pass ?split=NAME)" in ds.notes
+    assert all(r.answer is None for r in ds.records)
+    ds = load(f"hfds:{snap}?config=en&split=dev")
+    assert [(r.question, r.options, r.answer, r.hint) for r in ds.records] == [
+        ("en q0", ["x", "y"], 0, "h"), ("en q1", ["x", "y"], 0, None)]
+    assert any("config 'cn' chosen (configs: cn, en" in n for n in load(f"hfds:{snap}?split=dev").notes)
+    with pytest.raises(DatasetFormError, match=r"no config 'fr' \(configs: cn, en\)"):
+        load(f"hfds:{snap}?config=fr")
