@@ -407,3 +407,11 @@ def test_configs_and_splits_of_a_hub_snapshot(tmp_path):
     assert any("config 'cn' chosen (configs: cn, en" in n for n in load(f"hfds:{snap}?split=dev").notes)
     with pytest.raises(DatasetFormError, match=r"no config 'fr' \(configs: cn, en\)"):
         load(f"hfds:{snap}?config=fr")
+
+
+def test_an_unwritable_cache_is_one_sentence(tmp_path, monkeypatch):
+    snap = hub_snapshot(tmp_path / "ds", mme_rows({"0.jpg": jpeg("red")}))
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "file"))
+    with pytest.raises(DatasetFormError, match=r"has no rows that could be read \(2 skipped: image not stored"):
+        load(f"hfds:{snap}")

@@ -74,6 +74,8 @@ def _said(ds: Dataset) -> Dataset:
 
 
 def _require(records: list[Record], source: str, what: str, ok: Any) -> list[Record]:
+    if not records:
+        raise InputFileError(f"{source}: no records in it")
     bad = [r.id for r in records if not ok(r)]
     if len(bad) == len(records):
         raise InputFileError(f"{source}: no record has {what} (e.g. {bad[0]!r})")
