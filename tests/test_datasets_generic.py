@@ -415,3 +415,34 @@ def test_an_unwritable_cache_is_one_sentence(tmp_path, monkeypatch):
     monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "file"))
     with pytest.raises(DatasetFormError, match=r"has no rows that could be read \(2 skipped: image not stored"):
         load(f"hfds:{snap}")
+
+
+def test_pope_flickr30k_and_docci_hub_copies(tmp_path):
+    """lmms-lab/POPE (id, question_id, question, answer, image_source, image, category), lmms-lab/flickr30k
+    (image, caption: five, sentids, img_id, filename), google/docci (example_id, image, description)."""
+    from vlmcheck.methods.chef.scenarios import retrieval_items
+    from vlmcheck.methods.records import cast_corpus
+    from vlmcheck.methods.vhx_cases import Case
+
+    coco = {"COCO_val2014_000000310196": jpeg("red"), "COCO_val2014_000000210789": jpeg("blue")}
+    pope = [{"id": str(i), "question_id": str(i + 1), "question": f"Is there a {o} in the image?", "answer": a,
+             "image_source": src, "image": {"bytes": coco[src], "path": None}, "category": "adversarial"}
+            for i, (src, o, a) in enumerate([(s, o, a) for s in coco for o, a in (("dog", "yes"), ("cat", "no"),
+                                                                                   ("car", "no"))])]
+    ds = load(hub_snapshot(tmp_path / "POPE", pope))
+    assert len(ds.records) == 6 and ds.distinct_images == 2 and [r.id for r in ds.records] == list("123456")
+    cases = vhx_cases(ds, Case)
+    assert [c.answer for c in cases] == ["yes", "no", "no"] * 2 and len({c.image for c in cases}) == 2
+    flickr = [{"image": {"bytes": jpeg(c), "path": f"{n}.jpg"}, "caption": [f"{c} one", f"{c} two"],
+               "sentids": ["1", "2"], "img_id": str(n), "filename": f"{n}.jpg"}
+              for n, c in enumerate(("red", "green", "blue"))]
+    ds = load(hub_snapshot(tmp_path / "flickr", flickr))
+    assert [r.description for r in ds.records] == ["red one", "green one", "blue one"]
+    assert ds.records[0].meta["captions"] == ["red one", "red two"]
+    items = chef_items(ds, "retrieval", turn_rows={}, retrieval_items=retrieval_items, k=2)
+    assert all(it["options"][it["answer"]] == d for it, d in zip(items, ["red one", "green one", "blue one"]))
+    docci = [{"example_id": f"train_{i:05d}", "image": {"bytes": jpeg(c), "path": None},
+              "description": f"A long description of a {c} square."} for i, c in enumerate(("red", "blue"))]
+    scenes = cast_corpus(load(hub_snapshot(tmp_path / "docci", docci)))
+    assert [(s["id"], s["description"]) for s in scenes] == [("train_00000", "A long description of a red square."),
+                                                             ("train_00001", "A long description of a blue square.")]
