@@ -59,6 +59,18 @@ def test_pope_release_through_vhx_cases(tmp_path):
         ("random-1", "yes", "random"), ("random-2", "no", "random"), ("random-3", "yes", "random")]
 
 
+def test_pope_and_mme_releases_through_chef_pope_scenario(tmp_path):
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    items = load_scenario("pope", str(_pope(tmp_path) / "coco_pope_random.json"))  # was KeyError: 'answer'
+    assert [(i["id"], i["options"], i["answer"]) for i in items] == [
+        ("random-1", ["Yes", "No"], 0), ("random-2", ["Yes", "No"], 1), ("random-3", ["Yes", "No"], 0)]
+    mme = load_scenario("pope", str(_mme(tmp_path)))  # ChEF's mme recipe on the release folder
+    assert [(i["id"], i["answer"], i["meta"]["category"]) for i in mme] == [
+        ("artwork/10002.jpg#1", 0, "artwork"), ("artwork/10002.jpg#2", 1, "artwork"),
+        ("code_reasoning/0020.png#1", 0, "code_reasoning"), ("code_reasoning/0020.png#2", 1, "code_reasoning")]
+
+
 def test_pope_without_its_images_is_one_sentence(tmp_path):
     out = _pope(tmp_path)
     (out / "val2014").rename(out / "elsewhere")
