@@ -139,7 +139,7 @@ def test_mmvp_through_vhx_run_cli(tmp_path):
     assert m["n_cases"] == 6 and m["negation"] == {"ok": 6, "failed": 0}
     assert orig["accuracy"] == pytest.approx(4 / 6) and orig["symmetric_accuracy"] == 0.0
     assert orig["pair_accuracy"] == pytest.approx(1 / 3) and orig["n_mmvp_pairs"] == 3
-    assert "MMVP pair accuracy: 0.333 over 3 pairs" in run.stdout
+    assert "MMVP pair accuracy: 0.333 over 3 pairs" in run.stdout + run.stderr
 
 
 def test_mmvp_bad_input_is_one_sentence(tmp_path):

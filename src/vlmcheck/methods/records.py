@@ -194,7 +194,7 @@ def vhx_cases(ds: Dataset) -> list[Any]:
     answer ("<question> Is the answer '<option a>'?", yes when (a) is right).  Asking about the same option on
     both images of an MMVP pair keeps the pair's answers opposite, as MMVP built them; the pair id travels in
     ``meta["pair"]`` so that MMVP's pair accuracy is reported beside symmetric accuracy."""
-    from .vhx_cases import Case
+    from .vhx_case import Case
 
     def usable(r: Record) -> bool:
         if len(r.images) != 1 or not r.question:
