@@ -88,6 +88,16 @@ def test_negation_check_on_mmvp_style_questions_still_refuses_bad_ones():
     assert not check_negation(q, "Is the dog facing left or right? Is the answer 'Left'?")["ok"]
 
 
+def test_dry_run_negation_of_an_mmvp_case_passes_the_check():
+    # --dry-run's stand-in negator must count an MMVP case's negated question as a real negator's would be
+    from vlmcheck.core.messages import Message
+    from vlmcheck.world.negator import NEGATION_PROMPT
+
+    q = "Is the dog facing left or right? Is the answer 'Left'?"
+    said = VHExpansionTask.dry_run_reply(None, "negator", [Message.user(NEGATION_PROMPT.format(question=q))], None)
+    assert said == "Is the dog facing left or right? Is not the answer 'Left'?" and check_negation(q, said)["ok"]
+
+
 class Scripted:
     """Answers from a script keyed by (image number, negated?): image i is red 30 i (JPEG keeps it near)."""
 

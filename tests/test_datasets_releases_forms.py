@@ -394,6 +394,11 @@ def test_vhtest_ynq_workbooks(tmp_path):
         ("OCR-1", "OCR", "no", "Does the sign say STOP?"), ("color-1", "color", "yes", "Is the cat black?"),
         ("color-2", "color", "no", "Is the cat white?")]
     assert ds.distinct_images == 2 and not ds.skipped
+    from vlmcheck.methods.vhx_cases import load_cases
+
+    cases = load_cases(bench)  # vhx run --cases VHTest/Benchmark
+    assert [(c.id, c.answer, c.meta["category"]) for c in cases] == [("OCR-1", "no", "OCR"), ("color-1", "yes", "color"),
+                                                                    ("color-2", "no", "color")]
     (bench / "YNQ_Benchmark" / "color.xlsx").write_bytes(b"not a zip")
     with pytest.raises(DatasetFormError, match=r"color\.xlsx: expected an \.xlsx workbook"):
         load(bench)
