@@ -441,6 +441,22 @@ def test_lamm_fsc147_meta_file_through_chef_counting(tmp_path):
         ("Counting_FSC147/2.jpg", 7, str(root / "fsc147_images" / "2.jpg"))]
 
 
+def test_omnibenchmark_meta_file_through_chef_hierarchical(tmp_path):
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    root = tmp_path / "ChEF" / "Omnibenchmark"
+    (root / "meta_file").mkdir(parents=True)
+    _img(root / "omnibenchmark_images" / "a.jpg")
+    _img(root / "omnibenchmark_images" / "b.jpg", (3, 3, 3))
+    (root / "meta_file" / "Classification_Omnibenchmark.json").write_text(json.dumps([  # ChEF's meta: no query
+        {"image": "omnibenchmark_images/a.jpg", "chain": ["animal", "dog"], "realm_name": "mammal"},
+        {"image": "omnibenchmark_images/b.jpg", "chain": ["animal", "cat"], "realm_name": "mammal"}]))
+    items = load_scenario("hierarchical", f"lamm:{root}")
+    assert [(i["id"], i["image"], i["meta"]["chain"]) for i in items] == [
+        ("Classification_Omnibenchmark/0", str(root / "omnibenchmark_images" / "a.jpg"), ["animal", "dog"]),
+        ("Classification_Omnibenchmark/1", str(root / "omnibenchmark_images" / "b.jpg"), ["animal", "cat"])]
+
+
 def test_no_form_is_one_sentence(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(DatasetFormError, match="no known dataset form found there"):
@@ -473,7 +489,7 @@ def _broken(tmp_path: Path, form: str) -> tuple[Path, str]:
         return root, "  1.json: expected a CAST pair"
     (tmp_path / "meta_file").mkdir()
     (tmp_path / "meta_file" / "VQA_AI2D.json").write_text('{"image": "x.png"}')
-    return tmp_path, "VQA_AI2D.json: expected a LAMM meta file"
+    return tmp_path, "VQA_AI2D.json: expected a LAMM meta file"  # an object, not a list
 
 
 @pytest.mark.parametrize("form", ["pope", "seedbench", "cifar10", "karpathy", "cast-pairs", "lamm"])
