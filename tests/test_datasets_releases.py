@@ -16,7 +16,8 @@ from vlmcheck.datasets import DatasetFormError, detect, load
 from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec
 from vlmcheck.methods.vhx_cases import load_cases
 from vlmcheck.run.runner import RunOptions, run_task
-from vlmcheck.world.negator import check_negation, negate_question
+from vlmcheck.methods.vhx_negation import check_negation
+from vlmcheck.world.negator import negate_question
 
 CLI = [sys.executable, "-m", "vlmcheck.cli"]
 
@@ -91,7 +92,7 @@ def test_negation_check_on_mmvp_style_questions_still_refuses_bad_ones():
 def test_dry_run_negation_of_an_mmvp_case_passes_the_check():
     # --dry-run's stand-in negator must count an MMVP case's negated question as a real negator's would be
     from vlmcheck.core.messages import Message
-    from vlmcheck.world.negator import NEGATION_PROMPT
+    from vlmcheck.methods.vhx_negation import NEGATION_PROMPT
 
     q = "Is the dog facing left or right? Is the answer 'Left'?"
     said = VHExpansionTask.dry_run_reply(None, "negator", [Message.user(NEGATION_PROMPT.format(question=q))], None)

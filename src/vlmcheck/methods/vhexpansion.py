@@ -46,7 +46,7 @@ from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
 from ..run.batching import Batcher
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
-from ..world.negator import NEGATION_PROMPT, check_negation, split_context
+from .vhx_negation import NEGATION_PROMPT, check_negation, split_context
 from .vhx_summary import VHXSummary
 
 TEMPLATE_VERSION = "vhexpansion-v1"
