@@ -99,7 +99,7 @@ def test_hub_snapshot_one_file_per_distinct_image_in_its_own_bytes(tmp_path, cac
     assert [it.category for it in image_items(ds)] == ["color"] * 3
     from vlmcheck.methods.vhx_cases import Case
 
-    cases = vhx_cases(ds, Case)
+    cases = vhx_cases(ds)
     assert [c.answer for c in cases] == ["yes", "no"] * 3 and cases[0].image == cases[1].image
     # ChEF (MME runs the pope loader): Yes/No options, the answer's index
     items = chef_items(ds, "pope", turn_rows={}, retrieval_items=None)
@@ -431,7 +431,7 @@ def test_pope_flickr30k_and_docci_hub_copies(tmp_path):
                                                                                    ("car", "no"))])]
     ds = load(hub_snapshot(tmp_path / "POPE", pope))
     assert len(ds.records) == 6 and ds.distinct_images == 2 and [r.id for r in ds.records] == list("123456")
-    cases = vhx_cases(ds, Case)
+    cases = vhx_cases(ds)
     assert [c.answer for c in cases] == ["yes", "no", "no"] * 2 and len({c.image for c in cases}) == 2
     flickr = [{"image": {"bytes": jpeg(c), "path": f"{n}.jpg"}, "caption": [f"{c} one", f"{c} two"],
                "sentids": ["1", "2"], "img_id": str(n), "filename": f"{n}.jpg"}
