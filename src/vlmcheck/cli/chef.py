@@ -20,6 +20,12 @@ def register(app: typer.Typer) -> None:
     app.add_typer(chef_app, name="chef")
 
 
+#: the scenario loaders (methods/chef/scenarios.py LOADERS), named here so `--help` imports no method;
+#: tests/test_first_hour.py checks the two lists agree
+SCENARIO_NAMES = ("mc", "scienceqa", "pope", "classification", "retrieval", "mmbench", "world", "counting",
+                  "detection", "hierarchical", "turns")
+
+
 @chef_app.command("list")
 def chef_list() -> None:
     """Shipped recipes (ChEF Tables 5 and 7, and world recipes)."""
@@ -46,7 +52,8 @@ def chef_run(
                                             "fsspec URL)" + C.DATA_HELP),
     benchmark: Optional[str] = C.BENCHMARK,
     scenario: Optional[str] = typer.Option(None, "--scenario", metavar="NAME",
-                                           help="Scenario loader (overrides the recipe's)"),
+                                           help="How --data is read, overriding the recipe's: " + ", ".join(
+                                               SCENARIO_NAMES) + " (world: a `vlmcheck world make` folder)"),
     judge: Optional[str] = typer.Option(None, "--judge", metavar="SPEC",
                                         help="TextModel spec for language performance"),
     judge2: Optional[str] = typer.Option(None, "--judge2", metavar="SPEC",
@@ -75,6 +82,9 @@ def chef_run(
         r = resolve_recipe(recipe)
         if scenario:
             r.scenario.type = scenario
+        elif data and r.scenario.type != "world" and Path(data).is_dir() and (Path(data) / "manifest.jsonl").is_file():
+            C.fail(f"{data}: a folder, where a file was expected (recipe {recipe!r} reads {r.scenario.type!r} "
+                   "data from a file); it is a world folder: add --scenario world to ask the world's questions")
         if judge:
             r.metric.judge = judge
         if judge2:
