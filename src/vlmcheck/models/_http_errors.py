@@ -104,7 +104,11 @@ def unknown_fields_sentence(status: int, message: str, body: str = "") -> str | 
     named = [f for f in named if not any(f != g and f in g for g in named)]  # "logprobs" inside "prompt_logprobs"
     if not named:
         return None
-    causes = "; ".join(f"{f!r} is sent for {FIELD_OPTIONS[f]}" for f in named)
+    by_option: dict[str, list[str]] = {}
+    for f in named:
+        by_option.setdefault(FIELD_OPTIONS[f], []).append(repr(f))
+    causes = "; ".join(f"{', '.join(fs)} {'is' if len(fs) == 1 else 'are'} sent for {opt}"
+                       for opt, fs in by_option.items())
     return (f"the server does not accept the request field{'s' if len(named) > 1 else ''} "
             f"{', '.join(repr(f) for f in named)} ({causes}); drop that option from the model spec or use a server "
             f"that offers it [server said: {' '.join(message.split())[:200]}]")
