@@ -69,7 +69,7 @@ def server(tmp_path_factory):
                 pytest.fail(f"transformers serve did not start: {(root / 'serve.log').read_text()[-2000:]}")
             time.sleep(0.5)
         world = root / "world"
-        _vlmcheck(["world", "make", str(world), "--n", "3"], root)
+        _vlmcheck(["world", "make", str(world), "--n", "3", "--size", "64"], root)
         yield {"url": f"{base}/v1", "model": str(model), "world": world, "root": root}
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
