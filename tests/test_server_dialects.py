@@ -179,3 +179,17 @@ def test_the_transformers_dialect_of_the_fake_server(server, caplog):
         asyncio.run(load_model(f"openai:other@{server.base_url}", "vlm").generate([Message.user("Describe.")],
                                                                                      GenerationConfig(max_tokens=4)))
     assert pinned.value.status == 400 and "Server is pinned" in str(pinned.value)
+
+
+@pytest.mark.slow
+def test_cast_says_in_one_line_why_its_matrix_is_empty(server, tmp_path):
+    """The fake server's answers ("Answer <digest>") hold no numbered statement: nothing to validate."""
+    assert _cli("world", "pairs", tmp_path / "pairs", "--n", "1", cwd=tmp_path).returncode == 0
+    out = tmp_path / "cast"
+    run = _cli("cast", "run", "--vlm", f"openai:m@{server.base_url}", "--pairs", tmp_path / "pairs" / "pairs.jsonl",
+               "--out", out, "--no-progress", cwd=tmp_path, check=0)
+    m = json.loads((out / "results.json").read_text())["metrics"]
+    assert m["statements_written"] == 0 and "wrote no statements in any of the 1 pairs" in m["empty_reason"]
+    lines = [x for x in run.stderr.splitlines() if "wrote no statements" in x]
+    assert len(lines) == 1 and "every matrix is empty" in lines[0]
+    assert "wrote no statements" in (out / "report.html").read_text()
