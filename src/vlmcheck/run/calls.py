@@ -152,10 +152,10 @@ class ServerChecks:
     @staticmethod
     def sampling_sentence(temperature: float | None = None) -> str:
         shown = "" if temperature is None else f" ({temperature:g})"
-        return (f"the server seems to ignore the temperature{shown}: every request sent with several "
-                "seeds got the same answer for each seed, so the spread over repeats (and judge samples) is zero "
-                "by construction; make the server sample (e.g. do_sample in the model's generation config) or "
-                "drop --repeats")
+        return (f"the server seems to ignore the temperature{shown}: every request sent with several seeds got "
+                "one and the same answer for each seed (or the model is that certain), so the spread over repeats "
+                "and judge samples is zero by construction; make the server sample (e.g. do_sample in the model's "
+                "generation config) or drop --repeats")
 
     def result(self) -> dict[str, Any] | None:
         """results.json's ``server_checks`` (None when nothing was measured)."""
