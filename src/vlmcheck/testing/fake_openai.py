@@ -1,4 +1,6 @@
 """A local server that speaks the OpenAI chat-completions and images protocol
+(why this module is long: one server, several dialects and every injected fault, kept in one place so that a
+test names what it asks for in one marker or flag)
 (and the Anthropic Messages and Gemini generateContent endpoints, for those
 adapters' tests; and vLLM's ``prompt_logprobs`` extension, for PPL scoring).
 
