@@ -57,12 +57,12 @@ def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
             return C.execute(task, folder, opts)
 
     with C.user_errors(FileNotFoundError):
-        quiet = terminal.results.quiet
-        terminal.results.quiet = quiet or json_output  # --json: one JSON object, no tables
+        quiet = terminal.tables.quiet
+        terminal.tables.quiet = quiet or json_output  # --json: one JSON object, no tables
         try:
             done = run_sweep(config, progress=progress, execute=execute, announce=announce, report=report)
         finally:
-            terminal.results.quiet = quiet
+            terminal.tables.quiet = quiet
     if json_output:  # the summary as one JSON object on stdout, instead of the table
         typer.echo(json.dumps({"summary": done.summary, "folder": str(done.out)}, default=str))
     else:
@@ -87,6 +87,7 @@ def resume(run: Path = typer.Argument(..., metavar="RUN", help="Run folder"), ma
                                              spec.get("shard"), executor=executor, ray_address=ray_address,
                                              workers=workers, gpus_per_worker=gpus_per_worker,
                                              max_cost=max_cost, report=report))
+    terminal.results(results)  # the table the run command prints
     C.check_failures([results], max_failures)
 
 
@@ -110,6 +111,8 @@ def retry_failed_cmd(run: Path = typer.Argument(..., metavar="RUN", help="Run fo
         C.fail(C.one_line(exc))
     counts = result.results["counts"]
     C.console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
+    terminal.failures(counts)
+    terminal.results(result.results)  # the table the run command prints
     C.check_failures([{**result.results, "_folder": str(run)}], max_failures)
 
 
