@@ -448,3 +448,26 @@ def test_resume_prints_the_results_table_the_run_command_prints(tmp_path):
         return lines[start:end + 1]
 
     assert table(resumed) == table(run) and any("original" in ln for ln in table(run))
+
+
+def test_a_sweeps_tables_are_named_by_method_and_model(tmp_path):
+    """Three runs whose folders are all called noisy/ (a sweep's layout): each table is named by its method and
+    model; a folder name no other run has is kept; never runs or metrics."""
+    from vlmcheck.export import table_names
+
+    folders = []
+    for method, model in (("genception", "ref:describer?level=0.3"), ("vhexpansion", "ref:describer?level=0.3"),
+                          ("vhexpansion", "openai:gpt-4o-mini")):
+        f = tmp_path / method / model.replace(":", "_").replace("?", "_") / "noisy"
+        f.mkdir(parents=True)
+        (f / "results.json").write_text(json.dumps({"task": method, "spec": {"task_spec": {"vlm": model}}}))
+        folders.append(f)
+    for name in ("solo", "runs"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps({"task": "cast", "spec": {"task_spec": {
+            "vlm": "ref:describer"}}}))
+        folders.append(tmp_path / name)
+    assert table_names(folders) == ["genception-ref_describer_level=0.3", "vhexpansion-ref_describer_level=0.3",
+                                    "vhexpansion-openai_gpt-4o-mini", "solo", "cast-ref_describer"]
+    assert table_names([folders[1], folders[1]]) == ["vhexpansion-ref_describer_level=0.3",
+                                                     "vhexpansion-ref_describer_level=0.3-2"]

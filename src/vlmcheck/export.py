@@ -25,6 +25,7 @@ run: counts and the headline with its interval).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -196,6 +197,30 @@ def run_rows(folders: Iterable[str | Path]) -> list[dict[str, Any]]:
     return out
 
 
+def _file_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_.")[:100] or "run"
+
+
+def table_names(folders: list[Path]) -> list[str]:
+    """A file name per run's table: the folder's name where no other exported run has it; else (a sweep's
+    ``noisy/`` under every method) its method and model, ``<method>-<model>``, with ``-2``, ``-3`` only for
+    runs of one method and model; never ``runs`` or ``metrics`` (the other two tables)."""
+    plain = [_file_name(f.name or "run") for f in folders]
+    names: list[str] = []
+    for f, name in zip(folders, plain):
+        if plain.count(name) > 1 or name in ("runs", "metrics"):
+            try:
+                info = read_results(f, need_samples=False)
+            except (OSError, ValueError):
+                info = {}
+            name = _file_name(f"{info.get('task') or f.parent.name}-{_model_of(info) or f.name}")
+        base, k = name, 2
+        while name in names or name in ("runs", "metrics"):
+            name, k = f"{base}-{k}", k + 1
+        names.append(name)
+    return names
+
+
 def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parquet") -> list[Path]:
     """One table per run (``<run-name>.<fmt>``) and ``runs.<fmt>``; returns the files written."""
     import pandas as pd
@@ -206,12 +231,7 @@ def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parq
     out.mkdir(parents=True, exist_ok=True)
     folders = [Path(f) for f in folders]
     written = []
-    names: set[str] = {"runs", "metrics"}  # runs.<fmt>, metrics.<fmt>: the per-run and metrics tables
-    for f in folders:
-        name = f.name or "run"
-        while name in names:
-            name += "_"
-        names.add(name)
+    for f, name in zip(folders, table_names(folders)):
         written.append(_write_rows(lambda f=f: iter_sample_rows(f), out / f"{name}.{fmt}", fmt))
     metrics = [row for f in folders for row in metric_rows(f, _run_info(f))]  # not the samples again
     written.append(_write(pd.DataFrame(metrics, columns=METRIC_COLUMNS), out / f"metrics.{fmt}", fmt))
