@@ -411,7 +411,7 @@ def test_a_result_table_titled_by_a_long_spec_keeps_its_numbers(width):
     from vlmcheck.report import terminal
 
     buf = io.StringIO()
-    old, terminal.console = terminal.console, Console(file=buf, width=width)
+    old, terminal.tables = terminal.tables, Console(file=buf, width=width)  # where results are printed
     try:
         terminal.vhexpansion(LONG_SPEC, {"variants": {
             "original": {"accuracy": 0.8123, "symmetric_accuracy": 0.7, "yes_ratio": 0.5, "new_vh_cases": 3},
@@ -420,7 +420,7 @@ def test_a_result_table_titled_by_a_long_spec_keeps_its_numbers(width):
         terminal.chef(LONG_SPEC, {"recipe": "calibration", "desideratum": "calibration", "accuracy": 0.61234,
                                   "ece": 0.04321, "overall": 0.95679, "settings": {}})
     finally:
-        terminal.console = old
+        terminal.tables = old
     text = buf.getvalue()
     assert max(map(len, text.splitlines())) <= width
     title_lines = [ln for ln in text.splitlines() if ln.startswith(("openai:", "gpu-node", "/v1"))]
