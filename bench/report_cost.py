@@ -113,7 +113,8 @@ def main() -> int:
                     shutil.rmtree(out)  # disk: a 100,000-sample store each
             if r < args.rounds - 1:
                 shutil.rmtree(tmp / f"default-{r}")
-        alone = timed([*vlmcheck, "report", str(last)])  # the report of the finished run, by itself
+        # the report of the finished run, by itself, written where the run's own is
+        alone = timed([*vlmcheck, "report", str(last), "-o", str(last / "report.html")])
     finally:
         server.kill()
     files, size = report_footprint(last)
