@@ -145,12 +145,14 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
     policy = inputs.InputPolicy(allow_outside=options.allow_outside, max_file_bytes=options.max_image_bytes,
                                 budget=inputs.PixelBudget(options.pixel_budget), dirs={})
     token = inputs.set_policy(policy)
-    existed = folder.exists()
+    existed, held = folder.exists(), False
     try:
         with folder_lock(folder):
+            held = True  # only a run that held the lock cleans up: another process's lock file is never touched
             return await _run_locked(task, folder, options)
     except BaseException:
-        _leave_nothing(folder, existed)
+        if held:
+            _leave_nothing(folder, existed)
         raise
     finally:
         inputs.reset_policy(token)
