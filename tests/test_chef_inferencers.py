@@ -207,6 +207,19 @@ def test_each_recipe_declares_its_default_and_allowed_inferencers():
     assert ChefSpec.model_validate(old).inferencer == "cot_ppl"
 
 
+def test_the_cli_refuses_an_inferencer_in_one_sentence(tmp_path):
+    from typer.testing import CliRunner
+
+    from vlmcheck.cli import app
+
+    for name, said in (("foo", "no inferencer 'foo'; ChEF's are direct, cot, ppl, cot_ppl, multiturn_ppl"),
+                       ("cot", "inferencer 'cot' is refused: scenario 'detection' is asked in PPL turns")):
+        out = CliRunner().invoke(app, ["chef", "run", "--recipe", "voc2012", "--vlm", "ref:describer", "--data",
+                                       str(tmp_path), "--out", str(tmp_path / "r"), "--inferencer", name])
+        assert out.exit_code == 2 and said in " ".join(out.output.split()) and "Traceback" not in out.output
+        assert not (tmp_path / "r").exists()
+
+
 def test_a_sweep_entry_picks_the_inferencer(tmp_path):
     from vlmcheck.sweep import load_sweep, plan
 

@@ -97,7 +97,9 @@ def test_hub_snapshot_one_file_per_distinct_image_in_its_own_bytes(tmp_path, cac
                                                            "test")
     # GenCeption: one item per distinct image; VHExpansion: every question, clustered by its image's file
     assert [it.category for it in image_items(ds)] == ["color"] * 3
-    cases = vhx_cases(ds)
+    from vlmcheck.methods.vhx_cases import Case
+
+    cases = vhx_cases(ds, Case)
     assert [c.answer for c in cases] == ["yes", "no"] * 3 and cases[0].image == cases[1].image
     # ChEF (MME runs the pope loader): Yes/No options, the answer's index
     items = chef_items(ds, "pope", turn_rows={}, retrieval_items=None)
@@ -235,8 +237,8 @@ def test_tsv_image_path_column_and_bad_rows(tmp_path):
                                                                           "an index reference, surely%%%"],
             [2, "Green?", "No", "", "99"]]
     ds = load(tsv(tmp_path / "MME.tsv", head, rows))
-    assert [r.id for r in ds.records] == ["0", "1"]
-    assert Path(ds.records[1].images[0]).suffix == ".bin"  # not an image: fails its own sample when read
+    assert [r.id for r in ds.records] == ["0"]  # the two bad rows left out, each with its reason
+    assert ("line 3", "image field is neither base64 nor another row's index") in ds.skipped
     assert ds.records[0].images == [str(tmp_path / "imgs" / "x.png")] and ds.records[0].root == str(tmp_path)
     assert ("line 4", "image names row '99', which has no image") in ds.skipped
     with pytest.raises(DatasetFormError, match=r"duplicate id '0'"):
@@ -315,3 +317,19 @@ def test_genception_on_mme_gives_the_same_chains_from_hub_release_and_tsv(tmp_pa
         for key in ("GC@1", "GC@2"):
             assert out[form][1][key]["score"] == pytest.approx(metrics[key]["score"])
             assert out[form][1][key]["ci95"] == pytest.approx(metrics[key]["ci95"])
+
+
+def test_class_label_ids_become_class_names(tmp_path):
+    """uoft-cs/cifar10 on the Hub: img (Image), label (ClassLabel 0..9): ChEF's classification pool is names."""
+    datasets = pytest.importorskip("datasets")
+    names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    ds = datasets.Dataset.from_dict({"img": [Image.new("RGB", (8, 8), c) for c in ("red", "blue", "red")],
+                                     "label": [3, 9, 0]},
+                                    features=datasets.Features({"img": datasets.Image(),
+                                                                "label": datasets.ClassLabel(names=names)}))
+    ds.save_to_disk(str(tmp_path / "cifar"))
+    read = load(f"hfds:{tmp_path / 'cifar'}")
+    assert [r.answer for r in read.records] == ["cat", "truck", "airplane"]
+    items = chef_items(read, "classification", turn_rows={}, retrieval_items=None)
+    assert items[0]["options"] == ["airplane", "cat", "truck"] and items[1]["answer"] == 2
+    assert items[0]["image"] == items[2]["image"]  # the two red images are one file, one cluster

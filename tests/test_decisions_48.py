@@ -135,7 +135,7 @@ def test_separated_only_when_the_exact_test_rejects(tmp_path):
 
 
 def test_the_interval_never_excludes_0_beside_a_p_above_alpha():
-    from vlmcheck.metrics.decisions import SignFlip, decision_interval, paired_decision
+    from vlmcheck.metrics.signflip import SignFlip, decision_interval, paired_decision
 
     rng = np.random.default_rng(7)
     for trial in range(60):

@@ -138,6 +138,15 @@ def run_command(fn):
     return command
 
 
+def fraction(text: str) -> float:
+    """A number as a user writes it on the command line: a decimal (0.0314) or a fraction (8/255)."""
+    num, slash, den = str(text).partition("/")
+    try:
+        return float(num) / float(den) if slash else float(num)
+    except (ValueError, ZeroDivisionError):
+        raise typer.BadParameter(f"{text!r} is not a number or a fraction such as 8/255") from None
+
+
 def setup_logging() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     install_log_redaction()
