@@ -130,12 +130,12 @@ def main(draws: int = 200, n: int = 20) -> None:
         print(f"{kind:<32} {fp2 / draws:>10.3f} {fp3 / draws:>10.3f} {fp3p / draws:>12.3f} {pw / draws:>6.3f} "
               f"{cov / draws:>12.3f}", flush=True)
     print("\nheadline intervals: coverage of the population value (goal >= 0.95 at small n: a bound may cover more)")
-    print(f"{'kind':<32} " + " ".join(f"{f'{u} units':>9}" for u in (1, 2, 3, 10)))
+    print(f"{'kind':<48} " + " ".join(f"{f'{u} units':>9}" for u in (1, 2, 3, 10)))
     for kind in KINDS[:3]:
         sizes = (1, 2, 3, 10) if kind != "GenCeption, unequal categories" else (5, 6, 7, 12)
         cells = [headline_coverage(kind, u, draws, rng) for u in sizes]
         label = kind if kind != "GenCeption, unequal categories" else kind + " (5,6,7,12 images)"
-        print(f"{label:<32} " + " ".join(f"{c:>9.3f}" if c is not None else f"{'-':>9}" for c in cells), flush=True)
+        print(f"{label:<48} " + " ".join(f"{c:>9.3f}" if c is not None else f"{'-':>9}" for c in cells), flush=True)
     print(f"\ntotal {time.perf_counter() - started:.0f} s")
 
 

@@ -320,7 +320,8 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
             for r, v in zip(records, values):
                 r.meta[id_col] = v
     if not records:
-        raise DatasetFormError(f"{source}: split {split!r} has no rows")
+        raise DatasetFormError(f"{source}: split {split!r} has no rows" + (
+            f" that could be read ({len(skipped)} skipped: {skipped[0][1]})" if skipped else ""))
     no_image = sum(1 for r in records if not r.images)
     if no_image:
         notes.append(f"{no_image} rows without an image (text-only)")

@@ -176,9 +176,10 @@ def pairwise(runs: Sequence[dict[str, Any]], metric: str, pairs: Sequence[tuple[
     return out
 
 
-def compare_two(a: dict[str, Any], b: dict[str, Any], metric: str) -> dict[str, Any]:
-    """A minus B on the samples both finished: :func:`pairwise` of two runs."""
-    res = pairwise([a, b], metric)
+def compare_two(a: dict[str, Any], b: dict[str, Any], metric: str, level: float = ALPHA) -> dict[str, Any]:
+    """A minus B on the samples both finished: :func:`pairwise` of two runs; ``level`` the interval's level
+    where a caller corrects for several comparisons itself (its Holm step: ``metrics.signflip.holm_levels``)."""
+    res = pairwise([a, b], metric, alpha=level)
     (row,) = res["pairs"]
     row = {k: v for k, v in row.items() if k not in ("i", "j")}
     return {"metric": metric, **row}

@@ -379,16 +379,16 @@ class GenCeptionSummary:
             return
         self.scored.append({"s": r["s"], "category": r.get("category"), "refused_at": r.get("refused_at"),
                             "repeats": [{"s": x["s"]} for x in r.get("repeats", ())],
-                            "key": r.get("image_sha256") or ""})
+                            "image_sha256": r.get("image_sha256") or ""})
         self.features[0].add(r["embedding0"])
         for t in range(1, self.task.cfg.T + 1):
             self.features[t].add(r["steps"][t - 1]["embedding"])
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
-        # the bootstrap draws by position: in (category, image hash) order its interval is the same whatever order
-        # the dataset listed its images in (a Hub copy, a release folder and a TSV of one benchmark; issue 46)
-        self.scored.sort(key=lambda r: (str(r["category"] or ""), r["key"]))
-        return self.task._summary(self.scored, self.features, failed)
+        # chains in order of (category, image): the bootstrap interval is the same whatever order the dataset's
+        # form lists its images in (MME's Hub copy, release folder and TSV give one interval; docs/datasets.md)
+        scored = sorted(self.scored, key=lambda r: (r["category"] or "", r["image_sha256"]))
+        return self.task._summary(scored, self.features, failed)
 
 
 def _score(per_image: np.ndarray, cats: list[str], seed: int) -> dict[str, Any]:

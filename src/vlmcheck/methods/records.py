@@ -74,6 +74,8 @@ def _said(ds: Dataset) -> Dataset:
 
 
 def _require(records: list[Record], source: str, what: str, ok: Any) -> list[Record]:
+    if not records:
+        raise InputFileError(f"{source}: no records in it")
     bad = [r.id for r in records if not ok(r)]
     if len(bad) == len(records):
         raise InputFileError(f"{source}: no record has {what} (e.g. {bad[0]!r})")
@@ -186,15 +188,16 @@ def binary_question(question: str, option: str) -> str:
     return f"{q} Is the answer '{option.strip()}'?"
 
 
-def vhx_cases(ds: Dataset, make: Any = dict) -> list[Any]:
+def vhx_cases(ds: Dataset) -> list[Any]:
     """Yes/no cases, one per record with an image and a question: a yes/no answer as it is (MME, POPE, VHTest's
     yes/no rows); a multiple-choice record (MMVP) as ONE binary case, as VHExpansion counts them (Table 1: MMVP,
     300 questions, 300 cases; section 3: "non-binary question-answer pairs can be rewritten as binary
     counterparts"): options Yes/No ask the question as it is, any other options ask whether the first one is the
     answer ("<question> Is the answer '<option a>'?", yes when (a) is right).  Asking about the same option on
     both images of an MMVP pair keeps the pair's answers opposite, as MMVP built them; the pair id travels in
-    ``meta["pair"]`` so that MMVP's pair accuracy is reported beside symmetric accuracy.  ``make`` builds each
-    case from its fields (vhx_cases.py passes its ``Case``; this module does not import it: no import circle)."""
+    ``meta["pair"]`` so that MMVP's pair accuracy is reported beside symmetric accuracy."""
+    from .vhx_case import Case
+
     def usable(r: Record) -> bool:
         if len(r.images) != 1 or not r.question:
             return False
@@ -218,7 +221,7 @@ def vhx_cases(ds: Dataset, make: Any = dict) -> list[Any]:
             question, answer = r.question, _yes_no(r.answer)
         if r.group and ds.benchmark == "mmvp":
             meta["pair"] = r.group
-        out.append(make(id=r.id, image=r.images[0], question=question, answer=answer, meta=meta, root=r.root))
+        out.append(Case(id=r.id, image=r.images[0], question=question, answer=answer, meta=meta, root=r.root))
     return out
 
 

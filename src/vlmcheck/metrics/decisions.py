@@ -69,12 +69,28 @@ def design_effect(successes: Sequence[float], totals: Sequence[float]) -> float:
 
 def wilson_clustered(successes: Sequence[float], totals: Sequence[float], alpha: float = 0.05
                      ) -> tuple[float, float, float]:
-    """(low, high, design effect): Wilson on the effective sample size N / deff of clustered answers."""
+    """(low, high, design effect): Wilson on the effective sample size N / deff of clustered answers; below an
+    effective n of 2 (one unit) the Clopper-Pearson interval on it instead (fractional counts through the beta
+    quantiles): Wilson on one answer covers only as often as the answer is right (0.91 at p = 0.9 on the
+    bench), Clopper-Pearson never below 95 %."""
     k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
     deff = design_effect(k, n)
     n_eff = n.sum() / deff
-    lo, hi = wilson(k.sum() / n.sum() * n_eff, n_eff, alpha)
+    x = k.sum() / n.sum() * n_eff
+    if n_eff < 2:
+        lo, hi = clopper_pearson(x, n_eff, alpha)
+    else:
+        lo, hi = wilson(x, n_eff, alpha)
     return lo, hi, deff
+
+
+def clopper_pearson(x: float, n: float, alpha: float = 0.05) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval of x successes in n, by the beta quantiles (x, n may be fractional)."""
+    from scipy.stats import beta
+
+    lo = 0.0 if x <= 0 else float(beta.ppf(alpha / 2, x, n - x + 1))
+    hi = 1.0 if x >= n else float(beta.ppf(1 - alpha / 2, x + 1, n - x))
+    return lo, hi
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -175,7 +191,7 @@ def proportion_interval_counts(k: np.ndarray, n: np.ndarray, unit: str) -> tuple
     p, n_eff = k.sum() / n.sum(), n.sum() / deff
     method = "wilson, clustered (effective n = n / design effect)"
     if len(n) == 1 and n.sum() > 1:
-        method = "wilson on one unit (a bound: one sampled unit has no spread to estimate; effective n 1)"
+        method = "clopper-pearson on one unit (a bound: one sampled unit has no spread to estimate; effective n 1)"
     return [lo, hi], {"method": method, "unit": unit,
                       "n_units": len(n), "n": int(n.sum()), "design_effect": deff,
                       # the smallest difference from another run of this size that a test would catch
