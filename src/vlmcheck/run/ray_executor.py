@@ -150,7 +150,8 @@ class _Pool:
         self.tally = ray.remote(RequestTally).options(num_cpus=0, scheduling_strategy=here).remote()
         self.helpers = [reader, self.tally]
         policy = {"allow_outside": options.allow_outside, "max_image_bytes": options.max_image_bytes,
-                  "pixel_budget": options.pixel_budget}
+                  "pixel_budget": options.pixel_budget, "url_timeouts": (options.url_read_timeout_s,
+                                                                         options.url_total_timeout_s)}
         # a CPU each, or a share where there are more workers than CPUs (API-bound workers mostly wait)
         worker_cls = ray.remote(SampleWorker).options(num_cpus=min(1.0, cpus / self.target),
                                                       num_gpus=options.gpus_per_worker, max_concurrency=self.slots + 4)

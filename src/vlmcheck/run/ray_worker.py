@@ -190,6 +190,8 @@ class SampleWorker:
                                          max_file_bytes=input_policy["max_image_bytes"],
                                          budget=inputs.PixelBudget(input_policy["pixel_budget"]),
                                          file_keys=file_keys(key_version))
+        if input_policy.get("url_timeouts"):
+            self.policy.url_read_timeout_s, self.policy.url_total_timeout_s = input_policy["url_timeouts"]
 
     async def run(self, sample_id: str, seq: int, payload: Any) -> dict[str, Any]:
         from ..core import inputs

@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 from .._version import __version__
 from ..core.files import broken_link
 from ..core.images import DEFAULT_MAX_FILE_BYTES
-from ..core import inputs
+from ..core import inputs, remote
 from ..core.inputs import DEFAULT_PIXEL_BUDGET
 from .loop_clients import close_loop_clients
 from ..store.db import DB_NAME, GROUP_COMMIT_S, RunStore
@@ -66,6 +66,9 @@ class RunOptions(BaseModel):
     allow_outside: bool = False
     max_image_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
     pixel_budget: int = Field(default=DEFAULT_PIXEL_BUDGET, ge=1)
+    # an image at an http(s) URL fails its own sample after this long without a byte, or this long in all
+    url_read_timeout_s: float = Field(default=remote.READ_TIMEOUT_S, gt=0)
+    url_total_timeout_s: float = Field(default=remote.TOTAL_TIMEOUT_S, gt=0)
     # (i, N): run only shard i of N (samples assigned by a hash of their id); `vlmcheck merge` unions them
     shard: tuple[int, int] | None = None
     # where samples run: this process, or Ray actors (run/ray_executor.py; placement, never part of the spec)
@@ -143,7 +146,9 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
     if folder.exists() and not folder.is_dir():
         raise RunFolderExists(f"{folder} is a file, not a run folder")
     policy = inputs.InputPolicy(allow_outside=options.allow_outside, max_file_bytes=options.max_image_bytes,
-                                budget=inputs.PixelBudget(options.pixel_budget), dirs={})
+                                budget=inputs.PixelBudget(options.pixel_budget), dirs={},
+                                url_read_timeout_s=options.url_read_timeout_s,
+                                url_total_timeout_s=options.url_total_timeout_s)
     token = inputs.set_policy(policy)
     try:
         with folder_lock(folder):
