@@ -54,7 +54,7 @@ REPORT = typer.Option(True, "--report/--no-report",
 DRY_RUN = typer.Option(False, "--dry-run", help="Make no model call: print the calls still to make per role, their "
                                                   "estimated tokens and cost.")
 JSON_OUT = typer.Option(False, "--json", help="With --dry-run: print the estimate as one JSON object on stdout.")
-MAX_COST = typer.Option(None, "--max-cost", min=0.0, metavar="USD",
+MAX_COST = typer.Option(None, "--max-cost", metavar="USD",
                         help="Start no new sample once the cost spent plus the samples in flight would pass USD; "
                              "exit 1, finished samples kept.")
 API_KEY = typer.Option(None, "--api-key", metavar="KEY",
@@ -175,6 +175,9 @@ def options(resume, overwrite, limit, max_concurrency, seed, progress, allow_out
         fail(f"--executor {executor!r}: use local or ray")
     with user_errors():
         parsed = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
+        from ..run.budget import check_max_cost
+
+        max_cost = check_max_cost(max_cost)  # 0, NaN, infinity: one sentence, not a traceback
     return RunOptions(resume=resume, overwrite=overwrite, limit=limit, max_concurrency=max_concurrency, seed=seed,
                       progress=progress, allow_outside=allow_outside,
                       max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import platform
 import subprocess
@@ -46,6 +47,7 @@ from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: whe
 from .folder import MARKER, RunFolderExists, _empty_run_folder, mark_run_folder
 from .outputs import write_outputs
 from .task import Sample, Task, execute_sample
+from .budget import BudgetStop
 
 
 class RunOptions(BaseModel):
@@ -74,7 +76,7 @@ class RunOptions(BaseModel):
     # where samples run: this process, or Ray actors (run/ray_executor.py; placement, never part of the spec)
     executor: Literal["local", "ray"] = "local"
     # USD: no new sample starts once the cost spent plus the samples in flight would pass it (run/budget.py)
-    max_cost: float | None = Field(None, gt=0)
+    max_cost: float | None = Field(None, gt=0, allow_inf_nan=False)
     ray_address: str | None = None  # None: a local Ray instance (or the cluster this process already joined)
     workers: int | None = Field(default=None, ge=1)  # Ray actors; None: one per CPU of the cluster, at most 8
     gpus_per_worker: float = Field(default=0.0, ge=0.0)
@@ -133,6 +135,8 @@ def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str
         "n_samples": len(samples),
         "sample_ids_fingerprint": fingerprint,
         "shard": list(options.shard) if options.shard else None,
+        # --max-cost: kept by a resume that gives none (never compared: a resume may raise or lower it)
+        "max_cost": options.max_cost,
     }
 
 
@@ -165,6 +169,10 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     for stale in folder.glob(".*.tmp"):  # temp files of a writer killed mid-write; we hold the folder's lock
         stale.unlink(missing_ok=True)
     samples = select_samples(task, options)
+    if options.resume and options.max_cost is None:  # the budget a run was started with holds on its resumes
+        kept = _recorded_max_cost(folder)
+        if kept is not None:
+            options = options.model_copy(update={"max_cost": kept})
     spec = run_spec(task, samples, options)  # before the store: a spec that cannot be made leaves no store
     new_store = not (folder / DB_NAME).exists()
     # a resumed store must hold a run: an empty or half-made one says so instead of silently starting over
@@ -197,7 +205,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
 
             if options.executor == "ray":
                 raise ValueError("--max-cost runs in this process; drop --executor ray or --max-cost")
-            budget = Budget(options.max_cost, store, session.counters)
+            budget = session.budget = Budget(options.max_cost, store, session.counters)
         if todo and options.preflight:
             await preflight(task)
         executor = None
@@ -223,6 +231,25 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         return RunResult(folder, results, session.counters)
     finally:
         store.close()
+
+
+def _recorded_max_cost(folder: Path) -> float | None:
+    """The ``--max-cost`` recorded in the spec of the run in ``folder`` (read-only), or None."""
+    import sqlite3
+
+    path = folder / DB_NAME
+    if not path.is_file():
+        return None
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = 'spec'").fetchone()
+        finally:
+            con.close()
+        value = json.loads(row[0]).get("max_cost") if row else None
+    except (sqlite3.Error, ValueError, TypeError, AttributeError):
+        return None  # the store's own checks say what is wrong with it
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
 def select_samples(task: Task, options: RunOptions) -> list[Sample]:
@@ -338,6 +365,8 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
                 return
             try:
                 outcome = await execute_sample(task, sample, session)
+            except BudgetStop:  # a call would pass --max-cost: the sample waits for a resume, its paid calls kept
+                return
             finally:
                 if budget is not None:
                     budget.done()
