@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.files import JsonlRecords, read_results
+from ..core.files import SampleRecords, read_results
 from ..metrics.decisions import cluster_bootstrap_mean, holm, mcnemar_exact, paired_permutation_p
 
 #: metric name -> whether its unit value is one binary answer (McNemar) or a number (permutation)
@@ -51,7 +51,7 @@ def unit_values(folder: str | Path) -> tuple[str, str, dict[str, dict[str, tuple
             metrics.setdefault(metric, {})[sid] = (float(value), cluster, source)
 
     T = (info.get("metrics") or {}).get("T")
-    for rec in JsonlRecords(Path(folder) / "samples.jsonl"):  # a line at a time
+    for rec in SampleRecords(Path(folder) / "samples.jsonl"):  # a line at a time, each record checked
         if rec.get("status") != "done":
             continue
         sid, r = rec["sample_id"], rec.get("result") or {}
