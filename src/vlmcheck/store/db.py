@@ -209,6 +209,7 @@ class RunStore(GroupCommit):
 
     def close(self) -> None:
         """Commit the open group of writes (if any) and close; a commit that failed is raised after closing."""
+        self._stop_committer()  # outside the lock: the committer may be waiting for it
         with self._lock:
             try:
                 self.commit()
