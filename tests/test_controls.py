@@ -174,7 +174,7 @@ def test_dry_run_counts_what_the_real_run_then_makes_and_nothing_after(world, tm
         else:
             assert est["totals"]["calls"] == calls, name
         assert est["samples"]["to_run"] == real["counts"]["samples"]
-        again = _est(make(), folder, limit=10)
+        again = _est(make(), folder, limit=10, resume=True)  # as the real command, a dry run needs --resume here
         assert again["totals"]["calls"] == 0 and again["samples"]["to_run"] == 0
 
 

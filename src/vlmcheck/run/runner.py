@@ -48,6 +48,7 @@ from .folder import MARKER, RunFolderExists, _empty_run_folder, mark_run_folder
 from .outputs import write_outputs
 from .task import Sample, Task, execute_sample
 from .budget import BudgetStop
+from .data_pin import data_difference, data_pins, without_data_paths
 
 
 class RunOptions(BaseModel):
@@ -129,6 +130,8 @@ def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str
         "python": platform.python_version(),
         "task": task.name,
         "task_spec": task.spec(),
+        # the data by content: a resume compares these, not the paths as typed (run/data_pin.py)
+        "data": data_pins(task.spec()),
         "seed": options.seed,
         "limit": options.limit,
         "max_concurrency": options.max_concurrency,
@@ -275,23 +278,38 @@ def _record_spec(store: RunStore, folder: Path, spec: dict[str, Any], spec_model
     """Check that a resumed store holds this run, then record the spec (and the key version of a new store)."""
     mark_run_folder(folder)
     previous = store.get_meta("spec")
-    if previous:
-        previous = {**previous, "task_spec": _with_new_defaults(previous.get("task_spec"), spec_model)}
     key_version = store.get_meta("key_version")
     if key_version is None:  # a store from before key version 2 keeps its keys (run/calls.py)
         key_version = 1 if previous else KEY_VERSION
         store.set_meta("key_version", key_version)
+    check_spec(folder, previous, spec, spec_model, key_version)
+    store.set_meta("spec", spec)
+
+
+def check_spec(folder: Path, previous: dict[str, Any] | None, spec: dict[str, Any], spec_model: Any,
+               key_version: int) -> None:
+    """Refuse (one sentence) to resume a store whose recorded spec is another run's: another shard, other models
+    (by identity), data or settings.  Writes nothing: ``--dry-run`` asks it too (run/estimate.py)."""
+    if previous:
+        previous = {**previous, "task_spec": _with_new_defaults(previous.get("task_spec"), spec_model)}
     if previous and (previous.get("shard") or None) != spec["shard"]:
         raise RunFolderExists(f"{folder} holds shard {_shard_text(previous.get('shard'))} of a run, not "
                               f"{_shard_text(spec.get('shard'))}; use that shard's own folder")
     if previous:
         # a resumed run must be the same run: the same models (by identity, key version 2: endpoints and
-        # placement parameters may change), data and settings
-        same = (identity_spec(previous.get("task_spec")) == identity_spec(spec["task_spec"]) if key_version >= 2
-                else previous.get("task_spec") == spec["task_spec"])
+        # placement parameters may change), data (by content where the run pinned it: run/data_pin.py) and
+        # settings
+        pins = previous.get("data") if spec.get("data") else None
+        if pins:
+            why = data_difference(previous, spec)
+            if why:
+                raise RunFolderExists(f"{folder} holds a run on other data: {why}; give that data, or use a new "
+                                      "folder or --overwrite")
+        old_spec, new_spec = without_data_paths(previous.get("task_spec"), pins), \
+            without_data_paths(spec["task_spec"], pins)
+        same = (identity_spec(old_spec) == identity_spec(new_spec) if key_version >= 2 else old_spec == new_spec)
         if not same:
             raise RunFolderExists(f"{folder} holds a run with a different task spec; use a new folder or --overwrite")
-    store.set_meta("spec", spec)
 
 
 def _shard_text(shard: Any) -> str:
