@@ -28,8 +28,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .core.files import (InputFileError, SampleRecords, atomic_path, printable, read_results, read_text_input,
-                         write_lines_atomic, write_text_atomic)
+from .core.files import (InputFileError, JsonlRecords, SampleRecords, atomic_path, printable,  # noqa: F401
+                         read_results, read_text_input, write_lines_atomic, write_text_atomic)
 
 #: The unit each method's sample record is exploded into: (field holding the units, column naming the unit).
 UNITS = {
