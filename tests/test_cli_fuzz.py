@@ -1,5 +1,6 @@
 """Malformed inputs to the CLI: every one ends in exit 2 and one sentence that names the cause, never a
-traceback (issue 18).  Each case runs the real console entry point in a subprocess."""
+traceback (issue 18).  One test per case, each calling the console script's ``main`` in this process (what a
+subprocess would run, without its start-up); one case also runs through a real subprocess."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,9 @@ from PIL import Image
 GOOD_IMG = "img/0.png"
 
 
-def _write(path: Path, text: str | bytes) -> Path:
+def _write(path: Path, text: str | bytes, write: bool = True) -> Path:
+    if not write:
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(text, bytes):
         path.write_bytes(text)
@@ -42,15 +44,23 @@ def ws(tmp_path_factory):
             "b": {"id": "b", "image": "img/1.png", "description": "two"}}
     _write(d / "pairs-ok.jsonl", _jsonl([pair]))
     # a finished describe run, for the commands that take a run folder
-    env = {**os.environ, "COLUMNS": "500"}
-    subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", "ref:photo", "--data",
-                    str(d / "good.jsonl"), "--out", str(d / "describe-run"), "--no-progress"], check=True,
-                   capture_output=True, env=env, timeout=300)
+    from vlmcheck.cli import main
+
+    argv = sys.argv
+    sys.argv = ["vlmcheck", "describe", "--vlm", "ref:photo", "--data", str(d / "good.jsonl"), "--out",
+                str(d / "describe-run"), "--no-progress"]
+    try:
+        with pytest.raises(SystemExit) as stop:
+            main()
+        assert stop.value.code in (0, None)
+    finally:
+        sys.argv = argv
     return d
 
 
-def _cases(d: Path) -> dict[str, list[str]]:
-    w = lambda name, text: str(_write(d / "cases" / name, text))  # noqa: E731
+def _cases(d: Path, write: bool = True) -> dict[str, list[str]]:
+    """The cases, by name; ``write=False`` only names them (for parametrize) and writes nothing."""
+    w = lambda name, text: str(_write(d / "cases" / name, text, write))  # noqa: E731
     desc = ["describe", "--vlm", "ref:photo", "--out", str(d / "out" / "x"), "--no-progress", "--data"]
     vhx = ["vhx", "run", "--vlm", "ref:describer", "--out", str(d / "out" / "v"), "--no-progress", "--cases"]
     cast = ["cast", "run", "--vlm", "ref:describer", "--out", str(d / "out" / "c"), "--no-progress", "--pairs"]
@@ -178,9 +188,9 @@ def _cases(d: Path) -> dict[str, list[str]]:
                           "--out", str(d / "out" / "up")]
     c["max tokens negative"] = desc + [good, "--max-tokens", "-5"]
     c["max tokens zero"] = desc + [good, "--max-tokens", "0"]
-    c["keywords numbers"] = desc + [str(_write(d / "kw.jsonl", mk({"image": GOOD_IMG, "keywords": [1, 2]})))]
-    c["id object"] = desc + [str(_write(d / "idobj.jsonl", mk({"image": GOOD_IMG, "id": {"a": 1}})))]
-    if not (d / "dangling").is_symlink():
+    c["keywords numbers"] = desc + [w("kw.jsonl", mk({"image": GOOD_IMG, "keywords": [1, 2]}))]
+    c["id object"] = desc + [w("idobj.jsonl", mk({"image": GOOD_IMG, "id": {"a": 1}}))]
+    if write and not (d / "dangling").is_symlink():
         (d / "dangling").symlink_to(d / "nowhere" / "x")
         (d / "loop").symlink_to(d / "loop")
     c["out dangling symlink"] = desc[:3] + ["--out", str(d / "dangling"), "--data", good]
@@ -200,24 +210,48 @@ def _error_lines(stderr: str) -> list[str]:
     return ours + panel
 
 
-def test_malformed_inputs_end_in_one_sentence_and_exit_2(ws):
-    cases = _cases(ws)
-    assert len(cases) >= 60
+CASES = list(_cases(Path("/names-only"), write=False))
+#: cases that import torch and transformers before they refuse (tens of seconds on a loaded 2-core machine)
+SLOW = {"vhx finetune an API model"}
+
+
+@pytest.fixture(scope="module")
+def cases(ws):
+    return _cases(ws)
+
+
+def _args(ws: Path, name: str, args: list[str]) -> list[str]:
+    """Every case writes under its own folder, so no case fails because another one ran first."""
+    own = str(ws / "out" / name.replace(" ", "-"))
+    return [a.replace(str(ws / "out"), own, 1) if a.startswith(str(ws / "out")) else a for a in args]
+
+
+def _check(name: str, rc, out: str, err: str) -> None:
+    errors = _error_lines(err)
+    assert rc == 2 and "Traceback" not in err + out and len(errors) == 1, \
+        f"{name}: rc={rc} stderr={err.strip()[-600:]!r}"
+
+
+def test_there_are_enough_cases():
+    assert len(CASES) >= 60
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in CASES])
+def test_malformed_input_ends_in_one_sentence_and_exit_2(name, ws, cases, monkeypatch, capfd):
+    from vlmcheck.cli import main
+
+    monkeypatch.setenv("COLUMNS", "500")
+    monkeypatch.setattr(sys, "argv", ["vlmcheck", *_args(ws, name, cases[name])])
+    with pytest.raises(SystemExit) as stop:
+        main()
+    out, err = capfd.readouterr()
+    _check(name, stop.value.code, out, err)
+
+
+@pytest.mark.slow
+def test_the_console_script_in_a_subprocess_says_the_same(ws, cases):
+    name = "manifest invalid json"
     env = {**os.environ, "COLUMNS": "500", "HF_HUB_OFFLINE": "1"}
-
-    def run(item):
-        name, args = item
-        # every case writes under its own folder, so no case fails because another one ran first
-        own = str(ws / "out" / name.replace(" ", "-"))
-        args = [a.replace(str(ws / "out"), own, 1) if a.startswith(str(ws / "out")) else a for a in args]
-        p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", *args], capture_output=True, text=True,
-                           env=env, timeout=300)
-        return name, p
-
-    bad = []
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        for name, p in pool.map(run, cases.items()):
-            errors = _error_lines(p.stderr)
-            if p.returncode != 2 or "Traceback" in p.stderr + p.stdout or len(errors) != 1:
-                bad.append(f"{name}: rc={p.returncode} stderr={p.stderr.strip()[-600:]!r}")
-    assert not bad, f"{len(bad)} of {len(cases)} cases:\n" + "\n".join(bad)
+    p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", *_args(ws, name, cases[name])], capture_output=True,
+                       text=True, env=env, timeout=300)
+    _check(name, p.returncode, p.stdout, p.stderr)

@@ -3,10 +3,15 @@ concurrency, timeout, device, batch size, transport, prices) may change between 
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import re
+
 import pytest
 
 from conftest import FakeServer
-from vlmcheck.core.spec import ModelSpec, load_model
+from vlmcheck.core import spec as spec_module
+from vlmcheck.core.spec import IDENTITY, PLACEMENT, ModelSpec, SpecError, load_model, providers, register
 from vlmcheck.methods.describe import DescribeSpec, DescribeTask
 from vlmcheck.run import calls, runner
 from vlmcheck.run.runner import RunFolderExists, RunOptions, run_task
@@ -22,6 +27,58 @@ def test_identity_drops_the_endpoint_and_placement_parameters_only():
     assert ModelSpec.parse("openai:m@http://x/v1?revision=3").identity() == "openai:m?revision=3"
     # credentials never reach it
     assert "sk-" not in ModelSpec.parse("openai:m@http://x/v1?api_key=sk-secret123456").identity()
+
+
+READS = re.compile(r"""(?:get_(?:str|int|float|bool)\(|params\.get\(|params\[)\s*["']([a-z_]+)["']""")
+
+
+def unclassified(entry) -> list[str]:
+    """The ?parameters the provider's adapter module reads that its registration does not declare as identity or
+    placement (a parameter read but undeclared would be refused by check_params, or, unchecked, join the identity
+    without anyone deciding it)."""
+    if entry.params is None:
+        return []
+    module = importlib.import_module(entry.target.partition(":")[0])
+    reads = set(READS.findall(inspect.getsource(module)))
+    declared = {k for k, kind in entry.params.items() if kind in (IDENTITY, PLACEMENT)}
+    return sorted(reads - declared - set(spec_module.COMMON_PARAMS))
+
+
+def test_every_declared_provider_parameter_is_classified_and_every_read_one_declared():
+    checked = {name: e for name, e in providers().items() if e.params is not None}
+    assert {"openai", "anthropic", "gemini", "hf", "diffusers", "openai-image", "hf-encoder", "timm"} <= set(checked)
+    for name, entry in checked.items():
+        assert not unclassified(entry), (name, unclassified(entry))
+        assert entry.billing is not None, name
+    # the registration decides what is placement: hf's device is, its dtype is not
+    assert spec_module.placement_params("hf") >= {"device", "batch_size", "price_in"}
+    assert "dtype" not in spec_module.placement_params("hf")
+
+
+def test_a_planted_omission_is_caught(tmp_path, monkeypatch):
+    """An Ollama-like adapter reading keep_alive: undeclared, or declared without a kind, fails; declared as
+    placement, it leaves the model's identity."""
+    (tmp_path / "toy_ollama.py").write_text("def make(spec, role):\n    return spec.get_str('keep_alive', '5m')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(spec_module, "_REGISTRY", dict(spec_module._REGISTRY))
+    register("toy", "toy_ollama:make", ("vlm",), params={"timeout": PLACEMENT}, billing="local")
+    assert unclassified(spec_module.registration("toy")) == ["keep_alive"]
+    with pytest.raises(SpecError, match="keep_alive"):
+        register("toy", "toy_ollama:make", ("vlm",), params={"timeout": PLACEMENT, "keep_alive": None})
+    register("toy", "toy_ollama:make", ("vlm",), params={"timeout": PLACEMENT, "keep_alive": PLACEMENT})
+    assert unclassified(spec_module.registration("toy")) == []
+    assert ModelSpec.parse("toy:m?keep_alive=1h&seed=2").identity() == "toy:m?seed=2"
+
+
+def test_billing_and_image_token_rule_come_from_the_registration():
+    from vlmcheck.run.prices import image_rule, prices_for
+
+    assert prices_for("hf:org/m")["source"] == "local model"
+    assert prices_for("ref:describer") == prices_for("hf:org/m")
+    assert prices_for("openai:gpt-4o")["in"] > 0
+    assert image_rule("anthropic:claude-x") == "anthropic" and image_rule("gemini:g") == "gemini"
+    assert image_rule("openai:gpt-4o") == "openai"
+    assert image_rule("anthropic:claude-x?image_tokens=openai") == "openai"
 
 
 def _task(server: FakeServer, folder, params: str = "") -> DescribeTask:

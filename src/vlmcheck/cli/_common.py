@@ -42,6 +42,23 @@ PREFLIGHT = typer.Option(True, "--preflight/--no-preflight",
                          help="Check each API model (reachable, key accepted, model served) before the first sample.")
 MAX_FAILURES = typer.Option(0.0, "--max-failures", min=0.0, max=1.0, metavar="RATE",
                             help="Share of failed samples the run may have and still exit 0.")
+BENCHMARK = typer.Option(None, "--benchmark", metavar="NAME",
+                         help="The benchmark the data is (mme, pope, scienceqa, mmbench, ...) where its form is "
+                              "ambiguous; the same as NAME:PATH (vlmcheck data inspect says what is read)")
+DATA_HELP = ("; or any form `vlmcheck data inspect` reads: hfds:ORG/NAME (local HF cache), a Hub snapshot or "
+             "save_to_disk folder, a VLMEvalKit TSV, a benchmark's release (NAME:PATH)")
+
+
+def with_benchmark(source: str | None, benchmark: str | None) -> str | None:
+    """``--benchmark NAME`` folded into the source as ``NAME:SOURCE`` (methods/records.py)."""
+    if source is None or not benchmark:
+        return source
+    from ..methods.records import with_benchmark as fold
+
+    with user_errors():
+        return fold(str(source), benchmark)
+
+
 SEED = typer.Option(0, "--seed", help="Seed for every random choice of the run.")
 REPEATS = typer.Option(1, "--repeats", min=1, metavar="N",
                        help="Run every sample N times (seeds seed..seed+N-1): the headline's spread over repeats "
@@ -119,6 +136,15 @@ def run_command(fn):
     command.__annotations__ = {p.name: p.annotation for p in own + extra}
     del command.__wrapped__  # typer reads __signature__, not the wrapped function's
     return command
+
+
+def fraction(text: str) -> float:
+    """A number as a user writes it on the command line: a decimal (0.0314) or a fraction (8/255)."""
+    num, slash, den = str(text).partition("/")
+    try:
+        return float(num) / float(den) if slash else float(num)
+    except (ValueError, ZeroDivisionError):
+        raise typer.BadParameter(f"{text!r} is not a number or a fraction such as 8/255") from None
 
 
 def setup_logging() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -21,17 +22,21 @@ def register(app: typer.Typer) -> None:
 def cast_pairs(
     data: str = typer.Option(..., "--data", metavar="SOURCE",
                              help="JSONL of scenes (image, description[, id]), a world folder, "
-                                  "or hfds:NAME?split=...&description_column=..."),
+                                  "or hfds:NAME?split=...&description_column=..." + C.DATA_HELP),
+    benchmark: Optional[str] = C.BENCHMARK,
     encoder: str = typer.Option(..., "--encoder", metavar="SPEC",
                                 help="Image encoder spec (CLIP image features where available)"),
     out: Path = typer.Option(..., "--out", metavar="FILE", help="Output pairs JSONL"),
-    per_bin: int = typer.Option(25, "--per-bin", metavar="N"),
-    min_chars: int = typer.Option(500, "--min-chars", metavar="N"),
+    per_bin: int = typer.Option(25, "--per-bin", metavar="N",
+                                help="Pairs drawn from each of the four image-similarity bins"),
+    min_chars: int = typer.Option(500, "--min-chars", metavar="N",
+                                  help="Leave out scenes whose description is shorter than N characters"),
     seed: int = C.SEED,
 ) -> None:
     """Sample scene pairs: image cosine in four bins of [0.75, 0.95), long descriptions, disjoint images."""
     from ..methods.cast import write_pairs
 
+    data = C.with_benchmark(data, benchmark)
     with C.user_errors(FileNotFoundError):
         pairs, report, outside = write_pairs(data, load_model(encoder, "encoder"), out, per_bin=per_bin,
                                              min_chars=min_chars, seed=seed)
@@ -49,10 +54,13 @@ def cast_pairs(
 def cast_run(
     vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
     pairs: str = typer.Option(..., "--pairs", metavar="SOURCE",
-                              help="Pairs JSONL (cast pairs, or world pairs; a path or an fsspec URL)"),
+                              help="Pairs JSONL (cast pairs, or world pairs; a path or an fsspec URL)" + C.DATA_HELP),
+    benchmark: Optional[str] = C.BENCHMARK,
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     two_images: bool = typer.Option(False, "--two-images", help="Send two images instead of one side-by-side"),
-    image_size: int = typer.Option(512, "--image-size", metavar="PX"),
+    image_size: int = typer.Option(512, "--image-size", metavar="PX",
+                                   help="Side of each image of a pair, in pixels, when the two are shown side by "
+                                        "side in one picture (2 PX wide); not used with --two-images"),
     repeats: int = C.REPEATS,
     temperature: float = C.TEMPERATURE,
     blind: bool = C.BLIND,
@@ -62,6 +70,7 @@ def cast_run(
     from ..methods.cast import CastSpec, CastTask
 
     C.setup_logging()
+    pairs = C.with_benchmark(pairs, benchmark)
     with C.user_errors(FileNotFoundError):
         spec = C.spec_with_key(vlm, run.api_key)
         task = CastTask(CastSpec(vlm=spec.canonical(), pairs=str(pairs), two_images=two_images,

@@ -20,15 +20,23 @@ def register(app: typer.Typer) -> None:
     app.add_typer(chef_app, name="chef")
 
 
+#: the scenario loaders (methods/chef/scenarios.py LOADERS), named here so `--help` imports no method;
+#: tests/test_first_hour.py checks the two lists agree
+SCENARIO_NAMES = ("mc", "scienceqa", "pope", "classification", "retrieval", "mmbench", "world", "counting",
+                  "detection", "hierarchical", "turns")
+
+
 @chef_app.command("list")
 def chef_list() -> None:
     """Shipped recipes (ChEF Tables 5 and 7, and world recipes)."""
-    from ..methods.chef import Recipe, shipped_recipes
+    from ..methods.chef import Recipe, shipped_recipes, usable_inferencers
 
     rows = []
     for name, path in shipped_recipes().items():
         r = Recipe.from_yaml(path)
-        rows.append([name, r.desideratum, r.scenario.type, r.inferencer.type, r.description])
+        others = [i for i in usable_inferencers(r) if i != r.inferencer.type]
+        rows.append([name, r.desideratum, r.scenario.type,
+                     r.inferencer.type + (f" (or {', '.join(others)})" if others else ""), r.description])
     terminal.recipes(rows)
 
 
@@ -41,9 +49,11 @@ def chef_run(
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     data: Optional[str] = typer.Option(None, "--data", metavar="SOURCE",
                                        help="Scenario data (overrides the recipe's path; JSONL kinds also at an "
-                                            "fsspec URL)"),
+                                            "fsspec URL)" + C.DATA_HELP),
+    benchmark: Optional[str] = C.BENCHMARK,
     scenario: Optional[str] = typer.Option(None, "--scenario", metavar="NAME",
-                                           help="Scenario loader (overrides the recipe's)"),
+                                           help="How --data is read, overriding the recipe's: " + ", ".join(
+                                               SCENARIO_NAMES) + " (world: a `vlmcheck world make` folder)"),
     judge: Optional[str] = typer.Option(None, "--judge", metavar="SPEC",
                                         help="TextModel spec for language performance"),
     judge2: Optional[str] = typer.Option(None, "--judge2", metavar="SPEC",
@@ -54,18 +64,27 @@ def chef_run(
                                            help="TextModel spec for sentence-level text corruptions (robustness)"),
     extractor: Optional[str] = typer.Option(None, "--extractor", metavar="SPEC",
                                             help="TextModel spec: second-step answer extraction (MMBench style)"),
+    inferencer: Optional[str] = typer.Option(
+        None, "--inferencer", metavar="NAME",
+        help="ChEF inferencer (supplementary B.3): direct, cot, ppl, cot_ppl or multiturn_ppl; default the "
+             "recipe's (chef list shows the ones each recipe allows). direct and cot need no likelihoods, so they "
+             "run on any server, at a cost to fidelity: no confidence (no ECE) and unreadable answers count wrong"),
     blind: bool = C.BLIND,
     run: C.RunArgs = None,
 ) -> None:
     """Run a ChEF recipe; the metric follows its desideratum."""
     from ..core.roles import CapabilityError
-    from ..methods.chef import ChefSpec, ChefTask, resolve_recipe
+    from ..methods.chef import INFERENCERS, ChefSpec, ChefTask, resolve_recipe
 
     C.setup_logging()
+    data = C.with_benchmark(data, benchmark)
     with C.user_errors(FileNotFoundError, CapabilityError):
         r = resolve_recipe(recipe)
         if scenario:
             r.scenario.type = scenario
+        elif data and r.scenario.type != "world" and Path(data).is_dir() and (Path(data) / "manifest.jsonl").is_file():
+            C.fail(f"{data}: a folder, where a file was expected (recipe {recipe!r} reads {r.scenario.type!r} "
+                   "data from a file); it is a world folder: add --scenario world to ask the world's questions")
         if judge:
             r.metric.judge = judge
         if judge2:
@@ -74,9 +93,16 @@ def chef_run(
             r.metric.rewriter = rewriter
         if extractor:
             r.metric.extractor = extractor
+        if inferencer:  # the refusal as one sentence, before the spec's validation wraps it
+            from ..methods.chef.recipe import inferencer_refusal
+
+            why = inferencer_refusal(r, inferencer) if inferencer in INFERENCERS else (
+                f"no inferencer {inferencer!r}; ChEF's are {', '.join(INFERENCERS)}")
+            if why:
+                raise ValueError(why)
         spec = C.spec_with_key(vlm, run.api_key)
         task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=run.seed,
-                                 blind=blind, repeats=repeats, temperature=temperature),
+                                 blind=blind, repeats=repeats, temperature=temperature, inferencer=inferencer),
                         vlm=load_model(spec, "vlm"))
     results = C.execute(task, out, run)
     if results is None:  # --dry-run: the estimate is printed by run_command

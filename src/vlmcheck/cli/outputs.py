@@ -37,21 +37,32 @@ def compare(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finis
         cmp = compare_runs(runs)
         board = None
         if cmp["method"] == "genception" and {read_results(r)["task"] for r in runs} == {"genception"}:
-            board = write_leaderboard(runs, output, external)
+            try:
+                board = write_leaderboard(runs, output, external)
+            except (KeyError, TypeError, ValueError) as exc:  # the comparisons stand without it
+                C.console.print(f"No GenCeption leaderboard: the runs' results lack what it needs ({exc}).",
+                                highlight=False, soft_wrap=True)
     if as_json:
         typer.echo(json.dumps(cmp, indent=2))
         return
     if board is not None:
         terminal.leaderboard(board)
         C.console.print(f"Leaderboard: {output}", highlight=False)
+    if cmp.get("note"):
+        C.console.print(f"{cmp['method']}: {cmp['note']}", highlight=False, soft_wrap=True)
     terminal.comparisons(cmp)
+    for c in cmp["comparisons"]:
+        if c.get("note"):
+            C.console.print(f"  {c['metric']}: {c['a']} vs {c['b']}: {c['note']}", highlight=False, soft_wrap=True)
 
 
 def plan(pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
                                          help="A finished pilot run; give two to plan a paired comparison"),
          delta: float = typer.Option(..., "--delta", metavar="D", help="The difference to detect"),
-         power: float = typer.Option(0.8, "--power", metavar="P"),
-         alpha: float = typer.Option(0.05, "--alpha", metavar="A"),
+         power: float = typer.Option(0.8, "--power", metavar="P",
+                                     help="Chance of detecting a true difference D (0.8: four times in five)"),
+         alpha: float = typer.Option(0.05, "--alpha", metavar="A",
+                                     help="Two-sided significance level of the test (0.05: 95% intervals)"),
          as_json: bool = typer.Option(False, "--json", help="Print the plan as one JSON object")) -> None:
     """How many samples detect a difference D: from one pilot run's spread, or two pilot runs' paired one."""
     import json
@@ -63,17 +74,28 @@ def plan(pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
     if as_json:
         typer.echo(json.dumps(out, indent=2))
         return
+    if out.get("note"):
+        C.console.print(out["note"], highlight=False)
     for m in out["metrics"]:
         if "warning" in m:
             C.console.print(f"{m['metric']}: {m['warning']}", highlight=False)
             continue
-        line = (f"{m['metric']}: to detect {delta:g} with power {power:g} at alpha {alpha:g}: "
-                f"{m['n_per_run_independent']} samples per run for two independent runs (pilot sd {m['sd']:.4f}); "
-                f"at the pilot's n = {m['pilot_n']} the smallest detectable difference is {m['mde_at_pilot_n']:.4f}")
+        lo, hi = m["n_per_run_range"]
+        mde = ("no difference within the metric's range" if m["mde_at_pilot_n"] is None
+               else f"{m['mde_at_pilot_n']:.4f}")
+        line = (f"{m['metric']}: to detect {delta:g} with power {power:g} at alpha {alpha:g} (t-test): "
+                f"{_n(m['n_per_run_independent'])} samples per run for two independent runs (from {_n(lo)} to "
+                f"{_n(hi)} over the pilot's uncertainty about its spread; sd {m['sd']:.4f}, {m['sd_basis']}); "
+                f"at the pilot's n = {m['pilot_n']} the smallest detectable difference is {mde}")
         if "n_paired" in m:
+            plo, phi = m["n_paired_range"]
             line += (f"; paired on common samples (sd of differences {m['sd_difference']:.4f}): "
-                     f"{m['n_paired']} samples")
+                     f"{_n(m['n_paired'])} samples (from {_n(plo)} to {_n(phi)})")
         C.console.print(line, highlight=False, soft_wrap=True)
+
+
+def _n(n: int | None) -> str:
+    return "over ten million" if n is None else str(n)
 
 
 def export_cmd(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished run folders"),
@@ -90,10 +112,12 @@ def export_cmd(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Fi
 
 
 def report(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Run folders"),
-           output: Path = typer.Option(Path("report.html"), "-o", "--output", metavar="FILE"),
+           output: Path = typer.Option(Path("report.html"), "-o", "--output", metavar="FILE",
+                                       help="The HTML page to write (its images stay where they are, linked)"),
            external: Optional[Path] = typer.Option(None, "--external", metavar="CSV",
                                                    help="CSV model,benchmark,score"),
-           title: str = typer.Option("vlmcheck report", "--title", metavar="TEXT"),
+           title: str = typer.Option("vlmcheck report", "--title", metavar="TEXT",
+                                     help="The page's title and first heading"),
            gallery: Optional[Path] = typer.Option(None, "--gallery", metavar="IMAGE",
                                                   help="Add a corruption gallery of this image")) -> None:
     """One static HTML report for any run or set of runs (thumbnails in <output>_files/)."""

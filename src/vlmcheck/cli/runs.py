@@ -79,6 +79,7 @@ def resume(run: Path = typer.Argument(..., metavar="RUN", help="Run folder"), ma
                                              spec.get("shard"), executor=executor, ray_address=ray_address,
                                              workers=workers, gpus_per_worker=gpus_per_worker,
                                              max_cost=max_cost, report=report))
+    terminal.results(results)  # the table the run command prints
     C.check_failures([results], max_failures)
 
 
@@ -102,6 +103,7 @@ def retry_failed_cmd(run: Path = typer.Argument(..., metavar="RUN", help="Run fo
         C.fail(C.one_line(exc))
     counts = result.results["counts"]
     C.console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
+    terminal.results(result.results)  # the table the run command prints
     C.check_failures([{**result.results, "_folder": str(run)}], max_failures)
 
 

@@ -26,19 +26,30 @@ def register(app: typer.Typer) -> None:
 def vhx_run(
     vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
     cases: str = typer.Option(..., "--cases", metavar="SOURCE",
-                              help="JSONL/CSV (image, question, answer; a path or an fsspec URL) or a world folder"),
+                              help="JSONL/CSV (image, question, answer; a path or an fsspec URL) or a world folder"
+                                   + C.DATA_HELP),
+    benchmark: Optional[str] = C.BENCHMARK,
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     negator: str = typer.Option("ref:negator", "--negator", metavar="SPEC",
                                 help="TextModel spec for negation (paper prompt)"),
     perturb: str = typer.Option("vhx_gaussian_noise,vhx_brightness,vhx_defocus_blur,vhx_jpeg", "--perturb",
                                 metavar="NAMES", help="Comma-separated corruptions (name or name:severity); '' for "
-                                                      "none"),
+                                                      "none",
+                                show_default="the paper's four, vhx_gaussian_noise, vhx_brightness, "
+                                             "vhx_defocus_blur and vhx_jpeg"),
     attack: Optional[str] = typer.Option(None, "--attack", metavar="ifgsm|pgd", help="ifgsm or pgd"),
     attack_target: Optional[str] = typer.Option(None, "--attack-target", metavar="SPEC",
                                                 help="Encoder spec to attack instead of the VLM (transfer)"),
-    epsilon: float = typer.Option(8 / 255, "--epsilon", metavar="EPS"),
-    steps_clean: int = typer.Option(500, "--steps-clean", metavar="N"),
-    steps_hallucinated: int = typer.Option(100, "--steps-hallucinated", metavar="N"),
+    epsilon: float = typer.Option(8 / 255, "--epsilon", metavar="EPS", parser=C.fraction, show_default="8/255",
+                                  help="The attack's L-inf radius in pixel intensity on a 0-1 scale: 8/255 moves "
+                                       "each channel at most 8 of its 255 levels (a fraction or a decimal)"),
+    steps_clean: int = typer.Option(500, "--steps-clean", min=0, metavar="N",
+                                    help="Attack iterations on a case answered right: the image's embedding "
+                                         "pushed away from the original's (least cosine; paper: 500)"),
+    steps_hallucinated: int = typer.Option(100, "--steps-hallucinated", min=0, metavar="N",
+                                           help="Attack iterations on a case answered wrong: from random noise "
+                                                "back towards the original's embedding (most cosine, stopping "
+                                                "early; paper: 100)"),
     repeats: int = typer.Option(1, "--repeats", min=1, metavar="N",
                                 help="Ask every question N times (Table 6e): mean and std"),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, metavar="T",
@@ -51,6 +62,7 @@ def vhx_run(
     from ..perturb.adversarial import AttackConfig
 
     C.setup_logging()
+    cases = C.with_benchmark(cases, benchmark)
     with C.user_errors(FileNotFoundError):
         spec = C.spec_with_key(vlm, run.api_key)
         task = VHExpansionTask(VHXSpec(
@@ -72,7 +84,8 @@ def vhx_pope(annotations: Path = typer.Option(..., "--annotations", metavar="PAT
                                               help="COCO instances JSON or JSONL image,objects"),
              split: str = typer.Option("random", "--split", metavar="SPLIT",
                                        help="random, popular or adversarial"),
-             n_images: int = typer.Option(500, "--n-images", min=1, metavar="N"), seed: int = C.SEED,
+             n_images: int = typer.Option(500, "--n-images", min=1, metavar="N",
+                                          help="Images sampled from the annotations (POPE: 500)"), seed: int = C.SEED,
              images: Optional[Path] = typer.Option(None, "--images", metavar="DIR",
                                                    help="Folder of the images (COCO: val2014/); default: beside "
                                                         "the annotations"),
@@ -145,16 +158,25 @@ def vhx_finetune(model: str = typer.Option(..., "--model", metavar="SPEC", help=
                  out: Path = typer.Option(..., "--out", metavar="DIR",
                                           help="Folder for the LoRA adapter; re-run to resume"),
                  learning_rate: float = typer.Option(1.8e-6, "--learning-rate", metavar="LR", help="Paper: 1.8e-6"),
-                 epochs: float = typer.Option(1.0, "--epochs", metavar="E"),
-                 max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, metavar="N"),
+                 epochs: float = typer.Option(1.0, "--epochs", metavar="E",
+                                              help="Passes over the training data (fractions allowed)"),
+                 max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, metavar="N",
+                                                         help="Stop after N optimiser steps (overrides --epochs)"),
                  lora_r: int = typer.Option(128, "--lora-r", min=1, metavar="R", help="LLaVA-1.5 LoRA recipe: 128"),
                  lora_alpha: int = typer.Option(256, "--lora-alpha", min=1, metavar="A",
                                                 help="LLaVA-1.5 LoRA recipe: 256"),
-                 batch_size: int = typer.Option(16, "--batch-size", min=1, metavar="N"),
-                 grad_accum: int = typer.Option(1, "--grad-accum", min=1, metavar="N"),
-                 save_steps: int = typer.Option(50, "--save-steps", min=1, metavar="N"),
+                 batch_size: int = typer.Option(16, "--batch-size", min=1, metavar="N",
+                                                help="Conversations per device step"),
+                 grad_accum: int = typer.Option(1, "--grad-accum", min=1, metavar="N",
+                                                help="Device steps per optimiser step (effective batch: N x "
+                                                     "--batch-size)"),
+                 save_steps: int = typer.Option(50, "--save-steps", min=1, metavar="N",
+                                                help="Write a checkpoint every N optimiser steps (a re-run resumes "
+                                                     "from the last)"),
                  gradient_checkpointing: bool = typer.Option(True,
-                                                             "--gradient-checkpointing/--no-gradient-checkpointing"),
+                                                             "--gradient-checkpointing/--no-gradient-checkpointing",
+                                                             help="Recompute activations in the backward pass: less "
+                                                                  "memory, about a third slower"),
                  projector_lr: Optional[float] = typer.Option(
                      None, "--projector-lr", min=0.0, metavar="LR",
                      help="Learning rate of the multimodal projector (default: 2e-5 for LLaVA-family models, "

@@ -46,16 +46,11 @@ class SpecError(ValueError):
     """A model spec string that cannot be parsed or resolved."""
 
 
-# Parameters that say where a model is reached and how fast, not what it answers (see ModelSpec.identity):
-# the endpoint (base URL) and these.  They are recorded with each run session and may change on resume.
-PLACEMENT_PARAMS = frozenset({
-    "timeout", "concurrency", "clients", "http", "key_env", "max_tokens_param", "cooldown",  # API transport
-    "device", "batch_size",  # local placement
-    "price_in", "price_out", "image_tokens",  # cost accounting and estimates
-    "batch", "batch_window", "batch_poll",  # provider batch APIs: the same answers, later and cheaper
-    "max_response_mb", "max_answer_chars",  # bounds on what a reply may hold
-    "login",  # login=url: the base URL carried user:password, which no record keeps (resolve_url_auth)
-})
+# Each provider's parameters are IDENTITY (they change what the model answers) or PLACEMENT (where it is reached,
+# how fast, how it is billed or bounded): the provider declares which in its register() call (models/__init__.py).
+# Placement parameters and the endpoint are recorded with each run session and may change on resume.
+IDENTITY, PLACEMENT = "identity", "placement"
+ParamKind = Literal["identity", "placement"]
 URL_CREDENTIALS_ENV = "VLMCHECK_URL_CREDENTIALS"
 
 
@@ -171,11 +166,12 @@ class ModelSpec(BaseModel):
 
     def identity(self) -> str:
         """What the model *is*: provider, name and the parameters that change its outputs - no base URL, no
-        placement parameter (:data:`PLACEMENT_PARAMS`), no secret.  Keys the call cache and the resume check,
+        placement parameter (what the provider's registration declares :data:`PLACEMENT`), no secret.  Keys the call cache and the resume check,
         so moving a server, adding one or changing concurrency keeps a run's cache.  A parameter not known to
         be placement counts as identity (the safe side)."""
         out = f"{self.provider}:{self.name}"
-        params = {k: v for k, v in self.params.items() if k not in PLACEMENT_PARAMS}
+        placement = placement_params(self.provider)
+        params = {k: v for k, v in self.params.items() if k not in placement}
         if params:
             out += "?" + "&".join(f"{k}={quote(str(v), safe='/:.,-_')}" for k, v in sorted(params.items()))
         return out
@@ -283,18 +279,26 @@ Factory = Callable[[ModelSpec, RoleName], Any]
 
 
 class _Entry(BaseModel):
+    """Everything vlmcheck knows about a provider, declared once in its :func:`register` call."""
     target: str  # "module:attr"
     roles: tuple[str, ...]
     description: str = ""
-    params: tuple[str, ...] | None = None  # the ?parameters the adapter reads (None: not checked)
+    #: the ?parameters the adapter reads, each IDENTITY or PLACEMENT (None: not checked, all identity)
+    params: dict[str, ParamKind] | None = None
+    #: how its calls are billed: "tokens" or "images" (run/prices.py looks the model up in prices.json), "local"
+    #: (runs on the user's machine: no bill), None (unknown: no estimate unless the spec gives prices)
+    billing: Literal["tokens", "images", "local"] | None = None
+    #: how a request's images are counted in tokens for estimates (run/estimate.py)
+    image_tokens: Literal["openai", "anthropic", "gemini"] = "openai"
 
 
 _REGISTRY: dict[str, _Entry] = {}
 _ENTRY_POINTS_LOADED = False
 
 
-#: parameters every provider takes: prices for cost accounting (run/runner.py), the image-token rule of cost
-#: estimates (run/estimate.py: openai, anthropic or gemini)
+#: parameters every provider takes, all placement: prices for cost accounting (run/runner.py), the image-token rule
+#: of cost estimates (run/estimate.py: openai, anthropic or gemini), login=url (the base URL carried user:password,
+#: which no record keeps: resolve_url_auth)
 COMMON_PARAMS = ("price_in", "price_out", "login", "image_tokens")
 
 
@@ -313,12 +317,36 @@ def resolve_url_auth(spec: ModelSpec) -> None:
     spec._secrets["userinfo"] = value
 
 
-def register(provider: str, target: str, roles: tuple[RoleName, ...], description: str = "",
-             params: tuple[str, ...] | None = None) -> None:
-    """Register a factory ``target`` ("module:function") for ``provider``; ``params``: the ``?parameters`` it
-    reads, so that a misspelt one is an error instead of being ignored."""
+def register(provider: str, target: str, roles: tuple[RoleName, ...], description: str = "", *,
+             params: dict[str, ParamKind] | None = None, billing: Literal["tokens", "images", "local"] | None = None,
+             image_tokens: Literal["openai", "anthropic", "gemini"] = "openai") -> None:
+    """Register a factory ``target`` ("module:function") for ``provider`` with everything else vlmcheck needs to
+    know about it: ``params``, the ``?parameters`` it reads, each :data:`IDENTITY` (part of the model's identity,
+    its cache keys and its resume check) or :data:`PLACEMENT` (may change between runs), so that a misspelt one is
+    an error instead of being ignored; ``billing`` and ``image_tokens`` (see :class:`_Entry`)."""
+    if params is not None:
+        unclassified = sorted(k for k, kind in params.items() if kind not in (IDENTITY, PLACEMENT))
+        if unclassified:
+            raise SpecError(f"provider {provider!r}: parameter(s) {', '.join(unclassified)} are neither "
+                            f"{IDENTITY!r} nor {PLACEMENT!r}")
     _REGISTRY[provider.lower()] = _Entry(target=target, roles=tuple(roles), description=description,
-                                         params=None if params is None else tuple(params))
+                                         params=None if params is None else dict(params), billing=billing,
+                                         image_tokens=image_tokens)
+
+
+def registration(provider: str) -> _Entry | None:
+    """The registration of ``provider`` (None: not registered)."""
+    _load_entry_points()
+    return _REGISTRY.get(provider.lower())
+
+
+def placement_params(provider: str) -> frozenset[str]:
+    """The parameters of ``provider`` that say where a model is reached and how, not what it answers: the common
+    ones and those its registration declares :data:`PLACEMENT`.  Any other parameter counts as identity (the safe
+    side), so a provider that declares nothing keeps every parameter of its own in its identity."""
+    found = registration(provider)
+    declared = {k for k, kind in (found.params or {}).items() if kind == PLACEMENT} if found else set()
+    return frozenset(COMMON_PARAMS) | declared
 
 
 def check_params(spec: ModelSpec, entry: _Entry) -> None:

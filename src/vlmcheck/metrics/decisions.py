@@ -49,11 +49,16 @@ def wilson(successes: float, n: float, alpha: float = 0.05) -> tuple[float, floa
 
 def design_effect(successes: Sequence[float], totals: Sequence[float]) -> float:
     """How much clustering inflates the variance of a pooled proportion: the variance of the ratio estimator over
-    clusters (successes_i, totals_i) over the binomial one; at least 1 (a cluster of one answer has none)."""
+    clusters (successes_i, totals_i) over the binomial one; at least 1 (a cluster of one answer has none).  One
+    cluster of N answers has no between-cluster spread to estimate it from: its design effect is N (the effective
+    n is 1, the one unit that was sampled), never 1 (issue 48: 24 answers on one image were given the interval of
+    24 independent units)."""
     k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
     m, N = len(n), n.sum()
-    if m < 2 or N <= 0:
+    if N <= 0:
         return 1.0
+    if m < 2:
+        return max(1.0, float(N))
     p = k.sum() / N
     binomial = p * (1 - p) / N
     if binomial <= 0:
@@ -64,12 +69,28 @@ def design_effect(successes: Sequence[float], totals: Sequence[float]) -> float:
 
 def wilson_clustered(successes: Sequence[float], totals: Sequence[float], alpha: float = 0.05
                      ) -> tuple[float, float, float]:
-    """(low, high, design effect): Wilson on the effective sample size N / deff of clustered answers."""
+    """(low, high, design effect): Wilson on the effective sample size N / deff of clustered answers; below an
+    effective n of 2 (one unit) the Clopper-Pearson interval on it instead (fractional counts through the beta
+    quantiles): Wilson on one answer covers only as often as the answer is right (0.91 at p = 0.9 on the
+    bench), Clopper-Pearson never below 95 %."""
     k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
     deff = design_effect(k, n)
     n_eff = n.sum() / deff
-    lo, hi = wilson(k.sum() / n.sum() * n_eff, n_eff, alpha)
+    x = k.sum() / n.sum() * n_eff
+    if n_eff < 2:
+        lo, hi = clopper_pearson(x, n_eff, alpha)
+    else:
+        lo, hi = wilson(x, n_eff, alpha)
     return lo, hi, deff
+
+
+def clopper_pearson(x: float, n: float, alpha: float = 0.05) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval of x successes in n, by the beta quantiles (x, n may be fractional)."""
+    from scipy.stats import beta
+
+    lo = 0.0 if x <= 0 else float(beta.ppf(alpha / 2, x, n - x + 1))
+    hi = 1.0 if x >= n else float(beta.ppf(1 - alpha / 2, x + 1, n - x))
+    return lo, hi
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -168,7 +189,10 @@ def proportion_interval_counts(k: np.ndarray, n: np.ndarray, unit: str) -> tuple
     first appeared)."""
     lo, hi, deff = wilson_clustered(k, n)
     p, n_eff = k.sum() / n.sum(), n.sum() / deff
-    return [lo, hi], {"method": "wilson, clustered (effective n = n / design effect)", "unit": unit,
+    method = "wilson, clustered (effective n = n / design effect)"
+    if len(n) == 1 and n.sum() > 1:
+        method = "clopper-pearson on one unit (a bound: one sampled unit has no spread to estimate; effective n 1)"
+    return [lo, hi], {"method": method, "unit": unit,
                       "n_units": len(n), "n": int(n.sum()), "design_effect": deff,
                       # the smallest difference from another run of this size that a test would catch
                       "min_detectable_difference": mde_proportion(p, n_eff) if 0 < p < 1 else None,
@@ -212,14 +236,17 @@ def widen_degenerate(ci: Sequence[float] | None, value: float | None, n_units: i
     return [low + lo * span, low + hi * span], True
 
 
-def mde_from_interval(ci: Sequence[float] | None, alpha: float = 0.05, power: float = 0.8) -> float | None:
+def mde_from_interval(ci: Sequence[float] | None, alpha: float = 0.05, power: float = 0.8,
+                      span: float | None = None) -> float | None:
     """The minimum detectable difference between two independent runs of this size, from a run's own 95 %
     interval: its standard error is (high - low) / (2 x 1.96); the difference of two such runs has sqrt(2)
-    times it; (z_{1-alpha/2} + z_power) of that is detected with ``power``."""
+    times it; (z_{1-alpha/2} + z_power) of that is detected with ``power``.  None when it exceeds ``span``, the
+    largest difference the metric can show (a share's MDE of 1.40 says only that no difference is detectable)."""
     if ci is None:
         return None
     se = (ci[1] - ci[0]) / (2 * Z95)
-    return mde(math.sqrt(2) * se, 1, alpha, power)
+    out = mde(math.sqrt(2) * se, 1, alpha, power)
+    return None if span is not None and out > span else out
 
 
 def headline_entry(name: str, value: float | None, ci: Sequence[float] | None, how: dict | None,
@@ -228,8 +255,11 @@ def headline_entry(name: str, value: float | None, ci: Sequence[float] | None, h
     (method, resampling unit, number of units) and the smallest difference it lets a comparison detect."""
     how = dict(how or {})
     if how.get("min_detectable_difference") is None:
-        how["min_detectable_difference"] = mde_from_interval(ci)
+        span = 1.0 if ci is not None and 0.0 <= ci[0] and ci[1] <= 1.0 and value is not None else None
+        how["min_detectable_difference"] = mde_from_interval(ci, span=span)
         how.setdefault("mde_basis", "two independent runs of this size, from this interval, alpha 0.05, power 0.8")
+        if how["min_detectable_difference"] is None and ci is not None:
+            how["mde_basis"] = "none: no difference within the metric's range would be detected at this size"
     return {"name": name, "value": value, "ci95": list(ci) if ci is not None else None, "interval": how,
             "higher_is_better": higher_is_better}
 

@@ -1,28 +1,49 @@
-"""Built-in adapters, registered by import path so heavy dependencies load lazily."""
+"""Built-in adapters, registered by import path so heavy dependencies load lazily.
 
+Each ``register`` call is everything vlmcheck knows about a provider: its roles, the ``?parameters`` its adapter
+reads, each IDENTITY (changes what the model answers: part of its identity, cache keys and resume check) or
+PLACEMENT (where and how fast it is reached, how it is bounded: may change between runs), how it is billed and how
+its images count in tokens (core/spec.py ``_Entry``).  tests/test_identity.py checks that every parameter an
+adapter reads is declared here with a kind.
+"""
+
+from ..core.spec import IDENTITY as I
+from ..core.spec import PLACEMENT as P
 from ..core.spec import register
 
-#: the ?parameters each adapter reads (a misspelt one is an error: core/spec.py check_params)
-OPENAI = ("batch", "batch_poll", "batch_window", "clients", "concurrency", "cooldown", "enable_thinking", "extra_body",
-          "http", "key_env", "logprobs", "max_tokens_param", "multi_image", "prefill", "prompt_logprobs",
-          "reasoning_effort", "timeout", "max_response_mb", "max_answer_chars")
-ANTHROPIC = ("batch", "batch_poll", "batch_window", "concurrency", "key_env", "send_temperature", "timeout")
-GEMINI = ("concurrency", "key_env", "timeout")
-HF = ("adapter", "batch_size", "device", "dtype", "merge", "vision_size")
+_TRANSPORT = {"concurrency": P, "key_env": P, "timeout": P}  # every API adapter
+_BATCH_API = {"batch": P, "batch_poll": P, "batch_window": P}  # the same answers, later and cheaper
+
+OPENAI = {**_TRANSPORT, **_BATCH_API, "clients": P, "cooldown": P, "http": P, "max_tokens_param": P,
+          "max_response_mb": P, "max_answer_chars": P,
+          "enable_thinking": I, "extra_body": I, "logprobs": I, "multi_image": I, "prefill": I, "prompt_logprobs": I,
+          "reasoning_effort": I}
+ANTHROPIC = {**_TRANSPORT, **_BATCH_API, "send_temperature": I}
+GEMINI = dict(_TRANSPORT)
+#: the encoders of models/encoders.py (hf-encoder reads dtype and pool, timm pretrained and checkpoint)
+ENCODER = {"batch_size": P, "device": P, "checkpoint": I, "dtype": I, "pool": I, "pretrained": I}
+HF = {"batch_size": P, "device": P, "adapter": I, "dtype": I, "merge": I, "vision_size": I}
 
 register("openai", "vlmcheck.models.openai_compat:make_chat", ("vlm", "text"),
-         "OpenAI API and OpenAI-compatible servers (vLLM, SGLang, Ollama, LM Studio, llama.cpp)", params=OPENAI)
+         "OpenAI API and OpenAI-compatible servers (vLLM, SGLang, Ollama, LM Studio, llama.cpp)", params=OPENAI,
+         billing="tokens")
 register("openai-image", "vlmcheck.models.openai_images:make_images", ("generator",),
          "OpenAI-compatible image generation (DALL-E 3, gpt-image)",
-         params=("b64", "concurrency", "key_env", "quality", "size", "timeout"))
-register("anthropic", "vlmcheck.models.anthropic_api:make", ("vlm", "text"), "Anthropic Messages API", params=ANTHROPIC)
-register("gemini", "vlmcheck.models.gemini_api:make", ("vlm", "text"), "Google Gemini API", params=GEMINI)
-register("hf", "vlmcheck.models.hf:make", ("vlm", "text"), "local transformers image-text-to-text model", params=HF)
+         params={**_TRANSPORT, "b64": I, "quality": I, "size": I}, billing="images")
+register("anthropic", "vlmcheck.models.anthropic_api:make", ("vlm", "text"), "Anthropic Messages API", params=ANTHROPIC,
+         billing="tokens", image_tokens="anthropic")
+register("gemini", "vlmcheck.models.gemini_api:make", ("vlm", "text"), "Google Gemini API", params=GEMINI,
+         billing="tokens", image_tokens="gemini")
+register("hf", "vlmcheck.models.hf:make", ("vlm", "text"), "local transformers image-text-to-text model", params=HF,
+         billing="local")
 register("diffusers", "vlmcheck.models.diffusers_gen:make", ("generator",), "local diffusers text-to-image pipeline",
-         params=("device", "dtype", "guidance", "height", "steps", "width"))
-register("hf-encoder", "vlmcheck.models.encoders:make_hf", ("encoder",), "transformers vision encoder (ViT, CLIP, SigLIP)")
-register("timm", "vlmcheck.models.encoders:make_timm", ("encoder",), "timm image model, pooled features")
+         params={"device": P, "dtype": I, "guidance": I, "height": I, "steps": I, "width": I}, billing="local")
+register("hf-encoder", "vlmcheck.models.encoders:make_hf", ("encoder",), "transformers vision encoder (ViT, CLIP, SigLIP)",
+         params=ENCODER, billing="local")
+register("timm", "vlmcheck.models.encoders:make_timm", ("encoder",), "timm image model, pooled features",
+         params=ENCODER, billing="local")
+# ref: and human: models take their own parameters (ref:describer?omit=0.2 ...): unchecked, all identity
 register("ref", "vlmcheck.world.registry:make", ("vlm", "text", "generator", "encoder"),
-         "offline reference models (ref:photo, ref:effnet, ref:pixels, ...)")
+         "offline reference models (ref:photo, ref:effnet, ref:pixels, ...)", billing="local")
 register("human", "vlmcheck.models.human:make_human", ("vlm",),
-         "human-written descriptions from a CSV/JSONL file (GenCeption human baseline)")
+         "human-written descriptions from a CSV/JSONL file (GenCeption human baseline)", billing="local")

@@ -1,37 +1,99 @@
 """Results on a terminal or in a log: every table and line the CLI and the demo print about a run.
 
-Tables never cut the column that names a row (a model, a run, a recipe, a method): it takes the width of its
-longest cell, and the other columns wrap, so an 80-column terminal or a SLURM log still shows which row is
-which.  Messages (stderr) and tables asked for as output (``vlmcheck models``, ``chef list``; stdout) use
-two consoles.
+Tables keep every number whole at any width: a column of numbers (``0.8123``, ``[0.71, 0.90]``, ``1,024``,
+``$0.0012``) takes the width of its longest cell and is never wrapped, while the columns that name a row (a
+model, a run, a recipe) and prose fold onto more lines, never cut, so an 80- or 60-column terminal or a SLURM
+log shows every figure and which row it belongs to.  A title (often a long model spec) is printed on its own
+lines above the table, wrapped at the terminal's width, not squeezed into the table's.  Messages (stderr) and
+tables asked for as output (``vlmcheck models``, ``chef list``; stdout) use two consoles.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Sequence
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
+from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Column, Table
+from rich.text import Text
 
 console = Console(stderr=True)  # progress, results of a run, notes, errors
 stdout = Console()  # what a command was asked to list
 
+# a figure: digits with their punctuation (CI brackets, signs, thousands, $, %, ±, an exponent, "(p 0.03)")
+_FIGURE = re.compile(r"[-+−±\d\s.,:;=\[\]()%$/*eE]*(\(p [\d.e\-]+\))?[*]?|-|price unknown")
+
+
+def _is_figure(cell: str) -> bool:
+    return bool(_FIGURE.fullmatch(cell)) and len(cell) <= 32
+
+
+MIN_TEXT = 10  # the narrowest a folding column (a model spec, prose) is made before the rows become blocks
+
+
+class _Fitted:
+    """A table laid out for the width of the console that prints it (:func:`fit`)."""
+
+    def __init__(self, *args: Any) -> None:
+        self.args = args
+
+    def __rich_console__(self, con: Console, options: Any):
+        yield fit(*self.args, width=options.max_width)
+
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[str]], keys: Sequence[str] = (),
-          title: str | None = None) -> Table:
-    """A table whose ``keys`` columns (the names that identify a row) are never wrapped or cut."""
-    rows = [list(map(str, r)) for r in rows]
-    cols = []
-    for i, name in enumerate(columns):
-        if name in keys:
-            width = max([len(name)] + [len(r[i]) for r in rows])
-            cols.append(Column(name, no_wrap=True, min_width=width))
-        else:
-            cols.append(Column(name, overflow="fold"))
-    t = Table(*cols, title=title)
+          title: str | None = None) -> RenderableType:
+    """Rows in which no figure is ever wrapped or cut, laid out when printed (:func:`fit`)."""
+    return _Fitted(list(columns), [list(map(str, r)) for r in rows], list(keys), title)
+
+
+def fit(columns: Sequence[str], rows: list[list[str]], keys: Sequence[str], title: str | None,
+        width: int) -> RenderableType:
+    """A column whose cells are all figures is as wide as its longest cell; the ``keys`` columns (the names
+    that identify a row) stay whole where they can, and they and prose fold, never cut, into what is left of
+    ``width``; where even that does not fit, each row is a block of "column: value" lines.  ``title`` goes on
+    its own lines above."""
+    figure = [bool(rows) and name not in keys and all(_is_figure(r[i]) for r in rows)
+              for i, name in enumerate(columns)]
+    # a figure column: its longest figure, or its header's longest word (the header wraps between words)
+    natural = [max([len(r[i]) for r in rows] + ([max(map(len, name.split()))] if figure[i] else [len(name)]))
+               for i, name in enumerate(columns)]
+    text = [i for i, f in enumerate(figure) if not f]
+    # each column pads one space either side and a rule parts them, edges included: sum(widths) + 3 n + 1
+    room = width - sum(w for w, f in zip(natural, figure) if f) - 3 * len(columns) - 1
+    widths = list(natural)
+    if sum(natural[i] for i in text) > room:  # the text columns share what is left
+        # the names of rows whole where they fit (a log stays greppable), prose folding first
+        # (a name longer than the terminal less 20 characters cannot share a line with figures: it folds)
+        whole = {i for i in text if columns[i] in keys and natural[i] <= width - 20}
+        rest = [i for i in text if i not in whole]
+        least = min(MIN_TEXT, (room - sum(natural[i] for i in whole)) // max(1, len(rest)))
+        if least < 6:  # prose would be under 6 characters a line: a block per row instead
+            return _blocks(columns, rows, keys, title)
+        floor = {i: natural[i] if i in whole else min(natural[i], least) for i in text}
+        spare, want = room - sum(floor.values()), sum(natural[i] - floor[i] for i in text)
+        for i in text:  # above its floor, each in proportion to what it lacks
+            widths[i] = floor[i] + (natural[i] - floor[i]) * spare // max(1, want)
+    cols = [Column(Text(name, overflow="fold"), justify="right" if figure[i] else "left", width=widths[i],
+                   overflow="fold")
+            for i, name in enumerate(columns)]
+    t = Table(*cols)
     for r in rows:
         t.add_row(*r)
-    return t
+    return t if title is None else Group(Text(title, style="bold", overflow="fold"), t)
+
+
+def _blocks(columns: Sequence[str], rows: list[list[str]], keys: Sequence[str], title: str | None) -> Group:
+    """A table too wide for the terminal, a block per row: its key cells, then each other cell on its line."""
+    named = [i for i, c in enumerate(columns) if c in keys] or [0]
+    parts: list[RenderableType] = [Text(title, style="bold", overflow="fold")] if title else []
+    for r in rows:
+        parts.append(Text(" / ".join(r[i] for i in named if r[i]), style="bold", overflow="fold"))
+        parts += [Text(f"  {columns[i]}: {r[i]}", overflow="fold") for i in range(len(columns))
+                  if i not in named and r[i]]
+    return Group(*parts)
 
 
 def f4(x: Any) -> str:
@@ -103,7 +165,7 @@ def leaderboard(board: dict[str, Any]) -> None:
         ci = r.get("ci95") or [float("nan")] * 2
         rows.append([rank_text(r["rank"], ranks), model, f"{r[key]:.4f}", f"[{ci[0]:.4f}, {ci[1]:.4f}]",
                      f"{r['gc_rank']:.2f}" if "gc_rank" in r else "-", ", ".join(r.get("tied_with") or []) or "-"])
-    console.print(table(["rank", "model", key, "95% CI", "GC rank", "tied with (95%)"], rows, keys=["model"]))
+    console.print(table(["rank", "model", key, "95% CI", "GC rank", "cannot be separated from (Holm, 5%)"], rows, keys=["model"]))
 
 
 def vhexpansion(model: str, m: dict[str, Any]) -> None:
@@ -121,6 +183,10 @@ def vhexpansion(model: str, m: dict[str, Any]) -> None:
     if m.get("negation"):
         console.print(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
                       "(failed ones are left out of symmetric accuracy)")
+    orig = m.get("variants", {}).get("original") or {}
+    if orig.get("n_mmvp_pairs"):  # MMVP's own metric beside symmetric accuracy
+        console.print(f"MMVP pair accuracy: {orig['pair_accuracy']:.3f} over {orig['n_mmvp_pairs']} pairs (both "
+                      "questions of a pair right)")
     blind_line(m.get("blind"))
 
 
@@ -163,9 +229,18 @@ def chef(model: str, m: dict[str, Any]) -> None:
         return str(v)
 
     rows = [[k, fmt(m[k])] for k in _CHEF_KEYS if k in m]
-    rows += [[f"accuracy, {name}", fmt(v.get("accuracy"))] for name, v in m.get("settings", {}).items()]
+    for name, v in m.get("settings", {}).items():
+        rows.append([f"accuracy, {name}", fmt(v.get("accuracy"))])
+        if m.get("answers_generated") and "unread" in v:  # issue 47: answers the parser could not read
+            rows.append([f"unread answers, {name}", f"{v['unread']} ({v['unread_share']:.1%})"])
+    used = f", {m['inferencer']} inferencer" if m.get("inferencer") else ""
     console.print(table(["metric", "value"], rows, keys=["metric"],
-                        title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')})"))
+                        title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')}{used})"))
+    for key in ("inferencer_note", "calibration_note"):
+        if m.get(key):
+            console.print(f"note: {m[key]}", highlight=False, soft_wrap=True, markup=False)
+    if m.get("unread_warning"):
+        console.print(f"[yellow]warning:[/yellow] {escape(m['unread_warning'])}", highlight=False, soft_wrap=True)
     blind_line(m.get("blind"))
 
 
@@ -225,7 +300,10 @@ def providers(entries: dict[str, Any]) -> None:
 
 
 def recipes(rows: list[list[str]]) -> None:
-    stdout.print(table(["recipe", "desideratum", "scenario", "inferencer", "description"], rows, keys=["recipe"]))
+    """``chef list``: one block per recipe (its name, then what it is), readable at any width."""
+    for name, desideratum, scenario, inferencer, description in rows:
+        stdout.print(Text(name, style="bold"), Text(f"  {desideratum}; scenario {scenario}, inferencer {inferencer}"))
+        stdout.print(Padding(Text(" ".join(str(description).split()), overflow="fold"), (0, 0, 0, 4)))
 
 
 def comparisons(cmp: dict[str, Any]) -> None:
@@ -233,9 +311,21 @@ def comparisons(cmp: dict[str, Any]) -> None:
     def p(x: Any) -> str:
         return "-" if x is None else f"{x:.4g}"
 
-    console.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples both finished)")
+    console.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples all the runs finished; "
+                  "interval at the level of its Holm step)")
     for c in cmp["comparisons"]:
         ci = "" if not c["ci95"] else f" [{c['ci95'][0]:.4f}, {c['ci95'][1]:.4f}]"
+        verdict = "separated" if c.get("separated") else "cannot be separated"
         console.print(f"  {c['metric']}: {c['a']} - {c['b']} = {f4(c['difference'])}{ci}, p {p(c['p_value'])} "
-                      f"(Holm {p(c.get('p_holm'))}, {c['test'] or '-'}); {c['n_paired']} paired, "
+                      f"(Holm {p(c.get('p_holm'))}, {c['test'] or '-'}): {verdict}; {c['n_paired']} shared, "
                       f"{c['n_left_out']} left out", highlight=False, soft_wrap=True)
+
+
+def results(results: dict[str, Any]) -> None:
+    """The table the run command of a finished run prints (``vlmcheck resume`` and ``retry-failed`` print the
+    same), chosen by its method; a method without one (describe) prints its headline."""
+    model = str(((results.get("spec") or {}).get("task_spec") or {}).get("vlm") or "")
+    printer = {"genception": genception, "vhexpansion": vhexpansion, "cast": cast, "chef": chef}.get(
+        str(results.get("task")))
+    if printer is not None:
+        printer(model, results.get("metrics") or {})

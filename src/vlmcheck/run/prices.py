@@ -9,10 +9,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ..core.spec import ModelSpec, SpecError
-
-#: providers whose models run in this process (no provider bill)
-LOCAL_PROVIDERS = ("ref", "hf", "hf-encoder", "diffusers", "timm", "human")
+from ..core.spec import ModelSpec, SpecError, registration
 
 
 @lru_cache(maxsize=1)
@@ -41,13 +38,15 @@ def prices_for(model_id: str) -> dict[str, Any] | None:
         # that would turn the cap off is an error, not a free model
         return {"in": spec.get_float("price_in", 0.0), "out": spec.get_float("price_out", 0.0), "image": None,
                 "source": "the model spec", "batch_factor": factor}
-    if spec.provider in LOCAL_PROVIDERS:  # runs on the user's own machine: no bill
+    entry = registration(spec.provider)
+    billing = entry.billing if entry else None  # the provider's registration says (models/__init__.py)
+    if billing == "local":  # runs on the user's own machine: no bill
         return {"in": 0.0, "out": 0.0, "image": 0.0, "source": "local model", "batch_factor": 1.0}
-    if spec.provider not in ("openai", "openai-image", "anthropic", "gemini"):
+    if billing is None:
         return None
     table = builtin_prices()
     name = spec.name.lower().split("/")[-1]
-    if spec.provider == "openai-image":
+    if billing == "images":
         hit = next((k for k in sorted(table["images"], key=len, reverse=True) if name.startswith(k)), None)
         return None if hit is None else {"in": 0.0, "out": 0.0, "image": table["images"][hit],
                                          "source": f"prices.json ({table['collected']})", "batch_factor": factor}
@@ -73,7 +72,8 @@ def image_rule(model_id: str) -> str:
         return "openai"
     if spec.params.get("image_tokens") in ("openai", "anthropic", "gemini"):
         return spec.params["image_tokens"]
-    return spec.provider if spec.provider in ("anthropic", "gemini") else "openai"
+    entry = registration(spec.provider)
+    return entry.image_tokens if entry else "openai"
 
 
 def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
