@@ -44,7 +44,7 @@ from .calls import KEY_VERSION, Session, file_keys
 from ..core.progress import Progress
 from .scheduler import RetryPolicy, Scheduler
 from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: where callers have found them)
-from .folder import MARKER, RunFolderExists, _empty_run_folder, mark_run_folder
+from .folder import MARKER, RunFolderExists, _empty_run_folder, leave_nothing, mark_run_folder
 from .outputs import write_outputs
 from .task import Sample, Task, execute_sample
 from .budget import BudgetStop
@@ -164,25 +164,10 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
             return await _run_locked(task, folder, options)
     except BaseException:
         if held:
-            _leave_nothing(folder, existed)
+            leave_nothing(folder, existed)
         raise
     finally:
         inputs.reset_policy(token)
-
-
-def _leave_nothing(folder: Path, existed: bool) -> None:
-    """A run refused before its store was made (a preflight or spec check that failed) leaves no run folder
-    behind: the lock file it made goes, and the folder too when this run made it, so that the same command,
-    corrected, starts afresh without --resume or --overwrite."""
-    from .folder import LOCK_NAME
-
-    try:
-        if folder.is_dir() and {p.name for p in folder.iterdir()} == {LOCK_NAME}:
-            (folder / LOCK_NAME).unlink(missing_ok=True)
-            if not existed:
-                folder.rmdir()
-    except OSError:  # another process made something there meanwhile: it is left as it is
-        pass
 
 
 async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResult:
@@ -199,9 +184,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
             options = options.model_copy(update={"max_cost": kept})
     spec = run_spec(task, samples, options)  # before the store: a spec that cannot be made leaves no store
     new_store = not (folder / DB_NAME).exists()
-    if new_store and samples and options.preflight:
-        # before the store: a model that cannot serve the run (a server not up yet, a mistyped model) leaves no
-        # run folder behind, and the corrected command starts afresh
+    if new_store and samples and options.preflight:  # before the store: a refused run leaves no folder behind
         await preflight(task)
     # a resumed store must hold a run: an empty or half-made one says so instead of silently starting over
     store = RunStore(folder, existing=options.resume and not new_store, group_commit=GROUP_COMMIT_S)
