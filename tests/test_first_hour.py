@@ -448,3 +448,75 @@ def test_resume_prints_the_results_table_the_run_command_prints(tmp_path):
         return lines[start:end + 1]
 
     assert table(resumed) == table(run) and any("original" in ln for ln in table(run))
+
+
+def test_a_sweeps_tables_are_named_by_method_and_model(tmp_path):
+    """Three runs whose folders are all called noisy/ (a sweep's layout): each table is named by its method and
+    model; a folder name no other run has is kept; never runs or metrics."""
+    from vlmcheck.export import table_names
+
+    folders = []
+    for method, model in (("genception", "ref:describer?level=0.3"), ("vhexpansion", "ref:describer?level=0.3"),
+                          ("vhexpansion", "openai:gpt-4o-mini")):
+        f = tmp_path / method / model.replace(":", "_").replace("?", "_") / "noisy"
+        f.mkdir(parents=True)
+        (f / "results.json").write_text(json.dumps({"task": method, "spec": {"task_spec": {"vlm": model}}}))
+        folders.append(f)
+    for name in ("solo", "runs"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps({"task": "cast", "spec": {"task_spec": {
+            "vlm": "ref:describer"}}}))
+        folders.append(tmp_path / name)
+    assert table_names(folders) == ["genception-ref_describer_level=0.3", "vhexpansion-ref_describer_level=0.3",
+                                    "vhexpansion-openai_gpt-4o-mini", "solo", "cast-ref_describer"]
+    assert table_names([folders[1], folders[1]]) == ["vhexpansion-ref_describer_level=0.3",
+                                                     "vhexpansion-ref_describer_level=0.3-2"]
+
+
+@pytest.mark.slow
+def test_each_method_has_its_own_tidy_samples_table_and_cast_verdicts_are_rows(tmp_path):
+    """load_tables: a table per method with only its columns, one type per column (ChEF's ``answer`` the truth
+    index as integers, VHExpansion's the model's text as strings; a seed an integer, not a float); CAST's verdicts
+    one per row, their share per pair computed with a groupby."""
+    import pandas as pd
+
+    import vlmcheck
+    from vlmcheck import RunOptions, run_task
+    from vlmcheck.methods.cast import CastSpec, CastTask
+    from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
+    from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec
+    from vlmcheck.world.make import make_world, make_world_pairs
+
+    world = tmp_path / "world"
+    make_world(world, n=4, seed=3)
+    pairs = make_world_pairs(tmp_path / "pairs", n=2, seed=3)
+    opts = RunOptions(progress=False, report=False)
+    run_task(VHExpansionTask(VHXSpec(vlm="ref:describer?level=0.1", cases=str(world), perturb=["vhx_jpeg"])),
+             tmp_path / "vhx", opts)
+    run_task(ChefTask(ChefSpec(vlm="ref:describer?level=0.1", recipe=resolve_recipe("world-accuracy"),
+                               data=str(world))), tmp_path / "chef", opts)
+    run_task(CastTask(CastSpec(vlm="ref:describer?level=0.1", pairs=str(pairs), k=2)), tmp_path / "cast", opts)
+    runs = [tmp_path / "vhx", tmp_path / "chef", tmp_path / "cast"]
+    tables = vlmcheck.load_tables(runs)
+    assert set(tables) == {"vhexpansion", "chef", "cast", "cast_verdicts", "metrics"}
+    union, _ = vlmcheck.load_runs(runs)
+    vhx, chef = tables["vhexpansion"], tables["chef"]
+    for t in (vhx, chef, tables["cast"]):
+        assert len(t.columns) < len(union.columns) and "task" not in t.columns
+    assert "pred" not in vhx.columns and "variant" not in chef.columns  # no other method's columns
+    assert pd.api.types.is_string_dtype(vhx["answer"]) and str(chef["answer"].dtype) == "Int64"
+    seeds = [c for c in vhx.columns if c.endswith("seed")]
+    assert seeds and all(str(vhx[c].dtype) == "Int64" for c in seeds)
+    v = tables["cast_verdicts"]
+    assert list(v.columns) == ["run", "model", "sample_id", "repeat", "generation", "statement", "validation",
+                               "format", "blind", "verdict", "raw", "text"]
+    assert {str(v[c].dtype) for c in ("repeat", "statement", "verdict")} == {"Int64"}
+    assert str(v["blind"].dtype) == "boolean" and set(v["validation"]) == {"text", "image", "both"}
+    # one verdict per statement, validation modality and format: the per-pair shares by hand from the records
+    rec = json.loads((tmp_path / "cast" / "samples.jsonl").read_text().splitlines()[0])
+    st = rec["result"]["generation"]["text"]["statements"]
+    by_hand = [x["verdict"] for s in st for k, x in s["verdicts"].items() if k.startswith("image|")]
+    mine = v[(v.sample_id == rec["sample_id"]) & (v.generation == "text") & (v.validation == "image")]
+    assert sorted(mine["verdict"].dropna().tolist()) == sorted(x for x in by_hand if x is not None)
+    out = vlmcheck.export_runs(runs, tmp_path / "tables", "parquet")
+    assert tmp_path / "tables" / "cast-verdicts.parquet" in out

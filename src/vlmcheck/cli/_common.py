@@ -70,8 +70,9 @@ REPORT = typer.Option(True, "--report/--no-report",
                       help="Write report.html at the end (`vlmcheck report RUN` makes it later).")
 DRY_RUN = typer.Option(False, "--dry-run", help="Make no model call: print the calls still to make per role, their "
                                                   "estimated tokens and cost.")
-JSON_OUT = typer.Option(False, "--json", help="With --dry-run: print the estimate as one JSON object on stdout.")
-MAX_COST = typer.Option(None, "--max-cost", min=0.0, metavar="USD",
+JSON_OUT = typer.Option(False, "--json", help="Print the results (with --dry-run: the estimate) as one JSON object "
+                                                "on stdout instead of tables.")
+MAX_COST = typer.Option(None, "--max-cost", metavar="USD",
                         help="Start no new sample once the cost spent plus the samples in flight would pass USD; "
                              "exit 1, finished samples kept.")
 API_KEY = typer.Option(None, "--api-key", metavar="KEY",
@@ -124,18 +125,37 @@ def run_command(fn):
 
     @functools.wraps(fn)
     def command(*args, **kwargs):
-        run = RunArgs(**{name: kwargs.pop(name) for name, _, _ in _RUN_OPTIONS}, estimates=[])
-        if run.json_output and not run.dry_run:
-            fail("--json goes with --dry-run (a run's results are in its folder's results.json)")
-        out = fn(*args, **kwargs, run=run)
+        run = RunArgs(**{name: kwargs.pop(name) for name, _, _ in _RUN_OPTIONS}, estimates=[], results=[])
+        quiet = terminal.tables.quiet
+        terminal.tables.quiet = quiet or (run.json_output and not run.dry_run)  # --json: JSON, not tables
+        try:
+            out = fn(*args, **kwargs, run=run)
+        except typer.Exit:
+            print_results(run)  # --json: a run that exits 1 (failed samples, budget) still prints its results
+            raise
+        finally:
+            terminal.tables.quiet = quiet
         if run.dry_run:  # every task the command would run was estimated by execute(); print them as one
             print_estimate(run.estimates, run.json_output)
+        print_results(run)
         return out
 
     command.__signature__ = sig.replace(parameters=own + extra, return_annotation=None)
     command.__annotations__ = {p.name: p.annotation for p in own + extra}
     del command.__wrapped__  # typer reads __signature__, not the wrapped function's
     return command
+
+
+def print_results(run: "RunArgs") -> None:
+    """``--json``: the results.json of every run the command made, as one JSON object (a list for several)."""
+    if not run.json_output or run.dry_run or not run.results:
+        return
+    from ..core.files import json_text
+    from ..core.secrets import redact_obj
+
+    done = [{k: v for k, v in r.items() if k != "_folder"} | {"folder": r.get("_folder")} for r in run.results]
+    typer.echo(json_text(redact_obj(done[0] if len(done) == 1 else done), indent=2))
+    run.results = []
 
 
 def fraction(text: str) -> float:
@@ -201,6 +221,9 @@ def options(resume, overwrite, limit, max_concurrency, seed, progress, allow_out
         fail(f"--executor {executor!r}: use local or ray")
     with user_errors():
         parsed = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
+        from ..run.budget import check_max_cost
+
+        max_cost = check_max_cost(max_cost)  # 0, NaN, infinity: one sentence, not a traceback
     return RunOptions(resume=resume, overwrite=overwrite, limit=limit, max_concurrency=max_concurrency, seed=seed,
                       progress=progress, allow_outside=allow_outside,
                       max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6),
@@ -236,6 +259,8 @@ def execute(task, out: Path, opts: "RunOptions | RunArgs", run=run_task) -> dict
         fail(one_line(exc))
     terminal.run_done(out, result.results)
     result.results["_folder"] = str(out)
+    if args is not None:
+        args.results.append(result.results)
     budget = result.results.get("budget") or {}
     if budget.get("stopped"):
         from ..run.budget import budget_message
@@ -279,8 +304,11 @@ def task_of(run: Path):
             spec = store.get_meta("spec")
     except StoreError as exc:
         fail(one_line(exc))
+    from ..run.data_pin import resolve_recorded
+
     with user_errors(FileNotFoundError):
-        return task_from_spec(spec["task"], spec["task_spec"]), spec
+        # the data at its recorded real path: the same data from any folder (run/data_pin.py)
+        return task_from_spec(spec["task"], resolve_recorded(spec["task_spec"], spec.get("data"))), spec
 
 
 def slug(text: str) -> str:

@@ -213,7 +213,8 @@ def vhx_compare(before: Path = typer.Argument(..., metavar="BEFORE", help="VHExp
                                                             help="BEFORE_RUN,AFTER_RUN of a general-ability run "
                                                                  "(e.g. a ChEF MMBench recipe); repeat"),
                 out: Optional[Path] = typer.Option(None, "--out", metavar="DIR",
-                                                   help="Folder for compare.json and report.html")) -> None:
+                                                   help="Folder for compare.json and report.html"),
+                as_json: bool = typer.Option(False, "--json", help="Print the comparison as one JSON object")) -> None:
     """Accuracy and symmetric accuracy before and after fine-tuning, per dataset and variant (Tables 7, 8)."""
     from ..finetune.compare import compare_vhx
 
@@ -225,7 +226,10 @@ def vhx_compare(before: Path = typer.Argument(..., metavar="BEFORE", help="VHExp
         pairs.append((Path(parts[0]), Path(parts[1])))
     with C.user_errors():
         cmp = compare_vhx(before, after, pairs)
-    terminal.vhx_compare(cmp)
+    if as_json:
+        typer.echo(json.dumps(cmp, default=str))
+    else:
+        terminal.vhx_compare(cmp)
     if out is not None:
         from ..report.html import build_report
 

@@ -45,9 +45,16 @@ def meta(out: Path = typer.Option(Path("meta-run"), "--out", metavar="DIR",
                                   help="Folder for the world, the runs and the table"),
          n: int = typer.Option(50, "--n", metavar="N",
                                help="Scenes of the reference world (and half as many pairs for CAST)"),
-         seed: int = C.SEED) -> None:
+         seed: int = C.SEED,
+         as_json: bool = typer.Option(False, "--json", help="Print the result as one JSON object")) -> None:
     """Meta-evaluation on the reference world: Kendall tau between true error and each metric."""
     from ..meta import meta_evaluate
 
     C.setup_logging()
-    terminal.meta(meta_evaluate(out, n=n, seed=seed, progress=True))
+    res = meta_evaluate(out, n=n, seed=seed, progress=True)
+    if as_json:
+        import json
+
+        typer.echo(json.dumps(res, default=str))
+    else:
+        terminal.meta(res)

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..core.files import JsonlRecords, write_bytes_atomic, write_text_atomic
+from ..core.files import SampleRecords, read_results, write_bytes_atomic, write_text_atomic
 from ..methods.headline import headline, headline_of, vision_gain_of  # noqa: F401  (headline re-exported: the report shows it)
 from .boards import decisions_view, leaderboards
 from .pages import prune_rows, rows_json
@@ -30,9 +30,10 @@ from .terminal import rank_text
 
 
 def _load_run(folder: Path) -> dict[str, Any]:
-    res = json.loads((folder / "results.json").read_text())
-    # read a line at a time by each view that walks them: a million samples are never in memory at once
-    samples = JsonlRecords(folder / "samples.jsonl", missing_ok=True)
+    res = read_results(folder, need_samples=False)  # a damaged file: one sentence (core/files.py)
+    # read a line at a time by each view that walks them: a million samples are never in memory at once; each
+    # record checked as it is read
+    samples = SampleRecords(folder / "samples.jsonl", missing_ok=True)
     return {"folder": folder, "results": res, "samples": samples, "task": res.get("task")}
 
 
@@ -204,9 +205,13 @@ def chef_settings(m: dict[str, Any]) -> dict[str, Any] | None:
     settings = m.get("settings") or {}
     if not settings:
         return None
-    rows = [{"setting": k, "accuracy": v.get("accuracy"), "n": v.get("n")} for k, v in settings.items()]
+    rows = [{"setting": k, "accuracy": v.get("accuracy"), "n": v.get("n"), "unread_share": v.get("unread_share")}
+            for k, v in settings.items()]
     rows.sort(key=lambda r: (r["setting"] not in ("original", "standard", "clean"), r["setting"]))
-    return {"rows": rows, "rrm": m.get("rrm"), "acc_random": m.get("acc_random")}
+    # issue 47: which inferencer gave the numbers, and (generated answers) the share the parser could not read
+    return {"rows": rows, "rrm": m.get("rrm"), "acc_random": m.get("acc_random"), "inferencer": m.get("inferencer"),
+            "unread": bool(m.get("answers_generated")), "notes": [m[k] for k in ("inferencer_note", "calibration_note",
+                                                                                   "unread_warning") if m.get(k)]}
 
 
 def degenerate_note(v: dict[str, Any]) -> str | None:
@@ -298,6 +303,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                                     "gain": vision_gain_of(res),
                                     "mde": (headline_of(res).get("interval") or {}).get("min_detectable_difference"),
                                     "ci_note": bound_note(headline_of(res))}
+            view["server_warnings"] = (res.get("server_checks") or {}).get("warnings", [])
             view["failures"] = [{"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]}
                                 for s in run["samples"] if s["status"] == "error"]
             if run["task"] == "genception":
@@ -306,6 +312,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
             if run["task"] == "cast":
                 view["heatmaps"] = _cast_heatmaps(run)
                 view["heatmap_k"] = f"Top-{cast_k(res)}, as the headline"
+                view["cast_empty"] = res["metrics"].get("empty_reason")
             if run["task"] == "chef":
                 view["reliability"] = _reliability(run)
                 view["pope"] = res["metrics"].get("pope")
@@ -316,6 +323,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
             if run["task"] == "vhexpansion":
                 view["vhx"] = res["metrics"].get("variants", {})
                 view["vhx_notes"] = {name: degenerate_note(v) for name, v in view["vhx"].items() if degenerate_note(v)}
+                view["vhx_unread"] = res["metrics"].get("unread_warning")
             # small runs: every row in the page; large ones: the first page there, the rest in files (report/pages.py)
             view["rows_json"] = rows_json(_sample_rows(run, thumbs, disagree), len(views), out.parent / files_rel,
                                           files_rel, written=rows_files)

@@ -4,8 +4,9 @@ Tables keep every number whole at any width: a column of numbers (``0.8123``, ``
 ``$0.0012``) takes the width of its longest cell and is never wrapped, while the columns that name a row (a
 model, a run, a recipe) and prose fold onto more lines, never cut, so an 80- or 60-column terminal or a SLURM
 log shows every figure and which row it belongs to.  A title (often a long model spec) is printed on its own
-lines above the table, wrapped at the terminal's width, not squeezed into the table's.  Messages (stderr) and
-tables asked for as output (``vlmcheck models``, ``chef list``; stdout) use two consoles.
+lines above the table, wrapped at the terminal's width, not squeezed into the table's.  Messages (progress,
+notes, warnings, errors: stderr) and results (a run's tables, what a command was asked to list: stdout) use two
+consoles, so that ``> results.txt`` and ``| tee`` capture the results (issue 47 item 7).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from rich.padding import Padding
 from rich.table import Column, Table
 from rich.text import Text
 
-console = Console(stderr=True)  # progress, results of a run, notes, errors
-stdout = Console()  # what a command was asked to list
+console = Console(stderr=True)  # progress, notes, warnings, errors
+stdout = Console()  # what a command was asked for: result tables, lists
+tables = stdout  # a run's result tables (stdout, so that `> file` and `| tee` capture them)
 
 # a figure: digits with their punctuation (CI brackets, signs, thousands, $, %, ±, an exponent, "(p 0.03)")
 _FIGURE = re.compile(r"[-+−±\d\s.,:;=\[\]()%$/*eE]*(\(p [\d.e\-]+\))?[*]?|-|price unknown")
@@ -113,6 +115,17 @@ def run_done(out: Any, results: dict[str, Any]) -> None:
     console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed; "
                   f"{session.get('model_calls', 0)} model calls, {session.get('cache_hits', 0)} cache hits. "
                   f"Results: {out}/results.json", highlight=False)
+    failures(counts)
+    for w in (results.get("server_checks") or {}).get("warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
+
+
+def failures(counts: dict[str, Any]) -> None:
+    """Why samples failed: each failure kind with its count and one example message (already redacted)."""
+    kinds = counts.get("failure_kinds") or {}
+    for kind, k in sorted(kinds.items(), key=lambda kv: -kv[1]["count"]):
+        line = f"{k['count']} x {kind}, e.g. {k['sample_id']}: {k['example']}"
+        console.print(f"[red]failed:[/red] {escape(line)}", highlight=False, soft_wrap=True)
 
 
 def estimate(est: dict[str, Any]) -> None:
@@ -126,26 +139,28 @@ def estimate(est: dict[str, Any]) -> None:
     t = est["totals"]
     rows.append(["total", str(t["calls"]), f"{t['input_tokens']:,}", f"{t['output_tokens']:,}", usd(t["cost_usd"]), ""])
     s = est.get("samples", {})
-    console.print(table(["role", "calls", "input tokens", "output tokens", "cost", "models"], rows,
+    tables.print(table(["role", "calls", "input tokens", "output tokens", "cost", "models"], rows,
                         keys=["role", "models"],  # model specs whole, also at 80 columns
                         title=f"dry run: {s.get('to_run', 0)} of {s.get('total', 0)} samples still to run "
                               f"({s.get('finished', 0)} finished); no model was called"))
     if any(r["output_from"] == "max_tokens" for r in est["roles"].values()):
-        console.print("* output tokens counted at each request's max_tokens (no call of that model made yet)",
+        tables.print("* output tokens counted at each request's max_tokens (no call of that model made yet)",
                       highlight=False)
     if t["upper_bound"]:
-        console.print("These are upper bounds: the number of calls depends on the answers (a chain that stops, "
+        tables.print("These are upper bounds: the number of calls depends on the answers (a chain that stops, "
                       "fewer statements) or output tokens are counted at max_tokens.", highlight=False)
 
 
 def genception(model: str, m: dict[str, Any]) -> None:
     T = m["T"]
     if f"GC@{T}" not in m:
-        console.print(f"{model}: no scored chains")
+        tables.print(f"{model}: no scored chains")
         return
     g, c = m[f"GC@{T}"], m["chains"]
     fid = m.get(f"GC_FID@{T}")
-    console.print(f"{model}: GC@{T} = {g['score']:.4f} [{g['ci95'][0]:.4f}, {g['ci95'][1]:.4f}] "
+    how = str(((m.get("headline") or {}).get("interval") or {}).get("method") or "")
+    bound = f" ({how}: a conservative interval, wide on purpose)" if "bound" in how else ""
+    tables.print(f"{model}: GC@{T} = {g['score']:.4f} [{g['ci95'][0]:.4f}, {g['ci95'][1]:.4f}]{bound} "
                   f"(mean of {g['categories']} category means; over images {g['image_mean']:.4f}); "
                   + (f"GC_FID@{T} = {fid:.4g}; " if fid is not None else "")
                   + f"{c['scored']} chains scored, refusal rate {m['refusal_rate']:.1%}, {c['failed']} failed")
@@ -165,7 +180,8 @@ def leaderboard(board: dict[str, Any]) -> None:
         ci = r.get("ci95") or [float("nan")] * 2
         rows.append([rank_text(r["rank"], ranks), model, f"{r[key]:.4f}", f"[{ci[0]:.4f}, {ci[1]:.4f}]",
                      f"{r['gc_rank']:.2f}" if "gc_rank" in r else "-", ", ".join(r.get("tied_with") or []) or "-"])
-    console.print(table(["rank", "model", key, "95% CI", "GC rank", "cannot be separated from (Holm, 5%)"], rows, keys=["model"]))
+    tables.print(table(["rank", "model", key, "95% CI", "GC rank", "cannot be separated from (Holm, 5%)"], rows,
+                       keys=["model"]))
 
 
 def vhexpansion(model: str, m: dict[str, Any]) -> None:
@@ -177,15 +193,18 @@ def vhexpansion(model: str, m: dict[str, Any]) -> None:
             ra, rs = v["repeats"]["accuracy"], v["repeats"]["symmetric_accuracy"]
             acc_s = f"{ra['mean']:.3f} ± {ra['std']:.3f}"
             sym_s = f"{rs['mean']:.3f} ± {rs['std']:.3f}"
-        rows.append([name, acc_s, sym_s, f"{v['yes_ratio']:.2f}", str(v["new_vh_cases"])])
-    console.print(table(["variant", "accuracy", "symmetric acc.", "yes ratio", "new VH cases"], rows,
+        unread = "-" if v.get("unread_share") is None else f"{v['unread_share']:.2f}"
+        rows.append([name, acc_s, sym_s, f"{v['yes_ratio']:.2f}", unread, str(v["new_vh_cases"])])
+    tables.print(table(["variant", "accuracy", "symmetric acc.", "yes ratio", "unread", "new VH cases"], rows,
                         keys=["variant"], title=model))
+    if m.get("unread_warning"):
+        console.print(f"[yellow]warning:[/yellow] {escape(m['unread_warning'])}", highlight=False)
     if m.get("negation"):
-        console.print(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
+        tables.print(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
                       "(failed ones are left out of symmetric accuracy)")
     orig = m.get("variants", {}).get("original") or {}
     if orig.get("n_mmvp_pairs"):  # MMVP's own metric beside symmetric accuracy
-        console.print(f"MMVP pair accuracy: {orig['pair_accuracy']:.3f} over {orig['n_mmvp_pairs']} pairs (both "
+        tables.print(f"MMVP pair accuracy: {orig['pair_accuracy']:.3f} over {orig['n_mmvp_pairs']} pairs (both "
                       "questions of a pair right)")
     blind_line(m.get("blind"))
 
@@ -198,17 +217,19 @@ def blind_line(b: dict[str, Any] | None) -> None:
     g = b.get("vision_gain") or {}
     gain = (f"{g['difference']:+.3f} [{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]" if g.get("difference") is not None
             and g.get("ci95") else "-")
-    console.print(f"blind control ({', '.join(b.get('request') or [])}): {metric} {b[metric]:.3f} without the "
+    tables.print(f"blind control ({', '.join(b.get('request') or [])}): {metric} {b[metric]:.3f} without the "
                   f"image; vision gain {gain}", highlight=False)
 
 
 def cast(model: str, m: dict[str, Any]) -> None:
     top = m.get("topk", {}).get("top3", {}).get("mean")  # Top-3: the paper's headline
+    if m.get("empty_reason"):
+        console.print(f"[yellow]warning:[/yellow] {escape(m['empty_reason'])}", highlight=False, soft_wrap=True)
     if not top:
         return
     rows = [[g, *["-" if row[v]["score"] is None else f"{row[v]['score']:.3f}" for v in ("text", "image", "both")]]
             for g, row in top.items()]
-    console.print(table(["generated in \\ validated in", "text", "image", "both"], rows,
+    tables.print(table(["generated in \\ validated in", "text", "image", "both"], rows,
                         keys=["generated in \\ validated in"],
                         title=f"{model}: CAST Top-3 self-consistency, mean of the three prompt formats"))
     blind_line(m.get("blind"))
@@ -222,6 +243,8 @@ _CHEF_KEYS = ("accuracy", "ece", "overall", "riam", "mr_weighted", "acc_vm", "rr
 def chef(model: str, m: dict[str, Any]) -> None:
     """The recipe's headline metrics and the accuracy of each setting, as a table (4 decimals)."""
     def fmt(v: Any) -> str:
+        if v is None:
+            return "-"
         if isinstance(v, float):
             return f"{v:.4f}"
         if isinstance(v, dict):
@@ -234,8 +257,8 @@ def chef(model: str, m: dict[str, Any]) -> None:
         if m.get("answers_generated") and "unread" in v:  # issue 47: answers the parser could not read
             rows.append([f"unread answers, {name}", f"{v['unread']} ({v['unread_share']:.1%})"])
     used = f", {m['inferencer']} inferencer" if m.get("inferencer") else ""
-    console.print(table(["metric", "value"], rows, keys=["metric"],
-                        title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')}{used})"))
+    tables.print(table(["metric", "value"], rows, keys=["metric"],
+                       title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')}{used})"))
     for key in ("inferencer_note", "calibration_note"):
         if m.get(key):
             console.print(f"note: {m[key]}", highlight=False, soft_wrap=True, markup=False)
@@ -249,13 +272,13 @@ def chef_aggregate(agg: dict[str, Any]) -> None:
     rows = [[r["scenario"], str(r["recipe"]), str(r["seed"]), str(r["n"]), *(f4(r[c]) for c in cols)]
             for r in agg["rows"]]
     rows.append(["Avg. (weighted by n)", "", "", str(agg["avg"]["n"]), *(f4(agg["avg"][c]) for c in cols)])
-    console.print(table(["scenario", "recipe", "seed", "n", *cols], rows, keys=["scenario", "recipe"],
+    tables.print(table(["scenario", "recipe", "seed", "n", *cols], rows, keys=["scenario", "recipe"],
                         title=f"ChEF {agg['desideratum']}: {agg['model']}"))
     if "overall" in agg:
-        console.print(f"overall calibration (1 - weighted ECE, Table 8): {agg['overall']:.4f}")
+        tables.print(f"overall calibration (1 - weighted ECE, Table 8): {agg['overall']:.4f}")
     for sv in agg.get("seed_variance", []):
         devs = ", ".join(f"seed {s}: {d:.4f}" for s, d in sv["deviation"].items())
-        console.print(f"seeds on {sv['scenario']} ({sv['recipe']}): mean {sv['column']} {sv['mean']:.4f}; |deviation| "
+        tables.print(f"seeds on {sv['scenario']} ({sv['recipe']}): mean {sv['column']} {sv['mean']:.4f}; |deviation| "
                       f"{devs}")
 
 
@@ -271,19 +294,19 @@ def vhx_compare(cmp: dict[str, Any]) -> None:
         p = lambda c: "" if c.get("p_holm") is None else f" (p {c['p_holm']:.3g})"  # noqa: E731  Holm-adjusted
         rows.append([r["dataset"], r["variant"], str(r["n"]), f(a["before"]), f(a["after"]), d(a["delta"]) + p(a),
                      f(s_["before"]), f(s_["after"]), d(s_["delta"]) + p(s_)])
-    console.print(table(["dataset", "variant", "n", "acc. before", "after", "Δ (p, Holm)", "sym. before", "after",
+    tables.print(table(["dataset", "variant", "n", "acc. before", "after", "Δ (p, Holm)", "sym. before", "after",
                          "Δ (p, Holm)"], rows,
                         keys=["dataset", "variant"], title=f"{cmp['before']['model']} -> {cmp['after']['model']}"))
     for g in cmp["general"]:
-        console.print(f"general ability: {g['task']} {g['metric']} {f(g['before'])} -> {f(g['after'])} "
+        tables.print(f"general ability: {g['task']} {g['metric']} {f(g['before'])} -> {f(g['after'])} "
                       f"({d(g['delta'])})")
-    console.print(f"{cmp['cases']['compared']} cases compared; {cmp['cases']['only_before']} only before, "
+    tables.print(f"{cmp['cases']['compared']} cases compared; {cmp['cases']['only_before']} only before, "
                   f"{cmp['cases']['only_after']} only after (left out)")
 
 
 def sweep_summary(summary: list[dict[str, Any]], title: str) -> None:
     rows = [[r["method"], r["model"], r["metric"], f4(r["value"]), f"{r['failed']}/{r['samples']}"] for r in summary]
-    console.print(table(["method", "model", "metric", "value", "failed"], rows, keys=["method", "model"],
+    tables.print(table(["method", "model", "metric", "value", "failed"], rows, keys=["method", "model"],
                         title=title))
 
 
@@ -311,12 +334,12 @@ def comparisons(cmp: dict[str, Any]) -> None:
     def p(x: Any) -> str:
         return "-" if x is None else f"{x:.4g}"
 
-    console.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples all the runs finished; "
+    tables.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples all the runs finished; "
                   "interval at the level of its Holm step)")
     for c in cmp["comparisons"]:
         ci = "" if not c["ci95"] else f" [{c['ci95'][0]:.4f}, {c['ci95'][1]:.4f}]"
         verdict = "separated" if c.get("separated") else "cannot be separated"
-        console.print(f"  {c['metric']}: {c['a']} - {c['b']} = {f4(c['difference'])}{ci}, p {p(c['p_value'])} "
+        tables.print(f"  {c['metric']}: {c['a']} - {c['b']} = {f4(c['difference'])}{ci}, p {p(c['p_value'])} "
                       f"(Holm {p(c.get('p_holm'))}, {c['test'] or '-'}): {verdict}; {c['n_paired']} shared, "
                       f"{c['n_left_out']} left out", highlight=False, soft_wrap=True)
 
