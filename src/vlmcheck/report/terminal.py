@@ -158,7 +158,9 @@ def genception(model: str, m: dict[str, Any]) -> None:
         return
     g, c = m[f"GC@{T}"], m["chains"]
     fid = m.get(f"GC_FID@{T}")
-    tables.print(f"{model}: GC@{T} = {g['score']:.4f} [{g['ci95'][0]:.4f}, {g['ci95'][1]:.4f}] "
+    how = str(((m.get("headline") or {}).get("interval") or {}).get("method") or "")
+    bound = f" ({how}: a conservative interval, wide on purpose)" if "bound" in how else ""
+    tables.print(f"{model}: GC@{T} = {g['score']:.4f} [{g['ci95'][0]:.4f}, {g['ci95'][1]:.4f}]{bound} "
                   f"(mean of {g['categories']} category means; over images {g['image_mean']:.4f}); "
                   + (f"GC_FID@{T} = {fid:.4g}; " if fid is not None else "")
                   + f"{c['scored']} chains scored, refusal rate {m['refusal_rate']:.1%}, {c['failed']} failed")
