@@ -379,7 +379,7 @@ class GenCeptionSummary:
             return
         self.scored.append({"s": r["s"], "category": r.get("category"), "refused_at": r.get("refused_at"),
                             "repeats": [{"s": x["s"]} for x in r.get("repeats", ())],
-                            "image_sha256": r.get("image_sha256") or ""})
+                            "image": (r.get("image_sha256") or "")[:16]})  # its order key (result())
         self.features[0].add(r["embedding0"])
         for t in range(1, self.task.cfg.T + 1):
             self.features[t].add(r["steps"][t - 1]["embedding"])
@@ -387,7 +387,7 @@ class GenCeptionSummary:
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         # chains in order of (category, image): the bootstrap interval is the same whatever order the dataset's
         # form lists its images in (MME's Hub copy, release folder and TSV give one interval; docs/datasets.md)
-        scored = sorted(self.scored, key=lambda r: (r["category"] or "", r["image_sha256"]))
+        scored = sorted(self.scored, key=lambda r: (r["category"] or "", r["image"]))
         return self.task._summary(scored, self.features, failed)
 
 
