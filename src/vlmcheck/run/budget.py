@@ -154,6 +154,27 @@ def warn_usage(model_id: str, why: str, seen: set[str]) -> None:
                                f"the estimate (run/budget.py)"), stacklevel=2)
 
 
+def recorded_max_cost(store_path: Any) -> float | None:
+    """The ``--max-cost`` recorded in the spec of the run store at ``store_path`` (read only), or None: what a
+    resume that gives none keeps."""
+    import json
+    import sqlite3
+    from urllib.request import pathname2url
+
+    if not store_path.is_file():
+        return None
+    try:
+        con = sqlite3.connect(f"file:{pathname2url(str(store_path.absolute()))}?mode=ro", uri=True)
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = 'spec'").fetchone()
+        finally:
+            con.close()
+        value = json.loads(row[0]).get("max_cost") if row else None
+    except (sqlite3.Error, ValueError, TypeError, AttributeError):
+        return None  # the store's own checks say what is wrong with it
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
 def budget_message(b: dict[str, Any]) -> str:
     return (f"budget of ${b['max_cost_usd']:g} reached after {b['done']} of {b['samples']} samples "
             f"(${b['spent_usd']:.4f} spent); resume with a higher --max-cost")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
 import platform
 import subprocess
@@ -47,7 +46,7 @@ from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: whe
 from .folder import MARKER, RunFolderExists, _empty_run_folder, leave_nothing, mark_run_folder
 from .outputs import write_outputs
 from .task import Sample, Task, execute_sample
-from .budget import BudgetStop
+from .budget import BudgetStop, recorded_max_cost
 from .data_pin import data_difference, data_pins, without_data_paths
 
 
@@ -179,7 +178,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         stale.unlink(missing_ok=True)
     samples = select_samples(task, options)
     if options.resume and options.max_cost is None:  # the budget a run was started with holds on its resumes
-        kept = _recorded_max_cost(folder)
+        kept = recorded_max_cost(folder / DB_NAME)
         if kept is not None:
             options = options.model_copy(update={"max_cost": kept})
     spec = run_spec(task, samples, options)  # before the store: a spec that cannot be made leaves no store
@@ -242,25 +241,6 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         return RunResult(folder, results, session.counters)
     finally:
         store.close()
-
-
-def _recorded_max_cost(folder: Path) -> float | None:
-    """The ``--max-cost`` recorded in the spec of the run in ``folder`` (read-only), or None."""
-    import sqlite3
-
-    path = folder / DB_NAME
-    if not path.is_file():
-        return None
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            row = con.execute("SELECT value FROM meta WHERE key = 'spec'").fetchone()
-        finally:
-            con.close()
-        value = json.loads(row[0]).get("max_cost") if row else None
-    except (sqlite3.Error, ValueError, TypeError, AttributeError):
-        return None  # the store's own checks say what is wrong with it
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
 def select_samples(task: Task, options: RunOptions) -> list[Sample]:
