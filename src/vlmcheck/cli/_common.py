@@ -79,7 +79,7 @@ DRY_RUN = typer.Option(False, "--dry-run", help="Make no model call: print the c
                                                   "estimated tokens and cost.")
 JSON_OUT = typer.Option(False, "--json", help="Print the results (with --dry-run: the estimate) as one JSON object "
                                                 "on stdout instead of tables.")
-MAX_COST = typer.Option(None, "--max-cost", min=0.0, metavar="USD",
+MAX_COST = typer.Option(None, "--max-cost", metavar="USD",
                         help="Start no new sample once the cost spent plus the samples in flight would pass USD; "
                              "exit 1, finished samples kept.")
 API_KEY = typer.Option(None, "--api-key", metavar="KEY",
@@ -228,6 +228,9 @@ def options(resume, overwrite, limit, max_concurrency, seed, progress, allow_out
         fail(f"--executor {executor!r}: use local or ray")
     with user_errors():
         parsed = runner.parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
+        from ..run.budget import check_max_cost
+
+        max_cost = check_max_cost(max_cost)  # 0, NaN, infinity: one sentence, not a traceback
     return runner.RunOptions(resume=resume, overwrite=overwrite, limit=limit, max_concurrency=max_concurrency,
                              seed=seed, progress=progress, allow_outside=allow_outside,
                              max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6),
@@ -309,8 +312,11 @@ def task_of(run: Path):
             spec = store.get_meta("spec")
     except StoreError as exc:
         fail(one_line(exc))
+    from ..run.data_pin import resolve_recorded
+
     with user_errors(FileNotFoundError):
-        return task_from_spec(spec["task"], spec["task_spec"]), spec
+        # the data at its recorded real path: the same data from any folder (run/data_pin.py)
+        return task_from_spec(spec["task"], resolve_recorded(spec["task_spec"], spec.get("data"))), spec
 
 
 def slug(text: str) -> str:

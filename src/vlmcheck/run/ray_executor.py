@@ -128,6 +128,10 @@ async def run_samples_ray(task, todo: list, session: Session, options, already: 
             reaper.stdin.close()  # the watcher ends what Ray left, and itself
 
 
+#: how long the end of a run waits for its workers to remove their temp folders
+CLEANUP_S = 5.0
+
+
 class _Pool:
     """The sample workers: started, lost, replaced, grown as nodes join."""
 
@@ -150,7 +154,8 @@ class _Pool:
         self.tally = ray.remote(RequestTally).options(num_cpus=0, scheduling_strategy=here).remote()
         self.helpers = [reader, self.tally]
         policy = {"allow_outside": options.allow_outside, "max_image_bytes": options.max_image_bytes,
-                  "pixel_budget": options.pixel_budget}
+                  "pixel_budget": options.pixel_budget, "url_timeouts": (options.url_read_timeout_s,
+                                                                         options.url_total_timeout_s)}
         # a CPU each, or a share where there are more workers than CPUs (API-bound workers mostly wait)
         worker_cls = ray.remote(SampleWorker).options(num_cpus=min(1.0, cpus / self.target),
                                                       num_gpus=options.gpus_per_worker, max_concurrency=self.slots + 4)
@@ -201,7 +206,19 @@ class _Pool:
                 self.add(time.monotonic())
 
     def close(self) -> None:
-        """End this run's actors (in a process that stays joined to Ray they would otherwise outlive the run)."""
+        """End this run's actors (in a process that stays joined to Ray they would otherwise outlive the run),
+        each asked first to remove its temp folder, for at most :data:`CLEANUP_S` in all."""
+        refs = []
+        for actor in self.actors.values():
+            try:
+                refs.append(actor.cleanup.remote())
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        if refs:
+            try:
+                self.ray.wait(refs, num_returns=len(refs), timeout=CLEANUP_S)
+            except Exception:  # noqa: BLE001 - a worker lost meanwhile: its node's temp folder is the OS's
+                pass
         for actor in [*self.actors.values(), *(a for _, a, _ in self.starting.values()), *self.helpers]:
             try:
                 self.ray.kill(actor)
