@@ -88,7 +88,7 @@ def empty_path_argument(argv: list[str]) -> str | None:
 
 def main() -> None:  # pragma: no cover - exercised through subprocesses in tests
     """The console script: a failure the user can act on ends in one sentence and exit 2, never a traceback."""
-    from ..store.db import StoreError
+    from ..store.errors import StoreError  # not store.db: that loads numpy and asyncio
 
     empty = empty_path_argument(sys.argv[1:])
     if empty:

@@ -17,13 +17,20 @@ from typing import Any, Optional
 
 import typer
 
-from ..api import run_task
 from ..core.secrets import install_log_redaction, register_secret
 from ..core.spec import ModelSpec, SpecError
-from ..report import terminal
-from ..run.runner import RunFolderExists, RunOptions, parse_shard
+from ._lazy import lazy_module
 
-console = terminal.console
+api = lazy_module("vlmcheck.api")
+runner = lazy_module("vlmcheck.run.runner")
+terminal = lazy_module("vlmcheck.report.terminal")
+
+
+
+def __getattr__(name: str) -> Any:
+    if name == "console":  # ``C.console``: the terminal's console, loaded when first printed to
+        return terminal.console
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 RESUME = typer.Option(False, "--resume", help="Continue the run in OUT, skipping finished samples.")
 OVERWRITE = typer.Option(False, "--overwrite", help="Delete an existing run in OUT first.")
@@ -103,7 +110,7 @@ _RUN_OPTIONS = (("api_key", Optional[str], API_KEY), ("resume", bool, RESUME), (
 class RunArgs(SimpleNamespace):
     """The run options of a command (``run_command``): ``.options()`` is the runner's RunOptions."""
 
-    def options(self) -> RunOptions:
+    def options(self) -> "runner.RunOptions":
         return options(self.resume, self.overwrite, self.limit, self.max_concurrency, self.seed, self.progress,
                        self.allow_outside, self.max_image_mb, self.pixel_budget_mb, self.preflight, self.shard,
                        executor=self.executor, ray_address=self.ray_address, workers=self.workers,
@@ -195,7 +202,7 @@ def say_error(message: str) -> None:
     """One sentence on one line (never read as rich markup: messages hold '[Errno 2]', '[REDACTED]')."""
     from rich.markup import escape
 
-    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    terminal.console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 def fail(message: str) -> None:
@@ -216,19 +223,19 @@ def one_line(exc: BaseException) -> str:
 
 def options(resume, overwrite, limit, max_concurrency, seed, progress, allow_outside=False, max_image_mb=256.0,
             pixel_budget_mb=2000.0, preflight=True, shard=None, executor="local", ray_address=None, workers=None,
-            gpus_per_worker=0.0, max_cost=None, report=True) -> RunOptions:
+            gpus_per_worker=0.0, max_cost=None, report=True) -> "runner.RunOptions":
     if executor not in ("local", "ray"):
         fail(f"--executor {executor!r}: use local or ray")
     with user_errors():
-        parsed = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
+        parsed = runner.parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
         from ..run.budget import check_max_cost
 
         max_cost = check_max_cost(max_cost)  # 0, NaN, infinity: one sentence, not a traceback
-    return RunOptions(resume=resume, overwrite=overwrite, limit=limit, max_concurrency=max_concurrency, seed=seed,
-                      progress=progress, allow_outside=allow_outside,
-                      max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6),
-                      preflight=preflight, shard=parsed, executor=executor, ray_address=ray_address,
-                      workers=workers, gpus_per_worker=gpus_per_worker, max_cost=max_cost, report=report)
+    return runner.RunOptions(resume=resume, overwrite=overwrite, limit=limit, max_concurrency=max_concurrency,
+                             seed=seed, progress=progress, allow_outside=allow_outside,
+                             max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6),
+                             preflight=preflight, shard=parsed, executor=executor, ray_address=ray_address,
+                             workers=workers, gpus_per_worker=gpus_per_worker, max_cost=max_cost, report=report)
 
 
 def refusals() -> tuple[type[BaseException], ...]:
@@ -236,13 +243,14 @@ def refusals() -> tuple[type[BaseException], ...]:
     from ..run.ray_executor import ExecutorError
     from ..store.db import StoreError
 
-    return RunFolderExists, StoreError, SpecError, ExecutorError
+    return runner.RunFolderExists, StoreError, SpecError, ExecutorError
 
 
-def execute(task, out: Path, opts: "RunOptions | RunArgs", run=run_task) -> dict[str, Any] | None:
+def execute(task, out: Path, opts: "runner.RunOptions | RunArgs", run=None) -> dict[str, Any] | None:
     """Run ``task`` into ``out`` (and write its report) and print one line of counts.  Given the command's
     :class:`RunArgs` with ``--dry-run``: estimate the run instead (kept for the command to print) and return
     None; with ``--max-cost``: exit 1 with one sentence when the budget stopped the run."""
+    run = run or api.run_task
     args = opts if isinstance(opts, RunArgs) else None
     opts = args.options() if args is not None else opts
     if args is not None and args.dry_run:

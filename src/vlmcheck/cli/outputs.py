@@ -8,8 +8,10 @@ from typing import Optional
 
 import typer
 
-from ..report import terminal
+from ._lazy import lazy_module
 from . import _common as C
+
+terminal = lazy_module("vlmcheck.report.terminal")
 
 
 def register(app: typer.Typer) -> None:

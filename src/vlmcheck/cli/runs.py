@@ -9,9 +9,11 @@ from typing import Optional
 
 import typer
 
-from .. import api
-from ..report import terminal
+from ._lazy import lazy_module
 from . import _common as C
+
+api = lazy_module("vlmcheck.api")
+terminal = lazy_module("vlmcheck.report.terminal")
 
 
 def register(app: typer.Typer) -> None:
