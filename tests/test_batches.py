@@ -103,6 +103,7 @@ def _kill_once_its_batch_is_out(cmd: list[str], server: FakeServer) -> None:
     proc.wait()
 
 
+@pytest.mark.slow
 def test_a_killed_run_reattaches_to_its_batch_and_resubmits_nothing(tmp_path):
     server = FakeServer(0.0, tmp_path, "--batch-delay", "4")
     try:
@@ -122,6 +123,7 @@ def test_a_killed_run_reattaches_to_its_batch_and_resubmits_nothing(tmp_path):
         server.stop()
 
 
+@pytest.mark.slow
 def test_a_resume_without_batch_1_waits_for_the_open_batch_instead_of_paying_twice(tmp_path):
     server = FakeServer(0.0, tmp_path, "--batch-delay", "3")
     try:

@@ -98,6 +98,7 @@ def test_manifest_values_of_the_wrong_kind_are_refused(tmp_path, row, words):
     assert p.returncode == 2 and words in _last(p), p.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_dangling_and_looping_symlinks_as_outputs_are_one_sentence(tmp_path):
     images = _photo(tmp_path)
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere" / "x")
@@ -109,6 +110,7 @@ def test_dangling_and_looping_symlinks_as_outputs_are_one_sentence(tmp_path):
             assert p.returncode == 2 and words in _last(p), (args, p.stderr[-1500:])
 
 
+@pytest.mark.slow
 def test_read_only_output_folders_are_one_sentence(tmp_path):
     # root ignores permission bits; the immutable attribute stops root too
     if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(tmp_path)]).returncode != 0:
@@ -131,6 +133,7 @@ def test_read_only_output_folders_are_one_sentence(tmp_path):
         subprocess.run(["chattr", "-i", str(ro), str(ro / "prev")], check=True)
 
 
+@pytest.mark.slow
 def test_a_run_made_with_url_credentials_asks_for_them_on_resume(tmp_path, fake_server):
     images = _photo(tmp_path)
     host = fake_server.base_url.replace("http://", "")

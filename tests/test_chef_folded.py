@@ -41,6 +41,7 @@ def _check(task, folder) -> float:
                                          ("instruction-following", None), ("language", None),
                                          ("fsc147", "counting.jsonl"), ("voc2012", "detection.jsonl"),
                                          ("omnibenchmark", "hierarchy")])
+@pytest.mark.slow
 def test_chef_recipes(world, tmp_path, recipe, data):
     from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
 
@@ -53,6 +54,7 @@ def test_chef_recipes(world, tmp_path, recipe, data):
     assert _check(task, tmp_path) < 0.5  # a record in memory as dicts is 3-4 times its JSON
 
 
+@pytest.mark.slow
 def test_chef_pope_with_blind_control_and_a_direct_recipe_with_repeats(world, tmp_path):
     from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
     from vlmcheck.methods.pope import build_pope, load_annotations
@@ -70,6 +72,7 @@ def test_chef_pope_with_blind_control_and_a_direct_recipe_with_repeats(world, tm
     assert _check(task, tmp_path / "rep") < 0.5
 
 
+@pytest.mark.slow
 def test_an_item_costs_tens_of_bytes_in_columns():
     """Marginal memory of the columns: 50,000 items on 100 images against 5,000."""
     from vlmcheck.methods.chef import resolve_recipe

@@ -120,7 +120,6 @@ class _Endpoint:
         self.url, self.clients, self.http = url, clients, http
         self.in_flight = 0
         self.cool_until = 0.0
-        self.served = 0
         self.failures = 0
         self._slots: dict[int, asyncio.Semaphore] = {}  # per event loop: `concurrency` requests at once
 
@@ -227,7 +226,6 @@ class OpenAIChat:
                 raise err from exc
             finally:
                 ep.in_flight -= 1
-            ep.served += 1
             if len(self._endpoints) > 1:
                 data["_endpoint"] = ep.url
             return data

@@ -129,9 +129,9 @@ async def dry_run_async(task: Any, folder: str | Path, options: Any) -> dict[str
 
     folder = Path(folder)
 
-    token = inputs.set_policy(inputs.InputPolicy(allow_outside=options.allow_outside,
-                                                 max_file_bytes=options.max_image_bytes,
-                                                 budget=inputs.PixelBudget(options.pixel_budget)))
+    from .options import input_policy
+
+    token = inputs.set_policy(input_policy(options))
     try:
         return await _dry_run(task, folder, options)
     finally:

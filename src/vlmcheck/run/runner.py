@@ -142,8 +142,9 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
         raise RunFolderExists(broken_link(folder))
     if folder.exists() and not folder.is_dir():
         raise RunFolderExists(f"{folder} is a file, not a run folder")
-    policy = inputs.InputPolicy(allow_outside=options.allow_outside, max_file_bytes=options.max_image_bytes,
-                                budget=inputs.PixelBudget(options.pixel_budget), dirs={})
+    from .options import input_policy
+
+    policy = input_policy(options, dirs={})
     token = inputs.set_policy(policy)
     try:
         with folder_lock(folder):
