@@ -114,7 +114,7 @@ def test_a_perfect_vhexpansion_run_has_an_interval_of_width_above_zero(tmp_path)
     assert how["min_detectable_difference"] == pytest.approx((1.959964 + 0.841621) * math.sqrt(0.5 / 99), rel=1e-5)
 
 
-def _vhx_run(folder, model, correct, neg=None, ids=None):
+def _vhx_run(folder, model, correct, neg=None, ids=None, per=2, headline=None):
     import json
 
     folder.mkdir(parents=True)
@@ -125,20 +125,24 @@ def _vhx_run(folder, model, correct, neg=None, ids=None):
         if neg is not None:
             v["neg_correct"] = bool(neg[i - min(ids)])
         rows.append({"sample_id": f"case{i}", "status": "done", "task": "vhexpansion", "seq": i,
-                     "result": {"image": f"img{i // 2}.png", "variants": {"original": v}}})
+                     "result": {"image": f"img{i // per}.png", "variants": {"original": v}}})
     (folder / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    metrics = {}
+    if headline is not None:  # (name, value, ci95) as results.json records it
+        metrics["headline"] = {"name": headline[0], "value": headline[1], "ci95": headline[2], "interval": {}}
     (folder / "results.json").write_text(json.dumps({"task": "vhexpansion", "spec": {"task_spec": {"vlm": model}},
-                                                     "metrics": {}, "counts": {}}))
+                                                     "metrics": metrics, "counts": {}}))
     return folder
 
 
 def test_compare_pairs_runs_with_mcnemar_by_hand(tmp_path):
     from vlmcheck.methods.compare import compare_runs
 
-    a = _vhx_run(tmp_path / "a", "A", [1, 1, 1, 1, 1, 1, 1, 1, 0, 0])
-    b = _vhx_run(tmp_path / "b", "B", [0, 0, 0, 1, 1, 1, 1, 1, 1, 0])
+    a = _vhx_run(tmp_path / "a", "A", [1, 1, 1, 1, 1, 1, 1, 1, 0, 0], per=1)
+    b = _vhx_run(tmp_path / "b", "B", [0, 0, 0, 1, 1, 1, 1, 1, 1, 0], per=1)
     (c,) = compare_runs([a, b])["comparisons"]
-    # discordant: cases 0, 1, 2 right under A only, case 8 under B only: p = 2 P(X <= 1 | 4, 1/2) = 2 x 5 / 16
+    # one case per image - discordant: cases 0, 1, 2 right under A only, case 8 under B only:
+    # p = 2 P(X <= 1 | 4, 1/2) = 2 x 5 / 16
     assert c["metric"] == "accuracy" and c["test"] == "McNemar exact"
     assert c["discordant"] == {"a_only": 3, "b_only": 1} and c["p_value"] == pytest.approx(10 / 16)
     assert c["difference"] == pytest.approx(0.2) and c["n_paired"] == 10 and c["n_left_out"] == 0
@@ -146,6 +150,13 @@ def test_compare_pairs_runs_with_mcnemar_by_hand(tmp_path):
     # a run compared with itself: difference 0, p = 1
     (same,) = compare_runs([a, a])["comparisons"]
     assert same["difference"] == 0.0 and same["p_value"] == 1.0
+    # two cases per image (issue 48 finding 8): the image's cases move together.  Image 0 holds cases 0, 1
+    # (A only, A only: +2/10), image 1 cases 2, 3 (+1/10), image 4 cases 8, 9 (-1/10), images 2, 3 nothing.
+    # Flipping the three nonzero images' signs: sums +-0.2 +-0.1 +-0.1; |sum| >= 0.2 in 6 of the 8 patterns
+    a2 = _vhx_run(tmp_path / "a2", "A", [1, 1, 1, 1, 1, 1, 1, 1, 0, 0])
+    b2 = _vhx_run(tmp_path / "b2", "B", [0, 0, 0, 1, 1, 1, 1, 1, 1, 0])
+    (c2,) = compare_runs([a2, b2])["comparisons"]
+    assert c2["test"].startswith("clustered McNemar") and c2["p_value"] == pytest.approx(6 / 8)
 
 
 def test_compare_counts_what_only_one_run_finished(tmp_path):
@@ -172,8 +183,9 @@ def test_three_runs_every_pair_with_holm_and_the_json_of_the_cli(tmp_path):
     cmp = compare_runs(runs)
     pairs = {(c["a"], c["b"], c["metric"]) for c in cmp["comparisons"]}
     assert {(a, b) for a, b, _ in pairs} == {("A", "B"), ("A", "C"), ("B", "C")}
-    ps = [c["p_value"] for c in cmp["comparisons"]]
-    assert [c["p_holm"] for c in cmp["comparisons"]] == pytest.approx(holm(ps))
+    for metric in ("accuracy", "symmetric accuracy"):  # Holm over the pairs of models, per metric
+        cs = [c for c in cmp["comparisons"] if c["metric"] == metric]
+        assert [c["p_holm"] for c in cs] == pytest.approx(holm([c["p_value"] for c in cs]))
     p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "compare", *map(str, runs), "--json"],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
@@ -189,24 +201,35 @@ def test_plan_from_one_and_two_pilots_by_hand(tmp_path):
     import subprocess
     import sys
 
-    from scipy.stats import norm
+    from scipy.stats import nct, t, norm
 
     from vlmcheck.methods.plan import plan
+
+    def power(n, sd, delta, paired):  # the two-sided t-test's power, from its definition
+        df = n - 1 if paired else 2 * n - 2
+        ncp = delta * math.sqrt(n) / sd if paired else delta / (sd * math.sqrt(2 / n))
+        c = t.ppf(0.975, df)
+        return nct.sf(c, df, ncp) + nct.cdf(-c, df, ncp)
+
+    def smallest(sd, delta, paired):
+        return next(n for n in range(2, 100000) if power(n, sd, delta, paired) >= 0.8)
 
     a = _vhx_run(tmp_path / "a", "A", [1, 0] * 5)  # accuracy 0.5 over 10 cases
     b = _vhx_run(tmp_path / "b", "B", [1, 0] * 4 + [0, 0])
     out = plan([a], delta=0.2)
     (m,) = [x for x in out["metrics"] if x["metric"] == "accuracy"]
-    sd = math.sqrt(10 / 9 * 0.25)  # sample sd of five 1s and five 0s
-    z = norm.ppf(0.975) + norm.ppf(0.8)
+    sd = 0.5  # a share of 0.5: sqrt(p (1 - p))
     assert m["sd"] == pytest.approx(sd)
-    assert m["n_per_run_independent"] == math.ceil((z * math.sqrt(2) * sd / 0.2) ** 2)
-    assert m["mde_at_pilot_n"] == pytest.approx(z * math.sqrt(2) * sd / math.sqrt(10))
+    assert m["n_per_run_independent"] == smallest(sd, 0.2, False)
+    z = norm.ppf(0.975) + norm.ppf(0.8)
+    assert m["n_per_run_independent"] > math.ceil((z * math.sqrt(2) * sd / 0.2) ** 2)  # the normal undersizes
+    lo, hi = m["n_per_run_range"]
+    assert lo <= m["n_per_run_independent"] <= hi and hi == smallest(0.5, 0.2, False)  # 0.5 is in the interval
     two = plan([a, b], delta=0.2)
     (p2,) = [x for x in two["metrics"] if x["metric"] == "accuracy"]
     d = [0] * 8 + [1, 0]  # the paired differences
     sd_d = float(__import__("numpy").std(d, ddof=1))
-    assert p2["sd_difference"] == pytest.approx(sd_d) and p2["n_paired"] == math.ceil((z * sd_d / 0.2) ** 2)
+    assert p2["sd_difference"] == pytest.approx(sd_d) and p2["n_paired"] == smallest(sd_d, 0.2, True)
     p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "plan", "--pilot", str(a), "--delta", "0.2", "--json"],
                        capture_output=True, text=True)
     assert p.returncode == 0 and json.loads(p.stdout)["metrics"][0]["n_per_run_independent"] > 0
@@ -273,35 +296,37 @@ def test_every_method_records_its_headline_with_an_interval(tmp_path):
 
 
 def test_decide_names_the_leader_its_margin_and_who_it_cannot_be_separated_from(tmp_path):
-    import json
-
     from vlmcheck.methods.decide import decide
-    from vlmcheck.metrics.decisions import headline_entry
     from vlmcheck.report.html import build_report
 
     runs = []
     for name, right in (("C", [0] * 10), ("A", [1] * 10), ("B", [1] * 9 + [0])):
-        run = _vhx_run(tmp_path / name, name, right, neg=[1] * 10)
-        info = json.loads((run / "results.json").read_text())
         sym = sum(right) / 10  # every negation right: symmetric accuracy = accuracy
-        info["metrics"]["headline"] = headline_entry("symmetric accuracy", sym, [max(0, sym - 0.2), min(1, sym + 0.1)], {})
-        (run / "results.json").write_text(json.dumps(info))
-        runs.append(run)
+        runs.append(_vhx_run(tmp_path / name, name, right, neg=[1] * 10, per=1,
+                             headline=("symmetric accuracy", sym, [max(0, sym - 0.2), min(1, sym + 0.1)])))
     (d,) = decide(runs)
-    assert d["leader"] == "A" and d["value"] == 1.0 and d["metric"] == "symmetric accuracy"
-    r = d["runner_up"]
-    # A minus B on the 10 paired cases: one case (on image 4) right under A only: mean difference 1/10; a
-    # resample of the 5 images that misses image 4 gives 0, so the interval reaches 0: not separable
-    assert r["model"] == "B" and r["difference"] == pytest.approx(0.1) and r["ci95"][0] == 0.0 and r["tied"]
-    assert r["test"].startswith("paired on 10 samples")
-    c = d["against"][1]
-    assert c["model"] == "C" and c["difference"] == 1.0 and not c["tied"]
-    assert d["tied_with"] == ["B"]
+    assert d["leader"] == "A" and d["value"] == pytest.approx(1.0) and d["metric"] == "symmetric accuracy"
+    assert d["n_shared"] == 10 and d["n_left_out"] == 0
+    # one case per image.  A - B: one discordant image, p = 1 (both signs of it as extreme); A - C: ten,
+    # p = 2 / 2^10; B - C: nine, p = 2 / 2^9.  Holm over the three pairs: 3 x 2/1024, then max(that, 2 x 2/512),
+    # then max(that, 1)
+    r, c = d["against"]
+    assert r["model"] == "B" and r["difference"] == pytest.approx(0.1) and r["p_value"] == pytest.approx(1.0)
+    assert r["p_holm"] == pytest.approx(1.0) and not r["separated"] and r["ci95"][0] <= 0 <= r["ci95"][1]
+    assert c["model"] == "C" and c["difference"] == pytest.approx(1.0)
+    assert c["p_value"] == pytest.approx(2 / 1024) and c["p_holm"] == pytest.approx(6 / 1024) and c["separated"]
+    assert d["tied_with"] == ["B"] and not d["separated"]
+    # every image 1 under A, 0 under C: the inverted interval is the point 1; the bound is Wilson's on 10 of 10
+    # at the Holm level 0.05 / 3, mapped from [0, 1] back to [-1, 1]
+    z = __import__("scipy.stats").stats.norm.ppf(1 - 0.05 / 3 / 2)
+    low = (1 + z * z / 20 - z * math.sqrt(z * z / 400)) / (1 + z * z / 10)
+    assert c["ci95"] == pytest.approx([2 * low - 1, 1.0]) and c["note"].startswith("bound")
     # the report's first screen says it, before the contents; the leaderboard row says it too
     page = build_report(runs, tmp_path / "r.html").read_text()
     assert page.index('id="decisions"') < page.index('<nav id="toc"')
-    assert "<b>A</b> leads on symmetric accuracy" in page and "Cannot be separated from: B." in page
-    assert "behind the leader by 1.0000 [1.0000, 1.0000]" in page
+    assert "A leads on symmetric accuracy with 1.000 on the 10 samples all its runs share (0 left out)" in page
+    assert "cannot be separated." in page and "Cannot be separated from the leader: B." in page
+    assert "behind the leader by 1.0000" in page
 
 
 def test_the_stratified_bootstrap_is_rescaled_by_hand():
@@ -313,9 +338,12 @@ def test_the_stratified_bootstrap_is_rescaled_by_hand():
     r = math.sqrt(2) / 2
     lo, hi = bootstrap_ci_strata([0.0, 1.0, 1.0, 1.0], ["a", "a", "b", "b"], n_boot=4000)
     assert lo == pytest.approx((0.5 - r + 1) / 2) and hi == pytest.approx((0.5 + r + 1) / 2)
-    # a stratum of one value has no spread: it adds nothing
+    # a stratum of one value (issue 48 finding 4) borrows the residuals of all values about their grand mean,
+    # rescaled by sqrt(N / (N - 1)): 0.3 + (v - 13/30) sqrt(3/2) for v in (0, 1, 0.3).  The extreme atoms of the
+    # resampled (a + b) / 2 each have probability 1/4 x 1/3 > 0.025, so they are the 2.5 and 97.5 % points
+    res = [(v - 1.3 / 3) * math.sqrt(1.5) for v in (0.0, 1.0, 0.3)]
     assert bootstrap_ci_strata([0.0, 1.0, 0.3], ["a", "a", "b"], n_boot=4000) == pytest.approx(
-        ((0.5 - r + 0.3) / 2, (0.5 + r + 0.3) / 2))
+        ((0.5 - r + 0.3 + min(res)) / 2, (0.5 + r + 0.3 + max(res)) / 2))
 
 
 def test_krippendorff_alpha_for_interval_data_by_hand():
@@ -447,6 +475,7 @@ def test_vhx_compare_uses_the_paired_test_by_hand(tmp_path):
     (row,) = [r for r in out["rows"] if r["dataset"] == "cases" and r["variant"] == "original"]
     acc = row["accuracy"]
     # after minus before: cases 0-2 right after only, case 8 right before only: McNemar p = 2 x 5 / 16
-    assert acc["delta"] == pytest.approx(0.2) and acc["p_value"] == pytest.approx(10 / 16)
-    assert acc["test"] == "McNemar exact" and acc["n_paired"] == 10 and acc["ci95"][0] <= 0.2 <= acc["ci95"][1]
+    # two cases per image: images 0 (+2/10), 1 (+1/10), 4 (-1/10) differ; |sum| >= 0.2 in 6 of 8 sign patterns
+    assert acc["delta"] == pytest.approx(0.2) and acc["p_value"] == pytest.approx(6 / 8)
+    assert acc["test"].startswith("clustered McNemar") and acc["n_paired"] == 10 and acc["ci95"][0] <= 0.2 <= acc["ci95"][1]
     assert acc["p_holm"] >= acc["p_value"]

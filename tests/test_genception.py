@@ -544,8 +544,8 @@ def test_hugging_face_dataset_with_image_column(tmp_path, monkeypatch):
     datasets = pytest.importorskip("datasets")
     from PIL import Image as PILImage
 
-    from vlmcheck.core.data import load_image_dataset
     from vlmcheck.methods.cast import corpus_from
+    from vlmcheck.methods.records import load_images as load_image_dataset
 
     imgs = [PILImage.new("RGB", (16, 16), c) for c in ("red", "blue", "green")]
     ds = datasets.Dataset.from_dict({"image": imgs, "cat": ["a", "b", "a"], "description": ["x", "y", "z"]},

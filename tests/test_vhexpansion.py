@@ -197,9 +197,8 @@ def test_mmvp_questions_become_binary_cases(tmp_path):
     (tmp_path / "Questions.csv").write_text(
         "Index,Question,Options,Correct Answer\n1,Is the dog facing left or right?,(a) Left (b) Right,(b)\n")
     cases = load_cases(tmp_path / "Questions.csv")
-    assert [(c.question, c.answer) for c in cases] == [
-        ("Is the dog facing left or right? Is the answer 'Left'?", "no"),
-        ("Is the dog facing left or right? Is the answer 'Right'?", "yes")]
+    # one case per question, as VHExpansion counts MMVP (300 questions, 300 cases): asked about option (a)
+    assert [(c.question, c.answer) for c in cases] == [("Is the dog facing left or right? Is the answer 'Left'?", "no")]
     assert Path(cases[0].image).is_file()
 
 

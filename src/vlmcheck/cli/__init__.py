@@ -13,6 +13,7 @@ world make|pairs, meta                      ``cli/world.py``
 perturb                                     ``cli/perturb.py``
 report, export, compare, plan               ``cli/outputs.py``
 demo                                        ``cli/demo.py``
+data inspect                                ``cli/data.py``
 version, models                             ``cli/info.py``
 ==========================================  ===================
 
@@ -27,14 +28,14 @@ import sys
 
 import typer
 
-from . import _help, cast, chef, demo, describe, genception, info, outputs, perturb, runs, vhx, world
+from . import _help, cast, chef, data, demo, describe, genception, info, outputs, perturb, runs, vhx, world
 from ..core.files import broken_link
 from ._common import say_error
 
 _help.install()
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Annotation-free evaluation of vision-language models.")
-for _group in (info, describe, runs, world, genception, outputs, perturb, vhx, cast, chef, demo):
+for _group in (info, describe, runs, world, genception, outputs, perturb, vhx, cast, chef, data, demo):
     _group.register(app)
 
 

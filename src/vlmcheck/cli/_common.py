@@ -40,6 +40,23 @@ MAX_FAILURES, EXECUTOR, RAY_ADDRESS, WORKERS = (OPTION["max_failures"], OPTION["
                                                 OPTION["workers"])
 GPUS, MAX_COST, DRY_RUN, JSON_OUT = OPTION["gpus_per_worker"], OPTION["max_cost"], OPTION["dry_run"], OPTION["json_output"]
 API_KEY, REPORT = OPTION["api_key"], OPTION["report"]
+BENCHMARK = typer.Option(None, "--benchmark", metavar="NAME",
+                         help="The benchmark the data is (mme, pope, scienceqa, mmbench, ...) where its form is "
+                              "ambiguous; the same as NAME:PATH (vlmcheck data inspect says what is read)")
+DATA_HELP = ("; or any form `vlmcheck data inspect` reads: hfds:ORG/NAME (local HF cache), a Hub snapshot or "
+             "save_to_disk folder, a VLMEvalKit TSV, a benchmark's release (NAME:PATH)")
+
+
+def with_benchmark(source: str | None, benchmark: str | None) -> str | None:
+    """``--benchmark NAME`` folded into the source as ``NAME:SOURCE`` (methods/records.py)."""
+    if source is None or not benchmark:
+        return source
+    from ..methods.records import with_benchmark as fold
+
+    with user_errors():
+        return fold(str(source), benchmark)
+
+
 REPEATS = typer.Option(1, "--repeats", min=1, metavar="N",
                        help="Run every sample N times (seeds seed..seed+N-1): the headline's spread over repeats "
                             "beside its interval.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -21,7 +22,8 @@ def register(app: typer.Typer) -> None:
 def cast_pairs(
     data: str = typer.Option(..., "--data", metavar="SOURCE",
                              help="JSONL of scenes (image, description[, id]), a world folder, "
-                                  "or hfds:NAME?split=...&description_column=..."),
+                                  "or hfds:NAME?split=...&description_column=..." + C.DATA_HELP),
+    benchmark: Optional[str] = C.BENCHMARK,
     encoder: str = typer.Option(..., "--encoder", metavar="SPEC",
                                 help="Image encoder spec (CLIP image features where available)"),
     out: Path = typer.Option(..., "--out", metavar="FILE", help="Output pairs JSONL"),
@@ -32,6 +34,7 @@ def cast_pairs(
     """Sample scene pairs: image cosine in four bins of [0.75, 0.95), long descriptions, disjoint images."""
     from ..methods.cast import write_pairs
 
+    data = C.with_benchmark(data, benchmark)
     with C.user_errors(FileNotFoundError):
         pairs, report, outside = write_pairs(data, load_model(encoder, "encoder"), out, per_bin=per_bin,
                                              min_chars=min_chars, seed=seed)
@@ -49,7 +52,8 @@ def cast_pairs(
 def cast_run(
     vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
     pairs: str = typer.Option(..., "--pairs", metavar="SOURCE",
-                              help="Pairs JSONL (cast pairs, or world pairs; a path or an fsspec URL)"),
+                              help="Pairs JSONL (cast pairs, or world pairs; a path or an fsspec URL)" + C.DATA_HELP),
+    benchmark: Optional[str] = C.BENCHMARK,
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     two_images: bool = typer.Option(False, "--two-images", help="Send two images instead of one side-by-side"),
     image_size: int = typer.Option(512, "--image-size", metavar="PX"),
@@ -62,6 +66,7 @@ def cast_run(
     from ..methods.cast import CastSpec, CastTask
 
     C.setup_logging()
+    pairs = C.with_benchmark(pairs, benchmark)
     with C.user_errors(FileNotFoundError):
         spec = C.spec_with_key(vlm, run.api_key)
         task = CastTask(CastSpec(vlm=spec.canonical(), pairs=str(pairs), two_images=two_images,

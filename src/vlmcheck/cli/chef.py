@@ -23,12 +23,14 @@ def register(app: typer.Typer) -> None:
 @chef_app.command("list")
 def chef_list() -> None:
     """Shipped recipes (ChEF Tables 5 and 7, and world recipes)."""
-    from ..methods.chef import Recipe, shipped_recipes
+    from ..methods.chef import Recipe, shipped_recipes, usable_inferencers
 
     rows = []
     for name, path in shipped_recipes().items():
         r = Recipe.from_yaml(path)
-        rows.append([name, r.desideratum, r.scenario.type, r.inferencer.type, r.description])
+        others = [i for i in usable_inferencers(r) if i != r.inferencer.type]
+        rows.append([name, r.desideratum, r.scenario.type,
+                     r.inferencer.type + (f" (or {', '.join(others)})" if others else ""), r.description])
     terminal.recipes(rows)
 
 
@@ -41,7 +43,8 @@ def chef_run(
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     data: Optional[str] = typer.Option(None, "--data", metavar="SOURCE",
                                        help="Scenario data (overrides the recipe's path; JSONL kinds also at an "
-                                            "fsspec URL)"),
+                                            "fsspec URL)" + C.DATA_HELP),
+    benchmark: Optional[str] = C.BENCHMARK,
     scenario: Optional[str] = typer.Option(None, "--scenario", metavar="NAME",
                                            help="Scenario loader (overrides the recipe's)"),
     judge: Optional[str] = typer.Option(None, "--judge", metavar="SPEC",
@@ -54,6 +57,11 @@ def chef_run(
                                            help="TextModel spec for sentence-level text corruptions (robustness)"),
     extractor: Optional[str] = typer.Option(None, "--extractor", metavar="SPEC",
                                             help="TextModel spec: second-step answer extraction (MMBench style)"),
+    inferencer: Optional[str] = typer.Option(
+        None, "--inferencer", metavar="NAME",
+        help="ChEF inferencer (supplementary B.3): direct, cot, ppl, cot_ppl or multiturn_ppl; default the "
+             "recipe's (chef list shows the ones each recipe allows). direct and cot need no likelihoods, so they "
+             "run on any server, at a cost to fidelity: no confidence (no ECE) and unreadable answers count wrong"),
     blind: bool = C.BLIND,
     run: C.RunArgs = None,
 ) -> None:
@@ -62,6 +70,7 @@ def chef_run(
     from ..methods.chef import ChefSpec, ChefTask, resolve_recipe
 
     C.setup_logging()
+    data = C.with_benchmark(data, benchmark)
     with C.user_errors(FileNotFoundError, CapabilityError):
         r = resolve_recipe(recipe)
         if scenario:
@@ -76,7 +85,7 @@ def chef_run(
             r.metric.extractor = extractor
         spec = C.spec_with_key(vlm, run.api_key)
         task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=run.seed,
-                                 blind=blind, repeats=repeats, temperature=temperature),
+                                 blind=blind, repeats=repeats, temperature=temperature, inferencer=inferencer),
                         vlm=load_model(spec, "vlm"))
     results = C.execute(task, out, run)
     if results is None:  # --dry-run: the estimate is printed by run_command

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 import typer
 
 from ..core.spec import load_model
@@ -17,7 +18,9 @@ def register(app: typer.Typer) -> None:
 def describe(
     vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec, e.g. openai:gpt-4o-mini or ref:photo"),
     data: str = typer.Option(..., "--data", metavar="SOURCE",
-                             help="Image folder or JSONL manifest: a path or a URL (s3://, gs://, https://)"),
+                             help="Image folder or JSONL manifest: a path or a URL (s3://, gs://, https://)"
+                                  + C.DATA_HELP),
+    benchmark: Optional[str] = C.BENCHMARK,
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     prompt: str = typer.Option("Describe this image in detail.", "--prompt", metavar="TEXT"),
     max_tokens: int = typer.Option(512, "--max-tokens", min=1, metavar="N"),
@@ -27,6 +30,7 @@ def describe(
     from ..methods.describe import DescribeSpec, DescribeTask
 
     C.setup_logging()
+    data = C.with_benchmark(data, benchmark)
     with C.user_errors():
         spec = C.spec_with_key(vlm, run.api_key)
         task = DescribeTask(DescribeSpec(vlm=spec.canonical(), data=str(data), prompt=prompt, max_tokens=max_tokens),

@@ -25,7 +25,9 @@ def genception(
     encoder: str = typer.Option(..., "--encoder", metavar="SPEC",
                                 help="Image encoder spec, e.g. hf-encoder:google/vit-base-patch16-224-in21k"),
     data: str = typer.Option(..., "--data", metavar="SOURCE",
-                             help="Image folder (categories = sub-folders) or JSONL manifest: a path or a URL"),
+                             help="Image folder (categories = sub-folders) or JSONL manifest: a path or a URL"
+                                  + C.DATA_HELP),
+    benchmark: Optional[str] = C.BENCHMARK,
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder (one sub-folder per VLM when several)"),
     T: int = typer.Option(3, "-T", "--iterations", metavar="T", help="Iterations T"),
     per_category: Optional[int] = typer.Option(
@@ -42,6 +44,7 @@ def genception(
     from ..methods.leaderboard import write_leaderboard
 
     C.setup_logging()
+    data = C.with_benchmark(data, benchmark)
     folders, all_results = [], []
     for one in vlm:
         with C.user_errors(FileNotFoundError):

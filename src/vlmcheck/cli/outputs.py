@@ -37,14 +37,23 @@ def compare(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finis
         cmp = compare_runs(runs)
         board = None
         if cmp["method"] == "genception" and {read_results(r)["task"] for r in runs} == {"genception"}:
-            board = write_leaderboard(runs, output, external)
+            try:
+                board = write_leaderboard(runs, output, external)
+            except (KeyError, TypeError, ValueError) as exc:  # the comparisons stand without it
+                C.console.print(f"No GenCeption leaderboard: the runs' results lack what it needs ({exc}).",
+                                highlight=False, soft_wrap=True)
     if as_json:
         typer.echo(json.dumps(cmp, indent=2))
         return
     if board is not None:
         terminal.leaderboard(board)
         C.console.print(f"Leaderboard: {output}", highlight=False)
+    if cmp.get("note"):
+        C.console.print(f"{cmp['method']}: {cmp['note']}", highlight=False, soft_wrap=True)
     terminal.comparisons(cmp)
+    for c in cmp["comparisons"]:
+        if c.get("note"):
+            C.console.print(f"  {c['metric']}: {c['a']} vs {c['b']}: {c['note']}", highlight=False, soft_wrap=True)
 
 
 def plan(pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
@@ -63,17 +72,28 @@ def plan(pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
     if as_json:
         typer.echo(json.dumps(out, indent=2))
         return
+    if out.get("note"):
+        C.console.print(out["note"], highlight=False)
     for m in out["metrics"]:
         if "warning" in m:
             C.console.print(f"{m['metric']}: {m['warning']}", highlight=False)
             continue
-        line = (f"{m['metric']}: to detect {delta:g} with power {power:g} at alpha {alpha:g}: "
-                f"{m['n_per_run_independent']} samples per run for two independent runs (pilot sd {m['sd']:.4f}); "
-                f"at the pilot's n = {m['pilot_n']} the smallest detectable difference is {m['mde_at_pilot_n']:.4f}")
+        lo, hi = m["n_per_run_range"]
+        mde = ("no difference within the metric's range" if m["mde_at_pilot_n"] is None
+               else f"{m['mde_at_pilot_n']:.4f}")
+        line = (f"{m['metric']}: to detect {delta:g} with power {power:g} at alpha {alpha:g} (t-test): "
+                f"{_n(m['n_per_run_independent'])} samples per run for two independent runs (from {_n(lo)} to "
+                f"{_n(hi)} over the pilot's uncertainty about its spread; sd {m['sd']:.4f}, {m['sd_basis']}); "
+                f"at the pilot's n = {m['pilot_n']} the smallest detectable difference is {mde}")
         if "n_paired" in m:
+            plo, phi = m["n_paired_range"]
             line += (f"; paired on common samples (sd of differences {m['sd_difference']:.4f}): "
-                     f"{m['n_paired']} samples")
+                     f"{_n(m['n_paired'])} samples (from {_n(plo)} to {_n(phi)})")
         C.console.print(line, highlight=False, soft_wrap=True)
+
+
+def _n(n: int | None) -> str:
+    return "over ten million" if n is None else str(n)
 
 
 def export_cmd(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished run folders"),

@@ -26,7 +26,9 @@ def register(app: typer.Typer) -> None:
 def vhx_run(
     vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
     cases: str = typer.Option(..., "--cases", metavar="SOURCE",
-                              help="JSONL/CSV (image, question, answer; a path or an fsspec URL) or a world folder"),
+                              help="JSONL/CSV (image, question, answer; a path or an fsspec URL) or a world folder"
+                                   + C.DATA_HELP),
+    benchmark: Optional[str] = C.BENCHMARK,
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     negator: str = typer.Option("ref:negator", "--negator", metavar="SPEC",
                                 help="TextModel spec for negation (paper prompt)"),
@@ -51,6 +53,7 @@ def vhx_run(
     from ..perturb.adversarial import AttackConfig
 
     C.setup_logging()
+    cases = C.with_benchmark(cases, benchmark)
     with C.user_errors(FileNotFoundError):
         spec = C.spec_with_key(vlm, run.api_key)
         task = VHExpansionTask(VHXSpec(

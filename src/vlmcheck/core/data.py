@@ -4,13 +4,11 @@
   is the item's category (MME's layout).  Ids are paths relative to the folder.
 * A folder holding a ``manifest.jsonl`` (e.g. from ``vlmcheck world make``):
   that manifest.
-* ``hfds:NAME_OR_PATH[?split=train&image_column=image&category_column=...&id_column=...]``:
-  a Hugging Face dataset with an Image column, through the user's own
-  ``datasets`` installation (a saved dataset folder is loaded with
-  ``load_from_disk``; a name with ``load_dataset``).  Images are written once
-  as PNG to a cache folder (:func:`hfds_cache_root`); other columns go to
-  ``meta``.  Ray workers on nodes without that folder fetch the files they
-  need from the driver's node (run/ray_worker.py).
+* ``hfds:`` sources, Hub snapshots, VLMEvalKit TSVs and the benchmarks'
+  releases are read by the dataset layer (``vlmcheck.datasets``, turned into
+  items by ``methods/records.py``); its embedded images live in
+  :func:`hfds_cache_root`, from where Ray workers on other nodes fetch the
+  files they need (run/ray_worker.py).
 * A JSONL manifest: one object per line with ``image`` (or ``path``; relative
   to the manifest's folder), optional ``id``, ``category`` and any other fields
   (kept in ``meta``).
@@ -71,7 +69,8 @@ def dataset_name(source: str | Path) -> str | None:
 
 def load_image_dataset(source: str | Path) -> list[ImageItem]:
     if isinstance(source, str) and source.startswith("hfds:"):
-        return load_hf_dataset(source)
+        raise DatasetError(f"{source}: hfds: sources are read by the dataset layer (vlmcheck.methods.records."
+                           "load_images)")
     if remote.is_url(source):  # s3://, gs://, https://, memory://...: read where it is (core/remote.py)
         return _load_url(str(source))
     src = Path(source)
@@ -79,16 +78,44 @@ def load_image_dataset(source: str | Path) -> list[ImageItem]:
         return _load_jsonl(src / "manifest.jsonl")
     if src.is_dir():
         items = []
+        outputs = genception_outputs(src)
         for path in iter_image_files(src):
+            if outputs and any(parent in outputs for parent in path.parents):
+                continue
             rel = path.relative_to(src)
             category = rel.parts[0] if len(rel.parts) > 1 else None
             items.append(ImageItem(id=printable(rel.as_posix()), path=str(path), category=category, root=str(src)))
         if not items:
             raise DatasetError(f"{src}: no image files found")
+        if outputs:
+            import logging
+
+            logging.getLogger("vlmcheck").warning(
+                "%s: left out %s: images the GenCeption authors' code generated, not seeds", src,
+                ", ".join(sorted(str(d.relative_to(src)) for d in outputs)))
         return items
     if src.is_file() and src.suffix.lower() in (".jsonl", ".ndjson"):
         return _load_jsonl(src)
     raise DatasetError(f"{src}: expected an image folder or a .jsonl manifest")
+
+
+def genception_outputs(folder: Path) -> set[Path]:
+    """The ``results_<model>/`` folders that the GenCeption authors' code (genception/experiment.py) writes
+    inside a dataset's category folder: their images are the chains' generated ``<seed>_<t>.<ext>``, beside a
+    ``<seed>_result.pkl``.  A ``results_*`` folder is one of them when it holds such a pickle, or when every image
+    in it is named ``<stem>_<number>`` after an image of the folder above it."""
+    import re
+
+    out = set()
+    for d in folder.rglob("results_*"):
+        if not d.is_dir():
+            continue
+        images = [p for p in d.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES]
+        seeds = {p.stem for p in d.parent.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES}
+        named = [re.fullmatch(r"(.+)_\d+", p.stem) for p in images]
+        if any(d.glob("*_result.pkl")) or (images and all(m and m.group(1) in seeds for m in named)):
+            out.add(d)
+    return out
 
 
 def _load_url(url: str) -> list[ImageItem]:
@@ -149,48 +176,3 @@ def hfds_cache_root(cache_dir: str | Path | None = None) -> Path:
     import os
 
     return Path(cache_dir or os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck")) / "hfds"
-
-
-def load_hf_dataset(source: str, cache_dir: str | Path | None = None) -> list[ImageItem]:
-    """Items from a Hugging Face dataset (see module docstring for the spec)."""
-    import hashlib
-    import os
-    from urllib.parse import parse_qsl
-
-    try:
-        import datasets
-    except ImportError as exc:  # an optional dependency: the user's own installation
-        raise DatasetError("hfds: needs the 'datasets' package (pip install datasets)") from exc
-    spec = source[len("hfds:"):]
-    name, _, query = spec.partition("?")
-    params = dict(parse_qsl(query))
-    split = params.get("split", "train")
-    if Path(name).exists():
-        ds = datasets.load_from_disk(name)
-        if isinstance(ds, datasets.DatasetDict):
-            ds = ds[split]
-    else:
-        ds = datasets.load_dataset(name, split=split)
-    image_col = params.get("image_column") or next(
-        (c for c, f in ds.features.items() if isinstance(f, datasets.Image)), None)
-    if image_col is None:
-        raise DatasetError(f"{name}: no Image column (pass ?image_column=...)")
-    cat_col, id_col = params.get("category_column"), params.get("id_column")
-    key = hashlib.sha256(f"{name}|{split}|{ds._fingerprint}".encode()).hexdigest()[:16]
-    cache = hfds_cache_root(cache_dir) / key
-    cache.mkdir(parents=True, exist_ok=True)
-    items = []
-    for i, row in enumerate(ds):
-        item_id = str(row[id_col]) if id_col else f"{i:06d}"
-        path = cache / f"{i:06d}.png"
-        if not path.exists():
-            tmp = path.with_suffix(".tmp.png")
-            row[image_col].save(tmp)
-            os.replace(tmp, path)
-        meta = {k: v for k, v in row.items() if k not in (image_col, cat_col, id_col) and
-                isinstance(v, (str, int, float, bool, list, type(None)))}
-        items.append(ImageItem(id=item_id, path=str(path), category=str(row[cat_col]) if cat_col else None,
-                               meta=meta, root=str(cache)))
-    if not items:
-        raise DatasetError(f"{name}: split {split!r} is empty")
-    return items

@@ -6,6 +6,8 @@ This package sits one floor below the methods (it imports :mod:`vlmcheck.core` o
 of a path (or takes the one the user names) and returns a :class:`~.base.Dataset`.
 """
 
-from .base import Dataset, DatasetFormError, Form, Record, detect, forms, load, register_form
+from .base import (Dataset, DatasetFormError, Form, Record, benchmarks, detect, forms, load, parse_source,
+                   register_form)
 
-__all__ = ["Dataset", "DatasetFormError", "Form", "Record", "detect", "forms", "load", "register_form"]
+__all__ = ["Dataset", "DatasetFormError", "Form", "Record", "benchmarks", "detect", "forms", "load", "parse_source",
+           "register_form"]

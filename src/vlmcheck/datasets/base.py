@@ -18,6 +18,21 @@ Rules every reader follows (docs/datasets.md):
 * **Nothing lost silently.**  A row that cannot be used is skipped with a reason in ``Dataset.skipped``; a file
   that cannot be read at all raises :class:`DatasetFormError` with one sentence naming the file and what was
   expected.  Duplicate ids are refused.
+
+What the methods read from a record (methods/records.py, the one place records become items):
+
+* GenCeption, describe: ``images`` (one item per distinct path; ``category`` of the first record naming it).
+* ChEF multiple choice (mc, scienceqa, mmbench): ``question``, ``options``, ``answer`` as an option index,
+  ``hint`` (shown as "Context: " for ScienceQA, "Hint: " otherwise), ``group`` and ``meta["circular_copy"]``
+  for MMBench's copies; pope (MME, POPE): ``answer`` "yes"/"no"; classification: ``answer`` the label (or an
+  option index); retrieval: ``description`` (the caption); turn kinds: ``meta`` holds the rows' fields.
+* VHExpansion: ``images[0]``, ``question``, ``answer`` "yes"/"no"; ``group`` kept in the case's meta.
+* CAST ``cast pairs``: ``images[0]`` + ``description``; ``cast run``: two records sharing a ``group``, in
+  order (a, then b), each with ``images[0]`` and ``description``.
+
+Sources: a path, ``NAME:PATH`` (NAME a benchmark of :data:`BENCHMARKS` or a form), or a registered scheme
+(``hfds:ORG/NAME``, :func:`register_scheme`).  Inside :func:`~.imagestore.read_only` nothing is written
+(``vlmcheck data inspect``).
 """
 
 from __future__ import annotations
@@ -73,6 +88,16 @@ class Dataset:
     def distinct_images(self) -> int:
         return len({p for r in self.records for p in r.images})
 
+    def say_skipped(self) -> str | None:
+        """One line on the rows left out (how many, and why), or None."""
+        if not self.skipped:
+            return None
+        why: dict[str, int] = {}
+        for _, reason in self.skipped:
+            why[reason] = why.get(reason, 0) + 1
+        top = "; ".join(f"{n} {r}" for r, n in sorted(why.items(), key=lambda x: -x[1])[:3])
+        return f"{self.source}: {len(self.skipped)} rows skipped ({top})"
+
 
 @dataclass(frozen=True)
 class Form:
@@ -86,6 +111,18 @@ class Form:
 
 
 _FORMS: dict[str, Form] = {}
+#: source schemes (``hfds``) -> their reader ``read(source, *, benchmark=None, **options)``
+_SCHEMES: dict[str, Callable[..., Dataset]] = {}
+
+
+def register_scheme(scheme: str) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+    """Register the reader of sources written ``SCHEME:...`` (``hfds:ORG/NAME``), which are not paths."""
+
+    def deco(read: Callable[..., Dataset]) -> Callable[..., Dataset]:
+        _SCHEMES[scheme] = read
+        return read
+
+    return deco
 
 
 def register_form(name: str, *, detect: Callable[[Path], bool], benchmarks: tuple[str, ...] = (),
@@ -120,8 +157,10 @@ def detect(path: str | Path, benchmark: str | None = None) -> Form:
     """The form of ``path``: the first registered form whose ``detect`` accepts it (restricted to forms that
     carry ``benchmark`` when one is named)."""
     p = Path(path)
-    candidates = [f for f in forms().values()
-                  if benchmark is None or not f.benchmarks or benchmark in f.benchmarks]
+    # a benchmark's own forms before the generic ones (a Hub snapshot, a VLMEvalKit TSV)
+    candidates = sorted((f for f in forms().values()
+                         if benchmark is None or not f.benchmarks or benchmark in f.benchmarks),
+                        key=lambda f: not f.benchmarks)
     for f in candidates:
         try:
             if f.detect(p):
@@ -133,9 +172,44 @@ def detect(path: str | Path, benchmark: str | None = None) -> Form:
                            + (f" for benchmark {benchmark!r}" if benchmark else "") + f" (forms: {known})")
 
 
+#: the benchmarks the four papers evaluate on (the names ``--benchmark`` and ``NAME:PATH`` take); a reader's
+#: ``benchmarks`` add to them
+BENCHMARKS = ("mme", "pope", "scienceqa", "mmbench", "seedbench", "cifar10", "flickr30k", "docci", "cast", "mmvp",
+              "vhtest", "lamm", "omnibenchmark", "fsc147", "voc2012")
+
+
+def benchmarks() -> tuple[str, ...]:
+    extra = sorted({b for f in forms().values() for b in f.benchmarks} - set(BENCHMARKS))
+    return BENCHMARKS + tuple(extra)
+
+
+def parse_source(source: str | Path) -> tuple[str | None, str | None, str]:
+    """``NAME:PATH`` -> (benchmark or None, form or None, PATH): NAME a benchmark (``mme:./MME``) or a form
+    (``vlmeval-tsv:./x.tsv``); any other string is a path as it is (``hfds:...`` and URLs included)."""
+    text = str(source)
+    head, sep, rest = text.partition(":")
+    if not sep or rest.startswith("//") or head == "hfds":
+        return None, None, text
+    name = head.strip().lower()
+    if name in benchmarks():
+        return name, None, rest
+    if name in forms():
+        return None, name, rest
+    return None, None, text
+
+
 def load(path: str | Path, benchmark: str | None = None, form: str | None = None, **options: Any) -> Dataset:
-    """Read ``path`` as ``form`` (or the detected one)."""
-    f = forms().get(form) if form else detect(path, benchmark)
+    """Read ``path`` as ``form`` (or the detected one).  ``path`` may be ``hfds:NAME?...`` (a Hub id from the
+    local cache or a local Hugging Face folder) or carry its benchmark or form as ``NAME:PATH``."""
+    named_b, named_f, rest = parse_source(path)
+    benchmark, form = benchmark or named_b, form or named_f
+    _load_readers()
+    scheme = rest.partition(":")[0]
+    if form is None and scheme in _SCHEMES and not rest.partition(":")[2].startswith("//"):
+        return _SCHEMES[scheme](rest, benchmark=benchmark, **options)
+    f = forms().get(form) if form else detect(rest, benchmark)
     if f is None:
         raise DatasetFormError(f"unknown dataset form {form!r} (forms: {', '.join(sorted(forms()))})")
-    return f.read(Path(path), benchmark=benchmark, **options)
+    if not Path(rest).exists():
+        raise DatasetFormError(f"{rest}: no such file or folder")
+    return f.read(Path(rest), benchmark=benchmark, **options)

@@ -270,7 +270,13 @@ class CastTask(SpecTask):
 
 def load_pairs(path: str | Path) -> list[dict[str, Any]]:
     """Scene pairs from a JSONL file, a local path or an fsspec URL; images relative to its folder, confined to
-    it."""
+    it.  A side without an id gets ``<pair id or line index>-a`` / ``-b``.  Any form the dataset layer reads (the
+    CAST authors' pair files, ``NAME:PATH``) through methods/records.py."""
+    from .records import cast_pairs, dataset_for
+
+    ds = dataset_for(path)
+    if ds is not None:
+        return cast_pairs(ds)
     if remote.is_url(path):
         path = str(path)
         base = remote.parent(path)
@@ -290,7 +296,8 @@ def load_pairs(path: str | Path) -> list[dict[str, Any]]:
                 require_str(s, key, f"{path}:{n}: {side}")
             s["image"] = dataset_path(base, s["image"])
             s["root"] = str(base)  # images stay inside the pairs file's folder (core/inputs.py)
-        r.setdefault("id", f"{r['a'].get('id', i)}~{r['b'].get('id', i)}")
+            s.setdefault("id", f"{r.get('id', i)}-{side}")
+        r.setdefault("id", f"{r['a']['id']}~{r['b']['id']}")
     return rows
 
 
@@ -348,17 +355,11 @@ def sentence_embeddings(texts: list[str]) -> np.ndarray:
 def corpus_from(source: str | Path) -> list[dict[str, Any]]:
     """Scenes from a JSONL (image, description[, id]), a world folder (manifest.jsonl), or a Hugging Face
     dataset such as DOCCI (``hfds:NAME?split=train&description_column=description``)."""
-    if isinstance(source, str) and source.startswith("hfds:"):
-        from urllib.parse import parse_qsl
+    from .records import cast_corpus, dataset_for
 
-        from ..core.data import load_hf_dataset
-
-        col = dict(parse_qsl(source.partition("?")[2])).get("description_column", "description")
-        items = load_hf_dataset(source)
-        missing = [it.id for it in items if not isinstance(it.meta.get(col), str)]
-        if missing:
-            raise ValueError(f"{source}: no text column {col!r} (pass ?description_column=...)")
-        return [{"id": it.id, "image": it.path, "description": it.meta[col]} for it in items]
+    ds = dataset_for(source)  # hfds: (description column: ?description_column=...), DOCCI, Flickr30k, ...
+    if ds is not None:
+        return cast_corpus(ds)
     src = Path(source)
     manifest = src / "manifest.jsonl" if src.is_dir() else src
     rows = []

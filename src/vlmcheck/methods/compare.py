@@ -1,129 +1,206 @@
-"""Paired comparison of runs of one method (``vlmcheck compare RUN_A RUN_B ... --json``).
+"""Paired comparison of runs of one method: the one decision procedure (issue 48) that ``vlmcheck compare``,
+``vhx compare``, the report's decisions and the leaderboards use.
 
-Runs are paired on the samples both finished (the sample id, and the seed image's pixel hash where the
-samples record one); the others are counted and left out with the reason.  For each headline metric, per
-unit of the method: the difference (A minus B), a 95 % interval of it (a bootstrap of the paired differences,
-resampling the sampled unit: the source image for VHExpansion, else the sample), a p-value - McNemar's exact
-test where each unit has one binary answer, a paired permutation test of the mean difference otherwise - and
-an effect size (the difference of proportions; Cohen's d_z for means).  Three or more runs: every pair, with
-Holm-adjusted p-values over all the comparisons.
+Per-sample outcomes come from the method's declaration (``run/task.py``: ``Outcome`` - value, sampled unit,
+stratum, whether it is binary, its range); nothing here names a method.  Runs are compared on the samples they
+all share (the sample id, and the seed image's pixel hash where both record one); the others are counted as left
+out.  On those samples each run's value is the headline's own quantity: the mean over samples, or - where the
+outcomes carry a stratum (GenCeption's categories) - the mean of the stratum means.  A difference A - B is that
+quantity's paired difference: each sample weighs w = 1/n, or 1/(strata x its stratum's n).
 
-Unit values per method: describe - keyword recall per image; GenCeption - GC@T per image; VHExpansion -
-right or wrong per case (original image), and both the question and its negation right (symmetric); ChEF -
-right or wrong per item in the standard setting; CAST - the share of a pair's Top-3 statements judged to hold
-in the other modalities (every cross-modal cell and format pooled per pair; the headline pools over pairs).
+The test is the sign-flip test of the clusters' weighted differences (``metrics/decisions.SignFlip``): exact
+McNemar where every unit holds one binary answer, a clustered McNemar where several answers share an image, a
+cluster permutation test of means otherwise; exact up to 2^17 sign patterns.  Its 95 % interval is the test
+inverted, so a p above alpha never sits beside an interval without 0.  Several runs: every pair, Holm over the
+pairs of each metric, and each interval at the level of its Holm step (``holm_levels``), so the interval
+excludes 0 exactly when the Holm-corrected test rejects.  Too few units to reject anything give an interval
+that is the range a difference can take, labelled as such.
 """
 
 from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..core.files import JsonlRecords, read_results
-from ..metrics.decisions import cluster_bootstrap_mean, holm, mcnemar_exact, paired_permutation_p
+from ..metrics.decisions import decision_interval, holm, holm_levels, paired_decision
+from ..run.task import Outcome, outcomes_for
+from . import outcomes as _builtin  # noqa: F401 - registers the built-in methods' outcomes
 
-#: metric name -> whether its unit value is one binary answer (McNemar) or a number (permutation)
-_BINARY = {"accuracy", "symmetric accuracy"}
-
-
-def _cast_unit(r: dict[str, Any], k: int = 3) -> float | None:
-    hits = []
-    for g, entry in r.get("generation", {}).items():
-        for st in entry.get("statements", [])[:k]:
-            for cell, verdict in st.get("verdicts", {}).items():
-                if cell.split("|")[0] != g and verdict.get("verdict") is not None:
-                    hits.append(float(verdict["verdict"]))
-    return float(np.mean(hits)) if hits else None
+ALPHA = 0.05
+Units = dict[str, Outcome]
 
 
-def unit_values(folder: str | Path) -> tuple[str, str, dict[str, dict[str, tuple[float, str, str | None]]]]:
-    """(method, model, {metric: {sample id: (value, cluster, source hash)}}) of a finished run."""
+def unit_values(folder: str | Path) -> tuple[str, str, dict[str, Units]]:
+    """(method, model, {metric: {sample id: Outcome}}) of a finished run, read through the method's declared
+    outcomes; a method that declares none gives no metrics (the callers say so)."""
     info = read_results(folder)
     task, spec = info["task"], (info.get("spec") or {}).get("task_spec") or {}
     model = spec.get("vlm") or str(folder)
-    metrics: dict[str, dict[str, tuple[float, str, str | None]]] = {}
-
-    def put(metric: str, sid: str, value: Any, cluster: str, source: str | None = None) -> None:
-        if value is not None:
-            metrics.setdefault(metric, {})[sid] = (float(value), cluster, source)
-
-    T = (info.get("metrics") or {}).get("T")
+    read = outcomes_for(task)
+    metrics: dict[str, Units] = {}
+    if read is None:
+        return task, model, metrics
+    run_metrics = info.get("metrics") or {}
     for rec in JsonlRecords(Path(folder) / "samples.jsonl"):  # a line at a time
         if rec.get("status") != "done":
             continue
-        sid, r = rec["sample_id"], rec.get("result") or {}
-        source = r.get("image_sha256")
-        if task == "genception" and r.get("complete"):
-            put(f"GC@{T}", sid, (r.get("gc") or {}).get(f"GC@{T}"), sid, source)
-        elif task == "describe":
-            put("keyword recall", sid, r.get("keyword_recall"), sid, source)
-        elif task == "vhexpansion":
-            v = (r.get("variants") or {}).get("original") or {}
-            image = str(r.get("image"))
-            put("accuracy", sid, v.get("correct"), image)
-            if "neg_correct" in v:
-                put("symmetric accuracy", sid, bool(v.get("correct")) and bool(v["neg_correct"]), image)
-        elif task == "chef":
-            st = (r.get("settings") or {}).get("standard") or next(iter((r.get("settings") or {}).values()), {})
-            put("accuracy", sid, st.get("correct"), sid)
-        elif task == "cast":
-            put("CAST Top-3 cross-modal consistency", sid, _cast_unit(r), sid)
+        sid = str(rec["sample_id"])
+        for metric, o in read(rec.get("result") or {}, run_metrics).items():
+            if o is None or o.value is None or not np.isfinite(o.value):
+                continue
+            metrics.setdefault(metric, {})[sid] = o._replace(unit=o.unit or sid) if isinstance(o, Outcome) else o
     return task, model, metrics
 
 
-def _pair(a: dict[str, tuple], b: dict[str, tuple]) -> tuple[list[str], dict[str, int]]:
-    both = [s for s in a if s in b]
-    left = {"only_in_a": sum(s not in b for s in a), "only_in_b": sum(s not in a for s in b), "different_source": 0}
-    keep = []
-    for s in both:
-        sa, sb = a[s][2], b[s][2]
-        if sa and sb and sa != sb:
-            left["different_source"] += 1
-        else:
+def _as_outcome(v: Any) -> Outcome:
+    """An ``Outcome`` from an Outcome or an old (value, cluster, source) tuple (binary when 0 or 1)."""
+    if isinstance(v, Outcome):
+        return v
+    value, cluster, source = (tuple(v) + (None, None, None))[:3]
+    return Outcome(float(value), str(cluster), source, binary=float(value) in (0.0, 1.0))
+
+
+def _pair(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[str], dict[str, int]]:
+    """The samples two runs share (with a seed hash, the same one) and what is left out, by reason."""
+    keep, left = shared([a, b])
+    return keep, {"only_in_a": left[0]["only_here"], "only_in_b": left[1]["only_here"],
+                  "different_source": left[0]["different_source"]}
+
+
+def shared(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, int]]]:
+    """The sample ids every run finished, in the first run's order, with the same seed image wherever the runs
+    record its hash; per run, how many of its samples are left out (not in every run, or another image)."""
+    if not runs:
+        return [], []
+    common = [s for s in runs[0] if all(s in r for r in runs[1:])]
+    keep, bad = [], set()
+    for s in common:
+        hashes = {_as_outcome(r[s]).source for r in runs} - {None}
+        if len(hashes) <= 1:
             keep.append(s)
+        else:
+            bad.add(s)
+    both = set(common)
+    left = [{"only_here": sum(s not in both for s in r), "different_source": len(bad)}
+            for r in runs]
     return keep, left
 
 
-def compare_two(a: dict[str, tuple], b: dict[str, tuple], metric: str) -> dict[str, Any]:
-    keep, left = _pair(a, b)
-    out: dict[str, Any] = {"metric": metric, "n_paired": len(keep), "n_left_out": sum(left.values()),
-                           "left_out": left}
+def weights(outs: Sequence[Outcome]) -> np.ndarray:
+    """Each shared sample's weight in the headline's quantity: 1/n, or 1/(strata x stratum size) when the
+    outcomes carry a stratum (a mean of stratum means)."""
+    strata = [o.stratum for o in outs]
+    if all(s is None for s in strata):
+        return np.full(len(outs), 1.0 / max(len(outs), 1))
+    sizes: dict[Any, int] = {}
+    for s in strata:
+        sizes[s] = sizes.get(s, 0) + 1
+    return np.array([1.0 / (len(sizes) * sizes[s]) for s in strata])
+
+
+def quantity(values: dict[str, Any], keep: list[str]) -> float | None:
+    """A run's headline quantity on the samples ``keep``."""
     if not keep:
-        return {**out, "difference": None, "ci95": None, "p_value": None, "test": None}
-    x = np.array([a[s][0] for s in keep])
-    y = np.array([b[s][0] for s in keep])
+        return None
+    outs = [_as_outcome(values[s]) for s in keep]
+    return float(weights(outs) @ np.array([o.value for o in outs]))
+
+
+def _test(a: dict[str, Any], b: dict[str, Any], keep: list[str]) -> dict[str, Any]:
+    oa = [_as_outcome(a[s]) for s in keep]
+    ob = [_as_outcome(b[s]) for s in keep]
+    w = weights(oa)
+    x, y = np.array([o.value for o in oa]), np.array([o.value for o in ob])
+    units: dict[str, int] = {}
+    for o in oa:
+        units.setdefault(o.unit, len(units))
+    idx = np.array([units[o.unit] for o in oa])
+    D = np.bincount(idx, weights=w * (x - y), minlength=len(units))
+    W = np.bincount(idx, weights=w, minlength=len(units))
+    binary = all(o.binary for o in oa) and all(o.binary for o in ob)
+    single = len(units) == len(keep) and np.allclose(w, w[0])
+    span = max(oa[0].high - oa[0].low, 0.0)
+    dec = paired_decision(D, W, (-span, span), binary=binary, single_answers=single)
     d = x - y
-    out["difference"] = float(d.mean())
-    out["ci95"] = list(cluster_bootstrap_mean(d, [a[s][1] for s in keep], n_boot=4000))
-    if metric in _BINARY:
-        b_only = int(((x == 1) & (y == 0)).sum())
-        c_only = int(((x == 0) & (y == 1)).sum())
-        out.update(p_value=mcnemar_exact(b_only, c_only), test="McNemar exact",
-                   discordant={"a_only": b_only, "b_only": c_only},
-                   effect_size={"name": "difference of proportions", "value": float(d.mean())})
+    if binary:
+        dec["discordant"] = {"a_only": int(((x == 1) & (y == 0)).sum()), "b_only": int(((x == 0) & (y == 1)).sum())}
+        dec["effect_size"] = {"name": "difference of proportions", "value": dec["difference"]}
     else:
         sd = float(d.std(ddof=1)) if len(d) > 1 else 0.0
-        out.update(p_value=paired_permutation_p(x, y), test="paired permutation (sign flips)",
-                   effect_size={"name": "Cohen's d_z", "value": float(d.mean() / sd) if sd > 0 else 0.0})
+        dec["effect_size"] = {"name": "Cohen's d_z", "value": float(d.mean() / sd) if sd > 0 else 0.0}
+    dec["n_units"] = len(units)
+    return dec
+
+
+def _public(dec: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in dec.items() if not k.startswith("_")}
+
+
+def pairwise(runs: Sequence[dict[str, Any]], metric: str, pairs: Sequence[tuple[int, int]] | None = None,
+             alpha: float = ALPHA) -> dict[str, Any]:
+    """The decision procedure over ``runs`` (each ``{sample id: Outcome}`` of ``metric``): the samples they all
+    share, each run's headline quantity on them, and for every pair (i, j) - all of them unless ``pairs`` - the
+    difference i - j with its test, Holm-adjusted p over the pairs, and the interval at its Holm level
+    (``separated``: the corrected test rejects)."""
+    keep, left = shared(runs)
+    pairs = list(pairs) if pairs is not None else list(itertools.combinations(range(len(runs)), 2))
+    out: dict[str, Any] = {"metric": metric, "n_shared": len(keep), "left_out": left,
+                           "values": [quantity(r, keep) for r in runs], "pairs": []}
+    decs = []
+    for i, j in pairs:
+        row: dict[str, Any] = {"i": i, "j": j, "n_paired": len(keep),
+                               "n_left_out": left[i]["only_here"] + left[j]["only_here"] + left[i]["different_source"],
+                               "left_out": {"only_in_a": left[i]["only_here"], "only_in_b": left[j]["only_here"],
+                                            "different_source": left[i]["different_source"]}}
+        if not keep:
+            row.update(difference=None, ci95=None, p_value=None, test=None, p_holm=None, separated=False,
+                       note="the runs share no finished sample: nothing to compare")
+        else:
+            dec = _test(runs[i], runs[j], keep)
+            decs.append((row, dec))
+            row.update(_public(dec))
+        out["pairs"].append(row)
+    ps = [d["p_value"] for _, d in decs]
+    for (row, dec), p_h, level in zip(decs, holm(ps), holm_levels(ps, alpha)):
+        ci, note = decision_interval(dec, level)
+        row.update(p_holm=p_h, ci95=ci, ci_level=1 - level, separated=bool(p_h <= alpha))
+        if note:
+            row["note"] = note
+        if len(keep) == 1:
+            row["note"] = "one shared sample: no spread to test against, the runs cannot be separated"
     return out
 
 
+def compare_two(a: dict[str, Any], b: dict[str, Any], metric: str) -> dict[str, Any]:
+    """A minus B on the samples both finished: :func:`pairwise` of two runs."""
+    res = pairwise([a, b], metric)
+    (row,) = res["pairs"]
+    row = {k: v for k, v in row.items() if k not in ("i", "j")}
+    return {"metric": metric, **row}
+
+
 def compare_runs(runs: list[str | Path]) -> dict[str, Any]:
-    """Every pair of ``runs`` (one method), every headline metric: see the module docstring."""
+    """Every pair of ``runs`` (one method), every metric the method declares: see the module docstring.  A method
+    that declares no per-sample outcomes gets a note, not an empty table."""
     loaded = [(Path(r), *unit_values(r)) for r in runs]
     methods = {t for _, t, _, _ in loaded}
     if len(methods) != 1:
         raise ValueError(f"compare runs of one method; these are {', '.join(sorted(methods))}")
-    comparisons = []
-    for (fa, _, ma, va), (fb, _, mb, vb) in itertools.combinations(loaded, 2):
-        for metric in va:
-            if metric in vb:
-                comparisons.append({**compare_two(va[metric], vb[metric], metric), "a": ma, "b": mb,
-                                    "run_a": str(fa), "run_b": str(fb)})
-    tested = [c for c in comparisons if c["p_value"] is not None]
-    for c, p in zip(tested, holm([c["p_value"] for c in tested])):
-        c["p_holm"] = p
-    return {"method": methods.pop(), "comparisons": comparisons}
+    method = methods.pop()
+    comparisons: list[dict[str, Any]] = []
+    metrics = [m for m in loaded[0][3] if all(m in v for _, _, _, v in loaded)]
+    for metric in metrics:
+        res = pairwise([v[metric] for _, _, _, v in loaded], metric)
+        for row in res["pairs"]:
+            i, j = row.pop("i"), row.pop("j")
+            comparisons.append({"metric": metric, **row, "a": loaded[i][2], "b": loaded[j][2],
+                                "run_a": str(loaded[i][0]), "run_b": str(loaded[j][0])})
+    out: dict[str, Any] = {"method": method, "comparisons": comparisons}
+    if not metrics:
+        out["note"] = (f"no metric with per-sample outcomes in every run ({method} declares "
+                       + ("none" if outcomes_for(method) is None else "some, but not in all of these runs") + ")")
+    return out

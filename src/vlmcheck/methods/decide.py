@@ -1,58 +1,147 @@
-"""Which model leads, by how much, and which it cannot be separated from (issue 34 item 5): the decision a
-report's first screen and a leaderboard's "tied with" column show.
+"""Which model leads, by how much, and which it cannot be separated from (issues 34 and 48): the decision the
+report's first screen and the leaderboards show, made by the one procedure of :mod:`vlmcheck.methods.compare`.
 
-Runs are grouped by method and headline metric (a ChEF group also by recipe: two recipes measure different
-things).  Within a group the runs are ordered by their headline; the leader is compared with every other run:
-paired on the samples both finished where the headline is a mean of per-unit values (the machinery of
-``vlmcheck compare``: a cluster bootstrap of the paired differences), otherwise - a ratio such as RRM, which has
-no per-unit value - from the two runs' own intervals as if independent (wider than a paired interval: it can only
-call a difference too small, never too large).  A run "cannot be separated" from the leader when the 95 %
-interval of the difference contains 0.
+Runs are grouped by method and headline name (and the run's recipe, where it records one: two ChEF recipes
+measure different things).  Within a group, on the samples every run of the group finished (``compare.shared``),
+each run's headline quantity is recomputed (a mean, or a mean of stratum means as the method declares), the runs
+are ordered by it, and every pair is tested (sign-flip test of the weighted paired difference, Holm over the
+group's pairs, intervals at the Holm level).  The leader is the best on those shared samples; "separated" means
+the Holm-corrected test of the leader against that model rejects at 5 %.  A method whose runs declare no
+per-sample outcome (a ratio such as RRM) is compared from the runs' own intervals (a z-test of the difference of
+two independent estimates, Holm-corrected likewise), and says so.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 from ..core.files import read_results
-from ..metrics.decisions import Z95
-from .compare import compare_two, unit_values
+from ..metrics.decisions import Z95, holm, holm_levels
+from .compare import ALPHA, pairwise, unit_values
 from .headline import headline_of
 
-#: headline name -> the per-unit metric of ``unit_values`` that averages to it
-_UNIT_METRIC = {"POPE accuracy": "accuracy", "accuracy": "accuracy"}
+#: what a group's comparison may fail with: said in one sentence, the other groups stay
+_FAILS = (OSError, ValueError, KeyError, TypeError, ArithmeticError, IndexError)
 
 
 def _model(res: dict[str, Any], folder: Path) -> str:
     return str(((res.get("spec") or {}).get("task_spec") or {}).get("vlm") or folder.name)
 
 
-def _unpaired(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | None:
-    if a["ci95"] is None or b["ci95"] is None or a["value"] is None or b["value"] is None:
-        return None
-    se = math.hypot((a["ci95"][1] - a["ci95"][0]) / (2 * Z95), (b["ci95"][1] - b["ci95"][0]) / (2 * Z95))
-    d = a["value"] - b["value"]
-    return {"difference": d, "ci95": [d - Z95 * se, d + Z95 * se], "test": "unpaired, from the two intervals"}
+def _f(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
 
 
-def _difference(lead: dict[str, Any], other: dict[str, Any]) -> dict[str, Any] | None:
-    name = lead["headline"]["name"]
-    metric = _UNIT_METRIC.get(name, name)
-    ua, ub = lead["units"].get(metric), other["units"].get(metric)
-    if ua and ub:
-        c = compare_two(ua, ub, metric)
-        if c["difference"] is not None:
-            return {"difference": c["difference"], "ci95": c["ci95"], "p_value": c["p_value"],
-                    "test": f"paired on {c['n_paired']} samples, {c['test']}", "n_paired": c["n_paired"],
-                    "n_left_out": c["n_left_out"]}
-    return _unpaired(lead["headline"], other["headline"])
+def _p(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def _unpaired(members: list[dict[str, Any]]) -> dict[str, Any]:
+    """Leader and margins from each run's own headline interval (no per-sample outcomes): z-tests of the
+    differences as if the runs were independent, Holm over the pairs with the leader."""
+    members.sort(key=lambda m: -m["headline"]["value"])
+    se = [None if m["headline"].get("ci95") is None else (m["headline"]["ci95"][1] - m["headline"]["ci95"][0])
+          / (2 * Z95) for m in members]
+    rows, ps = [], []
+    for k, m in enumerate(members[1:], 1):
+        d = members[0]["headline"]["value"] - m["headline"]["value"]
+        s = math.hypot(se[0], se[k]) if se[0] is not None and se[k] is not None else None
+        p = None if not s else 2 * (1 - NormalDist().cdf(abs(d) / s))
+        rows.append({"model": m["model"], "run": str(m["folder"]), "value": m["headline"]["value"],
+                     "difference": d, "p_value": p, "se": s,
+                     "test": "unpaired z-test from the two runs' intervals (no per-sample outcomes)"})
+        if p is not None:
+            ps.append(p)
+    tested = [r for r in rows if r["p_value"] is not None]
+    for r, ph, level in zip(tested, holm(ps), holm_levels(ps, ALPHA)):
+        z = NormalDist().inv_cdf(1 - level / 2)
+        r.update(p_holm=ph, separated=bool(ph <= ALPHA), ci95=[r["difference"] - z * r["se"],
+                                                               r["difference"] + z * r["se"]], ci_level=1 - level)
+    for r in rows:
+        r.pop("se", None)
+        r.setdefault("separated", False)
+        r.setdefault("ci95", None)
+        r.setdefault("p_holm", None)
+    return {"members": members, "against": rows, "n_shared": None, "n_left_out": None,
+            "values": [m["headline"]["value"] for m in members]}
+
+
+def _paired(members: list[dict[str, Any]], units: list[dict[str, Any]], metric: str) -> dict[str, Any]:
+    res = pairwise(units, metric)
+    values = res["values"]
+    if res["n_shared"] == 0:  # nothing shared: order by the runs' own headlines, nothing tested
+        order = sorted(range(len(members)), key=lambda i: -members[i]["headline"]["value"])
+    else:
+        order = sorted(range(len(members)), key=lambda i: -values[i])
+    lead = order[0]
+    by_pair = {(r["i"], r["j"]): r for r in res["pairs"]}
+    rows = []
+    for k in order[1:]:
+        r = dict(by_pair.get((lead, k)) or by_pair[(k, lead)])
+        if (r["i"], r["j"]) != (lead, k) and r.get("difference") is not None:  # the leader minus this run
+            r["difference"] = -r["difference"]
+            r["ci95"] = [-r["ci95"][1], -r["ci95"][0]]
+            if "discordant" in r:
+                r["discordant"] = {"a_only": r["discordant"]["b_only"], "b_only": r["discordant"]["a_only"]}
+        for key in ("i", "j", "left_out", "effect_size"):
+            r.pop(key, None)
+        rows.append({"model": members[k]["model"], "run": str(members[k]["folder"]), "value": values[k],
+                     "headline_value": members[k]["headline"]["value"], **r})
+    left = sum(x["only_here"] for x in res["left_out"]) + (res["left_out"][0]["different_source"]
+                                                            * len(members) if res["left_out"] else 0)
+    return {"members": [members[i] for i in order], "against": rows, "n_shared": res["n_shared"],
+            "n_left_out": left, "values": [values[i] for i in order],
+            "left_out_by_model": {members[i]["model"]: res["left_out"][i]["only_here"] for i in order}}
+
+
+def _sentence(row: dict[str, Any]) -> str:
+    r = row["runner_up"]
+    where = ("" if row["n_shared"] is None else
+             f" on the {row['n_shared']} samples all its runs share ({row['n_left_out']} left out)")
+    if row["n_shared"] == 0:
+        return (f"the runs share no finished sample ({row['n_left_out']} left out), so no leader "
+                f"is named; {row['leader']} has the best own headline, {_f(row['headline']['value'])}.")
+    head = f"{row['leader']} leads on {row['metric']} with {_f(row['value'])}{where}, {r['model']} {_f(r['value'])}"
+    if r.get("difference") is None or r.get("p_holm") is None:
+        return head + f"; no test of the margin ({r.get('note') or 'no interval'}): cannot be separated."
+    level = round(100 * (r.get("ci_level") or 0.95), 1)
+    margin = (f"; margin {_f(r['difference'])} ({level:g}% CI {_f(r['ci95'][0])} to {_f(r['ci95'][1])}; "
+              f"{r['test']}, p {_p(r['p_value'])}, Holm p {_p(r['p_holm'])})")
+    if row["n_shared"] == 1:
+        return head + margin + ": one shared sample, so they cannot be separated."
+    return head + margin + (": separated." if r["separated"] else ": cannot be separated.")
+
+
+def _group(task: str, name: str, members: list[dict[str, Any]]) -> dict[str, Any]:
+    units = [unit_values(m["folder"])[2].get(name) for m in members]
+    out = _paired(members, units, name) if all(units) else _unpaired(members)
+    lead, against = out["members"][0], out["against"]
+    row = {"method": task, "metric": name, "leader": lead["model"], "run": str(lead["folder"]),
+           "value": out["values"][0], "headline": {"value": lead["headline"]["value"],
+                                                   "ci95": lead["headline"].get("ci95")},
+           "ci95": lead["headline"].get("ci95"), "runner_up": against[0], "against": against,
+           "separated": bool(against[0].get("separated")), "n_shared": out["n_shared"],
+           "n_left_out": out["n_left_out"], "left_out_by_model": out.get("left_out_by_model"),
+           "tied_with": [a["model"] for a in against if not a.get("separated")]}
+    row["sentence"] = _sentence(row)
+    return row
 
 
 def decide(runs: list[str | Path]) -> list[dict[str, Any]]:
-    """Per group of two or more comparable runs: the leader, its margin over the runner-up with the interval of
-    that difference, and the models whose difference from the leader is not significant at 95 %."""
+    """The decision rows, one per method group of two or more runs with a headline value.
+
+    Each row (what the report's first screen and the leaderboards render; a renderer lays these fields out):
+    ``method``, ``metric``; ``leader`` (model) and ``run``; ``value`` the leader's headline quantity on the
+    shared samples (``headline``: its run's own value and 95 % interval, also as ``ci95``); ``runner_up`` and
+    ``against`` (every other model, best first): ``model``, ``run``, ``value`` on the shared samples,
+    ``difference`` (leader minus it) with ``ci95`` (at ``ci_level``: its Holm step), ``p_value``, ``p_holm``,
+    ``test``, ``separated``, ``note`` when the interval is a bound; ``separated`` (leader vs runner-up after
+    Holm); ``n_shared`` (None when compared from intervals) and ``n_left_out``; ``tied_with`` (models not
+    separated from the leader); ``sentence``, the row said in one sentence.  A group whose comparison failed is
+    ``{"method", "error"}`` with the reason in one sentence; the other groups stay."""
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in runs:
         folder = Path(r)
@@ -60,26 +149,18 @@ def decide(runs: list[str | Path]) -> list[dict[str, Any]]:
         h = headline_of(res)
         if h.get("value") is None:
             continue
-        recipe = str((res.get("metrics") or {}).get("recipe") or "") if res.get("task") == "chef" else ""
+        recipe = str((res.get("metrics") or {}).get("recipe") or "")
         groups.setdefault((res["task"], h["name"], recipe), []).append(
             {"folder": folder, "model": _model(res, folder), "headline": h})
     out = []
     for (task, name, recipe), members in groups.items():
         if len(members) < 2:
             continue
-        members.sort(key=lambda m: -m["headline"]["value"])
-        for m in members:
-            m["units"] = unit_values(m["folder"])[2]
-        lead = members[0]
-        against = []
-        for other in members[1:]:
-            d = _difference(lead, other)
-            tied = d is None or d["ci95"][0] <= 0 <= d["ci95"][1]
-            against.append({"model": other["model"], "run": str(other["folder"]), "value": other["headline"]["value"],
-                            "tied": tied, **(d or {"difference": None, "ci95": None, "test": "no interval"})})
-        out.append({"method": task + (f" ({recipe})" if recipe else ""), "metric": name,
-                    "leader": lead["model"], "run": str(lead["folder"]), "value": lead["headline"]["value"],
-                    "ci95": lead["headline"].get("ci95"), "runner_up": against[0],
-                    "tied_with": [a["model"] for a in against if a["tied"]], "against": against})
+        label = task + (f" ({recipe})" if recipe else "")
+        try:
+            out.append(_group(label, name, members))
+        except _FAILS as exc:
+            out.append({"method": label, "metric": name,
+                        "error": f"{label}: the comparison of its {len(members)} runs failed ({exc})."})
     out.sort(key=lambda g: g["method"])
     return out

@@ -18,7 +18,6 @@ import numpy as np
 from pydantic import BaseModel
 
 from ..core.answers import answer_status
-from ..core.data import load_image_dataset
 from ..core.inputs import read_image_part
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
@@ -27,6 +26,7 @@ from ..metrics.decisions import headline_entry, proportion_interval, widen_degen
 from ..metrics.stats import bootstrap_ci
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
+from .records import load_images
 
 DEFAULT_PROMPT = "Describe this image in detail."
 TEMPLATE_VERSION = "describe-v1"
@@ -56,7 +56,7 @@ class DescribeTask(SpecTask):
 
     def __init__(self, spec: DescribeSpec, vlm: Any = None) -> None:
         self.cfg = spec
-        self.items = load_image_dataset(spec.data)
+        self.items = load_images(spec.data)
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         # one for every sample (no sample changes it): a pydantic model validated once, not once per sample
         self._config = GenerationConfig(max_tokens=spec.max_tokens, temperature=spec.temperature)

@@ -46,7 +46,6 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ..core.answers import answer_status
-from ..core.data import dataset_name, load_image_dataset
 from ..core.images import image_hash
 from ..core.inputs import read_image
 from ..core.messages import Message
@@ -57,6 +56,7 @@ from ..run.calls import Session
 from ..run.task import Sample, SpecTask
 from .refusals import refusal_kind
 from .repeats import generation_config, per_repeat, repeated, spread
+from .records import load_images, source_name
 
 #: P_Desc, GenCeption Table 1 (verbatim).
 P_DESC = (
@@ -158,7 +158,7 @@ class GenCeptionTask(SpecTask):
         if spec.per_category is not None and spec.per_category < 1:
             raise ValueError("per_category must be at least 1")
         self.cfg = spec
-        self.items = load_image_dataset(spec.data)
+        self.items = load_images(spec.data)
         if spec.per_category:
             self.items = per_category_sample(self.items, spec.per_category, spec.seed)
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
@@ -267,7 +267,7 @@ class GenCeptionTask(SpecTask):
             # chains with a refused step, among the chains that ran (an empty answer's chain included)
             "refusal_rate": (len(refused) + len(empty)) / (len(scored) + len(empty)) if scored or empty else None,
             "aggregate": "mean of the category means (MMECeption overall); image_mean: mean over images",
-            "dataset": dataset_name(self.cfg.data),  # its declared name: the benchmark of the GC rank weights
+            "dataset": source_name(self.cfg.data),  # its declared name: the benchmark of the GC rank weights
         }
         if not scored:
             out["warning"] = "no scored chains: every chain failed, GC@T is undefined"

@@ -149,23 +149,27 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
 
 
 def _ties(rows: dict[str, dict[str, Any]], key: str) -> None:
-    """Each model's ``tied_with``: the models it cannot be separated from at 95 % - the paired interval of the
-    difference of GC@T per image (``vlmcheck compare``'s bootstrap, on the images both scored) contains 0."""
+    """Each model's ``tied_with``: the models it cannot be separated from - the decision procedure of
+    ``vlmcheck compare`` (methods/compare.pairwise): on the images every model scored, the category-weighted
+    paired difference of GC@T, its sign-flip test Holm-corrected over the pairs of models."""
     from ..core.files import InputFileError
-    from .compare import compare_two, unit_values
+    from .compare import pairwise, unit_values
 
     try:
         units = {m: unit_values(r["run"])[2].get(key, {}) for m, r in rows.items()}
     except (InputFileError, OSError):  # a run without its samples: no paired test, no ties to report
         return
-    for a, r in rows.items():
-        r["tied_with"] = []
-        for b in rows:
-            if b == a or not units[a] or not units[b]:
-                continue
-            ci = compare_two(units[a], units[b], key)["ci95"]
-            if ci is not None and ci[0] <= 0 <= ci[1]:
-                r["tied_with"].append(b)
+    names = [m for m in rows if units[m]]
+    for m in rows:
+        rows[m]["tied_with"] = []
+    if len(names) < 2:
+        return
+    res = pairwise([units[m] for m in names], key)
+    for r in res["pairs"]:
+        if not r.get("separated"):
+            a, b = names[r["i"]], names[r["j"]]
+            rows[a]["tied_with"].append(b)
+            rows[b]["tied_with"].append(a)
 
 
 def _chains(folder: str | Path, T: int) -> dict[tuple[str, str], dict[str, Any]]:

@@ -1,5 +1,9 @@
 """VHExpansion's test cases: yes/no questions on images, from a JSONL or CSV file (a local path or an fsspec
-URL), MMVP's Questions.csv, or a world dataset folder."""
+URL), a world dataset folder, or a benchmark release the dataset layer reads (datasets/: MMVP's Questions.csv +
+``MMVP Images/``, POPE's ``coco_pope_*.json``, VHTest's workbooks, ...).
+
+Records become cases in methods/records.py (:func:`~.records.vhx_cases`: MMVP's multiple-choice questions as one
+binary case each, the pair id kept for MMVP's pair accuracy)."""
 
 from __future__ import annotations
 
@@ -43,9 +47,16 @@ def load_cases(source: str | Path) -> list[Case]:
     (``s3://.../pope.jsonl``) names its images relative to its folder URL (core/remote.py)."""
     if remote.is_url(source):
         return _url_cases(str(source))
+    from .records import dataset_for, vhx_cases
+
+    ds = dataset_for(source)  # a benchmark release, a Hub copy, a TSV, NAME:PATH (methods/records.py)
+    if ds is not None:
+        return vhx_cases(ds)
     src = Path(source)
     if src.is_dir() and not (src / "manifest.jsonl").is_file():
-        raise InputFileError(f"{src}: a folder without manifest.jsonl; give a world folder, a .jsonl or a .csv")
+        raise InputFileError(f"{src}: a folder that is neither a world folder nor a benchmark release vlmcheck "
+                             "reads (docs/datasets.md); give a world folder, a .jsonl or .csv of cases, or the "
+                             "release's folder")
     root = str(src if src.is_dir() else src.parent)
     cases = _load_cases(src)
     if not cases:
@@ -76,10 +87,8 @@ def _csv_cases(src: Any, base: Any, text: str) -> list[Case]:
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
     norm = [{(k or "").strip().lower(): v for k, v in r.items()} for r in rows]
     if norm and "options" in norm[0] and "image" not in norm[0]:
-        if remote.is_url(src):
-            raise InputFileError(f"{src}: MMVP's layout (an images folder beside the CSV) is read from a local "
-                                 "folder only")
-        return _mmvp_cases(src, norm)
+        raise InputFileError(f"{src}: MMVP's layout (Questions.csv with 'MMVP Images/' beside it) is read from a "
+                             "local folder only")
     out = []
     for i, r in enumerate(norm):
         img = r.get("image") or r.get("image_path") or r.get("path")
@@ -122,25 +131,3 @@ def _answer(value: Any, where: str) -> str:
         return _yesno(value)
     except ValueError as exc:
         raise InputFileError(f"{where}: {exc}") from None
-
-
-def _mmvp_cases(src: Path, rows: list[dict[str, str]]) -> list[Case]:
-    """MMVP's Questions.csv (Index, Question, Options "(a) x (b) y", Correct Answer "(a)") with images
-    ``MMVP Images/<Index>.jpg`` beside it, rewritten as binary cases (VHExpansion section 3: non-binary
-    question-answer pairs can be rewritten as binary ones): for every option, "<question> Is the answer
-    '<option>'?" with answer yes for the correct option and no for the others."""
-    import re
-
-    folder = next((p for p in (src.parent / "MMVP Images", src.parent / "images") if p.is_dir()), src.parent)
-    out = []
-    for r in rows:
-        idx = r.get("index") or r.get("id")
-        opts = re.findall(r"\(([a-z])\)\s*([^()]+?)\s*(?=\([a-z]\)|$)", r["options"].strip())
-        correct = re.sub(r"[^a-z]", "", (r.get("correct answer") or "").lower())
-        img = next((folder / f"{idx}{ext}" for ext in (".jpg", ".png", ".jpeg") if (folder / f"{idx}{ext}").exists()),
-                   folder / f"{idx}.jpg")
-        for letter, text in opts:
-            q = f"{r['question'].strip()} Is the answer '{text.strip()}'?"
-            out.append(Case(id=f"{idx}-{letter}", image=str(img), question=q,
-                            answer="yes" if letter == correct else "no", meta={"source": "mmvp", "option": letter}))
-    return out

@@ -36,9 +36,14 @@ class _Variant:
         self.reps = [[0, 0, 0, 0] for _ in range(repeats)] if repeats > 1 else None  # n, right, pairs, both right
         self.cosine = array("d")
         self.linf: float | None = None
+        self.pairs: dict[str, list[int]] = {}  # MMVP pair -> [questions, answered right]
 
-    def add(self, v: dict[str, Any], unit: str) -> None:
+    def add(self, v: dict[str, Any], unit: str, pair: str | None = None) -> None:
         self.acc.add(unit, float(v["correct"]))
+        if pair is not None:
+            tally = self.pairs.setdefault(pair, [0, 0])
+            tally[0] += 1
+            tally[1] += bool(v["correct"])
         self.answers += 1
         self.yes += v["parsed"] == "yes"
         if "neg_correct" in v:
@@ -75,12 +80,23 @@ class _Variant:
             "symmetric_accuracy": self.sym.total() / pairs if pairs else None, "symmetric_accuracy_ci95": sym_ci,
             "intervals": {"accuracy": acc_how, "symmetric_accuracy": sym_how}, "n_pairs": pairs,
             "yes_ratio": self.yes / self.answers, "new_vh_cases": wrong}
+        if self.pairs:
+            entry.update(_pair_accuracy(self.pairs))
         if self.reps is not None:
             entry["repeats"] = _spread(self.reps)
         if self.name.startswith("adv_"):
             entry["cosine_final_mean"] = float(np.mean(np.frombuffer(self.cosine)))
             entry["linf_max"] = self.linf
         return entry
+
+
+def _pair_accuracy(pairs: dict[str, list[int]]) -> dict[str, Any]:
+    """MMVP's own metric, beside symmetric accuracy: the share of its pairs (the same question on the two images
+    of a CLIP-blind pair) whose questions were all answered right; a pair with one question left (the other
+    failed or was not in the run) is not counted, and is reported."""
+    whole = [right == n for n, right in pairs.values() if n >= 2]
+    return {"pair_accuracy": sum(whole) / len(whole) if whole else None, "n_mmvp_pairs": len(whole),
+            "mmvp_pairs_incomplete": len(pairs) - len(whole)}
 
 
 def _spread(reps: list[list[int]]) -> dict[str, Any]:
@@ -108,11 +124,12 @@ class VHXSummary:
         self.n += 1
         self.neg_ok += bool(r["negation"].get("ok", False))
         self.yes_cases += r["answer"] == "yes"
+        pair = (r.get("meta") or {}).get("pair")
         for name, v in r["variants"].items():
             var = self.variants.get(name)
             if var is None:
                 var = self.variants[name] = _Variant(name, self.units, self.repeats)
-            var.add(v, unit)
+            var.add(v, unit, None if pair is None else str(pair))
         self.blind.add(r)
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:

@@ -11,16 +11,18 @@ from ..methods.decide import decide
 
 
 def decisions_view(folders: list[Path]) -> list[dict[str, Any]]:
-    """:func:`~vlmcheck.methods.decide.decide` over the report's runs; a run whose samples cannot be read is
-    left out of the decisions (its own section says why), never the cause of a failed report."""
+    """:func:`~vlmcheck.methods.decide.decide` over the report's runs: the list of per-method decision rows
+    documented there (each with its ``sentence``; a failed group is ``{"method", "error"}``).  A run whose
+    results cannot be read leaves one sentence, never a failed report."""
     try:
         return decide(folders)
     except (OSError, ValueError, KeyError) as exc:  # a damaged run: the report still shows everything else
-        return [{"error": f"decisions not computed: {exc}"}]
+        return [{"error": f"No decisions: a run's results could not be read ({exc})."}]
 
 
 def _standing(decisions: list[dict[str, Any]]) -> dict[str, str]:
-    """run folder -> "leader", "tied with the leader" or "behind the leader by D [lo, hi]"."""
+    """run folder -> "leader", "cannot be separated from the leader ..." or "behind the leader by D [lo, hi] ..."
+    (the leader minus this run on the shared samples, its interval at its Holm level and the Holm p)."""
     out: dict[str, str] = {}
     for d in decisions:
         if "run" not in d:
@@ -28,10 +30,9 @@ def _standing(decisions: list[dict[str, Any]]) -> dict[str, str]:
         out[d["run"]] = "leader"
         for a in d["against"]:
             ci = a.get("ci95")
-            # the leader minus this run, with its 95 % interval
-            gap = (f" by {a['difference']:.4f} [{ci[0]:.4f}, {ci[1]:.4f}]"
-                   if a.get("difference") is not None and ci else "")
-            out[a["run"]] = "cannot be separated from the leader" + gap if a["tied"] else "behind the leader" + gap
+            gap = (f" by {a['difference']:.4f} [{ci[0]:.4f}, {ci[1]:.4f}], Holm p {a['p_holm']:.3g}"
+                   if a.get("difference") is not None and ci and a.get("p_holm") is not None else "")
+            out[a["run"]] = ("behind the leader" if a.get("separated") else "cannot be separated from the leader") + gap
     return out
 
 

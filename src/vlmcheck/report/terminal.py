@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Column, Table
 
 console = Console(stderr=True)  # progress, results of a run, notes, errors
@@ -103,7 +104,7 @@ def leaderboard(board: dict[str, Any]) -> None:
         ci = r.get("ci95") or [float("nan")] * 2
         rows.append([rank_text(r["rank"], ranks), model, f"{r[key]:.4f}", f"[{ci[0]:.4f}, {ci[1]:.4f}]",
                      f"{r['gc_rank']:.2f}" if "gc_rank" in r else "-", ", ".join(r.get("tied_with") or []) or "-"])
-    console.print(table(["rank", "model", key, "95% CI", "GC rank", "tied with (95%)"], rows, keys=["model"]))
+    console.print(table(["rank", "model", key, "95% CI", "GC rank", "cannot be separated from (Holm, 5%)"], rows, keys=["model"]))
 
 
 def vhexpansion(model: str, m: dict[str, Any]) -> None:
@@ -121,6 +122,10 @@ def vhexpansion(model: str, m: dict[str, Any]) -> None:
     if m.get("negation"):
         console.print(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
                       "(failed ones are left out of symmetric accuracy)")
+    orig = m.get("variants", {}).get("original") or {}
+    if orig.get("n_mmvp_pairs"):  # MMVP's own metric beside symmetric accuracy
+        console.print(f"MMVP pair accuracy: {orig['pair_accuracy']:.3f} over {orig['n_mmvp_pairs']} pairs (both "
+                      "questions of a pair right)")
     blind_line(m.get("blind"))
 
 
@@ -163,9 +168,18 @@ def chef(model: str, m: dict[str, Any]) -> None:
         return str(v)
 
     rows = [[k, fmt(m[k])] for k in _CHEF_KEYS if k in m]
-    rows += [[f"accuracy, {name}", fmt(v.get("accuracy"))] for name, v in m.get("settings", {}).items()]
+    for name, v in m.get("settings", {}).items():
+        rows.append([f"accuracy, {name}", fmt(v.get("accuracy"))])
+        if m.get("answers_generated") and "unread" in v:  # issue 47: answers the parser could not read
+            rows.append([f"unread answers, {name}", f"{v['unread']} ({v['unread_share']:.1%})"])
+    used = f", {m['inferencer']} inferencer" if m.get("inferencer") else ""
     console.print(table(["metric", "value"], rows, keys=["metric"],
-                        title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')})"))
+                        title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')}{used})"))
+    for key in ("inferencer_note", "calibration_note"):
+        if m.get(key):
+            console.print(f"note: {m[key]}", highlight=False, soft_wrap=True, markup=False)
+    if m.get("unread_warning"):
+        console.print(f"[yellow]warning:[/yellow] {escape(m['unread_warning'])}", highlight=False, soft_wrap=True)
     blind_line(m.get("blind"))
 
 
@@ -233,9 +247,11 @@ def comparisons(cmp: dict[str, Any]) -> None:
     def p(x: Any) -> str:
         return "-" if x is None else f"{x:.4g}"
 
-    console.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples both finished)")
+    console.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples all the runs finished; "
+                  "interval at the level of its Holm step)")
     for c in cmp["comparisons"]:
         ci = "" if not c["ci95"] else f" [{c['ci95'][0]:.4f}, {c['ci95'][1]:.4f}]"
+        verdict = "separated" if c.get("separated") else "cannot be separated"
         console.print(f"  {c['metric']}: {c['a']} - {c['b']} = {f4(c['difference'])}{ci}, p {p(c['p_value'])} "
-                      f"(Holm {p(c.get('p_holm'))}, {c['test'] or '-'}); {c['n_paired']} paired, "
+                      f"(Holm {p(c.get('p_holm'))}, {c['test'] or '-'}): {verdict}; {c['n_paired']} shared, "
                       f"{c['n_left_out']} left out", highlight=False, soft_wrap=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 from pydantic import BaseModel
 
@@ -62,6 +62,63 @@ class SpecTask:
 
     def spec(self) -> dict[str, Any]:
         return self.cfg.model_dump()
+
+
+# ----------------------------------------------------------------------------- what a decision needs (issue 48)
+
+
+class Outcome(NamedTuple):
+    """One finished sample's contribution to one headline metric: what ``compare``, the report's decisions and
+    ``plan`` read, so that none of them knows a method by name.
+
+    ``value`` the sample's per-sample outcome; ``unit`` the sampled unit it belongs to (the cluster a test
+    resamples or flips: the source image where several answers share one); ``source`` the seed image's pixel
+    hash where the method records one (a pair whose hashes differ is left out); ``stratum`` the category when
+    the headline is a mean of per-category means (GenCeption's MMECeption score), None when it is a mean over
+    the samples; ``binary`` the value is right (1) or wrong (0); ``low``, ``high`` the range one value can take
+    (it caps an interval that too few units leave unbounded).  The first three fields keep the order of the
+    (value, cluster, source) tuples they replace."""
+
+    value: float
+    unit: str
+    source: str | None = None
+    stratum: str | None = None
+    binary: bool = False
+    low: float = 0.0
+    high: float = 1.0
+
+
+#: ``outcomes(result, run_metrics) -> {metric: Outcome}`` of one finished sample's ``result``; metrics named
+#: as the run's headline are what the decisions compare
+OutcomesFn = Callable[[dict[str, Any], dict[str, Any]], dict[str, Outcome]]
+
+
+class DecidableTask(Protocol):
+    """A task whose runs ``compare``, ``plan`` and the report's decisions can test: its class has
+    ``decision_outcomes`` (a static :data:`OutcomesFn`).  A method without it is listed by them as "no
+    per-sample outcomes" (and its headline compared from the runs' intervals), never silently dropped."""
+
+    decision_outcomes: OutcomesFn
+
+
+_OUTCOMES: dict[str, OutcomesFn] = {}
+
+
+def register_outcomes(name: str, fn: OutcomesFn) -> None:
+    """The per-sample outcomes of task ``name``'s results, for a task class that does not carry
+    ``decision_outcomes`` itself (the built-in methods register theirs in ``methods/outcomes.py``)."""
+    _OUTCOMES[name] = fn
+
+
+def outcomes_for(name: str) -> OutcomesFn | None:
+    """How to read task ``name``'s per-sample outcomes: registered, or its class's ``decision_outcomes``."""
+    if name in _OUTCOMES:
+        return _OUTCOMES[name]
+    if name in _TASKS:
+        fn = getattr(task_class(name), "decision_outcomes", None)
+        if callable(fn):
+            return fn
+    return None
 
 
 # ----------------------------------------------------------------------------- the registry

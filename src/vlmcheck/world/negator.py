@@ -47,9 +47,23 @@ _FUNCTION_WORDS = _DETS | {"of", "and", "or", "with", "for", "by", "as", "than",
 _ARTICLE_RE = re.compile(r"\b(a|an|any)\b", re.IGNORECASE)
 
 
+def split_context(question: str) -> tuple[str, str]:
+    """``(context, last question)``: an MMVP-style case asks its own question, then the yes/no one ("Are the
+    wings open or closed? Is the answer 'Open'?"); the context is everything up to the last question's start
+    (with its trailing space), "" for a one-sentence question."""
+    q = question.strip()
+    cut = max(q.rstrip("?").rstrip().rfind(mark) for mark in ("? ", ". "))
+    return (q[:cut + 2], q[cut + 2:]) if cut >= 0 else ("", q)
+
+
 def negate_question(question: str) -> str | None:
-    """The negated question by the paper's rules, or None if the rules do not apply."""
-    q = question.strip().strip('"').strip()
+    """The negated question by the paper's rules, or None if the rules do not apply.  Of a question with a
+    context (:func:`split_context`) only the last, yes/no question is negated; the context is kept as it is."""
+    context, last = split_context(question.strip().strip('"').strip())
+    if context:
+        neg = negate_question(last)
+        return context + neg if neg else None
+    q = last
     body = q.rstrip("?").rstrip().rstrip(".")
     words = body.split()
     if len(words) < 2:
@@ -108,7 +122,7 @@ def _split_subject(words: list[str], verb_follows: bool = False) -> tuple[list[s
         return words[:1], words[1:]
     for i, w in enumerate(words):
         lw = w.lower().strip(",")
-        if i > 0 and (lw in _BOUNDARY or (lw.endswith("ed") and len(lw) > 4) or (i > 1 and lw in _DETS)):
+        if i > 0 and (lw in _BOUNDARY or w[:1] in "'\"\u2018\u201c" or (lw.endswith("ed") and len(lw) > 4) or (i > 1 and lw in _DETS and words[i - 1].lower() not in _FUNCTION_WORDS)):
             return words[:i], words[i:]
     return [], []
 
@@ -147,11 +161,18 @@ def _content(text: str) -> list[str]:
 
 
 def check_negation(original: str, negated: str | None) -> dict:
-    """Check a negated question; returns {'ok': bool, 'problems': [...]} (empty when ok)."""
+    """Check a negated question; returns {'ok': bool, 'problems': [...]} (empty when ok).  A question with a
+    context (:func:`split_context`, MMVP's rewritten cases) must keep its context word for word; only its last,
+    yes/no question is checked as a negation."""
     problems: list[str] = []
     if not negated or not negated.strip():
         return {"ok": False, "problems": ["no negated question"]}
     n = negated.strip()
+    context, last = split_context(original)
+    if context:
+        if not n.startswith(context.strip()):
+            return {"ok": False, "problems": ["the question before the yes/no question was changed"]}
+        original, n = last, n[len(context.strip()):].strip()
     if not n.endswith("?"):
         problems.append("does not end with '?'")
     if not n[:1].isupper():

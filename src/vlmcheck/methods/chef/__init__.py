@@ -1,10 +1,11 @@
 """ChEF: recipes (Scenario + Instruction + Inferencer + Metric) and the six desiderata.
 
-``recipe.py`` (the recipe as data, prompts, answer extraction), ``scenarios.py`` (loaders), ``task.py`` (the
-task: settings, inferencers, desiderata), ``turns.py`` (multi-turn scenarios), ``metrics.py``, ``aggregate.py``.
+``recipe.py`` (the recipe as data, prompts, answer extraction), ``scenarios.py`` (loaders), ``inferencers.py``
+(Direct, CoT, PPL, CoT+PPL, multi-turn PPL: supplementary B.3), ``task.py`` (the task: settings, desiderata), ``turns.py`` (multi-turn scenarios), ``metrics.py``, ``aggregate.py``.
 """
 
-from .recipe import Recipe, resolve_recipe, shipped_recipes
+from .inferencers import INFERENCERS
+from .recipe import Recipe, resolve_recipe, shipped_recipes, usable_inferencers
 from .task import ChefSpec, ChefTask
 
-__all__ = ["ChefSpec", "ChefTask", "Recipe", "resolve_recipe", "shipped_recipes"]
+__all__ = ["INFERENCERS", "ChefSpec", "ChefTask", "Recipe", "resolve_recipe", "shipped_recipes", "usable_inferencers"]

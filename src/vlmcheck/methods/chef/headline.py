@@ -99,7 +99,7 @@ def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], deside
     it = res if isinstance(res, Items) else Items.of(res) if res else None
     if it is None or not len(it):
         return None
-    first = it.names[0]
+    first = it.primary
     turn_key = out.get("turn_metric")
     if turn_key in out:  # Omnibenchmark, VOC2012
         from .turns import summarize_turns
@@ -112,6 +112,8 @@ def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], deside
         ci, how = proportion_interval_counts(*unit_counts(it.units[it.rot0], it.cols[first]["correct"][it.rot0]),
                                              UNIT)
         return headline_entry("VanillaEval accuracy", out["vanilla_accuracy"], ci, how)
+    if "overall" in out and out["overall"] is None:  # calibration without confidences: no figure, and why
+        return headline_entry("overall", None, None, {"method": out.get("calibration_note"), "unit": UNIT})
     if "overall" in out:  # calibration: 1 - ECE (Table 8)
         def overall(sub: Items) -> float | None:
             c = sub.cols[first]

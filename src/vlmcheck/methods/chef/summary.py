@@ -1,6 +1,8 @@
 """A ChEF run's summary (the ``metrics`` of results.json) from its items' columns (methods/chef/items.py).
 
-Per setting: accuracy with its clustered interval, the match ratios; then the desideratum's metric (supplementary
+The inferencer that produced the numbers (and what it gives up against the recipe's default).  Per setting: accuracy
+with its clustered interval, the match ratios, the answers the parser could not read (a warning above
+:data:`UNREAD_WARN`); then the desideratum's metric (supplementary
 C.1-C.6): 1 - ECE for calibration, RIAM for in-context learning, match ratio and Acc_vm for instruction
 following, RRM for robustness, POPE's metrics for hallucination, the judge's score for language; MMBench's
 CircularEval and VanillaEval; the turn scenarios' metrics; the blind control; the headline with its interval.
@@ -26,9 +28,45 @@ def _mean(x: np.ndarray) -> float:
     return float(np.mean(x))
 
 
-def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int) -> dict[str, Any]:
+#: above this share of a setting's answers that the parser could not read, the summary says so (issue 47): one
+#: unread answer in ten already moves an accuracy by up to 0.1, more than most differences between models
+UNREAD_WARN = 0.10
+
+
+def _inferencer_note(recipe: Any, used: str) -> str | None:
+    """What a run gives up when its inferencer is not the recipe's (the paper's) default."""
+    from .inferencers import INFERENCERS
+
+    default = recipe.inferencer.type
+    if used == default:
+        return None
+
+    cost = (" - generated answers read by a parser: no confidence, and an answer it cannot read counts as wrong"
+            if INFERENCERS[used].generates_answer and not INFERENCERS[default].generates_answer else "")
+    return f"the {used} inferencer instead of the recipe's {default}{cost}"
+
+
+def _unread_warning(per: dict[str, Any], yes_no: bool) -> str | None:
+    high = {n: v["unread_share"] for n, v in per.items() if v["unread_share"] > UNREAD_WARN}
+    if not high:
+        return None
+    listing = ", ".join(f"{n} {v:.0%}" for n, v in high.items())
+    counted = "as POPE's default, yes" if yes_no else "as wrong"
+    return (f"the parser could not read over {UNREAD_WARN:.0%} of the answers ({listing}); they count {counted}, "
+            "so the accuracy says as much about the answer format as about the model")
+
+
+def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
+                    inferencer: str | None = None) -> dict[str, Any]:
     d = recipe.desideratum
-    out: dict[str, Any] = {"recipe": recipe.name, "desideratum": d, "n": len(it)}
+    used = inferencer or recipe.inferencer.type
+    from .inferencers import INFERENCERS
+
+    out: dict[str, Any] = {"recipe": recipe.name, "desideratum": d, "inferencer": used,
+                           "answers_generated": INFERENCERS[used].generates_answer, "n": len(it)}
+    note = _inferencer_note(recipe, used)
+    if note:
+        out["inferencer_note"] = note
     if not len(it):
         return out
     acc_random = M.random_accuracy(it.n_options)
@@ -38,30 +76,40 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int) ->
         c = it.cols[name]
         ci, how = proportion_interval_counts(*unit_counts(it.units, c["correct"]), "item (its image)")
         per[name] = {"accuracy": _mean(c["correct"]), "accuracy_ci95": ci, "interval": how,
-                     "match_ratio": _mean(c["extracted"]), "match_ratio_rule": _mean(c["rule"])}
+                     "match_ratio": _mean(c["extracted"]), "match_ratio_rule": _mean(c["rule"]),
+                     "unread": int(c["unread"].sum()), "unread_share": _mean(c["unread"])}
+    from .recipe import POOL_OF_SCENARIO
+
+    warning = _unread_warning(per, POOL_OF_SCENARIO.get(recipe.scenario.type) == "yesno")
+    if warning:
+        out["unread_warning"] = warning
     blind = per.pop("blind", None)
     out["settings"] = per
     if blind is not None:
-        first_name = next(iter(per))
+        first_name = it.primary
         pairs = UnitSums.of([it.labels[u] for u in it.units], it.cols[first_name]["correct"],
                             it.cols["blind"]["correct"])
         out["blind"] = {**blind_block_sums(pairs, UNIT), "sighted_setting": first_name,
                         "request": sorted(it.requests)}
     grouped = it.group >= 0
     if grouped.any():  # MMBench: CircularEval needs every rotation right; VanillaEval asks rotation 0 only
-        right = it.cols[it.names[0]]["correct"]
+        right = it.cols[it.primary]["correct"]
         n_g = np.bincount(it.group[grouped])
         k_g = np.bincount(it.group[grouped], weights=right[grouped].astype(float))
         present = n_g > 0
         out["circular_accuracy"] = _mean(k_g[present] == n_g[present])
         out["vanilla_accuracy"] = _mean(right[it.rot0])
-    first = next(iter(per))
+    first = it.primary
     if turn_task:
         from .turns import summarize_turns
 
         out.update(summarize_turns(it.turns or [], turn_task))
     c = it.cols[first]
-    if d == "calibration":
+    if d == "calibration" and not c["has_conf"].any():  # a generation inferencer: answers without confidence
+        out.update(ece=None, overall=None, accuracy=per[first]["accuracy"],
+                   calibration_note=f"no ECE: the {used} inferencer gives no confidence (a likelihood inferencer, "
+                                    "ppl or cot_ppl, does)")
+    elif d == "calibration":
         cal = M.ece_equal_count(c["conf"][c["has_conf"]], c["correct"][c["has_conf"]], recipe.metric.n_bins)
         out.update(ece=cal["ece"], overall=1 - cal["ece"], reliability=cal["bins"],
                    accuracy=per[first]["accuracy"])
@@ -111,8 +159,8 @@ class ChefSummary:
     one table per repeat (sharing units and prediction codes, so that they pool)."""
 
     def __init__(self, recipe: Any, turn_task: str | None, seed: int, repeats: int = 1,
-                 temperature: float = 0.0) -> None:
-        self.recipe, self.turn_task, self.seed = recipe, turn_task, seed
+                 temperature: float = 0.0, inferencer: str | None = None) -> None:
+        self.recipe, self.turn_task, self.seed, self.inferencer = recipe, turn_task, seed, inferencer
         self.repeats, self.temperature = repeats, temperature
         units, codes, groups = Units(), {}, Units()
         self.tables = [ItemsBuilder(keep_turns=bool(turn_task), keep_judge=recipe.desideratum == "language",
@@ -126,12 +174,13 @@ class ChefSummary:
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         tables = [b.items() for b in self.tables]
-        out = summarize_items(tables[0], self.recipe, self.turn_task, self.seed)
+        out = summarize_items(tables[0], self.recipe, self.turn_task, self.seed, self.inferencer)
         if self.repeats > 1 and len(tables[0]):  # the headline per repeat beside; the headline pools each item's
-            per = [summarize_items(t, self.recipe, self.turn_task, self.seed).get("headline") or {} for t in tables]
+            per = [summarize_items(t, self.recipe, self.turn_task, self.seed, self.inferencer).get("headline") or {}
+                   for t in tables]
             out["repeats"] = spread([h.get("value") for h in per], self.temperature)
             head = summarize_items(Items.concat([t for t in tables if len(t)]), self.recipe, self.turn_task,
-                                   self.seed).get("headline")
+                                   self.seed, self.inferencer).get("headline")
             if head:
                 out["headline"] = {**head, "interval": {**head["interval"], "repeats": self.repeats}}
         return out

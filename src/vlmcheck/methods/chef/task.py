@@ -10,24 +10,16 @@ item under the *settings* its desideratum needs (shots 0..N for in-context learn
 instruction following; original / image / text / both corruptions for robustness); ``summary.py`` summarises
 with the paper's metric.  The recipe, the paper's prompts and answer extraction are in ``recipe.py``.
 
-Inferencers:
+The Inferencer (supplementary B.3) is a component of :mod:`.inferencers` - Direct, CoT, PPL, CoT+PPL and
+multi-turn PPL; the recipe names its default and the ones it allows, ``ChefSpec.inferencer`` (``--inferencer``)
+picks one per run, and the recorded spec says which produced the numbers.  The PPL answer pool (ChEF B.3, D.2)
+is the option labels for multiple choice - the continuation is the template with the label only, "The answer
+is (B", as the authors score it - the class names for classification and retrieval ("The answer is cat"), and
+"Yes" / "No" after the bare question for hallucination (POPE, C.6); the turn scenarios (:mod:`.turns`) ask
+each turn as a PPL question with its own pool.
 
-* ``direct`` - greedy answer, option extracted by letter or option text;
-* ``cot`` - "Let's think step by step" rationale, then the answer;
-* ``ppl`` - mean log-probability of each member of the answer pool in the
-  answer template, argmax; confidence = max softmax of the scores.  The pool
-  (ChEF B.3, D.2) is the option labels for multiple choice - the continuation is
-  the template with the label only, "The answer is (B", as the authors score it -
-  the class names for classification and retrieval ("The answer is cat"), and
-  "Yes" / "No" after the bare question for hallucination (POPE, C.6);
-* ``cot_ppl`` - Multi-turn: CoT in the first turn, PPL in the second;
-* ``multiturn_ppl`` - Multi-turn PPL -> PPL for the turn scenarios (counting, detection, hierarchical,
-  turns; :mod:`.turns`): each turn is a PPL question with its own answer pool, asked on its own with the
-  image as in the authors' code, or after the earlier turns and their predicted answers (``history: true``).
-  ``ppl`` on a turn scenario does the same.
-
-PPL needs the ``loglikelihood`` capability; a model without it stops with a
-message naming the capability.
+PPL needs the model's likelihoods; where the model has none, the run stops before any call with one sentence
+naming every way forward (a server option, a generation inferencer and its cost, a local model).
 """
 
 from __future__ import annotations
@@ -36,11 +28,11 @@ import asyncio
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from ...core.inputs import read_image
 from ...core.messages import Message
-from ...core.roles import GenerationConfig, require
+from ...core.roles import CapabilityError, GenerationConfig
 from ...core.spec import load_model
 from ..blind import withheld
 from ..repeats import generation_config, repeated
@@ -48,14 +40,21 @@ from .summary import ChefSummary
 from ...run.calls import Session
 from ...run.task import Sample, SpecTask
 from . import metrics as M
+from .inferencers import INFERENCERS, Ask, likelihood_refusal
 from .scenarios import LETTERS, load_scenario
 
-from .recipe import (CLASS_POOL_QUERY, CLASS_POOL_TEMPLATE, CLASS_TEMPLATE, COT_PROMPT, ICE_ANSWER, JUDGE_SYSTEM,
-                     LABEL_TEMPLATE, POOL_OF_SCENARIO, TEMPLATE_VERSION, VERBALIZERS, Recipe, extract_choice,
-                     format_query, verbalizer_instruction, verbalizer_labels)
+from .recipe import (CLASS_POOL_QUERY, CLASS_POOL_TEMPLATE, CLASS_TEMPLATE, ICE_ANSWER, JUDGE_SYSTEM,
+                     LABEL_TEMPLATE, POOL_OF_SCENARIO, TEMPLATE_VERSION, TURN_SCENARIOS, VERBALIZERS, InferencerName,
+                     Recipe, extract_choice, format_query, says_yes_or_no, usable_inferencers, verbalizer_instruction,
+                     verbalizer_labels)
 
 
 # ----------------------------------------------------------------------------- the task
+
+
+async def _no_reading(text: str) -> dict[str, Any]:
+    raise AssertionError("turn questions are scored by likelihood, never read from text")
+
 
 
 class ChefSpec(BaseModel):
@@ -68,6 +67,25 @@ class ChefSpec(BaseModel):
     # issue 34: every item's settings asked `repeats` times at `temperature` (methods/repeats.py)
     repeats: int = Field(1, ge=1)
     temperature: float = Field(0.0, ge=0.0)
+    # issue 47: the inferencer that produced the numbers; None asks for the recipe's default (what is recorded)
+    inferencer: InferencerName | None = None
+
+    @model_validator(mode="after")
+    def _pick_inferencer(self) -> "ChefSpec":
+        r = self.recipe
+        if self.inferencer is None:
+            self.inferencer = r.inferencer.type
+        usable = usable_inferencers(r)
+        if self.inferencer not in usable:
+            turns = r.scenario.type in TURN_SCENARIOS
+            why = (f"scenario {r.scenario.type!r} is asked in PPL turns: use the ppl or multiturn_ppl inferencer"
+                   if turns and self.inferencer not in ("ppl", "multiturn_ppl") else
+                   "the multiturn_ppl inferencer needs a turn scenario (counting, detection, hierarchical or turns)"
+                   if self.inferencer == "multiturn_ppl" and not turns else
+                   "the language judge reads a chain of thought: use the cot or cot_ppl inferencer"
+                   if r.desideratum == "language" else f"recipe {r.name} allows {', '.join(usable) or 'none'}")
+            raise ValueError(f"inferencer {self.inferencer!r} is refused: {why}")
+        return self
 
 
 class ChefTask(SpecTask):
@@ -81,20 +99,21 @@ class ChefTask(SpecTask):
         if path is None:
             raise ValueError(f"recipe {r.name}: no scenario path; pass --data")
         self.items = load_scenario(r.scenario.type, path, **r.scenario.options)
-        if spec.repeats > 1 and r.inferencer.type in ("ppl", "multiturn_ppl"):
+        self.inferencer = INFERENCERS[spec.inferencer]
+        if spec.repeats > 1 and spec.inferencer in ("ppl", "multiturn_ppl"):
             raise ValueError("repeats need a generation inferencer (direct or cot): PPL scores do not vary")
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
-        if r.inferencer.type in ("ppl", "cot_ppl", "multiturn_ppl"):
-            require(self.vlm, "loglikelihood", f"the {r.inferencer.type} inferencer")
+        if self.inferencer.needs_likelihood and not getattr(self.vlm.capabilities, "loglikelihood", False):
+            raise CapabilityError(likelihood_refusal(r, spec.inferencer, getattr(self.vlm, "model_id", spec.vlm)))
         self.turn_task = next((it["meta"]["task"] for it in self.items if "turns" in it), None)
-        if self.turn_task and r.inferencer.type not in ("ppl", "multiturn_ppl"):
+        if self.turn_task and not self.inferencer.needs_likelihood:
             raise ValueError(f"scenario {r.scenario.type!r} is asked in PPL turns: use the ppl or multiturn_ppl "
                              "inferencer")
         if self.turn_task and (r.desideratum not in ("accuracy", "robustness") or r.instruction.type != "standard"
                                or (r.desideratum == "robustness" and r.metric.corrupt != ["image"])):
             raise ValueError(f"scenario {r.scenario.type!r} runs the accuracy desideratum, or robustness with "
                              "metric.corrupt: [image], under the standard instruction")
-        if not self.turn_task and r.inferencer.type == "multiturn_ppl":
+        if not self.turn_task and self.inferencer.turns:
             raise ValueError("the multiturn_ppl inferencer needs a turn scenario (counting, detection, hierarchical "
                              "or turns)")
         if spec.blind and (self.turn_task or r.desideratum == "language"):
@@ -232,8 +251,11 @@ class ChefTask(SpecTask):
                 made["image"] = (corrupted, await asyncio.to_thread(session.store.put_image, corrupted))
             out["image_chain"] = chain
             image, out["image"] = made["image"]  # out["image"]: what the model saw, for the report
-        if "turns" in item:
-            return {**out, **await self._infer_turns(item, image, session)}
+        if "turns" in item:  # the turn scenarios: every turn its own PPL question (inferencers.MultiTurnPPL)
+            ask = Ask([], [image] if image is not None else [], item["question"], "", "", [], _no_reading,
+                      GenerationConfig(), GenerationConfig(), item["turns"], r.inferencer.history)
+            return {**out, **await self.inferencer(session.vlm(self.vlm), ask), "answer": item["answer"],
+                    "labels": list(LETTERS[:len(item["options"])])}
         if corrupt in ("text", "both"):
             rewriter = None
             if self.rewriter is not None:
@@ -247,6 +269,18 @@ class ChefTask(SpecTask):
             question, options, answer = c["question"], c["options"], c["answer"]
             out["text_chain"] = c["chain"]
             out["question"] = question  # what the model was asked
+        ask, labels = await self._ask(item, setting, session, image, question, options, seed)
+        out.update(await self.inferencer(session.vlm(self.vlm), ask))  # the Inferencer (B.3)
+        out["answer"] = answer
+        out["correct"] = out["pred"] == answer
+        out["labels"] = labels
+        return out
+
+    async def _ask(self, item: dict[str, Any], setting: dict[str, Any], session: Session, image: Any,
+                   question: str, options: list[str], seed: int) -> tuple[Ask, list[str]]:
+        """The Instruction (B.2) for one question: its labels (a verbalizer's under instruction following), the
+        query (a query-pool entry, the option listing), the in-context examples, the answer pool."""
+        r = self.cfg.recipe
         n = len(options)
         if n > len(LETTERS):
             raise ValueError(f"{n} options: at most {len(LETTERS)} can be labelled")
@@ -257,94 +291,56 @@ class ChefTask(SpecTask):
             labels = verbalizer_labels(setting["verbalizer"], setting["labels"], n)
             extra = "\n" + verbalizer_instruction(labels, n)
         if r.instruction.type == "query_pool" and r.instruction.query_pool:
-            pool = r.instruction.query_pool
-            question = pool[seed % len(pool)].format(question=question)
-        kind = r.inferencer.type
+            queries = r.instruction.query_pool
+            question = queries[seed % len(queries)].format(question=question)
+        kind = self.inferencer.name
         # class names scored by PPL: the authors' query alone, as LAMM's ChEF asks CIFAR-10 and Flickr30k
         lamm_classes = pool == "classes" and kind == "ppl" and r.scenario.type in CLASS_POOL_QUERY
         # POPE is asked as its bare yes/no question (C.6); every other scenario lists its options
         query = (question if pool == "yesno" else CLASS_POOL_QUERY[r.scenario.type] if lamm_classes else
                  format_query(question, options, labels) + extra)
-        examples = await self._examples(item, setting.get("shots", 0), session)
-        history = await self._ice_messages(examples, labels)
-        vlm = session.vlm(self.vlm)
-        parts = [image] if image is not None else []
-        c, k = self.cfg, setting.get("repeat", 0)
-        cfg = generation_config(r.inferencer.max_tokens, c.repeats, c.temperature, k)
-        suffix = ("\n" + COT_PROMPT if kind in ("cot", "cot_ppl") else
-                  "" if pool == "yesno" or lamm_classes else "\nAnswer with the option's label.")
-        messages = history + [Message.user(*parts, query + suffix)]
-        if kind in ("cot", "cot_ppl"):
-            g = await vlm.generate(messages, cfg, template=TEMPLATE_VERSION)
-            out["rationale"] = g.text
-            messages = messages + [Message.assistant(g.text),
-                                   Message.user(f"{query}\nTherefore, the answer is" if pool == "yesno" else
-                                                f"{query}\nTherefore, among the options, the answer is")]
-        if kind in ("ppl", "cot_ppl"):
-            if pool == "yesno":
-                conts = list(options)  # "Yes", "No"
-            else:
-                template = r.inferencer.answer_template or (
-                    CLASS_POOL_TEMPLATE[r.scenario.type] if lamm_classes else
-                    CLASS_TEMPLATE if pool == "classes" else LABEL_TEMPLATE)
-                conts = [template.format(label=labels[i], option=options[i]) for i in range(n)]
-            lls = await vlm.loglikelihood(messages, conts, template=TEMPLATE_VERSION)
-            scores = np.array([ll.mean for ll in lls])
-            p = np.exp(scores - scores.max())
-            p /= p.sum()
-            pred = int(np.argmax(scores))
-            out.update(pred=pred, confidence=float(p.max()), probs=[float(x) for x in p], extracted=True)
+        if pool == "yesno":
+            conts = list(options)  # "Yes", "No"
         else:
-            # direct: the answer; cot: the answer after the rationale (messages already hold it)
-            text = (await vlm.generate(messages, generation_config(32, c.repeats, c.temperature, k),
-                                       template=TEMPLATE_VERSION)).text
-            if pool == "yesno":  # POPE's rule on the first sentence (metric.parser: POPE's code or lenient)
-                from ...metrics.stats import pope_answer, pope_evaluate_answer
+            template = r.inferencer.answer_template or (
+                CLASS_POOL_TEMPLATE[r.scenario.type] if lamm_classes else
+                CLASS_TEMPLATE if pool == "classes" else LABEL_TEMPLATE)
+            conts = [template.format(label=labels[i], option=options[i]) for i in range(n)]
+        examples = await self._examples(item, setting.get("shots", 0), session)
+        c, k = self.cfg, setting.get("repeat", 0)
 
-                parse = pope_evaluate_answer if self.cfg.recipe.metric.parser == "pope" else pope_answer
-                pred = [o.lower() for o in options].index(parse(text))
-            else:
-                pred = extract_choice(text, options, labels)
-            how = "rule" if pred is not None else None
-            if pred is None and self.extractor is not None:
-                pred = await self._llm_extract(session, question, options, labels, text)
-                how = "llm" if pred is not None else None
-            out.update(answer_text=text, pred=pred, confidence=None, extracted=pred is not None, extracted_by=how)
-        out["answer"] = answer
-        out["correct"] = out["pred"] == answer
-        out["labels"] = labels
-        return out
+        async def read(text: str) -> dict[str, Any]:
+            return await self._read(session, question, options, labels, pool, text)
 
-    async def _infer_turns(self, item: dict[str, Any], image: Any, session: Session) -> dict[str, Any]:
-        """Each turn a PPL question; the item is right when every turn is."""
-        vlm = session.vlm(self.vlm)
-        parts = [image] if image is not None else []
+        ask = Ask(history=await self._ice_messages(examples, labels), parts=[image] if image is not None else [],
+                  query=query,
+                  answer_prompt="" if pool == "yesno" or lamm_classes else "\nAnswer with the option's label.",
+                  then=(f"{query}\nTherefore, the answer is" if pool == "yesno" else
+                        f"{query}\nTherefore, among the options, the answer is"),
+                  continuations=conts, read=read,
+                  think_config=generation_config(r.inferencer.max_tokens, c.repeats, c.temperature, k),
+                  answer_config=generation_config(32, c.repeats, c.temperature, k))
+        return ask, labels
 
-        async def ask(turn: dict[str, Any], history: list[Message]) -> dict[str, Any]:
-            conts = [turn["template"].format(option=o) for o in turn["options"]]
-            msgs = history + [Message.user(*([] if history else parts), turn["prompt"])]
-            lls = await vlm.loglikelihood(msgs, conts, template=TEMPLATE_VERSION)
-            scores = np.array([ll.mean for ll in lls])
-            p = np.exp(scores - scores.max())
-            p /= p.sum()
-            pred = int(np.argmax(scores))
-            return {"role": turn["role"], "label": turn["label"], "pred": pred, "answer": turn["answer"],
-                    "correct": pred in turn["accept"], "confidence": float(p.max()), "probs": [float(x) for x in p],
-                    "values": turn["values"], "continuation": conts[pred]}
+    async def _read(self, session: Session, question: str, options: list[str], labels: list[str], pool: str,
+                    text: str) -> dict[str, Any]:
+        """A generated answer read by the scenario's parser: ``pred`` (None: not read), how it was read, and
+        ``unread`` - the parser found no answer in it.  A yes/no answer is read by POPE's rule (metric.parser:
+        POPE's code or lenient), which says yes when it finds no no; ``unread`` then marks an answer whose part
+        the rule reads holds neither yes nor no (POPE's default counted, and its share reported beside it)."""
+        if pool == "yesno":
+            from ...metrics.stats import pope_answer, pope_evaluate_answer
 
-        if self.cfg.recipe.inferencer.history:
-            turns, history = [], []
-            for t in item["turns"]:
-                res = await ask(t, history)
-                turns.append(res)
-                history = history + [Message.user(*([] if history else parts), t["prompt"]),
-                                     Message.assistant(res["continuation"])]
-        else:  # independent questions, as the authors ask them: all at once
-            turns = list(await asyncio.gather(*(ask(t, []) for t in item["turns"])))
-        first = turns[0]
-        return {"turns": turns, "pred": first["pred"], "answer": item["answer"], "confidence": first["confidence"],
-                "probs": first["probs"], "extracted": True, "correct": all(t["correct"] for t in turns),
-                "labels": list(LETTERS[:len(item["options"])])}
+            pope = self.cfg.recipe.metric.parser == "pope"
+            parse = pope_evaluate_answer if pope else pope_answer
+            return {"pred": [o.lower() for o in options].index(parse(text)), "extracted": True,
+                    "extracted_by": "rule", "unread": not says_yes_or_no(text, pope)}
+        pred = extract_choice(text, options, labels)
+        how = "rule" if pred is not None else None
+        if pred is None and self.extractor is not None:
+            pred = await self._llm_extract(session, question, options, labels, text)
+            how = "llm" if pred is not None else None
+        return {"pred": pred, "extracted": pred is not None, "extracted_by": how, "unread": pred is None}
 
     async def _llm_extract(self, session: Session, question: str, options: list[str], labels: list[str],
                            answer: str) -> int | None:
@@ -390,7 +386,8 @@ class ChefTask(SpecTask):
 
     def summary_folder(self) -> ChefSummary:
         """The summary folded one item at a time, as columns (methods/chef/summary.py, items.py)."""
-        return ChefSummary(self.cfg.recipe, self.turn_task, self.cfg.seed, self.cfg.repeats, self.cfg.temperature)
+        return ChefSummary(self.cfg.recipe, self.turn_task, self.cfg.seed, self.cfg.repeats, self.cfg.temperature,
+                           self.cfg.inferencer)
 
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         fold = self.summary_folder()

@@ -1,0 +1,109 @@
+"""CIFAR-10 as released for Python: ``cifar-10-batches-py/`` with ``data_batch_1`` .. ``data_batch_5``,
+``test_batch`` (pickled dicts: ``data`` 10000 x 3072 uint8, the red, green and blue 32 x 32 planes of each
+image; ``labels``; ``filenames``) and ``batches.meta`` (``label_names``).
+
+One record per image of the chosen split (``split=test``, the 10,000 of ``test_batch``, by default;
+``train`` reads the five data batches), its options the ten class names in the release's order, its answer the
+label index, its category the class name.  The images are written once as PNG (lossless: the batches hold raw
+pixels) to ``$VLMCHECK_CACHE/releases/cifar10/<key>/``, keyed by the batch files' sizes and times.
+
+The batches are pickles; they are unpickled with a loader that accepts only NumPy arrays and plain values, so a
+file that is not what it claims cannot run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+from ._release import refuse
+from .base import Dataset, Record, register_form
+
+TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
+_ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+            ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
+
+
+class _SafeUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in _ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a CIFAR batch")
+        return super().find_class(module, name)
+
+
+def _folder(path: Path) -> Path:
+    inner = path / "cifar-10-batches-py"
+    return inner if inner.is_dir() else path
+
+
+def detect(path: Path) -> bool:
+    folder = _folder(path)
+    return path.is_dir() and (folder / "batches.meta").is_file() and (folder / "test_batch").is_file()
+
+
+def _load(file: Path) -> dict[str, Any]:
+    try:
+        with file.open("rb") as fh:
+            raw = _SafeUnpickler(fh, encoding="bytes").load()
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as exc:
+        raise refuse(file, f"a CIFAR-10 python batch (a pickled dict; {type(exc).__name__}: {exc})") from None
+    if not isinstance(raw, dict):
+        raise refuse(file, "a CIFAR-10 python batch (a pickled dict)")
+    return {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
+
+
+def _cache(files: list[Path]) -> Path:
+    key = hashlib.sha256("|".join(f"{f.resolve()}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files)
+                         .encode()).hexdigest()[:16]
+    base = Path(os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck"))
+    return base / "releases" / "cifar10" / key
+
+
+@register_form("cifar10", detect=detect, benchmarks=("cifar10", "cifar-10"),
+               schema="cs.toronto.edu/~kriz/cifar.html (CIFAR-10 python version: cifar-10-batches-py/)")
+def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) -> Dataset:
+    import numpy as np
+    from PIL import Image
+
+    folder = _folder(path)
+    if split not in ("test", "train"):
+        raise refuse(folder, f"split test or train (not {split!r})")
+    names = [n.decode() if isinstance(n, bytes) else str(n)
+             for n in _load(folder / "batches.meta").get("label_names", [])]
+    if len(names) < 2:
+        raise refuse(folder / "batches.meta", "CIFAR's batches.meta with its label_names")
+    files = [folder / "test_batch"] if split == "test" else [folder / b for b in TRAIN]
+    missing = [f.name for f in files if not f.is_file()]
+    if missing:
+        raise refuse(folder, f"the batch file(s) {', '.join(missing)}")
+    cache = _cache(files)
+    ds = Dataset("cifar10", "cifar10", str(folder), [], notes=[f"split {split!r}; images in {cache}"])
+    for f in files:
+        batch = _load(f)
+        data, labels = batch.get("data"), batch.get("labels")
+        fnames = batch.get("filenames") or []
+        if not isinstance(data, np.ndarray) or data.ndim != 2 or data.shape[1] != 3072 or labels is None \
+                or len(labels) != len(data):
+            raise refuse(f, "a CIFAR-10 batch (data N x 3072 uint8 and N labels)")
+        out = cache / f.name
+        out.mkdir(parents=True, exist_ok=True)
+        pixels = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+        for i, label in enumerate(labels):
+            label = int(label)
+            if not 0 <= label < len(names):
+                ds.skipped.append((f"{f.name}[{i}]", f"label {label} outside the {len(names)} label_names"))
+                continue
+            img = out / f"{i:05d}.png"
+            if not img.is_file():
+                tmp = img.with_name(f".{img.name}.{os.getpid()}.tmp")
+                Image.fromarray(np.ascontiguousarray(pixels[i], dtype=np.uint8)).save(tmp, format="PNG")
+                os.replace(tmp, img)
+            fname = fnames[i].decode() if i < len(fnames) and isinstance(fnames[i], bytes) else None
+            ds.records.append(Record(id=f"{f.name}-{i}", images=[str(img)], options=list(names), answer=label,
+                                     category=names[label], split=split, root=str(cache),
+                                     meta={"filename": fname} if fname else {}))
+    return ds
+

@@ -1,0 +1,389 @@
+"""Hugging Face forms: a Hub snapshot folder, a ``save_to_disk`` folder, and ``hfds:ORG/NAME`` from the local
+Hugging Face cache, offline.
+
+* **Hub snapshot** (what ``huggingface-cli download --repo-type dataset`` or ``snapshot_download`` leaves):
+  parquet (or arrow) shards named ``<split>-NNNNN-of-NNNNN*.parquet`` under ``data/`` or a config's folder,
+  with a ``README.md`` whose YAML ``configs:`` names each config's files per split.  Schema: the Hub's
+  dataset-card ``configs`` convention (huggingface.co/docs/hub/datasets-manual-configuration).
+* **save_to_disk**: ``state.json`` + ``dataset_info.json`` + ``data-*.arrow`` (one split) or
+  ``dataset_dict.json`` + one such folder per split (``datasets.Dataset.save_to_disk``).
+* ``hfds:ORG/NAME[?split=..&config=..&image_column=..&id_column=..&question_column=..]``: the snapshot in the
+  local Hugging Face cache (``huggingface_hub.snapshot_download(local_files_only=True)``); ``hfds:PATH``: a
+  local folder in either form above.
+
+Shards are read with pyarrow a batch at a time; an Image column (``struct<bytes, path>``) or a list of them
+(SEED-Bench) is found from the arrow type, so ``datasets`` need not be installed.  Embedded image bytes go to
+the content store (:mod:`.imagestore`) as they are; an image cell holding only a path is resolved inside the
+dataset's folder and left there, confined to it as a manifest's images are (core/inputs.py).  A row without an
+image (ScienceQA's text-only questions) is a record without images.  The split is the one asked for, else the
+only one, else the first of test, validation, dev, val, train that exists: :attr:`Dataset.notes` says which.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import parse_qsl
+
+from .base import Dataset, DatasetFormError, register_form, register_scheme
+from .columns import Columns, check_unique, record
+from .imagestore import ImageStore
+
+SCHEMA_SNAPSHOT = "Hub dataset repository layout: README.md YAML `configs` + data/<split>-*.parquet " \
+                  "(huggingface.co/docs/hub/datasets-manual-configuration)"
+SCHEMA_SAVED = "datasets.Dataset.save_to_disk: state.json, dataset_info.json, data-*.arrow (dataset_dict.json " \
+               "for a DatasetDict)"
+SPLIT_PREFERENCE = ("test", "validation", "dev", "val", "train")
+_SHARD = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(-\d{5}-of-\d{5}.*)?$")
+
+
+# ----------------------------------------------------------------------------- detection
+
+
+def _shards(folder: Path) -> list[Path]:
+    out = []
+    for suffix in ("*.parquet", "*.arrow"):
+        out += [p for p in folder.rglob(suffix) if ".cache" not in p.parts and ".git" not in p.parts]
+    return sorted(out)
+
+
+def is_snapshot(path: Path) -> bool:
+    return path.is_dir() and ((path / "README.md").is_file() or (path / "dataset_infos.json").is_file()) \
+        and not is_saved(path) and bool(_shards(path))
+
+
+def is_saved(path: Path) -> bool:
+    return path.is_dir() and ((path / "dataset_dict.json").is_file()
+                              or ((path / "state.json").is_file() and (path / "dataset_info.json").is_file()))
+
+
+# ----------------------------------------------------------------------------- splits
+
+
+def _readme_configs(folder: Path) -> dict[str, dict[str, list[str]]]:
+    """config -> split -> file patterns, from the README's YAML front matter (empty when it names none)."""
+    readme = folder / "README.md"
+    try:
+        text = readme.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    if not text.startswith("---"):
+        return {}
+    front = text[3:].split("\n---", 1)[0]
+    try:
+        import yaml
+
+        meta = yaml.safe_load(front) or {}
+    except Exception:  # a damaged card: the files' names still say the splits
+        return {}
+    out: dict[str, dict[str, list[str]]] = {}
+    for cfg in meta.get("configs") or [] if isinstance(meta, dict) else []:
+        if not isinstance(cfg, dict):
+            continue
+        name = str(cfg.get("config_name", "default"))
+        files = cfg.get("data_files")
+        splits: dict[str, list[str]] = {}
+        if isinstance(files, str):
+            splits["train"] = [files]
+        elif isinstance(files, list):
+            for f in files:
+                if isinstance(f, dict) and "split" in f:
+                    p = f.get("path")
+                    splits[str(f["split"])] = [p] if isinstance(p, str) else [str(x) for x in p or []]
+                elif isinstance(f, str):
+                    splits.setdefault("train", []).append(f)
+        elif isinstance(files, dict):
+            splits = {str(k): [v] if isinstance(v, str) else list(v) for k, v in files.items()}
+        out[name] = splits
+    return out
+
+
+def snapshot_splits(folder: Path) -> dict[str, dict[str, list[Path]]]:
+    """config -> split -> shard files of a Hub snapshot."""
+    shards = _shards(folder)
+    rel = {p: p.relative_to(folder).as_posix() for p in shards}
+    configs = _readme_configs(folder)
+    out: dict[str, dict[str, list[Path]]] = {}
+    for cfg, splits in configs.items():
+        for split, patterns in splits.items():
+            files = [p for p in shards if any(fnmatch.fnmatch(rel[p], pat) for pat in patterns)]
+            if files:
+                out.setdefault(cfg, {})[split] = files
+    if out:
+        return out
+    for p in shards:  # no configs in the card: <config>/<split>-NNNNN-of-NNNNN.parquet, "data/" for the default
+        m = _SHARD.match(p.name.rsplit(".", 1)[0])
+        split = m.group("split") if m else p.stem
+        parent = p.parent.relative_to(folder).as_posix()
+        cfg = "default" if parent in (".", "data") else parent.removeprefix("data/")
+        out.setdefault(cfg, {}).setdefault(split, []).append(p)
+    return out
+
+
+def saved_splits(folder: Path) -> dict[str, dict[str, list[Path]]]:
+    if (folder / "dataset_dict.json").is_file():
+        try:
+            names = json.loads((folder / "dataset_dict.json").read_text(encoding="utf-8"))["splits"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise DatasetFormError(f"{folder / 'dataset_dict.json'}: expected {{\"splits\": [...]}} as "
+                                   "datasets.DatasetDict.save_to_disk writes it") from None
+        return {"default": {str(s): sorted((folder / str(s)).glob("data-*.arrow")) for s in names}}
+    try:
+        state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+        files = [folder / f["filename"] for f in state["_data_files"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise DatasetFormError(f"{folder / 'state.json'}: expected the _data_files list that "
+                               "datasets.Dataset.save_to_disk writes") from None
+    return {"default": {str(state.get("_split") or "train"): files}}
+
+
+def choose(splits: dict[str, dict[str, list[Path]]], config: str | None, split: str | None, source: str
+           ) -> tuple[str, str, list[Path], list[str]]:
+    """(config, split, files, notes): the one asked for, else the only one, else by :data:`SPLIT_PREFERENCE`."""
+    notes = []
+    if not splits:
+        raise DatasetFormError(f"{source}: no parquet or arrow shards found")
+    if config is None:
+        config = "default" if "default" in splits or len(splits) > 1 and "default" in splits else next(iter(splits))
+        if len(splits) > 1:
+            notes.append(f"config {config!r} chosen (configs: {', '.join(splits)}; pass ?config=NAME)")
+    if config not in splits:
+        raise DatasetFormError(f"{source}: no config {config!r} (configs: {', '.join(splits)})")
+    avail = splits[config]
+    if split is None:
+        if len(avail) == 1:
+            split = next(iter(avail))
+            notes.append(f"split {split!r} read: the only one")
+        else:
+            split = next((s for s in SPLIT_PREFERENCE if s in avail), next(iter(avail)))
+            notes.append(f"split {split!r} read (splits: {', '.join(avail)}; pass ?split=NAME)")
+    if split not in avail:
+        raise DatasetFormError(f"{source}: no split {split!r} (splits: {', '.join(avail)})")
+    return config, split, avail[split], notes
+
+
+# ----------------------------------------------------------------------------- rows
+
+
+def _is_image_type(t: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_struct(t) and {t.field(i).name for i in range(t.num_fields)} == {"bytes", "path"}
+
+
+def image_columns(schema: Any) -> tuple[list[str], list[str]]:
+    """(Image columns, list-of-Image columns) of an arrow schema."""
+    import pyarrow as pa
+
+    single, lists = [], []
+    for f in schema:
+        if _is_image_type(f.type):
+            single.append(f.name)
+        elif (pa.types.is_list(f.type) or pa.types.is_large_list(f.type)) and _is_image_type(f.type.value_type):
+            lists.append(f.name)
+    return single, lists
+
+
+def _schema(path: Path) -> Any:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if path.suffix == ".parquet":
+        return pq.read_schema(path)
+    with pa.memory_map(str(path)) as src:
+        return _arrow_reader(src).schema
+
+
+def _arrow_reader(src: Any) -> Any:
+    import pyarrow as pa
+
+    try:
+        return pa.ipc.open_stream(src)
+    except pa.ArrowInvalid:
+        src.seek(0)
+        return pa.ipc.open_file(src)
+
+
+def iter_rows(files: list[Path], columns: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """Rows of the shards, a batch at a time (never the whole table in memory)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for path in files:
+        try:
+            if path.suffix == ".parquet":
+                for batch in pq.ParquetFile(path).iter_batches(batch_size=256, columns=columns):
+                    yield from batch.to_pylist()
+            else:
+                with pa.memory_map(str(path)) as src:
+                    reader = _arrow_reader(src)
+                    if isinstance(reader, pa.ipc.RecordBatchFileReader):
+                        batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+                    else:
+                        batches = iter(reader)
+                    for batch in batches:
+                        if columns is not None:
+                            batch = batch.select(columns)
+                        yield from batch.to_pylist()
+        except (OSError, pa.ArrowException) as exc:
+            raise DatasetFormError(f"{path}: not a readable {path.suffix[1:]} shard ({exc})") from None
+
+
+def _cell_images(cell: Any, folder: Path, store: ImageStore) -> tuple[list[str], bool]:
+    """(paths, from_paths): the images of one Image cell (or list of cells); ``from_paths`` when a cell holds
+    a path and no bytes (left in the dataset's folder, confined to it)."""
+    cells = cell if isinstance(cell, list) else [cell]
+    out, from_paths = [], False
+    for c in cells:
+        if c is None:
+            continue
+        if isinstance(c, dict):
+            data, path = c.get("bytes"), c.get("path")
+        elif isinstance(c, (bytes, bytearray)):
+            data, path = bytes(c), None
+        else:
+            data, path = None, str(c)
+        if data:
+            out.append(store.put(bytes(data)))
+        elif path:
+            p = Path(path)
+            out.append(str(p if p.is_absolute() else folder / p))
+            from_paths = True
+    return out, from_paths
+
+
+def read_table(files: list[Path], *, source: str, folder: Path, form: str, benchmark: str | None, split: str,
+               notes: list[str], params: dict[str, str], store: ImageStore | None = None) -> Dataset:
+    """Records from the shards of one split (shared by both Hugging Face forms)."""
+    store = store or ImageStore()
+    schema = _schema(files[0])
+    names = list(schema.names)
+    single, lists = image_columns(schema)
+    image_col = params.get("image_column")
+    if image_col is not None and image_col not in names:
+        raise DatasetFormError(f"{source}: image_column={image_col!r}: no such column (columns: {', '.join(names)})")
+    if image_col is None:
+        image_col = (single or lists or [None])[0]
+        if len(single) + len(lists) > 1:
+            notes.append(f"image column {image_col!r} used (others: "
+                         f"{', '.join(c for c in single + lists if c != image_col)}; pass ?image_column=NAME)")
+    skip = tuple(c for c in single + lists if c != image_col)  # other image columns never reach meta
+    cols = Columns(names, params, skip=(image_col,) + skip if image_col else skip)
+    notes.append(f"columns: {cols.describe()}" + (f", image={image_col}" if image_col else ", no image column"))
+    id_col, explicit_id = cols.role["id"], "id_column" in params
+    records, skipped, ids = [], [], []
+    for i, row in enumerate(iter_rows(files)):
+        where = f"{split} row {i}"
+        try:
+            images, from_paths = _cell_images(row.get(image_col), folder, store) if image_col else ([], False)
+        except OSError as exc:
+            skipped.append((where, f"image not stored ({exc.strerror or exc})"))
+            continue
+        if from_paths and len(images) != len(row.get(image_col) if isinstance(row.get(image_col), list) else [1]):
+            skipped.append((where, "mixes embedded images and image paths"))
+            continue
+        root = str(folder) if from_paths else str(store.root)
+        ids.append(row.get(id_col) if id_col else None)
+        records.append(record(row, cols, str(i), images, root, split=split))
+    if id_col and ids:
+        values = [str(v) for v in ids]
+        if explicit_id or len(set(values)) == len(values):
+            for r, v in zip(records, values):
+                r.id = v
+            if explicit_id:
+                check_unique(records, source, id_col)
+        else:
+            notes.append(f"ids: row numbers ({id_col!r} repeats: {len(values)} rows, {len(set(values))} values)")
+            for r, v in zip(records, values):
+                r.meta[id_col] = v
+    if not records:
+        raise DatasetFormError(f"{source}: split {split!r} has no rows")
+    no_image = sum(1 for r in records if not r.images)
+    if no_image:
+        notes.append(f"{no_image} rows without an image (text-only)")
+    return Dataset(form=form, benchmark=benchmark, source=source, records=records, skipped=skipped, notes=notes)
+
+
+# ----------------------------------------------------------------------------- the forms
+
+
+@register_form("hf-snapshot", detect=is_snapshot, schema=SCHEMA_SNAPSHOT)
+def read_snapshot(path: Path, *, benchmark: str | None = None, **params: Any) -> Dataset:
+    params = {k: str(v) for k, v in params.items() if v is not None}
+    config, split, files, notes = choose(snapshot_splits(path), params.pop("config", None) or params.pop("name", None),
+                                         params.pop("split", None), str(path))
+    if config != "default":
+        notes.insert(0, f"config {config!r}")
+    return read_table(files, source=str(path), folder=path, form="hf-snapshot", benchmark=benchmark, split=split,
+                      notes=notes, params=params)
+
+
+@register_form("hf-saved", detect=is_saved, schema=SCHEMA_SAVED)
+def read_saved(path: Path, *, benchmark: str | None = None, **params: Any) -> Dataset:
+    params = {k: str(v) for k, v in params.items() if v is not None}
+    params.pop("config", None)
+    _, split, files, notes = choose(saved_splits(path), None, params.pop("split", None), str(path))
+    if not files:
+        raise DatasetFormError(f"{path}: split {split!r} has no data-*.arrow shards")
+    return read_table(files, source=str(path), folder=path, form="hf-saved", benchmark=benchmark, split=split,
+                      notes=notes, params=params)
+
+
+def hub_cache_snapshot(repo: str) -> Path:
+    """The local snapshot of Hub dataset ``repo`` (offline: the Hugging Face cache only)."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo, repo_type="dataset", local_files_only=True,
+                                      cache_dir=_hub_cache()))
+    except ImportError:
+        pass
+    except Exception:  # not in the cache (LocalEntryNotFoundError and friends)
+        raise DatasetFormError(f"hfds:{repo}: not in the local Hugging Face cache ({_hub_cache()}); download it "
+                               f"first: huggingface-cli download --repo-type dataset {repo}") from None
+    folder = _hub_cache() / f"datasets--{repo.replace('/', '--')}"
+    try:
+        rev = (folder / "refs" / "main").read_text().strip()
+    except OSError:
+        raise DatasetFormError(f"hfds:{repo}: not in the local Hugging Face cache ({_hub_cache()})") from None
+    return folder / "snapshots" / rev
+
+
+def _hub_cache() -> Path:
+    env = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
+
+
+def parse_hfds(source: str) -> tuple[str, dict[str, str]]:
+    """``hfds:NAME?k=v&...`` -> (NAME, params)."""
+    name, _, query = source[len("hfds:"):].partition("?")
+    return name.rstrip("/"), dict(parse_qsl(query))
+
+
+@register_scheme("hfds")
+def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> Dataset:
+    """``hfds:`` as a local folder in either form, or a Hub id from the local cache."""
+    name, params = parse_hfds(source)
+    params.update({k: str(v) for k, v in options.items() if v is not None})
+    if not name:
+        raise DatasetFormError(f"{source}: name a dataset (hfds:ORG/NAME or hfds:PATH)")
+    folder = Path(name).expanduser()
+    if not folder.exists():
+        if name.startswith(("/", ".", "~")) or name.count("/") != 1:
+            raise DatasetFormError(f"{source}: no such folder, and not a Hub id ORG/NAME")
+        folder = hub_cache_snapshot(name)
+    if is_saved(folder):
+        ds = read_saved(folder, benchmark=benchmark, **params)
+    elif _shards(folder):
+        ds = read_snapshot(folder, benchmark=benchmark, **params)
+    else:
+        raise DatasetFormError(f"{folder}: neither a Hub snapshot (parquet/arrow shards) nor a save_to_disk "
+                               "folder (state.json or dataset_dict.json)")
+    ds.source = source
+    return ds

@@ -1,0 +1,87 @@
+"""One image, one file: embedded images (parquet/arrow bytes, base64 in a TSV) written once per distinct content.
+
+A file is named by the SHA-256 of its bytes and keeps the bytes it came in (a JPEG stays a JPEG, with a
+``.jpg`` name), so rows that repeat an image name one file, the cache holds one file per distinct image, and a
+model is sent the dataset's own bytes.  Files are written by temp file + rename (:func:`write_bytes_atomic`);
+a file already there is compared with the bytes before it is reused, so a truncated or altered copy is
+rewritten, never sent.
+
+The store lives in ``$VLMCHECK_CACHE/hfds`` (:func:`vlmcheck.core.data.hfds_cache_root`): the folder Ray's
+workers fetch dataset files from (run/ray_worker.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Iterator
+
+from ..core.data import hfds_cache_root
+from ..core.files import write_bytes_atomic
+
+#: magic bytes -> file suffix; anything else is stored as ``.bin`` and fails its own sample when read
+_MAGIC = ((b"\xff\xd8\xff", ".jpg"), (b"\x89PNG\r\n\x1a\n", ".png"), (b"GIF87a", ".gif"), (b"GIF89a", ".gif"),
+          (b"BM", ".bmp"), (b"II*\x00", ".tif"), (b"MM\x00*", ".tif"))
+
+
+def suffix_of(data: bytes) -> str:
+    """The file suffix of an image's bytes, from their first bytes (``.bin`` when no known format)."""
+    for magic, suffix in _MAGIC:
+        if data.startswith(magic):
+            return suffix
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return ".webp"
+    return ".bin"
+
+
+_WRITES: ContextVar[bool] = ContextVar("vlmcheck_image_store_writes", default=True)
+
+
+@contextmanager
+def read_only() -> Iterator[None]:
+    """Inside this block no store writes anything (``vlmcheck data inspect`` reads, never writes)."""
+    token = _WRITES.set(False)
+    try:
+        yield
+    finally:
+        _WRITES.reset(token)
+
+
+def store_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    return hfds_cache_root(cache_dir)
+
+
+class ImageStore:
+    """Writes images by content into ``root`` (or, with ``write=False``, only says where they would go: what
+    ``vlmcheck data inspect`` uses, which never writes)."""
+
+    def __init__(self, root: str | os.PathLike | None = None, write: bool | None = None) -> None:
+        self.root = Path(root) if root is not None else store_root()
+        self.write = _WRITES.get() if write is None else write
+        self._known: dict[str, str] = {}  # sha -> path, checked this process
+        self.written = 0
+        self.rewritten = 0
+
+    def put(self, data: bytes) -> str:
+        """The path of the file holding ``data`` (written if missing or different)."""
+        sha = hashlib.sha256(data).hexdigest()
+        known = self._known.get(sha)
+        if known is not None:
+            return known
+        path = self.root / sha[:2] / f"{sha}{suffix_of(data)}"
+        if self.write:
+            try:
+                same = path.stat().st_size == len(data) and path.read_bytes() == data
+            except OSError:
+                same = False
+            if not same:
+                if path.exists():
+                    self.rewritten += 1
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_bytes_atomic(path, data)
+                self.written += 1
+        self._known[sha] = str(path)
+        return str(path)

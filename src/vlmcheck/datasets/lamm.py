@@ -1,0 +1,74 @@
+"""LAMM's benchmark meta files, which ChEF reads (github.com/OpenGVLab/LAMM, src/ChEF/scenario/): a data root
+holding ``meta_file/<Task>_<Dataset>.json`` (a JSON list of items with ``image`` and ``query``, optional
+``id``, and the task's answer: ``gt_choice``/``gt_choices`` (VQA), ``label`` (classification), ``sentences``
+(caption), ``num`` (counting), ``object`` (detection), ``attr`` (facial), ``word_list`` (OCR)).
+
+``image`` is relative to the data root - the folder ABOVE ``meta_file/`` - as LAMM joins it
+(``os.path.join(base_data_path, item['image'])``), never to the meta file's own folder.  One record per item,
+its id ``<meta file stem>/<id or index>``, its category the meta file's stem; the query is kept as LAMM wrote
+it (for ScienceQA it embeds "Context:" and "Options:"; docs/methods.md says what ChEF's loader does with them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._release import json_file, refuse
+from .base import Dataset, Record, register_form
+
+
+def _root_and_files(path: Path) -> tuple[Path, list[Path]]:
+    if path.is_file():
+        return path.parent.parent, [path]
+    meta = path / "meta_file"
+    return path, sorted(meta.glob("*.json")) if meta.is_dir() else []
+
+
+def detect(path: Path) -> bool:
+    if path.is_file():
+        return path.parent.name == "meta_file" and path.suffix == ".json"
+    return bool(_root_and_files(path)[1])
+
+
+@register_form("lamm", detect=detect, benchmarks=("lamm",),
+               schema="github.com/OpenGVLab/LAMM src/ChEF/scenario/*_dataset.py (<root>/meta_file/<Task>_<Dataset>.json)")
+def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
+    root, files = _root_and_files(path)
+    if not files:
+        raise refuse(path, "LAMM's data root with meta_file/<Task>_<Dataset>.json")
+    ds = Dataset("lamm", "lamm", str(path), [])
+    for f in files:
+        items = json_file(f, "a LAMM meta file (a JSON list of items with image and query)")
+        if not isinstance(items, list):
+            raise refuse(f, "a LAMM meta file (a JSON list of items with image and query)")
+        task, _, name = f.stem.partition("_")
+        seen: set[str] = set()
+        for i, it in enumerate(items):
+            rid = f"{f.stem}/{it.get('id', i) if isinstance(it, dict) else i}"
+            if not isinstance(it, dict) or not isinstance(it.get("image"), str) or not it.get("query"):
+                ds.skipped.append((rid, "needs image and query"))
+                continue
+            if rid in seen:
+                raise refuse(f, f"one item per id ({rid} is repeated)")
+            seen.add(rid)
+            img = root / it["image"]
+            if not img.is_file():
+                ds.skipped.append((rid, f"image {it['image']} not under the data root {root}"))
+                continue
+            # every field of the item stays in meta: ChEF's turn scenarios read LAMM's own keys (num, object, query)
+            rec = Record(id=rid, images=[str(img)], question=str(it["query"]), category=f.stem, root=str(root),
+                         meta={"task": task, "dataset": name or task,
+                               **{k: v for k, v in it.items() if k not in ("image", "id")}})
+            if isinstance(it.get("gt_choices"), list) and isinstance(it.get("gt_choice"), int):
+                rec.options, rec.answer = [str(c) for c in it["gt_choices"]], it["gt_choice"]
+            elif "label" in it:
+                rec.answer = it["label"]
+            elif "num" in it:
+                rec.answer = it["num"]
+            elif isinstance(it.get("sentences"), list) and it["sentences"]:
+                rec.description, rec.meta["captions"] = str(it["sentences"][0]), list(it["sentences"])
+            ds.records.append(rec)
+    if not ds.records:
+        raise refuse(path, f"LAMM items whose images exist under the data root {root} ({len(ds.skipped)} left "
+                           f"out, e.g. {ds.skipped[0][1] if ds.skipped else 'none'})")
+    return ds

@@ -1,0 +1,84 @@
+"""MME (Fu et al., 2023) as released: ``MME_Benchmark_release_version/[MME_Benchmark/]<category>/``, in two
+layouts: ``images/*.jpg`` with ``questions_answers_YN/*.txt`` (artwork, celebrity, landmark, posters, scene),
+or the images and their ``.txt`` side by side (the other nine).  Each ``.txt`` names its image by its stem and
+holds two tab-separated lines, ``question<TAB>Yes`` and ``question<TAB>No``.
+
+One record per question (answer "yes"/"no"), its category the folder's name (MME's 14; another sub-folder laid
+out the same way is read too, and named in the notes) (GenCeption's MMECeption groups
+the 14 into 10 visual and 4 textual ones by these names), its group the image: the two questions of an image
+name the same file.  Only images named by a ``.txt`` are read, so the ``results_<model>/`` folders that the
+GenCeption authors' code writes inside a category folder are never taken for MME images.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._release import image_in, refuse, text
+from .base import Dataset, Record, register_form
+
+CATEGORIES = ("existence", "count", "position", "color", "posters", "celebrity", "scene", "landmark", "artwork",
+              "OCR", "commonsense_reasoning", "numerical_calculation", "text_translation", "code_reasoning")
+
+
+def _root(path: Path) -> Path:
+    inner = path / "MME_Benchmark"
+    return inner if inner.is_dir() else path
+
+
+def _laid_out(folder: Path) -> bool:
+    """A category folder in one of MME's two layouts."""
+    return (folder / "questions_answers_YN").is_dir() or any(folder.glob("*.txt"))
+
+
+def _categories(root: Path) -> list[Path]:
+    """MME's category folders (its 14 first, in the paper's order), then any other sub-folder laid out as one."""
+    known = [root / c for c in CATEGORIES if (root / c).is_dir()]
+    other = sorted(p for p in root.iterdir() if p.is_dir() and p.name not in CATEGORIES and _laid_out(p))
+    return known + other
+
+
+def detect(path: Path) -> bool:
+    root = _root(path)
+    return path.is_dir() and any((root / c).is_dir() and _laid_out(root / c) for c in CATEGORIES)
+
+
+@register_form("mme", detect=detect, benchmarks=("mme",),
+               schema="MME_Benchmark_release_version.zip (github.com/BradyFU/Awesome-Multimodal-Large-Language-"
+                      "Models, Evaluation): <category>/[images/]*.jpg + [questions_answers_YN/]*.txt")
+def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
+    root = _root(path)
+    cats = _categories(root)
+    if not cats:
+        raise refuse(path, f"MME's release folder (category folders such as {', '.join(CATEGORIES[:4])}, ...)")
+    ds = Dataset("mme", "mme", str(path), [])
+    others = [p.name for p in cats if p.name not in CATEGORIES]
+    if others:
+        ds.notes.append(f"categories that are not among MME's 14, read as laid out: {', '.join(others)}")
+    for cat in cats:
+        qa = cat / "questions_answers_YN"
+        txts, pics = (sorted(qa.glob("*.txt")), cat / "images") if qa.is_dir() else (sorted(cat.glob("*.txt")), cat)
+        if not txts:
+            ds.skipped.append((cat.name, "no question files (.txt)"))
+            continue
+        for txt in txts:
+            img = image_in(pics, txt.stem)
+            where = f"{cat.name}/{txt.name}"
+            if img is None:
+                ds.skipped.append((where, f"no image {txt.stem}.jpg/.png in {pics.relative_to(root)}"))
+                continue
+            lines = [ln for ln in text(txt, "MME's question file (question<TAB>Yes/No per line)").splitlines()
+                     if ln.strip()]
+            for k, line in enumerate(lines, 1):
+                question, sep, answer = line.rpartition("\t")
+                answer = answer.strip().lower()
+                if not sep or answer not in ("yes", "no") or not question.strip():
+                    ds.skipped.append((f"{where}:{k}", "not 'question<TAB>Yes' or 'question<TAB>No'"))
+                    continue
+                ds.records.append(Record(id=f"{cat.name}/{img.name}#{k}", images=[str(img)],
+                                         question=question.strip(), answer=answer, category=cat.name,
+                                         group=f"{cat.name}/{img.name}", root=str(root)))
+    if not ds.records:
+        raise refuse(path, f"MME questions ({len(ds.skipped)} files left out, e.g. "
+                           f"{ds.skipped[0][1] if ds.skipped else 'none'})")
+    return ds

@@ -1,0 +1,84 @@
+"""MMVP (Tong et al., 2024) as released: ``Questions.csv`` (Index, Question, Options "(a) x (b) y", Correct Answer
+"(a)") beside ``MMVP Images/<Index>.jpg``.
+
+One record per question (300 for the release), its options and the index of the correct one.  MMVP's questions
+come in pairs: rows 2k-1 and 2k ask the same question of the two images of a CLIP-blind pair (the authors'
+evaluation scores a pair right only when both are right); the pair is the record's ``group`` ("pair-k").
+The release names no categories, so none is made up.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ._release import csv_rows, head, image_in, refuse
+from .base import Dataset, Record, register_form
+
+COLUMNS = ("Index", "Question", "Options", "Correct Answer")
+IMAGES = "MMVP Images"
+_OPTION = re.compile(r"\(([a-z])\)\s*(.+?)\s*(?=\([a-z]\)|$)", re.S)
+
+
+def _csv(path: Path) -> Path:
+    return path / "Questions.csv" if path.is_dir() else path
+
+
+def detect(path: Path) -> bool:
+    csv = _csv(path)
+    if not csv.is_file() or csv.suffix.lower() != ".csv":
+        return False
+    first = head(csv).decode("utf-8-sig", "replace").splitlines()[:1]
+    cols = [c.strip() for c in first[0].split(",")] if first else []
+    return all(c in cols for c in COLUMNS)
+
+
+def options(text: str) -> list[tuple[str, str]]:
+    """``"(a) Open (b) Closed"`` -> ``[("a", "Open"), ("b", "Closed")]``."""
+    return [(k, v.strip()) for k, v in _OPTION.findall(text.strip())]
+
+
+@register_form("mmvp", detect=detect, benchmarks=("mmvp",),
+               schema="github.com/tsb0601/MMVP (Questions.csv + MMVP Images/; the MMVP/MMVP Hub dataset files)")
+def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
+    csv = _csv(path)
+    expected = "MMVP's Questions.csv (columns Index, Question, Options, Correct Answer)"
+    rows = csv_rows(csv, expected, COLUMNS)
+    folder = csv.parent / IMAGES
+    if not folder.is_dir():
+        raise refuse(csv, f"the folder '{IMAGES}' beside Questions.csv (MMVP's release layout)")
+    ds = Dataset("mmvp", "mmvp", str(csv), [])
+    seen: set[str] = set()
+    questions: dict[str, str] = {}
+    for n, r in enumerate(rows, 2):
+        idx = r["Index"]
+        where = f"row {n} (Index {idx or '?'})"
+        if not idx.isdigit():
+            ds.skipped.append((where, f"Index {idx!r} is not a number"))
+            continue
+        if idx in seen:
+            raise refuse(csv, f"one row per Index (Index {idx} is repeated at row {n})")
+        seen.add(idx)
+        opts = options(r["Options"])
+        letter = re.sub(r"[^a-z]", "", r["Correct Answer"].lower())
+        letters = [k for k, _ in opts]
+        if len(opts) < 2:
+            ds.skipped.append((where, f"options {r['Options']!r} are not '(a) ... (b) ...'"))
+            continue
+        if letter not in letters:
+            ds.skipped.append((where, f"answer {r['Correct Answer']!r} is not one of the options {letters}"))
+            continue
+        img = image_in(folder, idx)
+        if img is None:
+            ds.skipped.append((where, f"no image {IMAGES}/{idx}.jpg"))
+            continue
+        pair = f"pair-{(int(idx) + 1) // 2}"
+        if questions.setdefault(pair, r["Question"]) != r["Question"]:
+            ds.notes.append(f"{pair}: its two rows ask different questions")
+        ds.records.append(Record(id=idx, images=[str(img)], question=r["Question"], options=[t for _, t in opts],
+                                 answer=letters.index(letter), group=pair, root=str(csv.parent),
+                                 meta={"letters": letters}))
+    if not ds.records:
+        raise refuse(csv, f"{expected} with at least one usable row ({len(ds.skipped)} skipped: "
+                          f"{ds.skipped[0][1] if ds.skipped else 'no rows'})")
+    return ds

@@ -1,0 +1,78 @@
+"""ScienceQA (Lu et al., 2022) as released: ``problems.json`` (pid -> question, choices, answer index, hint,
+image "image.png" or null, subject, topic, category, skill, grade, lecture, solution, split),
+``pid_splits.json`` (split -> pids) and ``images/<split>/<pid>/image.png``.
+
+One record per problem of the chosen split (``split=test`` by default, the split the papers report; the notes
+say which), its options the choices (any number: ScienceQA has up to five), its answer the choice index, its
+hint the problem's context kept apart from the question (methods/records.py shows it as "Context: <hint>"
+above the question, the same on every route: docs/methods.md), its category the subject.  Problems without an image keep an
+empty image list (ScienceQA-FULL); the methods that need an image leave them out and say how many.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._release import json_file, refuse
+from .base import Dataset, Record, register_form
+
+META = ("topic", "category", "skill", "grade", "task", "lecture", "solution")
+
+
+def _folder(path: Path) -> Path:
+    return path.parent if path.is_file() else path
+
+
+def detect(path: Path) -> bool:
+    folder = _folder(path)
+    return (folder / "problems.json").is_file() and (folder / "pid_splits.json").is_file() and (
+        path.is_dir() or path.name == "problems.json")
+
+
+@register_form("scienceqa", detect=detect, benchmarks=("scienceqa",),
+               schema="github.com/lupantech/ScienceQA data/scienceqa/problems.json, pid_splits.json, "
+                      "images/<split>/<pid>/image.png")
+def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) -> Dataset:
+    folder = _folder(path)
+    problems = json_file(folder / "problems.json", "ScienceQA's problems.json (pid -> problem)")
+    splits = json_file(folder / "pid_splits.json", "ScienceQA's pid_splits.json (split -> pids)")
+    if not isinstance(problems, dict) or not isinstance(splits, dict):
+        raise refuse(folder / ("problems.json" if not isinstance(problems, dict) else "pid_splits.json"),
+                     "a JSON object (ScienceQA's release)")
+    if split not in splits:
+        raise refuse(folder / "pid_splits.json", f"a split named {split!r} (it has {', '.join(sorted(splits))})")
+    ds = Dataset("scienceqa", "scienceqa", str(folder), [], notes=[f"split {split!r} ({len(splits[split])} "
+                                                                   f"problems of {len(problems)})"])
+    no_image = 0
+    for pid in splits[split]:
+        pid = str(pid)
+        p = problems.get(pid)
+        if not isinstance(p, dict):
+            ds.skipped.append((pid, "in pid_splits.json but not in problems.json"))
+            continue
+        choices, answer = p.get("choices"), p.get("answer")
+        if not p.get("question") or not isinstance(choices, list) or not isinstance(answer, int) \
+                or not 0 <= answer < len(choices):
+            ds.skipped.append((pid, "needs a question, a list of choices and an answer index among them"))
+            continue
+        images: list[str] = []
+        if p.get("image"):
+            img = folder / "images" / str(p.get("split") or split) / pid / str(p["image"])
+            if not img.is_file():
+                ds.skipped.append((pid, f"image {img.relative_to(folder)} not found"))
+                continue
+            images = [str(img)]
+        else:
+            no_image += 1
+        ds.records.append(Record(id=pid, images=images, question=str(p["question"]),
+                                 options=[str(c) for c in choices], answer=answer,
+                                 hint=(str(p.get("hint")).strip() or None) if p.get("hint") else None,
+                                 category=p.get("subject"), split=split, root=str(folder),
+                                 meta={k: p[k] for k in META if p.get(k) not in (None, "")}))
+    if no_image:
+        ds.notes.append(f"{no_image} problems have no image (text-only)")
+    if not ds.records:
+        raise refuse(folder / "problems.json", f"ScienceQA problems in split {split!r} "
+                                               f"({len(ds.skipped)} left out)")
+    return ds
+

@@ -1,0 +1,95 @@
+"""SEED-Bench (Li et al., 2023) as released: ``SEED-Bench.json`` (``{"questions": [...], "question_type":
+{name: id}}``, each question with question_id, question, choice_a..choice_d, answer letter, data_id (an image
+file in ``SEED-Bench-image/``), data_type ("image" or "video"), question_type_id), and SEED-Bench-2's
+``SEED-Bench_v2_level1_2_3.json`` whose data_id may be a LIST of images (``image/SEED-Bench-2-image/`` or
+``image/cc3m-image/`` by data_source).
+
+One record per image question (video and generation questions are left out, counted in the notes: vlmcheck
+evaluates images), its images the data_id list in order, its options the non-empty choices (ChEF's loader drops
+SEED-Bench-2's empty ones the same way), its category the question type's name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._release import json_file, refuse
+from .base import Dataset, Record, register_form
+
+FILES = ("SEED-Bench.json", "SEED-Bench_v2_level1_2_3.json")
+IMAGE_TYPES = ("image", "Single Image", "Multiple Images")
+
+
+def _file(path: Path) -> Path | None:
+    if path.is_file():
+        return path if path.name in FILES else None
+    return next((path / f for f in FILES if (path / f).is_file()), None)
+
+
+def detect(path: Path) -> bool:
+    return _file(path) is not None
+
+
+def _image_dir(folder: Path, q: dict) -> Path:
+    if q.get("data_source") == "cc3m":
+        return folder / "image" / "cc3m-image"
+    for d in (folder / "SEED-Bench-image", folder / "image" / "SEED-Bench-2-image"):
+        if d.is_dir():
+            return d
+    return folder / "SEED-Bench-image"
+
+
+@register_form("seedbench", detect=detect, benchmarks=("seedbench", "seed-bench"),
+               schema="github.com/AILab-CVC/SEED-Bench (SEED-Bench.json + SEED-Bench-image/; SEED-Bench-2 "
+                      "SEED-Bench_v2_level1_2_3.json + image/)")
+def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
+    file = _file(path)
+    if file is None:
+        raise refuse(path, f"SEED-Bench's {' or '.join(FILES)}")
+    data = json_file(file, "SEED-Bench's JSON ({\"questions\": [...]})")
+    if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
+        raise refuse(file, "SEED-Bench's JSON with a list under \"questions\"")
+    types = data.get("question_type") if isinstance(data.get("question_type"), dict) else {}
+    names = {str(v): k for k, v in types.items()}
+    folder = file.parent
+    ds = Dataset("seedbench", "seedbench", str(file), [])
+    other: dict[str, int] = {}
+    seen: set[str] = set()
+    for i, q in enumerate(data["questions"]):
+        if not isinstance(q, dict):
+            ds.skipped.append((f"questions[{i}]", "not an object"))
+            continue
+        qid = str(q.get("question_id", i))
+        if q.get("data_type") not in IMAGE_TYPES:
+            other[str(q.get("data_type"))] = other.get(str(q.get("data_type")), 0) + 1
+            continue
+        if qid in seen:
+            raise refuse(file, f"one question per question_id ({qid} is repeated)")
+        seen.add(qid)
+        choices = [str(q.get(f"choice_{c}") or "").strip() for c in "abcd"]
+        letter = str(q.get("answer", "")).strip().upper()
+        if letter not in "ABCD" or not letter or not choices["ABCD".index(letter)]:
+            ds.skipped.append((qid, f"answer {q.get('answer')!r} is not a letter A-D naming a choice"))
+            continue
+        right = choices["ABCD".index(letter)]
+        options = [c for c in choices if c]
+        ids = q.get("data_id")
+        ids = ids if isinstance(ids, list) else [ids]
+        if not ids or not all(isinstance(x, str) and x for x in ids):
+            ds.skipped.append((qid, "data_id names no image"))
+            continue
+        where = _image_dir(folder, q)
+        missing = [x for x in ids if not (where / x).is_file()]
+        if missing:
+            ds.skipped.append((qid, f"image {missing[0]} not in {where.relative_to(folder)}"))
+            continue
+        tid = q.get("question_type_id")
+        ds.records.append(Record(id=qid, images=[str(where / x) for x in ids], question=str(q.get("question", "")),
+                                 options=options, answer=options.index(right),
+                                 category=names.get(str(tid), None if tid is None else str(tid)), root=str(folder),
+                                 meta={"data_type": q.get("data_type")}))
+    if other:
+        ds.notes.append("left out, not image questions: " + ", ".join(f"{n} {t}" for t, n in sorted(other.items())))
+    if not ds.records:
+        raise refuse(file, f"SEED-Bench image questions whose images exist ({len(ds.skipped)} left out)")
+    return ds

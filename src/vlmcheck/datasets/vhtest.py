@@ -1,0 +1,94 @@
+"""VHTest (Huang et al., 2024) as released: ``Benchmark/YNQ_Benchmark/<mode>.xlsx`` (one workbook per
+visual-hallucination mode: counting, shape, color, orientation, size, position, OCR, existence), each row with
+``image_path``, ``yes_or_no_question`` and ``yes_or_no_ground_truth`` ("y"/"n"), the images in
+``Benchmark/Images/<mode>/<image_path>`` - as the authors' evaluation script reads them
+(Evaluation/LLaVA/llava_ynq_version.py).
+
+One record per row (1,200 for the release: VHExpansion's Table 1), answer "yes"/"no", category the mode, group
+the image.  The open-ended workbooks (OEQ_Benchmark/) carry no yes/no answer and are not read.  Reading .xlsx
+needs openpyxl, an optional extra: ``pip install 'vlmcheck[vhtest]'``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._release import refuse
+from .base import Dataset, Record, register_form
+
+MODES = ("counting", "shape", "color", "orientation", "size", "position", "OCR", "existence")
+COLUMNS = ("image_path", "yes_or_no_question", "yes_or_no_ground_truth")
+
+
+def _tables(path: Path) -> Path | None:
+    if path.is_file():
+        return path.parent if path.suffix.lower() == ".xlsx" and path.parent.name == "YNQ_Benchmark" else None
+    for d in (path / "YNQ_Benchmark", path / "Benchmark" / "YNQ_Benchmark", path):
+        if d.name == "YNQ_Benchmark" and d.is_dir():
+            return d
+    return None
+
+
+def detect(path: Path) -> bool:
+    tables = _tables(path)
+    return tables is not None and any(tables.glob("*.xlsx"))
+
+
+def _images(tables: Path) -> Path:
+    return tables.parent / "Images"
+
+
+def _rows(book: Path) -> list[dict[str, object]]:
+    try:
+        import openpyxl
+    except ImportError:
+        raise refuse(book, "a VHTest workbook, read with openpyxl, which is not installed (pip install "
+                           "'vlmcheck[vhtest]')") from None
+    try:
+        wb = openpyxl.load_workbook(book, read_only=True, data_only=True)
+    except Exception as exc:  # openpyxl raises zipfile, KeyError and its own errors for a damaged file
+        raise refuse(book, f"an .xlsx workbook ({type(exc).__name__}: {exc})") from None
+    try:
+        rows = list(wb.worksheets[0].iter_rows(values_only=True))
+    finally:
+        wb.close()
+    if not rows:
+        raise refuse(book, "a VHTest workbook with a header row")
+    header = [str(h).strip() if h is not None else "" for h in rows[0]]
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise refuse(book, f"a VHTest YNQ workbook with columns {', '.join(COLUMNS)} (missing {', '.join(missing)})")
+    return [dict(zip(header, r)) for r in rows[1:]]
+
+
+@register_form("vhtest", detect=detect, benchmarks=("vhtest",),
+               schema="github.com/wenhuang2000/VHTest Benchmark/YNQ_Benchmark/<mode>.xlsx + Benchmark/Images/<mode>/")
+def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
+    tables = _tables(path)
+    if tables is None:
+        raise refuse(path, "VHTest's Benchmark/YNQ_Benchmark/ folder of <mode>.xlsx workbooks")
+    books = [path] if path.is_file() else sorted(tables.glob("*.xlsx"))
+    images = _images(tables)
+    ds = Dataset("vhtest", "vhtest", str(path), [])
+    for book in books:
+        mode = next((m for m in MODES if book.stem.startswith(m)), book.stem)
+        for n, row in enumerate(_rows(book), 2):
+            where = f"{book.name}:{n}"
+            img, q = row.get("image_path"), row.get("yes_or_no_question")
+            truth = str(row.get("yes_or_no_ground_truth") or "").strip().lower()
+            if img is None and q is None:
+                continue  # the authors' result sheets end in a summary row; a blank row is no question
+            answer = {"y": "yes", "yes": "yes", "n": "no", "no": "no"}.get(truth)
+            if not img or not q or answer is None:
+                ds.skipped.append((where, f"needs image_path, a question and y/n (got {truth!r})"))
+                continue
+            file = images / mode / str(img)
+            if not file.is_file():
+                ds.skipped.append((where, f"image Images/{mode}/{img} not found"))
+                continue
+            ds.records.append(Record(id=f"{mode}-{n - 1}", images=[str(file)], question=str(q).strip(),
+                                     answer=answer, category=mode, group=f"{mode}/{img}", root=str(images)))
+    if not ds.records:
+        raise refuse(path, f"VHTest yes/no rows whose images exist ({len(ds.skipped)} left out, e.g. "
+                           f"{ds.skipped[0][1] if ds.skipped else 'no rows'})")
+    return ds

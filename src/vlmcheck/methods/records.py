@@ -1,0 +1,273 @@
+"""Records into each method's items: the one place where a benchmark read by the dataset layer
+(:mod:`vlmcheck.datasets`) becomes GenCeption's images, ChEF's multiple-choice items, VHExpansion's yes/no
+cases and CAST's scenes and pairs.
+
+Which reader reads a source (:func:`dataset_for`): a source naming its benchmark or form (``mme:PATH``,
+``vlmeval-tsv:PATH``, what ``--benchmark NAME`` writes), any ``hfds:`` source, and any local path a registered
+form detects go to the dataset layer; a JSONL manifest, a folder holding ``manifest.jsonl`` (a world), a URL
+and whatever no form detects stay with the methods' own readers (``None`` here), as before.
+
+One image, one unit: records sharing an image name one file, so GenCeption gets one item per distinct image
+(:func:`image_items`), and ChEF and VHExpansion, which cluster by the item's image path, cluster by it.
+Rows a reader left out are said on stderr, how many and why (:func:`_said`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from ..core import remote
+from ..core.data import ImageItem
+from ..core.files import InputFileError
+from ..datasets import Dataset, DatasetFormError, Record, detect, load, parse_source
+
+log = logging.getLogger("vlmcheck")
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def with_benchmark(source: str, benchmark: str | None) -> str:
+    """``--benchmark NAME`` folded into the source as ``NAME:SOURCE`` (what the run's spec keeps)."""
+    if not benchmark:
+        return source
+    named, _, _ = parse_source(source)
+    if named:
+        if named != benchmark.lower():
+            raise InputFileError(f"--benchmark {benchmark} but the source names {named!r}: {source}")
+        return source
+    return f"{benchmark.lower()}:{source}"
+
+
+def dataset_for(source: str | Path, **options: Any) -> Dataset | None:
+    """The dataset layer's reading of ``source``, or None where the method's own reader keeps it."""
+    text = str(source)
+    benchmark, form, rest = parse_source(text)
+    if benchmark is None and form is None and not rest.startswith("hfds:"):
+        if remote.is_url(rest):
+            return None
+        p = Path(rest)
+        if (p.is_file() and p.suffix.lower() in (".jsonl", ".ndjson")) or (p.is_dir() and
+                                                                           (p / "manifest.jsonl").is_file()):
+            return None
+        if not p.exists():
+            return None
+        try:
+            detect(p)
+        except DatasetFormError:
+            return None
+    try:
+        return _said(load(text, **options))
+    except DatasetFormError as exc:
+        raise InputFileError(str(exc)) from None
+
+
+def _said(ds: Dataset) -> Dataset:
+    line = ds.say_skipped()
+    if line:
+        log.warning("%s", line)
+    for n in ds.notes:
+        log.info("%s: %s", ds.source, n)
+    return ds
+
+
+def _require(records: list[Record], source: str, what: str, ok: Any) -> list[Record]:
+    bad = [r.id for r in records if not ok(r)]
+    if len(bad) == len(records):
+        raise InputFileError(f"{source}: no record has {what} (e.g. {bad[0]!r})")
+    if bad:
+        log.warning("%s: %d records skipped: no %s (e.g. %r)", source, len(bad), what, bad[0])
+    return [r for r in records if ok(r)]
+
+
+# ----------------------------------------------------------------------------- GenCeption, describe
+
+
+def image_items(ds: Dataset) -> list[ImageItem]:
+    """One item per distinct image (the first record naming it gives its category); its id is the image's path
+    inside its root, stable across runs (a stored image's name is its content hash)."""
+    seen: dict[str, ImageItem] = {}
+    for r in ds.records:
+        for path in r.images:
+            if path in seen:
+                continue
+            root = r.root or os.path.dirname(path)
+            try:
+                rid = Path(path).relative_to(root).as_posix()
+            except ValueError:
+                rid = path
+            seen[path] = ImageItem(id=rid, path=path, category=r.category, root=r.root)
+    if not seen:
+        raise InputFileError(f"{ds.source}: no images in it ({len(ds.records)} records, all text-only)")
+    without = sum(1 for r in ds.records if not r.images)
+    if without:
+        log.warning("%s: %d records without an image left out", ds.source, without)
+    return list(seen.values())
+
+
+# ----------------------------------------------------------------------------- ChEF
+
+
+def _prompt(r: Record, hint_word: str) -> str:
+    q = r.question or ""
+    return f"{hint_word}: {r.hint}\n{q}" if r.hint else q
+
+
+def _image(r: Record) -> str | None:
+    return r.images[0] if r.images else None
+
+
+def _yes_no(v: Any) -> str | None:
+    s = str(v).strip().lower()
+    return s if s in ("yes", "no") else None
+
+
+def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_items: Any, circular: bool = False,
+               question: str | None = None, **options: Any) -> list[dict[str, Any]]:
+    """ChEF's items of scenario ``kind`` from records (the item layout of chef/scenarios.py, which passes its
+    row builders: ``turn_rows`` for the turn kinds, ``retrieval_items`` for caption retrieval)."""
+    recs, src = ds.records, ds.source
+    if kind in turn_rows:
+        recs = _require(recs, src, "image", lambda r: r.images)
+        rows = [{**r.meta, "id": r.id, "image": r.images[0]} for r in recs]
+        items = turn_rows[kind](rows, Path(recs[0].root or "."), **options)
+        for it, r in zip(items, recs):
+            it.setdefault("root", r.root)
+        return items
+    if kind == "pope":  # MME and POPE: yes/no (options Yes / No)
+        recs = _require(recs, src, "a yes/no answer", lambda r: _yes_no(r.answer) and r.question)
+        return [{"id": r.id, "image": _image(r), "question": r.question, "options": ["Yes", "No"],
+                 "answer": 0 if _yes_no(r.answer) == "yes" else 1,
+                 "meta": {"pope": True, "category": r.category}, "root": r.root} for r in recs]
+    if kind == "classification":
+        recs = _require(recs, src, "a label", lambda r: r.answer is not None and r.images)
+        labels = [r.options[r.answer] if r.options and isinstance(r.answer, int) else str(r.answer) for r in recs]
+        pool = sorted(set(labels))
+        q = question or "What is the category of the image?"
+        return [{"id": r.id, "image": _image(r), "question": q, "options": pool, "answer": pool.index(lab),
+                 "meta": {}, "root": r.root} for r, lab in zip(recs, labels)]
+    if kind == "retrieval":
+        recs = _require(recs, src, "a caption", lambda r: r.description and r.images)
+        rows = [{"id": r.id, "image": _image(r), "caption": r.description, "root": r.root} for r in recs]
+        return retrieval_items(rows, question=question or "Which caption describes the image?", **options)
+    # multiple choice: mc, scienceqa, mmbench, world
+    recs = _require(recs, src, "options and an answer among them",
+                    lambda r: r.options and isinstance(r.answer, int) and 0 <= r.answer < len(r.options))
+    hint_word = "Context" if kind == "scienceqa" or ds.benchmark == "scienceqa" else "Hint"
+    out = []
+    copies = any("circular_copy" in r.meta for r in recs)
+    for r in recs:
+        copy_no = r.meta.get("circular_copy", 0)
+        base = {"image": _image(r), "question": _prompt(r, hint_word), "root": r.root,
+                "meta": {"category": r.category, **({"group": r.group or r.id} if kind == "mmbench" else {})}}
+        if copy_no and not circular:
+            continue  # VanillaEval asks each question once
+        if not circular or copies or kind != "mmbench":
+            out.append({**base, "id": r.id, "options": list(r.options), "answer": r.answer,
+                        "meta": {**base["meta"], **({"rotation": copy_no} if circular else {})}})
+            continue
+        for k in range(len(r.options)):  # CircularEval: one copy per rotation of the options
+            rot = r.options[k:] + r.options[:k]
+            out.append({**base, "id": f"{r.id}@{k}", "options": rot, "answer": (r.answer - k) % len(rot),
+                        "meta": {**base["meta"], "rotation": k}})
+    return out
+
+
+# ----------------------------------------------------------------------------- VHExpansion
+
+
+def binary_question(question: str, option: str) -> str:
+    """A multiple-choice question asked as yes/no about one of its options (:func:`vhx_cases`)."""
+    q = question.strip()
+    if not q.endswith(("?", ".")):
+        q += "?"
+    return f"{q} Is the answer '{option.strip()}'?"
+
+
+def vhx_cases(ds: Dataset) -> list[Any]:
+    """Yes/no cases, one per record with an image and a question: a yes/no answer as it is (MME, POPE, VHTest's
+    yes/no rows); a multiple-choice record (MMVP) as ONE binary case, as VHExpansion counts them (Table 1: MMVP,
+    300 questions, 300 cases; section 3: "non-binary question-answer pairs can be rewritten as binary
+    counterparts"): options Yes/No ask the question as it is, any other options ask whether the first one is the
+    answer ("<question> Is the answer '<option a>'?", yes when (a) is right).  Asking about the same option on
+    both images of an MMVP pair keeps the pair's answers opposite, as MMVP built them; the pair id travels in
+    ``meta["pair"]`` so that MMVP's pair accuracy is reported beside symmetric accuracy."""
+    from .vhx_cases import Case
+
+    def usable(r: Record) -> bool:
+        if len(r.images) != 1 or not r.question:
+            return False
+        if r.options:
+            return isinstance(r.answer, int) and 0 <= r.answer < len(r.options)
+        return _yes_no(r.answer) is not None
+
+    out = []
+    for r in _require(ds.records, ds.source, "an image, a question and a yes/no answer (or options)", usable):
+        meta: dict[str, Any] = {k: v for k, v in {"category": r.category, "group": r.group,
+                                                  "split": r.split}.items() if v}
+        if r.options:
+            said = [o.strip().lower().rstrip(".") for o in r.options]
+            if sorted(said) == ["no", "yes"]:
+                question, answer = r.question, said[r.answer]
+            else:
+                question, answer = binary_question(r.question, r.options[0]), "yes" if r.answer == 0 else "no"
+                meta["asked_option"] = r.options[0]
+            meta.update(options=list(r.options), correct_option=r.options[r.answer])
+        else:
+            question, answer = r.question, _yes_no(r.answer)
+        if r.group and ds.benchmark == "mmvp":
+            meta["pair"] = r.group
+        out.append(Case(id=r.id, image=r.images[0], question=question, answer=answer, meta=meta, root=r.root))
+    return out
+
+
+# ----------------------------------------------------------------------------- CAST
+
+
+def cast_corpus(ds: Dataset) -> list[dict[str, Any]]:
+    """Scenes (image, description) for ``cast pairs``: DOCCI, Flickr30k, any record with both."""
+    recs = _require(ds.records, ds.source, "an image and a description", lambda r: r.images and r.description)
+    return [{"id": r.id, "image": r.images[0], "description": r.description, "root": r.root} for r in recs]
+
+
+def cast_pairs(ds: Dataset) -> list[dict[str, Any]]:
+    """Scene pairs for ``cast run``: records sharing a ``group``, two to a group, in record order (``a`` first),
+    each with an image and a description (the CAST authors' pair files)."""
+    groups: dict[str, list[Record]] = {}
+    for r in ds.records:
+        if r.group is not None:
+            groups.setdefault(r.group, []).append(r)
+    pairs = []
+    for gid, members in groups.items():
+        if len(members) != 2 or not all(m.images and m.description for m in members):
+            log.warning("%s: group %r left out: a pair is two records, each with an image and a description",
+                        ds.source, gid)
+            continue
+        sides = {s: {"id": m.id, "image": m.images[0], "description": m.description, "root": m.root}
+                 for s, m in zip("ab", members)}
+        pairs.append({"id": gid, **sides})
+    if not pairs:
+        raise InputFileError(f"{ds.source}: no scene pairs in it (records sharing a group, two to a group)")
+    return pairs
+
+
+# ----------------------------------------------------------------------------- the methods' entry points
+
+
+def load_images(source: str | Path) -> list[ImageItem]:
+    """GenCeption's and describe's images: one per distinct image from the dataset layer, else the image
+    folder / JSONL manifest / URL reader (core/data.py)."""
+    from ..core.data import load_image_dataset
+
+    ds = dataset_for(source)
+    return image_items(ds) if ds is not None else load_image_dataset(source)
+
+
+def source_name(source: str | Path) -> str | None:
+    """The dataset's declared name (core/data.py), else the benchmark a source names (``mme:PATH`` -> mme)."""
+    from ..core.data import dataset_name
+
+    benchmark, form, rest = parse_source(str(source))
+    return dataset_name(rest) or benchmark
