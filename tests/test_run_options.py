@@ -76,15 +76,17 @@ def test_a_planted_omission_is_caught():
 
 
 def test_the_table_builds_run_options_and_the_input_policy():
-    opts = O.run_options(pixel_budget_mb=3.0, max_image_mb=0.5, shard="1/4", allow_outside=True)
+    from vlmcheck.run.runner import run_options
+
+    opts = run_options(pixel_budget_mb=3.0, max_image_mb=0.5, shard="1/4", allow_outside=True)
     assert (opts.pixel_budget, opts.max_image_bytes, opts.shard, opts.allow_outside) == (3_000_000, 500_000, (1, 4), True)
     policy = O.input_policy(opts)
     assert (policy.max_file_bytes, policy.allow_outside) == (500_000, True)
     assert O.input_policy(opts.model_dump(include=set(O.POLICY_FIELDS))).max_file_bytes == 500_000
     with pytest.raises(ValueError, match="executor"):
-        O.run_options(executor="slurm")
+        run_options(executor="slurm")
     with pytest.raises(ValueError, match="unknown run option"):
-        O.run_options(pixel_budget=3)
+        run_options(pixel_budget=3)
 
 
 def test_a_sweep_passes_pixel_budget_and_image_size_to_its_runs():

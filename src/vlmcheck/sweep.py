@@ -188,7 +188,7 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
 
 
 def options_of(sweep: Sweep, progress: bool = True) -> RunOptions:
-    from .run.options import run_options
+    from .run.runner import run_options
 
     return run_options(resume=True, progress=progress, **sweep.options.model_dump())
 

@@ -21,8 +21,8 @@ from ..api import run_task
 from ..core.secrets import install_log_redaction, register_secret
 from ..core.spec import ModelSpec, SpecError
 from ..report import terminal
-from ..run.options import BY_NAME, CLI_ONLY, METHOD, RUN_OPTIONS, RunOption, defaults, run_options, taken_by
-from ..run.runner import RunFolderExists, RunOptions
+from ..run.options import BY_NAME, CLI_ONLY, METHOD, RUN_OPTIONS, RunOption, defaults, taken_by
+from ..run.runner import RunFolderExists, RunOptions, run_options
 
 console = terminal.console
 

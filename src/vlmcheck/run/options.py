@@ -3,8 +3,8 @@
 The method commands (``cli/_common.run_command``), ``vlmcheck resume``, ``vlmcheck retry-failed``, a sweep's
 ``options:`` (``sweep.py``) and the Ray workers (``run/ray_worker.py``) all read this table; an entry point that
 does not take an option says why here (``refused``).  tests/test_run_options.py checks every option is taken by
-every entry point or refused there with a reason.  :func:`run_options` turns the table's values into the runner's
-:class:`~vlmcheck.run.runner.RunOptions`; :func:`input_policy` builds the one input policy of a run from them.
+every entry point or refused there with a reason.  ``run_options`` turns the table's values into the runner's
+:class:`~vlmcheck.run.runner.RunOptions` (``runner.run_options``); :func:`input_policy` builds the one input policy of a run from them.
 """
 
 from __future__ import annotations
@@ -115,23 +115,6 @@ def taken_by(entry: str) -> tuple[RunOption, ...]:
 
 def defaults() -> dict[str, Any]:
     return {o.name: o.default for o in RUN_OPTIONS}
-
-
-def run_options(**values: Any):
-    """The runner's RunOptions from the table's values (missing ones at their default); ValueError for a bad one."""
-    from .runner import RunOptions, parse_shard
-
-    unknown = sorted(set(values) - set(BY_NAME))
-    if unknown:
-        raise ValueError(f"unknown run option(s) {', '.join(unknown)}")
-    v = {**defaults(), **values}
-    if v["executor"] not in ("local", "ray"):
-        raise ValueError(f"--executor {v['executor']!r}: use local or ray")
-    shard = v["shard"]
-    shard = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
-    fields = {k: x for k, x in v.items() if k not in CLI_ONLY and k not in ("max_image_mb", "pixel_budget_mb")}
-    return RunOptions(**{**fields, "shard": shard, "max_image_bytes": int(v["max_image_mb"] * 1e6),
-                         "pixel_budget": int(v["pixel_budget_mb"] * 1e6)})
 
 
 #: the RunOptions fields a Ray worker's input policy is built from (sent to each worker by run/ray_executor.py)

@@ -44,6 +44,7 @@ from ..core.progress import Progress
 from .scheduler import RetryPolicy, Scheduler
 from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: where callers have found them)
 from .folder import MARKER, RunFolderExists, _empty_run_folder, mark_run_folder
+from . import options as options_table
 from .outputs import write_outputs
 from .task import Sample, Task, execute_sample
 
@@ -89,6 +90,22 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     if not sep or count < 1 or not 0 <= index < count:
         raise ValueError(f"--shard {text!r}: give i/N with 0 <= i < N, e.g. 0/4")
     return index, count
+
+
+def run_options(**values: Any):
+    """The runner's RunOptions from the table's values (missing ones at their default); ValueError for a bad one."""
+    unknown = sorted(set(values) - set(options_table.BY_NAME))
+    if unknown:
+        raise ValueError(f"unknown run option(s) {', '.join(unknown)}")
+    v = {**options_table.defaults(), **values}
+    if v["executor"] not in ("local", "ray"):
+        raise ValueError(f"--executor {v['executor']!r}: use local or ray")
+    shard = v["shard"]
+    shard = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
+    fields = {k: x for k, x in v.items()
+              if k not in options_table.CLI_ONLY and k not in ("max_image_mb", "pixel_budget_mb")}
+    return RunOptions(**{**fields, "shard": shard, "max_image_bytes": int(v["max_image_mb"] * 1e6),
+                         "pixel_budget": int(v["pixel_budget_mb"] * 1e6)})
 
 
 def in_shard(sample_id: str, shard: tuple[int, int] | None) -> bool:
@@ -142,9 +159,7 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
         raise RunFolderExists(broken_link(folder))
     if folder.exists() and not folder.is_dir():
         raise RunFolderExists(f"{folder} is a file, not a run folder")
-    from .options import input_policy
-
-    policy = input_policy(options, dirs={})
+    policy = options_table.input_policy(options, dirs={})
     token = inputs.set_policy(policy)
     try:
         with folder_lock(folder):
