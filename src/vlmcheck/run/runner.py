@@ -362,9 +362,9 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
 
     # A few more samples than call slots (an eighth, at least 2): while `max_concurrency` requests are out, these
     # have read their inputs and wait at the scheduler, so a freed slot is refilled at once instead of after the
-    # next sample's file I/O.  An eighth keeps 61.8 of 64 in flight at 500 ms, as twice as many did when every
-    # image was decoded, for 0.75x the peak memory at 1024 px (bench/api_throughput.py, docs/usage.md).  Memory
-    # stays under the pixel budget (core/inputs.py).  `--max-concurrency 1` keeps its plain meaning.
+    # next sample's file I/O.  An eighth keeps the slots as full as twice as many would (bench/api_throughput.py,
+    # docs/benchmarks.md) for less peak memory, which stays under the pixel budget (core/inputs.py).
+    # `--max-concurrency 1` keeps its plain meaning.
     ahead = 0 if options.max_concurrency == 1 else max(2, options.max_concurrency // 8)
     n_workers = max(1, min(options.max_concurrency + ahead, len(todo)))
     if any(getattr(m, "batch", None) is not None for m in vars(task).values()):
