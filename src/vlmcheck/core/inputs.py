@@ -377,9 +377,8 @@ def _reader_pool() -> ThreadPoolExecutor:
     Why not ``asyncio.to_thread``: its executor has ``cpu_count + 4`` threads (6 on 2 cores).  Decoding holds
     the GIL most of the time (zlib inflate, hashing), so with more decoding threads than cores the event
     loop's thread waits for the GIL behind them after every socket read and store write.  On a fast API that
-    loop thread sets the pace of the whole run: measured on 2 cores, 2,000 distinct 256-px photos at 50 ms
-    latency, one thread per core kept 1.16x more requests in flight than the default executor for 5% less
-    CPU per sample (bench/api_throughput.py, docs/usage.md).  Fewer threads than cores starved the loop of
+    loop thread sets the pace of the whole run: one thread per core keeps more requests in flight than the
+    default executor, for less CPU per sample (bench/api_throughput.py).  Fewer threads than cores starved the loop of
     decoded images instead.  The threads are daemon-like workers of ``concurrent.futures``: idle ones cost
     nothing and Python joins them at exit."""
     global _pool
