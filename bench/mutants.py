@@ -23,10 +23,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CHEF = ["tests/test_chef.py", "tests/test_chef_folded.py", "tests/test_folded_summaries.py", "tests/test_oracles.py"]
+# the tests most likely to catch each formula first: pytest -x stops at the first failure
+CHEF = ["tests/test_oracles.py", "tests/test_chef.py", "tests/test_chef_folded.py", "tests/test_folded_summaries.py"]
 CAST = ["tests/test_cast.py", "tests/test_folded_summaries.py", "tests/test_oracles.py"]
 GEN = ["tests/test_genception.py", "tests/test_oracles.py"]
-VHX = ["tests/test_vhexpansion.py", "tests/test_folded_summaries.py", "tests/test_oracles.py"]
+VHX = ["tests/test_folded_summaries.py", "tests/test_vhexpansion.py", "tests/test_oracles.py"]
 DESCRIBE = ["tests/test_demo_describe.py", "tests/test_outputs_stream.py", "tests/test_oracles.py"]
 
 #: (name, file under src/vlmcheck, the formula's text, the mutant's text, the tests that should catch it)
