@@ -19,7 +19,9 @@ def world(tmp_path_factory):
 
 
 def _check(task, folder) -> float:
-    """The written metrics equal the summary of the records; returns the folded bytes per record's JSON byte."""
+    """A round trip: the written metrics equal the summary of the records (the same code on both sides, so this
+    checks the streaming, not the numbers: tests/test_oracles.py checks those by hand); returns the folded bytes
+    per record's JSON byte."""
     records = [json.loads(x) for x in (folder / "samples.jsonl").read_text().splitlines()]
     done = [r for r in records if r["status"] == "done"]
     assert done
@@ -42,7 +44,7 @@ def _check(task, folder) -> float:
                                          ("fsc147", "counting.jsonl"), ("voc2012", "detection.jsonl"),
                                          ("omnibenchmark", "hierarchy")])
 @pytest.mark.slow
-def test_chef_recipes(world, tmp_path, recipe, data):
+def test_round_trip_chef_recipes_written_metrics_are_the_records_summary(world, tmp_path, recipe, data):
     from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
 
     r = resolve_recipe(recipe)
@@ -55,7 +57,7 @@ def test_chef_recipes(world, tmp_path, recipe, data):
 
 
 @pytest.mark.slow
-def test_chef_pope_with_blind_control_and_a_direct_recipe_with_repeats(world, tmp_path):
+def test_round_trip_chef_pope_with_blind_control_and_a_direct_recipe_with_repeats(world, tmp_path):
     from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
     from vlmcheck.methods.pope import build_pope, load_annotations
 

@@ -78,8 +78,9 @@ def test_vhexpansion_summary_by_hand(tmp_path):
     assert m["headline"]["value"] == 2 / 3 and m["headline"]["ci95"] == pytest.approx(wilson(2, 3))
 
 
-def test_the_runs_results_are_the_summary_of_its_records(tmp_path):
-    """What the runner folds while it streams samples.jsonl is the summary of the records in that file."""
+def test_round_trip_the_runs_results_are_the_summary_of_its_records(tmp_path):
+    """A round trip: what the runner folds while it streams samples.jsonl is the summary of the records in that
+    file (the same code on both sides; the hand-computed values are in this file's other tests and test_oracles)."""
     from vlmcheck.methods.cast import CastSpec, CastTask
     from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec
     from vlmcheck.world.make import make_world_pairs

@@ -77,7 +77,7 @@ def test_a_feature_set_folded_row_by_row_gives_the_frechet_distance_by_hand():
         frechet_between(folded([[1.0]]), fb)
 
 
-def test_genception_folds_its_summary_without_keeping_descriptions_or_embeddings(world, tmp_path):
+def test_round_trip_genception_folds_its_summary_without_keeping_descriptions_or_embeddings(world, tmp_path):
     task = _task(world, "ref:describer?level=0.3")
     run_task(task, tmp_path, RunOptions(progress=False))
     records = [json.loads(x) for x in (tmp_path / "samples.jsonl").read_text().splitlines()]
