@@ -50,7 +50,8 @@ def test_chef_riam_by_hand():
     m = _fold("icl", recs)
     acc_random = 1 / 4
     assert m["acc_random"] == pytest.approx(acc_random)
-    assert m["riam"] == pytest.approx(((0.75 + 1.0) / 2 - 0.5) / (0.5 - acc_random) * 50 + 50)  # = 87.5
+    assert m["riam"] == pytest.approx(((0.75 + 1.0) / 2 - 0.5) / (0.5 - acc_random) * 50 + 50)  # = 125
+    assert m["headline"]["name"] == "riam" and m["headline"]["value"] == pytest.approx(125.0)
 
 
 def test_chef_rrm_by_hand():
@@ -64,6 +65,7 @@ def test_chef_rrm_by_hand():
     rrm = lambda acc: (acc - rand) / (0.75 - rand) * 100  # noqa: E731
     assert m["rrm"] == pytest.approx({"image": rrm(0.5), "text": rrm(0.25), "both": rrm(0.0)})
     assert m["rrm"]["image"] == pytest.approx(0.0) and m["rrm"]["both"] == pytest.approx(-200.0)
+    assert m["headline"]["value"] == pytest.approx(-200.0)  # the headline: RRM with image and text corrupted
 
 
 def test_chef_pope_by_hand():
@@ -73,8 +75,39 @@ def test_chef_pope_by_hand():
     pred = [0, 0, 0, 1, 0, 0, 1, 1]
     recs = [_item(i, {"standard": {"answer": truth[i], "pred": pred[i], "correct": truth[i] == pred[i],
                                    "extracted": True}}, n_options=2) for i in range(8)]
-    p = _fold("hallucination", recs)["pope"]
+    m = _fold("hallucination", recs)
+    p = m["pope"]
     precision, recall = 3 / 5, 3 / 4  # tp 3, fp 2, fn 1
     assert p["precision"] == pytest.approx(precision) and p["recall"] == pytest.approx(recall)
     assert p["f1"] == pytest.approx(2 * precision * recall / (precision + recall))  # 2/3
     assert p["accuracy"] == pytest.approx(5 / 8)
+    assert m["headline"]["name"] == "POPE accuracy" and m["headline"]["value"] == pytest.approx(5 / 8)
+
+
+def test_chef_instruction_following_match_ratio_and_acc_vm_by_hand():
+    """ChEF C.4: the match ratio of a verbalizer setting is the share of items whose predicted option is the one
+    predicted without it; per group the mean over its settings; MR weighted by the group's number of settings;
+    Acc_vm the mean accuracy over the verbalizer settings."""
+    answer = [0, 0, 0, 0]
+    pred = {"original": [0, 1, 2, 3], "A:0": [0, 1, 2, 0], "A:1": [0, 0, 0, 0], "B:0": [0, 1, 2, 3]}
+    recs = [_item(i, {name: {"answer": answer[i], "pred": p[i], "correct": p[i] == answer[i], "extracted": True}
+                      for name, p in pred.items()}) for i in range(4)]
+    m = _fold("instruction-following", recs)
+    # matches with the original: A:0 3 of 4, A:1 1 of 4, B:0 4 of 4
+    assert m["match_ratio"] == pytest.approx({"A": (3 / 4 + 1 / 4) / 2, "B": 1.0})
+    assert m["mr_weighted"] == pytest.approx((0.5 * 2 + 1.0 * 1) / 3)
+    # right (answer 0): A:0 items 0 and 3, A:1 all four, B:0 item 0
+    assert m["acc_vm"] == pytest.approx((2 / 4 + 4 / 4 + 1 / 4) / 3)
+    assert m["headline"]["name"] == "mr_weighted" and m["headline"]["value"] == pytest.approx(2 / 3)
+
+
+def test_chef_accuracy_headline_by_hand():
+    """A recipe of the accuracy desideratum: the headline is the share of items answered right, its interval
+    clustered by image (two questions on each of three images here)."""
+    right = [1, 1, 1, 0, 0, 0]
+    recs = [_item(i, {"standard": {"answer": 0, "pred": 0 if right[i] else 2, "correct": bool(right[i]),
+                                   "extracted": True}}, image=f"img{i // 2}.png") for i in range(6)]
+    m = _fold("cifar10", recs)
+    assert m["desideratum"] == "accuracy"
+    assert m["headline"]["name"] == "accuracy" and m["headline"]["value"] == pytest.approx(3 / 6)
+    assert m["headline"]["interval"]["n_units"] == 3
