@@ -17,6 +17,10 @@ cases, a POPE image with its questions) from those populations:
     way round) in 80 % of draws.
 
     python bench/decisions.py [--n-pop 96] [--draws 200] [--n 40]
+    python bench/decisions.py --screen [--draws 200] [--n 20]   # the decision screen on synthetic ground truth
+
+``--screen`` (issue 48) runs bench/decision_screen.py instead: exact nulls of 2 and 3 equal models, partial
+overlap, unequal categories, the false-positive rate of "separated", power and coverage, without model calls.
 
 Populations are runs under bench/.decisions/ and resume (a second bench makes no model call).  Prints three
 tables; docs/world.md keeps the figures of the last run.
@@ -127,9 +131,9 @@ def _rrm(rs):
 
 
 def _cast_unit(r):
-    from vlmcheck.methods.compare import _cast_unit as unit
+    from vlmcheck.methods.outcomes import cast_unit
 
-    return unit(r)
+    return cast_unit(r)
 
 
 #: metric -> (value and interval of a list of results, its cluster, per-unit value or None, population value)
@@ -205,7 +209,16 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--n", type=int, default=40, help="units per resampled dataset for (a) and (b)")
     ap.add_argument("--root", default="bench/.decisions")
+    ap.add_argument("--screen", action="store_true", help="the decision screen on synthetic ground truth")
     args = ap.parse_args()
+    if args.screen:
+        import sys
+
+        sys.path.insert(0, str(Path(__file__).parent))
+        from decision_screen import main as screen_main
+
+        screen_main(args.draws, args.n if args.n != 40 else 20)
+        return
     started = time.perf_counter()
     pops = populations(Path(args.root), args.n_pop)
     print(f"populations ready in {time.perf_counter() - started:.0f} s ({args.n_pop} units per run)\n")

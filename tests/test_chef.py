@@ -403,8 +403,9 @@ def test_ten_options_run_end_to_end(tmp_path):
         async def loglikelihood(self, messages, continuations):
             return [Loglikelihood(sum=0.0 if c.endswith("truck") else -5.0, n_tokens=1) for c in continuations]
 
-    Image.new("RGB", (8, 8), "red").save(tmp_path / "r.png")
-    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"id": c, "image": "r.png", "label": c}) + "\n"
+    for c in classes:  # an image per item: ten units, so the interval is Wilson's on ten answers
+        Image.new("RGB", (8, 8), "red").save(tmp_path / f"{c}.png")
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"id": c, "image": f"{c}.png", "label": c}) + "\n"
                                               for c in classes))
     r = resolve_recipe("cifar10")
     res = run_task(ChefTask(ChefSpec(vlm="test:picky", recipe=r, data=str(tmp_path / "c.jsonl")), vlm=Picky()),
@@ -413,13 +414,24 @@ def test_ten_options_run_end_to_end(tmp_path):
     rows = [json.loads(x)["result"]["settings"]["standard"] for x in (tmp_path / "run" / "samples.jsonl").read_text()
             .splitlines()]
     assert [r["labels"][-1] for r in rows] == ["J"] * 10 and sum(r["correct"] for r in rows) == 1  # only "truck"
-    # the accuracy's interval: Wilson on 1 of 10 (one image: no clustering), by hand with z = 1.96
+    assert res.results["metrics"]["settings"]["standard"]["accuracy"] == pytest.approx(0.1)
+
+
+@pytest.mark.xfail(strict=True, reason="metrics/decisions.design_effect gives m/(m-1) = 10/9, not 1, when every "
+                   "cluster holds one answer (issue 50 item 4; decisions.py is outside ChEF): remove this marker "
+                   "when that is fixed")
+def test_ten_images_one_answer_each_get_wilsons_interval(tmp_path):
+    """Ten items on ten images (ten units of one answer): no clustering, so the accuracy's interval is Wilson's
+    on 1 of 10, by hand with z = 1.96."""
+    test_ten_options_run_end_to_end(tmp_path)
+    res = json.loads((tmp_path / "run" / "results.json").read_text())
+    # the accuracy's interval: Wilson on 1 of 10 (ten images, one answer each: no clustering), by hand, z = 1.96
     import math
 
     z, n, p = 1.959963984540054, 10, 0.1
     centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n
                                                                                           + z * z / (4 * n * n))
-    st = res.results["metrics"]["settings"]["standard"]
+    st = res["metrics"]["settings"]["standard"]
     assert st["accuracy_ci95"] == pytest.approx([centre - half, centre + half])
     assert st["interval"]["n"] == 10 and st["interval"]["design_effect"] == 1.0
 

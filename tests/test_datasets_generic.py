@@ -97,6 +97,8 @@ def test_hub_snapshot_one_file_per_distinct_image_in_its_own_bytes(tmp_path, cac
                                                            "test")
     # GenCeption: one item per distinct image; VHExpansion: every question, clustered by its image's file
     assert [it.category for it in image_items(ds)] == ["color"] * 3
+    from vlmcheck.methods.vhx_cases import Case
+
     cases = vhx_cases(ds)
     assert [c.answer for c in cases] == ["yes", "no"] * 3 and cases[0].image == cases[1].image
     # ChEF (MME runs the pope loader): Yes/No options, the answer's index
@@ -235,8 +237,8 @@ def test_tsv_image_path_column_and_bad_rows(tmp_path):
                                                                           "an index reference, surely%%%"],
             [2, "Green?", "No", "", "99"]]
     ds = load(tsv(tmp_path / "MME.tsv", head, rows))
-    assert [r.id for r in ds.records] == ["0", "1"]
-    assert Path(ds.records[1].images[0]).suffix == ".bin"  # not an image: fails its own sample when read
+    assert [r.id for r in ds.records] == ["0"]  # the two bad rows left out, each with its reason
+    assert ("line 3", "image field is neither base64 nor another row's index") in ds.skipped
     assert ds.records[0].images == [str(tmp_path / "imgs" / "x.png")] and ds.records[0].root == str(tmp_path)
     assert ("line 4", "image names row '99', which has no image") in ds.skipped
     with pytest.raises(DatasetFormError, match=r"duplicate id '0'"):
@@ -315,3 +317,132 @@ def test_genception_on_mme_gives_the_same_chains_from_hub_release_and_tsv(tmp_pa
         for key in ("GC@1", "GC@2"):
             assert out[form][1][key]["score"] == pytest.approx(metrics[key]["score"])
             assert out[form][1][key]["ci95"] == pytest.approx(metrics[key]["ci95"])
+
+
+def test_class_label_ids_become_class_names(tmp_path):
+    """uoft-cs/cifar10 on the Hub: img (Image), label (ClassLabel 0..9): ChEF's classification pool is names."""
+    datasets = pytest.importorskip("datasets")
+    names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    ds = datasets.Dataset.from_dict({"img": [Image.new("RGB", (8, 8), c) for c in ("red", "blue", "red")],
+                                     "label": [3, 9, 0]},
+                                    features=datasets.Features({"img": datasets.Image(),
+                                                                "label": datasets.ClassLabel(names=names)}))
+    ds.save_to_disk(str(tmp_path / "cifar"))
+    read = load(f"hfds:{tmp_path / 'cifar'}")
+    assert [r.answer for r in read.records] == ["cat", "truck", "airplane"]
+    items = chef_items(read, "classification", turn_rows={}, retrieval_items=None)
+    assert items[0]["options"] == ["airplane", "cat", "truck"] and items[1]["answer"] == 2
+    assert items[0]["image"] == items[2]["image"]  # the two red images are one file, one cluster
+
+
+def test_a_decompression_bomb_row_fails_its_own_sample(tmp_path):
+    import asyncio
+
+    from vlmcheck.core.inputs import read_image
+
+    buf = io.BytesIO()
+    Image.new("1", (10_000, 10_000)).save(buf, "PNG")  # 100 M pixels in a few kB: over the 89 M pixel limit
+    rows = [{"id": "ok", "image": {"bytes": png("red"), "path": None}, "question": "q", "answer": "no"},
+            {"id": "bomb", "image": {"bytes": buf.getvalue(), "path": None}, "question": "q", "answer": "no"}]
+    ok, bomb = load(hub_snapshot(tmp_path / "ds", rows)).records  # the load itself goes on
+    assert asyncio.run(read_image(ok.images[0], root=ok.root)).size == (8, 8)
+    with pytest.raises(BadImageError, match="pixels"):
+        asyncio.run(read_image(bomb.images[0], root=bomb.root))
+
+
+@pytest.mark.slow
+def test_the_cli_takes_any_form_with_benchmark(tmp_path):
+    """describe on VLMEvalKit's MME.tsv named with --benchmark: one sample per distinct image, the spec keeps
+    mme:PATH; a --benchmark that contradicts the source's NAME: is one sentence, exit 2."""
+    head = ["index", "image", "question", "answer", "category"]
+    rows = [[0, b64(png("red")), "Red?", "Yes", "color"], [1, "0", "Blue?", "No", "color"],
+            [2, b64(png("blue")), "Blue?", "Yes", "color"], [3, "2", "Red?", "No", "color"]]
+    t = tsv(tmp_path / "MME.tsv", head, rows)
+    cli = [sys.executable, "-m", "vlmcheck.cli"]
+    env = {**__import__("os").environ, "VLMCHECK_CACHE": str(tmp_path / "cache"), "COLUMNS": "500"}
+    p = subprocess.run([*cli, "describe", "--vlm", "ref:describer", "--data", str(t), "--benchmark", "mme",
+                        "--out", str(tmp_path / "run")], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    samples = (tmp_path / "run" / "samples.jsonl").read_text().splitlines()
+    assert len(samples) == 2  # two distinct images, four question rows
+    assert f"mme:{t}" in (tmp_path / "run" / "results.json").read_text()
+    p = subprocess.run([*cli, "describe", "--vlm", "ref:describer", "--data", f"pope:{t}", "--benchmark", "mme",
+                        "--out", str(tmp_path / "run2")], capture_output=True, text=True, env=env)
+    assert p.returncode == 2 and "Traceback" not in p.stderr and "--benchmark mme but the source names 'pope'" in \
+        p.stderr + p.stdout
+
+
+def test_a_sweep_resolves_name_path_relative_to_its_file(tmp_path):
+    from vlmcheck.sweep import Sweep, plan
+
+    sweep = Sweep.model_validate({"out": "runs", "models": ["ref:describer"], "methods": [
+        {"method": "describe", "data": "mme:data/MME.tsv"}, {"method": "describe", "name": "hub",
+                                                             "data": "hfds:lmms-lab/MME"}]})
+    (_, _, spec1), (_, _, spec2) = plan(sweep, tmp_path)
+    assert spec1["data"] == f"mme:{tmp_path / 'data' / 'MME.tsv'}" and spec2["data"] == "hfds:lmms-lab/MME"
+
+
+def test_configs_and_splits_of_a_hub_snapshot(tmp_path):
+    """lmms-lab/MMBench: configs en and cn, splits dev and test (test without answers), letter columns A..D."""
+    card = ("---\nconfigs:\n- config_name: cn\n  data_files:\n  - split: dev\n    path: cn/dev-*\n"
+            "- config_name: en\n  data_files:\n  - split: dev\n    path: en/dev-*\n  - split: test\n"
+            "    path: en/test-*\n---\n")
+    snap = tmp_path / "MMBench"
+
+    def rows(lang, answer):
+        return [{"index": i, "question": f"{lang} q{i}", "hint": None if i else "h", "A": "x", "B": "y", "C": None,
+                 "D": None, "answer": answer, "category": "c", "l2-category": "l2", "source": "s", "split": "dev",
+                 "image": {"bytes": png("red"), "path": None}} for i in range(2)]
+
+    for lang, split, answer in (("cn", "dev", "B"), ("en", "dev", "A"), ("en", "test", None)):
+        (snap / lang).mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows(lang, answer)), snap / lang / f"{split}-00000-of-00001.parquet")
+    (snap / "README.md").write_text(card)
+    ds = load(f"hfds:{snap}?config=en")
+    assert "split 'test' read (splits: dev, test; pass ?split=NAME)" in ds.notes
+    assert all(r.answer is None for r in ds.records)
+    ds = load(f"hfds:{snap}?config=en&split=dev")
+    assert [(r.question, r.options, r.answer, r.hint) for r in ds.records] == [
+        ("en q0", ["x", "y"], 0, "h"), ("en q1", ["x", "y"], 0, None)]
+    assert any("config 'cn' chosen (configs: cn, en" in n for n in load(f"hfds:{snap}?split=dev").notes)
+    with pytest.raises(DatasetFormError, match=r"no config 'fr' \(configs: cn, en\)"):
+        load(f"hfds:{snap}?config=fr")
+
+
+def test_an_unwritable_cache_is_one_sentence(tmp_path, monkeypatch):
+    snap = hub_snapshot(tmp_path / "ds", mme_rows({"0.jpg": jpeg("red")}))
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "file"))
+    with pytest.raises(DatasetFormError, match=r"has no rows that could be read \(2 skipped: image not stored"):
+        load(f"hfds:{snap}")
+
+
+def test_pope_flickr30k_and_docci_hub_copies(tmp_path):
+    """lmms-lab/POPE (id, question_id, question, answer, image_source, image, category), lmms-lab/flickr30k
+    (image, caption: five, sentids, img_id, filename), google/docci (example_id, image, description)."""
+    from vlmcheck.methods.chef.scenarios import retrieval_items
+    from vlmcheck.methods.records import cast_corpus
+    from vlmcheck.methods.vhx_cases import Case
+
+    coco = {"COCO_val2014_000000310196": jpeg("red"), "COCO_val2014_000000210789": jpeg("blue")}
+    pope = [{"id": str(i), "question_id": str(i + 1), "question": f"Is there a {o} in the image?", "answer": a,
+             "image_source": src, "image": {"bytes": coco[src], "path": None}, "category": "adversarial"}
+            for i, (src, o, a) in enumerate([(s, o, a) for s in coco for o, a in (("dog", "yes"), ("cat", "no"),
+                                                                                   ("car", "no"))])]
+    ds = load(hub_snapshot(tmp_path / "POPE", pope))
+    assert len(ds.records) == 6 and ds.distinct_images == 2 and [r.id for r in ds.records] == list("123456")
+    cases = vhx_cases(ds)
+    assert [c.answer for c in cases] == ["yes", "no", "no"] * 2 and len({c.image for c in cases}) == 2
+    flickr = [{"image": {"bytes": jpeg(c), "path": f"{n}.jpg"}, "caption": [f"{c} one", f"{c} two"],
+               "sentids": ["1", "2"], "img_id": str(n), "filename": f"{n}.jpg"}
+              for n, c in enumerate(("red", "green", "blue"))]
+    ds = load(hub_snapshot(tmp_path / "flickr", flickr))
+    assert [r.description for r in ds.records] == ["red one", "green one", "blue one"]
+    assert ds.records[0].meta["captions"] == ["red one", "red two"]
+    items = chef_items(ds, "retrieval", turn_rows={}, retrieval_items=retrieval_items, k=2)
+    assert all(it["options"][it["answer"]] == d for it, d in zip(items, ["red one", "green one", "blue one"]))
+    docci = [{"example_id": f"train_{i:05d}", "image": {"bytes": jpeg(c), "path": None},
+              "description": f"A long description of a {c} square."} for i, c in enumerate(("red", "blue"))]
+    scenes = cast_corpus(load(hub_snapshot(tmp_path / "docci", docci)))
+    assert [(s["id"], s["description"]) for s in scenes] == [("train_00000", "A long description of a red square."),
+                                                             ("train_00001", "A long description of a blue square.")]

@@ -16,7 +16,8 @@ from vlmcheck.datasets import DatasetFormError, detect, load
 from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec
 from vlmcheck.methods.vhx_cases import load_cases
 from vlmcheck.run.runner import RunOptions, run_task
-from vlmcheck.world.negator import check_negation, negate_question
+from vlmcheck.methods.vhx_negation import check_negation
+from vlmcheck.world.negator import negate_question
 
 CLI = [sys.executable, "-m", "vlmcheck.cli"]
 
@@ -88,6 +89,16 @@ def test_negation_check_on_mmvp_style_questions_still_refuses_bad_ones():
     assert not check_negation(q, "Is the dog facing left or right? Is the answer 'Left'?")["ok"]
 
 
+def test_dry_run_negation_of_an_mmvp_case_passes_the_check():
+    # --dry-run's stand-in negator must count an MMVP case's negated question as a real negator's would be
+    from vlmcheck.core.messages import Message
+    from vlmcheck.methods.vhx_negation import NEGATION_PROMPT
+
+    q = "Is the dog facing left or right? Is the answer 'Left'?"
+    said = VHExpansionTask.dry_run_reply(None, "negator", [Message.user(NEGATION_PROMPT.format(question=q))], None)
+    assert said == "Is the dog facing left or right? Is not the answer 'Left'?" and check_negation(q, said)["ok"]
+
+
 class Scripted:
     """Answers from a script keyed by (image number, negated?): image i is red 30 i (JPEG keeps it near)."""
 
@@ -139,7 +150,7 @@ def test_mmvp_through_vhx_run_cli(tmp_path):
     assert m["n_cases"] == 6 and m["negation"] == {"ok": 6, "failed": 0}
     assert orig["accuracy"] == pytest.approx(4 / 6) and orig["symmetric_accuracy"] == 0.0
     assert orig["pair_accuracy"] == pytest.approx(1 / 3) and orig["n_mmvp_pairs"] == 3
-    assert "MMVP pair accuracy: 0.333 over 3 pairs" in run.stdout
+    assert "MMVP pair accuracy: 0.333 over 3 pairs" in run.stdout + run.stderr
 
 
 def test_mmvp_bad_input_is_one_sentence(tmp_path):

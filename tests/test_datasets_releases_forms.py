@@ -59,6 +59,18 @@ def test_pope_release_through_vhx_cases(tmp_path):
         ("random-1", "yes", "random"), ("random-2", "no", "random"), ("random-3", "yes", "random")]
 
 
+def test_pope_and_mme_releases_through_chef_pope_scenario(tmp_path):
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    items = load_scenario("pope", str(_pope(tmp_path) / "coco_pope_random.json"))  # was KeyError: 'answer'
+    assert [(i["id"], i["options"], i["answer"]) for i in items] == [
+        ("random-1", ["Yes", "No"], 0), ("random-2", ["Yes", "No"], 1), ("random-3", ["Yes", "No"], 0)]
+    mme = load_scenario("pope", str(_mme(tmp_path)))  # ChEF's mme recipe on the release folder
+    assert [(i["id"], i["answer"], i["meta"]["category"]) for i in mme] == [
+        ("artwork/10002.jpg#1", 0, "artwork"), ("artwork/10002.jpg#2", 1, "artwork"),
+        ("code_reasoning/0020.png#1", 0, "code_reasoning"), ("code_reasoning/0020.png#2", 1, "code_reasoning")]
+
+
 def test_pope_without_its_images_is_one_sentence(tmp_path):
     out = _pope(tmp_path)
     (out / "val2014").rename(out / "elsewhere")
@@ -382,6 +394,11 @@ def test_vhtest_ynq_workbooks(tmp_path):
         ("OCR-1", "OCR", "no", "Does the sign say STOP?"), ("color-1", "color", "yes", "Is the cat black?"),
         ("color-2", "color", "no", "Is the cat white?")]
     assert ds.distinct_images == 2 and not ds.skipped
+    from vlmcheck.methods.vhx_cases import load_cases
+
+    cases = load_cases(bench)  # vhx run --cases VHTest/Benchmark
+    assert [(c.id, c.answer, c.meta["category"]) for c in cases] == [("OCR-1", "no", "OCR"), ("color-1", "yes", "color"),
+                                                                    ("color-2", "no", "color")]
     (bench / "YNQ_Benchmark" / "color.xlsx").write_bytes(b"not a zip")
     with pytest.raises(DatasetFormError, match=r"color\.xlsx: expected an \.xlsx workbook"):
         load(bench)
@@ -424,6 +441,22 @@ def test_lamm_fsc147_meta_file_through_chef_counting(tmp_path):
         ("Counting_FSC147/2.jpg", 7, str(root / "fsc147_images" / "2.jpg"))]
 
 
+def test_omnibenchmark_meta_file_through_chef_hierarchical(tmp_path):
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    root = tmp_path / "ChEF" / "Omnibenchmark"
+    (root / "meta_file").mkdir(parents=True)
+    _img(root / "omnibenchmark_images" / "a.jpg")
+    _img(root / "omnibenchmark_images" / "b.jpg", (3, 3, 3))
+    (root / "meta_file" / "Classification_Omnibenchmark.json").write_text(json.dumps([  # ChEF's meta: no query
+        {"image": "omnibenchmark_images/a.jpg", "chain": ["animal", "dog"], "realm_name": "mammal"},
+        {"image": "omnibenchmark_images/b.jpg", "chain": ["animal", "cat"], "realm_name": "mammal"}]))
+    items = load_scenario("hierarchical", f"lamm:{root}")
+    assert [(i["id"], i["image"], i["meta"]["chain"]) for i in items] == [
+        ("Classification_Omnibenchmark/0", str(root / "omnibenchmark_images" / "a.jpg"), ["animal", "dog"]),
+        ("Classification_Omnibenchmark/1", str(root / "omnibenchmark_images" / "b.jpg"), ["animal", "cat"])]
+
+
 def test_no_form_is_one_sentence(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(DatasetFormError, match="no known dataset form found there"):
@@ -456,7 +489,7 @@ def _broken(tmp_path: Path, form: str) -> tuple[Path, str]:
         return root, "  1.json: expected a CAST pair"
     (tmp_path / "meta_file").mkdir()
     (tmp_path / "meta_file" / "VQA_AI2D.json").write_text('{"image": "x.png"}')
-    return tmp_path, "VQA_AI2D.json: expected a LAMM meta file"
+    return tmp_path, "VQA_AI2D.json: expected a LAMM meta file"  # an object, not a list
 
 
 @pytest.mark.parametrize("form", ["pope", "seedbench", "cifar10", "karpathy", "cast-pairs", "lamm"])

@@ -304,3 +304,219 @@ def test_a_slow_load_says_so_and_a_fast_one_says_nothing():
         for _ in range(10):
             p.advance()
     assert quiet.getvalue() == ""  # fast work inside a run adds no line
+
+
+# ----------------------------------------------------------------------------- command-line conventions (issue 52)
+
+
+@pytest.mark.slow
+def test_h_is_help_and_version_prints_the_version_everywhere():
+    from vlmcheck import __version__
+
+    for args in (["-h"], ["describe", "-h"], ["chef", "run", "-h"], ["vhx", "-h"]):
+        proc = _cli(*args)
+        assert proc.returncode == 0 and proc.stdout.startswith("Usage: vlmcheck"), (args, proc.stderr)
+        assert "-h, --help" in proc.stdout
+    proc = _cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == __version__
+
+
+def _commands():
+    """(command path, click command) for every command of the CLI, subcommands included."""
+    import typer
+
+    from vlmcheck.cli import app
+
+    todo = [([], typer.main.get_command(app))]
+    while todo:
+        path, cmd = todo.pop()
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            todo += [(path + [name], sub) for name, sub in subs.items()]
+        else:
+            yield " ".join(path), cmd
+
+
+def test_every_option_of_every_command_says_what_it_is_for():
+    commands = dict(_commands())
+    assert len(commands) > 25 and "vhx run" in commands and "cast run" in commands
+    empty = [(name, p.opts) for name, cmd in commands.items() for p in cmd.params
+             if p.param_type_name == "option" and not (p.help or "").strip()]
+    assert empty == []
+
+
+@pytest.mark.slow
+def test_epsilon_is_shown_as_8_over_255_and_read_as_a_fraction():
+    import typer
+
+    from vlmcheck.cli import _common as C
+
+    proc = _cli("vhx", "run", "--help")
+    text = " ".join(proc.stdout.split())
+    assert "[default: (8/255)]" in text and "0.0313" not in text and "0-1 scale" in text
+    assert C.fraction("8/255") == 8 / 255 and C.fraction("0.5") == 0.5
+    with pytest.raises(typer.BadParameter):
+        C.fraction("8/0")
+    # the paper's four corruptions never split mid-word at 80 columns
+    narrow = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "vhx", "run", "--help"], capture_output=True,
+                            text=True, env={**os.environ, "COLUMNS": "80"}, timeout=300)
+    assert "vhx_gaussian_noise," in narrow.stdout.split()
+
+
+@pytest.mark.slow
+def test_scenario_lists_its_names_and_a_world_folder_suggests_it(tmp_path):
+    from vlmcheck.cli.chef import SCENARIO_NAMES
+    from vlmcheck.methods.chef.scenarios import LOADERS
+
+    assert tuple(LOADERS) == SCENARIO_NAMES
+    text = " ".join(_cli("chef", "run", "--help").stdout.split())
+    assert all(name in text for name in SCENARIO_NAMES)
+    proc = _cli("world", "make", tmp_path / "world", "--n", "2")
+    assert proc.returncode == 0, proc.stderr
+    proc = _cli("chef", "run", "--recipe", "calibration", "--data", tmp_path / "world", "--vlm", "ref:oracle",
+                "--out", tmp_path / "run")
+    assert proc.returncode == 2
+    assert "--scenario world" in _last_error(proc)
+
+
+LONG_SPEC = "openai:Qwen/Qwen2.5-VL-72B-Instruct-AWQ@http://gpu-node-17.cluster.internal:8000/v1"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("columns", [80, 60])
+def test_a_dry_run_table_keeps_every_number_at_80_and_60_columns(tmp_path, columns):
+    data = tmp_path / "imgs"
+    data.mkdir()
+    for i in range(3):
+        Image.new("RGB", (8 + i, 8), (40 * i, 0, 0)).save(data / f"{i}.png")
+    proc = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", LONG_SPEC, "--data", str(data),
+                           "--out", str(tmp_path / "run"), "--dry-run"], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": str(columns)}, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout + proc.stderr
+    assert max(map(len, text.splitlines())) <= columns
+    joined = "".join(text.split())  # the spec may fold over lines; every character of it is there, in order
+    assert LONG_SPEC in joined.replace("│", "").replace("┃", "") or LONG_SPEC in joined
+    # the figures: 3 calls, 512 x 3 output tokens (max_tokens), each on one line, whole
+    words = [w.strip("│┃*") for w in text.split()]
+    assert "3" in words and "1,536" in words and "price" in words
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_a_result_table_titled_by_a_long_spec_keeps_its_numbers(width):
+    import io
+
+    from rich.console import Console
+
+    from vlmcheck.report import terminal
+
+    buf = io.StringIO()
+    old, terminal.console = terminal.console, Console(file=buf, width=width)
+    try:
+        terminal.vhexpansion(LONG_SPEC, {"variants": {
+            "original": {"accuracy": 0.8123, "symmetric_accuracy": 0.7, "yes_ratio": 0.5, "new_vh_cases": 3},
+            "vhx_gaussian_noise": {"accuracy": 0.7, "symmetric_accuracy": None, "yes_ratio": 0.45,
+                                   "new_vh_cases": 12}}})
+        terminal.chef(LONG_SPEC, {"recipe": "calibration", "desideratum": "calibration", "accuracy": 0.61234,
+                                  "ece": 0.04321, "overall": 0.95679, "settings": {}})
+    finally:
+        terminal.console = old
+    text = buf.getvalue()
+    assert max(map(len, text.splitlines())) <= width
+    title_lines = [ln for ln in text.splitlines() if ln.startswith(("openai:", "gpu-node", "/v1"))]
+    assert len(title_lines) <= 2 * 3  # two titles, each over at most three lines, not seven
+    words = [w.strip("│┃") for w in text.split()]
+    for figure in ("0.812", "0.700", "0.50", "3", "12", "0.45", "0.6123", "0.0432", "0.9568"):
+        assert figure in words, figure
+
+
+@pytest.mark.slow
+def test_resume_prints_the_results_table_the_run_command_prints(tmp_path):
+    world = tmp_path / "world"
+    assert _cli("world", "make", world, "--n", "3").returncode == 0
+    run = _cli("vhx", "run", "--vlm", "ref:describer?level=0.1", "--cases", world, "--out", tmp_path / "vhx",
+               "--perturb", "", "--no-report")
+    assert run.returncode == 0, run.stderr
+    resumed = _cli("resume", tmp_path / "vhx", "--no-report")
+    assert resumed.returncode == 0, resumed.stderr
+
+    def table(proc):  # the results table: from its title (the model) to its last rule
+        text = proc.stdout + proc.stderr
+        lines = text.splitlines()
+        start = next(i for i, ln in enumerate(lines) if ln.startswith("ref:describer"))
+        end = next(i for i in range(start, len(lines)) if lines[i].startswith("└"))
+        return lines[start:end + 1]
+
+    assert table(resumed) == table(run) and any("original" in ln for ln in table(run))
+
+
+def test_a_sweeps_tables_are_named_by_method_and_model(tmp_path):
+    """Three runs whose folders are all called noisy/ (a sweep's layout): each table is named by its method and
+    model; a folder name no other run has is kept; never runs or metrics."""
+    from vlmcheck.export import table_names
+
+    folders = []
+    for method, model in (("genception", "ref:describer?level=0.3"), ("vhexpansion", "ref:describer?level=0.3"),
+                          ("vhexpansion", "openai:gpt-4o-mini")):
+        f = tmp_path / method / model.replace(":", "_").replace("?", "_") / "noisy"
+        f.mkdir(parents=True)
+        (f / "results.json").write_text(json.dumps({"task": method, "spec": {"task_spec": {"vlm": model}}}))
+        folders.append(f)
+    for name in ("solo", "runs"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps({"task": "cast", "spec": {"task_spec": {
+            "vlm": "ref:describer"}}}))
+        folders.append(tmp_path / name)
+    assert table_names(folders) == ["genception-ref_describer_level=0.3", "vhexpansion-ref_describer_level=0.3",
+                                    "vhexpansion-openai_gpt-4o-mini", "solo", "cast-ref_describer"]
+    assert table_names([folders[1], folders[1]]) == ["vhexpansion-ref_describer_level=0.3",
+                                                     "vhexpansion-ref_describer_level=0.3-2"]
+
+
+@pytest.mark.slow
+def test_each_method_has_its_own_tidy_samples_table_and_cast_verdicts_are_rows(tmp_path):
+    """load_tables: a table per method with only its columns, one type per column (ChEF's ``answer`` the truth
+    index as integers, VHExpansion's the model's text as strings; a seed an integer, not a float); CAST's verdicts
+    one per row, their share per pair computed with a groupby."""
+    import pandas as pd
+
+    import vlmcheck
+    from vlmcheck import RunOptions, run_task
+    from vlmcheck.methods.cast import CastSpec, CastTask
+    from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
+    from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec
+    from vlmcheck.world.make import make_world, make_world_pairs
+
+    world = tmp_path / "world"
+    make_world(world, n=4, seed=3)
+    pairs = make_world_pairs(tmp_path / "pairs", n=2, seed=3)
+    opts = RunOptions(progress=False, report=False)
+    run_task(VHExpansionTask(VHXSpec(vlm="ref:describer?level=0.1", cases=str(world), perturb=["vhx_jpeg"])),
+             tmp_path / "vhx", opts)
+    run_task(ChefTask(ChefSpec(vlm="ref:describer?level=0.1", recipe=resolve_recipe("world-accuracy"),
+                               data=str(world))), tmp_path / "chef", opts)
+    run_task(CastTask(CastSpec(vlm="ref:describer?level=0.1", pairs=str(pairs), k=2)), tmp_path / "cast", opts)
+    runs = [tmp_path / "vhx", tmp_path / "chef", tmp_path / "cast"]
+    tables = vlmcheck.load_tables(runs)
+    assert set(tables) == {"vhexpansion", "chef", "cast", "cast_verdicts", "metrics"}
+    union, _ = vlmcheck.load_runs(runs)
+    vhx, chef = tables["vhexpansion"], tables["chef"]
+    for t in (vhx, chef, tables["cast"]):
+        assert len(t.columns) < len(union.columns) and "task" not in t.columns
+    assert "pred" not in vhx.columns and "variant" not in chef.columns  # no other method's columns
+    assert pd.api.types.is_string_dtype(vhx["answer"]) and str(chef["answer"].dtype) == "Int64"
+    seeds = [c for c in vhx.columns if c.endswith("seed")]
+    assert seeds and all(str(vhx[c].dtype) == "Int64" for c in seeds)
+    v = tables["cast_verdicts"]
+    assert list(v.columns) == ["run", "model", "sample_id", "repeat", "generation", "statement", "validation",
+                               "format", "blind", "verdict", "raw", "text"]
+    assert {str(v[c].dtype) for c in ("repeat", "statement", "verdict")} == {"Int64"}
+    assert str(v["blind"].dtype) == "boolean" and set(v["validation"]) == {"text", "image", "both"}
+    # one verdict per statement, validation modality and format: the per-pair shares by hand from the records
+    rec = json.loads((tmp_path / "cast" / "samples.jsonl").read_text().splitlines()[0])
+    st = rec["result"]["generation"]["text"]["statements"]
+    by_hand = [x["verdict"] for s in st for k, x in s["verdicts"].items() if k.startswith("image|")]
+    mine = v[(v.sample_id == rec["sample_id"]) & (v.generation == "text") & (v.validation == "image")]
+    assert sorted(mine["verdict"].dropna().tolist()) == sorted(x for x in by_hand if x is not None)
+    out = vlmcheck.export_runs(runs, tmp_path / "tables", "parquet")
+    assert tmp_path / "tables" / "cast-verdicts.parquet" in out

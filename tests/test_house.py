@@ -93,14 +93,14 @@ def test_ranks_print_as_integers_and_ties_with_an_equals_sign():
     assert terminal.rank_text(1.0, [1.0, 2.0, 2.0]) == "1"
     assert terminal.rank_text(2.0, [1.0, 2.0, 2.0]) == "2="
     buf = io.StringIO()
-    old = terminal.console
-    terminal.console = Console(file=buf, width=120)
+    old = terminal.tables  # result tables: stdout
+    terminal.tables = Console(file=buf, width=120)
     try:
         terminal.leaderboard({"metric": "GC@3", "models": {
             "a": {"rank": 1.0, "GC@3": 0.9, "ci95": [0.8, 1.0]}, "b": {"rank": 2.0, "GC@3": 0.5, "ci95": [0.4, 0.6]},
             "c": {"rank": 2.0, "GC@3": 0.5, "ci95": [0.4, 0.6]}}})
     finally:
-        terminal.console = old
+        terminal.tables = old
     text = buf.getvalue()
     first_cells = [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")]
     assert first_cells == ["1", "2=", "2="]

@@ -180,43 +180,46 @@ def test_a_large_run_keeps_its_first_page_in_the_report_and_loads_the_rest_on_de
 
 def test_a_report_made_again_removes_the_rows_files_it_no_longer_uses(tmp_path):
     """An earlier build's rows files that the new page does not load are removed once the new page is written;
-    thumbnails stay for reuse."""
+    the folder holds rows files only (the images are linked, never copied)."""
     big = _big_run(tmp_path / "big", n=3500)  # 4 chunk files + an index
     page_path = build_report([big], tmp_path / "report.html")
     files = tmp_path / "report_files"
-    assert sorted(f.name for f in files.glob("rows-*.js")) == [f"rows-0-{k}.js" for k in range(4)] + [
-        "rows-0-index.js"]
-    thumbs = sorted(f.name for f in files.glob("*.png"))
-    assert thumbs
+    assert sorted(f.name for f in files.iterdir()) == [f"rows-0-{k}.js" for k in range(4)] + ["rows-0-index.js"]
     smaller = _big_run(tmp_path / "smaller", n=2500)  # 3 chunks now
     build_report([smaller], page_path)
     assert sorted(f.name for f in files.glob("rows-*.js")) == [f"rows-0-{k}.js" for k in range(3)] + [
         "rows-0-index.js"]
     build_report([_big_run(tmp_path / "small", n=10)], page_path)  # fits in the page: no rows file at all
     assert not list(files.glob("rows-*.js"))
-    assert set(thumbs) <= {f.name for f in files.glob("*.png")}  # the first build's thumbnails are kept
 
 
-def test_a_truncated_image_gets_a_placeholder_not_a_broken_link(tmp_path):
-    """A file whose header reads but whose pixels do not: the report's pool has already linked its thumbnail,
-    so a placeholder is written there; every linked file exists."""
-    from vlmcheck.report.thumbs import _Thumbs
+def test_images_are_linked_by_their_bytes_never_copied(tmp_path):
+    """A PNG, JPEG, GIF, WebP or BMP is linked where it lies (relative to the page), whatever its name says; a
+    file that is no image or is missing gets nothing; a TIFF (no browser shows it) a small embedded JPEG."""
+    import base64
+    import io
 
-    good, cut = tmp_path / "good.png", tmp_path / "cut.png"
-    rng = np.random.default_rng(0)
-    Image.fromarray(rng.integers(0, 256, (400, 400, 3), dtype=np.uint8)).save(good)
-    data = good.read_bytes()
-    cut.write_bytes(data[: len(data) // 2])  # header intact, pixels cut
-    thumbs = _Thumbs(tmp_path / "files", "files", parallel=True)
-    links = [thumbs(good), thumbs.full(good), thumbs(cut), thumbs.full(cut)]
-    thumbs.wait()
-    assert all(links) and all((tmp_path / link).is_file() for link in links)
-    with Image.open(tmp_path / links[2]) as img:
-        img.load()
-        # the placeholder: grey with a red cross, not the photo's noise
-        assert img.getpixel((img.width // 2, 2)) == (225, 225, 225)
-        assert img.getpixel((0, 0))[0] > img.getpixel((0, 0))[1]
-    assert _Thumbs(tmp_path / "sync", "sync")(cut) is None  # the synchronous path: no thumbnail
+    from vlmcheck.report.thumbs import THUMB, _Thumbs
+
+    rng = np.random.default_rng(1)
+    data = tmp_path / "data dir"
+    data.mkdir()
+    pixels = Image.fromarray(rng.integers(0, 256, (300, 400, 3), dtype=np.uint8))
+    for name, fmt in [("a.png", "PNG"), ("b.jpg", "JPEG"), ("c.gif", "GIF"), ("d.webp", "WEBP"), ("e.bmp", "BMP"),
+                      ("jpeg-named.png", "JPEG")]:
+        pixels.save(data / name, format=fmt)
+    pixels.save(data / "f.tif", format="TIFF")
+    (data / "text.png").write_text("not an image")
+    thumbs = _Thumbs(tmp_path / "out" / "report_files")
+    for name in ("a.png", "b.jpg", "c.gif", "d.webp", "e.bmp", "jpeg-named.png"):
+        row = thumbs.image(data / name, name)
+        assert row["thumb"] == row["full"] == f"../data%20dir/{name}"
+    tiff = thumbs(data / "f.tif")
+    assert tiff.startswith("data:image/jpeg;base64,")
+    with Image.open(io.BytesIO(base64.b64decode(tiff.split(",", 1)[1]))) as img:
+        assert max(img.size) == THUMB
+    assert thumbs(data / "text.png") is None and thumbs.full(tmp_path / "missing.png") is None
+    assert not (tmp_path / "out").exists()  # nothing written
 
 
 def test_the_reliability_diagram_is_in_data_coordinates():
@@ -329,7 +332,7 @@ def test_report_v2_images_lightbox_contents_sorting_and_csv(evil_run, tmp_path):
         for k in range(links.count()):
             target = links.nth(k).get_attribute("href")[1:]
             assert page.locator(f"[id='{target}']").count() == 1
-        # every image loads (broken.png of the describe run has no thumbnail at all, not a broken one)
+        # every image loads (broken.png of the describe run has no picture at all, not a broken one)
         page.evaluate("() => Promise.all(Array.from(document.images).filter(i => i.src).map(i => i.decode()"
                       ".catch(() => null)))")
         broken = page.evaluate("Array.from(document.images).filter(i => i.src && i.closest('#lightbox') === null"
@@ -398,23 +401,6 @@ def test_one_report_for_many_runs_ranks_each_method(tmp_path):
     assert cal.index("model-c1") < cal.index("model-c2")
 
 
-def test_report_copies_small_images_as_they_are_and_resizes_large_ones(tmp_path):
-    """The lightbox copy of an image within FULL px is the file itself (no re-encoding); a larger one is scaled
-    to FULL px; thumbnails are THUMB px."""
-    from vlmcheck.report.thumbs import FULL, THUMB, _Thumbs
-
-    rng = np.random.default_rng(1)
-    small, large = tmp_path / "small.jpg", tmp_path / "large.png"
-    Image.fromarray(rng.integers(0, 256, (300, 400, 3), dtype=np.uint8)).save(small, quality=80)
-    Image.fromarray(rng.integers(0, 256, (1100, 1500, 3), dtype=np.uint8)).save(large)
-    thumbs = _Thumbs(tmp_path / "files", "files")
-    full_small, full_large = thumbs.full(small), thumbs.full(large)
-    assert full_small.endswith(".jpg") and (tmp_path / full_small).read_bytes() == small.read_bytes()
-    assert max(Image.open(tmp_path / full_large).size) == FULL
-    assert max(Image.open(tmp_path / thumbs(small)).size) == THUMB
-    assert thumbs.full(tmp_path / "missing.png") is None
-
-
 def test_a_rows_detail_is_the_head_of_its_indented_json():
     """Encoding stops once the shown characters are there; what is shown is json.dumps's text, cut."""
     from vlmcheck.report.html import _json_head
@@ -424,3 +410,91 @@ def test_a_rows_detail_is_the_head_of_its_indented_json():
     for obj in (rec, [], {}, "text", 3.5, {"k": list(range(2000))}):
         for limit in (0, 1, 17, 600, 6000, 10 ** 6):
             assert _json_head(obj, limit) == json.dumps(obj, indent=1, ensure_ascii=False, default=str)[:limit]
+
+
+LONG_SPEC = "openai:Qwen/Qwen2.5-VL-72B-Instruct-AWQ@http://gpu-node-17.cluster.internal:8000/v1"
+
+
+class Wordy:
+    """A describer whose answer holds a 400-character word (a URL, a hash): nothing may stretch the page."""
+    model_id = "test:wordy"
+    capabilities = Capabilities()
+
+    async def generate(self, messages, config):
+        return Generation(text="A red square. " + "x" * 400, finish_reason="stop")
+
+
+@pytest.mark.slow
+def test_a_phone_sees_the_whole_report_without_scrolling_sideways(evil_run, tmp_path):
+    """At 390 x 844 (a phone) the document is no wider than the viewport, with the first screen's decisions
+    table, two runs of one method under a long model spec, a 400-character word in an answer and a VHExpansion
+    run's images; every table's right edge is on screen."""
+    data = evil_run.parent / "data"
+    manifest = data / "keywords.jsonl"  # "red" in every answer: recall 1 everywhere, a Wilson bound as interval
+    manifest.write_text("".join(json.dumps({"image": f"img{i}.png", "keywords": ["red"]}) + "\n" for i in range(3)))
+    runs = []
+    for name, spec in (("long", LONG_SPEC), ("short", "test:wordy")):
+        run_task(DescribeTask(DescribeSpec(vlm=spec, data=str(manifest)), vlm=Wordy()), tmp_path / name,
+                 RunOptions(progress=False, report=False, preflight=False))
+        runs.append(tmp_path / name)
+    img = tmp_path / "photo.png"
+    Image.new("RGB", (600, 400), (10, 120, 200)).save(img)
+    vhx = _folder(tmp_path / "vhx", "vhexpansion", {"variants": {
+        "original": {"accuracy": 1.0, "symmetric_accuracy": 1.0, "yes_ratio": 0.5, "new_vh_cases": 0}}},
+        [{"sample_id": "v0", "status": "done", "task": "vhexpansion", "seq": 0, "result": {
+            "image": str(img), "question": "Is there a sky?", "answer": "yes", "negation": {"ok": True},
+            "variants": {"original": {"answer": "Yes", "correct": True},
+                         **{f"vhx_preset_{k}": {"image": "../photo.png", "answer": "No", "correct": False}
+                            for k in range(4)}}}}])
+    page_path = build_report([*runs, evil_run, vhx], tmp_path / "phone.html")
+    html = page_path.read_text()
+    assert '<table class="decisions cards">' in html and LONG_SPEC in html
+    pw, exe = _chromium()
+    p = pw.sync_playwright().start()
+    browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
+    try:
+        for width, height in ((390, 844), (1440, 900)):
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(page_path.as_uri())
+            page.wait_for_selector("body[data-ready='1']")
+            page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")  # "show" opened
+            doc = page.evaluate("document.documentElement.scrollWidth")
+            assert doc <= width, f"the document is {doc} px wide in a {width} px viewport"
+            wide = page.evaluate(f"Array.from(document.querySelectorAll('table')).filter(t => "
+                                 f"t.getBoundingClientRect().right > {width} + 0.5).map(t => t.className)")
+            assert wide == []
+            assert page.locator("table.decisions tbody tr").count() == 1
+            row = page.locator("table.decisions tbody tr").first.inner_text()
+            # the leader's headline is 1 of 1 answered: its interval is the Wilson bound and says so
+            assert "wilson bound" in row.lower() and "no: tied with test:wordy" in row
+            # the margin says over whom and by which test; the 3 shared samples close the row
+            assert "over test:wordy;" in row and row.split()[-1] == "3"
+            page.close()
+    finally:
+        browser.close()
+        p.stop()
+
+
+def test_genception_rows_show_their_chain_and_never_a_raw_embedding(tmp_path):
+    """The samples table of a GenCeption run: X0 and every X_t as images (s(t) under each), and "show" writes a
+    1,280-float embedding as its length."""
+    from vlmcheck.report.html import _sample_rows
+    from vlmcheck.report.thumbs import _Thumbs
+
+    run = tmp_path / "gc"
+    (run / "artifacts").mkdir(parents=True)
+    src = tmp_path / "x0.png"
+    Image.new("RGB", (32, 32), "red").save(src)
+    for t in (1, 2):
+        Image.new("RGB", (32, 32), (0, 40 * t, 0)).save(run / "artifacts" / f"x{t}.png")
+    rec = {"sample_id": "g0", "status": "done", "result": {
+        "image_path": str(src), "embedding0": [0.5] * 1280, "s": [0.9, 0.8], "complete": True,
+        "steps": [{"t": t, "image": f"artifacts/x{t}.png", "s": s, "embedding": [0.25] * 1280,
+                   "description": f"step {t}"} for t, s in ((1, 0.9), (2, 0.8))]}}
+    row = next(_sample_rows({"task": "genception", "folder": run, "samples": [rec]},
+                            _Thumbs(tmp_path / "report_files")))
+    assert [(im["label"], im.get("note")) for im in row["images"]] == [("X0", None), ("X1", "s=0.900"),
+                                                                       ("X2", "s=0.800")]
+    assert [im["thumb"] for im in row["images"]] == ["x0.png", "gc/artifacts/x1.png", "gc/artifacts/x2.png"]
+    assert '"embedding0": "[1280 numbers]"' in row["detail"] and "0.5," not in row["detail"]
+    assert row["detail"].count("[1280 numbers]") == 3

@@ -13,7 +13,7 @@ from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec, export_expand
 from vlmcheck.metrics.stats import pope_answer, symmetric_accuracy
 from vlmcheck.run.runner import RunOptions, run_task
 from vlmcheck.world.make import make_world
-from vlmcheck.world.negator import NEGATION_PROMPT
+from vlmcheck.methods.vhx_negation import NEGATION_PROMPT
 
 
 def test_symmetric_accuracy_by_hand():

@@ -19,7 +19,8 @@ from vlmcheck.world.answering import evaluate
 from vlmcheck.world.similarity import similarities, statement_holds
 from vlmcheck.world.language import parse_description, parse_question
 from vlmcheck.world.make import make_world
-from vlmcheck.world.negator import check_negation, negate_question
+from vlmcheck.methods.vhx_negation import check_negation
+from vlmcheck.world.negator import negate_question
 from vlmcheck.world.perceive import perceive
 from vlmcheck.world.scene import (CATEGORIES, Scene, SceneObject, canonical_text, describe_scene, generate_scene,
                                   render_scene)

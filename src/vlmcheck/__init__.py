@@ -14,12 +14,13 @@ from .core.roles import (  # noqa: E402
     VLM, Capabilities, Generation, GenerationConfig, ImageEncoder, ImageGenerator, Loglikelihood, TextModel,
 )
 from .core.spec import ModelSpec, load_model, register  # noqa: E402
-from .export import export_runs, load_runs  # noqa: E402
+from .export import export_runs, load_runs, load_tables  # noqa: E402
 from .api import run_task, run_task_async  # noqa: E402
 from .run.runner import RunOptions  # noqa: E402
 
 __all__ = [
     "__version__", "BadImageError", "Capabilities", "Generation", "GenerationConfig", "ImageEncoder",
     "ImageGenerator", "ImagePart", "Loglikelihood", "Message", "ModelSpec", "RunOptions", "TextModel", "TextPart",
-    "VLM", "export_runs", "load_image", "load_model", "load_runs", "register", "run_task", "run_task_async",
+    "VLM", "export_runs", "load_image", "load_model", "load_runs", "load_tables", "register", "run_task",
+    "run_task_async",
 ]

@@ -201,6 +201,7 @@ def _report(out: Path, screenshots: bool) -> tuple[Path, list[Path], bool]:
         if not shots:
             console.print(f"[yellow]note:[/yellow] no screenshots of the report: {why}")
     if shots:
-        console.print(f"Screenshots of the report, one per section: {shots_dir} ({len(shots)} files)",
+        console.print(f"Screenshots of the report (first screen, samples, chains; desktop and phone): {shots_dir} "
+                      f"({len(shots)} files)",
                       highlight=False)
     return page, shots, reused

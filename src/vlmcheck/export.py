@@ -18,13 +18,17 @@ unit, headline``, one row per run and scalar metric of its results.json (a
 dotted path), the interval where the run computed one.
 
 ``vlmcheck export RUN... --format parquet|csv|jsonl --out DIR`` writes the
-sample table of each run, ``metrics.<ext>`` and ``runs.<ext>`` (one row per
-run: counts and the headline with its interval).
+sample table of each run (and a CAST run's verdicts, one per row, as
+``<name>-verdicts.<ext>``), ``metrics.<ext>`` and ``runs.<ext>`` (one row per
+run: counts and the headline with its interval).  :func:`load_tables` gives one
+samples table per method, each column one meaning and one type, and CAST's
+verdicts as rows (``load_runs``' samples table is the union of the methods').
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -184,6 +188,68 @@ def load_runs(folders: Iterable[str | Path]):
     return pd.DataFrame(samples), pd.DataFrame(metrics, columns=METRIC_COLUMNS)
 
 
+def cast_verdict_rows(folder: str | Path) -> Iterator[dict[str, Any]]:
+    """A CAST run's verdicts as rows, one per pair, repeat, generation modality, statement, validation
+    modality and prompt format: ``verdict`` is 1 (the statement holds), 0 (it does not) or None (unread),
+    ``raw`` the model's words; per-pair consistency is a ``groupby`` away, no JSON to parse."""
+    folder = Path(folder)
+    info = _run_info(folder)
+    base = {"run": str(folder), "model": _model_of(info)}
+    for rec in JsonlRecords(folder / "samples.jsonl"):
+        if rec.get("status") != "done":
+            continue
+        first = rec.get("result") or {}
+        for repeat, r in enumerate([first, *first.get("repeats", [])]):
+            for g, entry in (r.get("generation") or {}).items():
+                for k, st in enumerate(entry.get("statements") or []):
+                    for key, v in (st.get("verdicts") or {}).items():
+                        modality, _, fmt = key.partition("|")
+                        yield {**base, "sample_id": rec.get("sample_id"), "repeat": r.get("repeat", repeat),
+                               "generation": g, "statement": k + 1, "validation": modality, "format": fmt,
+                               "blind": False, "verdict": v.get("verdict"), "raw": v.get("raw"),
+                               "text": st.get("text")}
+                    for fmt, v in (st.get("blind") or {}).items():  # the blind control: image withheld
+                        yield {**base, "sample_id": rec.get("sample_id"), "repeat": r.get("repeat", repeat),
+                               "generation": g, "statement": k + 1, "validation": "image", "format": fmt,
+                               "blind": True, "verdict": v.get("verdict"), "raw": v.get("raw"),
+                               "text": st.get("text")}
+
+
+def _typed(df):
+    """Each column one type: integers stay integers beside missing values (Int64, not float), text is
+    ``string``, flags ``boolean``."""
+    return df.convert_dtypes(convert_floating=False) if len(df.columns) else df
+
+
+def load_tables(folders: Iterable[str | Path]) -> dict[str, Any]:
+    """One tidy samples table per method (``describe``, ``genception``, ``vhexpansion``, ``chef``, ``cast``) with
+    only that method's columns, each column one meaning and one type; ``cast_verdicts`` with CAST's verdicts as
+    rows (:func:`cast_verdict_rows`); and ``metrics``, the long metrics table of :func:`load_runs`.  A method
+    without a run is absent.
+
+        tables = vlmcheck.load_tables(["runs/gc", "runs/cast"])
+        tables["cast_verdicts"].groupby(["sample_id", "generation", "validation"])["verdict"].mean()
+    """
+    import pandas as pd
+
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    verdicts: list[dict[str, Any]] = []
+    metrics: list[dict[str, Any]] = []
+    for f in folders:
+        f = Path(f)
+        info = _run_info(f)
+        rows = by_task.setdefault(str(info["task"]), [])
+        rows.extend({k: v for k, v in r.items() if k != "task"} for r in iter_sample_rows(f))
+        if info["task"] == "cast":
+            verdicts.extend(cast_verdict_rows(f))
+        metrics.extend(metric_rows(f, info))
+    tables = {task: _typed(pd.DataFrame(rows)) for task, rows in by_task.items()}
+    if verdicts:
+        tables["cast_verdicts"] = _typed(pd.DataFrame(verdicts))
+    tables["metrics"] = pd.DataFrame(metrics, columns=METRIC_COLUMNS)
+    return tables
+
+
 def run_rows(folders: Iterable[str | Path]) -> list[dict[str, Any]]:
     """One row per run: its identity, sample counts and headline with its interval."""
     out = []
@@ -196,6 +262,30 @@ def run_rows(folders: Iterable[str | Path]) -> list[dict[str, Any]]:
     return out
 
 
+def _file_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_.")[:100] or "run"
+
+
+def table_names(folders: list[Path]) -> list[str]:
+    """A file name per run's table: the folder's name where no other exported run has it; else (a sweep's
+    ``noisy/`` under every method) its method and model, ``<method>-<model>``, with ``-2``, ``-3`` only for
+    runs of one method and model; never ``runs`` or ``metrics`` (the other two tables)."""
+    plain = [_file_name(f.name or "run") for f in folders]
+    names: list[str] = []
+    for f, name in zip(folders, plain):
+        if plain.count(name) > 1 or name in ("runs", "metrics"):
+            try:
+                info = read_results(f, need_samples=False)
+            except (OSError, ValueError):
+                info = {}
+            name = _file_name(f"{info.get('task') or f.parent.name}-{_model_of(info) or f.name}")
+        base, k = name, 2
+        while name in names or name in ("runs", "metrics"):
+            name, k = f"{base}-{k}", k + 1
+        names.append(name)
+    return names
+
+
 def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parquet") -> list[Path]:
     """One table per run (``<run-name>.<fmt>``) and ``runs.<fmt>``; returns the files written."""
     import pandas as pd
@@ -206,13 +296,10 @@ def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parq
     out.mkdir(parents=True, exist_ok=True)
     folders = [Path(f) for f in folders]
     written = []
-    names: set[str] = {"runs", "metrics"}  # runs.<fmt>, metrics.<fmt>: the per-run and metrics tables
-    for f in folders:
-        name = f.name or "run"
-        while name in names:
-            name += "_"
-        names.add(name)
+    for f, name in zip(folders, table_names(folders)):
         written.append(_write_rows(lambda f=f: iter_sample_rows(f), out / f"{name}.{fmt}", fmt))
+        if _run_info(f).get("task") == "cast":
+            written.append(_write_rows(lambda f=f: cast_verdict_rows(f), out / f"{name}-verdicts.{fmt}", fmt))
     metrics = [row for f in folders for row in metric_rows(f, _run_info(f))]  # not the samples again
     written.append(_write(pd.DataFrame(metrics, columns=METRIC_COLUMNS), out / f"metrics.{fmt}", fmt))
     written.append(_write(pd.DataFrame(run_rows(folders)), out / f"runs.{fmt}", fmt))

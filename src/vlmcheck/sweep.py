@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .api import run_task
 from .core import remote
 from .core.files import InputFileError, read_yaml_mapping, write_text_atomic
+from .datasets import parse_source
 from .run.runner import RunOptions
 
 EXAMPLE = """\
@@ -166,9 +167,11 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
             raise InputFileError(f"methods[{i}] ({method}): unknown option(s) {', '.join(unknown)}; known: "
                                  f"{', '.join(k for k in fields if k != 'vlm')}")
         for key in PATH_OPTIONS:
-            if isinstance(opts.get(key), str) and not opts[key].startswith("hfds:") and \
-                    not remote.is_url(opts[key]) and not Path(opts[key]).is_absolute():
-                opts[key] = str(base / opts[key])
+            if not isinstance(opts.get(key), str):
+                continue
+            _, _, rest = parse_source(opts[key])  # NAME:PATH keeps its NAME: (docs/datasets.md)
+            if not rest.startswith("hfds:") and not remote.is_url(rest) and not Path(rest).is_absolute():
+                opts[key] = opts[key][:len(opts[key]) - len(rest)] + str(base / rest)
         if method == "chef":
             recipe = opts.get("recipe")
             if isinstance(recipe, str):

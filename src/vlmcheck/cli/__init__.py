@@ -34,7 +34,24 @@ from ._common import say_error
 
 _help.install()
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  context_settings={"help_option_names": ["-h", "--help"]},  # every command, as most CLIs
                   help="Annotation-free evaluation of vision-language models.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .._version import __version__
+
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                          help="Print the vlmcheck version and exit.")) -> None:
+    """Annotation-free evaluation of vision-language models."""
+
+
 for _group in (info, describe, runs, world, genception, outputs, perturb, vhx, cast, chef, data, demo):
     _group.register(app)
 

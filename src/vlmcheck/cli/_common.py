@@ -92,12 +92,19 @@ def run_command(fn=None, *, entry: str = METHOD):
 
     @functools.wraps(fn)
     def command(*args, **kwargs):
-        run = RunArgs(**{**defaults(), **{o.name: kwargs.pop(o.name) for o in taken}}, estimates=[])
-        if run.json_output and not run.dry_run:
-            fail("--json goes with --dry-run (a run's results are in its folder's results.json)")
-        out = fn(*args, **kwargs, run=run)
+        run = RunArgs(**{**defaults(), **{o.name: kwargs.pop(o.name) for o in taken}}, estimates=[], results=[])
+        quiet = terminal.tables.quiet
+        terminal.tables.quiet = quiet or (run.json_output and not run.dry_run)  # --json: JSON, not tables
+        try:
+            out = fn(*args, **kwargs, run=run)
+        except typer.Exit:
+            print_results(run)  # --json: a run that exits 1 (failed samples, budget) still prints its results
+            raise
+        finally:
+            terminal.tables.quiet = quiet
         if run.dry_run:  # every task the command would run was estimated by execute(); print them as one
             print_estimate(run.estimates, run.json_output)
+        print_results(run)
         return out
 
     command.__signature__ = sig.replace(parameters=own + extra, return_annotation=None)
@@ -105,6 +112,27 @@ def run_command(fn=None, *, entry: str = METHOD):
     command.run_entry = entry  # tests/test_run_options.py finds the entry points by it
     del command.__wrapped__  # typer reads __signature__, not the wrapped function's
     return command
+
+
+def print_results(run: "RunArgs") -> None:
+    """``--json``: the results.json of every run the command made, as one JSON object (a list for several)."""
+    if not run.json_output or run.dry_run or not run.results:
+        return
+    from ..core.files import json_text
+    from ..core.secrets import redact_obj
+
+    done = [{k: v for k, v in r.items() if k != "_folder"} | {"folder": r.get("_folder")} for r in run.results]
+    typer.echo(json_text(redact_obj(done[0] if len(done) == 1 else done), indent=2))
+    run.results = []
+
+
+def fraction(text: str) -> float:
+    """A number as a user writes it on the command line: a decimal (0.0314) or a fraction (8/255)."""
+    num, slash, den = str(text).partition("/")
+    try:
+        return float(num) / float(den) if slash else float(num)
+    except (ValueError, ZeroDivisionError):
+        raise typer.BadParameter(f"{text!r} is not a number or a fraction such as 8/255") from None
 
 
 def setup_logging() -> None:
@@ -188,6 +216,8 @@ def execute(task, out: Path, opts: "RunOptions | RunArgs", run=run_task) -> dict
         fail(one_line(exc))
     terminal.run_done(out, result.results)
     result.results["_folder"] = str(out)
+    if args is not None:
+        args.results.append(result.results)
     budget = result.results.get("budget") or {}
     if budget.get("stopped"):
         from ..run.budget import budget_message

@@ -27,8 +27,10 @@ def cast_pairs(
     encoder: str = typer.Option(..., "--encoder", metavar="SPEC",
                                 help="Image encoder spec (CLIP image features where available)"),
     out: Path = typer.Option(..., "--out", metavar="FILE", help="Output pairs JSONL"),
-    per_bin: int = typer.Option(25, "--per-bin", metavar="N"),
-    min_chars: int = typer.Option(500, "--min-chars", metavar="N"),
+    per_bin: int = typer.Option(25, "--per-bin", metavar="N",
+                                help="Pairs drawn from each of the four image-similarity bins"),
+    min_chars: int = typer.Option(500, "--min-chars", metavar="N",
+                                  help="Leave out scenes whose description is shorter than N characters"),
     seed: int = C.SEED,
 ) -> None:
     """Sample scene pairs: image cosine in four bins of [0.75, 0.95), long descriptions, disjoint images."""
@@ -56,7 +58,9 @@ def cast_run(
     benchmark: Optional[str] = C.BENCHMARK,
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
     two_images: bool = typer.Option(False, "--two-images", help="Send two images instead of one side-by-side"),
-    image_size: int = typer.Option(512, "--image-size", metavar="PX"),
+    image_size: int = typer.Option(512, "--image-size", metavar="PX",
+                                   help="Side of each image of a pair, in pixels, when the two are shown side by "
+                                        "side in one picture (2 PX wide); not used with --two-images"),
     repeats: int = C.REPEATS,
     temperature: float = C.TEMPERATURE,
     blind: bool = C.BLIND,

@@ -20,6 +20,12 @@ def register(app: typer.Typer) -> None:
     app.add_typer(chef_app, name="chef")
 
 
+#: the scenario loaders (methods/chef/scenarios.py LOADERS), named here so `--help` imports no method;
+#: tests/test_first_hour.py checks the two lists agree
+SCENARIO_NAMES = ("mc", "scienceqa", "pope", "classification", "retrieval", "mmbench", "world", "counting",
+                  "detection", "hierarchical", "turns")
+
+
 @chef_app.command("list")
 def chef_list() -> None:
     """Shipped recipes (ChEF Tables 5 and 7, and world recipes)."""
@@ -46,7 +52,8 @@ def chef_run(
                                             "fsspec URL)" + C.DATA_HELP),
     benchmark: Optional[str] = C.BENCHMARK,
     scenario: Optional[str] = typer.Option(None, "--scenario", metavar="NAME",
-                                           help="Scenario loader (overrides the recipe's)"),
+                                           help="How --data is read, overriding the recipe's: " + ", ".join(
+                                               SCENARIO_NAMES) + " (world: a `vlmcheck world make` folder)"),
     judge: Optional[str] = typer.Option(None, "--judge", metavar="SPEC",
                                         help="TextModel spec for language performance"),
     judge2: Optional[str] = typer.Option(None, "--judge2", metavar="SPEC",
@@ -67,7 +74,7 @@ def chef_run(
 ) -> None:
     """Run a ChEF recipe; the metric follows its desideratum."""
     from ..core.roles import CapabilityError
-    from ..methods.chef import ChefSpec, ChefTask, resolve_recipe
+    from ..methods.chef import INFERENCERS, ChefSpec, ChefTask, resolve_recipe
 
     C.setup_logging()
     data = C.with_benchmark(data, benchmark)
@@ -75,6 +82,9 @@ def chef_run(
         r = resolve_recipe(recipe)
         if scenario:
             r.scenario.type = scenario
+        elif data and r.scenario.type != "world" and Path(data).is_dir() and (Path(data) / "manifest.jsonl").is_file():
+            C.fail(f"{data}: a folder, where a file was expected (recipe {recipe!r} reads {r.scenario.type!r} "
+                   "data from a file); it is a world folder: add --scenario world to ask the world's questions")
         if judge:
             r.metric.judge = judge
         if judge2:
@@ -83,6 +93,13 @@ def chef_run(
             r.metric.rewriter = rewriter
         if extractor:
             r.metric.extractor = extractor
+        if inferencer:  # the refusal as one sentence, before the spec's validation wraps it
+            from ..methods.chef.recipe import inferencer_refusal
+
+            why = inferencer_refusal(r, inferencer) if inferencer in INFERENCERS else (
+                f"no inferencer {inferencer!r}; ChEF's are {', '.join(INFERENCERS)}")
+            if why:
+                raise ValueError(why)
         spec = C.spec_with_key(vlm, run.api_key)
         task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=run.seed,
                                  blind=blind, repeats=repeats, temperature=temperature, inferencer=inferencer),

@@ -22,8 +22,10 @@ def describe(
                                   + C.DATA_HELP),
     benchmark: Optional[str] = C.BENCHMARK,
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
-    prompt: str = typer.Option("Describe this image in detail.", "--prompt", metavar="TEXT"),
-    max_tokens: int = typer.Option(512, "--max-tokens", min=1, metavar="N"),
+    prompt: str = typer.Option("Describe this image in detail.", "--prompt", metavar="TEXT",
+                               help="What the model is asked about each image"),
+    max_tokens: int = typer.Option(512, "--max-tokens", min=1, metavar="N",
+                                   help="Most tokens of each answer (the model's max_tokens)"),
     run: C.RunArgs = None,
 ) -> None:
     """Ask a VLM one prompt per image; keep every answer (and keyword recall where expected words are given)."""

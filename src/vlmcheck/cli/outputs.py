@@ -59,8 +59,10 @@ def compare(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finis
 def plan(pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
                                          help="A finished pilot run; give two to plan a paired comparison"),
          delta: float = typer.Option(..., "--delta", metavar="D", help="The difference to detect"),
-         power: float = typer.Option(0.8, "--power", metavar="P"),
-         alpha: float = typer.Option(0.05, "--alpha", metavar="A"),
+         power: float = typer.Option(0.8, "--power", metavar="P",
+                                     help="Chance of detecting a true difference D (0.8: four times in five)"),
+         alpha: float = typer.Option(0.05, "--alpha", metavar="A",
+                                     help="Two-sided significance level of the test (0.05: 95% intervals)"),
          as_json: bool = typer.Option(False, "--json", help="Print the plan as one JSON object")) -> None:
     """How many samples detect a difference D: from one pilot run's spread, or two pilot runs' paired one."""
     import json
@@ -110,10 +112,12 @@ def export_cmd(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Fi
 
 
 def report(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Run folders"),
-           output: Path = typer.Option(Path("report.html"), "-o", "--output", metavar="FILE"),
+           output: Path = typer.Option(Path("report.html"), "-o", "--output", metavar="FILE",
+                                       help="The HTML page to write (its images stay where they are, linked)"),
            external: Optional[Path] = typer.Option(None, "--external", metavar="CSV",
                                                    help="CSV model,benchmark,score"),
-           title: str = typer.Option("vlmcheck report", "--title", metavar="TEXT"),
+           title: str = typer.Option("vlmcheck report", "--title", metavar="TEXT",
+                                     help="The page's title and first heading"),
            gallery: Optional[Path] = typer.Option(None, "--gallery", metavar="IMAGE",
                                                   help="Add a corruption gallery of this image")) -> None:
     """One static HTML report for any run or set of runs (thumbnails in <output>_files/)."""

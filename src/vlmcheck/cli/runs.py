@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 from typing import Optional
 
@@ -39,8 +41,6 @@ def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
         C.fail("give a sweep config (vlmcheck run sweep.yaml); `vlmcheck run --example offline` prints one that "
                "runs offline")
     C.setup_logging()
-    if json_output and not dry_run:
-        C.fail("--json goes with --dry-run (a sweep's results are in its summary.json)")
     if dry_run:
         with C.user_errors(FileNotFoundError):
             try:
@@ -58,8 +58,16 @@ def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
             return C.execute(task, folder, opts)
 
     with C.user_errors(FileNotFoundError):
-        done = run_sweep(config, progress=progress, execute=execute, announce=announce, report=report)
-    terminal.sweep_summary(done.summary, f"sweep {config}")
+        quiet = terminal.tables.quiet
+        terminal.tables.quiet = quiet or json_output  # --json: one JSON object, no tables
+        try:
+            done = run_sweep(config, progress=progress, execute=execute, announce=announce, report=report)
+        finally:
+            terminal.tables.quiet = quiet
+    if json_output:  # the summary as one JSON object on stdout, instead of the table
+        typer.echo(json.dumps({"summary": done.summary, "folder": str(done.out)}, default=str))
+    else:
+        terminal.sweep_summary(done.summary, f"sweep {config}")
     C.console.print(f"Summary: {done.out / 'summary.json'}" + (f"  Report: {done.report}" if done.report else ""),
                     highlight=False)
     C.check_failures(done.results, done.max_failures)
@@ -76,6 +84,7 @@ def resume(run_folder: Path = typer.Argument(..., metavar="RUN", help="Run folde
     C.setup_logging()
     task, spec = C.task_of(run_folder)
     results = C.execute(task, run_folder, run.options(**_recorded(spec)))
+    terminal.results(results)  # the table the run command prints
     C.check_failures([results], run.max_failures)
 
 
@@ -92,6 +101,8 @@ def retry_failed_cmd(run_folder: Path = typer.Argument(..., metavar="RUN", help=
         C.fail(C.one_line(exc))
     counts = result.results["counts"]
     C.console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
+    terminal.failures(counts)
+    terminal.results(result.results)  # the table the run command prints
     budget = result.results.get("budget") or {}
     if budget.get("stopped"):
         from ..run.budget import budget_message

@@ -34,13 +34,22 @@ def vhx_run(
                                 help="TextModel spec for negation (paper prompt)"),
     perturb: str = typer.Option("vhx_gaussian_noise,vhx_brightness,vhx_defocus_blur,vhx_jpeg", "--perturb",
                                 metavar="NAMES", help="Comma-separated corruptions (name or name:severity); '' for "
-                                                      "none"),
+                                                      "none",
+                                show_default="the paper's four, vhx_gaussian_noise, vhx_brightness, "
+                                             "vhx_defocus_blur and vhx_jpeg"),
     attack: Optional[str] = typer.Option(None, "--attack", metavar="ifgsm|pgd", help="ifgsm or pgd"),
     attack_target: Optional[str] = typer.Option(None, "--attack-target", metavar="SPEC",
                                                 help="Encoder spec to attack instead of the VLM (transfer)"),
-    epsilon: float = typer.Option(8 / 255, "--epsilon", metavar="EPS"),
-    steps_clean: int = typer.Option(500, "--steps-clean", metavar="N"),
-    steps_hallucinated: int = typer.Option(100, "--steps-hallucinated", metavar="N"),
+    epsilon: float = typer.Option(8 / 255, "--epsilon", metavar="EPS", parser=C.fraction, show_default="8/255",
+                                  help="The attack's L-inf radius in pixel intensity on a 0-1 scale: 8/255 moves "
+                                       "each channel at most 8 of its 255 levels (a fraction or a decimal)"),
+    steps_clean: int = typer.Option(500, "--steps-clean", min=0, metavar="N",
+                                    help="Attack iterations on a case answered right: the image's embedding "
+                                         "pushed away from the original's (least cosine; paper: 500)"),
+    steps_hallucinated: int = typer.Option(100, "--steps-hallucinated", min=0, metavar="N",
+                                           help="Attack iterations on a case answered wrong: from random noise "
+                                                "back towards the original's embedding (most cosine, stopping "
+                                                "early; paper: 100)"),
     repeats: int = typer.Option(1, "--repeats", min=1, metavar="N",
                                 help="Ask every question N times (Table 6e): mean and std"),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, metavar="T",
@@ -75,7 +84,8 @@ def vhx_pope(annotations: Path = typer.Option(..., "--annotations", metavar="PAT
                                               help="COCO instances JSON or JSONL image,objects"),
              split: str = typer.Option("random", "--split", metavar="SPLIT",
                                        help="random, popular or adversarial"),
-             n_images: int = typer.Option(500, "--n-images", min=1, metavar="N"), seed: int = C.SEED,
+             n_images: int = typer.Option(500, "--n-images", min=1, metavar="N",
+                                          help="Images sampled from the annotations (POPE: 500)"), seed: int = C.SEED,
              images: Optional[Path] = typer.Option(None, "--images", metavar="DIR",
                                                    help="Folder of the images (COCO: val2014/); default: beside "
                                                         "the annotations"),
@@ -148,16 +158,25 @@ def vhx_finetune(model: str = typer.Option(..., "--model", metavar="SPEC", help=
                  out: Path = typer.Option(..., "--out", metavar="DIR",
                                           help="Folder for the LoRA adapter; re-run to resume"),
                  learning_rate: float = typer.Option(1.8e-6, "--learning-rate", metavar="LR", help="Paper: 1.8e-6"),
-                 epochs: float = typer.Option(1.0, "--epochs", metavar="E"),
-                 max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, metavar="N"),
+                 epochs: float = typer.Option(1.0, "--epochs", metavar="E",
+                                              help="Passes over the training data (fractions allowed)"),
+                 max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, metavar="N",
+                                                         help="Stop after N optimiser steps (overrides --epochs)"),
                  lora_r: int = typer.Option(128, "--lora-r", min=1, metavar="R", help="LLaVA-1.5 LoRA recipe: 128"),
                  lora_alpha: int = typer.Option(256, "--lora-alpha", min=1, metavar="A",
                                                 help="LLaVA-1.5 LoRA recipe: 256"),
-                 batch_size: int = typer.Option(16, "--batch-size", min=1, metavar="N"),
-                 grad_accum: int = typer.Option(1, "--grad-accum", min=1, metavar="N"),
-                 save_steps: int = typer.Option(50, "--save-steps", min=1, metavar="N"),
+                 batch_size: int = typer.Option(16, "--batch-size", min=1, metavar="N",
+                                                help="Conversations per device step"),
+                 grad_accum: int = typer.Option(1, "--grad-accum", min=1, metavar="N",
+                                                help="Device steps per optimiser step (effective batch: N x "
+                                                     "--batch-size)"),
+                 save_steps: int = typer.Option(50, "--save-steps", min=1, metavar="N",
+                                                help="Write a checkpoint every N optimiser steps (a re-run resumes "
+                                                     "from the last)"),
                  gradient_checkpointing: bool = typer.Option(True,
-                                                             "--gradient-checkpointing/--no-gradient-checkpointing"),
+                                                             "--gradient-checkpointing/--no-gradient-checkpointing",
+                                                             help="Recompute activations in the backward pass: less "
+                                                                  "memory, about a third slower"),
                  projector_lr: Optional[float] = typer.Option(
                      None, "--projector-lr", min=0.0, metavar="LR",
                      help="Learning rate of the multimodal projector (default: 2e-5 for LLaVA-family models, "
@@ -194,7 +213,8 @@ def vhx_compare(before: Path = typer.Argument(..., metavar="BEFORE", help="VHExp
                                                             help="BEFORE_RUN,AFTER_RUN of a general-ability run "
                                                                  "(e.g. a ChEF MMBench recipe); repeat"),
                 out: Optional[Path] = typer.Option(None, "--out", metavar="DIR",
-                                                   help="Folder for compare.json and report.html")) -> None:
+                                                   help="Folder for compare.json and report.html"),
+                as_json: bool = typer.Option(False, "--json", help="Print the comparison as one JSON object")) -> None:
     """Accuracy and symmetric accuracy before and after fine-tuning, per dataset and variant (Tables 7, 8)."""
     from ..finetune.compare import compare_vhx
 
@@ -206,7 +226,10 @@ def vhx_compare(before: Path = typer.Argument(..., metavar="BEFORE", help="VHExp
         pairs.append((Path(parts[0]), Path(parts[1])))
     with C.user_errors():
         cmp = compare_vhx(before, after, pairs)
-    terminal.vhx_compare(cmp)
+    if as_json:
+        typer.echo(json.dumps(cmp, default=str))
+    else:
+        terminal.vhx_compare(cmp)
     if out is not None:
         from ..report.html import build_report
 

@@ -20,7 +20,9 @@ def register(app: typer.Typer) -> None:
 
 @world_app.command("pairs")
 def world_pairs(out: Path = typer.Argument(..., metavar="OUT", help="Output folder"),
-                n: int = typer.Option(20, "--n", metavar="N"), seed: int = typer.Option(0, "--seed")) -> None:
+                n: int = typer.Option(20, "--n", metavar="N", help="Number of scene pairs to write"),
+                seed: int = typer.Option(0, "--seed", help="Seed of the scenes (the same seed writes the same pairs)")
+                ) -> None:
     """Write scene pairs that share objects (pairs.jsonl + images) for CAST."""
     from ..world.make import make_world_pairs
 
@@ -30,7 +32,7 @@ def world_pairs(out: Path = typer.Argument(..., metavar="OUT", help="Output fold
 @world_app.command("make")
 def world_make(out: Path = typer.Argument(..., metavar="OUT", help="Output folder"),
                n: int = typer.Option(200, "--n", min=1, metavar="N", help="Number of scenes"),
-               seed: int = typer.Option(0, "--seed"),
+               seed: int = typer.Option(0, "--seed", help="Seed of the scenes (the same seed writes the same world)"),
                size: int = typer.Option(384, "--size", metavar="PX", help="Pixels")) -> None:
     """Write seeded scenes: images/<category>/*.png, scene graphs, descriptions, questions (manifest.jsonl)."""
     from ..world.make import make_world
@@ -39,10 +41,20 @@ def world_make(out: Path = typer.Argument(..., metavar="OUT", help="Output folde
     C.console.print(f"[green]wrote[/green] {n} scenes: {manifest}", highlight=False)
 
 
-def meta(out: Path = typer.Option(Path("meta-run"), "--out", metavar="DIR"),
-         n: int = typer.Option(50, "--n", metavar="N"), seed: int = C.SEED) -> None:
+def meta(out: Path = typer.Option(Path("meta-run"), "--out", metavar="DIR",
+                                  help="Folder for the world, the runs and the table"),
+         n: int = typer.Option(50, "--n", metavar="N",
+                               help="Scenes of the reference world (and half as many pairs for CAST)"),
+         seed: int = C.SEED,
+         as_json: bool = typer.Option(False, "--json", help="Print the result as one JSON object")) -> None:
     """Meta-evaluation on the reference world: Kendall tau between true error and each metric."""
     from ..meta import meta_evaluate
 
     C.setup_logging()
-    terminal.meta(meta_evaluate(out, n=n, seed=seed, progress=True))
+    res = meta_evaluate(out, n=n, seed=seed, progress=True)
+    if as_json:
+        import json
+
+        typer.echo(json.dumps(res, default=str))
+    else:
+        terminal.meta(res)

@@ -188,6 +188,18 @@ def image_columns(schema: Any) -> tuple[list[str], list[str]]:
     return single, lists
 
 
+def class_names(schema: Any) -> dict[str, list[str]]:
+    """column -> its ClassLabel names, from the ``huggingface`` features kept in the shards' schema (CIFAR-10's
+    ``label`` 0..9 -> airplane..truck)."""
+    try:
+        meta = json.loads((schema.metadata or {}).get(b"huggingface", b"{}"))
+        feats = meta.get("info", {}).get("features", {})
+    except (ValueError, AttributeError):
+        return {}
+    return {c: [str(n) for n in f["names"]] for c, f in feats.items()
+            if isinstance(f, dict) and f.get("_type") == "ClassLabel" and isinstance(f.get("names"), list)}
+
+
 def _schema(path: Path) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -275,8 +287,15 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
     cols = Columns(names, params, skip=(image_col,) + skip if image_col else skip)
     notes.append(f"columns: {cols.describe()}" + (f", image={image_col}" if image_col else ", no image column"))
     id_col, explicit_id = cols.role["id"], "id_column" in params
+    labels = class_names(schema)
+    if labels:
+        notes.append("class labels named: " + ", ".join(f"{c} ({len(n)} classes)" for c, n in labels.items()))
     records, skipped, ids = [], [], []
     for i, row in enumerate(iter_rows(files)):
+        for c, names_ in labels.items():
+            v = row.get(c)
+            if isinstance(v, int) and 0 <= v < len(names_):
+                row[c] = names_[v]
         where = f"{split} row {i}"
         try:
             images, from_paths = _cell_images(row.get(image_col), folder, store) if image_col else ([], False)
@@ -301,7 +320,8 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
             for r, v in zip(records, values):
                 r.meta[id_col] = v
     if not records:
-        raise DatasetFormError(f"{source}: split {split!r} has no rows")
+        raise DatasetFormError(f"{source}: split {split!r} has no rows" + (
+            f" that could be read ({len(skipped)} skipped: {skipped[0][1]})" if skipped else ""))
     no_image = sum(1 for r in records if not r.images)
     if no_image:
         notes.append(f"{no_image} rows without an image (text-only)")

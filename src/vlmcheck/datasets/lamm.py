@@ -1,7 +1,8 @@
 """LAMM's benchmark meta files, which ChEF reads (github.com/OpenGVLab/LAMM, src/ChEF/scenario/): a data root
-holding ``meta_file/<Task>_<Dataset>.json`` (a JSON list of items with ``image`` and ``query``, optional
+holding ``meta_file/<Task>_<Dataset>.json`` (a JSON list of items with ``image``, mostly a ``query``, optional
 ``id``, and the task's answer: ``gt_choice``/``gt_choices`` (VQA), ``label`` (classification), ``sentences``
-(caption), ``num`` (counting), ``object`` (detection), ``attr`` (facial), ``word_list`` (OCR)).
+(caption), ``num`` (counting), ``object`` (detection), ``attr`` (facial), ``word_list`` (OCR), ``chain`` and
+``realm_name`` (ChEF's Omnibenchmark, which has no query)).
 
 ``image`` is relative to the data root - the folder ABOVE ``meta_file/`` - as LAMM joins it
 (``os.path.join(base_data_path, item['image'])``), never to the meta file's own folder.  One record per item,
@@ -38,15 +39,15 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
         raise refuse(path, "LAMM's data root with meta_file/<Task>_<Dataset>.json")
     ds = Dataset("lamm", "lamm", str(path), [])
     for f in files:
-        items = json_file(f, "a LAMM meta file (a JSON list of items with image and query)")
+        items = json_file(f, "a LAMM meta file (a JSON list of items with an image)")
         if not isinstance(items, list):
-            raise refuse(f, "a LAMM meta file (a JSON list of items with image and query)")
+            raise refuse(f, "a LAMM meta file (a JSON list of items with an image)")
         task, _, name = f.stem.partition("_")
         seen: set[str] = set()
         for i, it in enumerate(items):
             rid = f"{f.stem}/{it.get('id', i) if isinstance(it, dict) else i}"
-            if not isinstance(it, dict) or not isinstance(it.get("image"), str) or not it.get("query"):
-                ds.skipped.append((rid, "needs image and query"))
+            if not isinstance(it, dict) or not isinstance(it.get("image"), str):
+                ds.skipped.append((rid, "needs an image"))
                 continue
             if rid in seen:
                 raise refuse(f, f"one item per id ({rid} is repeated)")
@@ -56,7 +57,8 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
                 ds.skipped.append((rid, f"image {it['image']} not under the data root {root}"))
                 continue
             # every field of the item stays in meta: ChEF's turn scenarios read LAMM's own keys (num, object, query)
-            rec = Record(id=rid, images=[str(img)], question=str(it["query"]), category=f.stem, root=str(root),
+            rec = Record(id=rid, images=[str(img)], question=str(it["query"]) if it.get("query") else None,
+                         category=f.stem, root=str(root),
                          meta={"task": task, "dataset": name or task,
                                **{k: v for k, v in it.items() if k not in ("image", "id")}})
             if isinstance(it.get("gt_choices"), list) and isinstance(it.get("gt_choice"), int):

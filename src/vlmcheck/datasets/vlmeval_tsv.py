@@ -133,7 +133,8 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
             rec.group = str(number % 1_000_000)
         records.append(rec)
     if not records:
-        raise DatasetFormError(f"{path}: no rows")
+        raise DatasetFormError(f"{path}: no rows" + (f" that could be read ({len(skipped)} skipped: {skipped[0][1]})"
+                                                     if skipped else ""))
     check_unique(records, str(path), "index")
     notes = [f"columns: {cols.describe()}"]
     no_image = sum(1 for r in records if not r.images)

@@ -15,6 +15,7 @@ from typing import Any
 from ..core.files import InputFileError, read_jsonl, read_results
 from ..methods.compare import compare_two
 from ..metrics.decisions import holm
+from ..metrics.signflip import holm_levels
 from ..metrics.stats import symmetric_accuracy
 
 
@@ -86,6 +87,7 @@ def compare_vhx(before: str | Path, after: str | Path,
     table_b, table_a = vhx_table(done_b, ids), vhx_table(done_a, ids)
     units_b, units_a = _units(done_b, ids), _units(done_a, ids)
     rows = []
+    units: dict[int, tuple] = {}
     for key in sorted(set(table_b) | set(table_a), key=lambda k: (k[0] == "all", k[0], k[1] != "original", k[1])):
         b, a = table_b.get(key, {}), table_a.get(key, {})
         row: dict[str, Any] = {"dataset": key[0], "variant": key[1], "n": b.get("n") or a.get("n")}
@@ -97,10 +99,14 @@ def compare_vhx(before: str | Path, after: str | Path,
             if ua and ub:  # the paired test of `vlmcheck compare`: after minus before, clustered by image
                 c = compare_two(ua, ub, "accuracy")
                 row[metric].update(ci95=c["ci95"], p_value=c["p_value"], test=c["test"], n_paired=c["n_paired"])
+                units[id(row[metric])] = (ua, ub)
         rows.append(row)
     tested = [row[m] for row in rows for m in ("accuracy", "symmetric_accuracy") if row[m].get("p_value") is not None]
-    for cell, p in zip(tested, holm([c["p_value"] for c in tested])):
-        cell["p_holm"] = p
+    ps = [c["p_value"] for c in tested]
+    for cell, p, level in zip(tested, holm(ps), holm_levels(ps)):
+        # the interval at the level of the cell's Holm step, so it excludes 0 exactly when the Holm p <= 0.05
+        cell.update(p_holm=p, ci95=compare_two(*units[id(cell)], "accuracy", level=level)["ci95"],
+                    ci_level=1 - level, separated=bool(p <= 0.05))
     out: dict[str, Any] = {
         "before": {"run": str(before), "model": _model(res_b, before)},
         "after": {"run": str(after), "model": _model(res_a, after)},

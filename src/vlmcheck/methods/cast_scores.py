@@ -232,4 +232,11 @@ class CastSummary:
             out["headline"]["interval"]["repeats"] = self.repeats
         if self.blind_request is not None and len(codes):
             out["blind"] = _blind_result(self.blind, self.blind_request)
+        written = int(statements.sum())
+        out["statements_written"] = written
+        if len(statements) and not written:  # a matrix of "-" says nothing by itself: say why (issue 47 item 3)
+            out["empty_reason"] = (f"the model wrote no statements in any of the {len(statements)} pairs' "
+                                   "generations (CAST's parser found no numbered statement in its answers: see "
+                                   "'raw' in samples.jsonl), so there is nothing to validate and every matrix is "
+                                   "empty")
         return out

@@ -26,7 +26,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..core.files import JsonlRecords, read_results
-from ..metrics.decisions import decision_interval, holm, holm_levels, paired_decision
+from ..metrics.decisions import holm
+from ..metrics.signflip import decision_interval, holm_levels, paired_decision
 from ..run.task import Outcome, outcomes_for
 from . import outcomes as _builtin  # noqa: F401 - registers the built-in methods' outcomes
 
@@ -141,11 +142,11 @@ def _public(dec: dict[str, Any]) -> dict[str, Any]:
 
 
 def pairwise(runs: Sequence[dict[str, Any]], metric: str, pairs: Sequence[tuple[int, int]] | None = None,
-             alpha: float = ALPHA) -> dict[str, Any]:
+             alpha: float = ALPHA, intervals: bool = True) -> dict[str, Any]:
     """The decision procedure over ``runs`` (each ``{sample id: Outcome}`` of ``metric``): the samples they all
     share, each run's headline quantity on them, and for every pair (i, j) - all of them unless ``pairs`` - the
     difference i - j with its test, Holm-adjusted p over the pairs, and the interval at its Holm level
-    (``separated``: the corrected test rejects)."""
+    (``separated``: the corrected test rejects; ``intervals=False`` skips the intervals, for simulations)."""
     keep, left = shared(runs)
     pairs = list(pairs) if pairs is not None else list(itertools.combinations(range(len(runs)), 2))
     out: dict[str, Any] = {"metric": metric, "n_shared": len(keep), "left_out": left,
@@ -166,7 +167,7 @@ def pairwise(runs: Sequence[dict[str, Any]], metric: str, pairs: Sequence[tuple[
         out["pairs"].append(row)
     ps = [d["p_value"] for _, d in decs]
     for (row, dec), p_h, level in zip(decs, holm(ps), holm_levels(ps, alpha)):
-        ci, note = decision_interval(dec, level)
+        ci, note = decision_interval(dec, level) if intervals else (None, None)
         row.update(p_holm=p_h, ci95=ci, ci_level=1 - level, separated=bool(p_h <= alpha))
         if note:
             row["note"] = note
@@ -175,9 +176,10 @@ def pairwise(runs: Sequence[dict[str, Any]], metric: str, pairs: Sequence[tuple[
     return out
 
 
-def compare_two(a: dict[str, Any], b: dict[str, Any], metric: str) -> dict[str, Any]:
-    """A minus B on the samples both finished: :func:`pairwise` of two runs."""
-    res = pairwise([a, b], metric)
+def compare_two(a: dict[str, Any], b: dict[str, Any], metric: str, level: float = ALPHA) -> dict[str, Any]:
+    """A minus B on the samples both finished: :func:`pairwise` of two runs; ``level`` the interval's level
+    where a caller corrects for several comparisons itself (its Holm step: ``metrics.signflip.holm_levels``)."""
+    res = pairwise([a, b], metric, alpha=level)
     (row,) = res["pairs"]
     row = {k: v for k, v in row.items() if k not in ("i", "j")}
     return {"metric": metric, **row}

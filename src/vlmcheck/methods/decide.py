@@ -19,7 +19,8 @@ from statistics import NormalDist
 from typing import Any
 
 from ..core.files import read_results
-from ..metrics.decisions import Z95, holm, holm_levels
+from ..metrics.decisions import Z95, holm
+from ..metrics.signflip import holm_levels
 from .compare import ALPHA, pairwise, unit_values
 from .headline import headline_of
 

@@ -74,6 +74,8 @@ def _said(ds: Dataset) -> Dataset:
 
 
 def _require(records: list[Record], source: str, what: str, ok: Any) -> list[Record]:
+    if not records:
+        raise InputFileError(f"{source}: no records in it")
     bad = [r.id for r in records if not ok(r)]
     if len(bad) == len(records):
         raise InputFileError(f"{source}: no record has {what} (e.g. {bad[0]!r})")
@@ -194,7 +196,7 @@ def vhx_cases(ds: Dataset) -> list[Any]:
     answer ("<question> Is the answer '<option a>'?", yes when (a) is right).  Asking about the same option on
     both images of an MMVP pair keeps the pair's answers opposite, as MMVP built them; the pair id travels in
     ``meta["pair"]`` so that MMVP's pair accuracy is reported beside symmetric accuracy."""
-    from .vhx_cases import Case
+    from .vhx_case import Case
 
     def usable(r: Record) -> bool:
         if len(r.images) != 1 or not r.question:

@@ -46,7 +46,7 @@ from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
 from ..run.batching import Batcher
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
-from ..world.negator import NEGATION_PROMPT, check_negation
+from .vhx_negation import NEGATION_PROMPT, check_negation, split_context
 from .vhx_summary import VHXSummary
 
 TEMPLATE_VERSION = "vhexpansion-v1"
@@ -121,8 +121,9 @@ class VHExpansionTask(SpecTask):
         first word), so that the negated question is counted as a real negator's would be."""
         if attr == "negator":
             q = messages[-1].text.rsplit("The question is:", 1)[-1].strip().rstrip(".").strip()
-            first, _, rest = q.partition(" ")
-            return f"{first} not {rest}"
+            context, last = split_context(q)  # an MMVP case: only its yes/no question is negated
+            first, _, rest = last.partition(" ")
+            return f"{context}{first} not {rest}"
         return None
 
     async def _adversarial(self, session: Session, img, hallucinated: bool) -> dict[str, Any]:

@@ -12,23 +12,10 @@ import io
 from pathlib import Path
 from typing import Any
 
-from dataclasses import dataclass, field
-
 from ..core import remote
 from ..core.files import InputFileError, iter_jsonl_objects, read_text_input, require_str
 from ..core.inputs import dataset_path
-
-
-@dataclass(slots=True)
-class Case:
-    """A yes/no test case.  A slotted dataclass: a million of them are a run's sample list (about 0.5 kB each,
-    against 1.1 kB as a pydantic model), and Ray's workers find the image it names (run/ray_worker.py)."""
-    id: str
-    image: str
-    question: str
-    answer: str
-    meta: dict[str, Any] = field(default_factory=dict)
-    root: str | None = None  # the folder the image must stay inside (core/inputs.py)
+from .vhx_case import Case  # noqa: F401 - the case type is part of this module's API
 
 
 def _yesno(value: Any) -> str:

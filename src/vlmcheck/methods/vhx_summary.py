@@ -20,6 +20,7 @@ import numpy as np
 
 from ..metrics.clusters import UnitSums, Units
 from ..metrics.decisions import headline_entry, proportion_interval_sums
+from ..metrics.stats import UNREAD_WARN_SHARE, pope_read
 from .blind import VHXBlind
 
 UNIT = "source image"
@@ -32,7 +33,7 @@ class _Variant:
         self.name = name
         self.acc = UnitSums(1, units)  # per image: answers right to the case's question
         self.sym = UnitSums(1, units)  # per image, over cases with a usable negation: both answers right
-        self.yes = self.answers = self.neg_wrong = 0
+        self.yes = self.answers = self.neg_wrong = self.unread = 0
         self.reps = [[0, 0, 0, 0] for _ in range(repeats)] if repeats > 1 else None  # n, right, pairs, both right
         self.cosine = array("d")
         self.linf: float | None = None
@@ -46,12 +47,14 @@ class _Variant:
             tally[1] += bool(v["correct"])
         self.answers += 1
         self.yes += v["parsed"] == "yes"
+        self.unread += not pope_read(str(v.get("answer", "")))
         if "neg_correct" in v:
             self.sym.add(unit, float(bool(v["correct"] and v["neg_correct"])))
             self.neg_wrong += not v["neg_correct"]
         if "neg_parsed" in v:
             self.answers += 1
             self.yes += v["neg_parsed"] == "yes"
+            self.unread += not pope_read(str(v.get("neg_answer", "")))
         if self.reps is not None:
             runs = v.get("repeats", ())
             for k, tally in enumerate(self.reps):
@@ -79,7 +82,9 @@ class _Variant:
             "n": n, "accuracy": right / n, "accuracy_ci95": acc_ci,
             "symmetric_accuracy": self.sym.total() / pairs if pairs else None, "symmetric_accuracy_ci95": sym_ci,
             "intervals": {"accuracy": acc_how, "symmetric_accuracy": sym_how}, "n_pairs": pairs,
-            "yes_ratio": self.yes / self.answers, "new_vh_cases": wrong}
+            "yes_ratio": self.yes / self.answers, "new_vh_cases": wrong,
+            # answers whose first sentence had no yes/no word: POPE's rule scored them "yes" (its default)
+            "n_answers": self.answers, "unread": self.unread, "unread_share": self.unread / self.answers}
         if self.pairs:
             entry.update(_pair_accuracy(self.pairs))
         if self.reps is not None:
@@ -143,6 +148,13 @@ class VHXSummary:
         out["new_vh_cases_total"] = sum(v["new_vh_cases"] for v in out["variants"].values())
         if "blind" in self.variants:
             out["blind"] = self.blind.result()
+        warn = [f"{name}: {v['unread']} of {v['n_answers']} answers"
+                for name, v in out["variants"].items() if v["unread_share"] > UNREAD_WARN_SHARE]
+        if warn:
+            out["unread_warning"] = (
+                f"more than {UNREAD_WARN_SHARE:.0%} of the answers held no yes/no word in their first sentence "
+                f"({'; '.join(warn)}); POPE's rule scored them 'yes', so these accuracies measure the parser, "
+                "not the model")
         orig = out["variants"].get("original") or {}
         if orig.get("symmetric_accuracy") is not None:
             out["headline"] = headline_entry("symmetric accuracy", orig["symmetric_accuracy"],

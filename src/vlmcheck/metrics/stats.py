@@ -234,6 +234,21 @@ def pope_answer(text: str) -> str:
     return "no" if words & {"no", "not"} else "yes"
 
 
+#: above this share of a setting's answers that :func:`pope_read` could not read, the run warns (terminal, report,
+#: results.json): POPE's rule then scores them "yes" by default, so the accuracy says more about the rule than the
+#: model (docs/methods.md)
+UNREAD_WARN_SHARE = 0.10
+
+
+def pope_read(text: str) -> bool:
+    """Whether POPE's rule read an answer: its first sentence holds 'yes', 'no' or 'not'.  An answer without
+    one is still scored (POPE's rule makes it 'yes', as the paper defines), but counted as unread."""
+    import re
+
+    first = re.split(r"(?<=[.!?])\s|\n", text.strip(), maxsplit=1)[0]
+    return bool(set(re.findall(r"[a-z]+", first.lower())) & {"yes", "no", "not"})
+
+
 def pope_evaluate_answer(text: str) -> str:
     """POPE's own ``evaluate.py`` rule, exactly: the text up to its first '.', commas removed, split on single
     spaces; 'no' if one of the words is exactly "No", "not" or "no", else 'yes'.  So "NO", "No!" and "Not sure."

@@ -9,6 +9,7 @@ serves both.
 from __future__ import annotations
 
 import json
+import re
 from types import ModuleType
 from typing import Any
 
@@ -49,16 +50,68 @@ def status_error(status: int, headers: Any, message: str) -> ModelCallError:
             retry_after = float(headers["retry-after-ms"]) / 1000.0
         except ValueError:
             retry_after = None
+    message = unknown_fields_sentence(status, message) or message
     return ModelCallError(kind_for_status(status), redact(message), status=status, retry_after=retry_after)
 
 
 def body_message(body: Any) -> str | None:
-    """The server's own words in an error body: ``error.message`` (or a top-level ``message``), if any."""
+    """The server's own words in an error body: ``error.message`` (or a top-level ``message``), or FastAPI's
+    ``detail`` (a string, or pydantic's list of errors: ``transformers serve``, vLLM's validation errors), if any."""
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
             return str(err["message"])
+        detail = body.get("detail")
+        if isinstance(detail, str) and detail:
+            return detail
+        if isinstance(detail, list) and detail:
+            parts = []
+            for d in detail[:3]:
+                if isinstance(d, dict):
+                    loc = ".".join(str(x) for x in d.get("loc", ()) if x != "body")
+                    parts.append(f"{loc}: {d.get('msg', d.get('type', ''))}" if loc else str(d.get("msg", d)))
+            return "; ".join(parts) or None
     return None
+
+
+#: request fields vlmcheck sends only when a spec option or a method asks for them: the option to name when a
+#: server refuses one (docs/usage.md, "Server dialects")
+FIELD_OPTIONS = {
+    "prompt_logprobs": "?prompt_logprobs=1 (vLLM's prompt log-probabilities, for likelihood scoring)",
+    "continue_final_message": "?prompt_logprobs=1 or ?prefill=1 (vLLM's pre-filled assistant turn)",
+    "add_generation_prompt": "?prompt_logprobs=1 or ?prefill=1 (vLLM's pre-filled assistant turn)",
+    "logprobs": "a method asking for token log-probabilities (add ?logprobs=0 to never ask)",
+    "top_logprobs": "a method asking for token log-probabilities (add ?logprobs=0 to never ask)",
+    "max_completion_tokens": "?max_tokens_param=max_completion_tokens (use ?max_tokens_param=max_tokens)",
+    "max_tokens": "?max_tokens_param=max_tokens (use ?max_tokens_param=max_completion_tokens)",
+    "reasoning_effort": "?reasoning_effort=",
+    "chat_template_kwargs": "?enable_thinking=",
+    "seed": "--repeats or --temperature (a per-request seed)",
+}
+_UNKNOWN = re.compile(r"unexpected field|unrecognized (?:request )?argument|unknown field|extra inputs are not "
+                      r"permitted|extra_forbidden|unsupported parameter|not supported|unknown parameter", re.I)
+
+
+def unknown_fields_sentence(status: int, message: str, body: str = "") -> str | None:
+    """One sentence for a 4xx that names request fields the server does not know: which vlmcheck option sent
+    each, and what to do.  None when the answer names no such field."""
+    if not 400 <= status < 500 or status in (401, 403, 404, 429):
+        return None
+    text = f"{message} {body}"
+    if not _UNKNOWN.search(text):
+        return None
+    named = [f for f in FIELD_OPTIONS if re.search(rf"(?<![a-z_]){f}(?![a-z_])", text)]
+    named = [f for f in named if not any(f != g and f in g for g in named)]  # "logprobs" inside "prompt_logprobs"
+    if not named:
+        return None
+    by_option: dict[str, list[str]] = {}
+    for f in named:
+        by_option.setdefault(FIELD_OPTIONS[f], []).append(repr(f))
+    causes = "; ".join(f"{', '.join(fs)} {'is' if len(fs) == 1 else 'are'} sent for {opt}"
+                       for opt, fs in by_option.items())
+    return (f"the server does not accept the request field{'s' if len(named) > 1 else ''} "
+            f"{', '.join(repr(f) for f in named)} ({causes}); drop that option from the model spec or use a server "
+            f"that offers it [server said: {' '.join(message.split())[:200]}]")
 
 
 def _message(exc: BaseException) -> str:

@@ -279,16 +279,28 @@ class OpenAIChat:
                 kwargs["top_logprobs"] = config.top_logprobs
         return kwargs
 
+    def _withdraw_logprobs(self, how: str) -> None:
+        """The server gives no token log-probabilities: never ask again, declare none, and say so once."""
+        if self._logprobs:
+            import logging
+
+            logging.getLogger("vlmcheck").warning(
+                "%s: asked for token log-probabilities, the server %s; answers come without them from now on "
+                "(add ?logprobs=0 to ask for none, or use a server that returns them: vLLM, OpenAI)",
+                self.model_id, how)
+        self._logprobs = False
+        self.capabilities = self.capabilities.model_copy(update={"logprobs": False})
+
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         want_logprobs = config.logprobs and self._logprobs
         kwargs = self._body(messages, config, want_logprobs)
         try:
             resp = await self._post_chat(kwargs)
         except ModelCallError as exc:
-            if want_logprobs and exc.status == 400 and "logprob" in (str(exc) + getattr(exc, "body", "")).lower():
-                # The server does not offer logprobs: stop asking, answer without them.
-                self._logprobs = False
-                self.capabilities = self.capabilities.model_copy(update={"logprobs": False})
+            if (want_logprobs and exc.status in (400, 422) and "prompt_logprobs" not in str(exc)
+                    and "logprob" in (str(exc) + getattr(exc, "body", "")).lower()):
+                # The server does not offer logprobs: stop asking, answer without them (said once).
+                self._withdraw_logprobs("refused them")
                 return await self.generate(messages, config.model_copy(update={"logprobs": False}))
             raise
         try:
@@ -298,6 +310,10 @@ class OpenAIChat:
         if len(gen.text) > self.max_answer_chars:
             raise ModelCallError("too_large", f"the answer has {len(gen.text):,} characters, more than "
                                               f"max_answer_chars={self.max_answer_chars:,}; it is not stored")
+        if want_logprobs and gen.logprobs is None and gen.text:
+            # asked, answered, none given (transformers serve accepts the field and ignores it): the capability was
+            # an assumption; it is withdrawn, and said once (the run marks it in results.json: run/calls.py)
+            self._withdraw_logprobs("answered without them")
         return gen
 
 

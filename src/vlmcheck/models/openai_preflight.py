@@ -72,6 +72,8 @@ def _check_served(ids: list[Any], spec: ModelSpec, where: str) -> None:
     ids = [i for i in ids if i]
     if ids and spec.name not in ids:
         shown = ", ".join(str(i) for i in ids[:8]) + (" ..." if len(ids) > 8 else "")
-        raise PreflightError(f"{where} does not serve model {spec.name!r}; it serves: {shown}")
+        raise PreflightError(f"{where} does not serve model {spec.name!r}; it serves: {shown} (check the name; a "
+                             "server that loads models on demand, such as Ollama, LM Studio or transformers serve, "
+                             "lists only those loaded: then pass --no-preflight)")
 
 

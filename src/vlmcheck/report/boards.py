@@ -43,11 +43,11 @@ def leaderboards(views: list[dict[str, Any]], decisions: list[dict[str, Any]] = 
     groups: dict[str, list[dict[str, Any]]] = {}
     for v in views:
         key = v["task"]
-        if v["task"] == "chef":
-            m = json.loads(v["metrics_json"])
-            d = m.get("desideratum", "?")
-            # accuracy recipes measure different things (counts, boxes, chains): one table per recipe
-            key = f"chef: {d}" if d != "accuracy" else f"chef: accuracy ({m.get('recipe', '?')})"
+        m = json.loads(v["metrics_json"]) if '"desideratum"' in v["metrics_json"] else {}
+        d = m.get("desideratum")
+        if d:  # a method of several desiderata (ChEF): one table per desideratum, and per recipe for accuracy
+            # (accuracy recipes measure different things: counts, boxes, chains)
+            key = f"{v['task']}: {d}" if d != "accuracy" else f"{v['task']}: accuracy ({m.get('recipe', '?')})"
         groups.setdefault(key, []).append(v)
     out = []
     for key, members in groups.items():
@@ -57,7 +57,13 @@ def leaderboards(views: list[dict[str, Any]], decisions: list[dict[str, Any]] = 
                  "metric": v["headline"][0], "value": v["headline"][1], "ci": v["ci"],
                  "n": (v.get("counts") or {}).get("done"), "standing": standing.get(v["name"], "")}
                 for v in members]
-        rows.sort(key=lambda r: -(r["value"] if r["value"] is not None else float("-inf")))
+        # the decision's order where there is one (leader first, on the samples the runs share), else by value
+        rank = {}
+        for dd in decisions:
+            if "run" in dd:
+                rank.update({dd["run"]: 0, **{a["run"]: i for i, a in enumerate(dd["against"], 1)}})
+        rows.sort(key=lambda r: (rank.get(r["run"], len(rank)),
+                                 -(r["value"] if r["value"] is not None else float("-inf"))))
         for rank, r in enumerate(rows, 1):
             r["rank"] = rank
         out.append({"method": key, "rows": rows})

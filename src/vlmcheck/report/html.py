@@ -87,6 +87,13 @@ def _sample_rows(run: dict[str, Any], thumbs: _Thumbs, disagree: set[str] = froz
         elif task == "genception":
             summary = " ".join(f"s({i + 1})={v:.3f}" for i, v in enumerate(r.get("s", [])))
             answer = (r.get("steps") or [{}])[0].get("description", "")
+            # the chain itself: X0 (the dataset's image), then each generated X_t with its s(t)
+            if r.get("image_path"):
+                images.append(thumbs.image(r["image_path"], "X0"))
+            for st in r.get("steps", []):
+                if st.get("image"):
+                    images.append(thumbs.image(run["folder"] / st["image"], f"X{st['t']}",
+                                               note=f"s={st['s']:.3f}" if st.get("s") is not None else None))
         elif task == "vhexpansion":
             o = r.get("variants", {}).get("original", {})
             answer, correct = o.get("answer", ""), o.get("correct")
@@ -138,12 +145,27 @@ def _sample_rows(run: dict[str, Any], thumbs: _Thumbs, disagree: set[str] = froz
         yield {"id": s["sample_id"], "status": s["status"],
                "error": (s.get("error") or {}).get("message", ""), "summary": str(summary),
                "answer": str(answer), "correct": correct, "images": images,
-               "detail": _json_head(r, DETAIL_CHARS),
+               "detail": _json_head(_readable(r), DETAIL_CHARS),
                "disagree": s["sample_id"] in disagree}
 
 
 DETAIL_CHARS = 6000  # of a sample's record, shown in its row
 _INDENTED = json.JSONEncoder(indent=1, ensure_ascii=False, default=str)
+
+
+LONG_VECTOR = 16  # a list of more numbers than this is shown as its length, not its values
+
+
+def _readable(obj: Any) -> Any:
+    """A record as a reader wants it in "show": a vector of numbers (GenCeption's 1,280-float embeddings) as
+    "[1280 numbers]", everything else as it is."""
+    if isinstance(obj, dict):
+        return {k: _readable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        if len(obj) > LONG_VECTOR and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in obj):
+            return f"[{len(obj)} numbers]"
+        return [_readable(x) for x in obj]
+    return obj
 
 
 def _json_head(obj: Any, limit: int) -> str:
@@ -156,6 +178,16 @@ def _json_head(obj: Any, limit: int) -> str:
         if n >= limit:
             break
     return "".join(chunks)[:limit]
+
+
+def bound_note(h: dict[str, Any]) -> str | None:
+    """Where a headline's interval is a bound rather than an estimate (a perfect run's bootstrap interval has no
+    width, so the run records the conservative Wilson bound: metrics/decisions.py ``widen_degenerate``), the
+    words that say so beside it; None for an ordinary interval."""
+    how = str((h.get("interval") or {}).get("method") or "")
+    if "bound" not in how:
+        return None
+    return how[0].upper() + how[1:] + ": a conservative interval, wide on purpose"
 
 
 def _headline_ci(run: dict[str, Any]) -> list | None:
@@ -172,9 +204,13 @@ def chef_settings(m: dict[str, Any]) -> dict[str, Any] | None:
     settings = m.get("settings") or {}
     if not settings:
         return None
-    rows = [{"setting": k, "accuracy": v.get("accuracy"), "n": v.get("n")} for k, v in settings.items()]
+    rows = [{"setting": k, "accuracy": v.get("accuracy"), "n": v.get("n"), "unread_share": v.get("unread_share")}
+            for k, v in settings.items()]
     rows.sort(key=lambda r: (r["setting"] not in ("original", "standard", "clean"), r["setting"]))
-    return {"rows": rows, "rrm": m.get("rrm"), "acc_random": m.get("acc_random")}
+    # issue 47: which inferencer gave the numbers, and (generated answers) the share the parser could not read
+    return {"rows": rows, "rrm": m.get("rrm"), "acc_random": m.get("acc_random"), "inferencer": m.get("inferencer"),
+            "unread": bool(m.get("answers_generated")), "notes": [m[k] for k in ("inferencer_note", "calibration_note",
+                                                                                   "unread_warning") if m.get(k)]}
 
 
 def degenerate_note(v: dict[str, Any]) -> str | None:
@@ -264,7 +300,9 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                                                                                                  indent=1, default=str),
                                     "headline": _headline(run), "ci": _headline_ci(run), "usage": res.get("usage", {}),
                                     "gain": vision_gain_of(res),
-                                    "mde": (headline_of(res).get("interval") or {}).get("min_detectable_difference")}
+                                    "mde": (headline_of(res).get("interval") or {}).get("min_detectable_difference"),
+                                    "ci_note": bound_note(headline_of(res))}
+            view["server_warnings"] = (res.get("server_checks") or {}).get("warnings", [])
             view["failures"] = [{"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]}
                                 for s in run["samples"] if s["status"] == "error"]
             if run["task"] == "genception":
@@ -273,6 +311,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
             if run["task"] == "cast":
                 view["heatmaps"] = _cast_heatmaps(run)
                 view["heatmap_k"] = f"Top-{cast_k(res)}, as the headline"
+                view["cast_empty"] = res["metrics"].get("empty_reason")
             if run["task"] == "chef":
                 view["reliability"] = _reliability(run)
                 view["pope"] = res["metrics"].get("pope")
@@ -283,6 +322,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
             if run["task"] == "vhexpansion":
                 view["vhx"] = res["metrics"].get("variants", {})
                 view["vhx_notes"] = {name: degenerate_note(v) for name, v in view["vhx"].items() if degenerate_note(v)}
+                view["vhx_unread"] = res["metrics"].get("unread_warning")
             # small runs: every row in the page; large ones: the first page there, the rest in files (report/pages.py)
             view["rows_json"] = rows_json(_sample_rows(run, thumbs, disagree), len(views), out.parent / files_rel,
                                           files_rel, written=rows_files)
@@ -309,8 +349,15 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                  "new": sum((v["vhx"].get(k) or {}).get("new_vh_cases", 0) for k in variants)} for v in vhx_runs]}
         decisions = decisions_view([r["folder"] for r in loaded])
         boards = leaderboards(views, decisions)
+        notes = {v["name"]: v["ci_note"] for v in views}
+        for d in decisions:  # the first screen: a leader's interval that is a bound says so
+            if "run" in d:
+                d["ci_note"] = notes.get(d["run"])
+        for b in boards:
+            for r in b["rows"]:
+                r["ci_note"] = notes.get(r["run"])
         summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
-                    "ci": v["ci"], "gain": v["gain"], "mde": v["mde"],
+                    "ci": v["ci"], "ci_note": v["ci_note"], "gain": v["gain"], "mde": v["mde"],
                     "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
         # by method, then best first (every headline is higher-is-better), not by run path
         summary.sort(key=lambda s: (s["task"], s["metric"], -(s["value"] if s["value"] is not None else float("-inf"))))

@@ -1,4 +1,9 @@
-"""Screenshots of a report, one per section (``make demo`` writes them next to its report).
+"""Screenshots of a report (``make screenshots`` writes them next to the demo's report): what a reader sees at
+a desk and on a phone.
+
+At each size (desktop 1440 x 900, phone 390 x 844): the first screen (``*-first-screen.png``, the window as it
+opens), a page of each run's samples table (``*-samples-<k>-<method>.png``) and each GenCeption run's chains
+(``*-chains-<k>.png``), each shot at most :data:`MAX_HEIGHT` px tall.
 
 Needs Playwright and a Chromium on the machine (``vlmcheck[dev]`` and the system browser ``make test``
 installs); without them it says so and returns nothing - the report itself never depends on it.
@@ -10,16 +15,21 @@ import re
 import shutil
 from pathlib import Path
 
-WIDTH, MAX_HEIGHT = 1280, 1800
+SIZES = {"desktop": (1440, 900), "phone": (390, 844)}
+MAX_HEIGHT = 1800
 
 
 def browser_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "run"
+
+
 def screenshot_sections(report: str | Path, out_dir: str | Path) -> tuple[list[Path], str | None]:
-    """PNG per ``h2`` section of ``report`` (from the heading to the next one, at most MAX_HEIGHT px) into
-    ``out_dir``; returns (files, why none were taken)."""
+    """PNGs of ``report``'s first screen, each samples table and each GenCeption chain list, at desktop and
+    phone size, into ``out_dir``; returns (files, why none were taken)."""
     try:
         from playwright.sync_api import Error, sync_playwright
     except ImportError:
@@ -29,26 +39,39 @@ def screenshot_sections(report: str | Path, out_dir: str | Path) -> tuple[list[P
         return [], "no Chromium on this machine (apt-get install chromium)"
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = []
+    files: list[Path] = []
+
+    def element(page, locator, path: Path) -> None:
+        box = locator.bounding_box()
+        if box is None:
+            return
+        width = page.viewport_size["width"]
+        page.screenshot(path=str(path), full_page=True, clip={
+            "x": 0, "y": max(0, box["y"] - 8), "width": width, "height": min(box["height"] + 16, MAX_HEIGHT)})
+        files.append(path)
+
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
-            page = browser.new_page(viewport={"width": WIDTH, "height": 900})
-            page.goto(Path(report).resolve().as_uri())
-            page.wait_for_selector("body[data-ready='1']", timeout=30_000)
-            page.evaluate("document.querySelectorAll('img').forEach(i => i.loading = 'eager')")
-            page.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=60_000)
-            tops = page.evaluate("Array.from(document.querySelectorAll('h2')).map(h => [h.textContent, "
-                                 "h.getBoundingClientRect().top + window.scrollY])")
-            end = page.evaluate("document.documentElement.scrollHeight")
-            for k, (title, top) in enumerate(tops):
-                bottom = tops[k + 1][1] if k + 1 < len(tops) else end
-                height = max(1, min(bottom - top, MAX_HEIGHT))
-                slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "section"
-                path = out_dir / f"{k + 1:02d}-{slug}.png"
-                page.screenshot(path=str(path), full_page=True,
-                                clip={"x": 0, "y": max(0, top - 8), "width": WIDTH, "height": height})
+            for size, (width, height) in SIZES.items():
+                page = browser.new_page(viewport={"width": width, "height": height})
+                page.goto(Path(report).resolve().as_uri())
+                page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+                page.evaluate("document.querySelectorAll('img').forEach(i => i.loading = 'eager')")
+                page.wait_for_function("Array.from(document.images).every(i => i.complete)", timeout=60_000)
+                path = out_dir / f"{size}-first-screen.png"
+                page.screenshot(path=str(path))  # the window as it opens
                 files.append(path)
+                runs = page.locator("section.run")
+                for k in range(runs.count()):
+                    run = runs.nth(k)
+                    title = run.locator("h2").first.inner_text()
+                    method = _slug(title.split(":")[0])
+                    element(page, run.locator("table.samples"), out_dir / f"{size}-samples-{k:02d}-{method}.png")
+                    chains = run.locator("div.chains")
+                    if chains.count():
+                        element(page, chains.first, out_dir / f"{size}-chains-{k:02d}.png")
+                page.close()
             browser.close()
     except Error as exc:
         return files, f"the browser failed ({str(exc).splitlines()[0]})"

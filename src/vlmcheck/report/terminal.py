@@ -1,38 +1,101 @@
 """Results on a terminal or in a log: every table and line the CLI and the demo print about a run.
 
-Tables never cut the column that names a row (a model, a run, a recipe, a method): it takes the width of its
-longest cell, and the other columns wrap, so an 80-column terminal or a SLURM log still shows which row is
-which.  Messages (stderr) and tables asked for as output (``vlmcheck models``, ``chef list``; stdout) use
-two consoles.
+Tables keep every number whole at any width: a column of numbers (``0.8123``, ``[0.71, 0.90]``, ``1,024``,
+``$0.0012``) takes the width of its longest cell and is never wrapped, while the columns that name a row (a
+model, a run, a recipe) and prose fold onto more lines, never cut, so an 80- or 60-column terminal or a SLURM
+log shows every figure and which row it belongs to.  A title (often a long model spec) is printed on its own
+lines above the table, wrapped at the terminal's width, not squeezed into the table's.  Messages (progress,
+notes, warnings, errors: stderr) and results (a run's tables, what a command was asked to list: stdout) use two
+consoles, so that ``> results.txt`` and ``| tee`` capture the results (issue 47 item 7).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Sequence
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Column, Table
+from rich.text import Text
 
-console = Console(stderr=True)  # progress, results of a run, notes, errors
-stdout = Console()  # what a command was asked to list
+console = Console(stderr=True)  # progress, notes, warnings, errors
+stdout = Console()  # what a command was asked for: result tables, lists
+tables = stdout  # a run's result tables (stdout, so that `> file` and `| tee` capture them)
+
+# a figure: digits with their punctuation (CI brackets, signs, thousands, $, %, ±, an exponent, "(p 0.03)")
+_FIGURE = re.compile(r"[-+−±\d\s.,:;=\[\]()%$/*eE]*(\(p [\d.e\-]+\))?[*]?|-|price unknown")
+
+
+def _is_figure(cell: str) -> bool:
+    return bool(_FIGURE.fullmatch(cell)) and len(cell) <= 32
+
+
+MIN_TEXT = 10  # the narrowest a folding column (a model spec, prose) is made before the rows become blocks
+
+
+class _Fitted:
+    """A table laid out for the width of the console that prints it (:func:`fit`)."""
+
+    def __init__(self, *args: Any) -> None:
+        self.args = args
+
+    def __rich_console__(self, con: Console, options: Any):
+        yield fit(*self.args, width=options.max_width)
 
 
 def table(columns: Sequence[str], rows: Iterable[Sequence[str]], keys: Sequence[str] = (),
-          title: str | None = None) -> Table:
-    """A table whose ``keys`` columns (the names that identify a row) are never wrapped or cut."""
-    rows = [list(map(str, r)) for r in rows]
-    cols = []
-    for i, name in enumerate(columns):
-        if name in keys:
-            width = max([len(name)] + [len(r[i]) for r in rows])
-            cols.append(Column(name, no_wrap=True, min_width=width))
-        else:
-            cols.append(Column(name, overflow="fold"))
-    t = Table(*cols, title=title)
+          title: str | None = None) -> RenderableType:
+    """Rows in which no figure is ever wrapped or cut, laid out when printed (:func:`fit`)."""
+    return _Fitted(list(columns), [list(map(str, r)) for r in rows], list(keys), title)
+
+
+def fit(columns: Sequence[str], rows: list[list[str]], keys: Sequence[str], title: str | None,
+        width: int) -> RenderableType:
+    """A column whose cells are all figures is as wide as its longest cell; the ``keys`` columns (the names
+    that identify a row) stay whole where they can, and they and prose fold, never cut, into what is left of
+    ``width``; where even that does not fit, each row is a block of "column: value" lines.  ``title`` goes on
+    its own lines above."""
+    figure = [bool(rows) and name not in keys and all(_is_figure(r[i]) for r in rows)
+              for i, name in enumerate(columns)]
+    # a figure column: its longest figure, or its header's longest word (the header wraps between words)
+    natural = [max([len(r[i]) for r in rows] + ([max(map(len, name.split()))] if figure[i] else [len(name)]))
+               for i, name in enumerate(columns)]
+    text = [i for i, f in enumerate(figure) if not f]
+    # each column pads one space either side and a rule parts them, edges included: sum(widths) + 3 n + 1
+    room = width - sum(w for w, f in zip(natural, figure) if f) - 3 * len(columns) - 1
+    widths = list(natural)
+    if sum(natural[i] for i in text) > room:  # the text columns share what is left
+        # the names of rows whole where they fit (a log stays greppable), prose folding first
+        # (a name longer than the terminal less 20 characters cannot share a line with figures: it folds)
+        whole = {i for i in text if columns[i] in keys and natural[i] <= width - 20}
+        rest = [i for i in text if i not in whole]
+        least = min(MIN_TEXT, (room - sum(natural[i] for i in whole)) // max(1, len(rest)))
+        if least < 6:  # prose would be under 6 characters a line: a block per row instead
+            return _blocks(columns, rows, keys, title)
+        floor = {i: natural[i] if i in whole else min(natural[i], least) for i in text}
+        spare, want = room - sum(floor.values()), sum(natural[i] - floor[i] for i in text)
+        for i in text:  # above its floor, each in proportion to what it lacks
+            widths[i] = floor[i] + (natural[i] - floor[i]) * spare // max(1, want)
+    cols = [Column(Text(name, overflow="fold"), justify="right" if figure[i] else "left", width=widths[i],
+                   overflow="fold")
+            for i, name in enumerate(columns)]
+    t = Table(*cols)
     for r in rows:
         t.add_row(*r)
-    return t
+    return t if title is None else Group(Text(title, style="bold", overflow="fold"), t)
+
+
+def _blocks(columns: Sequence[str], rows: list[list[str]], keys: Sequence[str], title: str | None) -> Group:
+    """A table too wide for the terminal, a block per row: its key cells, then each other cell on its line."""
+    named = [i for i, c in enumerate(columns) if c in keys] or [0]
+    parts: list[RenderableType] = [Text(title, style="bold", overflow="fold")] if title else []
+    for r in rows:
+        parts.append(Text(" / ".join(r[i] for i in named if r[i]), style="bold", overflow="fold"))
+        parts += [Text(f"  {columns[i]}: {r[i]}", overflow="fold") for i in range(len(columns))
+                  if i not in named and r[i]]
+    return Group(*parts)
 
 
 def f4(x: Any) -> str:
@@ -52,6 +115,17 @@ def run_done(out: Any, results: dict[str, Any]) -> None:
     console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed; "
                   f"{session.get('model_calls', 0)} model calls, {session.get('cache_hits', 0)} cache hits. "
                   f"Results: {out}/results.json", highlight=False)
+    failures(counts)
+    for w in (results.get("server_checks") or {}).get("warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
+
+
+def failures(counts: dict[str, Any]) -> None:
+    """Why samples failed: each failure kind with its count and one example message (already redacted)."""
+    kinds = counts.get("failure_kinds") or {}
+    for kind, k in sorted(kinds.items(), key=lambda kv: -kv[1]["count"]):
+        line = f"{k['count']} x {kind}, e.g. {k['sample_id']}: {k['example']}"
+        console.print(f"[red]failed:[/red] {escape(line)}", highlight=False, soft_wrap=True)
 
 
 def estimate(est: dict[str, Any]) -> None:
@@ -65,26 +139,28 @@ def estimate(est: dict[str, Any]) -> None:
     t = est["totals"]
     rows.append(["total", str(t["calls"]), f"{t['input_tokens']:,}", f"{t['output_tokens']:,}", usd(t["cost_usd"]), ""])
     s = est.get("samples", {})
-    console.print(table(["role", "calls", "input tokens", "output tokens", "cost", "models"], rows,
+    tables.print(table(["role", "calls", "input tokens", "output tokens", "cost", "models"], rows,
                         keys=["role", "models"],  # model specs whole, also at 80 columns
                         title=f"dry run: {s.get('to_run', 0)} of {s.get('total', 0)} samples still to run "
                               f"({s.get('finished', 0)} finished); no model was called"))
     if any(r["output_from"] == "max_tokens" for r in est["roles"].values()):
-        console.print("* output tokens counted at each request's max_tokens (no call of that model made yet)",
+        tables.print("* output tokens counted at each request's max_tokens (no call of that model made yet)",
                       highlight=False)
     if t["upper_bound"]:
-        console.print("These are upper bounds: the number of calls depends on the answers (a chain that stops, "
+        tables.print("These are upper bounds: the number of calls depends on the answers (a chain that stops, "
                       "fewer statements) or output tokens are counted at max_tokens.", highlight=False)
 
 
 def genception(model: str, m: dict[str, Any]) -> None:
     T = m["T"]
     if f"GC@{T}" not in m:
-        console.print(f"{model}: no scored chains")
+        tables.print(f"{model}: no scored chains")
         return
     g, c = m[f"GC@{T}"], m["chains"]
     fid = m.get(f"GC_FID@{T}")
-    console.print(f"{model}: GC@{T} = {g['score']:.4f} [{g['ci95'][0]:.4f}, {g['ci95'][1]:.4f}] "
+    how = str(((m.get("headline") or {}).get("interval") or {}).get("method") or "")
+    bound = f" ({how}: a conservative interval, wide on purpose)" if "bound" in how else ""
+    tables.print(f"{model}: GC@{T} = {g['score']:.4f} [{g['ci95'][0]:.4f}, {g['ci95'][1]:.4f}]{bound} "
                   f"(mean of {g['categories']} category means; over images {g['image_mean']:.4f}); "
                   + (f"GC_FID@{T} = {fid:.4g}; " if fid is not None else "")
                   + f"{c['scored']} chains scored, refusal rate {m['refusal_rate']:.1%}, {c['failed']} failed")
@@ -104,7 +180,8 @@ def leaderboard(board: dict[str, Any]) -> None:
         ci = r.get("ci95") or [float("nan")] * 2
         rows.append([rank_text(r["rank"], ranks), model, f"{r[key]:.4f}", f"[{ci[0]:.4f}, {ci[1]:.4f}]",
                      f"{r['gc_rank']:.2f}" if "gc_rank" in r else "-", ", ".join(r.get("tied_with") or []) or "-"])
-    console.print(table(["rank", "model", key, "95% CI", "GC rank", "cannot be separated from (Holm, 5%)"], rows, keys=["model"]))
+    tables.print(table(["rank", "model", key, "95% CI", "GC rank", "cannot be separated from (Holm, 5%)"], rows,
+                       keys=["model"]))
 
 
 def vhexpansion(model: str, m: dict[str, Any]) -> None:
@@ -116,15 +193,18 @@ def vhexpansion(model: str, m: dict[str, Any]) -> None:
             ra, rs = v["repeats"]["accuracy"], v["repeats"]["symmetric_accuracy"]
             acc_s = f"{ra['mean']:.3f} ± {ra['std']:.3f}"
             sym_s = f"{rs['mean']:.3f} ± {rs['std']:.3f}"
-        rows.append([name, acc_s, sym_s, f"{v['yes_ratio']:.2f}", str(v["new_vh_cases"])])
-    console.print(table(["variant", "accuracy", "symmetric acc.", "yes ratio", "new VH cases"], rows,
+        unread = "-" if v.get("unread_share") is None else f"{v['unread_share']:.2f}"
+        rows.append([name, acc_s, sym_s, f"{v['yes_ratio']:.2f}", unread, str(v["new_vh_cases"])])
+    tables.print(table(["variant", "accuracy", "symmetric acc.", "yes ratio", "unread", "new VH cases"], rows,
                         keys=["variant"], title=model))
+    if m.get("unread_warning"):
+        console.print(f"[yellow]warning:[/yellow] {escape(m['unread_warning'])}", highlight=False)
     if m.get("negation"):
-        console.print(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
+        tables.print(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
                       "(failed ones are left out of symmetric accuracy)")
     orig = m.get("variants", {}).get("original") or {}
     if orig.get("n_mmvp_pairs"):  # MMVP's own metric beside symmetric accuracy
-        console.print(f"MMVP pair accuracy: {orig['pair_accuracy']:.3f} over {orig['n_mmvp_pairs']} pairs (both "
+        tables.print(f"MMVP pair accuracy: {orig['pair_accuracy']:.3f} over {orig['n_mmvp_pairs']} pairs (both "
                       "questions of a pair right)")
     blind_line(m.get("blind"))
 
@@ -137,17 +217,19 @@ def blind_line(b: dict[str, Any] | None) -> None:
     g = b.get("vision_gain") or {}
     gain = (f"{g['difference']:+.3f} [{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]" if g.get("difference") is not None
             and g.get("ci95") else "-")
-    console.print(f"blind control ({', '.join(b.get('request') or [])}): {metric} {b[metric]:.3f} without the "
+    tables.print(f"blind control ({', '.join(b.get('request') or [])}): {metric} {b[metric]:.3f} without the "
                   f"image; vision gain {gain}", highlight=False)
 
 
 def cast(model: str, m: dict[str, Any]) -> None:
     top = m.get("topk", {}).get("top3", {}).get("mean")  # Top-3: the paper's headline
+    if m.get("empty_reason"):
+        console.print(f"[yellow]warning:[/yellow] {escape(m['empty_reason'])}", highlight=False, soft_wrap=True)
     if not top:
         return
     rows = [[g, *["-" if row[v]["score"] is None else f"{row[v]['score']:.3f}" for v in ("text", "image", "both")]]
             for g, row in top.items()]
-    console.print(table(["generated in \\ validated in", "text", "image", "both"], rows,
+    tables.print(table(["generated in \\ validated in", "text", "image", "both"], rows,
                         keys=["generated in \\ validated in"],
                         title=f"{model}: CAST Top-3 self-consistency, mean of the three prompt formats"))
     blind_line(m.get("blind"))
@@ -161,6 +243,8 @@ _CHEF_KEYS = ("accuracy", "ece", "overall", "riam", "mr_weighted", "acc_vm", "rr
 def chef(model: str, m: dict[str, Any]) -> None:
     """The recipe's headline metrics and the accuracy of each setting, as a table (4 decimals)."""
     def fmt(v: Any) -> str:
+        if v is None:
+            return "-"
         if isinstance(v, float):
             return f"{v:.4f}"
         if isinstance(v, dict):
@@ -173,8 +257,8 @@ def chef(model: str, m: dict[str, Any]) -> None:
         if m.get("answers_generated") and "unread" in v:  # issue 47: answers the parser could not read
             rows.append([f"unread answers, {name}", f"{v['unread']} ({v['unread_share']:.1%})"])
     used = f", {m['inferencer']} inferencer" if m.get("inferencer") else ""
-    console.print(table(["metric", "value"], rows, keys=["metric"],
-                        title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')}{used})"))
+    tables.print(table(["metric", "value"], rows, keys=["metric"],
+                       title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')}{used})"))
     for key in ("inferencer_note", "calibration_note"):
         if m.get(key):
             console.print(f"note: {m[key]}", highlight=False, soft_wrap=True, markup=False)
@@ -188,13 +272,13 @@ def chef_aggregate(agg: dict[str, Any]) -> None:
     rows = [[r["scenario"], str(r["recipe"]), str(r["seed"]), str(r["n"]), *(f4(r[c]) for c in cols)]
             for r in agg["rows"]]
     rows.append(["Avg. (weighted by n)", "", "", str(agg["avg"]["n"]), *(f4(agg["avg"][c]) for c in cols)])
-    console.print(table(["scenario", "recipe", "seed", "n", *cols], rows, keys=["scenario", "recipe"],
+    tables.print(table(["scenario", "recipe", "seed", "n", *cols], rows, keys=["scenario", "recipe"],
                         title=f"ChEF {agg['desideratum']}: {agg['model']}"))
     if "overall" in agg:
-        console.print(f"overall calibration (1 - weighted ECE, Table 8): {agg['overall']:.4f}")
+        tables.print(f"overall calibration (1 - weighted ECE, Table 8): {agg['overall']:.4f}")
     for sv in agg.get("seed_variance", []):
         devs = ", ".join(f"seed {s}: {d:.4f}" for s, d in sv["deviation"].items())
-        console.print(f"seeds on {sv['scenario']} ({sv['recipe']}): mean {sv['column']} {sv['mean']:.4f}; |deviation| "
+        tables.print(f"seeds on {sv['scenario']} ({sv['recipe']}): mean {sv['column']} {sv['mean']:.4f}; |deviation| "
                       f"{devs}")
 
 
@@ -210,19 +294,19 @@ def vhx_compare(cmp: dict[str, Any]) -> None:
         p = lambda c: "" if c.get("p_holm") is None else f" (p {c['p_holm']:.3g})"  # noqa: E731  Holm-adjusted
         rows.append([r["dataset"], r["variant"], str(r["n"]), f(a["before"]), f(a["after"]), d(a["delta"]) + p(a),
                      f(s_["before"]), f(s_["after"]), d(s_["delta"]) + p(s_)])
-    console.print(table(["dataset", "variant", "n", "acc. before", "after", "Δ (p, Holm)", "sym. before", "after",
+    tables.print(table(["dataset", "variant", "n", "acc. before", "after", "Δ (p, Holm)", "sym. before", "after",
                          "Δ (p, Holm)"], rows,
                         keys=["dataset", "variant"], title=f"{cmp['before']['model']} -> {cmp['after']['model']}"))
     for g in cmp["general"]:
-        console.print(f"general ability: {g['task']} {g['metric']} {f(g['before'])} -> {f(g['after'])} "
+        tables.print(f"general ability: {g['task']} {g['metric']} {f(g['before'])} -> {f(g['after'])} "
                       f"({d(g['delta'])})")
-    console.print(f"{cmp['cases']['compared']} cases compared; {cmp['cases']['only_before']} only before, "
+    tables.print(f"{cmp['cases']['compared']} cases compared; {cmp['cases']['only_before']} only before, "
                   f"{cmp['cases']['only_after']} only after (left out)")
 
 
 def sweep_summary(summary: list[dict[str, Any]], title: str) -> None:
     rows = [[r["method"], r["model"], r["metric"], f4(r["value"]), f"{r['failed']}/{r['samples']}"] for r in summary]
-    console.print(table(["method", "model", "metric", "value", "failed"], rows, keys=["method", "model"],
+    tables.print(table(["method", "model", "metric", "value", "failed"], rows, keys=["method", "model"],
                         title=title))
 
 
@@ -239,7 +323,10 @@ def providers(entries: dict[str, Any]) -> None:
 
 
 def recipes(rows: list[list[str]]) -> None:
-    stdout.print(table(["recipe", "desideratum", "scenario", "inferencer", "description"], rows, keys=["recipe"]))
+    """``chef list``: one block per recipe (its name, then what it is), readable at any width."""
+    for name, desideratum, scenario, inferencer, description in rows:
+        stdout.print(Text(name, style="bold"), Text(f"  {desideratum}; scenario {scenario}, inferencer {inferencer}"))
+        stdout.print(Padding(Text(" ".join(str(description).split()), overflow="fold"), (0, 0, 0, 4)))
 
 
 def comparisons(cmp: dict[str, Any]) -> None:
@@ -247,11 +334,21 @@ def comparisons(cmp: dict[str, Any]) -> None:
     def p(x: Any) -> str:
         return "-" if x is None else f"{x:.4g}"
 
-    console.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples all the runs finished; "
+    tables.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples all the runs finished; "
                   "interval at the level of its Holm step)")
     for c in cmp["comparisons"]:
         ci = "" if not c["ci95"] else f" [{c['ci95'][0]:.4f}, {c['ci95'][1]:.4f}]"
         verdict = "separated" if c.get("separated") else "cannot be separated"
-        console.print(f"  {c['metric']}: {c['a']} - {c['b']} = {f4(c['difference'])}{ci}, p {p(c['p_value'])} "
+        tables.print(f"  {c['metric']}: {c['a']} - {c['b']} = {f4(c['difference'])}{ci}, p {p(c['p_value'])} "
                       f"(Holm {p(c.get('p_holm'))}, {c['test'] or '-'}): {verdict}; {c['n_paired']} shared, "
                       f"{c['n_left_out']} left out", highlight=False, soft_wrap=True)
+
+
+def results(results: dict[str, Any]) -> None:
+    """The table the run command of a finished run prints (``vlmcheck resume`` and ``retry-failed`` print the
+    same), chosen by its method; a method without one (describe) prints its headline."""
+    model = str(((results.get("spec") or {}).get("task_spec") or {}).get("vlm") or "")
+    printer = {"genception": genception, "vhexpansion": vhexpansion, "cast": cast, "chef": chef}.get(
+        str(results.get("task")))
+    if printer is not None:
+        printer(model, results.get("metrics") or {})

@@ -35,6 +35,7 @@ from ..core.messages import Message, canonical_messages
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood
 from ..store.db import RunStore
 from .scheduler import CallFailed, Scheduler
+from .server_checks import ServerChecks
 
 
 _key_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -105,6 +106,7 @@ class Session:
         self.store = store
         self.scheduler = scheduler or Scheduler()
         self.counters = CallCounters()
+        self.checks = ServerChecks()
         self.key_version = key_version
         self.file_keys = file_keys(key_version)
         self._batches: dict[str, Any] = {}
@@ -282,8 +284,11 @@ class CachedVLM(_Wrapper):
         if made and not hit and made[-1].logprobs is None:
             # this sample's own call (its last attempt): without logprobs every field is a plain string, number or
             # None, so validating its stored JSON would give this very Generation back; not made a second time
-            return final_answer(made[-1])
-        return final_answer(Generation.model_validate(response))
+            gen = made[-1]
+        else:
+            gen = Generation.model_validate(response)
+        self.session.checks.observe(self.model.model_id, request, config, gen, fresh=bool(made) and not hit)
+        return final_answer(gen)
 
     async def loglikelihood(self, messages: list[Message], continuations: list[str],
                             *, template: str | None = None) -> list[Loglikelihood]:

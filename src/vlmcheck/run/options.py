@@ -98,8 +98,10 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
                                       "estimated tokens and cost.",
               refused={RESUME: "estimate a resume with the method's command and --resume --dry-run",
                        RETRY: "estimate with the method's command and --resume --dry-run"}),
-    RunOption("json_output", bool, False, "With --dry-run: print the estimate as one JSON object on stdout.",
-              flags=("--json",), refused={RESUME: "goes with --dry-run", RETRY: "goes with --dry-run"}),
+    RunOption("json_output", bool, False, "Print the results (with --dry-run: the estimate) as one JSON object on "
+                                          "stdout instead of tables.",
+              flags=("--json",), refused={RESUME: "a resumed run's results are in its folder's results.json",
+                                          RETRY: "the run's results are in its folder's results.json"}),
     RunOption("report", bool, True, "Write report.html at the end (`vlmcheck report RUN` makes it later).",
               flags=("--report/--no-report",)),
 )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..core.files import json_text, write_lines_atomic, write_text_atomic
-from ..core.secrets import redact_obj, redacted_json
+from ..core.secrets import redact, redact_obj, redacted_json
 from ..store.db import RunStore
 from .prices import by_identity, usage_with_cost
 from .task import Sample, Task
@@ -46,13 +46,19 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
                          key=lambda r: order[r["sample_id"]])
         write_lines_atomic(path, _lines(records, order, tally))
     errors_by_type: dict[str, int] = {}
+    failure_kinds: dict[str, dict[str, Any]] = {}  # per error type: its count and the first sample's message
     for r in tally.failed:
-        errors_by_type[r["error"]["type"]] = errors_by_type.get(r["error"]["type"], 0) + 1
+        kind = r["error"]["type"]
+        errors_by_type[kind] = errors_by_type.get(kind, 0) + 1
+        entry = failure_kinds.setdefault(kind, {"count": 0, "example": redact(" ".join(str(r["error"]["message"]).split()))[:300],
+                                                "sample_id": r["sample_id"]})
+        entry["count"] += 1
     results = {
         "task": task.name,
         "spec": store.get_meta("spec"),
         "counts": {"samples": len(samples), "done": tally.n_done, "failed": len(tally.failed),
-                   "pending": len(samples) - tally.n_done - len(tally.failed), "errors_by_type": errors_by_type},
+                   "pending": len(samples) - tally.n_done - len(tally.failed), "errors_by_type": errors_by_type,
+                   "failure_kinds": failure_kinds},
         "metrics": tally.metrics(task),
         "usage": by_identity(usage_with_cost(store.call_stats())),
     }
@@ -60,6 +66,10 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
         results["session"] = {"model_calls": session.counters.calls, "cache_hits": session.counters.hits,
                               "failed_calls": session.counters.failures, "retries": session.scheduler.retries,
                               "requests": session.scheduler.attempts}
+        checks = getattr(session, "checks", None)
+        measured = checks.result() if checks is not None else None
+        if measured is not None:  # what the server really returned (run/calls.py ServerChecks)
+            results["server_checks"] = measured
     results.update(extra or {})
     _write_json_atomic(store.folder / "results.json", results)
     return results

@@ -161,11 +161,30 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
         raise RunFolderExists(f"{folder} is a file, not a run folder")
     policy = options_table.input_policy(options, dirs={})
     token = inputs.set_policy(policy)
+    existed = folder.exists()
     try:
         with folder_lock(folder):
             return await _run_locked(task, folder, options)
+    except BaseException:
+        _leave_nothing(folder, existed)
+        raise
     finally:
         inputs.reset_policy(token)
+
+
+def _leave_nothing(folder: Path, existed: bool) -> None:
+    """A run refused before its store was made (a preflight or spec check that failed) leaves no run folder
+    behind: the lock file it made goes, and the folder too when this run made it, so that the same command,
+    corrected, starts afresh without --resume or --overwrite."""
+    from .folder import LOCK_NAME
+
+    try:
+        if folder.is_dir() and {p.name for p in folder.iterdir()} == {LOCK_NAME}:
+            (folder / LOCK_NAME).unlink(missing_ok=True)
+            if not existed:
+                folder.rmdir()
+    except OSError:  # another process made something there meanwhile: it is left as it is
+        pass
 
 
 async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResult:
@@ -178,6 +197,10 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     samples = select_samples(task, options)
     spec = run_spec(task, samples, options)  # before the store: a spec that cannot be made leaves no store
     new_store = not (folder / DB_NAME).exists()
+    if new_store and samples and options.preflight:
+        # before the store: a model that cannot serve the run (a server not up yet, a mistyped model) leaves no
+        # run folder behind, and the corrected command starts afresh
+        await preflight(task)
     # a resumed store must hold a run: an empty or half-made one says so instead of silently starting over
     store = RunStore(folder, existing=options.resume and not new_store, group_commit=GROUP_COMMIT_S)
     try:
@@ -209,7 +232,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
             if options.executor == "ray":
                 raise ValueError("--max-cost runs in this process; drop --executor ray or --max-cost")
             budget = Budget(options.max_cost, store, session.counters)
-        if todo and options.preflight:
+        if todo and options.preflight and not new_store:
             await preflight(task)
         executor = None
         try:

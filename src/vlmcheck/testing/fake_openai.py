@@ -1,4 +1,6 @@
 """A local server that speaks the OpenAI chat-completions and images protocol
+(why this module is long: one server, several dialects and every injected fault, kept in one place so that a
+test names what it asks for in one marker or flag)
 (and the Anthropic Messages and Gemini generateContent endpoints, for those
 adapters' tests; and vLLM's ``prompt_logprobs`` extension, for PPL scoring).
 
@@ -31,6 +33,15 @@ Faults are asked for by a marker in the prompt text, ``[fault=SPEC]``:
 Batches: the OpenAI Batch API and Anthropic Message Batches (:mod:`.fake_batches`); a batch ends
 ``--batch-delay`` seconds after it was created.
 
+Dialects (``--dialect transformers``): what ``transformers serve`` does that an OpenAI server does not, as
+measured against it (tests/test_real_server.py, docs/usage.md "Server dialects"): a request field it does not
+know gets HTTP 422 ``{"detail": "Unexpected fields in the request: {'prompt_logprobs'}"}``; errors come as
+FastAPI's ``{"detail": ...}``, not ``{"error": {"message"}}``; ``logprobs`` is accepted and none returned; a model
+other than the one served (``--models``' first) gets HTTP 400 "Server is pinned to ...".  ``--no-usage``: answers
+without a ``usage`` object (some servers' streaming or older versions).  ``--sampling``: the answer depends on
+the seed when the temperature is above 0 (a server that samples; by default, like transformers serve with a
+greedy generation config, it ignores both).
+
 ``--capacity K`` makes the server serve at most K requests at once (each for ``--latency`` seconds); the rest
 queue, as on a GPU server with K batch slots, so that several endpoints show load balancing, not extra capacity.
 
@@ -57,7 +68,9 @@ _FAULT = re.compile(r"\[fault=([a-z0-9]+?)(?:x(\d+))?\]")
 
 class FakeOpenAI:
     def __init__(self, latency: float = 0.0, log_path: str | None = None, models: list[str] | None = None,
-                 require_key: str | None = None, batch_delay: float = 1.0, capacity: int | None = None) -> None:
+                 require_key: str | None = None, batch_delay: float = 1.0, capacity: int | None = None,
+                 dialect: str | None = None, usage: bool = True, sampling: bool = False) -> None:
+        self.dialect, self.usage, self.sampling = dialect, usage, sampling
         # at most `capacity` requests served at once (a GPU server's batch slots); more wait in a queue
         self.capacity = asyncio.Semaphore(capacity) if capacity else None
         self.in_flight = 0
@@ -165,6 +178,10 @@ class FakeOpenAI:
                                 and not gemini):
             return await self._reply(writer, 404, b'{"error": {"message": "not found"}}')
         req = json.loads(body or b"{}")
+        if self.dialect == "transformers" and path == "/v1/chat/completions":
+            refused = self._transformers_refusal(req)
+            if refused is not None:
+                return await self._reply(writer, *refused)
         text = _prompt_text(req)
         digest = hashlib.sha256(json.dumps(req.get("messages", req.get("prompt", req.get("contents"))),
                                            sort_keys=True).encode()).hexdigest()[:12]
@@ -209,9 +226,35 @@ class FakeOpenAI:
         elif path.endswith("messages"):
             payload = _anthropic_message(req, digest, headers)
         else:
+            if self.sampling and float(req.get("temperature") or 0) > 0:
+                digest = hashlib.sha256(f"{digest}|{req.get('seed')}".encode()).hexdigest()[:12]
             payload = _completion(req, digest)
+            if self.dialect == "transformers":  # accepts logprobs, returns none
+                for choice in payload["choices"]:
+                    choice.pop("logprobs", None)
+            if not self.usage:
+                payload.pop("usage", None)
         return await self._reply(writer, 200, json.dumps(payload).encode())
 
+    def _transformers_refusal(self, req: dict) -> tuple[int, bytes, None] | None:
+        """transformers serve's answers to a request it will not serve (measured against 5.24)."""
+        unknown = sorted(set(req) - _TRANSFORMERS_FIELDS)
+        if unknown:
+            return 422, json.dumps({"detail": f"Unexpected fields in the request: {set(unknown)}"}).encode(), None
+        if self.models and req.get("model") != self.models[0]:
+            return 400, json.dumps({"detail": f"Server is pinned to '{self.models[0]}'; requested "
+                                              f"'{req.get('model')}'."}).encode(), None
+        return None
+
+
+#: the request fields transformers serve's chat completions accept (OpenAI's, and its own generation_config,
+#: chat_template_kwargs); any other gets HTTP 422
+_TRANSFORMERS_FIELDS = frozenset({
+    "model", "messages", "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs",
+    "max_completion_tokens", "max_tokens", "metadata", "modalities", "n", "parallel_tool_calls", "prediction",
+    "presence_penalty", "reasoning_effort", "response_format", "seed", "service_tier", "stop", "store", "stream",
+    "stream_options", "temperature", "tool_choice", "tools", "top_logprobs", "top_p", "user", "web_search_options",
+    "generation_config", "chat_template_kwargs"})
 
 _BOMB: list[bytes] = []
 
@@ -367,8 +410,9 @@ def _image_response(req: dict, digest: str) -> dict:
 
 
 async def serve(port: int, latency: float, log_path: str | None, ready=None, models: list[str] | None = None,
-                require_key: str | None = None, batch_delay: float = 1.0, capacity: int | None = None) -> None:
-    app = FakeOpenAI(latency, log_path, models, require_key, batch_delay, capacity)
+                require_key: str | None = None, batch_delay: float = 1.0, capacity: int | None = None,
+                dialect: str | None = None, usage: bool = True, sampling: bool = False) -> None:
+    app = FakeOpenAI(latency, log_path, models, require_key, batch_delay, capacity, dialect, usage, sampling)
     server = await asyncio.start_server(app.handle, "127.0.0.1", port, backlog=1024)
     actual = server.sockets[0].getsockname()[1]
     if ready is not None:
@@ -391,13 +435,19 @@ def main(argv: list[str] | None = None) -> None:
                         help="serve at most this many requests at once; the rest queue (a server's batch slots)")
     parser.add_argument("--usage", default=None, choices=["openai"],
                         help="count usage by OpenAI's rules instead of a fixed 10 + 2 tokens per request")
+    parser.add_argument("--dialect", default=None, choices=["transformers"],
+                        help="answer as transformers serve does (422 for unknown fields, no logprobs, one model)")
+    parser.add_argument("--no-usage", action="store_true", help="answers carry no usage object")
+    parser.add_argument("--sampling", action="store_true",
+                        help="honour the temperature: the answer depends on the seed when temperature > 0")
     args = parser.parse_args(argv)
     global USAGE_RULE
     USAGE_RULE = args.usage
     models = args.models.split(",") if args.models is not None else None
     try:
         asyncio.run(serve(args.port, args.latency, args.log, models=models, require_key=args.require_key,
-                          batch_delay=args.batch_delay, capacity=args.capacity))
+                          batch_delay=args.batch_delay, capacity=args.capacity, dialect=args.dialect,
+                          usage=not args.no_usage, sampling=args.sampling))
     except KeyboardInterrupt:  # pragma: no cover
         sys.exit(0)
 

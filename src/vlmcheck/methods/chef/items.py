@@ -1,7 +1,8 @@
 """ChEF's item results as columns: what its summary and headline read of each finished item (issue 37 item 1).
 
 Per item: its unit (the image, else the item id), its number of options, its MMBench group and whether it is
-rotation 0, and per setting whether it was right, whether an option was extracted (and by the rule), the
+rotation 0, and per setting whether it was right, whether an option was extracted (and by the rule) or the
+answer left unread, the
 predicted option (as a code: equal codes are equal predictions), the confidence, and whether the answer is
 option 0 (POPE's "yes").  About 20 bytes a setting and 30 an item, against 2-11 kB for a record in memory; the
 turn scenarios keep each item's turns and the language desideratum its judgements (both without free text),
@@ -21,7 +22,8 @@ import numpy as np
 
 from ...metrics.clusters import Units
 
-_COLUMNS = {"correct": "b", "extracted": "b", "rule": "b", "unread": "b", "pred": "q", "conf": "d", "has_conf": "b", "ans0": "b"}
+_COLUMNS = {"correct": "b", "extracted": "b", "rule": "b", "unread": "b", "pred": "q", "conf": "d", "has_conf": "b",
+            "ans0": "b"}
 _TURN_FIELDS = ("role", "correct", "label", "values", "pred")  # what methods/chef/turns.summarize_turns reads
 _PRIMARY = ("original", "standard", "shots=0")
 

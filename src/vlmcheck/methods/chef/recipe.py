@@ -138,6 +138,21 @@ def usable_inferencers(recipe: "Recipe") -> list[str]:
     return names
 
 
+def inferencer_refusal(recipe: "Recipe", name: str) -> str | None:
+    """Why a run of ``recipe`` may not use the inferencer ``name`` (one sentence), or None when it may."""
+    usable = usable_inferencers(recipe)
+    if name in usable:
+        return None
+    turns = recipe.scenario.type in TURN_SCENARIOS
+    why = (f"scenario {recipe.scenario.type!r} is asked in PPL turns: use the ppl or multiturn_ppl inferencer"
+           if turns and name not in ("ppl", "multiturn_ppl") else
+           "the multiturn_ppl inferencer needs a turn scenario (counting, detection, hierarchical or turns)"
+           if name == "multiturn_ppl" and not turns else
+           "the language judge reads a chain of thought: use the cot or cot_ppl inferencer"
+           if recipe.desideratum == "language" else f"recipe {recipe.name} allows {', '.join(usable) or 'none'}")
+    return f"inferencer {name!r} is refused: {why}"
+
+
 RECIPE_DIR = Path(__file__).parent / "recipes"
 
 

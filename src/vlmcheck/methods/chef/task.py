@@ -44,8 +44,8 @@ from .inferencers import INFERENCERS, Ask, likelihood_refusal
 from .scenarios import LETTERS, load_scenario
 
 from .recipe import (CLASS_POOL_QUERY, CLASS_POOL_TEMPLATE, CLASS_TEMPLATE, ICE_ANSWER, JUDGE_SYSTEM,
-                     LABEL_TEMPLATE, POOL_OF_SCENARIO, TEMPLATE_VERSION, TURN_SCENARIOS, VERBALIZERS, InferencerName,
-                     Recipe, extract_choice, format_query, says_yes_or_no, usable_inferencers, verbalizer_instruction,
+                     LABEL_TEMPLATE, POOL_OF_SCENARIO, TEMPLATE_VERSION, VERBALIZERS, InferencerName,
+                     Recipe, extract_choice, format_query, inferencer_refusal, says_yes_or_no, verbalizer_instruction,
                      verbalizer_labels)
 
 
@@ -75,16 +75,9 @@ class ChefSpec(BaseModel):
         r = self.recipe
         if self.inferencer is None:
             self.inferencer = r.inferencer.type
-        usable = usable_inferencers(r)
-        if self.inferencer not in usable:
-            turns = r.scenario.type in TURN_SCENARIOS
-            why = (f"scenario {r.scenario.type!r} is asked in PPL turns: use the ppl or multiturn_ppl inferencer"
-                   if turns and self.inferencer not in ("ppl", "multiturn_ppl") else
-                   "the multiturn_ppl inferencer needs a turn scenario (counting, detection, hierarchical or turns)"
-                   if self.inferencer == "multiturn_ppl" and not turns else
-                   "the language judge reads a chain of thought: use the cot or cot_ppl inferencer"
-                   if r.desideratum == "language" else f"recipe {r.name} allows {', '.join(usable) or 'none'}")
-            raise ValueError(f"inferencer {self.inferencer!r} is refused: {why}")
+        why = inferencer_refusal(r, self.inferencer)
+        if why:
+            raise ValueError(why)
         return self
 
 
