@@ -52,6 +52,7 @@ def _creates(server: FakeServer) -> list[dict]:
     return [r for r in server.requests() if "batch_create" in r]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_a_runs_misses_go_in_one_batch_with_the_direct_answers_at_half_price(batch_server, tmp_path, monkeypatch,
                                                                              provider):

@@ -33,6 +33,7 @@ def _photo(tmp_path: Path) -> Path:
     return tmp_path / "img"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("http", ["aiohttp", "sdk"])
 @pytest.mark.parametrize("fault", ["gzipbomb", "huge"])
 def test_a_reply_is_read_only_up_to_its_cap_and_memory_stays_flat(tmp_path, fake_server, http, fault):
@@ -58,6 +59,7 @@ def test_a_reply_is_read_only_up_to_its_cap_and_memory_stays_flat(tmp_path, fake
     print(f"{fault} over {http}: peak RSS {peak:.0f} MB")
 
 
+@pytest.mark.slow
 def test_an_answer_longer_than_its_cap_is_not_stored(tmp_path, fake_server):
     images = _photo(tmp_path)
     for spec, ok in ((f"openai:fake@{fake_server.base_url}?max_answer_chars=100000", False),

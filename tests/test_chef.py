@@ -170,6 +170,7 @@ def test_robustness_corrupts_each_items_image_once(world, tmp_path, monkeypatch)
     assert Image.open(tmp_path / rec["settings"]["corrupt:image"]["image"]).tobytes() == again.tobytes()
 
 
+@pytest.mark.slow
 def test_hallucination_recipe_on_world_pope(world, tmp_path):
     from vlmcheck.methods.pope import build_pope, load_annotations
 
