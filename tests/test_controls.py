@@ -184,7 +184,7 @@ def test_dry_run_counts_what_the_real_run_then_makes_and_nothing_after(world, tm
         else:
             assert est["totals"]["calls"] == calls, name
         assert est["samples"]["to_run"] == real["counts"]["samples"]
-        again = _est(make(), folder, limit=10)
+        again = _est(make(), folder, limit=10, resume=True)  # as the real command, a dry run needs --resume here
         assert again["totals"]["calls"] == 0 and again["samples"]["to_run"] == 0
 
 
@@ -231,7 +231,10 @@ def test_dry_run_cost_against_the_fake_servers_bill_and_the_budget_stops_then_re
         def cli2(*args):
             return subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", vlm, "--data",
                                    str(image_folder), "--out", str(budget_run), "--no-preflight",
-                                   "--max-concurrency", "1", *args], capture_output=True, text=True, env=env)
+                                   # a call is priced before it is sent, its output at max_tokens until one is
+                                   # back (run/budget.py): 8 keeps the first call under 2.5 samples' cost
+                                   "--max-concurrency", "1", "--max-tokens", "8", *args],
+                                  capture_output=True, text=True, env=env)
 
         stopped = cli2("--max-cost", f"{2.5 * per_sample:.8f}")
         assert stopped.returncode == 1 and "Traceback" not in stopped.stderr

@@ -33,7 +33,8 @@ def entry_points() -> dict[str, list[tuple[str, set[str]]]]:
     found[O.SWEEP].append(("sweep options", sweep))
     # a Ray worker gets the input policy's fields, the seed and its share of the concurrency (ray_executor.py)
     as_option = {"allow_outside": "allow_outside", "max_image_bytes": "max_image_mb", "pixel_budget": "pixel_budget_mb"}
-    worker = {"seed", "max_concurrency"} | {as_option[f] for f in O.POLICY_FIELDS}
+    # (url_read_timeout_s and url_total_timeout_s are RunOptions fields of the library API, not run options)
+    worker = {"seed", "max_concurrency"} | {as_option[f] for f in O.POLICY_FIELDS if f in as_option}
     found[O.WORKER].append(("ray worker", worker))
     return found
 

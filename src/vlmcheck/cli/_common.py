@@ -261,8 +261,11 @@ def task_of(run: Path):
             spec = store.get_meta("spec")
     except StoreError as exc:
         fail(one_line(exc))
+    from ..run.data_pin import resolve_recorded
+
     with user_errors(FileNotFoundError):
-        return task_from_spec(spec["task"], spec["task_spec"]), spec
+        # the data at its recorded real path: the same data from any folder (run/data_pin.py)
+        return task_from_spec(spec["task"], resolve_recorded(spec["task_spec"], spec.get("data"))), spec
 
 
 def slug(text: str) -> str:

@@ -99,6 +99,10 @@ class InputPolicy:
     file_keys: bool = True
     #: the dataset folders this run resolved (folder -> real path), or None: resolved on every read
     dirs: dict[str, str] | None = None
+    #: deadlines of an image read from an http(s) URL: no byte for ``url_read_timeout_s``, or the whole file not
+    #: there after ``url_total_timeout_s``, and the file fails its own sample (core/remote.py)
+    url_read_timeout_s: float = remote.READ_TIMEOUT_S
+    url_total_timeout_s: float = remote.TOTAL_TIMEOUT_S
 
 
 @dataclass
@@ -185,6 +189,16 @@ def _read_bytes(path: str | os.PathLike, max_bytes: int, st: os.stat_result | No
     return read_file_bytes(path, max_bytes=max_bytes, st=st)
 
 
+async def _read_url(path: str | os.PathLike, root: str | os.PathLike | None, policy: InputPolicy) -> bytes:
+    """A dataset image at a URL, confined, read on the loop (http) or on threads of its own (other protocols):
+    never on the decoding threads, so a slow server fails its own sample and holds no reader others need."""
+    _check_inside(path, root, policy.allow_outside, policy.dirs)
+    return await remote.read_bytes_async(
+        str(path), policy.max_file_bytes, root=None if root is None else str(root),
+        allow_outside=policy.allow_outside, read_timeout=policy.url_read_timeout_s,
+        total_timeout=policy.url_total_timeout_s)
+
+
 @functools.lru_cache(maxsize=1024)
 def _real_root(root: str, dev: int, ino: int) -> str:
     # one dataset folder for thousands of images: resolved once (a realpath lstats every component), keyed by
@@ -254,8 +268,12 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
     label = str(path)
 
     def read(inline_max: int | None = None, confined: bool = False) -> tuple[bytes, Header, ImagePart | None] | None:
-        if not confined:
-            _check_inside(path, root, policy.allow_outside, policy.dirs)
+        if fetched is not None:
+            data = fetched
+        else:
+            if not confined:
+                _check_inside(path, root, policy.allow_outside, policy.dirs)
+            data = None
         st = None
         if inline_max is not None:
             try:
@@ -265,7 +283,8 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
             else:
                 if st.st_size > inline_max:
                     return None  # too large for the loop's thread: read in a worker
-        data = _read_bytes(path, policy.max_file_bytes, st)
+        if data is None:
+            data = _read_bytes(path, policy.max_file_bytes, st)
         header = probe(data, label, max_pixels=policy.max_pixels)
         if not header.sendable:
             return data, header, None
@@ -273,8 +292,9 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
         part.data_url()  # made once here and kept, see ImagePart.data_url
         return data, header, part
 
+    fetched = await _read_url(path, root, policy) if remote.is_url(path) else None
     got, confined = None, False
-    if _inline.ok and not remote.is_url(path):
+    if _inline.ok and fetched is None:
         started = time.perf_counter()
         try:
             got = read(INLINE_MAX_BYTES)
@@ -349,6 +369,9 @@ async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: C
 
     loop = asyncio.get_running_loop()
     pool = _reader_pool()
+    if read_already is None and remote.is_url(path):
+        fetched = await _read_url(path, root, policy)
+        read_already = fetched, (image_size(fetched, label) if budgeted and fetched else (0, 0))
     data, (width, height) = read_already or await loop.run_in_executor(pool, read)
     if budgeted:
         if width * height > policy.max_pixels:

@@ -459,10 +459,10 @@ def _parse_chat(resp: dict[str, Any]) -> Generation:
     finish = _FINISH.get(choice.get("finish_reason") or "", "unknown")
     if refusal:
         finish = "refusal"
-    usage = Usage()
-    if isinstance(resp.get("usage"), dict):
-        usage = Usage(input_tokens=resp["usage"].get("prompt_tokens") or 0,
-                      output_tokens=resp["usage"].get("completion_tokens") or 0)
+    u = resp.get("usage")
+    # checked, never trusted: a missing, negative or non-numeric count is marked and priced at the estimate
+    usage = Usage.reported(u.get("prompt_tokens"), u.get("completion_tokens")) if isinstance(u, dict) else \
+        Usage.reported(None, None) if u is None else Usage.reported(u, u)
     logprobs = None
     lp = choice.get("logprobs")
     if isinstance(lp, dict) and lp.get("content"):

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..core.files import JsonlRecords, write_bytes_atomic, write_text_atomic
+from ..core.files import SampleRecords, read_results, write_bytes_atomic, write_text_atomic
 from ..methods.headline import headline, headline_of, vision_gain_of  # noqa: F401  (headline re-exported: the report shows it)
 from .boards import decisions_view, leaderboards
 from .pages import prune_rows, rows_json
@@ -30,9 +30,10 @@ from .terminal import rank_text
 
 
 def _load_run(folder: Path) -> dict[str, Any]:
-    res = json.loads((folder / "results.json").read_text())
-    # read a line at a time by each view that walks them: a million samples are never in memory at once
-    samples = JsonlRecords(folder / "samples.jsonl", missing_ok=True)
+    res = read_results(folder, need_samples=False)  # a damaged file: one sentence (core/files.py)
+    # read a line at a time by each view that walks them: a million samples are never in memory at once; each
+    # record checked as it is read
+    samples = SampleRecords(folder / "samples.jsonl", missing_ok=True)
     return {"folder": folder, "results": res, "samples": samples, "task": res.get("task")}
 
 

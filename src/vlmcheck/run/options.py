@@ -91,7 +91,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               refused={SWEEP: _SWEEP_ONE_FOLDER}),
     RunOption("max_cost", Optional[float], None, "Start no new sample once the cost spent plus the samples in "
                                                  "flight would pass USD; exit 1, finished samples kept.",
-              cli={"min": 0.0, "metavar": "USD"},
+              cli={"metavar": "USD"},
               refused={SWEEP: "a budget is per run: give each method command --max-cost (a sweep's --dry-run "
                               "estimates the whole sweep)"}),
     RunOption("dry_run", bool, False, "Make no model call: print the calls still to make per role, their "
@@ -120,7 +120,7 @@ def defaults() -> dict[str, Any]:
 
 
 #: the RunOptions fields a Ray worker's input policy is built from (sent to each worker by run/ray_executor.py)
-POLICY_FIELDS = ("allow_outside", "max_image_bytes", "pixel_budget")
+POLICY_FIELDS = ("allow_outside", "max_image_bytes", "pixel_budget", "url_read_timeout_s", "url_total_timeout_s")
 
 
 def input_policy(options: Any, **extra: Any):
@@ -129,4 +129,6 @@ def input_policy(options: Any, **extra: Any):
 
     get = options.get if isinstance(options, dict) else lambda k: getattr(options, k)
     return inputs.InputPolicy(allow_outside=get("allow_outside"), max_file_bytes=get("max_image_bytes"),
-                              budget=inputs.PixelBudget(get("pixel_budget")), **extra)
+                              budget=inputs.PixelBudget(get("pixel_budget")),
+                              url_read_timeout_s=get("url_read_timeout_s"),
+                              url_total_timeout_s=get("url_total_timeout_s"), **extra)

@@ -129,6 +129,10 @@ async def run_samples_ray(task, todo: list, session: Session, options, already: 
             reaper.stdin.close()  # the watcher ends what Ray left, and itself
 
 
+#: how long the end of a run waits for its workers to remove their temp folders
+CLEANUP_S = 5.0
+
+
 class _Pool:
     """The sample workers: started, lost, replaced, grown as nodes join."""
 
@@ -201,7 +205,19 @@ class _Pool:
                 self.add(time.monotonic())
 
     def close(self) -> None:
-        """End this run's actors (in a process that stays joined to Ray they would otherwise outlive the run)."""
+        """End this run's actors (in a process that stays joined to Ray they would otherwise outlive the run),
+        each asked first to remove its temp folder, for at most :data:`CLEANUP_S` in all."""
+        refs = []
+        for actor in self.actors.values():
+            try:
+                refs.append(actor.cleanup.remote())
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        if refs:
+            try:
+                self.ray.wait(refs, num_returns=len(refs), timeout=CLEANUP_S)
+            except Exception:  # noqa: BLE001 - a worker lost meanwhile: its node's temp folder is the OS's
+                pass
         for actor in [*self.actors.values(), *(a for _, a, _ in self.starting.values()), *self.helpers]:
             try:
                 self.ray.kill(actor)

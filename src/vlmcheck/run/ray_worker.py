@@ -20,9 +20,11 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import sqlite3
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +181,8 @@ class SampleWorker:
             if isinstance(limit, int) and limit > 0:
                 model.max_concurrency = max(1, math.ceil(limit / workers))
         self.folder = Path(tempfile.mkdtemp(prefix="vlmcheck-ray-"))
+        # removed by cleanup() (the driver asks before it ends the actor), else when the actor exits normally
+        self._remove_folder = weakref.finalize(self, shutil.rmtree, str(self.folder), True)
         self.store = WorkerStore(self.folder, reader, open_same_store(store["db"], store["sessions"]))
         self.scheduler = Scheduler(max_concurrency, RetryPolicy.model_validate(retry), seed=seed)
         # fire and forget: the tally hears of a request before the server does
@@ -203,6 +207,16 @@ class SampleWorker:
     async def drain(self) -> dict[str, dict[str, list]]:
         """The calls (and artifacts) of samples still running, finished so far."""
         return {sid: self.store.take(sid) for sid in list(self.store.pending)}
+
+    async def cleanup(self) -> bool:
+        """Remove this worker's temp folder (its artifacts were taken with each sample): the driver asks every
+        worker before ending it, since an actor ended by ``ray.kill`` runs no exit handler (issue 49: a run left
+        its workers' folders, 2 of them, 8 MB)."""
+        if self.store.db is not None:
+            self.store.db.close()
+            self.store.db = None
+        self._remove_folder()
+        return not self.folder.exists()
 
     async def ping(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "reads": "in place" if self.store.db is not None else "reader actors"}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import platform
 import subprocess
@@ -35,7 +36,7 @@ from pydantic import BaseModel, Field
 from .._version import __version__
 from ..core.files import broken_link
 from ..core.images import DEFAULT_MAX_FILE_BYTES
-from ..core import inputs
+from ..core import inputs, remote
 from ..core.inputs import DEFAULT_PIXEL_BUDGET
 from .loop_clients import close_loop_clients
 from ..store.db import DB_NAME, GROUP_COMMIT_S, RunStore
@@ -47,6 +48,8 @@ from .folder import MARKER, RunFolderExists, _empty_run_folder, mark_run_folder
 from . import options as options_table
 from .outputs import write_outputs
 from .task import Sample, Task, execute_sample
+from .budget import BudgetStop
+from .data_pin import data_difference, data_pins, without_data_paths
 
 
 class RunOptions(BaseModel):
@@ -67,12 +70,15 @@ class RunOptions(BaseModel):
     allow_outside: bool = False
     max_image_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
     pixel_budget: int = Field(default=DEFAULT_PIXEL_BUDGET, ge=1)
+    # an image at an http(s) URL fails its own sample after this long without a byte, or this long in all
+    url_read_timeout_s: float = Field(default=remote.READ_TIMEOUT_S, gt=0)
+    url_total_timeout_s: float = Field(default=remote.TOTAL_TIMEOUT_S, gt=0)
     # (i, N): run only shard i of N (samples assigned by a hash of their id); `vlmcheck merge` unions them
     shard: tuple[int, int] | None = None
     # where samples run: this process, or Ray actors (run/ray_executor.py; placement, never part of the spec)
     executor: Literal["local", "ray"] = "local"
     # USD: no new sample starts once the cost spent plus the samples in flight would pass it (run/budget.py)
-    max_cost: float | None = Field(None, gt=0)
+    max_cost: float | None = Field(None, gt=0, allow_inf_nan=False)
     ray_address: str | None = None  # None: a local Ray instance (or the cluster this process already joined)
     workers: int | None = Field(default=None, ge=1)  # Ray actors; None: one per CPU of the cluster, at most 8
     gpus_per_worker: float = Field(default=0.0, ge=0.0)
@@ -98,6 +104,9 @@ def run_options(**values: Any):
     if unknown:
         raise ValueError(f"unknown run option(s) {', '.join(unknown)}")
     v = {**options_table.defaults(), **values}
+    from .budget import check_max_cost
+
+    v["max_cost"] = check_max_cost(v["max_cost"])  # 0, NaN, infinity: one sentence, not a traceback
     if v["executor"] not in ("local", "ray"):
         raise ValueError(f"--executor {v['executor']!r}: use local or ray")
     shard = v["shard"]
@@ -141,12 +150,16 @@ def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str
         "python": platform.python_version(),
         "task": task.name,
         "task_spec": task.spec(),
+        # the data by content: a resume compares these, not the paths as typed (run/data_pin.py)
+        "data": data_pins(task.spec()),
         "seed": options.seed,
         "limit": options.limit,
         "max_concurrency": options.max_concurrency,
         "n_samples": len(samples),
         "sample_ids_fingerprint": fingerprint,
         "shard": list(options.shard) if options.shard else None,
+        # --max-cost: kept by a resume that gives none (never compared: a resume may raise or lower it)
+        "max_cost": options.max_cost,
     }
 
 
@@ -161,12 +174,14 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
         raise RunFolderExists(f"{folder} is a file, not a run folder")
     policy = options_table.input_policy(options, dirs={})
     token = inputs.set_policy(policy)
-    existed = folder.exists()
+    existed, held = folder.exists(), False
     try:
         with folder_lock(folder):
+            held = True  # only a run that held the lock cleans up: another process's lock file is never touched
             return await _run_locked(task, folder, options)
     except BaseException:
-        _leave_nothing(folder, existed)
+        if held:
+            _leave_nothing(folder, existed)
         raise
     finally:
         inputs.reset_policy(token)
@@ -195,6 +210,10 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     for stale in folder.glob(".*.tmp"):  # temp files of a writer killed mid-write; we hold the folder's lock
         stale.unlink(missing_ok=True)
     samples = select_samples(task, options)
+    if options.resume and options.max_cost is None:  # the budget a run was started with holds on its resumes
+        kept = _recorded_max_cost(folder)
+        if kept is not None:
+            options = options.model_copy(update={"max_cost": kept})
     spec = run_spec(task, samples, options)  # before the store: a spec that cannot be made leaves no store
     new_store = not (folder / DB_NAME).exists()
     if new_store and samples and options.preflight:
@@ -231,7 +250,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
 
             if options.executor == "ray":
                 raise ValueError("--max-cost runs in this process; drop --executor ray or --max-cost")
-            budget = Budget(options.max_cost, store, session.counters)
+            budget = session.budget = Budget(options.max_cost, store, session.counters)
         if todo and options.preflight and not new_store:
             await preflight(task)
         executor = None
@@ -259,6 +278,25 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         store.close()
 
 
+def _recorded_max_cost(folder: Path) -> float | None:
+    """The ``--max-cost`` recorded in the spec of the run in ``folder`` (read-only), or None."""
+    import sqlite3
+
+    path = folder / DB_NAME
+    if not path.is_file():
+        return None
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = 'spec'").fetchone()
+        finally:
+            con.close()
+        value = json.loads(row[0]).get("max_cost") if row else None
+    except (sqlite3.Error, ValueError, TypeError, AttributeError):
+        return None  # the store's own checks say what is wrong with it
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
 def select_samples(task: Task, options: RunOptions) -> list[Sample]:
     """The run's samples: the task's, numbered, cut to ``--limit``, this shard's only."""
     samples = [Sample(s.id, s.payload, i) for i, s in enumerate(task.samples())]
@@ -282,23 +320,38 @@ def _record_spec(store: RunStore, folder: Path, spec: dict[str, Any], spec_model
     """Check that a resumed store holds this run, then record the spec (and the key version of a new store)."""
     mark_run_folder(folder)
     previous = store.get_meta("spec")
-    if previous:
-        previous = {**previous, "task_spec": _with_new_defaults(previous.get("task_spec"), spec_model)}
     key_version = store.get_meta("key_version")
     if key_version is None:  # a store from before key version 2 keeps its keys (run/calls.py)
         key_version = 1 if previous else KEY_VERSION
         store.set_meta("key_version", key_version)
+    check_spec(folder, previous, spec, spec_model, key_version)
+    store.set_meta("spec", spec)
+
+
+def check_spec(folder: Path, previous: dict[str, Any] | None, spec: dict[str, Any], spec_model: Any,
+               key_version: int) -> None:
+    """Refuse (one sentence) to resume a store whose recorded spec is another run's: another shard, other models
+    (by identity), data or settings.  Writes nothing: ``--dry-run`` asks it too (run/estimate.py)."""
+    if previous:
+        previous = {**previous, "task_spec": _with_new_defaults(previous.get("task_spec"), spec_model)}
     if previous and (previous.get("shard") or None) != spec["shard"]:
         raise RunFolderExists(f"{folder} holds shard {_shard_text(previous.get('shard'))} of a run, not "
                               f"{_shard_text(spec.get('shard'))}; use that shard's own folder")
     if previous:
         # a resumed run must be the same run: the same models (by identity, key version 2: endpoints and
-        # placement parameters may change), data and settings
-        same = (identity_spec(previous.get("task_spec")) == identity_spec(spec["task_spec"]) if key_version >= 2
-                else previous.get("task_spec") == spec["task_spec"])
+        # placement parameters may change), data (by content where the run pinned it: run/data_pin.py) and
+        # settings
+        pins = previous.get("data") if spec.get("data") else None
+        if pins:
+            why = data_difference(previous, spec)
+            if why:
+                raise RunFolderExists(f"{folder} holds a run on other data: {why}; give that data, or use a new "
+                                      "folder or --overwrite")
+        old_spec, new_spec = without_data_paths(previous.get("task_spec"), pins), \
+            without_data_paths(spec["task_spec"], pins)
+        same = (identity_spec(old_spec) == identity_spec(new_spec) if key_version >= 2 else old_spec == new_spec)
         if not same:
             raise RunFolderExists(f"{folder} holds a run with a different task spec; use a new folder or --overwrite")
-    store.set_meta("spec", spec)
 
 
 def _shard_text(shard: Any) -> str:
@@ -372,6 +425,8 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
                 return
             try:
                 outcome = await execute_sample(task, sample, session)
+            except BudgetStop:  # a call would pass --max-cost: the sample waits for a resume, its paid calls kept
+                return
             finally:
                 if budget is not None:
                     budget.done()
