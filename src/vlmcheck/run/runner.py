@@ -15,6 +15,11 @@ run goes on.
 
 The runner returns the results; it writes no report (``vlmcheck.run_task``, the
 CLI, a sweep and the demo do, in ``api.py``).
+
+Why this module is long: a run's life is here in order (its options and their
+checks, the folder, the resume check against the recorded spec and data, the
+preflight, the sample loop with its budget, the outputs), so that what a resumed
+run keeps and what it may change is read in one place.
 """
 
 from __future__ import annotations
