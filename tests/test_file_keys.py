@@ -72,6 +72,7 @@ def test_files_that_are_not_sent_as_they_are(tmp_path):
     assert part.key == "pixels" and (part.width, part.height) == (40, 56)
 
 
+@pytest.mark.slow
 def test_a_png_is_whole_exactly_when_pillows_verify_says_so(tmp_path):
     """png_chunks (the walk probe uses instead of Pillow's verify) agrees with Pillow on every single-bit flip
     and every truncation of a PNG of several IDAT chunks; a PNG with an eXIf chunk is not sent as it is."""

@@ -113,6 +113,8 @@ class SweepModel(BaseModel):
 
 
 class SweepOptions(BaseModel):
+    """The run options a sweep's ``options:`` takes (run/options.py says why it takes no other; ``progress``,
+    ``report``, ``dry_run`` and ``json_output`` are flags of ``vlmcheck run``)."""
     model_config = ConfigDict(extra="forbid")
     max_concurrency: int = Field(16, ge=1)
     limit: int | None = Field(None, ge=1)
@@ -120,6 +122,8 @@ class SweepOptions(BaseModel):
     max_failures: float = Field(0.0, ge=0.0, le=1.0)
     allow_outside: bool = False
     preflight: bool = True
+    max_image_mb: float = Field(256.0, gt=0)
+    pixel_budget_mb: float = Field(2000.0, ge=1.0)
 
 
 class Sweep(BaseModel):
@@ -222,9 +226,9 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
 
 
 def options_of(sweep: Sweep, progress: bool = True) -> RunOptions:
-    o = sweep.options
-    return RunOptions(resume=True, max_concurrency=o.max_concurrency, limit=o.limit, seed=o.seed, progress=progress,
-                      allow_outside=o.allow_outside, preflight=o.preflight)
+    from .run.runner import run_options
+
+    return run_options(resume=True, progress=progress, **sweep.options.model_dump())
 
 
 @dataclass

@@ -63,7 +63,7 @@ class PixelBudget:
     async def acquire(self, n: int, wait: bool) -> None:
         if not self._waiting and (not wait or self.used == 0 or self.used + n <= self.total):
             # room now and nobody waiting: charged at once, without the condition's lock (one event loop
-            # thread: nothing runs between the test and the charge), 6 us less per sample
+            # thread: nothing runs between the test and the charge)
             self.used += n
             self.peak = max(self.peak, self.used)
             return
@@ -315,11 +315,10 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
 
 
 #: A dataset file sent as it is, up to this size, is read, checked, hashed and base64-encoded on the event loop's
-#: own thread; a larger one in a worker thread.  Measured on 2 cores (bench/api_throughput.py, 2,000 distinct
-#: 256-px PNGs of 64-120 kB, 50 ms): handing each file to a worker and back cost more CPU (0.4-0.5 ms a sample,
-#: the threads contending for the GIL) than the work itself on the loop (0.3 ms), which is what a plain aiohttp
-#: client does.  Above this size the work (a CRC, a hash and base64 over every byte) is long enough to stall
-#: the requests in flight, and the workers overlap it with them.
+#: own thread; a larger one in a worker thread.  For a small file, handing it to a worker and back costs more CPU
+#: (the threads contending for the GIL) than the work itself on the loop, which is what a plain aiohttp client
+#: does (bench/api_throughput.py).  Above this size the work (a CRC, a hash and base64 over every byte) is long
+#: enough to stall the requests in flight, and the workers overlap it with them.
 INLINE_MAX_BYTES = 512 * 1024
 #: Inline reads slower than this (a network filesystem, a cold disk), three in a row, send every later read to
 #: the workers.  In a row: the first read of a process pays for imports and a collection of garbage can land
@@ -359,7 +358,7 @@ async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: C
 
     def read() -> tuple[bytes, tuple[int, int]]:
         # confinement, the read and the header's size in one trip to a worker thread: each trip costs the event
-        # loop about 0.1 ms, and the loop's thread sets the pace of a fast API run
+        # loop's thread, which sets the pace of a fast API run
         _check_inside(path, root, policy.allow_outside, policy.dirs)
         data = _read_bytes(path, policy.max_file_bytes)
         return data, (image_size(data, label) if budgeted and data else (0, 0))
@@ -401,9 +400,8 @@ def _reader_pool() -> ThreadPoolExecutor:
     Why not ``asyncio.to_thread``: its executor has ``cpu_count + 4`` threads (6 on 2 cores).  Decoding holds
     the GIL most of the time (zlib inflate, hashing), so with more decoding threads than cores the event
     loop's thread waits for the GIL behind them after every socket read and store write.  On a fast API that
-    loop thread sets the pace of the whole run: measured on 2 cores, 2,000 distinct 256-px photos at 50 ms
-    latency, one thread per core kept 1.16x more requests in flight than the default executor for 5% less
-    CPU per sample (bench/api_throughput.py, docs/usage.md).  Fewer threads than cores starved the loop of
+    loop thread sets the pace of the whole run: one thread per core keeps more requests in flight than the
+    default executor, for less CPU per sample (bench/api_throughput.py).  Fewer threads than cores starved the loop of
     decoded images instead.  The threads are daemon-like workers of ``concurrent.futures``: idle ones cost
     nothing and Python joins them at exit."""
     global _pool

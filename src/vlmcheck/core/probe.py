@@ -15,8 +15,8 @@ from PIL import Image
 from .images import DEFAULT_MAX_PIXELS, SENDABLE_FORMATS, _open, _pillow_errors
 
 try:
-    # zlib-ng's crc32 (carry-less multiply): 10.6 us for a 112-kB PNG where zlib's takes 45.5 us on this
-    # project's machine, 3 % of a fast API run's loop per request.  The same CRC-32, tested.
+    # zlib-ng's crc32 (carry-less multiply) is several times faster than zlib's, and the pre-send check runs it
+    # over every PNG chunk of every request.  The same CRC-32, tested.
     from zlib_ng.zlib_ng import crc32
 except ImportError:  # a platform without a zlib-ng wheel: zlib's, the same value
     from zlib import crc32

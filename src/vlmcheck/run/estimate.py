@@ -137,11 +137,9 @@ async def dry_run_async(task: Any, folder: str | Path, options: Any) -> dict[str
 
     folder = Path(folder)
 
-    token = inputs.set_policy(inputs.InputPolicy(allow_outside=options.allow_outside,
-                                                 max_file_bytes=options.max_image_bytes,
-                                                 budget=inputs.PixelBudget(options.pixel_budget),
-                                                 url_read_timeout_s=options.url_read_timeout_s,
-                                                 url_total_timeout_s=options.url_total_timeout_s))
+    from .options import input_policy
+
+    token = inputs.set_policy(input_policy(options))
     try:
         return await _dry_run(task, folder, options)
     finally:

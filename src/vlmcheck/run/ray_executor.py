@@ -41,6 +41,7 @@ from typing import Any
 from ..core.data import hfds_cache_root
 from ..core.progress import Progress
 from .calls import Session
+from .options import POLICY_FIELDS
 from .ray_worker import CacheReader, RequestTally, SampleWorker
 
 DRAIN_EVERY_S = 2.0
@@ -153,9 +154,7 @@ class _Pool:
                                                  scheduling_strategy=here).remote(str(store.folder), inputs_root)
         self.tally = ray.remote(RequestTally).options(num_cpus=0, scheduling_strategy=here).remote()
         self.helpers = [reader, self.tally]
-        policy = {"allow_outside": options.allow_outside, "max_image_bytes": options.max_image_bytes,
-                  "pixel_budget": options.pixel_budget, "url_timeouts": (options.url_read_timeout_s,
-                                                                         options.url_total_timeout_s)}
+        policy = options.model_dump(include=set(POLICY_FIELDS))
         # a CPU each, or a share where there are more workers than CPUs (API-bound workers mostly wait)
         worker_cls = ray.remote(SampleWorker).options(num_cpus=min(1.0, cpus / self.target),
                                                       num_gpus=options.gpus_per_worker, max_concurrency=self.slots + 4)

@@ -32,6 +32,7 @@ from ..core.images import encode_image, image_hash
 from ..store.db import artifact_path
 from .calls import Session, file_keys
 from .scheduler import RetryPolicy, Scheduler
+from .options import input_policy as run_input_policy
 from .task import Sample, execute_sample
 
 _SAMPLE: contextvars.ContextVar[str | None] = contextvars.ContextVar("vlmcheck_ray_sample", default=None)
@@ -173,8 +174,6 @@ class SampleWorker:
     def __init__(self, task_cls: Any, task_spec: dict[str, Any], key_version: int, max_concurrency: int,
                  retry: dict[str, Any], seed: int, input_policy: dict[str, Any], reader: Any, workers: int,
                  store: dict[str, Any], tally: Any, inputs_root: str) -> None:
-        from ..core import inputs
-
         # the task's class travels by reference (its module is imported in the worker), its spec by value
         self.task = task_cls.from_spec(task_spec)
         for model in vars(self.task).values():  # a model's API budget is shared by all workers
@@ -190,12 +189,7 @@ class SampleWorker:
         self.scheduler.on_attempt = lambda attempt: tally.add.remote(attempt > 1)
         self.key_version = key_version
         self.reader, self.inputs_root = reader, inputs_root
-        self.policy = inputs.InputPolicy(allow_outside=input_policy["allow_outside"],
-                                         max_file_bytes=input_policy["max_image_bytes"],
-                                         budget=inputs.PixelBudget(input_policy["pixel_budget"]),
-                                         file_keys=file_keys(key_version))
-        if input_policy.get("url_timeouts"):
-            self.policy.url_read_timeout_s, self.policy.url_total_timeout_s = input_policy["url_timeouts"]
+        self.policy = run_input_policy(input_policy, file_keys=file_keys(key_version))
 
     async def run(self, sample_id: str, seq: int, payload: Any) -> dict[str, Any]:
         from ..core import inputs

@@ -15,6 +15,11 @@ run goes on.
 
 The runner returns the results; it writes no report (``vlmcheck.run_task``, the
 CLI, a sweep and the demo do, in ``api.py``).
+
+Why this module is long: a run's life is here in order (its options and their
+checks, the folder, the resume check against the recorded spec and data, the
+preflight, the sample loop with its budget, the outputs), so that what a resumed
+run keeps and what it may change is read in one place.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from ..core.progress import Progress
 from .scheduler import RetryPolicy, Scheduler
 from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: where callers have found them)
 from .folder import MARKER, RunFolderExists, _empty_run_folder, leave_nothing, mark_run_folder
+from . import options as options_table
 from .outputs import write_outputs
 from .task import Sample, Task, execute_sample
 from .budget import BudgetStop, recorded_max_cost
@@ -94,6 +100,25 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     if not sep or count < 1 or not 0 <= index < count:
         raise ValueError(f"--shard {text!r}: give i/N with 0 <= i < N, e.g. 0/4")
     return index, count
+
+
+def run_options(**values: Any):
+    """The runner's RunOptions from the table's values (missing ones at their default); ValueError for a bad one."""
+    unknown = sorted(set(values) - set(options_table.BY_NAME))
+    if unknown:
+        raise ValueError(f"unknown run option(s) {', '.join(unknown)}")
+    v = {**options_table.defaults(), **values}
+    from .budget import check_max_cost
+
+    v["max_cost"] = check_max_cost(v["max_cost"])  # 0, NaN, infinity: one sentence, not a traceback
+    if v["executor"] not in ("local", "ray"):
+        raise ValueError(f"--executor {v['executor']!r}: use local or ray")
+    shard = v["shard"]
+    shard = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
+    fields = {k: x for k, x in v.items()
+              if k not in options_table.CLI_ONLY and k not in ("max_image_mb", "pixel_budget_mb")}
+    return RunOptions(**{**fields, "shard": shard, "max_image_bytes": int(v["max_image_mb"] * 1e6),
+                         "pixel_budget": int(v["pixel_budget_mb"] * 1e6)})
 
 
 def in_shard(sample_id: str, shard: tuple[int, int] | None) -> bool:
@@ -151,10 +176,7 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
         raise RunFolderExists(broken_link(folder))
     if folder.exists() and not folder.is_dir():
         raise RunFolderExists(f"{folder} is a file, not a run folder")
-    policy = inputs.InputPolicy(allow_outside=options.allow_outside, max_file_bytes=options.max_image_bytes,
-                                budget=inputs.PixelBudget(options.pixel_budget), dirs={},
-                                url_read_timeout_s=options.url_read_timeout_s,
-                                url_total_timeout_s=options.url_total_timeout_s)
+    policy = options_table.input_policy(options, dirs={})
     token = inputs.set_policy(policy)
     existed, held = folder.exists(), False
     try:
@@ -386,9 +408,9 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
 
     # A few more samples than call slots (an eighth, at least 2): while `max_concurrency` requests are out, these
     # have read their inputs and wait at the scheduler, so a freed slot is refilled at once instead of after the
-    # next sample's file I/O.  An eighth keeps 61.8 of 64 in flight at 500 ms, as twice as many did when every
-    # image was decoded, for 0.75x the peak memory at 1024 px (bench/api_throughput.py, docs/usage.md).  Memory
-    # stays under the pixel budget (core/inputs.py).  `--max-concurrency 1` keeps its plain meaning.
+    # next sample's file I/O.  An eighth keeps the slots as full as twice as many would (bench/api_throughput.py,
+    # docs/benchmarks.md) for less peak memory, which stays under the pixel budget (core/inputs.py).
+    # `--max-concurrency 1` keeps its plain meaning.
     ahead = 0 if options.max_concurrency == 1 else max(2, options.max_concurrency // 8)
     n_workers = max(1, min(options.max_concurrency + ahead, len(todo)))
     if any(getattr(m, "batch", None) is not None for m in vars(task).values()):

@@ -18,11 +18,10 @@ from .errors import StoreError, store_error
 
 #: A run's store commits the answers and samples written within this many seconds of its last commit together
 #: (:meth:`RunStore._write`).  A commit writes every page the transaction touched to the WAL: a sample's call and
-#: journal rows touch five pages (two tables, three indexes), 0.1 ms of the event loop's thread per sample when
-#: each write commits alone (two thirds of the store's time), where a run on a fast API spends about 1 ms per
-#: request in all.  Five samples in one commit share most of those pages.  Measured (bench/api_throughput.py,
-#: 2,000 256-px photos, 50 ms): API phase 2.34 -> 2.10 s.  5 ms is a tenth of the latency of the fastest APIs:
-#: what a SIGKILL loses in the open group is less than the calls in flight it loses anyway.
+#: journal rows touch five pages (two tables, three indexes), most of the store's time on the event loop's thread
+#: when each write commits alone; samples that share one commit share most of those pages
+#: (bench/api_throughput.py measures the effect).  5 ms is a tenth of the latency of the fastest APIs: what a
+#: SIGKILL loses in the open group is less than the calls in flight it loses anyway.
 GROUP_COMMIT_S = 0.005
 
 
