@@ -57,14 +57,15 @@ bench: $(STAMP)
 
 # lmms-eval and inspect_ai, each in its own venv under bench/ (torch pinned to the CPU wheel; lmms-eval's
 # torchvision removed as above: its openai model never uses it), measured against vlmcheck on the same fake
-# server and images, interleaved (bench/api_throughput.py --peers).
+# server and images, interleaved (bench/api_throughput.py --peers). filelock < 4: lmms-eval 0.7.3 imports
+# filelock._api, which filelock 4 removed (with 4.x it crashes before any request and still exits 0).
 LMMS  := bench/.venv-lmms
 INSP  := bench/.venv-inspect
 
 $(LMMS)/.installed: constraints.txt
 	$(PYTHON) -m venv $(LMMS)
 	$(LMMS)/bin/python -m pip install --quiet --upgrade pip
-	$(LMMS)/bin/python -m pip install --quiet -c constraints.txt "lmms-eval==0.7.3"
+	$(LMMS)/bin/python -m pip install --quiet -c constraints.txt "lmms-eval==0.7.3" "filelock<4"
 	$(LMMS)/bin/python -m pip uninstall --quiet --yes torchvision || true
 	touch $@
 

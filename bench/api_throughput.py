@@ -181,24 +181,43 @@ def peer_command(name: str, base_url: str, tmp: Path, out: Path, conc: int) -> l
 # ----------------------------------------------------------------------------- the parent
 
 
-def measure(cmd: list[str], log: Path, latency: float, env: dict | None = None) -> dict:
+def measure(cmd: list[str], log: Path, latency: float, env: dict | None = None, who: str | None = None) -> dict:
     """Run ``cmd``; its wall time, CPU (user + system, its own and its children's, from wait4) and peak RSS, and
-    from the server's log the requests it made and its API phase (first request to last answer)."""
+    from the server's log the requests it made and its API phase (first request to last answer). A contender that
+    cannot start or exits non-zero stops the bench with one sentence naming it and its last line of stderr."""
+    who = who or " ".join(cmd[:3])
     start = len(log.read_text().splitlines()) if log.exists() else 0
     err_path = log.with_suffix(".stderr")
     t0 = time.perf_counter()
     with open(err_path, "wb") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        except OSError as e:
+            raise SystemExit(f"bench failed: {who} could not be started ({e.strerror or e}).") from None
         _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
-        last = err_path.read_text(errors="replace").strip().splitlines()[-1:]
-        raise SystemExit(f"{' '.join(cmd[:3])} failed (exit {proc.returncode}): {last}")
+        last = (err_path.read_text(errors="replace").strip().splitlines() or ["no output on stderr"])[-1].strip()
+        raise SystemExit(f"bench failed: {who} exited with status {proc.returncode} ({last}).")
     seen = [json.loads(x) for x in log.read_text().splitlines()[start:] if x.strip()]
     ts = [r["t"] for r in seen if r.get("path", "").endswith("/chat/completions")]
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024,
             "requests": len(ts), "api_phase": (max(ts) + latency - min(ts)) if ts else float("nan")}
+
+
+def measure_run(name: str, cmd: list[str], log: Path, latency: float, env: dict | None, n: int,
+                out: Path | None = None) -> dict:
+    """``measure`` a first (uncached) run of ``name``, which must have asked the server for all ``n`` answers and,
+    for a peer (``out`` given), written its results under ``out``: a contender that exits 0 having measured
+    nothing (lmms-eval crashing inside its own error handler, say) fails the bench instead of printing NaN."""
+    row = measure(cmd, log, latency, env, who=name)
+    if row["requests"] < n:
+        raise SystemExit(f"bench failed: {name} exited 0 but asked the server for {row['requests']} of {n} answers, "
+                         f"so it measured nothing (see {log.with_suffix('.stderr')}).")
+    if out is not None and not (out.is_dir() and any(p.is_file() for p in out.rglob("*"))):
+        raise SystemExit(f"bench failed: {name} exited 0 but wrote no results under {out}.")
+    return row
 
 
 def main() -> int:
@@ -252,8 +271,11 @@ def main() -> int:
         server = subprocess.Popen([sys.executable, "-m", "vlmcheck.testing.fake_openai", "--port", "0", "--latency",
                                    str(latency), "--log", str(log)], stdout=subprocess.PIPE, text=True)
 
+        def out_dir(name: str, r: int) -> Path:
+            return tmp / f"{name.replace(' ', '-')}-{latency}-{r}"
+
         def command(name: str, r: int) -> list[str]:
-            out = tmp / f"{name.replace(' ', '-')}-{latency}-{r}"
+            out = out_dir(name, r)
             if name in PEER_VENVS:
                 return peer_command(name, base_url, tmp, out, args.concurrency)
             kind = {"bare aiohttp": "aiohttp", "bare SDK": "sdk"}.get(name, "vlmcheck")  # 'vlmcheck before' too
@@ -266,9 +288,11 @@ def main() -> int:
             results: dict[str, list[dict]] = {name: [] for name in names}
             for r in range(args.rounds):
                 for name in names:
-                    results[name].append(measure(command(name, r), log, latency,
-                                                 env_before if name == "vlmcheck before" else env))
-            reruns = {name: measure(command(name, 0), log, latency, env) for name in ["vlmcheck", *peers]}
+                    results[name].append(measure_run(
+                        name, command(name, r), log, latency, env_before if name == "vlmcheck before" else env,
+                        args.n, out_dir(name, r) if name in PEER_VENVS else None))
+            reruns = {name: measure(command(name, 0), log, latency, env, who=f"{name} (rerun)")
+                      for name in ["vlmcheck", *peers]}
         finally:
             server.kill()
         ideal = args.n * latency / args.concurrency

@@ -1,3 +1,12 @@
+"""Shared fixtures.
+
+Two lanes: `make test` runs every test (CI runs it); `make test-fast` runs those not marked slow, the developer's
+loop.  A test that takes more than about 2 s on a quiet 2-core machine gets ``@pytest.mark.slow`` (a module whose
+every test is slow: ``pytestmark = pytest.mark.slow`` with the reason beside it).  What is slow: a subprocess of
+the CLI or a fake server per case, a run on the reference world, Ray, transformers or diffusers models, the demo.
+Time a file with ``pytest tests/test_x.py --durations=0 -q``.
+"""
+
 import json
 import os
 import subprocess

@@ -125,10 +125,12 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+@pytest.mark.slow
 def test_imports_flow_one_way():
     assert wrong_way(import_graph()) == []
 
 
+@pytest.mark.slow
 def test_no_import_circle():
     assert circles(import_graph()) == []
 
@@ -151,6 +153,7 @@ def test_modules_are_short_or_say_why():
     ("def f():\n    from ..methods import task_class\n", "vlmcheck.run.planted -> vlmcheck.methods"),
     ("import vlmcheck.cli\n", "vlmcheck.run.planted -> vlmcheck.cli"),
 ])
+@pytest.mark.slow
 def test_a_planted_wrong_way_import_fails(tmp_path, planted, expected):
     # the checks above run on a copy of the source with one wrong-way import planted, lazy ones included
     import shutil
@@ -161,6 +164,7 @@ def test_a_planted_wrong_way_import_fails(tmp_path, planted, expected):
     assert any(b.startswith(expected) for b in bad), bad
 
 
+@pytest.mark.slow
 def test_a_planted_circle_fails(tmp_path):
     import shutil
 

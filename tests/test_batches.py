@@ -52,6 +52,7 @@ def _creates(server: FakeServer) -> list[dict]:
     return [r for r in server.requests() if "batch_create" in r]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_a_runs_misses_go_in_one_batch_with_the_direct_answers_at_half_price(batch_server, tmp_path, monkeypatch,
                                                                              provider):
@@ -103,6 +104,7 @@ def _kill_once_its_batch_is_out(cmd: list[str], server: FakeServer) -> None:
     proc.wait()
 
 
+@pytest.mark.slow
 def test_a_killed_run_reattaches_to_its_batch_and_resubmits_nothing(tmp_path):
     server = FakeServer(0.0, tmp_path, "--batch-delay", "4")
     try:
@@ -122,6 +124,7 @@ def test_a_killed_run_reattaches_to_its_batch_and_resubmits_nothing(tmp_path):
         server.stop()
 
 
+@pytest.mark.slow
 def test_a_resume_without_batch_1_waits_for_the_open_batch_instead_of_paying_twice(tmp_path):
     server = FakeServer(0.0, tmp_path, "--batch-delay", "3")
     try:

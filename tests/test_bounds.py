@@ -33,6 +33,7 @@ def _photo(tmp_path: Path) -> Path:
     return tmp_path / "img"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("http", ["aiohttp", "sdk"])
 @pytest.mark.parametrize("fault", ["gzipbomb", "huge"])
 def test_a_reply_is_read_only_up_to_its_cap_and_memory_stays_flat(tmp_path, fake_server, http, fault):
@@ -58,6 +59,7 @@ def test_a_reply_is_read_only_up_to_its_cap_and_memory_stays_flat(tmp_path, fake
     print(f"{fault} over {http}: peak RSS {peak:.0f} MB")
 
 
+@pytest.mark.slow
 def test_an_answer_longer_than_its_cap_is_not_stored(tmp_path, fake_server):
     images = _photo(tmp_path)
     for spec, ok in ((f"openai:fake@{fake_server.base_url}?max_answer_chars=100000", False),
@@ -98,6 +100,7 @@ def test_manifest_values_of_the_wrong_kind_are_refused(tmp_path, row, words):
     assert p.returncode == 2 and words in _last(p), p.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_dangling_and_looping_symlinks_as_outputs_are_one_sentence(tmp_path):
     images = _photo(tmp_path)
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere" / "x")
@@ -109,6 +112,7 @@ def test_dangling_and_looping_symlinks_as_outputs_are_one_sentence(tmp_path):
             assert p.returncode == 2 and words in _last(p), (args, p.stderr[-1500:])
 
 
+@pytest.mark.slow
 def test_read_only_output_folders_are_one_sentence(tmp_path):
     # root ignores permission bits; the immutable attribute stops root too
     if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(tmp_path)]).returncode != 0:
@@ -131,6 +135,7 @@ def test_read_only_output_folders_are_one_sentence(tmp_path):
         subprocess.run(["chattr", "-i", str(ro), str(ro / "prev")], check=True)
 
 
+@pytest.mark.slow
 def test_a_run_made_with_url_credentials_asks_for_them_on_resume(tmp_path, fake_server):
     images = _photo(tmp_path)
     host = fake_server.base_url.replace("http://", "")

@@ -217,6 +217,7 @@ def test_pair_sampling_bins_disjoint_seeded():
     assert report["long_enough"] == 48 and report["seed"] == 1
 
 
+@pytest.mark.slow
 def test_cast_end_to_end_on_world_pairs(tmp_path):
     pairs = make_world_pairs(tmp_path / "pairs", n=6, seed=1)
     scores = {}

@@ -121,6 +121,7 @@ def _run(world, tmp_path, recipe, vlm="ref:describer", **kw):
                     RunOptions(progress=False)).results["metrics"]
 
 
+@pytest.mark.slow
 def test_recipes_on_the_world(world, tmp_path):
     clean = _run(world, tmp_path / "a", "calibration")
     noisy = _run(world, tmp_path / "b", "calibration", vlm="ref:describer?level=0.3")
@@ -147,6 +148,7 @@ def test_recipes_on_the_world(world, tmp_path):
     assert set(ins["match_ratio"]) == {"natural", "neutral", "unnatural"}
 
 
+@pytest.mark.slow
 def test_robustness_corrupts_each_items_image_once(world, tmp_path, monkeypatch):
     """The image and both settings show one corrupted image per item, made once: the item's chain applied to
     its image (what the stored chain regenerates)."""
@@ -168,6 +170,7 @@ def test_robustness_corrupts_each_items_image_once(world, tmp_path, monkeypatch)
     assert Image.open(tmp_path / rec["settings"]["corrupt:image"]["image"]).tobytes() == again.tobytes()
 
 
+@pytest.mark.slow
 def test_hallucination_recipe_on_world_pope(world, tmp_path):
     from vlmcheck.methods.pope import build_pope, load_annotations
 
@@ -216,6 +219,7 @@ def test_ppl_needs_the_capability(world):
         ChefTask(ChefSpec(vlm="ref:photo", recipe=resolve_recipe("world-accuracy"), data=str(world)))
 
 
+@pytest.mark.slow
 def test_ppl_on_tiny_hf_model_matches_direct_logits(tmp_path):
     pytest.importorskip("torch")
     sys.path.insert(0, str(Path(__file__).parent))

@@ -19,7 +19,9 @@ def world(tmp_path_factory):
 
 
 def _check(task, folder) -> float:
-    """The written metrics equal the summary of the records; returns the folded bytes per record's JSON byte."""
+    """A round trip: the written metrics equal the summary of the records (the same code on both sides, so this
+    checks the streaming, not the numbers: tests/test_oracles.py checks those by hand); returns the folded bytes
+    per record's JSON byte."""
     records = [json.loads(x) for x in (folder / "samples.jsonl").read_text().splitlines()]
     done = [r for r in records if r["status"] == "done"]
     assert done
@@ -41,7 +43,8 @@ def _check(task, folder) -> float:
                                          ("instruction-following", None), ("language", None),
                                          ("fsc147", "counting.jsonl"), ("voc2012", "detection.jsonl"),
                                          ("omnibenchmark", "hierarchy")])
-def test_chef_recipes(world, tmp_path, recipe, data):
+@pytest.mark.slow
+def test_round_trip_chef_recipes_written_metrics_are_the_records_summary(world, tmp_path, recipe, data):
     from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
 
     r = resolve_recipe(recipe)
@@ -53,7 +56,8 @@ def test_chef_recipes(world, tmp_path, recipe, data):
     assert _check(task, tmp_path) < 0.5  # a record in memory as dicts is 3-4 times its JSON
 
 
-def test_chef_pope_with_blind_control_and_a_direct_recipe_with_repeats(world, tmp_path):
+@pytest.mark.slow
+def test_round_trip_chef_pope_with_blind_control_and_a_direct_recipe_with_repeats(world, tmp_path):
     from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
     from vlmcheck.methods.pope import build_pope, load_annotations
 
@@ -70,6 +74,7 @@ def test_chef_pope_with_blind_control_and_a_direct_recipe_with_repeats(world, tm
     assert _check(task, tmp_path / "rep") < 0.5
 
 
+@pytest.mark.slow
 def test_an_item_costs_tens_of_bytes_in_columns():
     """Marginal memory of the columns: 50,000 items on 100 images against 5,000."""
     from vlmcheck.methods.chef import resolve_recipe

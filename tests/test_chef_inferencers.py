@@ -99,13 +99,18 @@ def test_cot_ppl_scores_the_pool_after_the_rationale(tmp_path):
     assert st["confidence"] == pytest.approx(_softmax(MEANS)[1])
 
 
-def test_direct_reads_each_answer_and_counts_the_unread(tmp_path):
+def _direct_run(tmp_path):
     rows = [{"question": f"Q{i}?", "options": ["red", "blue", "green"], "answer": a}
             for i, a in enumerate(["B", "C", "B", "A", "A"])]
     said = {"Q0?": "The answer is (B).", "Q1?": "A", "Q2?": "It is blue", "Q3?": "I am not sure.", "Q4?": ""}
     data = _mc(tmp_path, rows)
     vlm = Scripted(answer=lambda m: said[m[-1].text.split("\n")[0]])
     res, recs = _run(tmp_path, vlm, data, "direct")
+    return vlm, res, recs
+
+
+def test_direct_reads_each_answer_and_counts_the_unread(tmp_path):
+    vlm, res, recs = _direct_run(tmp_path)
     got = {r["question"]: r["settings"]["standard"] for r in recs}
     # B.3 (1): one greedy answer, read by its label or its option's text
     assert [got[f"Q{i}?"]["pred"] for i in range(5)] == [1, 0, 1, None, None]
@@ -118,6 +123,20 @@ def test_direct_reads_each_answer_and_counts_the_unread(tmp_path):
     assert res["metrics"]["answers_generated"] is True
     # the recipe's default was PPL: the run says what it gave up
     assert "direct inferencer instead of the recipe's ppl" in res["metrics"]["inferencer_note"]
+
+
+@pytest.mark.slow
+def test_the_report_shows_the_inferencer_and_the_unread_share(tmp_path):
+    """The report shows what the terminal does: the inferencer, the unread share per setting (2 of the 5 answers
+    of the direct run above), the inferencer's note and the unread warning."""
+    _direct_run(tmp_path)
+    from vlmcheck.report.html import build_report
+
+    page = build_report([tmp_path / "run"], tmp_path / "report.html").read_text()
+    table = page.split("<table class=\"chef-settings\">")[1].split("</table>")[0]
+    assert "(direct inferencer)" in page and "<th>unread answers</th>" in table
+    assert '<td>standard</td><td class="num">0.400</td><td class="num">0.400</td>' in table
+    assert "could not read over 10%" in page and "instead of the recipe&#39;s ppl" in page
 
 
 def test_cot_answers_after_its_rationale(tmp_path):

@@ -217,6 +217,7 @@ def test_turn_scenarios_from_a_hugging_face_dataset(tmp_path, monkeypatch):
     assert sorted(items[0]["turns"][0]["values"]) == ["cat", "dog"]
 
 
+@pytest.mark.slow
 def test_the_robust_reading_degrades_with_severity():
     """perceive(robust=True) through ChEF's composite chain at one severity for every step: fewer objects
     read right at severity 5 than at 1 (measured on 40 scenes: 78 -> 45 -> 51 -> 31 -> 20 of 130)."""

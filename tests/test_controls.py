@@ -64,7 +64,14 @@ def test_blind_requests_carry_no_image_or_a_grey_one_and_say_which(tmp_path, tex
 
 
 def test_vision_gain_by_hand():
-    from vlmcheck.methods.blind import vhx_blind as _blind
+    from vlmcheck.methods.blind import VHXBlind
+    from vlmcheck.metrics.clusters import Units
+
+    def _blind(results):
+        fold = VHXBlind(Units())
+        for r in results:
+            fold.add(r)
+        return fold.result()
 
     # 8 cases on 4 images (2 each); sighted right on 6, blind right on 2
     sighted = [1, 1, 1, 1, 1, 1, 0, 0]
@@ -90,6 +97,7 @@ def world(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_the_world_describer_answers_blind_from_its_prior_and_a_rerun_makes_no_call(world, tmp_path):
     task = VHExpansionTask(VHXSpec(vlm="ref:describer", cases=str(world), perturb=[], blind=True))
     res = run_task(task, tmp_path / "run", RunOptions(progress=False, report=False)).results
@@ -109,6 +117,7 @@ def test_the_world_describer_answers_blind_from_its_prior_and_a_rerun_makes_no_c
     assert noisy["vision_gain"]["difference"] < b["vision_gain"]["difference"]
 
 
+@pytest.mark.slow
 def test_chef_pope_blind_setting_and_the_report_flags_items_right_blind(world, tmp_path):
     from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
     from vlmcheck.methods.pope import build_pope, load_annotations
@@ -151,6 +160,7 @@ def _est(task, folder, **kw):
     return dry_run(task, folder, RunOptions(progress=False, report=False, **kw))
 
 
+@pytest.mark.slow
 def test_dry_run_counts_what_the_real_run_then_makes_and_nothing_after(world, tmp_path):
     from vlmcheck.methods.cast import CastSpec, CastTask
     from vlmcheck.methods.describe import DescribeSpec, DescribeTask
@@ -174,10 +184,11 @@ def test_dry_run_counts_what_the_real_run_then_makes_and_nothing_after(world, tm
         else:
             assert est["totals"]["calls"] == calls, name
         assert est["samples"]["to_run"] == real["counts"]["samples"]
-        again = _est(make(), folder, limit=10)
+        again = _est(make(), folder, limit=10, resume=True)  # as the real command, a dry run needs --resume here
         assert again["totals"]["calls"] == 0 and again["samples"]["to_run"] == 0
 
 
+@pytest.mark.slow
 def test_dry_run_cost_against_the_fake_servers_bill_and_the_budget_stops_then_resumes(tmp_path, image_folder):
     import json as _json
     import subprocess
@@ -220,7 +231,10 @@ def test_dry_run_cost_against_the_fake_servers_bill_and_the_budget_stops_then_re
         def cli2(*args):
             return subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", vlm, "--data",
                                    str(image_folder), "--out", str(budget_run), "--no-preflight",
-                                   "--max-concurrency", "1", *args], capture_output=True, text=True, env=env)
+                                   # a call is priced before it is sent, its output at max_tokens until one is
+                                   # back (run/budget.py): 8 keeps the first call under 2.5 samples' cost
+                                   "--max-concurrency", "1", "--max-tokens", "8", *args],
+                                  capture_output=True, text=True, env=env)
 
         stopped = cli2("--max-cost", f"{2.5 * per_sample:.8f}")
         assert stopped.returncode == 1 and "Traceback" not in stopped.stderr
@@ -239,6 +253,7 @@ def test_dry_run_cost_against_the_fake_servers_bill_and_the_budget_stops_then_re
         server.stop()
 
 
+@pytest.mark.slow
 def test_no_report_on_a_run_and_a_merge_and_the_report_on_demand(tmp_path, image_folder):
     import subprocess
     import sys
@@ -275,6 +290,7 @@ def test_a_run_recorded_before_new_spec_fields_resumes_with_no_call(world, tmp_p
     assert again.results["session"]["model_calls"] == 0 and again.results["counts"]["done"] == 4
 
 
+@pytest.mark.slow
 def test_a_folder_where_a_file_is_expected_is_one_sentence(world, tmp_path):
     import subprocess
     import sys
@@ -286,6 +302,7 @@ def test_a_folder_where_a_file_is_expected_is_one_sentence(world, tmp_path):
     assert "a folder, where a file was expected" in p.stdout + p.stderr
 
 
+@pytest.mark.slow
 def test_cast_blind_validation_withholds_the_images_and_reports_the_gain(world, tmp_path):
     from vlmcheck.methods.cast import CastSpec, CastTask, validation_prompt
     from vlmcheck.world.make import make_world_pairs

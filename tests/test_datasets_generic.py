@@ -446,3 +446,16 @@ def test_pope_flickr30k_and_docci_hub_copies(tmp_path):
     scenes = cast_corpus(load(hub_snapshot(tmp_path / "docci", docci)))
     assert [(s["id"], s["description"]) for s in scenes] == [("train_00000", "A long description of a red square."),
                                                              ("train_00001", "A long description of a blue square.")]
+
+
+def test_mmvp_hub_copy_options_in_one_string(tmp_path):
+    """MMVP/MMVP on the Hub: Index, Question, Options "(a) Open (b) Closed", Correct Answer "(a)", image."""
+    rows = [{"Index": 1, "Question": "Are the butterfly's wings closer to being open or closed?",
+             "Options": "(a) Open (b) Closed", "Correct Answer": "(a)", "image": {"bytes": jpeg("red"), "path": None}},
+            {"Index": 2, "Question": "Are the butterfly's wings closer to being open or closed?",
+             "Options": "(a) Open (b) Closed", "Correct Answer": "(b)", "image": {"bytes": jpeg("blue"), "path": None}}]
+    ds = load(hub_snapshot(tmp_path / "MMVP", rows))
+    assert [(r.id, r.options, r.answer) for r in ds.records] == [("1", ["Open", "Closed"], 0),
+                                                                 ("2", ["Open", "Closed"], 1)]
+    cases = vhx_cases(ds)
+    assert [c.answer for c in cases] == ["yes", "no"] and len(cases) == 2  # one case per question

@@ -12,6 +12,7 @@ from vlmcheck.metrics.decisions import (cluster_bootstrap_mean, design_effect, h
                                         n_for_difference, paired_permutation_p, wilson, wilson_clustered)
 
 
+@pytest.mark.slow
 def test_wilson_by_hand_never_collapses():
     # z = 1.96: 0 of 10 -> centre (0 + z^2/20) / (1 + z^2/10) = half-width -> [0, 0.2775]
     lo, hi = wilson(0, 10)
@@ -168,6 +169,7 @@ def test_compare_counts_what_only_one_run_finished(tmp_path):
     assert c["left_out"] == {"only_in_a": 5, "only_in_b": 5, "different_source": 0}
 
 
+@pytest.mark.slow
 def test_three_runs_every_pair_with_holm_and_the_json_of_the_cli(tmp_path):
     import json
     import subprocess
@@ -193,6 +195,7 @@ def test_three_runs_every_pair_with_holm_and_the_json_of_the_cli(tmp_path):
     assert all(need <= set(c) for c in out["comparisons"])
 
 
+@pytest.mark.slow
 def test_plan_from_one_and_two_pilots_by_hand(tmp_path):
     import json
     import subprocess

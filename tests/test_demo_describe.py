@@ -20,6 +20,7 @@ def test_keyword_recall_by_hand():
     assert keyword_recall("spaces", ["space"]) == 0.0  # whole words only
 
 
+@pytest.mark.slow
 def test_describe_real_photos_with_broken_files(tmp_path):
     manifest = make_photo_dataset(tmp_path / "data", include_broken=True)
     res = run_task(DescribeTask(DescribeSpec(vlm="ref:photo", data=str(manifest))), tmp_path / "run",
@@ -58,6 +59,7 @@ def demo_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_cli_demo_runs(demo_run):
     results = json.loads((demo_run / "describe/results.json").read_text())
     assert results["counts"]["done"] == 12
@@ -76,6 +78,7 @@ def test_cli_demo_runs(demo_run):
     assert rrm["0.0"]["both"] > rrm["0.3"]["both"] and rrm["0.0"]["image"] > 5, rrm
 
 
+@pytest.mark.slow
 def test_demo_report_in_a_browser(demo_run):
     """The demo's report: loads with no console errors and no network requests, shows its images, filters work."""
     import shutil
@@ -120,6 +123,7 @@ def test_demo_report_in_a_browser(demo_run):
         assert len(shots) == len(toc)
 
 
+@pytest.mark.slow
 def test_a_second_demo_resumes_from_its_store(demo_run):
     """The demo is a library function; run again on its folder it makes no model call and keeps its report."""
     from vlmcheck.demo import run_demo

@@ -11,6 +11,8 @@ from hf_tiny import build_tiny_sd  # noqa: E402
 
 from vlmcheck import load_model  # noqa: E402
 
+pytestmark = pytest.mark.slow  # a tiny diffusers pipeline built and run
+
 
 def test_diffusers_generator_is_seeded(tmp_path):
     folder = build_tiny_sd(tmp_path)

@@ -91,6 +91,7 @@ def test_every_documented_command_parses_and_is_zsh_safe(where, info, line):
         cmd = sub
 
 
+@pytest.mark.slow
 def test_the_offline_blocks_run_as_written(tmp_path):
     bin_dir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "200"}

@@ -4,6 +4,7 @@ keys and resume with 0 calls."""
 
 import asyncio
 import hashlib
+import io
 import json
 import shutil
 import sqlite3
@@ -71,6 +72,7 @@ def test_files_that_are_not_sent_as_they_are(tmp_path):
     assert part.key == "pixels" and (part.width, part.height) == (40, 56)
 
 
+@pytest.mark.slow
 def test_a_png_is_whole_exactly_when_pillows_verify_says_so(tmp_path):
     """png_chunks (the walk probe uses instead of Pillow's verify) agrees with Pillow on every single-bit flip
     and every truncation of a PNG of several IDAT chunks; a PNG with an eXIf chunk is not sent as it is."""
@@ -159,6 +161,103 @@ def test_a_plain_png_read_without_pillow_gives_what_pillow_gives(tmp_path):
     for cut in range(len(plain)):
         got = _plain_png(plain[:cut], 10**8)
         assert got is None or got == _probe_with_pillow(plain[:cut], "c", 10**8), cut
+
+
+def _same_as_pillow(reader, variants: dict[str, bytes]) -> set[str]:
+    """The variants ``reader`` (probe's Pillow-free reading) answers for, each answer checked against Pillow's."""
+    from vlmcheck.core.probe import _probe_with_pillow
+
+    taken = set()
+    for name, data in variants.items():
+        got = reader(data, 10**8)
+        if got is not None:
+            assert got == _probe_with_pillow(data, name, 10**8), name
+            taken.add(name)
+    return taken
+
+
+def _flips_and_cuts_agree(reader, plain: bytes, every: int = 1) -> None:
+    """Every single-bit flip (at every ``every``-th byte) and every cut of ``plain``: the Pillow-free reading
+    declines or answers exactly as Pillow does (a damaged file goes Pillow's way: refused, or decoded, as ever)."""
+    from vlmcheck.core.probe import _probe_with_pillow
+
+    bits = np.random.default_rng(9).integers(0, 8, len(plain))
+    for i in range(0, len(plain), every):
+        flipped = bytearray(plain)
+        flipped[i] ^= 1 << int(bits[i])
+        got = reader(bytes(flipped), 10**8)
+        if got is not None:
+            assert got == _probe_with_pillow(bytes(flipped), "f", 10**8), i
+    for cut in range(len(plain)):
+        assert reader(plain[:cut], 10**8) is None, cut  # a cut JPEG has no EOI, a cut WebP is shorter than RIFF says
+
+
+@pytest.mark.slow
+def test_a_plain_jpeg_read_without_pillow_gives_what_pillow_gives(tmp_path):
+    """probe's own reading of a JPEG (_plain_jpeg): taken for Pillow's plain RGB files (baseline, progressive,
+    with an ICC profile, any subsampling), the same format, size, mode and sendability as Pillow's reading;
+    grey, CMYK, EXIF (orientation) and damaged files go Pillow's way."""
+    from vlmcheck.core.probe import _plain_jpeg, probe
+
+    rgb = RNG.integers(0, 256, (30, 44, 3), dtype=np.uint8)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    from PIL import ImageCms
+
+    srgb = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    variants = {
+        "plain": save(tmp_path / "p.jpg", rgb, "JPEG", quality=90),
+        "odd-size": save(tmp_path / "o.jpg", RNG.integers(0, 256, (301, 17, 3), dtype=np.uint8), "JPEG"),
+        "progressive": save(tmp_path / "pr.jpg", rgb, "JPEG", progressive=True),
+        "444": save(tmp_path / "s.jpg", rgb, "JPEG", subsampling=0),
+        "icc": save(tmp_path / "i.jpg", rgb, "JPEG", icc_profile=srgb),
+        "comment": save(tmp_path / "c.jpg", rgb, "JPEG", comment=b"made in a test"),
+        "exif": save(tmp_path / "e.jpg", rgb, "JPEG", exif=exif.tobytes()),
+        "grey": save(tmp_path / "g.jpg", rgb[..., 0], "JPEG"),
+        "cmyk": (Image.fromarray(rgb).convert("CMYK").save(tmp_path / "k.jpg"), (tmp_path / "k.jpg").read_bytes())[1],
+    }
+    assert _same_as_pillow(_plain_jpeg, variants) == {"plain", "odd-size", "progressive", "444", "icc", "comment"}
+    assert probe(variants["odd-size"]) == _plain_jpeg(variants["odd-size"], 10**8)  # probe takes this way
+    assert (probe(variants["odd-size"]).width, probe(variants["odd-size"]).height) == (17, 301)
+    with Image.open(tmp_path / "p.jpg") as im:
+        assert (im.mode, im.size) == ("RGB", (44, 30))  # what the plain reading claims: mode RGB, sendable
+    assert _plain_jpeg(variants["plain"], 30 * 44 - 1) is None  # over the pixel limit: Pillow's way, which says why
+    _flips_and_cuts_agree(_plain_jpeg, variants["plain"], every=3)
+    assert not probe(variants["plain"][:-200]).sendable  # cut: decoded (as ever), never sent as it is
+
+
+@pytest.mark.slow
+def test_a_plain_webp_read_without_pillow_gives_what_pillow_gives(tmp_path):
+    """probe's own reading of a WebP (_plain_webp): taken for Pillow's still RGB files (lossy VP8, lossless
+    VP8L, extended VP8X with an ICC profile), the same as Pillow's reading; alpha, EXIF, animation and damaged
+    files go Pillow's way."""
+    from vlmcheck.core.probe import _plain_webp
+
+    rgb = RNG.integers(0, 256, (30, 44, 3), dtype=np.uint8)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    from PIL import ImageCms
+
+    srgb = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    frames = [Image.fromarray(rgb), Image.fromarray(255 - rgb)]
+    frames[0].save(tmp_path / "anim.webp", save_all=True, append_images=frames[1:], duration=100)
+    variants = {
+        "lossy": save(tmp_path / "l.webp", rgb, "WEBP", quality=80),
+        "odd-size": save(tmp_path / "o.webp", RNG.integers(0, 256, (301, 17, 3), dtype=np.uint8), "WEBP"),
+        "lossless": save(tmp_path / "ll.webp", rgb, "WEBP", lossless=True),
+        "icc": save(tmp_path / "i.webp", rgb, "WEBP", icc_profile=srgb),
+        "exif": save(tmp_path / "e.webp", rgb, "WEBP", exif=exif.tobytes()),
+        "rgba": save(tmp_path / "a.webp", np.dstack([rgb, rgb[..., :1]]), "WEBP"),
+        "rgba-lossless": save(tmp_path / "al.webp", np.dstack([rgb, rgb[..., :1]]), "WEBP", lossless=True),
+        "animated": (tmp_path / "anim.webp").read_bytes(),
+    }
+    assert _same_as_pillow(_plain_webp, variants) == {"lossy", "odd-size", "lossless", "icc"}
+    for name in ("lossy", "lossless", "icc"):
+        with Image.open(io.BytesIO(variants[name])) as im:
+            assert (im.format, im.mode, im.size) == ("WEBP", "RGB", (44, 30)), name
+    assert _plain_webp(variants["lossy"], 30 * 44 - 1) is None
+    _flips_and_cuts_agree(_plain_webp, variants["lossy"])
+    _flips_and_cuts_agree(_plain_webp, variants["lossless"])
 
 
 def test_a_damaged_file_fails_its_own_sample_and_never_reaches_the_server(tmp_path, fake_server):

@@ -69,6 +69,7 @@ def test_split_is_by_image_seeded_and_sized():
     assert split_images(["a", "b"], 0.01, seed=0)[0]  # and one trained on
 
 
+@pytest.mark.slow
 def test_dataset_from_expanded_cases_never_trains_on_a_held_out_image(vhx_run, tmp_path):
     out = tmp_path / "ds"
     build = build_dataset([vhx_run], out, rephraser=load_model("ref:paraphraser", "text"), k=2, seed=0,
@@ -118,6 +119,7 @@ def test_dataset_from_expanded_cases_never_trains_on_a_held_out_image(vhx_run, t
     assert json.loads((out / "build.json").read_text())["seed"] == 0
 
 
+@pytest.mark.slow
 def test_the_default_expansion_is_negation_x_original_and_adversarial(tmp_path):
     # paper 5.4: each case gives (original, adversarial image) x (question, negated question), each rephrased
     # k times: 2 x 2 x (1 + k) rows.  A run with one common perturbation and an attack: the common one is left
@@ -143,6 +145,7 @@ def test_the_default_expansion_is_negation_x_original_and_adversarial(tmp_path):
     assert json.loads((root / "paper" / "build.json").read_text())["variants"] == ["original", "adversarial"]
 
 
+@pytest.mark.slow
 def test_vqa_mix_is_sampled_and_confined(vhx_run, tmp_path):
     vqa = tmp_path / "vqa"
     vqa.mkdir()
@@ -170,6 +173,7 @@ def _row(question="Is there a red circle in the image ?", answer="Yes", image="x
                                                           {"from": "gpt", "value": answer}]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["llava", "idefics3"])
 def test_loss_is_on_the_answer_tokens_only(family, tiny_llava, tmp_path):
     from transformers import AutoProcessor
@@ -207,6 +211,7 @@ def test_loss_is_on_the_answer_tokens_only(family, tiny_llava, tmp_path):
             AnswerOnlyCollator(processor, tmp_path, max_length=2)([two])
 
 
+@pytest.mark.slow
 def test_lora_targets_are_the_language_model_linears_only(tiny_llava):
     from transformers import AutoModelForImageTextToText
 
@@ -237,6 +242,7 @@ def _cfg(model: Path, data: Path, out: Path, **kw) -> FinetuneConfig:
     return FinetuneConfig(**{**base, **kw})
 
 
+@pytest.mark.slow
 def test_lora_steps_change_only_adapter_weights_and_lower_the_loss(tiny_llava, tmp_path):
     import torch
     from safetensors.torch import load_file
@@ -281,6 +287,7 @@ def test_lora_steps_change_only_adapter_weights_and_lower_the_loss(tiny_llava, t
     assert (d.projector_lr, d.model_max_length) == (None, 2048)  # None: 2e-5 for LLaVA-family models
 
 
+@pytest.mark.slow
 def test_the_adapter_loads_through_the_spec_and_changes_answers(tiny_llava, tmp_path):
     import asyncio
 
@@ -315,6 +322,7 @@ def test_the_adapter_loads_through_the_spec_and_changes_answers(tiny_llava, tmp_
         load_model(f"hf:{tiny_llava}?device=cpu&adapter={tmp_path}", "vlm")
 
 
+@pytest.mark.slow
 def test_a_killed_finetune_resumes_from_its_checkpoint(tiny_llava, tmp_path):
     import torch
     from safetensors.torch import load_file
@@ -344,6 +352,7 @@ def test_a_killed_finetune_resumes_from_its_checkpoint(tiny_llava, tmp_path):
         finetune(_cfg(tiny_llava, data, tmp_path / "a"), progress=False)
 
 
+@pytest.mark.slow
 def test_a_second_family_trains_through_the_same_path(tmp_path):
     folder = build_tiny_idefics3(tmp_path / "idefics3", words=WORDS)
     rec = finetune(_cfg(folder, _data(tmp_path), tmp_path / "adapter", max_steps=4), progress=False)
@@ -367,6 +376,7 @@ def _fake_run(folder: Path, task: str, rows: list[tuple[str, str, dict[str, tupl
     return folder
 
 
+@pytest.mark.slow
 def test_compare_gives_accuracy_and_symmetric_accuracy_before_and_after(tmp_path):
     before = _fake_run(tmp_path / "before", "vhexpansion", [
         ("a", "mmvp", {"original": (True, False), "adv": (False, False)}),

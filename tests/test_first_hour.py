@@ -50,6 +50,7 @@ def _free_port() -> int:
 
 # ----------------------------------------------------------------------------- failure looks like failure
 
+@pytest.mark.slow
 def test_a_dead_port_stops_at_preflight_saying_refused(tmp_path):
     port = _free_port()
     p = _cli("describe", "--vlm", f"openai:m@http://127.0.0.1:{port}/v1", "--data", _images(tmp_path / "d"),
@@ -59,6 +60,7 @@ def test_a_dead_port_stops_at_preflight_saying_refused(tmp_path):
     assert "connection refused" in err and f"127.0.0.1:{port}" in err and "timed out" not in err
 
 
+@pytest.mark.slow
 def test_without_preflight_every_sample_fails_refused_and_the_run_exits_1(tmp_path):
     port = _free_port()
     p = _cli("describe", "--vlm", f"openai:m@http://127.0.0.1:{port}/v1?timeout=5", "--data",
@@ -70,6 +72,7 @@ def test_without_preflight_every_sample_fails_refused_and_the_run_exits_1(tmp_pa
                for r in rows)
 
 
+@pytest.mark.slow
 def test_preflight_names_a_model_the_server_does_not_serve(tmp_path):
     from conftest import FakeServer
 
@@ -87,6 +90,7 @@ def test_preflight_names_a_model_the_server_does_not_serve(tmp_path):
         server.stop()
 
 
+@pytest.mark.slow
 def test_preflight_says_the_key_was_rejected(tmp_path):
     from conftest import FakeServer
 
@@ -101,6 +105,7 @@ def test_preflight_says_the_key_was_rejected(tmp_path):
         server.stop()
 
 
+@pytest.mark.slow
 def test_some_failed_samples_exit_1_unless_allowed_by_max_failures(fake_server, tmp_path):
     manifest = _images(tmp_path / "d", prompts=["Describe.", "[fault=400] Describe.", "Describe."])
     p = _cli("describe", "--vlm", f"openai:m@{fake_server.base_url}", "--data", manifest, "--out", tmp_path / "a",
@@ -114,6 +119,7 @@ def test_some_failed_samples_exit_1_unless_allowed_by_max_failures(fake_server, 
     assert p.returncode == 1  # 1/3 > 0.3
 
 
+@pytest.mark.slow
 def test_hf_device_cuda_without_cuda_and_a_model_not_in_the_cache(tmp_path):
     import torch
 
@@ -176,6 +182,7 @@ def test_reasoning_spec_parameters_reach_the_request_body():
 
 # ----------------------------------------------------------------------------- results into pandas
 
+@pytest.mark.slow
 def test_export_round_trips_a_genception_run_and_recomputes_its_headline(tmp_path):
     import pandas as pd
 
@@ -220,6 +227,7 @@ def test_export_round_trips_a_genception_run_and_recomputes_its_headline(tmp_pat
 
 # ----------------------------------------------------------------------------- progress everywhere
 
+@pytest.mark.slow
 def test_progress_lines_when_stderr_is_not_a_terminal(tmp_path):
     env = {**os.environ, "VLMCHECK_PROGRESS_EVERY": "0"}
     p = _cli("describe", "--vlm", "ref:photo", "--data", _images(tmp_path / "d"), "--out", tmp_path / "run",
@@ -237,6 +245,7 @@ def test_progress_lines_when_stderr_is_not_a_terminal(tmp_path):
 
 # ----------------------------------------------------------------------------- one config for a sweep
 
+@pytest.mark.slow
 def test_a_sweep_runs_models_x_methods_and_resumes_without_a_call(tmp_path):
     assert _cli("world", "make", tmp_path / "world", "--n", "6", "--size", "96").returncode == 0
     (tmp_path / "sweep.yaml").write_text(
@@ -262,6 +271,7 @@ def test_a_sweep_runs_models_x_methods_and_resumes_without_a_call(tmp_path):
     assert again.stderr.count("0 model calls") == 4 and json.loads((runs / "summary.json").read_text()) == summary
 
 
+@pytest.mark.slow
 def test_the_example_sweep_is_valid_and_plans_every_model_x_method(tmp_path):
     from vlmcheck.sweep import load_sweep, plan
 

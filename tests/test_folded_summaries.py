@@ -78,8 +78,10 @@ def test_vhexpansion_summary_by_hand(tmp_path):
     assert m["headline"]["value"] == 2 / 3 and m["headline"]["ci95"] == pytest.approx(wilson(2, 3))
 
 
-def test_the_runs_results_are_the_summary_of_its_records(tmp_path):
-    """What the runner folds while it streams samples.jsonl is the summary of the records in that file."""
+@pytest.mark.slow
+def test_round_trip_the_runs_results_are_the_summary_of_its_records(tmp_path):
+    """A round trip: what the runner folds while it streams samples.jsonl is the summary of the records in that
+    file (the same code on both sides; the hand-computed values are in this file's other tests and test_oracles)."""
     from vlmcheck.methods.cast import CastSpec, CastTask
     from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec
     from vlmcheck.world.make import make_world_pairs
@@ -119,6 +121,7 @@ def _folded_bytes(fold, records) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_vhexpansion_summary_memory_grows_with_images_not_cases(tmp_path):
     task = _vhx_task(tmp_path)
     few = _folded_bytes(task.summary_folder(), _vhx_records(2_000, 200))
@@ -132,6 +135,7 @@ def test_vhexpansion_summary_memory_grows_with_images_not_cases(tmp_path):
     assert m.result()["variants"]["original"]["intervals"]["accuracy"]["n_units"] == 200
 
 
+@pytest.mark.slow
 def test_cast_summary_keeps_a_pair_in_a_few_hundred_bytes():
     from vlmcheck.methods.cast_scores import FORMATS, MODALITIES, CastSummary
 

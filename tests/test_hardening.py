@@ -174,6 +174,7 @@ def test_atomic_writes_use_unique_temp_names_and_leave_nothing_behind(tmp_path):
     assert target.read_text() == "two" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
 
 
+@pytest.mark.slow
 def test_a_kill_while_writing_the_report_never_leaves_a_partial_file(tmp_path):
     # Write a large report over and over in a child and kill it at random moments: report.html is always
     # either absent or a complete page.
@@ -263,6 +264,7 @@ def test_retry_after_as_an_http_date():
     assert RetryPolicy().delay(1, random.Random(0), parse_retry_after("3600")) == 120.0
 
 
+@pytest.mark.slow
 def test_kill9_while_a_resume_writes_results_samples_and_report(tmp_path):
     # A finished run is resumed (which rewrites samples.jsonl, results.json and report.html) and killed at
     # random moments: every output is always either the old complete file or the new complete one, and a last

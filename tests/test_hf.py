@@ -14,6 +14,8 @@ from hf_tiny import (build_tiny_clip, build_tiny_idefics3, build_tiny_llava, bui
 
 from vlmcheck import GenerationConfig, Message, load_model  # noqa: E402
 
+pytestmark = pytest.mark.slow  # tiny transformers models built and run (seconds each, torch on CPU)
+
 
 @pytest.fixture(scope="module")
 def llava(tmp_path_factory):

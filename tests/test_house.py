@@ -52,6 +52,7 @@ def test_chef_list_in_a_log_keeps_every_recipe_name():
         assert name in p.stdout, name
 
 
+@pytest.mark.slow
 def test_help_uses_conventional_metavars_and_keeps_brackets():
     env = {**os.environ, "COLUMNS": "120"}
     describe = _cli("describe", "--help", env=env).stdout
@@ -64,6 +65,7 @@ def test_help_uses_conventional_metavars_and_keeps_brackets():
     assert "Usage: vlmcheck merge [OPTIONS] OUT SHARD..." in merge
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640)])
 def test_outputs_get_the_umask_mode(tmp_path, umask, mode):
     assert _cli("world", "make", tmp_path / "w", "--n", "3", "--size", "64", umask=umask).returncode == 0
@@ -76,6 +78,7 @@ def test_outputs_get_the_umask_mode(tmp_path, umask, mode):
         assert stat.S_IMODE(f.stat().st_mode) == mode, f
 
 
+@pytest.mark.slow
 def test_the_offline_example_sweep_runs_here(tmp_path):
     p = _cli("run", "--example", "offline")
     assert p.returncode == 0 and "ref:describer" in p.stdout and "openai:gpt" not in p.stdout

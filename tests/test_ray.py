@@ -31,6 +31,8 @@ from vlmcheck.world.make import make_world  # noqa: E402
 
 from conftest import FakeServer, distinct_images  # noqa: E402
 
+pytestmark = pytest.mark.slow  # every test starts a Ray cluster (tens of seconds each)
+
 
 @pytest.fixture(autouse=True)
 def _own_ray_instance(monkeypatch):

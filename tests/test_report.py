@@ -69,6 +69,7 @@ def _open(page_path: Path):
     return p, browser, page, dialogs, ready
 
 
+@pytest.mark.slow
 def test_payload_is_inert_in_a_browser(evil_run):
     p, browser, page, dialogs, _ = _open(evil_run / "report.html")
     try:
@@ -105,6 +106,7 @@ def _big_run(folder: Path, n: int = 2000) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_two_thousand_samples_interactive_fast(tmp_path):
     run = _big_run(tmp_path / "big")
     other = _big_run(tmp_path / "big2")
@@ -136,6 +138,7 @@ def test_two_thousand_samples_interactive_fast(tmp_path):
         p.stop()
 
 
+@pytest.mark.slow
 def test_a_large_run_keeps_its_first_page_in_the_report_and_loads_the_rest_on_demand(tmp_path):
     """4,500 samples (more than INLINE_MAX = 2,000): the page holds 50 rows, the rest are 5 script files of
     1,000 rows and an index, loaded from a plain folder when a page or a filter needs them."""
@@ -178,6 +181,7 @@ def test_a_large_run_keeps_its_first_page_in_the_report_and_loads_the_rest_on_de
         p.stop()
 
 
+@pytest.mark.slow
 def test_a_report_made_again_removes_the_rows_files_it_no_longer_uses(tmp_path):
     """An earlier build's rows files that the new page does not load are removed once the new page is written;
     the folder holds rows files only (the images are linked, never copied)."""
@@ -302,6 +306,7 @@ def test_s_curves_carry_a_bootstrap_band_and_cast_heatmaps_a_colour_bar(tmp_path
     assert "consistency" in heat["svg"] and heat["svg"].count("0.50") >= 9
 
 
+@pytest.mark.slow
 def test_report_v2_images_lightbox_contents_sorting_and_csv(evil_run, tmp_path):
     """In Chromium: every row's images load and open full size; a contents entry per section; tables sort;
     each CSV link holds its table."""

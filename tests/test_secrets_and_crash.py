@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from PIL import Image
 
 from vlmcheck import RunOptions, run_task
@@ -79,6 +81,7 @@ def _done_digests(run_dir: Path) -> set[str]:
     return {json.loads(r[0])["answer"].split()[-1] for r in rows}
 
 
+@pytest.mark.slow
 def test_kill9_and_resume_equals_uninterrupted_run(tmp_path):
     from conftest import FakeServer
 

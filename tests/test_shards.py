@@ -39,6 +39,7 @@ def _ids(folder: Path) -> list[str]:
     return [json.loads(x)["sample_id"] for x in (folder / "samples.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_shards_split_by_a_hash_of_the_sample_id(runs):
     whole = _ids(runs / "whole")
     parts = [_ids(runs / f"s{i}") for i in range(3)]
@@ -50,6 +51,7 @@ def test_shards_split_by_a_hash_of_the_sample_id(runs):
     assert all(seq[s] == whole.index(s) for s in seq)
 
 
+@pytest.mark.slow
 def test_merge_writes_the_run_one_process_would_have_written(runs):
     out = runs / "merged"
     cli("merge", str(out), *(str(runs / f"s{i}") for i in range(3)))
@@ -68,6 +70,7 @@ def test_merge_writes_the_run_one_process_would_have_written(runs):
     assert "0 model calls" in p.stderr
 
 
+@pytest.mark.slow
 def test_a_partial_merge_reports_pending_and_wrong_inputs_say_why(runs):
     p = cli("merge", str(runs / "partial"), str(runs / "s0"), str(runs / "s2"))
     pending = len(_ids(runs / "s1"))

@@ -92,6 +92,7 @@ DAMAGE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(DAMAGE))
 def test_a_damaged_store_says_so_on_resume_and_on_run_resume(finished_run, tmp_path, kind):
     damage, needle = DAMAGE[kind]
@@ -122,6 +123,7 @@ def _unprivileged() -> list[str]:
     return ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--"]
 
 
+@pytest.mark.slow
 def test_a_read_only_run_folder(tmp_path):
     manifest = _data(tmp_path)
     run = tmp_path / "run"
@@ -143,6 +145,7 @@ def _small_disk():
     resource.setrlimit(resource.RLIMIT_FSIZE, (150_000, 150_000))
 
 
+@pytest.mark.slow
 def test_a_file_size_limit_during_a_run(tmp_path):
     manifest = _data(tmp_path, n=60)
     proc = _cli("describe", "--vlm", "ref:photo", "--data", manifest, "--out", tmp_path / "run",
@@ -150,6 +153,7 @@ def test_a_file_size_limit_during_a_run(tmp_path):
     _one_sentence(proc, "disk")
 
 
+@pytest.mark.slow
 def test_a_full_disk_during_a_run(tmp_path):
     # A real ENOSPC: a 96 kB tmpfs mounted in a private user and mount namespace (no privileges needed).
     small = tmp_path / "small"

@@ -111,6 +111,7 @@ def test_request_json_with_spliced_images_is_the_plain_encoding(text):
     assert json_body(body) == plain
 
 
+@pytest.mark.slow
 def test_the_cli_and_a_describe_task_import_nothing_heavy():
     """Start-up (issue 21 item 4): `vlmcheck --help` and building an API describe task load no torch,
     transformers, OpenCV, scipy, pandas, openai or Ray; other methods' modules are imported when first named."""

@@ -47,6 +47,7 @@ def _survived(folder: Path, files: dict[str, bytes]) -> bool:
     return all((folder / rel).read_bytes() == data for rel, data in files.items())
 
 
+@pytest.mark.slow
 def test_an_empty_out_is_an_error_and_runs_nowhere(tmp_path, world):
     files = _plant_user_files(tmp_path / "home")
     for args in (["--out", ""], ["--out="]):
@@ -63,6 +64,7 @@ def test_an_empty_out_is_an_error_and_runs_nowhere(tmp_path, world):
         run_task(DescribeTask(DescribeSpec(vlm="ref:describer", data=str(world))), "", RunOptions(progress=False))
 
 
+@pytest.mark.slow
 def test_overwrite_never_deletes_a_users_files(tmp_path, world):
     # a folder that holds a store among the user's files (a run made there with an older version, `--out .`)
     home = tmp_path / "home"
@@ -100,6 +102,7 @@ def _outputs(folder: Path) -> tuple[bytes, dict]:
     return (folder / "samples.jsonl").read_bytes(), {k: results[k] for k in ("counts", "metrics", "usage")}
 
 
+@pytest.mark.slow
 def test_a_merge_killed_anywhere_leaves_nothing_or_the_result_and_merges_again(shards):
     inputs = [shards / f"s{i}" for i in range(3)]
     clean = _outputs(shards / "clean")

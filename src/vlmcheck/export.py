@@ -32,8 +32,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .core.files import (InputFileError, JsonlRecords, atomic_path, printable, read_results, read_text_input,
-                         write_lines_atomic, write_text_atomic)
+from .core.files import (InputFileError, JsonlRecords, SampleRecords, atomic_path, printable,  # noqa: F401
+                         read_results, read_text_input, write_lines_atomic, write_text_atomic)
 
 #: The unit each method's sample record is exploded into: (field holding the units, column naming the unit).
 UNITS = {
@@ -85,7 +85,7 @@ def iter_sample_rows(folder: str | Path) -> Iterator[dict[str, Any]]:
         read_text_input(path, "samples file")  # the one sentence saying why not
     n = 0
     try:
-        for n, rec in enumerate(JsonlRecords(path), 1):
+        for n, rec in enumerate(SampleRecords(path), 1):
             yield from _rows_of(rec, base, unit)
     except UnicodeDecodeError:
         raise InputFileError(f"{path}: not UTF-8 text; rebuild the file from the run's store with: vlmcheck "

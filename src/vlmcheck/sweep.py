@@ -113,6 +113,8 @@ class SweepModel(BaseModel):
 
 
 class SweepOptions(BaseModel):
+    """The run options a sweep's ``options:`` takes (run/options.py says why it takes no other; ``progress``,
+    ``report``, ``dry_run`` and ``json_output`` are flags of ``vlmcheck run``)."""
     model_config = ConfigDict(extra="forbid")
     max_concurrency: int = Field(16, ge=1)
     limit: int | None = Field(None, ge=1)
@@ -120,6 +122,8 @@ class SweepOptions(BaseModel):
     max_failures: float = Field(0.0, ge=0.0, le=1.0)
     allow_outside: bool = False
     preflight: bool = True
+    max_image_mb: float = Field(256.0, gt=0)
+    pixel_budget_mb: float = Field(2000.0, ge=1.0)
 
 
 class Sweep(BaseModel):
@@ -139,6 +143,39 @@ def load_sweep(path: str | Path) -> Sweep:
     return Sweep.model_validate(data)
 
 
+SWEEP_MARKER = ".vlmcheck-sweep"  # written into a sweep's folder: its summary.json and report.html are the sweep's
+_SWEEP_FILES = ("summary.json", "report.html")
+
+
+def _is_sweep_summary(path: Path) -> bool:
+    """A summary.json that a sweep wrote (a list of rows with a method and a folder), from before the marker."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(rows, list) and all(isinstance(r, dict) and {"method", "folder"} <= set(r) for r in rows)
+
+
+def check_out(out: Path) -> None:
+    """The CLI's rules for an output folder, for a sweep's ``out`` (issue 49): not a dangling or looping link,
+    not a file, and never a folder whose ``summary.json`` or ``report.html`` is the user's own (a folder the
+    sweep made holds its marker, or a summary.json that a sweep wrote)."""
+    from .core.files import broken_link
+
+    for p in (out, *out.parents):
+        why = broken_link(p)
+        if why:
+            raise InputFileError(f"out: {why}")
+    if out.exists() and not out.is_dir():
+        raise InputFileError(f"out: {out} is a file, not a folder")
+    if not out.is_dir() or (out / SWEEP_MARKER).exists():
+        return
+    theirs = [n for n in _SWEEP_FILES if (out / n).exists() or (out / n).is_symlink()]
+    if theirs and not ((out / "summary.json").is_file() and _is_sweep_summary(out / "summary.json")):
+        raise InputFileError(f"out: {out} holds {' and '.join(theirs)} that a sweep did not write; a sweep never "
+                             f"replaces them: choose another out")
+
+
 def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
     """(run folder, task name, task spec) of every run, in config order (methods outer, models inner)."""
     from .methods.chef import resolve_recipe
@@ -146,6 +183,8 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
 
     TASK_NAMES = task_names()
 
+    if not sweep.out.strip():  # the CLI refuses `--out ""`: so does a sweep (else the config's own folder)
+        raise InputFileError("out: empty (an unset variable?); give the sweep's folder, e.g. out: runs/sweep")
     out = Path(sweep.out) if Path(sweep.out).is_absolute() else base / sweep.out
     models = [m if isinstance(m, SweepModel) else SweepModel(spec=m) for m in sweep.models]
     names = [m.name or _slug(m.spec) for m in models]
@@ -187,9 +226,9 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
 
 
 def options_of(sweep: Sweep, progress: bool = True) -> RunOptions:
-    o = sweep.options
-    return RunOptions(resume=True, max_concurrency=o.max_concurrency, limit=o.limit, seed=o.seed, progress=progress,
-                      allow_outside=o.allow_outside, preflight=o.preflight)
+    from .run.runner import run_options
+
+    return run_options(resume=True, progress=progress, **sweep.options.model_dump())
 
 
 @dataclass
@@ -220,6 +259,9 @@ def run_sweep(config: str | Path, progress: bool = True,
     sweep = load_sweep(config)
     runs = plan(sweep, config.parent)
     out = runs[0][0].parent.parent
+    check_out(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / SWEEP_MARKER, json.dumps({"vlmcheck_sweep": config.name}) + "\n")
     results, summary = [], []
     for folder, method, spec in runs:
         if announce is not None:
@@ -249,5 +291,7 @@ def estimate_sweep(config: str | Path) -> dict[str, Any]:
 
     config = Path(config)
     sweep = load_sweep(config)
+    runs = plan(sweep, config.parent)
+    check_out(runs[0][0].parent.parent)
     return merge_estimates([dry_run(task_from_spec(method, spec), folder, options_of(sweep, False))
-                            for folder, method, spec in plan(sweep, config.parent)])
+                            for folder, method, spec in runs])

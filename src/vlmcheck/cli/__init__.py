@@ -88,7 +88,7 @@ def empty_path_argument(argv: list[str]) -> str | None:
 
 def main() -> None:  # pragma: no cover - exercised through subprocesses in tests
     """The console script: a failure the user can act on ends in one sentence and exit 2, never a traceback."""
-    from ..store.db import StoreError
+    from ..store.errors import StoreError  # not store.db: that loads numpy and asyncio
 
     empty = empty_path_argument(sys.argv[1:])
     if empty:
@@ -105,6 +105,27 @@ def main() -> None:  # pragma: no cover - exercised through subprocesses in test
                       "run (finished samples are kept)")
         elif isinstance(exc, PermissionError):
             say_error(f"permission denied: {exc.filename or exc}; fix the permissions or choose another folder")
+        elif exc.errno == errno.EROFS:
+            say_error(f"read-only file system: {exc.filename or exc}; choose another folder")
+        elif exc.errno in (errno.ENOTDIR, errno.EEXIST, errno.ELOOP) and exc.filename:
+            say_error(_path_error(exc))
         else:
             raise
         sys.exit(2)
+
+
+def _path_error(exc: OSError) -> str:
+    """One sentence for an output path that cannot be made: the dangling or looping link on its way, else the
+    component that is a file."""
+    from pathlib import Path
+
+    from ..core.files import broken_link
+
+    path = Path(exc.filename)
+    for p in reversed((path, *path.parents)):
+        why = broken_link(p)
+        if why:
+            return f"cannot write {path}: {why}"
+        if p.exists() and not p.is_dir() and p != path:
+            return f"cannot write {path}: {p} is a file, not a folder"
+    return f"cannot write {path}: {exc.strerror or exc}"

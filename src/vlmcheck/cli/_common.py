@@ -13,35 +13,40 @@ import inspect
 import logging
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Optional
+from typing import Any
 
 import typer
 
-from ..api import run_task
 from ..core.secrets import install_log_redaction, register_secret
 from ..core.spec import ModelSpec, SpecError
-from ..report import terminal
-from ..run.runner import RunFolderExists, RunOptions, parse_shard
+from ._lazy import lazy_module
+from ..run.options import BY_NAME, CLI_ONLY, METHOD, RUN_OPTIONS, RunOption, defaults, taken_by
 
-console = terminal.console
+api = lazy_module("vlmcheck.api")
+runner = lazy_module("vlmcheck.run.runner")
+terminal = lazy_module("vlmcheck.report.terminal")
 
-RESUME = typer.Option(False, "--resume", help="Continue the run in OUT, skipping finished samples.")
-OVERWRITE = typer.Option(False, "--overwrite", help="Delete an existing run in OUT first.")
-LIMIT = typer.Option(None, "--limit", min=1, metavar="N", help="Only the first N samples.")
-SHARD = typer.Option(None, "--shard", metavar="I/N", help="Run only shard i of N (by a hash of the sample id); "
-                                                          "`vlmcheck merge` joins the shard folders.")
-CONCURRENCY = typer.Option(16, "--max-concurrency", min=1, max=100_000, metavar="N",
-                           help="Samples and model calls in flight at once.")
-ALLOW_OUTSIDE = typer.Option(False, "--allow-outside",
-                             help="Read dataset images that resolve outside the dataset's folder.")
-MAX_IMAGE_MB = typer.Option(256.0, "--max-image-mb", min=0.001, metavar="MB",
-                            help="Refuse image files larger than this, unread.")
-PIXEL_BUDGET_MB = typer.Option(2000.0, "--pixel-budget-mb", min=1.0, metavar="MB",
-                               help="Decoded image pixels held by samples in flight at once (MB).")
-PREFLIGHT = typer.Option(True, "--preflight/--no-preflight",
-                         help="Check each API model (reachable, key accepted, model served) before the first sample.")
-MAX_FAILURES = typer.Option(0.0, "--max-failures", min=0.0, max=1.0, metavar="RATE",
-                            help="Share of failed samples the run may have and still exit 0.")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "console":  # ``C.console``: the terminal's console, loaded when first printed to
+        return terminal.console
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def _typer_option(o: RunOption):
+    return typer.Option(o.default, *o.flag_names, help=o.help, **o.cli)
+
+
+#: a typer option for each run option of the table (run/options.py), by name
+OPTION = {o.name: _typer_option(o) for o in RUN_OPTIONS}
+RESUME, OVERWRITE, LIMIT, SHARD = OPTION["resume"], OPTION["overwrite"], OPTION["limit"], OPTION["shard"]
+CONCURRENCY, SEED, PROGRESS, ALLOW_OUTSIDE = (OPTION["max_concurrency"], OPTION["seed"], OPTION["progress"],
+                                              OPTION["allow_outside"])
+MAX_IMAGE_MB, PIXEL_BUDGET_MB, PREFLIGHT = OPTION["max_image_mb"], OPTION["pixel_budget_mb"], OPTION["preflight"]
+MAX_FAILURES, EXECUTOR, RAY_ADDRESS, WORKERS = (OPTION["max_failures"], OPTION["executor"], OPTION["ray_address"],
+                                                OPTION["workers"])
+GPUS, MAX_COST, DRY_RUN, JSON_OUT = OPTION["gpus_per_worker"], OPTION["max_cost"], OPTION["dry_run"], OPTION["json_output"]
+API_KEY, REPORT = OPTION["api_key"], OPTION["report"]
 BENCHMARK = typer.Option(None, "--benchmark", metavar="NAME",
                          help="The benchmark the data is (mme, pope, scienceqa, mmbench, ...) where its form is "
                               "ambiguous; the same as NAME:PATH (vlmcheck data inspect says what is read)")
@@ -59,73 +64,42 @@ def with_benchmark(source: str | None, benchmark: str | None) -> str | None:
         return fold(str(source), benchmark)
 
 
-SEED = typer.Option(0, "--seed", help="Seed for every random choice of the run.")
 REPEATS = typer.Option(1, "--repeats", min=1, metavar="N",
                        help="Run every sample N times (seeds seed..seed+N-1): the headline's spread over repeats "
                             "beside its interval.")
 TEMPERATURE = typer.Option(0.0, "--temperature", min=0.0, metavar="T", help="Decoding temperature (with --repeats).")
 BLIND = typer.Option(False, "--blind", help="Also ask every question with the image withheld (the blind control): "
                                             "blind accuracy and the vision gain beside each headline.")
-REPORT = typer.Option(True, "--report/--no-report",
-                      help="Write report.html at the end (`vlmcheck report RUN` makes it later).")
-DRY_RUN = typer.Option(False, "--dry-run", help="Make no model call: print the calls still to make per role, their "
-                                                  "estimated tokens and cost.")
-JSON_OUT = typer.Option(False, "--json", help="Print the results (with --dry-run: the estimate) as one JSON object "
-                                                "on stdout instead of tables.")
-MAX_COST = typer.Option(None, "--max-cost", min=0.0, metavar="USD",
-                        help="Start no new sample once the cost spent plus the samples in flight would pass USD; "
-                             "exit 1, finished samples kept.")
-API_KEY = typer.Option(None, "--api-key", metavar="KEY",
-                       help="API key for the model (else from the environment). Never stored.",
-                       envvar="VLMCHECK_API_KEY", show_envvar=False)
-PROGRESS = typer.Option(True, "--progress/--no-progress", help="Show a progress bar.")
-EXECUTOR = typer.Option("local", "--executor", metavar="local|ray",
-                        help="local (this process) or ray (Ray actors; pip install 'vlmcheck[ray]').")
-RAY_ADDRESS = typer.Option(None, "--address", metavar="ADDRESS",
-                           help="Ray cluster to join (auto, or HOST:PORT); default: a local one.")
-WORKERS = typer.Option(None, "--workers", min=1, metavar="N",
-                       help="Ray actors (default: one per CPU of the cluster, at most 8).")
-GPUS = typer.Option(0.0, "--gpus-per-worker", min=0.0, metavar="G", help="GPUs each Ray actor reserves.")
-
-
-#: the options every run command takes, in the order --help lists them (after the command's own)
-_RUN_OPTIONS = (("api_key", Optional[str], API_KEY), ("resume", bool, RESUME), ("overwrite", bool, OVERWRITE),
-                ("limit", Optional[int], LIMIT), ("shard", Optional[str], SHARD),
-                ("max_concurrency", int, CONCURRENCY), ("seed", int, SEED), ("progress", bool, PROGRESS),
-                ("allow_outside", bool, ALLOW_OUTSIDE), ("max_image_mb", float, MAX_IMAGE_MB),
-                ("pixel_budget_mb", float, PIXEL_BUDGET_MB), ("preflight", bool, PREFLIGHT),
-                ("max_failures", float, MAX_FAILURES), ("executor", str, EXECUTOR),
-                ("ray_address", Optional[str], RAY_ADDRESS), ("workers", Optional[int], WORKERS),
-                ("gpus_per_worker", float, GPUS), ("max_cost", Optional[float], MAX_COST),
-                ("dry_run", bool, DRY_RUN), ("json_output", bool, JSON_OUT), ("report", bool, REPORT))
 
 
 class RunArgs(SimpleNamespace):
-    """The run options of a command (``run_command``): ``.options()`` is the runner's RunOptions."""
+    """The run options of a command (``run_command``), those its entry point does not take at their defaults:
+    ``.options(**recorded)`` is the runner's RunOptions (``recorded``: what a resumed run keeps, e.g. its limit)."""
 
-    def options(self) -> RunOptions:
-        return options(self.resume, self.overwrite, self.limit, self.max_concurrency, self.seed, self.progress,
-                       self.allow_outside, self.max_image_mb, self.pixel_budget_mb, self.preflight, self.shard,
-                       executor=self.executor, ray_address=self.ray_address, workers=self.workers,
-                       gpus_per_worker=self.gpus_per_worker, max_cost=self.max_cost,
-                       report=self.report)
+    def options(self, **recorded: Any) -> "runner.RunOptions":
+        values = {name: getattr(self, name) for name in BY_NAME if name not in CLI_ONLY}
+        return options(**{**values, **recorded})
 
 
-def run_command(fn):
-    """Give a command every run option (``--resume``, ``--limit``, ``--executor`` ...) without listing them in its
-    signature: typer reads the signature this sets; the command gets them as ``run``, a :class:`RunArgs`."""
+def run_command(fn=None, *, entry: str = METHOD):
+    """Give a command the run options its entry point takes (run/options.py: ``--resume``, ``--limit``,
+    ``--executor`` ...) without listing them in its signature: typer reads the signature this sets; the command
+    gets them as ``run``, a :class:`RunArgs`."""
+    if fn is None:
+        return functools.partial(run_command, entry=entry)
     import typing
 
+    taken = taken_by(entry)
     sig = inspect.signature(fn)
     hints = typing.get_type_hints(fn)  # the command module's own annotations, resolved where they were written
     own = [p.replace(annotation=hints.get(name, p.annotation)) for name, p in sig.parameters.items()
            if name != "run"]
-    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
-             for name, kind, default in _RUN_OPTIONS]
+    extra = [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=OPTION[o.name], annotation=o.kind)
+             for o in taken]
 
     @functools.wraps(fn)
     def command(*args, **kwargs):
-        run = RunArgs(**{name: kwargs.pop(name) for name, _, _ in _RUN_OPTIONS}, estimates=[], results=[])
+        run = RunArgs(**{**defaults(), **{o.name: kwargs.pop(o.name) for o in taken}}, estimates=[], results=[])
         quiet = terminal.tables.quiet
         terminal.tables.quiet = quiet or (run.json_output and not run.dry_run)  # --json: JSON, not tables
         try:
@@ -142,6 +116,7 @@ def run_command(fn):
 
     command.__signature__ = sig.replace(parameters=own + extra, return_annotation=None)
     command.__annotations__ = {p.name: p.annotation for p in own + extra}
+    command.run_entry = entry  # tests/test_run_options.py finds the entry points by it
     del command.__wrapped__  # typer reads __signature__, not the wrapped function's
     return command
 
@@ -195,7 +170,7 @@ def say_error(message: str) -> None:
     """One sentence on one line (never read as rich markup: messages hold '[Errno 2]', '[REDACTED]')."""
     from rich.markup import escape
 
-    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    terminal.console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 def fail(message: str) -> None:
@@ -214,18 +189,10 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def options(resume, overwrite, limit, max_concurrency, seed, progress, allow_outside=False, max_image_mb=256.0,
-            pixel_budget_mb=2000.0, preflight=True, shard=None, executor="local", ray_address=None, workers=None,
-            gpus_per_worker=0.0, max_cost=None, report=True) -> RunOptions:
-    if executor not in ("local", "ray"):
-        fail(f"--executor {executor!r}: use local or ray")
+def options(**values: Any) -> "runner.RunOptions":
+    """The runner's RunOptions from run options by name (run/options.py; missing ones at their default)."""
     with user_errors():
-        parsed = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
-    return RunOptions(resume=resume, overwrite=overwrite, limit=limit, max_concurrency=max_concurrency, seed=seed,
-                      progress=progress, allow_outside=allow_outside,
-                      max_image_bytes=int(max_image_mb * 1e6), pixel_budget=int(pixel_budget_mb * 1e6),
-                      preflight=preflight, shard=parsed, executor=executor, ray_address=ray_address,
-                      workers=workers, gpus_per_worker=gpus_per_worker, max_cost=max_cost, report=report)
+        return runner.run_options(**values)
 
 
 def refusals() -> tuple[type[BaseException], ...]:
@@ -233,13 +200,14 @@ def refusals() -> tuple[type[BaseException], ...]:
     from ..run.ray_executor import ExecutorError
     from ..store.db import StoreError
 
-    return RunFolderExists, StoreError, SpecError, ExecutorError
+    return runner.RunFolderExists, StoreError, SpecError, ExecutorError
 
 
-def execute(task, out: Path, opts: "RunOptions | RunArgs", run=run_task) -> dict[str, Any] | None:
+def execute(task, out: Path, opts: "runner.RunOptions | RunArgs", run=None) -> dict[str, Any] | None:
     """Run ``task`` into ``out`` (and write its report) and print one line of counts.  Given the command's
     :class:`RunArgs` with ``--dry-run``: estimate the run instead (kept for the command to print) and return
     None; with ``--max-cost``: exit 1 with one sentence when the budget stopped the run."""
+    run = run or api.run_task
     args = opts if isinstance(opts, RunArgs) else None
     opts = args.options() if args is not None else opts
     if args is not None and args.dry_run:
@@ -301,8 +269,11 @@ def task_of(run: Path):
             spec = store.get_meta("spec")
     except StoreError as exc:
         fail(one_line(exc))
+    from ..run.data_pin import resolve_recorded
+
     with user_errors(FileNotFoundError):
-        return task_from_spec(spec["task"], spec["task_spec"]), spec
+        # the data at its recorded real path: the same data from any folder (run/data_pin.py)
+        return task_from_spec(spec["task"], resolve_recorded(spec["task_spec"], spec.get("data"))), spec
 
 
 def slug(text: str) -> str:

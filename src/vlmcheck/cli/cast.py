@@ -8,8 +8,10 @@ from typing import Optional
 import typer
 
 from ..core.spec import load_model
-from ..report import terminal
+from ._lazy import lazy_module
 from . import _common as C
+
+terminal = lazy_module("vlmcheck.report.terminal")
 
 cast_app = typer.Typer(no_args_is_help=True, help="CAST: cross-modal self-consistency.")
 

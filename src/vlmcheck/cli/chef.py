@@ -10,8 +10,10 @@ import typer
 
 from ..core.files import write_text_atomic
 from ..core.spec import load_model
-from ..report import terminal
+from ._lazy import lazy_module
 from . import _common as C
+
+terminal = lazy_module("vlmcheck.report.terminal")
 
 chef_app = typer.Typer(no_args_is_help=True, help="ChEF: recipes and desiderata.")
 

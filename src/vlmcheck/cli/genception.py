@@ -9,8 +9,10 @@ from typing import Optional
 import typer
 
 from ..core.spec import load_model
-from ..report import terminal
+from ._lazy import lazy_module
 from . import _common as C
+
+terminal = lazy_module("vlmcheck.report.terminal")
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,9 @@ import typer
 
 from .._version import __version__
 from ..core.spec import providers
-from ..report import terminal
+from ._lazy import lazy_module
+
+terminal = lazy_module("vlmcheck.report.terminal")
 
 
 def register(app: typer.Typer) -> None:

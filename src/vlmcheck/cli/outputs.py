@@ -8,8 +8,10 @@ from typing import Optional
 
 import typer
 
-from ..report import terminal
+from ._lazy import lazy_module
 from . import _common as C
+
+terminal = lazy_module("vlmcheck.report.terminal")
 
 
 def register(app: typer.Typer) -> None:
@@ -126,5 +128,6 @@ def report(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Run fo
     missing = [r for r in runs if not (r / "results.json").exists()]
     if missing:
         C.fail(f"not finished run folders (no results.json): {', '.join(map(str, missing))}")
-    page = build_report(runs, output, external, title, gallery_image=gallery, progress=True)
+    with C.user_errors():  # a damaged results.json or samples.jsonl: one sentence
+        page = build_report(runs, output, external, title, gallery_image=gallery, progress=True)
     C.console.print(f"[green]wrote[/green] {page}", highlight=False)

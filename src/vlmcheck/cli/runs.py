@@ -9,9 +9,12 @@ from typing import Optional
 
 import typer
 
-from .. import api
-from ..report import terminal
+from ._lazy import lazy_module
+from ..run.options import RESUME, RETRY
 from . import _common as C
+
+api = lazy_module("vlmcheck.api")
+terminal = lazy_module("vlmcheck.report.terminal")
 
 
 def register(app: typer.Typer) -> None:
@@ -72,48 +75,43 @@ def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
     C.check_failures(done.results, done.max_failures)
 
 
-def resume(run: Path = typer.Argument(..., metavar="RUN", help="Run folder"), max_concurrency: int = C.CONCURRENCY,
-           progress: bool = C.PROGRESS, allow_outside: bool = C.ALLOW_OUTSIDE,
-           max_image_mb: float = C.MAX_IMAGE_MB, pixel_budget_mb: float = C.PIXEL_BUDGET_MB,
-           preflight: bool = C.PREFLIGHT, max_failures: float = C.MAX_FAILURES,
-           executor: str = C.EXECUTOR, ray_address: Optional[str] = C.RAY_ADDRESS,
-           workers: Optional[int] = C.WORKERS, gpus_per_worker: float = C.GPUS,
-           max_cost: Optional[float] = C.MAX_COST, report: bool = C.REPORT) -> None:
+def _recorded(spec: dict) -> dict:
+    """What a resumed run keeps from its first session (run/options.py: refused by resume and retry-failed)."""
+    return {"resume": True, "limit": spec.get("limit"), "seed": spec.get("seed", 0), "shard": spec.get("shard")}
+
+
+@C.run_command(entry=RESUME)
+def resume(run_folder: Path = typer.Argument(..., metavar="RUN", help="Run folder"), *, run: C.RunArgs) -> None:
     """Continue an interrupted run with its recorded spec (API keys from the environment)."""
     C.setup_logging()
-    task, spec = C.task_of(run)
-    results = C.execute(task, run, C.options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0),
-                                             progress, allow_outside, max_image_mb, pixel_budget_mb, preflight,
-                                             spec.get("shard"), executor=executor, ray_address=ray_address,
-                                             workers=workers, gpus_per_worker=gpus_per_worker,
-                                             max_cost=max_cost, report=report))
+    task, spec = C.task_of(run_folder)
+    results = C.execute(task, run_folder, run.options(**_recorded(spec)))
     terminal.results(results)  # the table the run command prints
-    C.check_failures([results], max_failures)
+    C.check_failures([results], run.max_failures)
 
 
-def retry_failed_cmd(run: Path = typer.Argument(..., metavar="RUN", help="Run folder"),
-                     max_concurrency: int = C.CONCURRENCY, progress: bool = C.PROGRESS,
-                     allow_outside: bool = C.ALLOW_OUTSIDE, max_image_mb: float = C.MAX_IMAGE_MB,
-                     pixel_budget_mb: float = C.PIXEL_BUDGET_MB, preflight: bool = C.PREFLIGHT,
-                     max_failures: float = C.MAX_FAILURES, executor: str = C.EXECUTOR,
-                     ray_address: Optional[str] = C.RAY_ADDRESS, workers: Optional[int] = C.WORKERS,
-                     gpus_per_worker: float = C.GPUS, report: bool = C.REPORT) -> None:
+@C.run_command(entry=RETRY)
+def retry_failed_cmd(run_folder: Path = typer.Argument(..., metavar="RUN", help="Run folder"), *,
+                     run: C.RunArgs) -> None:
     """Run again only the samples that failed; finished ones are kept."""
     C.setup_logging()
-    task, spec = C.task_of(run)
-    opts = C.options(True, False, spec.get("limit"), max_concurrency, spec.get("seed", 0), progress,
-                     allow_outside, max_image_mb, pixel_budget_mb, preflight, spec.get("shard"),
-                     executor=executor, ray_address=ray_address, workers=workers, gpus_per_worker=gpus_per_worker,
-                     report=report)
+    task, spec = C.task_of(run_folder)
+    opts = run.options(**_recorded(spec))
     try:
-        result = api.retry_failed(task, run, opts)
+        result = api.retry_failed(task, run_folder, opts)
     except C.refusals() as exc:
         C.fail(C.one_line(exc))
     counts = result.results["counts"]
     C.console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
     terminal.failures(counts)
     terminal.results(result.results)  # the table the run command prints
-    C.check_failures([{**result.results, "_folder": str(run)}], max_failures)
+    budget = result.results.get("budget") or {}
+    if budget.get("stopped"):
+        from ..run.budget import budget_message
+
+        C.say_error(budget_message(budget))
+        raise typer.Exit(1)
+    C.check_failures([{**result.results, "_folder": str(run_folder)}], run.max_failures)
 
 
 def merge(out: Path = typer.Argument(..., metavar="OUT", help="Folder for the merged run"),

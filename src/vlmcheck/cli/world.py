@@ -7,8 +7,10 @@ from pathlib import Path
 
 import typer
 
-from ..report import terminal
+from ._lazy import lazy_module
 from . import _common as C
+
+terminal = lazy_module("vlmcheck.report.terminal")
 
 world_app = typer.Typer(no_args_is_help=True, help="The offline reference world.")
 

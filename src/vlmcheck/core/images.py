@@ -115,8 +115,8 @@ def read_file_bytes(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_FIL
         if not stat.S_ISREG(fst.st_mode):
             raise BadImageError(f"{label}: not a regular file (a device, FIFO or socket is never read)")
         # Ask for the size stat gave plus one byte (which shows that the file grew), never for max_bytes at once:
-        # a buffered read(max_bytes + 1) allocates the whole 256 MB for every image, which took 8x the time of
-        # the read itself for a 64-kB PNG.
+        # a buffered read(max_bytes + 1) allocates the whole cap (256 MB by default) for every image, which
+        # costs far more than reading a small file.
         chunks, got = [], 0
         want = min(fst.st_size, max_bytes) + 1
         while got <= max_bytes:
@@ -262,8 +262,8 @@ def encode_image(img: Image.Image, fmt: str = DEFAULT_FORMAT, *, compress_level:
 
 
 #: PNG level for bytes that travel to a model and for a run's artifacts (the images it made: the same bytes):
-#: level 1 encodes a 256-px photo about 5x faster than level 6 (4.9 against 23.6 ms), a 384-px perturbed
-#: world scene 1.8x faster (8.9 against 16.2 ms), for 7% more bytes.  The world's files use level 6.
+#: level 1 encodes several times faster than zlib's default level 6 for a few per cent more bytes.  The world's
+#: files, written once and kept, use level 6.
 TRANSPORT_PNG_LEVEL = 1
 
 

@@ -63,7 +63,7 @@ class PixelBudget:
     async def acquire(self, n: int, wait: bool) -> None:
         if not self._waiting and (not wait or self.used == 0 or self.used + n <= self.total):
             # room now and nobody waiting: charged at once, without the condition's lock (one event loop
-            # thread: nothing runs between the test and the charge), 6 us less per sample
+            # thread: nothing runs between the test and the charge)
             self.used += n
             self.peak = max(self.peak, self.used)
             return
@@ -99,6 +99,10 @@ class InputPolicy:
     file_keys: bool = True
     #: the dataset folders this run resolved (folder -> real path), or None: resolved on every read
     dirs: dict[str, str] | None = None
+    #: deadlines of an image read from an http(s) URL: no byte for ``url_read_timeout_s``, or the whole file not
+    #: there after ``url_total_timeout_s``, and the file fails its own sample (core/remote.py)
+    url_read_timeout_s: float = remote.READ_TIMEOUT_S
+    url_total_timeout_s: float = remote.TOTAL_TIMEOUT_S
 
 
 @dataclass
@@ -185,6 +189,16 @@ def _read_bytes(path: str | os.PathLike, max_bytes: int, st: os.stat_result | No
     return read_file_bytes(path, max_bytes=max_bytes, st=st)
 
 
+async def _read_url(path: str | os.PathLike, root: str | os.PathLike | None, policy: InputPolicy) -> bytes:
+    """A dataset image at a URL, confined, read on the loop (http) or on threads of its own (other protocols):
+    never on the decoding threads, so a slow server fails its own sample and holds no reader others need."""
+    _check_inside(path, root, policy.allow_outside, policy.dirs)
+    return await remote.read_bytes_async(
+        str(path), policy.max_file_bytes, root=None if root is None else str(root),
+        allow_outside=policy.allow_outside, read_timeout=policy.url_read_timeout_s,
+        total_timeout=policy.url_total_timeout_s)
+
+
 @functools.lru_cache(maxsize=1024)
 def _real_root(root: str, dev: int, ino: int) -> str:
     # one dataset folder for thousands of images: resolved once (a realpath lstats every component), keyed by
@@ -254,8 +268,12 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
     label = str(path)
 
     def read(inline_max: int | None = None, confined: bool = False) -> tuple[bytes, Header, ImagePart | None] | None:
-        if not confined:
-            _check_inside(path, root, policy.allow_outside, policy.dirs)
+        if fetched is not None:
+            data = fetched
+        else:
+            if not confined:
+                _check_inside(path, root, policy.allow_outside, policy.dirs)
+            data = None
         st = None
         if inline_max is not None:
             try:
@@ -265,7 +283,8 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
             else:
                 if st.st_size > inline_max:
                     return None  # too large for the loop's thread: read in a worker
-        data = _read_bytes(path, policy.max_file_bytes, st)
+        if data is None:
+            data = _read_bytes(path, policy.max_file_bytes, st)
         header = probe(data, label, max_pixels=policy.max_pixels)
         if not header.sendable:
             return data, header, None
@@ -273,8 +292,9 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
         part.data_url()  # made once here and kept, see ImagePart.data_url
         return data, header, part
 
+    fetched = await _read_url(path, root, policy) if remote.is_url(path) else None
     got, confined = None, False
-    if _inline.ok and not remote.is_url(path):
+    if _inline.ok and fetched is None:
         started = time.perf_counter()
         try:
             got = read(INLINE_MAX_BYTES)
@@ -295,11 +315,10 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
 
 
 #: A dataset file sent as it is, up to this size, is read, checked, hashed and base64-encoded on the event loop's
-#: own thread; a larger one in a worker thread.  Measured on 2 cores (bench/api_throughput.py, 2,000 distinct
-#: 256-px PNGs of 64-120 kB, 50 ms): handing each file to a worker and back cost more CPU (0.4-0.5 ms a sample,
-#: the threads contending for the GIL) than the work itself on the loop (0.3 ms), which is what a plain aiohttp
-#: client does.  Above this size the work (a CRC, a hash and base64 over every byte) is long enough to stall
-#: the requests in flight, and the workers overlap it with them.
+#: own thread; a larger one in a worker thread.  For a small file, handing it to a worker and back costs more CPU
+#: (the threads contending for the GIL) than the work itself on the loop, which is what a plain aiohttp client
+#: does (bench/api_throughput.py).  Above this size the work (a CRC, a hash and base64 over every byte) is long
+#: enough to stall the requests in flight, and the workers overlap it with them.
 INLINE_MAX_BYTES = 512 * 1024
 #: Inline reads slower than this (a network filesystem, a cold disk), three in a row, send every later read to
 #: the workers.  In a row: the first read of a process pays for imports and a collection of garbage can land
@@ -339,7 +358,7 @@ async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: C
 
     def read() -> tuple[bytes, tuple[int, int]]:
         # confinement, the read and the header's size in one trip to a worker thread: each trip costs the event
-        # loop about 0.1 ms, and the loop's thread sets the pace of a fast API run
+        # loop's thread, which sets the pace of a fast API run
         _check_inside(path, root, policy.allow_outside, policy.dirs)
         data = _read_bytes(path, policy.max_file_bytes)
         return data, (image_size(data, label) if budgeted and data else (0, 0))
@@ -350,6 +369,9 @@ async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: C
 
     loop = asyncio.get_running_loop()
     pool = _reader_pool()
+    if read_already is None and remote.is_url(path):
+        fetched = await _read_url(path, root, policy)
+        read_already = fetched, (image_size(fetched, label) if budgeted and fetched else (0, 0))
     data, (width, height) = read_already or await loop.run_in_executor(pool, read)
     if budgeted:
         if width * height > policy.max_pixels:
@@ -378,9 +400,8 @@ def _reader_pool() -> ThreadPoolExecutor:
     Why not ``asyncio.to_thread``: its executor has ``cpu_count + 4`` threads (6 on 2 cores).  Decoding holds
     the GIL most of the time (zlib inflate, hashing), so with more decoding threads than cores the event
     loop's thread waits for the GIL behind them after every socket read and store write.  On a fast API that
-    loop thread sets the pace of the whole run: measured on 2 cores, 2,000 distinct 256-px photos at 50 ms
-    latency, one thread per core kept 1.16x more requests in flight than the default executor for 5% less
-    CPU per sample (bench/api_throughput.py, docs/usage.md).  Fewer threads than cores starved the loop of
+    loop thread sets the pace of the whole run: one thread per core keeps more requests in flight than the
+    default executor, for less CPU per sample (bench/api_throughput.py).  Fewer threads than cores starved the loop of
     decoded images instead.  The threads are daemon-like workers of ``concurrent.futures``: idle ones cost
     nothing and Python joins them at exit."""
     global _pool

@@ -27,10 +27,9 @@ from .images import (DEFAULT_FORMAT, SourceFile, decode_image, file_sha256, imag
 from .probe import Header
 
 try:
-    # pybase64 (SIMD): a 112-kB PNG in 5.6 us, where the standard library's base64 takes 90-240 us alone on
-    # this project's 2-core machine (about 2 ms for a 1-MB photo).  In a full run the gain is smaller: raw
-    # aiohttp given pybase64 spent 0.05 ms less CPU per 256-px request (bench/api_throughput.py --bare-base64,
-    # docs/usage.md).  The same text, tested.
+    # pybase64 (SIMD) encodes an image an order of magnitude faster than the standard library's base64, and
+    # every image a request sends is encoded (bench/api_throughput.py --bare-base64 measures the gain in a
+    # run).  The same text, tested.
     from pybase64 import b64encode_as_string as _b64_text
 except ImportError:  # a platform without a pybase64 wheel or compiler: the standard library, same text
     def _b64_text(data: bytes) -> str:
@@ -108,8 +107,8 @@ class ImagePart(BaseModel):
 
     def data_url(self) -> str:
         """``data:`` URL of the bytes, made once per part (a part sent again, or retried, reuses it)."""
-        # the private attributes' own dict, read directly: through pydantic's __getattr__ each read of
-        # ``self._data_url`` cost about 1 us, and a request reads it three times (2 % of a fast API run's loop)
+        # the private attributes' own dict, read directly: pydantic's __getattr__ is slow on a hot path, and a
+        # request reads ``self._data_url`` three times
         private = self.__pydantic_private__
         url = private.get("_data_url")
         if url is None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from PIL import Image
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from .messages import Message
 
@@ -42,6 +42,51 @@ class GenerationConfig(BaseModel):
 class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
+    # why the provider's usage could not be used (missing, negative, not a number, NaN, nested), or None: a
+    # private attribute, never stored; the run then prices the call at its estimate (run/calls.py)
+    _invalid: str | None = PrivateAttr(default=None)
+
+    @property
+    def invalid(self) -> str | None:
+        return self._invalid
+
+    @classmethod
+    def reported(cls, input_tokens: Any, output_tokens: Any) -> "Usage":
+        """The usage a provider reported, checked: each count a whole number >= 0 (an int, or a float or numeric
+        string holding one).  Anything else (missing, negative, NaN, text, a nested object) gives zero counts
+        marked :attr:`invalid`, never a negative or silently zero spend."""
+        counts, problems = [], []
+        for name, value in (("input", input_tokens), ("output", output_tokens)):
+            n, why = _token_count(value)
+            counts.append(n)
+            if why:
+                problems.append(f"{name} tokens {why}")
+        usage = cls(input_tokens=counts[0], output_tokens=counts[1])
+        usage._invalid = "; ".join(problems) or None
+        return usage
+
+
+def _token_count(value: Any) -> tuple[int, str | None]:
+    import math
+
+    if value is None:
+        return 0, "missing"
+    if isinstance(value, bool) or isinstance(value, (dict, list, tuple)):
+        return 0, f"not a number ({type(value).__name__})"
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return 0, f"not a number ({value[:20]!r})"
+    if not isinstance(value, (int, float)):
+        return 0, f"not a number ({type(value).__name__})"
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0, f"not a number ({value})"
+    if value < 0:
+        return 0, f"negative ({value:g})"
+    if value != int(value):
+        return 0, f"not a whole number ({value:g})"
+    return int(value), None
 
 
 class TokenLogprob(BaseModel):

@@ -266,8 +266,9 @@ def _convert(spec: ModelSpec, key: str, default, typ):
     except ValueError as exc:
         raise SpecError(f"{spec.canonical()}: parameter {key}={spec.params[key]!r} is not a {typ.__name__}") from exc
     low = PARAM_MINIMUM.get(key)
-    if low is not None and (value <= 0 if low is True else value < low) or value != value:
-        need = "above 0" if low is True else f"at least {low}"
+    finite = value == value and value not in (float("inf"), float("-inf"))
+    if not finite or low is not None and (value <= 0 if low is True else value < low):
+        need = "a finite number" if not finite else "above 0" if low is True else f"at least {low}"
         raise SpecError(f"{spec.canonical()}: parameter {key}={spec.params[key]} must be {need}")
     return value
 
@@ -390,6 +391,8 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
         known = ", ".join(sorted(_REGISTRY)) or "none"
         raise SpecError(f"unknown model provider {spec.provider!r} in {spec.canonical()!r}; known: {known}")
     check_params(spec, entry)
+    for key in ("price_in", "price_out"):  # one sentence for text, NaN or negative prices, before any call
+        spec.get_float(key, 0.0)
     resolve_url_auth(spec)
     if role not in entry.roles:
         raise SpecError(

@@ -10,6 +10,7 @@ any other column with ``?question_column=...`` etc.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from .base import DatasetFormError, Record
@@ -105,6 +106,10 @@ def record(row: dict[str, Any], cols: Columns, rid: str, images: list[str], root
                 present.append(L)
     elif g["options"] and isinstance(row.get(g["options"]), (list, tuple)):
         options = [str(o) for o in row[g["options"]]]
+    elif g["options"] and isinstance(row.get(g["options"]), str):  # MMVP: "(a) Open (b) Closed"
+        found = re.findall(r"\(([a-z])\)\s*([^()]+?)\s*(?=\([a-z]\)|$)", row[g["options"]].strip())
+        options = [text for _, text in found]
+        present = [f"choice_{letter}" for letter, _ in found]
     answer = row.get(g["answer"]) if g["answer"] else None
     answer = answer_index(answer, options, present or None) if options else (None if blank(answer) else answer)
     if isinstance(answer, str):

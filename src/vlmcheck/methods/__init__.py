@@ -1,6 +1,6 @@
 """Evaluation methods.  Each is a :class:`vlmcheck.run.task.Task` rebuilt from its spec.
 
-Importing this package registers the built-in tasks with the runner's registry (``run/task.py``) by import
+Importing this package registers the built-in tasks with the runner's registry (``run/registry.py``) by import
 path: a method's module is imported when the method is first used, so a describe run does not pay for
 VHExpansion's image corruptions (scipy, OpenCV) or CAST's text models at start-up.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..run.task import register_task, task_class, task_from_spec, task_names  # noqa: F401
+from ..run.registry import register_task, task_class, task_from_spec, task_names  # noqa: F401
 
 #: task name -> class, in this package
 _BUILT_IN = {

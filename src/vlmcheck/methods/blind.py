@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import numpy as np
 from PIL import Image
 
 from ..metrics.clusters import UnitSums, Units
@@ -67,18 +66,10 @@ def blind_block_sums(per: UnitSums, unit: str, metric: str = "accuracy") -> dict
             "vision_gain": vision_gain_sums(per)}
 
 
-def vhx_blind(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Beside the sighted headline: accuracy and symmetric accuracy asked blind, on the cases that have both, with
-    the vision gain (sighted original minus blind, paired by case, clustered by source image) and the cases a
-    model gets right without the image."""
-    fold = VHXBlind(Units())
-    for r in results:
-        fold.add(r)
-    return fold.result()
-
-
 class VHXBlind:
-    """:func:`vhx_blind` folded one case's result at a time (VHExpansion's summary streams them)."""
+    """VHExpansion's blind control folded one case's result at a time: ``result()`` gives accuracy and symmetric
+    accuracy asked blind, on the cases that have both, with the vision gain (sighted original minus blind, paired
+    by case, clustered by source image) and the cases a model gets right without the image."""
 
     def __init__(self, units: Units) -> None:
         self.acc = UnitSums(2, units)  # per source image: sighted and blind answers right

@@ -45,7 +45,7 @@ from ..run.calls import Session
 from ..run.task import Sample, SpecTask
 from .blind import withheld
 # the scores are part of this method's API
-from .cast_scores import FORMATS, MODALITIES, CastSummary, cast_blind, cast_headline, cast_scores  # noqa: F401
+from .cast_scores import FORMATS, MODALITIES, CastSummary, cast_headline, cast_scores  # noqa: F401
 from .repeats import generation_config, repeated
 
 TEMPLATE_VERSION = "cast-v2"  # v2: the authors' line breaks (one text: "\n\nScene 1:\n\n...\n\nStatement:...")

@@ -167,16 +167,6 @@ def headline_of_codes(codes: np.ndarray, k: int = 3, seed: int = 0, n_boot: int 
                            else "bootstrap, resampling pairs", "unit": UNIT, "n_units": n})
 
 
-def cast_blind(results: list[dict[str, Any]], request: str) -> dict[str, Any]:
-    """The blind control's block: how often the model confirms its own Top-3 statements (text and both
-    generations) in the image modality without seeing the images, against with them, paired by statement and
-    format and clustered by scene pair; ``vision_gain`` is sighted minus blind."""
-    per = UnitSums(2)
-    for r in results:
-        _add_blind(per, r)
-    return _blind_result(per, request)
-
-
 def _add_blind(per: UnitSums, r: dict[str, Any]) -> None:
     for entry in r["generation"].values():
         for st in entry["statements"]:

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core.files import JsonlRecords, read_results
+from ..core.files import SampleRecords, read_results
 from ..metrics.decisions import holm
 from ..metrics.signflip import decision_interval, holm_levels, paired_decision
 from ..run.task import Outcome, outcomes_for
@@ -46,7 +46,7 @@ def unit_values(folder: str | Path) -> tuple[str, str, dict[str, Units]]:
     if read is None:
         return task, model, metrics
     run_metrics = info.get("metrics") or {}
-    for rec in JsonlRecords(Path(folder) / "samples.jsonl"):  # a line at a time
+    for rec in SampleRecords(Path(folder) / "samples.jsonl"):  # a line at a time, each record checked
         if rec.get("status") != "done":
             continue
         sid = str(rec["sample_id"])

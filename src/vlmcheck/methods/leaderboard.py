@@ -84,10 +84,12 @@ def gc_rank(group_scores: dict[str, dict[str, dict[int, float]]], weights: dict[
 
 
 def load_run(folder: str | Path) -> dict[str, Any]:
+    from ..core.files import read_results
+
     path = Path(folder) / "results.json"
     if not path.is_file():
         raise FileNotFoundError(f"{folder}: no results.json (is it a finished run folder?)")
-    res = json.loads(path.read_text())
+    res = read_results(folder, need_samples=False)  # a damaged file: one sentence
     if res.get("task") != "genception":
         raise ValueError(f"{folder}: a {res.get('task')!r} run, not genception")
     return res

@@ -89,7 +89,8 @@ def _parse_message(resp: Any) -> Generation:
     if blocks is None:
         raise ModelCallError("malformed", "response has no content")
     text = "".join(getattr(b, "text", "") for b in blocks if getattr(b, "type", "") == "text")
-    usage = Usage(input_tokens=resp.usage.input_tokens or 0, output_tokens=resp.usage.output_tokens or 0)
+    u = getattr(resp, "usage", None)
+    usage = Usage.reported(getattr(u, "input_tokens", None), getattr(u, "output_tokens", None))
     return Generation(text=text, finish_reason=_FINISH.get(resp.stop_reason or "", "unknown"), usage=usage)
 
 

@@ -18,7 +18,7 @@ Encoders run in a worker thread; gradients are available through
 from __future__ import annotations
 
 import asyncio
-import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import numpy as np
@@ -51,23 +51,28 @@ class TorchEncoder:
         self.capabilities = Capabilities(multi_image=True, vision_embedding=preprocess_tensor is not None)
         self.concurrency_key = model_id
         self.max_concurrency = 1
-        self._lock = threading.Lock()
+        # one forward pass at a time, on the encoder's own thread: a sample waiting for its turn waits as a queued
+        # future, not as a thread of the loop's shared pool blocked on a lock (issue 51: those blocked threads held
+        # up the run's other threaded work, image reading and decoding, 22 % of the samples' time)
+        self._forward_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"encoder-{model_id}")
 
     async def encode(self, images: list[Image.Image]) -> np.ndarray:
-        return await asyncio.to_thread(self._encode, images)
+        batches = await asyncio.to_thread(self._prepare, images)  # preprocessing: concurrent, off the loop
+        return await asyncio.get_running_loop().run_in_executor(self._forward_thread, self._run, batches)
 
     def _forward(self, x):
         out = self.module(x)
         return out
 
-    def _encode(self, images: list[Image.Image]) -> np.ndarray:
+    def _prepare(self, images: list[Image.Image]) -> list[Any]:
+        return [self.preprocess(images[start:start + self.batch_size]).to(self.device)
+                for start in range(0, len(images), self.batch_size)]
+
+    def _run(self, batches: list[Any]) -> np.ndarray:
         import torch
 
-        rows = []
-        with self._lock, torch.inference_mode():
-            for start in range(0, len(images), self.batch_size):
-                x = self.preprocess(images[start:start + self.batch_size]).to(self.device)
-                rows.append(self._forward(x).float().reshape(x.shape[0], -1).cpu().numpy())
+        with torch.inference_mode():
+            rows = [self._forward(x).float().reshape(x.shape[0], -1).cpu().numpy() for x in batches]
         return np.concatenate(rows, axis=0).astype(np.float32) if rows else np.zeros((0, 0), np.float32)
 
     def embed_tensor(self, pixels):

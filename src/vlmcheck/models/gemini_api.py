@@ -59,8 +59,8 @@ class GeminiChat:
         cand = candidates[0]
         reason = getattr(cand.finish_reason, "name", str(cand.finish_reason or ""))
         meta = getattr(resp, "usage_metadata", None)
-        usage = Usage(input_tokens=getattr(meta, "prompt_token_count", 0) or 0,
-                      output_tokens=getattr(meta, "candidates_token_count", 0) or 0)
+        usage = Usage.reported(getattr(meta, "prompt_token_count", None),
+                               getattr(meta, "candidates_token_count", 0) or 0)
         return Generation(text=resp.text or "", finish_reason=_FINISH.get(reason, "unknown"), usage=usage)
 
 

@@ -26,6 +26,9 @@ def _plt():
     import matplotlib.pyplot as plt
 
     plt.rcParams["svg.fonttype"] = "none"
+    # every text drawn is literal: a model named `$\frac$` is a name, not a formula (mathtext failed to parse it
+    # and stopped the report, issue 49)
+    plt.rcParams["text.parse_math"] = False
     return plt
 
 

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from ..core.files import JsonlRecords, write_bytes_atomic, write_text_atomic
+from ..core.files import SampleRecords, read_results, write_bytes_atomic, write_text_atomic
 from ..methods.headline import headline, headline_of, vision_gain_of  # noqa: F401  (headline re-exported: the report shows it)
 from .boards import decisions_view, leaderboards
 from .pages import prune_rows, rows_json
@@ -30,9 +30,10 @@ from .terminal import rank_text
 
 
 def _load_run(folder: Path) -> dict[str, Any]:
-    res = json.loads((folder / "results.json").read_text())
-    # read a line at a time by each view that walks them: a million samples are never in memory at once
-    samples = JsonlRecords(folder / "samples.jsonl", missing_ok=True)
+    res = read_results(folder, need_samples=False)  # a damaged file: one sentence (core/files.py)
+    # read a line at a time by each view that walks them: a million samples are never in memory at once; each
+    # record checked as it is read
+    samples = SampleRecords(folder / "samples.jsonl", missing_ok=True)
     return {"folder": folder, "results": res, "samples": samples, "task": res.get("task")}
 
 
@@ -204,9 +205,13 @@ def chef_settings(m: dict[str, Any]) -> dict[str, Any] | None:
     settings = m.get("settings") or {}
     if not settings:
         return None
-    rows = [{"setting": k, "accuracy": v.get("accuracy"), "n": v.get("n")} for k, v in settings.items()]
+    rows = [{"setting": k, "accuracy": v.get("accuracy"), "n": v.get("n"), "unread_share": v.get("unread_share")}
+            for k, v in settings.items()]
     rows.sort(key=lambda r: (r["setting"] not in ("original", "standard", "clean"), r["setting"]))
-    return {"rows": rows, "rrm": m.get("rrm"), "acc_random": m.get("acc_random")}
+    # issue 47: which inferencer gave the numbers, and (generated answers) the share the parser could not read
+    return {"rows": rows, "rrm": m.get("rrm"), "acc_random": m.get("acc_random"), "inferencer": m.get("inferencer"),
+            "unread": bool(m.get("answers_generated")), "notes": [m[k] for k in ("inferencer_note", "calibration_note",
+                                                                                   "unread_warning") if m.get(k)]}
 
 
 def degenerate_note(v: dict[str, Any]) -> str | None:

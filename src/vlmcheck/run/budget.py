@@ -1,26 +1,93 @@
-"""``--max-cost USD`` (issue 35): no new sample starts once the cost already spent plus the cost of the samples in
-flight would pass the cap.
+"""``--max-cost USD`` (issue 35, hardened in issue 49): no call goes out and no new sample starts once the cost
+already spent plus what is on its way would pass the cap.
 
 Spent: every call the run's store holds from earlier sessions plus this session's, priced from the usage the
 providers returned (run/prices.prices_for: a spec's price_in/price_out, else prices.json; batch calls at
-half price).  In flight: the samples started and not finished, each at this session's mean cost per finished
-sample (before the first one finishes, nothing is known: the first wave starts).  Models without a known price
-cost nothing here, and the results say which were not priced.
+half price).  A provider's usage is checked, never trusted (core/roles.Usage.reported): a count that is
+missing, negative, not a number, NaN or nested is replaced by the estimate's count for that request (text at 4
+characters a token, images by the provider's rule, the output at ``max_tokens``), with a :class:`UsageWarning`,
+so a server that reports nothing, or a negative number, cannot make a run free.
+
+Before each call (a cache miss) the budget is asked for it (:meth:`Budget.reserve`): the call's estimated cost
+(its input by the estimate's rule, its output at the run's mean output for that model, or ``max_tokens`` until
+one call is back) is held until the answer comes; a call that would pass the cap is not sent
+(:class:`BudgetStop`), its sample is left for a resume, and so is every sample not yet started.  So the first
+wave is priced before it is sent: 18 samples at $200 each never go out under a $1 cap.  Samples also stop
+starting once the spent cost plus the samples in flight at this session's mean cost per sample would pass it.
+Models without a known price cost nothing here, and the results say which were not priced.
+
+The cap is recorded in the run's spec: ``vlmcheck resume`` (or ``--resume``) keeps it unless another is given.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from typing import Any
 
-from .prices import cost_of, prices_for
+from ..core.tokens import image_tokens, text_tokens
+from .prices import cost_of, image_rule, prices_for
+
+
+class BudgetStop(BaseException):
+    """A call that would pass ``--max-cost``: not sent.  A BaseException, so no method's ``except Exception``
+    turns it into a failed sample: the sample is left unrecorded for a resume (its paid calls stay cached)."""
+
+
+class UsageWarning(UserWarning):
+    """A provider's usage could not be used (missing, negative, not a number): the call is priced at its
+    estimate instead."""
+
+
+def check_max_cost(value: Any) -> float | None:
+    """``--max-cost`` as a finite number above 0, or None; a ValueError in one sentence otherwise."""
+    if value is None:
+        return None
+    try:
+        cap = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"--max-cost {value!r}: give a number of US dollars above 0, e.g. 5") from None
+    if not math.isfinite(cap) or cap <= 0:
+        raise ValueError(f"--max-cost {value}: give a number of US dollars above 0, e.g. 5")
+    return cap
+
+
+def request_tokens(model_id: str, request: dict[str, Any]) -> tuple[float, float]:
+    """(input, output) tokens of a canonical request (run/calls.py) by the estimate's rules (run/estimate.py):
+    text at 4 characters a token, each image by the provider's rule, continuations counted as input, the output
+    at the request's ``max_tokens``."""
+    rule = image_rule(model_id)
+    tokens = 0.0
+    for m in request.get("messages") or ():
+        for part in m.get("content") or ():
+            if part.get("type") == "text":
+                tokens += text_tokens(part.get("text") or "")
+            elif part.get("type") == "image" and part.get("size"):
+                tokens += image_tokens(*part["size"], rule)
+    for c in request.get("continuations") or ():
+        tokens += text_tokens(c)
+    config = request.get("config") or {}
+    out = config.get("max_tokens") if "config" in request else 0
+    return tokens, float(out if isinstance(out, (int, float)) and out > 0 else (512 if "config" in request else 0))
+
+
+def _finite(n: Any) -> float:
+    """A token count from a store or a counter: never negative, never NaN (old stores may hold either)."""
+    try:
+        x = float(n or 0)
+    except (TypeError, ValueError):
+        return 0.0
+    return x if math.isfinite(x) and x > 0 else 0.0
 
 
 class Budget:
     def __init__(self, cap: float, store: Any, counters: Any) -> None:
-        self.cap, self.counters = cap, counters
+        self.cap, self.counters = check_max_cost(cap), counters
         self.before = self._cost({m: {**e, "calls": e.get("ok", 0)} for m, e in store.call_stats().items()})
         self.started = self.finished = 0
+        self.reserved = 0.0  # estimated cost of the calls on their way
         self.stopped = False
+        self.usage_estimated = 0  # calls priced at their estimate: the provider's usage was missing or invalid
 
     @staticmethod
     def _cost(by_model: dict[str, dict[str, Any]]) -> float:
@@ -28,11 +95,32 @@ class Budget:
         for model, e in by_model.items():
             p = prices_for(model)
             images = e.get("calls", 0) if p and p.get("image") else 0
-            total += cost_of(model, e.get("input_tokens", 0), e.get("output_tokens", 0), images) or 0.0
+            total += cost_of(model, _finite(e.get("input_tokens")), _finite(e.get("output_tokens")), images) or 0.0
         return total
 
     def spent(self) -> float:
         return self.before + self._cost(self.counters.by_model)
+
+    def reserve(self, model_id: str, request: dict[str, Any]) -> float:
+        """Hold the estimated cost of one call before it is sent; :class:`BudgetStop` where it would pass the
+        cap.  Give it back with :meth:`release` when the call has ended (its real cost is then in ``spent``)."""
+        if self.stopped:
+            raise BudgetStop()
+        tin, tout = request_tokens(model_id, request)
+        entry = self.counters.by_model.get(model_id) or {}
+        if entry.get("calls") and "config" in request:  # the run's own mean output for this model
+            tout = _finite(entry.get("output_tokens")) / entry["calls"]
+        p = prices_for(model_id)
+        images = 1 if p and p.get("image") else 0
+        cost = cost_of(model_id, tin, tout, images) or 0.0
+        if self.spent() + self.reserved + cost > self.cap:
+            self.stopped = True
+            raise BudgetStop()
+        self.reserved += cost
+        return cost
+
+    def release(self, cost: float) -> None:
+        self.reserved = max(0.0, self.reserved - cost)
 
     def may_start(self) -> bool:
         """Whether one more sample may start; once it may not, none will in this session."""
@@ -53,7 +141,38 @@ class Budget:
     def summary(self, done: int, total: int) -> dict[str, Any]:
         unpriced = sorted(m for m in self.counters.by_model if prices_for(m) is None)
         return {"max_cost_usd": self.cap, "spent_usd": round(self.spent(), 6), "stopped": self.stopped,
-                "done": done, "samples": total, "unpriced_models": unpriced}
+                "done": done, "samples": total, "unpriced_models": unpriced,
+                "usage_estimated_calls": sum(e.get("usage_estimated", 0) for e in self.counters.by_model.values())}
+
+
+def warn_usage(model_id: str, why: str, seen: set[str]) -> None:
+    """One :class:`UsageWarning` per model and session."""
+    if model_id in seen:
+        return
+    seen.add(model_id)
+    warnings.warn(UsageWarning(f"{model_id}: the provider's usage is unusable ({why}); its calls are priced at "
+                               f"the estimate (run/budget.py)"), stacklevel=2)
+
+
+def recorded_max_cost(store_path: Any) -> float | None:
+    """The ``--max-cost`` recorded in the spec of the run store at ``store_path`` (read only), or None: what a
+    resume that gives none keeps."""
+    import json
+    import sqlite3
+    from urllib.request import pathname2url
+
+    if not store_path.is_file():
+        return None
+    try:
+        con = sqlite3.connect(f"file:{pathname2url(str(store_path.absolute()))}?mode=ro", uri=True)
+        try:
+            row = con.execute("SELECT value FROM meta WHERE key = 'spec'").fetchone()
+        finally:
+            con.close()
+        value = json.loads(row[0]).get("max_cost") if row else None
+    except (sqlite3.Error, ValueError, TypeError, AttributeError):
+        return None  # the store's own checks say what is wrong with it
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
 def budget_message(b: dict[str, Any]) -> str:

@@ -1,8 +1,9 @@
 """What a run will cost before it starts (issue 35): ``--dry-run`` and the prices behind ``--max-cost``.
 
-A dry run reads the data and the run folder and makes no model call.  It runs every sample still to do through
-the method's own code on a throw-away copy of the run's store, with every model of the task replaced by an
-:class:`Estimator` that counts the request it is given and answers with a stand-in.  So the count follows the
+A dry run reads the data and the run folder and makes no model call.  It makes the real command's refusals
+first (the same sentences), then runs every sample still to do through the method's own code, on the run's
+store read in place and read-only (nothing written in the run folder; what the simulation writes goes to a
+temp folder), with every model of the task replaced by an :class:`Estimator` that counts the request it is given and answers with a stand-in.  So the count follows the
 method exactly: cache hits are answered by the store before any model is reached, finished samples are skipped
 by the runner, and every call the method would make is counted once.  Where the number of calls depends on the
 answers (a GenCeption chain that stops at a refusal, CAST's statements), the stand-ins take the longest path
@@ -112,7 +113,14 @@ def _mean_outputs(store_path: Path) -> dict[str, float]:
     """Per model: mean output tokens per call made so far (the run's own)."""
     if not store_path.exists():
         return {}
-    con = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True)
+    # immutable where there is no WAL file: a read-only open would make -wal and -shm files beside the store
+    immutable = "&immutable=1" if not Path(f"{store_path}-wal").exists() else ""
+    try:
+        from urllib.request import pathname2url
+
+        con = sqlite3.connect(f"file:{pathname2url(str(store_path.absolute()))}?mode=ro{immutable}", uri=True)
+    except sqlite3.Error:
+        return {}
     try:
         rows = con.execute("SELECT model, COUNT(*), SUM(output_tokens) FROM calls WHERE status = 'ok' "
                            "GROUP BY model").fetchall()
@@ -129,40 +137,107 @@ async def dry_run_async(task: Any, folder: str | Path, options: Any) -> dict[str
 
     folder = Path(folder)
 
-    token = inputs.set_policy(inputs.InputPolicy(allow_outside=options.allow_outside,
-                                                 max_file_bytes=options.max_image_bytes,
-                                                 budget=inputs.PixelBudget(options.pixel_budget)))
+    from .options import input_policy
+
+    token = inputs.set_policy(input_policy(options))
     try:
         return await _dry_run(task, folder, options)
     finally:
         inputs.reset_policy(token)
 
 
+class _DryStore:
+    """The run's store as a dry run sees it (issue 49): the user's store read in place, read-only, nothing made
+    beside it (no ``-wal``/``-shm``: RunStore ``untouched``) and nothing copied; what the simulated samples write
+    (answers, sample rows, images) goes to a small store in a temp folder, read first.  Errors name the user's
+    store, never the temp one."""
+
+    def __init__(self, folder: Path, scratch: Path, read_user_store: bool) -> None:
+        from ..store.db import DB_NAME, RunStore
+
+        self.folder = folder
+        self.user = RunStore(folder, read_only=True, untouched=True) if read_user_store and \
+            (folder / DB_NAME).exists() else None
+        self.scratch = RunStore(scratch)
+
+    def __getattr__(self, name: str) -> Any:  # every write, and what only this session made
+        return getattr(self.scratch, name)
+
+    def get_call(self, key: str) -> Any:
+        hit = self.scratch.get_call(key)
+        return hit if hit is not None or self.user is None else self.user.get_call(key)
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        value = self.scratch.get_meta(key)
+        return value if value is not None or self.user is None else self.user.get_meta(key, default)
+
+    def sample_status(self, task: str) -> dict[str, str]:
+        return {**(self.user.sample_status(task) if self.user is not None else {}), **self.scratch.sample_status(task)}
+
+    def call_stats(self) -> dict[str, Any]:
+        return self.user.call_stats() if self.user is not None else {}
+
+    def image_path(self, rel: str) -> Path:
+        own = self.scratch.image_path(rel)
+        return own if own.exists() or self.user is None else self.user.image_path(rel)
+
+    def close(self) -> None:
+        try:
+            self.scratch.close()
+        finally:
+            if self.user is not None:
+                self.user.close()
+
+
+def refuse_as_the_run_would(task: Any, folder: Path, options: Any, samples: list[Any], store: Any) -> None:
+    """The refusals the real command makes before its first sample (run/runner.py), made without writing: a
+    folder that is a file or a broken link, a store without --resume or --overwrite, another shard, another
+    task spec (issue 49: a dry run on a folder holding a run with another prompt said "0 calls, $0")."""
+    from ..core.files import broken_link
+    from ..store.db import DB_NAME
+    from .calls import KEY_VERSION
+    from .folder import RunFolderExists, check_replaceable
+    from .runner import check_spec, run_spec
+
+    if not str(folder).strip():
+        raise RunFolderExists("the run folder is empty (an unset variable?); give a folder")
+    if broken_link(folder):
+        raise RunFolderExists(broken_link(folder))
+    if folder.exists() and not folder.is_dir():
+        raise RunFolderExists(f"{folder} is a file, not a run folder")
+    if not (folder / DB_NAME).exists():
+        return
+    if not (options.resume or options.overwrite):
+        raise RunFolderExists(f"{folder} already holds a run; pass --resume to continue it or --overwrite")
+    if options.overwrite:
+        check_replaceable(folder)
+        return
+    previous = store.get_meta("spec")
+    key_version = store.get_meta("key_version")
+    if key_version is None:
+        key_version = 1 if previous else KEY_VERSION
+    check_spec(folder, previous, run_spec(task, samples, options), getattr(task, "spec_model", None), key_version)
+
+
 async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
     import dataclasses
 
     from ..core import inputs
-    from ..store.db import DB_NAME, RunStore
+    from ..store.db import DB_NAME
     from .calls import KEY_VERSION, Session
     from .loop_clients import close_loop_clients
     from .runner import _run_samples, select_samples
     from .scheduler import Scheduler
 
-    means = _mean_outputs(folder / DB_NAME)
+    fresh = options.overwrite or not (folder / DB_NAME).exists()  # --overwrite: estimated as an empty folder
+    means = {} if fresh else _mean_outputs(folder / DB_NAME)
     originals = {k: v for k, v in vars(task).items() if k in ROLES and hasattr(v, "model_id")}
     stand_ins = {k: Estimator(v, k, task, means.get(v.model_id)) for k, v in originals.items()}
     samples = select_samples(task, options)
     with tempfile.TemporaryDirectory(prefix="vlmcheck-dry-run-") as tmp:
-        scratch = Path(tmp)
-        if (folder / DB_NAME).exists():  # a consistent copy of the store, whatever another process does to it
-            src, dst = sqlite3.connect(f"file:{folder / DB_NAME}?mode=ro", uri=True), sqlite3.connect(scratch / DB_NAME)
-            try:
-                src.backup(dst)
-            finally:
-                src.close()
-                dst.close()
-        store = RunStore(scratch, existing=(scratch / DB_NAME).exists())
+        store = _DryStore(folder, Path(tmp), read_user_store=not fresh)
         try:
+            refuse_as_the_run_would(task, folder, options, samples, store)
             session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
                               key_version=store.get_meta("key_version") or KEY_VERSION)
             inputs.set_policy(dataclasses.replace(inputs.current_policy(), file_keys=session.file_keys))

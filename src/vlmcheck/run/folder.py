@@ -93,3 +93,14 @@ def _empty_run_folder(folder: Path) -> None:
             child.unlink()
 
 
+def leave_nothing(folder: Path, existed: bool) -> None:
+    """A run refused before its store was made (a preflight or spec check that failed) leaves no run folder
+    behind: the lock file it made goes, and the folder too when this run made it, so that the same command,
+    corrected, starts afresh without --resume or --overwrite."""
+    try:
+        if folder.is_dir() and {p.name for p in folder.iterdir()} == {LOCK_NAME}:
+            (folder / LOCK_NAME).unlink(missing_ok=True)
+            if not existed:
+                folder.rmdir()
+    except OSError:  # another process made something there meanwhile: it is left as it is
+        pass

@@ -34,7 +34,9 @@ def prices_for(model_id: str) -> dict[str, Any] | None:
         return None
     factor = BATCH_PRICE_FACTOR if spec.params.get("batch") in ("1", "true", "yes") else 1.0
     if "price_in" in spec.params and "price_out" in spec.params:
-        return {"in": float(spec.params["price_in"]), "out": float(spec.params["price_out"]), "image": None,
+        # get_float refuses text, NaN, infinity and negative prices with one sentence (a SpecError): a price
+        # that would turn the cap off is an error, not a free model
+        return {"in": spec.get_float("price_in", 0.0), "out": spec.get_float("price_out", 0.0), "image": None,
                 "source": "the model spec", "batch_factor": factor}
     entry = registration(spec.provider)
     billing = entry.billing if entry else None  # the provider's registration says (models/__init__.py)

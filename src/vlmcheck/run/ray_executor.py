@@ -41,6 +41,7 @@ from typing import Any
 from ..core.data import hfds_cache_root
 from ..core.progress import Progress
 from .calls import Session
+from .options import POLICY_FIELDS
 from .ray_worker import CacheReader, RequestTally, SampleWorker
 
 DRAIN_EVERY_S = 2.0
@@ -128,6 +129,10 @@ async def run_samples_ray(task, todo: list, session: Session, options, already: 
             reaper.stdin.close()  # the watcher ends what Ray left, and itself
 
 
+#: how long the end of a run waits for its workers to remove their temp folders
+CLEANUP_S = 5.0
+
+
 class _Pool:
     """The sample workers: started, lost, replaced, grown as nodes join."""
 
@@ -149,8 +154,7 @@ class _Pool:
                                                  scheduling_strategy=here).remote(str(store.folder), inputs_root)
         self.tally = ray.remote(RequestTally).options(num_cpus=0, scheduling_strategy=here).remote()
         self.helpers = [reader, self.tally]
-        policy = {"allow_outside": options.allow_outside, "max_image_bytes": options.max_image_bytes,
-                  "pixel_budget": options.pixel_budget}
+        policy = options.model_dump(include=set(POLICY_FIELDS))
         # a CPU each, or a share where there are more workers than CPUs (API-bound workers mostly wait)
         worker_cls = ray.remote(SampleWorker).options(num_cpus=min(1.0, cpus / self.target),
                                                       num_gpus=options.gpus_per_worker, max_concurrency=self.slots + 4)
@@ -201,7 +205,19 @@ class _Pool:
                 self.add(time.monotonic())
 
     def close(self) -> None:
-        """End this run's actors (in a process that stays joined to Ray they would otherwise outlive the run)."""
+        """End this run's actors (in a process that stays joined to Ray they would otherwise outlive the run),
+        each asked first to remove its temp folder, for at most :data:`CLEANUP_S` in all."""
+        refs = []
+        for actor in self.actors.values():
+            try:
+                refs.append(actor.cleanup.remote())
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        if refs:
+            try:
+                self.ray.wait(refs, num_returns=len(refs), timeout=CLEANUP_S)
+            except Exception:  # noqa: BLE001 - a worker lost meanwhile: its node's temp folder is the OS's
+                pass
         for actor in [*self.actors.values(), *(a for _, a, _ in self.starting.values()), *self.helpers]:
             try:
                 self.ray.kill(actor)

@@ -20,9 +20,11 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import sqlite3
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from ..core.images import encode_image, image_hash
 from ..store.db import artifact_path
 from .calls import Session, file_keys
 from .scheduler import RetryPolicy, Scheduler
+from .options import input_policy as run_input_policy
 from .task import Sample, execute_sample
 
 _SAMPLE: contextvars.ContextVar[str | None] = contextvars.ContextVar("vlmcheck_ray_sample", default=None)
@@ -171,8 +174,6 @@ class SampleWorker:
     def __init__(self, task_cls: Any, task_spec: dict[str, Any], key_version: int, max_concurrency: int,
                  retry: dict[str, Any], seed: int, input_policy: dict[str, Any], reader: Any, workers: int,
                  store: dict[str, Any], tally: Any, inputs_root: str) -> None:
-        from ..core import inputs
-
         # the task's class travels by reference (its module is imported in the worker), its spec by value
         self.task = task_cls.from_spec(task_spec)
         for model in vars(self.task).values():  # a model's API budget is shared by all workers
@@ -180,16 +181,15 @@ class SampleWorker:
             if isinstance(limit, int) and limit > 0:
                 model.max_concurrency = max(1, math.ceil(limit / workers))
         self.folder = Path(tempfile.mkdtemp(prefix="vlmcheck-ray-"))
+        # removed by cleanup() (the driver asks before it ends the actor), else when the actor exits normally
+        self._remove_folder = weakref.finalize(self, shutil.rmtree, str(self.folder), True)
         self.store = WorkerStore(self.folder, reader, open_same_store(store["db"], store["sessions"]))
         self.scheduler = Scheduler(max_concurrency, RetryPolicy.model_validate(retry), seed=seed)
         # fire and forget: the tally hears of a request before the server does
         self.scheduler.on_attempt = lambda attempt: tally.add.remote(attempt > 1)
         self.key_version = key_version
         self.reader, self.inputs_root = reader, inputs_root
-        self.policy = inputs.InputPolicy(allow_outside=input_policy["allow_outside"],
-                                         max_file_bytes=input_policy["max_image_bytes"],
-                                         budget=inputs.PixelBudget(input_policy["pixel_budget"]),
-                                         file_keys=file_keys(key_version))
+        self.policy = run_input_policy(input_policy, file_keys=file_keys(key_version))
 
     async def run(self, sample_id: str, seq: int, payload: Any) -> dict[str, Any]:
         from ..core import inputs
@@ -207,6 +207,16 @@ class SampleWorker:
     async def drain(self) -> dict[str, dict[str, list]]:
         """The calls (and artifacts) of samples still running, finished so far."""
         return {sid: self.store.take(sid) for sid in list(self.store.pending)}
+
+    async def cleanup(self) -> bool:
+        """Remove this worker's temp folder (its artifacts were taken with each sample): the driver asks every
+        worker before ending it, since an actor ended by ``ray.kill`` runs no exit handler (issue 49: a run left
+        its workers' folders, 2 of them, 8 MB)."""
+        if self.store.db is not None:
+            self.store.db.close()
+            self.store.db = None
+        self._remove_folder()
+        return not self.folder.exists()
 
     async def ping(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "reads": "in place" if self.store.db is not None else "reader actors"}

@@ -15,6 +15,11 @@ run goes on.
 
 The runner returns the results; it writes no report (``vlmcheck.run_task``, the
 CLI, a sweep and the demo do, in ``api.py``).
+
+Why this module is long: a run's life is here in order (its options and their
+checks, the folder, the resume check against the recorded spec and data, the
+preflight, the sample loop with its budget, the outputs), so that what a resumed
+run keeps and what it may change is read in one place.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from pydantic import BaseModel, Field
 from .._version import __version__
 from ..core.files import broken_link
 from ..core.images import DEFAULT_MAX_FILE_BYTES
-from ..core import inputs
+from ..core import inputs, remote
 from ..core.inputs import DEFAULT_PIXEL_BUDGET
 from .loop_clients import close_loop_clients
 from ..store.db import DB_NAME, GROUP_COMMIT_S, RunStore
@@ -43,9 +48,12 @@ from .calls import KEY_VERSION, Session, file_keys
 from ..core.progress import Progress
 from .scheduler import RetryPolicy, Scheduler
 from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: where callers have found them)
-from .folder import MARKER, RunFolderExists, _empty_run_folder, mark_run_folder
+from .folder import MARKER, RunFolderExists, _empty_run_folder, leave_nothing, mark_run_folder
+from . import options as options_table
 from .outputs import write_outputs
 from .task import Sample, Task, execute_sample
+from .budget import BudgetStop, recorded_max_cost
+from .data_pin import data_difference, data_pins, without_data_paths
 
 
 class RunOptions(BaseModel):
@@ -66,12 +74,15 @@ class RunOptions(BaseModel):
     allow_outside: bool = False
     max_image_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
     pixel_budget: int = Field(default=DEFAULT_PIXEL_BUDGET, ge=1)
+    # an image at an http(s) URL fails its own sample after this long without a byte, or this long in all
+    url_read_timeout_s: float = Field(default=remote.READ_TIMEOUT_S, gt=0)
+    url_total_timeout_s: float = Field(default=remote.TOTAL_TIMEOUT_S, gt=0)
     # (i, N): run only shard i of N (samples assigned by a hash of their id); `vlmcheck merge` unions them
     shard: tuple[int, int] | None = None
     # where samples run: this process, or Ray actors (run/ray_executor.py; placement, never part of the spec)
     executor: Literal["local", "ray"] = "local"
     # USD: no new sample starts once the cost spent plus the samples in flight would pass it (run/budget.py)
-    max_cost: float | None = Field(None, gt=0)
+    max_cost: float | None = Field(None, gt=0, allow_inf_nan=False)
     ray_address: str | None = None  # None: a local Ray instance (or the cluster this process already joined)
     workers: int | None = Field(default=None, ge=1)  # Ray actors; None: one per CPU of the cluster, at most 8
     gpus_per_worker: float = Field(default=0.0, ge=0.0)
@@ -89,6 +100,25 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     if not sep or count < 1 or not 0 <= index < count:
         raise ValueError(f"--shard {text!r}: give i/N with 0 <= i < N, e.g. 0/4")
     return index, count
+
+
+def run_options(**values: Any):
+    """The runner's RunOptions from the table's values (missing ones at their default); ValueError for a bad one."""
+    unknown = sorted(set(values) - set(options_table.BY_NAME))
+    if unknown:
+        raise ValueError(f"unknown run option(s) {', '.join(unknown)}")
+    v = {**options_table.defaults(), **values}
+    from .budget import check_max_cost
+
+    v["max_cost"] = check_max_cost(v["max_cost"])  # 0, NaN, infinity: one sentence, not a traceback
+    if v["executor"] not in ("local", "ray"):
+        raise ValueError(f"--executor {v['executor']!r}: use local or ray")
+    shard = v["shard"]
+    shard = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
+    fields = {k: x for k, x in v.items()
+              if k not in options_table.CLI_ONLY and k not in ("max_image_mb", "pixel_budget_mb")}
+    return RunOptions(**{**fields, "shard": shard, "max_image_bytes": int(v["max_image_mb"] * 1e6),
+                         "pixel_budget": int(v["pixel_budget_mb"] * 1e6)})
 
 
 def in_shard(sample_id: str, shard: tuple[int, int] | None) -> bool:
@@ -124,12 +154,16 @@ def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str
         "python": platform.python_version(),
         "task": task.name,
         "task_spec": task.spec(),
+        # the data by content: a resume compares these, not the paths as typed (run/data_pin.py)
+        "data": data_pins(task.spec()),
         "seed": options.seed,
         "limit": options.limit,
         "max_concurrency": options.max_concurrency,
         "n_samples": len(samples),
         "sample_ids_fingerprint": fingerprint,
         "shard": list(options.shard) if options.shard else None,
+        # --max-cost: kept by a resume that gives none (never compared: a resume may raise or lower it)
+        "max_cost": options.max_cost,
     }
 
 
@@ -142,33 +176,19 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
         raise RunFolderExists(broken_link(folder))
     if folder.exists() and not folder.is_dir():
         raise RunFolderExists(f"{folder} is a file, not a run folder")
-    policy = inputs.InputPolicy(allow_outside=options.allow_outside, max_file_bytes=options.max_image_bytes,
-                                budget=inputs.PixelBudget(options.pixel_budget), dirs={})
+    policy = options_table.input_policy(options, dirs={})
     token = inputs.set_policy(policy)
-    existed = folder.exists()
+    existed, held = folder.exists(), False
     try:
         with folder_lock(folder):
+            held = True  # only a run that held the lock cleans up: another process's lock file is never touched
             return await _run_locked(task, folder, options)
     except BaseException:
-        _leave_nothing(folder, existed)
+        if held:
+            leave_nothing(folder, existed)
         raise
     finally:
         inputs.reset_policy(token)
-
-
-def _leave_nothing(folder: Path, existed: bool) -> None:
-    """A run refused before its store was made (a preflight or spec check that failed) leaves no run folder
-    behind: the lock file it made goes, and the folder too when this run made it, so that the same command,
-    corrected, starts afresh without --resume or --overwrite."""
-    from .folder import LOCK_NAME
-
-    try:
-        if folder.is_dir() and {p.name for p in folder.iterdir()} == {LOCK_NAME}:
-            (folder / LOCK_NAME).unlink(missing_ok=True)
-            if not existed:
-                folder.rmdir()
-    except OSError:  # another process made something there meanwhile: it is left as it is
-        pass
 
 
 async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResult:
@@ -179,11 +199,13 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     for stale in folder.glob(".*.tmp"):  # temp files of a writer killed mid-write; we hold the folder's lock
         stale.unlink(missing_ok=True)
     samples = select_samples(task, options)
+    if options.resume and options.max_cost is None:  # the budget a run was started with holds on its resumes
+        kept = recorded_max_cost(folder / DB_NAME)
+        if kept is not None:
+            options = options.model_copy(update={"max_cost": kept})
     spec = run_spec(task, samples, options)  # before the store: a spec that cannot be made leaves no store
     new_store = not (folder / DB_NAME).exists()
-    if new_store and samples and options.preflight:
-        # before the store: a model that cannot serve the run (a server not up yet, a mistyped model) leaves no
-        # run folder behind, and the corrected command starts afresh
+    if new_store and samples and options.preflight:  # before the store: a refused run leaves no folder behind
         await preflight(task)
     # a resumed store must hold a run: an empty or half-made one says so instead of silently starting over
     store = RunStore(folder, existing=options.resume and not new_store, group_commit=GROUP_COMMIT_S)
@@ -215,7 +237,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
 
             if options.executor == "ray":
                 raise ValueError("--max-cost runs in this process; drop --executor ray or --max-cost")
-            budget = Budget(options.max_cost, store, session.counters)
+            budget = session.budget = Budget(options.max_cost, store, session.counters)
         if todo and options.preflight and not new_store:
             await preflight(task)
         executor = None
@@ -266,23 +288,38 @@ def _record_spec(store: RunStore, folder: Path, spec: dict[str, Any], spec_model
     """Check that a resumed store holds this run, then record the spec (and the key version of a new store)."""
     mark_run_folder(folder)
     previous = store.get_meta("spec")
-    if previous:
-        previous = {**previous, "task_spec": _with_new_defaults(previous.get("task_spec"), spec_model)}
     key_version = store.get_meta("key_version")
     if key_version is None:  # a store from before key version 2 keeps its keys (run/calls.py)
         key_version = 1 if previous else KEY_VERSION
         store.set_meta("key_version", key_version)
+    check_spec(folder, previous, spec, spec_model, key_version)
+    store.set_meta("spec", spec)
+
+
+def check_spec(folder: Path, previous: dict[str, Any] | None, spec: dict[str, Any], spec_model: Any,
+               key_version: int) -> None:
+    """Refuse (one sentence) to resume a store whose recorded spec is another run's: another shard, other models
+    (by identity), data or settings.  Writes nothing: ``--dry-run`` asks it too (run/estimate.py)."""
+    if previous:
+        previous = {**previous, "task_spec": _with_new_defaults(previous.get("task_spec"), spec_model)}
     if previous and (previous.get("shard") or None) != spec["shard"]:
         raise RunFolderExists(f"{folder} holds shard {_shard_text(previous.get('shard'))} of a run, not "
                               f"{_shard_text(spec.get('shard'))}; use that shard's own folder")
     if previous:
         # a resumed run must be the same run: the same models (by identity, key version 2: endpoints and
-        # placement parameters may change), data and settings
-        same = (identity_spec(previous.get("task_spec")) == identity_spec(spec["task_spec"]) if key_version >= 2
-                else previous.get("task_spec") == spec["task_spec"])
+        # placement parameters may change), data (by content where the run pinned it: run/data_pin.py) and
+        # settings
+        pins = previous.get("data") if spec.get("data") else None
+        if pins:
+            why = data_difference(previous, spec)
+            if why:
+                raise RunFolderExists(f"{folder} holds a run on other data: {why}; give that data, or use a new "
+                                      "folder or --overwrite")
+        old_spec, new_spec = without_data_paths(previous.get("task_spec"), pins), \
+            without_data_paths(spec["task_spec"], pins)
+        same = (identity_spec(old_spec) == identity_spec(new_spec) if key_version >= 2 else old_spec == new_spec)
         if not same:
             raise RunFolderExists(f"{folder} holds a run with a different task spec; use a new folder or --overwrite")
-    store.set_meta("spec", spec)
 
 
 def _shard_text(shard: Any) -> str:
@@ -356,6 +393,8 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
                 return
             try:
                 outcome = await execute_sample(task, sample, session)
+            except BudgetStop:  # a call would pass --max-cost: the sample waits for a resume, its paid calls kept
+                return
             finally:
                 if budget is not None:
                     budget.done()
@@ -369,9 +408,9 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
 
     # A few more samples than call slots (an eighth, at least 2): while `max_concurrency` requests are out, these
     # have read their inputs and wait at the scheduler, so a freed slot is refilled at once instead of after the
-    # next sample's file I/O.  An eighth keeps 61.8 of 64 in flight at 500 ms, as twice as many did when every
-    # image was decoded, for 0.75x the peak memory at 1024 px (bench/api_throughput.py, docs/usage.md).  Memory
-    # stays under the pixel budget (core/inputs.py).  `--max-concurrency 1` keeps its plain meaning.
+    # next sample's file I/O.  An eighth keeps the slots as full as twice as many would (bench/api_throughput.py,
+    # docs/benchmarks.md) for less peak memory, which stays under the pixel budget (core/inputs.py).
+    # `--max-concurrency 1` keeps its plain meaning.
     ahead = 0 if options.max_concurrency == 1 else max(2, options.max_concurrency // 8)
     n_workers = max(1, min(options.max_concurrency + ahead, len(todo)))
     if any(getattr(m, "batch", None) is not None for m in vars(task).values()):

@@ -23,7 +23,8 @@ class ServerChecks:
       ignores the temperature (``transformers serve`` samples only when the model's generation config does):
       said at once, in one sentence, and marked in results.json;
     * logprobs: calls that asked for token log-probabilities and got none;
-    * usage: fresh calls whose answer reported no token usage (cost and budget then count nothing).
+    * usage: fresh calls whose answer reported no token usage (cost and budget then count each at its estimate,
+      run/budget.py).
     """
 
     EARLY = 4  # groups of seeds compared before the warning (about one repeated sample per group)
@@ -90,7 +91,7 @@ class ServerChecks:
             out["usage"] = {"calls": self.fresh, "without_usage": self.no_usage}
             if self.no_usage == self.fresh:
                 warnings.append(f"none of the {self.fresh} answers reported token usage: costs, --max-cost and "
-                                "the usage table count nothing for this server")
+                                "the usage table count each call at its estimate for this server")
         if not out:
             return None
         out["warnings"] = warnings

@@ -10,7 +10,6 @@ with :func:`task_from_spec`.  Nothing in ``run/`` imports a method.
 from __future__ import annotations
 
 import asyncio
-import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Protocol
 
@@ -19,6 +18,7 @@ from pydantic import BaseModel
 from ..core import inputs
 from ..core.images import BadImageError
 from .calls import Session, reasoning_trace
+from .registry import _TASKS, register_task, task_class, task_from_spec, task_names  # noqa: F401 (the registry)
 from .scheduler import CallFailed
 
 
@@ -119,36 +119,6 @@ def outcomes_for(name: str) -> OutcomesFn | None:
         if callable(fn):
             return fn
     return None
-
-
-# ----------------------------------------------------------------------------- the registry
-
-#: task name -> "module:Class" (imported on first use) or the class itself
-_TASKS: dict[str, Any] = {}
-
-
-def register_task(name: str, target: str | type) -> None:
-    """Make ``name`` a task that runs, resumes and merges: ``target`` is the Task class or ``"module:Class"``."""
-    _TASKS[name] = target
-
-
-def task_names() -> tuple[str, ...]:
-    return tuple(_TASKS)
-
-
-def task_class(name: str) -> Any:
-    """The Task class registered as ``name`` (imported now)."""
-    if name not in _TASKS:
-        raise ValueError(f"unknown task {name!r}; known: {', '.join(_TASKS) or 'none'}")
-    target = _TASKS[name]
-    if isinstance(target, str):
-        module, _, attr = target.partition(":")
-        target = _TASKS[name] = getattr(importlib.import_module(module), attr)
-    return target
-
-
-def task_from_spec(name: str, task_spec: dict[str, Any]) -> Task:
-    return task_class(name).from_spec(task_spec)
 
 
 # ----------------------------------------------------------------------------- one sample

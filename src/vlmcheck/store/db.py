@@ -110,10 +110,11 @@ log = logging.getLogger(__name__)
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def _uri(path: Path, read_only: bool) -> str:
+def _uri(path: Path, read_only: bool, immutable: bool = False) -> str:
     from urllib.request import pathname2url
 
-    return f"file:{pathname2url(str(path.absolute()))}" + ("?mode=ro" if read_only else "")
+    return f"file:{pathname2url(str(path.absolute()))}" + (
+        "?mode=ro&immutable=1" if immutable else "?mode=ro" if read_only else "")
 
 
 def artifact_path(digest: str) -> str:
@@ -140,11 +141,13 @@ class RunStore(GroupCommit):
     """Thread-safe handle on a run folder's store."""
 
     def __init__(self, folder: str | os.PathLike, *, existing: bool = False, read_only: bool = False,
-                 group_commit: float = 0.0) -> None:
+                 group_commit: float = 0.0, untouched: bool = False) -> None:
         """Open (or create) the store in ``folder``; ``existing=True`` (resume, report) requires a store
         that holds a run; ``read_only=True`` (merge's shards) never writes to it; ``group_commit`` (seconds;
         the runner's store: :data:`GROUP_COMMIT_S`) lets answers and samples written on a running event loop
-        within that long of the last commit wait for one commit together (:meth:`_write`)."""
+        within that long of the last commit wait for one commit together (:meth:`_write`); ``untouched=True``
+        (``--dry-run``) reads it read-only without making a file beside it: no ``-wal``/``-shm`` where there is
+        no WAL file (then nothing is in one), read-only through the existing ones where there is."""
         self._init_group_commit(group_commit)
         self.folder = Path(folder)
         self.artifact_dir = self.folder / "artifacts"
@@ -161,7 +164,8 @@ class RunStore(GroupCommit):
         self._check_file(existing)
         try:
             # a URI, so that a shard is opened (and attached by absorb) read-only
-            self._db = sqlite3.connect(_uri(self.path, read_only), uri=True, isolation_level=None,
+            immutable = untouched and read_only and not Path(f"{self.path}-wal").exists()
+            self._db = sqlite3.connect(_uri(self.path, read_only, immutable), uri=True, isolation_level=None,
                                        check_same_thread=False, timeout=30)
         except sqlite3.Error as exc:
             raise store_error(self.path, exc) from None
@@ -209,6 +213,7 @@ class RunStore(GroupCommit):
 
     def close(self) -> None:
         """Commit the open group of writes (if any) and close; a commit that failed is raised after closing."""
+        self._stop_committer()  # outside the lock: the committer may be waiting for it
         with self._lock:
             try:
                 self.commit()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import threading
 import time
 from typing import Any
 
@@ -17,11 +18,10 @@ from .errors import StoreError, store_error
 
 #: A run's store commits the answers and samples written within this many seconds of its last commit together
 #: (:meth:`RunStore._write`).  A commit writes every page the transaction touched to the WAL: a sample's call and
-#: journal rows touch five pages (two tables, three indexes), 0.1 ms of the event loop's thread per sample when
-#: each write commits alone (two thirds of the store's time), where a run on a fast API spends about 1 ms per
-#: request in all.  Five samples in one commit share most of those pages.  Measured (bench/api_throughput.py,
-#: 2,000 256-px photos, 50 ms): API phase 2.34 -> 2.10 s.  5 ms is a tenth of the latency of the fastest APIs:
-#: what a SIGKILL loses in the open group is less than the calls in flight it loses anyway.
+#: journal rows touch five pages (two tables, three indexes), most of the store's time on the event loop's thread
+#: when each write commits alone; samples that share one commit share most of those pages
+#: (bench/api_throughput.py measures the effect).  5 ms is a tenth of the latency of the fastest APIs: what a
+#: SIGKILL loses in the open group is less than the calls in flight it loses anyway.
 GROUP_COMMIT_S = 0.005
 
 
@@ -33,7 +33,10 @@ def _running_loop() -> Any:
 
 
 class GroupCommit:
-    """Group commit for a store with ``_db``, ``_lock``, ``_exec`` and ``path`` (RunStore)."""
+    """Group commit for a store with ``_db``, ``_lock``, ``_exec`` and ``path`` (RunStore).  A group opens only on
+    a running event loop (a write off any loop commits at once); it is committed by a thread of its own
+    ``group_commit`` seconds after it opened (wall time), or earlier by a write that finds it overdue, by
+    :meth:`commit` or by the store's close."""
 
     _db: sqlite3.Connection
     _lock: Any
@@ -43,10 +46,40 @@ class GroupCommit:
 
     def _init_group_commit(self, seconds: float) -> None:
         self.group_commit = seconds
-        self._group: Any = None  # the timer that commits the open group of writes, while one is open
+        self._group: Any = None  # True while a group of writes is open
         self._group_opened = 0.0
         self._last_commit = 0.0
         self._failed: StoreError | None = None  # a group's commit that failed in its timer, raised at the next write
+        # the committer: a thread that commits an open group ``group_commit`` seconds after it opened, by the wall
+        # clock, whatever the event loop is doing (a loop busy for 300 ms kept an answer uncommitted 302 ms when
+        # the timer was the loop's own, issue 49); started with the first group, ended by close
+        self._due: float | None = None
+        self._wake = threading.Condition(threading.Lock())
+        self._committer: threading.Thread | None = None
+        self._closing = False
+
+    def _start_committer(self) -> None:
+        if self._committer is None or not self._committer.is_alive():
+            self._committer = threading.Thread(target=self._commit_when_due, name="vlmcheck-group-commit",
+                                               daemon=True)
+            self._committer.start()
+
+    def _commit_when_due(self) -> None:
+        while True:
+            with self._wake:  # never held while taking the store's lock: no lock-order cycle with _write
+                while not self._closing and (self._due is None or self._due > time.monotonic()):
+                    self._wake.wait(None if self._due is None else max(0.0, self._due - time.monotonic()))
+                if self._closing:
+                    return
+                self._due = None
+            self._commit_in_timer()
+
+    def _stop_committer(self) -> None:
+        with self._wake:
+            self._closing = True
+            self._wake.notify()
+        if self._committer is not None and self._committer is not threading.current_thread():
+            self._committer.join(timeout=5)
 
     def _raise_failed_commit(self) -> None:
         if self._failed is not None:
@@ -80,8 +113,12 @@ class GroupCommit:
                     self._last_commit = now
                     return
                 self._exec("BEGIN IMMEDIATE")
-                self._group = loop.call_later(self.group_commit, self._commit_in_timer)
+                self._group = True
                 self._group_opened = now
+                self._start_committer()
+                with self._wake:
+                    self._due = now + self.group_commit
+                    self._wake.notify()
             self._exec(sql, args)
             if now - self._group_opened >= self.group_commit:  # the loop did not turn in time
                 self.commit()
@@ -91,8 +128,7 @@ class GroupCommit:
         with self._lock:
             if self._group is None:
                 return
-            timer, self._group = self._group, None
-            timer.cancel()
+            self._group = None
             try:
                 self._db.execute("COMMIT")
             except (sqlite3.DatabaseError, OSError) as exc:  # a full disk, a failing one

@@ -333,7 +333,20 @@ def word_logprob(word: str) -> float:
 USAGE_RULE: str | None = None
 
 
-def _usage(req: dict, answer: str) -> dict:
+#: ``--usage missing|negative|string|nan|nested``: a broken server's usage, to test that --max-cost holds
+#: (run/budget.py): no usage field at all, negative counts, counts as text, NaN counts, counts as objects
+BROKEN_USAGE = {
+    "missing": None,
+    "negative": {"prompt_tokens": -20_000_000_000, "completion_tokens": -2, "total_tokens": -20_000_000_002},
+    "string": {"prompt_tokens": "ten", "completion_tokens": "two", "total_tokens": "twelve"},
+    "nan": {"prompt_tokens": float("nan"), "completion_tokens": float("nan"), "total_tokens": float("nan")},
+    "nested": {"prompt_tokens": {"text": 10}, "completion_tokens": {"text": 2}, "total_tokens": 12},
+}
+
+
+def _usage(req: dict, answer: str) -> dict | None:
+    if USAGE_RULE in BROKEN_USAGE:
+        return BROKEN_USAGE[USAGE_RULE]
     if USAGE_RULE is None:
         return {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
     import base64
@@ -360,6 +373,8 @@ def _completion(req: dict, digest: str, choices: bool = True) -> dict:
     answer = f"Answer {digest}"
     out = {"id": f"chatcmpl-{digest}", "object": "chat.completion", "created": 0, "model": req.get("model", "fake"),
            "usage": _usage(req, answer), "choices": []}
+    if out["usage"] is None:
+        del out["usage"]
     if req.get("prompt_logprobs") is not None:
         # vLLM's extension: one entry per prompt token ({token_id: {logprob, rank, decoded_token}}), the first None.
         # Our "tokens" are the words of the rendered prompt, the final assistant message included when
@@ -433,8 +448,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-delay", type=float, default=1.0, help="seconds until a batch ends")
     parser.add_argument("--capacity", type=int, default=None,
                         help="serve at most this many requests at once; the rest queue (a server's batch slots)")
-    parser.add_argument("--usage", default=None, choices=["openai"],
-                        help="count usage by OpenAI's rules instead of a fixed 10 + 2 tokens per request")
+    parser.add_argument("--usage", default=None, choices=["openai", *BROKEN_USAGE],
+                        help="count usage by OpenAI's rules instead of a fixed 10 + 2 tokens per request; or a "
+                             "broken usage (missing, negative, string, nan, nested)")
     parser.add_argument("--dialect", default=None, choices=["transformers"],
                         help="answer as transformers serve does (422 for unknown fields, no logprobs, one model)")
     parser.add_argument("--no-usage", action="store_true", help="answers carry no usage object")

@@ -236,7 +236,7 @@ def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Percei
     bg_name, bg_rgb = bg
     refs = np.concatenate([_PALETTE, bg_rgb[None]], axis=0)
     # each pixel's nearest reference colour, computed once per distinct colour (a median-filtered scene has a
-    # few hundred; the same float32 arithmetic per colour as per pixel, so the same labels): 10x faster
+    # few hundred; the same float32 arithmetic per colour as per pixel, so the same labels)
     flat = smooth8.reshape(-1, 3).astype(np.int32)
     colours, inverse = np.unique((flat[:, 0] << 16) | (flat[:, 1] << 8) | flat[:, 2], return_inverse=True)
     rgb = np.stack([colours >> 16, (colours >> 8) & 255, colours & 255], axis=1).astype(np.float32)

@@ -25,7 +25,6 @@ CLASS_POOL_TEMPLATE = {"classification": "The object in the image is {option}",
 ICE_ANSWER = "The answer is ({label}) {option}"
 #: Scenarios whose answer pool is the options' own text (class names, captions); "yesno": POPE.
 POOL_OF_SCENARIO = {"classification": "classes", "retrieval": "classes", "pope": "yesno"}
-DESIDERATA = ("accuracy", "calibration", "icl", "instruction_following", "language", "robustness", "hallucination")
 
 #: Verbalizer groups of ChEF section C.3.  "unnatural" maps each choice to the next one (D|A|B|C for A|B|C|D).
 VERBALIZERS = {

@@ -61,7 +61,6 @@ class ChefSpec(BaseModel):
     vlm: str
     recipe: Recipe
     data: str | None = None  # overrides recipe.scenario.path
-    limit_ice_pool: int | None = None
     seed: int = 0
     # issue 35: every item asked once more with its image withheld (setting "blind"): multiple-choice and yes/no
     blind: bool = False
