@@ -418,9 +418,6 @@ def test_ten_options_run_end_to_end(tmp_path):
     assert res.results["metrics"]["settings"]["standard"]["accuracy"] == pytest.approx(0.1)
 
 
-@pytest.mark.xfail(strict=True, reason="metrics/decisions.design_effect gives m/(m-1) = 10/9, not 1, when every "
-                   "cluster holds one answer (issue 50 item 4; decisions.py is outside ChEF): remove this marker "
-                   "when that is fixed")
 def test_ten_images_one_answer_each_get_wilsons_interval(tmp_path):
     """Ten items on ten images (ten units of one answer): no clustering, so the accuracy's interval is Wilson's
     on 1 of 10, by hand with z = 1.96."""

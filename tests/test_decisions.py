@@ -479,3 +479,14 @@ def test_vhx_compare_uses_the_paired_test_by_hand(tmp_path):
     assert acc["delta"] == pytest.approx(0.2) and acc["p_value"] == pytest.approx(6 / 8)
     assert acc["test"].startswith("clustered McNemar") and acc["n_paired"] == 10 and acc["ci95"][0] <= 0.2 <= acc["ci95"][1]
     assert acc["p_holm"] >= acc["p_value"]
+
+
+def test_design_effect_is_one_when_every_cluster_holds_one_answer():
+    """Issue 50 item 4: ten images with one answer each are ten independent answers: no clustering, a design
+    effect of exactly 1 (the ratio estimator's m/(m-1) small-sample factor gave 10/9 = 1.111 here)."""
+    from vlmcheck.metrics.decisions import design_effect
+
+    assert design_effect([1, 0, 0, 0, 0, 0, 0, 0, 0, 0], [1] * 10) == 1.0
+    # two answers per image, perfectly correlated within each image: by hand, p = 0.5, binomial p(1-p)/N = 0.25/8,
+    # clustered m/(m-1) * sum((k - p n)^2) / N^2 = 4/3 * 4 * 1 / 64 = 1/12, ratio (1/12) / (1/32) = 8/3
+    assert abs(design_effect([2, 0, 2, 0], [2, 2, 2, 2]) - 8 / 3) < 1e-12

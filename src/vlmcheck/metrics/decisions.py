@@ -59,6 +59,8 @@ def design_effect(successes: Sequence[float], totals: Sequence[float]) -> float:
         return 1.0
     if m < 2:
         return max(1.0, float(N))
+    if np.all(n == 1):  # one answer per cluster: independent answers, the binomial variance itself
+        return 1.0
     p = k.sum() / N
     binomial = p * (1 - p) / N
     if binomial <= 0:
