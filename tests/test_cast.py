@@ -305,7 +305,7 @@ def test_cells_at_few_or_equal_pairs_get_the_bound_on_the_pairs_by_hand():
     for f, g, v in flat:
         cell = top3[f][g][v]
         if (f, g, v) in varied:  # pairs differ: the bootstrap over the six pairs, not a bound
-            assert cell["ci_method"] == "bootstrap, resampling pairs" and cell["ci95"][1] - cell["ci95"][0] > 0
+            assert cell["ci_method"] == "bootstrap, resampling pairs (expanded percentile)" and cell["ci95"][1] - cell["ci95"][0] > 0
         else:  # every pair confirms every statement: not [1, 1] (today's code) but Wilson 6 of 6, labelled
             assert cell["score"] == 1.0 and cell["ci95"] == pytest.approx(bound), (f, g, v)
             assert cell["ci_method"] == "wilson bound on n pairs (every pair the same score)"
@@ -333,3 +333,19 @@ def test_cells_at_few_or_equal_pairs_get_the_bound_on_the_pairs_by_hand():
     assert one["ci95"] == pytest.approx([0.025, 1.0]) and one["interval"]["method"].startswith("clopper-pearson")
     cell = cast_scores([ones], k_values=(3,))["topk"]["top3"]["mean"]["text"]["both"]
     assert cell["ci95"] == pytest.approx([0.025, 1.0]) and cell["ci_method"].startswith("clopper-pearson bound")
+
+
+def test_the_bootstrap_interval_is_hesterbergs_expanded_percentile_by_hand():
+    """From 6 pairs up the cells and the headline take the expanded percentile interval (Hesterberg 2015): the
+    plain percentile interval covered 0.85 at 6 pairs (mean 0.6, bench in the issue 48 note), as a z interval
+    with s sqrt((n-1)/n) would.  The level: Phi(-sqrt(n / (n - 1)) t_{n-1, 0.975}), t from the table."""
+    from statistics import NormalDist
+
+    from vlmcheck.metrics.decisions import expanded_percentile
+
+    grid = np.linspace(0.0, 1.0, 100_001)  # replicates whose q-quantile is q
+    for n, t975 in ((6, 2.570582), (100, 1.984217)):
+        q = NormalDist().cdf(-math.sqrt(n / (n - 1)) * t975)
+        assert expanded_percentile(grid, n) == pytest.approx([q, 1 - q], abs=1e-6)
+    assert NormalDist().cdf(-math.sqrt(6 / 5) * 2.570582) == pytest.approx(0.00243, abs=1e-5)  # not 0.025
+    assert NormalDist().cdf(-math.sqrt(100 / 99) * 1.984217) == pytest.approx(0.0231, abs=1e-4)

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..metrics.clusters import UnitSums, Units, resampled_sums
-from ..metrics.decisions import headline_entry, too_few_units, widen_degenerate
+from ..metrics.decisions import expanded_percentile, headline_entry, too_few_units, widen_degenerate
 from .blind import blind_block_sums
 from .repeats import spread
 
@@ -76,7 +76,7 @@ def _cell(counts: dict[str, np.ndarray], fmts, seed: int, n_boot: int = 2000) ->
         sums = resampled_sums(np.concatenate([counts[f] for f in fmts], axis=1), seed, n_boot)
         boots = score({f: sums[:, 3 * i:3 * i + 3] for i, f in enumerate(fmts)})
         boots = boots[~np.isnan(boots)]
-        ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
+        ci = expanded_percentile(boots, n_pairs)
     point = None if np.isnan(value) else value
     ci, widened = widen_degenerate(ci, point, n_pairs, few=True)  # few or all-equal pairs: the bound on the pairs
     return {"score": point, "ci95": ci, "ci_method": _ci_method(n_pairs, widened) if ci is not None else None,
@@ -86,7 +86,7 @@ def _cell(counts: dict[str, np.ndarray], fmts, seed: int, n_boot: int = 2000) ->
 def _ci_method(n: int, widened: bool) -> str:
     """How a cell's or the headline's interval was made; a bound says so and why (report/html.bound_note)."""
     if not widened:
-        return "bootstrap, resampling pairs"
+        return "bootstrap, resampling pairs (expanded percentile)"
     if too_few_units(n):
         return (f"{'clopper-pearson' if n < 2 else 'wilson'} bound on the {n} pair(s) as units (too few pairs "
                 "for a bootstrap: fewer units than any test needs to reject anything)")
@@ -173,7 +173,7 @@ def headline_of_codes(codes: np.ndarray, k: int = 3, seed: int = 0, n_boot: int 
         sums = resampled_sums(np.concatenate([counts[key] for key in keys], axis=1), seed, n_boot)
         boots = value({key: sums[:, 3 * i:3 * i + 3] for i, key in enumerate(keys)})
         boots = boots[~np.isnan(boots)]
-        ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
+        ci = expanded_percentile(boots, n)
     point_value = None if np.isnan(point) else point
     # too few pairs, or every statement confirmed: the Wilson (one pair: Clopper-Pearson) bound on the n pairs
     ci, widened = widen_degenerate(ci, point_value, n, few=True)

@@ -232,6 +232,22 @@ def too_few_units(n_units: int, alpha: float = 0.05) -> bool:
     return n_units < 1 or 2.0 ** (1 - n_units) > alpha
 
 
+def expanded_percentile(boots: np.ndarray, n_units: int, alpha: float = 0.05) -> list[float]:
+    """The expanded percentile interval of bootstrap replicates on ``n_units`` units (Hesterberg, "What teachers
+    should know about the bootstrap", 2015, sec. 5): the percentile interval at the level whose normal quantile is
+    sqrt(n / (n - 1)) t_{n-1, 1 - alpha/2}, which corrects the plain percentile interval's narrowness at small n
+    (its coverage is about that of mean +/- z s sqrt((n-1)/n) / sqrt(n): 0.85 at 6 units).  At 100 units it takes
+    the 2.3 % and 97.7 % quantiles."""
+    from scipy.stats import t
+
+    q = _cdf(-math.sqrt(n_units / (n_units - 1)) * float(t.ppf(1 - alpha / 2, n_units - 1)))
+    return [float(np.quantile(boots, q)), float(np.quantile(boots, 1 - q))]
+
+
+def _cdf(x: float) -> float:
+    return NormalDist().cdf(x)
+
+
 def widen_degenerate(ci: Sequence[float] | None, value: float | None, n_units: int, low: float = 0.0,
                      high: float = 1.0, few: bool = False) -> tuple[list[float] | None, bool]:
     """A bootstrap interval of a mean of values bounded in [low, high] has zero width when every unit has the
