@@ -111,9 +111,12 @@ def test_topk_pools_statements_over_pairs_with_unequal_counts():
     assert top["top5"]["yes_no"]["text"]["text"]["unparseable_rate"] == pytest.approx(1 / 6)
     # other formats default to 1 in _result: mean over formats = (3/5 + 1 + 1) / 3
     assert top["top5"]["mean"]["text"]["text"]["score"] == pytest.approx((3 / 5 + 2) / 3)
-    lo, hi = top["top5"]["yes_no"]["text"]["text"]["ci95"]
-    assert 0.0 <= lo <= 3 / 5 <= hi <= 1.0  # bootstrap over pairs: pair B alone gives 0, pair A alone 3/4
-    assert lo == pytest.approx(0.0) and hi == pytest.approx(0.75)
+    # two pairs are too few for a bootstrap (it gave [0, 0.75]: pair B alone 0, pair A alone 3/4): Wilson's
+    # 2 x 3/5 = 1.2 of 2 on the pairs as units, by hand with z = 1.96
+    z, n, p = 1.959963984540054, 2, 3 / 5
+    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    assert top["top5"]["yes_no"]["text"]["text"]["ci95"] == pytest.approx([centre - half, centre + half])
+    assert "bound on the 2 pair(s)" in top["top5"]["yes_no"]["text"]["text"]["ci_method"]
 
 
 def test_verdict_after_an_echoed_answer_prefix():
@@ -244,20 +247,105 @@ def test_the_headline_has_an_interval_over_pairs_by_hand():
                                                                 for v in MODALITIES for f in FORMATS}}]}
                                for g in MODALITIES}}
 
-    # pair 1 confirms everything, pair 2 nothing: every cross-modal cell pools to 1/2, the headline is 1/2; a
-    # bootstrap draw of the two pairs gives 1 (pair 1 twice, p = 1/4), 1/2 (p = 1/2) or 0 (p = 1/4): [0, 1]
-    h = cast_headline([pair(1), pair(0)], n_boot=4000)
-    assert h["value"] == pytest.approx(0.5) and h["ci95"] == [0.0, 1.0]
-    how = h["interval"]
-    assert (how["method"], how["unit"], how["n_units"]) == ("bootstrap, resampling pairs", "scene pair", 2)
-    # the smallest detectable difference from that interval, (1.95996 + 0.84162) x sqrt(2) x 1 / (2 x 1.95996) =
-    # 1.011, is more than a share can differ by (1): none is reported (issue 48 finding 9: "a share's MDE of 1.40")
-    assert (1.959964 + 0.841621) * math.sqrt(2) / (2 * 1.959964) > 1
-    assert how["min_detectable_difference"] is None
-    # four pairs that confirm everything: not [1, 1] but Wilson's 4 of 4 on the pairs (issue 34)
     z = 1.959963984540054
+    # pair 1 confirms everything, pair 2 nothing: every cross-modal cell pools to 1/2, the headline is 1/2; two
+    # pairs are too few for a bootstrap: Wilson's 1 of 2 on the pairs as units, centre 1/2, half-width
+    # z / (1 + z^2 / 2) x sqrt(1/8 + z^2 / 16) = 0.405
+    h = cast_headline([pair(1), pair(0)], n_boot=4000)
+    half = z / (1 + z * z / 2) * math.sqrt(1 / 8 + z * z / 16)
+    assert h["value"] == pytest.approx(0.5) and h["ci95"] == pytest.approx([0.5 - half, 0.5 + half])
+    how = h["interval"]
+    assert (how["unit"], how["n_units"]) == ("scene pair", 2) and how["method"].startswith("wilson bound on the 2")
+    # the smallest detectable difference from that interval, (1.95996 + 0.84162) x sqrt(2) x 0.810 / (2 x 1.95996)
+    # = 0.819, within a share's range
+    assert how["min_detectable_difference"] == pytest.approx(
+        (z + 0.8416212335729143) * math.sqrt(2) * 2 * half / (2 * z), rel=1e-6)
+    # a whole-range interval gives (1.95996 + 0.84162) x sqrt(2) / (2 x 1.95996) = 1.011, more than a share can
+    # differ by (1): none is reported (issue 48 finding 9: "a share's MDE of 1.40")
+    from vlmcheck.metrics.decisions import headline_entry
+    assert headline_entry("x", 0.5, [0.0, 1.0], {})["interval"]["min_detectable_difference"] is None
+    # four pairs that confirm everything: not [1, 1] but Wilson's 4 of 4 on the pairs (issue 34)
     perfect = cast_headline([pair(1)] * 4)
     assert perfect["value"] == 1.0 and perfect["interval"]["unit"] == "scene pair"
     assert perfect["ci95"][0] == pytest.approx((1 + z * z / 8 - z * math.sqrt(z * z / 64)) / (1 + z * z / 4))
     # unparseable verdicts are left out of a cell, as in the matrices
     assert cast_headline([pair(1), pair(None)])["value"] == 1.0
+
+
+def _pair_of(verdicts_at):
+    """One pair whose three generations each hold len(verdicts_at(g, v, f)) statements, with those verdicts."""
+    return {"generation": {g: {"statements": [
+        {"verdicts": {f"{v}|{f}": {"verdict": verdicts_at(g, v, f)[i]} for v in MODALITIES for f in FORMATS}}
+        for i in range(3)]} for g in MODALITIES}}
+
+
+def _wilson_by_hand(p, n, z=1.959963984540054):
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def test_cells_at_few_or_equal_pairs_get_the_bound_on_the_pairs_by_hand():
+    """Issue 48 finding 9: Top-k cells showed [1.0, 1.0] at 6 verdicts, and an interval of [0.883, 0.889] on 2
+    pairs.  A cell's interval is on the pairs (the sampled units): Wilson of score x n of n pairs when every pair
+    has the same score or when there are too few pairs (5 or fewer: no test could reject anything), Clopper-
+    Pearson on one pair; labelled as a bound in ``ci_method`` (the headline's ``interval.method``)."""
+    from vlmcheck.methods.cast import cast_headline
+
+    z = 1.959963984540054
+    ones = _pair_of(lambda g, v, f: [1, 1, 1])
+    # six pairs; pair 0 rejects its first text-generated statement validated on the image in yes/no
+    first = _pair_of(lambda g, v, f: [0, 1, 1] if (g, v, f) == ("text", "image", "yes_no") else [1, 1, 1])
+    top3 = cast_scores([first] + [ones] * 5, k_values=(3,))["topk"]["top3"]
+    # Wilson 6 of 6 at p = 1: centre - half = 1 / (1 + z^2 / 6)
+    bound = [6 / (6 + z * z), 1.0]
+    assert bound == pytest.approx(_wilson_by_hand(1.0, 6))
+    flat = [(f, g, v) for f in (*FORMATS, "mean") for g in MODALITIES for v in MODALITIES]
+    varied = {("yes_no", "text", "image"), ("mean", "text", "image")}
+    for f, g, v in flat:
+        cell = top3[f][g][v]
+        if (f, g, v) in varied:  # pairs differ: the bootstrap over the six pairs, not a bound
+            assert cell["ci_method"] == "bootstrap, resampling pairs (expanded percentile)" and cell["ci95"][1] - cell["ci95"][0] > 0
+        else:  # every pair confirms every statement: not [1, 1] (today's code) but Wilson 6 of 6, labelled
+            assert cell["score"] == 1.0 and cell["ci95"] == pytest.approx(bound), (f, g, v)
+            assert cell["ci_method"] == "wilson bound on n pairs (every pair the same score)"
+
+    # two pairs with nearly equal scores: one all confirmed, one with a single rejection among 54 cross-modal
+    # verdicts (cell text->image, yes/no, statement 1).  That cell-format pools to 5/6, its cell (mean of three
+    # formats) to (5/6 + 2) / 3, the headline (mean of six cells) to 1 - (1/6) / 18.  A bootstrap draws pair 0
+    # twice, one of each, or pair 1 twice: it gave [1 - (1/3) / 18, 1].  On 2 pairs: Wilson of 2h of 2.
+    two = [ones, first]
+    h = cast_headline(two)
+    value = 1 - (1 / 6) / 18
+    assert h["value"] == pytest.approx(value)
+    assert h["ci95"] == pytest.approx(_wilson_by_hand(value, 2))
+    assert h["ci95"][0] < 0.5  # two units: wide, not [0.981, 1]
+    assert h["interval"]["method"].startswith("wilson bound on the 2 pair(s)") and "bound" in h["interval"]["method"]
+    top3 = cast_scores(two, k_values=(3,))["topk"]["top3"]
+    assert top3["yes_no"]["text"]["image"]["ci95"] == pytest.approx(_wilson_by_hand(5 / 6, 2))
+    assert top3["mean"]["text"]["image"]["ci95"] == pytest.approx(_wilson_by_hand((5 / 6 + 2) / 3, 2))
+    assert top3["one_both"]["image"]["text"]["ci95"] == pytest.approx(_wilson_by_hand(1.0, 2))
+    assert all("bound on the 2 pair(s)" in top3[f][g][v]["ci_method"] for f, g, v in flat)
+
+    # one pair, every verdict confirmed: Clopper-Pearson 1 of 1, [(alpha / 2)^(1/1), 1] = [0.025, 1] (Wilson on
+    # one answer, [0.207, 1], covers only as often as the answer is right); today the headline had none
+    one = cast_headline([ones])
+    assert one["ci95"] == pytest.approx([0.025, 1.0]) and one["interval"]["method"].startswith("clopper-pearson")
+    cell = cast_scores([ones], k_values=(3,))["topk"]["top3"]["mean"]["text"]["both"]
+    assert cell["ci95"] == pytest.approx([0.025, 1.0]) and cell["ci_method"].startswith("clopper-pearson bound")
+
+
+def test_the_bootstrap_interval_is_hesterbergs_expanded_percentile_by_hand():
+    """From 6 pairs up the cells and the headline take the expanded percentile interval (Hesterberg 2015): the
+    plain percentile interval covered 0.85 at 6 pairs (mean 0.6, bench in the issue 48 note), as a z interval
+    with s sqrt((n-1)/n) would.  The level: Phi(-sqrt(n / (n - 1)) t_{n-1, 0.975}), t from the table."""
+    from statistics import NormalDist
+
+    from vlmcheck.metrics.decisions import expanded_percentile
+
+    grid = np.linspace(0.0, 1.0, 100_001)  # replicates whose q-quantile is q
+    for n, t975 in ((6, 2.570582), (100, 1.984217)):
+        q = NormalDist().cdf(-math.sqrt(n / (n - 1)) * t975)
+        assert expanded_percentile(grid, n) == pytest.approx([q, 1 - q], abs=1e-6)
+    assert NormalDist().cdf(-math.sqrt(6 / 5) * 2.570582) == pytest.approx(0.00243, abs=1e-5)  # not 0.025
+    assert NormalDist().cdf(-math.sqrt(100 / 99) * 1.984217) == pytest.approx(0.0231, abs=1e-4)

@@ -3,7 +3,9 @@
 A cell (generation modality x validation modality x format) is the share of parsed verdicts that confirm the
 statement, pooled over the statements with index < k of every pair, as the authors' analysis computes Top-k;
 unparseable verdicts are left out and their rate reported.  The format-averaged score is the mean of the three
-per-format scores.  Intervals resample scene pairs (the sampled unit), every cell with the same draw.
+per-format scores.  Intervals resample scene pairs (the sampled unit), every cell with the same draw; on fewer
+pairs than any test needs to reject anything (5 or fewer), or where every pair has the same score, the Wilson
+bound on the pairs as units replaces the bootstrap (Clopper-Pearson on one pair), and ``ci_method`` says so.
 
 Folded (issue 37 item 1): each pair's verdicts become one small array of codes (:func:`verdict_codes`, 27 bytes
 a statement position), which is all the scores read, so :class:`CastSummary` holds a pair in about 150 bytes
@@ -19,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..metrics.clusters import UnitSums, Units, resampled_sums
-from ..metrics.decisions import headline_entry, widen_degenerate
+from ..metrics.decisions import expanded_percentile, headline_entry, too_few_units, widen_degenerate
 from .blind import blind_block_sums
 from .repeats import spread
 
@@ -70,13 +72,25 @@ def _cell(counts: dict[str, np.ndarray], fmts, seed: int, n_boot: int = 2000) ->
     n_parsed = sum(totals[f][1] for f in fmts)
     ci = None
     n_pairs = len(next(iter(counts.values())))
-    if not np.isnan(value) and n_pairs:
+    if not np.isnan(value) and not too_few_units(n_pairs):
         sums = resampled_sums(np.concatenate([counts[f] for f in fmts], axis=1), seed, n_boot)
         boots = score({f: sums[:, 3 * i:3 * i + 3] for i, f in enumerate(fmts)})
         boots = boots[~np.isnan(boots)]
-        ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
-    return {"score": None if np.isnan(value) else value, "ci95": ci,
+        ci = expanded_percentile(boots, n_pairs)
+    point = None if np.isnan(value) else value
+    ci, widened = widen_degenerate(ci, point, n_pairs, few=True)  # few or all-equal pairs: the bound on the pairs
+    return {"score": point, "ci95": ci, "ci_method": _ci_method(n_pairs, widened) if ci is not None else None,
             "unparseable_rate": (1 - n_parsed / n_total) if n_total else None, "n_verdicts": int(n_total)}
+
+
+def _ci_method(n: int, widened: bool) -> str:
+    """How a cell's or the headline's interval was made; a bound says so and why (report/html.bound_note)."""
+    if not widened:
+        return "bootstrap, resampling pairs (expanded percentile)"
+    if too_few_units(n):
+        return (f"{'clopper-pearson' if n < 2 else 'wilson'} bound on the {n} pair(s) as units (too few pairs "
+                "for a bootstrap: fewer units than any test needs to reject anything)")
+    return "wilson bound on n pairs (every pair the same score)"
 
 
 def _codes_of(results: list[dict[str, Any]], positions: int) -> np.ndarray:
@@ -154,17 +168,17 @@ def headline_of_codes(codes: np.ndarray, k: int = 3, seed: int = 0, n_boot: int 
     n = len(next(iter(counts.values())))
     point = float(value({key: c.sum(axis=0) for key, c in counts.items()})) if n else float("nan")
     ci = None
-    if n >= 2 and not np.isnan(point):
+    if not too_few_units(n) and not np.isnan(point):
         keys = list(counts)
         sums = resampled_sums(np.concatenate([counts[key] for key in keys], axis=1), seed, n_boot)
         boots = value({key: sums[:, 3 * i:3 * i + 3] for i, key in enumerate(keys)})
         boots = boots[~np.isnan(boots)]
-        ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
+        ci = expanded_percentile(boots, n)
     point_value = None if np.isnan(point) else point
-    ci, widened = widen_degenerate(ci, point_value, n)  # every statement confirmed: the Wilson bound on n pairs
+    # too few pairs, or every statement confirmed: the Wilson (one pair: Clopper-Pearson) bound on the n pairs
+    ci, widened = widen_degenerate(ci, point_value, n, few=True)
     return headline_entry(f"CAST Top-{k} cross-modal consistency", point_value, ci,
-                          {"method": "wilson bound on n pairs (every pair the same score)" if widened
-                           else "bootstrap, resampling pairs", "unit": UNIT, "n_units": n})
+                          {"method": _ci_method(n, widened), "unit": UNIT, "n_units": n})
 
 
 def _add_blind(per: UnitSums, r: dict[str, Any]) -> None:
