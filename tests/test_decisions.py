@@ -107,11 +107,12 @@ def test_a_perfect_vhexpansion_run_has_an_interval_of_width_above_zero(tmp_path)
     assert how["min_detectable_difference"] is None  # p = 1: no spread to estimate it from
     from vlmcheck.metrics.decisions import proportion_interval
 
-    # half right, one answer on each of 100 images: the design effect is m/(m-1) = 100/99 (the clustered
-    # variance's small-sample factor), the effective n 99: (1.95996 + 0.84162) sqrt(2 x 0.25 / 99)
+    # half right, one answer on each of 100 images: independent answers, no clustering, so the design effect is 1
+    # (issue 50 item 4: not the ratio estimator's m/(m-1) = 100/99) and the effective n 100:
+    # (1.95996 + 0.84162) sqrt(2 x 0.25 / 100)
     _, how = proportion_interval([1, 0] * 50, [f"i{j}" for j in range(100)], "image")
-    assert how["design_effect"] == pytest.approx(100 / 99)
-    assert how["min_detectable_difference"] == pytest.approx((1.959964 + 0.841621) * math.sqrt(0.5 / 99), rel=1e-5)
+    assert how["design_effect"] == 1.0
+    assert how["min_detectable_difference"] == pytest.approx((1.959964 + 0.841621) * math.sqrt(0.5 / 100), rel=1e-5)
 
 
 def _vhx_run(folder, model, correct, neg=None, ids=None, per=2, headline=None):
