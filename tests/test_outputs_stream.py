@@ -45,10 +45,9 @@ def test_describes_folded_summary_by_hand():
     out = folder.result()
     assert out["n"] == 3 and out["answer_status"] == {"ok": 2, "refusal": 1}
     assert out["mean_answer_words"] == (3 + 4 + 1) / 3
-    # share answered 2 of 3, clustered Wilson at z = 1.959964 with each image its own cluster: the design effect
-    # is the ratio estimator's variance, m/(m-1) sum (k_i - p)^2 / N^2 = 3/2 * (1/9 + 1/9 + 4/9) / 9 = 1/9, over
-    # the binomial p (1 - p) / N = 2/27: 1.5, so Wilson on n = 3 / 1.5 = 2 answers, 4/3 of them right
-    z, p, n = 1.959964, 2 / 3, 2
+    # share answered 2 of 3, clustered Wilson at z = 1.959964 with each image its own cluster of one answer: no
+    # clustering, design effect 1 (issue 50 item 4), so Wilson on n = 3 answers, 2 of them right
+    z, p, n = 1.959964, 2 / 3, 3
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     h = out["headline"]
