@@ -72,7 +72,14 @@ def test_vhexpansion_summary_by_hand(tmp_path):
     # brightened (k, n) = A (0, 2), B (1, 1), C (1, 1): 3/2 x (1 + 0.25 + 0.25) / 16 over 0.25 / 4 = 2.25
     deff = 1.5 * (1 + 0.25 + 0.25) / 16 / (0.25 / 4)
     assert b["intervals"]["accuracy"]["design_effect"] == pytest.approx(deff)
-    assert b["accuracy_ci95"] == pytest.approx(wilson(0.5 * 4 / deff, 4 / deff))
+    # the effective n 4 / 2.25 = 1.78 is below 2 (less than two units' worth): the exact Clopper-Pearson interval
+    # on it (issue 48), by its definition through the beta quantiles, not Wilson
+    from scipy.stats import beta
+
+    n_eff = 4 / deff
+    x = 0.5 * n_eff
+    assert n_eff < 2
+    assert b["accuracy_ci95"] == pytest.approx([beta.ppf(0.025, x, n_eff - x + 1), beta.ppf(0.975, x + 1, n_eff - x)])
     assert b["intervals"]["accuracy"]["n_units"] == 3
     # the headline: symmetric accuracy on the original images, pairs per image A (1, 2), C (1, 1): deff 1
     assert m["headline"]["value"] == 2 / 3 and m["headline"]["ci95"] == pytest.approx(wilson(2, 3))
