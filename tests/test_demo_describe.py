@@ -117,10 +117,14 @@ def test_demo_report_in_a_browser(demo_run):
                   "Mean s(t) per model", "Corruption gallery"):
         assert title in toc, (title, toc)
     assert sum(t.startswith(("genception:", "cast:", "chef:", "vhexpansion:", "describe:")) for t in toc) == len(runs)
-    # and `vlmcheck demo` wrote a screenshot per section
-    shots = sorted((demo_run / "screenshots").glob("*.png"))
+    # and `vlmcheck demo` wrote, at desktop and at phone size, the first screen, each run's samples table and each
+    # GenCeption run's chains (report/screens.py)
+    shots = sorted(p.name for p in (demo_run / "screenshots").glob("*.png"))
     if shutil.which("chromium"):
-        assert len(shots) == len(toc)
+        chains = sum(1 for r in runs if r.parent.name == "genception")
+        assert len(shots) == 2 * (1 + len(runs) + chains), shots
+        assert {"desktop-first-screen.png", "phone-first-screen.png"} <= set(shots)
+        assert sum(n.startswith("phone-chains-") for n in shots) == chains
 
 
 @pytest.mark.slow

@@ -35,7 +35,8 @@ def test_samples_jsonl_is_in_the_runs_order_also_when_the_store_numbered_them_ot
     rows = _lines(tmp_path / "run")
     assert [r["sample_id"] for r in rows] == want and [r["seq"] for r in rows] == [100 - i for i in range(5)]
     assert [r["result"] for r in rows] == [r["result"] for r in map(json.loads, before.splitlines())]
-    assert results["counts"] == {"samples": 5, "done": 5, "failed": 0, "pending": 0, "errors_by_type": {}}
+    assert results["counts"] == {"samples": 5, "done": 5, "failed": 0, "pending": 0, "errors_by_type": {},
+                                 "failure_kinds": {}}
 
 
 def test_describes_folded_summary_by_hand():

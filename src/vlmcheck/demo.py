@@ -90,6 +90,10 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
     console.rule(f"[bold]2. GenCeption (T=3) on {n} world scenes: ref:describer at error levels {LEVELS}")
     world = out / "world"
     make_world(world, n=n, seed=0)
+    # ChEF's POPE cases live in the world folder; written now, before any run pins the folder's content (a run's
+    # data fingerprint, run/data_pin.py), so that a second demo finds the same world and resumes every run
+    pope = build_pope(load_annotations(world / "objects.jsonl"), "adversarial", n_images=n, per_image=2)
+    write_text_atomic(world / "pope-adversarial.jsonl", "".join(json.dumps(c) + "\n" for c in pope))
     folders = []
     for lv in LEVELS:
         spec = f"ref:describer?level={lv}"
@@ -111,12 +115,10 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
     # 4. ChEF desiderata on the world
     console.rule("[bold]4. ChEF on the world: calibration, robustness, hallucination (POPE), and FSC147 counting, "
                  "VOC2012 detection and Omnibenchmark chains by multi-turn PPL")
-    pope = build_pope(load_annotations(world / "objects.jsonl"), "adversarial", n_images=n, per_image=2)
     # robustness: RRM is a ratio of accuracies over one question per scene; 24 scenes leave it to chance,
     # so its recipe gets a world of its own with 80 scenes
     robust_world = out / "world-robustness"
     make_world(robust_world, n=max(n, 80), seed=1)
-    write_text_atomic(world / "pope-adversarial.jsonl", "".join(json.dumps(c) + "\n" for c in pope))
     for lv in (LEVELS[0], LEVELS[2]):
         spec = f"ref:describer?level={lv}"
         for name in ("calibration", "robustness", "hallucination"):
