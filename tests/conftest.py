@@ -59,3 +59,19 @@ def distinct_images(folder: Path, n: int, colour=lambda i: (40 * i, 255 - 30 * i
 def image_folder(tmp_path):
     """Six small distinct RGB images in a folder."""
     return distinct_images(tmp_path / "imgs", 6)
+
+
+def seen_by_another_process(folder) -> set[str]:
+    """The call keys another connection (as another process would) sees committed in a run's store."""
+    import sqlite3
+
+    con = sqlite3.connect(Path(folder) / "store.sqlite")
+    try:
+        return {k for (k,) in con.execute("SELECT key FROM calls")}
+    finally:
+        con.close()
+
+
+def put_call(store, key: str) -> None:
+    """One stored call whose request and answer are its key."""
+    store.put_call(key, role="vlm", model="m", request={"q": key}, response={"text": key}, attempts=1)

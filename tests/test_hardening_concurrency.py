@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
 import tempfile
 import time
 from pathlib import Path
@@ -19,17 +18,7 @@ from vlmcheck.run.calls import CachedVLM, Session
 from vlmcheck.run.scheduler import CallFailed, RetryPolicy, Scheduler
 from vlmcheck.store.db import RunStore
 
-
-def _seen_by_another_process(folder) -> set[str]:
-    con = sqlite3.connect(Path(folder) / "store.sqlite")
-    try:
-        return {k for (k,) in con.execute("SELECT key FROM calls")}
-    finally:
-        con.close()
-
-
-def _put(store: RunStore, key: str) -> None:
-    store.put_call(key, role="vlm", model="m", request={"q": key}, response={"text": key}, attempts=1)
+from conftest import put_call as _put, seen_by_another_process as _seen_by_another_process
 
 
 def test_a_group_commits_in_wall_time_while_the_loop_is_busy(tmp_path):

@@ -17,17 +17,7 @@ import pytest
 from vlmcheck.store.db import GROUP_COMMIT_S, RunStore, StoreError
 
 
-def _seen_by_another_process(folder) -> set[str]:
-    """The call keys another connection (as another process) sees committed."""
-    con = sqlite3.connect(folder / "store.sqlite")
-    try:
-        return {k for (k,) in con.execute("SELECT key FROM calls")}
-    finally:
-        con.close()
-
-
-def _put(store: RunStore, key: str) -> None:
-    store.put_call(key, role="vlm", model="m", request={"q": key}, response={"text": key}, attempts=1)
+from conftest import put_call as _put, seen_by_another_process as _seen_by_another_process
 
 
 # ----------------------------------------------------------------------------- group commit
