@@ -121,6 +121,11 @@ def test_a_server_without_usage_is_said(server, tmp_path, image_folder):
     checks = json.loads((out / "results.json").read_text())["server_checks"]
     assert checks["usage"] == {"calls": 2, "without_usage": 2}
     assert "reported token usage" in run.stderr
+    # a resume that makes no call keeps what the calls behind its answers showed (kept in the store)
+    again = _cli("describe", "--vlm", f"openai:m@{server.base_url}", "--data", image_folder, "--out", out,
+                 "--limit", "2", "--no-progress", "--resume", cwd=tmp_path, check=0)
+    assert again.returncode == 0, again.stderr
+    assert json.loads((out / "results.json").read_text())["server_checks"] == checks
 
 
 @pytest.mark.slow

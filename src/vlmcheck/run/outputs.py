@@ -68,8 +68,12 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
                               "requests": session.scheduler.attempts}
         checks = getattr(session, "checks", None)
         measured = checks.result() if checks is not None else None
-        if measured is not None:  # what the server really returned (run/calls.py ServerChecks)
-            results["server_checks"] = measured
+        if measured is not None:  # what the server really returned (run/calls.py ServerChecks), kept in the store
+            store.set_meta("server_checks", measured)
+    # a resumed run that made no call keeps what the calls that made its answers showed
+    recorded = store.get_meta("server_checks")
+    if recorded is not None:
+        results["server_checks"] = recorded
     results.update(extra or {})
     _write_json_atomic(store.folder / "results.json", results)
     return results
