@@ -16,7 +16,7 @@ Both load the same checkpoint and import torch and transformers; each process's 
 Printed: the medians, speed = bare wall / vlmcheck wall (goal >= 0.97), how many answers agree (greedy: the
 same text unless a batch's padding differs), and the load average.
 
-    python bench/hf_generate.py [--n 64] [--batch-size 8] [--max-tokens 48] [--rounds 3] [--threads 1] [--quick]
+    python bench/hf_generate.py [--n 64] [--batch-size 8] [--max-tokens 48] [--rounds 5] [--threads 1] [--quick]
                                 [--before SRC]
 """
 
@@ -109,9 +109,9 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=64)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--max-tokens", type=int, default=48)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1, help="OMP_NUM_THREADS of both contenders (0: torch's default)")
-    ap.add_argument("--quick", action="store_true", help="N = 48, 2 rounds")
+    ap.add_argument("--quick", action="store_true", help="N = 32, 3 rounds")
     ap.add_argument("--before", metavar="SRC", help="also run another checkout's src/ folder as 'vlmcheck before'")
     ap.add_argument("--goal", type=float, default=0.97)
     args = ap.parse_args()
@@ -119,7 +119,7 @@ def main() -> int:
         bare_loop(args.model, Path(args.manifest), Path(args.out), args.batch_size, args.max_tokens)
         return 0
     if args.quick:
-        args.n, args.rounds = min(args.n, 48), 2
+        args.n, args.rounds = min(args.n, 32), 3
     tmp = Path(tempfile.mkdtemp(prefix="vlmcheck-hfgen-"))
     try:
         model = build_model(tmp / "model")
