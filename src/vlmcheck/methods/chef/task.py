@@ -85,6 +85,18 @@ class ChefTask(SpecTask):
     spec_model = ChefSpec
     name = "chef"
 
+    @staticmethod
+    def sweep_options(opts: dict[str, Any], base: Any) -> dict[str, Any]:
+        """A sweep entry's options (``sweep.py``): a recipe named by a file beside the sweep file is read from
+        there, else by its shipped name; the spec then records the whole recipe."""
+        from .recipe import resolve_recipe
+
+        recipe = opts.get("recipe")
+        if isinstance(recipe, str):
+            local = base / recipe
+            opts["recipe"] = resolve_recipe(str(local) if local.is_file() else recipe).model_dump()
+        return opts
+
     def __init__(self, spec: ChefSpec, vlm: Any = None, judge: Any = None, rewriter: Any = None) -> None:
         self.cfg = spec
         r = spec.recipe
