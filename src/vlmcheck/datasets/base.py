@@ -37,9 +37,11 @@ Sources: a path, ``NAME:PATH`` (NAME a benchmark of :data:`BENCHMARKS` or a form
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import parse_qsl
 
 
 class DatasetFormError(ValueError):
@@ -198,18 +200,49 @@ def parse_source(source: str | Path) -> tuple[str | None, str | None, str]:
     return None, None, text
 
 
+def path_options(text: str) -> tuple[str, dict[str, str]]:
+    """``PATH?k=v&k2=v2`` -> (PATH, {k: v, ...}): a reader's options written after a local path, the syntax
+    ``hfds:NAME?split=..`` uses, so that any route that takes a source (``--data``, ``--cases``, ``--pairs``)
+    passes them (``scienceqa:./ScienceQA?split=val``, ``./coco_pope_random.json?images=./val2014``).  A path
+    that exists as written (a file name holding "?") is taken as it is."""
+    head, sep, query = text.rpartition("?")
+    if not sep or not head or "=" not in query or Path(text).exists():
+        return text, {}
+    return head, dict(parse_qsl(query, keep_blank_values=True))
+
+
+def _check_options(f: Form, source: str, given: dict[str, str]) -> None:
+    """Options written in the source must be ones the form's reader takes: a reader that swallows the rest
+    (``**_``) names its options; one that passes them on (``**params``: the Hub forms' column choices) takes
+    any."""
+    params = inspect.signature(f.read).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD and p.name != "_" for p in params):
+        return
+    takes = [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name != "benchmark"]
+    wrong = [k for k in given if k not in takes]
+    if wrong:
+        raise DatasetFormError(f"{source}: the {f.name} form takes no option {wrong[0]!r}"
+                               + (f" (it takes {', '.join(takes)})" if takes else " (it takes none)"))
+
+
 def load(path: str | Path, benchmark: str | None = None, form: str | None = None, **options: Any) -> Dataset:
     """Read ``path`` as ``form`` (or the detected one).  ``path`` may be ``hfds:NAME?...`` (a Hub id from the
-    local cache or a local Hugging Face folder) or carry its benchmark or form as ``NAME:PATH``."""
+    local cache or a local Hugging Face folder), carry its benchmark or form as ``NAME:PATH``, and end in the
+    reader's options as ``?k=v&...`` (:func:`path_options`; options passed here win over them)."""
     named_b, named_f, rest = parse_source(path)
     benchmark, form = benchmark or named_b, form or named_f
     _load_readers()
     scheme = rest.partition(":")[0]
     if form is None and scheme in _SCHEMES and not rest.partition(":")[2].startswith("//"):
         return _SCHEMES[scheme](rest, benchmark=benchmark, **options)
+    rest, given = path_options(rest)
     f = forms().get(form) if form else detect(rest, benchmark)
     if f is None:
         raise DatasetFormError(f"unknown dataset form {form!r} (forms: {', '.join(sorted(forms()))})")
     if not Path(rest).exists():
         raise DatasetFormError(f"{rest}: no such file or folder")
-    return f.read(Path(rest), benchmark=benchmark, **options)
+    _check_options(f, rest, given)
+    ds = f.read(Path(rest), benchmark=benchmark, **{**given, **options})
+    if given:
+        ds.notes.append("options: " + ", ".join(f"{k}={v}" for k, v in given.items()))
+    return ds

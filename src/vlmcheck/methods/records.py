@@ -22,7 +22,7 @@ from typing import Any
 from ..core import remote
 from ..core.data import ImageItem
 from ..core.files import InputFileError
-from ..datasets import Dataset, DatasetFormError, Record, detect, load, parse_source
+from ..datasets import Dataset, DatasetFormError, Record, detect, load, parse_source, path_options
 
 log = logging.getLogger("vlmcheck")
 
@@ -48,7 +48,7 @@ def dataset_for(source: str | Path, **options: Any) -> Dataset | None:
     if benchmark is None and form is None and not rest.startswith("hfds:"):
         if remote.is_url(rest):
             return None
-        p = Path(rest)
+        p = Path(path_options(rest)[0])  # PATH?split=..: the reader's options after the path
         if (p.is_file() and p.suffix.lower() in (".jsonl", ".ndjson")) or (p.is_dir() and
                                                                            (p / "manifest.jsonl").is_file()):
             return None

@@ -1,0 +1,121 @@
+"""What was left of issue 46 on the routes into the methods: a reader's options written after the path
+(``PATH?split=..``) on ChEF's route as on the others; SEED-Bench-2's image lists sent whole to the model by
+ChEF; MMVP's pairs on its Hub copy (no pair column) so that pair accuracy is reported.  Replicas built here
+from the published schemas, checked against values written by hand."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+from vlmcheck.core.files import InputFileError
+from vlmcheck.core.roles import Capabilities, Generation
+from vlmcheck.datasets import DatasetFormError, load, path_options
+from vlmcheck.methods.chef import ChefSpec, ChefTask, Recipe
+from vlmcheck.run.runner import RunOptions, run_task
+
+
+def _img(path: Path, colour) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (8, 8), colour).save(path)
+    return path
+
+
+class Recording:
+    """A VLM that answers "A" and keeps every request's messages."""
+
+    def __init__(self, multi_image: bool = True) -> None:
+        self.model_id = "test:recording"
+        self.capabilities = Capabilities(multi_image=multi_image)
+        self.sent = []
+
+    async def generate(self, messages, config):
+        self.sent.append(messages)
+        return Generation(text="A", finish_reason="stop")
+
+
+def _run(tmp_path, data, scenario, vlm, name="run"):
+    task = ChefTask(ChefSpec(vlm=vlm.model_id, recipe=Recipe(name="t", scenario={"type": scenario}), data=data,
+                             inferencer="direct"), vlm=vlm)
+    run_task(task, tmp_path / name, RunOptions(progress=False, report=False))
+    return [json.loads(x) for x in (tmp_path / name / "samples.jsonl").read_text().splitlines()]
+
+
+# ---------------------------------------------------------------- reader options after the path
+
+def _scienceqa(tmp_path: Path) -> Path:
+    """ScienceQA's release (problems.json, pid_splits.json, images/<split>/<pid>/): the default split (test)
+    holds problem 5; the one asked for (train) holds problem 7."""
+    root = tmp_path / "scienceqa"
+    root.mkdir()
+    problems = {
+        "5": {"question": "Which of these states is farthest north?", "choices": ["West Virginia", "Louisiana"],
+              "answer": 0, "hint": "", "image": "image.png", "subject": "social science", "split": "test"},
+        "7": {"question": "Which animal's feet are also adapted for grabbing prey?", "choices": ["bat", "owl", "cow"],
+              "answer": 1, "hint": "Bald eagles eat fish.", "image": "image.png", "subject": "natural science",
+              "split": "train"}}
+    (root / "problems.json").write_text(json.dumps(problems))
+    (root / "pid_splits.json").write_text(json.dumps({"train": ["7"], "val": [], "test": ["5"]}))
+    _img(root / "images" / "test" / "5" / "image.png", (1, 2, 3))
+    _img(root / "images" / "train" / "7" / "image.png", (0, 99, 0))
+    return root
+
+
+def test_path_options_parsed_only_where_the_path_does_not_exist_as_written(tmp_path):
+    assert path_options("./sqa?split=train&images=./val2014") == ("./sqa", {"split": "train", "images": "./val2014"})
+    odd = tmp_path / "a?b=c"
+    odd.write_text("x")
+    assert path_options(str(odd)) == (str(odd), {})
+    assert path_options("./what?") == ("./what?", {})
+
+
+def test_split_option_on_chefs_route(tmp_path):
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    root = _scienceqa(tmp_path)
+    assert [i["id"] for i in load_scenario("scienceqa", str(root))] == ["5"]  # the default: test
+    for source in (f"{root}?split=train", f"scienceqa:{root}?split=train"):
+        items = load_scenario("scienceqa", source)
+        assert [(i["id"], i["question"], i["options"], i["answer"]) for i in items] == [
+            ("7", "Context: Bald eagles eat fish.\nWhich animal's feet are also adapted for grabbing prey?",
+             ["bat", "owl", "cow"], 1)]
+    # a run: `chef run --scenario scienceqa --data PATH?split=train` asks the train question, about its image
+    vlm = Recording()
+    rows = _run(tmp_path, f"{root}?split=train", "scienceqa", vlm)
+    assert [r["sample_id"] for r in rows] == ["7"]
+    asked = vlm.sent[0][-1]
+    assert "Which animal's feet" in asked.text and asked.images[0].to_pil().getpixel((0, 0)) == (0, 99, 0)
+
+
+def test_an_option_the_reader_does_not_take_is_one_sentence(tmp_path):
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    root = _scienceqa(tmp_path)
+    with pytest.raises(InputFileError, match=r"the scienceqa form takes no option 'splt' \(it takes split\)"):
+        load_scenario("scienceqa", f"{root}?splt=train")
+    with pytest.raises(DatasetFormError, match=r"expected a split named 'dev'"):
+        load(f"{root}?split=dev")
+
+
+def test_pope_images_option_on_chefs_route(tmp_path):
+    """POPE's split files with the COCO images elsewhere: ``?images=DIR`` (the default places hold none)."""
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    out = tmp_path / "POPE" / "output" / "coco"
+    out.mkdir(parents=True)
+    img = "COCO_val2014_000000310196.jpg"
+    _img(tmp_path / "coco" / "val2014" / img, (9, 9, 9))
+    (out / "coco_pope_random.json").write_text(
+        json.dumps({"question_id": 1, "image": img, "text": "Is there a snowboard in the image?", "label": "yes"})
+        + "\n")
+    with pytest.raises(InputFileError, match="give images=DIR"):
+        load_scenario("pope", str(out / "coco_pope_random.json"))
+    items = load_scenario("pope", f"{out / 'coco_pope_random.json'}?images={tmp_path / 'coco' / 'val2014'}")
+    assert [(i["id"], i["image"], i["answer"]) for i in items] == [
+        ("random-1", str(tmp_path / "coco" / "val2014" / img), 0)]
