@@ -119,3 +119,50 @@ def test_pope_images_option_on_chefs_route(tmp_path):
     items = load_scenario("pope", f"{out / 'coco_pope_random.json'}?images={tmp_path / 'coco' / 'val2014'}")
     assert [(i["id"], i["image"], i["answer"]) for i in items] == [
         ("random-1", str(tmp_path / "coco" / "val2014" / img), 0)]
+
+
+# ---------------------------------------------------------------- SEED-Bench-2: every image sent, in order
+
+def _seedbench2(tmp_path: Path) -> Path:
+    root = tmp_path / "SEEDBench2"
+    colours = {"a.jpg": (250, 0, 0), "b.jpg": (0, 250, 0), "c.jpg": (0, 0, 250), "d.jpg": (90, 90, 90)}
+    for name, c in colours.items():
+        _img(root / "image" / "SEED-Bench-2-image" / name, c)
+    data = {"questions": [
+        {"answer": "C", "choice_a": "first", "choice_b": "second", "choice_c": "third", "choice_d": "",
+         "data_id": ["c.jpg", "a.jpg", "b.jpg"], "data_source": "SEED-Bench v2", "data_type": "Multiple Images",
+         "question": "Which image shows the blue square?", "question_id": "7", "question_type_id": 23},
+        {"answer": "A", "choice_a": "grey", "choice_b": "red", "choice_c": "", "choice_d": "",
+         "data_id": "d.jpg", "data_source": "SEED-Bench v2", "data_type": "Single Image",
+         "question": "What colour is it?", "question_id": "8", "question_type_id": 1}]}
+    (root / "SEED-Bench_v2_level1_2_3.json").write_text(json.dumps(data))
+    return root
+
+
+def _near(part) -> tuple:
+    """A sent image's colour, to the nearest 10 (the files are JPEGs, as SEED-Bench's are)."""
+    return tuple(round(v / 10) * 10 for v in part.to_pil().getpixel((0, 0)))
+
+
+def test_seedbench2_image_lists_sent_whole_and_in_order(tmp_path):
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    root = _seedbench2(tmp_path)
+    folder = root / "image" / "SEED-Bench-2-image"
+    items = load_scenario("mc", str(root))
+    assert items[0]["images"] == [str(folder / n) for n in ("c.jpg", "a.jpg", "b.jpg")]
+    assert items[0]["image"] == str(folder / "c.jpg") and "images" not in items[1]
+    vlm = Recording()
+    rows = _run(tmp_path, str(root), "mc", vlm)
+    assert [r["sample_id"] for r in rows] == ["7", "8"]
+    by_question = {m[-1].text.split("\n")[0]: m[-1] for m in vlm.sent}
+    multi = by_question["Which image shows the blue square?"]
+    assert [_near(p) for p in multi.images] == [(0, 0, 250), (250, 0, 0), (0, 250, 0)]  # c, a, b as listed
+    assert [_near(p) for p in by_question["What colour is it?"].images] == [(90, 90, 90)]
+
+
+def test_several_images_need_a_model_that_takes_them(tmp_path):
+    root = _seedbench2(tmp_path)
+    with pytest.raises(ValueError, match=r"1 items show several images \(e\.g\. '7'.*does not declare multi-image"):
+        ChefTask(ChefSpec(vlm="test:one", recipe=Recipe(name="t", scenario={"type": "mc"}), data=str(root),
+                          inferencer="direct"), vlm=Recording(multi_image=False))

@@ -121,6 +121,13 @@ def _image(r: Record) -> str | None:
     return r.images[0] if r.images else None
 
 
+def _pictures(r: Record) -> dict[str, Any]:
+    """A ChEF item's images: ``image`` the first (the cluster unit, the report's thumbnail), and ``images`` all
+    of them, in order, where a record has several (SEED-Bench-2's image lists: ChEF's loader passes the whole
+    ``data_id`` list as the item's images, and chef/task.py sends every one)."""
+    return {"image": _image(r), **({"images": list(r.images)} if len(r.images) > 1 else {})}
+
+
 def _yes_no(v: Any) -> str | None:
     s = str(v).strip().lower()
     return s if s in ("yes", "no") else None
@@ -140,7 +147,7 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
         return items
     if kind == "pope":  # MME and POPE: yes/no (options Yes / No)
         recs = _require(recs, src, "a yes/no answer", lambda r: _yes_no(r.answer) and r.question)
-        return [{"id": r.id, "image": _image(r), "question": r.question, "options": ["Yes", "No"],
+        return [{"id": r.id, **_pictures(r), "question": r.question, "options": ["Yes", "No"],
                  "answer": 0 if _yes_no(r.answer) == "yes" else 1,
                  "meta": {"pope": True, "category": r.category}, "root": r.root} for r in recs]
     if kind == "classification":
@@ -148,7 +155,7 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
         labels = [r.options[r.answer] if r.options and isinstance(r.answer, int) else str(r.answer) for r in recs]
         pool = sorted(set(labels))
         q = question or "What is the category of the image?"
-        return [{"id": r.id, "image": _image(r), "question": q, "options": pool, "answer": pool.index(lab),
+        return [{"id": r.id, **_pictures(r), "question": q, "options": pool, "answer": pool.index(lab),
                  "meta": {}, "root": r.root} for r, lab in zip(recs, labels)]
     if kind == "retrieval":
         recs = _require(recs, src, "a caption", lambda r: r.description and r.images)
@@ -162,7 +169,7 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
     copies = any("circular_copy" in r.meta for r in recs)
     for r in recs:
         copy_no = r.meta.get("circular_copy", 0)
-        base = {"image": _image(r), "question": _prompt(r, hint_word), "root": r.root,
+        base = {**_pictures(r), "question": _prompt(r, hint_word), "root": r.root,
                 "meta": {"category": r.category, **({"group": r.group or r.id} if kind == "mmbench" else {})}}
         if copy_no and not circular:
             continue  # VanillaEval asks each question once
