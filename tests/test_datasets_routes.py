@@ -166,3 +166,81 @@ def test_several_images_need_a_model_that_takes_them(tmp_path):
     with pytest.raises(ValueError, match=r"1 items show several images \(e\.g\. '7'.*does not declare multi-image"):
         ChefTask(ChefSpec(vlm="test:one", recipe=Recipe(name="t", scenario={"type": "mc"}), data=str(root),
                           inferencer="direct"), vlm=Recording(multi_image=False))
+
+
+# ---------------------------------------------------------------- MMVP's Hub copy: pairs by Index
+
+def _jpeg(red: int) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (red, 0, 0)).save(buf, "JPEG", quality=95)
+    return buf.getvalue()
+
+
+# MMVP/MMVP and lmms-lab-eval/MMVP on the Hub: Index (1-based), Question, Options "(a) x (b) y",
+# Correct Answer "(a)", image; rows 2k-1 and 2k are one CLIP-blind pair; no pair column
+MMVP_ROWS = [(1, "Is the dog facing left or right from the camera's perspective?", "(a) Left (b) Right", "(a)"),
+             (2, "Is the dog facing left or right from the camera's perspective?", "(a) Left (b) Right", "(b)"),
+             (3, "Are the butterfly's feet visible?", "(a) Yes (b) No", "(a)"),
+             (4, "Are the butterfly's feet visible?", "(a) Yes (b) No", "(a)"),
+             (5, "Is the door of the truck cab open?", "(a) Yes (b) No", "(b)"),
+             (6, "Is the door of the truck cab open?", "(a) Yes (b) No", "(a)")]
+
+
+def _mmvp_hub(tmp_path: Path) -> Path:
+    folder = tmp_path / "MMVP"
+    (folder / "data").mkdir(parents=True)
+    rows = [{"Index": i, "Question": q, "Options": o, "Correct Answer": a,
+             "image": {"bytes": _jpeg(30 * i), "path": f"{i}.jpg"}} for i, q, o, a in MMVP_ROWS]
+    pq.write_table(pa.Table.from_pylist(rows), folder / "data" / "train-00000-of-00001.parquet")
+    (folder / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n"
+                                      "    path: data/train-*\n---\n")
+    return folder
+
+
+def test_mmvp_hub_copy_gets_mmvps_pairs(tmp_path, monkeypatch):
+    from vlmcheck.methods.records import vhx_cases
+
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    ds = load(f"hfds:{_mmvp_hub(tmp_path)}")
+    assert ds.benchmark == "mmvp"
+    assert [(r.id, r.group, r.answer) for r in ds.records] == [
+        ("1", "pair-1", 0), ("2", "pair-1", 1), ("3", "pair-2", 0), ("4", "pair-2", 0), ("5", "pair-3", 1),
+        ("6", "pair-3", 0)]
+    assert "MMVP pairs: Index 2k-1 and 2k share pair-k" in ds.notes
+    cases = vhx_cases(ds)
+    assert [(c.id, c.answer, c.meta["pair"]) for c in cases] == [
+        ("1", "yes", "pair-1"), ("2", "no", "pair-1"), ("3", "yes", "pair-2"), ("4", "yes", "pair-2"),
+        ("5", "no", "pair-3"), ("6", "yes", "pair-3")]
+
+
+class Scripted:
+    """Answers keyed by (image number, negated?): image i is red 30 i (JPEG keeps it near)."""
+
+    model_id = "test:scripted"
+
+    def __init__(self, script) -> None:
+        self.capabilities = Capabilities()
+        self.script = script
+
+    async def generate(self, messages, config):
+        last = messages[-1]
+        red = last.images[0].to_pil().convert("RGB").getpixel((4, 4))[0]
+        return Generation(text=self.script[round(red / 30), "false" in last.text or " not " in last.text])
+
+
+@pytest.mark.slow
+def test_mmvp_hub_copy_through_vhx_pair_accuracy_by_hand(tmp_path, monkeypatch):
+    from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec
+
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    # truths (original / negation): 1 yes/no, 2 no/yes, 3 yes/no, 4 yes/no, 5 no/yes, 6 yes/no
+    script = {(1, False): "Yes.", (1, True): "No.", (2, False): "No.", (2, True): "Yes.",
+              (3, False): "Yes.", (3, True): "Yes.", (4, False): "No.", (4, True): "Yes.",
+              (5, False): "No.", (5, True): "Yes.", (6, False): "Yes.", (6, True): "Yes."}
+    task = VHExpansionTask(VHXSpec(vlm="ref:describer", cases=f"hfds:{_mmvp_hub(tmp_path)}", perturb=[]),
+                           vlm=Scripted(script))
+    orig = run_task(task, tmp_path / "run", RunOptions(progress=False)).results["metrics"]["variants"]["original"]
+    # accuracy: all originals right but case 4 (5/6); symmetric: cases 1, 2, 5 right both ways (3/6);
+    # MMVP pairs: (1, 2) both right, (3, 4) case 4 wrong, (5, 6) both right -> 2/3
+    assert orig["accuracy"] == pytest.approx(5 / 6) and orig["symmetric_accuracy"] == pytest.approx(3 / 6)
+    assert orig["pair_accuracy"] == pytest.approx(2 / 3) and orig["n_mmvp_pairs"] == 3

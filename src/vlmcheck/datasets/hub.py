@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import parse_qsl
 
+from . import mmvp
 from .base import Dataset, DatasetFormError, register_form, register_scheme
 from .columns import Columns, check_unique, record
 from .imagestore import ImageStore
@@ -319,6 +320,9 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
             notes.append(f"ids: row numbers ({id_col!r} repeats: {len(values)} rows, {len(set(values))} values)")
             for r, v in zip(records, values):
                 r.meta[id_col] = v
+    if records and mmvp.is_hub_copy(names, benchmark):  # MMVP's pairs, which its Hub copies do not carry
+        benchmark = "mmvp"
+        mmvp.pair_hub_records(records, ids if id_col and id_col.lower() == "index" else None, notes)
     if not records:
         raise DatasetFormError(f"{source}: split {split!r} has no rows" + (
             f" that could be read ({len(skipped)} skipped: {skipped[0][1]})" if skipped else ""))
