@@ -141,6 +141,8 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
     if kind in turn_rows:
         recs = _require(recs, src, "image", lambda r: r.images)
         rows = [{**r.meta, "id": r.id, "image": r.images[0]} for r in recs]
+        if recs[0].meta.get("tree") and "tree" not in options:  # the label tree the reader built chains from
+            options = {**options, "tree": recs[0].meta["tree"]}
         items = turn_rows[kind](rows, Path(recs[0].root or "."), **options)
         for it, r in zip(items, recs):
             it.setdefault("root", r.root)
