@@ -244,3 +244,40 @@ def test_mmvp_hub_copy_through_vhx_pair_accuracy_by_hand(tmp_path, monkeypatch):
     # MMVP pairs: (1, 2) both right, (3, 4) case 4 wrong, (5, 6) both right -> 2/3
     assert orig["accuracy"] == pytest.approx(5 / 6) and orig["symmetric_accuracy"] == pytest.approx(3 / 6)
     assert orig["pair_accuracy"] == pytest.approx(2 / 3) and orig["n_mmvp_pairs"] == 3
+
+
+# ---------------------------------------------------------------- VLMEvalKit TSVs of POPE and SEED-Bench
+
+def _tsv(path: Path, header: list[str], rows: list[list]) -> Path:
+    path.write_text("\n".join("\t".join(map(str, r)) for r in [header, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_vlmeval_pope_and_seedbench_tsvs(tmp_path, monkeypatch):
+    """VLMEvalKit's yes/no TSV (POPE.tsv: index, question, answer Yes/No, category = the POPE split, image as
+    base64 or another row's index) and its multiple-choice TSV (SEEDBench_IMG.tsv: index, question, A..D,
+    answer letter, category, image), the columns of ImageYORNDataset / ImageMCQDataset."""
+    import base64
+
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    red, blue = (base64.b64encode(_jpeg(r)).decode() for r in (200, 20))
+    pope = _tsv(tmp_path / "POPE.tsv", ["index", "question", "answer", "category", "image"], [
+        [0, "Is there a snowboard in the image?", "Yes", "random", red],
+        [1, "Is there a dog in the image?", "No", "random", "0"],  # the same COCO image: row 0's
+        [2, "Is there a chair in the image?", "No", "adversarial", blue]])
+    items = load_scenario("pope", f"pope:{pope}")
+    assert [(i["id"], i["answer"], i["meta"]["category"]) for i in items] == [
+        ("0", 0, "random"), ("1", 1, "random"), ("2", 1, "adversarial")]
+    assert items[0]["image"] == items[1]["image"] != items[2]["image"]  # one image, one unit
+    seed = _tsv(tmp_path / "SEEDBench_IMG.tsv", ["index", "question", "A", "B", "C", "D", "answer", "category",
+                                                 "image"], [
+        [101669, "How many towels are in the image?", "One", "Two", "Three", "Four", "A", "Instance Counting", red]])
+    items = load_scenario("mc", f"seedbench:{seed}")
+    assert [(i["id"], i["options"], i["answer"], i["meta"]["category"]) for i in items] == [
+        ("101669", ["One", "Two", "Three", "Four"], 0, "Instance Counting")]
+    # a TSV has one split: split= is no option of its form; a column role is
+    with pytest.raises(DatasetFormError, match=r"the vlmeval-tsv form takes no option 'split' \(it takes \*_column\)"):
+        load(f"{seed}?split=test")
+    assert load(f"{seed}?category_column=question").records[0].category == "How many towels are in the image?"

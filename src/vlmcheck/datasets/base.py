@@ -110,6 +110,8 @@ class Form:
     read: Callable[..., Dataset]
     #: where its schema is published (dataset card, VLMEvalKit class, the original repository)
     schema: str = ""
+    #: the options its reader takes where its signature does not name them (``*_column``: any column role)
+    options: tuple[str, ...] | None = None
 
 
 _FORMS: dict[str, Form] = {}
@@ -128,13 +130,14 @@ def register_scheme(scheme: str) -> Callable[[Callable[..., Dataset]], Callable[
 
 
 def register_form(name: str, *, detect: Callable[[Path], bool], benchmarks: tuple[str, ...] = (),
-                  schema: str = "") -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+                  schema: str = "", options: tuple[str, ...] | None = None
+                  ) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
     """Register ``read(path, *, benchmark=None, **options) -> Dataset`` as the reader of form ``name``."""
 
     def deco(read: Callable[..., Dataset]) -> Callable[..., Dataset]:
         if name in _FORMS:
             raise ValueError(f"dataset form {name!r} registered twice")
-        _FORMS[name] = Form(name, tuple(benchmarks), detect, read, schema)
+        _FORMS[name] = Form(name, tuple(benchmarks), detect, read, schema, options)
         return read
 
     return deco
@@ -212,14 +215,12 @@ def path_options(text: str) -> tuple[str, dict[str, str]]:
 
 
 def _check_options(f: Form, source: str, given: dict[str, str]) -> None:
-    """Options written in the source must be ones the form's reader takes: a reader that swallows the rest
-    (``**_``) names its options; one that passes them on (``**params``: the Hub forms' column choices) takes
-    any."""
-    params = inspect.signature(f.read).parameters.values()
-    if any(p.kind is p.VAR_KEYWORD and p.name != "_" for p in params):
-        return
-    takes = [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name != "benchmark"]
-    wrong = [k for k in given if k not in takes]
+    """Options written in the source must be ones the form's reader takes: those it registered, else the
+    keyword options its signature names (a reader swallows the rest with ``**_``)."""
+    takes = list(f.options) if f.options is not None else [
+        p.name for p in inspect.signature(f.read).parameters.values()
+        if p.kind is p.KEYWORD_ONLY and p.name != "benchmark"]
+    wrong = [k for k in given if k not in takes and not (k.endswith("_column") and "*_column" in takes)]
     if wrong:
         raise DatasetFormError(f"{source}: the {f.name} form takes no option {wrong[0]!r}"
                                + (f" (it takes {', '.join(takes)})" if takes else " (it takes none)"))

@@ -335,7 +335,8 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
 # ----------------------------------------------------------------------------- the forms
 
 
-@register_form("hf-snapshot", detect=is_snapshot, schema=SCHEMA_SNAPSHOT)
+@register_form("hf-snapshot", detect=is_snapshot, schema=SCHEMA_SNAPSHOT,
+               options=("split", "config", "name", "*_column"))
 def read_snapshot(path: Path, *, benchmark: str | None = None, **params: Any) -> Dataset:
     params = {k: str(v) for k, v in params.items() if v is not None}
     config, split, files, notes = choose(snapshot_splits(path), params.pop("config", None) or params.pop("name", None),
@@ -346,7 +347,7 @@ def read_snapshot(path: Path, *, benchmark: str | None = None, **params: Any) ->
                       notes=notes, params=params)
 
 
-@register_form("hf-saved", detect=is_saved, schema=SCHEMA_SAVED)
+@register_form("hf-saved", detect=is_saved, schema=SCHEMA_SAVED, options=("split", "*_column"))
 def read_saved(path: Path, *, benchmark: str | None = None, **params: Any) -> Dataset:
     params = {k: str(v) for k, v in params.items() if v is not None}
     params.pop("config", None)
