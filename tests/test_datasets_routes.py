@@ -281,3 +281,22 @@ def test_vlmeval_pope_and_seedbench_tsvs(tmp_path, monkeypatch):
     with pytest.raises(DatasetFormError, match=r"the vlmeval-tsv form takes no option 'split' \(it takes \*_column\)"):
         load(f"{seed}?split=test")
     assert load(f"{seed}?category_column=question").records[0].category == "How many towels are in the image?"
+
+
+def test_seedbench_hub_image_lists_reach_chef_whole(tmp_path, monkeypatch):
+    """lmms-lab/SEED-Bench: the image column a list (a video question's frames); ChEF's items carry every one."""
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "SEED-Bench"
+    (folder / "data").mkdir(parents=True)
+    rows = [{"question_id": "q1", "data_id": "v1", "question": "What happens?", "choice_a": "x", "choice_b": "y",
+             "choice_c": "z", "choice_d": "w", "answer": "C", "question_type_id": 10, "data_type": "video",
+             "image": [{"bytes": _jpeg(240), "path": "f0.jpg"}, {"bytes": _jpeg(30), "path": "f1.jpg"}]}]
+    pq.write_table(pa.Table.from_pylist(rows), folder / "data" / "test-00000-of-00001.parquet")
+    (folder / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: test\n"
+                                      "    path: data/test-*\n---\n")
+    item = load_scenario("mc", f"hfds:{folder}")[0]
+    assert len(item["images"]) == 2 and item["image"] == item["images"][0]
+    reds = [Image.open(p).getpixel((0, 0))[0] for p in item["images"]]
+    assert [round(r / 10) * 10 for r in reds] == [240, 30]  # f0, then f1
