@@ -161,6 +161,24 @@ def test_seedbench2_image_lists_sent_whole_and_in_order(tmp_path):
     assert [_near(p) for p in by_question["What colour is it?"].images] == [(90, 90, 90)]
 
 
+def test_seedbench2_in_context_example_shows_its_every_image(tmp_path):
+    """ICL with images (ice.with_images): a one-shot example that is a multi-image item shows all its images,
+    in order, before the question's own; an example with more options (3) than the question (2) labels them
+    all (it failed its sample with an IndexError before)."""
+    root = _seedbench2(tmp_path)
+    vlm = Recording()
+    r = Recipe(name="t", desideratum="icl", scenario={"type": "mc"},
+               instruction={"type": "ice", "ice": {"retriever": "random", "shots": [1], "with_images": True}})
+    task = ChefTask(ChefSpec(vlm=vlm.model_id, recipe=r, data=str(root), inferencer="direct"), vlm=vlm)
+    run_task(task, tmp_path / "run", RunOptions(progress=False, report=False))
+    asked = next(m for m in vlm.sent if m[-1].text.startswith("What colour is it?"))
+    example, answer, question = asked  # item 8's only possible example is item 7
+    assert example.text.startswith("Which image shows the blue square?\nOptions:\nA. first\nB. second\nC. third")
+    assert answer.text.endswith("(C) third")
+    assert [_near(p) for p in example.images] == [(0, 0, 250), (250, 0, 0), (0, 250, 0)]
+    assert [_near(p) for p in question.images] == [(90, 90, 90)]
+
+
 def test_several_images_need_a_model_that_takes_them(tmp_path):
     root = _seedbench2(tmp_path)
     with pytest.raises(ValueError, match=r"1 items show several images \(e\.g\. '7'.*does not declare multi-image"):

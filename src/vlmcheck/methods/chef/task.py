@@ -200,12 +200,14 @@ class ChefTask(SpecTask):
             msgs.append(Message.system("The following examples are text only; they have no relation to the image "
                                        "you will be asked about."))
         for ex in examples:
-            q = format_query(ex["question"], ex["options"], labels)
-            parts: list = ([await read_image(ex["image"], root=ex.get("root"))] if ice.with_images and ex.get("image")
-                           else [])
+            # an example with more options than the question (ScienceQA: 2 to 5) labels its extra ones on
+            ex_labels = list(labels) + list(LETTERS[len(labels):len(ex["options"])])
+            q = format_query(ex["question"], ex["options"], ex_labels)
+            shown = (ex.get("images") or [ex["image"]]) if ice.with_images and ex.get("image") else []
+            parts: list = [await read_image(p, root=ex.get("root")) for p in shown]  # an example's every image
             msgs.append(Message.user(*parts, q))
             a = ex["answer"]
-            msgs.append(Message.assistant(ICE_ANSWER.format(label=labels[a], option=ex["options"][a])))
+            msgs.append(Message.assistant(ICE_ANSWER.format(label=ex_labels[a], option=ex["options"][a])))
         return msgs
 
     # -- one item ------------------------------------------------------------------------
