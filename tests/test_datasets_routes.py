@@ -93,6 +93,25 @@ def test_split_option_on_chefs_route(tmp_path):
     assert "Which animal's feet" in asked.text and asked.images[0].to_pil().getpixel((0, 0)) == (0, 99, 0)
 
 
+@pytest.mark.slow
+def test_split_option_through_the_chef_run_command(tmp_path):
+    import subprocess
+    import sys
+
+    root = _scienceqa(tmp_path)
+    cmd = [sys.executable, "-m", "vlmcheck.cli", "chef", "run", "--recipe", "scienceqa", "--scenario", "scienceqa",
+           "--inferencer", "direct", "--vlm", "ref:describer", "--no-progress", "--data"]
+    run = subprocess.run(cmd + [f"{root}?split=train", "--out", str(tmp_path / "run")], capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    rows = [json.loads(x) for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
+    assert [(r["sample_id"], r["result"]["answer"], len(r["result"]["options"])) for r in rows] == [("7", 1, 3)]
+    bad = subprocess.run(cmd + [f"{root}?splt=train", "--out", str(tmp_path / "bad")], capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "the scienceqa form takes no option 'splt'" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
 def test_an_option_the_reader_does_not_take_is_one_sentence(tmp_path):
     from vlmcheck.methods.chef.scenarios import load_scenario
 
