@@ -86,14 +86,19 @@ def bare_loop(model_dir: str, manifest: Path, out: Path, batch_size: int, max_to
                 f.write(json.dumps({"id": r["id"], "answer": tok.decode(row, skip_special_tokens=True).strip()}) + "\n")
 
 
-def timed(cmd: list[str], env: dict) -> float:
+def timed(cmd: list[str], env: dict) -> tuple[float, float]:
+    """Wall time and CPU (user + system, from wait4) of ``cmd``."""
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    wall = time.perf_counter() - t0
-    if proc.returncode:
-        last = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no output on stderr"])[-1]
-        raise SystemExit(f"bench failed: {' '.join(cmd[:3])} exited with status {proc.returncode} ({last}).")
-    return wall
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        code = os.waitstatus_to_exitcode(status)
+        if code:
+            err.seek(0)
+            last = (err.read().decode(errors="replace").strip().splitlines() or ["no output on stderr"])[-1]
+            raise SystemExit(f"bench failed: {' '.join(cmd[:3])} exited with status {code} ({last}).")
+    return wall, usage.ru_utime + usage.ru_stime
 
 
 def answers(path: Path) -> dict[str, str]:
@@ -148,10 +153,13 @@ def main() -> int:
 
         names = ["bare loop", *src]
         walls: dict[str, list[float]] = {n: [] for n in names}
+        cpus: dict[str, list[float]] = {n: [] for n in names}
         for r in range(args.rounds):
             for name in names:
                 out = tmp / f"{name.replace(' ', '-')}-{r}"
-                walls[name].append(timed(*command(name, out)))
+                wall, cpu = timed(*command(name, out))
+                walls[name].append(wall)
+                cpus[name].append(cpu)
         bare = answers(tmp / "bare-loop-0")
         mine = {r["sample_id"]: r["result"]["answer"] for r in map(json.loads, (tmp / "vlmcheck-0" / "samples.jsonl")
                 .read_text().splitlines()) if r.get("result")}
@@ -165,7 +173,8 @@ def main() -> int:
           f"{args.rounds} interleaved rounds (medians); load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
           f"on {os.cpu_count()} CPUs")
     for name in names:
-        print(f"  {name:16} wall {med[name]:7.2f} s   ({', '.join(f'{w:.2f}' for w in walls[name])})")
+        print(f"  {name:16} wall {med[name]:7.2f} s   ({', '.join(f'{w:.2f}' for w in walls[name])})   CPU "
+              f"{statistics.median(cpus[name]):7.2f} s")
     same = sum(mine.get(k) == v for k, v in bare.items())
     print(f"  answers identical to the bare loop's: {same} of {len(bare)} (vlmcheck answered {len(mine)})")
     if args.before:
