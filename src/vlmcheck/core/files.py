@@ -5,6 +5,8 @@
   never sees half a file, and two processes never share a temp name.  The file
   gets the mode the umask gives a new file (``mkstemp`` alone would make every
   output 0600, unreadable to colleagues and web servers).
+* :func:`staged_folder` - a new folder written whole or not at all (built under a hidden name beside it, then
+  renamed), for commands that write a dataset (``world make``).
 * :func:`read_jsonl` - JSON Lines split on ``"\\n"`` only.  ``str.splitlines``
   also splits on U+2028, U+2029, U+0085 and other separators that JSON strings
   may hold unescaped (we write ``ensure_ascii=False``), so it would cut a record
@@ -16,17 +18,17 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 
-_MODE: int | None = None
+_MASK: int | None = None
 
 
-def new_file_mode() -> int:
-    """The mode ``open()`` gives a new file under this process's umask (0o644 under the usual 0o022)."""
-    global _MODE
-    if _MODE is None:
+def _umask() -> int:
+    global _MASK
+    if _MASK is None:
         mask = None
         try:  # Linux: read it without changing it
             with open("/proc/self/status", encoding="ascii") as fh:
@@ -36,8 +38,13 @@ def new_file_mode() -> int:
         if mask is None:
             mask = os.umask(0o022)
             os.umask(mask)
-        _MODE = 0o666 & ~mask
-    return _MODE
+        _MASK = mask
+    return _MASK
+
+
+def new_file_mode() -> int:
+    """The mode ``open()`` gives a new file under this process's umask (0o644 under the usual 0o022)."""
+    return 0o666 & ~_umask()
 
 
 def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
@@ -49,6 +56,32 @@ def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
     except (AttributeError, OSError):  # Windows: no fchmod; mkstemp's mode stands
         pass
     return fd, tmp
+
+
+@contextmanager
+def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
+    """The folder to write a dataset into, so that a kill or an error never leaves half of one under ``out``'s
+    name for a later run to take as data.  Where ``out`` is missing or empty: a new hidden folder beside it
+    (``.NAME.XXXX.partial``), renamed to ``out`` once the block ends, removed if it raises (a kill -9 leaves only
+    the hidden folder).  Where ``out`` already holds files (a dataset written again, with files of its own):
+    ``out`` itself, whose files the caller writes by temp file and rename, its index file last."""
+    import shutil
+
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        yield out
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's 0700 -> the mode mkdir gives under the umask
+        yield tmp
+        if out.is_dir():
+            out.rmdir()  # empty, as it was above (one made meanwhile with files in it: the rename fails)
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def broken_link(path: str | os.PathLike) -> str | None:
