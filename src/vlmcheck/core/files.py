@@ -50,7 +50,10 @@ def new_file_mode() -> int:
 def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
     """(fd, name) of a new temp file beside ``path`` with the umask's mode: write it, then ``os.replace``."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # named by the file the user asked for, never by a temp name they never gave
+        raise _named(exc, path) from None
     try:
         os.fchmod(fd, new_file_mode())
     except (AttributeError, OSError):  # Windows: no fchmod; mkstemp's mode stands
@@ -72,7 +75,10 @@ def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
         yield out
         return
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    except OSError as exc:
+        raise _named(exc, out) from None
     try:
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's 0700 -> the mode mkdir gives under the umask
         yield tmp
@@ -82,6 +88,11 @@ def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _named(exc: OSError, path: Path) -> OSError:
+    """``exc`` (from making a temp file or folder beside ``path``) as if ``path`` itself had failed."""
+    return type(exc)(exc.errno, exc.strerror, str(path)) if exc.errno is not None else exc
 
 
 def broken_link(path: str | os.PathLike) -> str | None:
