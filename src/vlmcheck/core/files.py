@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -427,13 +428,35 @@ def require_str(row: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
+@functools.lru_cache(maxsize=1)
+def _unique_keys_loader() -> Any:
+    """yaml.SafeLoader refusing a key given twice in one mapping (the last one won silently: ``name: x`` then
+    ``name: y`` ran recipe y)."""
+    import yaml
+
+    class UniqueKeys(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, (str, int, float, bool)):
+                    continue  # an unhashable key: SafeLoader's own error
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {key!r} is given twice in one mapping", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeys
+
+
 def read_yaml_mapping(path: str | os.PathLike, what: str, expected: str) -> dict[str, Any]:
     """A user's YAML file that must hold a mapping (a recipe, a sweep config), or one sentence naming the file,
     the line and column of a syntax error, or what it holds instead (``expected`` describes the mapping)."""
     import yaml
 
     try:
-        data = yaml.safe_load(read_text_input(path, what))
+        data = yaml.load(read_text_input(path, what), Loader=_unique_keys_loader())  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
