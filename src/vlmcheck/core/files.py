@@ -11,6 +11,10 @@
   also splits on U+2028, U+2029, U+0085 and other separators that JSON strings
   may hold unescaped (we write ``ensure_ascii=False``), so it would cut a record
   holding such an answer in two.
+
+Why this module is long: it is the one place where user files are written (atomically, with the umask's mode,
+named by the user's path when they cannot be) and read (JSON Lines, YAML mappings, results files, each failing in
+one sentence); splitting writers from readers would part the helpers that share those rules.
 """
 
 from __future__ import annotations
