@@ -13,6 +13,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 #: floors, lowest first.  A module may import its own package and any package on a lower floor; packages on one
 #: floor are independent of each other.  ("" is the top-level package's own __init__: the public API.)
 LAYERS: list[list[str]] = [
+    ["_lazy"],  # importing a module on first use (numpy in core and metrics): below everything
     ["_version", "core", "metrics"],
     ["store", "testing", "datasets"],  # testing: the fake servers, which bill by core/tokens.py; datasets: benchmark readers
     ["run"],

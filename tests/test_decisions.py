@@ -515,3 +515,21 @@ def test_clopper_pearson_quantiles_equal_scipy_beta_ppf():
     # x successes of n: (beta(a/2; x, n-x+1), beta(1-a/2; x+1, n-x)), the ends 0 and 1 at x = 0 and x = n
     assert clopper_pearson(0, 1.78) == (0.0, pytest.approx(float(beta.ppf(0.975, 1, 1.78))))
     assert clopper_pearson(1.78, 1.78) == (pytest.approx(float(beta.ppf(0.025, 1.78, 1))), 1.0)
+
+
+def test_proportion_interval_independent_is_proportion_interval_without_numpy():
+    # issue 51: describe's share answered is computed without numpy; it must equal the general function's record
+    # for answers each its own unit, at one answer (Clopper-Pearson on n_eff 1) and above (Wilson)
+    from vlmcheck.metrics.decisions import proportion_interval, proportion_interval_independent
+
+    for n in (1, 2, 3, 10, 37):
+        for hits in sorted({0, 1, n // 2, n - 1, n}):
+            expected = proportion_interval([True] * hits + [False] * (n - hits), [str(i) for i in range(n)], "image")
+            assert proportion_interval_independent(hits, n, "image") == expected, (hits, n)
+    # by hand: 1 of 1, Clopper-Pearson's lower bound (alpha/2)^(1/n) = 0.025, upper 1; 0 of 10 Wilson's [0, 0.2775]
+    (lo, hi), how = proportion_interval_independent(1, 1, "image")
+    assert abs(lo - 0.025) < 1e-12 and hi == 1.0 and how["design_effect"] == 1.0
+    (lo, hi), _ = proportion_interval_independent(0, 10, "image")
+    assert lo == 0.0 and abs(hi - 0.2775) < 5e-5
+    with pytest.raises(ValueError):
+        proportion_interval_independent(0, 0, "image")

@@ -24,6 +24,14 @@ print(json.dumps(sorted(m for m, v in sys.modules.items() if type(v).__name__ !=
 """
 
 
+#: never loaded by a one-image ``describe`` run against an OpenAI-compatible server, the default command with its
+#: preflight, store, results and report (issue 51: each of these cost the run's start-up CPU once; numpy ~0.1 s)
+DENY_ONE_IMAGE_RUN = ("torch", "transformers", "pandas", "pyarrow", "ray", "matplotlib", "scipy", "datasets",
+                      "numpy", "openai", "sklearn", "skimage", "vlmcheck.methods.genception", "vlmcheck.methods.cast",
+                      "vlmcheck.methods.chef", "vlmcheck.methods.vhexpansion", "vlmcheck.models.hf",
+                      "vlmcheck.world", "vlmcheck.run.merge", "vlmcheck.export", "vlmcheck.sweep")
+
+
 def _loaded(argv: list[str]) -> list[str]:
     proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv)], capture_output=True, text=True,
                           timeout=120)
@@ -31,8 +39,8 @@ def _loaded(argv: list[str]) -> list[str]:
     return json.loads(proc.stderr.strip().splitlines()[-1])
 
 
-def _denied(modules: list[str]) -> list[str]:
-    return [m for m in modules if any(m == d or m.startswith(d if d.endswith(".") else d + ".") for d in DENY)]
+def _denied(modules: list[str], deny: tuple[str, ...] = DENY) -> list[str]:
+    return [m for m in modules if any(m == d or m.startswith(d if d.endswith(".") else d + ".") for d in deny)]
 
 
 @pytest.mark.slow
@@ -54,3 +62,19 @@ def test_a_command_that_runs_still_loads_what_it_needs(tmp_path):
     # lazy, not missing: `vlmcheck models` prints the providers through the terminal module
     loaded = _loaded(["models"])
     assert "vlmcheck.report.terminal" in loaded
+
+
+@pytest.mark.slow
+def test_a_one_image_describe_run_loads_no_heavy_module(tmp_path, fake_server):
+    from PIL import Image
+
+    Image.new("RGB", (32, 24), (200, 40, 90)).save(tmp_path / "one.png")
+    (tmp_path / "one.jsonl").write_text(json.dumps({"id": "one", "image": "one.png"}) + "\n")
+    out = tmp_path / "out"
+    loaded = _loaded(["describe", "--vlm", f"openai:fake@{fake_server.base_url}", "--data",
+                      str(tmp_path / "one.jsonl"), "--out", str(out), "--no-progress"])
+    # the run did run, to the end: one answer, its results and its report
+    assert json.loads((out / "results.json").read_text())["metrics"]["n"] == 1
+    assert (out / "report.html").exists()
+    assert "vlmcheck.methods.describe" in loaded and "aiohttp" in loaded
+    assert _denied(loaded, DENY_ONE_IMAGE_RUN) == []

@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .run import merge as _merge
 from .run import runner as _runner
 from .run.runner import RunOptions, RunResult
 from .run.task import Task
@@ -90,6 +89,8 @@ def retry_failed(task: Task, folder: str | os.PathLike, options: RunOptions | No
 def merge_runs(shards: list[str | Path], out: str | Path, report: bool = True, overwrite: bool = False
                ) -> dict[str, Any]:
     """Join the folders of a ``--shard i/N`` run into ``out`` (:mod:`vlmcheck.run.merge`), then its report."""
+    from .run import merge as _merge  # here, not at the top: a run that merges nothing does not load it
+
     results = _merge.merge_runs(shards, out, overwrite=overwrite)
     if report:
         write_run_report(out)

@@ -8,19 +8,4 @@ attributes is first read (the standard library's :class:`importlib.util.LazyLoad
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from types import ModuleType
-
-
-def lazy_module(name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:  # pragma: no cover - a programming error, not a user's
-        raise ImportError(f"no module named {name!r}")
-    spec.loader = importlib.util.LazyLoader(spec.loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from .._lazy import lazy_module  # noqa: F401 (the helper lives on the lowest floor: core and metrics use it)

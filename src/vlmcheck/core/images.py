@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
+from .._lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 #: Default ceiling on decoded pixels (width x height).  Larger files are

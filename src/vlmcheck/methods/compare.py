@@ -23,7 +23,9 @@ import itertools
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
+from .._lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 
 from ..core.files import SampleRecords, read_results
 from ..metrics.decisions import holm

@@ -14,7 +14,9 @@ import re
 from array import array
 from typing import Any
 
-import numpy as np
+from .._lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 from pydantic import BaseModel
 
 from ..core.answers import answer_status
@@ -22,7 +24,7 @@ from ..core.inputs import read_image_part
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
 from ..core.spec import load_model
-from ..metrics.decisions import headline_entry, proportion_interval, widen_degenerate
+from ..metrics.decisions import headline_entry, proportion_interval_independent, widen_degenerate
 from ..metrics.stats import bootstrap_ci
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
@@ -120,9 +122,9 @@ class DescribeSummary:
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         n = len(self.lengths)
         out: dict[str, Any] = {"n": n, "answer_status": dict(self.statuses)}
-        out["mean_answer_words"] = float(np.mean(self.lengths)) if n else None
-        recalls = np.asarray(self.recalls, dtype=float)
-        if recalls.size:
+        out["mean_answer_words"] = sum(self.lengths) / n if n else None  # integers: exact, as np.mean was
+        if self.recalls:
+            recalls = np.asarray(self.recalls, dtype=float)
             mean = float(recalls.mean())
             ci, widened = widen_degenerate(list(bootstrap_ci(recalls)), mean, int(recalls.size))
             out["keyword_recall"] = {"mean": mean, "ci95": ci, "n": int(recalls.size)}
@@ -132,6 +134,6 @@ class DescribeSummary:
         elif n:  # no reference keywords: the share of images described (not refused, not empty)
             ok = self.statuses.get("ok", 0)
             # each image its own unit, so the interval depends on the count answered, not on which
-            ci, how = proportion_interval([True] * ok + [False] * (n - ok), [str(i) for i in range(n)], "image")
+            ci, how = proportion_interval_independent(ok, n, "image")  # numpy-free: a one-image run never loads it
             out["headline"] = headline_entry("share answered", ok / n, ci, how)
         return out

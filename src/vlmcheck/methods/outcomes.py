@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
+from .._lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 
 from ..run.task import Outcome, register_outcomes
 

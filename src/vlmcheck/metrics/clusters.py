@@ -17,7 +17,9 @@ from functools import lru_cache
 from itertools import repeat
 from typing import Iterable, Iterator, Sequence
 
-import numpy as np
+from .._lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 
 #: the most unit indices one chunk of bootstrap draws holds (8 MB of int64)
 DRAW_CELLS = 1 << 20

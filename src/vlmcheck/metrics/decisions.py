@@ -14,7 +14,9 @@ import math
 from statistics import NormalDist
 from typing import Sequence
 
-import numpy as np
+from .._lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 
 from .clusters import UnitSums, draws
 
@@ -221,6 +223,22 @@ def proportion_interval(hits: Sequence[float], units: Sequence[str], unit: str) 
     """A 95 % interval of a share of right answers that never collapses at 0/n or n/n - Wilson on the effective n
     of answers clustered by ``units`` - and how it was made (what results.json records beside it)."""
     return proportion_interval_sums(UnitSums.of(units, hits), unit)
+
+
+def proportion_interval_independent(hits: int, n: int, unit: str) -> tuple[list[float], dict]:
+    """:func:`proportion_interval` of ``n`` >= 1 answers each its own unit, ``hits`` of them right: the same
+    interval and record, without numpy (a one-image run need not load it, issue 51).  Units of one answer each
+    have a design effect of 1 (:func:`design_effect`), so the effective n is ``n``."""
+    if n < 1:
+        raise ValueError("a proportion of no answers")
+    deff, n_eff = 1.0, float(n)
+    p = hits / n
+    x = p * n_eff
+    lo, hi = clopper_pearson(x, n_eff) if n_eff < 2 else wilson(x, n_eff)
+    return [lo, hi], {"method": "wilson, clustered (effective n = n / design effect)", "unit": unit,
+                      "n_units": n, "n": n, "design_effect": deff,
+                      "min_detectable_difference": mde_proportion(p, n_eff) if 0 < p < 1 else None,
+                      "mde_basis": "two independent runs of this effective n, alpha 0.05, power 0.8"}
 
 
 def proportion_interval_sums(per: UnitSums, unit: str, column: int = 0) -> tuple[list[float], dict]:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-import numpy as np
+from .._lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 
 from .decisions import wilson
 

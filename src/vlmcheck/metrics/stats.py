@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
+from .._lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -16,9 +18,10 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / denom)
 
 
-def bootstrap_ci(values, statistic: Callable[[np.ndarray], float] = np.mean, n_boot: int = 2000,
+def bootstrap_ci(values, statistic: Callable[[np.ndarray], float] | None = None, n_boot: int = 2000,
                  level: float = 0.95, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic`` over resampled ``values``."""
+    """Percentile bootstrap interval of ``statistic`` (None: the mean) over resampled ``values``."""
+    statistic = np.mean if statistic is None else statistic  # not a default argument: numpy loads on first use
     x = np.asarray(values, dtype=float)
     if x.size == 0:
         return (float("nan"), float("nan"))

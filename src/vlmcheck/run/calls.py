@@ -24,7 +24,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+from .._lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 from PIL import Image
 
 from ..core import inputs
