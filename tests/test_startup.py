@@ -78,3 +78,19 @@ def test_a_one_image_describe_run_loads_no_heavy_module(tmp_path, fake_server):
     assert (out / "report.html").exists()
     assert "vlmcheck.methods.describe" in loaded and "aiohttp" in loaded
     assert _denied(loaded, DENY_ONE_IMAGE_RUN) == []
+
+
+def test_the_cli_builds_only_the_command_it_runs():
+    # typer builds every registered command's options on each call; main() hands it the one argv names
+    from typer.main import get_command
+
+    from vlmcheck.cli import app, only
+
+    names = set(get_command(app).commands)
+    assert {"describe", "chef", "report", "version"} <= names
+    assert set(get_command(only(["describe", "--vlm", "x"])).commands) == {"describe"}
+    assert set(get_command(only(["chef", "list"])).commands) == {"chef"}
+    for argv in ([], ["--help"], ["-h", "describe"], ["--version"], ["descrbe"]):  # the whole app: help, suggestions
+        assert set(get_command(only(argv)).commands) == names, argv
+    assert app.registered_commands and only(["describe"]) is not app  # a copy: the app itself is untouched
+    assert len(get_command(app).commands) == len(names)
