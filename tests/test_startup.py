@@ -25,10 +25,11 @@ print(json.dumps(sorted(m for m, v in sys.modules.items() if type(v).__name__ !=
 
 
 #: never loaded by a one-image ``describe`` run against an OpenAI-compatible server, the default command with its
-#: preflight, store, results and report (issue 51: each of these cost the run's start-up CPU once; numpy ~0.1 s)
+#: preflight, store, results and report (issue 51: each of these cost the run's start-up CPU once; numpy ~0.1 s,
+#: Pillow ~30 ms: a PNG or JPEG sent as it is is never decoded)
 DENY_ONE_IMAGE_RUN = ("torch", "transformers", "pandas", "pyarrow", "ray", "matplotlib", "scipy", "datasets",
-                      "numpy", "openai", "sklearn", "skimage", "vlmcheck.methods.genception", "vlmcheck.methods.cast",
-                      "vlmcheck.methods.chef", "vlmcheck.methods.vhexpansion", "vlmcheck.models.hf",
+                      "numpy", "PIL.Image", "openai", "sklearn", "skimage", "vlmcheck.methods.genception",
+                      "vlmcheck.methods.cast", "vlmcheck.methods.chef", "vlmcheck.methods.vhexpansion", "vlmcheck.models.hf",
                       "vlmcheck.world", "vlmcheck.run.merge", "vlmcheck.export", "vlmcheck.sweep")
 
 

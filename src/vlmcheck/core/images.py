@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from PIL import UnidentifiedImageError  # Pillow's package alone: cheap
+
 from .._lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
-from PIL import Image, ImageOps, UnidentifiedImageError
+Image, ImageOps = lazy_module("PIL.Image"), lazy_module("PIL.ImageOps")  # Pillow on first use
 
 #: Default ceiling on decoded pixels (width x height).  Larger files are
 #: rejected as possible decompression bombs.  Pillow's own default (89 M) only

@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from PIL import Image
+from .._lazy import lazy_module
+
+Image = lazy_module("PIL.Image")  # Pillow on first use (vlmcheck/_lazy.py)
 
 from .images import (DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_PIXELS, BadImageError, decode_image, image_size,
                      read_file_bytes, source_file)

@@ -19,7 +19,9 @@ import base64
 import io
 from typing import Annotated, Any, Literal, Union
 
-from PIL import Image
+from .._lazy import lazy_module
+
+Image = lazy_module("PIL.Image")  # Pillow on first use (vlmcheck/_lazy.py)
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .images import (DEFAULT_FORMAT, SourceFile, decode_image, file_sha256, image_hash, mime_type, source_file,

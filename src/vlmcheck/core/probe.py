@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PIL import Image
+from .._lazy import lazy_module
+
+Image = lazy_module("PIL.Image")  # Pillow on first use (vlmcheck/_lazy.py)
 
 from .images import DEFAULT_MAX_PIXELS, SENDABLE_FORMATS, _open, _pillow_errors
 

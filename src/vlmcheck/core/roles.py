@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from .._lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
-from PIL import Image
+Image = lazy_module("PIL.Image")  # Pillow on first use (vlmcheck/_lazy.py)
 from pydantic import BaseModel, Field, PrivateAttr
 
 from .messages import Message

@@ -27,7 +27,7 @@ from typing import Any
 from .._lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
-from PIL import Image
+Image = lazy_module("PIL.Image")  # Pillow on first use (vlmcheck/_lazy.py)
 
 from ..core import inputs
 from ..core.answers import split_reasoning

@@ -42,7 +42,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from PIL import Image
+from .._lazy import lazy_module
+
+Image = lazy_module("PIL.Image")  # Pillow on first use (vlmcheck/_lazy.py)
 
 from ..core.files import json_text_encoder, printable, utf8_text
 from ..core.images import TRANSPORT_PNG_LEVEL, encode_image, image_hash, transport_bytes
