@@ -95,3 +95,30 @@ def test_the_cli_builds_only_the_command_it_runs():
         assert set(get_command(only(argv)).commands) == names, argv
     assert app.registered_commands and only(["describe"]) is not app  # a copy: the app itself is untouched
     assert len(get_command(app).commands) == len(names)
+
+
+def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_found(monkeypatch):
+    # scanning every installed package's entry points cost a one-image run ~30 ms twice; a built-in provider never
+    # needs it (a plugin cannot replace a built-in name), a plugin's name still triggers it, once
+    from types import SimpleNamespace
+
+    from vlmcheck.core import spec
+    from vlmcheck.run.runner import _model_strings
+
+    scans = []
+
+    def fake_entry_points(group):
+        scans.append(group)
+        return [SimpleNamespace(name="myplug", value="myplug.adapter:build"),
+                SimpleNamespace(name="openai", value="elsewhere:build")]
+
+    monkeypatch.setattr(spec, "entry_points", fake_entry_points)
+    monkeypatch.setattr(spec, "_ENTRY_POINTS_LOADED", False)
+    monkeypatch.setattr(spec, "_REGISTRY", dict(spec._REGISTRY))
+    assert spec.is_provider("openai") and spec.registration("openai").description != "plugin"
+    assert _model_strings({"vlm": "openai:gpt-4o", "data": "x.jsonl", "n": [1]}) == {"openai:gpt-4o"}
+    assert scans == []
+    assert _model_strings({"vlm": "myplug:m", "judge": "OpenAI:x", "prompt": "Answer: yes"}) == {"myplug:m"}
+    assert scans == ["vlmcheck.adapters"]  # once
+    assert spec.registration("myplug").target == "myplug.adapter:build"
+    assert spec.registration("openai").target != "elsewhere:build"  # the built-in one kept
