@@ -269,9 +269,11 @@ def main() -> int:
     # that had loaded numpy and the photos would set a floor under every contender's figure
     subprocess.run([sys.executable, __file__, "--worker", "images", "--folder", str(folder), "--n", str(args.n),
                     "--size", str(args.size), "--format", args.format], check=True)
-    # every peer works offline: no hub, no telemetry
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(tmp / "hf"),
-               WANDB_MODE="disabled", TOKENIZERS_PARALLELISM="false", BENCH_BARE_BASE64=args.bare_base64)
+    # every peer works offline: no hub, no telemetry; every contender's bytecode cached, as an installed copy's is
+    # (a checkout's modules under PYTHONDONTWRITEBYTECODE were compiled from source on every run: bench/startup.py)
+    env = dict({k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, HF_HUB_OFFLINE="1",
+               HF_DATASETS_OFFLINE="1", HF_HOME=str(tmp / "hf"), WANDB_MODE="disabled", TOKENIZERS_PARALLELISM="false",
+               BENCH_BARE_BASE64=args.bare_base64, PYTHONPYCACHEPREFIX=str(tmp / "pycache"))
     print(f"N = {args.n} distinct {args.size}-px {args.format.upper()} photos, concurrency {args.concurrency}, {args.rounds} interleaved "
           f"rounds (medians); {os.cpu_count()} CPUs shared with the fake server; bare contenders' base64: "
           f"{args.bare_base64}")
