@@ -122,3 +122,33 @@ def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_fou
     assert scans == ["vlmcheck.adapters"]  # once
     assert spec.registration("myplug").target == "myplug.adapter:build"
     assert spec.registration("openai").target != "elsewhere:build"  # the built-in one kept
+
+
+def test_a_lazy_module_is_imported_on_first_use_once_and_safely_from_threads():
+    # the stand-in is not the module: nothing is imported until an attribute is read; then the real module, the
+    # one `import PIL.Image` gives matplotlib, and sixteen threads reading it at once all see it whole (the
+    # standard library's LazyLoader, on 3.11, showed a second thread a half-executed module)
+    code = """
+import sys, threading
+from vlmcheck._lazy import lazy_module
+m = lazy_module("PIL.Image")
+assert "PIL.Image" not in sys.modules
+errors, go = [], threading.Barrier(16)
+def use():
+    go.wait()
+    try:
+        m.open, m.new, m.Image
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=use) for _ in range(16)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+assert errors == [], errors
+import PIL.Image
+assert PIL.Image.Image is m.Image and PIL.Image.new is m.new
+m.MAX_IMAGE_PIXELS = 123  # a write reaches the module
+assert PIL.Image.MAX_IMAGE_PIXELS == 123
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr

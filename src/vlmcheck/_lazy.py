@@ -1,24 +1,53 @@
-"""Modules imported on first use (issue 51: start-up).  ``np = lazy_module("numpy")`` returns the module object at
-once; its code runs when one of its attributes is first read (the standard library's
-:class:`importlib.util.LazyLoader`), so a one-image run that never computes with numpy never loads it (about 0.1 s
-of CPU).  Use the result as a module (``np.mean(...)``), never ``from ... import name`` (that loads it at once);
-a default argument or a module-level constant that reads an attribute loads it at import time too."""
+"""Modules imported on first use (issue 51: start-up).  ``np = lazy_module("numpy")`` returns a stand-in at once;
+the module is imported when one of its attributes is first read, so a one-image run that never computes with numpy
+never loads it (about 0.1 s of CPU).  Use the result as a module (``np.mean(...)``), never ``from ... import name``
+(that loads it at once); a default argument or a module-level constant that reads an attribute loads it at import
+time too.
+
+Not the standard library's :class:`importlib.util.LazyLoader`: on Python 3.11 its first attribute read is not
+thread-safe (a second thread sees the module half executed: ``module 'PIL.Image' has no attribute 'open'``), and
+images are read in threads.  The stand-in is never put in ``sys.modules``: the real module is imported by
+:func:`importlib.import_module`, under the import system's own lock, and every read, write and deletion of an
+attribute goes to it."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 from types import ModuleType
 
 
+class _Deferred(ModuleType):
+    """Stands for the module of its ``__name__`` until it is first used; then forwards to it."""
+
+    def __getattr__(self, attr: str):  # only names the stand-in itself lacks: every name of the module
+        return getattr(_real(self), attr)
+
+    def __setattr__(self, attr: str, value) -> None:
+        setattr(_real(self), attr, value)
+
+    def __delattr__(self, attr: str) -> None:
+        delattr(_real(self), attr)
+
+    def __dir__(self):
+        return dir(_real(self))
+
+    def __repr__(self) -> str:
+        return f"<module {ModuleType.__getattribute__(self, '__name__')!r}, imported on first use>"
+
+
+def _real(stand_in: _Deferred) -> ModuleType:
+    found = stand_in.__dict__.get("_deferred_module")
+    if found is None:
+        found = importlib.import_module(ModuleType.__getattribute__(stand_in, "__name__"))
+        object.__setattr__(stand_in, "_deferred_module", found)
+    return found
+
+
 def lazy_module(name: str) -> ModuleType:
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:  # pragma: no cover - a programming error, not a user's
+    if importlib.util.find_spec(name.partition(".")[0]) is None:  # pragma: no cover - a programming error
         raise ImportError(f"no module named {name!r}")
-    spec.loader = importlib.util.LazyLoader(spec.loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return _Deferred(name)

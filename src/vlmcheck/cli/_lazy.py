@@ -1,8 +1,8 @@
 """Modules the commands import on first use, so that ``vlmcheck --help`` and ``vlmcheck version`` do not load
 the runner, the store, images or numpy (issue 51: every command paid ~0.7 s CPU of imports before this).
 
-``lazy_module("vlmcheck.report.terminal")`` returns the module object at once; its code runs when one of its
-attributes is first read (the standard library's :class:`importlib.util.LazyLoader`). Use it as a module
+``lazy_module("vlmcheck.report.terminal")`` returns the module object at once; the module is imported when one of
+its attributes is first read (``vlmcheck/_lazy.py``). Use it as a module
 (``terminal.run_done(...)``), never ``from ... import name`` (that would load it at once).
 """
 
