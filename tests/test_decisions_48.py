@@ -305,6 +305,54 @@ def test_a_shares_detectable_difference_never_exceeds_its_range():
     assert e["interval"]["min_detectable_difference"] is None and "none" in e["interval"]["mde_basis"]
 
 
+def test_a_shares_detectable_difference_from_its_clustered_interval_stays_in_range():
+    from vlmcheck.metrics.decisions import headline_entry, proportion_interval_counts
+
+    z, zp = 1.959963984540054, 0.8416212335729143  # the 97.5 % and 80 % normal quantiles
+    # 1 of 2 one-answer images: (z + z_0.8) sqrt(2 x 0.5 x 0.5 / 2) = 1.40 > 1, the largest difference a share can
+    # show: none is detectable (finding 9 printed 1.40), and the headline does not refill it from the interval
+    ci, how = proportion_interval_counts(np.array([1.0, 0.0]), np.array([1.0, 1.0]), "image")
+    assert (z + zp) * math.sqrt(2 * 0.25 / 2) == pytest.approx(1.4008, abs=1e-4)
+    assert how["min_detectable_difference"] is None and how["mde_basis"].startswith("none")
+    e = headline_entry("accuracy", 0.5, ci, how)
+    assert e["interval"]["min_detectable_difference"] is None and e["interval"]["mde_basis"].startswith("none")
+    # 20 of 40: (z + z_0.8) sqrt(2 x 0.25 / 40) = 0.3132, within the range, kept
+    _, how = proportion_interval_counts(np.array([1.0] * 20 + [0.0] * 20), np.ones(40), "image")
+    assert how["min_detectable_difference"] == pytest.approx((z + zp) * math.sqrt(0.5 / 40), rel=1e-9)
+    assert not how["mde_basis"].startswith("none")
+
+
+@pytest.mark.slow
+def test_the_screen_never_shows_a_negative_lead_or_a_bare_tie(tmp_path):
+    """Finding 9's wording: "ahead ... by -0.300" (a lead measured on other samples than the ranking) and
+    "tied with (95%)".  The partial-overlap case of finding 1 on the report's first screen, its leaderboard and
+    ``vlmcheck compare``; the three-model case of finding 3 on the first screen."""
+    from vlmcheck.report.html import build_report
+
+    a = _vhx(tmp_path / "A", "A", [1] * 14 + [0] * 6, ids=range(0, 20))
+    b = _vhx(tmp_path / "B", "B", [1] * 10 + [0] * 10, ids=range(10, 30))
+    page = build_report([a, b], tmp_path / "r.html").read_text()
+    # B leads on the 10 shared cases by 1.0 - 0.4 = 0.6; six discordant cases all B's: p = 2 / 2^6 = 0.03125;
+    # one pair: Holm p = p; the interval is the exact test inverted (the hull of the shifts it does not reject)
+    lo, hi = inverted([0.1] * 6 + [0.0] * 4, [0.1] * 10, 0.05, np.round(np.arange(-1, 1.0005, 0.005), 3))
+    assert "B leads on accuracy with 1.000 on the 10 samples all its runs share (20 left out)" in page
+    assert "+0.600" in page and "-0.600" not in page and "by -" not in page and "ahead" not in page
+    m = __import__("re").search(r"behind the leader by 0\.6000 \[([-0-9.]+), ([-0-9.]+)\], Holm p 0\.0313", page)
+    assert m and float(m.group(1)) == pytest.approx(lo, abs=0.0051) and float(m.group(2)) == pytest.approx(hi, abs=0.0051)
+    assert "tied with" not in page and "yes, from every other model" in page
+    # compare states the signed difference A - B, never as a lead
+    p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "compare", str(a), str(b)], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = " ".join(p.stdout.split())
+    assert "A - B = -0.6000" in out and "p 0.03125" in out and ": separated; 10 shared, 20 left out" in out
+    assert "ahead" not in out and "tied" not in out
+    # three models, Holm: nobody separated; the screen says from whom, never "tied with" (nor with nobody)
+    runs = [_vhx(tmp_path / n, n, [1] * k + [0] * (20 - k)) for n, k in (("C3", 10), ("B3", 13), ("A3", 16))]
+    page = build_report(runs, tmp_path / "r3.html").read_text()
+    assert "no: cannot be separated from B3, C3" in page and "tied with" not in page
+
+
 # ----------------------------------------------------------------------------- item 2: a new method
 
 class ToyTask:
