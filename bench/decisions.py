@@ -19,6 +19,9 @@ cases, a POPE image with its questions) from those populations:
     python bench/decisions.py [--n-pop 96] [--draws 200] [--n 40]
     python bench/decisions.py --screen [--draws 200] [--n 20]   # the decision screen on synthetic ground truth
 
+    python bench/decisions.py --coverage [--draws 300]        # GenCeption's and ChEF's intervals, 6-60 units
+
+``--coverage`` runs bench/interval_coverage.py: the headline intervals before and after the expanded percentile.
 ``--screen`` (issue 48) runs bench/decision_screen.py instead: exact nulls of 2 and 3 equal models, partial
 overlap, unequal categories, the false-positive rate of "separated", power and coverage, without model calls.
 
@@ -210,7 +213,17 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=40, help="units per resampled dataset for (a) and (b)")
     ap.add_argument("--root", default="bench/.decisions")
     ap.add_argument("--screen", action="store_true", help="the decision screen on synthetic ground truth")
+    ap.add_argument("--coverage", action="store_true",
+                    help="GenCeption's and ChEF's headline intervals at 6-60 units on synthetic ground truth")
     args = ap.parse_args()
+    if args.coverage:
+        import sys
+
+        sys.path.insert(0, str(Path(__file__).parent))
+        from interval_coverage import main as coverage_main
+
+        coverage_main(args.draws if args.draws != 200 else 300)
+        return
     if args.screen:
         import sys
 

@@ -194,6 +194,71 @@ def test_one_image_categories_get_an_interval_not_a_point(tmp_path):
     assert w1 > np.subtract(*reversed(bootstrap_ci_strata([0.2, 0.3], ["a", "a"]))) / 2
 
 
+def test_genceptions_interval_is_the_expanded_percentile_at_the_satterthwaite_df_by_hand():
+    """Left of issue 48: GenCeption's stratified bootstrap covered 0.88-0.93 with categories of 2-5 images
+    (bench/interval_coverage.py).  The Rao-Wu rescaling gives each category's resampled mean the unbiased
+    variance s_c^2 / n_c; the expanded percentile interval then takes the t quantile at the Welch-Satterthwaite
+    df of sum_c s_c^2 / n_c (a one-image category: the variance of all N values, on N - 1 df)."""
+    from scipy.stats import norm, t
+
+    from vlmcheck.methods.genception import _score
+    from vlmcheck.metrics.stats import bootstrap_ci_strata
+
+    v = np.array([0.50, 0.62, 0.40, 0.45, 0.58, 0.70, 0.30])
+    cats = ["a", "a", "b", "b", "b", "b", "c"]
+    a_, b_ = v[:2], v[2:6]
+    terms = [(a_.var(ddof=1) / 2, 1), (b_.var(ddof=1) / 4, 3), (v.var(ddof=1) / 1, 6)]
+    df = sum(x for x, _ in terms) ** 2 / sum(x * x / d for x, d in terms)
+    q = norm.cdf(-t.ppf(0.975, df))  # each tail of the expanded interval
+    s = _score(v, cats, 0)
+    assert s["ci95"] == pytest.approx(list(bootstrap_ci_strata(v, cats, seed=0, level=1 - 2 * q)), abs=1e-12)
+    assert 0.0005 < q < 0.025 and "expanded percentile" in s["interval"]["method"]
+    plain = bootstrap_ci_strata(v, cats, seed=0)
+    assert s["ci95"][0] < plain[0] and s["ci95"][1] > plain[1]
+
+
+def test_chefs_ratio_interval_is_the_expanded_percentile_of_its_resamples_by_hand():
+    """Left of issue 48: ChEF's ratios (RRM, RIAM, match ratio, 1 - ECE, the judge's score) used the plain
+    percentile of a cluster bootstrap.  Now Hesterberg's expanded percentile on the n images: the quantiles at
+    Phi(-sqrt(n / (n - 1)) t_{n-1, 0.975}) of the same resamples; a [0, 1] figure on 5 images or fewer gets the
+    Wilson bound on the images, labelled."""
+    from scipy.stats import norm, t
+
+    from vlmcheck.methods.chef.headline import _boot
+    from vlmcheck.methods.chef.items import Items
+
+    def items(correct, corrupt, per=1):
+        m = len(correct)
+        cols = {"original": {"correct": np.array(correct, bool)},
+                "corrupt:both": {"correct": np.array(corrupt, bool)}}
+        return Items(np.arange(m) // per, [f"i{i}" for i in range(m)], np.full(m, 4.0), ["original", "corrupt:both"],
+                     cols, -1, np.full(m, -1), np.zeros(m, bool))
+
+    acc = lambda it: float(np.mean(it.cols["original"]["correct"]))  # noqa: E731
+    it = items([1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 1], [0] * 16, per=2)  # 8 images of 2 items
+    reps = []
+
+    def recorded(sub):
+        reps.append(acc(sub))
+        return reps[-1]
+
+    e = _boot(it, "x", acc(it), recorded, seed=0)
+    n = 8
+    q = norm.cdf(-math.sqrt(n / (n - 1)) * t.ppf(0.975, n - 1))  # sqrt(8/7) x 2.3646 = 2.528: 0.00574
+    assert len(reps) == 1000 and q == pytest.approx(0.00574, abs=5e-5)
+    assert e["ci95"] == pytest.approx([np.quantile(reps, q), np.quantile(reps, 1 - q)], abs=1e-12)
+    assert "expanded percentile" in e["interval"]["method"] and e["interval"]["n_units"] == 8
+    # a [0, 1] figure on 3 images (2 of them all right): Wilson of 5/6 x 3 of 3, labelled a bound
+    small = items([1, 1, 1, 1, 0, 1], [0] * 6, per=2)
+    e3 = _boot(small, "x", acc(small), acc, seed=0, bounded=True)
+    z, x, m = 1.959963984540054, 2.5, 3
+    p = x / m
+    centre = (p + z * z / (2 * m)) / (1 + z * z / m)
+    half = z / (1 + z * z / m) * math.sqrt(p * (1 - p) / m + z * z / (4 * m * m))
+    assert e3["ci95"] == pytest.approx([centre - half, centre + half], abs=1e-12)
+    assert e3["interval"]["method"].startswith("wilson bound on the 3 image(s)")
+
+
 # ----------------------------------------------------------------------------- finding 5: plan at the edges
 
 def test_plan_from_a_pilot_where_every_answer_is_right(tmp_path):
@@ -338,7 +403,8 @@ def test_the_screen_never_shows_a_negative_lead_or_a_bare_tie(tmp_path):
     assert "B leads on accuracy with 1.000 on the 10 samples all its runs share (20 left out)" in page
     assert "+0.600" in page and "-0.600" not in page and "by -" not in page and "ahead" not in page
     m = __import__("re").search(r"behind the leader by 0\.6000 \[([-0-9.]+), ([-0-9.]+)\], Holm p 0\.0313", page)
-    assert m and float(m.group(1)) == pytest.approx(lo, abs=0.0051) and float(m.group(2)) == pytest.approx(hi, abs=0.0051)
+    assert m and float(m.group(1)) == pytest.approx(lo, abs=0.0051)
+    assert float(m.group(2)) == pytest.approx(hi, abs=0.0051)
     assert "tied with" not in page and "yes, from every other model" in page
     # compare states the signed difference A - B, never as a lead
     p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "compare", str(a), str(b)], capture_output=True,

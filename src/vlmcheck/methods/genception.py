@@ -51,7 +51,8 @@ from ..core.inputs import read_image
 from ..core.messages import Message
 from ..core.spec import load_model
 from ..metrics.decisions import headline_entry, widen_degenerate
-from ..metrics.stats import FeatureSet, bootstrap_ci_strata, cosine, frechet_between, gc_at, mean_of_means
+from ..metrics.stats import (FeatureSet, bootstrap_ci_strata, cosine, frechet_between, gc_at, mean_of_means,
+                              strata_level)
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
 from .refusals import refusal_kind
@@ -397,12 +398,12 @@ def _score(per_image: np.ndarray, cats: list[str], seed: int) -> dict[str, Any]:
     score = mean_of_means(per_image, cats)
     # every chain with the same score (a perfect describer: s = 1 at every step) would give [1, 1]: then the
     # Wilson bound for a mean of values in [-1, 1] on the n images (metrics/decisions.widen_degenerate)
-    lo, hi = bootstrap_ci_strata(per_image, cats, seed=seed)
+    lo, hi = bootstrap_ci_strata(per_image, cats, seed=seed, level=strata_level(per_image, cats))  # expanded
     ci, widened = widen_degenerate([max(lo, -1.0), min(hi, 1.0)], score, int(per_image.size), low=-1.0, high=1.0)
     return {"score": score, "ci95": ci, "image_mean": float(per_image.mean()),
             "n": int(per_image.size), "categories": len(set(cats)),
             "interval": {"method": "wilson bound on n images (every image scored the same)" if widened else
-                         "bootstrap within categories, rescaled (Rao-Wu)",
+                         "bootstrap within categories, rescaled (Rao-Wu), expanded percentile",
                          "unit": "image (stratified by category)", "n_units": int(per_image.size)}}
 
 

@@ -207,8 +207,9 @@ def proportion_interval_counts(k: np.ndarray, n: np.ndarray, unit: str) -> tuple
 
 def cluster_bootstrap(records: Sequence, clusters: Sequence[str], statistic, n_boot: int = 1000, seed: int = 0,
                       alpha: float = 0.05) -> tuple[list[float] | None, int]:
-    """Percentile interval of any ``statistic(list of records) -> float | None`` (a ratio such as RRM, a
-    calibration error), resampling whole clusters of records.  Returns (interval or None, resamples on which the
+    """Expanded percentile interval (:func:`expanded_percentile`, on the number of clusters) of any
+    ``statistic(list of records) -> float | None`` (a ratio such as RRM, a calibration error), resampling whole
+    clusters of records.  Returns (interval or None, resamples on which the
     statistic was defined); a resample where it is undefined (RIAM when the 0-shot accuracy equals chance) is
     left out and counted."""
     groups: dict[str, list] = {}
@@ -226,7 +227,7 @@ def cluster_bootstrap(records: Sequence, clusters: Sequence[str], statistic, n_b
             vals.append(float(v))
     if not vals:
         return None, 0
-    return [float(np.quantile(vals, alpha / 2)), float(np.quantile(vals, 1 - alpha / 2))], len(vals)
+    return expanded_percentile(np.asarray(vals), len(members), alpha), len(vals)
 
 
 def too_few_units(n_units: int, alpha: float = 0.05) -> bool:

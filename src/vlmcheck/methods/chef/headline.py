@@ -4,7 +4,10 @@ interval is made.
 The sampled unit is the item's image: its settings, ICE draws and (POPE) its questions move together.
 Proportions (accuracy, POPE accuracy, VanillaEval) use the clustered Wilson interval, which never has zero width;
 the ratios and composite scores (RRM, RIAM, match ratio, 1 - ECE, the turn scenarios' metrics, the judge's score)
-use a cluster bootstrap that recomputes the figure from the resampled items with the same functions as the run.
+use a cluster bootstrap that recomputes the figure from the resampled items with the same functions as the run,
+read as Hesterberg's expanded percentile interval on the number of images (bench/interval_coverage.py measures
+it against the plain percentile one); a figure bounded in [0, 1] on 5 images or fewer gets
+the Wilson bound on the images instead, labelled (as CAST's cells).
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...metrics.decisions import headline_entry, krippendorff_alpha_interval, proportion_interval_counts, widen_degenerate
+from ...metrics.decisions import (expanded_percentile, headline_entry, krippendorff_alpha_interval,
+                                 proportion_interval_counts, too_few_units, widen_degenerate)
 from . import metrics as M
 from .items import Items, first_appearance, unit_counts
 
@@ -24,7 +28,8 @@ _NAMES = {"weighted_accuracy": "WeightedACC", "grounding_accuracy": "grounding a
 def _cluster_bootstrap(it: Items, statistic: Callable[[Items], float | None], seed: int, n_boot: int = 1000,
                        alpha: float = 0.05) -> tuple[list[float] | None, int]:
     """metrics.decisions.cluster_bootstrap on columns: each resample draws whole units (the same draws, in the
-    same order, as the list-based function) and ``statistic`` recomputes the figure from the drawn items."""
+    same order, as the list-based function) and ``statistic`` recomputes the figure from the drawn items; the
+    expanded percentile interval on the number of units, as there."""
     order = first_appearance(it.units)
     number = np.empty(int(it.units.max()) + 1 if len(it.units) else 0, dtype=np.int64)
     number[order] = np.arange(len(order))
@@ -45,7 +50,7 @@ def _cluster_bootstrap(it: Items, statistic: Callable[[Items], float | None], se
             vals.append(float(v))
     if not vals:
         return None, 0
-    return [float(np.quantile(vals, alpha / 2)), float(np.quantile(vals, 1 - alpha / 2))], len(vals)
+    return expanded_percentile(np.asarray(vals), len(sizes), alpha), len(vals)
 
 
 def _boot(it: Items, name: str, value: float | None, statistic: Callable, seed: int,
@@ -55,11 +60,18 @@ def _boot(it: Items, name: str, value: float | None, statistic: Callable, seed: 
     ci, n_ok = _cluster_bootstrap(it, statistic, seed)
     n_units = len(np.unique(it.units))
     widened = False
-    if bounded:
-        ci, widened = widen_degenerate(ci, value, n_units)
-    how = {"method": "wilson bound on the images (every resample gave the same figure)" if widened else
-           "cluster bootstrap, recomputing the figure from resampled items", "unit": UNIT,
-           "n_units": n_units, "n_resamples_defined": n_ok}
+    if bounded:  # too few images, or every resample the same: the bound on the images, as CAST's cells
+        ci, widened = widen_degenerate(ci, value, n_units, few=True)
+    if widened:
+        method = (f"{'clopper-pearson' if n_units < 2 else 'wilson'} bound on the {n_units} image(s) as units "
+                  "(too few images for a bootstrap: fewer units than any test needs to reject anything)"
+                  if too_few_units(n_units) else "wilson bound on the images (every resample gave the same figure)")
+    elif ci is not None and too_few_units(n_units):
+        method = (f"cluster bootstrap on {n_units} images, expanded percentile: at so few units, the range of the "
+                  "resamples (no test could reject anything; not a bound)")
+    else:
+        method = "cluster bootstrap, recomputing the figure from resampled items (expanded percentile)"
+    how = {"method": method, "unit": UNIT, "n_units": n_units, "n_resamples_defined": n_ok}
     return headline_entry(name, value, ci, how)
 
 
