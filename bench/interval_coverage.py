@@ -80,7 +80,8 @@ def plain(reps: list[float], alpha: float = 0.05) -> list[float]:
     return [float(np.quantile(reps, alpha / 2)), float(np.quantile(reps, 1 - alpha / 2))]
 
 
-def rows(draws: int, gc_rows: bool = True, per_image: tuple[int, ...] = (1, 4)):
+def rows(draws: int, gc_rows: bool = True, per_image: tuple[int, ...] = (1, 4),
+         figures: tuple[str, ...] = ("rrm", "accuracy", "wilson")):
     """(label, [(before, after) per size]); before: the plain percentile interval of the same resamples."""
     for one_image in (True, False) if gc_rows else ():
         sizes = GC_SIZES if one_image else GC_SIZES_2
@@ -119,20 +120,24 @@ def rows(draws: int, gc_rows: bool = True, per_image: tuple[int, ...] = (1, 4)):
             return one
 
         accuracy = lambda it: float(np.mean(it.cols["original"]["correct"]))  # noqa: E731
-        yield (f"ChEF RRM (cluster bootstrap), {label}",
-               [coverage(boot(n, _rrm_both, RRM_TRUTH), draws, n) for n in SIZES])
-        yield (f"ChEF accuracy by cluster bootstrap, {label}",
-               [coverage(boot(n, accuracy, 0.8), draws, n) for n in SIZES])
-        yield (f"ChEF accuracy, clustered Wilson (unchanged), {label}",
-               [coverage(wilson(n), draws, n) for n in SIZES])
+        if "rrm" in figures:
+            yield (f"ChEF RRM (cluster bootstrap), {label}",
+                   [coverage(boot(n, _rrm_both, RRM_TRUTH), draws, n) for n in SIZES])
+        if "accuracy" in figures:
+            yield (f"ChEF accuracy by cluster bootstrap, {label}",
+                   [coverage(boot(n, accuracy, 0.8), draws, n) for n in SIZES])
+        if "wilson" in figures:
+            yield (f"ChEF accuracy, clustered Wilson (unchanged), {label}",
+                   [coverage(wilson(n), draws, n) for n in SIZES])
 
 
-def main(draws: int = 300, gc_rows: bool = True, per_image: tuple[int, ...] = (1, 4)) -> None:
+def main(draws: int = 300, gc_rows: bool = True, per_image: tuple[int, ...] = (1, 4),
+         figures: tuple[str, ...] = ("rrm", "accuracy", "wilson")) -> None:
     started = time.perf_counter()
     print(f"headline interval coverage, {draws} datasets a cell, before (plain percentile) -> after (the run's "
           "interval now), from the same resamples (goal 0.93-0.97)")
     print(f"{'interval':<60} " + " ".join(f"{f'{n} units':>13}" for n in SIZES))
-    for label, cells in rows(draws, gc_rows, per_image):
+    for label, cells in rows(draws, gc_rows, per_image, figures):
         print(f"{label:<60} " + " ".join(f"{b:>6.3f}->{a:.3f}" for b, a in cells), flush=True)
     print(f"\ntotal {time.perf_counter() - started:.0f} s")
 
