@@ -257,6 +257,13 @@ def test_chefs_ratio_interval_is_the_expanded_percentile_of_its_resamples_by_han
     half = z / (1 + z * z / m) * math.sqrt(p * (1 - p) / m + z * z / (4 * m * m))
     assert e3["ci95"] == pytest.approx([centre - half, centre + half], abs=1e-12)
     assert e3["interval"]["method"].startswith("wilson bound on the 3 image(s)")
+    # RRM (unbounded) where every item is right in both settings: 100 in every resample, said to be no spread
+    from vlmcheck.methods.chef.headline import _rrm_both
+
+    perfect = items([1] * 8, [1] * 8)
+    e8 = _boot(perfect, "RRM", _rrm_both(perfect), _rrm_both, seed=0)
+    assert e8["value"] == pytest.approx(100.0) and e8["ci95"] == pytest.approx([100.0, 100.0])
+    assert "no spread" in e8["interval"]["method"] and "not a bound" in e8["interval"]["method"]
 
 
 # ----------------------------------------------------------------------------- finding 5: plan at the edges

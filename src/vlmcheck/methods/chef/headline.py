@@ -66,6 +66,9 @@ def _boot(it: Items, name: str, value: float | None, statistic: Callable, seed: 
         method = (f"{'clopper-pearson' if n_units < 2 else 'wilson'} bound on the {n_units} image(s) as units "
                   "(too few images for a bootstrap: fewer units than any test needs to reject anything)"
                   if too_few_units(n_units) else "wilson bound on the images (every resample gave the same figure)")
+    elif ci is not None and ci[1] - ci[0] <= 1e-12:  # an unbounded ratio with no spread: said, never a bound
+        method = ("cluster bootstrap: every resample gave the same figure, no spread to estimate (a point, not a "
+                  "bound)")
     elif ci is not None and too_few_units(n_units):
         method = (f"cluster bootstrap on {n_units} images, expanded percentile: at so few units, the range of the "
                   "resamples (no test could reject anything; not a bound)")
