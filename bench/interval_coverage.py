@@ -70,7 +70,7 @@ def coverage(draw: Callable[[np.random.Generator], tuple[list, float]], draws: i
     hits = None
     for _ in range(draws):
         cis, truth = draw(rng)
-        got = [ci is not None and ci[0] <= truth <= ci[1] for ci in cis]
+        got = [int(ci is not None and bool(ci[0] <= truth <= ci[1])) for ci in cis]  # numpy bools add as "or"
         hits = got if hits is None else [h + g for h, g in zip(hits, got)]
     return [h / draws for h in hits]
 
