@@ -172,3 +172,56 @@ def test_a_planted_circle_fails(tmp_path):
     (tmp_path / "vlmcheck" / "core" / "planted_a.py").write_text("def f():\n    from . import planted_b\n")
     (tmp_path / "vlmcheck" / "core" / "planted_b.py").write_text("from .planted_a import f\n")
     assert ["vlmcheck.core.planted_a", "vlmcheck.core.planted_b"] in circles(import_graph(tmp_path))
+
+
+# ----------------------------------------------------------------------------- issue 50: no switch on a method's name
+
+#: where naming a method is the point: the methods themselves, the demo that runs them, the reference world,
+#: the benchmark readers (a benchmark named "cast")
+METHOD_HOMES = ("vlmcheck/methods/", "vlmcheck/world/", "vlmcheck/datasets/", "vlmcheck/demo.py")
+
+
+def method_name_switches(source: str, names: set[str]) -> list[int]:
+    """Lines of ``source`` that switch on a method's name: a comparison with it (``==``, ``!=``, ``in`` a literal
+    tuple, list or set of them), a dict literal keyed by two or more of them (a table over methods; one such key
+    is a word: perturb/text.py's synonyms of "describe"), or ``.startswith`` / ``.endswith`` it."""
+    def named(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(named(e) for e in node.elts)
+        return False
+
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and any(named(x) for x in [node.left, *node.comparators]):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Dict) and sum(k is not None and named(k) for k in node.keys) > 1:
+            lines.append(node.lineno)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in ("startswith", "endswith") and any(named(a) for a in node.args)):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_nothing_above_the_methods_switches_on_a_methods_name():
+    """Report, export, terminal, CLI, sweep, finetune learn what they show about a method from its view and its
+    task protocol (run/views.py, run/task.py), never from its name (docs/architecture.md)."""
+    from vlmcheck.methods import TASK_NAMES
+
+    found = []
+    for path in sorted((SRC / "vlmcheck").rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if rel.startswith(METHOD_HOMES):
+            continue
+        found += [f"{rel}:{n}" for n in method_name_switches(path.read_text(encoding="utf-8"), set(TASK_NAMES))]
+    assert found == [], f"switches on a method's name outside its own modules: {found}"
+
+
+@pytest.mark.parametrize("planted", ['if task == "cast":\n    pass', 'x = r["task"] in ("chef", "x")',
+                                     'p = {"genception": 1, "cast": 2}.get(t)', 'ok = m.startswith("vhexpansion")',
+                                     'if "describe" != t:\n    pass'])
+def test_a_planted_switch_on_a_methods_name_is_found(planted):
+    assert method_name_switches(planted, {"describe", "genception", "cast", "chef", "vhexpansion"}) == [1]
+    # naming is not switching
+    assert method_name_switches('name = "cast"\nf(x, "chef")\nS = {"chef": ["cook"]}', {"cast", "chef"}) == []

@@ -34,14 +34,9 @@ from typing import Any, Iterable, Iterator
 
 from .core.files import (InputFileError, JsonlRecords, SampleRecords, atomic_path, printable,  # noqa: F401
                          read_results, read_text_input, write_lines_atomic, write_text_atomic)
+from .methods.cast_rows import cast_verdict_rows  # noqa: F401 (re-exported: part of the export's API)
+from .methods.views import view_for
 
-#: The unit each method's sample record is exploded into: (field holding the units, column naming the unit).
-UNITS = {
-    "genception": ("steps", "t"),
-    "vhexpansion": ("variants", "variant"),
-    "chef": ("settings", "setting"),
-    "cast": ("generation", "generation"),
-}
 _DROP = ("embedding",)  # long vectors: kept in samples.jsonl, not in tables
 
 
@@ -79,7 +74,7 @@ def iter_sample_rows(folder: str | Path) -> Iterator[dict[str, Any]]:
     info = _run_info(folder)
     task = info["task"]
     base = {"run": str(folder), "task": task, "model": _model_of(info)}
-    unit = UNITS.get(task)
+    unit = view_for(task).units  # the unit the method's view names (methods/views.py); None: a row per sample
     path = folder / "samples.jsonl"
     if not path.is_file():
         read_text_input(path, "samples file")  # the one sentence saying why not
@@ -188,33 +183,6 @@ def load_runs(folders: Iterable[str | Path]):
     return pd.DataFrame(samples), pd.DataFrame(metrics, columns=METRIC_COLUMNS)
 
 
-def cast_verdict_rows(folder: str | Path) -> Iterator[dict[str, Any]]:
-    """A CAST run's verdicts as rows, one per pair, repeat, generation modality, statement, validation
-    modality and prompt format: ``verdict`` is 1 (the statement holds), 0 (it does not) or None (unread),
-    ``raw`` the model's words; per-pair consistency is a ``groupby`` away, no JSON to parse."""
-    folder = Path(folder)
-    info = _run_info(folder)
-    base = {"run": str(folder), "model": _model_of(info)}
-    for rec in JsonlRecords(folder / "samples.jsonl"):
-        if rec.get("status") != "done":
-            continue
-        first = rec.get("result") or {}
-        for repeat, r in enumerate([first, *first.get("repeats", [])]):
-            for g, entry in (r.get("generation") or {}).items():
-                for k, st in enumerate(entry.get("statements") or []):
-                    for key, v in (st.get("verdicts") or {}).items():
-                        modality, _, fmt = key.partition("|")
-                        yield {**base, "sample_id": rec.get("sample_id"), "repeat": r.get("repeat", repeat),
-                               "generation": g, "statement": k + 1, "validation": modality, "format": fmt,
-                               "blind": False, "verdict": v.get("verdict"), "raw": v.get("raw"),
-                               "text": st.get("text")}
-                    for fmt, v in (st.get("blind") or {}).items():  # the blind control: image withheld
-                        yield {**base, "sample_id": rec.get("sample_id"), "repeat": r.get("repeat", repeat),
-                               "generation": g, "statement": k + 1, "validation": "image", "format": fmt,
-                               "blind": True, "verdict": v.get("verdict"), "raw": v.get("raw"),
-                               "text": st.get("text")}
-
-
 def _typed(df):
     """Each column one type: integers stay integers beside missing values (Int64, not float), text is
     ``string``, flags ``boolean``."""
@@ -223,9 +191,9 @@ def _typed(df):
 
 def load_tables(folders: Iterable[str | Path]) -> dict[str, Any]:
     """One tidy samples table per method (``describe``, ``genception``, ``vhexpansion``, ``chef``, ``cast``) with
-    only that method's columns, each column one meaning and one type; ``cast_verdicts`` with CAST's verdicts as
-    rows (:func:`cast_verdict_rows`); and ``metrics``, the long metrics table of :func:`load_runs`.  A method
-    without a run is absent.
+    only that method's columns, each column one meaning and one type; each further table a method's view declares
+    as ``<method>_<suffix>`` (``cast_verdicts``: CAST's verdicts as rows, :func:`cast_verdict_rows`); and
+    ``metrics``, the long metrics table of :func:`load_runs`.  A method without a run is absent.
 
         tables = vlmcheck.load_tables(["runs/gc", "runs/cast"])
         tables["cast_verdicts"].groupby(["sample_id", "generation", "validation"])["verdict"].mean()
@@ -233,19 +201,20 @@ def load_tables(folders: Iterable[str | Path]) -> dict[str, Any]:
     import pandas as pd
 
     by_task: dict[str, list[dict[str, Any]]] = {}
-    verdicts: list[dict[str, Any]] = []
+    extra: dict[str, list[dict[str, Any]]] = {}
     metrics: list[dict[str, Any]] = []
     for f in folders:
         f = Path(f)
         info = _run_info(f)
         rows = by_task.setdefault(str(info["task"]), [])
         rows.extend({k: v for k, v in r.items() if k != "task"} for r in iter_sample_rows(f))
-        if info["task"] == "cast":
-            verdicts.extend(cast_verdict_rows(f))
+        for suffix, extra_rows in view_for(info["task"]).tables.items():  # CAST's verdicts, and the like
+            extra.setdefault(f"{info['task']}_{suffix}", []).extend(extra_rows(f))
         metrics.extend(metric_rows(f, info))
     tables = {task: _typed(pd.DataFrame(rows)) for task, rows in by_task.items()}
-    if verdicts:
-        tables["cast_verdicts"] = _typed(pd.DataFrame(verdicts))
+    for name, rows in extra.items():
+        if rows:
+            tables[name] = _typed(pd.DataFrame(rows))
     tables["metrics"] = pd.DataFrame(metrics, columns=METRIC_COLUMNS)
     return tables
 
@@ -298,8 +267,8 @@ def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parq
     written = []
     for f, name in zip(folders, table_names(folders)):
         written.append(_write_rows(lambda f=f: iter_sample_rows(f), out / f"{name}.{fmt}", fmt))
-        if _run_info(f).get("task") == "cast":
-            written.append(_write_rows(lambda f=f: cast_verdict_rows(f), out / f"{name}-verdicts.{fmt}", fmt))
+        for suffix, extra_rows in view_for(_run_info(f).get("task")).tables.items():  # CAST's verdicts, ...
+            written.append(_write_rows(lambda f=f, rows=extra_rows: rows(f), out / f"{name}-{suffix}.{fmt}", fmt))
     metrics = [row for f in folders for row in metric_rows(f, _run_info(f))]  # not the samples again
     written.append(_write(pd.DataFrame(metrics, columns=METRIC_COLUMNS), out / f"metrics.{fmt}", fmt))
     written.append(_write(pd.DataFrame(run_rows(folders)), out / f"runs.{fmt}", fmt))

@@ -178,7 +178,6 @@ def check_out(out: Path) -> None:
 
 def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
     """(run folder, task name, task spec) of every run, in config order (methods outer, models inner)."""
-    from .methods.chef import resolve_recipe
     from .run.task import task_class, task_names
 
     TASK_NAMES = task_names()
@@ -207,11 +206,9 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
             _, _, rest = parse_source(opts[key])  # NAME:PATH keeps its NAME: (docs/datasets.md)
             if not rest.startswith("hfds:") and not remote.is_url(rest) and not Path(rest).is_absolute():
                 opts[key] = opts[key][:len(opts[key]) - len(rest)] + str(base / rest)
-        if method == "chef":
-            recipe = opts.get("recipe")
-            if isinstance(recipe, str):
-                local = base / recipe
-                opts["recipe"] = resolve_recipe(str(local) if local.is_file() else recipe).model_dump()
+        resolve = getattr(task_class(method), "sweep_options", None)  # ChEF: a recipe file beside the sweep
+        if resolve is not None:
+            opts = resolve(opts, base)
         if "seed" in fields and "seed" not in opts:
             opts["seed"] = sweep.options.seed
         group = method if not label else f"{method}-{_slug(label)}"
@@ -251,7 +248,7 @@ def run_sweep(config: str | Path, progress: bool = True,
     write ``summary.json``, the GenCeption leaderboards and one report over all runs.  ``execute`` runs one task
     into a folder (the CLI's prints a line per run); ``announce(method, model)`` is called before each run."""
     from .methods.headline import headline
-    from .methods.leaderboard import leaderboard
+    from .methods.views import view_for
     from .report.html import build_report
     from .run.task import task_from_spec
 
@@ -274,10 +271,11 @@ def run_sweep(config: str | Path, progress: bool = True,
                         "metric": name, "value": value, "samples": res["counts"]["samples"],
                         "failed": res["counts"]["failed"]})
     write_text_atomic(out / "summary.json", json.dumps(summary, indent=2))
-    for group in sorted({Path(r["folder"]).parent for r in summary if r["method"].startswith("genception")}):
+    boards = {folder.parent: view_for(method).leaderboard for folder, method, _ in runs}  # the method's view says
+    for group in sorted(g for g, make in boards.items() if make is not None):
         folders = [Path(r["folder"]) for r in summary if Path(r["folder"]).parent == group]
         if len(folders) > 1:
-            write_text_atomic(group / "leaderboard.json", json.dumps(leaderboard(folders), indent=2))
+            write_text_atomic(group / "leaderboard.json", json.dumps(boards[group](folders), indent=2))
     page = build_report([Path(r["folder"]) for r in summary], out / "report.html",
                         title=f"vlmcheck sweep {config.name}") if report else None
     return SweepResult(out, summary, results, page, sweep.options.max_failures)

@@ -31,19 +31,22 @@ def compare(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finis
     their leaderboard."""
     import json
 
-    from ..core.files import read_results
+    from ..core.files import read_results, write_text_atomic
     from ..methods.compare import compare_runs
-    from ..methods.leaderboard import write_leaderboard
+    from ..methods.views import label_of, view_for
 
     with C.user_errors(FileNotFoundError):
         cmp = compare_runs(runs)
         board = None
-        if cmp["method"] == "genception" and {read_results(r)["task"] for r in runs} == {"genception"}:
+        make_board = view_for(cmp["method"]).leaderboard  # the method's view says whether it has a leaderboard
+        if make_board is not None and {read_results(r)["task"] for r in runs} == {cmp["method"]}:
             try:
-                board = write_leaderboard(runs, output, external)
+                board = make_board(runs, external)
+                write_text_atomic(output, json.dumps(board, indent=2))
             except (KeyError, TypeError, ValueError) as exc:  # the comparisons stand without it
-                C.console.print(f"No GenCeption leaderboard: the runs' results lack what it needs ({exc}).",
-                                highlight=False, soft_wrap=True)
+                board = None
+                C.console.print(f"No {label_of(cmp['method'])} leaderboard: the runs' results lack what it needs "
+                                f"({exc}).", highlight=False, soft_wrap=True)
     if as_json:
         typer.echo(json.dumps(cmp, indent=2))
         return

@@ -7,7 +7,7 @@ of a path (or takes the one the user names) and returns a :class:`~.base.Dataset
 """
 
 from .base import (Dataset, DatasetFormError, Form, Record, benchmarks, detect, forms, load, parse_source,
-                   register_form)
+                   path_options, register_form)
 
 __all__ = ["Dataset", "DatasetFormError", "Form", "Record", "benchmarks", "detect", "forms", "load", "parse_source",
-           "register_form"]
+           "path_options", "register_form"]

@@ -37,9 +37,11 @@ Sources: a path, ``NAME:PATH`` (NAME a benchmark of :data:`BENCHMARKS` or a form
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import parse_qsl
 
 
 class DatasetFormError(ValueError):
@@ -108,6 +110,8 @@ class Form:
     read: Callable[..., Dataset]
     #: where its schema is published (dataset card, VLMEvalKit class, the original repository)
     schema: str = ""
+    #: the options its reader takes where its signature does not name them (``*_column``: any column role)
+    options: tuple[str, ...] | None = None
 
 
 _FORMS: dict[str, Form] = {}
@@ -126,13 +130,14 @@ def register_scheme(scheme: str) -> Callable[[Callable[..., Dataset]], Callable[
 
 
 def register_form(name: str, *, detect: Callable[[Path], bool], benchmarks: tuple[str, ...] = (),
-                  schema: str = "") -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+                  schema: str = "", options: tuple[str, ...] | None = None
+                  ) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
     """Register ``read(path, *, benchmark=None, **options) -> Dataset`` as the reader of form ``name``."""
 
     def deco(read: Callable[..., Dataset]) -> Callable[..., Dataset]:
         if name in _FORMS:
             raise ValueError(f"dataset form {name!r} registered twice")
-        _FORMS[name] = Form(name, tuple(benchmarks), detect, read, schema)
+        _FORMS[name] = Form(name, tuple(benchmarks), detect, read, schema, options)
         return read
 
     return deco
@@ -198,18 +203,47 @@ def parse_source(source: str | Path) -> tuple[str | None, str | None, str]:
     return None, None, text
 
 
+def path_options(text: str) -> tuple[str, dict[str, str]]:
+    """``PATH?k=v&k2=v2`` -> (PATH, {k: v, ...}): a reader's options written after a local path, the syntax
+    ``hfds:NAME?split=..`` uses, so that any route that takes a source (``--data``, ``--cases``, ``--pairs``)
+    passes them (``scienceqa:./ScienceQA?split=val``, ``./coco_pope_random.json?images=./val2014``).  A path
+    that exists as written (a file name holding "?") is taken as it is."""
+    head, sep, query = text.rpartition("?")
+    if not sep or not head or "=" not in query or Path(text).exists():
+        return text, {}
+    return head, dict(parse_qsl(query, keep_blank_values=True))
+
+
+def _check_options(f: Form, source: str, given: dict[str, str]) -> None:
+    """Options written in the source must be ones the form's reader takes: those it registered, else the
+    keyword options its signature names (a reader swallows the rest with ``**_``)."""
+    takes = list(f.options) if f.options is not None else [
+        p.name for p in inspect.signature(f.read).parameters.values()
+        if p.kind is p.KEYWORD_ONLY and p.name != "benchmark"]
+    wrong = [k for k in given if k not in takes and not (k.endswith("_column") and "*_column" in takes)]
+    if wrong:
+        raise DatasetFormError(f"{source}: the {f.name} form takes no option {wrong[0]!r}"
+                               + (f" (it takes {', '.join(takes)})" if takes else " (it takes none)"))
+
+
 def load(path: str | Path, benchmark: str | None = None, form: str | None = None, **options: Any) -> Dataset:
     """Read ``path`` as ``form`` (or the detected one).  ``path`` may be ``hfds:NAME?...`` (a Hub id from the
-    local cache or a local Hugging Face folder) or carry its benchmark or form as ``NAME:PATH``."""
+    local cache or a local Hugging Face folder), carry its benchmark or form as ``NAME:PATH``, and end in the
+    reader's options as ``?k=v&...`` (:func:`path_options`; options passed here win over them)."""
     named_b, named_f, rest = parse_source(path)
     benchmark, form = benchmark or named_b, form or named_f
     _load_readers()
     scheme = rest.partition(":")[0]
     if form is None and scheme in _SCHEMES and not rest.partition(":")[2].startswith("//"):
         return _SCHEMES[scheme](rest, benchmark=benchmark, **options)
+    rest, given = path_options(rest)
     f = forms().get(form) if form else detect(rest, benchmark)
     if f is None:
         raise DatasetFormError(f"unknown dataset form {form!r} (forms: {', '.join(sorted(forms()))})")
     if not Path(rest).exists():
         raise DatasetFormError(f"{rest}: no such file or folder")
-    return f.read(Path(rest), benchmark=benchmark, **options)
+    _check_options(f, rest, given)
+    ds = f.read(Path(rest), benchmark=benchmark, **{**given, **options})
+    if given:
+        ds.notes.append("options: " + ", ".join(f"{k}={v}" for k, v in given.items()))
+    return ds

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import parse_qsl
 
+from . import mmvp
 from .base import Dataset, DatasetFormError, register_form, register_scheme
 from .columns import Columns, check_unique, record
 from .imagestore import ImageStore
@@ -319,6 +320,9 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
             notes.append(f"ids: row numbers ({id_col!r} repeats: {len(values)} rows, {len(set(values))} values)")
             for r, v in zip(records, values):
                 r.meta[id_col] = v
+    if records and mmvp.is_hub_copy(names, benchmark):  # MMVP's pairs, which its Hub copies do not carry
+        benchmark = "mmvp"
+        mmvp.pair_hub_records(records, ids if id_col and id_col.lower() == "index" else None, notes)
     if not records:
         raise DatasetFormError(f"{source}: split {split!r} has no rows" + (
             f" that could be read ({len(skipped)} skipped: {skipped[0][1]})" if skipped else ""))
@@ -331,7 +335,8 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
 # ----------------------------------------------------------------------------- the forms
 
 
-@register_form("hf-snapshot", detect=is_snapshot, schema=SCHEMA_SNAPSHOT)
+@register_form("hf-snapshot", detect=is_snapshot, schema=SCHEMA_SNAPSHOT,
+               options=("split", "config", "name", "*_column"))
 def read_snapshot(path: Path, *, benchmark: str | None = None, **params: Any) -> Dataset:
     params = {k: str(v) for k, v in params.items() if v is not None}
     config, split, files, notes = choose(snapshot_splits(path), params.pop("config", None) or params.pop("name", None),
@@ -342,7 +347,7 @@ def read_snapshot(path: Path, *, benchmark: str | None = None, **params: Any) ->
                       notes=notes, params=params)
 
 
-@register_form("hf-saved", detect=is_saved, schema=SCHEMA_SAVED)
+@register_form("hf-saved", detect=is_saved, schema=SCHEMA_SAVED, options=("split", "*_column"))
 def read_saved(path: Path, *, benchmark: str | None = None, **params: Any) -> Dataset:
     params = {k: str(v) for k, v in params.items() if v is not None}
     params.pop("config", None)

@@ -82,3 +82,28 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
         raise refuse(csv, f"{expected} with at least one usable row ({len(ds.skipped)} skipped: "
                           f"{ds.skipped[0][1] if ds.skipped else 'no rows'})")
     return ds
+
+
+#: the columns of MMVP's Hub copies (MMVP/MMVP, lmms-lab-eval/MMVP dataset cards): the release's CSV columns,
+#: the image embedded; no pair column
+HUB_COLUMNS = ("Index", "Question", "Options", "Correct Answer")
+
+
+def is_hub_copy(columns: list[str], benchmark: str | None) -> bool:
+    return benchmark == "mmvp" or all(c in columns for c in HUB_COLUMNS)
+
+
+def pair_hub_records(records: list[Record], index: list | None, notes: list[str]) -> None:
+    """MMVP's pairs on a Hub copy, which has no pair column: MMVP defines them by position, questions 2k-1 and
+    2k asking the same thing of a CLIP-blind pair of images (the release reader's rule; lmms-eval's mmvp task
+    derives ``pair_index = (Index - 1) // 2`` the same way).  ``index``: the rows' 1-based ``Index`` values,
+    else the rows' order is used (said in the notes)."""
+    whole = index is not None and all(str(v).strip().isdigit() and int(v) >= 1 for v in index)
+    questions: dict[str, str | None] = {}
+    for n, r in enumerate(records):
+        k = int(index[n]) if whole else n + 1
+        r.group = f"pair-{(k + 1) // 2}"
+        if questions.setdefault(r.group, r.question) != r.question:
+            notes.append(f"{r.group}: its two rows ask different questions")
+    notes.append("MMVP pairs: " + ("Index 2k-1 and 2k" if whole else "rows 2k-1 and 2k (no usable Index column)")
+                 + " share pair-k")

@@ -65,7 +65,7 @@ def _decode(field: str) -> list[bytes]:
     return [base64.b64decode(x, validate=False) for x in items]
 
 
-@register_form("vlmeval-tsv", detect=is_tsv, schema=SCHEMA)
+@register_form("vlmeval-tsv", detect=is_tsv, schema=SCHEMA, options=("*_column",))
 def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Dataset:
     _lift_field_limit()
     store = ImageStore()

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..core.files import InputFileError, read_jsonl, read_results
 from ..methods.compare import compare_two
+from ..methods.vhx_cases import require_vhx_run
 from ..metrics.decisions import holm
 from ..metrics.signflip import holm_levels
 from ..metrics.stats import symmetric_accuracy
@@ -77,9 +78,8 @@ def compare_vhx(before: str | Path, after: str | Path,
     res_b, done_b = _run(before)
     res_a, done_a = _run(after)
     for folder, res in ((before, res_b), (after, res_a)):
-        if res.get("task") != "vhexpansion":
-            raise InputFileError(f"{folder}: a {res.get('task')!r} run; vhx compare takes two VHExpansion runs "
-                                 "(pass other methods' runs with --general BEFORE AFTER)")
+        require_vhx_run(res, folder, "vhx compare takes two VHExpansion runs (pass other methods' runs with "
+                                     "--general BEFORE AFTER)")
     ids = [sid for sid in done_b if sid in done_a]
     if not ids:
         raise InputFileError(f"{before} and {after} share no finished case; run both on the same cases file "

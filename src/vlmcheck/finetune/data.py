@@ -35,6 +35,7 @@ import numpy as np
 
 from ..core.files import InputFileError, read_results, read_text_input, write_text_atomic
 from .compare import done_records
+from ..methods.vhx_cases import require_vhx_run
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
 from ..world.paraphraser import PARAPHRASE_PROMPT
@@ -54,8 +55,7 @@ def _file_digest(path: Path) -> str:
 def _vhx_records(run: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(results, finished sample records) of a VHExpansion run folder; a clear error for anything else."""
     results = read_results(run)
-    if results["task"] != "vhexpansion":
-        raise InputFileError(f"{run}: a {results['task']!r} run; vhx dataset takes VHExpansion runs (vlmcheck vhx run)")
+    require_vhx_run(results, run, "vhx dataset takes VHExpansion runs (vlmcheck vhx run)")
     return results, done_records(run)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from ..core import remote
 from ..core.data import ImageItem
 from ..core.files import InputFileError
-from ..datasets import Dataset, DatasetFormError, Record, detect, load, parse_source
+from ..datasets import Dataset, DatasetFormError, Record, detect, load, parse_source, path_options
 
 log = logging.getLogger("vlmcheck")
 
@@ -48,7 +48,7 @@ def dataset_for(source: str | Path, **options: Any) -> Dataset | None:
     if benchmark is None and form is None and not rest.startswith("hfds:"):
         if remote.is_url(rest):
             return None
-        p = Path(rest)
+        p = Path(path_options(rest)[0])  # PATH?split=..: the reader's options after the path
         if (p.is_file() and p.suffix.lower() in (".jsonl", ".ndjson")) or (p.is_dir() and
                                                                            (p / "manifest.jsonl").is_file()):
             return None
@@ -121,6 +121,13 @@ def _image(r: Record) -> str | None:
     return r.images[0] if r.images else None
 
 
+def _pictures(r: Record) -> dict[str, Any]:
+    """A ChEF item's images: ``image`` the first (the cluster unit, the report's thumbnail), and ``images`` all
+    of them, in order, where a record has several (SEED-Bench-2's image lists: ChEF's loader passes the whole
+    ``data_id`` list as the item's images, and chef/task.py sends every one)."""
+    return {"image": _image(r), **({"images": list(r.images)} if len(r.images) > 1 else {})}
+
+
 def _yes_no(v: Any) -> str | None:
     s = str(v).strip().lower()
     return s if s in ("yes", "no") else None
@@ -134,13 +141,15 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
     if kind in turn_rows:
         recs = _require(recs, src, "image", lambda r: r.images)
         rows = [{**r.meta, "id": r.id, "image": r.images[0]} for r in recs]
+        if recs[0].meta.get("tree") and "tree" not in options:  # the label tree the reader built chains from
+            options = {**options, "tree": recs[0].meta["tree"]}
         items = turn_rows[kind](rows, Path(recs[0].root or "."), **options)
         for it, r in zip(items, recs):
             it.setdefault("root", r.root)
         return items
     if kind == "pope":  # MME and POPE: yes/no (options Yes / No)
         recs = _require(recs, src, "a yes/no answer", lambda r: _yes_no(r.answer) and r.question)
-        return [{"id": r.id, "image": _image(r), "question": r.question, "options": ["Yes", "No"],
+        return [{"id": r.id, **_pictures(r), "question": r.question, "options": ["Yes", "No"],
                  "answer": 0 if _yes_no(r.answer) == "yes" else 1,
                  "meta": {"pope": True, "category": r.category}, "root": r.root} for r in recs]
     if kind == "classification":
@@ -148,7 +157,7 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
         labels = [r.options[r.answer] if r.options and isinstance(r.answer, int) else str(r.answer) for r in recs]
         pool = sorted(set(labels))
         q = question or "What is the category of the image?"
-        return [{"id": r.id, "image": _image(r), "question": q, "options": pool, "answer": pool.index(lab),
+        return [{"id": r.id, **_pictures(r), "question": q, "options": pool, "answer": pool.index(lab),
                  "meta": {}, "root": r.root} for r, lab in zip(recs, labels)]
     if kind == "retrieval":
         recs = _require(recs, src, "a caption", lambda r: r.description and r.images)
@@ -162,7 +171,7 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
     copies = any("circular_copy" in r.meta for r in recs)
     for r in recs:
         copy_no = r.meta.get("circular_copy", 0)
-        base = {"image": _image(r), "question": _prompt(r, hint_word), "root": r.root,
+        base = {**_pictures(r), "question": _prompt(r, hint_word), "root": r.root,
                 "meta": {"category": r.category, **({"group": r.group or r.id} if kind == "mmbench" else {})}}
         if copy_no and not circular:
             continue  # VanillaEval asks each question once

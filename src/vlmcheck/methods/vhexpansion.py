@@ -39,7 +39,7 @@ from ..core.messages import Message
 from ..core.roles import GenerationConfig, require
 from ..core.spec import load_model
 from .blind import withheld
-from .vhx_cases import Case, load_cases  # noqa: F401 - re-exported: the cases are part of this method's API
+from .vhx_cases import VHX_TASK, Case, load_cases  # noqa: F401 - re-exported: the cases are part of this method's API
 from ..metrics.stats import pope_answer
 from ..perturb.adversarial import AttackConfig
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
@@ -80,7 +80,7 @@ def _parse_perturbation(name: str) -> tuple[str, int]:
 
 class VHExpansionTask(SpecTask):
     spec_model = VHXSpec
-    name = "vhexpansion"
+    name = VHX_TASK
 
     def __init__(self, spec: VHXSpec, vlm: Any = None, negator: Any = None, attack_target: Any = None) -> None:
         self.cfg = spec

@@ -118,3 +118,15 @@ def _answer(value: Any, where: str) -> str:
         return _yesno(value)
     except ValueError as exc:
         raise InputFileError(f"{where}: {exc}") from None
+
+
+#: the task name VHExpansion's runs record (its task class's ``name``; kept here so that its fine-tuning steps
+#: check a run without importing the method's image corruptions)
+VHX_TASK = "vhexpansion"
+
+
+def require_vhx_run(results: dict[str, Any], folder: Any, step: str) -> None:
+    """Refuse a run that is not VHExpansion's, in one sentence naming ``step`` (``vhx dataset``, ``vhx compare``)
+    and what it takes instead."""
+    if results.get("task") != VHX_TASK:
+        raise InputFileError(f"{folder}: a {results.get('task')!r} run; {step}")

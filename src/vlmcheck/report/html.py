@@ -24,7 +24,8 @@ from ..methods.headline import headline, headline_of, vision_gain_of  # noqa: F4
 from .boards import decisions_view, leaderboards
 from .pages import prune_rows, rows_json
 from .thumbs import _Thumbs
-from .charts import _cast_heatmaps, cast_k, _reliability, _s_curve
+from ..methods.views import generic_row, view_for
+from .panels import PANELS, SHOWN_CHAINS, TOGETHER, chef_settings, degenerate_note, variants_compare  # noqa: F401
 from .terminal import rank_text
 
 
@@ -40,112 +41,20 @@ def _load_run(folder: Path) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- per-task views
 
 
-SHOWN_CHAINS = 30
-
-
-def _genception(run: dict[str, Any], thumbs: _Thumbs) -> dict[str, Any]:
-    """The chains, worst first (failed ones, then by the last step's s(T) ascending): the 30 a reader should
-    look at, each step with a thumbnail and a full-size copy for the lightbox."""
-    m = run["results"]["metrics"]
-    folder = run["folder"]
-    T = m.get("T", 0)
-    rows = []
-    for s in run["samples"]:
-        r = s.get("result") or {}
-        src = r.get("image_path")
-        strip = [{"path": src, "s": None, "gc": None, "text": ""}]
-        for st in r.get("steps", []):
-            t = st["t"]
-            strip.append({"path": folder / st["image"] if st.get("image") else None, "s": st.get("s"),
-                          "gc": r.get("gc", {}).get(f"GC@{t}"), "text": st.get("description", "")})
-        last = next((x["s"] for x in reversed(strip) if x["s"] is not None), None)
-        rows.append({"id": s["sample_id"], "status": s["status"], "failed": s["status"] != "done" or
-                     not r.get("complete", False), "category": r.get("category"), "s_last": last,
-                     "score": r.get("gc", {}).get(f"GC@{T}"), "strip": strip,
-                     "error": (s.get("error") or {}).get("message") or (r.get("stopped") or {}).get("reason")
-                     or (f"refused at t={r['refused_at']} (scored s = -1 from there)" if r.get("refused_at") else None)})
-    rows.sort(key=lambda row: (not row["failed"], row["s_last"] if row["s_last"] is not None else -2.0))
-    shown = rows[:SHOWN_CHAINS]
-    for row in shown:
-        for x in row["strip"]:
-            path = x.pop("path")
-            x["thumb"], x["full"] = thumbs(path), thumbs.full(path)
-    return {"T": T, "rows": shown, "n": len(rows)}
-
-
 def _sample_rows(run: dict[str, Any], thumbs: _Thumbs, disagree: set[str] = frozenset()
                  ) -> Iterator[dict[str, Any]]:
-    """Generic rows for the paged table, one at a time: id, status, a one-line summary, a key answer, details."""
-    task = run["task"]
+    """Rows for the paged table, one at a time: id, status, details, and what the method's view says of the sample
+    (a one-line summary, a key answer, right or wrong, its images; ``methods/views.py``), the generic row where
+    the method declares none."""
+    row_of = view_for(run["task"]).row or generic_row
     for s in run["samples"]:
         r = s.get("result") or {}
-        summary, answer, images, correct = "", "", [], None
-        if task == "describe":
-            answer = r.get("answer", "")
-            summary = f"keyword recall {r['keyword_recall']:.2f}" if r.get("keyword_recall") is not None else ""
-            if r.get("image_path"):
-                images.append(thumbs.image(r["image_path"], str(r.get("image", ""))))
-        elif task == "genception":
-            summary = " ".join(f"s({i + 1})={v:.3f}" for i, v in enumerate(r.get("s", [])))
-            answer = (r.get("steps") or [{}])[0].get("description", "")
-            # the chain itself: X0 (the dataset's image), then each generated X_t with its s(t)
-            if r.get("image_path"):
-                images.append(thumbs.image(r["image_path"], "X0"))
-            for st in r.get("steps", []):
-                if st.get("image"):
-                    images.append(thumbs.image(run["folder"] / st["image"], f"X{st['t']}",
-                                               note=f"s={st['s']:.3f}" if st.get("s") is not None else None))
-        elif task == "vhexpansion":
-            o = r.get("variants", {}).get("original", {})
-            answer, correct = o.get("answer", ""), o.get("correct")
-            neg = (r.get("negation") or {}).get("question")
-            summary = r.get("question", "") + (f" / negated: {neg}" if neg else "")
-            # the original first (samples.jsonl keeps keys sorted, so the variants come alphabetically)
-            for name, v in sorted(r.get("variants", {}).items(), key=lambda kv: kv[0] != "original"):
-                path = r.get("image") if name == "original" else (run["folder"] / v["image"] if v.get("image")
-                                                                  else None)
-                images.append(thumbs.image(path, name, answer=v.get("answer", ""), ok=v.get("correct"),
-                                           neg_answer=v.get("neg_answer"), neg_ok=v.get("neg_correct")))
-        elif task == "chef":
-            first = next(iter(r.get("settings", {}).values()), {})
-            correct = first.get("correct")
-            summary = r.get("question", "")
-            options = r.get("options") or []
-
-            def said(st: dict[str, Any]) -> str:
-                pred = st.get("pred")
-                chosen = options[pred] if isinstance(pred, int) and 0 <= pred < len(options) else None
-                return " - ".join(str(x) for x in (chosen, st.get("answer_text") or st.get("rationale")) if x)
-
-            # the chosen option by name ("Yes" / "No" for POPE), then the model's own words
-            answer = said(first) or (f"option {first.get('pred')}" if first else "")
-            if first.get("turns"):  # a turn scenario: what was chosen in each turn, marked right or wrong
-                turns = first["turns"]
-                summary = f"{len(turns)} turns: " + "; ".join(
-                    f"{t['role']}" + (f" ({t['label']})" if t.get("label") else "") for t in turns[:8])
-                answer = "; ".join(f"{t['continuation']} {'✓' if t['correct'] else '✗'}" for t in turns[:8])
-                if len(turns) > 8:
-                    summary, answer = summary + f"; ... {len(turns) - 8} more", answer + "; ..."
-            if r.get("image"):
-                images.append(thumbs.image(r["image"], "original"))
-            for name, st in r.get("settings", {}).items():
-                if st.get("image"):  # a corrupted image, with the chain that made it
-                    chain = ", ".join(f"{c['name']}:{c['severity']}" for c in st.get("image_chain", []))
-                    images.append(thumbs.image(run["folder"] / st["image"], name, answer=said(st),
-                                               ok=st.get("correct"), note=chain))
-        elif task == "cast":
-            g = r.get("generation", {})
-            summary = f"{r.get('a')} ~ {r.get('b')}"
-            answer = (g.get("text") or {}).get("raw", "")
-            for key in ("a", "b"):
-                if (r.get("images") or {}).get(key):
-                    images.append(thumbs.image(r["images"][key], str(r.get(key))))
-        blind = (r.get("variants") or r.get("settings") or {}).get("blind") if task in ("vhexpansion", "chef") else None
-        if blind and blind.get("correct"):  # the blind control: this item needs no image to get right
-            summary = f"[right without the image] {summary}"
+        shown = row_of(r, Path(run["folder"]))
+        images = [thumbs.image(im["path"], im["label"], **{k: v for k, v in im.items() if k not in ("path", "label")})
+                  for im in shown.get("images") or []]
         yield {"id": s["sample_id"], "status": s["status"],
-               "error": (s.get("error") or {}).get("message", ""), "summary": str(summary),
-               "answer": str(answer), "correct": correct, "images": images,
+               "error": (s.get("error") or {}).get("message", ""), "summary": str(shown.get("summary") or ""),
+               "answer": str(shown.get("answer") or ""), "correct": shown.get("correct"), "images": images,
                "detail": _json_head(_readable(r), DETAIL_CHARS),
                "disagree": s["sample_id"] in disagree}
 
@@ -199,42 +108,10 @@ def _headline(run: dict[str, Any]) -> tuple[str, float | None]:
     return headline(run["results"])
 
 
-def chef_settings(m: dict[str, Any]) -> dict[str, Any] | None:
-    """Accuracy per setting (clean first, then each corruption) and ChEF's robustness figures, for the
-    report: what a robustness headline is made of."""
-    settings = m.get("settings") or {}
-    if not settings:
-        return None
-    rows = [{"setting": k, "accuracy": v.get("accuracy"), "n": v.get("n"), "unread_share": v.get("unread_share")}
-            for k, v in settings.items()]
-    rows.sort(key=lambda r: (r["setting"] not in ("original", "standard", "clean"), r["setting"]))
-    # issue 47: which inferencer gave the numbers, and (generated answers) the share the parser could not read
-    return {"rows": rows, "rrm": m.get("rrm"), "acc_random": m.get("acc_random"), "inferencer": m.get("inferencer"),
-            "unread": bool(m.get("answers_generated")), "notes": [m[k] for k in ("inferencer_note", "calibration_note",
-                                                                                   "unread_warning") if m.get(k)]}
-
-
-def degenerate_note(v: dict[str, Any]) -> str | None:
-    """Say when a VHExpansion variant's numbers come from one answer given to everything."""
-    ratio = v.get("yes_ratio")
-    if ratio is None:
-        return None
-    if ratio >= 0.999:
-        return "answered yes to every question"
-    if ratio <= 0.001:
-        return "answered no to every question"
-    return None
-
-
 def _key_answer(task: str, r: dict[str, Any]) -> Any:
-    """The answer two runs of the same task are compared on."""
-    if task == "vhexpansion":
-        return r.get("variants", {}).get("original", {}).get("parsed")
-    if task == "chef":
-        return next(iter(r.get("settings", {}).values()), {}).get("pred")
-    if task == "genception":
-        return round(r.get("gc", {}).get(f"GC@{r.get('T')}", -1), 3)
-    return r.get("answer")
+    """The answer two runs of the same task are compared on (the method's view says which; else its answer)."""
+    key = view_for(task).key_answer
+    return key(r) if key is not None else r.get("answer")
 
 
 def _disagreements(runs: list[dict[str, Any]]) -> set[str]:
@@ -268,6 +145,26 @@ def _gallery(image: Path, thumbs: "_Thumbs", out_dir: Path) -> dict[str, Any]:
         rows.append({"name": name, "category": CORRUPTIONS[name].category if name in CORRUPTIONS else "preset",
                      "cells": cells})
     return {"original": thumbs(image), "rows": rows}
+
+
+def _together(loaded: list[dict[str, Any]], external_csv: Any) -> tuple[Any, dict[str, Any]]:
+    """The sections over several runs of one method: its leaderboard (the first method with one and two runs or
+    more; a leaderboard that cannot be built says why) and each section its view names together."""
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for r in loaded:
+        by_task.setdefault(str(r["task"]), []).append(r)
+    board, together = None, {}
+    for task, runs in by_task.items():
+        view = view_for(task)
+        if board is None and view.leaderboard is not None and len(runs) > 1:
+            try:
+                board = view.leaderboard([r["folder"] for r in runs], external_csv)
+            except ValueError as exc:
+                board = {"error": str(exc)}
+        for name in view.together:
+            if name not in together:
+                together[name] = TOGETHER[name](runs)
+    return board, together
 
 
 @functools.lru_cache(maxsize=1)
@@ -306,48 +203,15 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
             view["server_warnings"] = (res.get("server_checks") or {}).get("warnings", [])
             view["failures"] = [{"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]}
                                 for s in run["samples"] if s["status"] == "error"]
-            if run["task"] == "genception":
-                view["genception"] = _genception(run, thumbs)
-                view["categories"] = res["metrics"].get("by_category", {})
-            if run["task"] == "cast":
-                view["heatmaps"] = _cast_heatmaps(run)
-                view["heatmap_k"] = f"Top-{cast_k(res)}, as the headline"
-                view["cast_empty"] = res["metrics"].get("empty_reason")
-            if run["task"] == "chef":
-                view["reliability"] = _reliability(run)
-                view["pope"] = res["metrics"].get("pope")
-                view["chef_settings"] = chef_settings(res["metrics"])
-                if res["metrics"].get("vanilla_accuracy") is not None:
-                    view["mmbench"] = {"vanilla": res["metrics"]["vanilla_accuracy"],
-                                       "circular": res["metrics"].get("circular_accuracy")}
-            if run["task"] == "vhexpansion":
-                view["vhx"] = res["metrics"].get("variants", {})
-                view["vhx_notes"] = {name: degenerate_note(v) for name, v in view["vhx"].items() if degenerate_note(v)}
-                view["vhx_unread"] = res["metrics"].get("unread_warning")
+            for panel in view_for(run["task"]).panels:  # the sections the method's view names
+                view.update(PANELS[panel](run, thumbs))
             # small runs: every row in the page; large ones: the first page there, the rest in files (report/pages.py)
             view["rows_json"] = rows_json(_sample_rows(run, thumbs, disagree), len(views), out.parent / files_rel,
                                           files_rel, written=rows_files)
             views.append(view)
-        board = None
-        gens = [r["folder"] for r in loaded if r["task"] == "genception"]
-        if len(gens) > 1:
-            from ..methods.leaderboard import leaderboard
-
-            try:
-                board = leaderboard(gens, external_csv)
-            except ValueError as exc:
-                board = {"error": str(exc)}
-        curve = _s_curve([r for r in loaded if r["task"] == "genception"])
+        board, together = _together(loaded, external_csv)
         gallery = _gallery(Path(gallery_image), thumbs, out.parent / files_rel) if gallery_image else None
-        vhx_runs = [v for v in views if v.get("vhx")]
-        vhx_compare = None
-        if len(vhx_runs) > 1:  # per-model comparison: symmetric accuracy per variant (paper Tables 3-5 shape)
-            variants = list(dict.fromkeys(k for v in vhx_runs for k in v["vhx"]))
-            vhx_compare = {"variants": variants, "rows": [
-                {"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]),
-                 "cells": [(v["vhx"].get(k) or {}).get("symmetric_accuracy") for k in variants],
-                 "acc": [(v["vhx"].get(k) or {}).get("accuracy") for k in variants],
-                 "new": sum((v["vhx"].get(k) or {}).get("new_vh_cases", 0) for k in variants)} for v in vhx_runs]}
+        vhx_compare = variants_compare(views)
         decisions = decisions_view([r["folder"] for r in loaded])
         boards = leaderboards(views, decisions)
         notes = {v["name"]: v["ci_note"] for v in views}
@@ -362,7 +226,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                     "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
         # by method, then best first (every headline is higher-is-better), not by run path
         summary.sort(key=lambda s: (s["task"], s["metric"], -(s["value"] if s["value"] is not None else float("-inf"))))
-        page = _template().render(title=title, views=views, board=board, curve=curve,
+        page = _template().render(title=title, views=views, board=board, curve=together.get("s_curve"),
                                                       summary=summary, gallery=gallery, vhx_compare=vhx_compare,
                                                       before_after=before_after, boards=boards,
                                                       decisions=decisions)

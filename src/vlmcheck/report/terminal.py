@@ -20,6 +20,9 @@ from rich.padding import Padding
 from rich.table import Column, Table
 from rich.text import Text
 
+from ..methods import view_lines as _lines
+from ..methods.views import view_for
+
 console = Console(stderr=True)  # progress, notes, warnings, errors
 stdout = Console()  # what a command was asked for: result tables, lists
 tables = stdout  # a run's result tables (stdout, so that `> file` and `| tee` capture them)
@@ -151,25 +154,21 @@ def estimate(est: dict[str, Any]) -> None:
                       "fewer statements) or output tokens are counted at max_tokens.", highlight=False)
 
 
+def show(lines: list[Any]) -> None:
+    """Print a method's lines (``run/views.py``'s ``Line``): a table as a table (stdout), a note or a warning
+    prefixed as such on stderr, any other line where it says."""
+    for ln in lines:
+        if isinstance(ln.text, tuple):
+            tables.print(table(*ln.text))
+            continue
+        text = f"[yellow]{ln.kind}:[/yellow] {escape(str(ln.text))}" if ln.kind else ln.text
+        kw = {k: v for k, v in (("highlight", ln.highlight), ("markup", ln.markup), ("soft_wrap", ln.soft_wrap))
+              if v is not None}
+        (console if ln.err else tables).print(text, **kw)
+
+
 def genception(model: str, m: dict[str, Any]) -> None:
-    T = m["T"]
-    if f"GC@{T}" not in m:
-        tables.print(f"{model}: no scored chains")
-        return
-    g, c = m[f"GC@{T}"], m["chains"]
-    fid = m.get(f"GC_FID@{T}")
-    how = str(((m.get("headline") or {}).get("interval") or {}).get("method") or "")
-    bound = f" ({how}: a conservative interval, wide on purpose)" if "bound" in how else ""
-    tables.print(f"{model}: GC@{T} = {g['score']:.4f} [{g['ci95'][0]:.4f}, {g['ci95'][1]:.4f}]{bound} "
-                  f"(mean of {g['categories']} category means; over images {g['image_mean']:.4f}); "
-                  + (f"GC_FID@{T} = {fid:.4g}; " if fid is not None else "")
-                  + f"{c['scored']} chains scored, refusal rate {m['refusal_rate']:.1%}, {c['failed']} failed")
-    if m.get("refusal_rate"):
-        non, pen = (m.get(f"GC@{T}_{k}") or {} for k in ("non_refused", "penalised"))
-        console.print(f"[yellow]note:[/yellow] {model} refused {m['refusal_rate']:.1%} of its chains; GC@{T} counts "
-                      f"what the generator drew from them (Algorithm 1); over chains that never refused "
-                      f"{non.get('score', float('nan')):.4f}, penalised {pen.get('score', float('nan')):.4f}",
-                      highlight=False)
+    show(_lines.genception(model, m))
 
 
 def leaderboard(board: dict[str, Any]) -> None:
@@ -185,86 +184,21 @@ def leaderboard(board: dict[str, Any]) -> None:
 
 
 def vhexpansion(model: str, m: dict[str, Any]) -> None:
-    rows = []
-    for name, v in m.get("variants", {}).items():
-        sym = v["symmetric_accuracy"]
-        acc_s, sym_s = f"{v['accuracy']:.3f}", "-" if sym is None else f"{sym:.3f}"
-        if "repeats" in v:  # Table 6e/6f: mean +- std over the repetitions
-            ra, rs = v["repeats"]["accuracy"], v["repeats"]["symmetric_accuracy"]
-            acc_s = f"{ra['mean']:.3f} ± {ra['std']:.3f}"
-            sym_s = f"{rs['mean']:.3f} ± {rs['std']:.3f}"
-        unread = "-" if v.get("unread_share") is None else f"{v['unread_share']:.2f}"
-        rows.append([name, acc_s, sym_s, f"{v['yes_ratio']:.2f}", unread, str(v["new_vh_cases"])])
-    tables.print(table(["variant", "accuracy", "symmetric acc.", "yes ratio", "unread", "new VH cases"], rows,
-                        keys=["variant"], title=model))
-    if m.get("unread_warning"):
-        console.print(f"[yellow]warning:[/yellow] {escape(m['unread_warning'])}", highlight=False)
-    if m.get("negation"):
-        tables.print(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
-                      "(failed ones are left out of symmetric accuracy)")
-    orig = m.get("variants", {}).get("original") or {}
-    if orig.get("n_mmvp_pairs"):  # MMVP's own metric beside symmetric accuracy
-        tables.print(f"MMVP pair accuracy: {orig['pair_accuracy']:.3f} over {orig['n_mmvp_pairs']} pairs (both "
-                      "questions of a pair right)")
-    blind_line(m.get("blind"))
+    show(_lines.vhexpansion(model, m))
 
 
 def blind_line(b: dict[str, Any] | None) -> None:
     """The blind control in one sentence: accuracy without the image and the vision gain with its interval."""
-    metric = "accuracy" if b and "accuracy" in b else "consistency"
-    if not b or b.get(metric) is None:
-        return
-    g = b.get("vision_gain") or {}
-    gain = (f"{g['difference']:+.3f} [{g['ci95'][0]:+.3f}, {g['ci95'][1]:+.3f}]" if g.get("difference") is not None
-            and g.get("ci95") else "-")
-    tables.print(f"blind control ({', '.join(b.get('request') or [])}): {metric} {b[metric]:.3f} without the "
-                  f"image; vision gain {gain}", highlight=False)
+    show(_lines.blind(b))
 
 
 def cast(model: str, m: dict[str, Any]) -> None:
-    top = m.get("topk", {}).get("top3", {}).get("mean")  # Top-3: the paper's headline
-    if m.get("empty_reason"):
-        console.print(f"[yellow]warning:[/yellow] {escape(m['empty_reason'])}", highlight=False, soft_wrap=True)
-    if not top:
-        return
-    rows = [[g, *["-" if row[v]["score"] is None else f"{row[v]['score']:.3f}" for v in ("text", "image", "both")]]
-            for g, row in top.items()]
-    tables.print(table(["generated in \\ validated in", "text", "image", "both"], rows,
-                        keys=["generated in \\ validated in"],
-                        title=f"{model}: CAST Top-3 self-consistency, mean of the three prompt formats"))
-    blind_line(m.get("blind"))
-
-
-_CHEF_KEYS = ("accuracy", "ece", "overall", "riam", "mr_weighted", "acc_vm", "rrm", "pope", "language",
-              "circular_accuracy", "vanilla_accuracy", "weighted_accuracy", "grounding_accuracy", "detection",
-              "turn_accuracy")
+    show(_lines.cast(model, m))
 
 
 def chef(model: str, m: dict[str, Any]) -> None:
     """The recipe's headline metrics and the accuracy of each setting, as a table (4 decimals)."""
-    def fmt(v: Any) -> str:
-        if v is None:
-            return "-"
-        if isinstance(v, float):
-            return f"{v:.4f}"
-        if isinstance(v, dict):
-            return ", ".join(f"{k} {fmt(x)}" for k, x in v.items() if isinstance(x, (int, float, str)))
-        return str(v)
-
-    rows = [[k, fmt(m[k])] for k in _CHEF_KEYS if k in m]
-    for name, v in m.get("settings", {}).items():
-        rows.append([f"accuracy, {name}", fmt(v.get("accuracy"))])
-        if m.get("answers_generated") and "unread" in v:  # issue 47: answers the parser could not read
-            rows.append([f"unread answers, {name}", f"{v['unread']} ({v['unread_share']:.1%})"])
-    used = f", {m['inferencer']} inferencer" if m.get("inferencer") else ""
-    tables.print(table(["metric", "value"], rows, keys=["metric"],
-                       title=f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')}{used})"))
-    for key in ("inferencer_note", "calibration_note"):
-        if m.get(key):
-            console.print(f"note: {m[key]}", highlight=False, soft_wrap=True, markup=False)
-    if m.get("unread_warning"):
-        console.print(f"[yellow]warning:[/yellow] {escape(m['unread_warning'])}", highlight=False, soft_wrap=True)
-    blind_line(m.get("blind"))
+    show(_lines.chef(model, m))
 
 
 def chef_aggregate(agg: dict[str, Any]) -> None:
@@ -346,9 +280,7 @@ def comparisons(cmp: dict[str, Any]) -> None:
 
 def results(results: dict[str, Any]) -> None:
     """The table the run command of a finished run prints (``vlmcheck resume`` and ``retry-failed`` print the
-    same), chosen by its method; a method without one (describe) prints its headline."""
+    same): the lines its method's view declares (``methods/views.py``); a method without them, its headline."""
     model = str(((results.get("spec") or {}).get("task_spec") or {}).get("vlm") or "")
-    printer = {"genception": genception, "vhexpansion": vhexpansion, "cast": cast, "chef": chef}.get(
-        str(results.get("task")))
-    if printer is not None:
-        printer(model, results.get("metrics") or {})
+    lines = view_for(results.get("task")).summary or _lines.headline_lines
+    show(lines(model, results.get("metrics") or {}))

@@ -85,6 +85,18 @@ class ChefTask(SpecTask):
     spec_model = ChefSpec
     name = "chef"
 
+    @staticmethod
+    def sweep_options(opts: dict[str, Any], base: Any) -> dict[str, Any]:
+        """A sweep entry's options (``sweep.py``): a recipe named by a file beside the sweep file is read from
+        there, else by its shipped name; the spec then records the whole recipe."""
+        from .recipe import resolve_recipe
+
+        recipe = opts.get("recipe")
+        if isinstance(recipe, str):
+            local = base / recipe
+            opts["recipe"] = resolve_recipe(str(local) if local.is_file() else recipe).model_dump()
+        return opts
+
     def __init__(self, spec: ChefSpec, vlm: Any = None, judge: Any = None, rewriter: Any = None) -> None:
         self.cfg = spec
         r = spec.recipe
@@ -119,6 +131,10 @@ class ChefTask(SpecTask):
         self.extractor = load_model(r.metric.extractor, "text") if r.metric.extractor else None
         if r.instruction.type == "ice" and r.instruction.ice.with_images and not self.vlm.capabilities.multi_image:
             raise ValueError(f"{self.vlm.model_id} does not declare multi-image support; set ice.with_images false")
+        several = [it["id"] for it in self.items if len(it.get("images") or ()) > 1]
+        if several and not getattr(self.vlm.capabilities, "multi_image", True):
+            raise ValueError(f"{len(several)} items show several images (e.g. {several[0]!r}, SEED-Bench-2's image "
+                             f"lists) and {self.vlm.model_id} does not declare multi-image support")
         self._text_emb = None
         self._image_emb = None
         self._image_emb_lock = asyncio.Lock()
@@ -196,12 +212,14 @@ class ChefTask(SpecTask):
             msgs.append(Message.system("The following examples are text only; they have no relation to the image "
                                        "you will be asked about."))
         for ex in examples:
-            q = format_query(ex["question"], ex["options"], labels)
-            parts: list = ([await read_image(ex["image"], root=ex.get("root"))] if ice.with_images and ex.get("image")
-                           else [])
+            # an example with more options than the question (ScienceQA: 2 to 5) labels its extra ones on
+            ex_labels = list(labels) + list(LETTERS[len(labels):len(ex["options"])])
+            q = format_query(ex["question"], ex["options"], ex_labels)
+            shown = (ex.get("images") or [ex["image"]]) if ice.with_images and ex.get("image") else []
+            parts: list = [await read_image(p, root=ex.get("root")) for p in shown]  # an example's every image
             msgs.append(Message.user(*parts, q))
             a = ex["answer"]
-            msgs.append(Message.assistant(ICE_ANSWER.format(label=labels[a], option=ex["options"][a])))
+            msgs.append(Message.assistant(ICE_ANSWER.format(label=ex_labels[a], option=ex["options"][a])))
         return msgs
 
     # -- one item ------------------------------------------------------------------------
@@ -230,22 +248,24 @@ class ChefTask(SpecTask):
 
         r = self.cfg.recipe
         question, options, answer = item["question"], list(item["options"]), item["answer"]
-        image = await read_image(item["image"], root=item.get("root")) if item.get("image") else None
+        # every image of the item, in order (SEED-Bench-2's image lists: methods/records.py), else its one image
+        paths = item.get("images") or ([item["image"]] if item.get("image") else [])
+        images = [await read_image(p, root=item.get("root")) for p in paths]
         out: dict[str, Any] = {}
         corrupt = setting.get("corrupt")
         seed = sample_seed(self.cfg.seed, item["id"])
-        if setting.get("blind"):  # the control: no image (or a grey one, for a model that requires one)
-            parts, out["blind"] = withheld(image, self.vlm)
-            image = parts[0] if parts else None
-        if corrupt in ("image", "both") and image is not None:
+        if setting.get("blind"):  # the control: no image (or a grey one each, for a model that requires one)
+            held = [withheld(im, self.vlm) for im in images] or [withheld(None, self.vlm)]
+            images, out["blind"] = [g for parts, _ in held for g in parts], held[0][1]
+        if corrupt in ("image", "both") and images:
             chain = composite_chain(seed)
-            if "image" not in made:  # one chain per item: "image" and "both" show the same corrupted image
-                corrupted = await asyncio.to_thread(apply_chain, image, chain)  # pixel work off the event loop
-                made["image"] = (corrupted, await asyncio.to_thread(session.store.put_image, corrupted))
+            if "image" not in made:  # one chain per item: "image" and "both" show the same corrupted images
+                corrupted = [await asyncio.to_thread(apply_chain, im, chain) for im in images]  # off the loop
+                made["image"] = (corrupted, await asyncio.to_thread(session.store.put_image, corrupted[0]))
             out["image_chain"] = chain
-            image, out["image"] = made["image"]  # out["image"]: what the model saw, for the report
+            images, out["image"] = made["image"]  # out["image"]: what the model saw (the first), for the report
         if "turns" in item:  # the turn scenarios: every turn its own PPL question (inferencers.MultiTurnPPL)
-            ask = Ask([], [image] if image is not None else [], item["question"], "", "", [], _no_reading,
+            ask = Ask([], list(images), item["question"], "", "", [], _no_reading,
                       GenerationConfig(), GenerationConfig(), item["turns"], r.inferencer.history)
             return {**out, **await self.inferencer(session.vlm(self.vlm), ask), "answer": item["answer"],
                     "labels": list(LETTERS[:len(item["options"])])}
@@ -262,14 +282,14 @@ class ChefTask(SpecTask):
             question, options, answer = c["question"], c["options"], c["answer"]
             out["text_chain"] = c["chain"]
             out["question"] = question  # what the model was asked
-        ask, labels = await self._ask(item, setting, session, image, question, options, seed)
+        ask, labels = await self._ask(item, setting, session, images, question, options, seed)
         out.update(await self.inferencer(session.vlm(self.vlm), ask))  # the Inferencer (B.3)
         out["answer"] = answer
         out["correct"] = out["pred"] == answer
         out["labels"] = labels
         return out
 
-    async def _ask(self, item: dict[str, Any], setting: dict[str, Any], session: Session, image: Any,
+    async def _ask(self, item: dict[str, Any], setting: dict[str, Any], session: Session, images: list[Any],
                    question: str, options: list[str], seed: int) -> tuple[Ask, list[str]]:
         """The Instruction (B.2) for one question: its labels (a verbalizer's under instruction following), the
         query (a query-pool entry, the option listing), the in-context examples, the answer pool."""
@@ -305,7 +325,7 @@ class ChefTask(SpecTask):
         async def read(text: str) -> dict[str, Any]:
             return await self._read(session, question, options, labels, pool, text)
 
-        ask = Ask(history=await self._ice_messages(examples, labels), parts=[image] if image is not None else [],
+        ask = Ask(history=await self._ice_messages(examples, labels), parts=list(images),
                   query=query,
                   answer_prompt="" if pool == "yesno" or lamm_classes else "\nAnswer with the option's label.",
                   then=(f"{query}\nTherefore, the answer is" if pool == "yesno" else
