@@ -250,6 +250,8 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--n", type=int, default=40, help="units per resampled dataset for (a) and (b)")
     ap.add_argument("--root", default="bench/.decisions")
+    ap.add_argument("--metrics", default=",".join(METRICS),
+                    help="which metrics, comma-separated (RRM's paired bootstrap is the slow one)")
     ap.add_argument("--screen", action="store_true", help="the decision screen on synthetic ground truth")
     ap.add_argument("--coverage", action="store_true",
                     help="GenCeption's and ChEF's headline intervals at 6-60 units on synthetic ground truth")
@@ -277,6 +279,8 @@ def main() -> None:
     grid = [n for n in (10, 20, 40, 80, 160, 320) if n <= 4 * args.n_pop]
     rows = []
     for metric, (interval, cluster, _, value) in METRICS.items():
+        if metric not in args.metrics.split(","):
+            continue
         ga, gb, gc = (_clusters(pops[metric][k], cluster) for k in "abc")
         keys = sorted(set(ga) & set(gb) & set(gc))
         truth = value(_results(ga, keys))
