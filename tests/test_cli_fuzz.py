@@ -255,3 +255,122 @@ def test_the_console_script_in_a_subprocess_says_the_same(ws, cases):
     p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", *_args(ws, name, cases[name])], capture_output=True,
                        text=True, env=env, timeout=300)
     _check(name, p.returncode, p.stdout, p.stderr)
+
+
+# ---- issue 49: malformed inputs that were accepted silently (exit 0, content lost or wrong, no message), or ended
+# in a traceback.  Each is now refused in one sentence naming the cause (exit 2), or runs with a one-line warning.
+
+def _silent_cases(d: Path, write: bool = True) -> dict[str, tuple[list[str], str]]:
+    """(arguments, a phrase the sentence must hold), by name: the phrase proves the refusal is for this cause,
+    not for another one an old version would also have met."""
+    w = lambda name, text: str(_write(d / "silent" / name, text, write))  # noqa: E731
+    mk = lambda *rows: _jsonl(rows)  # noqa: E731
+    if write and not (d / "silent" / "img").exists():
+        (d / "silent" / "img").mkdir(parents=True)
+        for i in range(2):
+            Image.new("RGB", (16, 16), (80 * i, 40, 200)).save(d / "silent" / "img" / f"{i}.png")
+    if write and not (d / "world" / "manifest.jsonl").exists():
+        from vlmcheck.world.make import make_world
+
+        make_world(d / "world", n=2, size=32)
+    out = lambda name: str(d / "out" / "silent" / name)  # noqa: E731
+    desc = lambda name, data: ["describe", "--vlm", "ref:photo", "--data", data, "--out", out(name),  # noqa: E731
+                               "--no-progress"]
+    chef = lambda name, recipe: ["chef", "run", "--vlm", "ref:describer", "--recipe", recipe, "--data",  # noqa: E731
+                                 str(d / "world"), "--out", out(name), "--no-progress"]
+    side = {"id": "a", "image": GOOD_IMG, "description": "a red circle"}
+    good = str(d / "good.jsonl")
+    c: dict[str, tuple[list[str], str]] = {}
+    # before: a sample named "" (or "  ") in samples.jsonl and every report
+    c["id empty"] = desc("ie", w("id-empty.jsonl", mk({"id": "", "image": GOOD_IMG}))), "'id' is empty"
+    c["id blank"] = desc("ib", w("id-blank.jsonl", mk({"id": "  ", "image": GOOD_IMG}))), "'id' is empty"
+    # before: "" fell back to the default prompt, silently; a number failed every sample with a TypeError
+    c["prompt empty"] = desc("pe", w("p-empty.jsonl", mk({"image": GOOD_IMG, "prompt": ""}))), "'prompt'"
+    c["prompt a number"] = desc("pn", w("p-num.jsonl", mk({"image": GOOD_IMG, "prompt": 5}))), "'prompt'"
+    # before: a category named ""
+    c["category empty"] = desc("ce", w("c-empty.jsonl", mk({"image": GOOD_IMG, "category": ""}))), "'category'"
+    # before: the last of the two won silently
+    c["spec parameter twice"] = (["describe", "--vlm", "ref:describer?level=0.1&level=0.9", "--data", good, "--out",
+                                  out("sp"), "--no-progress"], "level is given twice")
+    # before: one sentence, but "could not convert string to float: ''", naming no parameter
+    c["spec parameter without value"] = (["describe", "--vlm", "ref:describer?level=", "--data", good, "--out",
+                                          out("sv"), "--no-progress"], "level=")
+    # before: a key ChEF's recipe does not know was dropped, and the run used the defaults (exit 0)
+    c["recipe unknown key"] = chef("r1", w("r1.yaml", "name: x\nscenario: {type: world}\nmetrc: {n_bins: 5}\n")), \
+        "metrc"
+    c["recipe unknown metric key"] = chef("r2", w("r2.yaml", "name: x\nscenario: {type: world}\n"
+                                                             "metric: {n_bin: 5}\n")), "n_bin"
+    c["recipe unknown scenario key"] = chef("r3", w("r3.yaml", "name: x\nscenario: {type: world, limt: 3}\n")), \
+        "limt"
+    c["recipe key twice"] = chef("r4", w("r4.yaml", "name: x\nname: y\nscenario: {type: world}\n")), "given twice"
+    # before: tracebacks (an empty image; a negative size), or a world of 1-pixel images with objects "in" them
+    c["world make size 0"] = ["world", "make", out("w0"), "--n", "1", "--size", "0"], "--size"
+    c["world make size 1"] = ["world", "make", out("w1"), "--n", "1", "--size", "1"], "--size"
+    c["world make size negative"] = ["world", "make", out("w2"), "--n", "1", "--size", "-5"], "--size"
+    # before: "wrote 0 pairs", exit 0, an empty pairs file
+    c["world pairs n 0"] = ["world", "pairs", out("p0"), "--n", "0"], "--n"
+    # before: a traceback (OverflowError converting MB to bytes)
+    c["max-image-mb inf"] = desc("mi", good) + ["--max-image-mb", "inf"], "not a finite number"
+    # before: a pair "a~a" whose outputs cannot tell its sides apart
+    c["pair sides share an id"] = (["cast", "run", "--vlm", "ref:describer", "--pairs",
+                                    w("pairs-same-id.jsonl", mk({"a": side, "b": {**side, "image": "img/1.png"}})),
+                                    "--out", out("ps"), "--no-progress"], "both sides have the id")
+    return c
+
+
+SILENT = list(_silent_cases(Path("/names-only"), write=False))
+
+
+@pytest.fixture(scope="module")
+def silent_cases(ws):
+    return _silent_cases(ws)
+
+
+@pytest.mark.parametrize("name", SILENT)
+def test_a_malformed_input_once_accepted_silently_is_refused_in_one_sentence(name, ws, silent_cases, monkeypatch,
+                                                                             capfd):
+    from vlmcheck.cli import main
+
+    args, phrase = silent_cases[name]
+    monkeypatch.setenv("COLUMNS", "500")
+    monkeypatch.setattr(sys, "argv", ["vlmcheck", *args])
+    with pytest.raises(SystemExit) as stop:
+        main()
+    out, err = capfd.readouterr()
+    _check(name, stop.value.code, out, err)
+    assert phrase in _error_lines(err)[0], (name, err)
+
+
+@pytest.mark.parametrize("row, warning", [
+    ({"image": GOOD_IMG, "promt": "Say hi."}, "field 'promt' is not one vlmcheck reads (did you mean 'prompt'?)"),
+    ({"image": GOOD_IMG, "catgory": "x"}, "(did you mean 'category'?)"),
+    ({"image": GOOD_IMG, "keyword": ["cat"]}, "(did you mean 'keywords'?)"),
+    ({"image": GOOD_IMG, "path": "img/1.png"}, "both 'image' and 'path' are given"),
+])
+def test_a_field_that_would_be_ignored_is_warned_about_once(tmp_path, row, warning, caplog):
+    """Before: a misspelt field (``promt``) was kept as metadata and never read - the run used the default prompt,
+    exit 0, no message; ``image`` and ``path`` together read ``image`` and said nothing of ``path``.  Now the run
+    goes on (the field may be the user's own metadata) with one warning per field and manifest."""
+    from vlmcheck.core.data import load_image_dataset
+
+    (tmp_path / "img").mkdir()
+    Image.new("RGB", (8, 8)).save(tmp_path / GOOD_IMG)
+    manifest = _write(tmp_path / "m.jsonl", _jsonl([{**row, "id": "a"}, {**row, "id": "b"}]))
+    with caplog.at_level("WARNING", logger="vlmcheck"):
+        items = load_image_dataset(manifest)
+    assert [i.id for i in items] == ["a", "b"] and items[0].path.endswith(GOOD_IMG)
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and warning in warned[0] and "m.jsonl:1" in warned[0], warned
+
+
+def test_other_datasets_fields_are_not_taken_for_misspellings(tmp_path, caplog):
+    """question, answer, options...: another dataset's usual fields, kept as metadata without a warning."""
+    from vlmcheck.core.data import load_image_dataset
+
+    (tmp_path / "img").mkdir()
+    Image.new("RGB", (8, 8)).save(tmp_path / GOOD_IMG)
+    row = {"image": GOOD_IMG, "question": "q", "answer": "a", "options": ["x"], "hint": "", "label": 1, "idx": 3,
+           "source": "s", "width": 8}
+    with caplog.at_level("WARNING", logger="vlmcheck"):
+        load_image_dataset(_write(tmp_path / "m.jsonl", _jsonl([row])))
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []

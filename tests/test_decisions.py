@@ -495,3 +495,23 @@ def test_design_effect_is_one_when_every_cluster_holds_one_answer():
     # two answers per image, perfectly correlated within each image: by hand, p = 0.5, binomial p(1-p)/N = 0.25/8,
     # clustered m/(m-1) * sum((k - p n)^2) / N^2 = 4/3 * 4 * 1 / 64 = 1/12, ratio (1/12) / (1/32) = 8/3
     assert abs(design_effect([2, 0, 2, 0], [2, 2, 2, 2]) - 8 / 3) < 1e-12
+
+
+def test_clopper_pearson_quantiles_equal_scipy_beta_ppf():
+    """The beta quantiles are computed without scipy.stats (a one-image run no longer imports it, issue 51):
+    equal to scipy.stats.beta.ppf on fractional and integer shapes, small and large."""
+    import random
+
+    from scipy.stats import beta
+
+    from vlmcheck.metrics.decisions import _beta_ppf, clopper_pearson
+
+    rng = random.Random(3)
+    cases = [(0.025, 0.5, 1.28), (0.975, 1.5, 0.28), (0.025, 1, 1), (0.975, 3, 1), (0.005, 40, 960.5)]
+    cases += [(rng.choice([0.025, 0.975, rng.random()]), rng.uniform(0.05, 50), rng.uniform(0.05, 50))
+              for _ in range(60)]
+    for q, a, b in cases:
+        assert _beta_ppf(q, a, b) == pytest.approx(float(beta.ppf(q, a, b)), abs=1e-12), (q, a, b)
+    # x successes of n: (beta(a/2; x, n-x+1), beta(1-a/2; x+1, n-x)), the ends 0 and 1 at x = 0 and x = n
+    assert clopper_pearson(0, 1.78) == (0.0, pytest.approx(float(beta.ppf(0.975, 1, 1.78))))
+    assert clopper_pearson(1.78, 1.78) == (pytest.approx(float(beta.ppf(0.025, 1.78, 1))), 1.0)

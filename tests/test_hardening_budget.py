@@ -125,3 +125,77 @@ def test_bad_caps_and_prices_are_refused_in_one_sentence_by_the_cli(tmp_path, im
         assert "Traceback" not in p.stderr and word in p.stderr, (args, p.stderr)
         assert len([line for line in p.stderr.splitlines() if line.strip()]) == 1, p.stderr
         assert not (tmp_path / f"r{i}" / "store.sqlite").exists()
+
+
+BATCH = "batch=1&batch_window=0.2&batch_poll=0.05"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["missing", "negative", "string", "nan", "nested"])
+def test_a_provider_batch_with_broken_usage_is_priced_at_the_estimate_and_the_answers_kept(mode, tmp_path):
+    """``?batch=1`` (the OpenAI Batch API of the fake server, through the SDK): before, a batch whose usage was
+    missing, negative, text, NaN or nested was stored and counted as 0 tokens: $0 spent, no warning, and a resume
+    priced it at $0 too.  Now batched answers pass the same check as direct ones (Session.usage_of): a
+    UsageWarning, the estimate's counts in the results and in the store, a spend above $0; every answer kept."""
+    import sqlite3
+
+    data = distinct_images(tmp_path / "imgs", 4)
+    server = FakeServer(0.0, tmp_path, "--usage", mode, "--batch-delay", "0.2")
+    try:
+        vlm = f"openai:gpt-4o@{server.base_url}?{PRICE}&{BATCH}"
+        with pytest.warns(UsageWarning, match=r"gpt-4o.*: the provider.s usage is unusable"):
+            res = run_task(DescribeTask(DescribeSpec(vlm=vlm, data=str(data), max_tokens=8)), tmp_path / "run",
+                           RunOptions(progress=False, report=False, preflight=False))
+        assert [r["n"] for r in server.requests() if "batch_create" in r] == [4]  # it did go as one batch
+        assert res.results["counts"]["done"] == 4 and res.results["counts"]["failed"] == 0
+        usage, = res.results["usage"].values()
+        # the estimate's counts: each 16-px image is one 512-px tile (85 + 170 tokens), the output max_tokens
+        assert usage["input_tokens"] > 4 * 255 and usage["output_tokens"] == 4 * 8
+        assert usage["cost_usd"] > 0
+        with sqlite3.connect(tmp_path / "run" / "store.sqlite") as db:  # what a resume prices from
+            rows = db.execute("SELECT input_tokens, output_tokens FROM calls").fetchall()
+        assert len(rows) == 4 and all(tin > 255 and tout == 8 for tin, tout in rows), rows
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_a_provider_batch_is_priced_before_it_is_submitted(tmp_path, fake_server):
+    """--max-cost with ``?batch=1``: each request is priced (at the batch price, half the direct one) before it
+    joins a batch; those past the cap never reach the provider and their samples are left for a resume."""
+    data = distinct_images(tmp_path / "imgs", 6)
+    # the input free, $10 an output token: 2 output tokens (the estimate's max_tokens, and the fake server's
+    # usage) are $20 a call directly, $10 batched: a $25 cap holds 2 batched calls
+    vlm = f"openai:gpt-4o@{fake_server.base_url}?price_in=0&price_out=10000000&{BATCH}"
+    res = run_task(DescribeTask(DescribeSpec(vlm=vlm, data=str(data), max_tokens=2)), tmp_path / "run",
+                   RunOptions(progress=False, report=False, preflight=False, max_cost=25.0))
+    created = [r["n"] for r in fake_server.requests() if "batch_create" in r]
+    assert sum(created) == 2, created
+    b = res.results["budget"]
+    assert b["stopped"] and res.results["counts"]["done"] == 2 and b["spent_usd"] == pytest.approx(20.0)
+    # under a cap below one batched call, nothing is submitted at all
+    none = run_task(DescribeTask(DescribeSpec(vlm=vlm, data=str(data), max_tokens=2)), tmp_path / "none",
+                    RunOptions(progress=False, report=False, preflight=False, max_cost=5.0))
+    assert sum(r["n"] for r in fake_server.requests() if "batch_create" in r) == 2
+    assert none.results["counts"]["done"] == 0 and none.results["budget"]["spent_usd"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["missing", "negative", "string"])
+def test_an_anthropic_message_batch_with_broken_usage_is_priced_at_the_estimate(mode, tmp_path, monkeypatch):
+    """The same check for Anthropic Message Batches (the fake server's, through the SDK)."""
+    pytest.importorskip("anthropic")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
+    data = distinct_images(tmp_path / "imgs", 3)
+    server = FakeServer(0.0, tmp_path, "--usage", mode, "--batch-delay", "0.2")
+    try:
+        vlm = f"anthropic:claude-fake@{server.base_url[:-len('/v1')]}?{PRICE}&{BATCH}"
+        with pytest.warns(UsageWarning, match=r"claude-fake.*: the provider.s usage is unusable"):
+            res = run_task(DescribeTask(DescribeSpec(vlm=vlm, data=str(data), max_tokens=8)), tmp_path / "run",
+                           RunOptions(progress=False, report=False, preflight=False))
+        assert [r["n"] for r in server.requests() if "batch_create" in r] == [3]
+        assert res.results["counts"]["done"] == 3
+        usage, = res.results["usage"].values()
+        assert usage["input_tokens"] > 3 * 3 and usage["output_tokens"] == 3 * 8 and usage["cost_usd"] > 0
+    finally:
+        server.stop()

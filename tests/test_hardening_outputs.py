@@ -160,3 +160,112 @@ def test_damaged_run_outputs_are_one_sentence_in_every_command(tmp_path, finishe
         code, err = _main(monkeypatch, capsys, *args)
         assert code == 2 and "Traceback" not in err, (args[0], err)
         assert len(err.strip().splitlines()) == 1 and ("results.json" in err or "samples.jsonl" in err), (args, err)
+
+
+# ---- `world make` writes whole files only, and a new world whole or not at all (issue 49 item 11)
+
+def _fail_the_nth_write(monkeypatch, root, nth: int):
+    """The ``nth`` file opened for writing under ``root`` (by name, or by descriptor: a temp file's) gets half its
+    bytes, then the disk is full: a write interrupted mid-way, whatever way the file is written."""
+    import errno
+    import io
+
+    real_open, seen = io.open, [0]
+
+    class HalfThenFull:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, data):
+            self.fh.write(data[:len(data) // 2])
+            self.fh.flush()
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+    def fake_open(file, mode="r", *args, **kwargs):
+        fh = real_open(file, mode, *args, **kwargs)
+        if any(c in mode for c in "wax") and (isinstance(file, int) or str(file).startswith(str(root))):
+            seen[0] += 1
+            if seen[0] == nth:
+                return HalfThenFull(fh)
+        return fh
+
+    monkeypatch.setattr(io, "open", fake_open)
+
+
+def _every_file_is_whole(folder):
+    from PIL import Image
+
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    for p in files:
+        if p.suffix == ".png":
+            with Image.open(p) as im:
+                im.load()
+        elif p.suffix == ".json":
+            json.loads(p.read_text())
+        elif p.suffix == ".jsonl":
+            [json.loads(line) for line in p.read_text().splitlines()]
+    return files
+
+
+@pytest.mark.parametrize("nth", [3, 12])  # an image; the manifest-side files (objects.jsonl and after)
+def test_an_interrupted_world_make_leaves_no_world(tmp_path, monkeypatch, nth):
+    """Before: `world make` wrote every file in place, so a run cut short left half a PNG (or half a manifest)
+    under its final name, in a folder a later run reads as a dataset.  Now a new world is built under a hidden
+    name and renamed at the end: interrupted, there is no folder at all and nothing left beside it."""
+    from vlmcheck.world.make import make_world
+
+    _fail_the_nth_write(monkeypatch, tmp_path, nth)
+    with pytest.raises(OSError, match="No space left"):
+        make_world(tmp_path / "w", n=4, size=32)
+    assert not (tmp_path / "w").exists() and list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
+    manifest = make_world(tmp_path / "w", n=4, size=32)  # and a later one writes the whole world
+    assert len(manifest.read_text().splitlines()) == 4 and [p.name for p in tmp_path.iterdir()] == ["w"]
+    assert len(_every_file_is_whole(tmp_path / "w")) > 12
+
+
+def test_a_world_made_again_in_place_keeps_every_file_whole(tmp_path, monkeypatch):
+    """A world written again into its folder (which holds files of its own: the demo's POPE cases): each file goes
+    by temp file and rename, so one interrupted write leaves the old file, never half a new one."""
+    from vlmcheck.world.make import make_world
+
+    make_world(tmp_path / "w", n=4, size=32)
+    (tmp_path / "w" / "pope.jsonl").write_text('{"mine": 1}\n')
+    before = (tmp_path / "w" / "manifest.jsonl").read_text()
+    for nth in (3, 5):
+        _fail_the_nth_write(monkeypatch, tmp_path, nth)
+        with pytest.raises(OSError, match="No space left"):
+            make_world(tmp_path / "w", n=4, seed=7, size=32)
+        monkeypatch.undo()
+        _every_file_is_whole(tmp_path / "w")
+        assert not [p for p in (tmp_path / "w").rglob("*") if p.name.endswith(".tmp")]
+    assert (tmp_path / "w" / "manifest.jsonl").read_text() == before  # the manifest is written last
+    assert (tmp_path / "w" / "pope.jsonl").read_text() == '{"mine": 1}\n'
+
+
+@pytest.mark.slow
+def test_a_killed_world_make_leaves_nothing_a_run_would_read(tmp_path):
+    """kill -9 in the middle of `vlmcheck world make`: no folder under its name (before: dozens of images and
+    scene files, no manifest, and `describe --data` on it ran as an image folder)."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "vlmcheck.cli", "world", "make", str(tmp_path / "w"), "--n", "400",
+                             "--size", "64"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(tmp_path.rglob("*.png"))) < 20:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert len(list(tmp_path.rglob("*.png"))) >= 20  # it was killed mid-way
+    assert not (tmp_path / "w").exists()
+    assert all(p.name.startswith(".w.") and p.name.endswith(".partial") for p in tmp_path.iterdir())

@@ -42,6 +42,25 @@ def test_generate_batched_equals_single(llava):
     assert all(g.finish_reason in ("stop", "length") for g in batched)
 
 
+def test_prefetched_batches_answer_as_unprefetched_in_order(llava):
+    """The batcher prepares the next batch while one generates (issue 51): the same answers, in order, as one
+    batch at a time prepared and generated in one step."""
+    from vlmcheck.run.batching import Batcher
+
+    cfg = GenerationConfig(max_tokens=5)
+    convs = [[Message.user(_img(10 + i), "describe this image")] for i in range(9)]
+    key = cfg.model_dump_json()
+    plain = Batcher(lambda k, cs: llava._generate_prepared(k, llava._prepare_batch(k, cs)), 4)
+
+    async def many(submit):
+        return await asyncio.gather(*(submit(c) for c in convs))
+
+    prefetched = asyncio.run(many(lambda c: llava.generate(c, cfg)))
+    unprefetched = asyncio.run(many(lambda c: plain.submit(key, c)))
+    assert [g.text for g in prefetched] == [g.text for g in unprefetched]
+    assert [g.usage for g in prefetched] == [g.usage for g in unprefetched]
+
+
 def test_loglikelihood_matches_direct_logits(llava):
     msgs = [Message.user(_img(1), "is there a cat ?")]
     conts = ["yes", "no it is a dog"]

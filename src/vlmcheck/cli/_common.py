@@ -33,8 +33,19 @@ def __getattr__(name: str) -> Any:
         return terminal.console
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+def _finite(value: Any) -> Any:
+    """A float option's value, refused where it is not a finite number (``--max-image-mb inf`` passed its
+    minimum and then failed with a traceback converting MB to bytes)."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
+
+
 def _typer_option(o: RunOption):
-    return typer.Option(o.default, *o.flag_names, help=o.help, **o.cli)
+    extra = {"callback": _finite} if o.kind is float else {}
+    return typer.Option(o.default, *o.flag_names, help=o.help, **o.cli, **extra)
 
 
 #: a typer option for each run option of the table (run/options.py), by name

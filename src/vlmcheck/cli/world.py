@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
 
 @world_app.command("pairs")
 def world_pairs(out: Path = typer.Argument(..., metavar="OUT", help="Output folder"),
-                n: int = typer.Option(20, "--n", metavar="N", help="Number of scene pairs to write"),
+                n: int = typer.Option(20, "--n", min=1, metavar="N", help="Number of scene pairs to write"),
                 seed: int = typer.Option(0, "--seed", help="Seed of the scenes (the same seed writes the same pairs)")
                 ) -> None:
     """Write scene pairs that share objects (pairs.jsonl + images) for CAST."""
@@ -35,7 +35,9 @@ def world_pairs(out: Path = typer.Argument(..., metavar="OUT", help="Output fold
 def world_make(out: Path = typer.Argument(..., metavar="OUT", help="Output folder"),
                n: int = typer.Option(200, "--n", min=1, metavar="N", help="Number of scenes"),
                seed: int = typer.Option(0, "--seed", help="Seed of the scenes (the same seed writes the same world)"),
-               size: int = typer.Option(384, "--size", metavar="PX", help="Pixels")) -> None:
+               size: int = typer.Option(384, "--size", min=32, max=8192, metavar="PX",
+                                        help="Side of each image in pixels (32 or more: a 3x3 grid of objects)")
+               ) -> None:
     """Write seeded scenes: images/<category>/*.png, scene graphs, descriptions, questions (manifest.jsonl)."""
     from ..world.make import make_world
 

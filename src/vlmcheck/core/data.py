@@ -21,6 +21,7 @@ crash at start-up.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,9 @@ class ImageItem:
     meta: dict[str, Any] = field(default_factory=dict)
     #: The folder the image must stay inside (its manifest's or image folder's); see core/inputs.py.
     root: str | None = None
+
+
+log = logging.getLogger("vlmcheck.data")
 
 
 class DatasetError(ValueError):
@@ -144,7 +148,13 @@ def _load_jsonl(path: Path | str) -> list[ImageItem]:
     else:
         root = str(path.parent)  # one string for every item
         rows = iter_jsonl_objects(path, "manifest")
+    warned: set[str] = set()
     for lineno, row in rows:
+        if "image" in row and "path" in row and "both" not in warned:
+            warned.add("both")  # the path would be kept as metadata, unread
+            log.warning("%s:%d: both 'image' and 'path' are given; the image read is 'image' (%s), 'path' is "
+                        "ignored", path, lineno, row["image"])
+        _warn_unknown_fields(path, lineno, row, warned)
         image = row.pop("image", None) or row.pop("path", None)
         if not isinstance(image, str):
             raise DatasetError(f"{path}:{lineno}: missing 'image' (or 'path') field")
@@ -152,6 +162,9 @@ def _load_jsonl(path: Path | str) -> list[ImageItem]:
         raw_id = row.pop("id", image)
         if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
             raise DatasetError(f"{path}:{lineno}: 'id' must be a string or an integer, not a {type(raw_id).__name__}")
+        if isinstance(raw_id, str) and not raw_id.strip():  # before: a sample with an empty name
+            raise DatasetError(f"{path}:{lineno}: 'id' is empty; give each row a name, or leave 'id' out to name "
+                               "it by its image")
         item_id = str(raw_id)
         if item_id in seen:
             raise DatasetError(f"{path}:{lineno}: duplicate id {item_id!r}")
@@ -159,7 +172,14 @@ def _load_jsonl(path: Path | str) -> list[ImageItem]:
         category = row.pop("category", None)
         if category is not None and not isinstance(category, (str, int)):
             raise DatasetError(f"{path}:{lineno}: 'category' must be a string, not a {type(category).__name__}")
+        if isinstance(category, str) and not category.strip():  # before: a category named ""
+            raise DatasetError(f"{path}:{lineno}: 'category' is empty; leave it out for a row without a category")
         category = None if category is None else str(category)
+        prompt = row.get("prompt")
+        if prompt is not None and (not isinstance(prompt, str) or not prompt.strip()):
+            # before: "" fell back to the default prompt silently; a number failed every sample with a TypeError
+            raise DatasetError(f"{path}:{lineno}: 'prompt' must be a non-empty string (the question put to the "
+                               f"model), not {prompt!r}")
         keywords = row.get("keywords")
         if keywords is not None and (not isinstance(keywords, list)
                                      or not all(isinstance(k, str) and k.strip() for k in keywords)):
@@ -169,6 +189,31 @@ def _load_jsonl(path: Path | str) -> list[ImageItem]:
     if not items:
         raise DatasetError(f"{path}: manifest is empty")
     return items
+
+
+#: the fields of a manifest row that vlmcheck reads; any other is kept as the item's metadata, unread
+KNOWN_FIELDS = ("id", "image", "path", "category", "prompt", "keywords", "description", "questions", "scene",
+                "objects", "captions", "group")
+
+
+#: other datasets' usual fields, close in spelling to one of ours but no misspelling of it (VQA rows, MMBench)
+_COMMON_FIELDS = frozenset({"question", "answer", "options", "hint", "label", "index"})
+
+
+def _warn_unknown_fields(path: Any, lineno: int, row: dict[str, Any], warned: set[str]) -> None:
+    """One warning per manifest and field for a field that looks like a misspelt known one (``promt``,
+    ``catgory``, ``keyword``): it would be kept as metadata and never read, silently."""
+    import difflib
+
+    for key in row:
+        if key in KNOWN_FIELDS or key in warned or not isinstance(key, str) or len(key) < 4 \
+                or key.lower() in _COMMON_FIELDS:
+            continue
+        close = difflib.get_close_matches(key.lower(), KNOWN_FIELDS, n=1, cutoff=0.8)
+        if close:
+            warned.add(key)
+            log.warning("%s:%d: field %r is not one vlmcheck reads (did you mean %r?); it is kept as metadata, "
+                        "unread", path, lineno, key, close[0])
 
 
 def hfds_cache_root(cache_dir: str | Path | None = None) -> Path:

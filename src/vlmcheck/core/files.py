@@ -5,28 +5,35 @@
   never sees half a file, and two processes never share a temp name.  The file
   gets the mode the umask gives a new file (``mkstemp`` alone would make every
   output 0600, unreadable to colleagues and web servers).
+* :func:`staged_folder` - a new folder written whole or not at all (built under a hidden name beside it, then
+  renamed), for commands that write a dataset (``world make``).
 * :func:`read_jsonl` - JSON Lines split on ``"\\n"`` only.  ``str.splitlines``
   also splits on U+2028, U+2029, U+0085 and other separators that JSON strings
   may hold unescaped (we write ``ensure_ascii=False``), so it would cut a record
   holding such an answer in two.
+
+Why this module is long: it is the one place where user files are written (atomically, with the umask's mode,
+named by the user's path when they cannot be) and read (JSON Lines, YAML mappings, results files, each failing in
+one sentence); splitting writers from readers would part the helpers that share those rules.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 
-_MODE: int | None = None
+_MASK: int | None = None
 
 
-def new_file_mode() -> int:
-    """The mode ``open()`` gives a new file under this process's umask (0o644 under the usual 0o022)."""
-    global _MODE
-    if _MODE is None:
+def _umask() -> int:
+    global _MASK
+    if _MASK is None:
         mask = None
         try:  # Linux: read it without changing it
             with open("/proc/self/status", encoding="ascii") as fh:
@@ -36,19 +43,61 @@ def new_file_mode() -> int:
         if mask is None:
             mask = os.umask(0o022)
             os.umask(mask)
-        _MODE = 0o666 & ~mask
-    return _MODE
+        _MASK = mask
+    return _MASK
+
+
+def new_file_mode() -> int:
+    """The mode ``open()`` gives a new file under this process's umask (0o644 under the usual 0o022)."""
+    return 0o666 & ~_umask()
 
 
 def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
     """(fd, name) of a new temp file beside ``path`` with the umask's mode: write it, then ``os.replace``."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # named by the file the user asked for, never by a temp name they never gave
+        raise _named(exc, path) from None
     try:
         os.fchmod(fd, new_file_mode())
     except (AttributeError, OSError):  # Windows: no fchmod; mkstemp's mode stands
         pass
     return fd, tmp
+
+
+@contextmanager
+def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
+    """The folder to write a dataset into, so that a kill or an error never leaves half of one under ``out``'s
+    name for a later run to take as data.  Where ``out`` is missing or empty: a new hidden folder beside it
+    (``.NAME.XXXX.partial``), renamed to ``out`` once the block ends, removed if it raises (a kill -9 leaves only
+    the hidden folder).  Where ``out`` already holds files (a dataset written again, with files of its own):
+    ``out`` itself, whose files the caller writes by temp file and rename, its index file last."""
+    import shutil
+
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        yield out
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    except OSError as exc:
+        raise _named(exc, out) from None
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp's 0700 -> the mode mkdir gives under the umask
+        yield tmp
+        if out.is_dir():
+            out.rmdir()  # empty, as it was above (one made meanwhile with files in it: the rename fails)
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _named(exc: OSError, path: Path) -> OSError:
+    """``exc`` (from making a temp file or folder beside ``path``) as if ``path`` itself had failed."""
+    return type(exc)(exc.errno, exc.strerror, str(path)) if exc.errno is not None else exc
 
 
 def broken_link(path: str | os.PathLike) -> str | None:
@@ -383,13 +432,35 @@ def require_str(row: dict[str, Any], key: str, where: str) -> str:
     return value
 
 
+@functools.lru_cache(maxsize=1)
+def _unique_keys_loader() -> Any:
+    """yaml.SafeLoader refusing a key given twice in one mapping (the last one won silently: ``name: x`` then
+    ``name: y`` ran recipe y)."""
+    import yaml
+
+    class UniqueKeys(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if not isinstance(key, (str, int, float, bool)):
+                    continue  # an unhashable key: SafeLoader's own error
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {key!r} is given twice in one mapping", key_node.start_mark)
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeys
+
+
 def read_yaml_mapping(path: str | os.PathLike, what: str, expected: str) -> dict[str, Any]:
     """A user's YAML file that must hold a mapping (a recipe, a sweep config), or one sentence naming the file,
     the line and column of a syntax error, or what it holds instead (``expected`` describes the mapping)."""
     import yaml
 
     try:
-        data = yaml.safe_load(read_text_input(path, what))
+        data = yaml.load(read_text_input(path, what), Loader=_unique_keys_loader())  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -107,7 +107,11 @@ class ModelSpec(BaseModel):
             if userinfo:
                 secrets["userinfo"] = userinfo
                 params["login"] = "url"  # recorded, so that a resume asks for them instead of using a key
+        given: set[str] = set()
         for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
+            if key in given:  # before, the last one won silently
+                raise SpecError(f"model spec {provider}:{name}: parameter {key} is given twice; give it once")
+            given.add(key)
             if is_secret_param(key):
                 secrets[key.lower()] = value
                 register_secret(value)

@@ -297,6 +297,8 @@ def load_pairs(path: str | Path) -> list[dict[str, Any]]:
             s["image"] = dataset_path(base, s["image"])
             s["root"] = str(base)  # images stay inside the pairs file's folder (core/inputs.py)
             s.setdefault("id", f"{r.get('id', i)}-{side}")
+        if r["a"]["id"] == r["b"]["id"]:  # before: a pair named "a~a" whose outputs cannot tell its sides apart
+            raise InputFileError(f"{path}:{n}: both sides have the id {r['a']['id']!r}; give each side its own id")
         r.setdefault("id", f"{r['a']['id']}~{r['b']['id']}")
     return rows
 

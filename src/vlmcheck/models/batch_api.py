@@ -1,7 +1,8 @@
 """The providers' batch protocols, through their SDKs: the OpenAI Batch API and Anthropic Message Batches.
 
 Each backend takes the adapter's SDK clients and its parser of a single response, so a batched answer is
-read exactly as a direct one.  :mod:`vlmcheck.run.batch` decides when to submit and what to retry.
+read exactly as a direct one: a :class:`~vlmcheck.core.roles.Generation` whose usage the parser has checked
+(``Usage.reported``), handed to :mod:`vlmcheck.run.batch` whole, so the run prices it as it prices a direct call.  :mod:`vlmcheck.run.batch` decides when to submit and what to retry.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class OpenAIBatches:
         status = resp.get("status_code")
         if status == 200 and isinstance(resp.get("body"), dict):
             try:
-                return self.parse(resp["body"]).model_dump(mode="json")
+                return self.parse(resp["body"])
             except ModelCallError as exc:
                 return exc
         body = resp.get("body") if isinstance(resp.get("body"), dict) else {}
@@ -125,7 +126,7 @@ class AnthropicBatches:
         kind = getattr(result, "type", None)
         if kind == "succeeded":
             try:
-                return self.parse(result.message).model_dump(mode="json")
+                return self.parse(result.message)
             except ModelCallError as exc:
                 return exc
         if kind in ("expired", "canceled"):

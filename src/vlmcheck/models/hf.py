@@ -151,13 +151,15 @@ class HFVLM:
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self._lock = threading.Lock()  # one forward pass at a time on this model
+        self._prep_lock = threading.Lock()  # one caller of the processor (its fast tokenizer) at a time
         self._torch = torch
         self._packing = _vision.packing_of(self.model)
         self.capabilities = Capabilities(multi_image=True, loglikelihood=True,
                                          vision_embedding=self._packing is not None, seeded=True, prefill=True)
         self.concurrency_key = f"hf:{spec.name}"
         self.max_concurrency = None
-        self._batcher = Batcher(self._generate_batch, spec.get_int("batch_size", 8))
+        # the next batch's inputs are made (processor, copy to the device) while the current batch generates
+        self._batcher = Batcher(self._generate_prepared, spec.get_int("batch_size", 8), prepare=self._prepare_batch)
 
     # ---------------------------------------------------------------- inputs
     def _inputs(self, conversations: list[list[Message]]):
@@ -172,18 +174,23 @@ class HFVLM:
         kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
         if images:
             kwargs["images"] = images
-        return self.processor(**kwargs).to(self.device)
+        with self._prep_lock:
+            return self.processor(**kwargs).to(self.device)
 
     # ------------------------------------------------------------- generate
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         key = config.model_dump_json()
         return await self._batcher.submit(key, messages)
 
-    def _generate_batch(self, config_json: str, conversations: list[list[Message]]) -> list[Generation]:
+    def _prepare_batch(self, config_json: str, conversations: list[list[Message]]):
+        """The batch's model inputs; the batcher runs this for the next batch while the current one generates."""
+        with self._torch.inference_mode():
+            return self._inputs(conversations)
+
+    def _generate_prepared(self, config_json: str, inputs) -> list[Generation]:
         torch = self._torch
         config = GenerationConfig.model_validate_json(config_json)
         with self._lock, torch.inference_mode():
-            inputs = self._inputs(conversations)
             gen_kwargs: dict[str, Any] = {"max_new_tokens": config.max_tokens,
                                           "pad_token_id": self.tokenizer.pad_token_id}
             if config.temperature > 0:

@@ -169,8 +169,17 @@ def _together(loaded: list[dict[str, Any]], external_csv: Any) -> tuple[Any, dic
 
 @functools.lru_cache(maxsize=1)
 def _template() -> Any:
-    """The page's template, compiled once per process (compiling it took a quarter of a small run's report)."""
-    env = Environment(loader=PackageLoader("vlmcheck.report", "templates"), autoescape=select_autoescape(["html"]))
+    """The page's template, compiled once per process (compiling it took a quarter of a small run's report) and
+    its compiled code kept in jinja2's bytecode cache (a private folder of the user's in the temporary folder,
+    checked against the template's source), so that a one-image run does not compile it again (issue 51)."""
+    from jinja2 import FileSystemBytecodeCache
+
+    try:
+        cache = FileSystemBytecodeCache()
+    except (OSError, RuntimeError):  # no private temporary folder to be had: compile every time
+        cache = None
+    env = Environment(loader=PackageLoader("vlmcheck.report", "templates"), autoescape=select_autoescape(["html"]),
+                      bytecode_cache=cache)
     env.filters["fmt"] = lambda x, d=4: "-" if x is None else (f"{x:.{d}f}" if isinstance(x, float) else str(x))
     # ranks as people write them: 1, 2= for a shared rank (report/terminal.py)
     env.filters["rank"] = lambda x, ranks=(): "-" if x is None else rank_text(x, list(ranks))

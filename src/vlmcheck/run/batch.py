@@ -10,6 +10,11 @@ the call cache as they would from a direct call.  A failed item follows the retr
 error (rate limit, server error, timeout, an expired or cancelled item) is sent again in a later batch, up
 to ``max_attempts``; any other error fails the call.
 
+A batched answer's usage goes through the same check as a direct one (``usage_of``, the session's
+:meth:`~vlmcheck.run.calls.Session.usage_of`): usage that is missing, negative, not a number, NaN or nested is
+replaced by the estimate's counts with a ``UsageWarning``, in the store and in the answer's
+:attr:`BatchAnswer.tokens`, so a batch is never priced at $0 or less (issue 49).
+
 The provider side (:class:`BatchBackend`) is three calls: submit items and get an id, ask whether the
 batch has ended, read its results.  The backends live with their adapters
 (:mod:`vlmcheck.models.batch_api`).
@@ -24,9 +29,10 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from ..core.errors import ModelCallError
+from ..core.roles import Usage
 from ..store.db import RunStore
 from .scheduler import CallFailed
 
@@ -45,8 +51,15 @@ class BatchBackend(Protocol):
     async def ended(self, batch_id: str) -> bool:
         """Whether the batch has stopped processing (finished, failed, expired or cancelled)."""
 
-    async def results(self, batch_id: str) -> dict[str, dict[str, Any] | ModelCallError]:
-        """Per custom_id: the parsed generation (a Generation as JSON) or the item's error."""
+    async def results(self, batch_id: str) -> dict[str, Any]:
+        """Per custom_id: the parsed generation (a Generation, or a Generation as JSON) or the item's error."""
+
+
+class BatchAnswer(dict):
+    """A batched answer (a Generation as JSON) with the (input, output) tokens it was stored and is priced with:
+    the provider's where they passed the usage check, else the estimate's."""
+
+    tokens: tuple[int, int] = (0, 0)
 
 
 @dataclass
@@ -65,7 +78,8 @@ class BatchCollector:
 
     def __init__(self, store: RunStore, backend: BatchBackend, model_id: str, *, journal_model: str | None = None,
                  window: float = 2.0, poll: float = 30.0, max_items: int | None = None, max_bytes: int | None = None,
-                 max_attempts: int = 6) -> None:
+                 max_attempts: int = 6,
+                 usage_of: Callable[[str, Any, Usage], tuple[int, int]] | None = None) -> None:
         # model_id names the model in the call cache; journal_model (its identity, no placement) in the
         # journal, so a resume with other placement settings still finds its open batches
         self.store, self.backend, self.model_id = store, backend, model_id
@@ -75,6 +89,7 @@ class BatchCollector:
         self.max_items = max_items or getattr(backend, "max_items", 50_000)
         self.max_bytes = max_bytes or getattr(backend, "max_bytes", 200_000_000)
         self.window, self.poll, self.max_attempts = window, poll, max_attempts
+        self.usage_of = usage_of  # (model_id, request, Usage) -> (input, output) tokens: the session's check
         self._buffer: list[_Item] = []
         self._buffer_bytes = 0
         self._flush_task: asyncio.Task | None = None
@@ -89,8 +104,9 @@ class BatchCollector:
 
     # -- what the session calls ----------------------------------------------------------------
 
-    async def call(self, key: str, role: str, request: Any, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        """The answer for one request (a Generation as JSON) and the attempts it took."""
+    async def call(self, key: str, role: str, request: Any, body: dict[str, Any]) -> tuple[BatchAnswer, int]:
+        """The answer for one request (a Generation as JSON, with its checked :attr:`~BatchAnswer.tokens`) and
+        the attempts it took."""
         attempt = 0
         while True:
             attempt += 1
@@ -165,14 +181,27 @@ class BatchCollector:
             out = results.get(key, ModelCallError("server", f"batch {batch_id} returned no result for this request"))
             if not isinstance(out, ModelCallError):
                 role, request, attempt = requests[key]
-                usage = out.get("usage") or {}
-                self.store.put_call(key, role=role, model=self.model_id, request=request, response=out,
-                                    attempts=attempt,
-                                    input_tokens=usage.get("input_tokens", 0),
-                                    output_tokens=usage.get("output_tokens", 0), duration_s=took)
+                out = self._answer(request, out)
+                self.store.put_call(key, role=role, model=self.model_id, request=request, response=dict(out),
+                                    attempts=attempt, input_tokens=out.tokens[0], output_tokens=out.tokens[1],
+                                    duration_s=took)
             if not fut.done():
                 fut.set_result(out)
         self.store.end_batch(batch_id)
+
+
+    def _answer(self, request: Any, out: Any) -> BatchAnswer:
+        """One item's answer as JSON, its usage checked as a direct call's is (never trusted: issue 49)."""
+        if hasattr(out, "model_dump"):  # a Generation, as the backends give it: its usage read by Usage.reported
+            usage, out = out.usage, out.model_dump(mode="json")
+        else:  # an answer already as JSON: its counts through the same check
+            u = out.get("usage")
+            usage = Usage.reported(u.get("input_tokens"), u.get("output_tokens")) if isinstance(u, dict) \
+                else Usage.reported(None, None)
+        answer = BatchAnswer(out)
+        answer.tokens = (self.usage_of(self.model_id, request, usage) if self.usage_of is not None
+                         else (usage.input_tokens, usage.output_tokens))
+        return answer
 
 
 #: bytes a batch file's line adds around a request body (custom_id, method, url, the JSON around them)

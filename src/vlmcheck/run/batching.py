@@ -1,16 +1,29 @@
-"""Micro-batching: concurrent async requests served in batches by one worker thread."""
+"""Micro-batching: concurrent async requests served in batches by one worker thread.
+
+With a ``prepare`` step (a model's processor: tokenising, image preprocessing, the copy to the device), the next
+batch is formed and prepared in a second thread while the current one runs, so the model goes from one batch
+to the next without waiting (issue 51: no idle between batches).  A batch whose preparation or run fails fails
+its own requests only.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Callable
 
 
 class Batcher:
-    """Collects concurrent requests into batches for one worker thread."""
+    """Collects concurrent requests into batches for one worker thread.
 
-    def __init__(self, run_batch, batch_size: int, wait_s: float = 0.005) -> None:
+    ``run_batch(key, items)`` returns one result per item, in order.  With ``prepare``, ``prepare(key, items)``
+    runs first in its own thread and ``run_batch(key, prepared)`` gets what it returned; the preparation of a
+    batch overlaps the run of the one before it.
+    """
+
+    def __init__(self, run_batch: Callable[[Any, Any], list], batch_size: int, wait_s: float = 0.005,
+                 prepare: Callable[[Any, list], Any] | None = None) -> None:
         self.run_batch = run_batch
+        self.prepare = prepare
         self.batch_size = batch_size
         self.wait_s = wait_s
         self._queue: asyncio.Queue | None = None
@@ -26,25 +39,68 @@ class Batcher:
         await self._queue.put((key, item, fut))
         return await fut
 
-    async def _work(self) -> None:
+    async def _form(self, running: asyncio.Task | None) -> tuple[Any, list[tuple[Any, asyncio.Future]]]:
+        """The next batch: the oldest request and up to ``batch_size`` - 1 more with its key.  While the model is
+        busy (``running``), it waits for more requests until the batch is full or the model is free; when the
+        model is idle, a moment (``wait_s``) for concurrent requests to arrive."""
         assert self._queue is not None
-        while True:
-            key, item, fut = await self._queue.get()
-            batch = [(item, fut)]
+        key, item, fut = await self._queue.get()
+        batch = [(item, fut)]
+        busy = running is not None and not running.done()
+        if not busy:
             await asyncio.sleep(self.wait_s)
-            held = []
-            while len(batch) < self.batch_size and not self._queue.empty():
-                k2, i2, f2 = self._queue.get_nowait()
-                (batch if k2 == key else held).append((i2, f2) if k2 == key else (k2, i2, f2))
-            for h in held:
-                self._queue.put_nowait(h)
-            try:
-                results = await asyncio.to_thread(self.run_batch, key, [b[0] for b in batch])
-            except Exception as exc:  # noqa: BLE001 - delivered to every waiter
-                for _, f in batch:
-                    if not f.done():
-                        f.set_exception(exc)
+        held = []
+        while len(batch) < self.batch_size:
+            if self._queue.empty():
+                if not (running is not None and not running.done()):
+                    break
+                getter = asyncio.ensure_future(self._queue.get())
+                await asyncio.wait({getter, running}, return_when=asyncio.FIRST_COMPLETED)
+                if not getter.done():
+                    getter.cancel()
+                    break
+                k2, i2, f2 = getter.result()
             else:
-                for (_, f), r in zip(batch, results):
-                    if not f.done():
-                        f.set_result(r)
+                k2, i2, f2 = self._queue.get_nowait()
+            if k2 == key:
+                batch.append((i2, f2))
+            else:
+                held.append((k2, i2, f2))
+        for h in held:
+            self._queue.put_nowait(h)
+        return key, batch
+
+    @staticmethod
+    def _deliver(batch: list[tuple[Any, asyncio.Future]], results: list | None, exc: BaseException | None) -> None:
+        for i, (_, f) in enumerate(batch):
+            if f.done():
+                continue
+            if exc is not None:
+                f.set_exception(exc)
+            else:
+                f.set_result(results[i])  # type: ignore[index]
+
+    async def _run(self, key: Any, payload: Any, batch: list[tuple[Any, asyncio.Future]]) -> None:
+        try:
+            results = await asyncio.to_thread(self.run_batch, key, payload)
+        except Exception as exc:  # noqa: BLE001 - delivered to every waiter of this batch
+            self._deliver(batch, None, exc)
+        else:
+            self._deliver(batch, results, None)
+
+    async def _work(self) -> None:
+        running: asyncio.Task | None = None  # the model's current batch
+        while True:
+            key, batch = await self._form(running)
+            payload: Any = [b[0] for b in batch]
+            if self.prepare is not None:
+                try:  # in its own thread, while `running` goes on in the model's
+                    payload = await asyncio.to_thread(self.prepare, key, payload)
+                except Exception as exc:  # noqa: BLE001 - this batch's requests fail, the next batch runs
+                    self._deliver(batch, None, exc)
+                    continue
+            if running is not None:
+                await running
+            running = asyncio.get_running_loop().create_task(self._run(key, payload, batch))
+            if self.prepare is None:  # no preparation to overlap: one batch at a time, as before
+                await running

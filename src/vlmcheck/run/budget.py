@@ -3,10 +3,10 @@ already spent plus what is on its way would pass the cap.
 
 Spent: every call the run's store holds from earlier sessions plus this session's, priced from the usage the
 providers returned (run/prices.prices_for: a spec's price_in/price_out, else prices.json; batch calls at
-half price).  A provider's usage is checked, never trusted (core/roles.Usage.reported): a count that is
-missing, negative, not a number, NaN or nested is replaced by the estimate's count for that request (text at 4
-characters a token, images by the provider's rule, the output at ``max_tokens``), with a :class:`UsageWarning`,
-so a server that reports nothing, or a negative number, cannot make a run free.
+half price).  A provider's usage, direct or batched (run/batch.py), is checked, never trusted
+(core/roles.Usage.reported): a count that is missing, negative, not a number, NaN or nested is replaced by the
+estimate's count for that request (text at 4 characters a token, images by the provider's rule, the output at
+``max_tokens``), with a :class:`UsageWarning`, so a server that reports nothing, or a negative number, cannot make a run free.
 
 Before each call (a cache miss) the budget is asked for it (:meth:`Budget.reserve`): the call's estimated cost
 (its input by the estimate's rule, its output at the run's mean output for that model, or ``max_tokens`` until

@@ -141,7 +141,7 @@ class Session:
             collector = self._batches[model.model_id] = BatchCollector(
                 self.store, backend, model.model_id, journal_model=cache_model_id(model, self.key_version),
                 window=getattr(model, "batch_window", 2.0), poll=getattr(model, "batch_poll", 30.0),
-                max_attempts=self.scheduler.retry.max_attempts)
+                max_attempts=self.scheduler.retry.max_attempts, usage_of=self.usage_of)
         return collector
 
     def _journaled(self, model: Any) -> set[str]:
@@ -255,11 +255,11 @@ class Session:
                 # the collector stores every answer of a batch itself (also those of a re-attached batch that
                 # no request of this session waits for)
                 response, attempts = await self.batch_for(model).call(key, role, request, body)
-                u = response.get("usage") or {}
+                tin, tout = response.tokens  # checked by usage_of, as a direct call's usage is
                 self.counters.count(model_id, "calls")
-                self.counters.count(model_id, "input_tokens", u.get("input_tokens", 0))
-                self.counters.count(model_id, "output_tokens", u.get("output_tokens", 0))
-                return response, False
+                self.counters.count(model_id, "input_tokens", tin)
+                self.counters.count(model_id, "output_tokens", tout)
+                return dict(response), False
             (response, usage), attempts = await self.scheduler.call(provider_key, invoke, limit=limit,
                                                                     timeout=getattr(model, "timeout", None))
         except CallFailed as failed:

@@ -39,7 +39,12 @@ def lock_file(path: Path, what: Path):
     except ImportError:  # Windows: no flock; runs are not guarded there
         yield
         return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # named by the folder the user gave, not by the lock file they never saw
+        if exc.errno is None:
+            raise
+        raise type(exc)(exc.errno, exc.strerror, str(what)) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

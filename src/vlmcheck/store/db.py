@@ -164,7 +164,10 @@ class RunStore(GroupCommit):
         self._check_file(existing)
         try:
             # a URI, so that a shard is opened (and attached by absorb) read-only
-            immutable = untouched and read_only and not Path(f"{self.path}-wal").exists()
+            # ... and immutable where nothing is in a WAL file and either nothing may be made beside it (--dry-run)
+            # or nothing can be (a read-only folder: SQLite could not make the -shm file and refuses to open it)
+            self.immutable = immutable = read_only and not Path(f"{self.path}-wal").exists() and (
+                untouched or not os.access(self.folder, os.W_OK))
             self._db = sqlite3.connect(_uri(self.path, read_only, immutable), uri=True, isolation_level=None,
                                        check_same_thread=False, timeout=30)
         except sqlite3.Error as exc:
@@ -529,7 +532,8 @@ class RunStore(GroupCommit):
         with self._lock:
             self.commit()
             try:
-                self._db.execute("ATTACH DATABASE ? AS other", (_uri(other.path, True),))
+                self._db.execute("ATTACH DATABASE ? AS other",
+                                 (_uri(other.path, True, getattr(other, "immutable", False)),))
                 try:
                     self._db.execute("BEGIN IMMEDIATE")
                     counts["calls"] = self._db.execute(

@@ -412,7 +412,16 @@ def _anthropic_message(req: dict, digest: str, headers: dict[str, str]) -> dict:
             f"temperature={'temperature' in req}")
     return {"id": f"msg_{digest}", "type": "message", "role": "assistant", "model": req.get("model", "fake"),
             "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 11, "output_tokens": 3}}
+            "usage": _anthropic_usage()}
+
+
+def _anthropic_usage() -> dict | None:
+    """Anthropic's usage object: 11 in, 3 out, or ``--usage``'s broken one under Anthropic's field names."""
+    if USAGE_RULE not in BROKEN_USAGE:
+        return {"input_tokens": 11, "output_tokens": 3}
+    broken = BROKEN_USAGE[USAGE_RULE]
+    return None if broken is None else {"input_tokens": broken["prompt_tokens"],
+                                        "output_tokens": broken["completion_tokens"]}
 
 
 def _image_response(req: dict, digest: str) -> dict:

@@ -36,18 +36,24 @@ class Knobs:
         if unknown:
             raise SpecError(f"ref:describer: unknown parameter(s) {sorted(unknown)}; known: "
                             f"{', '.join(KNOBS)}, level, seed, robust")
+        def number(k: str, typ=float):
+            try:
+                return typ(params[k])
+            except ValueError:
+                raise SpecError(f"ref:describer: {k}={params[k]!r} is not a number") from None
+
         values: dict[str, float] = {}
         if "level" in params:
-            lv = float(params["level"])
+            lv = number("level")
             values = {"omit": lv, "hallucinate": lv / 2, "confuse": lv, "misplace": lv / 2, "misread": lv,
                       "yes_bias": lv}
         for k in KNOBS:
             if k in params:
-                values[k] = float(params[k])
+                values[k] = number(k)
         for k, v in values.items():
             if not 0.0 <= v <= 1.0:
                 raise SpecError(f"ref:describer: {k}={v} is not a probability in [0, 1]")
-        return cls(**values, seed=int(params.get("seed", 0)))
+        return cls(**values, seed=number("seed", int) if "seed" in params else 0)
 
 
 def _uniforms(*key) -> np.random.Generator:

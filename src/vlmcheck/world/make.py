@@ -15,6 +15,10 @@ Questions come from the ground truth: for each scene a yes-question and a
 no-question (used by VHExpansion and POPE-style scoring) and a
 multiple-choice question with four options (ChEF's world scenario), all in
 the scene's category.  Everything is a function of ``seed``.
+
+Written whole or not at all (core/files.py ``staged_folder``): a new world is built under a hidden name beside
+``OUT`` and renamed at the end, so a killed ``world make`` leaves no half world for a later run to read as data;
+into a folder that already holds files, every file goes by temp file and rename, ``manifest.jsonl`` last.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.files import staged_folder, write_bytes_atomic, write_text_atomic
 from ..core.images import encode_image
 from .scene import (BACKGROUNDS, CATEGORIES, COLORS, POSITIONS, SHAPES, Scene, SceneObject, describe_scene,
                     generate_scene, number_word, plural, position_name, render_scene)
@@ -134,7 +139,12 @@ def _fake_text(text: str, rng: np.random.Generator) -> str:
 def make_world(out: str | Path, n: int = 200, seed: int = 0, size: int = 384,
                categories: tuple[str, ...] = CATEGORIES) -> Path:
     """Write ``n`` scenes (categories in turn) under ``out``; returns the manifest path."""
-    out = Path(out)
+    with staged_folder(out) as folder:
+        _make_world(folder, n, seed, size, categories)
+    return Path(out) / "manifest.jsonl"
+
+
+def _make_world(out: Path, n: int, seed: int, size: int, categories: tuple[str, ...]) -> None:
     (out / "scenes").mkdir(parents=True, exist_ok=True)
     rows = []
     for i in range(n):
@@ -144,23 +154,22 @@ def make_world(out: str | Path, n: int = 200, seed: int = 0, size: int = 384,
         sid = f"{cat}-{i:04d}"
         img_rel = f"images/{cat}/{sid}.png"
         (out / "images" / cat).mkdir(parents=True, exist_ok=True)
-        (out / img_rel).write_bytes(encode_image(render_scene(scene, size), "PNG"))
-        (out / "scenes" / f"{sid}.json").write_text(scene.model_dump_json(indent=1))
+        write_bytes_atomic(out / img_rel, encode_image(render_scene(scene, size), "PNG"))
+        write_text_atomic(out / "scenes" / f"{sid}.json", scene.model_dump_json(indent=1))
         rows.append({"id": sid, "image": img_rel, "category": cat, "description": describe_scene(scene),
                      "scene": scene.model_dump(), "questions": scene_questions(scene, rng)})
     # object annotations in the POPE builder's format: objects named "<colour> <shape>", in reading order
-    (out / "objects.jsonl").write_text("".join(json.dumps({"image": r["image"], "objects": list(dict.fromkeys(
+    write_text_atomic(out / "objects.jsonl", "".join(json.dumps({"image": r["image"], "objects": list(dict.fromkeys(
         f"{o['color']} {o['shape']}" for o in sorted(r["scene"]["objects"], key=lambda o: (o["row"], o["col"]))))})
         + "\n" for r in rows))
     _write_turn_sets(out, rows, n, seed, size)
-    manifest = out / "manifest.jsonl"
-    manifest.write_text(_lines(rows))
     # the dataset's declared name: what benchmark its categories belong to (methods/leaderboard.py)
-    (out / "dataset.json").write_text(json.dumps({"name": "world", "n": n, "seed": seed, "size": size}) + "\n")
-    (out / "README.txt").write_text(
-        f"vlmcheck reference world: {n} scenes, seed {seed}, {size}x{size} px.\n"
-        "manifest.jsonl: id, image, category, description (canonical), scene (ground truth), questions.\n")
-    return manifest
+    write_text_atomic(out / "dataset.json", json.dumps({"name": "world", "n": n, "seed": seed, "size": size}) + "\n")
+    write_text_atomic(out / "README.txt",
+                      f"vlmcheck reference world: {n} scenes, seed {seed}, {size}x{size} px.\n"
+                      "manifest.jsonl: id, image, category, description (canonical), scene (ground truth), "
+                      "questions.\n")
+    write_text_atomic(out / "manifest.jsonl", _lines(rows))  # last: the file that makes the folder a world
 
 
 def _lines(rows: list[dict]) -> str:
@@ -192,8 +201,8 @@ def _write_turn_sets(out: Path, rows: list[dict], n: int, seed: int, size: int) 
         detection.append({"id": r["id"], "image": r["image"], "objects": [
             {"label": o.shape, "bbox": [round(x, 4) for x in object_box(o)]}
             for o in sorted(scene.objects, key=lambda o: (o.row, o.col))]})
-    (out / "counting.jsonl").write_text(_lines(counting))
-    (out / "detection.jsonl").write_text(_lines(detection))
+    write_text_atomic(out / "counting.jsonl", _lines(counting))
+    write_text_atomic(out / "detection.jsonl", _lines(detection))
     hier = out / "hierarchy"
     (hier / "images").mkdir(parents=True, exist_ok=True)
     items = []
@@ -202,11 +211,11 @@ def _write_turn_sets(out: Path, rows: list[dict], n: int, seed: int, size: int) 
         obj = SceneObject(shape=str(rng.choice(SHAPES)), color=str(rng.choice(COLORS)), size="large", row=1, col=1)
         scene = Scene(background=str(rng.choice(list(BACKGROUNDS))), objects=[obj])
         sid = f"single-{i:04d}"
-        (hier / "images" / f"{sid}.png").write_bytes(encode_image(render_scene(scene, size), "PNG"))
+        write_bytes_atomic(hier / "images" / f"{sid}.png", encode_image(render_scene(scene, size), "PNG"))
         items.append({"id": sid, "image": f"images/{sid}.png", "chain": [obj.shape, f"{obj.color} {obj.shape}"]})
-    (hier / "items.jsonl").write_text(_lines(items))
+    write_text_atomic(hier / "items.jsonl", _lines(items))
     tree = {"object": list(SHAPES), **{s: [f"{c} {s}" for c in COLORS] for s in SHAPES}}
-    (hier / "tree.json").write_text(json.dumps(tree, indent=1))
+    write_text_atomic(hier / "tree.json", json.dumps(tree, indent=1))
 
 
 def make_world_pairs(out: str | Path, n: int = 20, seed: int = 0, size: int = 384) -> Path:
@@ -215,9 +224,14 @@ def make_world_pairs(out: str | Path, n: int = 20, seed: int = 0, size: int = 38
     Scene B keeps one to three of scene A's objects (same shape, colour, size and cell), replaces the others
     with random objects and keeps A's background half of the time.
     """
+    with staged_folder(out) as folder:
+        _make_world_pairs(folder, n, seed, size)
+    return Path(out) / "pairs.jsonl"
+
+
+def _make_world_pairs(out: Path, n: int, seed: int, size: int) -> None:
     from .scene import _random_object
 
-    out = Path(out)
     (out / "images").mkdir(parents=True, exist_ok=True)
     rows = []
     for i in range(n):
@@ -237,13 +251,11 @@ def make_world_pairs(out: str | Path, n: int = 20, seed: int = 0, size: int = 38
         sides = {}
         for name, scene in (("a", a), ("b", b)):
             sid = f"pair{i:03d}-{name}"
-            (out / "images" / f"{sid}.png").write_bytes(encode_image(render_scene(scene, size), "PNG"))
+            write_bytes_atomic(out / "images" / f"{sid}.png", encode_image(render_scene(scene, size), "PNG"))
             sides[name] = {"id": sid, "image": f"images/{sid}.png", "description": describe_scene(scene),
                            "scene": scene.model_dump()}
         rows.append({"id": f"pair{i:03d}", **sides, "shared_objects": keep_n})
-    path = out / "pairs.jsonl"
-    path.write_text(_lines(rows))
-    return path
+    write_text_atomic(out / "pairs.jsonl", _lines(rows))  # last: the file that makes the folder a dataset
 
 
 __all__ = ["make_world", "make_world_pairs", "scene_questions", "position_name"]

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from ..core.files import staged_folder, write_bytes_atomic, write_text_atomic
+
 # name -> keywords; "a|b" means either word counts.
 PHOTOS: dict[str, list[str]] = {
     "astronaut": ["astronaut|person|woman|man", "flag|suit"],
@@ -41,22 +43,30 @@ def _load(name: str) -> Image.Image:
 
 
 def make_photo_dataset(out: str | Path, include_broken: bool = False) -> Path:
-    """Write the photos (in their original modes: RGBA, greyscale, 1-bit...) and a manifest."""
-    out = Path(out)
+    """Write the photos (in their original modes: RGBA, greyscale, 1-bit...) and a manifest, whole or not at all
+    (as ``world make``: core/files.py ``staged_folder``, each file by temp file and rename, the manifest last)."""
+    with staged_folder(out) as folder:
+        _write_photos(folder, include_broken)
+    return Path(out) / "manifest.jsonl"
+
+
+def _png(img: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _write_photos(out: Path, include_broken: bool) -> None:
     (out / "images").mkdir(parents=True, exist_ok=True)
     rows = []
     for name, keywords in PHOTOS.items():
-        path = out / "images" / f"{name}.png"
-        _load(name).save(path)
+        write_bytes_atomic(out / "images" / f"{name}.png", _png(_load(name)))
         rows.append({"id": name, "image": f"images/{name}.png", "keywords": keywords, "category": "photo"})
     if include_broken:
-        (out / "images" / "empty.png").write_bytes(b"")
-        buf = io.BytesIO()
-        _load("coffee").save(buf, format="PNG")
-        (out / "images" / "truncated.png").write_bytes(buf.getvalue()[: len(buf.getvalue()) // 3])
+        write_bytes_atomic(out / "images" / "empty.png", b"")  # broken on purpose: each fails its own sample
+        coffee = _png(_load("coffee"))
+        write_bytes_atomic(out / "images" / "truncated.png", coffee[: len(coffee) // 3])
         rows.append({"id": "empty", "image": "images/empty.png", "keywords": ["anything"], "category": "broken"})
         rows.append({"id": "truncated", "image": "images/truncated.png", "keywords": ["coffee"],
                      "category": "broken"})
-    manifest = out / "manifest.jsonl"
-    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return manifest
+    write_text_atomic(out / "manifest.jsonl", "".join(json.dumps(r) + "\n" for r in rows))

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .scenarios import LETTERS
 
@@ -53,20 +53,27 @@ JUDGE_SYSTEM = (
 )
 
 
-class ScenarioCfg(BaseModel):
+class _Strict(BaseModel):
+    """A part of a recipe: a key it does not know is refused, naming it (before, ``metrc:`` or ``n_bin:`` was
+    dropped silently and the run used the defaults)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScenarioCfg(_Strict):
     type: str
     path: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class ICECfg(BaseModel):
+class ICECfg(_Strict):
     retriever: Literal["random", "fixed", "topk_text", "topk_image"] = "random"
     shots: list[int] = Field(default_factory=lambda: [0, 1, 2, 3])
     with_images: bool = False
     encoder: str = "ref:pixels"  # for topk_image
 
 
-class InstructionCfg(BaseModel):
+class InstructionCfg(_Strict):
     type: Literal["standard", "query_pool", "ice"] = "standard"
     query_pool: list[str] = Field(default_factory=list)
     ice: ICECfg = Field(default_factory=ICECfg)
@@ -77,7 +84,7 @@ InferencerName = Literal["direct", "cot", "ppl", "cot_ppl", "multiturn_ppl"]
 TURN_SCENARIOS = ("counting", "detection", "hierarchical", "turns")
 
 
-class InferencerCfg(BaseModel):
+class InferencerCfg(_Strict):
     type: InferencerName = "ppl"  # the recipe's default (``--inferencer`` picks another of ``allowed``)
     # which inferencers a run may use instead (None: every one the scenario and desideratum can run)
     allowed: list[InferencerName] | None = None
@@ -93,7 +100,7 @@ class InferencerCfg(BaseModel):
         return self
 
 
-class MetricCfg(BaseModel):
+class MetricCfg(_Strict):
     n_bins: int = 10
     judge: str | None = None  # TextModel spec for language performance
     judge2: str | None = None  # a second judge of the same answers: judge-to-judge agreement (issue 34)
@@ -106,7 +113,7 @@ class MetricCfg(BaseModel):
     parser: Literal["lenient", "pope"] = "lenient"
 
 
-class Recipe(BaseModel):
+class Recipe(_Strict):
     name: str
     desideratum: Literal["accuracy", "calibration", "icl", "instruction_following", "language", "robustness",
                          "hallucination"] = "accuracy"
