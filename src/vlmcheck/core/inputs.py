@@ -289,7 +289,9 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
         if not header.sendable:
             return data, header, None
         part = ImagePart.from_file(data, header)
-        part.data_url()  # made once here and kept, see ImagePart.data_url
+        # the data URL made once here and kept (see ImagePart.data_url); the part lets go of the bytes, so a
+        # request in flight holds the image once (its base64), as a plain SDK client does
+        part.keep_url_only()
         return data, header, part
 
     fetched = await _read_url(path, root, policy) if remote.is_url(path) else None
@@ -308,7 +310,7 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
         return await _read(path, root, _part, (data, (header.width, header.height)))
     lease = _lease.get()
     if policy.budget is not None and lease is not None:
-        charge = len(data) + len(part.data_url())
+        charge = len(part.data_url())  # what the part holds (keep_url_only)
         await policy.budget.acquire(charge, wait=lease.held == 0)
         lease.held += charge
     return part
