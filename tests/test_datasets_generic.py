@@ -407,6 +407,9 @@ def test_configs_and_splits_of_a_hub_snapshot(tmp_path):
     assert any("config 'cn' chosen (configs: cn, en" in n for n in load(f"hfds:{snap}?split=dev").notes)
     with pytest.raises(DatasetFormError, match=r"no config 'fr' \(configs: cn, en\)"):
         load(f"hfds:{snap}?config=fr")
+    # a misspelt option in an hfds: query is refused in one sentence, never silently ignored
+    with pytest.raises(DatasetFormError, match=r"the hf-snapshot form takes no option 'spilt'"):
+        load(f"hfds:{snap}?spilt=dev")
 
 
 def test_an_unwritable_cache_is_one_sentence(tmp_path, monkeypatch):

@@ -30,7 +30,7 @@ from typing import Any, Iterator
 from urllib.parse import parse_qsl
 
 from . import mmvp
-from .base import Dataset, DatasetFormError, register_form, register_scheme
+from .base import Dataset, DatasetFormError, _check_options, forms, register_form, register_scheme
 from .columns import Columns, check_unique, record
 from .imagestore import ImageStore
 
@@ -394,8 +394,8 @@ def parse_hfds(source: str) -> tuple[str, dict[str, str]]:
 @register_scheme("hfds")
 def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> Dataset:
     """``hfds:`` as a local folder in either form, or a Hub id from the local cache."""
-    name, params = parse_hfds(source)
-    params.update({k: str(v) for k, v in options.items() if v is not None})
+    name, given = parse_hfds(source)
+    params = {**given, **{k: str(v) for k, v in options.items() if v is not None}}
     if not name:
         raise DatasetFormError(f"{source}: name a dataset (hfds:ORG/NAME or hfds:PATH)")
     folder = Path(name).expanduser()
@@ -404,8 +404,10 @@ def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> D
             raise DatasetFormError(f"{source}: no such folder, and not a Hub id ORG/NAME")
         folder = hub_cache_snapshot(name)
     if is_saved(folder):
+        _check_options(forms()["hf-saved"], source, given)  # a misspelt ?option is refused, never ignored
         ds = read_saved(folder, benchmark=benchmark, **params)
     elif _shards(folder):
+        _check_options(forms()["hf-snapshot"], source, given)
         ds = read_snapshot(folder, benchmark=benchmark, **params)
     else:
         raise DatasetFormError(f"{folder}: neither a Hub snapshot (parquet/arrow shards) nor a save_to_disk "
