@@ -462,3 +462,52 @@ def test_a_new_method_appears_in_compare_and_the_decisions(tmp_path):
     assert c["metric"] == "toy score" and c["p_value"] == pytest.approx(2 / 2 ** 8) and c["separated"]
     (d,) = decide(runs)
     assert d["method"] == "toy48" and d["leader"] == "T1" and d["separated"]
+
+
+def test_rrm_below_20_images_is_the_bonferroni_box_bound_by_hand():
+    """Left of issue 48 (item 3): RRM's cluster bootstrap covered 0.73 at 6 images of one item.  Below 20 images
+    RRM = (c - r) / (o - r) x 100 gets its range over the Wilson intervals of o and c at 97.5 % each (Bonferroni),
+    labelled a bound; unbounded (no interval, said) where o's interval reaches chance."""
+    from scipy.stats import norm
+
+    from vlmcheck.methods.chef.headline import rrm_headline
+    from vlmcheck.methods.chef.items import Items
+
+    def items(correct, corrupt):
+        m = len(correct)
+        cols = {"original": {"correct": np.array(correct, bool)},
+                "corrupt:both": {"correct": np.array(corrupt, bool)}}
+        return Items(np.arange(m), [f"i{i}" for i in range(m)], np.full(m, 4.0), ["original", "corrupt:both"],
+                     cols, -1, np.full(m, -1), np.zeros(m, bool))
+
+    def wilson(k, n, z):
+        p = k / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+        return centre - half, centre + half
+
+    z = norm.ppf(1 - 0.025 / 2)  # 2.2414
+    r = 0.25
+    # 10 images, one item each: 9 right originally, 6 right corrupted; RRM = (0.6 - 0.25) / (0.9 - 0.25) x 100
+    it = items([1] * 9 + [0], [1] * 6 + [0] * 4)
+    e = rrm_headline(it, (0.6 - r) / (0.9 - r) * 100, seed=0)
+    (o_lo, o_hi), (c_lo, c_hi) = wilson(9, 10, z), wilson(6, 10, z)
+    assert o_lo > r and c_lo > r  # c's interval above chance: lower end over o's upper end, upper over o's lower
+    assert e["ci95"] == pytest.approx([(c_lo - r) / (o_hi - r) * 100, (c_hi - r) / (o_lo - r) * 100], abs=1e-9)
+    assert e["interval"]["method"].startswith("bound on 10 images") and "conservative" in e["interval"]["method"]
+    assert e["ci95"][0] < e["value"] < e["ci95"][1]
+    # the corrupted accuracy's interval reaching below chance: its lower end over o's LOWER end (more negative)
+    it2 = items([1] * 9 + [0], [1] * 2 + [0] * 8)
+    (c2_lo, c2_hi) = wilson(2, 10, z)
+    assert c2_lo < r < c2_hi
+    e2 = rrm_headline(it2, (0.2 - r) / (0.9 - r) * 100, seed=0)
+    assert e2["ci95"] == pytest.approx([(c2_lo - r) / (o_lo - r) * 100, (c2_hi - r) / (o_lo - r) * 100], abs=1e-9)
+    # 6 images, 3 right originally: o's interval reaches chance, the denominator can be 0: unbounded, said
+    it3 = items([1] * 3 + [0] * 3, [1] * 2 + [0] * 4)
+    assert wilson(3, 6, z)[0] < r
+    e3 = rrm_headline(it3, (2 / 6 - r) / (0.5 - r) * 100, seed=0)
+    assert e3["ci95"] is None and e3["interval"]["method"].startswith("unbounded")
+    # from 20 images on: the cluster bootstrap (expanded percentile), as before
+    it4 = items([1] * 18 + [0] * 2, [1] * 12 + [0] * 8)
+    e4 = rrm_headline(it4, (0.6 - r) / (0.9 - r) * 100, seed=0)
+    assert "expanded percentile" in e4["interval"]["method"]
