@@ -108,7 +108,7 @@ def rows(draws: int, gc_rows: bool = True, per_image: tuple[int, ...] = (1, 4),
                     return v
 
                 if stat is _rrm_both:  # before: the expanded percentile bootstrap the run reported until now;
-                    # after: as the run reports RRM now (below 20 images the bound, labelled)
+                    # after: as the run reports RRM now (below 15 images the bound, labelled)
                     before = _boot(it, "x", value, stat, seed=0)["ci95"]
                     entry = rrm_headline(it, value, 0, boot=lambda *a, **k: {"ci95": before, "interval": {}})
                     after = entry["ci95"]

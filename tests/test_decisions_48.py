@@ -464,8 +464,8 @@ def test_a_new_method_appears_in_compare_and_the_decisions(tmp_path):
     assert d["method"] == "toy48" and d["leader"] == "T1" and d["separated"]
 
 
-def test_rrm_below_20_images_is_the_bonferroni_box_bound_by_hand():
-    """Left of issue 48 (item 3): RRM's cluster bootstrap covered 0.73 at 6 images of one item.  Below 20 images
+def test_rrm_below_15_images_is_the_bonferroni_box_bound_by_hand():
+    """Left of issue 48 (item 3): RRM's cluster bootstrap covered 0.73 at 6 images of one item.  Below 15 images
     RRM = (c - r) / (o - r) x 100 gets its range over the Wilson intervals of o and c at 97.5 % each (Bonferroni),
     labelled a bound; unbounded (no interval, said) where o's interval reaches chance."""
     from scipy.stats import norm
@@ -507,7 +507,7 @@ def test_rrm_below_20_images_is_the_bonferroni_box_bound_by_hand():
     assert wilson(3, 6, z)[0] < r
     e3 = rrm_headline(it3, (2 / 6 - r) / (0.5 - r) * 100, seed=0)
     assert e3["ci95"] is None and e3["interval"]["method"].startswith("unbounded")
-    # from 20 images on: the cluster bootstrap (expanded percentile), as before
+    # from 15 images on (here 20): the cluster bootstrap (expanded percentile), as before
     it4 = items([1] * 18 + [0] * 2, [1] * 12 + [0] * 8)
     e4 = rrm_headline(it4, (0.6 - r) / (0.9 - r) * 100, seed=0)
     assert "expanded percentile" in e4["interval"]["method"]
