@@ -255,6 +255,10 @@ def main() -> None:
     ap.add_argument("--screen", action="store_true", help="the decision screen on synthetic ground truth")
     ap.add_argument("--coverage", action="store_true",
                     help="GenCeption's and ChEF's headline intervals at 6-60 units on synthetic ground truth")
+    ap.add_argument("--sizes", default=None, help="with --coverage: units per dataset, comma-separated (6,10,20)")
+    ap.add_argument("--figures", default=None,
+                    help="with --coverage: ChEF rows, comma-separated from rrm,accuracy,bounded,wilson; "
+                         "naming them leaves GenCeption's rows out")
     args = ap.parse_args()
     if args.coverage:
         import sys
@@ -262,7 +266,12 @@ def main() -> None:
         sys.path.insert(0, str(Path(__file__).parent))
         from interval_coverage import main as coverage_main
 
-        coverage_main(args.draws if args.draws != 200 else 300)
+        kw = {}
+        if args.sizes:
+            kw["sizes"] = tuple(int(x) for x in args.sizes.split(","))
+        if args.figures:
+            kw.update(figures=tuple(args.figures.split(",")), gc_rows=False)
+        coverage_main(args.draws if args.draws != 200 else 300, **kw)
         return
     if args.screen:
         import sys
