@@ -511,3 +511,26 @@ def test_rrm_below_15_images_is_the_bonferroni_box_bound_by_hand():
     it4 = items([1] * 18 + [0] * 2, [1] * 12 + [0] * 8)
     e4 = rrm_headline(it4, (0.6 - r) / (0.9 - r) * 100, seed=0)
     assert "expanded percentile" in e4["interval"]["method"]
+
+
+def test_genception_on_5_images_or_fewer_is_the_labelled_wilson_bound_by_hand():
+    """Left of issue 48 (item 3): GenCeption on 5 images or fewer kept its bootstrap (0.88 coverage on categories of
+    2 and 3 images).  Now the Wilson bound of the category-weighted mean rescaled from [-1, 1], on the Kish
+    effective n of the category weights, as CAST's and ChEF's [0, 1] figures there, labelled."""
+    from vlmcheck.methods.genception import _score
+
+    v = np.array([0.2, 0.6, 0.4, 0.5, 0.3])
+    cats = ["a", "b", "b", "b", "b"]  # weights 1/2 for a's image, 1/8 for each of b's
+    s = _score(v, cats, seed=0)
+    score = (0.2 + (0.6 + 0.4 + 0.5 + 0.3) / 4) / 2  # 0.325
+    n = 1 / (0.5 ** 2 + 4 * 0.125 ** 2)  # Kish: (sum w)^2 / sum w^2 = 1 / 0.3125 = 3.2
+    z = 1.959963984540054
+    p = (score + 1) / 2
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    assert s["score"] == pytest.approx(score)
+    assert s["ci95"] == pytest.approx([2 * (centre - half) - 1, 2 * (centre + half) - 1], abs=1e-12)
+    assert s["interval"]["method"].startswith("wilson bound on 5 images (Kish effective n 3.20")
+    # 6 images: the bootstrap, as before
+    s6 = _score(np.append(v, 0.45), cats + ["a"], seed=0)
+    assert s6["interval"]["method"].startswith("bootstrap within categories")
