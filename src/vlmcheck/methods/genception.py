@@ -401,13 +401,9 @@ def _score(per_image: np.ndarray, cats: list[str], seed: int) -> dict[str, Any]:
     # images or fewer (too few for any test to reject anything) that bound replaces the bootstrap, as CAST's and
     # ChEF's, on the Kish effective n of the category weights (a one-image category weighs more than its image)
     lo, hi = bootstrap_ci_strata(per_image, cats, seed=seed, level=strata_level(per_image, cats))  # expanded
-    n = int(per_image.size)
-    few = too_few_units(n)
-    n_units: float = n
-    if few:
-        sizes = {c: cats.count(c) for c in set(cats)}
-        w = np.array([1.0 / sizes[c] for c in cats])
-        n_units = float(w.sum() ** 2 / (w * w).sum())
+    n, few = int(per_image.size), too_few_units(int(per_image.size))
+    w = np.array([1.0 / cats.count(c) for c in cats] if few else [1.0])  # an image's weight in the mean of means
+    n_units = float(w.sum() ** 2 / (w * w).sum()) if few else n
     ci, widened = widen_degenerate([max(lo, -1.0), min(hi, 1.0)], score, n_units, low=-1.0, high=1.0, few=few)
     if widened and few:
         method = (f"{'clopper-pearson' if n_units < 2 else 'wilson'} bound on {n} images (Kish effective n "
