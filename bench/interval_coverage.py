@@ -131,7 +131,7 @@ def rows(draws: int, gc_rows: bool = True, per_image: tuple[int, ...] = (1, 4),
 
         accuracy = lambda it: float(np.mean(it.cols["original"]["correct"]))  # noqa: E731
         if "rrm" in figures:
-            yield (f"ChEF RRM (expanded pct. -> bound below 15 images), {label}",
+            yield (f"ChEF RRM (bootstrap -> bound < 15 images), {label}",
                    [coverage(boot(n, _rrm_both, RRM_TRUTH), draws, n) for n in sizes])
         if "accuracy" in figures:
             yield (f"ChEF accuracy by cluster bootstrap, {label}",
