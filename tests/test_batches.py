@@ -147,7 +147,7 @@ def test_a_resume_without_batch_1_waits_for_the_open_batch_instead_of_paying_twi
 
 
 def test_one_wave_is_one_batch_whatever_the_pixel_budget(batch_server, tmp_path):
-    """30 photos of ~190 kB (each holds its file and data URL, ~450 kB) under a 1 MB budget: before, a sample
+    """30 photos of ~190 kB (each holds its data URL, ~255 kB) under a 1 MB budget: before, a sample
     waiting for its batch kept its share, two samples fit, and the wave went as batch after batch."""
     import numpy as np
 

@@ -326,7 +326,7 @@ def test_decide_names_the_leader_its_margin_and_who_it_cannot_be_separated_from(
     page = build_report(runs, tmp_path / "r.html").read_text()
     assert page.index('id="decisions"') < page.index('<nav id="toc"')
     assert "A leads on symmetric accuracy with 1.000 on the 10 samples all its runs share (0 left out)" in page
-    assert "cannot be separated." in page and "no: tied with B" in page
+    assert "cannot be separated." in page and "no: cannot be separated from B" in page
     assert "behind the leader by 1.0000" in page
 
 

@@ -194,6 +194,78 @@ def test_one_image_categories_get_an_interval_not_a_point(tmp_path):
     assert w1 > np.subtract(*reversed(bootstrap_ci_strata([0.2, 0.3], ["a", "a"]))) / 2
 
 
+def test_genceptions_interval_is_the_expanded_percentile_at_the_satterthwaite_df_by_hand():
+    """Left of issue 48: GenCeption's stratified bootstrap covered 0.88-0.93 with categories of 2-5 images
+    (bench/interval_coverage.py).  The Rao-Wu rescaling gives each category's resampled mean the unbiased
+    variance s_c^2 / n_c; the expanded percentile interval then takes the t quantile at the Welch-Satterthwaite
+    df of sum_c s_c^2 / n_c (a one-image category: the variance of all N values, on N - 1 df)."""
+    from scipy.stats import norm, t
+
+    from vlmcheck.methods.genception import _score
+    from vlmcheck.metrics.stats import bootstrap_ci_strata
+
+    v = np.array([0.50, 0.62, 0.40, 0.45, 0.58, 0.70, 0.30])
+    cats = ["a", "a", "b", "b", "b", "b", "c"]
+    a_, b_ = v[:2], v[2:6]
+    terms = [(a_.var(ddof=1) / 2, 1), (b_.var(ddof=1) / 4, 3), (v.var(ddof=1) / 1, 6)]
+    df = sum(x for x, _ in terms) ** 2 / sum(x * x / d for x, d in terms)
+    q = norm.cdf(-t.ppf(0.975, df))  # each tail of the expanded interval
+    s = _score(v, cats, 0)
+    assert s["ci95"] == pytest.approx(list(bootstrap_ci_strata(v, cats, seed=0, level=1 - 2 * q)), abs=1e-12)
+    assert 0.0005 < q < 0.025 and "expanded percentile" in s["interval"]["method"]
+    plain = bootstrap_ci_strata(v, cats, seed=0)
+    assert s["ci95"][0] < plain[0] and s["ci95"][1] > plain[1]
+
+
+def test_chefs_ratio_interval_is_the_expanded_percentile_of_its_resamples_by_hand():
+    """Left of issue 48: ChEF's ratios (RRM, RIAM, match ratio, 1 - ECE, the judge's score) used the plain
+    percentile of a cluster bootstrap.  Now Hesterberg's expanded percentile on the n images: the quantiles at
+    Phi(-sqrt(n / (n - 1)) t_{n-1, 0.975}) of the same resamples; a [0, 1] figure on 5 images or fewer gets the
+    Wilson bound on the images, labelled."""
+    from scipy.stats import norm, t
+
+    from vlmcheck.methods.chef.headline import _boot
+    from vlmcheck.methods.chef.items import Items
+
+    def items(correct, corrupt, per=1):
+        m = len(correct)
+        cols = {"original": {"correct": np.array(correct, bool)},
+                "corrupt:both": {"correct": np.array(corrupt, bool)}}
+        return Items(np.arange(m) // per, [f"i{i}" for i in range(m)], np.full(m, 4.0), ["original", "corrupt:both"],
+                     cols, -1, np.full(m, -1), np.zeros(m, bool))
+
+    acc = lambda it: float(np.mean(it.cols["original"]["correct"]))  # noqa: E731
+    it = items([1, 1, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 1], [0] * 16, per=2)  # 8 images of 2 items
+    reps = []
+
+    def recorded(sub):
+        reps.append(acc(sub))
+        return reps[-1]
+
+    e = _boot(it, "x", acc(it), recorded, seed=0)
+    n = 8
+    q = norm.cdf(-math.sqrt(n / (n - 1)) * t.ppf(0.975, n - 1))  # sqrt(8/7) x 2.3646 = 2.528: 0.00574
+    assert len(reps) == 1000 and q == pytest.approx(0.00574, abs=5e-5)
+    assert e["ci95"] == pytest.approx([np.quantile(reps, q), np.quantile(reps, 1 - q)], abs=1e-12)
+    assert "expanded percentile" in e["interval"]["method"] and e["interval"]["n_units"] == 8
+    # a [0, 1] figure on 3 images (2 of them all right): Wilson of 5/6 x 3 of 3, labelled a bound
+    small = items([1, 1, 1, 1, 0, 1], [0] * 6, per=2)
+    e3 = _boot(small, "x", acc(small), acc, seed=0, bounded=True)
+    z, x, m = 1.959963984540054, 2.5, 3
+    p = x / m
+    centre = (p + z * z / (2 * m)) / (1 + z * z / m)
+    half = z / (1 + z * z / m) * math.sqrt(p * (1 - p) / m + z * z / (4 * m * m))
+    assert e3["ci95"] == pytest.approx([centre - half, centre + half], abs=1e-12)
+    assert e3["interval"]["method"].startswith("wilson bound on the 3 image(s)")
+    # RRM (unbounded) where every item is right in both settings: 100 in every resample, said to be no spread
+    from vlmcheck.methods.chef.headline import _rrm_both
+
+    perfect = items([1] * 8, [1] * 8)
+    e8 = _boot(perfect, "RRM", _rrm_both(perfect), _rrm_both, seed=0)
+    assert e8["value"] == pytest.approx(100.0) and e8["ci95"] == pytest.approx([100.0, 100.0])
+    assert "no spread" in e8["interval"]["method"] and "not a bound" in e8["interval"]["method"]
+
+
 # ----------------------------------------------------------------------------- finding 5: plan at the edges
 
 def test_plan_from_a_pilot_where_every_answer_is_right(tmp_path):
@@ -305,6 +377,55 @@ def test_a_shares_detectable_difference_never_exceeds_its_range():
     assert e["interval"]["min_detectable_difference"] is None and "none" in e["interval"]["mde_basis"]
 
 
+def test_a_shares_detectable_difference_from_its_clustered_interval_stays_in_range():
+    from vlmcheck.metrics.decisions import headline_entry, proportion_interval_counts
+
+    z, zp = 1.959963984540054, 0.8416212335729143  # the 97.5 % and 80 % normal quantiles
+    # 1 of 2 one-answer images: (z + z_0.8) sqrt(2 x 0.5 x 0.5 / 2) = 1.40 > 1, the largest difference a share can
+    # show: none is detectable (finding 9 printed 1.40), and the headline does not refill it from the interval
+    ci, how = proportion_interval_counts(np.array([1.0, 0.0]), np.array([1.0, 1.0]), "image")
+    assert (z + zp) * math.sqrt(2 * 0.25 / 2) == pytest.approx(1.4008, abs=1e-4)
+    assert how["min_detectable_difference"] is None and how["mde_basis"].startswith("none")
+    e = headline_entry("accuracy", 0.5, ci, how)
+    assert e["interval"]["min_detectable_difference"] is None and e["interval"]["mde_basis"].startswith("none")
+    # 20 of 40: (z + z_0.8) sqrt(2 x 0.25 / 40) = 0.3132, within the range, kept
+    _, how = proportion_interval_counts(np.array([1.0] * 20 + [0.0] * 20), np.ones(40), "image")
+    assert how["min_detectable_difference"] == pytest.approx((z + zp) * math.sqrt(0.5 / 40), rel=1e-9)
+    assert not how["mde_basis"].startswith("none")
+
+
+@pytest.mark.slow
+def test_the_screen_never_shows_a_negative_lead_or_a_bare_tie(tmp_path):
+    """Finding 9's wording: "ahead ... by -0.300" (a lead measured on other samples than the ranking) and
+    "tied with (95%)".  The partial-overlap case of finding 1 on the report's first screen, its leaderboard and
+    ``vlmcheck compare``; the three-model case of finding 3 on the first screen."""
+    from vlmcheck.report.html import build_report
+
+    a = _vhx(tmp_path / "A", "A", [1] * 14 + [0] * 6, ids=range(0, 20))
+    b = _vhx(tmp_path / "B", "B", [1] * 10 + [0] * 10, ids=range(10, 30))
+    page = build_report([a, b], tmp_path / "r.html").read_text()
+    # B leads on the 10 shared cases by 1.0 - 0.4 = 0.6; six discordant cases all B's: p = 2 / 2^6 = 0.03125;
+    # one pair: Holm p = p; the interval is the exact test inverted (the hull of the shifts it does not reject)
+    lo, hi = inverted([0.1] * 6 + [0.0] * 4, [0.1] * 10, 0.05, np.round(np.arange(-1, 1.0005, 0.005), 3))
+    assert "B leads on accuracy with 1.000 on the 10 samples all its runs share (20 left out)" in page
+    assert "+0.600" in page and "-0.600" not in page and "by -" not in page and "ahead" not in page
+    m = __import__("re").search(r"behind the leader by 0\.6000 \[([-0-9.]+), ([-0-9.]+)\], Holm p 0\.0313", page)
+    assert m and float(m.group(1)) == pytest.approx(lo, abs=0.0051)
+    assert float(m.group(2)) == pytest.approx(hi, abs=0.0051)
+    assert "tied with" not in page and "yes, from every other model" in page
+    # compare states the signed difference A - B, never as a lead
+    p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "compare", str(a), str(b)], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = " ".join(p.stdout.split())
+    assert "A - B = -0.6000" in out and "p 0.03125" in out and ": separated; 10 shared, 20 left out" in out
+    assert "ahead" not in out and "tied" not in out
+    # three models, Holm: nobody separated; the screen says from whom, never "tied with" (nor with nobody)
+    runs = [_vhx(tmp_path / n, n, [1] * k + [0] * (20 - k)) for n, k in (("C3", 10), ("B3", 13), ("A3", 16))]
+    page = build_report(runs, tmp_path / "r3.html").read_text()
+    assert "no: cannot be separated from B3, C3" in page and "tied with" not in page
+
+
 # ----------------------------------------------------------------------------- item 2: a new method
 
 class ToyTask:
@@ -341,3 +462,75 @@ def test_a_new_method_appears_in_compare_and_the_decisions(tmp_path):
     assert c["metric"] == "toy score" and c["p_value"] == pytest.approx(2 / 2 ** 8) and c["separated"]
     (d,) = decide(runs)
     assert d["method"] == "toy48" and d["leader"] == "T1" and d["separated"]
+
+
+def test_rrm_below_15_images_is_the_bonferroni_box_bound_by_hand():
+    """Left of issue 48 (item 3): RRM's cluster bootstrap covered 0.73 at 6 images of one item.  Below 15 images
+    RRM = (c - r) / (o - r) x 100 gets its range over the Wilson intervals of o and c at 97.5 % each (Bonferroni),
+    labelled a bound; unbounded (no interval, said) where o's interval reaches chance."""
+    from scipy.stats import norm
+
+    from vlmcheck.methods.chef.headline import rrm_headline
+    from vlmcheck.methods.chef.items import Items
+
+    def items(correct, corrupt):
+        m = len(correct)
+        cols = {"original": {"correct": np.array(correct, bool)},
+                "corrupt:both": {"correct": np.array(corrupt, bool)}}
+        return Items(np.arange(m), [f"i{i}" for i in range(m)], np.full(m, 4.0), ["original", "corrupt:both"],
+                     cols, -1, np.full(m, -1), np.zeros(m, bool))
+
+    def wilson(k, n, z):
+        p = k / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+        return centre - half, centre + half
+
+    z = norm.ppf(1 - 0.025 / 2)  # 2.2414
+    r = 0.25
+    # 10 images, one item each: 9 right originally, 6 right corrupted; RRM = (0.6 - 0.25) / (0.9 - 0.25) x 100
+    it = items([1] * 9 + [0], [1] * 6 + [0] * 4)
+    e = rrm_headline(it, (0.6 - r) / (0.9 - r) * 100, seed=0)
+    (o_lo, o_hi), (c_lo, c_hi) = wilson(9, 10, z), wilson(6, 10, z)
+    assert o_lo > r and c_lo > r  # c's interval above chance: lower end over o's upper end, upper over o's lower
+    assert e["ci95"] == pytest.approx([(c_lo - r) / (o_hi - r) * 100, (c_hi - r) / (o_lo - r) * 100], abs=1e-9)
+    assert e["interval"]["method"].startswith("bound on 10 images") and "conservative" in e["interval"]["method"]
+    assert e["ci95"][0] < e["value"] < e["ci95"][1]
+    # the corrupted accuracy's interval reaching below chance: its lower end over o's LOWER end (more negative)
+    it2 = items([1] * 9 + [0], [1] * 2 + [0] * 8)
+    (c2_lo, c2_hi) = wilson(2, 10, z)
+    assert c2_lo < r < c2_hi
+    e2 = rrm_headline(it2, (0.2 - r) / (0.9 - r) * 100, seed=0)
+    assert e2["ci95"] == pytest.approx([(c2_lo - r) / (o_lo - r) * 100, (c2_hi - r) / (o_lo - r) * 100], abs=1e-9)
+    # 6 images, 3 right originally: o's interval reaches chance, the denominator can be 0: unbounded, said
+    it3 = items([1] * 3 + [0] * 3, [1] * 2 + [0] * 4)
+    assert wilson(3, 6, z)[0] < r
+    e3 = rrm_headline(it3, (2 / 6 - r) / (0.5 - r) * 100, seed=0)
+    assert e3["ci95"] is None and e3["interval"]["method"].startswith("unbounded")
+    # from 15 images on (here 20): the cluster bootstrap (expanded percentile), as before
+    it4 = items([1] * 18 + [0] * 2, [1] * 12 + [0] * 8)
+    e4 = rrm_headline(it4, (0.6 - r) / (0.9 - r) * 100, seed=0)
+    assert "expanded percentile" in e4["interval"]["method"]
+
+
+def test_genception_on_5_images_or_fewer_is_the_labelled_wilson_bound_by_hand():
+    """Left of issue 48 (item 3): GenCeption on 5 images or fewer kept its bootstrap (0.88 coverage on categories of
+    2 and 3 images).  Now the Wilson bound of the category-weighted mean rescaled from [-1, 1], on the Kish
+    effective n of the category weights, as CAST's and ChEF's [0, 1] figures there, labelled."""
+    from vlmcheck.methods.genception import _score
+
+    v = np.array([0.2, 0.6, 0.4, 0.5, 0.3])
+    cats = ["a", "b", "b", "b", "b"]  # weights 1/2 for a's image, 1/8 for each of b's
+    s = _score(v, cats, seed=0)
+    score = (0.2 + (0.6 + 0.4 + 0.5 + 0.3) / 4) / 2  # 0.325
+    n = 1 / (0.5 ** 2 + 4 * 0.125 ** 2)  # Kish: (sum w)^2 / sum w^2 = 1 / 0.3125 = 3.2
+    z = 1.959963984540054
+    p = (score + 1) / 2
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    assert s["score"] == pytest.approx(score)
+    assert s["ci95"] == pytest.approx([2 * (centre - half) - 1, 2 * (centre + half) - 1], abs=1e-12)
+    assert s["interval"]["method"].startswith("wilson bound on 5 images (Kish effective n 3.20")
+    # 6 images: the bootstrap, as before
+    s6 = _score(np.append(v, 0.45), cats + ["a"], seed=0)
+    assert s6["interval"]["method"].startswith("bootstrap within categories")

@@ -391,3 +391,36 @@ def test_real_path_resolves_as_realpath_does(tmp_path, monkeypatch):
     (tmp_path / "via").unlink()
     (tmp_path / "via").symlink_to(tmp_path / "b")  # re-pointed: resolved again, not served from the cache
     assert _real_path(str(tmp_path / "via" / "x.png")) == str(tmp_path / "b" / "x.png")
+
+
+def test_a_file_part_read_for_a_request_holds_its_image_once_as_the_data_url(tmp_path):
+    """Issue 51 goal 5: a part in flight held the file's bytes and their base64 (the data URL); it now holds the
+    URL only, and reads, compares, dumps, keys and converts for every provider as the part made from the bytes."""
+    import base64
+    import hashlib
+
+    from vlmcheck.core.inputs import read_image_part
+    from vlmcheck.core.messages import (ImagePart, Message, canonical_messages, to_anthropic, to_gemini, to_hf,
+                                        to_openai)
+    from vlmcheck.core.probe import probe
+
+    pixels = np.arange(6 * 9 * 3, dtype=np.uint8).reshape(6, 9, 3)
+    Image.fromarray(pixels).save(tmp_path / "a.png")
+    raw = (tmp_path / "a.png").read_bytes()
+    part = asyncio.run(read_image_part(tmp_path / "a.png", root=tmp_path))
+    assert "data" not in part.__dict__  # the bytes let go of: the URL is what the part holds
+    assert part.data_url() == "data:image/png;base64," + base64.b64encode(raw).decode()
+    whole = ImagePart.from_file(raw, probe(raw, "a.png"))  # the same file, bytes kept
+    assert "data" in whole.__dict__ and part.data == raw and part == whole and whole == part
+    assert part.b64() == base64.b64encode(raw).decode() and part.pixel_sha256() == whole.pixel_sha256()
+    assert part.pixel_sha256() == hashlib.sha256(b"9x6:" + pixels.tobytes()).hexdigest()
+    assert np.array_equal(np.asarray(part.to_pil()), pixels)
+    m, w = [Message.make("user", "what?", part)], [Message.make("user", "what?", whole)]
+    assert m[0].model_dump_json() == w[0].model_dump_json() and m[0].model_dump() == w[0].model_dump()
+    assert Message.model_validate_json(m[0].model_dump_json()).content[1] == whole
+    assert canonical_messages(m) == canonical_messages(w)
+    assert canonical_messages(m, file_keys=False) == canonical_messages(w, file_keys=False)
+    assert to_openai(m) == to_openai(w) and to_anthropic(m) == to_anthropic(w) and to_gemini(m) == to_gemini(w)
+    assert to_hf(m)[0] == to_hf(w)[0] and np.array_equal(np.asarray(to_hf(m)[1][0]), pixels)
+    with pytest.raises(AttributeError):
+        part.no_such_attribute  # noqa: B018

@@ -471,7 +471,7 @@ def test_a_phone_sees_the_whole_report_without_scrolling_sideways(evil_run, tmp_
             assert page.locator("table.decisions tbody tr").count() == 1
             row = page.locator("table.decisions tbody tr").first.inner_text()
             # the leader's headline is 1 of 1 answered: its interval is the Wilson bound and says so
-            assert "wilson bound" in row.lower() and "no: tied with test:wordy" in row
+            assert "wilson bound" in row.lower() and "no: cannot be separated from test:wordy" in row
             # the margin says over whom and by which test; the 3 shared samples close the row
             assert "over test:wordy;" in row and row.split()[-1] == "3"
             page.close()

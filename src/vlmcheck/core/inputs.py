@@ -259,8 +259,8 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
 
     A file that can be sent as it is (:func:`~vlmcheck.core.probe.probe`: PNG, JPEG or WebP of RGB, upright,
     whole) is never decoded: it is validated from its header and structure and keyed by the hash of its
-    bytes, and its bytes (with its data URL) are charged to the budget instead of pixels.  Any other file is
-    decoded as :func:`read_image` does and keyed by its pixels, in a worker thread.  A local file up to
+    bytes, and its data URL (all the part keeps of it) is charged to the budget instead of pixels.  Any other
+    file is decoded as :func:`read_image` does and keyed by its pixels, in a worker thread.  A local file up to
     :data:`INLINE_MAX_BYTES` is read and checked on the event loop's thread (cheaper than the trip to a worker)
     until such reads are slow (:data:`INLINE_SLOW_S`); a larger one, a URL, and every file after slow reads go
     to a worker, so the loop's thread, which sets the pace of a fast API run, does not wait on a slow disk."""
@@ -291,7 +291,9 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
         if not header.sendable:
             return data, header, None
         part = ImagePart.from_file(data, header)
-        part.data_url()  # made once here and kept, see ImagePart.data_url
+        # the data URL made once here and kept (see ImagePart.data_url); the part lets go of the bytes, so a
+        # request in flight holds the image once (its base64), as a plain SDK client does
+        part.keep_url_only()
         return data, header, part
 
     fetched = await _read_url(path, root, policy) if remote.is_url(path) else None
@@ -310,7 +312,7 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
         return await _read(path, root, _part, (data, (header.width, header.height)))
     lease = _lease.get()
     if policy.budget is not None and lease is not None:
-        charge = len(data) + len(part.data_url())
+        charge = len(part.data_url())  # what the part holds (keep_url_only)
         await policy.budget.acquire(charge, wait=lease.held == 0)
         lease.held += charge
     return part

@@ -19,10 +19,11 @@ import base64
 import io
 from typing import Annotated, Any, Literal, Union
 
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SerializationInfo, model_serializer
+
 from .._lazy import lazy_module
 
 Image = lazy_module("PIL.Image")  # Pillow on first use (vlmcheck/_lazy.py)
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .images import (DEFAULT_FORMAT, SourceFile, decode_image, file_sha256, image_hash, mime_type, source_file,
                      to_rgb, transport_bytes)
@@ -32,10 +33,13 @@ try:
     # pybase64 (SIMD) encodes an image an order of magnitude faster than the standard library's base64, and
     # every image a request sends is encoded (bench/api_throughput.py --bare-base64 measures the gain in a
     # run).  The same text, tested.
+    from pybase64 import b64decode as _b64_bytes
     from pybase64 import b64encode_as_string as _b64_text
 except ImportError:  # a platform without a pybase64 wheel or compiler: the standard library, same text
     def _b64_text(data: bytes) -> str:
         return base64.b64encode(data).decode("ascii")
+
+    _b64_bytes = base64.b64decode
 
 
 class TextPart(BaseModel):
@@ -44,7 +48,12 @@ class TextPart(BaseModel):
 
 
 class ImagePart(BaseModel):
-    """An encoded image.  ``data`` serialises as base64 in JSON."""
+    """An encoded image.  ``data`` serialises as base64 in JSON.
+
+    A part whose data URL is made may hold only the URL (:meth:`keep_url_only`, what a dataset file read for a
+    request does): ``data`` is then decoded from it when read, equal to the bytes it was made from, so
+    equality, hashes, dumps and every provider's converter see the same part.
+    """
 
     model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
 
@@ -105,7 +114,34 @@ class ImagePart(BaseModel):
         return mime_type(self.format)
 
     def b64(self) -> str:
+        url = self.__pydantic_private__.get("_data_url")
+        if url is not None:
+            return url[url.index(",") + 1:]
         return _b64_text(self.data)
+
+    def keep_url_only(self) -> None:
+        """Make the data URL and let go of the bytes: a request in flight then holds the image once, as text, not
+        twice (the bytes and their base64).  ``data`` stays readable (decoded from the URL when read)."""
+        self.data_url()
+        self.__dict__.pop("data", None)
+
+    def __getattr__(self, name: str) -> Any:
+        # reached only for a name not in the instance's dict: ``data`` after keep_url_only
+        if name == "data":
+            url = self.__pydantic_private__.get("_data_url")
+            if url is not None and "data" not in self.__dict__:
+                return _b64_bytes(url[url.index(",") + 1:])
+        return super().__getattr__(name)  # type: ignore[misc]
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any, info: SerializationInfo) -> Any:
+        if "data" in self.__dict__:
+            return handler(self)
+        # a part that holds only its URL dumps as the part it was: its bytes put back for the dump
+        copy = self.model_copy()
+        fields = {k: self.data if k == "data" else self.__dict__[k] for k in type(self).model_fields}
+        object.__setattr__(copy, "__dict__", fields)  # in the fields' order, as the part it was
+        return handler(copy)
 
     def data_url(self) -> str:
         """``data:`` URL of the bytes, made once per part (a part sent again, or retried, reuses it)."""

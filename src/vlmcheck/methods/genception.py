@@ -50,8 +50,9 @@ from ..core.images import image_hash
 from ..core.inputs import read_image
 from ..core.messages import Message
 from ..core.spec import load_model
-from ..metrics.decisions import headline_entry, widen_degenerate
-from ..metrics.stats import FeatureSet, bootstrap_ci_strata, cosine, frechet_between, gc_at, mean_of_means
+from ..metrics.decisions import headline_entry, too_few_units, widen_degenerate
+from ..metrics.stats import (FeatureSet, bootstrap_ci_strata, cosine, frechet_between, gc_at, mean_of_means,
+                              strata_level)
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
 from .refusals import refusal_kind
@@ -396,14 +397,24 @@ def _score(per_image: np.ndarray, cats: list[str], seed: int) -> dict[str, Any]:
     beside the plain mean over images."""
     score = mean_of_means(per_image, cats)
     # every chain with the same score (a perfect describer: s = 1 at every step) would give [1, 1]: then the
-    # Wilson bound for a mean of values in [-1, 1] on the n images (metrics/decisions.widen_degenerate)
-    lo, hi = bootstrap_ci_strata(per_image, cats, seed=seed)
-    ci, widened = widen_degenerate([max(lo, -1.0), min(hi, 1.0)], score, int(per_image.size), low=-1.0, high=1.0)
+    # Wilson bound for a mean of values in [-1, 1] on the n images (metrics/decisions.widen_degenerate); on 5
+    # images or fewer (too few for any test to reject anything) that bound replaces the bootstrap, as CAST's and
+    # ChEF's, on the Kish effective n of the category weights (a one-image category weighs more than its image)
+    lo, hi = bootstrap_ci_strata(per_image, cats, seed=seed, level=strata_level(per_image, cats))  # expanded
+    n, few = int(per_image.size), too_few_units(int(per_image.size))
+    w = np.array([1.0 / cats.count(c) for c in cats] if few else [1.0])  # an image's weight in the mean of means
+    n_units = float(w.sum() ** 2 / (w * w).sum()) if few else n
+    ci, widened = widen_degenerate([max(lo, -1.0), min(hi, 1.0)], score, n_units, low=-1.0, high=1.0, few=few)
+    if widened and few:
+        method = (f"{'clopper-pearson' if n_units < 2 else 'wilson'} bound on {n} images (Kish effective n "
+                  f"{n_units:.2f} of the category weights): too few images for a bootstrap (conservative)")
+    elif widened:
+        method = "wilson bound on n images (every image scored the same)"
+    else:
+        method = "bootstrap within categories, rescaled (Rao-Wu), expanded percentile"
     return {"score": score, "ci95": ci, "image_mean": float(per_image.mean()),
-            "n": int(per_image.size), "categories": len(set(cats)),
-            "interval": {"method": "wilson bound on n images (every image scored the same)" if widened else
-                         "bootstrap within categories, rescaled (Rao-Wu)",
-                         "unit": "image (stratified by category)", "n_units": int(per_image.size)}}
+            "n": n, "categories": len(set(cats)),
+            "interval": {"method": method, "unit": "image (stratified by category)", "n_units": n}}
 
 
 def _finite(v: np.ndarray, what: str) -> np.ndarray:

@@ -254,17 +254,22 @@ def proportion_interval_counts(k: np.ndarray, n: np.ndarray, unit: str) -> tuple
     method = "wilson, clustered (effective n = n / design effect)"
     if len(n) == 1 and n.sum() > 1:
         method = "clopper-pearson on one unit (a bound: one sampled unit has no spread to estimate; effective n 1)"
+    # the smallest difference from another run of this size that a test would catch; above 1, the largest a share
+    # can show (1.40 at 1 of 2, issue 48 finding 9), it says only that none would be caught
+    mdd = mde_proportion(p, n_eff) if 0 < p < 1 else None
+    basis = "two independent runs of this effective n, alpha 0.05, power 0.8"
+    if mdd is not None and mdd > 1.0:
+        mdd, basis = None, "none: no difference within the metric's range would be detected at this size"
     return [lo, hi], {"method": method, "unit": unit,
                       "n_units": len(n), "n": int(n.sum()), "design_effect": deff,
-                      # the smallest difference from another run of this size that a test would catch
-                      "min_detectable_difference": mde_proportion(p, n_eff) if 0 < p < 1 else None,
-                      "mde_basis": "two independent runs of this effective n, alpha 0.05, power 0.8"}
+                      "min_detectable_difference": mdd, "mde_basis": basis}
 
 
 def cluster_bootstrap(records: Sequence, clusters: Sequence[str], statistic, n_boot: int = 1000, seed: int = 0,
                       alpha: float = 0.05) -> tuple[list[float] | None, int]:
-    """Percentile interval of any ``statistic(list of records) -> float | None`` (a ratio such as RRM, a
-    calibration error), resampling whole clusters of records.  Returns (interval or None, resamples on which the
+    """Expanded percentile interval (:func:`expanded_percentile`, on the number of clusters) of any
+    ``statistic(list of records) -> float | None`` (a ratio such as RRM, a calibration error), resampling whole
+    clusters of records.  Returns (interval or None, resamples on which the
     statistic was defined); a resample where it is undefined (RIAM when the 0-shot accuracy equals chance) is
     left out and counted."""
     groups: dict[str, list] = {}
@@ -282,7 +287,7 @@ def cluster_bootstrap(records: Sequence, clusters: Sequence[str], statistic, n_b
             vals.append(float(v))
     if not vals:
         return None, 0
-    return [float(np.quantile(vals, alpha / 2)), float(np.quantile(vals, 1 - alpha / 2))], len(vals)
+    return expanded_percentile(np.asarray(vals), len(members), alpha), len(vals)
 
 
 def too_few_units(n_units: int, alpha: float = 0.05) -> bool:
@@ -347,7 +352,7 @@ def headline_entry(name: str, value: float | None, ci: Sequence[float] | None, h
     """What results.json records as a run's headline: the metric, its value, its 95 % interval, how that was made
     (method, resampling unit, number of units) and the smallest difference it lets a comparison detect."""
     how = dict(how or {})
-    if how.get("min_detectable_difference") is None:
+    if how.get("min_detectable_difference") is None and not str(how.get("mde_basis", "")).startswith("none"):
         span = 1.0 if ci is not None and 0.0 <= ci[0] and ci[1] <= 1.0 and value is not None else None
         how["min_detectable_difference"] = mde_from_interval(ci, span=span)
         how.setdefault("mde_basis", "two independent runs of this size, from this interval, alpha 0.05, power 0.8")

@@ -82,6 +82,32 @@ def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95,
     return (float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha)))
 
 
+def strata_level(values, strata, level: float = 0.95) -> float:
+    """The level at which :func:`bootstrap_ci_strata`'s percentile interval is Hesterberg's expanded percentile
+    interval ("What teachers should know about the bootstrap", 2015, sec. 5) of the mean of stratum means: the
+    Rao-Wu rescaling already gives each stratum's resampled mean its unbiased variance s_c^2 / n_c (the factor
+    sqrt(n/(n-1)) of the expansion), so what is left is the t quantile in place of the normal one: the level
+    1 - 2 Phi(-t_{df, (1 + level)/2}), with df the Welch-Satterthwaite degrees of freedom of
+    sum_c s_c^2 / n_c (a one-image stratum: the spread of all N values it borrows, on N - 1 df).  Without it
+    categories of 2-5 images covered 0.88-0.93 at 6-60 images (bench/interval_coverage.py).  ``level`` itself
+    when no stratum has spread (df undefined)."""
+    from statistics import NormalDist
+
+    from scipy.stats import t
+
+    groups = _strata(values, strata)
+    allv = np.concatenate(groups) if groups else np.zeros(0)
+    if allv.size < 2:
+        return level
+    s2_all = float(allv.var(ddof=1))
+    a = np.array([g.var(ddof=1) / g.size if g.size > 1 else s2_all for g in groups])
+    dfs = np.array([g.size - 1 if g.size > 1 else allv.size - 1 for g in groups], dtype=float)
+    if a.sum() <= 0:
+        return level
+    df = float(a.sum() ** 2 / (a ** 2 / dfs).sum())
+    return 1 - 2 * NormalDist().cdf(-float(t.ppf((1 + level) / 2, df)))
+
+
 def mean_of_means(values, strata) -> float:
     """Mean over strata of the within-stratum mean: every stratum weighs the same, whatever its size.
 
