@@ -235,10 +235,8 @@ def proportion_interval_independent(hits: int, n: int, unit: str) -> tuple[list[
     p = hits / n
     x = p * n_eff
     lo, hi = clopper_pearson(x, n_eff) if n_eff < 2 else wilson(x, n_eff)
-    return [lo, hi], {"method": "wilson, clustered (effective n = n / design effect)", "unit": unit,
-                      "n_units": n, "n": n, "design_effect": deff,
-                      "min_detectable_difference": mde_proportion(p, n_eff) if 0 < p < 1 else None,
-                      "mde_basis": "two independent runs of this effective n, alpha 0.05, power 0.8"}
+    return [lo, hi], _proportion_record(p, n_eff, deff, "wilson, clustered (effective n = n / design effect)", unit,
+                                        n, n)
 
 
 def proportion_interval_sums(per: UnitSums, unit: str, column: int = 0) -> tuple[list[float], dict]:
@@ -254,15 +252,19 @@ def proportion_interval_counts(k: np.ndarray, n: np.ndarray, unit: str) -> tuple
     method = "wilson, clustered (effective n = n / design effect)"
     if len(n) == 1 and n.sum() > 1:
         method = "clopper-pearson on one unit (a bound: one sampled unit has no spread to estimate; effective n 1)"
+    return [lo, hi], _proportion_record(p, n_eff, deff, method, unit, len(n), int(n.sum()))
+
+
+def _proportion_record(p: float, n_eff: float, deff: float, method: str, unit: str, n_units: int, n: int) -> dict:
+    """How a share's interval was made, as results.json records it beside the interval."""
     # the smallest difference from another run of this size that a test would catch; above 1, the largest a share
     # can show (1.40 at 1 of 2, issue 48 finding 9), it says only that none would be caught
     mdd = mde_proportion(p, n_eff) if 0 < p < 1 else None
     basis = "two independent runs of this effective n, alpha 0.05, power 0.8"
     if mdd is not None and mdd > 1.0:
         mdd, basis = None, "none: no difference within the metric's range would be detected at this size"
-    return [lo, hi], {"method": method, "unit": unit,
-                      "n_units": len(n), "n": int(n.sum()), "design_effect": deff,
-                      "min_detectable_difference": mdd, "mde_basis": basis}
+    return {"method": method, "unit": unit, "n_units": n_units, "n": n, "design_effect": deff,
+            "min_detectable_difference": mdd, "mde_basis": basis}
 
 
 def cluster_bootstrap(records: Sequence, clusters: Sequence[str], statistic, n_boot: int = 1000, seed: int = 0,
