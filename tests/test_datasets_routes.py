@@ -19,6 +19,7 @@ from vlmcheck.core.roles import Capabilities, Generation
 from vlmcheck.datasets import DatasetFormError, load, path_options
 from vlmcheck.methods.chef import ChefSpec, ChefTask, Recipe
 from vlmcheck.run.runner import RunOptions, run_task
+from test_datasets_releases import Scripted  # the scripted yes/no model of the MMVP release test
 
 
 def _img(path: Path, colour) -> Path:
@@ -248,21 +249,6 @@ def test_mmvp_hub_copy_gets_mmvps_pairs(tmp_path, monkeypatch):
     assert [(c.id, c.answer, c.meta["pair"]) for c in cases] == [
         ("1", "yes", "pair-1"), ("2", "no", "pair-1"), ("3", "yes", "pair-2"), ("4", "yes", "pair-2"),
         ("5", "no", "pair-3"), ("6", "yes", "pair-3")]
-
-
-class Scripted:
-    """Answers keyed by (image number, negated?): image i is red 30 i (JPEG keeps it near)."""
-
-    model_id = "test:scripted"
-
-    def __init__(self, script) -> None:
-        self.capabilities = Capabilities()
-        self.script = script
-
-    async def generate(self, messages, config):
-        last = messages[-1]
-        red = last.images[0].to_pil().convert("RGB").getpixel((4, 4))[0]
-        return Generation(text=self.script[round(red / 30), "false" in last.text or " not " in last.text])
 
 
 @pytest.mark.slow
