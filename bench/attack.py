@@ -20,28 +20,13 @@ import numpy as np
 
 
 def build(folder: Path) -> Path:
-    import torch
-    from transformers import (CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig, LlavaConfig,
-                              LlavaForConditionalGeneration, LlavaProcessor)
-
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from hf_tiny import CHAT_TEMPLATE, tiny_tokenizer
+    from hf_tiny import build_tiny_llava
 
-    torch.manual_seed(0)
-    tok = tiny_tokenizer()
-    vision = CLIPVisionConfig(hidden_size=128, intermediate_size=256, num_hidden_layers=4, num_attention_heads=4,
-                              image_size=96, patch_size=16, projection_dim=128)
-    text = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                       num_attention_heads=2, num_key_value_heads=2, pad_token_id=tok.pad_token_id,
-                       bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
-    cfg = LlavaConfig(vision_config=vision, text_config=text, image_token_index=tok.convert_tokens_to_ids("<image>"),
-                      vision_feature_layer=-1, vision_feature_select_strategy="default")
-    LlavaForConditionalGeneration(cfg).eval().save_pretrained(folder)
-    LlavaProcessor(image_processor=CLIPImageProcessorPil(size={"shortest_edge": 96},
-                                                         crop_size={"height": 96, "width": 96}),
-                   tokenizer=tok, patch_size=16, vision_feature_select_strategy="default",
-                   chat_template=CHAT_TEMPLATE, num_additional_image_tokens=1).save_pretrained(folder)
-    return folder
+    return build_tiny_llava(folder, image_size=96, patch_size=16,
+                            vision={"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 4,
+                                    "num_attention_heads": 4, "projection_dim": 128},
+                            text={"hidden_size": 64, "intermediate_size": 128, "max_position_embeddings": 2048})
 
 
 def main() -> int:

@@ -40,27 +40,14 @@ PROMPT = "describe this image"
 def build_model(folder: Path) -> Path:
     """A LLaVA of random weights, big enough that a batch's generation takes a while on a CPU core."""
     sys.path.insert(0, str(BENCH.parent / "tests"))
-    import torch
-    from hf_tiny import CHAT_TEMPLATE, tiny_tokenizer
-    from transformers import (CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig, LlavaConfig,
-                              LlavaForConditionalGeneration, LlavaProcessor)
+    from hf_tiny import build_tiny_llava
 
-    torch.manual_seed(0)
-    tokenizer = tiny_tokenizer()
-    vision = CLIPVisionConfig(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-                              image_size=112, patch_size=14, projection_dim=128)
-    text = LlamaConfig(vocab_size=len(tokenizer), hidden_size=256, intermediate_size=512, num_hidden_layers=4,
-                       num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
-                       pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                       eos_token_id=tokenizer.eos_token_id)
-    config = LlavaConfig(vision_config=vision, text_config=text, image_token_index=tokenizer.convert_tokens_to_ids(
-        "<image>"), vision_feature_layer=-1, vision_feature_select_strategy="default", projector_hidden_act="gelu")
-    LlavaForConditionalGeneration(config).eval().save_pretrained(folder)
-    LlavaProcessor(image_processor=CLIPImageProcessorPil(size={"shortest_edge": 112},
-                                                         crop_size={"height": 112, "width": 112}),
-                   tokenizer=tokenizer, patch_size=14, vision_feature_select_strategy="default",
-                   chat_template=CHAT_TEMPLATE, num_additional_image_tokens=1).save_pretrained(folder)
-    return folder
+    return build_tiny_llava(folder, image_size=112, patch_size=14,
+                            vision={"hidden_size": 128, "intermediate_size": 256, "num_attention_heads": 4,
+                                    "projection_dim": 128},
+                            text={"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 4,
+                                  "num_attention_heads": 4, "num_key_value_heads": 4,
+                                  "max_position_embeddings": 512})
 
 
 def bare_loop(model_dir: str, manifest: Path, out: Path, batch_size: int, max_tokens: int) -> None:

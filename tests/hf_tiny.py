@@ -31,7 +31,10 @@ def tiny_tokenizer(specials: tuple[str, ...] = ("<image>",), extra: dict[str, st
     return out
 
 
-def build_tiny_llava(folder: Path, words: tuple[str, ...] = ()) -> Path:
+def build_tiny_llava(folder: Path, words: tuple[str, ...] = (), *, image_size: int = 32, patch_size: int = 8,
+                     vision: dict | None = None, text: dict | None = None) -> Path:
+    """A LLaVA of random weights (CLIP tower, Llama text model, the word-level tokenizer), saved to ``folder``.
+    The defaults are the tests' tiny model; the benches pass larger ``vision``/``text`` config fields."""
     import torch
     from transformers import (CLIPImageProcessorPil, CLIPVisionConfig, LlamaConfig, LlavaConfig,
                               LlavaForConditionalGeneration, LlavaProcessor)
@@ -39,20 +42,23 @@ def build_tiny_llava(folder: Path, words: tuple[str, ...] = ()) -> Path:
     torch.manual_seed(0)
     tokenizer = tiny_tokenizer(words=words)
     image_token = tokenizer.convert_tokens_to_ids("<image>")
-    vision = CLIPVisionConfig(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=2,
-                              image_size=32, patch_size=8, projection_dim=32)
-    text = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                       num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
-                       pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-                       eos_token_id=tokenizer.eos_token_id)
+    vision = CLIPVisionConfig(**{"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
+                                 "num_attention_heads": 2, "projection_dim": 32, **(vision or {})},
+                              image_size=image_size, patch_size=patch_size)
+    text = LlamaConfig(**{"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                          "num_attention_heads": 2, "num_key_value_heads": 2, "max_position_embeddings": 256,
+                          **(text or {})},
+                       vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                       bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
     config = LlavaConfig(vision_config=vision, text_config=text, image_token_index=image_token,
                          vision_feature_layer=-1, vision_feature_select_strategy="default",
                          projector_hidden_act="gelu")
     model = LlavaForConditionalGeneration(config).eval()
     processor = LlavaProcessor(
-        image_processor=CLIPImageProcessorPil(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}),
-        tokenizer=tokenizer, patch_size=8, vision_feature_select_strategy="default", chat_template=CHAT_TEMPLATE,
-        num_additional_image_tokens=1)
+        image_processor=CLIPImageProcessorPil(size={"shortest_edge": image_size},
+                                              crop_size={"height": image_size, "width": image_size}),
+        tokenizer=tokenizer, patch_size=patch_size, vision_feature_select_strategy="default",
+        chat_template=CHAT_TEMPLATE, num_additional_image_tokens=1)
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
