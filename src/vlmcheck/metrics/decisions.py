@@ -225,6 +225,10 @@ def proportion_interval(hits: Sequence[float], units: Sequence[str], unit: str) 
     return proportion_interval_sums(UnitSums.of(units, hits), unit)
 
 
+#: how a share's interval is made when its units have spread: what results.json records as its method
+WILSON_CLUSTERED = "wilson, clustered (effective n = n / design effect)"
+
+
 def proportion_interval_independent(hits: int, n: int, unit: str) -> tuple[list[float], dict]:
     """:func:`proportion_interval` of ``n`` >= 1 answers each its own unit, ``hits`` of them right: the same
     interval and record, without numpy (a one-image run need not load it, issue 51).  Units of one answer each
@@ -235,8 +239,7 @@ def proportion_interval_independent(hits: int, n: int, unit: str) -> tuple[list[
     p = hits / n
     x = p * n_eff
     lo, hi = clopper_pearson(x, n_eff) if n_eff < 2 else wilson(x, n_eff)
-    return [lo, hi], _proportion_record(p, n_eff, deff, "wilson, clustered (effective n = n / design effect)", unit,
-                                        n, n)
+    return [lo, hi], _proportion_record(p, n_eff, deff, WILSON_CLUSTERED, unit, n, n)
 
 
 def proportion_interval_sums(per: UnitSums, unit: str, column: int = 0) -> tuple[list[float], dict]:
@@ -249,7 +252,7 @@ def proportion_interval_counts(k: np.ndarray, n: np.ndarray, unit: str) -> tuple
     first appeared)."""
     lo, hi, deff = wilson_clustered(k, n)
     p, n_eff = k.sum() / n.sum(), n.sum() / deff
-    method = "wilson, clustered (effective n = n / design effect)"
+    method = WILSON_CLUSTERED
     if len(n) == 1 and n.sum() > 1:
         method = "clopper-pearson on one unit (a bound: one sampled unit has no spread to estimate; effective n 1)"
     return [lo, hi], _proportion_record(p, n_eff, deff, method, unit, len(n), int(n.sum()))
