@@ -258,3 +258,45 @@ def test_cast_keeps_statement_1_of_a_real_hf_continuation(llava, tmp_path):
                 checked += 1
                 kept += bool(entry["statements"]) and entry["statements"][0]["text"] == first
     assert checked >= 3 and kept == checked, (kept, checked)
+
+
+def test_a_batch_renders_each_distinct_prompt_once_and_feeds_the_same_ids(llava, monkeypatch):
+    """The chat template is rendered once per distinct conversation in a batch (issue 51: no per-sample work that
+    can be per batch); every row's token ids are those of the conversation prepared alone."""
+    same = [[Message.user(_img(20 + i), "describe this image")] for i in range(3)]
+    other = [Message.user(_img(30), "what colour is it?")]
+    prefilled = [Message.user(_img(31), "describe this image"), Message.assistant("It is")]
+    batch = [same[0], other, same[1], prefilled, same[2]]
+    real = llava.processor.apply_chat_template
+    calls = []
+    monkeypatch.setattr(llava.processor, "apply_chat_template", lambda *a, **k: calls.append(1) or real(*a, **k))
+    ids = llava._inputs(batch)["input_ids"]
+    assert len(calls) == 3  # the shared prompt, the other one, the pre-filled one
+    pad = llava.tokenizer.pad_token_id
+    for row, conv in zip(ids, batch):
+        alone = llava._inputs([conv])["input_ids"][0]
+        assert row[row.shape[0] - alone.shape[0]:].tolist() == alone.tolist()
+        assert set(row[:row.shape[0] - alone.shape[0]].tolist()) <= {pad}
+
+
+def test_a_loaded_model_skips_the_collection_of_the_interpreters_teardown(llava, tmp_path):
+    """After a model has loaded, the objects alive at exit are frozen (gc.freeze) before the interpreter's teardown
+    walks them (issue 51: ~2 s of every hf: run's wall time); atexit handlers registered before and after still
+    run.  A probe registered before (so run after, atexit being last-in-first-out) sees the frozen objects."""
+    import subprocess
+    import sys
+
+    from vlmcheck.models import hf
+
+    assert hf._QUICK_EXIT  # loading `llava` registered it
+    probe = tmp_path / "probe.txt"
+    code = (
+        "import atexit, gc, sys\n"
+        f"atexit.register(lambda: open({str(probe)!r}, 'w').write(str(gc.get_freeze_count())))\n"
+        "from vlmcheck.models.hf import skip_final_collection\n"
+        "skip_final_collection(); skip_final_collection()\n"
+        f"atexit.register(lambda: open({str(probe)!r} + '.after', 'w').write(str(gc.get_freeze_count())))\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert int(probe.read_text()) > 1000  # everything alive at exit, frozen
+    assert int((tmp_path / "probe.txt.after").read_text()) == 0  # the later handler ran first, before the freeze
