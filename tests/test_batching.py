@@ -116,3 +116,20 @@ def test_a_second_event_loop_gets_its_own_worker(prefetch):
     b = Batcher(m.run, 2, prepare=m.prepare) if prefetch else Batcher(m.unprepared, 2)
     assert asyncio.run(_submit_all(b, ["a", "b", "c"])) == ["K:A", "K:B", "K:C"]
     assert asyncio.run(_submit_all(b, ["d"])) == ["K:D"]
+
+
+def test_next_batch_starts_when_the_current_ends_even_while_the_event_loop_is_busy():
+    """The prepared next batch waits on the model's own thread, not on the event loop (issue 51: no idle between
+    batches): a loop held up by other work (a store write, a report) when a batch ends does not delay the next."""
+    m = Model(run_s=0.15, prep_s=0.01)
+
+    async def go():
+        batcher = Batcher(m.run, 4, prepare=m.prepare)
+        work = asyncio.ensure_future(_submit_all(batcher, [f"i{n}" for n in range(8)]))
+        await asyncio.sleep(0.08)  # batch 1 is on the model and batch 2 prepared
+        time.sleep(0.3)  # the loop is busy elsewhere across the end of batch 1 (~0.15 s)
+        return await work
+
+    assert asyncio.run(go()) == [f"K:I{n}" for n in range(8)]
+    t = {(e, n): ts for e, n, ts in m.events}
+    assert t[("run-start", 2)] - t[("run-end", 1)] < 0.05

@@ -1,14 +1,16 @@
 """Micro-batching: concurrent async requests served in batches by one worker thread.
 
 With a ``prepare`` step (a model's processor: tokenising, image preprocessing, the copy to the device), the next
-batch is formed and prepared in a second thread while the current one runs, so the model goes from one batch
-to the next without waiting (issue 51: no idle between batches).  A batch whose preparation or run fails fails
-its own requests only.
+batch is formed and prepared in a second thread while the current one runs, and handed to the model's thread
+before the current batch ends: the model goes from one batch to the next without waiting for the event loop
+(issue 51: no idle between batches).  A batch whose preparation or run fails fails its own requests only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 
@@ -29,6 +31,8 @@ class Batcher:
         self._queue: asyncio.Queue | None = None
         self._worker: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # the model's own thread: batches run there one after another, the next one queued while one runs
+        self._model_thread = ThreadPoolExecutor(1, thread_name_prefix="vlmcheck-batch")
 
     async def submit(self, key: Any, item: Any) -> Any:
         loop = asyncio.get_running_loop()
@@ -80,13 +84,21 @@ class Batcher:
             else:
                 f.set_result(results[i])  # type: ignore[index]
 
-    async def _run(self, key: Any, payload: Any, batch: list[tuple[Any, asyncio.Future]]) -> None:
-        try:
-            results = await asyncio.to_thread(self.run_batch, key, payload)
-        except Exception as exc:  # noqa: BLE001 - delivered to every waiter of this batch
-            self._deliver(batch, None, exc)
-        else:
-            self._deliver(batch, results, None)
+    def _start(self, key: Any, payload: Any, batch: list[tuple[Any, asyncio.Future]]) -> asyncio.Task:
+        """Queue the batch on the model's thread now (it starts there the moment the batch before it ends, with
+        no round trip through the event loop); the task returned delivers its results."""
+        done = asyncio.wrap_future(self._model_thread.submit(contextvars.copy_context().run, self.run_batch, key,
+                                                             payload))
+
+        async def deliver() -> None:
+            try:
+                results = await done
+            except Exception as exc:  # noqa: BLE001 - delivered to every waiter of this batch
+                self._deliver(batch, None, exc)
+            else:
+                self._deliver(batch, results, None)
+
+        return asyncio.get_running_loop().create_task(deliver())
 
     async def _work(self) -> None:
         running: asyncio.Task | None = None  # the model's current batch
@@ -99,8 +111,9 @@ class Batcher:
                 except Exception as exc:  # noqa: BLE001 - this batch's requests fail, the next batch runs
                     self._deliver(batch, None, exc)
                     continue
+            started = self._start(key, payload, batch)  # behind `running` on the model's thread
             if running is not None:
                 await running
-            running = asyncio.get_running_loop().create_task(self._run(key, payload, batch))
+            running = started
             if self.prepare is None:  # no preparation to overlap: one batch at a time, as before
                 await running
