@@ -30,7 +30,8 @@ print(json.dumps(sorted(m for m, v in sys.modules.items() if type(v).__name__ !=
 DENY_ONE_IMAGE_RUN = ("torch", "transformers", "pandas", "pyarrow", "ray", "matplotlib", "scipy", "datasets",
                       "numpy", "PIL.Image", "openai", "sklearn", "skimage", "vlmcheck.methods.genception",
                       "vlmcheck.methods.cast", "vlmcheck.methods.chef", "vlmcheck.methods.vhexpansion", "vlmcheck.models.hf",
-                      "vlmcheck.world", "vlmcheck.run.merge", "vlmcheck.export", "vlmcheck.sweep")
+                      "vlmcheck.world", "vlmcheck.run.merge", "vlmcheck.export", "vlmcheck.sweep",
+                      "rich")  # its lines are messages to a pipe: written as rich would write them there
 
 
 def _loaded(argv: list[str]) -> list[str]:
@@ -112,7 +113,7 @@ def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_fou
         return [SimpleNamespace(name="myplug", value="myplug.adapter:build"),
                 SimpleNamespace(name="openai", value="elsewhere:build")]
 
-    monkeypatch.setattr(spec, "entry_points", fake_entry_points)
+    monkeypatch.setattr("importlib.metadata.entry_points", fake_entry_points)
     monkeypatch.setattr(spec, "_ENTRY_POINTS_LOADED", False)
     monkeypatch.setattr(spec, "_REGISTRY", dict(spec._REGISTRY))
     assert spec.is_provider("openai") and spec.registration("openai").description != "plugin"
@@ -152,3 +153,32 @@ print("ok")
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+@pytest.mark.parametrize("label,colour", [("done", "green"), ("error:", "red"), ("", "")])
+def test_a_message_to_a_pipe_is_what_rich_writes_there_without_loading_rich(label, colour, monkeypatch):
+    # rich is loaded only where it styles something: to a file or a pipe, say() writes the very text a rich Console
+    # writes there, markup and emoji codes taken literally, one line however long
+    import io
+
+    from rich.console import Console
+
+    from vlmcheck.report import terminal
+
+    for k in ("TTY_COMPATIBLE", "FORCE_COLOR", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(k, raising=False)
+    text = "1/1 samples [bold]x[/bold] :smile: \\[red] " + "Results: /tmp/a run/" + "long/" * 30 + "results.json"
+    ours, theirs = io.StringIO(), io.StringIO()
+    monkeypatch.setattr("sys.stderr", ours)
+    con = terminal._Console(stderr=True)
+    terminal.say(text, label, colour, con=con)
+    assert con._made is None  # no rich Console was made
+    terminal.say(text, label, colour, con=Console(file=theirs, width=80))
+    assert ours.getvalue() == theirs.getvalue() == (f"{label} " if label else "") + text + "\n"
+    con.quiet = True
+    terminal.say(text, label, colour, con=con)
+    assert ours.getvalue() == theirs.getvalue()  # quiet: nothing
+    monkeypatch.setenv("FORCE_COLOR", "1")  # a terminal after all: rich writes it, styled
+    con.quiet = False
+    terminal.say(text, label, colour, con=con)
+    assert con._made is not None and con.quiet is False

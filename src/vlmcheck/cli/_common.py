@@ -179,9 +179,7 @@ def user_errors(*kinds: type[BaseException]):
 
 def say_error(message: str) -> None:
     """One sentence on one line (never read as rich markup: messages hold '[Errno 2]', '[REDACTED]')."""
-    from rich.markup import escape
-
-    terminal.console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    terminal.say(message, "error:", "red")
 
 
 def fail(message: str) -> None:

@@ -364,20 +364,12 @@ def check_params(spec: ModelSpec, entry: _Entry) -> None:
                         f"{', '.join(sorted(known))}{extra}")
 
 
-def entry_points(group: str) -> Any:
-    """The installed packages' entry points in ``group`` (:func:`importlib.metadata.entry_points`), imported here on
-    first use: ``importlib.metadata`` costs a run's start-up ~30 ms, and a built-in provider never needs it."""
-    from importlib.metadata import entry_points as installed
-
-    return installed(group=group)
-
-
 def _load_entry_points() -> None:
     global _ENTRY_POINTS_LOADED
     if _ENTRY_POINTS_LOADED:
         return
-    _ENTRY_POINTS_LOADED = True
-    for ep in entry_points(group="vlmcheck.adapters"):
+    _ENTRY_POINTS_LOADED = True  # importlib.metadata imported on a first scan only: a built-in needs none
+    for ep in importlib.import_module("importlib.metadata").entry_points(group="vlmcheck.adapters"):
         roles = ("vlm", "text", "generator", "encoder")
         _REGISTRY.setdefault(ep.name.lower(), _Entry(target=ep.value, roles=roles, description="plugin"))
 
