@@ -30,7 +30,7 @@ import typer
 
 from . import _help, cast, chef, data, demo, describe, genception, info, outputs, perturb, runs, vhx, world
 from ..core.files import broken_link
-from ._common import say_error
+from ._common import freeze, say_error
 
 _help.install()
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -113,6 +113,7 @@ def main() -> None:  # pragma: no cover - exercised through subprocesses in test
     if empty:
         say_error(empty)
         sys.exit(2)
+    freeze("start-up")  # the CLI's modules: never garbage (_common.freeze)
     try:
         only(sys.argv[1:])(prog_name="vlmcheck")
     except StoreError as exc:
