@@ -10,7 +10,7 @@ import pytest
 #: never loaded by --help or version (a module counts once its code ran: LazyLoader's placeholders do not)
 DENY = ("torch", "transformers", "pandas", "pyarrow", "ray", "matplotlib", "scipy", "datasets", "numpy", "PIL",
         "aiohttp", "openai", "asyncio", "vlmcheck.methods.", "vlmcheck.run.runner", "vlmcheck.run.task",
-        "vlmcheck.store.db", "vlmcheck.core.images", "vlmcheck.api")
+        "vlmcheck.store.db", "vlmcheck.core.images", "vlmcheck.api", "rich", "jinja2")
 
 PROBE = """
 import json, sys
