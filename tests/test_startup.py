@@ -31,7 +31,9 @@ DENY_ONE_IMAGE_RUN = ("torch", "transformers", "pandas", "pyarrow", "ray", "matp
                       "numpy", "PIL.Image", "openai", "sklearn", "skimage", "vlmcheck.methods.genception",
                       "vlmcheck.methods.cast", "vlmcheck.methods.chef", "vlmcheck.methods.vhexpansion", "vlmcheck.models.hf",
                       "vlmcheck.world", "vlmcheck.run.merge", "vlmcheck.export", "vlmcheck.sweep",
-                      "rich")  # its lines are messages to a pipe: written as rich would write them there
+                      "rich",  # its lines are messages to a pipe: written as rich would write them there
+                      "vlmcheck.cli.runs", "vlmcheck.cli.chef", "vlmcheck.cli.vhx", "vlmcheck.cli.cast",
+                      "vlmcheck.cli.outputs", "vlmcheck.cli.world", "vlmcheck.cli.genception")  # nor other commands
 
 
 def _loaded(argv: list[str]) -> list[str]:
@@ -96,6 +98,26 @@ def test_the_cli_builds_only_the_command_it_runs():
         assert set(get_command(only(argv)).commands) == names, argv
     assert app.registered_commands and only(["describe"]) is not app  # a copy: the app itself is untouched
     assert len(get_command(app).commands) == len(names)
+
+
+def test_the_command_map_names_each_command_and_the_module_that_registers_it():
+    # a command runs with its own module alone imported (cli.MODULES): the map must say what each module
+    # registers, and the whole app (--help) has them all
+    import importlib
+
+    import typer
+    from typer.main import get_command, get_command_name
+
+    import vlmcheck.cli as cli
+
+    registered = {}
+    for module, _ in cli.MODULES:
+        one = typer.Typer()
+        importlib.import_module(f"vlmcheck.cli.{module}").register(one)
+        names = [c.name or get_command_name(c.callback.__name__) for c in one.registered_commands]
+        registered.update({name: module for name in names + [g.name for g in one.registered_groups]})
+    assert registered == cli.COMMANDS
+    assert set(get_command(cli.app).commands) == set(cli.COMMANDS)
 
 
 def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_found(monkeypatch):
