@@ -47,6 +47,8 @@ class _Console:
         return (sys.stderr if self._stderr else sys.stdout) if self._made is None else self._made.file
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # not set (a copy, before __init__): never the rich Console's private names
+            raise AttributeError(name)
         if name == "quiet":
             return self._quiet if self._made is None else self._made.quiet
         return getattr(self.made(), name)
