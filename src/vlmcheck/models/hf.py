@@ -131,25 +131,6 @@ def resolve_dtype(name: str | None, device: str):
     return dtype
 
 
-_QUICK_EXIT: list[bool] = []
-
-
-def skip_final_collection() -> None:
-    """Once per process: at exit, before the interpreter's own teardown, move every live object to the
-    collector's permanent generation (``gc.freeze``), so the full collections of the teardown do not walk the
-    ~370,000 objects torch and transformers leave behind (1.8-2.6 s of wall time at the end of a run of
-    ``bench/hf_generate.py`` on the development machine; issue 51).  Objects still die by reference count,
-    files are closed and the other ``atexit`` handlers run as before; only cycles left at exit are not
-    collected, as the process is ending.  It acts at exit only, so a long-lived process (a notebook, a test
-    session) keeps its collector as it was until it ends."""
-    if not _QUICK_EXIT:
-        import atexit
-        import gc
-
-        atexit.register(gc.freeze)  # freezing stops no handler: all of them run, in their usual order
-        _QUICK_EXIT.append(True)
-
-
 class HFVLM:
     def __init__(self, spec: ModelSpec) -> None:
         import torch
@@ -166,7 +147,6 @@ class HFVLM:
             self.model, digest = load_adapter(self.model, spec.get_str("adapter"), spec.get_bool("merge", False))
             self.model_id = spec.with_params(adapter_sha256=digest).canonical()
         self.model.eval()
-        skip_final_collection()
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.tokenizer.padding_side = "left"  # batched generation appends to the right end
         if self.tokenizer.pad_token is None:
