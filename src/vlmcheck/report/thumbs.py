@@ -67,25 +67,29 @@ class _Thumbs:
 
     def _url(self, p: str) -> str:
         """``p`` (absolute) as a URL relative to the page: its folder's relative path worked out once per folder
-        (``os.path.relpath`` splits and compares both paths, most of a report's time per image at 100,000
-        images), then the name quoted after it; the same text as the whole path's relative path quoted."""
+        (``os.path.relpath`` splits and compares both paths: most of the report's time per image of a
+        2,000-image run), then the name quoted after it; the same text as the whole path's relative path quoted."""
         folder, name = os.path.split(p)
         if os.path is not posixpath or not name or (self._page + os.sep).startswith(p + os.sep):
             return self._whole_url(p)  # elsewhere, or the page's folder lies inside ``p``: worked out whole
         if folder not in self._dir_urls:
             try:
                 rel = os.path.relpath(folder, self._page)
-            except ValueError:
-                self._dir_urls[folder] = None
-            else:
                 self._dir_urls[folder] = "" if rel == os.curdir else quote(Path(rel).as_posix()) + "/"
+            except ValueError:  # another drive (Windows), a folder whose name is not UTF-8: made whole
+                self._dir_urls[folder] = None
         base = self._dir_urls[folder]
-        return self._whole_url(p) if base is None else base + quote(name)
+        if base is not None:
+            try:
+                return base + quote(name)
+            except ValueError:  # a name that is not UTF-8: as the whole path's link is made (a file URL)
+                pass
+        return self._whole_url(p)
 
     def _whole_url(self, p: str) -> str:
         try:
             return quote(Path(os.path.relpath(p, self.page_dir)).as_posix())
-        except ValueError:  # another drive (Windows): an absolute file URL
+        except ValueError:  # another drive (Windows), a name that is not UTF-8: an absolute file URL
             return Path(p).as_uri()
 
     def wait(self) -> None:
