@@ -64,7 +64,8 @@ class Usage(BaseModel):
             if why:
                 problems.append(f"{name} tokens {why}")
         usage = cls(input_tokens=counts[0], output_tokens=counts[1])
-        usage._invalid = "; ".join(problems) or None
+        if problems:  # else None already (the default): pydantic's setattr skipped on every valid answer
+            usage._invalid = "; ".join(problems)
         return usage
 
 
