@@ -19,6 +19,9 @@ each sample and everything the sample decoded is released when it ends.  A
 sample's first image waits until the budget has room (or nothing else is
 held, so one image larger than the budget still runs alone); its later images
 are charged without waiting, so two samples can never wait on each other.
+
+Why this module is long: every step a dataset read takes (where the path points, confinement, the inline or
+worker read, the pixel budget) is here, in the order a read takes them, so its guarantees are checked in one file.
 """
 
 from __future__ import annotations
