@@ -10,7 +10,7 @@ import pytest
 #: never loaded by --help or version (a module counts once its code ran: LazyLoader's placeholders do not)
 DENY = ("torch", "transformers", "pandas", "pyarrow", "ray", "matplotlib", "scipy", "datasets", "numpy", "PIL",
         "aiohttp", "openai", "asyncio", "vlmcheck.methods.", "vlmcheck.run.runner", "vlmcheck.run.task",
-        "vlmcheck.store.db", "vlmcheck.core.images", "vlmcheck.api")
+        "vlmcheck.store.db", "vlmcheck.core.images", "vlmcheck.api", "rich", "jinja2")
 
 PROBE = """
 import json, sys
@@ -30,7 +30,10 @@ print(json.dumps(sorted(m for m, v in sys.modules.items() if type(v).__name__ !=
 DENY_ONE_IMAGE_RUN = ("torch", "transformers", "pandas", "pyarrow", "ray", "matplotlib", "scipy", "datasets",
                       "numpy", "PIL.Image", "openai", "sklearn", "skimage", "vlmcheck.methods.genception",
                       "vlmcheck.methods.cast", "vlmcheck.methods.chef", "vlmcheck.methods.vhexpansion", "vlmcheck.models.hf",
-                      "vlmcheck.world", "vlmcheck.run.merge", "vlmcheck.export", "vlmcheck.sweep")
+                      "vlmcheck.world", "vlmcheck.run.merge", "vlmcheck.export", "vlmcheck.sweep",
+                      "rich",  # its lines are messages to a pipe: written as rich would write them there
+                      "vlmcheck.cli.runs", "vlmcheck.cli.chef", "vlmcheck.cli.vhx", "vlmcheck.cli.cast",
+                      "vlmcheck.cli.outputs", "vlmcheck.cli.world", "vlmcheck.cli.genception")  # nor other commands
 
 
 def _loaded(argv: list[str]) -> list[str]:
@@ -97,6 +100,26 @@ def test_the_cli_builds_only_the_command_it_runs():
     assert len(get_command(app).commands) == len(names)
 
 
+def test_the_command_map_names_each_command_and_the_module_that_registers_it():
+    # a command runs with its own module alone imported (cli.MODULES): the map must say what each module
+    # registers, and the whole app (--help) has them all
+    import importlib
+
+    import typer
+    from typer.main import get_command, get_command_name
+
+    import vlmcheck.cli as cli
+
+    registered = {}
+    for module, _ in cli.MODULES:
+        one = typer.Typer()
+        importlib.import_module(f"vlmcheck.cli.{module}").register(one)
+        names = [c.name or get_command_name(c.callback.__name__) for c in one.registered_commands]
+        registered.update({name: module for name in names + [g.name for g in one.registered_groups]})
+    assert registered == cli.COMMANDS
+    assert set(get_command(cli.app).commands) == set(cli.COMMANDS)
+
+
 def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_found(monkeypatch):
     # scanning every installed package's entry points cost a one-image run ~30 ms twice; a built-in provider never
     # needs it (a plugin cannot replace a built-in name), a plugin's name still triggers it, once
@@ -112,7 +135,7 @@ def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_fou
         return [SimpleNamespace(name="myplug", value="myplug.adapter:build"),
                 SimpleNamespace(name="openai", value="elsewhere:build")]
 
-    monkeypatch.setattr(spec, "entry_points", fake_entry_points)
+    monkeypatch.setattr("importlib.metadata.entry_points", fake_entry_points)
     monkeypatch.setattr(spec, "_ENTRY_POINTS_LOADED", False)
     monkeypatch.setattr(spec, "_REGISTRY", dict(spec._REGISTRY))
     assert spec.is_provider("openai") and spec.registration("openai").description != "plugin"
@@ -152,3 +175,61 @@ print("ok")
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+@pytest.mark.parametrize("label,colour", [("done", "green"), ("error:", "red"), ("", "")])
+def test_a_message_to_a_pipe_is_what_rich_writes_there_without_loading_rich(label, colour, monkeypatch):
+    # rich is loaded only where it styles something: to a file or a pipe, say() writes the very text a rich Console
+    # writes there, markup and emoji codes taken literally, one line however long
+    import io
+
+    from rich.console import Console
+
+    from vlmcheck.report import terminal
+
+    for k in ("TTY_COMPATIBLE", "FORCE_COLOR", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(k, raising=False)
+    text = "1/1 samples [bold]x[/bold] :smile: \\[red] " + "Results: /tmp/a run/" + "long/" * 30 + "results.json"
+    ours, theirs = io.StringIO(), io.StringIO()
+    monkeypatch.setattr("sys.stderr", ours)
+    con = terminal._Console(stderr=True)
+    terminal.say(text, label, colour, con=con)
+    assert con._made is None  # no rich Console was made
+    terminal.say(text, label, colour, con=Console(file=theirs, width=80))
+    assert ours.getvalue() == theirs.getvalue() == (f"{label} " if label else "") + text + "\n"
+    con.quiet = True
+    terminal.say(text, label, colour, con=con)
+    assert ours.getvalue() == theirs.getvalue()  # quiet: nothing
+    monkeypatch.setenv("FORCE_COLOR", "1")  # a terminal after all: rich writes it, styled
+    con.quiet = False
+    terminal.say(text, label, colour, con=con)
+    assert con._made is not None and con.quiet is False
+
+
+def test_the_cli_freezes_its_start_up_objects_once_and_still_collects_later_garbage():
+    # the interpreter's collections walked the CLI's ~40k start-up objects (modules, classes, schemas) to free
+    # nothing; the CLI hands them to the permanent generation once, and garbage made afterwards is still collected
+    code = """
+import gc, sys
+from vlmcheck.cli import main
+from vlmcheck.cli import _common
+sys.argv = ["vlmcheck", "version"]
+for _ in range(2):
+    try:
+        main()
+    except SystemExit:
+        pass
+frozen = gc.get_freeze_count()
+_common.freeze("start-up")  # once a process per stage: a second call freezes nothing more
+class Cycle:
+    pass
+a, b = Cycle(), Cycle()
+a.other, b.other = b, a
+del a, b
+print(frozen, gc.get_freeze_count(), gc.collect())
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    frozen, again, collected = map(int, proc.stdout.split()[-3:])
+    assert frozen > 10_000 and again == frozen
+    assert collected >= 2  # the cycle made after the freeze was collected

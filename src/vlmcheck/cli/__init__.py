@@ -24,18 +24,27 @@ results: ``report/terminal.py``.
 from __future__ import annotations
 
 import errno
+import importlib
 import sys
+from typing import Any
 
 import typer
 
-from . import _help, cast, chef, data, demo, describe, genception, info, outputs, perturb, runs, vhx, world
+from . import _help
 from ..core.files import broken_link
-from ._common import say_error
+from ._common import freeze, say_error
 
 _help.install()
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  context_settings={"help_option_names": ["-h", "--help"]},  # every command, as most CLIs
-                  help="Annotation-free evaluation of vision-language models.")
+
+#: each module of cli/ and the commands or groups it registers, in the order ``--help`` lists them: a command's run
+#: imports its own module only (command routing, not a switch on a method: tests/test_startup.py checks this
+#: against what the modules register)
+MODULES = (("info", ("version", "models")), ("describe", ("describe",)),
+           ("runs", ("run", "resume", "retry-failed", "merge")), ("world", ("world", "meta")),
+           ("genception", ("genception",)), ("outputs", ("compare", "plan", "export", "report")),
+           ("perturb", ("perturb",)), ("vhx", ("vhx",)), ("cast", ("cast",)), ("chef", ("chef",)),
+           ("data", ("data",)), ("demo", ("demo",)))
+COMMANDS = {command: module for module, commands in MODULES for command in commands}
 
 
 def _print_version(value: bool) -> None:
@@ -46,14 +55,32 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _options(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                           help="Print the vlmcheck version and exit.")) -> None:
     """Annotation-free evaluation of vision-language models."""
 
 
-for _group in (info, describe, runs, world, genception, outputs, perturb, vhx, cast, chef, data, demo):
-    _group.register(app)
+def _new_app(modules: list[str]) -> typer.Typer:
+    new = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                      context_settings={"help_option_names": ["-h", "--help"]},  # every command, as most CLIs
+                      help="Annotation-free evaluation of vision-language models.")
+    new.callback()(_options)
+    for name in modules:
+        importlib.import_module(f"{__name__}.{name}").register(new)
+    return new
+
+
+def _app() -> typer.Typer:
+    """The whole app, every command registered (made on first use: ``vlmcheck.cli.app``)."""
+    if "app" not in globals():
+        globals()["app"] = _new_app([module for module, _ in MODULES])
+    return globals()["app"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return _app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: options whose value is a file or folder: an empty one is an unset shell variable, never "here"
@@ -87,22 +114,19 @@ def empty_path_argument(argv: list[str]) -> str | None:
 
 
 def only(argv: list[str]) -> typer.Typer:
-    """The app with only the command or group that ``argv`` starts with: typer builds every registered command's
-    options on each call (about 25 ms of a one-image run's CPU), where one runs.  The whole app when ``argv`` starts
-    with an option (``--help``, ``--version``) or names no command (click's own error, with its suggestions)."""
-    import copy
-
+    """An app with only the command or group that ``argv`` starts with, its module alone imported: typer builds
+    every registered command's options on each call (about 25 ms of a one-image run's CPU), and importing every
+    command's module cost ~10 ms more, where one runs.  The whole app when ``argv`` starts with an option
+    (``--help``, ``--version``) or names no command (click's own error, with its suggestions)."""
     from typer.main import get_command_name
 
-    if not argv or argv[0].startswith("-"):
-        return app
-    commands = [c for c in app.registered_commands if (c.name or get_command_name(c.callback.__name__)) == argv[0]]
-    groups = [g for g in app.registered_groups if g.name == argv[0]]
-    if not commands and not groups:
-        return app
-    pruned = copy.copy(app)
-    pruned.registered_commands, pruned.registered_groups = commands, groups
-    return pruned
+    if not argv or argv[0].startswith("-") or argv[0] not in COMMANDS:
+        return _app()
+    part = _new_app([COMMANDS[argv[0]]])
+    part.registered_commands = [c for c in part.registered_commands
+                                if (c.name or get_command_name(c.callback.__name__)) == argv[0]]
+    part.registered_groups = [g for g in part.registered_groups if g.name == argv[0]]
+    return part
 
 
 def main() -> None:  # pragma: no cover - exercised through subprocesses in tests
@@ -113,6 +137,7 @@ def main() -> None:  # pragma: no cover - exercised through subprocesses in test
     if empty:
         say_error(empty)
         sys.exit(2)
+    freeze("start-up")  # the CLI's modules: never garbage (_common.freeze)
     try:
         only(sys.argv[1:])(prog_name="vlmcheck")
     except StoreError as exc:

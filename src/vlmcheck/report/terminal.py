@@ -11,21 +11,94 @@ consoles, so that ``> results.txt`` and ``| tee`` capture the results (issue 47 
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any, Iterable, Sequence
-
-from rich.console import Console, Group, RenderableType
-from rich.markup import escape
-from rich.padding import Padding
-from rich.table import Column, Table
-from rich.text import Text
+import sys
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..methods import view_lines as _lines
 from ..methods.views import view_for
 
-console = Console(stderr=True)  # progress, notes, warnings, errors
-stdout = Console()  # what a command was asked for: result tables, lists
+if TYPE_CHECKING:
+    from rich.console import Console, Group, RenderableType
+
+
+class _Console:
+    """Rich's ``Console``, made when first used: importing rich cost a one-image run ~45 ms of its start-up CPU
+    (issue 51), and a run whose only lines are messages (:func:`say`) to a file or a pipe never needs it.  Every
+    attribute is the rich Console's; ``quiet`` is kept here until that exists."""
+
+    def __init__(self, stderr: bool) -> None:
+        object.__setattr__(self, "_stderr", stderr)
+        object.__setattr__(self, "_made", None)
+        object.__setattr__(self, "_quiet", False)
+
+    def made(self) -> "Console":
+        if self._made is None:
+            from rich.console import Console
+
+            con = Console(stderr=self._stderr)
+            con.quiet = self._quiet
+            object.__setattr__(self, "_made", con)
+        return self._made
+
+    @property
+    def file(self) -> Any:
+        return (sys.stderr if self._stderr else sys.stdout) if self._made is None else self._made.file
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # not set (a copy, before __init__): never the rich Console's private names
+            raise AttributeError(name)
+        if name == "quiet":
+            return self._quiet if self._made is None else self._made.quiet
+        return getattr(self.made(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "quiet" and self._made is None:
+            object.__setattr__(self, "_quiet", value)
+        else:
+            setattr(self.made(), name, value)
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        self.made().print(*objects, **kwargs)
+
+
+console = _Console(stderr=True)  # progress, notes, warnings, errors
+stdout = _Console(stderr=False)  # what a command was asked for: result tables, lists
 tables = stdout  # a run's result tables (stdout, so that `> file` and `| tee` capture them)
+
+
+def _plain(con: Any) -> bool:
+    """Whether ``con`` is one of ours, not yet made, writing to a file or a pipe that rich would treat as one (no
+    ``TTY_COMPATIBLE``, ``FORCE_COLOR`` or notebook makes it a terminal): rich would print a message there as its
+    bare text, which :func:`say` then writes itself."""
+    if not isinstance(con, _Console) or con._made is not None:
+        return False
+    if any(k in os.environ for k in ("TTY_COMPATIBLE", "FORCE_COLOR", "TTY_INTERACTIVE")):
+        return False
+    import builtins
+
+    if hasattr(builtins, "get_ipython"):  # IPython, perhaps a notebook: rich decides
+        return False
+    isatty = getattr(con.file, "isatty", None)
+    try:
+        return isatty is not None and not isatty()
+    except ValueError:
+        return False
+
+
+def say(text: str, label: str = "", colour: str = "", con: Any = None) -> None:
+    """A message on one line of stderr (``con``: another console): ``label`` (coloured on a terminal), then
+    ``text`` as it is, never read as markup or emoji codes, never wrapped (a log keeps it whole and greppable)."""
+    con = console if con is None else con
+    if _plain(con):
+        if not con.quiet:
+            con.file.write(f"{label} {text}\n" if label else f"{text}\n")
+        return
+    from rich.markup import escape
+
+    head = f"[{colour}]{escape(label)}[/{colour}] " if label and colour else f"{escape(label)} " if label else ""
+    con.print(head + escape(text), highlight=False, soft_wrap=True, emoji=False)
 
 # a figure: digits with their punctuation (CI brackets, signs, thousands, $, %, ±, an exponent, "(p 0.03)")
 _FIGURE = re.compile(r"[-+−±\d\s.,:;=\[\]()%$/*eE]*(\(p [\d.e\-]+\))?[*]?|-|price unknown")
@@ -60,6 +133,10 @@ def fit(columns: Sequence[str], rows: list[list[str]], keys: Sequence[str], titl
     that identify a row) stay whole where they can, and they and prose fold, never cut, into what is left of
     ``width``; where even that does not fit, each row is a block of "column: value" lines.  ``title`` goes on
     its own lines above."""
+    from rich.console import Group
+    from rich.table import Column, Table
+    from rich.text import Text
+
     figure = [bool(rows) and name not in keys and all(_is_figure(r[i]) for r in rows)
               for i, name in enumerate(columns)]
     # a figure column: its longest figure, or its header's longest word (the header wraps between words)
@@ -92,6 +169,9 @@ def fit(columns: Sequence[str], rows: list[list[str]], keys: Sequence[str], titl
 
 def _blocks(columns: Sequence[str], rows: list[list[str]], keys: Sequence[str], title: str | None) -> Group:
     """A table too wide for the terminal, a block per row: its key cells, then each other cell on its line."""
+    from rich.console import Group
+    from rich.text import Text
+
     named = [i for i, c in enumerate(columns) if c in keys] or [0]
     parts: list[RenderableType] = [Text(title, style="bold", overflow="fold")] if title else []
     for r in rows:
@@ -115,12 +195,12 @@ def rank_text(rank: float, all_ranks: Iterable[float]) -> str:
 def run_done(out: Any, results: dict[str, Any]) -> None:
     counts = results["counts"]
     session = results.get("session", {})
-    console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed; "
-                  f"{session.get('model_calls', 0)} model calls, {session.get('cache_hits', 0)} cache hits. "
-                  f"Results: {out}/results.json", highlight=False)
+    say(f"{counts['done']}/{counts['samples']} samples, {counts['failed']} failed; "
+        f"{session.get('model_calls', 0)} model calls, {session.get('cache_hits', 0)} cache hits. "
+        f"Results: {out}/results.json", "done", "green")
     failures(counts)
     for w in (results.get("server_checks") or {}).get("warnings", []):
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
+        say(w, "warning:", "yellow")
 
 
 def failures(counts: dict[str, Any]) -> None:
@@ -128,7 +208,7 @@ def failures(counts: dict[str, Any]) -> None:
     kinds = counts.get("failure_kinds") or {}
     for kind, k in sorted(kinds.items(), key=lambda kv: -kv[1]["count"]):
         line = f"{k['count']} x {kind}, e.g. {k['sample_id']}: {k['example']}"
-        console.print(f"[red]failed:[/red] {escape(line)}", highlight=False, soft_wrap=True)
+        say(line, "failed:", "red")
 
 
 def estimate(est: dict[str, Any]) -> None:
@@ -161,7 +241,12 @@ def show(lines: list[Any]) -> None:
         if isinstance(ln.text, tuple):
             tables.print(table(*ln.text))
             continue
-        text = f"[yellow]{ln.kind}:[/yellow] {escape(str(ln.text))}" if ln.kind else ln.text
+        if ln.kind:
+            from rich.markup import escape
+
+            text = f"[yellow]{ln.kind}:[/yellow] {escape(str(ln.text))}"
+        else:
+            text = ln.text
         kw = {k: v for k, v in (("highlight", ln.highlight), ("markup", ln.markup), ("soft_wrap", ln.soft_wrap))
               if v is not None}
         (console if ln.err else tables).print(text, **kw)
@@ -258,6 +343,9 @@ def providers(entries: dict[str, Any]) -> None:
 
 def recipes(rows: list[list[str]]) -> None:
     """``chef list``: one block per recipe (its name, then what it is), readable at any width."""
+    from rich.padding import Padding
+    from rich.text import Text
+
     for name, desideratum, scenario, inferencer, description in rows:
         stdout.print(Text(name, style="bold"), Text(f"  {desideratum}; scenario {scenario}, inferencer {inferencer}"))
         stdout.print(Padding(Text(" ".join(str(description).split()), overflow="fold"), (0, 0, 0, 4)))
