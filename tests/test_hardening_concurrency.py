@@ -42,6 +42,34 @@ def test_a_group_commits_in_wall_time_while_the_loop_is_busy(tmp_path):
     assert _seen_by_another_process(tmp_path) == {"a", "b"}
 
 
+def test_groups_that_follow_a_timer_commit_are_each_committed_within_their_window(tmp_path):
+    """After a timer commit the committer waits one window without being woken (the next group of a fast run
+    opens within it); a group opened then, early or late in that wait, is still committed by wall time within its
+    own window while the loop is busy, and so is one opened after the committer went back to waiting to be told."""
+    window = 0.05
+    store = RunStore(tmp_path, group_commit=window)
+
+    async def busy() -> list[float]:
+        waits = []
+        _put(store, "k0")  # committed at once
+        for i, pause in enumerate((0.0, 0.0, 0.03, 0.0, 0.045, 0.0, 0.2)):
+            time.sleep(pause)  # the loop never turns: only the committer can commit
+            key = f"k{i + 1}"
+            if time.monotonic() - store._last_commit >= window:
+                _put(store, f"{key}-now")  # far from the last commit: at once; the next write opens a group
+            _put(store, key)
+            started = time.monotonic()
+            while key not in _seen_by_another_process(tmp_path):
+                assert time.monotonic() - started < 1.0, key
+                time.sleep(0.002)
+            waits.append(time.monotonic() - started)
+        return waits
+
+    waits = asyncio.run(busy())
+    store.close()
+    assert max(waits) < window + 0.1, waits  # the window and the slack of a busy machine, never a second window
+
+
 class _Failing:
     """A model whose every call fails with a retryable error after ``latency`` seconds."""
 

@@ -8,6 +8,7 @@ import json
 import os
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -424,3 +425,20 @@ def test_a_file_part_read_for_a_request_holds_its_image_once_as_the_data_url(tmp
     assert to_hf(m)[0] == to_hf(w)[0] and np.array_equal(np.asarray(to_hf(m)[1][0]), pixels)
     with pytest.raises(AttributeError):
         part.no_such_attribute  # noqa: B018
+
+
+def test_a_manifest_image_path_is_joined_as_pathlib_joins_it():
+    """dataset_path joins a relative image's folder to the manifest's once per folder, then the name after it:
+    the same text as ``str(Path(base) / image)`` (or the image itself when absolute), whatever the shapes."""
+    import itertools
+
+    from vlmcheck.core.inputs import dataset_path
+
+    bases = ["", ".", "/", "//", "/tmp/hp", "/tmp/hp/", "rel", "rel/", "./rel", "a//b", "..", "../x", "/a/./b", "a b"]
+    images = ["x.png", "img/x.png", "img//x.png", "./x.png", "img/./x.png", "img/", "img/.", "img/..", "../x.png",
+              "a/../b.png", ".", "..", "/abs/x.png", "//abs.png", "a/b/c/d.png", "\u00e9/\u00fc.png", ".hidden",
+              "img/.hidden", "x.png/", "  sp .png", "a\\b.png", ".../x"]
+    for base, image in itertools.product(bases, images):
+        p = Path(image)
+        want = str(p if p.is_absolute() else Path(base) / p)
+        assert dataset_path(base, image) == want == dataset_path(Path(base), image), (base, image)

@@ -226,6 +226,40 @@ def test_images_are_linked_by_their_bytes_never_copied(tmp_path):
     assert not (tmp_path / "out").exists()  # nothing written
 
 
+def test_an_image_link_is_the_relative_path_of_the_whole_file(tmp_path, monkeypatch):
+    """The link is made from its folder's relative path, worked out once per folder: the same text as the file's
+    own path relative to the page, quoted, wherever the page and the images lie (above, below, beside, deeper)."""
+    import os
+    from urllib.parse import quote
+
+    from vlmcheck.report.thumbs import _Thumbs
+
+    png = b"\x89PNG\r\n\x1a\n" + bytes(8)
+    folders = [".", "a", "a/b", "a/b/c", "x y", "a/%20", "\u00e9/\u00fc", "a/b/report", "deep/1/2/3"]
+    files = []
+    for folder in folders:
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        for name in ("1.png", "sp ace.png", "q?#.png", "\u00e9.png", "zz"):
+            (tmp_path / folder / name).write_bytes(png)
+            files.append(str(tmp_path / folder / name))
+    for folder in (".", "a", os.fsdecode(b"not-utf8-\xff")):  # a name or folder that is not UTF-8: a file URL
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / os.fsdecode(b"bad\xff\xfe.png")).write_bytes(png)
+        files.append(str(tmp_path / folder / os.fsdecode(b"bad\xff\xfe.png")))
+        (tmp_path / folder / "ok.png").write_bytes(png)
+        files.append(str(tmp_path / folder / "ok.png"))
+    monkeypatch.chdir(tmp_path / "a")
+    for out in ("a/b/report/r_files", "r_files", "a/r_files", "deep/1/2/3/r_files", "q/r/r_files"):
+        thumbs = _Thumbs(tmp_path / out)
+        page = os.path.abspath(tmp_path / out / "..")
+        for f in files + [f.replace(str(tmp_path), f"{tmp_path}/./") for f in files] + [os.path.relpath(f) for f in files]:
+            try:
+                want = quote(Path(os.path.relpath(os.path.abspath(f), page)).as_posix())
+            except ValueError:
+                want = Path(os.path.abspath(f)).as_uri()
+            assert thumbs(f) == want, (f, out)
+
+
 def test_the_reliability_diagram_is_in_data_coordinates():
     # Accuracy against mean confidence per bin on [0, 1] axes; the diagonal runs from (0, 0) to (1, 1) in data
     # coordinates (it used to be drawn in bin-number space, a near-vertical line inside bin 0).

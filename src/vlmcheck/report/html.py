@@ -41,15 +41,19 @@ def _load_run(folder: Path) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- per-task views
 
 
-def _sample_rows(run: dict[str, Any], thumbs: _Thumbs, disagree: set[str] = frozenset()
-                 ) -> Iterator[dict[str, Any]]:
+def _sample_rows(run: dict[str, Any], thumbs: _Thumbs, disagree: set[str] = frozenset(),
+                 failures: list[dict[str, Any]] | None = None) -> Iterator[dict[str, Any]]:
     """Rows for the paged table, one at a time: id, status, details, and what the method's view says of the sample
     (a one-line summary, a key answer, right or wrong, its images; ``methods/views.py``), the generic row where
-    the method declares none."""
+    the method declares none.  ``failures``: the failed samples' id, error type and message appended to it in the
+    same walk (the report's list of errors; a second walk parsed every record again)."""
     row_of = view_for(run["task"]).row or generic_row
+    folder = Path(run["folder"])
     for s in run["samples"]:
+        if failures is not None and s["status"] == "error":
+            failures.append(_failure(s))
         r = s.get("result") or {}
-        shown = row_of(r, Path(run["folder"]))
+        shown = row_of(r, folder)
         images = [thumbs.image(im["path"], im["label"], **{k: v for k, v in im.items() if k not in ("path", "label")})
                   for im in shown.get("images") or []]
         yield {"id": s["sample_id"], "status": s["status"],
@@ -57,6 +61,10 @@ def _sample_rows(run: dict[str, Any], thumbs: _Thumbs, disagree: set[str] = froz
                "answer": str(shown.get("answer") or ""), "correct": shown.get("correct"), "images": images,
                "detail": _json_head(_readable(r), DETAIL_CHARS),
                "disagree": s["sample_id"] in disagree}
+
+
+def _failure(s: dict[str, Any]) -> dict[str, Any]:
+    return {"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]}
 
 
 DETAIL_CHARS = 6000  # of a sample's record, shown in its row
@@ -210,13 +218,12 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                                     "mde": (headline_of(res).get("interval") or {}).get("min_detectable_difference"),
                                     "ci_note": bound_note(headline_of(res))}
             view["server_warnings"] = (res.get("server_checks") or {}).get("warnings", [])
-            view["failures"] = [{"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]}
-                                for s in run["samples"] if s["status"] == "error"]
+            view["failures"] = failures = []  # filled as the rows are made, before the page is rendered
             for panel in view_for(run["task"]).panels:  # the sections the method's view names
                 view.update(PANELS[panel](run, thumbs))
             # small runs: every row in the page; large ones: the first page there, the rest in files (report/pages.py)
-            view["rows_json"] = rows_json(_sample_rows(run, thumbs, disagree), len(views), out.parent / files_rel,
-                                          files_rel, written=rows_files)
+            view["rows_json"] = rows_json(_sample_rows(run, thumbs, disagree, failures), len(views),
+                                          out.parent / files_rel, files_rel, written=rows_files)
             views.append(view)
         board, together = _together(loaded, external_csv)
         gallery = _gallery(Path(gallery_image), thumbs, out.parent / files_rel) if gallery_image else None
