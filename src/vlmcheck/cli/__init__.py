@@ -24,6 +24,7 @@ results: ``report/terminal.py``.
 from __future__ import annotations
 
 import errno
+import functools
 import importlib
 import sys
 from typing import Any
@@ -70,11 +71,10 @@ def _new_app(modules: list[str]) -> typer.Typer:
     return new
 
 
+@functools.cache
 def _app() -> typer.Typer:
     """The whole app, every command registered (made on first use: ``vlmcheck.cli.app``)."""
-    if "app" not in globals():
-        globals()["app"] = _new_app([module for module, _ in MODULES])
-    return globals()["app"]
+    return _new_app([module for module, _ in MODULES])
 
 
 def __getattr__(name: str) -> Any:

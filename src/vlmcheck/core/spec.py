@@ -368,8 +368,9 @@ def _load_entry_points() -> None:
     global _ENTRY_POINTS_LOADED
     if _ENTRY_POINTS_LOADED:
         return
-    _ENTRY_POINTS_LOADED = True  # importlib.metadata imported on a first scan only: a built-in needs none
-    for ep in importlib.import_module("importlib.metadata").entry_points(group="vlmcheck.adapters"):
+    _ENTRY_POINTS_LOADED = True
+    from importlib.metadata import entry_points  # imported on a first scan only: a built-in provider needs none
+    for ep in entry_points(group="vlmcheck.adapters"):
         roles = ("vlm", "text", "generator", "encoder")
         _REGISTRY.setdefault(ep.name.lower(), _Entry(target=ep.value, roles=roles, description="plugin"))
 
