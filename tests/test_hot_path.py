@@ -160,7 +160,7 @@ def test_the_runner_groups_commits_and_a_run_stores_every_answer(tmp_path, fake_
     from vlmcheck import RunOptions, run_task
     from vlmcheck.methods.describe import DescribeSpec, DescribeTask
 
-    assert 0 < GROUP_COMMIT_S <= 0.01
+    assert 0 < GROUP_COMMIT_S <= 0.05  # the bound docs/usage.md states for what a kill -9 loses
     rows = []
     for i in range(40):
         Image.new("RGB", (16, 16), (i, 2 * i, 3 * i)).save(tmp_path / f"{i}.png")
