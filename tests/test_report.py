@@ -451,6 +451,39 @@ def test_a_rows_detail_is_the_head_of_its_indented_json():
             assert _json_head(obj, limit) == json.dumps(obj, indent=1, ensure_ascii=False, default=str)[:limit]
 
 
+def test_a_rows_detail_is_jsons_indented_text_whichever_encoder_writes_it(monkeypatch):
+    """A row's "show" text is json.dumps(indent=1)'s, cut at DETAIL_CHARS, for records as samples.jsonl holds them
+    (JSON's types): written by pydantic-core's encoder where it writes that text, by json's where it would not
+    (floats below 1e-4, text that is not valid UTF-8, very long text); long number vectors shown as their length."""
+    from vlmcheck.report import html
+    from vlmcheck.report.html import DETAIL_CHARS, _detail
+
+    def dumped(obj):
+        return json.dumps(obj, indent=1, ensure_ascii=False)[:DETAIL_CHARS]
+
+    plain = [{"answer": "ünï\u2028code \"q\" <b>", "s": [i / 7 for i in range(10)], "n": [None, True, False],
+              "big": 2 ** 70, "neg": -2 ** 63, "x": 1e16, "y": 0.0001, "z": -0.0, "nan": float("nan"),
+              "inf": [float("inf"), -float("inf")], "e": {}, "l": [], "deep": {"a": [[1, {"b": [2.5e20]}]]}},
+             {"steps": [{"s": i / 3, "t": "w" * 50} for i in range(400)]},  # longer than DETAIL_CHARS: cut
+             [], {}, "text", 3.5]
+    for rec in plain:
+        assert _detail(rec) == dumped(rec)
+    vec = {"embedding": [0.5] * 1280, "short": [0.5] * 16}
+    assert _detail(vec) == dumped({"embedding": "[1280 numbers]", "short": [0.5] * 16})
+    slow = [{"p": 1e-05}, {"p": [3.2e-05, 1e-06]}, {"name": "a\udcffb.png"}, {"answer": "x" * 70_000}]
+    for rec in slow:
+        assert _detail(rec) == dumped(rec)
+
+    def no_json_head(obj, limit):  # the plain records never reach json's slow encoder
+        raise AssertionError("json_head used for a plain record")
+
+    monkeypatch.setattr(html, "_json_head", no_json_head)
+    for rec in plain:
+        assert _detail(rec) == dumped(rec)
+    with pytest.raises(AssertionError, match="json_head used"):
+        _detail(slow[0])
+
+
 LONG_SPEC = "openai:Qwen/Qwen2.5-VL-72B-Instruct-AWQ@http://gpu-node-17.cluster.internal:8000/v1"
 
 
