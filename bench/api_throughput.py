@@ -18,7 +18,9 @@ vlmcheck uses, 40x faster, to tell that part of vlmcheck's gain from the rest).
 Per contender: wall time; API phase (first request to last answer, from the server's log); efficiency =
 ideal / API phase and ideal / wall with ideal = N x latency / concurrency; mean requests in flight =
 N x latency / API phase; client CPU per sample (the process's user + system time over N); peak RSS.  Then
-the finished vlmcheck run is run again: 0 model calls.
+the finished vlmcheck run is run again: 0 model calls.  Against raw aiohttp (and ``--before``), the medians of the
+rounds' own ratios as well, with how many rounds vlmcheck used less CPU in: a round's contenders run within
+seconds of each other, so these move less with the machine's drift than the ratio of the medians does.
 
 Goals printed (issue 51): vlmcheck's CPU per sample <= 1.3x raw aiohttp's at 256 px, its API-phase efficiency
 >= 0.9 of raw aiohttp's at 50 ms, its peak RSS <= 1.1x the bare SDK's at 1024 px; ``--load 1`` runs a busy-loop
@@ -347,6 +349,14 @@ def _bench(args, tmp: Path, folder: Path, env: dict, env_before: dict, names: li
             o = med[name]
             print(f"vlmcheck / {name}: wall {vc['wall'] / o['wall']:.2f}x, CPU per sample {vc['cpu'] / o['cpu']:.2f}x,"
                   f" API-phase efficiency {o['api_phase'] / vc['api_phase']:.2f} of theirs")
+        for name in ["bare aiohttp", *(["vlmcheck before"] if args.before else [])]:
+            # paired by round (the contenders of one round ran within seconds of each other): steadier than the
+            # ratio of medians when the machine's speed drifts between rounds, as this VM's does by 10-20 %
+            pairs = [(v["cpu"] / o["cpu"], o["api_phase"] / v["api_phase"]) for v, o in
+                     zip(results["vlmcheck"], results[name])]
+            print(f"vlmcheck / {name}, per round: CPU {statistics.median(c for c, _ in pairs):.2f}x "
+                  f"(lower in {sum(c < 1 for c, _ in pairs)} of {len(pairs)} rounds), API-phase efficiency "
+                  f"{statistics.median(e for _, e in pairs):.2f} of theirs (medians of the rounds' ratios)")
         sdk, raw = med["bare SDK"], med["bare aiohttp"]
         # issue 51's goals (2: CPU and efficiency against raw aiohttp at 256 px; 5: peak RSS at 1024 px) and issue
         # 36's, each a ratio of contenders measured in this run; with the report on unless --no-report was given
