@@ -235,9 +235,9 @@ print(frozen, gc.get_freeze_count(), gc.collect())
     assert collected >= 2  # the cycle made after the freeze was collected
 
 
-def test_a_cli_run_collects_young_garbage_ten_times_less_often_and_keeps_a_users_threshold():
+def test_the_cli_collects_young_garbage_ten_times_less_often_and_keeps_a_users_threshold():
     # a fast API run's ~210 young collections (each walking the requests in flight) cost 4 % of its CPU at
-    # Python's 700; a run's threshold is RUN_GC_YOUNG, a user's higher one or 0 (collection off) is kept
+    # Python's 700; from the CLI's start-up on the threshold is CLI_GC_YOUNG, a user's higher one or 0 (off) kept
     code = """
 import gc, sys
 from vlmcheck.cli import _common
@@ -261,7 +261,6 @@ print(sum(1 for o in gc.get_objects() if type(o).__name__ == "Cycle"))
         assert proc.returncode == 0, proc.stderr
         lines = proc.stdout.split("\n")
         start, after_start, run = (list(map(int, lines[0].split()))[i:i + 3] for i in (0, 3, 6))
-        assert after_start == start  # start-up's collections unchanged
-        assert run == [want, *start[1:]]
+        assert after_start == run == [want, *start[1:]]
         if want:
             assert int(lines[1]) == 0  # the cycle was collected without a gc.collect()

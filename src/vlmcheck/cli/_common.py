@@ -49,16 +49,17 @@ def freeze(stage: str) -> None:
         _FROZEN.add(stage)
         gc.freeze()
         young, *older = gc.get_threshold()
-        if stage == "run" and 0 < young < RUN_GC_YOUNG:
-            gc.set_threshold(RUN_GC_YOUNG, *older)
+        if 0 < young < CLI_GC_YOUNG:
+            gc.set_threshold(CLI_GC_YOUNG, *older)
 
 
-#: the young generation's threshold in a CLI run (Python's default: 700 allocations): a fast API run of 2,000
-#: samples made ~210 young and ~20 middle collections at 700, 130-150 ms of its 3.6 s CPU (each walks the
-#: requests in flight, which live on), ~15 and 1 (~60 ms) at 7,000.  Cyclic garbage waits for at most 7,000
-#: allocations instead of 700 (peak RSS: bench/api_throughput.py at 1024 px); a threshold the user set higher,
-#: or 0 (collection off), is kept.
-RUN_GC_YOUNG = 7000
+#: the young generation's threshold in the CLI from its start-up on (Python's default: 700 allocations): a fast
+#: API run of 2,000 samples made ~210 young and ~20 middle collections at 700, 130-150 ms of its 3.6 s CPU (each
+#: walks the requests in flight, which live on), ~15 and 1 (~60 ms) at 7,000; a one-image run's imports after
+#: start-up (aiohttp, the method) ~25 ms fewer.  Cyclic garbage waits for at most 7,000 allocations instead of
+#: 700 (peak RSS: bench/api_throughput.py at 1024 px); a threshold the user set higher, or 0 (collection off), is
+#: kept.
+CLI_GC_YOUNG = 7000
 
 
 def _finite(value: Any) -> Any:
