@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from jinja2 import Environment, PackageLoader, select_autoescape
-from pydantic_core import PydanticSerializationError, to_json
+from pydantic_core import to_json
 
 from ..core.files import SampleRecords, read_results, write_bytes_atomic, write_text_atomic
 from ..methods.headline import headline, headline_of, vision_gain_of  # noqa: F401  (headline re-exported: the report shows it)
@@ -113,7 +113,7 @@ def _detail(record: Any) -> str:
     if plain:
         try:
             return to_json(shown, indent=1, fallback=str).decode()[:DETAIL_CHARS]
-        except (PydanticSerializationError, UnicodeError, ValueError):
+        except ValueError:  # pydantic-core's PydanticSerializationError (a lone surrogate) is one
             pass
     return _json_head(shown, DETAIL_CHARS)
 
