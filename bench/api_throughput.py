@@ -2,8 +2,9 @@
 
 A fake OpenAI-compatible server (separate process, 127.0.0.1, fixed latency) answers N describe requests,
 one distinct image each: crops of scikit-image's bundled photographs, shifted in colour so no two share
-pixels, at a realistic size (``--size``: 256 px by default; try ``--size 1024 --n 200``).  Contenders, each
-in its own process, interleaved over ``--rounds`` rounds (medians reported):
+pixels, at a realistic size (``--size``: 256 px by default; try ``--size 1024 --n 200``).  Every contender keeps
+the same number of requests in flight: vlmcheck's own default (``--max-concurrency``, 16) unless ``--concurrency``
+says otherwise.  Contenders, each in its own process, interleaved over ``--rounds`` rounds (medians reported):
 
 * ``vlmcheck``: the command a user types, ``vlmcheck describe --vlm ... --data ... --out ...``, through the
   whole stack (images read from disk, cache keys, scheduler, SQLite store and journal, preflight, results and
@@ -26,7 +27,7 @@ Goals printed (issue 51): vlmcheck's CPU per sample <= 1.3x raw aiohttp's at 256
 >= 0.9 of raw aiohttp's at 50 ms, its peak RSS <= 1.1x the bare SDK's at 1024 px; ``--load 1`` runs a busy-loop
 process beside the contenders all along ("quiet and under a second CPU-bound process").
 
-    python bench/api_throughput.py [--n 2000] [--size 256] [--concurrency 64] [--latency 0.05 0.5] [--rounds 3]
+    python bench/api_throughput.py [--n 2000] [--size 256] [--concurrency N] [--latency 0.05 0.5] [--rounds 3]
                                    [--quick] [--load K] [--no-report] [--format png|jpg]
                                    [--bare-base64 stdlib|pybase64] [--before SRC] [--peers]
     python bench/api_throughput.py --size 1024 --n 300 --latency 0.05    # issue 51 goal 5 (peak RSS)
@@ -120,11 +121,21 @@ async def _aiohttp(base_url: str, folder: Path, n: int, conc: int, tag: str) -> 
         await asyncio.gather(*(worker() for _ in range(conc)))
 
 
+def default_concurrency() -> int:
+    """vlmcheck's own default ``--max-concurrency``: the bench's default concurrency, for every contender."""
+    from vlmcheck.run.options import RUN_OPTIONS
+
+    return next(o.default for o in RUN_OPTIONS if o.name == "max_concurrency")
+
+
 def _vlmcheck_command(base_url: str, manifest: Path, out: Path, conc: int, report: bool) -> list[str]:
-    """The command a user types: `vlmcheck describe`, the report written as by default (issue 51: the benches
-    measure the default command, report included); ``--no-report`` only when the bench is asked for it."""
+    """The command a user types: `vlmcheck describe`, with the report, the requests in flight and the progress
+    lines (to the bench's log: no terminal) of the default (issue 51: the benches measure the default command,
+    report included; no figure depends on a flag the user does not pass); ``--max-concurrency`` only for another
+    ``--concurrency``, ``--no-report`` only when the bench is asked for it."""
     return [str(Path(sys.executable).parent / "vlmcheck"), "describe", "--vlm", f"openai:fake@{base_url}",
-            "--data", str(manifest), "--out", str(out), "--max-concurrency", str(conc), "--no-progress",
+            "--data", str(manifest), "--out", str(out),
+            *([] if conc == default_concurrency() else ["--max-concurrency", str(conc)]),
             *([] if report else ["--no-report"])]
 
 
@@ -236,7 +247,9 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--format", choices=["png", "jpg"], default="png", help="the photos' file format")
-    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--concurrency", type=int, default=None,
+                    help="requests in flight for every contender (default: vlmcheck's own default, so that its "
+                         "command is the one a user types)")
     ap.add_argument("--latency", type=float, nargs="+", default=[0.05, 0.5])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="N = 500, latency 50 ms only, 2 rounds: about a minute")
@@ -257,9 +270,11 @@ def main() -> int:
     args = ap.parse_args()
     if args.quick:
         args.n, args.latency, args.rounds = min(args.n, 500), [0.05], 2
-    if args.worker:
+    if args.worker:  # the parent passes --concurrency: a contender's process never imports vlmcheck for it
         worker_main(args)
         return 0
+    if args.concurrency is None:
+        args.concurrency = default_concurrency()
 
     peers = [name for name in PEER_VENVS if args.peers]
     missing = [str(PEER_VENVS[n]) for n in peers if not (PEER_VENVS[n] / "bin" / "python").exists()]
@@ -369,7 +384,9 @@ def _bench(args, tmp: Path, folder: Path, env: dict, env_before: dict, names: li
             goals.append(("API-phase efficiency / bare aiohttp's", raw["api_phase"] / vc["api_phase"], ">=", 0.9))
         if latency >= 0.5:
             goals.append(("API-phase efficiency (of ideal)", ideal / vc["api_phase"], ">=", 0.95))
-        print(f"vlmcheck ran {'with --no-report' if args.no_report else 'as by default, its report written'}")
+        flags = " ".join(_vlmcheck_command("URL", Path("M"), Path("O"), args.concurrency, not args.no_report)[8:])
+        print(f"vlmcheck ran as `vlmcheck describe --vlm ... --data ... --out ...{' ' + flags if flags else ''}`"
+              f"{'' if flags else ' (the default command: its report written, ' + str(args.concurrency) + ' in flight)'}")
         for what, ratio, op, limit in goals:
             met = ratio <= limit if op == "<=" else ratio >= limit
             print(f"goal: {what} {ratio:.2f} ({op} {limit}): {'met' if met else 'NOT met'}")

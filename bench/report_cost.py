@@ -14,7 +14,7 @@ The photos: up to 1,000 distinct crops of scikit-image's bundled photographs (be
 index, so every file has its own bytes (its own cache key: no request is served from the cache) without
 encoding 100,000 PNGs.
 
-    python bench/report_cost.py [--n 1000] [--size 256] [--rounds 3] [--latency 0.05] [--concurrency 64]
+    python bench/report_cost.py [--n 1000] [--size 256] [--rounds 3] [--latency 0.05] [--concurrency N]
 """
 
 from __future__ import annotations
@@ -86,9 +86,15 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--latency", type=float, default=0.05)
-    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--concurrency", type=int, default=None,
+                    help="requests in flight (default: vlmcheck's own default, passed as no flag: the command a "
+                         "user types)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (its path is printed)")
     args = ap.parse_args()
+    from vlmcheck.run.options import RUN_OPTIONS
+
+    default = next(o.default for o in RUN_OPTIONS if o.name == "max_concurrency")
+    args.concurrency = args.concurrency or default
     tmp = Path(tempfile.mkdtemp(prefix="vlmcheck-report-cost-"))
     manifest, image_bytes = make_photos(tmp, args.n, args.size)
     server = subprocess.Popen([sys.executable, "-m", "vlmcheck.testing.fake_openai", "--port", "0", "--latency",
@@ -99,7 +105,8 @@ def main() -> int:
 
         def command(out: Path, *extra: str) -> list[str]:
             return [*vlmcheck, "describe", "--vlm", f"openai:fake@{base_url}", "--data", str(manifest),
-                    "--out", str(out), "--max-concurrency", str(args.concurrency), "--no-progress", *extra]
+                    "--out", str(out), *([] if args.concurrency == default else
+                                         ["--max-concurrency", str(args.concurrency)]), *extra]
 
         runs: dict[str, list[dict]] = {"default": [], "--no-report": []}
         last = None

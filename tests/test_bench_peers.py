@@ -82,3 +82,17 @@ def test_peer_that_calls_and_writes_results_is_measured(bench, tmp_path):
     row = bench.measure_run("lmms-eval", cmd, log, 0.05, None, 10, out)
     assert row["requests"] == 10
     assert row["api_phase"] == pytest.approx(9 + 0.05)  # first call at t=0, last at t=9, plus the latency
+
+
+def test_vlmcheck_contender_is_the_default_command(bench, tmp_path):
+    # issue 51: the figures are those of the command a user types; no flag the user does not pass
+    from vlmcheck.run.runner import RunOptions
+
+    default = RunOptions().max_concurrency
+    assert bench.default_concurrency() == default
+    cmd = bench._vlmcheck_command("http://127.0.0.1:1/v1", tmp_path / "m.jsonl", tmp_path / "out", default, True)
+    assert cmd[1:] == ["describe", "--vlm", "openai:fake@http://127.0.0.1:1/v1", "--data", str(tmp_path / "m.jsonl"),
+                       "--out", str(tmp_path / "out")]
+    other = bench._vlmcheck_command("http://127.0.0.1:1/v1", tmp_path / "m.jsonl", tmp_path / "out", default * 4,
+                                    False)
+    assert other[-3:] == ["--max-concurrency", str(default * 4), "--no-report"]
