@@ -135,7 +135,7 @@ def main() -> int:
                               str(args.max_tokens)], env)
             return ([sys.executable, "-c", cli, "describe", "--vlm",
                      f"hf:{model}?device=cpu&batch_size={args.batch_size}", "--data", str(manifest), "--out",
-                     str(out), "--max-tokens", str(args.max_tokens), "--no-progress"],
+                     str(out), "--max-tokens", str(args.max_tokens)],  # progress lines on, as by default
                     dict(env, PYTHONPATH=src[name]))
 
         names = ["bare loop", *src]
