@@ -134,8 +134,12 @@ def _vlmcheck_command(base_url: str, manifest: Path, out: Path, conc: int, repor
     report included; no figure depends on a flag the user does not pass); ``--max-concurrency`` only for another
     ``--concurrency``, ``--no-report`` only when the bench is asked for it."""
     return [str(Path(sys.executable).parent / "vlmcheck"), "describe", "--vlm", f"openai:fake@{base_url}",
-            "--data", str(manifest), "--out", str(out),
-            *([] if conc == default_concurrency() else ["--max-concurrency", str(conc)]),
+            "--data", str(manifest), "--out", str(out), *vlmcheck_flags(conc, report)]
+
+
+def vlmcheck_flags(conc: int, report: bool) -> list[str]:
+    """The flags beyond the model, the data and the output folder: none for the default command."""
+    return [*([] if conc == default_concurrency() else ["--max-concurrency", str(conc)]),
             *([] if report else ["--no-report"])]
 
 
@@ -384,7 +388,7 @@ def _bench(args, tmp: Path, folder: Path, env: dict, env_before: dict, names: li
             goals.append(("API-phase efficiency / bare aiohttp's", raw["api_phase"] / vc["api_phase"], ">=", 0.9))
         if latency >= 0.5:
             goals.append(("API-phase efficiency (of ideal)", ideal / vc["api_phase"], ">=", 0.95))
-        flags = " ".join(_vlmcheck_command("URL", Path("M"), Path("O"), args.concurrency, not args.no_report)[8:])
+        flags = " ".join(vlmcheck_flags(args.concurrency, not args.no_report))
         print(f"vlmcheck ran as `vlmcheck describe --vlm ... --data ... --out ...{' ' + flags if flags else ''}`"
               f"{'' if flags else ' (the default command: its report written, ' + str(args.concurrency) + ' in flight)'}")
         for what, ratio, op, limit in goals:

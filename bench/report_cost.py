@@ -91,10 +91,9 @@ def main() -> int:
                          "user types)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (its path is printed)")
     args = ap.parse_args()
-    from vlmcheck.run.options import RUN_OPTIONS
+    from api_throughput import default_concurrency, vlmcheck_flags  # bench/ is this script's folder
 
-    default = next(o.default for o in RUN_OPTIONS if o.name == "max_concurrency")
-    args.concurrency = args.concurrency or default
+    args.concurrency = args.concurrency or default_concurrency()
     tmp = Path(tempfile.mkdtemp(prefix="vlmcheck-report-cost-"))
     manifest, image_bytes = make_photos(tmp, args.n, args.size)
     server = subprocess.Popen([sys.executable, "-m", "vlmcheck.testing.fake_openai", "--port", "0", "--latency",
@@ -105,8 +104,7 @@ def main() -> int:
 
         def command(out: Path, *extra: str) -> list[str]:
             return [*vlmcheck, "describe", "--vlm", f"openai:fake@{base_url}", "--data", str(manifest),
-                    "--out", str(out), *([] if args.concurrency == default else
-                                         ["--max-concurrency", str(args.concurrency)]), *extra]
+                    "--out", str(out), *vlmcheck_flags(args.concurrency, report=True), *extra]
 
         runs: dict[str, list[dict]] = {"default": [], "--no-report": []}
         last = None
