@@ -1,6 +1,7 @@
 """Issue 49 items 5 and 6: --dry-run is the real command without calls (the same refusals, nothing written in the
 run folder, no copy of the store, the user's folder named); a run's data pinned by its content, so a resume from
-anywhere reads the same data or refuses, and the same data by another path resumes."""
+anywhere reads the same data or refuses, and the same data by another path resumes.  Also: the commit a run
+records is vlmcheck's own checkout's, never that of a repository an installed copy sits in."""
 
 from __future__ import annotations
 
@@ -139,3 +140,59 @@ def test_the_same_data_by_another_path_resumes(done_run, tmp_path, monkeypatch):
     link.symlink_to(data)
     _forget(run, 1)
     assert run_task(_task(link), run, RunOptions(**OPTS, resume=True)).results["counts"]["done"] == 4
+
+
+def _repo(root: Path) -> str:
+    """A git repository at ``root`` with one commit; its HEAD."""
+    import subprocess
+
+    run = lambda *a: subprocess.run(["git", "-C", str(root), *a], check=True, capture_output=True, text=True)  # noqa: E731
+    root.mkdir(parents=True, exist_ok=True)
+    run("init", "-q")
+    run("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "first")
+    return run("rev-parse", "HEAD").stdout.strip()
+
+
+def test_the_recorded_commit_is_vlmchecks_own_never_the_users_repository(tmp_path, monkeypatch):
+    """results.json's ``git_commit``: a checkout's HEAD (a clone, an editable install); an installed copy in a
+    project's .venv, inside the user's repository, once recorded that repository's HEAD as vlmcheck's commit."""
+    import subprocess
+
+    from vlmcheck.run import runner
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    head = _repo(tmp_path / "vlmcheck-clone")
+    checkout = tmp_path / "vlmcheck-clone" / "src" / "vlmcheck" / "run"
+    checkout.mkdir(parents=True)
+    assert runner.git_commit(checkout) == head
+
+    users = _repo(tmp_path / "project")
+    for packages in ("site-packages", "dist-packages"):
+        installed = tmp_path / "project" / ".venv" / "lib" / "python3.11" / packages / "vlmcheck" / "run"
+        installed.mkdir(parents=True)
+        assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=installed, capture_output=True,
+                              text=True).stdout.strip() == users  # what git alone would have said
+        calls = []
+        monkeypatch.setattr(runner.subprocess, "run", lambda *a, **k: calls.append(a))
+        assert runner.git_commit(installed) is None
+        assert calls == []  # decided without running git
+        monkeypatch.undo()
+
+    outside = tmp_path / "elsewhere" / "vlmcheck" / "run"  # no repository at all
+    outside.mkdir(parents=True)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    assert runner.git_commit(outside) is None
+
+
+def test_the_report_shows_a_commit_only_where_one_was_recorded(tmp_path, monkeypatch):
+    from vlmcheck.run import runner
+
+    data = distinct_images(tmp_path / "imgs", 2)
+    for name, commit in (("installed", None), ("checkout", "0123abcd" * 5)):
+        monkeypatch.setattr(runner, "git_commit", lambda commit=commit: commit)
+        run_task(_task(data), tmp_path / name, RunOptions(progress=False))
+        assert json.loads((tmp_path / name / "results.json").read_text())["spec"]["git_commit"] == commit
+        page = (tmp_path / name / "report.html").read_text()
+        assert ("git commit" in page) == (commit is not None)
+        assert "None" not in page.split("Run spec")[1].split("</table>")[0]

@@ -130,8 +130,13 @@ def in_shard(sample_id: str, shard: tuple[int, int] | None) -> bool:
     return int(digest[:16], 16) % shard[1] == shard[0]
 
 
-def git_commit() -> str | None:
-    here = Path(__file__).resolve().parent
+def git_commit(here: Path | None = None) -> str | None:
+    """The commit of the vlmcheck checkout this code runs from (a clone, an editable install), recorded in the run
+    spec; None for an installed copy (under ``site-packages``), without asking git: the repository such a copy
+    sits in is the user's (a project's ``.venv``), and its HEAD says nothing of vlmcheck's code."""
+    here = here or Path(__file__).resolve().parent
+    if any(part in ("site-packages", "dist-packages") for part in here.parts):
+        return None
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
