@@ -530,3 +530,30 @@ def test_each_method_has_its_own_tidy_samples_table_and_cast_verdicts_are_rows(t
     assert sorted(mine["verdict"].dropna().tolist()) == sorted(x for x in by_hand if x is not None)
     out = vlmcheck.export_runs(runs, tmp_path / "tables", "parquet")
     assert tmp_path / "tables" / "cast-verdicts.parquet" in out
+
+
+def test_a_mistyped_data_path_is_called_missing(tmp_path):
+    """A data path that does not exist says so, whatever the command: a missing manifest, folder or TSV said
+    "expected an image folder or a .jsonl manifest" (a .jsonl it was), and a recipe's missing data
+    "[Errno 2] No such file or directory: '...'"."""
+    (tmp_path / "dangling.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    folder = _images(tmp_path / "imgs", 1).parent
+    out = tmp_path / "out"
+    describe = ("describe", "--vlm", "ref:photo", "--no-progress", "--out")
+    cases = [
+        ((*describe, out / "a", "--data", tmp_path / "nope.jsonl"),
+         f"{tmp_path / 'nope.jsonl'}: no such file or folder"),
+        ((*describe, out / "b", "--data", tmp_path / "nope"), f"{tmp_path / 'nope'}: no such file or folder"),
+        (("data", "inspect", tmp_path / "nope.tsv"), f"{tmp_path / 'nope.tsv'}: no such file or folder"),
+        ((*describe, out / "c", "--data", tmp_path / "dangling.jsonl"),
+         f"{tmp_path / 'dangling.jsonl'}: a symbolic link to {tmp_path / 'nowhere.jsonl'}, which does not exist"),
+        (("chef", "run", "--recipe", "hallucination", "--vlm", "ref:describer", "--no-progress", "--out", out / "d",
+          "--data", tmp_path / "nope-cases.jsonl"), f"{tmp_path / 'nope-cases.jsonl'}: no such file or directory"),
+        # a file that is there but of no kind the reader knows keeps its own sentence
+        ((*describe, out / "e", "--data", folder / "0.png"), f"{folder / '0.png'}: expected an image folder or a "
+                                                              ".jsonl manifest"),
+    ]
+    for args, said in cases:
+        proc = _cli(*args)
+        assert proc.returncode == 2, (args, proc.stderr[-800:])
+        assert _last_error(proc) == f"error: {said}", args

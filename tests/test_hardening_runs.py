@@ -146,7 +146,9 @@ def _repo(root: Path) -> str:
     """A git repository at ``root`` with one commit; its HEAD."""
     import subprocess
 
-    run = lambda *a: subprocess.run(["git", "-C", str(root), *a], check=True, capture_output=True, text=True)  # noqa: E731
+    def run(*a):
+        return subprocess.run(["git", "-C", str(root), *a], check=True, capture_output=True, text=True)
+
     root.mkdir(parents=True, exist_ok=True)
     run("init", "-q")
     run("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "first")

@@ -224,6 +224,8 @@ def one_line(exc: BaseException) -> str:
         parts = [f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors()[:3]]
         more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
         return f"invalid {exc.title}: " + "; ".join(parts) + more
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:  # not "[Errno 2] No such ...: 'x'"
+        return f"{exc.filename}: {exc.strerror[:1].lower()}{exc.strerror[1:]}"
     return " ".join(str(exc).split())
 
 

@@ -22,6 +22,7 @@ crash at start-up.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,10 @@ def load_image_dataset(source: str | Path) -> list[ImageItem]:
         return items
     if src.is_file() and src.suffix.lower() in (".jsonl", ".ndjson"):
         return _load_jsonl(src)
+    if not src.exists():  # a mistyped path is missing, not of the wrong kind
+        if src.is_symlink():
+            raise DatasetError(f"{src}: a symbolic link to {os.readlink(src)}, which does not exist")
+        raise DatasetError(f"{src}: no such file or folder")
     raise DatasetError(f"{src}: expected an image folder or a .jsonl manifest")
 
 
