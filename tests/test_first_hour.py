@@ -557,3 +557,19 @@ def test_a_mistyped_data_path_is_called_missing(tmp_path):
         proc = _cli(*args)
         assert proc.returncode == 2, (args, proc.stderr[-800:])
         assert _last_error(proc) == f"error: {said}", args
+
+
+def test_a_mistyped_run_folder_is_called_missing_and_nothing_is_made(tmp_path):
+    """A run folder that does not exist is named missing by every command that reads one, and no folder is made:
+    `resume` and `retry-failed` made the mistyped folder (empty) before refusing it, `export` and `vhx dataset`
+    their output folder, and most said "not a (finished) run folder"."""
+    gone = tmp_path / "run-typo"
+    out = tmp_path / "out"
+    commands = [("report", gone, "-o", out / "r.html"), ("export", gone, "--out", out), ("compare", gone, gone),
+                ("resume", gone), ("retry-failed", gone), ("merge", out, gone), ("vhx", "export", gone, "--out", out),
+                ("vhx", "dataset", gone, "--out", out, "--k", "0")]
+    for args in commands:
+        proc = _cli(*args)
+        assert proc.returncode == 2, (args, proc.stderr[-800:])
+        assert _last_error(proc) == f"error: {gone}: no such folder", args
+        assert not gone.exists() and not out.exists(), args

@@ -262,8 +262,10 @@ def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parq
     if fmt not in ("parquet", "csv", "jsonl"):
         raise InputFileError(f"unknown format {fmt!r}: use parquet, csv or jsonl")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     folders = [Path(f) for f in folders]
+    for f in folders:  # every run checked before the output folder is made: a mistyped run leaves nothing behind
+        _run_info(f)
+    out.mkdir(parents=True, exist_ok=True)
     written = []
     for f, name in zip(folders, table_names(folders)):
         written.append(_write_rows(lambda f=f: iter_sample_rows(f), out / f"{name}.{fmt}", fmt))

@@ -125,9 +125,14 @@ def report(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Run fo
                                      help="The page's title and first heading"),
            gallery: Optional[Path] = typer.Option(None, "--gallery", metavar="IMAGE",
                                                   help="Add a corruption gallery of this image")) -> None:
-    """One static HTML report for any run or set of runs (thumbnails in <output>_files/)."""
+    """One static HTML report for any run or set of runs (images linked where they are; a large run's rows in
+    <output>_files/)."""
     from ..report.html import build_report
 
+    absent = [r for r in runs if not r.exists()]
+    if absent:  # a mistyped folder is missing, not unfinished
+        C.fail(f"{absent[0]}: no such folder" if len(absent) == 1 else
+               f"no such folders: {', '.join(map(str, absent))}")
     missing = [r for r in runs if not (r / "results.json").exists()]
     if missing:
         C.fail(f"not finished run folders (no results.json): {', '.join(map(str, missing))}")

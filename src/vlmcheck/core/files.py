@@ -476,6 +476,8 @@ def read_results(folder: str | os.PathLike, need_samples: bool = True) -> dict[s
     there): one sentence for a folder that is not a finished run or a file that is not vlmcheck's."""
     folder = Path(folder)
     results = folder / "results.json"
+    if not folder.exists():  # mistyped: missing, not unfinished
+        raise InputFileError(f"{folder}: no such folder")
     if not results.is_file() or (need_samples and not (folder / "samples.jsonl").is_file()):
         what = "results.json and samples.jsonl" if need_samples else "results.json"
         raise InputFileError(f"{folder}: not a finished run folder (no {what})")

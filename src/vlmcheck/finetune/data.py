@@ -153,9 +153,9 @@ def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None
     if k and rephraser is None:
         raise InputFileError(f"k={k} rephrasings need a rephraser model (e.g. ref:paraphraser); or pass k=0")
     out = Path(out)
-    (out / "images").mkdir(parents=True, exist_ok=True)
 
-    # 1. every finished case with its source image
+    # 1. every finished case with its source image (read before the output folder is made: a mistyped run
+    # folder leaves nothing behind)
     cases: list[dict[str, Any]] = []
     for run in map(Path, runs):
         results, records = _vhx_records(run)
@@ -168,6 +168,7 @@ def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None
                           "dataset": _dataset_name(results, r.get("meta") or {})})
     if not cases:
         raise InputFileError("the runs have no finished cases")
+    (out / "images").mkdir(parents=True, exist_ok=True)
     train_imgs, held_imgs = split_images([c["digest"] for c in cases], train_fraction, seed)
     train_set = set(train_imgs)
 

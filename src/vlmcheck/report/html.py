@@ -1,9 +1,10 @@
 """One static HTML report for any run or set of runs.
 
-The page is self-contained: no network assets; figures are inline SVG
-(matplotlib); image thumbnails go to a folder beside the page
-(``<name>_files/``).  Per-sample data is embedded as JSON and rendered in
-pages of 50 rows by a small inline script, so a 2,000-sample run stays fast.
+The page needs no network: figures are inline SVG (matplotlib); images are
+linked where they are, never copied (``report/thumbs.py``).  Per-sample data
+is embedded as JSON and rendered in pages of 50 rows by a small inline script,
+so a 2,000-sample run stays fast; a larger run's rows go to files beside the
+page (``<name>_files/``, ``report/pages.py``).
 
 Safety: every model-produced or dataset-provided string reaches the page
 either through Jinja2 autoescaping or through ``textContent`` in the script;

@@ -52,7 +52,8 @@ def merge_runs(shards: list[str | Path], out: str | Path, overwrite: bool = Fals
     specs = []
     for folder in shards:
         if not (folder / DB_NAME).is_file():
-            raise InputFileError(f"{folder}: not a run folder (no {DB_NAME})")
+            raise InputFileError(f"{folder}: no such folder" if not folder.exists() else
+                                 f"{folder}: not a run folder (no {DB_NAME})")
         with RunStore(folder, existing=True, read_only=True) as store:
             specs.append((folder, store.get_meta("spec"), store.get_meta("key_version") or 1))
     first_folder, first, key_version = specs[0]

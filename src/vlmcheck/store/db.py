@@ -158,7 +158,7 @@ class RunStore(GroupCommit):
         existing = existing or read_only
         self._lock = threading.RLock()
         self._damaged_keys: set[str] = set()
-        if not read_only:
+        if not read_only and not existing:  # a store that must exist: a mistyped folder is not made
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -205,6 +205,8 @@ class RunStore(GroupCommit):
                 head = fh.read(len(_SQLITE_HEADER))
         except FileNotFoundError:
             if existing:
+                if not self.folder.exists():  # mistyped: missing, not some other folder
+                    raise StoreError(f"{self.folder}: no such folder") from None
                 raise StoreError(f"{self.folder} is not a run folder (no {DB_NAME})") from None
             return
         except OSError as exc:
