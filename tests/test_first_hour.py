@@ -573,3 +573,36 @@ def test_a_mistyped_run_folder_is_called_missing_and_nothing_is_made(tmp_path):
         assert proc.returncode == 2, (args, proc.stderr[-800:])
         assert _last_error(proc) == f"error: {gone}: no such folder", args
         assert not gone.exists() and not out.exists(), args
+
+
+def test_ctrl_c_says_what_is_kept_and_how_to_go_on(tmp_path):
+    """Ctrl-C during a run: exit 130 and one sentence naming the command that goes on (typer made it a silent
+    exit 130 after the last progress line); that command then finishes the run."""
+    import signal
+    import time
+
+    from conftest import FakeServer, distinct_images
+
+    server = FakeServer(1.0, tmp_path)
+    try:
+        data = distinct_images(tmp_path / "imgs", 48)
+        out = tmp_path / "run"
+        args = ["describe", "--vlm", f"openai:m@{server.base_url}", "--data", data, "--out", out]
+        proc = subprocess.Popen([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "500"})
+        deadline = time.monotonic() + 120
+        while not any(r.get("path", "").endswith("/chat/completions") for r in server.requests()):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        time.sleep(1.5)  # the first answers (1 s each) are in; the rest of the 48 are not
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err[-1500:]
+        assert _last_error(subprocess.CompletedProcess(args, 130, "", err)) == (
+            f"error: interrupted; the samples that finished are kept: `vlmcheck resume {out}` goes on from there")
+        again = _cli("resume", out)
+        assert again.returncode == 0, again.stderr[-1500:]
+        counts = json.loads((out / "results.json").read_text())["counts"]
+        assert counts["done"] == 48 and counts["failed"] == 0
+    finally:
+        server.stop()

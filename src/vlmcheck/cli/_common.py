@@ -206,6 +206,20 @@ def user_errors(*kinds: type[BaseException]):
         fail(one_line(exc))
 
 
+@contextlib.contextmanager
+def interrupted(again: str, *args: Any):
+    """Ctrl-C during a run: one sentence that says what is kept and the command that goes on (``vlmcheck again
+    args...``), exit 130 (typer made the interrupt a silent exit 130: the last progress line, then nothing)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        import shlex
+
+        command = " ".join(["vlmcheck", again, *(shlex.quote(str(a)) for a in args)])
+        say_error(f"interrupted; the samples that finished are kept: `{command}` goes on from there")
+        raise typer.Exit(130) from None
+
+
 def say_error(message: str) -> None:
     """One sentence on one line (never read as rich markup: messages hold '[Errno 2]', '[REDACTED]')."""
     terminal.say(message, "error:", "red")
@@ -243,10 +257,12 @@ def refusals() -> tuple[type[BaseException], ...]:
     return runner.RunFolderExists, StoreError, SpecError, ExecutorError
 
 
-def execute(task, out: Path, opts: "runner.RunOptions | RunArgs", run=None) -> dict[str, Any] | None:
+def execute(task, out: Path, opts: "runner.RunOptions | RunArgs", run=None,
+            again: tuple[str, ...] = ()) -> dict[str, Any] | None:
     """Run ``task`` into ``out`` (and write its report) and print one line of counts.  Given the command's
     :class:`RunArgs` with ``--dry-run``: estimate the run instead (kept for the command to print) and return
-    None; with ``--max-cost``: exit 1 with one sentence when the budget stopped the run."""
+    None; with ``--max-cost``: exit 1 with one sentence when the budget stopped the run.  Interrupted (Ctrl-C):
+    one sentence naming the command that goes on, ``again`` (a sweep's), else ``vlmcheck resume OUT``."""
     run = run or api.run_task
     args = opts if isinstance(opts, RunArgs) else None
     opts = args.options() if args is not None else opts
@@ -260,7 +276,8 @@ def execute(task, out: Path, opts: "runner.RunOptions | RunArgs", run=None) -> d
         return None
     freeze("run")
     try:
-        result = run(task, out, opts)
+        with interrupted(*(again or ("resume", out))):
+            result = run(task, out, opts)
     except refusals() as exc:
         fail(one_line(exc))
     terminal.run_done(out, result.results)

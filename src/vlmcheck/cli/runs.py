@@ -57,7 +57,7 @@ def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
 
     def execute(task, folder, opts):
         with C.user_errors(FileNotFoundError):
-            return C.execute(task, folder, opts)
+            return C.execute(task, folder, opts, again=("run", config))  # the sweep resumes each of its runs
 
     with C.user_errors(FileNotFoundError):
         quiet = terminal.tables.quiet
@@ -98,7 +98,8 @@ def retry_failed_cmd(run_folder: Path = typer.Argument(..., metavar="RUN", help=
     task, spec = C.task_of(run_folder)
     opts = run.options(**_recorded(spec))
     try:
-        result = api.retry_failed(task, run_folder, opts)
+        with C.interrupted("retry-failed", run_folder):
+            result = api.retry_failed(task, run_folder, opts)
     except C.refusals() as exc:
         C.fail(C.one_line(exc))
     counts = result.results["counts"]
