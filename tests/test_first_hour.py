@@ -606,3 +606,14 @@ def test_ctrl_c_says_what_is_kept_and_how_to_go_on(tmp_path):
         assert counts["done"] == 48 and counts["failed"] == 0
     finally:
         server.stop()
+
+
+def test_describe_prints_its_headline_on_stdout(tmp_path):
+    """Like every method command (and `resume`), `describe` prints its result on stdout, nothing else there; it
+    printed nothing but the `done` line on stderr."""
+    data = _images(tmp_path / "imgs", 3)
+    proc = _cli("describe", "--vlm", "ref:photo", "--data", data, "--out", tmp_path / "run")
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    h = json.loads((tmp_path / "run" / "results.json").read_text())["metrics"]["headline"]
+    assert proc.stdout == f"ref:photo: {h['name']} = {h['value']:.4f} [{h['ci95'][0]:.4f}, {h['ci95'][1]:.4f}]\n"
+    assert "done 3/3 samples" in proc.stderr

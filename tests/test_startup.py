@@ -264,3 +264,28 @@ print(sum(1 for o in gc.get_objects() if type(o).__name__ == "Cycle"))
         assert after_start == run == [want, *start[1:]]
         if want:
             assert int(lines[1]) == 0  # the cycle was collected without a gc.collect()
+
+
+def test_a_results_line_to_a_pipe_is_what_rich_writes_there_without_loading_rich(monkeypatch):
+    # a run's headline on stdout (describe, resume): to a file or a pipe, the very line a rich Console writes
+    # there, markup and emoji codes taken literally, one line however long, and no rich Console made
+    import io
+
+    from rich.console import Console
+
+    from vlmcheck.methods.view_lines import headline_lines
+    from vlmcheck.report import terminal
+
+    for k in ("TTY_COMPATIBLE", "FORCE_COLOR", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(k, raising=False)
+    model = "openai:a:smile:b@http://h:1/v1?x=[bold]y" + "/long" * 30
+    lines = headline_lines(model, {"headline": {"name": "share answered", "value": 0.5, "ci95": [0.25, 0.75]}})
+    ours, theirs = io.StringIO(), io.StringIO()
+    monkeypatch.setattr("sys.stdout", ours)
+    con = terminal._Console(stderr=False)
+    monkeypatch.setattr(terminal, "tables", con)
+    terminal.show(lines)
+    assert con._made is None
+    monkeypatch.setattr(terminal, "tables", Console(file=theirs, width=80))
+    terminal.show(lines)
+    assert ours.getvalue() == theirs.getvalue() == f"{model}: share answered = 0.5000 [0.2500, 0.7500]\n"

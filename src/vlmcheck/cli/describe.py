@@ -8,6 +8,9 @@ import typer
 
 from ..core.spec import load_model
 from . import _common as C
+from ._lazy import lazy_module
+
+terminal = lazy_module("vlmcheck.report.terminal")
 
 
 def register(app: typer.Typer) -> None:
@@ -40,4 +43,5 @@ def describe(
     results = C.execute(task, out, run)
     if results is None:  # --dry-run: the estimate is printed by run_command
         return
+    terminal.results(results)  # its headline on stdout, as every method command prints its results
     C.check_failures([results], run.max_failures)

@@ -15,7 +15,7 @@ def headline_lines(model: str, m: dict[str, Any]) -> list[Line]:
         return [Line(f"{model}: no headline (no finished sample)", highlight=False)]
     ci = h.get("ci95")
     ci_s = f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci and None not in ci else ""
-    return [Line(f"{model}: {h.get('name')} = {h['value']:.4f}{ci_s}", highlight=False, markup=False)]
+    return [Line(f"{model}: {h.get('name')} = {h['value']:.4f}{ci_s}", highlight=False, markup=False, soft_wrap=True)]
 
 
 def genception(model: str, m: dict[str, Any]) -> list[Line]:

@@ -241,6 +241,11 @@ def show(lines: list[Any]) -> None:
         if isinstance(ln.text, tuple):
             tables.print(table(*ln.text))
             continue
+        con = console if ln.err else tables
+        if ln.markup is False and ln.soft_wrap and not ln.kind and not ln.highlight and _plain(con):
+            if not con.quiet:  # one literal line to a file or a pipe: what rich writes there, without loading rich
+                con.file.write(f"{ln.text}\n")
+            continue
         if ln.kind:
             from rich.markup import escape
 
@@ -249,7 +254,9 @@ def show(lines: list[Any]) -> None:
             text = ln.text
         kw = {k: v for k, v in (("highlight", ln.highlight), ("markup", ln.markup), ("soft_wrap", ln.soft_wrap))
               if v is not None}
-        (console if ln.err else tables).print(text, **kw)
+        if ln.markup is False:  # taken literally: no emoji codes either
+            kw["emoji"] = False
+        con.print(text, **kw)
 
 
 def genception(model: str, m: dict[str, Any]) -> None:
