@@ -617,3 +617,15 @@ def test_describe_prints_its_headline_on_stdout(tmp_path):
     h = json.loads((tmp_path / "run" / "results.json").read_text())["metrics"]["headline"]
     assert proc.stdout == f"ref:photo: {h['name']} = {h['value']:.4f} [{h['ci95'][0]:.4f}, {h['ci95'][1]:.4f}]\n"
     assert "done 3/3 samples" in proc.stderr
+
+
+def test_an_os_error_is_one_sentence_naming_its_files():
+    import errno
+
+    from vlmcheck.cli._common import one_line
+
+    assert one_line(FileNotFoundError(errno.ENOENT, "No such file or directory", "a b.jsonl")) == \
+        "a b.jsonl: no such file or directory"
+    assert one_line(OSError(errno.EXDEV, "Invalid cross-device link", "a", None, "b")) == \
+        "a -> b: invalid cross-device link"
+    assert one_line(OSError("no errno, no file")) == "no errno, no file"  # as it was

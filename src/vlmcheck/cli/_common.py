@@ -239,7 +239,8 @@ def one_line(exc: BaseException) -> str:
         more = f" (and {exc.error_count() - 3} more)" if exc.error_count() > 3 else ""
         return f"invalid {exc.title}: " + "; ".join(parts) + more
     if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:  # not "[Errno 2] No such ...: 'x'"
-        return f"{exc.filename}: {exc.strerror[:1].lower()}{exc.strerror[1:]}"
+        where = f"{exc.filename} -> {exc.filename2}" if exc.filename2 is not None else f"{exc.filename}"
+        return f"{where}: {exc.strerror[:1].lower()}{exc.strerror[1:]}"
     return " ".join(str(exc).split())
 
 
