@@ -590,8 +590,11 @@ def test_ctrl_c_says_what_is_kept_and_how_to_go_on(tmp_path):
         # 2 in flight, 1 s each: the run takes ~24 s, so the interrupt finds it running on a loaded machine too
         args = ["describe", "--vlm", f"openai:m@{server.base_url}", "--data", data, "--out", out,
                 "--max-concurrency", "2"]
+        # as in a terminal: Ctrl-C's signal at its default, even where the tests themselves run with it ignored (a
+        # job started in the background by a non-interactive shell, as CI may be: Python then keeps it ignored)
         proc = subprocess.Popen([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "500"})
+                                stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "500"},
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 120
         while not any(r.get("path", "").endswith("/chat/completions") for r in server.requests()):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
