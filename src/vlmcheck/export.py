@@ -263,15 +263,14 @@ def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parq
         raise InputFileError(f"unknown format {fmt!r}: use parquet, csv or jsonl")
     out = Path(out)
     folders = [Path(f) for f in folders]
-    for f in folders:  # every run checked before the output folder is made: a mistyped run leaves nothing behind
-        _run_info(f)
-    out.mkdir(parents=True, exist_ok=True)
+    infos = [_run_info(f) for f in folders]  # every run read before the output folder is made: a mistyped run
+    out.mkdir(parents=True, exist_ok=True)   # leaves nothing behind
     written = []
-    for f, name in zip(folders, table_names(folders)):
+    for f, info, name in zip(folders, infos, table_names(folders)):
         written.append(_write_rows(lambda f=f: iter_sample_rows(f), out / f"{name}.{fmt}", fmt))
-        for suffix, extra_rows in view_for(_run_info(f).get("task")).tables.items():  # CAST's verdicts, ...
+        for suffix, extra_rows in view_for(info.get("task")).tables.items():  # CAST's verdicts, ...
             written.append(_write_rows(lambda f=f, rows=extra_rows: rows(f), out / f"{name}-{suffix}.{fmt}", fmt))
-    metrics = [row for f in folders for row in metric_rows(f, _run_info(f))]  # not the samples again
+    metrics = [row for f, info in zip(folders, infos) for row in metric_rows(f, info)]  # not the samples again
     written.append(_write(pd.DataFrame(metrics, columns=METRIC_COLUMNS), out / f"metrics.{fmt}", fmt))
     written.append(_write(pd.DataFrame(run_rows(folders)), out / f"runs.{fmt}", fmt))
     return written
