@@ -166,10 +166,11 @@ def print_results(run: "RunArgs") -> None:
     if not run.json_output or run.dry_run or not run.results:
         return
     from ..core.files import json_text
+    from ..core.printable import json_inert
     from ..core.secrets import redact_obj
 
     done = [{k: v for k, v in r.items() if k != "_folder"} | {"folder": r.get("_folder")} for r in run.results]
-    typer.echo(json_text(redact_obj(done[0] if len(done) == 1 else done), indent=2))
+    typer.echo(json_inert(json_text(redact_obj(done[0] if len(done) == 1 else done), indent=2)))
     run.results = []
 
 
