@@ -199,3 +199,28 @@ def test_an_anthropic_message_batch_with_broken_usage_is_priced_at_the_estimate(
         assert usage["input_tokens"] > 3 * 3 and usage["output_tokens"] == 3 * 8 and usage["cost_usd"] > 0
     finally:
         server.stop()
+
+
+def test_the_cap_holds_when_the_server_bills_far_more_than_the_estimate(tmp_path):
+    """The server counts 1,000,000 prompt tokens a call ($10 at $10 per million) where the estimate says a few
+    hundred ($0.003).  Before: 16 calls in flight each held at the estimate, $180-200 spent against a $25 cap.  Now
+    the first call goes out alone, every later one is held at the dearest price seen ($10): the cap is passed by at
+    most one call, and the message counts the calls and the complete samples."""
+    from vlmcheck.run.budget import budget_message
+
+    data = distinct_images(tmp_path / "imgs", 40)
+    server = FakeServer(0.0, tmp_path, "--usage", "inflated")
+    try:
+        vlm = f"openai:gpt-4o@{server.base_url}?price_in=10&price_out=0"
+        res = run_task(DescribeTask(DescribeSpec(vlm=vlm, data=str(data), max_tokens=8)), tmp_path / "run",
+                       RunOptions(progress=False, report=False, preflight=False, max_concurrency=16, max_cost=25.0))
+        b = res.results["budget"]
+        assert b["stopped"] and b["spent_usd"] <= 25.0 + 10.0  # at most one call's cost over the cap
+        assert b["dearest_call_usd"] == pytest.approx(10.0)
+        assert len(server.requests()) == b["calls"] <= 3
+        assert res.results["counts"]["done"] == b["done"] == b["calls"]  # every paid answer kept as a sample
+        message = budget_message(b)
+        assert f"on {b['calls']} calls this session" in message and "the dearest $10.0000" in message
+        assert f"{b['done']} of 40 samples complete" in message
+    finally:
+        server.stop()

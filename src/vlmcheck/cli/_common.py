@@ -166,10 +166,11 @@ def print_results(run: "RunArgs") -> None:
     if not run.json_output or run.dry_run or not run.results:
         return
     from ..core.files import json_text
+    from ..core.printable import json_inert
     from ..core.secrets import redact_obj
 
     done = [{k: v for k, v in r.items() if k != "_folder"} | {"folder": r.get("_folder")} for r in run.results]
-    typer.echo(json_text(redact_obj(done[0] if len(done) == 1 else done), indent=2))
+    typer.echo(json_inert(json_text(redact_obj(done[0] if len(done) == 1 else done), indent=2)))
     run.results = []
 
 
@@ -206,18 +207,50 @@ def user_errors(*kinds: type[BaseException]):
         fail(one_line(exc))
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM (SLURM's cancel and time limit, ``kill``) or SIGHUP (the terminal closed) during a run: raised
+    where the run is, as Ctrl-C's KeyboardInterrupt is, so the run ends the same way (the store closed, what
+    finished kept)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+#: the signals that end a run like Ctrl-C, besides SIGINT itself (also where SIGINT is ignored: a background job)
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
 @contextlib.contextmanager
 def interrupted(again: str, *args: Any):
-    """Ctrl-C during a run: one sentence that says what is kept and the command that goes on (``vlmcheck again
-    args...``), exit 130 (typer made the interrupt a silent exit 130: the last progress line, then nothing)."""
+    """Ctrl-C, SIGTERM or SIGHUP during a run: one sentence that says what is kept and the command that goes on
+    (``vlmcheck again args...``), exit 128 + the signal's number (typer made Ctrl-C a silent exit 130: the last
+    progress line, then nothing; SIGTERM ended the run with exit 143 and nothing said)."""
+    import signal
+    import threading
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise Stopped(signum)
+
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():  # signal handlers belong to the main thread
+        for name in STOP_SIGNALS:
+            signum = getattr(signal, name, None)
+            if signum is not None and signal.getsignal(signum) is not signal.SIG_IGN:  # nohup's SIGHUP stays ignored
+                previous[signum] = signal.signal(signum, stop)
     try:
         yield
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         import shlex
 
+        signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
+        what = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
         command = " ".join(["vlmcheck", again, *(shlex.quote(str(a)) for a in args)])
-        say_error(f"interrupted; the samples that finished are kept: `{command}` goes on from there")
-        raise typer.Exit(130) from None
+        say_error(f"{what}; the samples that finished are kept: `{command}` goes on from there")
+        raise typer.Exit(128 + int(signum)) from None
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def say_error(message: str) -> None:

@@ -91,10 +91,17 @@ def inspect(
     with C.user_errors(FileNotFoundError), read_only():
         ds = dataset_for(source)
         info = summary(ds, rows) if ds is not None else _legacy(source)
+    from ..core.printable import inert_obj, json_inert
+
     if as_json:
-        typer.echo(json.dumps(info, ensure_ascii=False, indent=2, default=str))
+        typer.echo(json_inert(json.dumps(info, ensure_ascii=False, indent=2, default=str)))
         return
-    out = C.console.print
+    info = inert_obj(info)  # a dataset's questions, options, ids and categories: no escape sequence reaches the terminal
+    from rich.markup import escape
+
+    def out(text: str, **_: Any) -> None:  # never read as markup: a category '[link=...]' stays text
+        C.console.print(text, highlight=False, markup=False)
+
     out(f"source:   {info['source']}", highlight=False)
     out(f"form:     {info['form']}" + (f" (benchmark {info['benchmark']})" if info["benchmark"] else ""),
         highlight=False)
@@ -114,8 +121,8 @@ def inspect(
            ("rows skipped", info["skipped"]["count"], info["skipped"]["examples"])]
     for label, n, ex in odd:
         if n:
-            out(f"[yellow]odd:[/yellow]      {n} {label}" + (f" (e.g. {', '.join(map(str, ex[:3]))})" if ex else ""),
-                highlight=False)
+            C.console.print("[yellow]odd:[/yellow]      " + escape(
+                f"{n} {label}" + (f" (e.g. {', '.join(map(str, ex[:3]))})" if ex else "")), highlight=False)
     for r in info["rows"]:
         out(f"\n--- {r['id']}  images: {', '.join(r['images']) or '(none)'}", highlight=False)
         if r.get("text"):

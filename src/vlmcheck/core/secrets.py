@@ -174,7 +174,9 @@ class RedactingFilter(logging.Filter):
             msg = record.getMessage()
         except Exception:
             return True
-        record.msg = redact(msg)
+        from .printable import inert
+
+        record.msg = inert(redact(msg))  # a log line holds servers' and datasets' text: no escape sequence of theirs
         record.args = None
         return True
 

@@ -16,6 +16,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from ..core.printable import inert
 from ..methods import view_lines as _lines
 from ..methods.views import view_for
 
@@ -60,7 +61,9 @@ class _Console:
             setattr(self.made(), name, value)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
-        self.made().print(*objects, **kwargs)
+        """Rich's print, every string first made inert (core/printable.py): a line often holds a sample's id, a
+        path or a server's message, and no such text may send the terminal an escape sequence."""
+        self.made().print(*(inert(o) if isinstance(o, str) else o for o in objects), **kwargs)
 
 
 console = _Console(stderr=True)  # progress, notes, warnings, errors
@@ -91,6 +94,7 @@ def say(text: str, label: str = "", colour: str = "", con: Any = None) -> None:
     """A message on one line of stderr (``con``: another console): ``label`` (coloured on a terminal), then
     ``text`` as it is, never read as markup or emoji codes, never wrapped (a log keeps it whole and greppable)."""
     con = console if con is None else con
+    text = inert(text)
     if _plain(con):
         if not con.quiet:
             con.file.write(f"{label} {text}\n" if label else f"{text}\n")
@@ -124,7 +128,8 @@ class _Fitted:
 def table(columns: Sequence[str], rows: Iterable[Sequence[str]], keys: Sequence[str] = (),
           title: str | None = None) -> RenderableType:
     """Rows in which no figure is ever wrapped or cut, laid out when printed (:func:`fit`)."""
-    return _Fitted(list(columns), [list(map(str, r)) for r in rows], list(keys), title)
+    return _Fitted(list(columns), [[inert(str(c)) for c in r] for r in rows], list(keys),
+                   inert(title) if title else title)
 
 
 def fit(columns: Sequence[str], rows: list[list[str]], keys: Sequence[str], title: str | None,

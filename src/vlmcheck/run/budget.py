@@ -1,5 +1,5 @@
-"""``--max-cost USD`` (issue 35, hardened in issue 49): no call goes out and no new sample starts once the cost
-already spent plus what is on its way would pass the cap.
+"""``--max-cost USD``: no call goes out and no new sample starts once the cost already spent plus what is on its
+way would pass the cap.
 
 Spent: every call the run's store holds from earlier sessions plus this session's, priced from the usage the
 providers returned (run/prices.prices_for: a spec's price_in/price_out, else prices.json; batch calls at
@@ -14,6 +14,12 @@ one call is back) is held until the answer comes; a call that would pass the cap
 (:class:`BudgetStop`), its sample is left for a resume, and so is every sample not yet started.  So the first
 wave is priced before it is sent: 18 samples at $200 each never go out under a $1 cap.  Samples also stop
 starting once the spent cost plus the samples in flight at this session's mean cost per sample would pass it.
+
+The estimate can be far below what the server bills (a long system prompt added by a gateway, a provider that
+counts image tokens its own way), so the server's word is what holds the cap: until one answer of the session has
+been priced, calls go out one at a time (:meth:`Budget.acquire`), and every call is then held at the larger of
+its estimate and the dearest call priced so far.  The cap is then passed by at most the one call whose price was
+not yet known (or by what a call costs above the dearest seen before it).
 Models without a known price cost nothing here, and the results say which were not priced.
 
 The cap is recorded in the run's spec: ``vlmcheck resume`` (or ``--resume``) keeps it unless another is given.
@@ -21,6 +27,7 @@ The cap is recorded in the run's spec: ``vlmcheck resume`` (or ``--resume``) kee
 
 from __future__ import annotations
 
+import asyncio
 import math
 import warnings
 from typing import Any
@@ -86,8 +93,13 @@ class Budget:
         self.before = self._cost({m: {**e, "calls": e.get("ok", 0)} for m, e in store.call_stats().items()})
         self.started = self.finished = 0
         self.reserved = 0.0  # estimated cost of the calls on their way
-        self.stopped = False
+        self.stopped = False  # no call goes out any more
+        self.closed = False  # no sample starts any more (the calls of those in flight are still asked for one by one)
         self.usage_estimated = 0  # calls priced at their estimate: the provider's usage was missing or invalid
+        self.in_flight = 0  # calls sent and not yet back
+        self.priced = 0  # calls of this session whose answer came back and was priced
+        self.dearest = 0.0  # the highest price of one call this session (the server's usage, not the estimate)
+        self._wake: asyncio.Event | None = None  # set when a call comes back: the calls held for it go on
 
     @staticmethod
     def _cost(by_model: dict[str, dict[str, Any]]) -> float:
@@ -101,9 +113,28 @@ class Budget:
     def spent(self) -> float:
         return self.before + self._cost(self.counters.by_model)
 
+    async def acquire(self, model_id: str, request: dict[str, Any]) -> float:
+        """:meth:`reserve` for a call about to be sent, after waiting while another call is out and no answer of
+        this session has been priced yet: the first price comes from the server, not from the estimate."""
+        while not self.priced and self.in_flight and not self.stopped:
+            if self._wake is None:
+                self._wake = asyncio.Event()
+            await self._wake.wait()
+        held = self.reserve(model_id, request)
+        self.in_flight += 1
+        return held
+
+    def paid(self, model_id: str, input_tokens: float, output_tokens: float) -> None:
+        """The price of one answer as the server counted its tokens: the floor of every later reservation."""
+        p = prices_for(model_id)
+        cost = cost_of(model_id, _finite(input_tokens), _finite(output_tokens), 1 if p and p.get("image") else 0)
+        self.priced += 1
+        self.dearest = max(self.dearest, cost or 0.0)
+
     def reserve(self, model_id: str, request: dict[str, Any]) -> float:
-        """Hold the estimated cost of one call before it is sent; :class:`BudgetStop` where it would pass the
-        cap.  Give it back with :meth:`release` when the call has ended (its real cost is then in ``spent``)."""
+        """Hold the cost of one call before it is sent, its estimate or the dearest call priced so far, whichever
+        is higher; :class:`BudgetStop` where it would pass the cap.  Give it back with :meth:`release` when the
+        call has ended (its real cost is then in ``spent``)."""
         if self.stopped:
             raise BudgetStop()
         tin, tout = request_tokens(model_id, request)
@@ -112,7 +143,7 @@ class Budget:
             tout = _finite(entry.get("output_tokens")) / entry["calls"]
         p = prices_for(model_id)
         images = 1 if p and p.get("image") else 0
-        cost = cost_of(model_id, tin, tout, images) or 0.0
+        cost = max(cost_of(model_id, tin, tout, images) or 0.0, self.dearest)
         if self.spent() + self.reserved + cost > self.cap:
             self.stopped = True
             raise BudgetStop()
@@ -121,16 +152,20 @@ class Budget:
 
     def release(self, cost: float) -> None:
         self.reserved = max(0.0, self.reserved - cost)
+        self.in_flight = max(0, self.in_flight - 1)
+        if self._wake is not None:
+            self._wake.set()
+            self._wake = None
 
     def may_start(self) -> bool:
         """Whether one more sample may start; once it may not, none will in this session."""
-        if self.stopped:
+        if self.stopped or self.closed:
             return False
         spent_here = self.spent() - self.before
         per_sample = spent_here / self.finished if self.finished else 0.0
         in_flight = self.started - self.finished
         if self.spent() + (in_flight + 1) * per_sample > self.cap:
-            self.stopped = True
+            self.closed = True
             return False
         self.started += 1
         return True
@@ -140,8 +175,11 @@ class Budget:
 
     def summary(self, done: int, total: int) -> dict[str, Any]:
         unpriced = sorted(m for m in self.counters.by_model if prices_for(m) is None)
-        return {"max_cost_usd": self.cap, "spent_usd": round(self.spent(), 6), "stopped": self.stopped,
-                "done": done, "samples": total, "unpriced_models": unpriced,
+        calls = sum(int(e.get("calls", 0) or 0) for e in self.counters.by_model.values())
+        return {"max_cost_usd": self.cap, "spent_usd": round(self.spent(), 6),
+                "stopped": self.stopped or self.closed,
+                "done": done, "samples": total, "unpriced_models": unpriced, "calls": calls,
+                "dearest_call_usd": round(self.dearest, 6),
                 "usage_estimated_calls": sum(e.get("usage_estimated", 0) for e in self.counters.by_model.values())}
 
 
@@ -176,5 +214,12 @@ def recorded_max_cost(store_path: Any) -> float | None:
 
 
 def budget_message(b: dict[str, Any]) -> str:
-    return (f"budget of ${b['max_cost_usd']:g} reached after {b['done']} of {b['samples']} samples "
-            f"(${b['spent_usd']:.4f} spent); resume with a higher --max-cost")
+    """What a stop by the budget means: what was spent (in all, on how many calls of this session, the dearest
+    one), how many samples are complete (a sample of several calls may have paid answers and not be complete:
+    they are kept for the resume)."""
+    calls = b.get("calls")
+    on = f" on {calls} call{'s' if calls != 1 else ''} this session" if calls is not None else ""
+    dearest = f", the dearest ${b['dearest_call_usd']:.4f}" if b.get("dearest_call_usd") else ""
+    return (f"budget of ${b['max_cost_usd']:g} reached: ${b['spent_usd']:.4f} spent{on}{dearest}; "
+            f"{b['done']} of {b['samples']} samples complete, every answer paid for is kept; "
+            f"resume with a higher --max-cost")

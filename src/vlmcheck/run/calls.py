@@ -237,7 +237,7 @@ class Session:
         started = time.perf_counter()
         limit = getattr(model, "max_concurrency", None)
         provider_key = getattr(model, "concurrency_key", model_id)
-        held = self.budget.reserve(model_id, request) if self.budget is not None else 0.0  # BudgetStop: not sent
+        held = await self.budget.acquire(model_id, request) if self.budget is not None else 0.0  # BudgetStop: not sent
         try:
             return await self._send(key, role, model, request, invoke, batch_body, request_text, started, limit,
                                     provider_key)
@@ -258,6 +258,8 @@ class Session:
                 # no request of this session waits for)
                 response, attempts = await self.batch_for(model).call(key, role, request, body)
                 tin, tout = response.tokens  # checked by usage_of, as a direct call's usage is
+                if self.budget is not None:
+                    self.budget.paid(model_id, tin, tout)
                 self.counters.count(model_id, "calls")
                 self.counters.count(model_id, "input_tokens", tin)
                 self.counters.count(model_id, "output_tokens", tout)
@@ -271,6 +273,8 @@ class Session:
             raise
         self.counters.count(model_id, "calls")
         tin, tout = usage if usage else (0, 0)
+        if self.budget is not None:
+            self.budget.paid(model_id, tin, tout)
         self.counters.count(model_id, "input_tokens", tin)
         self.counters.count(model_id, "output_tokens", tout)
         self.store.put_call(key, role=role, model=model_id, request=request, response=response, attempts=attempts,

@@ -334,8 +334,11 @@ USAGE_RULE: str | None = None
 
 
 #: ``--usage missing|negative|string|nan|nested``: a broken server's usage, to test that --max-cost holds
-#: (run/budget.py): no usage field at all, negative counts, counts as text, NaN counts, counts as objects
+#: (run/budget.py): no usage field at all, negative counts, counts as text, NaN counts, counts as objects;
+#: ``--usage inflated``: valid counts far above any estimate (a gateway's hidden system prompt, a provider's own
+#: image rule), to test that the cap holds on the server's word
 BROKEN_USAGE = {
+    "inflated": {"prompt_tokens": 1_000_000, "completion_tokens": 2, "total_tokens": 1_000_002},
     "missing": None,
     "negative": {"prompt_tokens": -20_000_000_000, "completion_tokens": -2, "total_tokens": -20_000_000_002},
     "string": {"prompt_tokens": "ten", "completion_tokens": "two", "total_tokens": "twelve"},
@@ -459,7 +462,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="serve at most this many requests at once; the rest queue (a server's batch slots)")
     parser.add_argument("--usage", default=None, choices=["openai", *BROKEN_USAGE],
                         help="count usage by OpenAI's rules instead of a fixed 10 + 2 tokens per request; or a "
-                             "broken usage (missing, negative, string, nan, nested)")
+                             "broken usage (missing, negative, string, nan, nested), or one far above the estimate (inflated)")
     parser.add_argument("--dialect", default=None, choices=["transformers"],
                         help="answer as transformers serve does (422 for unknown fields, no logprobs, one model)")
     parser.add_argument("--no-usage", action="store_true", help="answers carry no usage object")
