@@ -20,8 +20,14 @@ class MLflowTracker:
     name = "mlflow"
 
     def __init__(self) -> None:
+        import logging
+        import warnings
+
         import mlflow  # noqa: F401 (ModuleNotFoundError: the extra is not installed)
         from mlflow.tracking import MlflowClient
+
+        logging.getLogger("mlflow").setLevel(logging.WARNING)  # its store's set-up notes are not the run's output
+        warnings.filterwarnings("ignore", message=r".*noload.*")  # SQLAlchemy's, about MLflow's own store
 
         # a server that does not answer is one sentence in seconds, not minutes of MLflow's retries
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
