@@ -23,6 +23,7 @@ LAYERS: list[list[str]] = [
     ["methods"],
     ["finetune"],
     ["report", "export"],
+    ["track"],  # experiment trackers: a finished run's results (export's metrics table) logged to MLflow, W&B, ...
     ["api"],
     ["meta", "sweep"],
     ["demo"],

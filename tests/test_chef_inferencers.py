@@ -358,3 +358,27 @@ def test_every_desideratum_runs_through_a_generation_inferencer(world, tmp_path,
         assert m["language"]["score"] is not None and all("rationale" in rec["settings"]["standard"] for rec in recs)
     else:
         assert h["value"] is not None
+
+
+@pytest.mark.slow  # a fake server process
+def test_unread_prose_answers_get_a_warning_that_says_what_would_read_them(tmp_path):
+    """A server whose every answer is prose (it describes the picture, names no option): the warning names the
+    answers' common opening and what reads them (--extractor, an instruction, ppl), and that they were cut at the
+    answer's token limit.  Before: the warning said only that they count as wrong."""
+    from conftest import FakeServer
+    from vlmcheck.methods.chef.task import ChefSpec as Spec
+
+    server = FakeServer(0.0, tmp_path, "--prose")
+    try:
+        rows = [{"question": f"Q{i}?", "options": ["red", "blue", "green"], "answer": "A"} for i in range(4)]
+        data = _mc(tmp_path, rows)
+        task = ChefTask(Spec(vlm=f"openai:m@{server.base_url}", recipe=Recipe(name="t", scenario={"type": "mc"}),
+                             data=str(data), inferencer="direct"))
+        res = run_task(task, tmp_path / "run", RunOptions(progress=False, report=False, preflight=False)).results
+    finally:
+        server.stop()
+    warning = res["metrics"]["unread_warning"]
+    assert "could not read over 10% of the answers (standard 100%)" in warning
+    assert "they most often begin 'the image shows' (4 of 4)" in warning
+    assert "--extractor MODEL" in warning and "ppl inferencer" in warning
+    assert "4 stopped at the answer's token limit" in warning

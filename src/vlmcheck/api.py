@@ -59,20 +59,50 @@ def write_run_report(folder: str | os.PathLike) -> None:
         log.warning("could not write %s/report.html: %s", folder, exc)
 
 
+class _TrackAfter:
+    """Logs the finished run to ``RunOptions.track``'s trackers: each is checked before the run starts (a tracker
+    that cannot log is one sentence, a :class:`~vlmcheck.track.TrackerError`, and no run), and a tracker that fails
+    after the run loses nothing: the run folder holds every result, and the warning names the command that logs
+    it later."""
+
+    def __init__(self, folder: str | os.PathLike, options: RunOptions) -> None:
+        from .track import check_trackers
+
+        self.folder, self.group = Path(folder), options.track_group
+        self.trackers = check_trackers(options.track) if options.track else []
+
+    def __call__(self) -> None:
+        from .track import track_runs
+
+        for t in self.trackers:
+            try:
+                track_runs([self.folder], [t.name], self.group, trackers=[t])
+            except Exception as exc:  # noqa: BLE001 (the tracker's own errors: the results are safe on disk)
+                from .track import _sentence
+
+                log.warning("could not log %s to %s (%s); the run folder holds every result: `vlmcheck track %s "
+                            "--to %s` logs it", self.folder, t.name, _sentence(exc), self.folder, t.name)
+
+
 async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
-    """Run ``task`` into ``folder`` (resumable; see :mod:`vlmcheck.run.runner`), then write its report."""
+    """Run ``task`` into ``folder`` (resumable; see :mod:`vlmcheck.run.runner`), then write its report and log it
+    to the trackers asked for."""
     options = options or RunOptions()
+    track = _TrackAfter(folder, options)
     report = _ReportAfter(folder, options)
     result = await _runner.run_task_async(task, folder, options)
     report()
+    track()
     return result
 
 
 def _reported(run: Any, task: Task, folder: str | os.PathLike, options: RunOptions | None) -> RunResult:
     options = options or RunOptions()
+    track = _TrackAfter(folder, options)
     report = _ReportAfter(folder, options)
     result = run(task, folder, options)
     report()
+    track()
     return result
 
 

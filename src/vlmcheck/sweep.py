@@ -63,6 +63,8 @@ methods:
     recipe: world-accuracy
     data: world/
 
+# track: [mlflow]               # log every run to MLflow, W&B (wandb) or TensorBoard, grouped by sweep
+
 options:                        # for every run (the CLI's run options)
   max_concurrency: 16
   limit: null                   # only the first N samples of each run
@@ -132,6 +134,8 @@ class Sweep(BaseModel):
     models: list[str | SweepModel] = Field(min_length=1)
     methods: list[dict[str, Any]] = Field(min_length=1)
     options: SweepOptions = Field(default_factory=SweepOptions)
+    #: experiment trackers every run is logged to, grouped under the sweep (vlmcheck/track)
+    track: list[str] = Field(default_factory=list)
 
 
 def _slug(text: str) -> str:
@@ -256,6 +260,10 @@ def run_sweep(config: str | Path, progress: bool = True,
     sweep = load_sweep(config)
     runs = plan(sweep, config.parent)
     out = runs[0][0].parent.parent
+    if sweep.track:
+        from .track import check_trackers
+
+        check_trackers(sweep.track)  # one sentence before the first run, not after the last
     check_out(out)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / SWEEP_MARKER, json.dumps({"vlmcheck_sweep": config.name}) + "\n")
@@ -263,8 +271,9 @@ def run_sweep(config: str | Path, progress: bool = True,
     for folder, method, spec in runs:
         if announce is not None:
             announce(method, spec["vlm"])
+        tracked = {"track": sweep.track, "track_group": f"sweep {out.name}"} if sweep.track else {}
         res = execute(task_from_spec(method, spec), folder,
-                      options_of(sweep, progress).model_copy(update={"report": report}))
+                      options_of(sweep, progress).model_copy(update={"report": report, **tracked}))
         results.append(res)
         name, value = headline(res)
         summary.append({"method": folder.parent.name, "model": spec["vlm"], "folder": str(folder),

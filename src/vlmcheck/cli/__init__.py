@@ -14,6 +14,7 @@ perturb                                     ``cli/perturb.py``
 report, export, compare, plan               ``cli/outputs.py``
 demo                                        ``cli/demo.py``
 data inspect                                ``cli/data.py``
+track                                       ``cli/track.py``
 version, models                             ``cli/info.py``
 ==========================================  ===================
 
@@ -44,7 +45,7 @@ MODULES = (("info", ("version", "models")), ("describe", ("describe",)),
            ("runs", ("run", "resume", "retry-failed", "merge")), ("world", ("world", "meta")),
            ("genception", ("genception",)), ("outputs", ("compare", "plan", "export", "report")),
            ("perturb", ("perturb",)), ("vhx", ("vhx",)), ("cast", ("cast",)), ("chef", ("chef",)),
-           ("data", ("data",)), ("demo", ("demo",)))
+           ("data", ("data",)), ("track", ("track",)), ("demo", ("demo",)))
 COMMANDS = {command: module for module, commands in MODULES for command in commands}
 
 

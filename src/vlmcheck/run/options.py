@@ -104,6 +104,12 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
                                           RETRY: "the run's results are in its folder's results.json"}),
     RunOption("report", bool, True, "Write report.html at the end (`vlmcheck report RUN` makes it later).",
               flags=("--report/--no-report",)),
+    RunOption("track", Optional[list[str]], None, "Log the finished run to an experiment tracker: mlflow, wandb or "
+                                                  "tensorboard (repeat for several; `vlmcheck track RUN` later).",
+              cli={"metavar": "TRACKER"},
+              refused={SWEEP: "a sweep's runs are tracked by its top-level `track:`, grouped under the sweep"}),
+    RunOption("track_group", Optional[str], None, "The group a tracked run joins (a sweep's runs: the sweep).",
+              cli={"metavar": "NAME"}, refused={SWEEP: "a sweep groups its tracked runs under its own name"}),
 )
 BY_NAME = {o.name: o for o in RUN_OPTIONS}
 

@@ -67,6 +67,9 @@ class RunOptions(BaseModel):
     # write report.html into the run folder at the end: read by whoever asked for the run (vlmcheck.run_task,
     # the CLI, a sweep, the demo), never by this runner
     report: bool = True
+    # experiment trackers the finished run is logged to (vlmcheck/track), by whoever asked for the run, like the report
+    track: list[str] | None = None
+    track_group: str | None = None
     clear_failed: bool = False  # forget failed samples first, so they run again (retry-failed)
     preflight: bool = True  # check every API model (reachable, key accepted, model served) before the first sample
     # Input safety (core/inputs.py): dataset images stay inside their dataset's folder unless allowed,

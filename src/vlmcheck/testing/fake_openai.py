@@ -372,8 +372,18 @@ def _usage(req: dict, answer: str) -> dict | None:
     return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
 
 
+#: ``--prose``: every answer is a paragraph that names no option and says neither yes nor no, as a chat model
+#: that describes the picture instead of answering; cut (finish_reason "length") where max_tokens is under its
+#: 60 words
+PROSE: bool = False
+PROSE_ANSWER = ("The image shows a quiet scene with several objects arranged on a surface, lit from the left; "
+                "the colours are muted and the background is slightly blurred, so it is worth looking closely at "
+                "each part of the picture before saying what it contains and how the objects relate to one another "
+                "in the space that the photograph shows to the viewer")
+
+
 def _completion(req: dict, digest: str, choices: bool = True) -> dict:
-    answer = f"Answer {digest}"
+    answer = PROSE_ANSWER if PROSE else f"Answer {digest}"
     out = {"id": f"chatcmpl-{digest}", "object": "chat.completion", "created": 0, "model": req.get("model", "fake"),
            "usage": _usage(req, answer), "choices": []}
     if out["usage"] is None:
@@ -386,7 +396,10 @@ def _completion(req: dict, digest: str, choices: bool = True) -> dict:
         out["prompt_logprobs"] = [None] + [{str(i): {"logprob": word_logprob(w), "rank": 1, "decoded_token": w}}
                                            for i, w in enumerate(words[1:], 1)]
     if choices:
-        choice = {"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}
+        limit = req.get("max_completion_tokens") or req.get("max_tokens")
+        cut = PROSE and isinstance(limit, int) and limit < len(answer.split())
+        choice = {"index": 0, "message": {"role": "assistant", "content": answer},
+                  "finish_reason": "length" if cut else "stop"}
         if req.get("logprobs"):
             choice["logprobs"] = {"content": [
                 {"token": "Answer", "logprob": -0.1, "bytes": None, "top_logprobs": []},
@@ -466,11 +479,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dialect", default=None, choices=["transformers"],
                         help="answer as transformers serve does (422 for unknown fields, no logprobs, one model)")
     parser.add_argument("--no-usage", action="store_true", help="answers carry no usage object")
+    parser.add_argument("--prose", action="store_true",
+                        help="answer every question with a paragraph that names no option (a chat model's prose)")
     parser.add_argument("--sampling", action="store_true",
                         help="honour the temperature: the answer depends on the seed when temperature > 0")
     args = parser.parse_args(argv)
-    global USAGE_RULE
-    USAGE_RULE = args.usage
+    global USAGE_RULE, PROSE
+    USAGE_RULE, PROSE = args.usage, args.prose
     models = args.models.split(",") if args.models is not None else None
     try:
         asyncio.run(serve(args.port, args.latency, args.log, models=models, require_key=args.require_key,

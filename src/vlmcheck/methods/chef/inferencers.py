@@ -64,6 +64,12 @@ async def _generate(vlm: Any, messages: list[Message], cfg: GenerationConfig) ->
     return (await vlm.generate(messages, cfg, template=TEMPLATE_VERSION)).text
 
 
+async def _answer(vlm: Any, messages: list[Message], cfg: GenerationConfig) -> tuple[str, bool]:
+    """A generated answer and whether it stopped at the token limit (what an unread answer's hint says)."""
+    gen = await vlm.generate(messages, cfg, template=TEMPLATE_VERSION)
+    return gen.text, gen.finish_reason == "length"
+
+
 async def _think(vlm: Any, ask: Ask) -> tuple[str, list[Message]]:
     """CoT's first turn: the rationale, and the conversation that asks for the answer after it."""
     messages = ask.first_turn("\n" + COT_PROMPT)
@@ -93,8 +99,8 @@ class Direct(Inferencer):
     name, generates_answer = "direct", True
 
     async def __call__(self, vlm: Any, ask: Ask) -> dict[str, Any]:
-        text = await _generate(vlm, ask.first_turn(ask.answer_prompt), ask.answer_config)
-        return {"answer_text": text, "confidence": None, **await ask.read(text)}
+        text, cut = await _answer(vlm, ask.first_turn(ask.answer_prompt), ask.answer_config)
+        return {"answer_text": text, "cut": cut, "confidence": None, **await ask.read(text)}
 
 
 class CoT(Inferencer):
@@ -104,8 +110,8 @@ class CoT(Inferencer):
 
     async def __call__(self, vlm: Any, ask: Ask) -> dict[str, Any]:
         rationale, messages = await _think(vlm, ask)
-        text = await _generate(vlm, messages, ask.answer_config)
-        return {"rationale": rationale, "answer_text": text, "confidence": None, **await ask.read(text)}
+        text, cut = await _answer(vlm, messages, ask.answer_config)
+        return {"rationale": rationale, "answer_text": text, "cut": cut, "confidence": None, **await ask.read(text)}
 
 
 class PPL(Inferencer):

@@ -52,6 +52,8 @@ class Items:
     requests: set[str] = field(default_factory=set)  # what the blind setting's requests carried
     turns: list[dict[str, Any]] | None = None
     judge: list[dict[str, Any]] | None = None
+    #: setting -> {"openings": {first words: count}, "cut": n} of its unread answers (the warning's hint)
+    unread_seen: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.units)
@@ -64,7 +66,8 @@ class Items:
         pick = lambda xs: None if xs is None else [xs[i] for i in idx]  # noqa: E731
         return Items(self.units[idx], self.labels, self.n_options[idx], self.names,
                      {n: {k: v[idx] for k, v in c.items()} for n, c in self.cols.items()}, self.pred0,
-                     self.group[idx], self.rot0[idx], self.requests, pick(self.turns), pick(self.judge))
+                     self.group[idx], self.rot0[idx], self.requests, pick(self.turns), pick(self.judge),
+                     self.unread_seen)
 
     @staticmethod
     def concat(parts: Sequence[Items]) -> Items:
@@ -74,7 +77,8 @@ class Items:
         return Items(cat(lambda p: p.units), first.labels, cat(lambda p: p.n_options), first.names,
                      {n: {k: cat(lambda p: p.cols[n][k]) for k in c} for n, c in first.cols.items()}, first.pred0,
                      cat(lambda p: p.group), cat(lambda p: p.rot0), set().union(*(p.requests for p in parts)),
-                     joined(lambda p: p.turns), joined(lambda p: p.judge))
+                     joined(lambda p: p.turns), joined(lambda p: p.judge),
+                     _merged([p.unread_seen for p in parts]))
 
     @classmethod
     def of(cls, results: list[dict[str, Any]]) -> Items:
@@ -84,6 +88,24 @@ class Items:
         for r in results:
             b.add(r)
         return b.items()
+
+
+def opening(text: Any, words: int = 3) -> str:
+    """An answer's first words, lower case, without punctuation: what unread answers have in common."""
+    import re
+
+    return " ".join(re.findall(r"[\w']+", str(text or "").lower())[:words]) or "(empty)"
+
+
+def _merged(parts: Sequence[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        for name, seen in part.items():
+            o = out.setdefault(name, {"openings": {}, "cut": 0})
+            o["cut"] += seen["cut"]
+            for k, v in seen["openings"].items():
+                o["openings"][k] = o["openings"].get(k, 0) + v
+    return out
 
 
 class ItemsBuilder:
@@ -104,6 +126,7 @@ class ItemsBuilder:
         self.requests: set[str] = set()
         self.turns: list[dict[str, Any]] | None = [] if keep_turns else None
         self.judge: list[dict[str, Any]] | None = [] if keep_judge else None
+        self.unread_seen: dict[str, dict[str, Any]] = {}
 
     def _code(self, pred: Any) -> int:
         try:
@@ -127,7 +150,13 @@ class ItemsBuilder:
             c["correct"].append(bool(x["correct"]))
             c["extracted"].append(bool(x.get("extracted", False)))
             c["rule"].append(x.get("extracted_by", "rule") == "rule")
-            c["unread"].append(bool(x.get("unread", not x.get("extracted", False))))  # unread: a generated answer
+            unread = bool(x.get("unread", not x.get("extracted", False)))  # unread: a generated answer
+            c["unread"].append(unread)
+            if unread and "answer_text" in x:
+                seen = self.unread_seen.setdefault(name, {"openings": {}, "cut": 0})
+                key = opening(x["answer_text"])
+                seen["openings"][key] = seen["openings"].get(key, 0) + 1
+                seen["cut"] += bool(x.get("cut"))
             c["pred"].append(self._code(x.get("pred")))
             conf = x.get("confidence")
             c["conf"].append(float("nan") if conf is None else float(conf))
@@ -150,7 +179,8 @@ class ItemsBuilder:
         zero = next((code for value, code in self.codes.items() if type(value) is not str and value == 0), -1)
         return Items(np.array(self.unit, dtype=np.int64), self.units.labels(), np.array(self.n_options), names, cols,
                      zero, np.array(self.group, dtype=np.int64), np.array(self.rot0, dtype=bool), set(self.requests),
-                     None if self.turns is None else list(self.turns), None if self.judge is None else list(self.judge))
+                     None if self.turns is None else list(self.turns), None if self.judge is None else list(self.judge),
+                     _merged([self.unread_seen]))
 
 
 def first_appearance(units: np.ndarray) -> np.ndarray:

@@ -46,14 +46,46 @@ def _inferencer_note(recipe: Any, used: str) -> str | None:
     return f"the {used} inferencer instead of the recipe's {default}{cost}"
 
 
-def _unread_warning(per: dict[str, Any], yes_no: bool) -> str | None:
+def _unread_warning(per: dict[str, Any], yes_no: bool, seen: dict[str, dict[str, Any]] | None = None,
+                    extractor: str | None = None) -> str | None:
     high = {n: v["unread_share"] for n, v in per.items() if v["unread_share"] > UNREAD_WARN}
     if not high:
         return None
     listing = ", ".join(f"{n} {v:.0%}" for n, v in high.items())
     counted = "as POPE's default, yes" if yes_no else "as wrong"
-    return (f"the parser could not read over {UNREAD_WARN:.0%} of the answers ({listing}); they count {counted}, "
+    text = (f"the parser could not read over {UNREAD_WARN:.0%} of the answers ({listing}); they count {counted}, "
             "so the accuracy says as much about the answer format as about the model")
+    return text + _unread_hint(high, yes_no, seen or {}, extractor)
+
+
+def _unread_hint(high: dict[str, float], yes_no: bool, seen: dict[str, dict[str, Any]],
+                 extractor: str | None) -> str:
+    """What the unread answers have in common (their most common first words) and what would read them."""
+    openings: dict[str, int] = {}
+    cut = unread = 0
+    for name in high:
+        s = seen.get(name) or {}
+        cut += s.get("cut", 0)
+        for k, v in (s.get("openings") or {}).items():
+            openings[k] = openings.get(k, 0) + v
+            unread += v
+    out = ""
+    if openings:
+        top = sorted(openings.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+        out += "; they most often begin " + ", ".join(f"'{k}' ({n} of {unread})" for k, n in top)
+    if yes_no:
+        fixes = "an instruction that asks for yes or no, or the ppl inferencer where the server gives likelihoods"
+    elif extractor:
+        fixes = (f"the extractor {extractor} read none of them either: an instruction that asks for the option's "
+                 "label, or the ppl inferencer where the server gives likelihoods")
+    else:
+        fixes = ("--extractor MODEL (an LLM maps each answer to an option, as MMBench's evaluation does), an "
+                 "instruction that asks for the option's label, or the ppl inferencer where the server gives "
+                 "likelihoods")
+    out += f"; to read them: {fixes}"
+    if cut:
+        out += f"; {cut} stopped at the answer's token limit (finish_reason length): the answer may come after it"
+    return out
 
 
 def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
@@ -80,7 +112,8 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
                      "unread": int(c["unread"].sum()), "unread_share": _mean(c["unread"])}
     from .recipe import POOL_OF_SCENARIO
 
-    warning = _unread_warning(per, POOL_OF_SCENARIO.get(recipe.scenario.type) == "yesno")
+    warning = _unread_warning(per, POOL_OF_SCENARIO.get(recipe.scenario.type) == "yesno", it.unread_seen,
+                              recipe.metric.extractor)
     if warning:
         out["unread_warning"] = warning
     blind = per.pop("blind", None)

@@ -1,0 +1,202 @@
+"""Finished runs logged to the experiment trackers teams keep beside their training curves: MLflow, Weights & Biases,
+TensorBoard.
+
+The run folder stays the source of truth: a tracker gets a copy of what ``results.json`` says, after the run's
+outputs are written, so a tracker that fails mid-way never loses a result, and ``vlmcheck track RUN... --to NAME``
+logs finished runs after the fact.  Logging is idempotent: each run has a stable key (:func:`run_key`), and a
+tracker that already holds a run with that key logs nothing again.
+
+What a tracked run holds (:class:`TrackedRun`, the same for every tracker):
+
+- name: the model's display label; group: the sweep (or ``--group``);
+- params: the run spec flattened (secrets redacted), the method, the model's spec and identity, the counts;
+- metrics: every figure of ``results.json`` (the long table of ``vlmcheck.export.metric_rows``) with its interval
+  bounds (``NAME.ci_low``, ``NAME.ci_high``) and its number of units (``NAME.n``); the headline as ``headline``
+  (absent, with the reason as a tag, where the run did not measure it); a figure named ``X@t`` (GenCeption's
+  GC@t and s@t) is metric ``X`` at step ``t``, and a list of numbers (``s_mean``, s(t) for t = 1..T) is a series
+  at steps 1, 2, ...; the calls' cost in USD where priced;
+- artifacts: the run's ``report.html`` and ``results.json``.
+
+A tracker is declared once in :data:`TRACKERS` (name -> import path), imported only when used: each is an optional
+extra (``vlmcheck[mlflow]``, ``[wandb]``, ``[tensorboard]``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Protocol
+
+#: name -> "module:Class" (lazy: a tracker's package is imported only when that tracker is used)
+TRACKERS: dict[str, str] = {
+    "mlflow": "vlmcheck.track.mlflow_tracker:MLflowTracker",
+    "wandb": "vlmcheck.track.wandb_tracker:WandbTracker",
+    "tensorboard": "vlmcheck.track.tensorboard_tracker:TensorBoardTracker",
+}
+
+
+class TrackerError(ValueError):
+    """A tracker that cannot be used (not installed, unreachable, misconfigured): one sentence."""
+
+
+@dataclass
+class TrackedRun:
+    key: str
+    name: str
+    group: str | None
+    folder: Path
+    params: dict[str, str] = field(default_factory=dict)
+    #: (name, value, step): step None for a figure without steps
+    metrics: list[tuple[str, float, int | None]] = field(default_factory=list)
+    tags: dict[str, str] = field(default_factory=dict)
+    artifacts: list[Path] = field(default_factory=list)
+
+
+class Tracker(Protocol):
+    name: str
+
+    def check(self) -> None:
+        """Raise :class:`TrackerError` (one sentence) where runs could not be logged: called before a run starts."""
+
+    def logged(self, run: TrackedRun) -> bool:
+        """Whether the tracker already holds ``run`` (its key)."""
+
+    def log(self, run: TrackedRun) -> str:
+        """Log ``run``; where it is kept (a run id, a folder)."""
+
+
+def tracker(name: str) -> Tracker:
+    """The tracker registered as ``name``, made; :class:`TrackerError` for a name not registered or an extra not
+    installed."""
+    from importlib import import_module
+
+    target = TRACKERS.get(name)
+    if target is None:
+        raise TrackerError(f"{name!r} is not a tracker; choose from {', '.join(TRACKERS)}")
+    module, _, attr = target.partition(":")
+    try:
+        return getattr(import_module(module), attr)()
+    except ModuleNotFoundError as exc:
+        raise TrackerError(f"tracker {name}: {exc.name} is not installed; pip install 'vlmcheck[{name}]'") from None
+
+
+def check_trackers(names: Iterable[str]) -> list[Tracker]:
+    """Every tracker in ``names`` made and checked, before a run starts: a :class:`TrackerError` in one sentence
+    for the first that cannot log."""
+    made = []
+    for name in dict.fromkeys(names):
+        t = tracker(name)
+        try:
+            t.check()
+        except TrackerError:
+            raise
+        except Exception as exc:  # the tracker's own error (a refused connection, a bad URI): one sentence
+            raise TrackerError(f"tracker {name}: {_sentence(exc)}") from None
+        made.append(t)
+    return made
+
+
+def _sentence(exc: BaseException) -> str:
+    from ..core.secrets import redact
+
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return redact(text if len(text) <= 300 else text[:150] + " ... " + text[-140:])
+
+
+_STEP = re.compile(r"^(?P<pre>.*?)@(?P<t>\d+)(?P<post>.*)$")
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_\-. /]")
+
+
+def metric_name(name: str) -> tuple[str, int | None]:
+    """A figure's name as trackers take it (MLflow's characters) and its step: ``GC@2`` -> (``GC``, 2),
+    ``s@2_unweighted`` -> (``s_unweighted``, 2), ``accuracy`` -> (``accuracy``, None)."""
+    m = _STEP.match(name)
+    step = None
+    if m:
+        name, step = m["pre"] + m["post"], int(m["t"])
+    return _UNSAFE_NAME.sub("_", name) or "value", step
+
+
+def run_key(info: dict[str, Any], folder: Path) -> str:
+    """A run's stable key: its task, task spec, data and sample set, and its folder; the same run tracked twice
+    (or resumed, by another vlmcheck version) has the same key, two runs never do."""
+    spec = info.get("spec") or {}
+    ident = {"task": info.get("task"), "task_spec": spec.get("task_spec"), "data": spec.get("data"),
+             "samples": spec.get("sample_ids_fingerprint"), "seed": spec.get("seed"), "shard": spec.get("shard"),
+             "limit": spec.get("limit"), "folder": str(Path(folder).resolve())}
+    return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def _flat(obj: Any, prefix: str, out: dict[str, str]) -> None:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _flat(v, f"{prefix}.{k}" if prefix else str(k), out)
+    elif obj is not None:
+        text = obj if isinstance(obj, str) else json.dumps(obj, default=str)
+        out[prefix] = text if len(text) <= 500 else text[:497] + "..."
+
+
+def display_label(info: dict[str, Any]) -> str:
+    """The run's model as people read it: the model id, without a URL or parameters."""
+    from ..export import _model_of
+
+    spec = _model_of(info) or str(info.get("task"))
+    return spec.split("@", 1)[0].split("?", 1)[0]
+
+
+def tracked_run(folder: str | Path, group: str | None = None) -> TrackedRun:
+    """What the trackers log of the finished run in ``folder`` (its ``results.json``)."""
+    from ..core.files import read_results
+    from ..core.secrets import redact_obj
+    from ..export import metric_rows
+
+    folder = Path(folder)
+    info = redact_obj(read_results(folder))
+    params: dict[str, str] = {"method": str(info.get("task")), "model": display_label(info)}
+    _flat({k: v for k, v in (info.get("spec") or {}).items()}, "spec", params)
+    _flat(info.get("counts") or {}, "counts", params)
+    run = TrackedRun(key=run_key(info, folder), name=display_label(info), group=group, folder=folder,
+                     params=params)
+    run.tags = {"vlmcheck.run_key": run.key, "vlmcheck.method": str(info.get("task")),
+                "vlmcheck.folder": str(folder.resolve())}
+    if group:
+        run.tags["vlmcheck.group"] = group
+    headline = (info.get("metrics") or {}).get("headline") or {}
+    if headline.get("value") is None and headline.get("reason"):
+        run.tags["vlmcheck.headline_not_measured"] = str(headline["reason"])
+    for row in metric_rows(folder, info):
+        name, step = ("headline", None) if row["headline"] else metric_name(row["metric"])
+        if row["headline"]:
+            run.params["headline_name"] = row["metric"]
+        run.metrics.append((name, row["value"], step))
+        for extra in ("ci_low", "ci_high", "n"):
+            if isinstance(row.get(extra), (int, float)) and not isinstance(row.get(extra), bool):
+                run.metrics.append((f"{name}.{extra}", float(row[extra]), step))
+    for key, value in (info.get("metrics") or {}).items():  # a series: s(t) for t = 1..T
+        if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
+            name, _ = metric_name(key)
+            run.metrics.extend((name, float(v), t) for t, v in enumerate(value, start=1))
+    cost = sum(u.get("cost_usd") or 0.0 for u in (info.get("usage") or {}).values() if isinstance(u, dict))
+    if cost:
+        run.metrics.append(("cost_usd", float(cost), None))
+    run.artifacts = [p for p in (folder / "report.html", folder / "results.json") if p.is_file()]
+    return run
+
+
+def track_runs(folders: Iterable[str | Path], to: Iterable[str], group: str | None = None,
+               trackers: list[Tracker] | None = None) -> list[dict[str, str]]:
+    """Log the finished runs in ``folders`` to each tracker in ``to``; a run a tracker already holds is not logged
+    again.  [{"run", "tracker", "where", "status": "logged" | "already logged"}]."""
+    made = trackers if trackers is not None else check_trackers(to)
+    done = []
+    for folder in folders:
+        run = tracked_run(folder, group)
+        for t in made:
+            if t.logged(run):
+                done.append({"run": str(folder), "tracker": t.name, "where": "", "status": "already logged"})
+                continue
+            done.append({"run": str(folder), "tracker": t.name, "where": t.log(run), "status": "logged"})
+    return done
