@@ -46,6 +46,7 @@ from ..run.task import Sample, SpecTask
 from .blind import withheld
 # the scores are part of this method's API
 from .cast_scores import FORMATS, MODALITIES, CastSummary, cast_headline, cast_scores  # noqa: F401
+from .records import data_read, reading
 from .repeats import generation_config, repeated
 
 TEMPLATE_VERSION = "cast-v2"  # v2: the authors' line breaks (one text: "\n\nScene 1:\n\n...\n\nStatement:...")
@@ -160,7 +161,9 @@ class CastTask(SpecTask):
 
     def __init__(self, spec: CastSpec, vlm: Any = None) -> None:
         self.cfg = spec
-        self.pairs = load_pairs(spec.pairs)
+        with reading() as got:
+            self.pairs = load_pairs(spec.pairs)
+        self.data_read = data_read(got)  # what was read and chosen: printed at the run's start, in results.json
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         if spec.two_images and not self.vlm.capabilities.multi_image:
             raise ValueError(f"{self.vlm.model_id} does not declare multi-image support; drop --two-images")
