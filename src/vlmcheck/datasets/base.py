@@ -116,7 +116,9 @@ class Dataset:
     def choices(self) -> dict[str, Any]:
         """What was read and what was chosen, as a run records it (``results.json``'s ``data_read``)."""
         return {"source": self.source, "form": self.form, "benchmark": self.benchmark, "config": self.config,
-                "splits": list(self.splits), "rows": self.rows, "items": len(self.records),
+                "splits": list(self.splits), "rows": self.rows,
+                # rows less those left out, by the reader, the benchmark's rule or the method reading it
+                "items": len(self.records) if self.rows is None else self.rows - len(self.skipped),
                 "left_out": self.left_out(), "notes": list(self.notes)}
 
 
@@ -133,7 +135,8 @@ def choices_line(d: dict[str, Any]) -> str:
     counts = (f"{rows} rows read, " if rows is not None else "") + f"{d.get('items')} items"
     left = d.get("left_out") or {}
     out = "; ".join(f"{n} {r}" for r, n in sorted(left.items(), key=lambda x: -x[1]))
-    said = [n for n in d.get("notes") or [] if n.startswith(("split ", "config ", "circular", "left out"))]
+    said = [n for n in d.get("notes") or [] if n.startswith(("split ", "config ", "circular"))
+            and n != f"config {d.get('config')!r}"]
     return (f"data {d.get('source')}: {', '.join(parts)}: {counts}; left out: "
             + (f"{sum(left.values())} ({out})" if left else "none") + "".join(f"; {n}" for n in said))
 

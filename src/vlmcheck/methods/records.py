@@ -84,12 +84,23 @@ def dataset_for(source: str | Path, benchmark_hint: str | None = None, **options
             detect(p)
         except DatasetFormError:
             return None
-    if benchmark_hint and benchmark is None and form is None and not _copy_of_another(text, benchmark_hint):
+    if benchmark_hint and benchmark is None and form is None and _generic(rest) \
+            and not _copy_of_another(text, benchmark_hint):
         options = {"benchmark": benchmark_hint, **options}
     try:
         return _said(load(text, **options))
     except DatasetFormError as exc:
         raise InputFileError(str(exc)) from None
+
+
+def _generic(rest: str) -> bool:
+    """``rest`` is read by a generic form (a Hub copy, a TSV), not by a benchmark's own (LAMM's meta files)."""
+    if rest.startswith("hfds:"):
+        return True
+    try:
+        return not detect(Path(path_options(rest)[0])).benchmarks
+    except DatasetFormError:
+        return False
 
 
 def _copy_of_another(text: str, benchmark: str) -> bool:
