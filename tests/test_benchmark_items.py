@@ -352,7 +352,8 @@ def test_scienceqa_figure_the_same_on_every_route(tmp_path, hub):
 
 # ---------------------------------------------------------------- DOCCI: CAST's pairs from the train split
 
-def test_docci_train_split_by_default_on_the_release_and_the_hub(tmp_path, hub):
+def test_docci_train_split_by_default_on_the_release_and_the_hub(tmp_path, hub, capsys):
+    from vlmcheck.methods.cast import corpus_from
     from vlmcheck.methods.records import cast_corpus
 
     rows = [("train_00000", "train", "red"), ("train_00001", "train", "blue"), ("test_00000", "test", "green")]
@@ -374,6 +375,10 @@ def test_docci_train_split_by_default_on_the_release_and_the_hub(tmp_path, hub):
     assert [s["id"] for s in cast_corpus(load("hfds:google/docci?split=test"))] == ["test_00000"]
     assert "split 'train' read (docci's): 2 of 3 rows (splits: train 2, test 1; pass ?split=NAME)" in load(
         "hfds:google/docci").notes
+    # `cast pairs` says what it drew from
+    assert [c["id"] for c in corpus_from(str(root))] == ["train_00000", "train_00001"]
+    assert ("form docci, benchmark docci, split 'train': 3 rows read, 2 items; left out: 1 (1 in split 'test', "
+            "not 'train' (pass ?split=NAME or ?split=all))") in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- every choice said

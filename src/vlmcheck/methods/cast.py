@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -362,9 +363,14 @@ def corpus_from(source: str | Path) -> list[dict[str, Any]]:
     dataset such as DOCCI (``hfds:NAME?split=train&description_column=description``)."""
     from .records import cast_corpus, dataset_for
 
-    ds = dataset_for(source)  # hfds: (description column: ?description_column=...), DOCCI, Flickr30k, ...
+    with reading() as got:
+        ds = dataset_for(source)  # hfds: (description column: ?description_column=...), DOCCI, Flickr30k, ...
+        scenes = cast_corpus(ds) if ds is not None else None
     if ds is not None:
-        return cast_corpus(ds)
+        from ..datasets.base import choices_line
+
+        print(choices_line(data_read(got)[0]), file=sys.stderr, flush=True)  # which split, what was left out
+        return scenes
     src = Path(source)
     manifest = src / "manifest.jsonl" if src.is_dir() else src
     rows = []
