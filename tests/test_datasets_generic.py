@@ -148,16 +148,22 @@ def test_save_to_disk_test_only_and_text_only_rows(tmp_path):
 
 
 def test_seed_bench_image_lists_and_choice_columns(tmp_path):
-    rows = [{"question_id": "q1", "data_id": "v1", "question": "What happens?", "choice_a": "x", "choice_b": "y",
-             "choice_c": "z", "choice_d": "w", "answer": "C", "question_type_id": 10, "data_type": "video",
+    rows = [{"question_id": "q1", "data_id": "i1", "question": "What differs?", "choice_a": "x", "choice_b": "y",
+             "choice_c": "z", "choice_d": "w", "answer": "C", "question_type_id": 10, "data_type": "image",
              "image": [{"bytes": jpeg("red"), "path": "f0.jpg"}, {"bytes": jpeg("blue"), "path": "f1.jpg"}]},
             {"question_id": "q2", "data_id": "i2", "question": "Colour?", "choice_a": "red", "choice_b": "blue",
              "choice_c": "green", "choice_d": "grey", "answer": "A", "question_type_id": 1, "data_type": "image",
-             "image": [{"bytes": jpeg("red"), "path": "i2.jpg"}]}]
+             "image": [{"bytes": jpeg("red"), "path": "i2.jpg"}]},
+            {"question_id": "q3", "data_id": "v3", "question": "What happens?", "choice_a": "x", "choice_b": "y",
+             "choice_c": "z", "choice_d": "w", "answer": "B", "question_type_id": 10, "data_type": "video",
+             "image": [{"bytes": jpeg("green"), "path": "v0.jpg"}, {"bytes": jpeg("grey"), "path": "v1.jpg"}]}]
     ds = load(hub_snapshot(tmp_path / "seed", rows))
     r1, r2 = ds.records
     assert (r1.id, len(r1.images), r1.options, r1.answer) == ("q1", 2, ["x", "y", "z", "w"], 2)
-    assert r2.images == [r1.images[0]] and ds.distinct_images == 2  # the red frame is one file
+    assert r2.images == [r1.images[0]]  # the red picture is one file
+    # the video question (its frames in the same image list) is no item: left out and counted
+    assert ds.benchmark == "seedbench" and ds.skipped == [
+        ("q3", "not an image question (data_type video): vlmcheck evaluates images")]
 
 
 def test_hub_id_from_the_local_cache_offline(tmp_path, monkeypatch):
@@ -399,12 +405,19 @@ def test_configs_and_splits_of_a_hub_snapshot(tmp_path):
         pq.write_table(pa.Table.from_pylist(rows(lang, answer)), snap / lang / f"{split}-00000-of-00001.parquet")
     (snap / "README.md").write_text(card)
     ds = load(f"hfds:{snap}?config=en")
-    assert "split 'test' read (splits: dev, test; pass ?split=NAME)" in ds.notes
+    assert "split 'test' read: 2 of 4 rows (splits: dev 2, test 2; pass ?split=NAME)" in ds.notes
     assert all(r.answer is None for r in ds.records)
     ds = load(f"hfds:{snap}?config=en&split=dev")
     assert [(r.question, r.options, r.answer, r.hint) for r in ds.records] == [
         ("en q0", ["x", "y"], 0, "h"), ("en q1", ["x", "y"], 0, None)]
-    assert any("config 'cn' chosen (configs: cn, en" in n for n in load(f"hfds:{snap}?split=dev").notes)
+    # several configs and none named: refused with the configs listed, as datasets.load_dataset refuses it ...
+    with pytest.raises(DatasetFormError, match=r"config name is missing: pick one of its configs with \?config=NAME "
+                                               r"\(cn, en\)"):
+        load(f"hfds:{snap}?split=dev")
+    # ... unless the benchmark defines its own: MMBench's en, dev
+    ds = load(f"mmbench:hfds:{snap}")
+    assert (ds.config, ds.splits, ds.benchmark) == ("en", ["dev"], "mmbench")
+    assert "config 'en' read: mmbench's (configs: cn, en; pass ?config=NAME)" in ds.notes
     with pytest.raises(DatasetFormError, match=r"no config 'fr' \(configs: cn, en\)"):
         load(f"hfds:{snap}?config=fr")
     # a misspelt option in an hfds: query is refused in one sentence, never silently ignored

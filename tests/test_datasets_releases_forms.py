@@ -157,11 +157,13 @@ def test_scienceqa_release(tmp_path):
     root = _scienceqa(tmp_path)
     assert detect(root).name == "scienceqa" and detect(root / "problems.json").name == "scienceqa"
     test = load(root)
-    assert [r.id for r in test.records] == ["5", "6"] and test.notes[0].startswith("split 'test'")
+    # ScienceQA's items are its image questions (ChEF's, lmms-eval's scienceqa_img): problem 6 is text-only
+    assert [r.id for r in test.records] == ["5"] and test.notes[0].startswith("split 'test'")
+    assert test.skipped == [("6", "text-only question (ScienceQA's items are its image questions, as ChEF's and "
+                                  "lmms-eval's scienceqa_img)")] and test.rows == 2
     assert test.records[0].options == ["West Virginia", "Louisiana", "Arizona", "Oklahoma"]
-    assert test.records[0].answer == 0 and test.records[0].hint == "Figure: a map." and test.records[1].hint is None
+    assert test.records[0].answer == 0 and test.records[0].hint == "Figure: a map."
     assert test.records[0].images == [str(root / "images" / "test" / "5" / "image.png")]
-    assert test.records[1].images == [] and "1 problems have no image (text-only)" in test.notes
     assert test.records[0].category == "social science" and test.records[0].meta["skill"].startswith("Read a map")
     train = load(root, split="train")
     r = train.records[0]
@@ -171,8 +173,7 @@ def test_scienceqa_release(tmp_path):
 
     items = load_scenario("scienceqa", f"scienceqa:{root}")
     assert [(i["id"], i["question"], i["answer"], len(i["options"])) for i in items] == [
-        ("5", "Context: Figure: a map.\nWhich of these states is farthest north?", 0, 4),
-        ("6", "Which tense does the sentence use?\nMona will print her name.", 1, 3)]
+        ("5", "Context: Figure: a map.\nWhich of these states is farthest north?", 0, 4)]
 
 
 def test_scienceqa_unknown_split_and_broken_json(tmp_path):
@@ -201,7 +202,8 @@ def test_seedbench_v1(tmp_path):
     ds = load(root)
     assert [(r.id, r.options, r.answer, r.category) for r in ds.records] == [
         ("101669", ["One", "Two", "Three", "Four"], 0, "Instance Counting")]
-    assert ds.notes == ["left out, not image questions: 1 video"]
+    assert ds.notes == [] and [why for _, why in ds.skipped] == [
+        "not an image question (data_type video): vlmcheck evaluates images"]
 
 
 def test_seedbench2_image_lists(tmp_path):
@@ -304,10 +306,11 @@ def test_docci(tmp_path):
     _img(root / "images" / "test_00000.jpg")
     _img(root / "images" / "train_00001.jpg")
     assert detect(root).name == "docci"
-    ds = load(root)
+    ds = load(root)  # DOCCI's train split, the one CAST drew its pairs from; the others counted as left out
     assert [(r.id, r.split, r.description) for r in ds.records] == [
-        ("test_00000", "test", "A close up view of a pink flower."),
         ("train_00001", "train", "A white mug on a wooden table.")]
+    assert ds.skipped == [("line 1", "in split 'test', not 'train' (pass ?split=NAME or ?split=all)")]
+    assert [r.id for r in load(root, split="all").records] == ["test_00000", "train_00001"]
     assert [r.id for r in load(root, split="test").records] == ["test_00000"]
     (root / "docci_descriptions.jsonlines").write_text("")
     with pytest.raises(DatasetFormError, match=r"docci_descriptions\.jsonlines: expected DOCCI's .*the file is "

@@ -307,14 +307,15 @@ def test_vlmeval_pope_and_seedbench_tsvs(tmp_path, monkeypatch):
 
 
 def test_seedbench_hub_image_lists_reach_chef_whole(tmp_path, monkeypatch):
-    """lmms-lab/SEED-Bench: the image column a list (a video question's frames); ChEF's items carry every one."""
+    """lmms-lab/SEED-Bench(-2): the image column a list (a multi-image question's pictures); ChEF's items carry
+    every one."""
     from vlmcheck.methods.chef.scenarios import load_scenario
 
     monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "SEED-Bench"
     (folder / "data").mkdir(parents=True)
     rows = [{"question_id": "q1", "data_id": "v1", "question": "What happens?", "choice_a": "x", "choice_b": "y",
-             "choice_c": "z", "choice_d": "w", "answer": "C", "question_type_id": 10, "data_type": "video",
+             "choice_c": "z", "choice_d": "w", "answer": "C", "question_type_id": 10, "data_type": "Multiple Images",
              "image": [{"bytes": _jpeg(240), "path": "f0.jpg"}, {"bytes": _jpeg(30), "path": "f1.jpg"}]}]
     pq.write_table(pa.Table.from_pylist(rows), folder / "data" / "test-00000-of-00001.parquet")
     (folder / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: test\n"

@@ -85,6 +85,12 @@ class Dataset:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     #: decisions the reader took that the user should know (e.g. "split 'test' chosen: the only one")
     notes: list[str] = field(default_factory=list)
+    #: the config read (a Hub copy with configs), the split(s) read, the rows found in what was read (before any
+    #: was left out; counted by :func:`load` where a reader does not) and a table's column names
+    config: str | None = None
+    splits: list[str] = field(default_factory=list)
+    rows: int | None = None
+    columns: list[str] = field(default_factory=list)
 
     @property
     def distinct_images(self) -> int:
@@ -99,6 +105,40 @@ class Dataset:
             why[reason] = why.get(reason, 0) + 1
         top = "; ".join(f"{n} {r}" for r, n in sorted(why.items(), key=lambda x: -x[1])[:3])
         return f"{self.source}: {len(self.skipped)} rows skipped ({top})"
+
+    def left_out(self) -> dict[str, int]:
+        """reason -> how many rows were left out for it."""
+        why: dict[str, int] = {}
+        for _, reason in self.skipped:
+            why[reason] = why.get(reason, 0) + 1
+        return why
+
+    def choices(self) -> dict[str, Any]:
+        """What was read and what was chosen, as a run records it (``results.json``'s ``data_read``)."""
+        return {"source": self.source, "form": self.form, "benchmark": self.benchmark, "config": self.config,
+                "splits": list(self.splits), "rows": self.rows,
+                # rows less those left out, by the reader, the benchmark's rule or the method reading it
+                "items": len(self.records) if self.rows is None else self.rows - len(self.skipped),
+                "left_out": self.left_out(), "notes": list(self.notes)}
+
+
+def choices_line(d: dict[str, Any]) -> str:
+    """One line saying what a run reads (:meth:`Dataset.choices`), printed at the start of the run."""
+    parts = [f"form {d.get('form')}"]
+    if d.get("benchmark"):
+        parts.append(f"benchmark {d['benchmark']}")
+    if d.get("config"):
+        parts.append(f"config {d['config']!r}")
+    if d.get("splits"):
+        parts.append(("split " if len(d["splits"]) == 1 else "splits ") + ", ".join(map(repr, d["splits"])))
+    rows = d.get("rows")
+    counts = (f"{rows} rows read, " if rows is not None else "") + f"{d.get('items')} items"
+    left = d.get("left_out") or {}
+    out = "; ".join(f"{n} {r}" for r, n in sorted(left.items(), key=lambda x: -x[1]))
+    said = [n for n in d.get("notes") or [] if n.startswith(("split ", "config ", "circular"))
+            and n != f"config {d.get('config')!r}"]
+    return (f"data {d.get('source')}: {', '.join(parts)}: {counts}; left out: "
+            + (f"{sum(left.values())} ({out})" if left else "none") + "".join(f"; {n}" for n in said))
 
 
 @dataclass(frozen=True)
@@ -117,6 +157,72 @@ class Form:
 _FORMS: dict[str, Form] = {}
 #: source schemes (``hfds``) -> their reader ``read(source, *, benchmark=None, **options)``
 _SCHEMES: dict[str, Callable[..., Dataset]] = {}
+
+
+@dataclass(frozen=True)
+class Items:
+    """A benchmark's one definition of which rows are its items, applied on every route (its release, every Hub
+    copy, every TSV) by :func:`load`: ``select(ds)`` leaves rows out (into ``ds.skipped``, with the reason) and
+    marks what ties them (MMBench's circular copies).  Declared in the benchmark's own module.
+
+    ``hub``: the Hub repositories (``org/name``, any case) that hold a copy; ``tsv``: the VLMEvalKit TSV file name
+    prefixes; ``recognise(ds)``: a copy known from its columns or rows where no name says it; ``config`` /
+    ``split``: what a Hub copy reads when the user names none (a multi-config copy without one is refused)."""
+
+    benchmark: str
+    select: Callable[[Dataset], None]
+    hub: tuple[str, ...] = ()
+    tsv: tuple[str, ...] = ()
+    recognise: Callable[[Dataset], bool] | None = None
+    config: str | None = None
+    split: str | None = None
+
+
+_ITEMS: dict[str, Items] = {}
+
+
+def register_items(rule: Items) -> Items:
+    _ITEMS[rule.benchmark] = rule
+    return rule
+
+
+def items_rule(benchmark: str | None = None, *, hub: str | None = None) -> Items | None:
+    """The item rule of ``benchmark``, or of the benchmark whose Hub copy is repository ``hub``."""
+    _load_readers()
+    if benchmark:
+        return _ITEMS.get(benchmark.lower())
+    if hub:
+        return next((r for r in _ITEMS.values() if hub.lower() in (h.lower() for h in r.hub)), None)
+    return None
+
+
+def recognise(ds: Dataset) -> Items | None:
+    """The item rule of the benchmark ``ds`` is a copy of, known from its source's Hub repository or TSV name, its
+    columns or its rows; None when nothing says."""
+    _load_readers()
+    name = ds.source.removeprefix("hfds:").split("?", 1)[0]
+    rule = items_rule(hub=name)
+    if rule is None and name.lower().endswith(".tsv"):
+        rule = next((r for r in _ITEMS.values() if any(Path(name).name.lower().startswith(t.lower())
+                                                        for t in r.tsv)), None)
+    return rule or next((r for r in _ITEMS.values() if r.recognise is not None and r.recognise(ds)), None)
+
+
+def apply_items(ds: Dataset, benchmark: str | None = None) -> Dataset:
+    """``ds`` restricted to its benchmark's items: the benchmark named, else the reader's, else the one whose Hub
+    repository, TSV name, columns or rows it is (:class:`Items`)."""
+    if ds.rows is None:
+        ds.rows = len(ds.records) + len(ds.skipped)
+    rule = items_rule(benchmark or ds.benchmark)
+    if rule is None and not (benchmark or ds.benchmark):
+        rule = recognise(ds)
+    if rule is not None:
+        ds.benchmark = rule.benchmark
+        rule.select(ds)
+        if not ds.records:
+            why = "; ".join(f"{n} {r}" for r, n in ds.left_out().items()) or "no rows"
+            raise DatasetFormError(f"{ds.source}: no {rule.benchmark} items in it (left out: {why})")
+    return ds
 
 
 def register_scheme(scheme: str) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
@@ -235,7 +341,7 @@ def load(path: str | Path, benchmark: str | None = None, form: str | None = None
     _load_readers()
     scheme = rest.partition(":")[0]
     if form is None and scheme in _SCHEMES and not rest.partition(":")[2].startswith("//"):
-        return _SCHEMES[scheme](rest, benchmark=benchmark, **options)
+        return apply_items(_SCHEMES[scheme](rest, benchmark=benchmark, **options), benchmark)
     rest, given = path_options(rest)
     f = forms().get(form) if form else detect(rest, benchmark)
     if f is None:
@@ -246,4 +352,4 @@ def load(path: str | Path, benchmark: str | None = None, form: str | None = None
     ds = f.read(Path(rest), benchmark=benchmark, **{**given, **options})
     if given:
         ds.notes.append("options: " + ", ".join(f"{k}={v}" for k, v in given.items()))
-    return ds
+    return apply_items(ds, benchmark)

@@ -2,7 +2,10 @@
 split, image_file, description) beside ``images/`` (the images tarball).
 
 One record per example, its description the long human description (CAST samples its pairs from these), its
-split DOCCI's (train, test, qual_dev, qual_test).  ``split=test`` reads one split.
+split DOCCI's (train, test, qual_dev, qual_test).  The split read is ``train`` unless another is named, on every
+route (:data:`RULE`: this release and the Hub copy ``google/docci``): the CAST authors drew their pairs from
+DOCCI's train split (CAST paper, section 4.1 and appendix E); ``split=all`` reads every split.  Examples of the
+splits not read are counted as left out.
 """
 
 from __future__ import annotations
@@ -10,9 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._release import json_lines, refuse
-from .base import Dataset, Record, register_form
+from .base import Dataset, Items, Record, register_form, register_items
 
 FILE = "docci_descriptions.jsonlines"
+#: the split CAST drew its pairs from
+SPLIT = "train"
+
+RULE = register_items(Items("docci", lambda ds: None, hub=("google/docci",), split=SPLIT,
+                            recognise=lambda ds: {"example_id", "description"} <= {c.lower() for c in ds.columns}))
 
 
 def _file(path: Path) -> Path:
@@ -25,17 +33,20 @@ def detect(path: Path) -> bool:
 
 @register_form("docci", detect=detect, benchmarks=("docci",),
                schema="google/docci (storage.googleapis.com/docci/data: docci_descriptions.jsonlines + images/)")
-def read(path: Path, *, benchmark: str | None = None, split: str | None = None, **_) -> Dataset:
+def read(path: Path, *, benchmark: str | None = None, split: str = SPLIT, **_) -> Dataset:
     file = _file(path)
     expected = "DOCCI's docci_descriptions.jsonlines (example_id, split, image_file, description)"
     rows = json_lines(file, expected)
     folder = file.parent / "images"
     if not folder.is_dir():
         raise refuse(file, "DOCCI's images/ folder beside it")
-    ds = Dataset("docci", "docci", str(file), [])
+    every = split == "all"
+    ds = Dataset("docci", "docci", str(file), [], splits=[] if every else [split])
     seen: set[str] = set()
     for n, r in rows:
-        if split and r.get("split") != split:
+        if not every and r.get("split") != split:
+            ds.skipped.append((f"line {n}", f"in split {r.get('split')!r}, not {split!r} (pass ?split=NAME or "
+                                            "?split=all)"))
             continue
         eid, name, desc = r.get("example_id"), r.get("image_file"), r.get("description")
         if not all(isinstance(x, str) and x for x in (eid, name, desc)):
@@ -51,5 +62,8 @@ def read(path: Path, *, benchmark: str | None = None, split: str | None = None, 
         ds.records.append(Record(id=eid, images=[str(img)], description=desc, split=r.get("split"),
                                  root=str(file.parent)))
     if not ds.records:
-        raise refuse(file, expected + (f" in split {split!r}" if split else "") + " whose images exist")
+        raise refuse(file, expected + ("" if every else f" in split {split!r}") + " whose images exist")
+    if not every:
+        ds.notes.append(f"split {split!r} read" + (" (CAST's: the authors drew their pairs from DOCCI's train split)"
+                                                   if split == SPLIT else ""))
     return ds

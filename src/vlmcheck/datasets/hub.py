@@ -30,15 +30,16 @@ from typing import Any, Iterator
 from urllib.parse import parse_qsl
 
 from . import mmvp
-from .base import Dataset, DatasetFormError, _check_options, forms, register_form, register_scheme
+from .base import (Dataset, DatasetFormError, _check_options, forms, items_rule, recognise, register_form,
+                   register_scheme)
 from .columns import Columns, check_unique, record
 from .imagestore import ImageStore
+from .splits import SPLIT_PREFERENCE, choose  # noqa: F401  (SPLIT_PREFERENCE: where callers have found it)
 
 SCHEMA_SNAPSHOT = "Hub dataset repository layout: README.md YAML `configs` + data/<split>-*.parquet " \
                   "(huggingface.co/docs/hub/datasets-manual-configuration)"
 SCHEMA_SAVED = "datasets.Dataset.save_to_disk: state.json, dataset_info.json, data-*.arrow (dataset_dict.json " \
                "for a DatasetDict)"
-SPLIT_PREFERENCE = ("test", "validation", "dev", "val", "train")
 _SHARD = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(-\d{5}-of-\d{5}.*)?$")
 
 
@@ -140,31 +141,6 @@ def saved_splits(folder: Path) -> dict[str, dict[str, list[Path]]]:
         raise DatasetFormError(f"{folder / 'state.json'}: expected the _data_files list that "
                                "datasets.Dataset.save_to_disk writes") from None
     return {"default": {str(state.get("_split") or "train"): files}}
-
-
-def choose(splits: dict[str, dict[str, list[Path]]], config: str | None, split: str | None, source: str
-           ) -> tuple[str, str, list[Path], list[str]]:
-    """(config, split, files, notes): the one asked for, else the only one, else by :data:`SPLIT_PREFERENCE`."""
-    notes = []
-    if not splits:
-        raise DatasetFormError(f"{source}: no parquet or arrow shards found")
-    if config is None:
-        config = "default" if "default" in splits or len(splits) > 1 and "default" in splits else next(iter(splits))
-        if len(splits) > 1:
-            notes.append(f"config {config!r} chosen (configs: {', '.join(splits)}; pass ?config=NAME)")
-    if config not in splits:
-        raise DatasetFormError(f"{source}: no config {config!r} (configs: {', '.join(splits)})")
-    avail = splits[config]
-    if split is None:
-        if len(avail) == 1:
-            split = next(iter(avail))
-            notes.append(f"split {split!r} read: the only one")
-        else:
-            split = next((s for s in SPLIT_PREFERENCE if s in avail), next(iter(avail)))
-            notes.append(f"split {split!r} read (splits: {', '.join(avail)}; pass ?split=NAME)")
-    if split not in avail:
-        raise DatasetFormError(f"{source}: no split {split!r} (splits: {', '.join(avail)})")
-    return config, split, avail[split], notes
 
 
 # ----------------------------------------------------------------------------- rows
@@ -329,29 +305,46 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
     no_image = sum(1 for r in records if not r.images)
     if no_image:
         notes.append(f"{no_image} rows without an image (text-only)")
-    return Dataset(form=form, benchmark=benchmark, source=source, records=records, skipped=skipped, notes=notes)
+    return Dataset(form=form, benchmark=benchmark, source=source, records=records, skipped=skipped, notes=notes,
+                   splits=[split], columns=names)
 
 
 # ----------------------------------------------------------------------------- the forms
+
+
+def _recognised(splits: dict[str, dict[str, list[Path]]], source: str) -> Any:
+    """The item rule of the benchmark a snapshot is a copy of, known from its first shard's columns (its config
+    and split defaults then hold), or None."""
+    first = next((f[0] for s in splits.values() for f in s.values() if f), None)
+    try:
+        names = list(_schema(first).names) if first is not None else []
+    except Exception:  # an unreadable shard is said where it is read, with its file's name
+        return None
+    return recognise(Dataset("hf-snapshot", None, source, [], columns=names))
 
 
 @register_form("hf-snapshot", detect=is_snapshot, schema=SCHEMA_SNAPSHOT,
                options=("split", "config", "name", "*_column"))
 def read_snapshot(path: Path, *, benchmark: str | None = None, **params: Any) -> Dataset:
     params = {k: str(v) for k, v in params.items() if v is not None}
-    config, split, files, notes = choose(snapshot_splits(path), params.pop("config", None) or params.pop("name", None),
-                                         params.pop("split", None), str(path))
+    splits = snapshot_splits(path)
+    rule = items_rule(benchmark) if benchmark else _recognised(splits, str(path))
+    config, split, files, notes = choose(splits, params.pop("config", None) or params.pop("name", None),
+                                         params.pop("split", None), str(path), rule)
     if config != "default":
         notes.insert(0, f"config {config!r}")
-    return read_table(files, source=str(path), folder=path, form="hf-snapshot", benchmark=benchmark, split=split,
-                      notes=notes, params=params)
+    ds = read_table(files, source=str(path), folder=path, form="hf-snapshot", benchmark=benchmark, split=split,
+                    notes=notes, params=params)
+    ds.config = None if config == "default" else config
+    return ds
 
 
 @register_form("hf-saved", detect=is_saved, schema=SCHEMA_SAVED, options=("split", "*_column"))
 def read_saved(path: Path, *, benchmark: str | None = None, **params: Any) -> Dataset:
     params = {k: str(v) for k, v in params.items() if v is not None}
     params.pop("config", None)
-    _, split, files, notes = choose(saved_splits(path), None, params.pop("split", None), str(path))
+    _, split, files, notes = choose(saved_splits(path), None, params.pop("split", None), str(path),
+                                   items_rule(benchmark))
     if not files:
         raise DatasetFormError(f"{path}: split {split!r} has no data-*.arrow shards")
     return read_table(files, source=str(path), folder=path, form="hf-saved", benchmark=benchmark, split=split,
@@ -403,6 +396,9 @@ def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> D
         if name.startswith(("/", ".", "~")) or name.count("/") != 1:
             raise DatasetFormError(f"{source}: no such folder, and not a Hub id ORG/NAME")
         folder = hub_cache_snapshot(name)
+        if benchmark is None:  # a benchmark's Hub copy: its item rule (config, split, items) holds
+            rule = items_rule(hub=name)
+            benchmark = rule.benchmark if rule is not None else None
     if is_saved(folder):
         _check_options(forms()["hf-saved"], source, given)  # a misspelt ?option is refused, never ignored
         ds = read_saved(folder, benchmark=benchmark, **params)

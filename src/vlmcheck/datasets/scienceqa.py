@@ -5,8 +5,13 @@ image "image.png" or null, subject, topic, category, skill, grade, lecture, solu
 One record per problem of the chosen split (``split=test`` by default, the split the papers report; the notes
 say which), its options the choices (any number: ScienceQA has up to five), its answer the choice index, its
 hint the problem's context kept apart from the question (methods/records.py shows it as "Context: <hint>"
-above the question, the same on every route: docs/methods.md), its category the subject.  Problems without an image keep an
-empty image list (ScienceQA-FULL); the methods that need an image leave them out and say how many.
+above the question, the same on every route: docs/methods.md), its category the subject.
+
+Its items on every route (:data:`RULE`, applied by :func:`~.base.load` to the release, the Hub copies
+``lmms-lab/ScienceQA`` / ``derek-thomas/ScienceQA`` and VLMEvalKit's ``ScienceQA_TEST.tsv``): the image
+questions, as ChEF's scenario reads them (LAMM's ``VQA_ScienceQA.json``, every item with an image) and lmms-eval's
+``scienceqa_img``; a text-only question is left out and counted.  ``lmms-lab/ScienceQA`` reads its
+``ScienceQA-IMG`` config unless another is named; the split is ``test`` unless another is named.
 """
 
 from __future__ import annotations
@@ -14,9 +19,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._release import json_file, refuse
-from .base import Dataset, Record, register_form
+from .base import Dataset, Items, Record, register_form, register_items
 
 META = ("topic", "category", "skill", "grade", "task", "lecture", "solution")
+TEXT_ONLY = "text-only question (ScienceQA's items are its image questions, as ChEF's and lmms-eval's scienceqa_img)"
+
+
+def select(ds: Dataset) -> None:
+    ds.skipped += [(r.id, TEXT_ONLY) for r in ds.records if not r.images]
+    ds.records = [r for r in ds.records if r.images]
+
+
+RULE = register_items(Items(
+    "scienceqa", select, hub=("lmms-lab/ScienceQA", "derek-thomas/ScienceQA"), tsv=("ScienceQA",),
+    recognise=lambda ds: {"choices", "lecture", "solution"} <= {c.lower() for c in ds.columns},
+    config="ScienceQA-IMG", split="test"))
 
 
 def _folder(path: Path) -> Path:
@@ -41,9 +58,8 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
                      "a JSON object (ScienceQA's release)")
     if split not in splits:
         raise refuse(folder / "pid_splits.json", f"a split named {split!r} (it has {', '.join(sorted(splits))})")
-    ds = Dataset("scienceqa", "scienceqa", str(folder), [], notes=[f"split {split!r} ({len(splits[split])} "
-                                                                   f"problems of {len(problems)})"])
-    no_image = 0
+    ds = Dataset("scienceqa", "scienceqa", str(folder), [], notes=[f"split {split!r} read: {len(splits[split])} "
+                                                                   f"problems of {len(problems)}"], splits=[split])
     for pid in splits[split]:
         pid = str(pid)
         p = problems.get(pid)
@@ -62,15 +78,11 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
                 ds.skipped.append((pid, f"image {img.relative_to(folder)} not found"))
                 continue
             images = [str(img)]
-        else:
-            no_image += 1
         ds.records.append(Record(id=pid, images=images, question=str(p["question"]),
                                  options=[str(c) for c in choices], answer=answer,
                                  hint=(str(p.get("hint")).strip() or None) if p.get("hint") else None,
                                  category=p.get("subject"), split=split, root=str(folder),
                                  meta={k: p[k] for k in META if p.get(k) not in (None, "")}))
-    if no_image:
-        ds.notes.append(f"{no_image} problems have no image (text-only)")
     if not ds.records:
         raise refuse(folder / "problems.json", f"ScienceQA problems in split {split!r} "
                                                f"({len(ds.skipped)} left out)")

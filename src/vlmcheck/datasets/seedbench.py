@@ -4,9 +4,14 @@ file in ``SEED-Bench-image/``), data_type ("image" or "video"), question_type_id
 ``SEED-Bench_v2_level1_2_3.json`` whose data_id may be a LIST of images (``image/SEED-Bench-2-image/`` or
 ``image/cc3m-image/`` by data_source).
 
-One record per image question (video and generation questions are left out, counted in the notes: vlmcheck
-evaluates images), its images the data_id list in order, its options the non-empty choices (ChEF's loader drops
-SEED-Bench-2's empty ones the same way), its category the question type's name.
+One record per image question, its images the data_id list in order, its options the non-empty choices (ChEF's
+loader drops SEED-Bench-2's empty ones the same way), its category the question type's name.
+
+Its items on every route (:data:`RULE`, applied by :func:`~.base.load` to the release, the Hub copies
+``lmms-lab/SEED-Bench`` / ``lmms-lab/SEED-Bench-2`` and VLMEvalKit's ``SEEDBench_IMG.tsv``): the image questions.
+A question whose ``data_type`` is not an image type (video, image generation) is left out and counted, with one
+reason on every route: vlmcheck evaluates images (the Hub copy keeps a video's frames in the same ``image`` list
+as an image question's pictures, so only ``data_type`` tells them apart).
 """
 
 from __future__ import annotations
@@ -14,10 +19,33 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._release import json_file, refuse
-from .base import Dataset, Record, register_form
+from .base import Dataset, Items, Record, register_form, register_items
 
 FILES = ("SEED-Bench.json", "SEED-Bench_v2_level1_2_3.json")
 IMAGE_TYPES = ("image", "Single Image", "Multiple Images")
+
+
+def left_out(data_type: object) -> str | None:
+    """Why a question of this ``data_type`` is no item (None: it is one); the same words on every route."""
+    if data_type is None or str(data_type) in IMAGE_TYPES:
+        return None
+    return f"not an image question (data_type {data_type}): vlmcheck evaluates images"
+
+
+def select(ds: Dataset) -> None:
+    keep = []
+    for r in ds.records:
+        why = left_out(r.meta.get("data_type"))
+        if why:
+            ds.skipped.append((r.id, why))
+        else:
+            keep.append(r)
+    ds.records = keep
+
+
+RULE = register_items(Items(
+    "seedbench", select, hub=("lmms-lab/SEED-Bench", "lmms-lab/SEED-Bench-2"), tsv=("SEEDBench",),
+    recognise=lambda ds: {"data_type", "question_type_id"} <= {c.lower() for c in ds.columns}))
 
 
 def _file(path: Path) -> Path | None:
@@ -53,15 +81,15 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     names = {str(v): k for k, v in types.items()}
     folder = file.parent
     ds = Dataset("seedbench", "seedbench", str(file), [])
-    other: dict[str, int] = {}
     seen: set[str] = set()
     for i, q in enumerate(data["questions"]):
         if not isinstance(q, dict):
             ds.skipped.append((f"questions[{i}]", "not an object"))
             continue
         qid = str(q.get("question_id", i))
-        if q.get("data_type") not in IMAGE_TYPES:
-            other[str(q.get("data_type"))] = other.get(str(q.get("data_type")), 0) + 1
+        why = left_out(q.get("data_type"))
+        if why:
+            ds.skipped.append((qid, why))
             continue
         if qid in seen:
             raise refuse(file, f"one question per question_id ({qid} is repeated)")
@@ -88,8 +116,6 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
                                  options=options, answer=options.index(right),
                                  category=names.get(str(tid), None if tid is None else str(tid)), root=str(folder),
                                  meta={"data_type": q.get("data_type")}))
-    if other:
-        ds.notes.append("left out, not image questions: " + ", ".join(f"{n} {t}" for t, n in sorted(other.items())))
     if not ds.records:
         raise refuse(file, f"SEED-Bench image questions whose images exist ({len(ds.skipped)} left out)")
     return ds

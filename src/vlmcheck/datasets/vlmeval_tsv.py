@@ -4,9 +4,9 @@ Schema (VLMEvalKit ``vlmeval/dataset/image_base.py`` and ``image_mcq.py``): ``in
 image as base64, a list of them (``"['...', '...']"``), or, for a row that shares another row's image, that
 row's ``index`` (a field of at most 64 characters); or an ``image_path`` column naming files (relative to the
 TSV's folder, confined to it); ``question``; options in columns ``A``..``Z`` (blank cells are no option);
-``answer`` (a letter, or Yes/No); ``hint``; ``category``, ``l2-category``, ``split``.  MMBench's circular
-copies are rows with ``index`` >= 1,000,000 (index mod 1e6 is the question they copy): kept as records with
-``meta["circular_copy"]`` and the question's ``group``.
+``answer`` (a letter, or Yes/No); ``hint``; ``category``, ``l2-category``, ``split``.  Which rows are a
+benchmark's items (MMBench's circular copies, rows with ``index`` >= 1,000,000) is its own module's rule
+(:mod:`.mmbench`), applied by :func:`~.base.load` on this route as on the Hub's.
 
 Fields of any size are read (the ``csv`` module's 128-kB field limit is lifted: an MMBench image is often
 larger); base64 images go to the content store in the bytes they encode (:mod:`.imagestore`), one file per
@@ -123,15 +123,7 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
             imgs = images[target]
         else:
             imgs = images.get(idx, [])
-        rec = record(row, cols, idx, imgs, str(path.parent) if owner in from_files else str(store.root))
-        try:
-            number = int(idx)
-        except ValueError:
-            number = -1
-        if number >= 1_000_000:  # MMBench's circular copy of question number % 1e6
-            rec.meta["circular_copy"] = number // 1_000_000
-            rec.group = str(number % 1_000_000)
-        records.append(rec)
+        records.append(record(row, cols, idx, imgs, str(path.parent) if owner in from_files else str(store.root)))
     if not records:
         raise DatasetFormError(f"{path}: no rows" + (f" that could be read ({len(skipped)} skipped: {skipped[0][1]})"
                                                      if skipped else ""))
@@ -141,4 +133,4 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
     if no_image:
         notes.append(f"{no_image} rows without an image")
     return Dataset(form="vlmeval-tsv", benchmark=benchmark, source=str(path), records=records, skipped=skipped,
-                   notes=notes)
+                   notes=notes, columns=names)

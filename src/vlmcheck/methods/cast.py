@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ from ..run.task import Sample, SpecTask
 from .blind import withheld
 # the scores are part of this method's API
 from .cast_scores import FORMATS, MODALITIES, CastSummary, cast_headline, cast_scores  # noqa: F401
+from .records import data_read, reading
 from .repeats import generation_config, repeated
 
 TEMPLATE_VERSION = "cast-v2"  # v2: the authors' line breaks (one text: "\n\nScene 1:\n\n...\n\nStatement:...")
@@ -160,7 +162,9 @@ class CastTask(SpecTask):
 
     def __init__(self, spec: CastSpec, vlm: Any = None) -> None:
         self.cfg = spec
-        self.pairs = load_pairs(spec.pairs)
+        with reading() as got:
+            self.pairs = load_pairs(spec.pairs)
+        self.data_read = data_read(got)  # what was read and chosen: printed at the run's start, in results.json
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         if spec.two_images and not self.vlm.capabilities.multi_image:
             raise ValueError(f"{self.vlm.model_id} does not declare multi-image support; drop --two-images")
@@ -359,9 +363,14 @@ def corpus_from(source: str | Path) -> list[dict[str, Any]]:
     dataset such as DOCCI (``hfds:NAME?split=train&description_column=description``)."""
     from .records import cast_corpus, dataset_for
 
-    ds = dataset_for(source)  # hfds: (description column: ?description_column=...), DOCCI, Flickr30k, ...
+    with reading() as got:
+        ds = dataset_for(source)  # hfds: (description column: ?description_column=...), DOCCI, Flickr30k, ...
+        scenes = cast_corpus(ds) if ds is not None else None
     if ds is not None:
-        return cast_corpus(ds)
+        from ..datasets.base import choices_line
+
+        print(choices_line(data_read(got)[0]), file=sys.stderr, flush=True)  # which split, what was left out
+        return scenes
     src = Path(source)
     manifest = src / "manifest.jsonl" if src.is_dir() else src
     rows = []

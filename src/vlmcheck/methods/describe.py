@@ -28,7 +28,7 @@ from ..metrics.decisions import headline_entry, proportion_interval_independent,
 from ..metrics.stats import bootstrap_ci
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
-from .records import load_images
+from .records import data_read, load_images, reading
 
 DEFAULT_PROMPT = "Describe this image in detail."
 TEMPLATE_VERSION = "describe-v1"
@@ -58,7 +58,9 @@ class DescribeTask(SpecTask):
 
     def __init__(self, spec: DescribeSpec, vlm: Any = None) -> None:
         self.cfg = spec
-        self.items = load_images(spec.data)
+        with reading() as got:
+            self.items = load_images(spec.data)
+        self.data_read = data_read(got)  # what was read and chosen: printed at the run's start, in results.json
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         # one for every sample (no sample changes it): a pydantic model validated once, not once per sample
         self._config = GenerationConfig(max_tokens=spec.max_tokens, temperature=spec.temperature)

@@ -9,15 +9,20 @@ and whatever no form detects stay with the methods' own readers (``None`` here),
 
 One image, one unit: records sharing an image name one file, so GenCeption gets one item per distinct image
 (:func:`image_items`), and ChEF and VHExpansion, which cluster by the item's image path, cluster by it.
-Rows a reader left out are said on stderr, how many and why (:func:`_said`).
+Rows a reader left out are said on stderr, how many and why (:func:`_said`).  What a task read is collected
+with :func:`reading` (each dataset's :meth:`~vlmcheck.datasets.Dataset.choices`, rows a method could not use
+included): the task keeps it as ``data_read``, which the runner prints at the start of the run and records in
+``results.json``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..core import remote
 from ..core.data import ImageItem
@@ -41,8 +46,29 @@ def with_benchmark(source: str, benchmark: str | None) -> str:
     return f"{benchmark.lower()}:{source}"
 
 
-def dataset_for(source: str | Path, **options: Any) -> Dataset | None:
-    """The dataset layer's reading of ``source``, or None where the method's own reader keeps it."""
+_READ: contextvars.ContextVar[list[Dataset] | None] = contextvars.ContextVar("vlmcheck_data_read", default=None)
+
+
+@contextlib.contextmanager
+def reading() -> Iterator[list[Dataset]]:
+    """Collect the datasets read inside the block (a task's constructor): ``[ds.choices() for ds in got]`` after
+    it is what the task read, rows its method could not use included."""
+    got: list[Dataset] = []
+    token = _READ.set(got)
+    try:
+        yield got
+    finally:
+        _READ.reset(token)
+
+
+def data_read(got: list[Dataset]) -> list[dict[str, Any]]:
+    return [ds.choices() for ds in got]
+
+
+def dataset_for(source: str | Path, benchmark_hint: str | None = None, **options: Any) -> Dataset | None:
+    """The dataset layer's reading of ``source``, or None where the method's own reader keeps it.
+    ``benchmark_hint``: the benchmark a caller reads (ChEF's ``scienceqa`` scenario), used where the source names
+    none and is no other benchmark's copy."""
     text = str(source)
     benchmark, form, rest = parse_source(text)
     if benchmark is None and form is None and not rest.startswith("hfds:"):
@@ -58,13 +84,38 @@ def dataset_for(source: str | Path, **options: Any) -> Dataset | None:
             detect(p)
         except DatasetFormError:
             return None
+    if benchmark_hint and benchmark is None and form is None and _generic(rest) \
+            and not _copy_of_another(text, benchmark_hint):
+        options = {"benchmark": benchmark_hint, **options}
     try:
         return _said(load(text, **options))
     except DatasetFormError as exc:
         raise InputFileError(str(exc)) from None
 
 
+def _generic(rest: str) -> bool:
+    """``rest`` is read by a generic form (a Hub copy, a TSV), not by a benchmark's own (LAMM's meta files)."""
+    if rest.startswith("hfds:"):
+        return True
+    try:
+        return not detect(Path(path_options(rest)[0])).benchmarks
+    except DatasetFormError:
+        return False
+
+
+def _copy_of_another(text: str, benchmark: str) -> bool:
+    """``text`` is a Hub copy or VLMEvalKit TSV of a benchmark other than ``benchmark`` (by its name)."""
+    from ..datasets import base
+
+    probe = Dataset("", None, path_options(text)[0], [])
+    rule = base.recognise(probe)
+    return rule is not None and rule.benchmark != benchmark
+
+
 def _said(ds: Dataset) -> Dataset:
+    got = _READ.get()
+    if got is not None:
+        got.append(ds)
     line = ds.say_skipped()
     if line:
         log.warning("%s", line)
@@ -73,7 +124,9 @@ def _said(ds: Dataset) -> Dataset:
     return ds
 
 
-def _require(records: list[Record], source: str, what: str, ok: Any) -> list[Record]:
+def _require(ds: Dataset, records: list[Record], what: str, ok: Any) -> list[Record]:
+    """The records that have ``what``; the others left out, counted in ``ds.skipped`` with the reason."""
+    source = ds.source
     if not records:
         raise InputFileError(f"{source}: no records in it")
     bad = [r.id for r in records if not ok(r)]
@@ -81,6 +134,7 @@ def _require(records: list[Record], source: str, what: str, ok: Any) -> list[Rec
         raise InputFileError(f"{source}: no record has {what} (e.g. {bad[0]!r})")
     if bad:
         log.warning("%s: %d records skipped: no %s (e.g. %r)", source, len(bad), what, bad[0])
+        ds.skipped += [(b, f"no {what}") for b in bad]
     return [r for r in records if ok(r)]
 
 
@@ -103,9 +157,10 @@ def image_items(ds: Dataset) -> list[ImageItem]:
             seen[path] = ImageItem(id=rid, path=path, category=r.category, root=r.root)
     if not seen:
         raise InputFileError(f"{ds.source}: no images in it ({len(ds.records)} records, all text-only)")
-    without = sum(1 for r in ds.records if not r.images)
+    without = [r.id for r in ds.records if not r.images]
     if without:
-        log.warning("%s: %d records without an image left out", ds.source, without)
+        log.warning("%s: %d records without an image left out", ds.source, len(without))
+        ds.skipped += [(w, "no image") for w in without]
     return list(seen.values())
 
 
@@ -139,7 +194,7 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
     row builders: ``turn_rows`` for the turn kinds, ``retrieval_items`` for caption retrieval)."""
     recs, src = ds.records, ds.source
     if kind in turn_rows:
-        recs = _require(recs, src, "image", lambda r: r.images)
+        recs = _require(ds, recs, "image", lambda r: r.images)
         rows = [{**r.meta, "id": r.id, "image": r.images[0]} for r in recs]
         if recs[0].meta.get("tree") and "tree" not in options:  # the label tree the reader built chains from
             options = {**options, "tree": recs[0].meta["tree"]}
@@ -148,33 +203,35 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
             it.setdefault("root", r.root)
         return items
     if kind == "pope":  # MME and POPE: yes/no (options Yes / No)
-        recs = _require(recs, src, "a yes/no answer", lambda r: _yes_no(r.answer) and r.question)
+        recs = _require(ds, recs, "a yes/no answer", lambda r: _yes_no(r.answer) and r.question)
         return [{"id": r.id, **_pictures(r), "question": r.question, "options": ["Yes", "No"],
                  "answer": 0 if _yes_no(r.answer) == "yes" else 1,
                  "meta": {"pope": True, "category": r.category}, "root": r.root} for r in recs]
     if kind == "classification":
-        recs = _require(recs, src, "a label", lambda r: r.answer is not None and r.images)
+        recs = _require(ds, recs, "a label", lambda r: r.answer is not None and r.images)
         labels = [r.options[r.answer] if r.options and isinstance(r.answer, int) else str(r.answer) for r in recs]
         pool = sorted(set(labels))
         q = question or "What is the category of the image?"
         return [{"id": r.id, **_pictures(r), "question": q, "options": pool, "answer": pool.index(lab),
                  "meta": {}, "root": r.root} for r, lab in zip(recs, labels)]
     if kind == "retrieval":
-        recs = _require(recs, src, "a caption", lambda r: r.description and r.images)
+        recs = _require(ds, recs, "a caption", lambda r: r.description and r.images)
         rows = [{"id": r.id, "image": _image(r), "caption": r.description, "root": r.root} for r in recs]
         return retrieval_items(rows, question=question or "Which caption describes the image?", **options)
     # multiple choice: mc, scienceqa, mmbench, world
-    recs = _require(recs, src, "options and an answer among them",
+    recs = _require(ds, recs, "options and an answer among them",
                     lambda r: r.options and isinstance(r.answer, int) and 0 <= r.answer < len(r.options))
     hint_word = "Context" if kind == "scienceqa" or ds.benchmark == "scienceqa" else "Hint"
     out = []
-    copies = any("circular_copy" in r.meta for r in recs)
+    copies = any("circular_copy" in r.meta for r in recs)  # the data's own copies: never rotated again
+    grouped = kind == "mmbench" or ds.benchmark == "mmbench"
     for r in recs:
         copy_no = r.meta.get("circular_copy", 0)
         base = {**_pictures(r), "question": _prompt(r, hint_word), "root": r.root,
-                "meta": {"category": r.category, **({"group": r.group or r.id} if kind == "mmbench" else {})}}
+                "meta": {"category": r.category, **({"group": r.group or r.id} if grouped else {})}}
         if copy_no and not circular:
-            continue  # VanillaEval asks each question once
+            ds.skipped.append((r.id, "circular copy: VanillaEval asks each question once"))
+            continue
         if not circular or copies or kind != "mmbench":
             out.append({**base, "id": r.id, "options": list(r.options), "answer": r.answer,
                         "meta": {**base["meta"], **({"rotation": copy_no} if circular else {})}})
@@ -215,7 +272,7 @@ def vhx_cases(ds: Dataset) -> list[Any]:
         return _yes_no(r.answer) is not None
 
     out = []
-    for r in _require(ds.records, ds.source, "an image, a question and a yes/no answer (or options)", usable):
+    for r in _require(ds, ds.records, "an image, a question and a yes/no answer (or options)", usable):
         meta: dict[str, Any] = {k: v for k, v in {"category": r.category, "group": r.group,
                                                   "split": r.split}.items() if v}
         if r.options:
@@ -239,7 +296,7 @@ def vhx_cases(ds: Dataset) -> list[Any]:
 
 def cast_corpus(ds: Dataset) -> list[dict[str, Any]]:
     """Scenes (image, description) for ``cast pairs``: DOCCI, Flickr30k, any record with both."""
-    recs = _require(ds.records, ds.source, "an image and a description", lambda r: r.images and r.description)
+    recs = _require(ds, ds.records, "an image and a description", lambda r: r.images and r.description)
     return [{"id": r.id, "image": r.images[0], "description": r.description, "root": r.root} for r in recs]
 
 

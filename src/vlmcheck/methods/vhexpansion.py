@@ -39,6 +39,7 @@ from ..core.messages import Message
 from ..core.roles import GenerationConfig, require
 from ..core.spec import load_model
 from .blind import withheld
+from .records import data_read, reading
 from .vhx_cases import VHX_TASK, Case, load_cases  # noqa: F401 - re-exported: the cases are part of this method's API
 from ..metrics.stats import pope_answer
 from ..perturb.adversarial import AttackConfig
@@ -84,7 +85,9 @@ class VHExpansionTask(SpecTask):
 
     def __init__(self, spec: VHXSpec, vlm: Any = None, negator: Any = None, attack_target: Any = None) -> None:
         self.cfg = spec
-        self.cases = load_cases(spec.cases)
+        with reading() as got:
+            self.cases = load_cases(spec.cases)
+        self.data_read = data_read(got)  # what was read and chosen: printed at the run's start, in results.json
         for p in spec.perturb:
             _parse_perturbation(p)
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")

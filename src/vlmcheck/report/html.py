@@ -22,6 +22,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from pydantic_core import to_json
 
 from ..core.files import SampleRecords, read_results, write_bytes_atomic, write_text_atomic
+from ..datasets.base import choices_line
 from ..methods.headline import headline, headline_of, vision_gain_of  # noqa: F401  (headline re-exported: the report shows it)
 from .boards import decisions_view, leaderboards
 from .pages import prune_rows, rows_json
@@ -251,6 +252,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                                     "mde": (headline_of(res).get("interval") or {}).get("min_detectable_difference"),
                                     "ci_note": bound_note(headline_of(res))}
             view["server_warnings"] = (res.get("server_checks") or {}).get("warnings", [])
+            view["data_read"] = [choices_line(d) for d in res.get("data_read") or []]
             view["failures"] = failures = []  # filled as the rows are made, before the page is rendered
             for panel in view_for(run["task"]).panels:  # the sections the method's view names
                 view.update(PANELS[panel](run, thumbs))

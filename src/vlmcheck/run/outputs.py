@@ -62,6 +62,9 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
         "metrics": tally.metrics(task),
         "usage": by_identity(usage_with_cost(store.call_stats())),
     }
+    read = getattr(task, "data_read", None)
+    if read:  # the data's form, config, split(s), rows read and left out, with the reasons (datasets/base.py)
+        results["data_read"] = read
     if session is not None:  # what this process did (a resumed run counts only its own calls)
         results["session"] = {"model_calls": session.counters.calls, "cache_hits": session.counters.hits,
                               "failed_calls": session.counters.failures, "retries": session.scheduler.retries,

@@ -29,6 +29,7 @@ import hashlib
 import os
 import platform
 import subprocess
+import sys
 import time
 import dataclasses
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ from .loop_clients import close_loop_clients
 from ..store.db import DB_NAME, GROUP_COMMIT_S, RunStore
 from .calls import KEY_VERSION, Session, file_keys
 from ..core.progress import Progress
+from ..datasets.base import choices_line
 from .scheduler import RetryPolicy, Scheduler
 from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: where callers have found them)
 from .folder import MARKER, RunFolderExists, _empty_run_folder, leave_nothing, mark_run_folder
@@ -207,6 +209,8 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     for stale in folder.glob(".*.tmp"):  # temp files of a writer killed mid-write; we hold the folder's lock
         stale.unlink(missing_ok=True)
     samples = select_samples(task, options)
+    for d in getattr(task, "data_read", None) or ():  # what the run reads and what was chosen, said first
+        print(choices_line(d), file=sys.stderr, flush=True)
     if options.resume and options.max_cost is None:  # the budget a run was started with holds on its resumes
         kept = recorded_max_cost(folder / DB_NAME)
         if kept is not None:

@@ -34,6 +34,9 @@ from ...core.inputs import dataset_path
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # option labels: CIFAR-10 needs ten
 
 
+#: the scenario kinds made for one benchmark: its item rule holds on any source that names no other (datasets/)
+BENCHMARK_OF_KIND = {"scienceqa": "scienceqa", "mmbench": "mmbench"}
+
 #: the scenario kinds whose data file may be at a URL (a JSONL naming its images)
 URL_KINDS = ("mc", "scienceqa", "pope", "classification", "retrieval")
 
@@ -155,7 +158,7 @@ def load_mmbench(path: Path, circular: bool = False, **_) -> list[dict]:
     from ..records import chef_items
 
     try:
-        ds = load(str(path), form="vlmeval-tsv")
+        ds = load(str(path), benchmark="mmbench", form="vlmeval-tsv")
     except DatasetFormError as exc:
         raise ValueError(str(exc)) from None
     return chef_items(ds, "mmbench", circular=circular, turn_rows=TURN_ROWS, retrieval_items=retrieval_items)
@@ -185,7 +188,9 @@ def load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]
     if kind != "world":
         from ..records import chef_items, dataset_for
 
-        ds = dataset_for(path)  # hfds:, a Hub or save_to_disk folder, a VLMEvalKit TSV, a release (datasets/)
+        # hfds:, a Hub or save_to_disk folder, a VLMEvalKit TSV, a release (datasets/); read as the benchmark the
+        # scenario is made for where the source names none
+        ds = dataset_for(path, BENCHMARK_OF_KIND.get(kind))
         if ds is not None:
             return chef_items(ds, kind, turn_rows=TURN_ROWS, retrieval_items=retrieval_items, **options)
     if remote.is_url(path):

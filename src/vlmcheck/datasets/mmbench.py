@@ -1,0 +1,61 @@
+"""MMBench (Liu et al., 2023): which rows are its items, on every route.
+
+MMBench has no release of its own beyond VLMEvalKit's TSV (``MMBench_DEV_EN.tsv``, read by :mod:`.vlmeval_tsv`);
+its Hub copies (``lmms-lab/MMBench`` configs ``en``/``cn`` splits dev/test, ``lmms-lab/MMBench_EN``,
+``HuggingFaceM4/MMBench``) hold the same rows.  Both already hold CircularEval's copies of each question: row
+``index + k x 1,000,000`` is question ``index`` with its options rotated k places (VLMEvalKit
+``vlmeval/dataset/utils/multiple_choice.py``, ``mcq_circular_eval``: a question counts as right only when every
+copy is right).  The rule here, applied by :func:`~.base.load` whatever the route: a copy is marked as copy k of
+its question (``meta["circular_copy"]``, ``group`` the question's index) and never rotated again; a copy whose
+question is not in the data is left out (VLMEvalKit scores copies only with their question).
+"""
+
+from __future__ import annotations
+
+from .base import Dataset, Items, Record, register_items
+
+#: a circular copy's index is its question's + k x COPY
+COPY = 1_000_000
+
+
+def _number(r: Record) -> int | None:
+    v = r.meta.get("index", r.id)  # a Hub copy whose index repeats keeps it in meta (ids are then row numbers)
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return int(f) if f.is_integer() else None
+
+
+def select(ds: Dataset) -> None:
+    numbers = [_number(r) for r in ds.records]
+    questions = {n for n in numbers if n is not None and n < COPY}
+    keep, copies = [], 0
+    for r, n in zip(ds.records, numbers):
+        if n is not None and n >= COPY:
+            if n % COPY not in questions:
+                ds.skipped.append((r.id, "circular copy whose question is not in the data"))
+                continue
+            r.meta["circular_copy"] = n // COPY
+            r.group = str(n % COPY)
+            copies += 1
+        elif n is not None:
+            r.group = str(n)
+        keep.append(r)
+    ds.records = keep
+    if copies:
+        ds.notes.append(f"circular copies: {len(keep) - copies} questions with {copies} copies (index + k x "
+                        "1,000,000, options already rotated): a question is right when all its copies are")
+
+
+def recognise(ds: Dataset) -> bool:
+    """A table with an ``index`` column holding circular copies of its own questions."""
+    if "index" not in (c.lower() for c in ds.columns):
+        return False
+    numbers = {_number(r) for r in ds.records} - {None}
+    return any(n >= COPY and n % COPY in numbers for n in numbers)
+
+
+RULE = register_items(Items(
+    "mmbench", select, hub=("lmms-lab/MMBench", "lmms-lab/MMBench_EN", "lmms-lab/MMBench_CN", "HuggingFaceM4/MMBench"),
+    tsv=("MMBench",), recognise=recognise, config="en", split="dev"))
