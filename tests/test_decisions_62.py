@@ -198,6 +198,9 @@ def test_genception_leaderboard_ranks_on_the_shared_images_as_compare(tmp_path):
     gc = page[page.index("<h2>GenCeption leaderboard</h2>"):]
     assert gc.index("<td>A</td>") < gc.index("<td>B</td>") and "8 shared images" in gc
     assert "behind the leader by 0.2000" in page and "A leads on GC@3 with 0.600 on the 8 samples" in page
+    # the first screen and the leaderboard by method print the values the margin is the difference of
+    assert "0.600<small>on the 8 shared samples; its run's headline 0.350" in page
+    assert "0.4000<small>on the 8 shared samples; its run's headline 0.6500" in page
     out = _cli("compare", a, b, "-o", tmp_path / "lb.json")
     assert re.search(r"1 │ A │ 0\.6000 │ 0\.3500", out) and re.search(r"2 │ B │ 0\.4000 │ 0\.6500", out)
     assert "A - B = 0.2000" in out and ": separated; 8 shared, 16 left out" in out
@@ -292,3 +295,19 @@ def test_compare_shows_each_lines_holm_level(tmp_path):
     levels = re.findall(r"against its Holm level ([0-9.]+)", out)
     assert sorted(levels) == ["0.01667", "0.025", "0.05"]
     assert "98.33% CI" in out and "97.5% CI" in out and "95% CI" in out
+
+
+@pytest.mark.slow
+def test_vhexpansion_margin_is_the_difference_of_the_printed_values(tmp_path):
+    """Partial overlap (cases 10-19 shared): A 4 of 10, B 10 of 10 there; own headlines 0.70 and 0.50.  The
+    first screen and the leaderboard print 1.000 and 0.400 beside the margin 0.600, the own ones beside."""
+    from test_decisions_48 import _vhx
+    from vlmcheck.report.html import build_report
+
+    a = _vhx(tmp_path / "A", "A", [1] * 14 + [0] * 6, ids=range(0, 20))
+    b = _vhx(tmp_path / "B", "B", [1] * 10 + [0] * 10, ids=range(10, 30))
+    page = build_report([a, b], tmp_path / "r.html").read_text()
+    assert "1.000<small>on the 10 shared samples; its run's headline 0.500" in page
+    assert "1.0000<small>on the 10 shared samples; its run's headline 0.5000" in page
+    assert "0.4000<small>on the 10 shared samples; its run's headline 0.7000" in page
+    assert "+0.600" in page and "behind the leader by 0.6000" in page
