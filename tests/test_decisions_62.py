@@ -311,3 +311,20 @@ def test_vhexpansion_margin_is_the_difference_of_the_printed_values(tmp_path):
     assert "1.0000<small>on the 10 shared samples; its run's headline 0.5000" in page
     assert "0.4000<small>on the 10 shared samples; its run's headline 0.7000" in page
     assert "+0.600" in page and "behind the leader by 0.6000" in page
+
+
+@pytest.mark.slow
+def test_pooled_swap_interval_excludes_0_exactly_when_its_test_rejects():
+    from vlmcheck.methods.cast_scores import headline_of_sums
+    from vlmcheck.metrics.pooled import PooledSwap
+
+    rng = np.random.default_rng(3)
+    for _ in range(15):
+        n = int(rng.integers(6, 13))
+        parsed_a, parsed_b = rng.integers(1, 4, size=(n, 18)), rng.integers(1, 4, size=(n, 18))
+        a = np.stack([rng.binomial(parsed_a, rng.uniform(0.2, 0.8)), parsed_a], -1)
+        b = np.stack([rng.binomial(parsed_b, rng.uniform(0.2, 0.8)), parsed_b], -1)
+        sf = PooledSwap(a, b, headline_of_sums)
+        lo, hi = sf.interval(0.05)
+        assert (lo <= 0 <= hi) == (sf.p_value(0.0) > 0.05)
+        assert lo <= sf.estimate <= hi

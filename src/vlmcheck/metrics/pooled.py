@@ -86,6 +86,8 @@ class PooledSwap:
         infinite when none within twice the range does (too few units to reject anything)."""
         reach = 2.0 * self.span
         steps = np.linspace(0.0, reach, 21)[1:]
+        if self.estimate and np.sign(self.estimate) != sign:  # 0 itself is a step: an edge never passes a
+            steps = np.unique(np.append(steps, abs(self.estimate)))  # rejected 0 (the interval agrees with p)
         inside = 0.0
         for step in steps:
             if self.p_value(self.estimate + sign * step) <= alpha:
