@@ -206,6 +206,7 @@ def test_genception_leaderboard_ranks_on_the_shared_images_as_compare(tmp_path):
     assert "A - B = 0.2000" in out and ": separated; 8 shared, 16 left out" in out
 
 
+@pytest.mark.slow  # the CLI in a subprocess: ~3 s of CPU
 def test_compare_of_genception_runs_with_no_chain_scored_says_so(tmp_path):
     def unscored(folder, model):
         folder.mkdir()
@@ -254,6 +255,7 @@ def test_vhx_compare_of_one_dataset_tests_each_difference_once(tmp_path):
 
 # ----------------------------------------------------------------------------- plan and wording
 
+@pytest.mark.slow  # the CLI in a subprocess: ~3 s of CPU
 def test_plan_never_prints_an_n_at_which_the_test_cannot_reject(tmp_path):
     from test_decisions_48 import _vhx
 
@@ -286,6 +288,7 @@ def test_identical_runs_are_level_and_a_close_run_is_not_behind_by(tmp_path):
     assert "cannot be separated from the leader by" not in page
 
 
+@pytest.mark.slow  # the CLI in a subprocess: ~3 s of CPU
 def test_compare_shows_each_lines_holm_level(tmp_path):
     from test_decisions_48 import _vhx
 
