@@ -103,7 +103,7 @@ class PooledSwap:
         low, high = self._edge(alpha, -1), self._edge(alpha, +1)
         if self.p_value(0.0) > alpha:  # the interval agrees with the test
             low, high = min(low, 0.0), max(high, 0.0)
-        return low + 0.0, high + 0.0
+        return float(low) + 0.0, float(high) + 0.0
 
 
 def pooled_decision(a: Any, b: Any, pooled: Callable[[Any, Any], Any], span: float = 1.0) -> dict:
