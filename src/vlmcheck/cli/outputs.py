@@ -81,6 +81,13 @@ def plan(pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
         return
     if out.get("note"):
         C.console.print(out["note"], highlight=False)
+    floor, raised = _least_n(alpha), []
+
+    def _n(n: int | None) -> str:  # never an n at which the decision's test cannot reject
+        if n is not None and n < floor:
+            raised.append(n)
+        return "over ten million" if n is None else str(max(n, floor))
+
     for m in out["metrics"]:
         if "warning" in m:
             C.console.print(f"{m['metric']}: {m['warning']}", highlight=False)
@@ -97,10 +104,20 @@ def plan(pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
             line += (f"; paired on common samples (sd of differences {m['sd_difference']:.4f}): "
                      f"{_n(m['n_paired'])} samples (from {_n(plo)} to {_n(phi)})")
         C.console.print(line, highlight=False, soft_wrap=True)
+    if raised:
+        C.console.print(f"(no n below {floor}: with fewer units the sign-flip test of compare cannot reject at "
+                        f"alpha {alpha:g}, whatever the difference)", highlight=False, soft_wrap=True)
 
 
-def _n(n: int | None) -> str:
-    return "over ten million" if n is None else str(n)
+def _least_n(alpha: float) -> int:
+    """The fewest units at which compare's sign-flip test can reject at ``alpha`` (its two all-alike patterns
+    weigh 2 / 2^n: 6 at 0.05)."""
+    from ..metrics.decisions import too_few_units
+
+    n = 1
+    while too_few_units(n, alpha):
+        n += 1
+    return n
 
 
 def export_cmd(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished run folders"),

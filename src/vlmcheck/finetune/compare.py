@@ -42,13 +42,26 @@ def _dataset(result: dict[str, Any]) -> str:
     return "cases"
 
 
-def vhx_table(results: dict[str, dict[str, Any]], ids: list[str]) -> dict[tuple[str, str], dict[str, Any]]:
-    """(dataset, variant) -> n, accuracy, symmetric accuracy over ``ids`` (dataset "all" pools them)."""
+def _datasets(r: dict[str, Any], pooled: bool) -> tuple[str, ...]:
+    """The rows a case counts in: its dataset's, and "all" where the cases come from several datasets (with one,
+    "all" would repeat its rows: each test counted twice in Holm, two intervals for one difference)."""
+    return (_dataset(r), "all") if pooled else (_dataset(r),)
+
+
+def _pooled(results: dict[str, dict[str, Any]], ids: list[str]) -> bool:
+    return len({_dataset(results[sid]) for sid in ids}) > 1
+
+
+def vhx_table(results: dict[str, dict[str, Any]], ids: list[str],
+              pooled: bool | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+    """(dataset, variant) -> n, accuracy, symmetric accuracy over ``ids`` (dataset "all" pools them where they
+    come from several datasets; ``pooled`` decides it for two runs at once)."""
+    pooled = _pooled(results, ids) if pooled is None else pooled
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for sid in ids:
         r = results[sid]
         for variant, v in r["variants"].items():
-            for ds in (_dataset(r), "all"):
+            for ds in _datasets(r, pooled):
                 groups.setdefault((ds, variant), []).append(v)
     out = {}
     for key, vs in groups.items():
@@ -58,13 +71,14 @@ def vhx_table(results: dict[str, dict[str, Any]], ids: list[str]) -> dict[tuple[
     return out
 
 
-def _units(results: dict[str, dict[str, Any]], ids: list[str]) -> dict[tuple[str, str, str], dict[str, tuple]]:
+def _units(results: dict[str, dict[str, Any]], ids: list[str],
+           pooled: bool) -> dict[tuple[str, str, str], dict[str, tuple]]:
     """(dataset, variant, metric) -> {case id: (right or not, its image, None)}: what the paired test reads."""
     out: dict[tuple[str, str, str], dict[str, tuple]] = {}
     for sid in ids:
         r = results[sid]
         for variant, v in r["variants"].items():
-            for ds in (_dataset(r), "all"):
+            for ds in _datasets(r, pooled):
                 out.setdefault((ds, variant, "accuracy"), {})[sid] = (float(v["correct"]), str(r.get("image")), None)
                 if "neg_correct" in v:
                     out.setdefault((ds, variant, "symmetric_accuracy"), {})[sid] = (
@@ -84,8 +98,9 @@ def compare_vhx(before: str | Path, after: str | Path,
     if not ids:
         raise InputFileError(f"{before} and {after} share no finished case; run both on the same cases file "
                              "(the held-out heldout.jsonl of `vhx dataset`)")
-    table_b, table_a = vhx_table(done_b, ids), vhx_table(done_a, ids)
-    units_b, units_a = _units(done_b, ids), _units(done_a, ids)
+    pooled = _pooled(done_b, ids) or _pooled(done_a, ids)
+    table_b, table_a = vhx_table(done_b, ids, pooled), vhx_table(done_a, ids, pooled)
+    units_b, units_a = _units(done_b, ids, pooled), _units(done_a, ids, pooled)
     rows = []
     units: dict[int, tuple] = {}
     for key in sorted(set(table_b) | set(table_a), key=lambda k: (k[0] == "all", k[0], k[1] != "original", k[1])):

@@ -160,10 +160,9 @@ def headline_of_codes(codes: np.ndarray, k: int = 3, seed: int = 0, n_boot: int 
             counts[key] = summed
 
     def value(sums: dict[tuple[str, str, str], np.ndarray]) -> np.ndarray:
-        with warnings.catch_warnings():  # an empty cell or format is left out (NaN), as in the matrices
-            warnings.simplefilter("ignore", RuntimeWarning)
-            per_cell = [np.nanmean(np.stack([_ratio(sums[(g, v, f)]) for f in FORMATS]), axis=0) for g, v in cells]
-            return np.nanmean(np.stack(per_cell), axis=0)
+        keys = [(g, v, f) for g, v in cells for f in FORMATS]
+        return headline_of_sums(np.stack([sums[key][..., 0] for key in keys], -1),
+                                np.stack([sums[key][..., 1] for key in keys], -1))
 
     n = len(next(iter(counts.values())))
     point = float(value({key: c.sum(axis=0) for key, c in counts.items()})) if n else float("nan")
@@ -179,6 +178,47 @@ def headline_of_codes(codes: np.ndarray, k: int = 3, seed: int = 0, n_boot: int 
     ci, widened = widen_degenerate(ci, point_value, n, few=True)
     return headline_entry(f"CAST Top-{k} cross-modal consistency", point_value, ci,
                           {"method": _ci_method(n, widened), "unit": UNIT, "n_units": n})
+
+
+#: the headline's cells, generated in one modality and validated in another, in the order of its counts
+CROSS_CELLS = tuple((g, v) for g in MODALITIES for v in MODALITIES if g != v)
+
+
+def headline_of_sums(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """The headline from pooled counts: ``num`` the confirming and ``den`` the parsed verdicts of each cross-modal
+    cell and format (last axis: :data:`CROSS_CELLS` x :data:`FORMATS`, cells major), summed over pairs; each
+    format's share, their mean per cell, the mean of the cells (an empty format or cell left out).  Vectorised
+    over leading axes; the one definition the run's headline and every comparison of runs use."""
+    num, den = np.broadcast_arrays(np.asarray(num, dtype=float), np.asarray(den, dtype=float))
+    shape = (*num.shape[:-1], len(CROSS_CELLS), len(FORMATS))
+    num, den = num.reshape(shape), den.reshape(shape)
+    # nanmean twice, written out (it is what the paired test evaluates thousands of times): an empty format or
+    # cell is left out; a headline with no parsed verdict at all is NaN
+    has = den > 0
+    ratio = np.divide(num, den, out=np.zeros(shape), where=has)
+    formats = has.sum(-1)
+    cell = np.divide(ratio.sum(-1), formats, out=np.zeros(formats.shape), where=formats > 0)
+    cells = (formats > 0).sum(-1)
+    return np.divide(cell.sum(-1), cells, out=np.full(cells.shape, np.nan), where=cells > 0)
+
+
+def pair_counts(result: dict[str, Any], k: int = 3) -> np.ndarray:
+    """One pair's (confirming, parsed) verdicts of the first ``k`` statements, per cross-modal cell and format
+    (shape (6 x 3, 2), the order :func:`headline_of_sums` reads); its repeats' verdicts pooled with its own,
+    as the headline pools a pair's repeats."""
+    out = np.zeros((len(CROSS_CELLS) * len(FORMATS), 2))
+    index = {(g, f"{v}|{f}"): c * len(FORMATS) + FORMATS.index(f)
+             for c, (g, v) in enumerate(CROSS_CELLS) for f in FORMATS}
+    for r in (result, *(result.get("repeats") or ())):
+        for g, entry in (r.get("generation") or {}).items():
+            for st in (entry.get("statements") or [])[:k]:
+                for cell, verdict in (st.get("verdicts") or {}).items():
+                    i = index.get((g, cell))  # a same-modality cell is not in the headline
+                    if i is None or verdict.get("verdict") is None:
+                        continue
+                    out[i, 0] += verdict["verdict"] == 1
+                    out[i, 1] += 1
+    return out
 
 
 def _add_blind(per: UnitSums, r: dict[str, Any]) -> None:

@@ -5,8 +5,11 @@ Per-sample outcomes come from the method's declaration (``run/task.py``: ``Outco
 stratum, whether it is binary, its range); nothing here names a method.  Runs are compared on the samples they
 all share (the sample id, and the seed image's pixel hash where both record one); the others are counted as left
 out.  On those samples each run's value is the headline's own quantity: the mean over samples, or - where the
-outcomes carry a stratum (GenCeption's categories) - the mean of the stratum means.  A difference A - B is that
-quantity's paired difference: each sample weighs w = 1/n, or 1/(strata x its stratum's n).
+outcomes carry a stratum (GenCeption's categories) - the mean of the stratum means, or - where they carry counts
+(CAST: verdicts pooled per cell over pairs) - the headline recomputed from the counts pooled over the shared
+samples.  A difference A - B is that quantity's paired difference: each sample weighs w = 1/n, or 1/(strata x
+its stratum's n); a pooled headline is tested by swapping whole units between the runs and recomputing it
+(``metrics/pooled.py``).
 
 The test is the sign-flip test of the clusters' weighted differences (``metrics/decisions.SignFlip``): exact
 McNemar where every unit holds one binary answer, a clustered McNemar where several answers share an image, a
@@ -29,6 +32,7 @@ np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 
 from ..core.files import SampleRecords, read_results
 from ..metrics.decisions import holm
+from ..metrics.pooled import pooled_decision
 from ..metrics.signflip import decision_interval, holm_levels, paired_decision
 from ..run.task import Outcome, outcomes_for
 from . import outcomes as _builtin  # noqa: F401 - registers the built-in methods' outcomes
@@ -106,16 +110,44 @@ def weights(outs: Sequence[Outcome]) -> np.ndarray:
 
 
 def quantity(values: dict[str, Any], keep: list[str]) -> float | None:
-    """A run's headline quantity on the samples ``keep``."""
+    """A run's headline quantity on the samples ``keep``: the weighted mean of the outcomes, or - where the
+    outcomes carry counts (a headline of pooled counts) - the headline of their sums."""
     if not keep:
         return None
     outs = [_as_outcome(values[s]) for s in keep]
+    if outs[0].pooled is not None:
+        total = np.sum([o.counts for o in outs], axis=0)
+        v = float(outs[0].pooled(total[:, 0], total[:, 1]))
+        return v if np.isfinite(v) else None
     return float(weights(outs) @ np.array([o.value for o in outs]))
+
+
+def _per_unit(outs: Sequence[Outcome], units: dict[str, int]) -> np.ndarray:
+    """Each unit's summed counts, shape (units, K, 2), in ``units``' numbering."""
+    out = np.zeros((len(units), *np.shape(outs[0].counts)))
+    for o in outs:
+        out[units[o.unit]] += np.asarray(o.counts, dtype=float)
+    return out
+
+
+def _pooled_test(oa: Sequence[Outcome], ob: Sequence[Outcome]) -> dict[str, Any]:
+    """The headline of pooled counts, A - B: whole units swapped between the runs and the headline recomputed
+    (``metrics/pooled.py``)."""
+    units: dict[str, int] = {}
+    for o in oa:
+        units.setdefault(o.unit, len(units))
+    span = max(oa[0].high - oa[0].low, 0.0)
+    dec = pooled_decision(_per_unit(oa, units), _per_unit(ob, units), oa[0].pooled, span=span)
+    dec["effect_size"] = {"name": "difference of the headlines", "value": dec["difference"]}
+    dec["n_units"] = len(units)
+    return dec
 
 
 def _test(a: dict[str, Any], b: dict[str, Any], keep: list[str]) -> dict[str, Any]:
     oa = [_as_outcome(a[s]) for s in keep]
     ob = [_as_outcome(b[s]) for s in keep]
+    if oa[0].pooled is not None:
+        return _pooled_test(oa, ob)
     w = weights(oa)
     x, y = np.array([o.value for o in oa]), np.array([o.value for o in ob])
     units: dict[str, int] = {}

@@ -105,6 +105,12 @@ def _sentence(row: dict[str, Any]) -> str:
     if row["n_shared"] == 0:
         return (f"the runs share no finished sample ({row['n_left_out']} left out), so no leader "
                 f"is named; {row['leader']} has the best own headline, {_f(row['headline']['value'])}.")
+    if r.get("difference") is not None and abs(r["difference"]) < 1e-12 and row["n_shared"]:
+        level = [row["leader"]] + [a["model"] for a in row["against"] if a.get("difference") is not None
+                                   and abs(a["difference"]) < 1e-12]
+        names = ", ".join(level[:-1]) + " and " + level[-1]
+        return (f"{names} are level on {row['metric']} at {_f(row['value'])}{where}: no model leads "
+                "(difference 0).")
     head = f"{row['leader']} leads on {row['metric']} with {_f(row['value'])}{where}, {r['model']} {_f(r['value'])}"
     if r.get("difference") is None or r.get("p_holm") is None:
         return head + f"; no test of the margin ({r.get('note') or 'no interval'}): cannot be separated."

@@ -1,7 +1,11 @@
 """Leaderboards across GenCeption runs: ranks, MMECeption "GC rank", GC_FID ranking, correlations.
 
 Every model score here is the run's overall score: the mean of its category
-means (MMECeption's "Overall Mean"), never the mean over images.
+means (MMECeption's "Overall Mean"), never the mean over images.  The overall
+rank is taken on that score recomputed on the images every run scored
+(``on_shared``), the quantity ``vlmcheck compare`` and the report's decisions
+compare, so the leaderboard, its "cannot be separated from" and the decisions
+name one leader; each run's own score on all its images stays beside it.
 
 ``GC rank`` (GenCeption v1, Table 2 and its footnote): within each group
 (visual-/textual-intensive), rank the models on the group mean of the paper's
@@ -124,7 +128,11 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
                          + "; ".join(map(str, sorted(setups))))
     (generator, encoder, T), = setups
     key = f"GC@{T}"
-    overall = ranks({m: r[key] for m, r in rows.items() if r[key] is not None})
+    shared = _on_shared_images(rows, key)
+    # ranked on the images every run scored, as compare and the report's decisions compare them; a run's own
+    # score on all its images stays beside (the runs' own scores rank only where no image is shared)
+    rank_on = "on_shared" if shared["n"] else key
+    overall = ranks({m: r[rank_on] for m, r in rows.items() if r.get(rank_on) is not None})
     for m, r in rows.items():
         r["rank"] = overall.get(m)
     cats = sorted({c for r in rows.values() for c in r["by_category"]})
@@ -134,13 +142,15 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
         for m, extra in gc_rank(grouped, weights).items():
             rows[m].update(extra)
     out: dict[str, Any] = {"generator": generator, "encoder": encoder, "T": T, "metric": key,
-                           "score": "mean of category means", "gc_rank_weights": {"benchmark": bench, **weights},
+                           "score": "mean of category means", "shared": shared,
+                           "ranked_on": (f"the {shared['n']} images every run scored" if shared["n"]
+                                         else "each run's own images (no image scored by every run)"),
+                           "gc_rank_weights": {"benchmark": bench, **weights},
                            "gc_rank_columns": {g: [f"GC@{t}" for t in gc_rank_columns(grouped, g)]
                                                for g in ("visual", "textual")},
                            "models": dict(sorted(rows.items(), key=lambda kv: kv[1]["rank"] or 1e9)),
                            "category_ranks": {c: ranks({m: r["by_category"][c] for m, r in rows.items()
                                                         if c in r["by_category"]}) for c in cats}}
-    _ties(rows, key)
     out["fid_common"] = _fid_on_common_images(rows, T)
     fid_key = f"GC_FID@{T}_common" if out["fid_common"].get("n", 0) >= 2 else f"GC_FID@{T}"
     out["fid_ranking"] = {**_fid_agreement(rows, key, fid_key), "on": fid_key}
@@ -150,28 +160,37 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
     return out
 
 
-def _ties(rows: dict[str, dict[str, Any]], key: str) -> None:
-    """Each model's ``tied_with``: the models it cannot be separated from - the decision procedure of
-    ``vlmcheck compare`` (methods/compare.pairwise): on the images every model scored, the category-weighted
-    paired difference of GC@T, its sign-flip test Holm-corrected over the pairs of models."""
+def _on_shared_images(rows: dict[str, dict[str, Any]], key: str) -> dict[str, Any]:
+    """The decision procedure of ``vlmcheck compare`` (methods/compare.pairwise) over the runs: each model's
+    ``on_shared``, GC@T (mean of category means) on the images every scored run scored, and its ``tied_with``,
+    the models it cannot be separated from (the category-weighted paired difference, its sign-flip test
+    Holm-corrected over the pairs of models).  Returns the number of those images and each model's left out.
+    A run that scored no chain takes no part (its rank stays empty)."""
     from ..core.files import InputFileError
     from .compare import pairwise, unit_values
 
+    for m in rows:
+        rows[m].update(tied_with=[], on_shared=None)
     try:
         units = {m: unit_values(r["run"])[2].get(key, {}) for m, r in rows.items()}
     except (InputFileError, OSError):  # a run without its samples: no paired test, no ties to report
-        return
+        return {"n": 0, "note": "a run's samples could not be read: ranked on each run's own images"}
     names = [m for m in rows if units[m]]
-    for m in rows:
-        rows[m]["tied_with"] = []
     if len(names) < 2:
-        return
+        return {"n": 0}
     res = pairwise([units[m] for m in names], key)
+    for m, v in zip(names, res["values"]):
+        rows[m]["on_shared"] = v
+    out = {"n": res["n_shared"], "left_out": {m: lo["only_here"] + lo["different_source"]
+                                              for m, lo in zip(names, res["left_out"])}}
+    if not res["n_shared"]:
+        return out
     for r in res["pairs"]:
         if not r.get("separated"):
             a, b = names[r["i"]], names[r["j"]]
             rows[a]["tied_with"].append(b)
             rows[b]["tied_with"].append(a)
+    return out
 
 
 def _chains(folder: str | Path, T: int) -> dict[tuple[str, str], dict[str, Any]]:

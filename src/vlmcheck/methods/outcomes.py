@@ -11,7 +11,9 @@ task class a static ``decision_outcomes`` (``run/task.py``, :class:`~vlmcheck.ru
   negation both right) likewise.
 - ChEF: right or wrong per item in the standard setting, clustered by the item's image where the item records
   one; named as the run's headline where that is an accuracy (POPE accuracy clusters by image, as its interval).
-- CAST: the share of a pair's Top-3 statements judged to hold in the other modalities (the pair is the unit).
+- CAST: the headline itself, Top-3 cross-modal consistency: a pair's confirming and parsed verdicts per
+  cross-modal cell and format, pooled over the pairs compared and averaged as the headline averages them (the
+  pair is the unit; ``value``, the pair's own share, is what ``plan`` reads).
 """
 
 from __future__ import annotations
@@ -73,8 +75,12 @@ def cast_unit(r: dict[str, Any], k: int = 3) -> float | None:
 
 
 def _cast(r: dict[str, Any], m: dict[str, Any]) -> dict[str, Outcome]:
+    from .cast_scores import headline_of_sums, pair_counts
+
     v = cast_unit(r)
-    return {} if v is None else {"CAST Top-3 cross-modal consistency": Outcome(v, "")}
+    # the headline pools verdicts per cell over pairs: compared as that ratio, recomputed on the shared pairs
+    return {} if v is None else {"CAST Top-3 cross-modal consistency": Outcome(
+        v, "", counts=pair_counts(r, 3), pooled=headline_of_sums)}
 
 
 for _name, _fn in (("describe", _describe), ("genception", _genception), ("vhexpansion", _vhexpansion),

@@ -190,8 +190,11 @@ def f4(x: Any) -> str:
     return "-" if x is None else f"{x:.4f}"
 
 
-def rank_text(rank: float, all_ranks: Iterable[float]) -> str:
-    """A rank as people write it: ``1``, ``2``; shared ranks as ``2=`` (ties take the best rank)."""
+def rank_text(rank: float | None, all_ranks: Iterable[float | None]) -> str:
+    """A rank as people write it: ``1``, ``2``; shared ranks as ``2=`` (ties take the best rank); ``-`` for a run
+    without one (nothing scored)."""
+    if rank is None:
+        return "-"
     ranks = list(all_ranks)
     r = int(rank) if float(rank).is_integer() else rank
     return f"{r}=" if ranks.count(rank) > 1 else f"{r}"
@@ -269,15 +272,24 @@ def genception(model: str, m: dict[str, Any]) -> None:
 
 
 def leaderboard(board: dict[str, Any]) -> None:
+    """GenCeption's leaderboard: ranked on the images every run scored (``on_shared``, as ``compare``), each
+    run's own score and interval beside; a run that scored no chain has no rank and "-" for its figures."""
     key = board["metric"]
     ranks = [r["rank"] for r in board["models"].values()]
+    n = (board.get("shared") or {}).get("n")
     rows = []
     for model, r in board["models"].items():
-        ci = r.get("ci95") or [float("nan")] * 2
-        rows.append([rank_text(r["rank"], ranks), model, f"{r[key]:.4f}", f"[{ci[0]:.4f}, {ci[1]:.4f}]",
-                     f"{r['gc_rank']:.2f}" if "gc_rank" in r else "-", ", ".join(r.get("tied_with") or []) or "-"])
-    tables.print(table(["rank", "model", key, "95% CI", "GC rank", "cannot be separated from (Holm, 5%)"], rows,
-                       keys=["model"]))
+        ci = r.get("ci95")
+        row = [rank_text(r["rank"], ranks), model]
+        if n:
+            row.append(f4(r.get("on_shared")))
+        row += [f4(r.get(key)), "-" if not ci else f"[{ci[0]:.4f}, {ci[1]:.4f}]",
+                f"{r['gc_rank']:.2f}" if r.get("gc_rank") is not None else "-",
+                ", ".join(r.get("tied_with") or []) or "-"]
+        rows.append(row)
+    columns = (["rank", "model"] + ([f"{key} on the {n} shared images"] if n else [])
+               + [f"{key} on its own images", "95% CI", "GC rank", "cannot be separated from (Holm, 5%)"])
+    tables.print(table(columns, rows, keys=["model"]))
 
 
 def vhexpansion(model: str, m: dict[str, Any]) -> None:
@@ -316,11 +328,8 @@ def chef_aggregate(agg: dict[str, Any]) -> None:
 def vhx_compare(cmp: dict[str, Any]) -> None:
     f = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
     d = lambda x: "-" if x is None else f"{x:+.3f}"  # noqa: E731
-    one_dataset = len({r["dataset"] for r in cmp["rows"]}) <= 2  # one dataset and "all": "all" repeats it
     rows = []
     for r in cmp["rows"]:
-        if one_dataset and r["dataset"] == "all":
-            continue
         a, s_ = r["accuracy"], r["symmetric_accuracy"]
         p = lambda c: "" if c.get("p_holm") is None else f" (p {c['p_holm']:.3g})"  # noqa: E731  Holm-adjusted
         rows.append([r["dataset"], r["variant"], str(r["n"]), f(a["before"]), f(a["after"]), d(a["delta"]) + p(a),
@@ -369,13 +378,16 @@ def comparisons(cmp: dict[str, Any]) -> None:
         return "-" if x is None else f"{x:.4g}"
 
     tables.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples all the runs finished; "
-                  "interval at the level of its Holm step)")
+                  "each interval at the level of its Holm step: 1 - the alpha its test is judged at)")
     for c in cmp["comparisons"]:
-        ci = "" if not c["ci95"] else f" [{c['ci95'][0]:.4f}, {c['ci95'][1]:.4f}]"
+        level = c.get("ci_level")
+        ci = ("" if not c["ci95"] else
+              f", {'%g' % round(100 * (level or 0.95), 2)}% CI [{c['ci95'][0]:.4f}, {c['ci95'][1]:.4f}]")
+        judged = "" if level is None else f" against its Holm level {1 - level:.4g}"
         verdict = "separated" if c.get("separated") else "cannot be separated"
-        tables.print(f"  {c['metric']}: {c['a']} - {c['b']} = {f4(c['difference'])}{ci}, p {p(c['p_value'])} "
-                      f"(Holm {p(c.get('p_holm'))}, {c['test'] or '-'}): {verdict}; {c['n_paired']} shared, "
-                      f"{c['n_left_out']} left out", highlight=False, soft_wrap=True)
+        tables.print(f"  {c['metric']}: {c['a']} - {c['b']} = {f4(c['difference'])}{ci}; p {p(c['p_value'])}"
+                      f"{judged} (Holm-adjusted p {p(c.get('p_holm'))}; {c['test'] or '-'}): {verdict}; "
+                      f"{c['n_paired']} shared, {c['n_left_out']} left out", highlight=False, soft_wrap=True)
 
 
 def results(results: dict[str, Any]) -> None:

@@ -77,7 +77,15 @@ class Outcome(NamedTuple):
     the headline is a mean of per-category means (GenCeption's MMECeption score), None when it is a mean over
     the samples; ``binary`` the value is right (1) or wrong (0); ``low``, ``high`` the range one value can take
     (it caps an interval that too few units leave unbounded).  The first three fields keep the order of the
-    (value, cluster, source) tuples they replace."""
+    (value, cluster, source) tuples they replace.
+
+    Where the headline is not a mean of per-sample values but a mean of ratios of counts pooled over the samples
+    (CAST: verdicts pooled per cell over pairs, the cells averaged), ``counts`` holds the sample's
+    (numerator, denominator) of each ratio, an array of shape (K, 2), and ``pooled(num, den)`` the headline
+    from the summed numerators and denominators (arrays (..., K), vectorised over leading axes; a mean of the
+    ratios num / den, so adding delta x den to every numerator adds delta to it).  Then every surface compares
+    that headline recomputed on the shared samples, and the paired test swaps whole units between the runs
+    and recomputes it (``metrics/pooled.py``); ``value`` stays the sample's own share (what ``plan`` reads)."""
 
     value: float
     unit: str
@@ -86,6 +94,8 @@ class Outcome(NamedTuple):
     binary: bool = False
     low: float = 0.0
     high: float = 1.0
+    counts: Any = None
+    pooled: Callable[[Any, Any], Any] | None = None
 
 
 #: ``outcomes(result, run_metrics) -> {metric: Outcome}`` of one finished sample's ``result``; metrics named
