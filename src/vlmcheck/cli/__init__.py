@@ -146,8 +146,7 @@ def main() -> None:  # pragma: no cover - exercised through subprocesses in test
         sys.exit(2)
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)):
-            say_error(f"no space left to write {exc.filename or 'the outputs'}; free some space and resume the "
-                      "run (finished samples are kept)")
+            say_error(_full_disk(exc.filename))
         elif isinstance(exc, PermissionError):
             say_error(f"permission denied: {exc.filename or exc}; fix the permissions or choose another folder")
         elif exc.errno == errno.EROFS:
@@ -157,6 +156,25 @@ def main() -> None:  # pragma: no cover - exercised through subprocesses in test
         else:
             raise
         sys.exit(2)
+
+
+def _full_disk(filename: object) -> str:
+    """What filled: vlmcheck's cache (images and releases it keeps) or a run's folder (resumable), else the file."""
+    import os
+    from pathlib import Path
+
+    if not filename:
+        return "no space left on the disk; free some space and run the command again"
+    path = Path(os.fsdecode(filename)).absolute()
+    cache = Path(os.environ.get("VLMCHECK_CACHE") or Path.home() / ".cache" / "vlmcheck").absolute()
+    if cache == path or cache in path.parents:
+        return (f"no space left to write {path} in vlmcheck's cache {cache}; free some space there, or set "
+                "VLMCHECK_CACHE to a folder on a disk with room, and run the command again")
+    run = next((p for p in path.parents if (p / "store.sqlite").is_file()), None)
+    if run is not None:
+        return (f"no space left to write {path} in the run folder {run}; free some space and `vlmcheck resume "
+                f"{run}` (finished samples are kept)")
+    return f"no space left to write {path}; free some space and run the command again"
 
 
 def _path_error(exc: OSError) -> str:
