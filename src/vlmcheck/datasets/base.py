@@ -152,6 +152,15 @@ class Form:
     schema: str = ""
     #: the options its reader takes where its signature does not name them (``*_column``: any column role)
     options: tuple[str, ...] | None = None
+    #: what its records carry (:data:`RECORD_KINDS`); empty for a generic form (what its columns hold)
+    carries: tuple[str, ...] = ()
+
+
+#: the kinds of thing a record can carry, which the methods make their items of (a method's ``reads``,
+#: ``run/task.py``): an image; a yes/no answer; options with the right one; a class label; a count; boxes; a
+#: caption; a description of the whole scene; a class hierarchy; a multi-turn exchange; a pair of scenes
+RECORD_KINDS = ("images", "yes/no", "multiple choice", "classes", "counts", "boxes", "captions", "descriptions",
+                "hierarchy", "turns", "scene pairs")
 
 
 _FORMS: dict[str, Form] = {}
@@ -236,14 +245,18 @@ def register_scheme(scheme: str) -> Callable[[Callable[..., Dataset]], Callable[
 
 
 def register_form(name: str, *, detect: Callable[[Path], bool], benchmarks: tuple[str, ...] = (),
-                  schema: str = "", options: tuple[str, ...] | None = None
+                  schema: str = "", options: tuple[str, ...] | None = None, carries: tuple[str, ...] = ()
                   ) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
-    """Register ``read(path, *, benchmark=None, **options) -> Dataset`` as the reader of form ``name``."""
+    """Register ``read(path, *, benchmark=None, **options) -> Dataset`` as the reader of form ``name``, whose
+    records carry ``carries`` (:data:`RECORD_KINDS`)."""
+    unknown = set(carries) - set(RECORD_KINDS)
+    if unknown:
+        raise ValueError(f"dataset form {name!r}: {sorted(unknown)} are not record kinds ({', '.join(RECORD_KINDS)})")
 
     def deco(read: Callable[..., Dataset]) -> Callable[..., Dataset]:
         if name in _FORMS:
             raise ValueError(f"dataset form {name!r} registered twice")
-        _FORMS[name] = Form(name, tuple(benchmarks), detect, read, schema, options)
+        _FORMS[name] = Form(name, tuple(benchmarks), detect, read, schema, options, tuple(carries))
         return read
 
     return deco

@@ -62,7 +62,7 @@ def _cache(files: list[Path]) -> Path:
     return base / "releases" / "cifar10" / key
 
 
-@register_form("cifar10", detect=detect, benchmarks=("cifar10", "cifar-10"),
+@register_form("cifar10", detect=detect, carries=('images', 'classes'), benchmarks=("cifar10", "cifar-10"),
                schema="cs.toronto.edu/~kriz/cifar.html (CIFAR-10 python version: cifar-10-batches-py/)")
 def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) -> Dataset:
     import numpy as np

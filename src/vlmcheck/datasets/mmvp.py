@@ -38,7 +38,7 @@ def options(text: str) -> list[tuple[str, str]]:
     return [(k, v.strip()) for k, v in _OPTION.findall(text.strip())]
 
 
-@register_form("mmvp", detect=detect, benchmarks=("mmvp",),
+@register_form("mmvp", detect=detect, carries=('images', 'multiple choice'), benchmarks=("mmvp",),
                schema="github.com/tsb0601/MMVP (Questions.csv + MMVP Images/; the MMVP/MMVP Hub dataset files)")
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     csv = _csv(path)

@@ -68,7 +68,7 @@ class _Bamboo:
         return [self.id2name[i][0] for i in reversed(ids)]
 
 
-@register_form("omnibenchmark", detect=detect, benchmarks=("omnibenchmark",),
+@register_form("omnibenchmark", detect=detect, carries=('images', 'classes', 'hierarchy'), benchmarks=("omnibenchmark",),
                schema="github.com/ZhangYuanhan-AI/OmniBenchmark (trainid2name.json, annotation/<realm>/meta/"
                       "<split>.txt, data/<realm>/images/); ChEF's use: github.com/OpenGVLab/LAMM "
                       "src/ChEF/data_process/Omnibenchmark.py")

@@ -45,7 +45,7 @@ def _image_folder(file: Path, first_image: str, images: str | Path | None) -> Pa
                        "it, or in ../val2014/ (or give images=DIR)")
 
 
-@register_form("pope", detect=detect, benchmarks=("pope",),
+@register_form("pope", detect=detect, carries=('images', 'yes/no'), benchmarks=("pope",),
                schema="github.com/AoiDragon/POPE output/coco/coco_pope_*.json (question_id, image, text, label)")
 def read(path: Path, *, benchmark: str | None = None, images: str | Path | None = None,
          split: str | None = None, **_) -> Dataset:

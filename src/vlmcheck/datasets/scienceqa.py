@@ -46,7 +46,7 @@ def detect(path: Path) -> bool:
         path.is_dir() or path.name == "problems.json")
 
 
-@register_form("scienceqa", detect=detect, benchmarks=("scienceqa",),
+@register_form("scienceqa", detect=detect, carries=('images', 'multiple choice'), benchmarks=("scienceqa",),
                schema="github.com/lupantech/ScienceQA data/scienceqa/problems.json, pid_splits.json, "
                       "images/<split>/<pid>/image.png")
 def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) -> Dataset:

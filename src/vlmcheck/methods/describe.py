@@ -53,6 +53,8 @@ def keyword_recall(text: str, keywords: list[str]) -> float:
 
 
 class DescribeTask(SpecTask):
+    reads = ('images',)  # the record kinds its items are made of (vlmcheck list)
+    reports = 'keyword recall of the descriptions'
     spec_model = DescribeSpec
     name = "describe"
 

@@ -83,6 +83,8 @@ class ChefSpec(BaseModel):
 
 
 class ChefTask(SpecTask):
+    reads = ('multiple choice', 'yes/no', 'classes', 'counts', 'boxes', 'captions', 'hierarchy', 'turns')  # the record kinds its items are made of (vlmcheck list)
+    reports = "its recipe's desideratum metric (accuracy, ECE, RRM, RIAM, MR, ...)"
     spec_model = ChefSpec
     name = "chef"
 
