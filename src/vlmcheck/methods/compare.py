@@ -204,7 +204,28 @@ def compare_runs(runs: list[str | Path]) -> dict[str, Any]:
             comparisons.append({"metric": metric, **row, "a": loaded[i][2], "b": loaded[j][2],
                                 "run_a": str(loaded[i][0]), "run_b": str(loaded[j][0])})
     out: dict[str, Any] = {"method": method, "comparisons": comparisons}
+    official = official_figures(runs)
+    if official:
+        out["official"] = official
     if not metrics:
         out["note"] = (f"no metric with per-sample outcomes in every run ({method} declares "
                        + ("none" if outcomes_for(method) is None else "some, but not in all of these runs") + ")")
+    return out
+
+
+def official_figures(runs: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """Each run's official figures (``metrics["official"]``, datasets/official.py), side by side: the value and
+    its interval by image, as the run computed them (a figure that is a sum or ratio of shares, MME's scores or
+    POPE's F1, has no per-sample outcome to pair, so ``compare`` shows it beside rather than testing it)."""
+    from ..datasets.official import rows
+
+    out = []
+    for r in runs:
+        info = read_results(r)
+        got = rows((info.get("metrics") or {}).get("official"))
+        if got:
+            spec = (info.get("spec") or {}).get("task_spec") or {}
+            out.append({"run": str(r), "model": spec.get("vlm") or str(r),
+                        "figures": {(name if len({b for b, _, _ in got}) == 1 else f"{b}.{name}"):
+                                    {k: v.get(k) for k in ("value", "ci95")} for b, name, v in got}})
     return out

@@ -128,6 +128,15 @@ def _pictures(r: Record) -> dict[str, Any]:
     return {"image": _image(r), **({"images": list(r.images)} if len(r.images) > 1 else {})}
 
 
+def _official(ds: Dataset, r: Record, group: str | None = None) -> dict[str, Any]:
+    """``meta["official"]``: the benchmark whose official figure the item counts toward (datasets/official.py)
+    and the record's group (MME's image, MMVP's pair, MMBench's question), or nothing."""
+    from ..datasets.official import benchmark_of
+
+    b = benchmark_of(ds.benchmark, ds.source)
+    return {"official": {"benchmark": b, "group": group or r.group}} if b else {}
+
+
 def _yes_no(v: Any) -> str | None:
     s = str(v).strip().lower()
     return s if s in ("yes", "no") else None
@@ -151,7 +160,7 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
         recs = _require(recs, src, "a yes/no answer", lambda r: _yes_no(r.answer) and r.question)
         return [{"id": r.id, **_pictures(r), "question": r.question, "options": ["Yes", "No"],
                  "answer": 0 if _yes_no(r.answer) == "yes" else 1,
-                 "meta": {"pope": True, "category": r.category}, "root": r.root} for r in recs]
+                 "meta": {"pope": True, "category": r.category, **_official(ds, r)}, "root": r.root} for r in recs]
     if kind == "classification":
         recs = _require(recs, src, "a label", lambda r: r.answer is not None and r.images)
         labels = [r.options[r.answer] if r.options and isinstance(r.answer, int) else str(r.answer) for r in recs]
@@ -172,7 +181,8 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
     for r in recs:
         copy_no = r.meta.get("circular_copy", 0)
         base = {**_pictures(r), "question": _prompt(r, hint_word), "root": r.root,
-                "meta": {"category": r.category, **({"group": r.group or r.id} if kind == "mmbench" else {})}}
+                "meta": {"category": r.category, **({"group": r.group or r.id} if kind == "mmbench" else {}),
+                         **_official(ds, r, (r.group or r.id) if kind == "mmbench" else None)}}
         if copy_no and not circular:
             continue  # VanillaEval asks each question once
         if not circular or copies or kind != "mmbench":
@@ -230,6 +240,7 @@ def vhx_cases(ds: Dataset) -> list[Any]:
             question, answer = r.question, _yes_no(r.answer)
         if r.group and ds.benchmark == "mmvp":
             meta["pair"] = r.group
+        meta.update(_official(ds, r))
         out.append(Case(id=r.id, image=r.images[0], question=question, answer=answer, meta=meta, root=r.root))
     return out
 

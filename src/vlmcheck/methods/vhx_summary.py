@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..datasets.official import Tally, answer_of
 from ..metrics.clusters import UnitSums, Units
 from ..metrics.decisions import headline_entry, proportion_interval_sums
 from ..metrics.stats import UNREAD_WARN_SHARE, pope_read
@@ -122,6 +123,7 @@ class VHXSummary:
         self.variants: dict[str, _Variant] = {}
         self.blind = VHXBlind(self.units)
         self.n = self.neg_ok = self.yes_cases = 0
+        self.official = Tally()
 
     def add(self, rec: dict[str, Any]) -> None:
         r = rec["result"]
@@ -135,6 +137,11 @@ class VHXSummary:
             if var is None:
                 var = self.variants[name] = _Variant(name, self.units, self.repeats)
             var.add(v, unit, None if pair is None else str(pair))
+        orig = r["variants"].get("original")
+        if orig is not None and (r.get("meta") or {}).get("official"):  # the case's own question, as asked
+            meta = r["meta"]
+            self.official.add(*answer_of(meta, unit=unit, correct=orig["correct"], category=meta.get("category"),
+                                         said_yes=orig.get("parsed") == "yes", truth_yes=r["answer"] == "yes"))
         self.blind.add(r)
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
@@ -155,6 +162,9 @@ class VHXSummary:
                 f"more than {UNREAD_WARN_SHARE:.0%} of the answers held no yes/no word in their first sentence "
                 f"({'; '.join(warn)}); POPE's rule scored them 'yes', so these accuracies measure the parser, "
                 "not the model")
+        official = self.official.result()
+        if official is not None:
+            out["official"] = official
         orig = out["variants"].get("original") or {}
         if orig.get("symmetric_accuracy") is not None:
             out["headline"] = headline_entry("symmetric accuracy", orig["symmetric_accuracy"],

@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from ...datasets.official import Tally, answer_of
 from ...metrics.clusters import UnitSums, Units
 from ...metrics.decisions import proportion_interval_counts
 from ..blind import blind_block_sums
 from ..repeats import spread
 from . import metrics as M
 from .headline import UNIT, chef_headline, judge_agreement
-from .items import Items, ItemsBuilder, unit_counts
+from .items import Items, ItemsBuilder, primary_setting, unit_counts
 
 
 def _mean(x: np.ndarray) -> float:
@@ -166,15 +167,36 @@ class ChefSummary:
         self.tables = [ItemsBuilder(keep_turns=bool(turn_task), keep_judge=recipe.desideratum == "language",
                                     units=units, codes=codes, groups=groups) for _ in range(repeats)]
 
+        self.official = Tally()
+
     def add(self, rec: dict[str, Any]) -> None:
         r = rec["result"]
         self.tables[0].add(r)
+        self._official(r)
         for k, again in enumerate(r.get("repeats", ())[:self.repeats - 1], start=1):
             self.tables[k].add(again)
+
+    def _official(self, r: dict[str, Any]) -> None:
+        """The item's answer toward its benchmark's official figure (datasets/official.py): the unmanipulated
+        setting's, the first repeat's; yes/no items (options Yes, No) say whether the model said yes."""
+        meta = r.get("meta") or {}
+        if not meta.get("official") or "turns" in r:
+            return
+        x = r["settings"][primary_setting([n for n in r["settings"] if n != "blind"])]
+        yes_no = bool(meta.get("pope"))
+        pred = x.get("pred")
+        b, a = answer_of(meta, unit=str(r.get("image") or r.get("id")), correct=x["correct"],
+                         category=meta.get("category"), copy=meta.get("rotation", 0),
+                         said_yes=(type(pred) is not str and pred == 0) if yes_no else None,
+                         truth_yes=x.get("answer") == 0 if yes_no else None)
+        self.official.add(b, a)
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         tables = [b.items() for b in self.tables]
         out = summarize_items(tables[0], self.recipe, self.turn_task, self.seed, self.inferencer)
+        official = self.official.result()
+        if official is not None:
+            out["official"] = official
         if self.repeats > 1 and len(tables[0]):  # the headline per repeat beside; the headline pools each item's
             per = [summarize_items(t, self.recipe, self.turn_task, self.seed, self.inferencer).get("headline") or {}
                    for t in tables]

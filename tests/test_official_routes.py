@@ -1,0 +1,118 @@
+"""The official figures reach every surface: a ChEF run on MME's release and a VHExpansion run on POPE's record
+them in results.json (values computed here by hand from the scripted answers), the terminal prints them, the
+export's metrics table and ``compare`` carry them, and the report shows them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from vlmcheck.core.roles import Capabilities, Generation
+from vlmcheck.run.runner import RunOptions, run_task
+
+
+def _img(path: Path, red: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (8, 8), (red, 0, 0)).save(path)
+
+
+class ByImage:
+    """Answers "Yes"/"No" from a script keyed by (the image's red value / 30, the question's text)."""
+
+    model_id = "test:by-image"
+
+    def __init__(self, script):
+        self.capabilities = Capabilities()
+        self.script = script
+
+    async def generate(self, messages, config):
+        last = messages[-1]
+        red = round(last.images[0].to_pil().convert("RGB").getpixel((4, 4))[0] / 30)
+        return Generation(text=self.script(red, last.text), finish_reason="stop")
+
+
+def _mme(tmp_path: Path) -> Path:
+    """Two perception images (existence), one cognition image (code_reasoning), MME's release layout."""
+    root = tmp_path / "MME_Benchmark_release_version"
+    for cat, name, red in (("existence", "1.jpg", 30), ("existence", "2.jpg", 60), ("code_reasoning", "3.png", 90)):
+        _img(root / cat / name, red)
+        (root / cat / name).with_suffix(".txt").write_text(f"Is there a cat? Please answer yes or no.\tYes\n"
+                                                           f"Is there a dog? Please answer yes or no.\tNo\n")
+    return root
+
+
+@pytest.mark.slow
+def test_chef_mme_run_records_and_prints_the_mme_score(tmp_path, capsys):
+    from vlmcheck.export import metric_rows
+    from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
+    from vlmcheck.methods.compare import compare_runs
+    from vlmcheck.report.terminal import results as print_results
+
+    # image 1: says yes to both (cat right, dog wrong); image 2: right twice; image 3: says no to both (cat wrong)
+    def script(img, text):
+        if img == 1:
+            return "Yes"
+        if img == 2:
+            return "Yes" if "cat" in text else "No"
+        return "No"
+
+    data = _mme(tmp_path)
+    task = ChefTask(ChefSpec(vlm="test:by-image", recipe=resolve_recipe("mme"), data=str(data),
+                             inferencer="direct"), vlm=ByImage(script))
+    res = run_task(task, tmp_path / "run", RunOptions(progress=False, report=False)).results
+    off = res["metrics"]["official"]
+    # existence: 3 of 4 right (75) + 1 of 2 images both right (50) = 125; code_reasoning: 1/2 (50) + 0/1 = 50
+    assert off["benchmark"] == "mme"
+    assert off["perception"]["value"] == pytest.approx(125.0)
+    assert off["cognition"]["value"] == pytest.approx(50.0)
+    assert res["metrics"]["settings"]["standard"]["accuracy"] == pytest.approx(4 / 6)  # plain accuracy beside
+    print_results(res)
+    out = capsys.readouterr().out
+    assert "MME score" in out and "perception" in out and "125" in out
+    rows = {r["metric"]: r for r in metric_rows(tmp_path / "run")}
+    assert rows["official.perception"]["value"] == pytest.approx(125.0)
+    cmp = compare_runs([tmp_path / "run", tmp_path / "run"])
+    assert cmp["official"][0]["figures"]["perception"]["value"] == pytest.approx(125.0)
+    from vlmcheck.report.html import build_report
+
+    build_report([tmp_path / "run"], tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text()
+    assert "Official figures" in page and "MME score" in page and "125.0000" in page
+
+
+def _pope(tmp_path: Path) -> Path:
+    out = tmp_path / "pope"
+    out.mkdir()
+    rows = [(1, "a.jpg", "Is there a cat in the image?", "yes"), (2, "a.jpg", "Is there a dog in the image?", "no"),
+            (3, "b.jpg", "Is there a cat in the image?", "yes"), (4, "b.jpg", "Is there a dog in the image?", "no")]
+    _img(out / "a.jpg", 30)
+    _img(out / "b.jpg", 60)
+    (out / "coco_pope_random.json").write_text("".join(
+        json.dumps({"question_id": i, "image": im, "text": t, "label": lab}) + "\n" for i, im, t, lab in rows))
+    return out
+
+
+@pytest.mark.slow
+def test_vhx_pope_run_records_popes_figures(tmp_path):
+    from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec
+
+    # image a: yes to everything (cat right, dog wrong); image b: right on both.  Negations are answered too,
+    # but POPE's figures read the case's own question only.
+    def script(img, text):
+        if " not " in text or "n't" in text:
+            return "No"
+        return "Yes" if img == 1 or "cat" in text else "No"
+
+    task = VHExpansionTask(VHXSpec(vlm="ref:describer", cases=str(_pope(tmp_path) / "coco_pope_random.json"),
+                                   perturb=[]), vlm=ByImage(script))
+    m = run_task(task, tmp_path / "run", RunOptions(progress=False, report=False)).results["metrics"]
+    off = m["official"]
+    # TP 2 (a-cat, b-cat), FP 1 (a-dog), TN 1 (b-dog), FN 0
+    assert off["accuracy"]["value"] == pytest.approx(3 / 4)
+    assert off["precision"]["value"] == pytest.approx(2 / 3)
+    assert off["recall"]["value"] == pytest.approx(1.0)
+    assert off["f1"]["value"] == pytest.approx(0.8)
+    assert off["yes_ratio"]["value"] == pytest.approx(3 / 4)  # the model's yes answers, not the truth's 2/4
