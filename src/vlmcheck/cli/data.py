@@ -1,8 +1,8 @@
 """``vlmcheck data inspect PATH [--benchmark NAME] [--json]``: what vlmcheck reads from a dataset, before a run.
 
 The form detected, the items, the distinct images, categories and splits, options per item, a few rows as the
-model will see them, and anything dropped or odd (rows without an image, answers outside the options, rows a
-reader skipped and why).  It reads and never writes: embedded images are hashed, not stored
+run sends them (methods/records.py ``sent_text``), and anything dropped or odd (rows without an image, answers
+outside the options, rows a reader skipped and why, every image that cannot be opened: datasets/image_check.py).  It reads and never writes: embedded images are hashed, not stored
 (datasets/imagestore.py ``read_only``).
 """
 
@@ -25,20 +25,25 @@ def register(app: typer.Typer) -> None:
     app.add_typer(data_app, name="data")
 
 
-def shown(r: Any) -> str:
-    """A record's text as a multiple-choice prompt shows it (hint, question, lettered options)."""
-    lines = []
-    if r.hint:
-        lines.append(f"Hint: {r.hint}")
-    if r.question:
-        lines.append(r.question)
-    lines += [f"{LETTERS[i]}. {o}" for i, o in enumerate(r.options[:26])]
-    if not lines and r.description:
-        lines.append(f"(description) {r.description[:200]}")
-    return "\n".join(lines)
+def shown(ds: Any, r: Any) -> str:
+    """A record's text as the run sends it (methods/records.py ``sent_text``: the hint under the word the run
+    uses, "Context:" for ScienceQA), or its description where it has no text."""
+    from ..methods.records import sent_text
+
+    text = sent_text(ds, r)
+    if not text and r.description:
+        return f"(description) {r.description[:200]}"
+    return text
 
 
-def summary(ds: Any, rows: int = 3) -> dict[str, Any]:
+def _unopenable(paths: Any, embedded: dict[str, str | None] | None) -> dict[str, Any]:
+    from ..datasets.image_check import unopenable
+
+    bad = unopenable(paths, embedded)
+    return {"count": len(bad), "examples": [{"path": p, "why": why} for p, why in bad[:20]]}
+
+
+def summary(ds: Any, rows: int = 3, embedded: dict[str, str | None] | None = None) -> dict[str, Any]:
     recs = ds.records
     outside = [r.id for r in recs if r.options and not (isinstance(r.answer, int) and 0 <= r.answer < len(r.options))]
     no_answer = [r.id for r in recs if r.answer is None and r.description is None]
@@ -54,7 +59,8 @@ def summary(ds: Any, rows: int = 3) -> dict[str, Any]:
         "without_answer": {"count": len(no_answer), "examples": no_answer[:5]},
         "skipped": {"count": len(ds.skipped), "examples": [f"{w}: {why}" for w, why in ds.skipped[:5]]},
         "notes": list(ds.notes),
-        "rows": [{"id": r.id, "images": r.images, "text": shown(r), "answer": r.answer,
+        "unopenable_images": _unopenable((p for r in recs for p in r.images), embedded),
+        "rows": [{"id": r.id, "images": r.images, "text": shown(ds, r), "answer": r.answer,
                   **({"answer_text": r.options[r.answer]} if r.options and isinstance(r.answer, int)
                      and 0 <= r.answer < len(r.options) else {}),
                   "category": r.category, "group": r.group} for r in recs[:rows]],
@@ -72,6 +78,7 @@ def _legacy(source: str) -> dict[str, Any]:
             "options_per_item": {}, "groups": 0, "without_image": 0,
             "answers_outside_options": {"count": 0, "examples": []}, "without_answer": {"count": 0, "examples": []},
             "skipped": {"count": 0, "examples": []}, "notes": [],
+            "unopenable_images": _unopenable((it.path for it in items), None),
             "rows": [{"id": it.id, "images": [it.path], "text": "", "category": it.category} for it in items[:3]]}
 
 
@@ -88,9 +95,9 @@ def inspect(
     from ..methods.records import dataset_for
 
     source = C.with_benchmark(path, benchmark)
-    with C.user_errors(FileNotFoundError), read_only():
+    with C.user_errors(FileNotFoundError), read_only() as embedded:
         ds = dataset_for(source)
-        info = summary(ds, rows) if ds is not None else _legacy(source)
+        info = summary(ds, rows, embedded) if ds is not None else _legacy(source)
     if as_json:
         typer.echo(json.dumps(info, ensure_ascii=False, indent=2, default=str))
         return
@@ -111,11 +118,17 @@ def inspect(
            ("answers outside the options", info["answers_outside_options"]["count"],
             info["answers_outside_options"]["examples"]),
            ("without an answer", info["without_answer"]["count"], info["without_answer"]["examples"]),
-           ("rows skipped", info["skipped"]["count"], info["skipped"]["examples"])]
+           ("rows skipped", info["skipped"]["count"], info["skipped"]["examples"]),
+           ("images that cannot be opened (their samples would fail)", info["unopenable_images"]["count"], [])]
     for label, n, ex in odd:
         if n:
             out(f"[yellow]odd:[/yellow]      {n} {label}" + (f" (e.g. {', '.join(map(str, ex[:3]))})" if ex else ""),
                 highlight=False)
+    for bad in info["unopenable_images"]["examples"]:
+        out(f"          {bad['path']}: {bad['why']}", highlight=False, markup=False)
+    if info["rows"]:
+        out("\nrows as the run sends them (a multiple-choice row as ChEF's standard instruction asks it):",
+            highlight=False)
     for r in info["rows"]:
         out(f"\n--- {r['id']}  images: {', '.join(r['images']) or '(none)'}", highlight=False)
         if r.get("text"):

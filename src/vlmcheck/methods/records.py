@@ -117,6 +117,25 @@ def _prompt(r: Record, hint_word: str) -> str:
     return f"{hint_word}: {r.hint}\n{q}" if r.hint else q
 
 
+def hint_word_of(ds: Dataset, kind: str | None = None) -> str:
+    """The word a record's hint is shown under: "Context" for ScienceQA (its own and LAMM's wording), else
+    "Hint" (MMBench's, VLMEvalKit's)."""
+    return "Context" if kind == "scienceqa" or ds.benchmark == "scienceqa" else "Hint"
+
+
+def sent_text(ds: Dataset, r: Record, kind: str | None = None) -> str:
+    """A record's text as a run sends it: a multiple-choice record as ChEF's standard instruction asks it (the
+    hint under its word, the question, "Options:", the lettered options; VHExpansion asks such a record as
+    yes/no questions about its options, :func:`binary_question`), a yes/no record as its bare question (ChEF's
+    pope scenario, VHExpansion)."""
+    from .chef.recipe import format_query
+
+    prompt = _prompt(r, hint_word_of(ds, kind))
+    if r.options:
+        return format_query(prompt, list(r.options), list(LETTERS[:len(r.options)]))
+    return prompt
+
+
 def _image(r: Record) -> str | None:
     return r.images[0] if r.images else None
 
@@ -175,7 +194,7 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
     # multiple choice: mc, scienceqa, mmbench, world
     recs = _require(recs, src, "options and an answer among them",
                     lambda r: r.options and isinstance(r.answer, int) and 0 <= r.answer < len(r.options))
-    hint_word = "Context" if kind == "scienceqa" or ds.benchmark == "scienceqa" else "Hint"
+    hint_word = hint_word_of(ds, kind)
     out = []
     copies = any("circular_copy" in r.meta for r in recs)
     for r in recs:
