@@ -205,10 +205,13 @@ def _schema(path: Path) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if path.suffix == ".parquet":
-        return pq.read_schema(path)
-    with pa.memory_map(str(path)) as src:
-        return _arrow_reader(src).schema
+    try:
+        if path.suffix == ".parquet":
+            return pq.read_schema(path)
+        with pa.memory_map(str(path)) as src:
+            return _arrow_reader(src).schema
+    except (OSError, pa.ArrowException) as exc:  # a truncated shard: pyarrow's sentence names no file
+        raise DatasetFormError(f"{path}: not a readable {path.suffix[1:]} shard ({exc})") from None
 
 
 def _arrow_reader(src: Any) -> Any:
