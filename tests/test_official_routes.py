@@ -116,3 +116,42 @@ def test_vhx_pope_run_records_popes_figures(tmp_path):
     assert off["recall"]["value"] == pytest.approx(1.0)
     assert off["f1"]["value"] == pytest.approx(0.8)
     assert off["yes_ratio"]["value"] == pytest.approx(3 / 4)  # the model's yes answers, not the truth's 2/4
+
+
+def test_items_count_toward_their_benchmarks_figure_on_every_route(tmp_path):
+    """Release, LAMM meta file and VLMEvalKit TSV of ScienceQA; MMBench's TSV with circular copies (grouped by
+    the question they copy); a source named for nothing declares nothing."""
+    import base64
+    import io
+
+    from vlmcheck.methods.chef.scenarios import load_scenario
+
+    root = tmp_path / "scienceqa"
+    root.mkdir()
+    (root / "problems.json").write_text(json.dumps({"5": {
+        "question": "Which is north?", "choices": ["Maine", "Ohio"], "answer": 0, "hint": "", "image": "image.png",
+        "subject": "social science", "split": "test"}}))
+    (root / "pid_splits.json").write_text(json.dumps({"test": ["5"]}))
+    _img(root / "images" / "test" / "5" / "image.png", 30)
+    lamm = tmp_path / "2D_Benchmark"
+    _img(lamm / "scienceqa_images" / "5.png", 30)
+    (lamm / "meta_file").mkdir()
+    (lamm / "meta_file" / "VQA_ScienceQA.json").write_text(json.dumps([
+        {"id": 5, "image": "scienceqa_images/5.png", "query": "Which is north?", "gt_choice": 0,
+         "gt_choices": ["Maine", "Ohio"]}]))
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (30, 0, 0)).save(buf, "PNG")
+    b64 = base64.b64encode(buf.getvalue()).decode()
+    (tmp_path / "ScienceQA_TEST.tsv").write_text(f"index\tquestion\tA\tB\tanswer\timage\n0\tWhich is north?\tMaine"
+                                                 f"\tOhio\tA\t{b64}\n")
+    for source in (str(root), f"lamm:{lamm}", str(tmp_path / "ScienceQA_TEST.tsv")):
+        items = load_scenario("scienceqa", source)
+        assert [it["meta"]["official"]["benchmark"] for it in items] == ["scienceqa"], source
+    (tmp_path / "MMBench_DEV_EN.tsv").write_text(
+        "index\tquestion\tA\tB\tanswer\timage\n"
+        f"3\tQ?\tx\ty\tA\t{b64}\n1000003\tQ?\ty\tx\tB\t3\n")
+    items = load_scenario("mmbench", str(tmp_path / "MMBench_DEV_EN.tsv"), circular=True)
+    assert [(it["meta"]["official"], it["meta"]["rotation"]) for it in items] == [
+        ({"benchmark": "mmbench", "group": "3"}, 0), ({"benchmark": "mmbench", "group": "3"}, 1)]
+    (tmp_path / "photos.tsv").write_text(f"index\tquestion\tA\tB\tanswer\timage\n0\tQ?\tx\ty\tA\t{b64}\n")
+    assert "official" not in load_scenario("mc", str(tmp_path / "photos.tsv"))[0]["meta"]

@@ -150,9 +150,12 @@ def _pictures(r: Record) -> dict[str, Any]:
 def _official(ds: Dataset, r: Record, group: str | None = None) -> dict[str, Any]:
     """``meta["official"]``: the benchmark whose official figure the item counts toward (datasets/official.py)
     and the record's group (MME's image, MMVP's pair, MMBench's question), or nothing."""
-    from ..datasets.official import benchmark_of
+    from ..datasets.official import benchmark_of, official_for
 
-    b = benchmark_of(ds.benchmark, ds.source)
+    # the record's own benchmark (a LAMM meta file's), else the dataset's where it declares a figure, else the one
+    # the source is named for
+    named = r.meta.get("benchmark") or (ds.benchmark if official_for(ds.benchmark) else None)
+    b = benchmark_of(named, ds.source)
     return {"official": {"benchmark": b, "group": group or r.group}} if b else {}
 
 
