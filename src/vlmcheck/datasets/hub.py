@@ -394,24 +394,6 @@ def parse_hfds(source: str) -> tuple[str, dict[str, str]]:
     return name.rstrip("/"), dict(parse_qsl(query))
 
 
-def _release_in_repo(folder: Path, source: str, benchmark: str | None, given: dict[str, str]) -> Dataset:
-    """A Hub repository that holds a benchmark's release files rather than shards (``MMVP/MMVP``: Questions.csv +
-    ``MMVP Images/``), read by that release's own form."""
-    from .base import detect
-
-    try:
-        f = detect(folder, benchmark)
-    except DatasetFormError:
-        f = None
-    if f is None or f.name in ("hf-snapshot", "hf-saved"):
-        raise DatasetFormError(f"{folder}: neither a Hub snapshot (parquet/arrow shards), a save_to_disk folder "
-                               "(state.json or dataset_dict.json) nor a benchmark's release files") from None
-    _check_options(f, source, given)
-    ds = f.read(folder.absolute(), benchmark=benchmark, **given)
-    ds.notes.append(f"{source}: the repository holds {f.name}'s release files, read as that release")
-    return ds
-
-
 @register_scheme("hfds")
 def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> Dataset:
     """``hfds:`` as a local folder in either form, or a Hub id from the local cache."""
@@ -431,6 +413,8 @@ def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> D
         _check_options(forms()["hf-snapshot"], source, given)
         ds = read_snapshot(folder, benchmark=benchmark, **params)
     else:
-        ds = _release_in_repo(folder, source, benchmark, given)
+        from .hub_release import release_in_repo
+
+        ds = release_in_repo(folder, source, benchmark, given)
     ds.source = source
     return ds
