@@ -76,6 +76,11 @@ def test_chef_mme_run_records_and_prints_the_mme_score(tmp_path, capsys):
     assert rows["official.perception"]["value"] == pytest.approx(125.0)
     cmp = compare_runs([tmp_path / "run", tmp_path / "run"])
     assert cmp["official"][0]["figures"]["perception"]["value"] == pytest.approx(125.0)
+    from vlmcheck.report.terminal import comparisons
+
+    comparisons(cmp)
+    said = " ".join(capsys.readouterr().out.split())
+    assert "official figures, test:by-image: perception 125.0000; cognition 50.0000" in said
     from vlmcheck.report.html import build_report
 
     build_report([tmp_path / "run"], tmp_path / "report.html")

@@ -68,20 +68,28 @@ def declare(benchmark: str, name: str, source: str) -> Callable[[Callable[[list[
     return deco
 
 
+_LOADED: list[bool] = []
+
+
+def _load() -> None:
+    """Import the benchmarks' modules once (each declares its figure); a summary asks per answered question."""
+    if not _LOADED:
+        from .base import _load_readers
+
+        _load_readers()
+        _LOADED.append(True)
+
+
 def official_for(benchmark: str | None) -> Official | None:
-    """The official figure ``benchmark`` declares, or None (the benchmark's module is imported first)."""
+    """The official figure ``benchmark`` declares, or None (the benchmarks' modules are imported first)."""
     if not benchmark:
         return None
-    from .base import _load_readers
-
-    _load_readers()
+    _load()
     return _OFFICIAL.get(benchmark)
 
 
 def declared() -> dict[str, Official]:
-    from .base import _load_readers
-
-    _load_readers()
+    _load()
     return dict(_OFFICIAL)
 
 
@@ -126,8 +134,11 @@ class Tally:
         self.answers: dict[str, list[Answer]] = {}
 
     def add(self, benchmark: str | None, answer: Answer) -> None:
-        if benchmark and official_for(benchmark) is not None:
-            self.answers.setdefault(benchmark, []).append(answer)
+        kept = self.answers.get(benchmark) if benchmark else None
+        if kept is None and benchmark and official_for(benchmark) is not None:
+            kept = self.answers[benchmark] = []
+        if kept is not None:
+            kept.append(answer)
 
     def result(self) -> dict[str, Any] | None:
         if not self.answers:
