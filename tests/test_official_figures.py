@@ -146,3 +146,16 @@ def test_tally_keeps_only_benchmarks_that_declare_a_figure():
 def test_benchmark_of_a_source_named_for_it(source, expected):
     assert benchmark_of(None, source) == expected
     assert benchmark_of("pope", source) == "pope"
+
+
+def test_mme_the_issues_numbers_plain_accuracy_075_perception_775_cognition_100():
+    # each category has two images of two questions; (a, b) = questions right on its first and second image
+    cats = {"existence": (2, 2), "count": (2, 2), "position": (2, 2), "color": (2, 1), "OCR": (1, 1),
+            "commonsense_reasoning": (1, 1), "numerical_calculation": (1, 1)}
+    ans = [Answer(f"{c}/{i}", k < right, c, f"{c}/{i}") for c, rights in cats.items()
+           for i, right in enumerate(rights) for k in range(2)]
+    assert sum(a.correct for a in ans) / len(ans) == 0.75          # 21 of 28: what vlmcheck reported alone
+    m = figures("mme", ans)
+    # perception: 3 x (100 + 100) + color (75 + 50) + OCR (50 + 0) = 775; cognition: 2 x (50 + 0) = 100
+    assert m["perception"]["value"] == pytest.approx(775.0)
+    assert m["cognition"]["value"] == pytest.approx(100.0)
