@@ -94,3 +94,20 @@ def test_hfds_mmvp_from_the_hub_cache_is_read_as_the_release(tmp_path, monkeypat
     assert [(r.id, r.options, r.answer, r.group, r.images) for r in ds.records] == \
            [(r.id, r.options, r.answer, r.group, r.images) for r in release.records]
     assert [r.group for r in ds.records] == ["pair-1", "pair-1"]
+
+
+def test_hfds_local_folder_relative_path_names_its_images_absolutely(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    snap = tmp_path / "snap"
+    (snap / "data").mkdir(parents=True)
+    (snap / "README.md").write_text("# a dataset\n")
+    _img(snap / "imgs" / "a.png")
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    pq.write_table(pa.table({"question": ["Is it red?"], "answer": ["yes"],
+                             "image": pa.array([{"bytes": None, "path": "imgs/a.png"}], image)}),
+                   snap / "data" / "test-00000-of-00001.parquet")
+    monkeypatch.chdir(tmp_path)
+    rel, absolute = load("hfds:./snap"), load(f"hfds:{snap}")
+    assert rel.records[0].images == absolute.records[0].images == [str(snap / "imgs" / "a.png")]

@@ -406,6 +406,7 @@ def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> D
         if name.startswith(("/", ".", "~")) or name.count("/") != 1:
             raise DatasetFormError(f"{source}: no such folder, and not a Hub id ORG/NAME")
         folder = hub_cache_snapshot(name)
+    folder = folder.absolute()  # a relative hfds:./folder names its image paths as the absolute one does
     if is_saved(folder):
         _check_options(forms()["hf-saved"], source, given)  # a misspelt ?option is refused, never ignored
         ds = read_saved(folder, benchmark=benchmark, **params)
