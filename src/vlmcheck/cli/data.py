@@ -1,7 +1,7 @@
 """``vlmcheck data inspect PATH [--benchmark NAME] [--json]``: what vlmcheck reads from a dataset, before a run.
 
 The form detected, the items, the distinct images, categories and splits, options per item, a few rows as the
-run sends them (methods/records.py ``sent_text``), and anything dropped or odd (rows without an image, answers
+run sends them (:func:`shown`), and anything dropped or odd (rows without an image, answers
 outside the options, rows a reader skipped and why, every image that cannot be opened: datasets/image_check.py).  It reads and never writes: embedded images are hashed, not stored
 (datasets/imagestore.py ``read_only``).
 """
@@ -26,11 +26,16 @@ def register(app: typer.Typer) -> None:
 
 
 def shown(ds: Any, r: Any) -> str:
-    """A record's text as the run sends it (methods/records.py ``sent_text``: the hint under the word the run
-    uses, "Context:" for ScienceQA), or its description where it has no text."""
-    from ..methods.records import sent_text
+    """A record's text as a run sends it: a multiple-choice record as ChEF's standard instruction asks it (the
+    hint under the word the run uses - "Context:" for ScienceQA - the question, "Options:", the lettered
+    options; VHExpansion asks such a record as yes/no questions about its options), a yes/no record as its bare
+    question (ChEF's pope scenario, VHExpansion); its description where it has no text."""
+    from ..methods.chef.recipe import format_query
+    from ..methods.records import prompt_of
 
-    text = sent_text(ds, r)
+    text = prompt_of(ds, r)
+    if r.options:
+        text = format_query(text, list(r.options), list(LETTERS[:len(r.options)]))
     if not text and r.description:
         return f"(description) {r.description[:200]}"
     return text

@@ -123,17 +123,10 @@ def hint_word_of(ds: Dataset, kind: str | None = None) -> str:
     return "Context" if kind == "scienceqa" or ds.benchmark == "scienceqa" else "Hint"
 
 
-def sent_text(ds: Dataset, r: Record, kind: str | None = None) -> str:
-    """A record's text as a run sends it: a multiple-choice record as ChEF's standard instruction asks it (the
-    hint under its word, the question, "Options:", the lettered options; VHExpansion asks such a record as
-    yes/no questions about its options, :func:`binary_question`), a yes/no record as its bare question (ChEF's
-    pope scenario, VHExpansion)."""
-    from .chef.recipe import format_query
-
-    prompt = _prompt(r, hint_word_of(ds, kind))
-    if r.options:
-        return format_query(prompt, list(r.options), list(LETTERS[:len(r.options)]))
-    return prompt
+def prompt_of(ds: Dataset, r: Record, kind: str | None = None) -> str:
+    """A record's question as a run asks it: the hint under its word (:func:`hint_word_of`) above the question
+    (ChEF's multiple-choice scenarios then list the options: ``chef.recipe.format_query``)."""
+    return _prompt(r, hint_word_of(ds, kind))
 
 
 def _image(r: Record) -> str | None:
