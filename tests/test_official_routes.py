@@ -160,3 +160,47 @@ def test_items_count_toward_their_benchmarks_figure_on_every_route(tmp_path):
         ({"benchmark": "mmbench", "group": "3"}, 0), ({"benchmark": "mmbench", "group": "3"}, 1)]
     (tmp_path / "photos.tsv").write_text(f"index\tquestion\tA\tB\tanswer\timage\n0\tQ?\tx\ty\tA\t{b64}\n")
     assert "official" not in load_scenario("mc", str(tmp_path / "photos.tsv"))[0]["meta"]
+
+
+@pytest.mark.slow
+def test_mme_score_is_the_same_from_the_release_the_hub_copy_and_the_tsv(tmp_path):
+    """The replica of the first test written as MME's release, its Hub copy (lmms-lab/MME: question_id, image,
+    question, answer, category; the folder named for MME) and VLMEvalKit's MME.tsv (the second question names
+    the first's index), none of them named on the command line: the same MME score from each."""
+    import base64
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
+
+    release = _mme(tmp_path)
+    hub_rows, tsv_lines, index = [], ["index\timage\tquestion\tanswer\tcategory"], 0
+    for cat, name in (("existence", "1.jpg"), ("existence", "2.jpg"), ("code_reasoning", "3.png")):
+        data = (release / cat / name).read_bytes()
+        for k, (q, a) in enumerate((("Is there a cat? Please answer yes or no.", "Yes"),
+                                    ("Is there a dog? Please answer yes or no.", "No"))):
+            hub_rows.append({"question_id": name, "image": {"bytes": data, "path": name}, "question": q, "answer": a,
+                             "category": cat})
+            cell = base64.b64encode(data).decode() if k == 0 else str(index - 1)
+            tsv_lines.append(f"{index}\t{cell}\t{q}\t{a}\t{cat}")
+            index += 1
+    snap = tmp_path / "MME"
+    (snap / "data").mkdir(parents=True)
+    (snap / "README.md").write_text("# lmms-lab/MME\n")
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    table = pa.table({k: pa.array([r[k] for r in hub_rows], image if k == "image" else pa.string())
+                      for k in hub_rows[0]})
+    pq.write_table(table, snap / "data" / "test-00000-of-00001.parquet")
+    (tmp_path / "MME.tsv").write_text("\n".join(tsv_lines) + "\n")
+
+    def script(img, text):  # as in the first test: 125 perception, 50 cognition
+        return "Yes" if img == 1 or (img == 2 and "cat" in text) else "No"
+
+    for name, source in (("release", str(release)), ("hub", f"hfds:{snap}"), ("tsv", str(tmp_path / "MME.tsv"))):
+        task = ChefTask(ChefSpec(vlm="test:by-image", recipe=resolve_recipe("mme"), data=source, inferencer="direct"),
+                        vlm=ByImage(script))
+        off = run_task(task, tmp_path / name, RunOptions(progress=False, report=False)).results["metrics"]["official"]
+        assert (off["perception"]["value"], off["cognition"]["value"]) == (pytest.approx(125.0),
+                                                                           pytest.approx(50.0)), name
+        assert off["categories"]["existence"]["images"] == 2, name
