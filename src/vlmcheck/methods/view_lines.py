@@ -35,9 +35,10 @@ def official(model: str, m: dict[str, Any]) -> list[Line]:
         value = "-" if v.get("value") is None else f"{v['value']:.4g}" if abs(v["value"]) > 1 else f"{v['value']:.4f}"
         table.append([bench, name, value, f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "-",
                       str((v.get("interval") or {}).get("n_units", "-")) if ci else "-"])
-    title = f"{model}: official figures - " + "; ".join(f"{b['name']} ({b['source']})" for b in blocks)
+    title = f"{model}: official figures - " + "; ".join(b["name"] for b in blocks)
     out = [Line((["benchmark", "figure", "value", "95% CI (by image)", "images"], table, ["figure"], title))]
     for b in blocks:
+        out.append(Line(f"{b['benchmark']}: computed as {b['source']}", highlight=False, soft_wrap=True))
         for n in b.get("notes") or ():
             out.append(Line(f"{b['benchmark']}: {n}", err=True, kind="note", highlight=False, soft_wrap=True))
     return out
