@@ -43,6 +43,7 @@ def test_inspect_shows_the_scienceqa_prompt_the_run_sends(tmp_path):
     item = load_scenario("scienceqa", str(root))[0]                 # what ChEF's scienceqa recipe asks
     assert text == format_query(item["question"], item["options"], list(LETTERS[:2]))
     assert info["unopenable_images"] == {"count": 0, "examples": []}
+    assert info["official_figure"].startswith("ScienceQA accuracy")  # what a run will report beside its own
 
 
 def test_inspect_lists_images_that_cannot_be_opened(tmp_path):
@@ -57,6 +58,7 @@ def test_inspect_lists_images_that_cannot_be_opened(tmp_path):
     bad = {Path(b["path"]).name: b["why"] for b in info["unopenable_images"]["examples"]}
     assert info["unopenable_images"]["count"] == 2 and set(bad) == {"missing.png", "damaged.png"}
     assert "not found" in bad["missing.png"]
+    assert info["official_figure"].startswith("MME score (perception, cognition)")
     out = CliRunner().invoke(app, ["data", "inspect", f"mme:{d / 'MME.tsv'}"])
     said = " ".join(out.output.split())
     assert "2 images that cannot be opened" in said and "missing.png" in said

@@ -48,6 +48,15 @@ def _unopenable(paths: Any, embedded: dict[str, str | None] | None) -> dict[str,
     return {"count": len(bad), "examples": [{"path": p, "why": why} for p, why in bad[:20]]}
 
 
+def _official_figure(ds: Any) -> str | None:
+    """The official figure a run of these records reports beside the method's (datasets/official.py)."""
+    from ..datasets.official import official_for
+    from ..methods.records import official_benchmark
+
+    off = official_for(next((b for r in ds.records if (b := official_benchmark(ds, r))), None))
+    return f"{off.name} ({off.source})" if off else None
+
+
 def summary(ds: Any, rows: int = 3, embedded: dict[str, str | None] | None = None) -> dict[str, Any]:
     recs = ds.records
     outside = [r.id for r in recs if r.options and not (isinstance(r.answer, int) and 0 <= r.answer < len(r.options))]
@@ -65,6 +74,7 @@ def summary(ds: Any, rows: int = 3, embedded: dict[str, str | None] | None = Non
         "skipped": {"count": len(ds.skipped), "examples": [f"{w}: {why}" for w, why in ds.skipped[:5]]},
         "notes": list(ds.notes),
         "unopenable_images": _unopenable((p for r in recs for p in r.images), embedded),
+        "official_figure": _official_figure(ds),
         "rows": [{"id": r.id, "images": r.images, "text": shown(ds, r), "answer": r.answer,
                   **({"answer_text": r.options[r.answer]} if r.options and isinstance(r.answer, int)
                      and 0 <= r.answer < len(r.options) else {}),
@@ -117,6 +127,8 @@ def inspect(
             shown_ = ", ".join(f"{k}: {v}" for k, v in list(info[key].items())[:12])
             more = f", ... ({len(info[key])} in all)" if len(info[key]) > 12 else ""
             out(f"{key.replace('_', ' ')}: {shown_}{more}", highlight=False)
+    if info.get("official_figure"):
+        out(f"official figure reported: {info['official_figure']}", highlight=False, soft_wrap=True)
     for n in info["notes"]:
         out(f"note:     {n}", highlight=False)
     odd = [("without an image", info["without_image"], []),

@@ -140,15 +140,19 @@ def _pictures(r: Record) -> dict[str, Any]:
     return {"image": _image(r), **({"images": list(r.images)} if len(r.images) > 1 else {})}
 
 
-def _official(ds: Dataset, r: Record, group: str | None = None) -> dict[str, Any]:
-    """``meta["official"]``: the benchmark whose official figure the item counts toward (datasets/official.py)
-    and the record's group (MME's image, MMVP's pair, MMBench's question), or nothing."""
+def official_benchmark(ds: Dataset, r: Record) -> str | None:
+    """The benchmark whose official figure a record counts toward (datasets/official.py): the record's own (a
+    LAMM meta file's), else the dataset's where it declares a figure, else the one the source is named for."""
     from ..datasets.official import benchmark_of, official_for
 
-    # the record's own benchmark (a LAMM meta file's), else the dataset's where it declares a figure, else the one
-    # the source is named for
     named = r.meta.get("benchmark") or (ds.benchmark if official_for(ds.benchmark) else None)
-    b = benchmark_of(named, ds.source)
+    return benchmark_of(named, ds.source)
+
+
+def _official(ds: Dataset, r: Record, group: str | None = None) -> dict[str, Any]:
+    """``meta["official"]``: the record's :func:`official_benchmark` and its group (MME's image, MMVP's pair,
+    MMBench's question), or nothing."""
+    b = official_benchmark(ds, r)
     return {"official": {"benchmark": b, "group": group or r.group}} if b else {}
 
 
