@@ -81,6 +81,7 @@ def test_chef_mme_run_records_and_prints_the_mme_score(tmp_path, capsys):
     comparisons(cmp)
     said = " ".join(capsys.readouterr().out.split())
     assert "official figures, test:by-image: perception 125.0000; cognition 50.0000" in said
+    assert not any(c["metric"].startswith("official.") for c in cmp["comparisons"])  # MME's scores: sums, unpaired
     from vlmcheck.report.html import build_report
 
     build_report([tmp_path / "run"], tmp_path / "report.html")
@@ -204,3 +205,28 @@ def test_mme_score_is_the_same_from_the_release_the_hub_copy_and_the_tsv(tmp_pat
         assert (off["perception"]["value"], off["cognition"]["value"]) == (pytest.approx(125.0),
                                                                            pytest.approx(50.0)), name
         assert off["categories"]["existence"]["images"] == 2, name
+
+
+@pytest.mark.slow
+def test_compare_pairs_two_runs_on_popes_share_figures(tmp_path):
+    """Two VHExpansion runs of POPE: compare tests the official shares question by question (accuracy, recall,
+    yes ratio), with the differences computed here by hand; precision (its questions differ by run) is not."""
+    from vlmcheck.methods.compare import compare_runs
+    from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec
+
+    cases = str(_pope(tmp_path) / "coco_pope_random.json")
+    yes_man = lambda img, text: "No" if " not " in text or "n't" in text else "Yes"  # noqa: E731
+    right = lambda img, text: ("No" if " not " in text or "n't" in text else  # noqa: E731
+                               "Yes" if "cat" in text else "No")
+    for name, script in (("a", yes_man), ("b", right)):
+        task = VHExpansionTask(VHXSpec(vlm=f"test:{name}", cases=cases, perturb=[]), vlm=ByImage(script))
+        run_task(task, tmp_path / name, RunOptions(progress=False, report=False))
+    cmp = compare_runs([tmp_path / "a", tmp_path / "b"])
+    got = {c["metric"]: c for c in cmp["comparisons"] if c["metric"].startswith("official.")}
+    assert set(got) == {"official.accuracy", "official.recall", "official.yes_ratio"}
+    # a says yes to all 4 (right on the 2 cats), b is right on all 4: accuracy 2/4 - 4/4, recall 1 - 1,
+    # yes ratio 4/4 - 2/4
+    assert got["official.accuracy"]["difference"] == pytest.approx(-0.5)
+    assert got["official.recall"]["difference"] == pytest.approx(0.0)
+    assert got["official.yes_ratio"]["difference"] == pytest.approx(0.5)
+    assert got["official.accuracy"]["n_paired"] == 4

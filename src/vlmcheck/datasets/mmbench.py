@@ -6,12 +6,18 @@ question they copy as their group.
 
 from __future__ import annotations
 
-from .official import Answer, declare, grouped, share
+from .official import Answer, declare, grouped, per_group, per_question, share
+
+
+def mmbench_outcomes(answers: list[Answer]) -> dict:
+    circ = {g: qs for g, qs in grouped(answers).items() if len(qs) > 1}
+    return {"vanilla_accuracy": per_question([a for a in answers if a.copy == 0]),
+            **({"circular_accuracy": per_group(circ)} if circ else {})}
 
 
 @declare("mmbench", "MMBench circular and vanilla accuracy",
          "VLMEvalKit vlmeval/dataset/utils/multiple_choice.py (CircularEval: a question counts only when every "
-         "circular copy is right; VanillaEval: the questions themselves, copy 0)")
+         "circular copy is right; VanillaEval: the questions themselves, copy 0)", outcomes=mmbench_outcomes)
 def circular_vanilla(answers: list[Answer]) -> dict:
     """CircularEval (the MMBench paper's figure): the share of questions whose every circular copy was answered
     right; VanillaEval: the share of the questions themselves (copy 0) answered right.  Both clustered by image.

@@ -111,11 +111,19 @@ def pair_hub_records(records: list[Record], index: list | None, notes: list[str]
 
 # ----------------------------------------------------------------------------- MMVP's official figure
 
-from .official import Answer, declare, grouped, share  # noqa: E402
+from .official import Answer, declare, grouped, per_group, share  # noqa: E402
+
+
+def mmvp_outcomes(answers: list[Answer]) -> dict:
+    whole = {g: qs for g, qs in grouped(answers).items() if len(qs) >= 2}
+    return {"pair_accuracy": per_group(whole, lambda qs: str(qs[0].group)),
+            "accuracy": {str(a.key): (float(a.correct), str(a.group or a.unit)) for a in answers
+                         if a.key is not None}}
 
 
 @declare("mmvp", "MMVP pair accuracy",
-         "MMVP's evaluation (github.com/tsb0601/MMVP scripts/evaluate_mllm.py); lmms-eval's mmvp task")
+         "MMVP's evaluation (github.com/tsb0601/MMVP scripts/evaluate_mllm.py); lmms-eval's mmvp task",
+         outcomes=mmvp_outcomes)
 def pair_accuracy(answers: list[Answer]) -> dict:
     """The share of MMVP's pairs (the same question of the two images of a CLIP-blind pair) whose two questions
     are both right; a pair with one question answered (the other failed or is missing) is left out and counted.

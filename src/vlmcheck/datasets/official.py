@@ -39,6 +39,8 @@ class Answer:
     #: yes/no benchmarks: the model's answer read as yes, and the truth
     said_yes: bool | None = None
     truth_yes: bool | None = None
+    #: the question's sample id, which pairs it with the same question in another run (``compare``)
+    key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -50,19 +52,24 @@ class Official:
     name: str
     source: str
     compute: Callable[[list[Answer]], dict[str, Any]]
+    #: the figures that are shares, as per-unit outcomes ``{figure: {key: (value, image)}}`` whose mean is the
+    #: figure, for ``compare`` to pair two runs on (None: no figure is such a mean)
+    outcomes: Callable[[list[Answer]], dict[str, dict[str, tuple[float, str]]]] | None = None
 
 
 _OFFICIAL: dict[str, Official] = {}
 
 
-def declare(benchmark: str, name: str, source: str) -> Callable[[Callable[[list[Answer]], dict[str, Any]]],
-                                                                  Callable[[list[Answer]], dict[str, Any]]]:
-    """Declare ``compute`` as benchmark ``benchmark``'s official figure (once per benchmark)."""
+def declare(benchmark: str, name: str, source: str,
+            outcomes: Callable[[list[Answer]], dict[str, dict[str, tuple[float, str]]]] | None = None
+            ) -> Callable[[Callable[[list[Answer]], dict[str, Any]]], Callable[[list[Answer]], dict[str, Any]]]:
+    """Declare ``compute`` as benchmark ``benchmark``'s official figure (once per benchmark); ``outcomes`` gives
+    its share figures per unit, for ``compare``."""
 
     def deco(compute: Callable[[list[Answer]], dict[str, Any]]) -> Callable[[list[Answer]], dict[str, Any]]:
         if benchmark in _OFFICIAL:
             raise ValueError(f"official figure of {benchmark!r} declared twice")
-        _OFFICIAL[benchmark] = Official(benchmark, name, source, compute)
+        _OFFICIAL[benchmark] = Official(benchmark, name, source, compute, outcomes)
         return compute
 
     return deco
@@ -123,6 +130,22 @@ def accuracy(answers: list[Answer]) -> dict[str, Any]:
     return {"accuracy": share([a.correct for a in answers], [a.unit for a in answers])}
 
 
+def per_question(answers: Iterable[Answer], value: Callable[[Answer], bool] = lambda a: a.correct
+                 ) -> dict[str, tuple[float, str]]:
+    """Each question's outcome (right: 1, else 0; or ``value``), keyed by its sample id, unit its image."""
+    return {str(a.key): (float(value(a)), a.unit) for a in answers if a.key is not None}
+
+
+def per_group(groups: dict[str, list[Answer]], unit: Callable[[list[Answer]], str] = lambda qs: qs[0].unit
+              ) -> dict[str, tuple[float, str]]:
+    """Each group's outcome (every question right: 1, else 0), keyed by the group."""
+    return {g: (float(all(a.correct for a in qs)), unit(qs)) for g, qs in groups.items()}
+
+
+def accuracy_outcomes(answers: list[Answer]) -> dict[str, dict[str, tuple[float, str]]]:
+    return {"accuracy": per_question(answers)}
+
+
 # ----------------------------------------------------------------------------- the fold
 
 
@@ -158,12 +181,12 @@ def figures(benchmark: str, answers: list[Answer]) -> dict[str, Any]:
 
 
 def answer_of(meta: dict[str, Any] | None, *, unit: str, correct: bool, category: str | None = None,
-              copy: int = 0, said_yes: bool | None = None, truth_yes: bool | None = None
+              copy: int = 0, said_yes: bool | None = None, truth_yes: bool | None = None, key: str | None = None
               ) -> tuple[str | None, Answer]:
     """(benchmark, Answer) of an item whose ``meta["official"]`` the records layer wrote."""
     o = (meta or {}).get("official") or {}
     return o.get("benchmark"), Answer(unit=unit, correct=bool(correct), category=category, group=o.get("group"),
-                                      copy=int(copy or 0), said_yes=said_yes, truth_yes=truth_yes)
+                                      copy=int(copy or 0), said_yes=said_yes, truth_yes=truth_yes, key=key)
 
 
 def rows(official: dict[str, Any] | None) -> list[tuple[str, str, dict[str, Any]]]:

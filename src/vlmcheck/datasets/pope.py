@@ -92,11 +92,22 @@ def read(path: Path, *, benchmark: str | None = None, images: str | Path | None 
 
 # ----------------------------------------------------------------------------- POPE's official figure
 
-from .official import Answer, declare, share  # noqa: E402
+from .official import Answer, declare, per_question, share  # noqa: E402
+
+
+def pope_outcomes(answers: list[Answer]) -> dict:
+    """The shares two runs can be paired on, question by question: accuracy, recall (the questions whose truth
+    is yes, the same in both runs) and the yes ratio; precision's questions (those a run said yes to) differ
+    between runs, so it is not paired."""
+    yn = [a for a in answers if a.said_yes is not None and a.truth_yes is not None]
+    return {"accuracy": per_question(yn, lambda a: a.said_yes == a.truth_yes),
+            "recall": per_question([a for a in yn if a.truth_yes], lambda a: bool(a.said_yes)),
+            "yes_ratio": per_question(yn, lambda a: bool(a.said_yes))}
 
 
 @declare("pope", "POPE (accuracy, precision, recall, F1, yes ratio)",
-         "POPE's evaluate.py (github.com/AoiDragon/POPE); lmms-eval's pope task differs: docs/datasets.md")
+         "POPE's evaluate.py (github.com/AoiDragon/POPE); lmms-eval's pope task differs: docs/datasets.md",
+         outcomes=pope_outcomes)
 def pope_figures(answers: list[Answer]) -> dict:
     """POPE's evaluate.py over the answers read as yes/no (positive = yes): accuracy (TP+TN)/N, precision
     TP/(TP+FP), recall TP/(TP+FN), F1 their harmonic mean, and the yes ratio - the share of the MODEL's answers

@@ -80,8 +80,8 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
 
 # ----------------------------------------------------------------------------- ScienceQA's official figure
 
-from .official import accuracy, declare  # noqa: E402
+from .official import accuracy, accuracy_outcomes, declare  # noqa: E402
 
 declare("scienceqa", "ScienceQA accuracy",
         "ScienceQA's scoring (github.com/lupantech/ScienceQA); lmms-eval's scienceqa_img: share of questions "
-        "answered right")(accuracy)
+        "answered right", outcomes=accuracy_outcomes)(accuracy)

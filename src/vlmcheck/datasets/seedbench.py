@@ -97,7 +97,7 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
 
 # ----------------------------------------------------------------------------- SEED-Bench's official figure
 
-from .official import accuracy, declare  # noqa: E402
+from .official import accuracy, accuracy_outcomes, declare  # noqa: E402
 
 declare("seedbench", "SEED-Bench accuracy",
-        "SEED-Bench's eval (github.com/AILab-CVC/SEED-Bench): share of its image questions answered right")(accuracy)
+        "SEED-Bench's eval (github.com/AILab-CVC/SEED-Bench): share of its image questions answered right", outcomes=accuracy_outcomes)(accuracy)

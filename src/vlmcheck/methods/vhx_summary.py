@@ -113,6 +113,19 @@ def _spread(reps: list[list[int]]) -> dict[str, Any]:
     return {"n": len(reps), "accuracy": spread(acc), "symmetric_accuracy": spread(sym)}
 
 
+def official_answer(rec: dict[str, Any]) -> tuple[str | None, Any] | None:
+    """(benchmark, Answer) of a finished case toward its benchmark's official figure (datasets/official.py), or
+    None: the case's own question on the original image.  The summary and ``compare`` both read cases so."""
+    r = rec.get("result") or {}
+    meta = r.get("meta") or {}
+    orig = (r.get("variants") or {}).get("original")
+    if orig is None or not meta.get("official"):
+        return None
+    return answer_of(meta, unit=str(r.get("image")), correct=orig["correct"], category=meta.get("category"),
+                     said_yes=orig.get("parsed") == "yes", truth_yes=r.get("answer") == "yes",
+                     key=str(rec["sample_id"]) if rec.get("sample_id") is not None else None)
+
+
 class VHXSummary:
     """``add(record)`` each finished case, then ``result(failed)``: the ``metrics`` of results.json."""
 
@@ -137,11 +150,9 @@ class VHXSummary:
             if var is None:
                 var = self.variants[name] = _Variant(name, self.units, self.repeats)
             var.add(v, unit, None if pair is None else str(pair))
-        orig = r["variants"].get("original")
-        if orig is not None and (r.get("meta") or {}).get("official"):  # the case's own question, as asked
-            meta = r["meta"]
-            self.official.add(*answer_of(meta, unit=unit, correct=orig["correct"], category=meta.get("category"),
-                                         said_yes=orig.get("parsed") == "yes", truth_yes=r["answer"] == "yes"))
+        got = official_answer(rec)
+        if got is not None:
+            self.official.add(*got)
         self.blind.add(r)
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:

@@ -155,6 +155,24 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
     return out
 
 
+def official_answer(rec: dict[str, Any]) -> tuple[str | None, Any] | None:
+    """(benchmark, Answer) of a finished item toward its benchmark's official figure (datasets/official.py), or
+    None: the unmanipulated setting's answer, the first repeat's; a yes/no item (options Yes, No) says whether the
+    model said yes.  The summary and ``compare`` both read items through this."""
+    r = rec.get("result") or {}
+    meta = r.get("meta") or {}
+    if not meta.get("official") or "turns" in r or not r.get("settings"):
+        return None
+    x = r["settings"][primary_setting([n for n in r["settings"] if n != "blind"])]
+    yes_no = bool(meta.get("pope"))
+    pred = x.get("pred")
+    return answer_of(meta, unit=str(r.get("image") or r.get("id")), correct=x["correct"],
+                     category=meta.get("category"), copy=meta.get("rotation", 0),
+                     said_yes=(type(pred) is not str and pred == 0) if yes_no else None,
+                     truth_yes=x.get("answer") == 0 if yes_no else None,
+                     key=str(rec["sample_id"]) if rec.get("sample_id") is not None else None)
+
+
 class ChefSummary:
     """``add(record)`` each finished item, then ``result(failed)``: the ``metrics`` of results.json.  With repeats,
     one table per repeat (sharing units and prediction codes, so that they pool)."""
@@ -172,24 +190,14 @@ class ChefSummary:
     def add(self, rec: dict[str, Any]) -> None:
         r = rec["result"]
         self.tables[0].add(r)
-        self._official(r)
+        self._official(rec)
         for k, again in enumerate(r.get("repeats", ())[:self.repeats - 1], start=1):
             self.tables[k].add(again)
 
-    def _official(self, r: dict[str, Any]) -> None:
-        """The item's answer toward its benchmark's official figure (datasets/official.py): the unmanipulated
-        setting's, the first repeat's; yes/no items (options Yes, No) say whether the model said yes."""
-        meta = r.get("meta") or {}
-        if not meta.get("official") or "turns" in r:
-            return
-        x = r["settings"][primary_setting([n for n in r["settings"] if n != "blind"])]
-        yes_no = bool(meta.get("pope"))
-        pred = x.get("pred")
-        b, a = answer_of(meta, unit=str(r.get("image") or r.get("id")), correct=x["correct"],
-                         category=meta.get("category"), copy=meta.get("rotation", 0),
-                         said_yes=(type(pred) is not str and pred == 0) if yes_no else None,
-                         truth_yes=x.get("answer") == 0 if yes_no else None)
-        self.official.add(b, a)
+    def _official(self, rec: dict[str, Any]) -> None:
+        got = official_answer(rec)
+        if got is not None:
+            self.official.add(*got)
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         tables = [b.items() for b in self.tables]
