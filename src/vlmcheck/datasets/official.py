@@ -10,7 +10,8 @@ computes under ``metrics["official"]``, which the terminal, report, export and `
 
 A figure that is a share comes with its 95 % interval clustered by image (:func:`share`: the clustered Wilson
 interval the methods' own accuracies use); a sum of shares (MME's scores) and a ratio of shares (POPE's F1)
-come as values only.
+come as values only.  A declaration's ``outcomes`` gives its shares per question (or per group: MMBench's
+circular, MMVP's pair accuracy), which ``compare`` pairs two runs on (methods/compare.py ``official_units``).
 """
 
 from __future__ import annotations
