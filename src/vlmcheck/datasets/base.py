@@ -362,7 +362,9 @@ def load(path: str | Path, benchmark: str | None = None, form: str | None = None
     if not Path(rest).exists():
         raise DatasetFormError(f"{rest}: no such file or folder")
     _check_options(f, rest, given)
-    ds = f.read(Path(rest), benchmark=benchmark, **{**given, **options})
+    # read from the absolute path: a relative one gives the same records (images named absolutely, so a method
+    # that joins a record's image to its root never joins the folder twice) and the same run as an absolute one
+    ds = f.read(Path(rest).absolute(), benchmark=benchmark, **{**given, **options})
     if given:
         ds.notes.append("options: " + ", ".join(f"{k}={v}" for k, v in given.items()))
     return apply_items(ds, benchmark)

@@ -88,3 +88,12 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
                                                f"({len(ds.skipped)} left out)")
     return ds
 
+
+
+# ----------------------------------------------------------------------------- ScienceQA's official figure
+
+from .official import accuracy, accuracy_outcomes, declare  # noqa: E402
+
+declare("scienceqa", "ScienceQA accuracy",
+        "ScienceQA's scoring (github.com/lupantech/ScienceQA); lmms-eval's scienceqa_img: share of questions "
+        "answered right", outcomes=accuracy_outcomes)(accuracy)

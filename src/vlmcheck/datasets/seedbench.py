@@ -119,3 +119,11 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     if not ds.records:
         raise refuse(file, f"SEED-Bench image questions whose images exist ({len(ds.skipped)} left out)")
     return ds
+
+
+# ----------------------------------------------------------------------------- SEED-Bench's official figure
+
+from .official import accuracy, accuracy_outcomes, declare  # noqa: E402
+
+declare("seedbench", "SEED-Bench accuracy",
+        "SEED-Bench's eval (github.com/AILab-CVC/SEED-Bench): share of its image questions answered right", outcomes=accuracy_outcomes)(accuracy)

@@ -388,6 +388,10 @@ def comparisons(cmp: dict[str, Any]) -> None:
         tables.print(f"  {c['metric']}: {c['a']} - {c['b']} = {f4(c['difference'])}{ci}; p {p(c['p_value'])}"
                       f"{judged} (Holm-adjusted p {p(c.get('p_holm'))}; {c['test'] or '-'}): {verdict}; "
                       f"{c['n_paired']} shared, {c['n_left_out']} left out", highlight=False, soft_wrap=True)
+    for o in cmp.get("official") or ():  # the benchmark's official figures of each run, side by side
+        figs = "; ".join(f"{k} {f4(v['value'])}" + (f" [{v['ci95'][0]:.4f}, {v['ci95'][1]:.4f}]" if v.get("ci95")
+                                                     else "") for k, v in o["figures"].items())
+        tables.print(f"  official figures, {o['model']}: {figs}", highlight=False, soft_wrap=True)
 
 
 def results(results: dict[str, Any]) -> None:

@@ -203,7 +203,7 @@ def load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]
         for it in items:
             it.setdefault("root", root)
         return items
-    path = Path(path)
+    path = Path(path).absolute()  # relative or absolute, the same items (images named from the data's folder)
     items = LOADERS[kind](path, **options)
     if not items:  # an empty file is an error, never a run of nothing that exits 0
         raise ValueError(f"{path}: no {kind} items in it")
