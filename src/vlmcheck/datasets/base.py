@@ -185,6 +185,8 @@ class Items:
     recognise: Callable[[Dataset], bool] | None = None
     config: str | None = None
     split: str | None = None
+    #: what its rows carry (:data:`RECORD_KINDS`), for a benchmark read only by the generic forms (MMBench)
+    carries: tuple[str, ...] = ()
 
 
 _ITEMS: dict[str, Items] = {}
@@ -193,6 +195,12 @@ _ITEMS: dict[str, Items] = {}
 def register_items(rule: Items) -> Items:
     _ITEMS[rule.benchmark] = rule
     return rule
+
+
+def item_rules() -> dict[str, Items]:
+    """Every benchmark's item rule, by benchmark."""
+    _load_readers()
+    return dict(_ITEMS)
 
 
 def items_rule(benchmark: str | None = None, *, hub: str | None = None) -> Items | None:

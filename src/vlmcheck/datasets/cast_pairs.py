@@ -26,8 +26,9 @@ def detect(path: Path) -> bool:
         (folder / "imgs" / f"{p.stem}_0.jpg").is_file() for p in folder.glob("*.json"))
 
 
-@register_form("cast-pairs", detect=detect, carries=('images', 'descriptions', 'scene pairs'), benchmarks=("cast",),
-               schema="github.com/gautierdag/cast data/<i>.json + data/imgs/<i>_{0,1}.jpg (consistency/dataset.py)")
+@register_form("cast-pairs", detect=detect, benchmarks=("cast",),
+               schema="github.com/gautierdag/cast data/<i>.json + data/imgs/<i>_{0,1}.jpg (consistency/dataset.py)",
+               carries=('images', 'descriptions', 'scene pairs'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     folder = _folder(path)
     files = sorted(folder.glob("*.json"), key=lambda p: (p.stem.strip().isdigit(), int(p.stem) if

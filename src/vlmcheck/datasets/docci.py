@@ -31,8 +31,9 @@ def detect(path: Path) -> bool:
     return _file(path).name == FILE and _file(path).is_file()
 
 
-@register_form("docci", detect=detect, carries=('images', 'descriptions'), benchmarks=("docci",),
-               schema="google/docci (storage.googleapis.com/docci/data: docci_descriptions.jsonlines + images/)")
+@register_form("docci", detect=detect, benchmarks=("docci",),
+               schema="google/docci (storage.googleapis.com/docci/data: docci_descriptions.jsonlines + images/)",
+               carries=('images', 'descriptions'))
 def read(path: Path, *, benchmark: str | None = None, split: str = SPLIT, **_) -> Dataset:
     file = _file(path)
     expected = "DOCCI's docci_descriptions.jsonlines (example_id, split, image_file, description)"

@@ -32,8 +32,9 @@ def _file(path: Path) -> Path:
     return found[0]
 
 
-@register_form("karpathy", detect=detect, carries=('images', 'captions', 'descriptions'), benchmarks=("flickr30k", "coco-karpathy"),
-               schema="cs.stanford.edu/people/karpathy/deepimagesent (dataset_flickr30k.json + flickr30k-images/)")
+@register_form("karpathy", detect=detect, benchmarks=("flickr30k", "coco-karpathy"),
+               schema="cs.stanford.edu/people/karpathy/deepimagesent (dataset_flickr30k.json + flickr30k-images/)",
+               carries=('images', 'captions', 'descriptions'))
 def read(path: Path, *, benchmark: str | None = None, split: str = "test", images: str | None = None,
          **_) -> Dataset:
     file = _file(path)

@@ -31,8 +31,9 @@ def detect(path: Path) -> bool:
     return bool(_root_and_files(path)[1])
 
 
-@register_form("lamm", detect=detect, carries=('images', 'multiple choice', 'yes/no', 'classes', 'counts', 'boxes', 'captions', 'turns'), benchmarks=("lamm",),
-               schema="github.com/OpenGVLab/LAMM src/ChEF/scenario/*_dataset.py (<root>/meta_file/<Task>_<Dataset>.json)")
+@register_form("lamm", detect=detect, benchmarks=("lamm",),
+               schema="github.com/OpenGVLab/LAMM src/ChEF/scenario/*_dataset.py (<root>/meta_file/<Task>_<Dataset>.json)",
+               carries=('images', 'multiple choice', 'yes/no', 'classes', 'counts', 'boxes', 'captions', 'turns'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     root, files = _root_and_files(path)
     if not files:

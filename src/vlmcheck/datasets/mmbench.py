@@ -60,7 +60,7 @@ def recognise(ds: Dataset) -> bool:
 
 RULE = register_items(Items(
     "mmbench", select, hub=("lmms-lab/MMBench", "lmms-lab/MMBench_EN", "lmms-lab/MMBench_CN", "HuggingFaceM4/MMBench"),
-    tsv=("MMBench",), recognise=recognise, config="en", split="dev"))
+    tsv=("MMBench",), recognise=recognise, config="en", split="dev", carries=("images", "multiple choice")))
 
 
 def mmbench_outcomes(answers: list[Answer]) -> dict:

@@ -43,9 +43,10 @@ def detect(path: Path) -> bool:
     return path.is_dir() and any((root / c).is_dir() and _laid_out(root / c) for c in CATEGORIES)
 
 
-@register_form("mme", detect=detect, carries=('images', 'yes/no'), benchmarks=("mme",),
+@register_form("mme", detect=detect, benchmarks=("mme",),
                schema="MME_Benchmark_release_version.zip (github.com/BradyFU/Awesome-Multimodal-Large-Language-"
-                      "Models, Evaluation): <category>/[images/]*.jpg + [questions_answers_YN/]*.txt")
+                      "Models, Evaluation): <category>/[images/]*.jpg + [questions_answers_YN/]*.txt",
+               carries=('images', 'yes/no'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     root = _root(path)
     cats = _categories(root)

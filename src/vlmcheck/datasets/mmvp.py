@@ -38,8 +38,9 @@ def options(text: str) -> list[tuple[str, str]]:
     return [(k, v.strip()) for k, v in _OPTION.findall(text.strip())]
 
 
-@register_form("mmvp", detect=detect, carries=('images', 'multiple choice'), benchmarks=("mmvp",),
-               schema="github.com/tsb0601/MMVP (Questions.csv + MMVP Images/; the MMVP/MMVP Hub dataset files)")
+@register_form("mmvp", detect=detect, benchmarks=("mmvp",),
+               schema="github.com/tsb0601/MMVP (Questions.csv + MMVP Images/; the MMVP/MMVP Hub dataset files)",
+               carries=('images', 'multiple choice'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     csv = _csv(path)
     expected = "MMVP's Questions.csv (columns Index, Question, Options, Correct Answer)"

@@ -45,8 +45,9 @@ def _image_folder(file: Path, first_image: str, images: str | Path | None) -> Pa
                        "it, or in ../val2014/ (or give images=DIR)")
 
 
-@register_form("pope", detect=detect, carries=('images', 'yes/no'), benchmarks=("pope",),
-               schema="github.com/AoiDragon/POPE output/coco/coco_pope_*.json (question_id, image, text, label)")
+@register_form("pope", detect=detect, benchmarks=("pope",),
+               schema="github.com/AoiDragon/POPE output/coco/coco_pope_*.json (question_id, image, text, label)",
+               carries=('images', 'yes/no'))
 def read(path: Path, *, benchmark: str | None = None, images: str | Path | None = None,
          split: str | None = None, **_) -> Dataset:
     files = _files(path)

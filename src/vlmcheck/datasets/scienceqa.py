@@ -46,9 +46,10 @@ def detect(path: Path) -> bool:
         path.is_dir() or path.name == "problems.json")
 
 
-@register_form("scienceqa", detect=detect, carries=('images', 'multiple choice'), benchmarks=("scienceqa",),
+@register_form("scienceqa", detect=detect, benchmarks=("scienceqa",),
                schema="github.com/lupantech/ScienceQA data/scienceqa/problems.json, pid_splits.json, "
-                      "images/<split>/<pid>/image.png")
+                      "images/<split>/<pid>/image.png",
+               carries=('images', 'multiple choice'))
 def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) -> Dataset:
     folder = _folder(path)
     problems = json_file(folder / "problems.json", "ScienceQA's problems.json (pid -> problem)")

@@ -67,9 +67,10 @@ def _image_dir(folder: Path, q: dict) -> Path:
     return folder / "SEED-Bench-image"
 
 
-@register_form("seedbench", detect=detect, carries=('images', 'multiple choice'), benchmarks=("seedbench", "seed-bench"),
+@register_form("seedbench", detect=detect, benchmarks=("seedbench", "seed-bench"),
                schema="github.com/AILab-CVC/SEED-Bench (SEED-Bench.json + SEED-Bench-image/; SEED-Bench-2 "
-                      "SEED-Bench_v2_level1_2_3.json + image/)")
+                      "SEED-Bench_v2_level1_2_3.json + image/)",
+               carries=('images', 'multiple choice'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     file = _file(path)
     if file is None:

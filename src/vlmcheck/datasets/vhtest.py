@@ -61,8 +61,9 @@ def _rows(book: Path) -> list[dict[str, object]]:
     return [dict(zip(header, r)) for r in rows[1:]]
 
 
-@register_form("vhtest", detect=detect, carries=('images', 'yes/no'), benchmarks=("vhtest",),
-               schema="github.com/wenhuang2000/VHTest Benchmark/YNQ_Benchmark/<mode>.xlsx + Benchmark/Images/<mode>/")
+@register_form("vhtest", detect=detect, benchmarks=("vhtest",),
+               schema="github.com/wenhuang2000/VHTest Benchmark/YNQ_Benchmark/<mode>.xlsx + Benchmark/Images/<mode>/",
+               carries=('images', 'yes/no'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     tables = _tables(path)
     if tables is None:

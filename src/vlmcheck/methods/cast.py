@@ -157,7 +157,7 @@ class CastSpec(BaseModel):
 
 
 class CastTask(SpecTask):
-    reads = ('scene pairs', 'descriptions')  # the record kinds its items are made of (vlmcheck list)
+    reads = ('scene pairs', 'descriptions')
     reports = "self-consistency: the share of the model's own cross-modal statements it confirms"
     spec_model = CastSpec
     name = "cast"

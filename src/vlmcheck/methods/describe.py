@@ -53,7 +53,7 @@ def keyword_recall(text: str, keywords: list[str]) -> float:
 
 
 class DescribeTask(SpecTask):
-    reads = ('images',)  # the record kinds its items are made of (vlmcheck list)
+    reads = ('images',)
     reports = 'keyword recall of the descriptions'
     spec_model = DescribeSpec
     name = "describe"

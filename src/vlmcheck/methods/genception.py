@@ -148,7 +148,7 @@ def _vec(v: np.ndarray) -> list[float]:
 
 
 class GenCeptionTask(SpecTask):
-    reads = ('images',)  # the record kinds its items are made of (vlmcheck list)
+    reads = ('images',)
     reports = 'GC@T (and GC_FID@T): the drift of the regenerated images from the seed image'
     spec_model = GenCeptionSpec
     name = "genception"

@@ -80,7 +80,7 @@ def _parse_perturbation(name: str) -> tuple[str, int]:
 
 
 class VHExpansionTask(SpecTask):
-    reads = ('yes/no', 'multiple choice')  # the record kinds its items are made of (vlmcheck list)
+    reads = ('yes/no', 'multiple choice')
     reports = 'symmetric accuracy over negation and perturbations'
     spec_model = VHXSpec
     name = VHX_TASK

@@ -178,6 +178,11 @@ def load_world(path: Path, **_) -> list[dict]:
 
 from .turns import FROM_ROWS as TURN_ROWS, LOADERS as TURN_LOADERS  # noqa: E402  (turns imports nothing from here)
 
+#: the record kind each scenario makes its items of (datasets.RECORD_KINDS; `vlmcheck list`)
+READS = {"mc": "multiple choice", "scienceqa": "multiple choice", "mmbench": "multiple choice", "pope": "yes/no",
+         "classification": "classes", "retrieval": "captions", "world": "images", "counting": "counts",
+         "detection": "boxes", "hierarchical": "hierarchy", "turns": "turns"}
+
 LOADERS = {"mc": load_mc, "scienceqa": load_scienceqa, "pope": load_pope, "classification": load_classification,
            "retrieval": load_retrieval, "mmbench": load_mmbench, "world": load_world, **TURN_LOADERS}
 

@@ -83,7 +83,10 @@ class ChefSpec(BaseModel):
 
 
 class ChefTask(SpecTask):
-    reads = ('multiple choice', 'yes/no', 'classes', 'counts', 'boxes', 'captions', 'hierarchy', 'turns')  # the record kinds its items are made of (vlmcheck list)
+    # the record kinds its items are made of and its headline (vlmcheck list: run/task.py SpecTask)
+    recipes = True  # runs the shipped recipes (vlmcheck list: a recipe named after a benchmark takes it)
+    reads = ('multiple choice', 'yes/no', 'classes', 'counts', 'boxes', 'captions', 'hierarchy',
+             'turns')
     reports = "its recipe's desideratum metric (accuracy, ECE, RRM, RIAM, MR, ...)"
     spec_model = ChefSpec
     name = "chef"
