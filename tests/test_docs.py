@@ -160,3 +160,11 @@ def test_every_inline_command_names_real_commands_and_options(where, line):
             assert w.split("=")[0] in known, f"{where}: {cmd.name} has no option {w}: {line}"
     ctx = cmd.make_context(cmd.name, list(words), resilient_parsing=True)  # missing options are the reader's
     assert not ctx.args, f"{where}: {cmd.name} takes no argument {ctx.args[0]!r}: {line}"
+
+
+def test_datasets_doc_says_where_popes_figures_differ_from_lmms_evals():
+    """POPE's figures will differ from lmms-eval's on the same answers (its yes ratio is the truth's share of yes,
+    its precision reads only exact "yes"/"no"): docs/datasets.md says so, and which one vlmcheck reports."""
+    text = " ".join((ROOT / "docs" / "datasets.md").read_text(encoding="utf-8").split())
+    para = text[text.index("POPE's figures differ from lmms-eval's"):][:900]
+    assert "evaluate.py" in para and "yes ratio" in para and "TRUTH" in para and "precision" in para
