@@ -427,8 +427,9 @@ def test_lamm_meta_paths_relative_to_the_data_root(tmp_path):
     assert ds.records[1].images == [str(root / "scienceqa_images" / "1.png")]  # not under meta_file/
     assert ds.records[1].options == ["Maine", "Ohio"]
     assert load(root / "meta_file" / "VQA_ScienceQA.json").records[0].images == ds.records[1].images
-    assert ds.records[0].meta == {"task": "Classification", "dataset": "CIFAR10", "label": "cat",
-                                  "query": "What is the category of the object?"}
+    assert ds.records[0].meta == {"task": "Classification", "dataset": "CIFAR10", "benchmark": "cifar10",
+                                  "label": "cat", "query": "What is the category of the object?"}
+    assert ds.records[1].meta["benchmark"] == "scienceqa"  # its items count toward ScienceQA's official figure
 
 
 def test_lamm_fsc147_meta_file_through_chef_counting(tmp_path):

@@ -15,7 +15,7 @@ report, export, compare, plan               ``cli/outputs.py``
 demo                                        ``cli/demo.py``
 data inspect                                ``cli/data.py``
 track                                       ``cli/track.py``
-version, models                             ``cli/info.py``
+version, models, list                       ``cli/info.py``
 ==========================================  ===================
 
 Shared options, one-sentence errors and running a task: ``cli/_common.py``.  What a command prints about
@@ -41,7 +41,7 @@ _help.install()
 #: each module of cli/ and the commands or groups it registers, in the order ``--help`` lists them: a command's run
 #: imports its own module only (command routing, not a switch on a method: tests/test_startup.py checks this
 #: against what the modules register)
-MODULES = (("info", ("version", "models")), ("describe", ("describe",)),
+MODULES = (("info", ("version", "models", "list")), ("describe", ("describe",)),
            ("runs", ("run", "resume", "retry-failed", "merge")), ("world", ("world", "meta")),
            ("genception", ("genception",)), ("outputs", ("compare", "plan", "export", "report")),
            ("perturb", ("perturb",)), ("vhx", ("vhx",)), ("cast", ("cast",)), ("chef", ("chef",)),

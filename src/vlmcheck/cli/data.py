@@ -1,8 +1,8 @@
 """``vlmcheck data inspect PATH [--benchmark NAME] [--json]``: what vlmcheck reads from a dataset, before a run.
 
 The form detected, the items, the distinct images, categories and splits, options per item, a few rows as the
-model will see them, and anything dropped or odd (rows without an image, answers outside the options, rows a
-reader skipped and why).  It reads and never writes: embedded images are hashed, not stored
+run sends them (:func:`shown`), and anything dropped or odd (rows without an image, answers
+outside the options, rows a reader skipped and why, every image that cannot be opened: datasets/image_check.py).  It reads and never writes: embedded images are hashed, not stored
 (datasets/imagestore.py ``read_only``).
 """
 
@@ -25,20 +25,39 @@ def register(app: typer.Typer) -> None:
     app.add_typer(data_app, name="data")
 
 
-def shown(r: Any) -> str:
-    """A record's text as a multiple-choice prompt shows it (hint, question, lettered options)."""
-    lines = []
-    if r.hint:
-        lines.append(f"Hint: {r.hint}")
-    if r.question:
-        lines.append(r.question)
-    lines += [f"{LETTERS[i]}. {o}" for i, o in enumerate(r.options[:26])]
-    if not lines and r.description:
-        lines.append(f"(description) {r.description[:200]}")
-    return "\n".join(lines)
+def shown(ds: Any, r: Any) -> str:
+    """A record's text as a run sends it: a multiple-choice record as ChEF's standard instruction asks it (the
+    hint under the word the run uses - "Context:" for ScienceQA - the question, "Options:", the lettered
+    options; VHExpansion asks such a record as yes/no questions about its options), a yes/no record as its bare
+    question (ChEF's pope scenario, VHExpansion); its description where it has no text."""
+    from ..methods.chef.recipe import format_query
+    from ..methods.records import prompt_of
+
+    text = prompt_of(ds, r)
+    if r.options:
+        text = format_query(text, list(r.options), list(LETTERS[:len(r.options)]))
+    if not text and r.description:
+        return f"(description) {r.description[:200]}"
+    return text
 
 
-def summary(ds: Any, rows: int = 3) -> dict[str, Any]:
+def _unopenable(paths: Any, embedded: dict[str, str | None] | None) -> dict[str, Any]:
+    from ..datasets.image_check import unopenable
+
+    bad = unopenable(paths, embedded)
+    return {"count": len(bad), "examples": [{"path": p, "why": why} for p, why in bad[:20]]}
+
+
+def _official_figure(ds: Any) -> str | None:
+    """The official figure a run of these records reports beside the method's (datasets/official.py)."""
+    from ..datasets.official import official_for
+    from ..methods.records import official_benchmark
+
+    off = official_for(next((b for r in ds.records if (b := official_benchmark(ds, r))), None))
+    return f"{off.name} ({off.source})" if off else None
+
+
+def summary(ds: Any, rows: int = 3, embedded: dict[str, str | None] | None = None) -> dict[str, Any]:
     recs = ds.records
     outside = [r.id for r in recs if r.options and not (isinstance(r.answer, int) and 0 <= r.answer < len(r.options))]
     no_answer = [r.id for r in recs if r.answer is None and r.description is None]
@@ -54,7 +73,9 @@ def summary(ds: Any, rows: int = 3) -> dict[str, Any]:
         "without_answer": {"count": len(no_answer), "examples": no_answer[:5]},
         "skipped": {"count": len(ds.skipped), "examples": [f"{w}: {why}" for w, why in ds.skipped[:5]]},
         "notes": list(ds.notes),
-        "rows": [{"id": r.id, "images": r.images, "text": shown(r), "answer": r.answer,
+        "unopenable_images": _unopenable((p for r in recs for p in r.images), embedded),
+        "official_figure": _official_figure(ds),
+        "rows": [{"id": r.id, "images": r.images, "text": shown(ds, r), "answer": r.answer,
                   **({"answer_text": r.options[r.answer]} if r.options and isinstance(r.answer, int)
                      and 0 <= r.answer < len(r.options) else {}),
                   "category": r.category, "group": r.group} for r in recs[:rows]],
@@ -72,6 +93,7 @@ def _legacy(source: str) -> dict[str, Any]:
             "options_per_item": {}, "groups": 0, "without_image": 0,
             "answers_outside_options": {"count": 0, "examples": []}, "without_answer": {"count": 0, "examples": []},
             "skipped": {"count": 0, "examples": []}, "notes": [],
+            "unopenable_images": _unopenable((it.path for it in items), None),
             "rows": [{"id": it.id, "images": [it.path], "text": "", "category": it.category} for it in items[:3]]}
 
 
@@ -88,9 +110,9 @@ def inspect(
     from ..methods.records import dataset_for
 
     source = C.with_benchmark(path, benchmark)
-    with C.user_errors(FileNotFoundError), read_only():
+    with C.user_errors(FileNotFoundError), read_only() as embedded:
         ds = dataset_for(source)
-        info = summary(ds, rows) if ds is not None else _legacy(source)
+        info = summary(ds, rows, embedded) if ds is not None else _legacy(source)
     from ..core.printable import inert_obj, json_inert
 
     if as_json:
@@ -112,17 +134,25 @@ def inspect(
             shown_ = ", ".join(f"{k}: {v}" for k, v in list(info[key].items())[:12])
             more = f", ... ({len(info[key])} in all)" if len(info[key]) > 12 else ""
             out(f"{key.replace('_', ' ')}: {shown_}{more}", highlight=False)
+    if info.get("official_figure"):
+        out(f"official figure reported: {info['official_figure']}", highlight=False, soft_wrap=True)
     for n in info["notes"]:
         out(f"note:     {n}", highlight=False)
     odd = [("without an image", info["without_image"], []),
            ("answers outside the options", info["answers_outside_options"]["count"],
             info["answers_outside_options"]["examples"]),
            ("without an answer", info["without_answer"]["count"], info["without_answer"]["examples"]),
-           ("rows skipped", info["skipped"]["count"], info["skipped"]["examples"])]
+           ("rows skipped", info["skipped"]["count"], info["skipped"]["examples"]),
+           ("images that cannot be opened (their samples would fail)", info["unopenable_images"]["count"], [])]
     for label, n, ex in odd:
         if n:
             C.console.print("[yellow]odd:[/yellow]      " + escape(
                 f"{n} {label}" + (f" (e.g. {', '.join(map(str, ex[:3]))})" if ex else "")), highlight=False)
+    for bad in info["unopenable_images"]["examples"]:
+        out(f"          {bad['path']}: {bad['why']}", highlight=False, markup=False)
+    if info["rows"]:
+        out("\nrows as the run sends them (a multiple-choice row as ChEF's standard instruction asks it):",
+            highlight=False)
     for r in info["rows"]:
         out(f"\n--- {r['id']}  images: {', '.join(r['images']) or '(none)'}", highlight=False)
         if r.get("text"):

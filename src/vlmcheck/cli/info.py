@@ -1,4 +1,4 @@
-"""``vlmcheck version`` and ``vlmcheck models``."""
+"""``vlmcheck version``, ``vlmcheck models`` and ``vlmcheck list``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ terminal = lazy_module("vlmcheck.report.terminal")
 def register(app: typer.Typer) -> None:
     app.command()(version)
     app.command("models")(list_models)
+    app.command("list")(list_all)
 
 
 def version() -> None:
@@ -24,3 +25,17 @@ def version() -> None:
 def list_models() -> None:
     """List model providers and the roles they serve."""
     terminal.providers(providers())
+
+
+def list_all(as_json: bool = typer.Option(False, "--json", help="Everything as one JSON object on stdout")) -> None:
+    """What runs on what: methods, ChEF recipes and scenarios, benchmarks (their forms, the methods that take them,
+    their official figure)."""
+    import json
+
+    from ..methods.catalogue import catalogue
+
+    cat = catalogue()
+    if as_json:
+        typer.echo(json.dumps(cat, indent=2))
+        return
+    terminal.catalogue(cat)

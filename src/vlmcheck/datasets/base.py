@@ -152,6 +152,15 @@ class Form:
     schema: str = ""
     #: the options its reader takes where its signature does not name them (``*_column``: any column role)
     options: tuple[str, ...] | None = None
+    #: what its records carry (:data:`RECORD_KINDS`); empty for a generic form (what its columns hold)
+    carries: tuple[str, ...] = ()
+
+
+#: the kinds of thing a record can carry, which the methods make their items of (a method's ``reads``,
+#: ``run/task.py``): an image; a yes/no answer; options with the right one; a class label; a count; boxes; a
+#: caption; a description of the whole scene; a class hierarchy; a multi-turn exchange; a pair of scenes
+RECORD_KINDS = ("images", "yes/no", "multiple choice", "classes", "counts", "boxes", "captions", "descriptions",
+                "hierarchy", "turns", "scene pairs")
 
 
 _FORMS: dict[str, Form] = {}
@@ -176,6 +185,8 @@ class Items:
     recognise: Callable[[Dataset], bool] | None = None
     config: str | None = None
     split: str | None = None
+    #: what its rows carry (:data:`RECORD_KINDS`), for a benchmark read only by the generic forms (MMBench)
+    carries: tuple[str, ...] = ()
 
 
 _ITEMS: dict[str, Items] = {}
@@ -184,6 +195,12 @@ _ITEMS: dict[str, Items] = {}
 def register_items(rule: Items) -> Items:
     _ITEMS[rule.benchmark] = rule
     return rule
+
+
+def item_rules() -> dict[str, Items]:
+    """Every benchmark's item rule, by benchmark."""
+    _load_readers()
+    return dict(_ITEMS)
 
 
 def items_rule(benchmark: str | None = None, *, hub: str | None = None) -> Items | None:
@@ -236,14 +253,18 @@ def register_scheme(scheme: str) -> Callable[[Callable[..., Dataset]], Callable[
 
 
 def register_form(name: str, *, detect: Callable[[Path], bool], benchmarks: tuple[str, ...] = (),
-                  schema: str = "", options: tuple[str, ...] | None = None
+                  schema: str = "", options: tuple[str, ...] | None = None, carries: tuple[str, ...] = ()
                   ) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
-    """Register ``read(path, *, benchmark=None, **options) -> Dataset`` as the reader of form ``name``."""
+    """Register ``read(path, *, benchmark=None, **options) -> Dataset`` as the reader of form ``name``, whose
+    records carry ``carries`` (:data:`RECORD_KINDS`)."""
+    unknown = set(carries) - set(RECORD_KINDS)
+    if unknown:
+        raise ValueError(f"dataset form {name!r}: {sorted(unknown)} are not record kinds ({', '.join(RECORD_KINDS)})")
 
     def deco(read: Callable[..., Dataset]) -> Callable[..., Dataset]:
         if name in _FORMS:
             raise ValueError(f"dataset form {name!r} registered twice")
-        _FORMS[name] = Form(name, tuple(benchmarks), detect, read, schema, options)
+        _FORMS[name] = Form(name, tuple(benchmarks), detect, read, schema, options, tuple(carries))
         return read
 
     return deco
@@ -349,7 +370,9 @@ def load(path: str | Path, benchmark: str | None = None, form: str | None = None
     if not Path(rest).exists():
         raise DatasetFormError(f"{rest}: no such file or folder")
     _check_options(f, rest, given)
-    ds = f.read(Path(rest), benchmark=benchmark, **{**given, **options})
+    # read from the absolute path: a relative one gives the same records (images named absolutely, so a method
+    # that joins a record's image to its root never joins the folder twice) and the same run as an absolute one
+    ds = f.read(Path(rest).absolute(), benchmark=benchmark, **{**given, **options})
     if given:
         ds.notes.append("options: " + ", ".join(f"{k}={v}" for k, v in given.items()))
     return apply_items(ds, benchmark)

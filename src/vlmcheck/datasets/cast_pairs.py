@@ -27,7 +27,8 @@ def detect(path: Path) -> bool:
 
 
 @register_form("cast-pairs", detect=detect, benchmarks=("cast",),
-               schema="github.com/gautierdag/cast data/<i>.json + data/imgs/<i>_{0,1}.jpg (consistency/dataset.py)")
+               schema="github.com/gautierdag/cast data/<i>.json + data/imgs/<i>_{0,1}.jpg (consistency/dataset.py)",
+               carries=('images', 'descriptions', 'scene pairs'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     folder = _folder(path)
     files = sorted(folder.glob("*.json"), key=lambda p: (p.stem.strip().isdigit(), int(p.stem) if

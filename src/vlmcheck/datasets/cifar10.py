@@ -63,7 +63,8 @@ def _cache(files: list[Path]) -> Path:
 
 
 @register_form("cifar10", detect=detect, benchmarks=("cifar10", "cifar-10"),
-               schema="cs.toronto.edu/~kriz/cifar.html (CIFAR-10 python version: cifar-10-batches-py/)")
+               schema="cs.toronto.edu/~kriz/cifar.html (CIFAR-10 python version: cifar-10-batches-py/)",
+               carries=('images', 'classes'))
 def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) -> Dataset:
     import numpy as np
     from PIL import Image

@@ -32,7 +32,8 @@ def detect(path: Path) -> bool:
 
 
 @register_form("docci", detect=detect, benchmarks=("docci",),
-               schema="google/docci (storage.googleapis.com/docci/data: docci_descriptions.jsonlines + images/)")
+               schema="google/docci (storage.googleapis.com/docci/data: docci_descriptions.jsonlines + images/)",
+               carries=('images', 'descriptions'))
 def read(path: Path, *, benchmark: str | None = None, split: str = SPLIT, **_) -> Dataset:
     file = _file(path)
     expected = "DOCCI's docci_descriptions.jsonlines (example_id, split, image_file, description)"

@@ -33,7 +33,8 @@ def _file(path: Path) -> Path:
 
 
 @register_form("karpathy", detect=detect, benchmarks=("flickr30k", "coco-karpathy"),
-               schema="cs.stanford.edu/people/karpathy/deepimagesent (dataset_flickr30k.json + flickr30k-images/)")
+               schema="cs.stanford.edu/people/karpathy/deepimagesent (dataset_flickr30k.json + flickr30k-images/)",
+               carries=('images', 'captions', 'descriptions'))
 def read(path: Path, *, benchmark: str | None = None, split: str = "test", images: str | None = None,
          **_) -> Dataset:
     file = _file(path)

@@ -181,10 +181,13 @@ def _schema(path: Path) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if path.suffix == ".parquet":
-        return pq.read_schema(path)
-    with pa.memory_map(str(path)) as src:
-        return _arrow_reader(src).schema
+    try:
+        if path.suffix == ".parquet":
+            return pq.read_schema(path)
+        with pa.memory_map(str(path)) as src:
+            return _arrow_reader(src).schema
+    except (OSError, pa.ArrowException) as exc:  # a truncated shard: pyarrow's sentence names no file
+        raise DatasetFormError(f"{path}: not a readable {path.suffix[1:]} shard ({exc})") from None
 
 
 def _arrow_reader(src: Any) -> Any:
@@ -399,6 +402,7 @@ def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> D
         if benchmark is None:  # a benchmark's Hub copy: its item rule (config, split, items) holds
             rule = items_rule(hub=name)
             benchmark = rule.benchmark if rule is not None else None
+    folder = folder.absolute()  # a relative hfds:./folder names its image paths as the absolute one does
     if is_saved(folder):
         _check_options(forms()["hf-saved"], source, given)  # a misspelt ?option is refused, never ignored
         ds = read_saved(folder, benchmark=benchmark, **params)
@@ -406,7 +410,8 @@ def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> D
         _check_options(forms()["hf-snapshot"], source, given)
         ds = read_snapshot(folder, benchmark=benchmark, **params)
     else:
-        raise DatasetFormError(f"{folder}: neither a Hub snapshot (parquet/arrow shards) nor a save_to_disk "
-                               "folder (state.json or dataset_dict.json)")
+        from .hub_release import release_in_repo
+
+        ds = release_in_repo(folder, source, benchmark, given)
     ds.source = source
     return ds

@@ -38,16 +38,35 @@ def suffix_of(data: bytes) -> str:
 
 
 _WRITES: ContextVar[bool] = ContextVar("vlmcheck_image_store_writes", default=True)
+#: inside :func:`read_only`: the path each embedded image would have -> why it cannot be opened (None: it can)
+_CHECKED: ContextVar[dict[str, str | None] | None] = ContextVar("vlmcheck_image_store_checked", default=None)
 
 
 @contextmanager
-def read_only() -> Iterator[None]:
-    """Inside this block no store writes anything (``vlmcheck data inspect`` reads, never writes)."""
-    token = _WRITES.set(False)
+def read_only() -> Iterator[dict[str, str | None]]:
+    """Inside this block no store writes anything (``vlmcheck data inspect`` reads, never writes); the embedded
+    images it meets are checked as they come instead (the dict it yields: path -> why it cannot be opened)."""
+    checked: dict[str, str | None] = {}
+    token, token2 = _WRITES.set(False), _CHECKED.set(checked)
     try:
-        yield
+        yield checked
     finally:
         _WRITES.reset(token)
+        _CHECKED.reset(token2)
+
+
+def image_problem(data: bytes, label: str) -> str | None:
+    """Why the image ``data`` cannot be opened as a run opens it (its header and structure, and the decoder
+    where the file is not sent as it is), or None."""
+    from ..core.images import decode_image
+    from ..core.probe import probe
+
+    try:
+        if not probe(data, label).sendable:
+            decode_image(data, label)
+    except Exception as exc:  # every way an image fails: the run fails the sample with this message
+        return str(exc) or type(exc).__name__
+    return None
 
 
 def store_root(cache_dir: str | os.PathLike | None = None) -> Path:
@@ -72,6 +91,9 @@ class ImageStore:
         if known is not None:
             return known
         path = self.root / sha[:2] / f"{sha}{suffix_of(data)}"
+        checked = _CHECKED.get()
+        if not self.write and checked is not None:
+            checked[str(path)] = image_problem(data, "embedded image")
         if self.write:
             try:
                 same = path.stat().st_size == len(data) and path.read_bytes() == data

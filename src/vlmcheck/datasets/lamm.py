@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._release import json_file, refuse
-from .base import Dataset, Record, register_form
+from .base import BENCHMARKS, Dataset, Record, register_form
 
 
 def _root_and_files(path: Path) -> tuple[Path, list[Path]]:
@@ -32,7 +32,8 @@ def detect(path: Path) -> bool:
 
 
 @register_form("lamm", detect=detect, benchmarks=("lamm",),
-               schema="github.com/OpenGVLab/LAMM src/ChEF/scenario/*_dataset.py (<root>/meta_file/<Task>_<Dataset>.json)")
+               schema="github.com/OpenGVLab/LAMM src/ChEF/scenario/*_dataset.py (<root>/meta_file/<Task>_<Dataset>.json)",
+               carries=('images', 'multiple choice', 'yes/no', 'classes', 'counts', 'boxes', 'captions', 'turns'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     root, files = _root_and_files(path)
     if not files:
@@ -43,6 +44,10 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
         if not isinstance(items, list):
             raise refuse(f, "a LAMM meta file (a JSON list of items with an image)")
         task, _, name = f.stem.partition("_")
+        # the benchmark the meta file holds (VQA_ScienceQA.json: ScienceQA), whose official figure its items count
+        # toward (datasets/official.py)
+        bench = (name or task).replace("-", "").replace("_", "").lower()
+        bench = bench if bench in BENCHMARKS else None
         seen: set[str] = set()
         for i, it in enumerate(items):
             rid = f"{f.stem}/{it.get('id', i) if isinstance(it, dict) else i}"
@@ -59,7 +64,7 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
             # every field of the item stays in meta: ChEF's turn scenarios read LAMM's own keys (num, object, query)
             rec = Record(id=rid, images=[str(img)], question=str(it["query"]) if it.get("query") else None,
                          category=f.stem, root=str(root),
-                         meta={"task": task, "dataset": name or task,
+                         meta={"task": task, "dataset": name or task, **({"benchmark": bench} if bench else {}),
                                **{k: v for k, v in it.items() if k not in ("image", "id")}})
             if isinstance(it.get("gt_choices"), list) and isinstance(it.get("gt_choice"), int):
                 rec.options, rec.answer = [str(c) for c in it["gt_choices"]], it["gt_choice"]

@@ -7,12 +7,14 @@ its Hub copies (``lmms-lab/MMBench`` configs ``en``/``cn`` splits dev/test, ``lm
 ``vlmeval/dataset/utils/multiple_choice.py``, ``mcq_circular_eval``: a question counts as right only when every
 copy is right).  The rule here, applied by :func:`~.base.load` whatever the route: a copy is marked as copy k of
 its question (``meta["circular_copy"]``, ``group`` the question's index) and never rotated again; a copy whose
-question is not in the data is left out (VLMEvalKit scores copies only with their question).
+question is not in the data is left out (VLMEvalKit scores copies only with their question).  Its official
+figure: circular and vanilla accuracy, as VLMEvalKit computes them (:func:`circular_vanilla`).
 """
 
 from __future__ import annotations
 
 from .base import Dataset, Items, Record, register_items
+from .official import Answer, declare, grouped, per_group, per_question, share
 
 #: a circular copy's index is its question's + k x COPY
 COPY = 1_000_000
@@ -58,4 +60,34 @@ def recognise(ds: Dataset) -> bool:
 
 RULE = register_items(Items(
     "mmbench", select, hub=("lmms-lab/MMBench", "lmms-lab/MMBench_EN", "lmms-lab/MMBench_CN", "HuggingFaceM4/MMBench"),
-    tsv=("MMBench",), recognise=recognise, config="en", split="dev"))
+    tsv=("MMBench",), recognise=recognise, config="en", split="dev", carries=("images", "multiple choice")))
+
+
+def mmbench_outcomes(answers: list[Answer]) -> dict:
+    circ = {g: qs for g, qs in grouped(answers).items() if len(qs) > 1}
+    return {"vanilla_accuracy": per_question([a for a in answers if a.copy == 0]),
+            **({"circular_accuracy": per_group(circ)} if circ else {})}
+
+
+@declare("mmbench", "MMBench circular and vanilla accuracy",
+         "VLMEvalKit vlmeval/dataset/utils/multiple_choice.py (CircularEval: a question counts only when every "
+         "circular copy is right; VanillaEval: the questions themselves, copy 0)", outcomes=mmbench_outcomes)
+def circular_vanilla(answers: list[Answer]) -> dict:
+    """CircularEval (the MMBench paper's figure): the share of questions whose every circular copy was answered
+    right; VanillaEval: the share of the questions themselves (copy 0) answered right.  Both clustered by image.
+    A run that asked no copies has no circular accuracy (said in the notes)."""
+    groups = grouped(answers)
+    circ = {g: qs for g, qs in groups.items() if len(qs) > 1}
+    first = [a for a in answers if a.copy == 0]
+    out: dict = {"vanilla_accuracy": share([a.correct for a in first], [a.unit for a in first])}
+    if circ:
+        out["circular_accuracy"] = share([all(a.correct for a in qs) for qs in circ.values()],
+                                         [qs[0].unit for qs in circ.values()])
+    notes = []
+    if not circ:
+        notes.append("no circular copies asked (a VanillaEval run): no circular accuracy")
+    elif len(circ) < len(groups):
+        notes.append(f"{len(groups) - len(circ)} questions with one copy answered, left out of circular accuracy")
+    if notes:
+        out["notes"] = notes
+    return out

@@ -45,7 +45,8 @@ def detect(path: Path) -> bool:
 
 @register_form("mme", detect=detect, benchmarks=("mme",),
                schema="MME_Benchmark_release_version.zip (github.com/BradyFU/Awesome-Multimodal-Large-Language-"
-                      "Models, Evaluation): <category>/[images/]*.jpg + [questions_answers_YN/]*.txt")
+                      "Models, Evaluation): <category>/[images/]*.jpg + [questions_answers_YN/]*.txt",
+               carries=('images', 'yes/no'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     root = _root(path)
     cats = _categories(root)
@@ -82,3 +83,50 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
         raise refuse(path, f"MME questions ({len(ds.skipped)} files left out, e.g. "
                            f"{ds.skipped[0][1] if ds.skipped else 'none'})")
     return ds
+
+
+# ----------------------------------------------------------------------------- MME's official figure
+
+from .official import Answer, declare, grouped  # noqa: E402  (below the reader: the figure reads its categories)
+
+#: MME's two scores: the first ten categories are perception, the last four cognition (MME's calculation script)
+PERCEPTION, COGNITION = CATEGORIES[:10], CATEGORIES[10:]
+
+
+@declare("mme", "MME score (perception, cognition)",
+         "MME's eval_tool/calculation.py (BradyFU/Awesome-Multimodal-Large-Language-Models); lmms-eval's mme task")
+def mme_score(answers: list[Answer]) -> dict:
+    """Per category: accuracy (share of its questions right) + accuracy+ (share of its images with every question
+    right, MME's two per image), each x 100; the perception score sums the 10 perception categories, the
+    cognition score the 4 cognition ones.  Sums of shares: no interval.  A category outside MME's 14 is listed
+    and counted in neither score."""
+    per: dict[str, dict] = {}
+    for cat in dict.fromkeys(a.category for a in answers):
+        mine = [a for a in answers if a.category == cat]
+        images = grouped(a if a.group is not None else Answer(a.unit, a.correct, a.category, a.unit)
+                         for a in mine)
+        acc = 100 * sum(a.correct for a in mine) / len(mine)
+        acc_plus = 100 * sum(all(a.correct for a in qs) for qs in images.values()) / len(images)
+        per[str(cat)] = {"accuracy": acc, "accuracy_plus": acc_plus, "score": acc + acc_plus,
+                         "questions": len(mine), "images": len(images),
+                         "single_question_images": sum(len(qs) == 1 for qs in images.values())}
+    out: dict = {}
+    for name, cats in (("perception", PERCEPTION), ("cognition", COGNITION)):
+        have = [c for c in cats if c in per]
+        if have:
+            out[name] = {"value": sum(per[c]["score"] for c in have), "ci95": None, "categories": len(have),
+                         "of": len(cats)}
+    out["categories"] = per
+    notes = []
+    other = [c for c in per if c not in CATEGORIES]
+    if other:
+        notes.append(f"categories outside MME's 14, in neither score: {', '.join(other)}")
+    missing = [c for c in CATEGORIES if c not in per and any(c2 in per for c2 in CATEGORIES)]
+    if missing:
+        notes.append(f"MME categories not in this run (their scores are missing from the sums): {', '.join(missing)}")
+    if any(v["single_question_images"] for v in per.values()):
+        notes.append("images with one answered question (the other failed or is not in the data): accuracy+ "
+                     "counts them on that one")
+    if notes:
+        out["notes"] = notes
+    return out

@@ -39,7 +39,8 @@ def options(text: str) -> list[tuple[str, str]]:
 
 
 @register_form("mmvp", detect=detect, benchmarks=("mmvp",),
-               schema="github.com/tsb0601/MMVP (Questions.csv + MMVP Images/; the MMVP/MMVP Hub dataset files)")
+               schema="github.com/tsb0601/MMVP (Questions.csv + MMVP Images/; the MMVP/MMVP Hub dataset files)",
+               carries=('images', 'multiple choice'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     csv = _csv(path)
     expected = "MMVP's Questions.csv (columns Index, Question, Options, Correct Answer)"
@@ -107,3 +108,31 @@ def pair_hub_records(records: list[Record], index: list | None, notes: list[str]
             notes.append(f"{r.group}: its two rows ask different questions")
     notes.append("MMVP pairs: " + ("Index 2k-1 and 2k" if whole else "rows 2k-1 and 2k (no usable Index column)")
                  + " share pair-k")
+
+
+# ----------------------------------------------------------------------------- MMVP's official figure
+
+from .official import Answer, declare, grouped, per_group, share  # noqa: E402
+
+
+def mmvp_outcomes(answers: list[Answer]) -> dict:
+    whole = {g: qs for g, qs in grouped(answers).items() if len(qs) >= 2}
+    return {"pair_accuracy": per_group(whole, lambda qs: str(qs[0].group)),
+            "accuracy": {str(a.key): (float(a.correct), str(a.group or a.unit)) for a in answers
+                         if a.key is not None}}
+
+
+@declare("mmvp", "MMVP pair accuracy",
+         "MMVP's evaluation (github.com/tsb0601/MMVP scripts/evaluate_mllm.py); lmms-eval's mmvp task",
+         outcomes=mmvp_outcomes)
+def pair_accuracy(answers: list[Answer]) -> dict:
+    """The share of MMVP's pairs (the same question of the two images of a CLIP-blind pair) whose two questions
+    are both right; a pair with one question answered (the other failed or is missing) is left out and counted.
+    Its interval is clustered by pair (a pair is two images asked as one unit).  Question accuracy beside."""
+    pairs = grouped(answers)
+    whole = {g: qs for g, qs in pairs.items() if len(qs) >= 2}
+    out = {"pair_accuracy": share([all(a.correct for a in qs) for qs in whole.values()], list(whole), "pair"),
+           "accuracy": share([a.correct for a in answers], [a.group or a.unit for a in answers], "pair")}
+    if len(whole) < len(pairs):
+        out["notes"] = [f"{len(pairs) - len(whole)} pairs with one question answered, left out of pair accuracy"]
+    return out

@@ -71,7 +71,8 @@ class _Bamboo:
 @register_form("omnibenchmark", detect=detect, benchmarks=("omnibenchmark",),
                schema="github.com/ZhangYuanhan-AI/OmniBenchmark (trainid2name.json, annotation/<realm>/meta/"
                       "<split>.txt, data/<realm>/images/); ChEF's use: github.com/OpenGVLab/LAMM "
-                      "src/ChEF/data_process/Omnibenchmark.py")
+                      "src/ChEF/data_process/Omnibenchmark.py",
+               carries=('images', 'classes', 'hierarchy'))
 def read(path: Path, *, benchmark: str | None = None, split: str = "test", tree: str | Path | None = None,
          levels: int | str = 4, **_) -> Dataset:
     names_file = _names_file(path)

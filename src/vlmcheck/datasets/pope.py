@@ -46,7 +46,8 @@ def _image_folder(file: Path, first_image: str, images: str | Path | None) -> Pa
 
 
 @register_form("pope", detect=detect, benchmarks=("pope",),
-               schema="github.com/AoiDragon/POPE output/coco/coco_pope_*.json (question_id, image, text, label)")
+               schema="github.com/AoiDragon/POPE output/coco/coco_pope_*.json (question_id, image, text, label)",
+               carries=('images', 'yes/no'))
 def read(path: Path, *, benchmark: str | None = None, images: str | Path | None = None,
          split: str | None = None, **_) -> Dataset:
     files = _files(path)
@@ -88,3 +89,46 @@ def read(path: Path, *, benchmark: str | None = None, images: str | Path | None 
         raise refuse(path, f"POPE questions whose images exist ({len(ds.skipped)} left out, e.g. "
                            f"{ds.skipped[0][1] if ds.skipped else 'none'})")
     return ds
+
+
+# ----------------------------------------------------------------------------- POPE's official figure
+
+from .official import Answer, declare, per_question, share  # noqa: E402
+
+
+def pope_outcomes(answers: list[Answer]) -> dict:
+    """The shares two runs can be paired on, question by question: accuracy, recall (the questions whose truth
+    is yes, the same in both runs) and the yes ratio; precision's questions (those a run said yes to) differ
+    between runs, so it is not paired."""
+    yn = [a for a in answers if a.said_yes is not None and a.truth_yes is not None]
+    return {"accuracy": per_question(yn, lambda a: a.said_yes == a.truth_yes),
+            "recall": per_question([a for a in yn if a.truth_yes], lambda a: bool(a.said_yes)),
+            "yes_ratio": per_question(yn, lambda a: bool(a.said_yes))}
+
+
+@declare("pope", "POPE (accuracy, precision, recall, F1, yes ratio)",
+         "POPE's evaluate.py (github.com/AoiDragon/POPE); lmms-eval's pope task differs: docs/datasets.md",
+         outcomes=pope_outcomes)
+def pope_figures(answers: list[Answer]) -> dict:
+    """POPE's evaluate.py over the answers read as yes/no (positive = yes): accuracy (TP+TN)/N, precision
+    TP/(TP+FP), recall TP/(TP+FN), F1 their harmonic mean, and the yes ratio - the share of the MODEL's answers
+    that are yes (not of the truth's, as lmms-eval computes it).  Accuracy, precision, recall and the yes ratio
+    are shares, each with its interval clustered by image (POPE asks six questions of an image); F1 is not."""
+    yn = [a for a in answers if a.said_yes is not None and a.truth_yes is not None]
+    said = [a.said_yes for a in yn]
+    truth = [a.truth_yes for a in yn]
+    units = [a.unit for a in yn]
+    tp = sum(s and t for s, t in zip(said, truth))
+    fp = sum(s and not t for s, t in zip(said, truth))
+    fn = sum(t and not s for s, t in zip(said, truth))
+    pick = lambda keep: ([s == t for s, t, k in zip(said, truth, keep) if k],  # noqa: E731
+                         [u for u, k in zip(units, keep) if k])
+    precision = share(*pick(said))            # of the answers "yes": the truth is yes
+    recall = share(*pick(truth))              # of the questions whose truth is yes: answered yes
+    p, r = tp / (tp + fp) if tp + fp else 0.0, tp / (tp + fn) if tp + fn else 0.0
+    out = {"accuracy": share([s == t for s, t in zip(said, truth)], units), "precision": precision,
+           "recall": recall, "f1": {"value": 2 * p * r / (p + r) if p + r else 0.0, "ci95": None},
+           "yes_ratio": share(said, units)}
+    if len(yn) < len(answers):
+        out["notes"] = [f"{len(answers) - len(yn)} questions without a yes/no answer or truth left out"]
+    return out

@@ -48,7 +48,8 @@ def detect(path: Path) -> bool:
 
 @register_form("scienceqa", detect=detect, benchmarks=("scienceqa",),
                schema="github.com/lupantech/ScienceQA data/scienceqa/problems.json, pid_splits.json, "
-                      "images/<split>/<pid>/image.png")
+                      "images/<split>/<pid>/image.png",
+               carries=('images', 'multiple choice'))
 def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) -> Dataset:
     folder = _folder(path)
     problems = json_file(folder / "problems.json", "ScienceQA's problems.json (pid -> problem)")
@@ -88,3 +89,12 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
                                                f"({len(ds.skipped)} left out)")
     return ds
 
+
+
+# ----------------------------------------------------------------------------- ScienceQA's official figure
+
+from .official import accuracy, accuracy_outcomes, declare  # noqa: E402
+
+declare("scienceqa", "ScienceQA accuracy",
+        "ScienceQA's scoring (github.com/lupantech/ScienceQA); lmms-eval's scienceqa_img: share of questions "
+        "answered right", outcomes=accuracy_outcomes)(accuracy)

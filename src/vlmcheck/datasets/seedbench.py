@@ -69,7 +69,8 @@ def _image_dir(folder: Path, q: dict) -> Path:
 
 @register_form("seedbench", detect=detect, benchmarks=("seedbench", "seed-bench"),
                schema="github.com/AILab-CVC/SEED-Bench (SEED-Bench.json + SEED-Bench-image/; SEED-Bench-2 "
-                      "SEED-Bench_v2_level1_2_3.json + image/)")
+                      "SEED-Bench_v2_level1_2_3.json + image/)",
+               carries=('images', 'multiple choice'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     file = _file(path)
     if file is None:
@@ -119,3 +120,11 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     if not ds.records:
         raise refuse(file, f"SEED-Bench image questions whose images exist ({len(ds.skipped)} left out)")
     return ds
+
+
+# ----------------------------------------------------------------------------- SEED-Bench's official figure
+
+from .official import accuracy, accuracy_outcomes, declare  # noqa: E402
+
+declare("seedbench", "SEED-Bench accuracy",
+        "SEED-Bench's eval (github.com/AILab-CVC/SEED-Bench): share of its image questions answered right", outcomes=accuracy_outcomes)(accuracy)

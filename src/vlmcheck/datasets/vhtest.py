@@ -62,7 +62,8 @@ def _rows(book: Path) -> list[dict[str, object]]:
 
 
 @register_form("vhtest", detect=detect, benchmarks=("vhtest",),
-               schema="github.com/wenhuang2000/VHTest Benchmark/YNQ_Benchmark/<mode>.xlsx + Benchmark/Images/<mode>/")
+               schema="github.com/wenhuang2000/VHTest Benchmark/YNQ_Benchmark/<mode>.xlsx + Benchmark/Images/<mode>/",
+               carries=('images', 'yes/no'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     tables = _tables(path)
     if tables is None:

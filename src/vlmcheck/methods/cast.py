@@ -157,6 +157,8 @@ class CastSpec(BaseModel):
 
 
 class CastTask(SpecTask):
+    reads = ('scene pairs', 'descriptions')
+    reports = "self-consistency: the share of the model's own cross-modal statements it confirms"
     spec_model = CastSpec
     name = "cast"
 

@@ -228,6 +228,8 @@ def compare_runs(runs: list[str | Path]) -> dict[str, Any]:
         raise ValueError(f"compare runs of one method; these are {', '.join(sorted(methods))}")
     method = methods.pop()
     comparisons: list[dict[str, Any]] = []
+    for folder, _, _, values in loaded:  # the official share figures, paired question by question (or group)
+        values.update(official_units(folder, method))
     metrics = [m for m in loaded[0][3] if all(m in v for _, _, _, v in loaded)]
     for metric in metrics:
         res = pairwise([v[metric] for _, _, _, v in loaded], metric)
@@ -236,7 +238,56 @@ def compare_runs(runs: list[str | Path]) -> dict[str, Any]:
             comparisons.append({"metric": metric, **row, "a": loaded[i][2], "b": loaded[j][2],
                                 "run_a": str(loaded[i][0]), "run_b": str(loaded[j][0])})
     out: dict[str, Any] = {"method": method, "comparisons": comparisons}
+    official = official_figures(runs)
+    if official:
+        out["official"] = official
     if not metrics:
         out["note"] = (f"no metric with per-sample outcomes in every run ({method} declares "
                        + ("none" if outcomes_for(method) is None else "some, but not in all of these runs") + ")")
+    return out
+
+
+def official_figures(runs: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """Each run's official figures (``metrics["official"]``, datasets/official.py), side by side: the value and
+    its interval by image, as the run computed them (a figure that is a sum or ratio of shares, MME's scores or
+    POPE's F1, has no per-sample outcome to pair, so ``compare`` shows it beside rather than testing it)."""
+    from ..datasets.official import rows
+
+    out = []
+    for r in runs:
+        info = read_results(r)
+        got = rows((info.get("metrics") or {}).get("official"))
+        if got:
+            spec = (info.get("spec") or {}).get("task_spec") or {}
+            out.append({"run": str(r), "model": spec.get("vlm") or str(r),
+                        "figures": {(name if len({b for b, _, _ in got}) == 1 else f"{b}.{name}"):
+                                    {k: v.get(k) for k in ("value", "ci95")} for b, name, v in got}})
+    return out
+
+
+def official_units(folder: str | Path, method: str) -> dict[str, Units]:
+    """``{"official.<figure>": {key: Outcome}}``: a run's official share figures (datasets/official.py) as
+    per-question or per-group outcomes, read from its samples through the method's ``official_answer``, so that
+    ``compare`` tests them as it tests the method's own metrics (a sum or a ratio of shares - MME's scores,
+    POPE's precision and F1 - is not a mean of such outcomes and is only shown beside)."""
+    from ..datasets.official import Answer, official_for
+    from ..run.registry import _TASKS, task_class
+
+    read = getattr(task_class(method), "official_answer", None) if method in _TASKS else None
+    if read is None:
+        return {}
+    answers: dict[str, list[Answer]] = {}
+    for rec in SampleRecords(Path(folder) / "samples.jsonl"):
+        if rec.get("status") == "done":
+            got = read(rec)
+            if got is not None and got[0]:
+                answers.setdefault(got[0], []).append(got[1])
+    out: dict[str, Units] = {}
+    for bench, mine in answers.items():
+        off = official_for(bench)
+        if off is None or off.outcomes is None:
+            continue
+        prefix = "official." if len(answers) == 1 else f"official.{bench}."
+        for figure, per in off.outcomes(mine).items():
+            out[prefix + figure] = {k: Outcome(v, unit, binary=True) for k, (v, unit) in per.items()}
     return out

@@ -53,6 +53,8 @@ def keyword_recall(text: str, keywords: list[str]) -> float:
 
 
 class DescribeTask(SpecTask):
+    reads = ('images',)
+    reports = 'keyword recall of the descriptions'
     spec_model = DescribeSpec
     name = "describe"
 

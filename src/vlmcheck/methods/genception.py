@@ -148,6 +148,8 @@ def _vec(v: np.ndarray) -> list[float]:
 
 
 class GenCeptionTask(SpecTask):
+    reads = ('images',)
+    reports = 'GC@T (and GC_FID@T): the drift of the regenerated images from the seed image'
     spec_model = GenCeptionSpec
     name = "genception"
 

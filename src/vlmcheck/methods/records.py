@@ -172,6 +172,18 @@ def _prompt(r: Record, hint_word: str) -> str:
     return f"{hint_word}: {r.hint}\n{q}" if r.hint else q
 
 
+def hint_word_of(ds: Dataset, kind: str | None = None) -> str:
+    """The word a record's hint is shown under: "Context" for ScienceQA (its own and LAMM's wording), else
+    "Hint" (MMBench's, VLMEvalKit's)."""
+    return "Context" if kind == "scienceqa" or ds.benchmark == "scienceqa" else "Hint"
+
+
+def prompt_of(ds: Dataset, r: Record, kind: str | None = None) -> str:
+    """A record's question as a run asks it: the hint under its word (:func:`hint_word_of`) above the question
+    (ChEF's multiple-choice scenarios then list the options: ``chef.recipe.format_query``)."""
+    return _prompt(r, hint_word_of(ds, kind))
+
+
 def _image(r: Record) -> str | None:
     return r.images[0] if r.images else None
 
@@ -181,6 +193,22 @@ def _pictures(r: Record) -> dict[str, Any]:
     of them, in order, where a record has several (SEED-Bench-2's image lists: ChEF's loader passes the whole
     ``data_id`` list as the item's images, and chef/task.py sends every one)."""
     return {"image": _image(r), **({"images": list(r.images)} if len(r.images) > 1 else {})}
+
+
+def official_benchmark(ds: Dataset, r: Record) -> str | None:
+    """The benchmark whose official figure a record counts toward (datasets/official.py): the record's own (a
+    LAMM meta file's), else the dataset's where it declares a figure, else the one the source is named for."""
+    from ..datasets.official import benchmark_of, official_for
+
+    named = r.meta.get("benchmark") or (ds.benchmark if official_for(ds.benchmark) else None)
+    return benchmark_of(named, ds.source)
+
+
+def _official(ds: Dataset, r: Record, group: str | None = None) -> dict[str, Any]:
+    """``meta["official"]``: the record's :func:`official_benchmark` and its group (MME's image, MMVP's pair,
+    MMBench's question), or nothing."""
+    b = official_benchmark(ds, r)
+    return {"official": {"benchmark": b, "group": group or r.group}} if b else {}
 
 
 def _yes_no(v: Any) -> str | None:
@@ -206,7 +234,7 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
         recs = _require(ds, recs, "a yes/no answer", lambda r: _yes_no(r.answer) and r.question)
         return [{"id": r.id, **_pictures(r), "question": r.question, "options": ["Yes", "No"],
                  "answer": 0 if _yes_no(r.answer) == "yes" else 1,
-                 "meta": {"pope": True, "category": r.category}, "root": r.root} for r in recs]
+                 "meta": {"pope": True, "category": r.category, **_official(ds, r)}, "root": r.root} for r in recs]
     if kind == "classification":
         recs = _require(ds, recs, "a label", lambda r: r.answer is not None and r.images)
         labels = [r.options[r.answer] if r.options and isinstance(r.answer, int) else str(r.answer) for r in recs]
@@ -221,14 +249,15 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
     # multiple choice: mc, scienceqa, mmbench, world
     recs = _require(ds, recs, "options and an answer among them",
                     lambda r: r.options and isinstance(r.answer, int) and 0 <= r.answer < len(r.options))
-    hint_word = "Context" if kind == "scienceqa" or ds.benchmark == "scienceqa" else "Hint"
+    hint_word = hint_word_of(ds, kind)
     out = []
     copies = any("circular_copy" in r.meta for r in recs)  # the data's own copies: never rotated again
     grouped = kind == "mmbench" or ds.benchmark == "mmbench"
     for r in recs:
         copy_no = r.meta.get("circular_copy", 0)
         base = {**_pictures(r), "question": _prompt(r, hint_word), "root": r.root,
-                "meta": {"category": r.category, **({"group": r.group or r.id} if grouped else {})}}
+                "meta": {"category": r.category, **({"group": r.group or r.id} if grouped else {}),
+                         **_official(ds, r, (r.group or r.id) if grouped else None)}}
         if copy_no and not circular:
             ds.skipped.append((r.id, "circular copy: VanillaEval asks each question once"))
             continue
@@ -287,6 +316,7 @@ def vhx_cases(ds: Dataset) -> list[Any]:
             question, answer = r.question, _yes_no(r.answer)
         if r.group and ds.benchmark == "mmvp":
             meta["pair"] = r.group
+        meta.update(_official(ds, r))
         out.append(Case(id=r.id, image=r.images[0], question=question, answer=answer, meta=meta, root=r.root))
     return out
 

@@ -48,7 +48,7 @@ from ..run.batching import Batcher
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
 from .vhx_negation import NEGATION_PROMPT, check_negation, split_context
-from .vhx_summary import VHXSummary
+from .vhx_summary import VHXSummary, official_answer
 
 TEMPLATE_VERSION = "vhexpansion-v1"
 DEFAULT_PERTURB = ["vhx_gaussian_noise", "vhx_brightness", "vhx_defocus_blur", "vhx_jpeg"]
@@ -80,8 +80,12 @@ def _parse_perturbation(name: str) -> tuple[str, int]:
 
 
 class VHExpansionTask(SpecTask):
+    reads = ('yes/no', 'multiple choice')
+    reports = 'symmetric accuracy over negation and perturbations'
     spec_model = VHXSpec
     name = VHX_TASK
+    #: a finished case's answer toward its benchmark's official figure (``compare`` pairs runs on it)
+    official_answer = staticmethod(official_answer)
 
     def __init__(self, spec: VHXSpec, vlm: Any = None, negator: Any = None, attack_target: Any = None) -> None:
         self.cfg = spec

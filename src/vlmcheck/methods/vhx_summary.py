@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..datasets.official import Tally, answer_of
 from ..metrics.clusters import UnitSums, Units
 from ..metrics.decisions import headline_entry, proportion_interval_sums
 from ..metrics.stats import UNREAD_WARN_SHARE, pope_read
@@ -112,6 +113,19 @@ def _spread(reps: list[list[int]]) -> dict[str, Any]:
     return {"n": len(reps), "accuracy": spread(acc), "symmetric_accuracy": spread(sym)}
 
 
+def official_answer(rec: dict[str, Any]) -> tuple[str | None, Any] | None:
+    """(benchmark, Answer) of a finished case toward its benchmark's official figure (datasets/official.py), or
+    None: the case's own question on the original image.  The summary and ``compare`` both read cases so."""
+    r = rec.get("result") or {}
+    meta = r.get("meta") or {}
+    orig = (r.get("variants") or {}).get("original")
+    if orig is None or not meta.get("official"):
+        return None
+    return answer_of(meta, unit=str(r.get("image")), correct=orig["correct"], category=meta.get("category"),
+                     said_yes=orig.get("parsed") == "yes", truth_yes=r.get("answer") == "yes",
+                     key=str(rec["sample_id"]) if rec.get("sample_id") is not None else None)
+
+
 class VHXSummary:
     """``add(record)`` each finished case, then ``result(failed)``: the ``metrics`` of results.json."""
 
@@ -122,6 +136,7 @@ class VHXSummary:
         self.variants: dict[str, _Variant] = {}
         self.blind = VHXBlind(self.units)
         self.n = self.neg_ok = self.yes_cases = 0
+        self.official = Tally()
 
     def add(self, rec: dict[str, Any]) -> None:
         r = rec["result"]
@@ -135,6 +150,9 @@ class VHXSummary:
             if var is None:
                 var = self.variants[name] = _Variant(name, self.units, self.repeats)
             var.add(v, unit, None if pair is None else str(pair))
+        got = official_answer(rec)
+        if got is not None:
+            self.official.add(*got)
         self.blind.add(r)
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
@@ -155,6 +173,9 @@ class VHXSummary:
                 f"more than {UNREAD_WARN_SHARE:.0%} of the answers held no yes/no word in their first sentence "
                 f"({'; '.join(warn)}); POPE's rule scored them 'yes', so these accuracies measure the parser, "
                 "not the model")
+        official = self.official.result()
+        if official is not None:
+            out["official"] = official
         orig = out["variants"].get("original") or {}
         if orig.get("symmetric_accuracy") is not None:
             out["headline"] = headline_entry("symmetric accuracy", orig["symmetric_accuracy"],

@@ -12,10 +12,36 @@ def headline_lines(model: str, m: dict[str, Any]) -> list[Line]:
     """A method without its own lines: its headline with its interval."""
     h = m.get("headline") if isinstance(m.get("headline"), dict) else {}
     if not h or h.get("value") is None:
-        return [Line(f"{model}: no headline (no finished sample)", highlight=False)]
+        return [Line(f"{model}: no headline (no finished sample)", highlight=False)] + official(model, m)
     ci = h.get("ci95")
     ci_s = f" [{ci[0]:.4f}, {ci[1]:.4f}]" if ci and None not in ci else ""
-    return [Line(f"{model}: {h.get('name')} = {h['value']:.4f}{ci_s}", highlight=False, markup=False, soft_wrap=True)]
+    return [Line(f"{model}: {h.get('name')} = {h['value']:.4f}{ci_s}", highlight=False, markup=False,
+                 soft_wrap=True)] + official(model, m)
+
+
+def official(model: str, m: dict[str, Any]) -> list[Line]:
+    """The benchmark's official figures (``metrics["official"]``, datasets/official.py) as a table: each figure
+    with its interval where it is a share, then the declaration's notes."""
+    from ..datasets.official import rows as official_rows
+
+    got = official_rows(m.get("official"))
+    if not got:
+        return []
+    block = m["official"]
+    blocks = list(block["benchmarks"].values()) if "benchmarks" in block else [block]
+    table = []
+    for bench, name, v in got:
+        ci = v.get("ci95")
+        value = "-" if v.get("value") is None else f"{v['value']:.4g}" if abs(v["value"]) > 1 else f"{v['value']:.4f}"
+        table.append([bench, name, value, f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else "-",
+                      str((v.get("interval") or {}).get("n_units", "-")) if ci else "-"])
+    title = f"{model}: official figures - " + "; ".join(b["name"] for b in blocks)
+    out = [Line((["benchmark", "figure", "value", "95% CI (by image)", "images"], table, ["figure"], title))]
+    for b in blocks:
+        out.append(Line(f"{b['benchmark']}: computed as {b['source']}", highlight=False, soft_wrap=True))
+        for n in b.get("notes") or ():
+            out.append(Line(f"{b['benchmark']}: {n}", err=True, kind="note", highlight=False, soft_wrap=True))
+    return out
 
 
 def genception(model: str, m: dict[str, Any]) -> list[Line]:
@@ -73,7 +99,7 @@ def vhexpansion(model: str, m: dict[str, Any]) -> list[Line]:
     if orig.get("n_mmvp_pairs"):  # MMVP's own metric beside symmetric accuracy
         out.append(Line(f"MMVP pair accuracy: {orig['pair_accuracy']:.3f} over {orig['n_mmvp_pairs']} pairs (both "
                         "questions of a pair right)"))
-    return out + blind(m.get("blind"))
+    return out + blind(m.get("blind")) + official(model, m)
 
 
 def cast(model: str, m: dict[str, Any]) -> list[Line]:
@@ -119,4 +145,4 @@ def chef(model: str, m: dict[str, Any]) -> list[Line]:
             out.append(Line(m[key], err=True, kind="note", highlight=False, soft_wrap=True))
     if m.get("unread_warning"):
         out.append(Line(m["unread_warning"], err=True, kind="warning", highlight=False, soft_wrap=True))
-    return out + blind(m.get("blind"))
+    return out + blind(m.get("blind")) + official(model, m)

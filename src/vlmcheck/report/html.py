@@ -146,6 +146,22 @@ def _headline_ci(run: dict[str, Any]) -> list | None:
     return headline_of(run["results"]).get("ci95")
 
 
+def _official(metrics: dict[str, Any]) -> dict[str, Any] | None:
+    """The benchmark's official figures (datasets/official.py) as the report's table: what was declared, each
+    figure with its interval, the notes."""
+    from ..datasets.official import rows
+
+    got = rows(metrics.get("official"))
+    if not got:
+        return None
+    block = metrics["official"]
+    blocks = list(block["benchmarks"].values()) if "benchmarks" in block else [block]
+    return {"declared": [f"{b['name']} ({b['source']})" for b in blocks],
+            "rows": [{"benchmark": b, "figure": name, "value": v.get("value"), "ci95": v.get("ci95"),
+                      "units": (v.get("interval") or {}).get("n_units")} for b, name, v in got],
+            "notes": [n for b in blocks for n in b.get("notes") or ()]}
+
+
 def _headline(run: dict[str, Any]) -> tuple[str, float | None]:
     return headline(run["results"])
 
@@ -253,6 +269,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                                     "ci_note": bound_note(headline_of(res))}
             view["server_warnings"] = (res.get("server_checks") or {}).get("warnings", [])
             view["data_read"] = [choices_line(d) for d in res.get("data_read") or []]
+            view["official"] = _official(res.get("metrics") or {})
             view["failures"] = failures = []  # filled as the rows are made, before the page is rendered
             for panel in view_for(run["task"]).panels:  # the sections the method's view names
                 view.update(PANELS[panel](run, thumbs))

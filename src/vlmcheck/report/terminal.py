@@ -362,6 +362,21 @@ def providers(entries: dict[str, Any]) -> None:
     stdout.print(table(["provider", "roles", "description"], rows, keys=["provider"]))
 
 
+def catalogue(cat: dict[str, Any]) -> None:
+    """``vlmcheck list``: three tables (methods, benchmarks, ChEF recipes) that fold to the terminal's width."""
+    tables.print(table(["method", "reads", "reports"],
+                       [[m["method"], ", ".join(m["reads"]), m["reports"]] for m in cat["methods"]], ["method"],
+                       title="Methods (vlmcheck METHOD --help)"))
+    tables.print(table(["benchmark", "read from", "methods", "official figure"],
+                       [[b["benchmark"], ", ".join(b["forms"] + ["hfds:", "tsv"]),
+                         ", ".join(b["methods"]) or "by its columns", b["official_figure"] or "-"]
+                        for b in cat["benchmarks"]], ["benchmark"],
+                       title="Benchmarks (vlmcheck data inspect PATH shows what a run would read)"))
+    tables.print(table(["recipe", "desideratum", "scenario", "inferencer"],
+                       [[r["recipe"], r["desideratum"].replace("_", " "), r["scenario"], r["inferencer"]]
+                        for r in cat["recipes"]], ["recipe"], title="ChEF recipes (vlmcheck chef list)"))
+
+
 def recipes(rows: list[list[str]]) -> None:
     """``chef list``: one block per recipe (its name, then what it is), readable at any width."""
     from rich.padding import Padding
@@ -388,6 +403,10 @@ def comparisons(cmp: dict[str, Any]) -> None:
         tables.print(f"  {c['metric']}: {c['a']} - {c['b']} = {f4(c['difference'])}{ci}; p {p(c['p_value'])}"
                       f"{judged} (Holm-adjusted p {p(c.get('p_holm'))}; {c['test'] or '-'}): {verdict}; "
                       f"{c['n_paired']} shared, {c['n_left_out']} left out", highlight=False, soft_wrap=True)
+    for o in cmp.get("official") or ():  # the benchmark's official figures of each run, side by side
+        figs = "; ".join(f"{k} {f4(v['value'])}" + (f" [{v['ci95'][0]:.4f}, {v['ci95'][1]:.4f}]" if v.get("ci95")
+                                                     else "") for k, v in o["figures"].items())
+        tables.print(f"  official figures, {o['model']}: {figs}", highlight=False, soft_wrap=True)
 
 
 def results(results: dict[str, Any]) -> None:

@@ -51,10 +51,16 @@ class Task(Protocol):
 
 
 class SpecTask:
-    """Base for tasks defined by one pydantic spec in ``self.cfg``: rebuilt from it on resume, recorded as is."""
+    """Base for tasks defined by one pydantic spec in ``self.cfg``: rebuilt from it on resume, recorded as is.
+
+    ``reads``: the kinds of dataset record the method makes its items of (``datasets.RECORD_KINDS``: "images",
+    "yes/no", "multiple choice", ...), which ``vlmcheck list`` matches against what each benchmark's forms carry;
+    ``reports``: its headline figure, in words."""
 
     spec_model: type[BaseModel]
     cfg: BaseModel
+    reads: tuple[str, ...] = ()
+    reports: str = ""
 
     @classmethod
     def from_spec(cls, task_spec: dict[str, Any]):

@@ -178,6 +178,11 @@ def load_world(path: Path, **_) -> list[dict]:
 
 from .turns import FROM_ROWS as TURN_ROWS, LOADERS as TURN_LOADERS  # noqa: E402  (turns imports nothing from here)
 
+#: the record kind each scenario makes its items of (datasets.RECORD_KINDS; `vlmcheck list`)
+READS = {"mc": "multiple choice", "scienceqa": "multiple choice", "mmbench": "multiple choice", "pope": "yes/no",
+         "classification": "classes", "retrieval": "captions", "world": "images", "counting": "counts",
+         "detection": "boxes", "hierarchical": "hierarchy", "turns": "turns"}
+
 LOADERS = {"mc": load_mc, "scienceqa": load_scienceqa, "pope": load_pope, "classification": load_classification,
            "retrieval": load_retrieval, "mmbench": load_mmbench, "world": load_world, **TURN_LOADERS}
 
@@ -203,7 +208,7 @@ def load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]
         for it in items:
             it.setdefault("root", root)
         return items
-    path = Path(path)
+    path = Path(path).absolute()  # relative or absolute, the same items (images named from the data's folder)
     items = LOADERS[kind](path, **options)
     if not items:  # an empty file is an error, never a run of nothing that exits 0
         raise ValueError(f"{path}: no {kind} items in it")

@@ -15,13 +15,14 @@ from typing import Any
 
 import numpy as np
 
+from ...datasets.official import Tally, answer_of
 from ...metrics.clusters import UnitSums, Units
 from ...metrics.decisions import proportion_interval_counts
 from ..blind import blind_block_sums
 from ..repeats import spread
 from . import metrics as M
 from .headline import UNIT, chef_headline, judge_agreement
-from .items import Items, ItemsBuilder, unit_counts
+from .items import Items, ItemsBuilder, primary_setting, unit_counts
 
 
 def _mean(x: np.ndarray) -> float:
@@ -187,6 +188,24 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
     return out
 
 
+def official_answer(rec: dict[str, Any]) -> tuple[str | None, Any] | None:
+    """(benchmark, Answer) of a finished item toward its benchmark's official figure (datasets/official.py), or
+    None: the unmanipulated setting's answer, the first repeat's; a yes/no item (options Yes, No) says whether the
+    model said yes.  The summary and ``compare`` both read items through this."""
+    r = rec.get("result") or {}
+    meta = r.get("meta") or {}
+    if not meta.get("official") or "turns" in r or not r.get("settings"):
+        return None
+    x = r["settings"][primary_setting([n for n in r["settings"] if n != "blind"])]
+    yes_no = bool(meta.get("pope"))
+    pred = x.get("pred")
+    return answer_of(meta, unit=str(r.get("image") or r.get("id")), correct=x["correct"],
+                     category=meta.get("category"), copy=meta.get("rotation", 0),
+                     said_yes=(type(pred) is not str and pred == 0) if yes_no else None,
+                     truth_yes=x.get("answer") == 0 if yes_no else None,
+                     key=str(rec["sample_id"]) if rec.get("sample_id") is not None else None)
+
+
 class ChefSummary:
     """``add(record)`` each finished item, then ``result(failed)``: the ``metrics`` of results.json.  With repeats,
     one table per repeat (sharing units and prediction codes, so that they pool)."""
@@ -199,15 +218,26 @@ class ChefSummary:
         self.tables = [ItemsBuilder(keep_turns=bool(turn_task), keep_judge=recipe.desideratum == "language",
                                     units=units, codes=codes, groups=groups) for _ in range(repeats)]
 
+        self.official = Tally()
+
     def add(self, rec: dict[str, Any]) -> None:
         r = rec["result"]
         self.tables[0].add(r)
+        self._official(rec)
         for k, again in enumerate(r.get("repeats", ())[:self.repeats - 1], start=1):
             self.tables[k].add(again)
+
+    def _official(self, rec: dict[str, Any]) -> None:
+        got = official_answer(rec)
+        if got is not None:
+            self.official.add(*got)
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         tables = [b.items() for b in self.tables]
         out = summarize_items(tables[0], self.recipe, self.turn_task, self.seed, self.inferencer)
+        official = self.official.result()
+        if official is not None:
+            out["official"] = official
         if self.repeats > 1 and len(tables[0]):  # the headline per repeat beside; the headline pools each item's
             per = [summarize_items(t, self.recipe, self.turn_task, self.seed, self.inferencer).get("headline") or {}
                    for t in tables]

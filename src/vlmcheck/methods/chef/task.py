@@ -36,7 +36,7 @@ from ...core.roles import CapabilityError, GenerationConfig
 from ...core.spec import load_model
 from ..blind import withheld
 from ..repeats import generation_config, repeated
-from .summary import ChefSummary
+from .summary import ChefSummary, official_answer
 from ...run.calls import Session
 from ...run.task import Sample, SpecTask
 from . import metrics as M
@@ -83,8 +83,15 @@ class ChefSpec(BaseModel):
 
 
 class ChefTask(SpecTask):
+    # the record kinds its items are made of and its headline (vlmcheck list: run/task.py SpecTask)
+    recipes = True  # runs the shipped recipes (vlmcheck list: a recipe named after a benchmark takes it)
+    reads = ('multiple choice', 'yes/no', 'classes', 'counts', 'boxes', 'captions', 'hierarchy',
+             'turns')
+    reports = "its recipe's desideratum metric (accuracy, ECE, RRM, RIAM, MR, ...)"
     spec_model = ChefSpec
     name = "chef"
+    #: a finished item's answer toward its benchmark's official figure (``compare`` pairs runs on it)
+    official_answer = staticmethod(official_answer)
 
     @staticmethod
     def sweep_options(opts: dict[str, Any], base: Any) -> dict[str, Any]:

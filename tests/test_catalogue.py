@@ -1,0 +1,56 @@
+"""`vlmcheck list`: what runs on what, checked against the registries that drive the runs (tasks, forms, item
+rules, official figures, recipes, scenario loaders), at 80 columns and as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from vlmcheck.datasets import benchmarks, forms
+from vlmcheck.datasets.base import RECORD_KINDS, item_rules
+from vlmcheck.datasets.official import declared
+from vlmcheck.methods.catalogue import catalogue
+from vlmcheck.methods.chef import shipped_recipes
+from vlmcheck.methods.chef.scenarios import LOADERS, READS
+from vlmcheck.run.registry import task_class, task_names
+
+
+def test_the_listing_is_the_registries():
+    cat = catalogue()
+    assert [m["method"] for m in cat["methods"]] == list(task_names())
+    for m in cat["methods"]:
+        assert m["reads"] and set(m["reads"]) <= set(RECORD_KINDS) and m["reports"], m
+    assert [r["recipe"] for r in cat["recipes"]] == list(shipped_recipes())
+    assert [s["scenario"] for s in cat["scenarios"]] == list(LOADERS) and set(READS) == set(LOADERS)
+    listed = {b["benchmark"]: b for b in cat["benchmarks"]}
+    aliases = {b for b in benchmarks() if "-" in b and b.replace("-", "") in benchmarks()}
+    assert set(listed) == set(benchmarks()) - aliases
+    for f in forms().values():  # every form is listed: under its benchmarks, or as a generic form of every one
+        assert all(f.name in listed[b]["forms"] for b in f.benchmarks if b in listed) if f.benchmarks else \
+            all(f.name in b["generic_forms"] for b in listed.values())
+    for name, off in declared().items():
+        assert listed[name]["official_figure"] == off.name
+    # a method takes a benchmark when it reads a kind its forms (or its item rule) carry, worked out here again
+    for b, row in listed.items():
+        carries = set().union(*(f.carries for f in forms().values() if b in f.benchmarks),
+                              item_rules()[b].carries if b in item_rules() else ())
+        by_kind = {m for m in task_names() if set(task_class(m).reads) & carries}
+        by_recipe = {"chef"} if any(b in (r["recipe"], r["scenario"]) for r in cat["recipes"]) else set()
+        assert set(row["methods"]) == by_kind | by_recipe, b
+    assert {"genception", "chef", "vhexpansion"} <= set(listed["mmbench"]["methods"])
+    assert "cast" in listed["docci"]["methods"] and "vhexpansion" not in listed["docci"]["methods"]
+
+
+def test_list_at_80_columns_and_as_json():
+    env = {**os.environ, "COLUMNS": "80"}
+    proc = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "list"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stderr == ""
+    lines = proc.stdout.splitlines()
+    assert max(len(x) for x in lines) <= 80 and not any(x != x.rstrip() for x in lines)
+    assert any(x.startswith("│ mmbench ") and "MMBench circular" in x for x in lines)
+    out = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "list", "--json"], capture_output=True, text=True,
+                         timeout=120)
+    assert json.loads(out.stdout) == json.loads(json.dumps(catalogue()))
