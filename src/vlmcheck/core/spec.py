@@ -61,6 +61,29 @@ def identity_of(spec_or_id: str) -> str:
         return spec_or_id
 
 
+def public_spec(text: str) -> str:
+    """A model spec string as the user wrote it, less its credentials: the parameters that carry one and the
+    endpoints' userinfo are dropped (each registered as a secret, so a later echo is masked too).  The one text
+    of a spec that any route shows or writes (a sweep's folder names, its summary, reports, the terminal); the
+    rest keeps the user's order and spelling, so a folder named by it stays the one a resume finds."""
+    text = str(text)
+    head, sep, query = text.partition("?")
+    if sep:
+        kept = []
+        for part in query.split("&"):
+            key = unquote(part.partition("=")[0].replace("+", " "))
+            if is_secret_param(key):
+                register_secret(unquote(part.partition("=")[2].replace("+", " ")))
+            else:
+                kept.append(part)
+        query = "&".join(kept)
+    provider, colon, rest = head.partition(":")
+    if colon and "@" in rest:
+        name, _, urls = rest.partition("@")
+        rest = f"{name}@" + ",".join(_split_userinfo(u)[0] for u in urls.split(","))
+    return f"{provider}{colon}{rest}" + (f"?{query}" if query else "")
+
+
 class ModelSpec(BaseModel):
     provider: str
     name: str
