@@ -243,7 +243,10 @@ def load(path: str | Path, benchmark: str | None = None, form: str | None = None
     if not Path(rest).exists():
         raise DatasetFormError(f"{rest}: no such file or folder")
     _check_options(f, rest, given)
-    ds = f.read(Path(rest), benchmark=benchmark, **{**given, **options})
+    from ..core.dataset_files import reading
+
+    with reading(rest):  # every file the reader opens stays inside the source (core/dataset_files.py)
+        ds = f.read(Path(rest), benchmark=benchmark, **{**given, **options})
     if given:
         ds.notes.append("options: " + ", ".join(f"{k}={v}" for k, v in given.items()))
     return ds
