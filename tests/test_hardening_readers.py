@@ -83,3 +83,289 @@ def test_a_planted_key_is_written_nowhere_on_any_route(fake_server, tmp_path, ca
     for o in outs:
         for n in (KEY, ENVKEY):
             assert n[:12] not in o.stdout + o.stderr
+
+
+# ---------------------------------------------------------------- one rule for every file a reader opens
+
+import io  # noqa: E402
+import pickle  # noqa: E402
+import resource  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from vlmcheck.core import inputs  # noqa: E402
+from vlmcheck.datasets import DatasetFormError, load  # noqa: E402
+
+
+def _png(colour=(10, 20, 30), size=(8, 8)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", size, colour).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _lamm(tmp_path: Path, meta: str | None = None) -> Path:
+    root = tmp_path / "LAMM"
+    (root / "meta_file").mkdir(parents=True)
+    (root / "imgs").mkdir()
+    (root / "imgs" / "1.png").write_bytes(_png())
+    if meta is not None:
+        (root / "meta_file" / "VQA_X.json").write_text(meta)
+    return root
+
+
+def _limited(code: str, cwd: Path, mem_mb: int = 1500, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``code`` in a fresh Python under an address-space cap and a time limit (a test that fails never hangs
+    the suite or the machine)."""
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (mem_mb << 20, mem_mb << 20))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=timeout,
+                          preexec_fn=cap, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+
+
+def test_a_fifo_meta_file_is_refused_at_once(tmp_path):
+    """Before: ``data inspect`` and every run blocked forever on a LAMM meta file that is a FIFO."""
+    root = _lamm(tmp_path)
+    os.mkfifo(root / "meta_file" / "VQA_X.json")
+    t = time.monotonic()
+    run = _cli("data", "inspect", str(root), timeout=60)
+    assert time.monotonic() - t < 30
+    assert run.returncode == 2, run.stderr
+    assert "VQA_X.json" in run.stderr and "not a regular file" in run.stderr and "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_a_meta_file_linked_to_dev_zero_reads_nothing(tmp_path):
+    """Before: read until memory ran out (5.4 GB, then a MemoryError traceback)."""
+    root = _lamm(tmp_path)
+    os.symlink("/dev/zero", root / "meta_file" / "VQA_X.json")
+    t = time.monotonic()
+    run = _limited(f"from vlmcheck.datasets import load\nload({str(root)!r})", tmp_path, mem_mb=1500, timeout=60)
+    assert time.monotonic() - t < 30
+    assert "DatasetFormError" in run.stderr and "not a regular file" in run.stderr, run.stderr[-500:]
+    assert "MemoryError" not in run.stderr
+
+
+def test_a_meta_file_linked_outside_the_release_is_refused_unless_allowed(tmp_path):
+    """Before: its text became the prompt sent to the model, without --allow-outside."""
+    root = _lamm(tmp_path)
+    secret = tmp_path / "elsewhere.json"
+    secret.write_text(json.dumps([{"image": "imgs/1.png", "query": "PRIVATE TEXT"}]))
+    os.symlink(secret, root / "meta_file" / "VQA_X.json")
+    with pytest.raises(DatasetFormError, match=r"VQA_X\.json: .*outside the dataset folder.*--allow-outside"):
+        load(root)
+    token = inputs.set_policy(inputs.InputPolicy(allow_outside=True))
+    try:
+        assert load(root).records[0].question == "PRIVATE TEXT"
+    finally:
+        inputs.reset_policy(token)
+
+
+def test_a_text_file_over_the_cap_is_refused_naming_it(tmp_path, monkeypatch):
+    root = _lamm(tmp_path, json.dumps([{"image": "imgs/1.png", "query": "q" * 5000}]))
+    monkeypatch.setenv("VLMCHECK_MAX_TEXT_MB", "0.001")  # 1,048 bytes
+    tracemalloc.start()
+    try:
+        with pytest.raises(DatasetFormError, match=r"VQA_X\.json: .*exceeds the .* limit .*VLMCHECK_MAX_TEXT_MB"):
+            load(root)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000
+    monkeypatch.setenv("VLMCHECK_MAX_TEXT_MB", "1")
+    assert len(load(root).records) == 1
+
+
+# ---------------------------------------------------------------- work bounded by what was asked
+
+def _tsv(path: Path, rows: list[dict]) -> Path:
+    cols = list(rows[0])
+    path.write_text("\t".join(cols) + "\n" + "".join("\t".join(str(r[c]) for c in cols) + "\n" for r in rows))
+    return path
+
+
+def _files(folder: Path) -> int:
+    return sum(1 for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+
+
+def test_a_base64_image_over_max_image_mb_is_never_decoded_or_stored(tmp_path, monkeypatch):
+    """Before: a base64 field was decoded and stored whatever --max-image-mb said (100 MB: ~700 MB of memory)."""
+    import base64
+
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    big = base64.b64encode(_png() + os.urandom(3 << 20)).decode()  # a 4 MB field, a 3 MB "image"
+    small = base64.b64encode(_png((200, 0, 0))).decode()
+    tsv = _tsv(tmp_path / "x.tsv", [{"index": 0, "image": big, "question": "Q?", "answer": "A"},
+                                    {"index": 1, "image": small, "question": "Q?", "answer": "A"}])
+    from vlmcheck.datasets import vlmeval_tsv
+
+    decoded = []
+    real = vlmeval_tsv.base64.b64decode
+    monkeypatch.setattr(vlmeval_tsv.base64, "b64decode", lambda x, **k: decoded.append(len(x)) or real(x, **k))
+    token = inputs.set_policy(inputs.InputPolicy(max_file_bytes=1 << 20))  # --max-image-mb 1
+    tracemalloc.start()
+    try:
+        ds = load(tsv)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        inputs.reset_policy(token)
+    assert [r.id for r in ds.records] == ["1"]
+    assert any("exceeds the image file size limit" in why for _, why in ds.skipped)
+    assert _files(tmp_path / "cache") == 1  # the small image only
+    assert max(decoded) < 1 << 20  # never the 3 MB image
+    assert peak < 12 * len(big)  # the csv module's own buffer for the field (4 bytes a character), no more
+
+
+def test_a_tsv_field_over_the_field_cap_is_one_sentence(tmp_path, monkeypatch):
+    monkeypatch.setenv("VLMCHECK_MAX_FIELD_MB", "0.5")
+    tsv = _tsv(tmp_path / "x.tsv", [{"index": 0, "image": "x" * (1 << 20), "question": "Q?", "answer": "A"}])
+    with pytest.raises(DatasetFormError, match=r"x\.tsv: a field near line \d+ is larger than .*VLMCHECK_MAX_FIELD_MB"):
+        load(tsv)
+
+
+def test_an_image_list_per_item_is_capped_before_anything_is_stored(tmp_path, monkeypatch):
+    """Before: a shard whose one cell listed 100,000 images wrote 100,001 files for a 2-sample run."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    snap = tmp_path / "snap"
+    (snap / "data").mkdir(parents=True)
+    many = [{"bytes": _png((i % 256, i // 256, 7)), "path": None} for i in range(500)]
+    rows = [{"id": "a", "images": many, "question": "Q?"},
+            {"id": "b", "images": [{"bytes": _png((1, 2, 3)), "path": None}], "question": "Q?"}]
+    pq.write_table(pa.Table.from_pylist(rows), snap / "data" / "test-00000-of-00001.parquet")
+    (snap / "README.md").write_text("# replica\n")
+    ds = load(snap)
+    assert [r.id for r in ds.records] == ["b"]
+    assert any("500 images, more than the 64" in why for _, why in ds.skipped)
+    assert _files(tmp_path / "cache") == 1
+    # the TSV form: a list of images, and a list of paths
+    tsv = _tsv(tmp_path / "x.tsv", [{"index": 0, "image": repr(["aGVsbG8gd29ybGQgdGhpcyBpcyBsb25nZXIgdGhhbiA2NCBjaGFycyBzbyBpdCBpcyBiYXNlNjQ="] * 100),
+                                     "question": "Q?", "answer": "A"},
+                                    {"index": 1, "image": base64_png(), "question": "Q?", "answer": "A"}])
+    ds = load(tsv)
+    assert [r.id for r in ds.records] == ["1"] and "more than the 64 images" in ds.skipped[0][1]
+
+
+def base64_png() -> str:
+    import base64
+
+    return base64.b64encode(_png((9, 9, 9))).decode()
+
+
+def test_a_shard_claiming_more_rows_than_the_cap_is_refused(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    snap = tmp_path / "snap"
+    (snap / "data").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([{"id": str(i), "question": "Q?"} for i in range(3000)]),
+                   snap / "data" / "test-00000-of-00001.parquet")
+    (snap / "README.md").write_text("# replica\n")
+    monkeypatch.setenv("VLMCHECK_MAX_ROWS", "1000")
+    with pytest.raises(DatasetFormError, match=r"test-00000-of-00001\.parquet: 3000 rows, more than the 1000"):
+        load(snap)
+
+
+def _xlsx(path: Path, cell: str, edit=None) -> Path:
+    """A workbook whose question cell is ``cell`` (written into the sheet's XML as it is: openpyxl itself
+    stops at Excel's 32,767 characters), its sheet's XML then passed through ``edit``."""
+    import openpyxl
+    import zipfile
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.append(["image_path", "yes_or_no_question", "yes_or_no_ground_truth"])
+    ws.append(["1.png", "CELLTEXT", "y"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    wb.save(buf)
+    with zipfile.ZipFile(buf) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in src.infolist():
+            data = src.read(info.filename).replace(b"CELLTEXT", cell.encode())
+            if edit is not None and info.filename == "xl/worksheets/sheet1.xml":
+                data = edit(data)
+            out.writestr(info.filename, data)
+    return path
+
+
+def _vhtest(tmp_path: Path, cell: str = "Is it red?", edit=None) -> Path:
+    bench = tmp_path / "Benchmark"
+    _xlsx(bench / "YNQ_Benchmark" / "color.xlsx", cell, edit)
+    (bench / "Images" / "color").mkdir(parents=True)
+    (bench / "Images" / "color" / "1.png").write_bytes(_png())
+    return bench
+
+
+def test_a_workbook_with_a_huge_cell_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
+    """Before: a 297 kB workbook with one 300 MB cell took `data inspect` to 3.09 GB and past 300 s."""
+    pytest.importorskip("openpyxl")
+    bench = _vhtest(tmp_path, "Is it red? " + "x" * (3 << 20))
+    monkeypatch.setenv("VLMCHECK_MAX_FIELD_MB", "1")
+    tracemalloc.start()
+    t = time.process_time()
+    try:
+        with pytest.raises(DatasetFormError, match=r"color\.xlsx: expected a VHTest workbook whose parts hold at "
+                                                   r"most 1048576 bytes .*VLMCHECK_MAX_FIELD_MB"):
+            load(bench)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000 and time.process_time() - t < 2
+
+
+# ---------------------------------------------------------------- the CIFAR-10 release cache
+
+def _cifar(tmp_path: Path, seed: int = 0) -> tuple[Path, np.ndarray]:
+    root = tmp_path / "cifar-10-batches-py"
+    root.mkdir(exist_ok=True)
+    pixels = np.random.default_rng(seed).integers(0, 256, size=(4, 32, 32, 3), dtype=np.uint8)
+    batch = {b"labels": [3, 8, 0, 1], b"data": pixels.transpose(0, 3, 1, 2).reshape(4, 3072),
+             b"filenames": [b"a.png", b"b.png", b"c.png", b"d.png"]}
+    (root / "test_batch").write_bytes(pickle.dumps(batch, protocol=4))
+    names = [b"airplane", b"automobile", b"bird", b"cat", b"deer", b"dog", b"frog", b"horse", b"ship", b"truck"]
+    (root / "batches.meta").write_bytes(pickle.dumps({b"label_names": names}, protocol=2))
+    return tmp_path, pixels
+
+
+def _pixels(path: str) -> np.ndarray:
+    with Image.open(path) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def test_data_inspect_writes_nothing_for_cifar(tmp_path):
+    """Before: `data inspect` wrote the batch's PNGs into the release cache."""
+    folder, _ = _cifar(tmp_path)
+    run = _cli("data", "inspect", str(folder), env={"VLMCHECK_CACHE": str(tmp_path / "cache")})
+    assert run.returncode == 0, run.stderr
+    assert "distinct images: 4" in run.stdout + run.stderr
+    assert _files(tmp_path / "cache") == 0
+
+
+def test_a_rewritten_batch_with_the_same_size_and_time_is_never_served_stale(tmp_path, monkeypatch):
+    """Before: the cache was keyed by path, size and mtime: 4 of 4 images served from the old pixels."""
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    folder, old = _cifar(tmp_path, seed=0)
+    batch = folder / "cifar-10-batches-py" / "test_batch"
+    first = load(folder)
+    st = batch.stat()
+    _, new = _cifar(tmp_path, seed=1)
+    assert batch.stat().st_size == st.st_size
+    os.utime(batch, ns=(st.st_atime_ns, st.st_mtime_ns))
+    second = load(folder)
+    stale = sum(np.array_equal(_pixels(r.images[0]), old[i]) for i, r in enumerate(second.records))
+    fresh = sum(np.array_equal(_pixels(r.images[0]), new[i]) for i, r in enumerate(second.records))
+    assert (stale, fresh) == (0, 4)
+    assert [np.array_equal(_pixels(r.images[0]), old[i]) for i, r in enumerate(first.records)] == [True] * 4
+
+
+def test_a_tampered_cached_png_is_rewritten_never_reused(tmp_path, monkeypatch):
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    folder, pixels = _cifar(tmp_path)
+    path = load(folder).records[0].images[0]
+    Image.new("RGB", (32, 32), (255, 0, 0)).save(path, format="PNG")
+    again = load(folder).records[0].images[0]
+    assert np.array_equal(_pixels(again), pixels[0])
