@@ -132,10 +132,19 @@ def read_bytes(path: str | os.PathLike, root: str | os.PathLike | None = None, w
     a file that grows past the cap while read is refused too."""
     cap = limits().text_bytes if max_bytes is None else max_bytes
     with open_file(path, root, what, cap) as fh:
-        data = fh.read(cap + 1)
-    if len(data) > cap:
+        # the size stat gave plus one byte (which shows the file grew), never the cap at once: a read(cap)
+        # allocates the whole cap first
+        chunks, got = [], 0
+        want = min(os.fstat(fh.fileno()).st_size, cap) + 1
+        while got <= cap:
+            chunk = fh.read(min(want - got if got < want else 1 << 16, cap + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    if got > cap:
         raise DatasetFileError(f"{path}: more than the {_size(cap)} limit on a {what}")
-    return data
+    return b"".join(chunks)
 
 
 def read_text(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",

@@ -263,6 +263,8 @@ def _guarded(read: Callable[[], Dataset], source: str, form: str) -> Dataset:
         raise
     except InputFileError as exc:
         raise DatasetFormError(str(exc)) from None
+    except UnicodeError as exc:
+        raise DatasetFormError(f"{source}: not UTF-8 text where {form} expects it ({exc.reason})") from None
     except OSError as exc:  # a name too long, a file gone while read: the file, and the system's reason
         raise DatasetFormError(f"{str(exc.filename or source)[:300]}: cannot be read as {form} "
                                f"({exc.strerror or exc})") from None

@@ -153,7 +153,8 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", tree:
         ds.notes.append(f"left out, class with no {n_levels}-level Bamboo chain: "
                         + ", ".join(f"{k} {v}" for k, v in sorted(no_chain.items())))
     if not ds.records:
+        no = (f"; {sum(no_chain.values())} with no {n_levels}-level chain in {tree}" if no_chain else "")
         raise refuse(folder, f"OmniBenchmark images of split {split!r} that exist under data/<realm>/images "
-                             f"({len(ds.skipped)} left out, e.g. {ds.skipped[0][1] if ds.skipped else 'none'})")
+                             f"({len(ds.skipped)} left out, e.g. {ds.skipped[0][1] if ds.skipped else 'none'}{no})")
     return ds
 
