@@ -25,6 +25,9 @@ Adapters register a factory per provider with :func:`register`; third-party
 packages add providers through the ``vlmcheck.adapters`` entry-point group
 (``name = "package.module:factory"``).  Factories are referenced by import
 path so that heavy dependencies (torch, SDKs) load only when used.
+
+Why this module is long: the grammar, its parser and :func:`public_spec` (the one text of a spec any route
+shows or writes) share the rules on where a credential sits in a spec, so they stay in one file.
 """
 
 from __future__ import annotations

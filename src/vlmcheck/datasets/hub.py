@@ -17,6 +17,11 @@ the content store (:mod:`.imagestore`) as they are; an image cell holding only a
 dataset's folder and left there, confined to it as a manifest's images are (core/inputs.py).  A row without an
 image (ScienceQA's text-only questions) is a record without images.  The split is the one asked for, else the
 only one, else the first of test, validation, dev, val, train that exists: :attr:`Dataset.notes` says which.
+Every shard and JSON file is opened under the rule for dataset files (core/dataset_files.py), a shard's rows
+and an item's images capped.
+
+Why this module is long: both Hugging Face forms and the ``hfds:`` scheme share one table reader (splits,
+image columns, the caps on rows and images), which would otherwise be split from the forms that call it.
 """
 
 from __future__ import annotations
