@@ -369,3 +369,66 @@ def test_a_tampered_cached_png_is_rewritten_never_reused(tmp_path, monkeypatch):
     Image.new("RGB", (32, 32), (255, 0, 0)).save(path, format="PNG")
     again = load(folder).records[0].images[0]
     assert np.array_equal(_pixels(again), pixels[0])
+
+
+def test_a_manifest_that_is_a_fifo_or_a_device_is_refused_at_once(tmp_path):
+    from vlmcheck.core.files import InputFileError, jsonl_objects, read_text_input
+
+    os.mkfifo(tmp_path / "m.jsonl")
+    os.symlink("/dev/zero", tmp_path / "z.jsonl")
+    for name in ("m.jsonl", "z.jsonl"):
+        for read in (jsonl_objects, read_text_input):
+            with pytest.raises(InputFileError, match=rf"{name}: not a regular file"):
+                read(tmp_path / name)
+
+
+def _big_snapshot(folder: Path, n: int) -> Path:
+    """A Hub snapshot of ``n`` rows: two distinct images first, then one image repeated (a small file, many rows)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (folder / "data").mkdir(parents=True)
+    a, b, c = _png((1, 1, 1)), _png((2, 2, 2)), _png((3, 3, 3))
+    images = pa.array([{"bytes": a, "path": None}, {"bytes": b, "path": None}]
+                      + [{"bytes": c, "path": None}] * (n - 2))
+    table = pa.table({"id": pa.array([str(i) for i in range(n)]), "image": images,
+                      "question": pa.array(["Q?"] * n)})
+    pq.write_table(table, folder / "data" / "test-00000-of-00001.parquet", row_group_size=4096)
+    (folder / "README.md").write_text("# replica\n")
+    return folder
+
+
+def test_limit_reads_the_first_rows_of_a_shard_not_all_of_them(tmp_path, monkeypatch):
+    """Before: every row became a record before --limit applied (10^6 rows: 616 MB for `describe --limit 2`)."""
+    from vlmcheck.core.dataset_files import first_rows
+    from vlmcheck.methods.records import load_images
+
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    snap = _big_snapshot(tmp_path / "snap", 200_000)
+    tracemalloc.start()
+    t = time.process_time()
+    try:
+        with first_rows(2):
+            items = load_images(str(snap))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    cpu = time.process_time() - t
+    assert len(items) == 2
+    assert peak < 20_000_000, peak  # whole: ~200 MB of records
+    assert cpu < 1.5, cpu
+    with first_rows(3):  # the first 3 rows hold 3 images, the rest one more: still 3 items, from 3 rows
+        assert len(load_images(str(snap))) == 3
+
+
+def test_limit_reads_the_whole_file_where_the_first_rows_hold_too_few_images(tmp_path, monkeypatch):
+    from vlmcheck.core.dataset_files import first_rows
+    from vlmcheck.methods.records import load_images
+
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    rows = [{"index": i, "image": base64_png() if i < 3 else __import__("base64").b64encode(_png((i, 0, 0))).decode(),
+             "question": "Q?", "answer": "A"} for i in range(6)]
+    tsv = _tsv(tmp_path / "x.tsv", rows)  # rows 0-2 share an image; rows 3-5 each their own
+    with first_rows(3):
+        cut = load_images(str(tsv))  # 3 rows hold 1 image: read again whole, as without --limit
+    assert [i.path for i in cut] == [i.path for i in load_images(str(tsv))] and len(cut) == 4

@@ -11,6 +11,9 @@ pickled batch) must be
 * **within a size cap** where it is read whole (:data:`LIMITS.text_bytes`); a file over it is refused with one
   sentence that names it and the limit.
 
+A run that asked for its first N samples (``--limit N``, where the method takes its samples in the
+dataset's order) reads the first N rows of a streamed file (:func:`first_rows`) instead of every row.
+
 Inside a file, what a reader holds is bounded too: one TSV field or spreadsheet cell
 (:data:`LIMITS.field_bytes`), JSON nesting (:data:`LIMITS.json_depth`), the rows a shard may claim
 (:data:`LIMITS.rows`) and the images one item may list (:data:`LIMITS.images_per_item`).  Each limit is raised
@@ -216,3 +219,36 @@ def reading(source: str | os.PathLike) -> Iterator[Path]:
 def current_root() -> str | None:
     """The folder of the dataset being read (:func:`reading`), or None outside a read."""
     return _ROOT.get()
+
+
+@dataclass
+class RowWindow:
+    """The rows a read may stop after (:func:`first_rows`); ``cut`` once a reader stopped with rows left."""
+
+    rows: int
+    cut: bool = False
+
+    def full(self, taken: int) -> bool:
+        """Whether a reader holding ``taken`` rows, with another row in hand, stops here (and marks the cut)."""
+        if taken >= self.rows:
+            self.cut = True
+        return self.cut
+
+
+_WINDOW: ContextVar[RowWindow | None] = ContextVar("vlmcheck_row_window", default=None)
+
+
+@contextmanager
+def first_rows(n: int | None) -> Iterator[RowWindow | None]:
+    """Inside this block the streamed readers (parquet and arrow shards, TSV, JSON Lines, workbooks) stop after
+    ``n`` records (None: every row).  The caller checks ``window.cut`` and reads again whole where the records
+    read do not give it the ``n`` samples it needs."""
+    token = _WINDOW.set(RowWindow(n) if n else None)
+    try:
+        yield _WINDOW.get()
+    finally:
+        _WINDOW.reset(token)
+
+
+def row_window() -> RowWindow | None:
+    return _WINDOW.get()

@@ -44,9 +44,12 @@ def json_file(path: Path, expected: str, confined: bool = True) -> Any:
 def json_lines(path: Path, expected: str) -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) of a JSON Lines file whatever its suffix (POPE names them .json)."""
     out = []
-    for n, line in enumerate(text(path, expected).splitlines(), 1):
+    window = dataset_files.row_window()
+    for n, line in enumerate(_lines(path, expected), 1):
         if not line.strip():
             continue
+        if window is not None and window.full(len(out)):
+            break
         try:
             row = dataset_files.parse_json(line, f"line {n}")
         except InputFileError as exc:
@@ -59,6 +62,30 @@ def json_lines(path: Path, expected: str) -> list[tuple[int, dict[str, Any]]]:
     if not out:
         raise refuse(path, f"{expected} (the file is empty)")
     return out
+
+
+def _lines(path: Path, expected: str):
+    """A JSON Lines file's lines, streamed under the rule for dataset files (each line within the field cap)."""
+    cap = dataset_files.limits().field_bytes
+    try:
+        with dataset_files.open_file(path, dataset_files.current_root(), "dataset file") as raw:
+            fh = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+            n = 0
+            while True:
+                line = fh.readline(cap + 1)
+                if not line:
+                    return
+                n += 1
+                if len(line) > cap:
+                    raise refuse(path, f"{expected} (line {n} is longer than the {cap} characters a line may hold; "
+                                       f"raise it with {dataset_files.ENV['field_bytes'][0]}=MB)")
+                yield line
+    except UnicodeDecodeError as exc:
+        raise refuse(path, f"{expected} (not UTF-8 text: {exc.reason})") from None
+    except (InputFileError, OSError) as exc:
+        msg = str(exc)
+        msg = msg[len(f"{path}: "):] if msg.startswith(f"{path}: ") else (getattr(exc, "strerror", None) or msg)
+        raise refuse(path, f"{expected} ({msg})") from None
 
 
 def csv_rows(path: Path, expected: str, required: tuple[str, ...]) -> list[dict[str, str]]:

@@ -362,7 +362,11 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
     if labels:
         notes.append("class labels named: " + ", ".join(f"{c} ({len(n)} classes)" for c, n in labels.items()))
     records, skipped, ids = [], [], []
+    window = dataset_files.row_window()
     for i, row in enumerate(iter_rows(files)):
+        if window is not None and window.full(len(records)):
+            notes.append(f"the first {len(records)} rows read (--limit)")
+            break
         for c, names_ in labels.items():
             v = row.get(c)
             if isinstance(v, int) and 0 <= v < len(names_):

@@ -90,7 +90,12 @@ def _rows(book: Path) -> list[dict[str, object]]:
     except Exception as exc:  # openpyxl raises zipfile, KeyError and its own errors for a damaged file
         raise refuse(book, f"an .xlsx workbook ({type(exc).__name__}: {exc})") from None
     try:
-        rows = list(wb.worksheets[0].iter_rows(values_only=True))
+        rows = []
+        window = dataset_files.row_window()
+        for row in wb.worksheets[0].iter_rows(values_only=True):  # streamed (read_only): a row at a time
+            if window is not None and window.full(len(rows) - 1):
+                break
+            rows.append(row)
     except Exception as exc:  # the sheet's XML, parsed as rows are read: expat's errors (entity loops, external
         # entities), a damaged zip member, a wrong type; all one sentence
         raise refuse(book, f"an .xlsx workbook ({type(exc).__name__}: {exc})") from None

@@ -108,8 +108,11 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
         from_files: set[str] = set()  # rows whose images are files named by image_path
         refs: dict[str, str] = {}
         skipped: list[tuple[str, str]] = []
+        window = dataset_files.row_window()
         try:
             for n, row in enumerate(reader, 2):
+                if window is not None and window.full(len(rows)):
+                    break
                 idx = _index(row.get("index"), f"{path}:{n}")
                 cell = row.get("image")
                 if not blank(cell):
