@@ -432,3 +432,14 @@ def test_limit_reads_the_whole_file_where_the_first_rows_hold_too_few_images(tmp
     with first_rows(3):
         cut = load_images(str(tsv))  # 3 rows hold 1 image: read again whole, as without --limit
     assert [i.path for i in cut] == [i.path for i in load_images(str(tsv))] and len(cut) == 4
+
+
+@pytest.mark.slow
+def test_data_inspect_reads_a_file_outside_only_with_allow_outside(tmp_path):
+    root = _lamm(tmp_path)
+    (tmp_path / "elsewhere.json").write_text(json.dumps([{"image": "imgs/1.png", "query": "PRIVATE TEXT"}]))
+    os.symlink(tmp_path / "elsewhere.json", root / "meta_file" / "VQA_X.json")
+    refused = _cli("data", "inspect", str(root))
+    assert refused.returncode == 2 and "--allow-outside" in refused.stderr and "PRIVATE" not in refused.stdout
+    allowed = _cli("data", "inspect", str(root), "--allow-outside")
+    assert allowed.returncode == 0 and "PRIVATE TEXT" in allowed.stdout + allowed.stderr

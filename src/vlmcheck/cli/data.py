@@ -82,14 +82,21 @@ def inspect(
     benchmark: Optional[str] = C.BENCHMARK,
     rows: int = typer.Option(3, "--rows", min=0, metavar="N", help="How many rows to show as the model sees them"),
     as_json: bool = typer.Option(False, "--json", help="Everything as one JSON object on stdout"),
+    allow_outside: bool = typer.Option(False, "--allow-outside",
+                                       help="Read dataset files that resolve outside the dataset's folder"),
 ) -> None:
     """The form detected, items, distinct images, categories/splits, options, a few rows, anything dropped."""
+    from ..core import inputs
     from ..datasets.imagestore import read_only
     from ..methods.records import dataset_for
 
     source = C.with_benchmark(path, benchmark)
+    token = inputs.set_policy(inputs.InputPolicy(allow_outside=allow_outside))
     with C.user_errors(FileNotFoundError), read_only():
-        ds = dataset_for(source)
+        try:
+            ds = dataset_for(source)
+        finally:
+            inputs.reset_policy(token)
         info = summary(ds, rows) if ds is not None else _legacy(source)
     if as_json:
         typer.echo(json.dumps(info, ensure_ascii=False, indent=2, default=str))
