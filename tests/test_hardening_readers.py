@@ -443,3 +443,12 @@ def test_data_inspect_reads_a_file_outside_only_with_allow_outside(tmp_path):
     assert refused.returncode == 2 and "--allow-outside" in refused.stderr and "PRIVATE" not in refused.stdout
     allowed = _cli("data", "inspect", str(root), "--allow-outside")
     assert allowed.returncode == 0 and "PRIVATE TEXT" in allowed.stdout + allowed.stderr
+
+
+def test_a_spec_that_cannot_be_parsed_never_shows_its_key():
+    from vlmcheck.core.spec import ModelSpec, SpecError
+
+    for text in (f"openai:?api_key={KEY}", f"nocolon?token={KEY}", f"openai:m@http://u:{KEY}@h/v1,"):
+        with pytest.raises(SpecError) as err:
+            ModelSpec.parse(text)
+        assert KEY[:12] not in str(err.value), str(err.value)

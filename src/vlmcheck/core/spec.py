@@ -99,7 +99,7 @@ class ModelSpec(BaseModel):
         text = text.strip()
         if ":" not in text:
             raise SpecError(
-                f"model spec {text!r} has no provider; expected 'provider:name', e.g. 'openai:gpt-4o-mini'"
+                f"model spec {public_spec(text)!r} has no provider; expected 'provider:name', e.g. 'openai:gpt-4o-mini'"
             )
         provider, rest = text.split(":", 1)
         provider = provider.strip().lower()
@@ -112,7 +112,7 @@ class ModelSpec(BaseModel):
             base_url = base_url.strip() or None
         name = rest.strip()
         if not provider or not name:
-            raise SpecError(f"model spec {text!r}: provider and name must both be non-empty")
+            raise SpecError(f"model spec {public_spec(text)!r}: provider and name must both be non-empty")
         params: dict[str, str] = {}
         secrets: dict[str, str] = {}
         if base_url:
@@ -246,7 +246,8 @@ def _endpoint_list(text: str, where: str) -> list[str]:
         return urls
     urls = [u.strip() for u in text.split(",")]
     if not all(urls):
-        raise SpecError(f"model spec {where}: an empty endpoint in {text!r}")
+        shown = ",".join(_split_userinfo(u)[0] for u in urls)  # a password in another endpoint never shown
+        raise SpecError(f"model spec {where}: an empty endpoint in {shown!r}")
     return urls
 
 
