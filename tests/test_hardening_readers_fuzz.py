@@ -107,6 +107,21 @@ def _omni(tmp: Path, tree: dict | str) -> tuple[Path, str]:
     return root, "bamboo.json"
 
 
+def _shard(tmp: Path, cut: int | None = None, rows: list[dict] | None = None) -> tuple[Path, str]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    snap = tmp / "snap"
+    (snap / "data").mkdir(parents=True)
+    shard = snap / "data" / "test-00000-of-00001.parquet"
+    pq.write_table(pa.Table.from_pylist(rows or [{"id": "a", "image": {"bytes": _png(), "path": None},
+                                                  "question": "Q?"}] * 3), shard)
+    if cut is not None:
+        shard.write_bytes(shard.read_bytes()[:cut])
+    (snap / "README.md").write_text("---\nconfigs: [[[[[[[[[[]]]]]]]]]]\n---\n")
+    return snap, "test-00000-of-00001.parquet"
+
+
 # a cycle: cat's father is feline, feline's father is cat
 CYCLE = {"id2name": {"c": ["cat"], "f": ["feline"]}, "father2child": {"f": ["c"], "c": ["f"]},
          "child2father": {"c": ["f"], "f": ["c"]}}
@@ -134,6 +149,12 @@ CASES = {
     "xlsx-xxe": lambda t: _xlsx(t, _doctype(XXE, b"&xxe;")),
     "xlsx-truncated": lambda t: (lambda p: ((p[0] / "YNQ_Benchmark" / "color.xlsx").write_bytes(
         (p[0] / "YNQ_Benchmark" / "color.xlsx").read_bytes()[:-400]), p)[1])(_xlsx(t, lambda x: x)),
+    # Hub shards
+    "hub-truncated-shard": lambda t: _shard(t, cut=300),
+    "hub-image-cells-wrong-types": lambda t: _shard(t, rows=[{"id": "a", "image": {"bytes": None, "path": "../../x"},
+                                                              "question": "Q?"},
+                                                             {"id": "b", "image": {"bytes": b"notanimage", "path": None},
+                                                              "question": "Q?"}]),
     # JSON
     "lamm-nested-100000-deep": lambda t: _lamm(t, "[" * DEEP + "]" * DEEP),
     "lamm-items-wrong-types": lambda t: _lamm(t, json.dumps([{"image": 5}, {"image": ["x"]}, 7, None])),
