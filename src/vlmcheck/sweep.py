@@ -251,7 +251,8 @@ def run_sweep(config: str | Path, progress: bool = True,
     from .methods.headline import headline
     from .methods.views import view_for
     from .report.html import build_report
-    from .run.task import task_from_spec
+    from .core.dataset_files import first_rows
+    from .run.task import task_class, task_from_spec
 
     config = Path(config)
     sweep = load_sweep(config)
@@ -264,7 +265,10 @@ def run_sweep(config: str | Path, progress: bool = True,
     for folder, method, spec in runs:
         if announce is not None:
             announce(method, public_spec(spec["vlm"]))
-        res = execute(task_from_spec(method, spec), folder,
+        follows = getattr(task_class(method), "samples_follow_rows", lambda _: False)(spec)
+        with first_rows(sweep.options.limit if follows else None):  # --limit N: only the rows it needs
+            task = task_from_spec(method, spec)
+        res = execute(task, folder,
                       options_of(sweep, progress).model_copy(update={"report": report}))
         results.append(res)
         name, value = headline(res)

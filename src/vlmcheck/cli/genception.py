@@ -50,8 +50,9 @@ def genception(
     data = C.with_benchmark(data, benchmark)
     folders, all_results = [], []
     for one in vlm:
-        # --limit N: a streamed dataset's first N rows (not with --per-category, which samples the whole pool)
-        with C.user_errors(FileNotFoundError), first_rows(None if per_category else run.limit):
+        # --limit N: a streamed dataset's first N rows, where the method's samples follow its rows
+        follows = GenCeptionTask.samples_follow_rows({"per_category": per_category})
+        with C.user_errors(FileNotFoundError), first_rows(run.limit if follows else None):
             spec = C.spec_with_key(one, run.api_key)
             task = GenCeptionTask(GenCeptionSpec(vlm=spec.canonical(), generator=generator, encoder=encoder,
                                                  data=str(data), T=T, seed=run.seed, per_category=per_category,
