@@ -468,3 +468,25 @@ def test_a_spec_that_cannot_be_parsed_never_shows_its_key():
         with pytest.raises(SpecError) as err:
             ModelSpec.parse(text)
         assert KEY[:12] not in str(err.value), str(err.value)
+
+
+@pytest.mark.slow
+def test_a_sweep_with_a_limit_reads_the_first_rows_only(tmp_path, monkeypatch):
+    """A sweep's `options: limit` bounds reading as the CLI's --limit does, for a method whose samples follow
+    the dataset's rows."""
+    from vlmcheck.sweep import run_sweep
+
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    _big_snapshot(tmp_path / "snap", 50_000)
+    (tmp_path / "sweep.yaml").write_text("out: out\nmodels:\n  - ref:photo\nmethods:\n  - method: describe\n"
+                                         "    data: snap\noptions:\n  limit: 2\n")
+    seen = []
+
+    def execute(task, folder, options):
+        seen.append((len(task.items), options.limit))
+        return {"task": "describe", "metrics": {}, "counts": {"samples": 2, "failed": 0}}
+
+    t = time.process_time()
+    run_sweep(tmp_path / "sweep.yaml", progress=False, execute=execute, report=False)
+    assert seen == [(2, 2)]
+    assert time.process_time() - t < 5  # the model's import and 2 rows, not 50,000 records
