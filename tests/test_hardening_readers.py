@@ -490,3 +490,29 @@ def test_a_sweep_with_a_limit_reads_the_first_rows_only(tmp_path, monkeypatch):
     run_sweep(tmp_path / "sweep.yaml", progress=False, execute=execute, report=False)
     assert seen == [(2, 2)]
     assert time.process_time() - t < 5  # the model's import and 2 rows, not 50,000 records
+
+
+def test_a_snapshot_in_the_hugging_face_cache_reads_through_its_blob_links(tmp_path, monkeypatch):
+    """The Hub cache's snapshot files are links to ../../blobs/: inside the repository's folder, so read; a
+    shard linked out of the repository is refused."""
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    repo = tmp_path / "hub" / "datasets--org--name"
+    src = _big_snapshot(tmp_path / "src", 4)
+    (repo / "blobs").mkdir(parents=True)
+    snap = repo / "snapshots" / "abc123"
+    (snap / "data").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    for rel in ("README.md", "data/test-00000-of-00001.parquet"):
+        blob = repo / "blobs" / rel.replace("/", "_")
+        blob.write_bytes((src / rel).read_bytes())
+        os.symlink(os.path.relpath(blob, (snap / rel).parent), snap / rel)
+    assert len(load(snap).records) == 4
+    assert len(load("hfds:org/name").records) == 4
+    outside = tmp_path / "outside.parquet"
+    outside.write_bytes((src / "data/test-00000-of-00001.parquet").read_bytes())
+    (snap / "data" / "test-00000-of-00001.parquet").unlink()
+    os.symlink(outside, snap / "data" / "test-00000-of-00001.parquet")
+    with pytest.raises(DatasetFormError, match="outside the dataset folder"):
+        load(snap)
