@@ -45,15 +45,19 @@ def _image_list(text: str, limits: dataset_files.Limits) -> list[Any]:
     """The entries of an image field (a list, or one entry), at most ``limits.images_per_item`` of them."""
     if not text.startswith("["):
         return [text]
-    if text.count(",") >= limits.images_per_item:  # told before the list is parsed
-        raise _Refused(f"lists more than the {limits.images_per_item} images an item may hold "
-                       f"(raise it with {dataset_files.ENV['images_per_item'][0]})")
+    cap = limits.images_per_item
+    too_many = _Refused(f"lists more than the {cap} images an item may hold (raise it with "
+                        f"{dataset_files.ENV['images_per_item'][0]})")
+    if text.count(",") >= 4 * cap:  # far too many, told before the list is parsed (a name may hold a comma)
+        raise too_many
     try:
         items = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         raise _Refused("image list is not a Python list of strings") from None
     if not isinstance(items, (list, tuple)) or not all(isinstance(x, str) for x in items):
         raise _Refused("image list is not a Python list of strings")
+    if len(items) > cap:
+        raise too_many
     return list(items)
 
 
