@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .api import run_task
 from .core import remote
 from .core.files import InputFileError, read_yaml_mapping, write_text_atomic
+from .core.spec import public_spec
 from .datasets import parse_source
 from .run.runner import RunOptions
 
@@ -190,7 +191,7 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
         raise InputFileError("out: empty (an unset variable?); give the sweep's folder, e.g. out: runs/sweep")
     out = Path(sweep.out) if Path(sweep.out).is_absolute() else base / sweep.out
     models = [m if isinstance(m, SweepModel) else SweepModel(spec=m) for m in sweep.models]
-    names = [m.name or _slug(m.spec) for m in models]
+    names = [m.name or _slug(public_spec(m.spec)) for m in models]  # a credential never names a folder
     if len(set(names)) != len(names):
         raise InputFileError("two models share a folder name; give them distinct `name`s")
     runs, seen = [], set()
@@ -254,7 +255,8 @@ def run_sweep(config: str | Path, progress: bool = True,
     from .methods.headline import headline
     from .methods.views import view_for
     from .report.html import build_report
-    from .run.task import task_from_spec
+    from .core.dataset_files import first_rows
+    from .run.task import task_class, task_from_spec
 
     config = Path(config)
     sweep = load_sweep(config)
@@ -270,13 +272,16 @@ def run_sweep(config: str | Path, progress: bool = True,
     results, summary = [], []
     for folder, method, spec in runs:
         if announce is not None:
-            announce(method, spec["vlm"])
+            announce(method, public_spec(spec["vlm"]))
         tracked = {"track": sweep.track, "track_group": f"sweep {out.name}"} if sweep.track else {}
-        res = execute(task_from_spec(method, spec), folder,
+        follows = getattr(task_class(method), "samples_follow_rows", lambda _: False)(spec)
+        with first_rows(sweep.options.limit if follows else None):  # --limit N: only the rows it needs
+            task = task_from_spec(method, spec)
+        res = execute(task, folder,
                       options_of(sweep, progress).model_copy(update={"report": report, **tracked}))
         results.append(res)
         name, value = headline(res)
-        summary.append({"method": folder.parent.name, "model": spec["vlm"], "folder": str(folder),
+        summary.append({"method": folder.parent.name, "model": public_spec(spec["vlm"]), "folder": str(folder),
                         "metric": name, "value": value, "samples": res["counts"]["samples"],
                         "failed": res["counts"]["failed"]})
     write_text_atomic(out / "summary.json", json.dumps(summary, indent=2))

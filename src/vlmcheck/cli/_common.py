@@ -254,8 +254,11 @@ def interrupted(again: str, *args: Any):
 
 
 def say_error(message: str) -> None:
-    """One sentence on one line (never read as rich markup: messages hold '[Errno 2]', '[REDACTED]')."""
-    terminal.say(message, "error:", "red")
+    """One sentence on one line (never read as rich markup: messages hold '[Errno 2]', '[REDACTED]'), with any
+    registered key masked (a spec echoed in an error)."""
+    from ..core.secrets import redact
+
+    terminal.say(redact(message), "error:", "red")
 
 
 def fail(message: str) -> None:

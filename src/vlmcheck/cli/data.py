@@ -104,15 +104,22 @@ def inspect(
     benchmark: Optional[str] = C.BENCHMARK,
     rows: int = typer.Option(3, "--rows", min=0, metavar="N", help="How many rows to show as the model sees them"),
     as_json: bool = typer.Option(False, "--json", help="Everything as one JSON object on stdout"),
+    allow_outside: bool = typer.Option(False, "--allow-outside",
+                                       help="Read dataset files that resolve outside the dataset's folder"),
 ) -> None:
     """The form detected, items, distinct images, categories/splits, options, a few rows, anything dropped."""
+    from ..core import inputs
     from ..datasets.imagestore import read_only
     from ..methods.records import dataset_for
 
     source = C.with_benchmark(path, benchmark)
+    token = inputs.set_policy(inputs.InputPolicy(allow_outside=allow_outside))
     with C.user_errors(FileNotFoundError), read_only() as embedded:
-        ds = dataset_for(source)
-        info = summary(ds, rows, embedded) if ds is not None else _legacy(source)
+        try:
+            ds = dataset_for(source)
+            info = summary(ds, rows, embedded) if ds is not None else _legacy(source)
+        finally:
+            inputs.reset_policy(token)
     from ..core.printable import inert_obj, json_inert
 
     if as_json:

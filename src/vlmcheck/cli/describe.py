@@ -36,7 +36,10 @@ def describe(
 
     C.setup_logging()
     data = C.with_benchmark(data, benchmark)
-    with C.user_errors():
+    from ..core.dataset_files import first_rows
+
+    # --limit N: a streamed dataset's first N rows, not all of them, where the method's samples follow its rows
+    with C.user_errors(), first_rows(run.limit if DescribeTask.samples_follow_rows({}) else None):
         spec = C.spec_with_key(vlm, run.api_key)
         task = DescribeTask(DescribeSpec(vlm=spec.canonical(), data=str(data), prompt=prompt, max_tokens=max_tokens),
                             vlm=load_model(spec, "vlm"))

@@ -42,6 +42,7 @@ def genception(
     run: C.RunArgs = None,
 ) -> None:
     """GenCeption: describe, regenerate, repeat T times; GC@1..T, GC_FID@t, categories, leaderboard."""
+    from ..core.dataset_files import first_rows
     from ..methods.genception import GenCeptionSpec, GenCeptionTask
     from ..methods.leaderboard import write_leaderboard
 
@@ -49,7 +50,9 @@ def genception(
     data = C.with_benchmark(data, benchmark)
     folders, all_results = [], []
     for one in vlm:
-        with C.user_errors(FileNotFoundError):
+        # --limit N: a streamed dataset's first N rows, where the method's samples follow its rows
+        follows = GenCeptionTask.samples_follow_rows({"per_category": per_category})
+        with C.user_errors(FileNotFoundError), first_rows(run.limit if follows else None):
             spec = C.spec_with_key(one, run.api_key)
             task = GenCeptionTask(GenCeptionSpec(vlm=spec.canonical(), generator=generator, encoder=encoder,
                                                  data=str(data), T=T, seed=run.seed, per_category=per_category,

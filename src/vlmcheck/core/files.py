@@ -406,10 +406,14 @@ def _file_lines(path: Path, what: str) -> Iterator[str]:
 
 
 def _check_readable(path: Path, what: str) -> None:
+    import stat
+
     if not path.exists():
         raise InputFileError(f"{path}: no such {what}")
     if path.is_dir():
         raise InputFileError(f"{path}: is a folder, not a {what}")
+    if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read forever, /dev/zero never end
+        raise InputFileError(f"{path}: not a regular file (a FIFO, device or socket is never read as a {what})")
 
 
 def _text_lines(text: str) -> Iterator[str]:

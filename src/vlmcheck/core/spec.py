@@ -25,6 +25,9 @@ Adapters register a factory per provider with :func:`register`; third-party
 packages add providers through the ``vlmcheck.adapters`` entry-point group
 (``name = "package.module:factory"``).  Factories are referenced by import
 path so that heavy dependencies (torch, SDKs) load only when used.
+
+Why this module is long: the grammar, its parser and :func:`public_spec` (the one text of a spec any route
+shows or writes) share the rules on where a credential sits in a spec, so they stay in one file.
 """
 
 from __future__ import annotations
@@ -61,6 +64,29 @@ def identity_of(spec_or_id: str) -> str:
         return spec_or_id
 
 
+def public_spec(text: str) -> str:
+    """A model spec string as the user wrote it, less its credentials: the parameters that carry one and the
+    endpoints' userinfo are dropped (each registered as a secret, so a later echo is masked too).  The one text
+    of a spec that any route shows or writes (a sweep's folder names, its summary, reports, the terminal); the
+    rest keeps the user's order and spelling, so a folder named by it stays the one a resume finds."""
+    text = str(text)
+    head, sep, query = text.partition("?")
+    if sep:
+        kept = []
+        for part in query.split("&"):
+            key = unquote(part.partition("=")[0].replace("+", " "))
+            if is_secret_param(key):
+                register_secret(unquote(part.partition("=")[2].replace("+", " ")))
+            else:
+                kept.append(part)
+        query = "&".join(kept)
+    provider, colon, rest = head.partition(":")
+    if colon and "@" in rest:
+        name, _, urls = rest.partition("@")
+        rest = f"{name}@" + ",".join(_split_userinfo(u)[0] for u in urls.split(","))
+    return f"{provider}{colon}{rest}" + (f"?{query}" if query else "")
+
+
 class ModelSpec(BaseModel):
     provider: str
     name: str
@@ -73,7 +99,7 @@ class ModelSpec(BaseModel):
         text = text.strip()
         if ":" not in text:
             raise SpecError(
-                f"model spec {text!r} has no provider; expected 'provider:name', e.g. 'openai:gpt-4o-mini'"
+                f"model spec {public_spec(text)!r} has no provider; expected 'provider:name', e.g. 'openai:gpt-4o-mini'"
             )
         provider, rest = text.split(":", 1)
         provider = provider.strip().lower()
@@ -86,7 +112,7 @@ class ModelSpec(BaseModel):
             base_url = base_url.strip() or None
         name = rest.strip()
         if not provider or not name:
-            raise SpecError(f"model spec {text!r}: provider and name must both be non-empty")
+            raise SpecError(f"model spec {public_spec(text)!r}: provider and name must both be non-empty")
         params: dict[str, str] = {}
         secrets: dict[str, str] = {}
         if base_url:
@@ -220,7 +246,8 @@ def _endpoint_list(text: str, where: str) -> list[str]:
         return urls
     urls = [u.strip() for u in text.split(",")]
     if not all(urls):
-        raise SpecError(f"model spec {where}: an empty endpoint in {text!r}")
+        shown = ",".join(_split_userinfo(u)[0] for u in urls)  # a password in another endpoint never shown
+        raise SpecError(f"model spec {where}: an empty endpoint in {shown!r}")
     return urls
 
 

@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..core.files import InputFileError, read_text_input
+from ..core import dataset_files
+from ..core.files import InputFileError
 from .base import DatasetFormError
 
 
@@ -18,19 +19,24 @@ def refuse(path: str | Path, expected: str) -> DatasetFormError:
     return DatasetFormError(f"{path}: expected {expected}")
 
 
-def text(path: Path, expected: str) -> str:
+def text(path: Path, expected: str, confined: bool = True) -> str:
+    """The text of a release's file under the one rule for dataset files (core/dataset_files.py): a regular
+    file, inside the dataset being read unless the run allows outside paths (``confined=False``: a file the user
+    named in an option), within the size cap."""
     try:
-        return read_text_input(path, "dataset file")
+        return dataset_files.read_text(path, dataset_files.current_root() if confined else None, "dataset file")
     except (InputFileError, OSError) as exc:
         msg = str(exc)
         msg = msg[len(f"{path}: "):] if msg.startswith(f"{path}: ") else (getattr(exc, "strerror", None) or msg)
         raise refuse(path, f"{expected} ({msg})") from None
 
 
-def json_file(path: Path, expected: str) -> Any:
-    raw = text(path, expected)
+def json_file(path: Path, expected: str, confined: bool = True) -> Any:
+    raw = text(path, expected, confined)
     try:
-        return json.loads(raw)
+        return dataset_files.parse_json(raw, str(path))
+    except InputFileError as exc:
+        raise refuse(path, f"{expected} ({str(exc)[len(f'{path}: '):]})") from None
     except ValueError as exc:
         raise refuse(path, f"{expected} (not JSON: {exc.msg} at line {exc.lineno})") from None
 
@@ -38,11 +44,16 @@ def json_file(path: Path, expected: str) -> Any:
 def json_lines(path: Path, expected: str) -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) of a JSON Lines file whatever its suffix (POPE names them .json)."""
     out = []
-    for n, line in enumerate(text(path, expected).splitlines(), 1):
+    window = dataset_files.row_window()
+    for n, line in enumerate(_lines(path, expected), 1):
         if not line.strip():
             continue
+        if window is not None and window.full(len(out)):
+            break
         try:
-            row = json.loads(line)
+            row = dataset_files.parse_json(line, f"line {n}")
+        except InputFileError as exc:
+            raise refuse(path, f"{expected} ({exc})") from None
         except ValueError as exc:
             raise refuse(path, f"{expected} (line {n} is not JSON: {exc.msg})") from None
         if not isinstance(row, dict):
@@ -51,6 +62,30 @@ def json_lines(path: Path, expected: str) -> list[tuple[int, dict[str, Any]]]:
     if not out:
         raise refuse(path, f"{expected} (the file is empty)")
     return out
+
+
+def _lines(path: Path, expected: str):
+    """A JSON Lines file's lines, streamed under the rule for dataset files (each line within the field cap)."""
+    cap = dataset_files.limits().field_bytes
+    try:
+        with dataset_files.open_file(path, dataset_files.current_root(), "dataset file") as raw:
+            fh = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+            n = 0
+            while True:
+                line = fh.readline(cap + 1)
+                if not line:
+                    return
+                n += 1
+                if len(line) > cap:
+                    raise refuse(path, f"{expected} (line {n} is longer than the {cap} characters a line may hold; "
+                                       f"raise it with {dataset_files.ENV['field_bytes'][0]}=MB)")
+                yield line
+    except UnicodeDecodeError as exc:
+        raise refuse(path, f"{expected} (not UTF-8 text: {exc.reason})") from None
+    except (InputFileError, OSError) as exc:
+        msg = str(exc)
+        msg = msg[len(f"{path}: "):] if msg.startswith(f"{path}: ") else (getattr(exc, "strerror", None) or msg)
+        raise refuse(path, f"{expected} ({msg})") from None
 
 
 def csv_rows(path: Path, expected: str, required: tuple[str, ...]) -> list[dict[str, str]]:
@@ -68,9 +103,9 @@ def csv_rows(path: Path, expected: str, required: tuple[str, ...]) -> list[dict[
 def head(path: Path, n: int = 512) -> bytes:
     """A file's first bytes, for detection (never the whole file)."""
     try:
-        with path.open("rb") as fh:
+        with dataset_files.open_file(path) as fh:  # a FIFO or device is never opened, even to detect a form
             return fh.read(n)
-    except OSError:
+    except (OSError, InputFileError):
         return b""
 
 
@@ -79,7 +114,7 @@ def first_json_keys(path: Path) -> set[str]:
     line = head(path, 4096).split(b"\n", 1)[0]
     try:
         row = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return set()
     return set(row) if isinstance(row, dict) else set()
 

@@ -362,7 +362,8 @@ def load(path: str | Path, benchmark: str | None = None, form: str | None = None
     _load_readers()
     scheme = rest.partition(":")[0]
     if form is None and scheme in _SCHEMES and not rest.partition(":")[2].startswith("//"):
-        return apply_items(_SCHEMES[scheme](rest, benchmark=benchmark, **options), benchmark)
+        return apply_items(_guarded(lambda: _SCHEMES[scheme](rest, benchmark=benchmark, **options), rest, scheme),
+                           benchmark)
     rest, given = path_options(rest)
     f = forms().get(form) if form else detect(rest, benchmark)
     if f is None:
@@ -370,9 +371,35 @@ def load(path: str | Path, benchmark: str | None = None, form: str | None = None
     if not Path(rest).exists():
         raise DatasetFormError(f"{rest}: no such file or folder")
     _check_options(f, rest, given)
+    from ..core.dataset_files import reading
+
     # read from the absolute path: a relative one gives the same records (images named absolutely, so a method
     # that joins a record's image to its root never joins the folder twice) and the same run as an absolute one
-    ds = f.read(Path(rest).absolute(), benchmark=benchmark, **{**given, **options})
+    where = Path(rest).absolute()
+    with reading(where):  # every file the reader opens stays inside the source (core/dataset_files.py)
+        ds = _guarded(lambda: f.read(where, benchmark=benchmark, **{**given, **options}), rest, f.name)
     if given:
         ds.notes.append("options: " + ", ".join(f"{k}={v}" for k, v in given.items()))
     return apply_items(ds, benchmark)
+
+
+def _guarded(read: Callable[[], Dataset], source: str, form: str) -> Dataset:
+    """``read()``, whatever a malformed file makes it raise turned into one sentence naming the file (or the
+    source), never a traceback."""
+    from ..core.files import InputFileError
+
+    try:
+        return read()
+    except DatasetFormError:
+        raise
+    except InputFileError as exc:
+        raise DatasetFormError(str(exc)) from None
+    except UnicodeError as exc:
+        raise DatasetFormError(f"{source}: not UTF-8 text where {form} expects it ({exc.reason})") from None
+    except OSError as exc:  # a name too long, a file gone while read: the file, and the system's reason
+        raise DatasetFormError(f"{str(exc.filename or source)[:300]}: cannot be read as {form} "
+                               f"({exc.strerror or exc})") from None
+    except (RecursionError, MemoryError, TypeError, AttributeError, KeyError, IndexError) as exc:
+        # a value of a shape no reader check foresaw: still one sentence naming the source
+        raise DatasetFormError(f"{source}: cannot be read as {form} ({type(exc).__name__}: "
+                               f"{str(exc)[:200]})") from None

@@ -4,8 +4,10 @@ image; ``labels``; ``filenames``) and ``batches.meta`` (``label_names``).
 
 One record per image of the chosen split (``split=test``, the 10,000 of ``test_batch``, by default;
 ``train`` reads the five data batches), its options the ten class names in the release's order, its answer the
-label index, its category the class name.  The images are written once as PNG (lossless: the batches hold raw
-pixels) to ``$VLMCHECK_CACHE/releases/cifar10/<key>/``, keyed by the batch files' sizes and times.
+label index, its category the class name.  The images are written as PNG (lossless: the batches hold raw
+pixels) to a content-addressed store in ``$VLMCHECK_CACHE/releases/cifar10/`` (:mod:`.imagestore`): each file is
+named by the SHA-256 of its bytes and compared with them on reuse, so a batch rewritten with other pixels gets
+other files and a damaged cached file is rewritten, never sent; ``vlmcheck data inspect`` writes none.
 
 The batches are pickles; they are unpickled with a loader that accepts only NumPy arrays and plain values, so a
 file that is not what it claims cannot run code.
@@ -13,14 +15,17 @@ file that is not what it claims cannot run code.
 
 from __future__ import annotations
 
-import hashlib
+import io
 import os
 import pickle
 from pathlib import Path
 from typing import Any
 
+from ..core.dataset_files import current_root, read_bytes
+from ..core.files import InputFileError
 from ._release import refuse
 from .base import Dataset, Record, register_form
+from .imagestore import ImageStore
 
 TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 _ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
@@ -46,20 +51,32 @@ def detect(path: Path) -> bool:
 
 def _load(file: Path) -> dict[str, Any]:
     try:
-        with file.open("rb") as fh:
-            raw = _SafeUnpickler(fh, encoding="bytes").load()
-    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError) as exc:
+        data = read_bytes(file, current_root(), "CIFAR-10 batch")  # a regular file, inside, within the cap
+    except InputFileError as exc:
+        raise refuse(file, f"a CIFAR-10 python batch ({str(exc)[len(f'{file}: '):]})") from None
+    try:
+        # from the bytes read, so a length the pickle claims is never more than the file holds
+        raw = _SafeUnpickler(io.BytesIO(data), encoding="bytes").load()
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError,
+            KeyError, MemoryError, OverflowError, RecursionError) as exc:
         raise refuse(file, f"a CIFAR-10 python batch (a pickled dict; {type(exc).__name__}: {exc})") from None
     if not isinstance(raw, dict):
         raise refuse(file, "a CIFAR-10 python batch (a pickled dict)")
     return {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
 
 
-def _cache(files: list[Path]) -> Path:
-    key = hashlib.sha256("|".join(f"{f.resolve()}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files)
-                         .encode()).hexdigest()[:16]
+def _cache() -> Path:
     base = Path(os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck"))
-    return base / "releases" / "cifar10" / key
+    return base / "releases" / "cifar10"
+
+
+def _png(pixels: Any) -> bytes:
+    import numpy as np
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(pixels, dtype=np.uint8)).save(buf, format="PNG")
+    return buf.getvalue()
 
 
 @register_form("cifar10", detect=detect, benchmarks=("cifar10", "cifar-10"),
@@ -67,43 +84,46 @@ def _cache(files: list[Path]) -> Path:
                carries=('images', 'classes'))
 def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) -> Dataset:
     import numpy as np
-    from PIL import Image
 
     folder = _folder(path)
     if split not in ("test", "train"):
         raise refuse(folder, f"split test or train (not {split!r})")
-    names = [n.decode() if isinstance(n, bytes) else str(n)
-             for n in _load(folder / "batches.meta").get("label_names", [])]
+    label_names = _load(folder / "batches.meta").get("label_names", [])
+    names = [n.decode("utf-8", "replace") if isinstance(n, bytes) else str(n)
+             for n in (label_names if isinstance(label_names, (list, tuple)) else [])]
     if len(names) < 2:
         raise refuse(folder / "batches.meta", "CIFAR's batches.meta with its label_names")
     files = [folder / "test_batch"] if split == "test" else [folder / b for b in TRAIN]
     missing = [f.name for f in files if not f.is_file()]
     if missing:
         raise refuse(folder, f"the batch file(s) {', '.join(missing)}")
-    cache = _cache(files)
+    store = ImageStore(_cache())
+    cache = store.root
     ds = Dataset("cifar10", "cifar10", str(folder), [], notes=[f"split {split!r}; images in {cache}"])
     for f in files:
         batch = _load(f)
         data, labels = batch.get("data"), batch.get("labels")
         fnames = batch.get("filenames") or []
-        if not isinstance(data, np.ndarray) or data.ndim != 2 or data.shape[1] != 3072 or labels is None \
-                or len(labels) != len(data):
-            raise refuse(f, "a CIFAR-10 batch (data N x 3072 uint8 and N labels)")
-        out = cache / f.name
-        out.mkdir(parents=True, exist_ok=True)
+        if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072 \
+                or not isinstance(labels, (list, tuple, np.ndarray)) or len(labels) != len(data) \
+                or not isinstance(fnames, (list, tuple, np.ndarray)):
+            raise refuse(f, "a CIFAR-10 batch (data N x 3072 uint8, N labels and a list of filenames)")
         pixels = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
         for i, label in enumerate(labels):
-            label = int(label)
+            try:
+                label = int(label)
+            except (TypeError, ValueError, OverflowError):
+                ds.skipped.append((f"{f.name}[{i}]", f"label {str(label)[:40]!r} is not a whole number"))
+                continue
             if not 0 <= label < len(names):
                 ds.skipped.append((f"{f.name}[{i}]", f"label {label} outside the {len(names)} label_names"))
                 continue
-            img = out / f"{i:05d}.png"
-            if not img.is_file():
-                tmp = img.with_name(f".{img.name}.{os.getpid()}.tmp")
-                Image.fromarray(np.ascontiguousarray(pixels[i], dtype=np.uint8)).save(tmp, format="PNG")
-                os.replace(tmp, img)
-            fname = fnames[i].decode() if i < len(fnames) and isinstance(fnames[i], bytes) else None
-            ds.records.append(Record(id=f"{f.name}-{i}", images=[str(img)], options=list(names), answer=label,
+            try:
+                img = store.put(_png(pixels[i]))
+            except OSError as exc:
+                raise refuse(cache, f"a cache folder the images can be written to ({exc.strerror or exc})") from None
+            fname = fnames[i].decode("utf-8", "replace") if i < len(fnames) and isinstance(fnames[i], bytes) else None
+            ds.records.append(Record(id=f"{f.name}-{i}", images=[img], options=list(names), answer=label,
                                      category=names[label], split=split, root=str(cache),
                                      meta={"filename": fname} if fname else {}))
     return ds

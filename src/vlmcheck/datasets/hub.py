@@ -17,6 +17,11 @@ the content store (:mod:`.imagestore`) as they are; an image cell holding only a
 dataset's folder and left there, confined to it as a manifest's images are (core/inputs.py).  A row without an
 image (ScienceQA's text-only questions) is a record without images.  The split is the one asked for, else the
 only one, else the first of test, validation, dev, val, train that exists: :attr:`Dataset.notes` says which.
+Every shard and JSON file is opened under the rule for dataset files (core/dataset_files.py), a shard's rows
+and an item's images capped.
+
+Why this module is long: both Hugging Face forms and the ``hfds:`` scheme share one table reader (splits,
+image columns, the caps on rows and images), which would otherwise be split from the forms that call it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ from pathlib import Path
 from typing import Any, Iterator
 from urllib.parse import parse_qsl
 
+from ..core import dataset_files
+from ..core.files import InputFileError
+from ..core.inputs import current_policy
 from . import mmvp
 from .base import (Dataset, DatasetFormError, _check_options, forms, items_rule, recognise, register_form,
                    register_scheme)
@@ -70,8 +78,8 @@ def _readme_configs(folder: Path) -> dict[str, dict[str, list[str]]]:
     """config -> split -> file patterns, from the README's YAML front matter (empty when it names none)."""
     readme = folder / "README.md"
     try:
-        text = readme.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = dataset_files.read_text(readme, _repo_root(folder), "dataset card")
+    except (OSError, InputFileError):
         return {}
     if not text.startswith("---"):
         return {}
@@ -104,6 +112,21 @@ def _readme_configs(folder: Path) -> dict[str, dict[str, list[str]]]:
     return out
 
 
+def _repo_root(folder: Path) -> Path:
+    """The folder a Hub dataset's files must stay inside: the repository's folder for a snapshot in the Hugging
+    Face cache (whose files link to ``../../blobs/``), else the folder itself."""
+    return folder.parent.parent if folder.parent.name == "snapshots" else folder
+
+
+def _json(path: Path) -> Any:
+    """A JSON file of the dataset under the rule for dataset files (core/dataset_files.py)."""
+    try:
+        return dataset_files.parse_json(dataset_files.read_text(path, _repo_root(path.parent), "JSON file"),
+                                        str(path))
+    except InputFileError as exc:
+        raise DatasetFormError(str(exc)) from None
+
+
 def snapshot_splits(folder: Path) -> dict[str, dict[str, list[Path]]]:
     """config -> split -> shard files of a Hub snapshot."""
     shards = _shards(folder)
@@ -129,18 +152,23 @@ def snapshot_splits(folder: Path) -> dict[str, dict[str, list[Path]]]:
 def saved_splits(folder: Path) -> dict[str, dict[str, list[Path]]]:
     if (folder / "dataset_dict.json").is_file():
         try:
-            names = json.loads((folder / "dataset_dict.json").read_text(encoding="utf-8"))["splits"]
+            names = _json(folder / "dataset_dict.json")["splits"]
+            names = list(names) if isinstance(names, list) else names["?"]
+        except DatasetFormError:
+            raise
         except (OSError, ValueError, KeyError, TypeError):
             raise DatasetFormError(f"{folder / 'dataset_dict.json'}: expected {{\"splits\": [...]}} as "
                                    "datasets.DatasetDict.save_to_disk writes it") from None
         return {"default": {str(s): sorted((folder / str(s)).glob("data-*.arrow")) for s in names}}
     try:
-        state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+        state = _json(folder / "state.json")
         files = [folder / f["filename"] for f in state["_data_files"]]
-    except (OSError, ValueError, KeyError, TypeError):
+    except DatasetFormError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise DatasetFormError(f"{folder / 'state.json'}: expected the _data_files list that "
                                "datasets.Dataset.save_to_disk writes") from None
-    return {"default": {str(state.get("_split") or "train"): files}}
+    return {"default": {str(state.get("_split") or "train") if isinstance(state, dict) else "train": files}}
 
 
 # ----------------------------------------------------------------------------- rows
@@ -177,10 +205,25 @@ def class_names(schema: Any) -> dict[str, list[str]]:
             if isinstance(f, dict) and f.get("_type") == "ClassLabel" and isinstance(f.get("names"), list)}
 
 
+def _checked(path: Path) -> Path:
+    """A shard under the rule for dataset files (a regular file inside the dataset; streamed, so no size cap)."""
+    try:
+        dataset_files.check_file(path, _repo_root(_snapshot_of(path)), "shard")
+    except InputFileError as exc:
+        raise DatasetFormError(str(exc)) from None
+    return path
+
+
+def _snapshot_of(path: Path) -> Path:
+    root = dataset_files.current_root()  # the folder being read (datasets.load, read_hfds)
+    return Path(root) if root is not None else path.parent
+
+
 def _schema(path: Path) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    _checked(path)
     try:
         if path.suffix == ".parquet":
             return pq.read_schema(path)
@@ -205,10 +248,16 @@ def iter_rows(files: list[Path], columns: list[str] | None = None) -> Iterator[d
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    cap = dataset_files.limits().rows
     for path in files:
+        _checked(path)
         try:
             if path.suffix == ".parquet":
-                for batch in pq.ParquetFile(path).iter_batches(batch_size=256, columns=columns):
+                shard = pq.ParquetFile(path)
+                if shard.metadata.num_rows > cap:  # the shard's own claim, told before a row is read
+                    raise DatasetFormError(f"{path}: {shard.metadata.num_rows} rows, more than the {cap} a dataset "
+                                           f"file may hold (raise it with {dataset_files.ENV['rows'][0]})")
+                for batch in shard.iter_batches(batch_size=256, columns=columns):
                     yield from batch.to_pylist()
             else:
                 with pa.memory_map(str(path)) as src:
@@ -217,7 +266,12 @@ def iter_rows(files: list[Path], columns: list[str] | None = None) -> Iterator[d
                         batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
                     else:
                         batches = iter(reader)
+                    rows = 0
                     for batch in batches:
+                        rows += batch.num_rows
+                        if rows > cap:
+                            raise DatasetFormError(f"{path}: more than the {cap} rows a dataset file may hold "
+                                                   f"(raise it with {dataset_files.ENV['rows'][0]})")
                         if columns is not None:
                             batch = batch.select(columns)
                         yield from batch.to_pylist()
@@ -225,10 +279,23 @@ def iter_rows(files: list[Path], columns: list[str] | None = None) -> Iterator[d
             raise DatasetFormError(f"{path}: not a readable {path.suffix[1:]} shard ({exc})") from None
 
 
+class _Refused(ValueError):
+    """A row whose images are refused before any is stored (the reason is the message)."""
+
+
 def _cell_images(cell: Any, folder: Path, store: ImageStore) -> tuple[list[str], bool]:
     """(paths, from_paths): the images of one Image cell (or list of cells); ``from_paths`` when a cell holds
     a path and no bytes (left in the dataset's folder, confined to it)."""
     cells = cell if isinstance(cell, list) else [cell]
+    limits, max_image = dataset_files.limits(), current_policy().max_file_bytes
+    if len(cells) > limits.images_per_item:  # refused before any is stored
+        raise _Refused(f"lists {len(cells)} images, more than the {limits.images_per_item} an item may hold "
+                       f"(raise it with {dataset_files.ENV['images_per_item'][0]})")
+    for c in cells:
+        data = c.get("bytes") if isinstance(c, dict) else c if isinstance(c, (bytes, bytearray)) else None
+        if data and len(data) > max_image:
+            raise _Refused(f"image of {len(data)} bytes exceeds the image file size limit of {max_image} bytes "
+                           "(--max-image-mb)")
     out, from_paths = [], False
     for c in cells:
         if c is None:
@@ -271,7 +338,11 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
     if labels:
         notes.append("class labels named: " + ", ".join(f"{c} ({len(n)} classes)" for c, n in labels.items()))
     records, skipped, ids = [], [], []
+    window = dataset_files.row_window()
     for i, row in enumerate(iter_rows(files)):
+        if window is not None and window.full(len(records)):
+            notes.append(f"the first {len(records)} rows read (--limit)")
+            break
         for c, names_ in labels.items():
             v = row.get(c)
             if isinstance(v, int) and 0 <= v < len(names_):
@@ -279,6 +350,9 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
         where = f"{split} row {i}"
         try:
             images, from_paths = _cell_images(row.get(image_col), folder, store) if image_col else ([], False)
+        except _Refused as exc:
+            skipped.append((where, str(exc)))
+            continue
         except OSError as exc:
             skipped.append((where, f"image not stored ({exc.strerror or exc})"))
             continue
@@ -405,10 +479,12 @@ def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> D
     folder = folder.absolute()  # a relative hfds:./folder names its image paths as the absolute one does
     if is_saved(folder):
         _check_options(forms()["hf-saved"], source, given)  # a misspelt ?option is refused, never ignored
-        ds = read_saved(folder, benchmark=benchmark, **params)
+        with dataset_files.reading(folder):
+            ds = read_saved(folder, benchmark=benchmark, **params)
     elif _shards(folder):
         _check_options(forms()["hf-snapshot"], source, given)
-        ds = read_snapshot(folder, benchmark=benchmark, **params)
+        with dataset_files.reading(folder):
+            ds = read_snapshot(folder, benchmark=benchmark, **params)
     else:
         from .hub_release import release_in_repo
 

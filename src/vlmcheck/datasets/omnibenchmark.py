@@ -48,6 +48,11 @@ class _Bamboo:
         self.id2name: dict[str, list[str]] = data["id2name"]
         self.father2child: dict[str, list[str]] = data["father2child"]
         self.child2father: dict[str, list[str]] = data["child2father"]
+        for part in (self.id2name, self.father2child, self.child2father):
+            bad = next((k for k, v in part.items() if not (isinstance(v, list) and all(isinstance(x, str) for x in v))),
+                       None)
+            if bad is not None:
+                raise TypeError(f"{bad!r} maps to {type(part[bad]).__name__}, not a list of strings")
         self.name2id = {n: k for k, names in self.id2name.items() for n in names}
 
     def _canonical(self, cid: str) -> bool:  # an id whose first name leads back to it
@@ -61,6 +66,8 @@ class _Bamboo:
         """``levels`` names, coarse to fine, ending with ``name``; None where the tree stops short."""
         ids, cid = [], self.name2id.get(name)
         while cid is not None and self._canonical(cid) and len(ids) < levels:
+            if cid in ids:  # a cycle: the tree is broken here, no chain (and no end to the climb)
+                return None
             ids.append(cid)
             cid = self._father(cid)
         if len(ids) < levels or cid is None:  # ChEF wants a father above the top level too
@@ -89,11 +96,16 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", tree:
     bamboo, n_levels = None, int(levels)
     if tree is not None:
         tree_file = Path(tree).expanduser()
-        data = json_file(tree_file, "Bamboo's label tree (id2name, father2child, child2father)")
+        # a file the user named in an option: read where it is, under the rule's other checks
+        data = json_file(tree_file, "Bamboo's label tree (id2name, father2child, child2father)", confined=False)
         if not isinstance(data, dict) or not all(isinstance(data.get(k), dict) for k in
                                                  ("id2name", "father2child", "child2father")):
             raise refuse(tree_file, "Bamboo's label tree (id2name, father2child, child2father)")
-        bamboo, tree = _Bamboo(data), str(tree_file.resolve())
+        try:
+            bamboo = _Bamboo(data)
+        except TypeError as exc:
+            raise refuse(tree_file, f"Bamboo's label tree of lists of ids and names ({exc})") from None
+        tree = str(tree_file.resolve())
     ds = Dataset("omnibenchmark", "omnibenchmark", str(folder), [])
     seen: set[str] = set()
     no_chain: dict[str, int] = {}
@@ -142,7 +154,8 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", tree:
         ds.notes.append(f"left out, class with no {n_levels}-level Bamboo chain: "
                         + ", ".join(f"{k} {v}" for k, v in sorted(no_chain.items())))
     if not ds.records:
+        no = (f"; {sum(no_chain.values())} with no {n_levels}-level chain in {tree}" if no_chain else "")
         raise refuse(folder, f"OmniBenchmark images of split {split!r} that exist under data/<realm>/images "
-                             f"({len(ds.skipped)} left out, e.g. {ds.skipped[0][1] if ds.skipped else 'none'})")
+                             f"({len(ds.skipped)} left out, e.g. {ds.skipped[0][1] if ds.skipped else 'none'}{no})")
     return ds
 

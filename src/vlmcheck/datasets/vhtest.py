@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core import dataset_files
+from ..core.files import InputFileError
 from ._release import refuse
-from .base import Dataset, Record, register_form
+from .base import Dataset, DatasetFormError, Record, register_form
 
 MODES = ("counting", "shape", "color", "orientation", "size", "position", "OCR", "existence")
 COLUMNS = ("image_path", "yes_or_no_question", "yes_or_no_ground_truth")
@@ -38,18 +40,65 @@ def _images(tables: Path) -> Path:
     return tables.parent / "Images"
 
 
+def _check_parts(book: Path) -> None:
+    """The workbook under the rule for dataset files, and each of its XML parts no larger than a field may be
+    (a part holds the cells; checked from the zip's directory, before anything is inflated or parsed)."""
+    import zipfile
+
+    try:
+        dataset_files.check_file(book, dataset_files.current_root(), "workbook", dataset_files.limits().text_bytes)
+    except InputFileError as exc:
+        raise refuse(book, f"a VHTest workbook ({str(exc)[len(f'{book}: '):]})") from None
+    cap = dataset_files.limits().field_bytes
+    try:
+        with zipfile.ZipFile(book) as z:
+            big = next((i for i in z.infolist() if i.file_size > cap), None)
+            if big is not None:
+                raise refuse(book, f"a VHTest workbook whose parts hold at most {cap} bytes ({big.filename} inflates "
+                                   f"to {big.file_size}; raise the limit with {dataset_files.ENV['field_bytes'][0]}=MB)")
+            doctype = next((i.filename for i in z.infolist() if i.filename.endswith((".xml", ".rels"))
+                            and _declares_doctype(z, i)), None)
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as exc:
+        if isinstance(exc, DatasetFormError):
+            raise
+        raise refuse(book, f"an .xlsx workbook ({type(exc).__name__}: {exc})") from None
+    if doctype is not None:  # Excel never writes one; entities (nested, or naming files) are never expanded
+        raise refuse(book, f"an .xlsx workbook without DOCTYPE declarations ({doctype} declares one)")
+
+
+def _declares_doctype(z, info) -> bool:
+    tail = b""
+    with z.open(info) as fh:
+        while True:
+            chunk = fh.read(1 << 16)
+            if not chunk:
+                return False
+            if b"<!DOCTYPE" in tail + chunk:
+                return True
+            tail = chunk[-9:]
+
+
 def _rows(book: Path) -> list[dict[str, object]]:
     try:
         import openpyxl
     except ImportError:
         raise refuse(book, "a VHTest workbook, read with openpyxl, which is not installed (pip install "
                            "'vlmcheck[vhtest]')") from None
+    _check_parts(book)
     try:
         wb = openpyxl.load_workbook(book, read_only=True, data_only=True)
     except Exception as exc:  # openpyxl raises zipfile, KeyError and its own errors for a damaged file
         raise refuse(book, f"an .xlsx workbook ({type(exc).__name__}: {exc})") from None
     try:
-        rows = list(wb.worksheets[0].iter_rows(values_only=True))
+        rows = []
+        window = dataset_files.row_window()
+        for row in wb.worksheets[0].iter_rows(values_only=True):  # streamed (read_only): a row at a time
+            if window is not None and window.full(len(rows) - 1):
+                break
+            rows.append(row)
+    except Exception as exc:  # the sheet's XML, parsed as rows are read: expat's errors (entity loops, external
+        # entities), a damaged zip member, a wrong type; all one sentence
+        raise refuse(book, f"an .xlsx workbook ({type(exc).__name__}: {exc})") from None
     finally:
         wb.close()
     if not rows:

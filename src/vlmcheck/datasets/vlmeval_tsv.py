@@ -8,8 +8,10 @@ TSV's folder, confined to it); ``question``; options in columns ``A``..``Z`` (bl
 benchmark's items (MMBench's circular copies, rows with ``index`` >= 1,000,000) is its own module's rule
 (:mod:`.mmbench`), applied by :func:`~.base.load` on this route as on the Hub's.
 
-Fields of any size are read (the ``csv`` module's 128-kB field limit is lifted: an MMBench image is often
-larger); base64 images go to the content store in the bytes they encode (:mod:`.imagestore`), one file per
+A field may hold up to the field limit (``VLMCHECK_MAX_FIELD_MB``, core/dataset_files.py; the ``csv`` module's
+128-kB default is too small for an MMBench image); a row listing more images than an item may hold, or an
+image larger than the run's ``--max-image-mb`` (told from the base64's length, before decoding), is skipped with
+its reason.  Base64 images go to the content store in the bytes they encode (:mod:`.imagestore`), one file per
 distinct image, written by temp file and rename and compared with the bytes on reuse.
 """
 
@@ -19,10 +21,13 @@ import ast
 import base64
 import binascii
 import csv
-import sys
+import io
 from pathlib import Path
 from typing import Any
 
+from ..core import dataset_files
+from ..core.files import InputFileError
+from ..core.inputs import current_policy
 from .base import Dataset, DatasetFormError, register_form
 from .columns import Columns, blank, check_unique, record
 from .imagestore import ImageStore
@@ -32,14 +37,28 @@ SCHEMA = "VLMEvalKit vlmeval/dataset/image_base.py (ImageBaseDataset.prepare_tsv
          "image_path, question, hint, A..Z, answer, category, l2-category, split"
 
 
-def _lift_field_limit() -> None:
-    limit = sys.maxsize
-    while True:
-        try:
-            csv.field_size_limit(limit)
-            return
-        except OverflowError:
-            limit //= 2
+class _Refused(ValueError):
+    """A row whose images are refused before any is decoded or stored (the reason is the message)."""
+
+
+def _image_list(text: str, limits: dataset_files.Limits) -> list[Any]:
+    """The entries of an image field (a list, or one entry), at most ``limits.images_per_item`` of them."""
+    if not text.startswith("["):
+        return [text]
+    cap = limits.images_per_item
+    too_many = _Refused(f"lists more than the {cap} images an item may hold (raise it with "
+                        f"{dataset_files.ENV['images_per_item'][0]})")
+    if text.count(",") >= 4 * cap:  # far too many, told before the list is parsed (a name may hold a comma)
+        raise too_many
+    try:
+        items = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        raise _Refused("image list is not a Python list of strings") from None
+    if not isinstance(items, (list, tuple)) or not all(isinstance(x, str) for x in items):
+        raise _Refused("image list is not a Python list of strings")
+    if len(items) > cap:
+        raise too_many
+    return list(items)
 
 
 def is_tsv(path: Path) -> bool:
@@ -59,20 +78,27 @@ def _index(v: str, where: str) -> str:
     return str(int(f)) if f.is_integer() else str(v).strip()
 
 
-def _decode(field: str) -> list[bytes]:
-    text = field.strip()
-    items = ast.literal_eval(text) if text.startswith("[") else [text]
+def _decode(field: str, limits: dataset_files.Limits, max_bytes: int) -> list[bytes]:
+    items = _image_list(field.strip(), limits)
+    for x in items:  # every image's size told from its base64 before any is decoded
+        size = len(x) * 3 // 4
+        if size > max_bytes:
+            raise _Refused(f"image of about {size} bytes exceeds the image file size limit of {max_bytes} bytes "
+                           "(--max-image-mb)")
     return [base64.b64decode(x, validate=False) for x in items]
 
 
 @register_form("vlmeval-tsv", detect=is_tsv, schema=SCHEMA, options=("*_column",))
 def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Dataset:
-    _lift_field_limit()
+    limits = dataset_files.limits()
+    csv.field_size_limit(limits.field_bytes)
+    max_image = current_policy().max_file_bytes
     store = ImageStore()
-    try:
-        fh = path.open(newline="", encoding="utf-8-sig")
-    except OSError as exc:
-        raise DatasetFormError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:  # streamed a row at a time: no size cap on the file, one on each field
+        raw = dataset_files.open_file(path, dataset_files.current_root(), "TSV file")
+    except InputFileError as exc:
+        raise DatasetFormError(str(exc)) from None
+    fh = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
     with fh:
         reader = csv.DictReader(fh, delimiter="\t")
         names = [n for n in reader.fieldnames or [] if n is not None]
@@ -86,8 +112,11 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
         from_files: set[str] = set()  # rows whose images are files named by image_path
         refs: dict[str, str] = {}
         skipped: list[tuple[str, str]] = []
+        window = dataset_files.row_window()
         try:
             for n, row in enumerate(reader, 2):
+                if window is not None and window.full(len(rows)):
+                    break
                 idx = _index(row.get("index"), f"{path}:{n}")
                 cell = row.get("image")
                 if not blank(cell):
@@ -95,7 +124,10 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
                         refs[idx] = _index(cell, f"{path}:{n}")
                     else:
                         try:
-                            images[idx] = [store.put(b) for b in _decode(cell)]
+                            images[idx] = [store.put(b) for b in _decode(cell, limits, max_image)]
+                        except _Refused as exc:
+                            skipped.append((f"line {n}", str(exc)))
+                            continue
                         except (ValueError, SyntaxError, binascii.Error):
                             skipped.append((f"line {n}", "image field is neither base64 nor another row's index"))
                             continue
@@ -103,14 +135,26 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
                             skipped.append((f"line {n}", f"image not stored ({exc.strerror or exc})"))
                             continue
                 elif not blank(row.get("image_path")):
-                    p = str(row["image_path"]).strip()
-                    names_ = ast.literal_eval(p) if p.startswith("[") else [p]
+                    try:
+                        names_ = _image_list(str(row["image_path"]).strip(), limits)
+                    except _Refused as exc:
+                        skipped.append((f"line {n}", f"image_path: {exc}"))
+                        continue
                     images[idx] = [str(path.parent / x) for x in names_]
                     from_files.add(idx)
                 row.pop("image", None)
                 rows.append((n, row))
         except csv.Error as exc:
+            if "field larger than field limit" in str(exc):
+                raise DatasetFormError(
+                    f"{path}: a field near line {reader.line_num} is larger than the {limits.field_bytes} bytes a "
+                    f"field may hold (raise it with {dataset_files.ENV['field_bytes'][0]}=MB)") from None
             raise DatasetFormError(f"{path}: not a readable TSV ({exc})") from None
+        except UnicodeDecodeError as exc:
+            raise DatasetFormError(f"{path}: not UTF-8 text near line {reader.line_num} (byte {exc.start} of a "
+                                   "block); save the TSV as UTF-8") from None
+        except OSError as exc:
+            raise DatasetFormError(f"{path}: cannot read ({exc.strerror or exc})") from None
     records = []
     for n, row in rows:
         idx = _index(row.get("index"), f"{path}:{n}")

@@ -70,6 +70,10 @@ class DescribeTask(SpecTask):
     def samples(self) -> list[Sample]:
         return [Sample(item.id, item) for item in self.items]
 
+    @classmethod
+    def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
+        return True  # one sample per distinct image, in the dataset's order (methods/records.load_images)
+
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         item = sample.payload
         image = await read_image_part(item.path, root=item.root)

@@ -181,6 +181,11 @@ class GenCeptionTask(SpecTask):
     def samples(self) -> list[Sample]:
         return [Sample(item.id, item) for item in self.items]
 
+    @classmethod
+    def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
+        # one chain per distinct image in the dataset's order, unless images are sampled per category
+        return not task_spec.get("per_category")
+
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         item = sample.payload
         x0 = await read_image(item.path, root=item.root)

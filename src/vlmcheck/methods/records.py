@@ -359,7 +359,16 @@ def load_images(source: str | Path) -> list[ImageItem]:
     folder / JSONL manifest / URL reader (core/data.py)."""
     from ..core.data import load_image_dataset
 
+    from ..core.dataset_files import first_rows, row_window
+
+    window = row_window()  # --limit N: the first N rows, read again whole if they hold fewer than N images
     ds = dataset_for(source)
+    if ds is not None and window is not None and window.cut:
+        items = image_items(ds)
+        if len(items) >= window.rows:
+            return items
+        with first_rows(None):
+            ds = dataset_for(source)
     return image_items(ds) if ds is not None else load_image_dataset(source)
 
 

@@ -69,6 +69,13 @@ class SpecTask:
     def spec(self) -> dict[str, Any]:
         return self.cfg.model_dump()
 
+    @classmethod
+    def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
+        """Whether the task's first N samples come from its dataset's first rows, in order (none drawn, paired
+        or sampled from the rest): then ``--limit N`` reads only the first rows of a streamed file
+        (core/dataset_files.first_rows).  False unless a method declares it."""
+        return False
+
 
 # ----------------------------------------------------------------------------- what a decision needs (issue 48)
 

@@ -30,13 +30,13 @@ an argmax over tied scores would always pick.
 
 from __future__ import annotations
 
-import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ...core.dataset_files import DatasetFileError, parse_json, read_bytes, read_text
 from ...core.files import read_jsonl
 from . import metrics as M
 
@@ -87,9 +87,25 @@ def resolve_image(base: Path, image: str | None) -> str | None:
     return str(p if p.is_absolute() else base / p)
 
 
+def _json(path: Path, root: Path | None = None) -> Any:
+    """A JSON file under the rule for dataset files (core/dataset_files.py; ``root``: the folder it must stay in)."""
+    return parse_json(read_text(path, root), str(path))
+
+
+def _xml(path: Path, root: Path) -> Any:
+    """An annotation's XML under the same rule; a DOCTYPE (entities nested or naming files) is never parsed."""
+    data = read_bytes(path, root, "annotation")
+    if b"<!DOCTYPE" in data:
+        raise DatasetFileError(f"{path}: an annotation declaring a DOCTYPE (entities are never expanded)")
+    try:
+        return ET.fromstring(data)
+    except ET.ParseError as exc:
+        raise DatasetFileError(f"{path}: not XML ({exc})") from None
+
+
 def _records(path: Path) -> list[dict[str, Any]]:
     if path.suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = _json(path)
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of records")
         return data
@@ -124,10 +140,10 @@ def load_counting(path: Path, width: int = 2, same_decade: bool = False, split: 
     public FSC147 folder (``annotation_FSC147_384.json``, ``ImageClasses_FSC147.txt``,
     ``Train_Test_Val_FSC_147.json``, ``images_384_VarV2/``; the count is the number of annotated points)."""
     if path.is_dir():
-        ann = json.loads((path / "annotation_FSC147_384.json").read_text())
-        classes = dict(line.split("\t", 1) for line in (path / "ImageClasses_FSC147.txt").read_text().splitlines()
+        ann = _json(path / "annotation_FSC147_384.json", path)
+        classes = dict(line.split("\t", 1) for line in read_text(path / "ImageClasses_FSC147.txt", path).splitlines()
                        if "\t" in line)
-        names = json.loads((path / "Train_Test_Val_FSC_147.json").read_text())[split]
+        names = _json(path / "Train_Test_Val_FSC_147.json", path)[split]
         rows = [{"id": n, "image": f"images_384_VarV2/{n}", "count": len(ann[n]["points"]),
                  "object": classes[n].strip()} for n in names]
         base = path
@@ -197,10 +213,10 @@ def negative_boxes(gt_boxes: list, all_boxes: list, k: int, rng: np.random.Gener
 
 def _voc_rows(folder: Path, split: str) -> list[dict[str, Any]]:
     """The public VOC2012 layout: ``ImageSets/Main/<split>.txt``, ``Annotations/*.xml``, ``JPEGImages/``."""
-    names = (folder / "ImageSets" / "Main" / f"{split}.txt").read_text().split()
+    names = read_text(folder / "ImageSets" / "Main" / f"{split}.txt", folder).split()
     rows = []
     for n in names:
-        root = ET.parse(folder / "Annotations" / f"{n}.xml").getroot()
+        root = _xml(folder / "Annotations" / f"{n}.xml", folder)
         w, h = float(root.findtext("size/width")), float(root.findtext("size/height"))
         objs = []
         for o in root.iter("object"):
@@ -305,7 +321,7 @@ def hierarchy_items(rows: list[dict], base: Path, tree: str | None = None, negat
     tree_data = None
     if tree:
         tp = Path(tree)
-        tree_data = json.loads((tp if tp.is_absolute() else base / tp).read_text())
+        tree_data = _json(tp if tp.is_absolute() else base / tp)  # a file the user named: not confined
     cats = CategoryTree(chains, tree_data)
     out = []
     for i, (r, chain) in enumerate(zip(rows, chains)):

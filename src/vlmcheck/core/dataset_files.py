@@ -1,0 +1,254 @@
+"""One rule for every file a dataset reader opens, text as images.
+
+A file a reader opens (a release's JSON, CSV or text file, a TSV, a workbook, a parquet or arrow shard, a
+pickled batch) must be
+
+* a **regular file**: a FIFO would block the reader forever, ``/dev/zero`` would read until memory runs out,
+  a socket or device is never data.  Checked with ``stat`` before opening and with ``fstat`` after (the path may
+  change in between), and opened with ``O_NONBLOCK`` so that a FIFO swapped in never blocks ``open``;
+* **inside the dataset** the user named (symlinks resolved), unless the run allows outside paths
+  (``--allow-outside``): the rule images follow (:func:`vlmcheck.core.inputs.confine`);
+* **within a size cap** where it is read whole (:data:`LIMITS.text_bytes`); a file over it is refused with one
+  sentence that names it and the limit.
+
+A run that asked for its first N samples (``--limit N``, where the method takes its samples in the
+dataset's order) reads the first N rows of a streamed file (:func:`first_rows`) instead of every row.
+
+Inside a file, what a reader holds is bounded too: one TSV field or spreadsheet cell
+(:data:`LIMITS.field_bytes`), JSON nesting (:data:`LIMITS.json_depth`), the rows a shard may claim
+(:data:`LIMITS.rows`) and the images one item may list (:data:`LIMITS.images_per_item`).  Each limit is raised
+with an environment variable (:data:`ENV`, docs/usage.md "Limits on dataset files").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Iterator
+
+from .files import InputFileError
+
+MB = 1024 * 1024
+
+
+class DatasetFileError(InputFileError):
+    """A dataset file that breaks the rule: one sentence naming the file."""
+
+
+#: limit -> (environment variable, default, unit); the variable's value is in the unit (MB for sizes)
+ENV = {
+    "text_bytes": ("VLMCHECK_MAX_TEXT_MB", 1024, MB),
+    "field_bytes": ("VLMCHECK_MAX_FIELD_MB", 64, MB),
+    "json_depth": ("VLMCHECK_MAX_JSON_DEPTH", 64, 1),
+    "rows": ("VLMCHECK_MAX_ROWS", 10_000_000, 1),
+    "images_per_item": ("VLMCHECK_MAX_IMAGES_PER_ITEM", 64, 1),
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    text_bytes: int
+    field_bytes: int
+    json_depth: int
+    rows: int
+    images_per_item: int
+
+
+def limits() -> Limits:
+    """The limits now (each read from its environment variable, else its default)."""
+    values = {}
+    for name, (var, default, unit) in ENV.items():
+        raw = os.environ.get(var, "").strip()
+        try:
+            value = float(raw) if raw else default
+        except ValueError:
+            raise DatasetFileError(f"{var}={raw!r}: not a number") from None
+        if value <= 0:
+            raise DatasetFileError(f"{var}={raw!r}: must be above 0")
+        values[name] = int(value * unit)
+    return Limits(**values)
+
+
+def _size(n: int) -> str:
+    return f"{n / MB:g} MB" if n >= MB else f"{n} bytes"
+
+
+def check_file(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",
+               max_bytes: int | None = None) -> os.stat_result:
+    """``stat(path)`` of a regular file inside ``root`` (unless the run allows outside paths) no larger than
+    ``max_bytes`` (None: no size cap, for a file streamed a row at a time); else :class:`DatasetFileError`."""
+    from . import inputs
+    from .images import BadImageError
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise DatasetFileError(f"{path}: no such {what}") from None
+    except OSError as exc:
+        raise DatasetFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DatasetFileError(f"{path}: is a folder, not a {what}")
+    if not stat.S_ISREG(st.st_mode):
+        raise DatasetFileError(f"{path}: not a regular file (a FIFO, device or socket is never read as a {what})")
+    if root is not None:
+        try:
+            inputs.confine(path, root, inputs.current_policy().allow_outside)
+        except BadImageError as exc:
+            raise DatasetFileError(str(exc).replace("read images outside it", f"read a {what} outside it")) from None
+    if max_bytes is not None and st.st_size > max_bytes:
+        var = ENV["text_bytes"][0]
+        raise DatasetFileError(f"{path}: {st.st_size} bytes exceeds the {_size(max_bytes)} limit on a {what} read "
+                               f"whole (raise it with {var}=MB)")
+    return st
+
+
+def open_file(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",
+              max_bytes: int | None = None) -> BinaryIO:
+    """``path`` opened for reading in binary, under :func:`check_file`'s rule (a stream the caller closes)."""
+    check_file(path, root, what, max_bytes)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise DatasetFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode):  # swapped after the check
+            raise DatasetFileError(f"{path}: not a regular file (a FIFO, device or socket is never read as a {what})")
+        if max_bytes is not None and fst.st_size > max_bytes:
+            raise DatasetFileError(f"{path}: {fst.st_size} bytes exceeds the {_size(max_bytes)} limit on a {what}")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",
+               max_bytes: int | None = None) -> bytes:
+    """The bytes of ``path`` under the rule, read whole within ``max_bytes`` (default :data:`LIMITS.text_bytes`);
+    a file that grows past the cap while read is refused too."""
+    cap = limits().text_bytes if max_bytes is None else max_bytes
+    with open_file(path, root, what, cap) as fh:
+        # the size stat gave plus one byte (which shows the file grew), never the cap at once: a read(cap)
+        # allocates the whole cap first
+        chunks, got = [], 0
+        want = min(os.fstat(fh.fileno()).st_size, cap) + 1
+        while got <= cap:
+            chunk = fh.read(min(want - got if got < want else 1 << 16, cap + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    if got > cap:
+        raise DatasetFileError(f"{path}: more than the {_size(cap)} limit on a {what}")
+    return b"".join(chunks)
+
+
+def read_text(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",
+              max_bytes: int | None = None) -> str:
+    """The UTF-8 text of ``path`` under the rule (a leading byte-order mark accepted)."""
+    data = read_bytes(path, root, what, max_bytes)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DatasetFileError(f"{path}: not UTF-8 text (byte {exc.start}); save the {what} as UTF-8") from None
+
+
+def parse_json(text: str | bytes, label: str, max_depth: int | None = None) -> Any:
+    """``json.loads(text)`` nested no deeper than ``max_depth`` (default :data:`LIMITS.json_depth`): deeper
+    nesting is refused in one sentence naming ``label``, whether the parser's recursion stops it or the walk
+    after it (so a value a reader keeps never sends a later walk past Python's recursion limit)."""
+    depth = limits().json_depth if max_depth is None else max_depth
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise DatasetFileError(f"{label}: JSON nested deeper than the {depth} levels a dataset file may hold "
+                               f"(raise it with {ENV['json_depth'][0]})") from None
+    if json_depth(data, depth) > depth:
+        raise DatasetFileError(f"{label}: JSON nested deeper than the {depth} levels a dataset file may hold "
+                               f"(raise it with {ENV['json_depth'][0]})")
+    return data
+
+
+def json_depth(data: Any, stop: int) -> int:
+    """The nesting depth of a parsed JSON value (a scalar 0, ``[]`` 1), counted without recursion and given up
+    once past ``stop``."""
+    deepest, stack = 0, [(data, 1)] if isinstance(data, (dict, list)) else []
+    while stack:
+        value, d = stack.pop()
+        if d > deepest:
+            deepest = d
+            if deepest > stop:
+                return deepest
+        for child in (value.values() if isinstance(value, dict) else value):
+            if isinstance(child, (dict, list)) and child:
+                stack.append((child, d + 1))
+            elif isinstance(child, (dict, list)) and d + 1 > deepest:
+                deepest = d + 1
+    return deepest
+
+
+_ROOT: ContextVar[str | None] = ContextVar("vlmcheck_dataset_root", default=None)
+
+
+def dataset_root(path: str | os.PathLike) -> Path:
+    """The folder a source's files must stay inside: the folder named, or the folder the named file is really
+    in (a file the user names is read where its link points; what it refers to must stay beside it)."""
+    p = Path(path)
+    return p if p.is_dir() else Path(os.path.realpath(p)).parent
+
+
+@contextmanager
+def reading(source: str | os.PathLike) -> Iterator[Path]:
+    """Inside this block :func:`current_root` is ``source``'s folder (:func:`dataset_root`): what a reader opens
+    with it stays inside."""
+    root = dataset_root(source)
+    token = _ROOT.set(str(root))
+    try:
+        yield root
+    finally:
+        _ROOT.reset(token)
+
+
+def current_root() -> str | None:
+    """The folder of the dataset being read (:func:`reading`), or None outside a read."""
+    return _ROOT.get()
+
+
+@dataclass
+class RowWindow:
+    """The rows a read may stop after (:func:`first_rows`); ``cut`` once a reader stopped with rows left."""
+
+    rows: int
+    cut: bool = False
+
+    def full(self, taken: int) -> bool:
+        """Whether a reader holding ``taken`` rows, with another row in hand, stops here (and marks the cut)."""
+        if taken >= self.rows:
+            self.cut = True
+        return self.cut
+
+
+_WINDOW: ContextVar[RowWindow | None] = ContextVar("vlmcheck_row_window", default=None)
+
+
+@contextmanager
+def first_rows(n: int | None) -> Iterator[RowWindow | None]:
+    """Inside this block the streamed readers (parquet and arrow shards, TSV, JSON Lines, workbooks) stop after
+    ``n`` records (None: every row).  The caller checks ``window.cut`` and reads again whole where the records
+    read do not give it the ``n`` samples it needs."""
+    token = _WINDOW.set(RowWindow(n) if n else None)
+    try:
+        yield _WINDOW.get()
+    finally:
+        _WINDOW.reset(token)
+
+
+def row_window() -> RowWindow | None:
+    return _WINDOW.get()
