@@ -51,10 +51,12 @@ from ..core.inputs import read_image
 from ..core.messages import Message
 from ..core.spec import load_model
 from ..metrics.decisions import headline_entry, too_few_units, widen_degenerate
+from ..metrics.measured import not_measured
 from ..metrics.stats import (FeatureSet, bootstrap_ci_strata, cosine, frechet_between, gc_at, mean_of_means,
                               strata_level)
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
+from .gc_drawn import Drawn
 from .refusals import refusal_kind
 from .repeats import generation_config, per_repeat, repeated, spread
 from .records import load_images, source_name
@@ -244,7 +246,7 @@ class GenCeptionTask(SpecTask):
         return folder.result(failed)
 
     def _summary(self, scored: list[dict[str, Any]], features: list[FeatureSet],
-                 failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
+                 failed: list[dict[str, Any]] = (), drawn: Drawn | None = None) -> dict[str, Any]:
         """The summary from each scored chain's scores (``scored``: s, category, refused_at, repeats' s) and the
         features of D(0)..D(T) over those chains."""
         T = self.cfg.T
@@ -274,6 +276,11 @@ class GenCeptionTask(SpecTask):
             out["warning"] = "no scored chains: every chain failed, GC@T is undefined"
             return out
         S = np.array([r["s"][:T] for r in scored], dtype=float)
+        why = drawn.reason(S, len({r["image"] for r in scored})) if drawn is not None else None
+        if why:  # no figure: the scores measure the generator's one image (or nothing), not the describer
+            out["s_mean"] = [float(x) for x in S.mean(axis=0)]
+            out["headline"] = not_measured(f"GC@{T}", why)
+            return out
         cats = [r.get("category") or "(none)" for r in scored]
         seed = self.cfg.seed
         G = np.array([[gc_at(row, t) for t in range(1, T + 1)] for row in S])  # per chain: GC@1..GC@T
@@ -373,6 +380,7 @@ class GenCeptionSummary:
         self.task = task
         self.scored: list[dict[str, Any]] = []
         self.features = [FeatureSet() for _ in range(task.cfg.T + 1)]
+        self.drawn = Drawn()  # whether the generator drew what it was told (the headline's definition)
 
     def add(self, rec: dict[str, Any]) -> None:
         r = rec["result"]
@@ -381,6 +389,8 @@ class GenCeptionSummary:
         self.scored.append({"s": r["s"], "category": r.get("category"), "refused_at": r.get("refused_at"),
                             "repeats": [{"s": x["s"]} for x in r.get("repeats", ())],
                             "image": (r.get("image_sha256") or "")[:16]})  # its order key (result())
+        for st in r["steps"]:
+            self.drawn.add(st.get("description"), st.get("image_sha256"))
         self.features[0].add(r["embedding0"])
         for t in range(1, self.task.cfg.T + 1):
             self.features[t].add(r["steps"][t - 1]["embedding"])
@@ -389,7 +399,7 @@ class GenCeptionSummary:
         # chains in order of (category, image): the bootstrap interval is the same whatever order the dataset's
         # form lists its images in (MME's Hub copy, release folder and TSV give one interval; docs/datasets.md)
         scored = sorted(self.scored, key=lambda r: (r["category"] or "", r["image"]))
-        return self.task._summary(scored, self.features, failed)
+        return self.task._summary(scored, self.features, failed, self.drawn)
 
 
 def _score(per_image: np.ndarray, cats: list[str], seed: int) -> dict[str, Any]:

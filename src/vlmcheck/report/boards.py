@@ -20,6 +20,13 @@ def decisions_view(folders: list[Path]) -> list[dict[str, Any]]:
         return [{"error": f"No decisions: a run's results could not be read ({exc})."}]
 
 
+def unmeasured(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs the decisions leave out because their headline is not a measurement, each with its reason (the
+    report's view of a run carries it as ``not_measured``)."""
+    return [{"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]), "run": v["name"], "task": v["task"],
+             "metric": v["headline"][0], "reason": v["not_measured"]} for v in views if v.get("not_measured")]
+
+
 def _standing(decisions: list[dict[str, Any]]) -> dict[str, str]:
     """run folder -> "leader", "cannot be separated from the leader ..." or "behind the leader by D [lo, hi] ..."
     (the leader minus this run on the shared samples, its interval at its Holm level and the Holm p)."""
@@ -55,6 +62,7 @@ def leaderboards(views: list[dict[str, Any]], decisions: list[dict[str, Any]] = 
             continue
         rows = [{"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]), "run": v["name"],
                  "metric": v["headline"][0], "value": v["headline"][1], "ci": v["ci"],
+                 "not_measured": v.get("not_measured"),
                  "n": (v.get("counts") or {}).get("done"), "standing": standing.get(v["name"], "")}
                 for v in members]
         # the decision's order where there is one (leader first, on the samples the runs share), else by value

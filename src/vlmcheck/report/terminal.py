@@ -273,6 +273,8 @@ def leaderboard(board: dict[str, Any]) -> None:
                      f"{r['gc_rank']:.2f}" if "gc_rank" in r else "-", ", ".join(r.get("tied_with") or []) or "-"])
     tables.print(table(["rank", "model", key, "95% CI", "GC rank", "cannot be separated from (Holm, 5%)"], rows,
                        keys=["model"]))
+    for model, why in (board.get("not_measured") or {}).items():  # left out of the ranks, with the reason
+        tables.print(f"{model}: {key} not measured: {why}", highlight=False, markup=False, soft_wrap=True)
 
 
 def vhexpansion(model: str, m: dict[str, Any]) -> None:
@@ -331,7 +333,9 @@ def vhx_compare(cmp: dict[str, Any]) -> None:
 
 
 def sweep_summary(summary: list[dict[str, Any]], title: str) -> None:
-    rows = [[r["method"], r["model"], r["metric"], f4(r["value"]), f"{r['failed']}/{r['samples']}"] for r in summary]
+    rows = [[r["method"], r["model"], r["metric"],
+             f"not measured: {r['not_measured']}" if r.get("not_measured") else f4(r["value"]),
+             f"{r['failed']}/{r['samples']}"] for r in summary]
     tables.print(table(["method", "model", "metric", "value", "failed"], rows, keys=["method", "model"],
                         title=title))
 
