@@ -216,7 +216,10 @@ def compare_runs(runs: list[str | Path]) -> dict[str, Any]:
                                "reason": why})
     if unmeasured:  # said in place of a number, and left out of every comparison of that metric
         out["not_measured"] = unmeasured
-    if not metrics:
+    if not metrics and unmeasured:
+        out["note"] = (f"nothing to compare: the headline of {len(unmeasured)} of these {len(loaded)} runs is not a "
+                       "measurement")
+    elif not metrics:
         out["note"] = (f"no metric with per-sample outcomes in every run ({method} declares "
                        + ("none" if outcomes_for(method) is None else "some, but not in all of these runs") + ")")
     return out

@@ -51,7 +51,6 @@ from ..core.inputs import read_image
 from ..core.messages import Message
 from ..core.spec import load_model
 from ..metrics.decisions import headline_entry, too_few_units, widen_degenerate
-from ..metrics.measured import not_measured
 from ..metrics.stats import (FeatureSet, bootstrap_ci_strata, cosine, frechet_between, gc_at, mean_of_means,
                               strata_level)
 from ..run.calls import Session
@@ -276,11 +275,9 @@ class GenCeptionTask(SpecTask):
             out["warning"] = "no scored chains: every chain failed, GC@T is undefined"
             return out
         S = np.array([r["s"][:T] for r in scored], dtype=float)
-        why = drawn.reason(S, len({r["image"] for r in scored})) if drawn is not None else None
-        if why:  # no figure: the scores measure the generator's one image (or nothing), not the describer
-            out["s_mean"] = [float(x) for x in S.mean(axis=0)]
-            out["headline"] = not_measured(f"GC@{T}", why)
-            return out
+        gone = drawn.unmeasured(S, len({r["image"] for r in scored}), T) if drawn is not None else None
+        if gone:  # the generator drew nothing that differs: no figure (methods/gc_drawn.py)
+            return {**out, **gone}
         cats = [r.get("category") or "(none)" for r in scored]
         seed = self.cfg.seed
         G = np.array([[gc_at(row, t) for t in range(1, T + 1)] for row in S])  # per chain: GC@1..GC@T
@@ -389,8 +386,7 @@ class GenCeptionSummary:
         self.scored.append({"s": r["s"], "category": r.get("category"), "refused_at": r.get("refused_at"),
                             "repeats": [{"s": x["s"]} for x in r.get("repeats", ())],
                             "image": (r.get("image_sha256") or "")[:16]})  # its order key (result())
-        for st in r["steps"]:
-            self.drawn.add(st.get("description"), st.get("image_sha256"))
+        self.drawn.add_steps(r["steps"])
         self.features[0].add(r["embedding0"])
         for t in range(1, self.task.cfg.T + 1):
             self.features[t].add(r["steps"][t - 1]["embedding"])

@@ -119,7 +119,7 @@ def chef(model: str, m: dict[str, Any]) -> list[Line]:
         if isinstance(v, float):
             return f"{v:.4f}"
         if isinstance(v, dict):
-            return ", ".join(f"{k} {fmt(x)}" for k, x in v.items() if isinstance(x, (int, float, str)))
+            return ", ".join(f"{k} {fmt(x)}" for k, x in v.items() if x is None or isinstance(x, (int, float, str)))
         return str(v)
 
     rows = [[k, fmt(m[k])] for k in _CHEF_KEYS if k in m]

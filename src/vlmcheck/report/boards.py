@@ -72,7 +72,9 @@ def leaderboards(views: list[dict[str, Any]], decisions: list[dict[str, Any]] = 
                 rank.update({dd["run"]: 0, **{a["run"]: i for i, a in enumerate(dd["against"], 1)}})
         rows.sort(key=lambda r: (rank.get(r["run"], len(rank)),
                                  -(r["value"] if r["value"] is not None else float("-inf"))))
-        for rank, r in enumerate(rows, 1):
+        for rank, r in enumerate([r for r in rows if not r["not_measured"]], 1):
             r["rank"] = rank
+        for r in rows:  # a headline that is not a measurement has no rank
+            r.setdefault("rank", "-")
         out.append({"method": key, "rows": rows})
     return out

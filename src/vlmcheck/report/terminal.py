@@ -271,8 +271,9 @@ def leaderboard(board: dict[str, Any]) -> None:
         ci = r.get("ci95") or [float("nan")] * 2
         rows.append([rank_text(r["rank"], ranks), model, f"{r[key]:.4f}", f"[{ci[0]:.4f}, {ci[1]:.4f}]",
                      f"{r['gc_rank']:.2f}" if "gc_rank" in r else "-", ", ".join(r.get("tied_with") or []) or "-"])
-    tables.print(table(["rank", "model", key, "95% CI", "GC rank", "cannot be separated from (Holm, 5%)"], rows,
-                       keys=["model"]))
+    if rows:
+        tables.print(table(["rank", "model", key, "95% CI", "GC rank", "cannot be separated from (Holm, 5%)"], rows,
+                           keys=["model"]))
     for model, why in (board.get("not_measured") or {}).items():  # left out of the ranks, with the reason
         tables.print(f"{model}: {key} not measured: {why}", highlight=False, markup=False, soft_wrap=True)
 
@@ -367,6 +368,8 @@ def comparisons(cmp: dict[str, Any]) -> None:
     def p(x: Any) -> str:
         return "-" if x is None else f"{x:.4g}"
 
+    if not cmp["comparisons"]:
+        return
     tables.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples all the runs finished; "
                   "interval at the level of its Holm step)")
     for c in cmp["comparisons"]:
