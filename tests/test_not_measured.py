@@ -266,8 +266,12 @@ def test_the_report_leaderboards_compare_and_export_say_not_measured(unread, tmp
     assert "leads" not in first and "+0.000" not in first and "cannot be separated from" not in first
     summary = page[page.index("<h2>Summary"):page.index("Leaderboards by method")]
     assert summary.count("not measured") == len(folders)
+    sections = page[page.index('<section class="run"'):]
+    assert sections.count("not measured: ") == len(folders)  # each run's own section says it too
     boards = page[page.index("Leaderboards by method"):]
-    assert "100.0000" not in boards and "1.0000" not in boards.split("<h2>", 2)[1]
+    boards = boards.split("<h2>", 1)[0]  # up to the next section
+    assert "100.0000" not in boards and "1.0000" not in boards
+    assert boards.count("not measured") == len(runs["robustness"]) + len(runs["genception"])  # the tables of 2
     # compare: the headline is named not measured, never a difference of it
     rob = _cli("compare", *runs["robustness"], cwd=tmp_path)
     assert rob.returncode == 0 and rob.stdout.count("RRM (image and text corrupted) not measured") == 2
