@@ -71,7 +71,7 @@ def test_rrm_is_not_measured_from_unread_answers_and_below_chance(tmp_path):
     h = m["headline"]
     assert m["settings"]["original"]["accuracy"] == 0 and m["acc_random"] == pytest.approx(0.25)
     assert h["value"] is None and h["name"] == "RRM (image and text corrupted)"
-    assert "fewer than 50%" in h["not_measured"] and "not above chance (0.250)" in h["not_measured"]
+    assert "original 0% read" in h["not_measured"] and "not above chance (0.250)" in h["not_measured"]
     assert all(v is None for v in m["rrm"].values())  # 100.0 each on the code before
 
 

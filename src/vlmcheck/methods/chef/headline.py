@@ -177,7 +177,7 @@ def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], deside
     if it is None or not len(it):
         return None
     first = it.primary
-    names = [n for n in (out.get("settings") or {})]
+    names = list(out.get("settings") or {})
     turn_key = out.get("turn_metric")
     if turn_key in out:  # Omnibenchmark, VOC2012
         from .turns import summarize_turns
@@ -217,7 +217,9 @@ def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], deside
         p = out["pope"]
         return headline_entry("POPE accuracy", p["accuracy"], p["accuracy_ci95"], p["interval"])
     if isinstance(out.get("rrm"), dict) and "both" in out["rrm"]:
-        why = _why(_unread(out, ["original", "corrupt:both"]), _chance(out, "original", "RRM"))
+        # the floor on the original setting only: an answer the model can no longer give in a readable form once
+        # the image is corrupted ("I cannot answer this") is part of the loss RRM measures
+        why = _why(_unread(out, ["original"]), _chance(out, "original", "RRM"))
         return not_measured("RRM (image and text corrupted)", why) if why else rrm_headline(it, out["rrm"]["both"],
                                                                                             seed)
     if desideratum == "language" and (out.get("language") or {}).get("score") is not None:

@@ -184,6 +184,9 @@ class ChefSummary:
             out["repeats"] = spread([h.get("value") for h in per], self.temperature)
             head = summarize_items(Items.concat([t for t in tables if len(t)]), self.recipe, self.turn_task,
                                    self.seed, self.inferencer).get("headline")
-            if head:
+            if head and head.get("interval") is not None:
                 out["headline"] = {**head, "interval": {**head["interval"], "repeats": self.repeats}}
+            elif head:  # not measured over the pooled repeats: said, and its figure blanked
+                out["headline"] = head
+                blank_unmeasured(out)
         return out
