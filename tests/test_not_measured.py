@@ -75,19 +75,15 @@ def test_rrm_is_not_measured_from_unread_answers_and_below_chance(tmp_path):
     assert all(v is None for v in m["rrm"].values())  # 100.0 each on the code before
 
 
-def test_rrm_answered_wrong_on_purpose_is_below_chance_not_a_ratio(tmp_path):
+def test_rrm_is_a_ratio_only_above_chance(tmp_path):
     """Every answer read ("A") and wrong (the truth is B): the floor is met, the original accuracy 0 is below
-    chance, so RRM (which would be 100 again) is not measured for that reason alone."""
+    chance, so RRM (100 again on the code before) is not measured for that reason alone.  Every answer "B", read,
+    right in the original setting (accuracy 1 > chance 1/4): RRM = (c - 1/4) / (1 - 1/4) x 100 with c the accuracy
+    once image and text are corrupted (the options shuffled: "B" is then wrong), a measurement."""
     m = _chef(tmp_path, "robustness", "A", "wrong")
     assert m["settings"]["original"]["unread_share"] == 0
     why = m["headline"]["not_measured"]
     assert "not above chance" in why and "parser" not in why
-
-
-def test_rrm_above_chance_and_read_is_measured_by_hand(tmp_path):
-    """Every answer "B", read, right in the original setting (accuracy 1 > chance 1/4): RRM = (c - 1/4) / (1 - 1/4)
-    x 100 with c the accuracy once image and text are corrupted (the options shuffled: "B" is then wrong), a
-    measurement."""
     m = _chef(tmp_path, "robustness", "B", "right")
     assert m["settings"]["original"]["accuracy"] == 1
     c = m["settings"]["corrupt:both"]["accuracy"]
@@ -134,18 +130,10 @@ def test_genception_with_a_generator_that_cannot_draw_is_not_measured(tmp_path):
     first = page[page.index('id="decisions"'):page.index("<h2>Summary")]
     assert "+0.000" not in page and "cannot be separated" not in first
     assert first.count("not measured") == 2 and "same image" in first
-
-
-def test_a_generator_that_draws_keeps_its_headline(tmp_path):
-    """The reference describer's descriptions are drawn: images that differ, a GC@1 number."""
-    from vlmcheck.methods.genception import GenCeptionSpec, GenCeptionTask
-    from vlmcheck.world.make import make_world
-
-    world = tmp_path / "w"
-    make_world(world, n=3, seed=2)
+    # the reference describer's descriptions are drawn: images that differ, a GC@1 number
     task = GenCeptionTask(GenCeptionSpec(vlm="ref:describer", generator="ref:renderer", encoder="ref:pixels",
                                          data=str(world), T=1))
-    m = run_task(task, tmp_path / "r", RunOptions(progress=False, report=False)).results["metrics"]
+    m = run_task(task, tmp_path / "drawn", RunOptions(progress=False, report=False)).results["metrics"]
     assert m["headline"]["value"] is not None and "not_measured" not in m["headline"]
 
 
