@@ -22,7 +22,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from pydantic_core import to_json
 
 from ..core.files import SampleRecords, read_results, write_bytes_atomic, write_text_atomic
-from ..methods.headline import headline, headline_of, not_measured_reason, vision_gain_of  # noqa: F401  (headline re-exported: the report shows it)
+from ..methods.headline import (headline, headline_of, not_measured_reason,  # noqa: F401  (headline re-exported)
+                                vision_gain_of)
 from .boards import decisions_view, leaderboards, unmeasured
 from .pages import prune_rows, rows_json
 from .thumbs import _Thumbs
