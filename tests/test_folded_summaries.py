@@ -25,10 +25,11 @@ def wilson(k: float, n: float) -> tuple[float, float]:
 
 
 def _v(answer: str, parsed: str, neg: str | None = None) -> dict:
-    """A variant's answers: the question's (right when it is the case's answer) and the negation's."""
-    v = {"parsed": parsed, "correct": parsed == answer}
-    if neg is not None:
-        v.update(neg_parsed=neg, neg_correct=neg != answer)  # the negated question's right answer is the other one
+    """A variant's answers (their text read as they were parsed): the question's (right when it is the case's
+    answer) and the negation's."""
+    v = {"answer": f"{parsed.capitalize()}.", "parsed": parsed, "correct": parsed == answer}
+    if neg is not None:  # the negated question's right answer is the other one
+        v.update(neg_answer=f"{neg.capitalize()}.", neg_parsed=neg, neg_correct=neg != answer)
     return v
 
 

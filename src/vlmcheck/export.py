@@ -119,7 +119,8 @@ _NOT_METRICS = {"n", "n_units", "n_pairs", "categories", "T", "seed"}
 _HOW = ("interval", "intervals", "headline")
 #: the key holding a metric's value in a dict that has a ``ci95`` beside it (GenCeption, CAST, describe)
 _VALUE_KEYS = ("score", "value", "mean")
-METRIC_COLUMNS = ["run", "model", "task", "metric", "value", "ci_low", "ci_high", "n", "unit", "headline"]
+METRIC_COLUMNS = ["run", "model", "task", "metric", "value", "ci_low", "ci_high", "n", "unit", "headline",
+                  "not_measured"]
 
 
 def _how(node: dict[str, Any], key: str | None) -> dict[str, Any]:
@@ -154,13 +155,17 @@ def metric_rows(folder: str | Path, info: dict[str, Any] | None = None) -> list[
     95 % interval, number of units and resampling unit where the run computed one; the headline first, with
     ``headline`` True."""
     from .methods.headline import headline_of
+    from .metrics.measured import reason_of
 
     folder = Path(folder)
     info = info if info is not None else _run_info(folder)
     base = {"run": str(folder), "model": _model_of(info), "task": info["task"]}
     rows: list[dict[str, Any]] = []
     h = headline_of(info)
-    if h.get("value") is not None:
+    if reason_of(h):  # the headline's row says why it is no number (value null)
+        rows.append({"metric": h["name"], "value": None, "ci_low": None, "ci_high": None, "n": None, "unit": None,
+                     "headline": True, "not_measured": reason_of(h)})
+    elif h.get("value") is not None:
         ci, how = h.get("ci95"), h.get("interval") or {}
         rows.append({"metric": h["name"], "value": float(h["value"]), "ci_low": ci[0] if ci else None,
                      "ci_high": ci[1] if ci else None, "n": how.get("n_units"), "unit": how.get("unit"),
@@ -227,7 +232,7 @@ def run_rows(folders: Iterable[str | Path]) -> list[dict[str, Any]]:
         head = next((r for r in metric_rows(f, info) if r["headline"]), {})
         out.append({"run": str(f), "task": info["task"], "model": _model_of(info),
                     **{f"counts.{k}": v for k, v in (info.get("counts") or {}).items() if isinstance(v, int)},
-                    **{k: head.get(k) for k in ("metric", "value", "ci_low", "ci_high", "n", "unit")}})
+                    **{k: head.get(k) for k in ("metric", "value", "ci_low", "ci_high", "n", "unit", "not_measured")}})
     return out
 
 

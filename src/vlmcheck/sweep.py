@@ -252,7 +252,7 @@ def run_sweep(config: str | Path, progress: bool = True,
     """Run every method of ``config`` on every model (each run resumed where it stopped, with its report), then
     write ``summary.json``, the GenCeption leaderboards and one report over all runs.  ``execute`` runs one task
     into a folder (the CLI's prints a line per run); ``announce(method, model)`` is called before each run."""
-    from .methods.headline import headline
+    from .methods.headline import headline, not_measured_reason
     from .methods.views import view_for
     from .report.html import build_report
     from .core.dataset_files import first_rows
@@ -283,7 +283,7 @@ def run_sweep(config: str | Path, progress: bool = True,
         name, value = headline(res)
         summary.append({"method": folder.parent.name, "model": public_spec(spec["vlm"]), "folder": str(folder),
                         "metric": name, "value": value, "samples": res["counts"]["samples"],
-                        "failed": res["counts"]["failed"]})
+                        "failed": res["counts"]["failed"], "not_measured": not_measured_reason(res)})
     write_text_atomic(out / "summary.json", json.dumps(summary, indent=2))
     boards = {folder.parent: view_for(method).leaderboard for folder, method, _ in runs}  # the method's view says
     for group in sorted(g for g, make in boards.items() if make is not None):

@@ -53,6 +53,9 @@ def compare(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finis
     if board is not None:
         terminal.leaderboard(board)
         C.console.print(f"Leaderboard: {output}", highlight=False)
+    for u in cmp.get("not_measured", ()) if board is None else ():  # in place of a number (a leaderboard says it)
+        terminal.tables.print(f"{u['model']}: {u['metric']} not measured: {u['reason']} (left out of the "
+                              "comparisons)", highlight=False, markup=False, soft_wrap=True)
     if cmp.get("note"):
         C.console.print(f"{cmp['method']}: {cmp['note']}", highlight=False, soft_wrap=True)
     terminal.comparisons(cmp)

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..metrics.clusters import UnitSums, Units, resampled_sums
 from ..metrics.decisions import expanded_percentile, headline_entry, too_few_units, widen_degenerate
+from ..metrics.measured import not_measured, unread_reason
 from .blind import blind_block_sums
 from .repeats import spread
 
@@ -152,6 +153,16 @@ def headline_of_codes(codes: np.ndarray, k: int = 3, seed: int = 0, n_boot: int 
     order (as ``np.unique`` numbers them)."""
     cells = [(g, v) for g in MODALITIES for v in MODALITIES if g != v]
     counts = {(g, v, f): _counts(codes, g, v, f, range(k)) for g, v in cells for f in FORMATS}
+    name = f"CAST Top-{k} cross-modal consistency"
+    asked = sum(float(c[:, 2].sum()) for c in counts.values())
+    read = sum(float(c[:, 1].sum()) for c in counts.values())
+    # a measurement only where there were verdicts to read and the parser read the floor's share of them
+    # (metrics/measured.py): the unread ones are left out, so below it the figure rests on a few answers
+    if len(codes) and not asked:
+        return not_measured(name, "the model wrote no statement to validate in any pair")
+    why = unread_reason({"cross-modal verdicts": read / asked}, "verdicts") if asked else None
+    if why:
+        return not_measured(name, why)
     if inverse is not None:  # repeats of one pair: their verdicts pooled, resampled together
         n_keys = int(inverse.max()) + 1 if len(inverse) else 0
         for key, c in counts.items():
@@ -176,7 +187,7 @@ def headline_of_codes(codes: np.ndarray, k: int = 3, seed: int = 0, n_boot: int 
     point_value = None if np.isnan(point) else point
     # too few pairs, or every statement confirmed: the Wilson (one pair: Clopper-Pearson) bound on the n pairs
     ci, widened = widen_degenerate(ci, point_value, n, few=True)
-    return headline_entry(f"CAST Top-{k} cross-modal consistency", point_value, ci,
+    return headline_entry(name, point_value, ci,
                           {"method": _ci_method(n, widened), "unit": UNIT, "n_units": n})
 
 
@@ -283,7 +294,8 @@ class CastSummary:
             rank[np.argsort(labels.astype(str), kind="stable")] = np.arange(len(labels))
             inverse = rank[np.concatenate([np.array(lab, dtype=np.int64) for lab in self.labels])]
             out["headline"] = headline_of_codes(np.concatenate(per), seed=self.seed, inverse=inverse)
-            out["headline"]["interval"]["repeats"] = self.repeats
+            if out["headline"].get("interval") is not None:
+                out["headline"]["interval"]["repeats"] = self.repeats
         if self.blind_request is not None and len(codes):
             out["blind"] = _blind_result(self.blind, self.blind_request)
         written = int(statements.sum())

@@ -36,6 +36,7 @@ from ..metrics.pooled import pooled_decision
 from ..metrics.signflip import decision_interval, holm_levels, paired_decision
 from ..run.task import Outcome, outcomes_for
 from . import outcomes as _builtin  # noqa: F401 - registers the built-in methods' outcomes
+from .headline import headline_of, not_measured_reason
 
 ALPHA = 0.05
 Units = dict[str, Outcome]
@@ -52,12 +53,14 @@ def unit_values(folder: str | Path) -> tuple[str, str, dict[str, Units]]:
     if read is None:
         return task, model, metrics
     run_metrics = info.get("metrics") or {}
+    # a headline that is not a measurement (metrics/measured.py) is never compared: its outcomes are left out
+    skip = headline_of(info).get("name") if not_measured_reason(info) else None
     for rec in SampleRecords(Path(folder) / "samples.jsonl"):  # a line at a time, each record checked
         if rec.get("status") != "done":
             continue
         sid = str(rec["sample_id"])
         for metric, o in read(rec.get("result") or {}, run_metrics).items():
-            if o is None or o.value is None or not np.isfinite(o.value):
+            if o is None or o.value is None or not np.isfinite(o.value) or metric == skip:
                 continue
             metrics.setdefault(metric, {})[sid] = o._replace(unit=o.unit or sid) if isinstance(o, Outcome) else o
     return task, model, metrics
@@ -241,7 +244,19 @@ def compare_runs(runs: list[str | Path]) -> dict[str, Any]:
     official = official_figures(runs)
     if official:
         out["official"] = official
-    if not metrics:
+    unmeasured = []
+    for folder, _, model, _ in loaded:
+        info = read_results(folder, need_samples=False)
+        why = not_measured_reason(info)
+        if why:
+            unmeasured.append({"run": str(folder), "model": model, "metric": headline_of(info).get("name"),
+                               "reason": why})
+    if unmeasured:  # said in place of a number, and left out of every comparison of that metric
+        out["not_measured"] = unmeasured
+    if not metrics and unmeasured:
+        out["note"] = (f"nothing to compare: the headline of {len(unmeasured)} of these {len(loaded)} runs is not a "
+                       "measurement")
+    elif not metrics:
         out["note"] = (f"no metric with per-sample outcomes in every run ({method} declares "
                        + ("none" if outcomes_for(method) is None else "some, but not in all of these runs") + ")")
     return out

@@ -55,6 +55,7 @@ from ..metrics.stats import (FeatureSet, bootstrap_ci_strata, cosine, frechet_be
                               strata_level)
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
+from .gc_drawn import Drawn
 from .refusals import refusal_kind
 from .repeats import generation_config, per_repeat, repeated, spread
 from .records import data_read, load_images, reading, source_name
@@ -253,7 +254,7 @@ class GenCeptionTask(SpecTask):
         return folder.result(failed)
 
     def _summary(self, scored: list[dict[str, Any]], features: list[FeatureSet],
-                 failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
+                 failed: list[dict[str, Any]] = (), drawn: Drawn | None = None) -> dict[str, Any]:
         """The summary from each scored chain's scores (``scored``: s, category, refused_at, repeats' s) and the
         features of D(0)..D(T) over those chains."""
         T = self.cfg.T
@@ -283,6 +284,9 @@ class GenCeptionTask(SpecTask):
             out["warning"] = "no scored chains: every chain failed, GC@T is undefined"
             return out
         S = np.array([r["s"][:T] for r in scored], dtype=float)
+        gone = drawn.unmeasured(S, len({r["image"] for r in scored}), T) if drawn is not None else None
+        if gone:  # the generator drew nothing that differs: no figure (methods/gc_drawn.py)
+            return {**out, **gone}
         cats = [r.get("category") or "(none)" for r in scored]
         seed = self.cfg.seed
         G = np.array([[gc_at(row, t) for t in range(1, T + 1)] for row in S])  # per chain: GC@1..GC@T
@@ -382,6 +386,7 @@ class GenCeptionSummary:
         self.task = task
         self.scored: list[dict[str, Any]] = []
         self.features = [FeatureSet() for _ in range(task.cfg.T + 1)]
+        self.drawn = Drawn()  # whether the generator drew what it was told (the headline's definition)
 
     def add(self, rec: dict[str, Any]) -> None:
         r = rec["result"]
@@ -390,6 +395,7 @@ class GenCeptionSummary:
         self.scored.append({"s": r["s"], "category": r.get("category"), "refused_at": r.get("refused_at"),
                             "repeats": [{"s": x["s"]} for x in r.get("repeats", ())],
                             "image": (r.get("image_sha256") or "")[:16]})  # its order key (result())
+        self.drawn.add_steps(r["steps"])
         self.features[0].add(r["embedding0"])
         for t in range(1, self.task.cfg.T + 1):
             self.features[t].add(r["steps"][t - 1]["embedding"])
@@ -398,7 +404,7 @@ class GenCeptionSummary:
         # chains in order of (category, image): the bootstrap interval is the same whatever order the dataset's
         # form lists its images in (MME's Hub copy, release folder and TSV give one interval; docs/datasets.md)
         scored = sorted(self.scored, key=lambda r: (r["category"] or "", r["image"]))
-        return self.task._summary(scored, self.features, failed)
+        return self.task._summary(scored, self.features, failed, self.drawn)
 
 
 def _score(per_image: np.ndarray, cats: list[str], seed: int) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..metrics.measured import reason_of
+
 
 def headline_of(results: dict[str, Any]) -> dict[str, Any]:
     """A run's headline as results.json records it (``metrics.headline``: name, value, ci95, interval); for a run
@@ -16,6 +18,12 @@ def headline_of(results: dict[str, Any]) -> dict[str, Any]:
     name, value = headline(results)
     return {"name": name, "value": value, "ci95": _legacy_ci(results, name), "interval": None,
             "higher_is_better": True}
+
+
+def not_measured_reason(results: dict[str, Any]) -> str | None:
+    """Why a run's headline is not a measurement, as its method recorded (``metrics.headline.not_measured``,
+    metrics/measured.py); None where it is one.  What every surface shows in place of the number."""
+    return reason_of(headline_of(results))
 
 
 def _legacy_ci(results: dict[str, Any], name: str) -> list | None:

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..metrics.stats import correlations, frechet_distance, gc_at, ranks
 from .genception import MME_ALIASES, MME_TEXTUAL, MME_VISUAL, WORLD_TEXTUAL, WORLD_VISUAL, _norm, category_group
+from .headline import not_measured_reason
 
 #: Categories per group of each benchmark: the GC rank weights.
 BENCHMARK_GROUPS = {"MME": {"visual": len(MME_VISUAL), "textual": len(MME_TEXTUAL)},
@@ -106,12 +107,17 @@ def _score(m: dict[str, Any], key: str) -> float | None:
 def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) -> dict[str, Any]:
     rows: dict[str, dict[str, Any]] = {}
     setups, declared = set(), set()
+    unmeasured: dict[str, str] = {}  # model -> why its GC@T is not a measurement: left out of the ranks
     for folder in runs:
         res = load_run(folder)
         ts = res["spec"]["task_spec"]
         m = res["metrics"]
         T = m["T"]
         setups.add((ts["generator"], ts["encoder"], T))
+        why = not_measured_reason(res)
+        if why:
+            unmeasured[ts["vlm"]] = why
+            continue
         declared.add(m.get("dataset"))
         key = f"GC@{T}"
         rows[ts["vlm"]] = {
@@ -151,6 +157,8 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
                            "models": dict(sorted(rows.items(), key=lambda kv: kv[1]["rank"] or 1e9)),
                            "category_ranks": {c: ranks({m: r["by_category"][c] for m, r in rows.items()
                                                         if c in r["by_category"]}) for c in cats}}
+    if unmeasured:
+        out["not_measured"] = unmeasured
     out["fid_common"] = _fid_on_common_images(rows, T)
     fid_key = f"GC_FID@{T}_common" if out["fid_common"].get("n", 0) >= 2 else f"GC_FID@{T}"
     out["fid_ranking"] = {**_fid_agreement(rows, key, fid_key), "on": fid_key}

@@ -5,12 +5,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..metrics.measured import reason_of
 from ..run.views import Line
+
+
+def unmeasured(model: str, m: dict[str, Any]) -> list[Line]:
+    """The headline that is not a measurement, said as such with its reason (metrics/measured.py); none else."""
+    h = m.get("headline") if isinstance(m.get("headline"), dict) else {}
+    why = reason_of(h)
+    return [Line(f"{model}: {h.get('name')} not measured: {why}", highlight=False, markup=False,
+                 soft_wrap=True)] if why else []
 
 
 def headline_lines(model: str, m: dict[str, Any]) -> list[Line]:
     """A method without its own lines: its headline with its interval."""
     h = m.get("headline") if isinstance(m.get("headline"), dict) else {}
+    if reason_of(h):
+        return unmeasured(model, m)
     if not h or h.get("value") is None:
         return [Line(f"{model}: no headline (no finished sample)", highlight=False)] + official(model, m)
     ci = h.get("ci95")
@@ -46,6 +57,10 @@ def official(model: str, m: dict[str, Any]) -> list[Line]:
 
 def genception(model: str, m: dict[str, Any]) -> list[Line]:
     T = m["T"]
+    if reason_of(m.get("headline")):  # the mean s(t) per step beside the reason: what the run did measure
+        steps = ", ".join(f"s({t}) {v:.4f}" for t, v in enumerate(m.get("s_mean") or [], 1))
+        return unmeasured(model, m) + [Line(f"{model}: mean over images {steps}; {m['chains']['scored']} chains "
+                                            "scored", highlight=False, markup=False, soft_wrap=True)]
     if f"GC@{T}" not in m:
         return [Line(f"{model}: no scored chains")]
     g, c = m[f"GC@{T}"], m["chains"]
@@ -92,6 +107,7 @@ def vhexpansion(model: str, m: dict[str, Any]) -> list[Line]:
                  ["variant"], model))]
     if m.get("unread_warning"):
         out.append(Line(m["unread_warning"], err=True, kind="warning", highlight=False))
+    out += unmeasured(model, m)
     if m.get("negation"):
         out.append(Line(f"negations: {m['negation']['ok']} passed the check, {m['negation']['failed']} failed "
                         "(failed ones are left out of symmetric accuracy)"))
@@ -108,12 +124,12 @@ def cast(model: str, m: dict[str, Any]) -> list[Line]:
     if m.get("empty_reason"):
         out.append(Line(m["empty_reason"], err=True, kind="warning", highlight=False, soft_wrap=True))
     if not top:
-        return out
+        return out + unmeasured(model, m)
     rows = [[g, *["-" if row[v]["score"] is None else f"{row[v]['score']:.3f}" for v in ("text", "image", "both")]]
             for g, row in top.items()]
     out.append(Line((["generated in \\ validated in", "text", "image", "both"], rows, ["generated in \\ validated in"],
                      f"{model}: CAST Top-3 self-consistency, mean of the three prompt formats")))
-    return out + blind(m.get("blind"))
+    return out + unmeasured(model, m) + blind(m.get("blind"))
 
 
 _CHEF_KEYS = ("accuracy", "ece", "overall", "riam", "mr_weighted", "acc_vm", "rrm", "pope", "language",
@@ -129,7 +145,7 @@ def chef(model: str, m: dict[str, Any]) -> list[Line]:
         if isinstance(v, float):
             return f"{v:.4f}"
         if isinstance(v, dict):
-            return ", ".join(f"{k} {fmt(x)}" for k, x in v.items() if isinstance(x, (int, float, str)))
+            return ", ".join(f"{k} {fmt(x)}" for k, x in v.items() if x is None or isinstance(x, (int, float, str)))
         return str(v)
 
     rows = [[k, fmt(m[k])] for k in _CHEF_KEYS if k in m]
@@ -139,7 +155,7 @@ def chef(model: str, m: dict[str, Any]) -> list[Line]:
             rows.append([f"unread answers, {name}", f"{v['unread']} ({v['unread_share']:.1%})"])
     used = f", {m['inferencer']} inferencer" if m.get("inferencer") else ""
     out = [Line((["metric", "value"], rows, ["metric"],
-                 f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')}{used})"))]
+                 f"{model}: ChEF {m.get('recipe')} ({m.get('desideratum')}{used})"))] + unmeasured(model, m)
     for key in ("inferencer_note", "calibration_note"):
         if m.get(key):
             out.append(Line(m[key], err=True, kind="note", highlight=False, soft_wrap=True))

@@ -20,6 +20,13 @@ def decisions_view(folders: list[Path]) -> list[dict[str, Any]]:
         return [{"error": f"No decisions: a run's results could not be read ({exc})."}]
 
 
+def unmeasured(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs the decisions leave out because their headline is not a measurement, each with its reason (the
+    report's view of a run carries it as ``not_measured``)."""
+    return [{"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]), "run": v["name"], "task": v["task"],
+             "metric": v["headline"][0], "reason": v["not_measured"]} for v in views if v.get("not_measured")]
+
+
 def _standing(decisions: list[dict[str, Any]]) -> dict[str, str]:
     """run folder -> "leader", "behind the leader by D [lo, hi], Holm p P" (separated), "cannot be separated from
     the leader (difference D [lo, hi], Holm p P)" or "level with the leader" (the leader minus this run on the
@@ -64,6 +71,7 @@ def leaderboards(views: list[dict[str, Any]], decisions: list[dict[str, Any]] = 
             continue
         rows = [{"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]), "run": v["name"],
                  "metric": v["headline"][0], "value": v["headline"][1], "ci": v["ci"],
+                 "not_measured": v.get("not_measured"),
                  "n": (v.get("counts") or {}).get("done"), "standing": standing.get(v["name"], "")}
                 for v in members]
         # the decision's order where there is one (leader first, on the samples the runs share), else by value
@@ -82,7 +90,9 @@ def leaderboards(views: list[dict[str, Any]], decisions: list[dict[str, Any]] = 
                 r["value"] = value
         rows.sort(key=lambda r: (rank.get(r["run"], len(rank)),
                                  -(r["value"] if r["value"] is not None else float("-inf"))))
-        for rank, r in enumerate(rows, 1):
+        for rank, r in enumerate([r for r in rows if not r["not_measured"]], 1):
             r["rank"] = rank
+        for r in rows:  # a headline that is not a measurement has no rank
+            r.setdefault("rank", "-")
         out.append({"method": key, "rows": rows})
     return out

@@ -23,8 +23,9 @@ from pydantic_core import to_json
 
 from ..core.files import SampleRecords, read_results, write_bytes_atomic, write_text_atomic
 from ..datasets.base import choices_line
-from ..methods.headline import headline, headline_of, vision_gain_of  # noqa: F401  (headline re-exported: the report shows it)
-from .boards import decisions_view, leaderboards
+from ..methods.headline import (headline, headline_of, not_measured_reason,  # noqa: F401  (headline re-exported)
+                                vision_gain_of)
+from .boards import decisions_view, leaderboards, unmeasured
 from .pages import prune_rows, rows_json
 from .thumbs import _Thumbs
 from ..methods.views import generic_row, view_for
@@ -266,7 +267,8 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                                     "headline": _headline(run), "ci": _headline_ci(run), "usage": res.get("usage", {}),
                                     "gain": vision_gain_of(res),
                                     "mde": (headline_of(res).get("interval") or {}).get("min_detectable_difference"),
-                                    "ci_note": bound_note(headline_of(res))}
+                                    "ci_note": bound_note(headline_of(res)),
+                                    "not_measured": not_measured_reason(res)}
             view["server_warnings"] = (res.get("server_checks") or {}).get("warnings", [])
             view["data_read"] = [choices_line(d) for d in res.get("data_read") or []]
             view["official"] = _official(res.get("metrics") or {})
@@ -291,13 +293,14 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
                 r["ci_note"] = notes.get(r["run"])
         summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
                     "ci": v["ci"], "ci_note": v["ci_note"], "gain": v["gain"], "mde": v["mde"],
+                    "not_measured": v["not_measured"],
                     "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
         # by method, then best first (every headline is higher-is-better), not by run path
         summary.sort(key=lambda s: (s["task"], s["metric"], -(s["value"] if s["value"] is not None else float("-inf"))))
         page = _template().render(title=title, views=views, board=board, curve=together.get("s_curve"),
                                                       summary=summary, gallery=gallery, vhx_compare=vhx_compare,
                                                       before_after=before_after, boards=boards,
-                                                      decisions=decisions)
+                                                      decisions=decisions, unmeasured=unmeasured(views))
         thumbs.wait()
         out.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(out, page, errors="backslashreplace")  # a file name that is not UTF-8 shows escaped

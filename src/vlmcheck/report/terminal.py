@@ -289,7 +289,10 @@ def leaderboard(board: dict[str, Any]) -> None:
         rows.append(row)
     columns = (["rank", "model"] + ([f"{key} on the {n} shared images"] if n else [])
                + [f"{key} on its own images", "95% CI", "GC rank", "cannot be separated from (Holm, 5%)"])
-    tables.print(table(columns, rows, keys=["model"]))
+    if rows:
+        tables.print(table(columns, rows, keys=["model"]))
+    for model, why in (board.get("not_measured") or {}).items():  # left out of the ranks, with the reason
+        tables.print(f"{model}: {key} not measured: {why}", highlight=False, markup=False, soft_wrap=True)
 
 
 def vhexpansion(model: str, m: dict[str, Any]) -> None:
@@ -345,7 +348,9 @@ def vhx_compare(cmp: dict[str, Any]) -> None:
 
 
 def sweep_summary(summary: list[dict[str, Any]], title: str) -> None:
-    rows = [[r["method"], r["model"], r["metric"], f4(r["value"]), f"{r['failed']}/{r['samples']}"] for r in summary]
+    rows = [[r["method"], r["model"], r["metric"],
+             f"not measured: {r['not_measured']}" if r.get("not_measured") else f4(r["value"]),
+             f"{r['failed']}/{r['samples']}"] for r in summary]
     tables.print(table(["method", "model", "metric", "value", "failed"], rows, keys=["method", "model"],
                         title=title))
 
@@ -392,6 +397,8 @@ def comparisons(cmp: dict[str, Any]) -> None:
     def p(x: Any) -> str:
         return "-" if x is None else f"{x:.4g}"
 
+    if not cmp["comparisons"]:
+        return
     tables.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples all the runs finished; "
                   "each interval at the level of its Holm step: 1 - the alpha its test is judged at)")
     for c in cmp["comparisons"]:

@@ -37,7 +37,7 @@ from ..core.messages import Message, canonical_messages
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood
 from ..store.db import RunStore
 from .scheduler import CallFailed, Scheduler
-from .server_checks import ServerChecks
+from .server_checks import ServerChecks, answers_from_a_server
 
 
 _key_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -344,7 +344,8 @@ class CachedVLM(_Wrapper):
             gen = made[-1]
         else:
             gen = Generation.model_validate(response)
-        self.session.checks.observe(self.model.model_id, request, config, gen, fresh=bool(made) and not hit)
+        if answers_from_a_server(self.model):  # a dry run's stand-ins and local models make no server claim
+            self.session.checks.observe(self.model.model_id, request, config, gen, fresh=bool(made) and not hit)
         return final_answer(gen)
 
     async def loglikelihood(self, messages: list[Message], continuations: list[str],

@@ -1,9 +1,11 @@
 """What the server really returned, measured on a run's calls (issue 47 item 2): sampling honoured, token
 log-probabilities present, usage reported.  The session (run/calls.py) feeds every generation to
-:class:`ServerChecks`; results.json keeps its ``result()`` as ``server_checks`` (run/outputs.py)."""
+:class:`ServerChecks`; results.json keeps its ``result()`` as ``server_checks`` (run/outputs.py).  Only real
+answers from a server are checked (:func:`answers_from_a_server`): a dry run makes no claim about the server."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from typing import Any
@@ -12,6 +14,24 @@ from ..core.files import json_encoder
 from ..core.roles import Generation, GenerationConfig
 
 _key_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=256)
+def _on_a_server(model_id: str) -> bool:
+    from ..core.spec import ModelSpec, SpecError, registration
+
+    try:
+        entry = registration(ModelSpec.parse(model_id).provider)
+    except (SpecError, ValueError):
+        return True
+    return not (entry is not None and entry.billing == "local")  # the provider's registration says where it runs
+
+
+def answers_from_a_server(model: Any) -> bool:
+    """Whether ``model``'s answers tell anything about a server: not a dry run's stand-in (its answers are made
+    up, no call was sent) nor a model that runs in this process (``ref:``, ``hf:``: registered as billed
+    "local"), whose answers say nothing about what a server did with the request."""
+    return not getattr(model, "dry_run", False) and _on_a_server(str(model.model_id))
 
 
 class ServerChecks:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...metrics.decisions import (expanded_percentile, headline_entry, krippendorff_alpha_interval,
                                  proportion_interval_counts, too_few_units, widen_degenerate, wilson_clustered)
+from ...metrics.measured import not_measured, unread_reason
 from . import metrics as M
 from .items import Items, first_appearance, unit_counts
 
@@ -144,15 +145,39 @@ def _mr_weighted(it: Items) -> float:
     return float(sum(np.mean(v) * weights[g] for g, v in groups.items()) / sum(weights.values()))
 
 
+def _unread(out: dict[str, Any], names: list[str]) -> str | None:
+    """The read-share floor (metrics/measured.py) over the settings a figure is made of."""
+    st = out.get("settings") or {}
+    return unread_reason({n: 1 - st[n]["unread_share"] for n in names if "unread_share" in st.get(n, {})})
+
+
+def _chance(out: dict[str, Any], setting: str, figure: str) -> str | None:
+    """RRM and RIAM divide by (that setting's accuracy - chance): a measurement only where it is above chance."""
+    acc, rand = ((out.get("settings") or {}).get(setting) or {}).get("accuracy"), out.get("acc_random")
+    if acc is None or rand is None or acc > rand:
+        return None
+    return (f"the {setting} accuracy {acc:.3f} is not above chance ({rand:.3f}), and {figure} divides by their "
+            "difference (ChEF's normalisation)")
+
+
+def _why(*reasons: str | None) -> str | None:
+    found = [r for r in reasons if r]
+    return "; and ".join(found) if found else None
+
+
 def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], desideratum: str, n_bins: int,
                   turn_task: str | None, seed: int = 0) -> dict[str, Any] | None:
     """The headline entry of a ChEF run from its items (columns, or the item results) and its summary ``out``
     (see the module docstring); the figure and its name are the ones :func:`vlmcheck.methods.headline.headline`
-    reads."""
+    reads.  Where the headline is defined is decided here, once: RRM and RIAM only where the accuracy they divide
+    by is above chance, and every figure made from parsed answers only where the parser read at least
+    ``metrics.measured.READ_FLOOR`` of them in each setting it is made of; otherwise the entry is
+    ``metrics.measured.not_measured`` with the reason."""
     it = res if isinstance(res, Items) else Items.of(res) if res else None
     if it is None or not len(it):
         return None
     first = it.primary
+    names = list(out.get("settings") or {})
     turn_key = out.get("turn_metric")
     if turn_key in out:  # Omnibenchmark, VOC2012
         from .turns import summarize_turns
@@ -162,11 +187,14 @@ def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], deside
 
         return _boot(it, _NAMES[turn_key], out[turn_key], turns_stat, seed, bounded=True)
     if out.get("vanilla_accuracy") is not None:  # MMBench: VanillaEval (rotation 0) is the headline
+        why = _unread(out, [first])
+        if why:
+            return not_measured("VanillaEval accuracy", why)
         ci, how = proportion_interval_counts(*unit_counts(it.units[it.rot0], it.cols[first]["correct"][it.rot0]),
                                              UNIT)
         return headline_entry("VanillaEval accuracy", out["vanilla_accuracy"], ci, how)
     if "overall" in out and out["overall"] is None:  # calibration without confidences: no figure, and why
-        return headline_entry("overall", None, None, {"method": out.get("calibration_note"), "unit": UNIT})
+        return not_measured("overall", out.get("calibration_note") or "no confidence to calibrate")
     if "overall" in out:  # calibration: 1 - ECE (Table 8)
         def overall(sub: Items) -> float | None:
             c = sub.cols[first]
@@ -176,22 +204,52 @@ def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], deside
 
         return _boot(it, "overall", out["overall"], overall, seed, bounded=True)
     if "riam" in out:
-        return _boot(it, "riam", out["riam"], _riam, seed)
+        why = _why(_unread(out, [n for n in names if n.startswith("shots=")]), _chance(out, "shots=0", "RIAM"))
+        return not_measured("riam", why) if why else _boot(it, "riam", out["riam"], _riam, seed)
     if "mr_weighted" in out:
-        return _boot(it, "mr_weighted", out["mr_weighted"], _mr_weighted, seed)
+        why = _unread(out, names)
+        return not_measured("mr_weighted", why) if why else _boot(it, "mr_weighted", out["mr_weighted"],
+                                                                   _mr_weighted, seed)
     if "pope" in out:
+        why = _unread(out, [first])
+        if why:
+            return not_measured("POPE accuracy", why)
         p = out["pope"]
         return headline_entry("POPE accuracy", p["accuracy"], p["accuracy_ci95"], p["interval"])
     if isinstance(out.get("rrm"), dict) and "both" in out["rrm"]:
-        return rrm_headline(it, out["rrm"]["both"], seed)
+        # the floor on the original setting only: an answer the model can no longer give in a readable form once
+        # the image is corrupted ("I cannot answer this") is part of the loss RRM measures
+        why = _why(_unread(out, ["original"]), _chance(out, "original", "RRM"))
+        return not_measured("RRM (image and text corrupted)", why) if why else rrm_headline(it, out["rrm"]["both"],
+                                                                                            seed)
     if desideratum == "language" and (out.get("language") or {}).get("score") is not None:
         def judged(sub: Items) -> float | None:
             vals = [j["mean"] for j in sub.judge or [] if (j or {}).get("mean") is not None]
             return float(np.mean(vals)) if vals else None
 
         return _boot(it, "language score (judge)", out["language"]["score"], judged, seed)
+    why = _unread(out, [first])
+    if why:
+        return not_measured("accuracy", why)
     st = out["settings"][first]
     return headline_entry("accuracy", st["accuracy"], st["accuracy_ci95"], st["interval"])
+
+
+#: where each headline's figure sits in the summary: blanked when the headline is not measured, so that no copy
+#: of it is read as a result (the per-setting accuracies stay, as what they are)
+FIGURE_OF = {"VanillaEval accuracy": ("vanilla_accuracy",), "riam": ("riam",), "mr_weighted": ("mr_weighted",),
+             "POPE accuracy": ("pope", "accuracy"), "RRM (image and text corrupted)": ("rrm", "both")}
+
+
+def blank_unmeasured(out: dict[str, Any]) -> None:
+    """Where the headline is not measured, its figure in ``out`` becomes None (:data:`FIGURE_OF`)."""
+    head = out.get("headline") or {}
+    path = FIGURE_OF.get(head.get("name")) if head.get("not_measured") else None
+    node = out
+    for key in (path or ())[:-1]:
+        node = node.get(key) if isinstance(node, dict) else None
+    if path and isinstance(node, dict) and path[-1] in node:
+        node[path[-1]] = None
 
 
 def judge_agreement(judged: list[dict[str, Any]]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from ...metrics.decisions import proportion_interval_counts
 from ..blind import blind_block_sums
 from ..repeats import spread
 from . import metrics as M
-from .headline import UNIT, chef_headline, judge_agreement
+from .headline import UNIT, blank_unmeasured, chef_headline, judge_agreement
 from .items import Items, ItemsBuilder, primary_setting, unit_counts
 
 
@@ -151,7 +151,8 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
         shots = {int(k.split("=")[1]): v["accuracy"] for k, v in per.items()}
         if 0 in shots and len(shots) > 1:
             icl = [shots[k] for k in sorted(shots) if k > 0]
-            out["riam"] = M.riam(shots[0], icl, acc_random) if shots[0] != acc_random else None
+            # defined above chance only: its normalisation divides by (acc_0 - chance), which flips sign below
+            out["riam"] = M.riam(shots[0], icl, acc_random) if shots[0] > acc_random else None
     elif d == "instruction_following":
         base = it.cols["original"]["pred"]
         mr: dict[str, Any] = {}
@@ -168,7 +169,8 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
         out["acc_vm"] = float(np.mean([per[n]["accuracy"] for n in per if n != "original"]))
     elif d == "robustness":
         orig = per["original"]["accuracy"]
-        out["rrm"] = {n.split(":")[1]: (M.rrm(orig, v["accuracy"], acc_random) if orig != acc_random else None)
+        # defined above chance only: (acc_crp - chance) / (acc_orig - chance) x 100 flips sign below it
+        out["rrm"] = {n.split(":")[1]: (M.rrm(orig, v["accuracy"], acc_random) if orig > acc_random else None)
                       for n, v in per.items() if n != "original"}
     elif d == "hallucination":
         out["pope"] = M.pope_metrics(c["pred"] == it.pred0, c["ans0"])
@@ -185,6 +187,7 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
         out["language"] = {"score": float(np.mean([j["mean"] for j in judged])) if judged else None,
                            "judged": len(judged), "skipped": skipped, **judge_agreement(judged)}
     out["headline"] = chef_headline(it, out, d, recipe.metric.n_bins, turn_task, seed)
+    blank_unmeasured(out)
     return out
 
 
@@ -244,6 +247,9 @@ class ChefSummary:
             out["repeats"] = spread([h.get("value") for h in per], self.temperature)
             head = summarize_items(Items.concat([t for t in tables if len(t)]), self.recipe, self.turn_task,
                                    self.seed, self.inferencer).get("headline")
-            if head:
+            if head and head.get("interval") is not None:
                 out["headline"] = {**head, "interval": {**head["interval"], "repeats": self.repeats}}
+            elif head:  # not measured over the pooled repeats: said, and its figure blanked
+                out["headline"] = head
+                blank_unmeasured(out)
         return out

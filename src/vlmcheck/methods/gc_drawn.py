@@ -1,0 +1,60 @@
+"""Where GenCeption's headline is defined: GC@T (eq. 3) scores what the generator drew from each description, so
+it is a measurement only where the generator drew images that differ (docs/methods.md, "When a headline is
+measured")."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+
+from ..metrics.measured import not_measured
+
+
+class Drawn:
+    """Folded a step at a time, in constant memory: whether the run's descriptions differ and whether the images
+    the generator returned for them do."""
+
+    def __init__(self) -> None:
+        self.first: tuple[str, str] | None = None  # (description, image) hashes of the first step seen
+        self.said_differ = self.drawn_differ = False
+        self.steps = 0
+
+    def add(self, description: Any, image_sha256: str | None) -> None:
+        said = hashlib.sha256(str(description).encode("utf-8", "surrogatepass")).hexdigest()
+        drawn = image_sha256 or ""
+        self.steps += 1
+        if self.first is None:
+            self.first = (said, drawn)
+            return
+        self.said_differ = self.said_differ or said != self.first[0]
+        self.drawn_differ = self.drawn_differ or drawn != self.first[1]
+
+    def add_steps(self, steps: list[dict[str, Any]]) -> None:
+        for st in steps:
+            self.add(st.get("description"), st.get("image_sha256"))
+
+    def unmeasured(self, S: np.ndarray, seed_images: int, T: int) -> dict[str, Any] | None:
+        """What the summary holds in place of GC@T where :meth:`reason` finds it undefined: the headline not
+        measured, with the reason, and the mean s(t) per step (what the run did measure); None where defined."""
+        why = self.reason(S, seed_images)
+        if why is None:
+            return None
+        return {"s_mean": [float(x) for x in S.mean(axis=0)], "headline": not_measured(f"GC@{T}", why)}
+
+    def reason(self, S: np.ndarray, seed_images: int) -> str | None:
+        """None where GC@T is a measurement; the reason where the generator returned one and the same image for
+        different descriptions (a generator that cannot draw them: the reference renderer given prose it cannot
+        parse, a service that returns a placeholder), or where every s(t) of two or more seed images is one and
+        the same value below 1 (the scores then do not depend on the image, so they measure the generator or
+        the encoder).  ``S``: the scored chains' s(t), a row per chain.  Identical scores of 1 are perfect chains,
+        not a failure to draw."""
+        if self.said_differ and not self.drawn_differ:
+            return (f"the generator returned one and the same image for all {self.steps} descriptions of this run "
+                    "(they differ), so s(t) compares each seed image with that one image, not with what the model "
+                    "said")
+        if seed_images > 1 and S.size and np.ptp(S) == 0 and S.flat[0] < 1:
+            return (f"every s(t) is {S.flat[0]:.4f} on all {seed_images} seed images, so the scores do not depend "
+                    "on the image: they measure the generator or the encoder, not the describer")
+        return None

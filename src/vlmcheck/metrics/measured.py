@@ -1,0 +1,46 @@
+"""When a headline is a measurement: the entry of a headline that is not one, and the floor on answers read.
+
+Each method decides, where it defines its headline, whether the run's evidence makes it a measurement (ChEF's
+ratios only above chance, accuracy-type figures only from answers that were read, GenCeption only from images the
+generator drew); where it is not, results.json records :func:`not_measured` - the headline's name, value null and
+the reason in words - and every surface shows the reason, never a number (docs/methods.md, "When a headline is
+measured").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+#: the least share of a figure's answers the parser must have read for the figure to be a measurement.  An answer
+#: it could not read still counts (as wrong, or as POPE's default "yes"), so below half of them read the figure
+#: says more about the answer format than about the model: every unread answer read the other way would move it
+#: by more than the read ones can.  Between this floor and the warning (ChEF's ``UNREAD_WARN``, VHExpansion's
+#: ``UNREAD_WARN_SHARE``) the figure stands, with the warning beside it.
+READ_FLOOR = 0.5
+
+#: the field of a headline entry that holds why it is not a measurement
+REASON = "not_measured"
+
+
+def not_measured(name: str, reason: str, higher_is_better: bool = True) -> dict[str, Any]:
+    """The headline entry of a run whose headline is not a measurement: its name, value and interval null, and
+    ``not_measured``, the reason in words (a sentence without its leading capital or final full stop)."""
+    return {"name": name, "value": None, "ci95": None, "interval": None, "higher_is_better": higher_is_better,
+            REASON: reason}
+
+
+def reason_of(entry: Any) -> str | None:
+    """Why a headline entry is not a measurement (None: it is one, or there is no entry)."""
+    return entry.get(REASON) if isinstance(entry, dict) and entry.get(REASON) else None
+
+
+def unread_reason(read_shares: Mapping[str, float], what: str = "answers") -> str | None:
+    """The reason a figure made from these settings' answers is not measured, where the share the parser read
+    is below :data:`READ_FLOOR` in any of them (``read_shares``: setting -> share read); None where every
+    setting reaches it."""
+    low = {k: v for k, v in read_shares.items() if v < READ_FLOOR}
+    if not low:
+        return None
+    listing = ", ".join(f"{k} {v:.0%}" for k, v in low.items())
+    return (f"the parser read fewer than {READ_FLOOR:.0%} of the {what} ({listing} read), so the figure would "
+            "measure the answer format, not the model")
