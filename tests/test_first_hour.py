@@ -461,8 +461,8 @@ def test_resume_prints_the_results_table_the_run_command_prints(tmp_path):
 
 
 def test_a_sweeps_tables_are_named_by_method_and_model(tmp_path):
-    """Three runs whose folders are all called noisy/ (a sweep's layout): each table is named by its method and
-    model; a folder name no other run has is kept; never runs or metrics."""
+    """Each table is named by its run's method and model id (never a URL or parameter, never runs or metrics),
+    the same whatever else is exported; runs of one method and model add their folder's name."""
     from vlmcheck.export import table_names
 
     folders = []
@@ -477,10 +477,16 @@ def test_a_sweeps_tables_are_named_by_method_and_model(tmp_path):
         (tmp_path / name / "results.json").write_text(json.dumps({"task": "cast", "spec": {"task_spec": {
             "vlm": "ref:describer"}}}))
         folders.append(tmp_path / name)
-    assert table_names(folders) == ["genception-ref_describer_level=0.3", "vhexpansion-ref_describer_level=0.3",
-                                    "vhexpansion-openai_gpt-4o-mini", "solo", "cast-ref_describer"]
-    assert table_names([folders[1], folders[1]]) == ["vhexpansion-ref_describer_level=0.3",
-                                                     "vhexpansion-ref_describer_level=0.3-2"]
+    assert table_names(folders) == ["genception-describer", "vhexpansion-describer", "vhexpansion-gpt-4o-mini",
+                                    "cast-describer-solo", "cast-describer-runs"]
+    assert table_names([folders[1], folders[1]]) == ["vhexpansion-describer", "vhexpansion-describer-2"]
+    for i, f in enumerate(folders[:3]):  # the same run, the same name, alone or with others
+        assert table_names([f]) == [table_names(folders)[i]]
+    url = tmp_path / "served" / "run"
+    url.mkdir(parents=True)
+    (url / "results.json").write_text(json.dumps({"task": "chef", "label": None, "spec": {"task_spec": {
+        "vlm": "openai:/models/tiny-qwen/@http://127.0.0.1:18531/v1?key_env=LITELLM_KEY"}}}))
+    assert table_names([url]) == ["chef-tiny-qwen"]
 
 
 @pytest.mark.slow

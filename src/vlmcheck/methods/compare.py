@@ -30,6 +30,7 @@ np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 from ..core.files import SampleRecords, read_results
 from ..metrics.decisions import holm
 from ..metrics.signflip import decision_interval, holm_levels, paired_decision
+from ..run.labels import run_label, run_labels
 from ..run.task import Outcome, outcomes_for
 from . import outcomes as _builtin  # noqa: F401 - registers the built-in methods' outcomes
 
@@ -42,7 +43,7 @@ def unit_values(folder: str | Path) -> tuple[str, str, dict[str, Units]]:
     outcomes; a method that declares none gives no metrics (the callers say so)."""
     info = read_results(folder)
     task, spec = info["task"], (info.get("spec") or {}).get("task_spec") or {}
-    model = spec.get("vlm") or str(folder)
+    model = run_label(info, folder)
     read = outcomes_for(task)
     metrics: dict[str, Units] = {}
     if read is None:
@@ -195,6 +196,8 @@ def compare_runs(runs: list[str | Path]) -> dict[str, Any]:
     if len(methods) != 1:
         raise ValueError(f"compare runs of one method; these are {', '.join(sorted(methods))}")
     method = methods.pop()
+    shown = run_labels((read_results(f, need_samples=False), f) for f, _, _, _ in loaded)  # told apart
+    loaded = [(f, t, label, v) for (f, t, _, v), label in zip(loaded, shown)]
     comparisons: list[dict[str, Any]] = []
     metrics = [m for m in loaded[0][3] if all(m in v for _, _, _, v in loaded)]
     for metric in metrics:

@@ -376,6 +376,8 @@ def comparisons(cmp: dict[str, Any]) -> None:
 def results(results: dict[str, Any]) -> None:
     """The table the run command of a finished run prints (``vlmcheck resume`` and ``retry-failed`` print the
     same): the lines its method's view declares (``methods/views.py``); a method without them, its headline."""
-    model = str(((results.get("spec") or {}).get("task_spec") or {}).get("vlm") or "")
+    from ..run.labels import run_label
+
+    model = run_label(results)
     lines = view_for(results.get("task")).summary or _lines.headline_lines
     show(lines(model, results.get("metrics") or {}))

@@ -104,6 +104,10 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
                                           RETRY: "the run's results are in its folder's results.json"}),
     RunOption("report", bool, True, "Write report.html at the end (`vlmcheck report RUN` makes it later).",
               flags=("--report/--no-report",)),
+    RunOption("label", Optional[str], None, "The name tables, leaderboards, reports and exports show for this "
+                                            "run (default: the model's id; the full spec stays in the run's details).",
+              cli={"metavar": "NAME"},
+              refused={SWEEP: "a sweep names each model's runs with `label:` beside its spec in `models:`"}),
 )
 BY_NAME = {o.name: o for o in RUN_OPTIONS}
 

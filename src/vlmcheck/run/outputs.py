@@ -78,6 +78,9 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
     recorded = store.get_meta("server_checks")
     if recorded is not None:
         results["server_checks"] = recorded
+    label = store.get_meta("label")  # the run's --label; without one its model's id is shown (run/labels.py)
+    if label:
+        results["label"] = label
     results.update(extra or {})
     _write_json_atomic(store.folder / "results.json", results)
     return results

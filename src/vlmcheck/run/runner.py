@@ -86,6 +86,8 @@ class RunOptions(BaseModel):
     ray_address: str | None = None  # None: a local Ray instance (or the cluster this process already joined)
     workers: int | None = Field(default=None, ge=1)  # Ray actors; None: one per CPU of the cluster, at most 8
     gpus_per_worker: float = Field(default=0.0, ge=0.0)
+    # the name people read for this run (run/labels.py), kept in the store; None keeps the one it has, if any
+    label: str | None = None
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -223,6 +225,8 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
                 for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", MARKER):
                     (folder / name).unlink(missing_ok=True)
             raise
+        if options.label is not None and options.label.strip():
+            store.set_meta("label", options.label.strip())
         key_version = store.get_meta("key_version")
         # a store from before key version 3 keys its files by their pixels: read them decoded, as it did
         inputs.set_policy(dataclasses.replace(inputs.current_policy(), file_keys=file_keys(key_version)))
