@@ -626,7 +626,7 @@ def test_describe_prints_its_headline_on_stdout(tmp_path):
     proc = _cli("describe", "--vlm", "ref:photo", "--data", data, "--out", tmp_path / "run")
     assert proc.returncode == 0, proc.stderr[-1500:]
     h = json.loads((tmp_path / "run" / "results.json").read_text())["metrics"]["headline"]
-    assert proc.stdout == f"ref:photo: {h['name']} = {h['value']:.4f} [{h['ci95'][0]:.4f}, {h['ci95'][1]:.4f}]\n"
+    assert proc.stdout == f"photo: {h['name']} = {h['value']:.4f} [{h['ci95'][0]:.4f}, {h['ci95'][1]:.4f}]\n"
     assert "done 3/3 samples" in proc.stderr
 
 
