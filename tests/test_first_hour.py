@@ -520,7 +520,10 @@ def test_each_method_has_its_own_tidy_samples_table_and_cast_verdicts_are_rows(t
     for t in (vhx, chef, tables["cast"]):
         assert len(t.columns) < len(union.columns) and "task" not in t.columns
     assert "pred" not in vhx.columns and "variant" not in chef.columns  # no other method's columns
-    assert pd.api.types.is_string_dtype(vhx["answer"]) and str(chef["answer"].dtype) == "Int64"
+    assert pd.api.types.is_string_dtype(vhx["answer"]) and str(chef["truth"].dtype) == "Int64"
+    # ChEF's two truths say so; the model's choice is `pred` (no `answer` column that is not an answer)
+    assert {"truth", "sample.truth", "pred"} <= set(chef.columns) and "answer" not in chef.columns
+    assert "sample.answer" not in chef.columns
     seeds = [c for c in vhx.columns if c.endswith("seed")]
     assert seeds and all(str(vhx[c].dtype) == "Int64" for c in seeds)
     v = tables["cast_verdicts"]

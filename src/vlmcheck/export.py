@@ -79,10 +79,12 @@ def iter_sample_rows(folder: str | Path) -> Iterator[dict[str, Any]]:
     path = folder / "samples.jsonl"
     if not path.is_file():
         read_text_input(path, "samples file")  # the one sentence saying why not
+    names = view_for(task).columns  # the method's own names for misleading fields (ChEF's truth)
     n = 0
     try:
         for n, rec in enumerate(SampleRecords(path), 1):
-            yield from _rows_of(rec, base, unit)
+            for row in _rows_of(rec, base, unit):
+                yield {names.get(k, k): v for k, v in row.items()} if names else row
     except UnicodeDecodeError:
         raise InputFileError(f"{path}: not UTF-8 text; rebuild the file from the run's store with: vlmcheck "
                              f"resume {folder}") from None

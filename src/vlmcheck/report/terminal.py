@@ -199,8 +199,10 @@ def run_done(out: Any, results: dict[str, Any]) -> None:
         f"{session.get('model_calls', 0)} model calls, {session.get('cache_hits', 0)} cache hits. "
         f"Results: {out}/results.json", "done", "green")
     failures(counts)
-    for w in (results.get("server_checks") or {}).get("warnings", []):
-        say(w, "warning:", "yellow")
+    checks = results.get("server_checks") or {}
+    for w in checks.get("warnings", []):
+        if w not in (checks.get("said") or []):  # a warning the run gave as it happened is not repeated
+            say(w, "warning:", "yellow")
 
 
 def failures(counts: dict[str, Any]) -> None:
@@ -246,17 +248,33 @@ def show(lines: list[Any]) -> None:
             if not con.quiet:  # one literal line to a file or a pipe: what rich writes there, without loading rich
                 con.file.write(f"{ln.text}\n")
             continue
+        kw = {k: v for k, v in (("highlight", ln.highlight), ("markup", ln.markup), ("soft_wrap", ln.soft_wrap))
+              if v is not None}
+        text = ln.text
+        if not ln.soft_wrap and isinstance(text, str) and con.width:
+            # wrapped here, never between a figure and what it is ("GC@1 =" | "0.3151") or inside its interval
+            head = len(ln.kind) + 2 if ln.kind else 0
+            text, kw["soft_wrap"] = wrap_figures(" " * head + text, con.width)[head:], True
         if ln.kind:
             from rich.markup import escape
 
-            text = f"[yellow]{ln.kind}:[/yellow] {escape(str(ln.text))}"
-        else:
-            text = ln.text
-        kw = {k: v for k, v in (("highlight", ln.highlight), ("markup", ln.markup), ("soft_wrap", ln.soft_wrap))
-              if v is not None}
+            text = f"[yellow]{ln.kind}:[/yellow] {escape(str(text))}"
         if ln.markup is False:  # taken literally: no emoji codes either
             kw["emoji"] = False
         con.print(text, **kw)
+
+
+#: the spaces a line is never wrapped at: around "=" before a figure, before a figure's interval, inside it
+_GLUED = re.compile(r"(?<=\S) = (?=[-+\d.])|(?<=\d) (?=\[[-+\d.])|\[[-+\d.][\d.eE+-]*, [-+\d.][\d.eE+-]*\]")
+
+
+def wrap_figures(text: str, width: int) -> str:
+    """``text`` wrapped to ``width`` between words, a figure kept on one line with its name and interval."""
+    import textwrap
+
+    glued = _GLUED.sub(lambda m: m.group(0).replace(" ", "\0"), text)
+    lines = textwrap.wrap(glued, width, break_long_words=False, break_on_hyphens=False, subsequent_indent="  ")
+    return "\n".join(ln.replace("\0", " ") for ln in lines) or text
 
 
 def genception(model: str, m: dict[str, Any]) -> None:
@@ -348,14 +366,37 @@ def providers(entries: dict[str, Any]) -> None:
     stdout.print(table(["provider", "roles", "description"], rows, keys=["provider"]))
 
 
-def recipes(rows: list[list[str]]) -> None:
-    """``chef list``: one block per recipe (its name, then what it is), readable at any width."""
-    from rich.padding import Padding
+def recipes(rows: list[list[str]], long: bool = False) -> None:
+    """``chef list``: a line per recipe (name, desideratum, scenario, default inferencer), columns aligned, no
+    trailing space; ``long``: a block per recipe with the other inferencers it takes and what it is, wrapped to
+    the terminal's width."""
+    import textwrap
+
     from rich.text import Text
 
+    def line(text: Text) -> None:
+        stdout.print(text, soft_wrap=True, highlight=False)
+
+    if not long:
+        cells = [["recipe", "desideratum", "scenario", "inferencer"]] + [
+            [n, d.replace("_", " "), sc, inf.split(" (", 1)[0]] for n, d, sc, inf, _ in rows]
+        widths = [max(len(r[i]) for r in cells) for i in range(3)]
+        for k, r in enumerate(cells):
+            t = Text(r[0].ljust(widths[0]), style="bold" if k == 0 else "")
+            t.append("  " + "  ".join(c.ljust(w) for c, w in zip(r[1:3], widths[1:])) + "  " + r[3],
+                     style="bold" if k == 0 else "")
+            line(t)
+        line(Text("`vlmcheck chef list --long`: what each measures and the other inferencers it takes"))
+        return
+    width = max(40, stdout.width)
     for name, desideratum, scenario, inferencer, description in rows:
-        stdout.print(Text(name, style="bold"), Text(f"  {desideratum}; scenario {scenario}, inferencer {inferencer}"))
-        stdout.print(Padding(Text(" ".join(str(description).split()), overflow="fold"), (0, 0, 0, 4)))
+        head = textwrap.wrap(f"{name}  {desideratum}; scenario {scenario}, inferencer {inferencer}", width,
+                             subsequent_indent="  ")
+        line(Text(head[0][:len(name)], style="bold") + Text(head[0][len(name):]))
+        for ln in head[1:]:
+            line(Text(ln))
+        for ln in textwrap.wrap(" ".join(str(description).split()), width - 4):
+            line(Text("    " + ln))
 
 
 def comparisons(cmp: dict[str, Any]) -> None:
@@ -378,6 +419,8 @@ def results(results: dict[str, Any]) -> None:
     same): the lines its method's view declares (``methods/views.py``); a method without them, its headline."""
     from ..run.labels import run_label
 
+    if not (results.get("counts") or {}).get("done"):  # nothing measured: no table of nothing (the failures
+        return                                          # and the exit status have said why, on stderr)
     model = run_label(results)
     lines = view_for(results.get("task")).summary or _lines.headline_lines
     show(lines(model, results.get("metrics") or {}))
