@@ -386,7 +386,7 @@ def recipes(rows: list[list[str]], long: bool = False) -> None:
             t.append("  " + "  ".join(c.ljust(w) for c, w in zip(r[1:3], widths[1:])) + "  " + r[3],
                      style="bold" if k == 0 else "")
             line(t)
-        line(Text("`vlmcheck chef list --long`: what each measures and the other inferencers it takes"))
+        line(Text("what each recipe measures, and its other inferencers: vlmcheck chef list --long"))
         return
     width = max(40, stdout.width)
     for name, desideratum, scenario, inferencer, description in rows:
