@@ -136,3 +136,48 @@ def test_a_gateway_refusal_leaves_no_run_folder(litellm, tmp_path, image_folder)
     assert not out.exists()
     assert not [r for r in litellm.requests() if r["path"] == "/v1/chat/completions"]
     json.dumps(lines)
+
+
+def test_a_new_runs_first_requests_refused_for_the_runs_reason_refuse_it():
+    from vlmcheck.run.first_calls import FirstCalls, run_reason
+
+    auth = {"status": "error", "error_type": "model_call:auth",
+            "message": "auth (HTTP 401): Incorrect API key provided: Bearer [REDACTED] (after 1 attempt)"}
+    gone = {"status": "error", "error_type": "model_call:bad_request",
+            "message": "bad_request (HTTP 404): The model `m` does not exist. (after 1 attempt)"}
+    own = {"status": "error", "error_type": "model_call:bad_request", "message": "bad_request (HTTP 400): too big"}
+    assert "--api-key" in run_reason(auth) and "base URL" in run_reason(gone) and run_reason(own) is None
+    gate = FirstCalls(todo=10)
+    assert [gate.observe(auth) for _ in range(4)] == [False, False, False, True]
+    assert "first 4 requests" in gate.refusal and "Incorrect API key provided" in gate.refusal
+    assert "--no-preflight" in gate.refusal and "\n" not in gate.refusal
+    mixed = FirstCalls(todo=10)  # one sample that failed for its own reason, or one done: the run goes on
+    assert not any(mixed.observe(o) for o in (auth, own, auth, auth, auth, auth))
+    done = FirstCalls(todo=10)
+    assert not any(done.observe(o) for o in (auth, {"status": "done"}, auth, auth, auth))
+    one = FirstCalls(todo=1)
+    assert one.observe(gone) and "first request (" in one.refusal
+
+
+@pytest.mark.slow
+def test_a_key_refused_on_the_first_requests_leaves_no_run_folder(fake_server, tmp_path, image_folder):
+    """nginx in front of a server: no GET /models (a bare 404, the preflight passes), every chat request 401."""
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    args = [sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", f"openai:m@{fake_server.base_url}", "--data",
+            str(image_folder), "--limit", "5", "--no-progress", "--prompt", "[fault=401echo] Describe.",
+            "--api-key", "sk-SECRET-77", "--max-concurrency", "1"]
+    out = tmp_path / "d"
+    run = subprocess.run(args + ["--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    lines = [x for x in run.stderr.splitlines() if x.strip()]
+    assert run.returncode == 2 and len(lines) == 1, run.stderr
+    assert "Incorrect API key provided" in lines[0] and "--api-key" in lines[0] and "sk-SECRET-77" not in run.stderr
+    assert not out.exists()
+    chats = [r for r in fake_server.requests() if r["path"] == "/v1/chat/completions"]
+    assert len(chats) == 4  # stopped after the first four, not every sample
+    made = tmp_path / "made"  # a folder the user made stays, empty
+    made.mkdir()
+    again = subprocess.run(args + ["--out", str(made)], capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 2 and made.is_dir() and not any(made.iterdir())
+    kept = subprocess.run(args + ["--out", str(out), "--no-preflight"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert kept.returncode == 1 and json.loads((out / "results.json").read_text())["counts"]["failed"] == 5
