@@ -257,8 +257,7 @@ def table_names(folders: list[Path]) -> list[str]:
     seen: dict[str, int] = {}
     for i, name in enumerate(names):
         seen[name] = seen.get(name, 0) + 1
-        if seen[name] > 1:
-            names[i] = f"{name}-{seen[name]}"
+        names[i] = name if seen[name] == 1 else f"{name}-{seen[name]}"
     return names
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..methods import view_lines as _lines
 from ..methods.views import view_for
+from .text import recipe_lines, wrap_figures
 
 if TYPE_CHECKING:
     from rich.console import Console, Group, RenderableType
@@ -264,19 +265,6 @@ def show(lines: list[Any]) -> None:
         con.print(text, **kw)
 
 
-#: the spaces a line is never wrapped at: around "=" before a figure, before a figure's interval, inside it
-_GLUED = re.compile(r"(?<=\S) = (?=[-+\d.])|(?<=\d) (?=\[[-+\d.])|\[[-+\d.][\d.eE+-]*, [-+\d.][\d.eE+-]*\]")
-
-
-def wrap_figures(text: str, width: int) -> str:
-    """``text`` wrapped to ``width`` between words, a figure kept on one line with its name and interval."""
-    import textwrap
-
-    glued = _GLUED.sub(lambda m: m.group(0).replace(" ", "\0"), text)
-    lines = textwrap.wrap(glued, width, break_long_words=False, break_on_hyphens=False, subsequent_indent="  ")
-    return "\n".join(ln.replace("\0", " ") for ln in lines) or text
-
-
 def genception(model: str, m: dict[str, Any]) -> None:
     show(_lines.genception(model, m))
 
@@ -367,36 +355,11 @@ def providers(entries: dict[str, Any]) -> None:
 
 
 def recipes(rows: list[list[str]], long: bool = False) -> None:
-    """``chef list``: a line per recipe (name, desideratum, scenario, default inferencer), columns aligned, no
-    trailing space; ``long``: a block per recipe with the other inferencers it takes and what it is, wrapped to
-    the terminal's width."""
-    import textwrap
-
+    """``chef list``: :func:`~vlmcheck.report.text.recipe_lines` on stdout, no trailing space, never rewrapped."""
     from rich.text import Text
 
-    def line(text: Text) -> None:
-        stdout.print(text, soft_wrap=True, highlight=False)
-
-    if not long:
-        cells = [["recipe", "desideratum", "scenario", "inferencer"]] + [
-            [n, d.replace("_", " "), sc, inf.split(" (", 1)[0]] for n, d, sc, inf, _ in rows]
-        widths = [max(len(r[i]) for r in cells) for i in range(3)]
-        for k, r in enumerate(cells):
-            t = Text(r[0].ljust(widths[0]), style="bold" if k == 0 else "")
-            t.append("  " + "  ".join(c.ljust(w) for c, w in zip(r[1:3], widths[1:])) + "  " + r[3],
-                     style="bold" if k == 0 else "")
-            line(t)
-        line(Text("what each recipe measures, and its other inferencers: vlmcheck chef list --long"))
-        return
-    width = max(40, stdout.width)
-    for name, desideratum, scenario, inferencer, description in rows:
-        head = textwrap.wrap(f"{name}  {desideratum}; scenario {scenario}, inferencer {inferencer}", width,
-                             subsequent_indent="  ")
-        line(Text(head[0][:len(name)], style="bold") + Text(head[0][len(name):]))
-        for ln in head[1:]:
-            line(Text(ln))
-        for ln in textwrap.wrap(" ".join(str(description).split()), width - 4):
-            line(Text("    " + ln))
+    for ln in recipe_lines(rows, long, stdout.width):
+        stdout.print(Text(ln), soft_wrap=True, highlight=False)
 
 
 def comparisons(cmp: dict[str, Any]) -> None:
