@@ -93,3 +93,31 @@ def test_every_surface_shows_labels_and_the_details_keep_the_spec(tmp_path, imag
     alone = _cli("export", b, "--out", tmp_path / "y", "--format", "csv", cwd=tmp_path)
     assert alone.returncode == 0 and (tmp_path / "y" / "describe-Qwen_via_gateway.csv").exists()
     assert not any("sk-SECRET-9" in p.read_text() for p in (tmp_path / "x").iterdir())
+
+
+def test_a_sweeps_label_names_its_runs_and_its_summary(tmp_path):
+    from vlmcheck.sweep import run_sweep
+
+    from PIL import Image
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "a.png")
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"image": "a.png", "question": "Is there a cat?",
+                                                      "answer": "no"}) + "\n")
+    (tmp_path / "sweep.yaml").write_text(
+        "out: out\nmodels:\n  - spec: openai:tiny-qwen@http://127.0.0.1:18531/v1?key_env=K\n    label: Qwen (gateway)\n"
+        "  - openai:gpt-4o-mini@http://127.0.0.1:18532/v1\n"
+        "methods:\n  - method: vhexpansion\n    cases: cases.jsonl\n    perturb: []\n")
+    given = {}
+
+    def execute(task, folder, options):
+        given[folder.name] = options.label
+        res = {"task": "vhexpansion", "spec": {"task_spec": task.spec()}, "counts": {"samples": 0, "failed": 0},
+               "metrics": {}}
+        if options.label:
+            res["label"] = options.label
+        return {**res, "_folder": str(folder)}
+
+    result = run_sweep(tmp_path / "sweep.yaml", progress=False, execute=execute, report=False)
+    assert sorted(given.values(), key=str) == [None, "Qwen (gateway)"]
+    assert [r["model"] for r in result.summary] == ["Qwen (gateway)", "gpt-4o-mini"]
+    assert result.summary[1]["spec"] == "openai:gpt-4o-mini@http://127.0.0.1:18532/v1"
