@@ -263,7 +263,9 @@ def test_a_sweep_runs_models_x_methods_and_resumes_without_a_call(tmp_path):
                        "vhexpansion/ref_describer_level_0.1"]
     summary = json.loads((runs / "summary.json").read_text())
     gc = {r["model"]: r["value"] for r in summary if r["method"] == "genception"}
-    assert gc["ref:describer?level=0.1"] > gc["ref:describer?level=0.3"]  # the noisier describer drifts more
+    assert gc["describer (level=0.1)"] > gc["describer (level=0.3)"]  # the noisier describer drifts more
+    assert {r["model"] for r in summary if r["method"] == "vhexpansion"} == set(gc)  # labels per method
+    assert {r["spec"] for r in summary} == {"ref:describer?level=0.1", "ref:describer?level=0.3"}
     assert json.loads((runs / "genception" / "leaderboard.json").read_text())
     assert (runs / "report.html").stat().st_size > 1000
     again = _cli("run", tmp_path / "sweep.yaml", "--no-progress")
