@@ -48,6 +48,8 @@ def test_runs_are_told_apart_only_where_they_would_collide():
                                 "claude-sonnet-4-5", "Mine"]
     same = [(_res("openai:m@http://a:1/v1"), "x/run"), (_res("openai:m@http://a:1/v1"), "y/run")]
     assert run_labels(same) == ["m", "m #2"]
+    other_method = {**_res("openai:m@http://a:1/v1"), "task": "genception"}  # never compared with a describe run
+    assert run_labels([(_res("openai:m"), "d/m"), (other_method, "g/m")]) == ["m", "m"]
     assert run_label(_res("openai:m@http://h/v1", label="  ")) == "m"
 
 

@@ -276,10 +276,8 @@ def run_sweep(config: str | Path, progress: bool = True,
         summary.append({"method": folder.parent.name, "model": spec["vlm"], "folder": str(folder),
                         "metric": name, "value": value, "samples": res["counts"]["samples"],
                         "failed": res["counts"]["failed"]})
-    for method in {row["method"] for row in summary}:  # told apart within a method: its rows are read together
-        mine = [(row, res) for row, res in zip(summary, results) if row["method"] == method]
-        for (row, _), label in zip(mine, run_labels((res, row["folder"]) for row, res in mine)):
-            row["spec"], row["model"] = row["model"], label  # the name people read; the spec beside it
+    for row, label in zip(summary, run_labels((res, row["folder"]) for res, row in zip(results, summary))):
+        row["spec"], row["model"] = row["model"], label  # the name people read; the spec beside it
     write_text_atomic(out / "summary.json", json.dumps(summary, indent=2))
     boards = {folder.parent: view_for(method).leaderboard for folder, method, _ in runs}  # the method's view says
     for group in sorted(g for g, make in boards.items() if make is not None):

@@ -50,9 +50,21 @@ def _identity_params(spec: str) -> str:
 
 def run_labels(runs: Iterable[tuple[dict[str, Any], str | Path | None]]) -> list[str]:
     """The labels of runs shown together, ``(results, folder)`` each: each run's :func:`run_label`, told apart
-    only where two would read the same."""
+    only where two runs of one method would read the same (runs of different methods are never in one
+    comparison, and a table of several methods names the method beside each)."""
     runs = list(runs)
     labels = [run_label(r, f) for r, f in runs]
+    by_task: dict[str, list[int]] = {}
+    for i, (r, _) in enumerate(runs):
+        by_task.setdefault(str(r.get("task")), []).append(i)
+    for members in by_task.values():
+        shown = _apart([runs[i] for i in members], [labels[i] for i in members])
+        for i, label in zip(members, shown):
+            labels[i] = label
+    return labels
+
+
+def _apart(runs: list[tuple[dict[str, Any], str | Path | None]], labels: list[str]) -> list[str]:
     specs = [_spec_of(r) for r, _ in runs]
     for extra in (lambda i: specs[i].partition(":")[0],  # the provider
                   lambda i: _identity_params(specs[i]),  # the parameters that change answers
