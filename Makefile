@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo screenshots test test-fast install bench bench-peers clean browser
+.PHONY: demo screenshots test test-fast install bench bench-peers clean browser litellm-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +39,21 @@ browser:
 	   || (apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1)) \
 	  || echo "WARNING: could not install chromium; the report's browser tests will be SKIPPED")
 
-test: $(STAMP) browser
+# A LiteLLM proxy for tests/test_real_gateway.py, in an environment of its own (its pins clash with the project's;
+# no torch): pinned, and optional like the browser: without it those tests skip, saying so.
+LITELLM := .venv-litellm
+
+$(LITELLM)/.installed:
+	$(PYTHON) -m venv $(LITELLM)
+	$(LITELLM)/bin/python -m pip install --quiet --upgrade pip
+	$(LITELLM)/bin/python -m pip install --quiet "litellm[proxy]==1.108.7"
+	touch $@
+
+litellm-venv:
+	@$(MAKE) --no-print-directory $(LITELLM)/.installed \
+	  || echo "WARNING: could not install the LiteLLM proxy; tests/test_real_gateway.py will be SKIPPED"
+
+test: $(STAMP) browser litellm-venv
 	$(PY) -m pytest -q
 
 # the developer's loop: every test not marked slow (tests/conftest.py says how a test is marked)
@@ -79,4 +93,4 @@ bench-peers: $(STAMP) $(LMMS)/.installed $(INSP)/.installed
 	$(PY) bench/api_throughput.py --peers --n 2000 --rounds 3
 
 clean:
-	rm -rf $(VENV) $(LMMS) $(INSP) demo-run .pytest_cache
+	rm -rf $(VENV) $(LMMS) $(INSP) $(LITELLM) demo-run .pytest_cache

@@ -65,9 +65,9 @@ def test_cli_demo_runs(demo_run):
     assert results["counts"]["done"] == 12
     assert results["spec"]["task_spec"]["vlm"] == "ref:photo"
     board = json.loads((demo_run / "genception/leaderboard.json").read_text())
-    assert list(board["models"]) == ["ref:describer?level=0.0", "ref:describer?level=0.1",
-                                     "ref:describer?level=0.3"]
-    assert board["models"]["ref:describer?level=0.0"]["GC@3"] == 1.0
+    assert list(board["models"]) == ["describer (level=0.0)", "describer (level=0.1)", "describer (level=0.3)"]
+    assert board["models"]["describer (level=0.0)"]["GC@3"] == 1.0
+    assert board["models"]["describer (level=0.0)"]["spec"] == "ref:describer?level=0.0"
     for part in ("cast", "chef", "vhexpansion"):
         assert list((demo_run / part).glob("*/results.json")), part
     assert (demo_run / "report.html").is_file()

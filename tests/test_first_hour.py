@@ -263,7 +263,9 @@ def test_a_sweep_runs_models_x_methods_and_resumes_without_a_call(tmp_path):
                        "vhexpansion/ref_describer_level_0.1"]
     summary = json.loads((runs / "summary.json").read_text())
     gc = {r["model"]: r["value"] for r in summary if r["method"] == "genception"}
-    assert gc["ref:describer?level=0.1"] > gc["ref:describer?level=0.3"]  # the noisier describer drifts more
+    assert gc["describer (level=0.1)"] > gc["describer (level=0.3)"]  # the noisier describer drifts more
+    assert {r["model"] for r in summary if r["method"] == "vhexpansion"} == set(gc)  # labels per method
+    assert {r["spec"] for r in summary} == {"ref:describer?level=0.1", "ref:describer?level=0.3"}
     assert json.loads((runs / "genception" / "leaderboard.json").read_text())
     assert (runs / "report.html").stat().st_size > 1000
     again = _cli("run", tmp_path / "sweep.yaml", "--no-progress")
@@ -461,8 +463,8 @@ def test_resume_prints_the_results_table_the_run_command_prints(tmp_path):
 
 
 def test_a_sweeps_tables_are_named_by_method_and_model(tmp_path):
-    """Three runs whose folders are all called noisy/ (a sweep's layout): each table is named by its method and
-    model; a folder name no other run has is kept; never runs or metrics."""
+    """Each table is named by its run's method and model id (never a URL or parameter, never runs or metrics),
+    the same whatever else is exported; runs of one method and model add their folder's name."""
     from vlmcheck.export import table_names
 
     folders = []
@@ -477,10 +479,16 @@ def test_a_sweeps_tables_are_named_by_method_and_model(tmp_path):
         (tmp_path / name / "results.json").write_text(json.dumps({"task": "cast", "spec": {"task_spec": {
             "vlm": "ref:describer"}}}))
         folders.append(tmp_path / name)
-    assert table_names(folders) == ["genception-ref_describer_level=0.3", "vhexpansion-ref_describer_level=0.3",
-                                    "vhexpansion-openai_gpt-4o-mini", "solo", "cast-ref_describer"]
-    assert table_names([folders[1], folders[1]]) == ["vhexpansion-ref_describer_level=0.3",
-                                                     "vhexpansion-ref_describer_level=0.3-2"]
+    assert table_names(folders) == ["genception-describer", "vhexpansion-describer", "vhexpansion-gpt-4o-mini",
+                                    "cast-describer-solo", "cast-describer-runs"]
+    assert table_names([folders[1], folders[1]]) == ["vhexpansion-describer", "vhexpansion-describer-2"]
+    for i, f in enumerate(folders[:3]):  # the same run, the same name, alone or with others
+        assert table_names([f]) == [table_names(folders)[i]]
+    url = tmp_path / "served" / "run"
+    url.mkdir(parents=True)
+    (url / "results.json").write_text(json.dumps({"task": "chef", "label": None, "spec": {"task_spec": {
+        "vlm": "openai:/models/tiny-qwen/@http://127.0.0.1:18531/v1?key_env=LITELLM_KEY"}}}))
+    assert table_names([url]) == ["chef-tiny-qwen"]
 
 
 @pytest.mark.slow
@@ -514,7 +522,10 @@ def test_each_method_has_its_own_tidy_samples_table_and_cast_verdicts_are_rows(t
     for t in (vhx, chef, tables["cast"]):
         assert len(t.columns) < len(union.columns) and "task" not in t.columns
     assert "pred" not in vhx.columns and "variant" not in chef.columns  # no other method's columns
-    assert pd.api.types.is_string_dtype(vhx["answer"]) and str(chef["answer"].dtype) == "Int64"
+    assert pd.api.types.is_string_dtype(vhx["answer"]) and str(chef["truth"].dtype) == "Int64"
+    # ChEF's two truths say so; the model's choice is `pred` (no `answer` column that is not an answer)
+    assert {"truth", "sample.truth", "pred"} <= set(chef.columns) and "answer" not in chef.columns
+    assert "sample.answer" not in chef.columns
     seeds = [c for c in vhx.columns if c.endswith("seed")]
     assert seeds and all(str(vhx[c].dtype) == "Int64" for c in seeds)
     v = tables["cast_verdicts"]
@@ -620,7 +631,7 @@ def test_describe_prints_its_headline_on_stdout(tmp_path):
     proc = _cli("describe", "--vlm", "ref:photo", "--data", data, "--out", tmp_path / "run")
     assert proc.returncode == 0, proc.stderr[-1500:]
     h = json.loads((tmp_path / "run" / "results.json").read_text())["metrics"]["headline"]
-    assert proc.stdout == f"ref:photo: {h['name']} = {h['value']:.4f} [{h['ci95'][0]:.4f}, {h['ci95'][1]:.4f}]\n"
+    assert proc.stdout == f"photo: {h['name']} = {h['value']:.4f} [{h['ci95'][0]:.4f}, {h['ci95'][1]:.4f}]\n"
     assert "done 3/3 samples" in proc.stderr
 
 

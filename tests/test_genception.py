@@ -458,8 +458,8 @@ def test_leaderboard_gc_rank_fid_ranking_and_correlations(world, tmp_path):
             w.writerow([f"ref:describer?level={lv}", "MMB", score])
     board = leaderboard(folders, ext)
     models = list(board["models"])
-    assert models == ["ref:describer?level=0.0", "ref:describer?level=0.1", "ref:describer?level=0.3"]
-    r = board["models"]["ref:describer?level=0.3"]
+    assert models == ["describer (level=0.0)", "describer (level=0.1)", "describer (level=0.3)"]
+    r = board["models"]["describer (level=0.3)"]
     assert r["rank"] == 3.0
     assert board["gc_rank_weights"] == {"benchmark": "world", "visual": 5, "textual": 3}
     assert r["gc_rank"] == pytest.approx((5 * r["rank_visual"] + 3 * r["rank_textual"]) / 8)
@@ -470,7 +470,7 @@ def test_leaderboard_gc_rank_fid_ranking_and_correlations(world, tmp_path):
     xs = [board["models"][m]["s@3_unweighted"] for m in models]
     assert corr["s@3"]["pearson"] == pytest.approx(stats.pearsonr(xs, [90, 70, 40])[0])
     fr = board["fid_ranking"]
-    assert fr["ranks"]["ref:describer?level=0.0"] == 1.0  # lower GC_FID is better
+    assert fr["ranks"]["describer (level=0.0)"] == 1.0  # lower GC_FID is better
     assert fr["same_order"] is (fr["ranks"] == fr["cosine_ranks"])
 
 
@@ -494,14 +494,14 @@ def test_gc_fid_compares_models_on_the_images_every_model_completed(world, tmp_p
     rows_b = {json.loads(x)["sample_id"]: json.loads(x) for x in (b / "samples.jsonl").read_text().splitlines()}
     common = sorted(k for k, r in rows_b.items() if r["status"] == "done")
     assert len(common) == 15
-    for folder, model in ((a, "ref:describer?level=0.1"), (b, "test:flaky")):
+    for folder, model in ((a, "describer"), (b, "flaky")):  # the models' ids (run/labels.py)
         rows = {json.loads(x)["sample_id"]: json.loads(x)["result"]
                 for x in (folder / "samples.jsonl").read_text().splitlines()}
         x0 = np.array([rows[k]["embedding0"] for k in common])
         fid = [frechet_distance(x0, np.array([rows[k]["steps"][t]["embedding"] for k in common])) for t in range(3)]
         by_hand = (1 * fid[0] + 2 * fid[1] + 3 * fid[2]) / 6
         assert board["models"][model]["GC_FID@3_common"] == pytest.approx(by_hand)
-    assert board["models"]["ref:describer?level=0.1"]["fid_n"] == 16 and board["models"]["test:flaky"]["fid_n"] == 15
+    assert board["models"]["describer"]["fid_n"] == 16 and board["models"]["flaky"]["fid_n"] == 15
     assert board["fid_ranking"]["on"] == "GC_FID@3_common"
 
 

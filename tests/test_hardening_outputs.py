@@ -60,7 +60,9 @@ def test_a_latex_like_model_name_is_drawn_as_it_is(name):
     svg = charts._s_curve(runs)
     from html import escape
 
-    assert escape(name, quote=False) in svg  # the name itself, not a formula
+    from vlmcheck.run.labels import model_label
+
+    assert escape(model_label(name), quote=False) in svg  # the name itself (its label), not a formula
 
 
 def _main(monkeypatch, capsys, *args):

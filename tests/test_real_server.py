@@ -14,6 +14,7 @@ pinned to ...") for a model other than the one it serves.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -40,18 +41,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """``transformers serve FOLDER`` on 127.0.0.1: (base URL, model id, the world folder, its work folder)."""
-    root = tmp_path_factory.mktemp("real_server")
-    sys.path.insert(0, str(HERE))
-    from hf_tiny import build_tiny_llava
-
-    model = build_tiny_llava(root / "llava")
+@contextlib.contextmanager
+def _serve(model: Path, root: Path):
+    """``transformers serve MODEL`` on 127.0.0.1 until the block ends: its base URL."""
     port = _free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     exe = Path(sys.executable).with_name("transformers")
-    log = open(root / "serve.log", "w")
+    log_path = root / f"serve-{model.name}.log"
+    log = open(log_path, "w")
     proc = subprocess.Popen([str(exe), "serve", str(model), "--host", "127.0.0.1", "--port", str(port),
                              "--device", "cpu", "--log-level", "warning"], env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
@@ -66,11 +63,9 @@ def server(tmp_path_factory):
             except OSError:
                 pass
             if proc.poll() is not None or time.time() > deadline:
-                pytest.fail(f"transformers serve did not start: {(root / 'serve.log').read_text()[-2000:]}")
+                pytest.fail(f"transformers serve did not start: {log_path.read_text()[-2000:]}")
             time.sleep(0.5)
-        world = root / "world"
-        _vlmcheck(["world", "make", str(world), "--n", "3", "--size", "64"], root)
-        yield {"url": f"{base}/v1", "model": str(model), "world": world, "root": root}
+        yield f"{base}/v1"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -78,6 +73,20 @@ def server(tmp_path_factory):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """``transformers serve FOLDER`` on 127.0.0.1: (base URL, model id, the world folder, its work folder)."""
+    root = tmp_path_factory.mktemp("real_server")
+    sys.path.insert(0, str(HERE))
+    from hf_tiny import build_tiny_llava
+
+    model = build_tiny_llava(root / "llava")
+    with _serve(model, root) as url:
+        world = root / "world"
+        _vlmcheck(["world", "make", str(world), "--n", "3", "--size", "64"], root)
+        yield {"url": url, "model": str(model), "world": world, "root": root}
 
 
 def _vlmcheck(args: list[str], cwd: Path, check: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -257,3 +266,19 @@ def test_python_api_logprobs_and_prompt_logprobs_are_never_silent(server, caplog
     with pytest.raises(ModelCallError) as bad:
         asyncio.run(ppl.loglikelihood([Message.user("is there a cat")], ["yes"]))
     assert bad.value.status == 422 and "?prompt_logprobs=1" in str(bad.value)
+
+
+def test_an_idefics3_checkpoint_served_by_transformers_answers_and_is_shown_by_its_name(server, tmp_path):
+    """A second architecture through the same server: a tiny Idefics3 (SmolVLM's) built from configs, its full
+    processor included (Qwen2.5-VL's processor needs torchvision's video processor, which has no CPU build here).
+    The run is shown by the checkpoint folder's name, never its path, URL or port."""
+    from hf_tiny import build_tiny_idefics3
+
+    model = build_tiny_idefics3(tmp_path / "idefics3")
+    with _serve(model, tmp_path) as url:
+        out = tmp_path / "d"
+        run = _vlmcheck(["describe", "--vlm", f"openai:{model}@{url}", "--data", str(server["world"]), "--out",
+                         str(out), "--max-tokens", "6", "--no-progress", "--limit", "2"], tmp_path)
+    assert _results(out)["counts"]["done"] == 2
+    assert run.stdout.startswith("idefics3: ") and url.split(":")[-1].split("/")[0] not in run.stdout
+    assert str(model) == _results(out)["spec"]["task_spec"]["vlm"].split("@")[0].removeprefix("openai:")

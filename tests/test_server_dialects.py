@@ -133,7 +133,7 @@ def test_failure_kinds_with_counts_and_a_redacted_example(server, tmp_path, imag
     out = tmp_path / "d"
     run = _cli("describe", "--vlm", f"openai:m@{server.base_url}", "--data", image_folder, "--out", out,
                "--limit", "3", "--no-progress", "--prompt", "[fault=401echo] Describe.", "--api-key", "sk-SECRET123",
-               cwd=tmp_path, check=1)
+               "--no-preflight", cwd=tmp_path, check=1)  # else its first requests' 401 refuse the run
     kinds = json.loads((out / "results.json").read_text())["counts"]["failure_kinds"]
     assert kinds["model_call:auth"]["count"] == 3
     assert "3 x model_call:auth" in run.stderr and "Incorrect API key provided" in run.stderr

@@ -36,6 +36,7 @@ from .core.files import (InputFileError, JsonlRecords, SampleRecords, atomic_pat
                          read_results, read_text_input, write_lines_atomic, write_text_atomic)
 from .methods.cast_rows import cast_verdict_rows  # noqa: F401 (re-exported: part of the export's API)
 from .methods.views import view_for
+from .run.labels import run_label
 
 _DROP = ("embedding",)  # long vectors: kept in samples.jsonl, not in tables
 
@@ -78,10 +79,12 @@ def iter_sample_rows(folder: str | Path) -> Iterator[dict[str, Any]]:
     path = folder / "samples.jsonl"
     if not path.is_file():
         read_text_input(path, "samples file")  # the one sentence saying why not
+    names = view_for(task).columns  # the method's own names for misleading fields (ChEF's truth)
     n = 0
     try:
         for n, rec in enumerate(SampleRecords(path), 1):
-            yield from _rows_of(rec, base, unit)
+            for row in _rows_of(rec, base, unit):
+                yield {names.get(k, k): v for k, v in row.items()} if names else row
     except UnicodeDecodeError:
         raise InputFileError(f"{path}: not UTF-8 text; rebuild the file from the run's store with: vlmcheck "
                              f"resume {folder}") from None
@@ -241,22 +244,25 @@ def _file_name(text: str) -> str:
 
 
 def table_names(folders: list[Path]) -> list[str]:
-    """A file name per run's table: the folder's name where no other exported run has it; else (a sweep's
-    ``noisy/`` under every method) its method and model, ``<method>-<model>``, with ``-2``, ``-3`` only for
-    runs of one method and model; never ``runs`` or ``metrics`` (the other two tables)."""
-    plain = [_file_name(f.name or "run") for f in folders]
-    names: list[str] = []
-    for f, name in zip(folders, plain):
-        if plain.count(name) > 1 or name in ("runs", "metrics"):
-            try:
-                info = read_results(f, need_samples=False)
-            except (OSError, ValueError):
-                info = {}
-            name = _file_name(f"{info.get('task') or f.parent.name}-{_model_of(info) or f.name}")
-        base, k = name, 2
-        while name in names or name in ("runs", "metrics"):
-            name, k = f"{base}-{k}", k + 1
-        names.append(name)
+    """A file name per run's table, the run's own: its method and label, ``<method>-<label>`` (run/labels.py:
+    the model's id, or the run's ``--label``), the same whatever else is exported; only runs of one method and
+    label exported together add their folder's name (then ``-2``, ``-3``)."""
+    infos = []
+    for f in folders:
+        try:
+            infos.append(read_results(f, need_samples=False))
+        except (OSError, ValueError):
+            infos.append({})
+    names = [_file_name(f"{info.get('task') or 'run'}-{run_label(info, f)}") for f, info in zip(folders, infos)]
+    for name in {n for n in names if names.count(n) > 1}:
+        group = [i for i, n in enumerate(names) if n == name]
+        if len({folders[i].name for i in group}) > 1:
+            for i in group:
+                names[i] = _file_name(f"{name}-{folders[i].name}")
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        seen[name] = seen.get(name, 0) + 1
+        names[i] = name if seen[name] == 1 else f"{name}-{seen[name]}"
     return names
 
 

@@ -26,6 +26,7 @@ from .core import remote
 from .core.files import InputFileError, read_yaml_mapping, write_text_atomic
 from .core.spec import public_spec
 from .datasets import parse_source
+from .run.labels import run_labels
 from .run.runner import RunOptions
 
 EXAMPLE = """\
@@ -36,8 +37,10 @@ out: runs/sweep
 models:
   # an OpenAI-compatible server: vLLM (`vllm serve Qwen/Qwen2-VL-7B-Instruct`), SGLang, LM Studio, llama.cpp
   - openai:Qwen/Qwen2-VL-7B-Instruct@http://localhost:8000/v1?concurrency=32
-  # Ollama's OpenAI-compatible endpoint; `name` is the folder name (default: the spec, made file-safe)
+  # Ollama's OpenAI-compatible endpoint; `name` is the folder name (default: the spec, made file-safe);
+  # `label` the name tables and reports show (default: the model's id, here llava:7b)
   - name: llava-ollama
+    label: LLaVA 7B (Ollama)
     spec: openai:llava:7b@http://localhost:11434/v1
   # the OpenAI API (key from OPENAI_API_KEY) and Anthropic (ANTHROPIC_API_KEY)
   - openai:gpt-4o-mini
@@ -112,7 +115,8 @@ PATH_OPTIONS = ("data", "cases", "pairs")
 class SweepModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
     spec: str
-    name: str | None = None
+    name: str | None = None  # the folder's name
+    label: str | None = None  # the name tables and reports show (run/labels.py; default: the model's id)
 
 
 class SweepOptions(BaseModel):
@@ -270,6 +274,8 @@ def run_sweep(config: str | Path, progress: bool = True,
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / SWEEP_MARKER, json.dumps({"vlmcheck_sweep": config.name}) + "\n")
     results, summary = [], []
+    models = [m if isinstance(m, SweepModel) else SweepModel(spec=m) for m in sweep.models]
+    given = {m.name or _slug(m.spec): m.label for m in models}  # by folder name, as plan() names the folders
     for folder, method, spec in runs:
         if announce is not None:
             announce(method, public_spec(spec["vlm"]))
@@ -278,12 +284,15 @@ def run_sweep(config: str | Path, progress: bool = True,
         with first_rows(sweep.options.limit if follows else None):  # --limit N: only the rows it needs
             task = task_from_spec(method, spec)
         res = execute(task, folder,
-                      options_of(sweep, progress).model_copy(update={"report": report, **tracked}))
+                      options_of(sweep, progress).model_copy(update={"report": report, "label": given.get(folder.name),
+                                                                          **tracked}))
         results.append(res)
         name, value = headline(res)
         summary.append({"method": folder.parent.name, "model": public_spec(spec["vlm"]), "folder": str(folder),
                         "metric": name, "value": value, "samples": res["counts"]["samples"],
                         "failed": res["counts"]["failed"], "not_measured": not_measured_reason(res)})
+    for row, label in zip(summary, run_labels((res, row["folder"]) for res, row in zip(results, summary))):
+        row["spec"], row["model"] = row["model"], label  # the name people read; the spec beside it
     write_text_atomic(out / "summary.json", json.dumps(summary, indent=2))
     boards = {folder.parent: view_for(method).leaderboard for folder, method, _ in runs}  # the method's view says
     for group in sorted(g for g, make in boards.items() if make is not None):

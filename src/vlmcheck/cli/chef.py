@@ -29,7 +29,9 @@ SCENARIO_NAMES = ("mc", "scienceqa", "pope", "classification", "retrieval", "mmb
 
 
 @chef_app.command("list")
-def chef_list() -> None:
+def chef_list(long: bool = typer.Option(False, "--long", "-l",
+                                        help="What each recipe measures and the other inferencers it takes")
+              ) -> None:
     """Shipped recipes (ChEF Tables 5 and 7, and world recipes)."""
     from ..methods.chef import Recipe, shipped_recipes, usable_inferencers
 
@@ -39,7 +41,7 @@ def chef_list() -> None:
         others = [i for i in usable_inferencers(r) if i != r.inferencer.type]
         rows.append([name, r.desideratum, r.scenario.type,
                      r.inferencer.type + (f" (or {', '.join(others)})" if others else ""), r.description])
-    terminal.recipes(rows)
+    terminal.recipes(rows, long)
 
 
 @chef_app.command("run")
@@ -109,7 +111,7 @@ def chef_run(
     results = C.execute(task, out, run)
     if results is None:  # --dry-run: the estimate is printed by run_command
         return
-    terminal.chef(spec.canonical(), results["metrics"])
+    terminal.results(results)  # by its label (run/labels.py), never its URL or key parameter
     C.check_failures([results], run.max_failures)
 
 

@@ -62,7 +62,7 @@ def genception(
         results = C.execute(task, folder, run)
         if results is None:  # --dry-run: every model's estimate is printed together by run_command
             continue
-        terminal.genception(spec.canonical(), results["metrics"])
+        terminal.results(results)  # by its label (run/labels.py), never its URL or key parameter
         folders.append(folder)
         all_results.append(results)
     if run.dry_run:

@@ -77,7 +77,7 @@ def vhx_run(
     results = C.execute(task, out, run)
     if results is None:  # --dry-run: the estimate is printed by run_command
         return
-    terminal.vhexpansion(spec.canonical(), results["metrics"])
+    terminal.results(results)  # by its label (run/labels.py), never its URL or key parameter
     C.check_failures([results], run.max_failures)
 
 

@@ -92,3 +92,18 @@ def parse_retry_after(value: str | None) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def shorten_middle(text: str, limit: int = 400, mark: str = " [...] ") -> str:
+    """``text`` cut to about ``limit`` characters by taking words out of its middle, never its end: an error
+    message opens with what failed and closes with what to do, and both are kept."""
+    if len(text) <= limit:
+        return text
+    room = max(limit - len(mark), 2)
+    n_head = room * 2 // 5
+    head, tail = text[:n_head], text[len(text) - (room - n_head):]
+    if not text[n_head].isspace() and " " in head:  # whole words on both sides of the cut
+        head = head[: head.rfind(" ")]
+    if not text[len(text) - len(tail) - 1].isspace() and " " in tail:
+        tail = tail[tail.find(" ") + 1:]
+    return head.rstrip() + mark + tail.lstrip()

@@ -18,6 +18,7 @@ from ..methods.vhx_cases import require_vhx_run
 from ..metrics.decisions import holm
 from ..metrics.signflip import holm_levels
 from ..metrics.stats import symmetric_accuracy
+from ..run.labels import run_labels
 
 
 def done_records(folder: Path) -> list[dict[str, Any]]:
@@ -29,9 +30,6 @@ def _run(folder: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     return read_results(folder), {r["sample_id"]: r["result"] for r in done_records(folder)}
 
 
-def _model(results: dict[str, Any], folder: Path) -> str:
-    spec = results.get("spec") or {}
-    return str((spec.get("task_spec") or {}).get("vlm") or folder)
 
 
 def _dataset(result: dict[str, Any]) -> str:
@@ -122,9 +120,11 @@ def compare_vhx(before: str | Path, after: str | Path,
         # the interval at the level of the cell's Holm step, so it excludes 0 exactly when the Holm p <= 0.05
         cell.update(p_holm=p, ci95=compare_two(*units[id(cell)], "accuracy", level=level)["ci95"],
                     ci_level=1 - level, separated=bool(p <= 0.05))
+    # the names people read (run/labels.py), told apart where they would read the same (an adapter's parameter)
+    shown_b, shown_a = run_labels([(res_b, before), (res_a, after)])
     out: dict[str, Any] = {
-        "before": {"run": str(before), "model": _model(res_b, before)},
-        "after": {"run": str(after), "model": _model(res_a, after)},
+        "before": {"run": str(before), "model": shown_b},
+        "after": {"run": str(after), "model": shown_a},
         "cases": {"compared": len(ids), "only_before": len(done_b) - len(ids),
                   "only_after": len(done_a) - len(ids)},
         "datasets": sorted({r["dataset"] for r in rows} - {"all"}), "rows": rows, "general": []}

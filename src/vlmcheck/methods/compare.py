@@ -34,6 +34,7 @@ from ..core.files import SampleRecords, read_results
 from ..metrics.decisions import holm
 from ..metrics.pooled import pooled_decision
 from ..metrics.signflip import decision_interval, holm_levels, paired_decision
+from ..run.labels import run_label, run_labels
 from ..run.task import Outcome, outcomes_for
 from . import outcomes as _builtin  # noqa: F401 - registers the built-in methods' outcomes
 from .headline import headline_of, not_measured_reason
@@ -47,7 +48,7 @@ def unit_values(folder: str | Path) -> tuple[str, str, dict[str, Units]]:
     outcomes; a method that declares none gives no metrics (the callers say so)."""
     info = read_results(folder)
     task, spec = info["task"], (info.get("spec") or {}).get("task_spec") or {}
-    model = spec.get("vlm") or str(folder)
+    model = run_label(info, folder)
     read = outcomes_for(task)
     metrics: dict[str, Units] = {}
     if read is None:
@@ -230,6 +231,8 @@ def compare_runs(runs: list[str | Path]) -> dict[str, Any]:
     if len(methods) != 1:
         raise ValueError(f"compare runs of one method; these are {', '.join(sorted(methods))}")
     method = methods.pop()
+    shown = run_labels((read_results(f, need_samples=False), f) for f, _, _, _ in loaded)  # told apart
+    loaded = [(f, t, label, v) for (f, t, _, v), label in zip(loaded, shown)]
     comparisons: list[dict[str, Any]] = []
     for folder, _, _, values in loaded:  # the official share figures, paired question by question (or group)
         values.update(official_units(folder, method))

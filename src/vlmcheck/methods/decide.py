@@ -21,6 +21,7 @@ from typing import Any
 from ..core.files import read_results
 from ..metrics.decisions import Z95, holm
 from ..metrics.signflip import holm_levels
+from ..run.labels import run_labels
 from .compare import ALPHA, pairwise, unit_values
 from .headline import headline_of
 
@@ -28,8 +29,6 @@ from .headline import headline_of
 _FAILS = (OSError, ValueError, KeyError, TypeError, ArithmeticError, IndexError)
 
 
-def _model(res: dict[str, Any], folder: Path) -> str:
-    return str(((res.get("spec") or {}).get("task_spec") or {}).get("vlm") or folder.name)
 
 
 def _f(x: float | None, digits: int = 3) -> str:
@@ -158,11 +157,13 @@ def decide(runs: list[str | Path]) -> list[dict[str, Any]]:
             continue
         recipe = str((res.get("metrics") or {}).get("recipe") or "")
         groups.setdefault((res["task"], h["name"], recipe), []).append(
-            {"folder": folder, "model": _model(res, folder), "headline": h})
+            {"folder": folder, "results": res, "headline": h})
     out = []
     for (task, name, recipe), members in groups.items():
         if len(members) < 2:
             continue
+        for m, shown in zip(members, run_labels((m.pop("results"), m["folder"]) for m in members)):
+            m["model"] = shown
         label = task + (f" ({recipe})" if recipe else "")
         try:
             out.append(_group(label, name, members))

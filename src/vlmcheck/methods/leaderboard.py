@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..run.labels import run_labels
 from ..metrics.stats import correlations, frechet_distance, gc_at, ranks
 from .genception import MME_ALIASES, MME_TEXTUAL, MME_VISUAL, WORLD_TEXTUAL, WORLD_VISUAL, _norm, category_group
 from .headline import not_measured_reason
@@ -108,20 +109,20 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
     rows: dict[str, dict[str, Any]] = {}
     setups, declared = set(), set()
     unmeasured: dict[str, str] = {}  # model -> why its GC@T is not a measurement: left out of the ranks
-    for folder in runs:
-        res = load_run(folder)
+    loaded = [(folder, load_run(folder)) for folder in runs]
+    for (folder, res), label in zip(loaded, run_labels((res, folder) for folder, res in loaded)):
         ts = res["spec"]["task_spec"]
         m = res["metrics"]
         T = m["T"]
         setups.add((ts["generator"], ts["encoder"], T))
         why = not_measured_reason(res)
         if why:
-            unmeasured[ts["vlm"]] = why
+            unmeasured[label] = why
             continue
         declared.add(m.get("dataset"))
         key = f"GC@{T}"
-        rows[ts["vlm"]] = {
-            "run": str(folder), key: _score(m, key), "ci95": (m.get(key) or {}).get("ci95"),
+        rows[label] = {  # by the name people read; the full spec beside it
+            "run": str(folder), "spec": ts["vlm"], key: _score(m, key), "ci95": (m.get(key) or {}).get("ci95"),
             "GC@1": _score(m, "GC@1"), f"s@{T}_unweighted": _score(m, f"s@{T}_unweighted"),
             f"GC_FID@{T}": m.get(f"GC_FID@{T}"), "image_mean": (m.get(key) or {}).get("image_mean"),
             "refusal_rate": m.get("refusal_rate"), "scored": m["chains"]["scored"], "failed": m["chains"]["failed"],
@@ -268,8 +269,10 @@ def external_correlations(rows: dict[str, dict[str, Any]], metrics: list[tuple[s
     for bench, scores in sorted(table.items()):
         out[bench] = {}
         for label, field in metrics:
-            models = [m for m in rows if m in scores and rows[m][field] is not None]
-            out[bench][label] = correlations([rows[m][field] for m in models], [scores[m] for m in models])
+            # the CSV names a model by its label or by its full spec
+            named = {m: m if m in scores else rows[m].get("spec") for m in rows}
+            models = [m for m in rows if named[m] in scores and rows[m][field] is not None]
+            out[bench][label] = correlations([rows[m][field] for m in models], [scores[named[m]] for m in models])
             out[bench][label]["models"] = models
     return out
 

@@ -119,7 +119,10 @@ register_view("vhexpansion", MethodView(
     key_answer=lambda r: r.get("variants", {}).get("original", {}).get("parsed"), summary=_lines.vhexpansion))
 register_view("chef", MethodView(
     label="ChEF", row=_chef_row, panels=("settings",), units=("settings", "setting"),
-    key_answer=lambda r: next(iter(r.get("settings", {}).values()), {}).get("pred"), summary=_lines.chef))
+    key_answer=lambda r: next(iter(r.get("settings", {}).values()), {}).get("pred"), summary=_lines.chef,
+    # both are the right option's index, not an answer of the model (that is `pred`): the setting's, in the
+    # order it showed the options, and the item's own
+    columns={"answer": "truth", "sample.answer": "sample.truth"}))
 register_view("cast", MethodView(
     label="CAST", row=_cast_row, panels=("heatmaps",), units=("generation", "generation"),
     tables={"verdicts": cast_verdict_rows}, summary=_lines.cast))

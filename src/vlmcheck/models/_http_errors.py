@@ -85,7 +85,7 @@ FIELD_OPTIONS = {
     "max_completion_tokens": "?max_tokens_param=max_completion_tokens (use ?max_tokens_param=max_tokens)",
     "max_tokens": "?max_tokens_param=max_tokens (use ?max_tokens_param=max_completion_tokens)",
     "reasoning_effort": "?reasoning_effort=",
-    "chat_template_kwargs": "?enable_thinking=",
+    "chat_template_kwargs": "?enable_thinking= (a chat template's switch, sent as chat_template_kwargs)",
     "seed": "--repeats or --temperature (a per-request seed)",
 }
 _UNKNOWN = re.compile(r"unexpected field|unrecognized (?:request )?argument|unknown field|extra inputs are not "
@@ -109,9 +109,39 @@ def unknown_fields_sentence(status: int, message: str, body: str = "") -> str | 
         by_option.setdefault(FIELD_OPTIONS[f], []).append(repr(f))
     causes = "; ".join(f"{', '.join(fs)} {'is' if len(fs) == 1 else 'are'} sent for {opt}"
                        for opt, fs in by_option.items())
+    # the server's words before the advice: a message shortened for display loses its middle, not its advice
     return (f"the server does not accept the request field{'s' if len(named) > 1 else ''} "
-            f"{', '.join(repr(f) for f in named)} ({causes}); drop that option from the model spec or use a server "
-            f"that offers it [server said: {' '.join(message.split())[:200]}]")
+            f"{', '.join(repr(f) for f in named)} [server said: {' '.join(message.split())[:200]}]: {causes}; drop "
+            "that option from the model spec or use a server that offers it")
+
+
+#: request fields that no OpenAI API defines: only servers that offer them (vLLM, SGLang) accept them
+NON_STANDARD = ("prompt_logprobs", "continue_final_message", "add_generation_prompt", "chat_template_kwargs")
+
+
+def name_sent_fields(err: ModelCallError, body: dict[str, Any]) -> ModelCallError:
+    """``err`` for a request that carried non-standard fields, naming the option that sent them when the 4xx
+    is about them, whatever words wrap it: the answer mentions one of them, or it is a 422 (a body the server
+    could not validate) whose own words say nothing more (a gateway's "Error code: 422" for its backend's)."""
+    sent = [f for f in NON_STANDARD if f in body]
+    message = str(err.args[0]) if err.args else ""
+    if not sent or err.status not in (400, 422) or message.startswith("the server does not accept"):
+        return err
+    named = [f for f in sent if re.search(rf"(?<![a-z_]){f}(?![a-z_])", message)]
+    if not named and err.status == 422:
+        named = sent
+    if not named:
+        return err
+    by_option: dict[str, list[str]] = {}
+    for f in named:
+        by_option.setdefault(FIELD_OPTIONS[f], []).append(repr(f))
+    causes = "; ".join(f"{', '.join(fs)} {'is' if len(fs) == 1 else 'are'} sent for {opt}"
+                       for opt, fs in by_option.items())
+    return ModelCallError(err.kind, redact(
+        f"the server refused a request with the non-standard field{'s' if len(named) > 1 else ''} "
+        f"{', '.join(repr(f) for f in named)} [server said: {' '.join(message.split())[:200]}]: {causes}; if "
+        "the server (or a gateway in front of it) does not offer it, drop that option from the model spec"),
+        status=err.status, retry_after=err.retry_after)
 
 
 def _message(exc: BaseException) -> str:

@@ -56,7 +56,7 @@ from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikeliho
 from ..core.secrets import redact, register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
 from ..run.loop_clients import PerLoopClients
-from ._http_errors import translate
+from ._http_errors import name_sent_fields, translate
 from ._openai_http import OpenAIHTTP, PiecesPayload, json_object
 from .openai_preflight import PreflightError, preflight_http, preflight_openai  # noqa: F401 (part of this API)
 
@@ -221,9 +221,10 @@ class OpenAIChat:
                     tried.add(ep.url)
                     if len(tried) < len(self._endpoints):
                         continue
-                if err is exc:
+                named = name_sent_fields(err, body)  # a gateway's words for a field the backend refused
+                if named is exc:
                     raise
-                raise err from exc
+                raise named from exc
             finally:
                 ep.in_flight -= 1
             if len(self._endpoints) > 1:

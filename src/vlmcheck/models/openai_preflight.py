@@ -4,12 +4,14 @@ the first sample, through the SDK or the direct HTTP path."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
-from ..core.errors import ModelCallError
+from ..core.errors import ModelCallError, shorten_middle
+from ..core.secrets import redact
 from ..core.spec import ModelSpec, SpecError
-from ._http_errors import connection_reason
+from ._http_errors import body_message, connection_reason
 from ._openai_http import OpenAIHTTP
 
 class PreflightError(SpecError):
@@ -18,7 +20,8 @@ class PreflightError(SpecError):
 
 async def preflight_openai(client: Any, spec: ModelSpec) -> None:
     """``GET /models`` once, with a short timeout: the endpoint answers, the key is accepted, the model is
-    listed.  A server without the endpoint (404) passes: only what it says is checked."""
+    listed.  A server without the endpoint (a bare 404) passes: only what it says is checked; a client error about
+    the run (a gateway's 400 for a key it does not know, a 404 naming the model) refuses it."""
     import openai
 
     where = spec.base_url or "the OpenAI API"
@@ -27,8 +30,6 @@ async def preflight_openai(client: Any, spec: ModelSpec) -> None:
     except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
         raise PreflightError(f"{where} rejected the API key (HTTP {exc.status_code}); set the right key "
                              "(--api-key, OPENAI_API_KEY or ?key_env=NAME)") from None
-    except openai.NotFoundError:
-        return
     except openai.APIConnectionError as exc:
         if isinstance(exc, openai.APITimeoutError) and connection_reason(exc) != "connection refused":
             raise PreflightError(f"{where} did not answer GET /models within 15 s; is the server up?") from None
@@ -38,6 +39,7 @@ async def preflight_openai(client: Any, spec: ModelSpec) -> None:
         if exc.status_code >= 500:
             raise PreflightError(f"{where} answered GET /models with HTTP {exc.status_code}; the server is "
                                  "not ready") from None
+        _refused(exc.status_code, body_message(getattr(exc, "body", None)) or "", where)
         return
     _check_served([getattr(m, "id", None) for m in getattr(page, "data", None) or []], spec, where)
 
@@ -59,6 +61,7 @@ async def preflight_http(http: OpenAIHTTP, spec: ModelSpec) -> None:
         if exc.status >= 500:
             raise PreflightError(f"{where} answered GET /models with HTTP {exc.status}; the server is "
                                  "not ready") from None
+        _refused(exc.status, str(exc.args[0]), where)
         return  # 404 (no such endpoint) and other answers: nothing more to check
     try:
         page = json.loads(content)
@@ -66,6 +69,31 @@ async def preflight_http(http: OpenAIHTTP, spec: ModelSpec) -> None:
         return
     data = page.get("data") if isinstance(page, dict) else None
     _check_served([m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else [], spec, where)
+
+
+#: a 404's own words when the server simply has no ``GET /models`` (nginx routing only the chat path, a server
+#: without the endpoint): nothing is wrong with the run then
+_NO_ENDPOINT = re.compile(r"\W*(404\W*)?((page|route|endpoint|resource|path)\W+)?not\W*found\W*|\s*<.*|\s*", re.I | re.S)
+#: what a gateway says of a key it does not know (LiteLLM without a database: HTTP 400 "No connected db.")
+_KEY_WORDS = re.compile(r"key|auth|token|credential|db\b|database|permission|forbidden|unauthori", re.I)
+
+
+def _refused(status: int | None, message: str, where: str) -> None:
+    """Refuse a run whose ``GET /models`` was answered with a client error that is about the run (a gateway's
+    answer to a wrong key, an unknown model or route), quoting the server; a server that only lacks the
+    endpoint (a bare 404, 405) or is busy (429) passes."""
+    if status is None or status in (405, 429) or not 400 <= status < 500:
+        return
+    message = " ".join(message.split())
+    if status == 404 and _NO_ENDPOINT.fullmatch(message):
+        return
+    said = shorten_middle(redact(message), 200) or "no message"
+    if _KEY_WORDS.search(message):
+        advice = ("a gateway such as LiteLLM answers a key it does not know this way: set the right key (--api-key, "
+                  "OPENAI_API_KEY or ?key_env=NAME)")
+    else:
+        advice = "check the base URL and the model name (or pass --no-preflight if the server serves the model)"
+    raise PreflightError(f"{where} refused GET /models with HTTP {status} (\"{said}\"); {advice}")
 
 
 def _check_served(ids: list[Any], spec: ModelSpec, where: str) -> None:

@@ -69,7 +69,7 @@ def leaderboards(views: list[dict[str, Any]], decisions: list[dict[str, Any]] = 
     for key, members in groups.items():
         if len(members) < 2:
             continue
-        rows = [{"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]), "run": v["name"],
+        rows = [{"model": v.get("label") or v["name"], "run": v["name"],
                  "metric": v["headline"][0], "value": v["headline"][1], "ci": v["ci"],
                  "not_measured": v.get("not_measured"),
                  "n": (v.get("counts") or {}).get("done"), "standing": standing.get(v["name"], "")}

@@ -7,6 +7,8 @@ import functools
 import io
 from typing import Any
 
+from ..run.labels import run_labels
+
 
 
 def _svg(fig) -> str:
@@ -41,7 +43,7 @@ def s_curves(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from ..metrics.stats import bootstrap_ci
 
     out = []
-    for r in runs:
+    for r, label in zip(runs, run_labels((r["results"], r.get("folder")) for r in runs)):
         per_image = [s["result"]["s"] for s in r["samples"] if s.get("status") == "done" and (s.get("result") or {}).get("s")]
         if not per_image:
             continue
@@ -52,7 +54,7 @@ def s_curves(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             lo, hi = bootstrap_ci(vals, seed=0) if len(vals) else (float("nan"), float("nan"))
             steps.append({"t": t + 1, "mean": float(vals.mean()) if len(vals) else float("nan"), "lo": lo, "hi": hi,
                           "n": int(len(vals))})
-        out.append({"model": r["results"]["spec"]["task_spec"]["vlm"], "steps": steps})
+        out.append({"model": label, "steps": steps})
     return out
 
 

@@ -29,6 +29,7 @@ from .boards import decisions_view, leaderboards, unmeasured
 from .pages import prune_rows, rows_json
 from .thumbs import _Thumbs
 from ..methods.views import generic_row, view_for
+from ..run.labels import run_labels
 from .panels import PANELS, SHOWN_CHAINS, TOGETHER, chef_settings, degenerate_note, variants_compare  # noqa: F401
 from .terminal import rank_text
 
@@ -258,10 +259,12 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
     try:
         loaded = [_load_run(Path(r)) for r in runs]
         disagree = _disagreements(loaded)
+        labels = run_labels((r["results"], r["folder"]) for r in loaded)  # the names people read (run/labels.py)
         views = []
-        for run in track(loaded, "report", enabled=progress and len(loaded) > 1):
+        for run, label in zip(track(loaded, "report", enabled=progress and len(loaded) > 1), labels):
             res = run["results"]
-            view: dict[str, Any] = {"name": str(run["folder"]), "task": run["task"], "spec": res.get("spec") or {},
+            view: dict[str, Any] = {"name": str(run["folder"]), "label": label, "task": run["task"],
+                                    "spec": res.get("spec") or {},
                                     "counts": res.get("counts", {}), "metrics_json": json.dumps(res.get("metrics", {}),
                                                                                                  indent=1, default=str),
                                     "headline": _headline(run), "ci": _headline_ci(run), "usage": res.get("usage", {}),
@@ -294,7 +297,7 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
         summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
                     "ci": v["ci"], "ci_note": v["ci_note"], "gain": v["gain"], "mde": v["mde"],
                     "not_measured": v["not_measured"],
-                    "model": (v["spec"].get("task_spec") or {}).get("vlm", "")} for v in views]
+                    "model": v["label"]} for v in views]
         # by method, then best first (every headline is higher-is-better), not by run path
         summary.sort(key=lambda s: (s["task"], s["metric"], -(s["value"] if s["value"] is not None else float("-inf"))))
         page = _template().render(title=title, views=views, board=board, curve=together.get("s_curve"),

@@ -121,7 +121,7 @@ def variants_compare(views: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     variants = list(dict.fromkeys(k for v in runs for k in v["vhx"]))
     return {"variants": variants, "rows": [
-        {"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]),
+        {"model": v.get("label") or v["name"],
          "cells": [(v["vhx"].get(k) or {}).get("symmetric_accuracy") for k in variants],
          "acc": [(v["vhx"].get(k) or {}).get("accuracy") for k in variants],
          "new": sum((v["vhx"].get(k) or {}).get("new_vh_cases", 0) for k in variants)} for v in runs]}

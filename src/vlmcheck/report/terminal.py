@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from ..core.printable import inert
 from ..methods import view_lines as _lines
 from ..methods.views import view_for
+from .text import recipe_lines, wrap_figures
 
 if TYPE_CHECKING:
     from rich.console import Console, Group, RenderableType
@@ -207,8 +208,10 @@ def run_done(out: Any, results: dict[str, Any]) -> None:
         f"{session.get('model_calls', 0)} model calls, {session.get('cache_hits', 0)} cache hits. "
         f"Results: {out}/results.json", "done", "green")
     failures(counts)
-    for w in (results.get("server_checks") or {}).get("warnings", []):
-        say(w, "warning:", "yellow")
+    checks = results.get("server_checks") or {}
+    for w in checks.get("warnings", []):
+        if w not in (checks.get("said") or []):  # a warning the run gave as it happened is not repeated
+            say(w, "warning:", "yellow")
 
 
 def failures(counts: dict[str, Any]) -> None:
@@ -254,14 +257,17 @@ def show(lines: list[Any]) -> None:
             if not con.quiet:  # one literal line to a file or a pipe: what rich writes there, without loading rich
                 con.file.write(f"{ln.text}\n")
             continue
+        kw = {k: v for k, v in (("highlight", ln.highlight), ("markup", ln.markup), ("soft_wrap", ln.soft_wrap))
+              if v is not None}
+        text = ln.text
+        if not ln.soft_wrap and isinstance(text, str) and con.width:
+            # wrapped here, never between a figure and what it is ("GC@1 =" | "0.3151") or inside its interval
+            head = len(ln.kind) + 2 if ln.kind else 0
+            text, kw["soft_wrap"] = wrap_figures(" " * head + text, con.width)[head:], True
         if ln.kind:
             from rich.markup import escape
 
-            text = f"[yellow]{ln.kind}:[/yellow] {escape(str(ln.text))}"
-        else:
-            text = ln.text
-        kw = {k: v for k, v in (("highlight", ln.highlight), ("markup", ln.markup), ("soft_wrap", ln.soft_wrap))
-              if v is not None}
+            text = f"[yellow]{ln.kind}:[/yellow] {escape(str(text))}"
         if ln.markup is False:  # taken literally: no emoji codes either
             kw["emoji"] = False
         con.print(text, **kw)
@@ -382,14 +388,12 @@ def catalogue(cat: dict[str, Any]) -> None:
                         for r in cat["recipes"]], ["recipe"], title="ChEF recipes (vlmcheck chef list)"))
 
 
-def recipes(rows: list[list[str]]) -> None:
-    """``chef list``: one block per recipe (its name, then what it is), readable at any width."""
-    from rich.padding import Padding
+def recipes(rows: list[list[str]], long: bool = False) -> None:
+    """``chef list``: :func:`~vlmcheck.report.text.recipe_lines` on stdout, no trailing space, never rewrapped."""
     from rich.text import Text
 
-    for name, desideratum, scenario, inferencer, description in rows:
-        stdout.print(Text(name, style="bold"), Text(f"  {desideratum}; scenario {scenario}, inferencer {inferencer}"))
-        stdout.print(Padding(Text(" ".join(str(description).split()), overflow="fold"), (0, 0, 0, 4)))
+    for ln in recipe_lines(rows, long, stdout.width):
+        stdout.print(Text(ln), soft_wrap=True, highlight=False)
 
 
 def comparisons(cmp: dict[str, Any]) -> None:
@@ -419,6 +423,10 @@ def comparisons(cmp: dict[str, Any]) -> None:
 def results(results: dict[str, Any]) -> None:
     """The table the run command of a finished run prints (``vlmcheck resume`` and ``retry-failed`` print the
     same): the lines its method's view declares (``methods/views.py``); a method without them, its headline."""
-    model = str(((results.get("spec") or {}).get("task_spec") or {}).get("vlm") or "")
+    from ..run.labels import run_label
+
+    if not (results.get("counts") or {}).get("done"):  # nothing measured: no table of nothing (the failures
+        return                                          # and the exit status have said why, on stderr)
+    model = run_label(results)
     lines = view_for(results.get("task")).summary or _lines.headline_lines
     show(lines(model, results.get("metrics") or {}))

@@ -110,6 +110,10 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               refused={SWEEP: "a sweep's runs are tracked by its top-level `track:`, grouped under the sweep"}),
     RunOption("track_group", Optional[str], None, "The group a tracked run joins (a sweep's runs: the sweep).",
               cli={"metavar": "NAME"}, refused={SWEEP: "a sweep groups its tracked runs under its own name"}),
+    RunOption("label", Optional[str], None, "The name tables, leaderboards, reports and exports show for this "
+                                            "run (default: the model's id; the full spec stays in the run's details).",
+              cli={"metavar": "NAME"},
+              refused={SWEEP: "a sweep names each model's runs with `label:` beside its spec in `models:`"}),
 )
 BY_NAME = {o.name: o for o in RUN_OPTIONS}
 

@@ -8,11 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
+from ..core.errors import shorten_middle
 from ..core.files import json_text, write_lines_atomic, write_text_atomic
 from ..core.secrets import redact, redact_obj, redacted_json
 from ..store.db import RunStore
 from .prices import by_identity, usage_with_cost
 from .task import Sample, Task
+
+#: the longest failure example results.json keeps (shortened in its middle: its advice is at its end)
+EXAMPLE_CHARS = 400
 
 if TYPE_CHECKING:
     from .calls import Session
@@ -50,7 +54,7 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
     for r in tally.failed:
         kind = r["error"]["type"]
         errors_by_type[kind] = errors_by_type.get(kind, 0) + 1
-        entry = failure_kinds.setdefault(kind, {"count": 0, "example": redact(" ".join(str(r["error"]["message"]).split()))[:300],
+        entry = failure_kinds.setdefault(kind, {"count": 0, "example": shorten_middle(redact(" ".join(str(r["error"]["message"]).split())), EXAMPLE_CHARS),
                                                 "sample_id": r["sample_id"]})
         entry["count"] += 1
     results = {
@@ -77,6 +81,9 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
     recorded = store.get_meta("server_checks")
     if recorded is not None:
         results["server_checks"] = recorded
+    label = store.get_meta("label")  # the run's --label; without one its model's id is shown (run/labels.py)
+    if label:
+        results["label"] = label
     results.update(extra or {})
     _write_json_atomic(store.folder / "results.json", results)
     return results

@@ -52,6 +52,7 @@ from .scheduler import RetryPolicy, Scheduler
 from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: where callers have found them)
 from .folder import MARKER, RunFolderExists, _empty_run_folder, leave_nothing, mark_run_folder
 from . import options as options_table
+from .first_calls import FirstCalls, RunRefused
 from .outputs import write_outputs
 from .task import Sample, Task, execute_sample
 from .budget import BudgetStop, recorded_max_cost
@@ -91,6 +92,8 @@ class RunOptions(BaseModel):
     ray_address: str | None = None  # None: a local Ray instance (or the cluster this process already joined)
     workers: int | None = Field(default=None, ge=1)  # Ray actors; None: one per CPU of the cluster, at most 8
     gpus_per_worker: float = Field(default=0.0, ge=0.0)
+    # the name people read for this run (run/labels.py), kept in the store; None keeps the one it has, if any
+    label: str | None = None
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -193,8 +196,10 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
         with folder_lock(folder):
             held = True  # only a run that held the lock cleans up: another process's lock file is never touched
             return await _run_locked(task, folder, options)
-    except BaseException:
+    except BaseException as exc:
         if held:
+            if isinstance(exc, RunRefused):  # its store is closed: what it made goes
+                _empty_run_folder(folder)
             leave_nothing(folder, existed)
         raise
     finally:
@@ -230,6 +235,8 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
                 for name in (DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}-shm", MARKER):
                     (folder / name).unlink(missing_ok=True)
             raise
+        if options.label is not None and options.label.strip():
+            store.set_meta("label", options.label.strip())
         key_version = store.get_meta("key_version")
         # a store from before key version 3 keys its files by their pixels: read them decoded, as it did
         inputs.set_policy(dataclasses.replace(inputs.current_policy(), file_keys=file_keys(key_version)))
@@ -253,6 +260,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         if todo and options.preflight and not new_store:
             await preflight(task)
         executor = None
+        first = FirstCalls(len(todo)) if new_store and todo and options.preflight else None
         try:
             if options.executor == "ray" and todo:
                 from .ray_executor import run_samples_ray
@@ -264,9 +272,11 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
                 session.scheduler.attempts = ran["requests"]["first"] + ran["requests"]["retries"]
             else:
                 await _run_samples(task, todo, session, options, already=len(samples) - len(todo),
-                                   total=len(samples), budget=budget)
+                                   total=len(samples), budget=budget, first=first)
         finally:
             await close_loop_clients()
+        if first is not None and first.refusal is not None:  # the run's reason, not the samples': no folder left
+            raise RunRefused(first.refusal)
         extra = {"executor": executor} if executor is not None else None
         if budget is not None:
             finished = sum(1 for v in store.sample_status(task.name).values() if v == "done")
@@ -384,7 +394,7 @@ async def preflight(task: Task) -> None:
 
 
 async def _run_samples(task: Task, todo: list[Sample], session: Session, options: RunOptions,
-                       already: int, total: int, budget: Any = None) -> None:
+                       already: int, total: int, budget: Any = None, first: Any = None) -> None:
     store = session.store
     queue: asyncio.Queue[Sample] = asyncio.Queue()
     for s in todo:
@@ -393,6 +403,8 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
 
     async def worker() -> None:
         while True:
+            if first is not None and first.refusal is not None:  # the run is refused (run/first_calls.py)
+                return
             if budget is not None and not budget.may_start():  # --max-cost: the rest waits for a resume
                 return
             try:
@@ -415,6 +427,8 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
             else:
                 store.put_sample(task.name, sample.id, sample.seq, outcome["result"])
                 progress.advance()
+            if first is not None and first.observe(outcome):
+                return
 
     # A few more samples than call slots (an eighth, at least 2): while `max_concurrency` requests are out, these
     # have read their inputs and wait at the scheduler, so a freed slot is refilled at once instead of after the

@@ -102,6 +102,8 @@ class ServerChecks:
             if same == len(compared) and len(compared) >= 2:
                 out["sampling"]["ignored"] = True
                 warnings.append(self.sampling_sentence())
+                if "sampling_ignored" in self.warned:  # said during the run: the end of the run says it no more
+                    out["said"] = [warnings[-1]]
         if self.logprobs_asked:
             out["logprobs"] = {"asked": self.logprobs_asked, "missing": self.logprobs_missing}
             if self.logprobs_missing:

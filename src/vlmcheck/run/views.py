@@ -23,6 +23,8 @@ Every field is optional; what a field is for:
   it in ``column``; None: one row per sample.
 - ``tables``: further export tables per run, ``{suffix: rows(folder)}`` (CAST's verdicts: ``<run>-verdicts``).
 - ``summary(model, metrics) -> [Line]``: what the terminal prints after a run; None: the headline.
+- ``columns``: the export's names for columns whose field names would mislead in a tidy row (ChEF's two
+  ``answer`` fields, the item's and the setting's, are both the right option's index: ``truth``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class MethodView:
     units: tuple[str, str] | None = None
     tables: Mapping[str, Callable[[Path], Iterator[dict[str, Any]]]] = field(default_factory=dict)
     summary: Callable[[str, dict[str, Any]], list[Line]] | None = None
+    columns: Mapping[str, str] = field(default_factory=dict)
 
 
 #: a method that declares no view: generic rows, its headline, its records

@@ -42,6 +42,12 @@ without a ``usage`` object (some servers' streaming or older versions).  ``--sam
 the seed when the temperature is above 0 (a server that samples; by default, like transformers serve with a
 greedy generation config, it ignores both).
 
+``--dialect litellm``: a LiteLLM proxy (1.108, without a database) in front of transformers serve, as measured
+(tests/test_real_server.py): with ``--require-key``, any other key gets HTTP 400 ``"No connected db."`` (GET
+/v1/models included) and a request without one HTTP 500 in plain text; a model it does not route gets HTTP 400
+"Invalid model name passed in model=..."; the backend's 422 for an unknown field comes back wrapped in the
+proxy's words, without the field's name ("litellm.BadRequestError: OpenAIException - Error code: 422 ...").
+
 ``--capacity K`` makes the server serve at most K requests at once (each for ``--latency`` seconds); the rest
 queue, as on a GPU server with K batch slots, so that several endpoints show load balancing, not extra capacity.
 
@@ -164,6 +170,12 @@ class FakeOpenAI:
 
     async def respond(self, method: str, path: str, headers: dict[str, str], body: bytes, writer) -> bool:
         path, _, query = path.partition("?")
+        if self.dialect == "litellm" and self.require_key:
+            given = headers.get("authorization", "").removeprefix("Bearer").strip()
+            if not given:
+                return await self._reply(writer, 500, b"Internal Server Error")
+            if given != self.require_key:
+                return await self._reply(writer, 400, _litellm_error("No connected db.", "no_db_connection", 400))
         if self.require_key and headers.get("authorization") != f"Bearer {self.require_key}":
             return await self._reply(writer, 401, _error("Incorrect API key provided"))
         if method == "GET" and path == "/v1/models" and self.models is not None:
@@ -178,10 +190,11 @@ class FakeOpenAI:
                                 and not gemini):
             return await self._reply(writer, 404, b'{"error": {"message": "not found"}}')
         req = json.loads(body or b"{}")
-        if self.dialect == "transformers" and path == "/v1/chat/completions":
+        if self.dialect in ("transformers", "litellm") and path == "/v1/chat/completions":
             refused = self._transformers_refusal(req)
             if refused is not None:
-                return await self._reply(writer, *refused)
+                return await self._reply(writer, *(refused if self.dialect == "transformers" else
+                                                   self._litellm_wrap(req, refused[0])))
         text = _prompt_text(req)
         digest = hashlib.sha256(json.dumps(req.get("messages", req.get("prompt", req.get("contents"))),
                                            sort_keys=True).encode()).hexdigest()[:12]
@@ -229,7 +242,7 @@ class FakeOpenAI:
             if self.sampling and float(req.get("temperature") or 0) > 0:
                 digest = hashlib.sha256(f"{digest}|{req.get('seed')}".encode()).hexdigest()[:12]
             payload = _completion(req, digest)
-            if self.dialect == "transformers":  # accepts logprobs, returns none
+            if self.dialect in ("transformers", "litellm"):  # accepts logprobs, returns none
                 for choice in payload["choices"]:
                     choice.pop("logprobs", None)
             if not self.usage:
@@ -245,6 +258,21 @@ class FakeOpenAI:
             return 400, json.dumps({"detail": f"Server is pinned to '{self.models[0]}'; requested "
                                               f"'{req.get('model')}'."}).encode(), None
         return None
+
+    def _litellm_wrap(self, req: dict, status: int) -> tuple[int, bytes, None]:
+        """The proxy's answer for a request its backend refused: a model it does not route, or the backend's
+        error in the proxy's words (the backend's message is not passed on)."""
+        if self.models and req.get("model") not in self.models:
+            return 400, _litellm_error(f"/chat/completions: Invalid model name passed in model={req.get('model')}. "
+                                       "Call `/v1/models` to view available models for your key.",
+                                       "invalid_request_error", 400), None
+        return status, _litellm_error(f"litellm.BadRequestError: OpenAIException - Error code: {status}\n\nLiteLLM: "
+                                      f"model group '{req.get('model')}' failed with the error above. No fallback "
+                                      "was attempted.", "invalid_request_error", status), None
+
+
+def _litellm_error(message: str, kind: str, status: int) -> bytes:
+    return json.dumps({"error": {"message": message, "type": kind, "param": None, "code": str(status)}}).encode()
 
 
 #: the request fields transformers serve's chat completions accept (OpenAI's, and its own generation_config,
@@ -476,8 +504,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--usage", default=None, choices=["openai", *BROKEN_USAGE],
                         help="count usage by OpenAI's rules instead of a fixed 10 + 2 tokens per request; or a "
                              "broken usage (missing, negative, string, nan, nested), or one far above the estimate (inflated)")
-    parser.add_argument("--dialect", default=None, choices=["transformers"],
-                        help="answer as transformers serve does (422 for unknown fields, no logprobs, one model)")
+    parser.add_argument("--dialect", default=None, choices=["transformers", "litellm"],
+                        help="answer as transformers serve does (422 for unknown fields, no logprobs, one model), "
+                             "or as a LiteLLM proxy in front of it (400 'No connected db.' for a wrong key, its "
+                             "backend's errors in its own words)")
     parser.add_argument("--no-usage", action="store_true", help="answers carry no usage object")
     parser.add_argument("--prose", action="store_true",
                         help="answer every question with a paragraph that names no option (a chat model's prose)")
