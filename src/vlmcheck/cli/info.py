@@ -38,4 +38,19 @@ def list_all(as_json: bool = typer.Option(False, "--json", help="Everything as o
     if as_json:
         typer.echo(json.dumps(cat, indent=2))
         return
-    terminal.catalogue(cat)
+    _print_catalogue(cat)
+
+
+def _print_catalogue(cat: dict) -> None:
+    """``vlmcheck list``: three tables (methods, benchmarks, ChEF recipes) that fold to the terminal's width."""
+    show, table = terminal.tables.print, terminal.table
+    show(table(["method", "reads", "reports"], [[m["method"], ", ".join(m["reads"]), m["reports"]]
+                                                for m in cat["methods"]], ["method"],
+               title="Methods (vlmcheck METHOD --help)"))
+    show(table(["benchmark", "read from", "methods", "official figure"],
+               [[b["benchmark"], ", ".join(b["forms"] + ["hfds:", "tsv"]), ", ".join(b["methods"]) or "by its columns",
+                 b["official_figure"] or "-"] for b in cat["benchmarks"]], ["benchmark"],
+               title="Benchmarks (vlmcheck data inspect PATH shows what a run would read)"))
+    show(table(["recipe", "desideratum", "scenario", "inferencer"],
+               [[r["recipe"], r["desideratum"].replace("_", " "), r["scenario"], r["inferencer"]]
+                for r in cat["recipes"]], ["recipe"], title="ChEF recipes (vlmcheck chef list)"))

@@ -7,6 +7,10 @@ Algorithm 1 of the paper, per seed image X0 and t = 1..T::
     s(t) = cos(Enc(X0), Enc(X_t))
     GC@T = sum_t t*s(t) / sum_t t                        # eq. 3
 
+Why this module is long: the paper's whole protocol (spec, chain step, scoring, refusal handling and the
+summary fold) is one algorithm, read top to bottom against Algorithm 1; the leaderboard, the drawn-image check
+and the outcomes live in their own modules.
+
 Steps within a chain are sequential; chains run concurrently under the
 runner's limits.  Every model call is cached in the run store, so a chain
 killed after step 2 resumes at step 3 without asking any model again.

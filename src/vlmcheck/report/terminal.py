@@ -373,21 +373,6 @@ def providers(entries: dict[str, Any]) -> None:
     stdout.print(table(["provider", "roles", "description"], rows, keys=["provider"]))
 
 
-def catalogue(cat: dict[str, Any]) -> None:
-    """``vlmcheck list``: three tables (methods, benchmarks, ChEF recipes) that fold to the terminal's width."""
-    tables.print(table(["method", "reads", "reports"],
-                       [[m["method"], ", ".join(m["reads"]), m["reports"]] for m in cat["methods"]], ["method"],
-                       title="Methods (vlmcheck METHOD --help)"))
-    tables.print(table(["benchmark", "read from", "methods", "official figure"],
-                       [[b["benchmark"], ", ".join(b["forms"] + ["hfds:", "tsv"]),
-                         ", ".join(b["methods"]) or "by its columns", b["official_figure"] or "-"]
-                        for b in cat["benchmarks"]], ["benchmark"],
-                       title="Benchmarks (vlmcheck data inspect PATH shows what a run would read)"))
-    tables.print(table(["recipe", "desideratum", "scenario", "inferencer"],
-                       [[r["recipe"], r["desideratum"].replace("_", " "), r["scenario"], r["inferencer"]]
-                        for r in cat["recipes"]], ["recipe"], title="ChEF recipes (vlmcheck chef list)"))
-
-
 def recipes(rows: list[list[str]], long: bool = False) -> None:
     """``chef list``: :func:`~vlmcheck.report.text.recipe_lines` on stdout, no trailing space, never rewrapped."""
     from rich.text import Text
