@@ -215,8 +215,8 @@ def test_plan_from_one_and_two_pilots_by_hand(tmp_path):
     def smallest(sd, delta, paired):
         return next(n for n in range(2, 100000) if power(n, sd, delta, paired) >= 0.8)
 
-    a = _vhx_run(tmp_path / "a", "A", [1, 0] * 5)  # accuracy 0.5 over 10 cases
-    b = _vhx_run(tmp_path / "b", "B", [1, 0] * 4 + [0, 0])
+    a = _vhx_run(tmp_path / "a", "A", [1, 0] * 5, per=1)  # accuracy 0.5 over 10 cases, one an image
+    b = _vhx_run(tmp_path / "b", "B", [1, 0] * 4 + [0, 0], per=1)
     out = plan([a], delta=0.2)
     (m,) = [x for x in out["metrics"] if x["metric"] == "accuracy"]
     sd = 0.5  # a share of 0.5: sqrt(p (1 - p))
@@ -228,9 +228,13 @@ def test_plan_from_one_and_two_pilots_by_hand(tmp_path):
     assert lo <= m["n_per_run_independent"] <= hi and hi == smallest(0.5, 0.2, False)  # 0.5 is in the interval
     two = plan([a, b], delta=0.2)
     (p2,) = [x for x in two["metrics"] if x["metric"] == "accuracy"]
-    d = [0] * 8 + [1, 0]  # the paired differences
-    sd_d = float(__import__("numpy").std(d, ddof=1))
-    assert p2["sd_difference"] == pytest.approx(sd_d) and p2["n_paired"] == smallest(sd_d, 0.2, True)
+    # one binary answer an image: the exact McNemar test's n.  The pilots' differences [0] * 8 + [1, 0]: one
+    # discordant unit of 10, a share below the 0.2 to detect, so planned at p_b = 0.2, p_c = 0: every discordant
+    # unit goes A's way and the test rejects from 6 of them (2 / 2^6 <= 0.05): power P(Binomial(n, 0.2) >= 6)
+    from scipy.stats import binom
+
+    assert p2["n_paired"] == next(n for n in range(6, 1000) if binom.sf(5, n, 0.2) >= 0.8)
+    assert p2["paired_test"].startswith("exact McNemar")
     p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "plan", "--pilot", str(a), "--delta", "0.2", "--json"],
                        capture_output=True, text=True)
     assert p.returncode == 0 and json.loads(p.stdout)["metrics"][0]["n_per_run_independent"] > 0
@@ -317,11 +321,11 @@ def test_decide_names_the_leader_its_margin_and_who_it_cannot_be_separated_from(
     assert c["model"] == "C" and c["difference"] == pytest.approx(1.0)
     assert c["p_value"] == pytest.approx(2 / 1024) and c["p_holm"] == pytest.approx(6 / 1024) and c["separated"]
     assert d["tied_with"] == ["B"] and not d["separated"]
-    # every image 1 under A, 0 under C: the inverted interval is the point 1; the bound is Wilson's on 10 of 10
-    # at the Holm level 0.05 / 3, mapped from [0, 1] back to [-1, 1]
-    z = __import__("scipy.stats").stats.norm.ppf(1 - 0.05 / 3 / 2)
-    low = (1 + z * z / 20 - z * math.sqrt(z * z / 400)) / (1 + z * z / 10)
-    assert c["ci95"] == pytest.approx([2 * low - 1, 1.0]) and c["note"].startswith("bound")
+    # every image 1 under A, 0 under C: the hull of Tango's and Agresti-Min's intervals at the Holm level 0.05 / 3
+    from test_decisions_48 import paired_interval_by_hand
+
+    assert c["ci95"] == pytest.approx(list(paired_interval_by_hand(10, 0, 10, 0.05 / 3)), abs=1e-8)
+    assert "note" not in c
     # the report's first screen says it, before the contents; the leaderboard row says it too
     page = build_report(runs, tmp_path / "r.html").read_text()
     assert page.index('id="decisions"') < page.index('<nav id="toc"')
