@@ -60,7 +60,9 @@ def test_clustering_widens_the_interval():
     k, n = [10] * 5 + [0] * 5, [10] * 10
     assert design_effect(k, n) == pytest.approx((10 / 9 * 250 / 10_000) / 0.0025)
     lo, hi, deff = wilson_clustered(k, n)
-    assert (lo, hi) == pytest.approx(wilson(0.5 * 100 / deff, 100 / deff))
+    # 10 images: Wilson on the effective n at the t quantile on 9 degrees of freedom
+    z9 = __import__("scipy.stats").stats.t.ppf(0.975, 9)
+    assert (lo, hi) == pytest.approx(wilson(0.5 * 100 / deff, 100 / deff, z=z9))
     naive = wilson(50, 100)
     assert hi - lo > 2.5 * (naive[1] - naive[0])
     # questions that vary within every image: no inflation
@@ -99,11 +101,12 @@ def test_a_perfect_vhexpansion_run_has_an_interval_of_width_above_zero(tmp_path)
                                    vlm=SaysYes()), tmp_path / "run", RunOptions(progress=False, report=False))
     v = res.results["metrics"]["variants"]["original"]
     assert v["accuracy"] == 1.0 and v["n"] == 12
-    n, z = 12, 1.959963984540054
+    # 6 images of 2 questions, fewer than 10 units: the bound of one answer an image, Wilson's 6 of 6
+    n, z = 6, 1.959963984540054
     low_by_hand = (1 + z * z / (2 * n) - z * math.sqrt(z * z / (4 * n * n))) / (1 + z * z / n)  # p = 1
     assert v["accuracy_ci95"][0] == pytest.approx(low_by_hand) and v["accuracy_ci95"][0] < 0.8
     how = v["intervals"]["accuracy"]
-    assert how["unit"] == "source image" and how["n_units"] == 6 and how["n"] == 12 and how["design_effect"] == 1.0
+    assert how["unit"] == "source image" and how["n_units"] == 6 and how["n"] == 12 and how["design_effect"] == 2.0
     assert how["min_detectable_difference"] is None  # p = 1: no spread to estimate it from
     from vlmcheck.metrics.decisions import proportion_interval
 
@@ -410,7 +413,8 @@ def test_chef_repeats_give_the_spread_and_pool_each_items_repeats_by_hand(tmp_pa
     # the design effect is 1 and the interval is Wilson's 4 of 8
     h = m["headline"]
     assert h["value"] == 0.5 and h["interval"]["repeats"] == 2 and h["interval"]["n_units"] == 4
-    assert h["ci95"] == pytest.approx(list(wilson(4, 8)))
+    # 4 items of 2 answers, fewer than 10 units: the bound of one answer an item, Wilson's 2 of 4
+    assert h["ci95"] == pytest.approx(list(wilson(2, 4)))
     with pytest.raises(ValueError, match="repeats need a generation inferencer"):
         ChefTask(ChefSpec(vlm="test:byseed", recipe=resolve_recipe("hallucination"), data=str(tmp_path / "pope.jsonl"),
                           repeats=2), vlm=model)

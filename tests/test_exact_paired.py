@@ -139,20 +139,31 @@ def test_several_answers_a_unit_get_the_hull_on_effective_counts_by_hand():
     assert deff > 1 and row["ci95"] == pytest.approx([lo, hi], abs=1e-8)
 
 
+def _wilson(p, ne, z):
+    centre = (p + z * z / (2 * ne)) / (1 + z * z / ne)
+    half = z / (1 + z * z / ne) * math.sqrt(p * (1 - p) / ne + z * z / (4 * ne * ne))
+    return centre - half, centre + half
+
+
 def test_a_clustered_share_uses_the_t_quantile_on_clusters_minus_one_by_hand():
     from vlmcheck.metrics.decisions import proportion_interval_counts, wilson_clustered
 
-    k = np.array([12, 9, 11, 4, 10, 12], dtype=float)  # 6 images of 12 answers
-    n = np.full(6, 12.0)
+    k = np.array([12, 9, 11, 4, 10, 12, 12, 7, 11, 10], dtype=float)  # 10 images of 12 answers
+    n = np.full(10, 12.0)
     N, p = n.sum(), k.sum() / n.sum()
-    deff = 6 / 5 * ((k - p * n) ** 2).sum() / N ** 2 / (p * (1 - p) / N)
-    ne, z = N / deff, t.ppf(0.975, 5)
-    centre = (p + z * z / (2 * ne)) / (1 + z * z / ne)
-    half = z / (1 + z * z / ne) * math.sqrt(p * (1 - p) / ne + z * z / (4 * ne * ne))
+    deff = 10 / 9 * ((k - p * n) ** 2).sum() / N ** 2 / (p * (1 - p) / N)
     lo, hi, got_deff = wilson_clustered(k, n)
-    assert got_deff == pytest.approx(deff) and (lo, hi) == pytest.approx((centre - half, centre + half))
+    assert got_deff == pytest.approx(deff) and (lo, hi) == pytest.approx(_wilson(p, N / deff, t.ppf(0.975, 9)))
     _, how = proportion_interval_counts(k, n, "image")
     assert how["method"].endswith("t quantile on units - 1 df")
+    # 6 images of 12: too few to estimate the design effect; each image taken as one answer (effective n 6,
+    # below the estimated 72 / deff), the normal quantile, labelled a bound
+    k6, n6 = k[:6], n[:6]
+    p6 = k6.sum() / 72
+    lo, hi, got_deff = wilson_clustered(k6, n6)
+    assert got_deff == pytest.approx(12.0) and (lo, hi) == pytest.approx(_wilson(p6, 6, norm.ppf(0.975)))
+    _, how = proportion_interval_counts(k6, n6, "image")
+    assert how["method"].startswith("wilson bound on the 6 units")
 
 
 # ----------------------------------------------------------------------------- plan for the test that will be run
