@@ -63,16 +63,16 @@ def main(datasets: int) -> None:
     print("| answers a unit | intra-unit correlation | layout | pilot units | paired test planned | plan's n "
           "(samples) | units | achieved power | +/- |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for per, rho, layout, pilot_units in ((6, 1 / 3, "one-way", 30), (6, 1 / 3, "two-way", 30),
-                                          (6, 1 / 3, "one-way", 200), (1, 1 / 3, "one-way", 100),
-                                          (1, 1 / 3, "two-way", 100), (12, 0.1, "two-way", 30)):
+    cases = [(6, 1 / 3, "one-way", 30)] * 3 + [(6, 1 / 3, "two-way", 30)] * 3 + [(6, 1 / 3, "one-way", 200)] + \
+        [(1, 1 / 3, "one-way", 100)] * 2 + [(1, 1 / 3, "two-way", 100)] * 2 + [(12, 0.1, "two-way", 30)] * 2
+    for per, rho, layout, pilot_units in cases:  # repeated rows: another pilot drawn from the same model
         delta = truth(rho)
         a, b = draw(rng, pilot_units, per, rho, layout)
         row = plan_metric("acc", a, b, delta, 0.8, 0.05)
         n = row["n_paired"]
         units = math.ceil(n / per)
         p = achieved(rng, units, per, rho, layout, datasets)
-        print(f"| {per} | {rho:.2f} | {layout} | {pilot_units} | {row['paired_test']} | {n} | {units} | {p:.3f} | "
+        print(f"| {per} | {rho:.2f} | {layout} | {pilot_units} | {row['paired_test'].split(':')[0]} | {n} | {units} | {p:.3f} | "
               f"{math.sqrt(p * (1 - p) / datasets):.3f} |", flush=True)
 
 

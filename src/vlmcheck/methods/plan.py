@@ -211,6 +211,8 @@ def plan_metric(metric: str, values: dict[str, Any], other: dict[str, Any] | Non
         var = float(x.var(ddof=1))
         if sd_u > 0 and m >= 2:
             deff = size * sd_u ** 2 / var
+            if deff < 1:  # units no more alike than independent samples: never plan below that
+                sd_u, deff = math.sqrt(var / size), 1.0
             basis = (f"{m} units of {size:.3g} samples on average, design effect {deff:.3g}: sd of a unit's mean "
                      "(chi-square 95% interval on units - 1 df)")
             sd, rng = sd_u, _chi2_range(sd_u, m)

@@ -173,24 +173,29 @@ def clustered_power(a: Sequence[int], c: Sequence[int], n: Sequence[int], delta:
                     alpha: float = 0.05, draws: int = 1000, seed: int = 0) -> float:
     """Power of `compare`'s clustered McNemar test (sign flips of whole units, metrics/signflip.p_at_zero) on
     ``units`` units drawn with replacement from a pilot's units - answers right under A only ``a``, under B only
-    ``c``, of ``n`` - moved to a true difference ``delta`` per answer by thinning: above it, each A-only answer
-    kept with the probability that brings the difference to ``delta``; below it, concordant answers made A-only
-    at random.  The pilot's units carry the shape the test meets (how many units show any discordance, how
-    lopsided they are), which a t approximation misses: the sign-flip test of skewed unit sums rejects less
-    often than the t-test of the same mean and spread."""
+    ``c``, of ``n`` - moved to a true difference ``delta`` per answer as :func:`n_mcnemar`'s plan moves it,
+    keeping the discordant answers: above it, each A-only answer turned B-only with the probability that brings
+    the difference to ``delta``; below it, B-only answers turned A-only, and where those do not suffice,
+    concordant answers made A-only.  The pilot's units carry the shape the test meets (how many units show any
+    discordance, how lopsided they are), which a t approximation misses: the sign-flip test of skewed unit
+    sums rejects less often than the t-test of the same mean and spread.  Each dataset draws from its own
+    bootstrap resample of the pilot's units (the predictive power over the pilot's uncertainty): planned on
+    the pilot's units alone, 30-image pilots gave n at which the test reached 0.68-0.73, not 0.80."""
     a, c, n = (np.asarray(v, dtype=np.int64) for v in (a, c, n))
-    N, A, C = int(n.sum()), int(a.sum()), int(c.sum())
-    conc = n - a - c
+    N, A, C, K = int(n.sum()), int(a.sum()), int(c.sum()), int((n - a - c).sum())
     d = (A - C) / N
-    keep = add = 0.0
-    if d > delta:
-        keep = (delta * N + C) / A
-    elif d < delta:
-        add = min(1.0, (delta - d) * N / max(int(conc.sum()), 1))
+    to_c = (d - delta) * N / (2 * A) if d > delta and A else 0.0  # A-only -> B-only
+    to_a = min(1.0, (delta - d) * N / (2 * C)) if d < delta and C else 0.0  # B-only -> A-only
+    gap = max(0.0, delta - d - 2 * to_a * C / N)
+    add = min(1.0, gap * N / K) if gap > 0 and K else 0.0  # concordant -> A-only
     rng = np.random.default_rng(seed)
-    i = rng.integers(0, len(n), size=(draws, units))
-    ai = rng.binomial(a[i], keep) if d > delta else a[i] + rng.binomial(conc[i], add)
-    return float((_integer_p(ai - c[i]) <= alpha).mean())
+    # each dataset's units come from its own resample of the pilot's: the pilot's units are themselves a sample,
+    # and the power averaged over what they might have been (the predictive power) does not bet on them
+    pilot = rng.integers(0, len(n), size=(draws, len(n)))
+    i = np.take_along_axis(pilot, rng.integers(0, len(n), size=(draws, units)), axis=1)
+    ai, ci, ki = a[i], c[i], (n - a - c)[i]
+    x, y, z = rng.binomial(ai, to_c), rng.binomial(ci, to_a), rng.binomial(ki, add)
+    return float((_integer_p(ai - x + y + z - (ci - y + x)) <= alpha).mean())
 
 
 def _integer_p(D: np.ndarray) -> np.ndarray:
