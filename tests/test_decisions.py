@@ -232,12 +232,26 @@ def test_plan_from_one_and_two_pilots_by_hand(tmp_path):
     two = plan([a, b], delta=0.2)
     (p2,) = [x for x in two["metrics"] if x["metric"] == "accuracy"]
     # one binary answer an image: the exact McNemar test's n.  The pilots' differences [0] * 8 + [1, 0]: one
-    # discordant unit of 10, a share below the 0.2 to detect, so planned at p_b = 0.2, p_c = 0: every discordant
-    # unit goes A's way and the test rejects from 6 of them (2 / 2^6 <= 0.05): power P(Binomial(n, 0.2) >= 6)
+    # discordant unit of 10; the discordant share q over its Beta(1.5, 9.5) posterior (10 quantiles), each at
+    # least the 0.2 to detect, p_b = (q + 0.2) / 2, p_c = (q - 0.2) / 2; the power averaged over them, the
+    # smallest n from which it stays >= 0.8 over the next tenth of n (mcnemar_power: tested by enumeration)
+    from scipy.stats import beta
+
+    from vlmcheck.metrics.paired import mcnemar_power
+
+    qs = [max(q, 0.2) for q in beta.ppf((np.arange(10) + 0.5) / 10, 1.5, 9.5)]
+
+    def mean_power(n):
+        return np.mean([mcnemar_power(n, (q + 0.2) / 2, (q - 0.2) / 2) for q in qs])
+
+    ok = {n: mean_power(n) >= 0.8 for n in range(6, 200)}
+    want = next(n for n in range(6, 150) if all(ok[j] for j in range(n, n + max(3, n // 10) + 1)))
+    assert p2["n_paired"] == want and p2["paired_test"].startswith("exact McNemar")
+    # at q = 0.2 alone (p_c = 0) every discordant unit goes A's way: rejects from 6, P(Binomial(n, 0.2) >= 6);
+    # the uncertainty about q asks for more
     from scipy.stats import binom
 
-    assert p2["n_paired"] == next(n for n in range(6, 1000) if binom.sf(5, n, 0.2) >= 0.8)
-    assert p2["paired_test"].startswith("exact McNemar")
+    assert want > next(n for n in range(6, 1000) if binom.sf(5, n, 0.2) >= 0.8)
     p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "plan", "--pilot", str(a), "--delta", "0.2", "--json"],
                        capture_output=True, text=True)
     assert p.returncode == 0 and json.loads(p.stdout)["metrics"][0]["n_per_run_independent"] > 0

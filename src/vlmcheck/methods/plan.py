@@ -139,25 +139,36 @@ def _sizes(sd: float, rng: list[float], delta: float, alpha: float, power: float
 
 
 def _mcnemar_sizes(b: int, c: int, n: int, delta: float, alpha: float, power: float) -> dict:
-    """n of the exact McNemar test from a paired pilot of one binary answer a unit: at the pilot's share of
-    discordant units q (p_b, p_c = (q + delta) / 2, (q - delta) / 2; q at least delta), and over its Wilson
-    interval; a pilot with no discordant unit is planned at the interval's upper end, labelled a bound."""
+    """n of the exact McNemar test from a paired pilot of one binary answer a unit, at a share of discordant
+    units q (p_b, p_c = (q + delta) / 2, (q - delta) / 2; q at least delta).  The n: the power averaged over the
+    pilot's uncertainty about q (10 quantiles of its Beta(b + c + 1/2, n - b - c + 1/2) posterior): planned at
+    the pilot's q alone, 100-unit pilots gave n at which the test reached 0.60-0.99 of the time.  The range: n at
+    the ends of q's Wilson interval.  A pilot with no discordant unit is planned at the interval's upper end,
+    labelled a bound."""
+    from scipy.stats import beta
+
     q = (b + c) / n
     lo, hi = wilson(b + c, n)
     floor = min_units(alpha)
 
-    def size(qq: float) -> int | None:
+    def pair(qq: float) -> tuple[float, float]:
         qq = min(1.0, max(qq, delta))
-        if qq <= 0:
-            return None
-        out = n_mcnemar((qq + delta) / 2, (qq - delta) / 2, alpha, power)
+        return (qq + delta) / 2, (qq - delta) / 2
+
+    def size(qq: float, mix: list | None = None) -> int | None:
+        pb, pc = pair(qq)
+        out = n_mcnemar(pb, pc, alpha, power, mix=mix)
         return None if out is None else max(out, floor)
 
-    basis = f"discordant share {q:.4f} (Wilson 95% {lo:.4f} to {hi:.4f})"
+    basis = f"discordant share {q:.4f} (Wilson 95% {lo:.4f} to {hi:.4f}; power averaged over its uncertainty)"
     if b + c == 0:
         q, basis = hi, f"bound: no pilot unit is discordant, so the Wilson 95% limit of the share ({hi:.4f}) is used"
+        point = size(q)
+    else:
+        qs = beta.ppf((np.arange(10) + 0.5) / 10, b + c + 0.5, n - b - c + 0.5)
+        point = size(q, [pair(x) for x in qs])
     sizes = sorted(x for x in (size(lo), size(hi)) if x is not None)
-    return {"n": size(q), "range": [sizes[0], sizes[-1]] if sizes else [None, None], "basis": basis,
+    return {"n": point, "range": [sizes[0], sizes[-1]] if sizes else [None, None], "basis": basis,
             "discordant_share": q}
 
 

@@ -147,24 +147,27 @@ def mcnemar_power(n: int, p_b: float, p_c: float, alpha: float = 0.05) -> float:
     return float((binom.pmf(k, n, min(q, 1.0)) * reject).sum())
 
 
-def n_mcnemar(p_b: float, p_c: float, alpha: float = 0.05, power: float = 0.8, limit: int = 1_000_000
-              ) -> int | None:
+def n_mcnemar(p_b: float, p_c: float, alpha: float = 0.05, power: float = 0.8, limit: int = 1_000_000,
+              mix: Sequence[tuple[float, float]] | None = None) -> int | None:
     """The smallest n at which the exact McNemar test has ``power`` against (p_b, p_c) and keeps it over the next
     tenth of n (the exact test's power saw-tooths in n: a lucky n just below would not survive one more
-    unit); never below 6, the fewest units at which it can reject at 0.05.  None beyond ``limit``."""
+    unit); never below 6, the fewest units at which it can reject at 0.05.  ``mix``: the power averaged over
+    these (p_b, p_c) instead (a pilot's uncertainty about them); (p_b, p_c) then only starts the search.  None
+    beyond ``limit``."""
     if p_b == p_c:
         return None
+    pairs = list(mix) if mix else [(p_b, p_c)]
     q, delta = p_b + p_c, abs(p_b - p_c)
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     guess = max(6.0, z * z * q / (delta * delta))  # the normal approximation, a starting point
     lo, hi = max(1, int(guess * 0.6)), int(guess * 1.6) + 20
     while lo <= limit:
         ns = np.arange(lo, hi + 1)
-        ok = np.array([mcnemar_power(int(m), p_b, p_c, alpha) >= power for m in ns])
+        ok = np.array([np.mean([mcnemar_power(int(m), b, c, alpha) for b, c in pairs]) >= power for m in ns])
         for i, m in enumerate(ns):
             span = max(3, int(m) // 10)
             if ok[i] and i + span < len(ns) and ok[i:i + span + 1].all():
-                return int(m)
+                return max(int(m), 6)
         lo, hi = int(hi - hi // 10 - 3), int(hi * 1.6)
     return None
 
