@@ -179,7 +179,7 @@ def clustered_power(a: Sequence[int], c: Sequence[int], n: Sequence[int], delta:
     ``c``, of ``n`` - moved to a true difference ``delta`` per answer as :func:`n_mcnemar`'s plan moves it,
     keeping the discordant answers: above it, each A-only answer turned B-only with the probability that brings
     the difference to ``delta``; below it, B-only answers turned A-only, and where those do not suffice,
-    concordant answers made A-only.  The pilot's units carry the shape the test meets (how many units show any
+    concordant answers made A-only in proportion to each unit's A-only rate.  The pilot's units carry the shape the test meets (how many units show any
     discordance, how lopsided they are), which a t approximation misses: the sign-flip test of skewed unit
     sums rejects less often than the t-test of the same mean and spread.  Each dataset draws from its own
     bootstrap resample of the pilot's units (the predictive power over the pilot's uncertainty): planned on
@@ -190,14 +190,21 @@ def clustered_power(a: Sequence[int], c: Sequence[int], n: Sequence[int], delta:
     to_c = (d - delta) * N / (2 * A) if d > delta and A else 0.0  # A-only -> B-only
     to_a = min(1.0, (delta - d) * N / (2 * C)) if d < delta and C else 0.0  # B-only -> A-only
     gap = max(0.0, delta - d - 2 * to_a * C / N)
-    add = min(1.0, gap * N / K) if gap > 0 and K else 0.0  # concordant -> A-only
+    # concordant -> A-only, in proportion to each unit's own A-only rate: discordance stays where the pilot saw
+    # it (spread evenly over the units it would touch more of them, and the test would seem stronger)
+    rate = a / np.maximum(n, 1)
+    weight = float(((n - a - c) * rate).sum())
+    if gap > 0 and weight > 0:
+        add = np.minimum(1.0, gap * N / weight * rate)
+    else:
+        add = np.full(len(n), min(1.0, gap * N / K) if gap > 0 and K else 0.0)
     rng = np.random.default_rng(seed)
     # each dataset's units come from its own resample of the pilot's: the pilot's units are themselves a sample,
     # and the power averaged over what they might have been (the predictive power) does not bet on them
     pilot = rng.integers(0, len(n), size=(draws, len(n)))
     i = np.take_along_axis(pilot, rng.integers(0, len(n), size=(draws, units)), axis=1)
     ai, ci, ki = a[i], c[i], (n - a - c)[i]
-    x, y, z = rng.binomial(ai, to_c), rng.binomial(ci, to_a), rng.binomial(ki, add)
+    x, y, z = rng.binomial(ai, to_c), rng.binomial(ci, to_a), rng.binomial(ki, add[i])
     return float((_integer_p(ai - x + y + z - (ci - y + x)) <= alpha).mean())
 
 
