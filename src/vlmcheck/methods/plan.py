@@ -11,7 +11,9 @@ the t-test (the smallest n whose two-sided t-test at ``alpha`` has ``power``, fr
 distribution; the normal formula undersizes small n - 8 where the t-test needs 10) on the units `compare` flips
 (the pilot's clusters: its source images): the spread of a unit's mean (the ratio estimator's residual per unit
 over the mean unit size, which carries the design effect of the clusters), n units on n - 1 degrees of freedom,
-times the mean unit size in samples.  Each n is given with the range it takes over the pilot's own uncertainty:
+times the mean unit size in samples; for right/wrong answers in such units, the clustered McNemar's power
+simulated from the pilot's units instead (metrics/paired.n_clustered: the sign-flip test of skewed unit sums
+needs more units than the t-test says).  Each n is given with the range it takes over the pilot's own uncertainty:
 for a share of independent answers, the spread at the ends of the pilot's Wilson interval (and 0.5 if inside
 it); for the discordant share, its Wilson interval; otherwise the chi-square interval of the sd on units - 1 df.
 A pilot where every answer is right (or wrong) has no spread of its own: the spread at its Wilson bound is used
