@@ -60,7 +60,9 @@ def test_clustering_widens_the_interval():
     k, n = [10] * 5 + [0] * 5, [10] * 10
     assert design_effect(k, n) == pytest.approx((10 / 9 * 250 / 10_000) / 0.0025)
     lo, hi, deff = wilson_clustered(k, n)
-    assert (lo, hi) == pytest.approx(wilson(0.5 * 100 / deff, 100 / deff))
+    # 10 images: Wilson on the effective n at the t quantile on 9 degrees of freedom
+    z9 = __import__("scipy.stats").stats.t.ppf(0.975, 9)
+    assert (lo, hi) == pytest.approx(wilson(0.5 * 100 / deff, 100 / deff, z=z9))
     naive = wilson(50, 100)
     assert hi - lo > 2.5 * (naive[1] - naive[0])
     # questions that vary within every image: no inflation
@@ -99,11 +101,12 @@ def test_a_perfect_vhexpansion_run_has_an_interval_of_width_above_zero(tmp_path)
                                    vlm=SaysYes()), tmp_path / "run", RunOptions(progress=False, report=False))
     v = res.results["metrics"]["variants"]["original"]
     assert v["accuracy"] == 1.0 and v["n"] == 12
-    n, z = 12, 1.959963984540054
+    # 6 images of 2 questions, fewer than 10 units: the bound of one answer an image, Wilson's 6 of 6
+    n, z = 6, 1.959963984540054
     low_by_hand = (1 + z * z / (2 * n) - z * math.sqrt(z * z / (4 * n * n))) / (1 + z * z / n)  # p = 1
     assert v["accuracy_ci95"][0] == pytest.approx(low_by_hand) and v["accuracy_ci95"][0] < 0.8
     how = v["intervals"]["accuracy"]
-    assert how["unit"] == "source image" and how["n_units"] == 6 and how["n"] == 12 and how["design_effect"] == 1.0
+    assert how["unit"] == "source image" and how["n_units"] == 6 and how["n"] == 12 and how["design_effect"] == 2.0
     assert how["min_detectable_difference"] is None  # p = 1: no spread to estimate it from
     from vlmcheck.metrics.decisions import proportion_interval
 
@@ -215,8 +218,8 @@ def test_plan_from_one_and_two_pilots_by_hand(tmp_path):
     def smallest(sd, delta, paired):
         return next(n for n in range(2, 100000) if power(n, sd, delta, paired) >= 0.8)
 
-    a = _vhx_run(tmp_path / "a", "A", [1, 0] * 5)  # accuracy 0.5 over 10 cases
-    b = _vhx_run(tmp_path / "b", "B", [1, 0] * 4 + [0, 0])
+    a = _vhx_run(tmp_path / "a", "A", [1, 0] * 5, per=1)  # accuracy 0.5 over 10 cases, one an image
+    b = _vhx_run(tmp_path / "b", "B", [1, 0] * 4 + [0, 0], per=1)
     out = plan([a], delta=0.2)
     (m,) = [x for x in out["metrics"] if x["metric"] == "accuracy"]
     sd = 0.5  # a share of 0.5: sqrt(p (1 - p))
@@ -228,9 +231,27 @@ def test_plan_from_one_and_two_pilots_by_hand(tmp_path):
     assert lo <= m["n_per_run_independent"] <= hi and hi == smallest(0.5, 0.2, False)  # 0.5 is in the interval
     two = plan([a, b], delta=0.2)
     (p2,) = [x for x in two["metrics"] if x["metric"] == "accuracy"]
-    d = [0] * 8 + [1, 0]  # the paired differences
-    sd_d = float(__import__("numpy").std(d, ddof=1))
-    assert p2["sd_difference"] == pytest.approx(sd_d) and p2["n_paired"] == smallest(sd_d, 0.2, True)
+    # one binary answer an image: the exact McNemar test's n.  The pilots' differences [0] * 8 + [1, 0]: one
+    # discordant unit of 10; the discordant share q over its Beta(1.5, 9.5) posterior (10 quantiles), each at
+    # least the 0.2 to detect, p_b = (q + 0.2) / 2, p_c = (q - 0.2) / 2; the power averaged over them, the
+    # smallest n from which it stays >= 0.8 over the next tenth of n (mcnemar_power: tested by enumeration)
+    from scipy.stats import beta
+
+    from vlmcheck.metrics.paired import mcnemar_power
+
+    qs = [max(q, 0.2) for q in beta.ppf((np.arange(10) + 0.5) / 10, 1.5, 9.5)]
+
+    def mean_power(n):
+        return np.mean([mcnemar_power(n, (q + 0.2) / 2, (q - 0.2) / 2) for q in qs])
+
+    ok = {n: mean_power(n) >= 0.8 for n in range(6, 200)}
+    want = next(n for n in range(6, 150) if all(ok[j] for j in range(n, n + max(3, n // 10) + 1)))
+    assert p2["n_paired"] == want and p2["paired_test"].startswith("exact McNemar")
+    # at q = 0.2 alone (p_c = 0) every discordant unit goes A's way: rejects from 6, P(Binomial(n, 0.2) >= 6);
+    # the uncertainty about q asks for more
+    from scipy.stats import binom
+
+    assert want > next(n for n in range(6, 1000) if binom.sf(5, n, 0.2) >= 0.8)
     p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "plan", "--pilot", str(a), "--delta", "0.2", "--json"],
                        capture_output=True, text=True)
     assert p.returncode == 0 and json.loads(p.stdout)["metrics"][0]["n_per_run_independent"] > 0
@@ -317,11 +338,11 @@ def test_decide_names_the_leader_its_margin_and_who_it_cannot_be_separated_from(
     assert c["model"] == "C" and c["difference"] == pytest.approx(1.0)
     assert c["p_value"] == pytest.approx(2 / 1024) and c["p_holm"] == pytest.approx(6 / 1024) and c["separated"]
     assert d["tied_with"] == ["B"] and not d["separated"]
-    # every image 1 under A, 0 under C: the inverted interval is the point 1; the bound is Wilson's on 10 of 10
-    # at the Holm level 0.05 / 3, mapped from [0, 1] back to [-1, 1]
-    z = __import__("scipy.stats").stats.norm.ppf(1 - 0.05 / 3 / 2)
-    low = (1 + z * z / 20 - z * math.sqrt(z * z / 400)) / (1 + z * z / 10)
-    assert c["ci95"] == pytest.approx([2 * low - 1, 1.0]) and c["note"].startswith("bound")
+    # every image 1 under A, 0 under C: the hull of Tango's and Agresti-Min's intervals at the Holm level 0.05 / 3
+    from test_decisions_48 import paired_interval_by_hand
+
+    assert c["ci95"] == pytest.approx(list(paired_interval_by_hand(10, 0, 10, 0.05 / 3)), abs=1e-8)
+    assert "note" not in c
     # the report's first screen says it, before the contents; the leaderboard row says it too
     page = build_report(runs, tmp_path / "r.html").read_text()
     assert page.index('id="decisions"') < page.index('<nav id="toc"')
@@ -406,7 +427,8 @@ def test_chef_repeats_give_the_spread_and_pool_each_items_repeats_by_hand(tmp_pa
     # the design effect is 1 and the interval is Wilson's 4 of 8
     h = m["headline"]
     assert h["value"] == 0.5 and h["interval"]["repeats"] == 2 and h["interval"]["n_units"] == 4
-    assert h["ci95"] == pytest.approx(list(wilson(4, 8)))
+    # 4 items of 2 answers, fewer than 10 units: the bound of one answer an item, Wilson's 2 of 4
+    assert h["ci95"] == pytest.approx(list(wilson(2, 4)))
     with pytest.raises(ValueError, match="repeats need a generation inferencer"):
         ChefTask(ChefSpec(vlm="test:byseed", recipe=resolve_recipe("hallucination"), data=str(tmp_path / "pope.jsonl"),
                           repeats=2), vlm=model)

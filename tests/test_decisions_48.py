@@ -64,6 +64,39 @@ def exact_p(D, W=None, delta=0.0):
     return hits / 2 ** len(D)
 
 
+def agresti_min_by_hand(b, c, n, alpha=0.05):
+    """Agresti and Min (2005): the Wald interval of (b - c) / n after adding 1/2 to each cell of the 2x2 table."""
+    z = __import__("scipy.stats").stats.norm.ppf(1 - alpha / 2)
+    bs, cs, ns = b + 0.5, c + 0.5, n + 2
+    est, se = (bs - cs) / ns, math.sqrt((bs + cs) - (bs - cs) ** 2 / ns) / ns
+    return max(-1.0, est - z * se), min(1.0, est + z * se)
+
+
+def tango_by_hand(b, c, n, alpha=0.05):
+    """Tango (1998): the deltas whose score statistic lies within +/- z, on a grid of 1e-5 refined by brentq."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    z = norm.ppf(1 - alpha / 2)
+
+    def score(d):  # p21~: the root of 2n p^2 + (-(b + c) + (2n - b + c) d) p - c d (1 - d) = 0
+        A, B, C = 2 * n, -(b + c) + (2 * n - b + c) * d, -c * d * (1 - d)
+        p21 = (math.sqrt(B * B - 4 * A * C) - B) / (2 * A)
+        return (b - c - n * d) / math.sqrt(n * (2 * p21 + d * (1 - d)))
+
+    grid = np.linspace(-1 + 1e-9, 1 - 1e-9, 200_001)
+    inside = [d for d in grid[::100] if abs(score(d)) <= z]
+    lo = -1.0 if abs(score(grid[0])) <= z else brentq(lambda d: score(d) - z, grid[0], inside[0])
+    hi = 1.0 if abs(score(grid[-1])) <= z else brentq(lambda d: score(d) + z, inside[-1], grid[-1])
+    return lo, hi
+
+
+def paired_interval_by_hand(b, c, n, alpha=0.05):
+    """compare's interval of a difference of matched shares: the hull of Tango's and Agresti-Min's."""
+    t, a = tango_by_hand(b, c, n, alpha), agresti_min_by_hand(b, c, n, alpha)
+    return min(t[0], a[0]), max(t[1], a[1])
+
+
 def inverted(D, W, alpha, grid):
     """The interval from its definition: the hull of the deltas on ``grid`` whose test does not reject."""
     inside = [d for d in grid if exact_p(D, W, d) > alpha]
@@ -85,9 +118,10 @@ def test_partial_overlap_leader_and_margin_on_the_shared_samples(tmp_path):
     assert d["leader"] == "B" and d["value"] == pytest.approx(1.0) and r["value"] == pytest.approx(0.4)
     assert r["difference"] == pytest.approx(0.6) and r["p_value"] == pytest.approx(2 / 64) and d["separated"]
     assert d["n_shared"] == 10 and d["n_left_out"] == 20
-    D = [0.1] * 6 + [0.0] * 4  # B minus A per case (weight 1/10)
-    lo, hi = inverted(D, [0.1] * 10, 0.05, np.round(np.arange(-1, 1.0005, 0.005), 3))
-    assert r["ci95"][0] == pytest.approx(lo, abs=0.005) and r["ci95"][1] == pytest.approx(hi, abs=0.005)
+    # one answer per case: the hull of Tango's and Agresti-Min's intervals of B - A, 6 right under B only, none
+    # under A only, of 10
+    lo, hi = paired_interval_by_hand(6, 0, 10)
+    assert r["ci95"] == pytest.approx([lo, hi], abs=1e-8)
     assert r["ci95"][0] > 0
     assert "ahead" not in d["sentence"] and "separated" in d["sentence"]
     # compare says the same: A - B = -0.6 on the same 10 cases, the same p
@@ -287,7 +321,8 @@ def test_plan_from_a_pilot_where_every_answer_is_right(tmp_path):
 
     n = next(n for n in range(2, 10000) if power(n) >= 0.8)
     assert m["sd"] == pytest.approx(sd) and m["n_per_run_independent"] == n and n > 100
-    assert m["sd_basis"].startswith("bound") and m["n_per_run_range"][0] == 2 and m["n_per_run_range"][1] == n
+    # the range's low end: never below 6 units, the fewest at which a sign-flip test can reject (2 / 2^6 <= 0.05)
+    assert m["sd_basis"].startswith("bound") and m["n_per_run_range"][0] == 6 and m["n_per_run_range"][1] == n
     assert m["mde_at_pilot_n"] is None or m["mde_at_pilot_n"] > 0.05
 
 
@@ -405,8 +440,8 @@ def test_the_screen_never_shows_a_negative_lead_or_a_bare_tie(tmp_path):
     b = _vhx(tmp_path / "B", "B", [1] * 10 + [0] * 10, ids=range(10, 30))
     page = build_report([a, b], tmp_path / "r.html").read_text()
     # B leads on the 10 shared cases by 1.0 - 0.4 = 0.6; six discordant cases all B's: p = 2 / 2^6 = 0.03125;
-    # one pair: Holm p = p; the interval is the exact test inverted (the hull of the shifts it does not reject)
-    lo, hi = inverted([0.1] * 6 + [0.0] * 4, [0.1] * 10, 0.05, np.round(np.arange(-1, 1.0005, 0.005), 3))
+    # one pair: Holm p = p; the interval is the hull of Tango's and Agresti-Min's (one answer a case)
+    lo, hi = paired_interval_by_hand(6, 0, 10)
     assert "B leads on accuracy with 1.000 on the 10 samples all its runs share (20 left out)" in page
     assert "+0.600" in page and "-0.600" not in page and "by -" not in page and "ahead" not in page
     m = __import__("re").search(r"behind the leader by 0\.6000 \[([-0-9.]+), ([-0-9.]+)\], Holm p 0\.0313", page)

@@ -98,14 +98,15 @@ def plan(pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
         lo, hi = m["n_per_run_range"]
         mde = ("no difference within the metric's range" if m["mde_at_pilot_n"] is None
                else f"{m['mde_at_pilot_n']:.4f}")
-        line = (f"{m['metric']}: to detect {delta:g} with power {power:g} at alpha {alpha:g} (t-test): "
+        line = (f"{m['metric']}: to detect {delta:g} with power {power:g} at alpha {alpha:g} "
+                f"({m.get('test', 't-test')}): "
                 f"{_n(m['n_per_run_independent'])} samples per run for two independent runs (from {_n(lo)} to "
                 f"{_n(hi)} over the pilot's uncertainty about its spread; sd {m['sd']:.4f}, {m['sd_basis']}); "
                 f"at the pilot's n = {m['pilot_n']} the smallest detectable difference is {mde}")
         if "n_paired" in m:
             plo, phi = m["n_paired_range"]
-            line += (f"; paired on common samples (sd of differences {m['sd_difference']:.4f}): "
-                     f"{_n(m['n_paired'])} samples (from {_n(plo)} to {_n(phi)})")
+            line += (f"; paired on common samples ({m.get('paired_test', 't-test')}; "
+                     f"{m['sd_difference_basis']}): {_n(m['n_paired'])} samples (from {_n(plo)} to {_n(phi)})")
         C.console.print(line, highlight=False, soft_wrap=True)
     if raised:
         C.console.print(f"(no n below {floor}: with fewer units the sign-flip test of compare cannot reject at "

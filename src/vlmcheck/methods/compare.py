@@ -147,7 +147,8 @@ def _pooled_test(oa: Sequence[Outcome], ob: Sequence[Outcome]) -> dict[str, Any]
     return dec
 
 
-def _test(a: dict[str, Any], b: dict[str, Any], keep: list[str]) -> dict[str, Any]:
+def _test(a: dict[str, Any], b: dict[str, Any], keep: list[str], levels: Sequence[float] = (ALPHA,)
+          ) -> dict[str, Any]:
     oa = [_as_outcome(a[s]) for s in keep]
     ob = [_as_outcome(b[s]) for s in keep]
     if oa[0].pooled is not None:
@@ -163,7 +164,10 @@ def _test(a: dict[str, Any], b: dict[str, Any], keep: list[str]) -> dict[str, An
     binary = all(o.binary for o in oa) and all(o.binary for o in ob)
     single = len(units) == len(keep) and np.allclose(w, w[0])
     span = max(oa[0].high - oa[0].low, 0.0)
-    dec = paired_decision(D, W, (-span, span), binary=binary, single_answers=single)
+    equal = bool(np.allclose(w, w[0]))
+    counts = (int(((x == 1) & (y == 0)).sum()), int(((x == 0) & (y == 1)).sum()), len(keep)) if binary and equal \
+        else None
+    dec = paired_decision(D, W, (-span, span), binary=binary, single_answers=single, counts=counts, levels=levels)
     d = x - y
     if binary:
         dec["discordant"] = {"a_only": int(((x == 1) & (y == 0)).sum()), "b_only": int(((x == 0) & (y == 1)).sum())}
@@ -199,7 +203,8 @@ def pairwise(runs: Sequence[dict[str, Any]], metric: str, pairs: Sequence[tuple[
             row.update(difference=None, ci95=None, p_value=None, test=None, p_holm=None, separated=False,
                        note="the runs share no finished sample: nothing to compare")
         else:
-            dec = _test(runs[i], runs[j], keep)
+            # the levels its Holm step may judge it at: a Monte Carlo p near one is drawn again
+            dec = _test(runs[i], runs[j], keep, [alpha / k for k in range(1, len(pairs) + 1)])
             decs.append((row, dec))
             row.update(_public(dec))
         out["pairs"].append(row)

@@ -5,12 +5,20 @@ declares them) gives the n per run that detects a difference ``delta`` between t
 spread, and the smallest difference detectable at the pilot's own n.  From two pilot runs of one method: the
 spread of their paired differences gives the n of common samples.
 
-Issue 48: the n is the t-test's (the smallest n whose two-sided t-test at ``alpha`` has ``power``, from the
-noncentral t distribution; the normal formula undersizes small n - 8 where the t-test needs 10), and it is given
-with the range it takes over the pilot's own uncertainty about the spread: for a share, the spread at the ends
-of the pilot's Wilson interval (and 0.5 if inside it); otherwise the chi-square interval of the sd.  A pilot
-where every answer is right (or wrong) has no spread of its own: the spread at its Wilson bound is used and
-labelled as a bound - it can never claim n = 2.
+The n is that of the test `compare` will run.  One binary answer a unit, two pilots: the exact McNemar test,
+its power computed exactly (metrics/paired.mcnemar_power) at the pilots' share of discordant units.  Otherwise
+the t-test (the smallest n whose two-sided t-test at ``alpha`` has ``power``, from the noncentral t
+distribution; the normal formula undersizes small n - 8 where the t-test needs 10) on the units `compare` flips
+(the pilot's clusters: its source images): the spread of a unit's mean (the ratio estimator's residual per unit
+over the mean unit size, which carries the design effect of the clusters), n units on n - 1 degrees of freedom,
+times the mean unit size in samples; for right/wrong answers in such units, the clustered McNemar's power
+simulated from the pilot's units instead (metrics/paired.n_clustered: the sign-flip test of skewed unit sums
+needs more units than the t-test says).  Each n is given with the range it takes over the pilot's own uncertainty:
+for a share of independent answers, the spread at the ends of the pilot's Wilson interval (and 0.5 if inside
+it); for the discordant share, its Wilson interval; otherwise the chi-square interval of the sd on units - 1 df.
+A pilot where every answer is right (or wrong) has no spread of its own: the spread at its Wilson bound is used
+and labelled as a bound.  No n, nor the range's low end, is below the fewest units at which the sign-flip test
+can reject at ``alpha`` (6 at 0.05: two of 2^n sign patterns must weigh at most alpha).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics.decisions import wilson
+from ..metrics.paired import n_clustered, n_mcnemar
 from .compare import _as_outcome, _pair, unit_values
 
 _MAX_N = 10_000_000
@@ -95,10 +104,74 @@ def _spread(values: np.ndarray, binary: bool) -> tuple[float, list[float], str]:
     return sd, rng, "sample sd (chi-square 95% interval of the sd for the range)"
 
 
-def _sizes(sd: float, rng: list[float], delta: float, alpha: float, power: float, paired: bool) -> dict:
-    return {"n": n_t(sd, delta, alpha, power, paired),
-            "range": [n_t(rng[0], delta, alpha, power, paired) if rng[0] > 0 else 2,
-                      n_t(rng[1], delta, alpha, power, paired) if rng[1] > 0 else 2]}
+def min_units(alpha: float) -> int:
+    """The fewest units at which a two-sided sign-flip test can reject at ``alpha``: 2 / 2^m <= alpha."""
+    return max(2, int(math.ceil(1 - math.log2(alpha) - 1e-12)))
+
+
+def unit_spread(values: np.ndarray, units: list[str]) -> tuple[float, float, int]:
+    """(sd of a unit's mean, mean unit size, units): per unit, (its sum - mean x its size) / mean size, the ratio
+    estimator's residual; its sd (ddof 1) over sqrt(units) is the standard error of the pooled mean over units.
+    Units of one sample each: the samples' own sd."""
+    idx: dict[str, int] = {}
+    k = np.array([idx.setdefault(u, len(idx)) for u in units])
+    m = len(idx)
+    sums = np.bincount(k, weights=values, minlength=m)
+    sizes = np.bincount(k, minlength=m).astype(float)
+    size = float(sizes.mean())
+    resid = (sums - values.mean() * sizes) / size
+    return (float(resid.std(ddof=1)) if m > 1 else 0.0), size, m
+
+
+def _sizes(sd: float, rng: list[float], delta: float, alpha: float, power: float, paired: bool,
+           size: float = 1.0) -> dict:
+    """n in samples: the t-test's n in units (at least :func:`min_units`) times the mean unit size ``size``;
+    "units": the units at the planning sd."""
+    floor = min_units(alpha)
+
+    def units(s: float) -> int | None:
+        u = n_t(s, delta, alpha, power, paired) if s > 0 else floor
+        return None if u is None else max(u, floor)
+
+    def n(s: float) -> int | None:
+        u = units(s)
+        return None if u is None else int(math.ceil(u * size - 1e-9))
+
+    return {"n": n(sd), "range": [n(rng[0]), n(rng[1])], "units": units(sd)}
+
+
+def _mcnemar_sizes(b: int, c: int, n: int, delta: float, alpha: float, power: float) -> dict:
+    """n of the exact McNemar test from a paired pilot of one binary answer a unit, at a share of discordant
+    units q (p_b, p_c = (q + delta) / 2, (q - delta) / 2; q at least delta).  The n: the power averaged over the
+    pilot's uncertainty about q (10 quantiles of its Beta(b + c + 1/2, n - b - c + 1/2) posterior): planned at
+    the pilot's q alone, 100-unit pilots gave n at which the test reached 0.60-0.99 of the time.  The range: n at
+    the ends of q's Wilson interval.  A pilot with no discordant unit is planned at the interval's upper end,
+    labelled a bound."""
+    from scipy.stats import beta
+
+    q = (b + c) / n
+    lo, hi = wilson(b + c, n)
+    floor = min_units(alpha)
+
+    def pair(qq: float) -> tuple[float, float]:
+        qq = min(1.0, max(qq, delta))
+        return (qq + delta) / 2, (qq - delta) / 2
+
+    def size(qq: float, mix: list | None = None) -> int | None:
+        pb, pc = pair(qq)
+        out = n_mcnemar(pb, pc, alpha, power, mix=mix)
+        return None if out is None else max(out, floor)
+
+    basis = f"discordant share {q:.4f} (Wilson 95% {lo:.4f} to {hi:.4f}; power averaged over its uncertainty)"
+    if b + c == 0:
+        q, basis = hi, f"bound: no pilot unit is discordant, so the Wilson 95% limit of the share ({hi:.4f}) is used"
+        point = size(q)
+    else:
+        qs = beta.ppf((np.arange(10) + 0.5) / 10, b + c + 0.5, n - b - c + 0.5)
+        point = size(q, [pair(x) for x in qs])
+    sizes = sorted(x for x in (size(lo), size(hi)) if x is not None)
+    return {"n": point, "range": [sizes[0], sizes[-1]] if sizes else [None, None], "basis": basis,
+            "discordant_share": q}
 
 
 def plan(pilots: list[str | Path], delta: float, power: float = 0.8, alpha: float = 0.05) -> dict[str, Any]:
@@ -116,43 +189,107 @@ def plan(pilots: list[str | Path], delta: float, power: float = 0.8, alpha: floa
     if not loaded[0][2]:
         out["note"] = f"{loaded[0][0]} declares no per-sample outcomes: nothing to plan from"
     for metric, values in loaded[0][2].items():
-        outs = [_as_outcome(v) for v in values.values()]
-        x = np.array([o.value for o in outs])
-        binary = all(o.binary for o in outs)
-        span = outs[0].high - outs[0].low if outs else 1.0
-        row: dict[str, Any] = {"metric": metric, "pilot_n": len(x)}
-        if len(x) < 2:
-            row["warning"] = "fewer than two samples in the pilot: no spread to plan from"
-            out["metrics"].append(row)
-            continue
-        sd, rng, basis = _spread(x, binary)
-        if sd <= 0:  # every value equal, not a share: the largest spread the range allows is the bound
-            sd, rng, basis = span / 2, [0.0, span / 2], "bound: every pilot value is equal, so half the range is used"
-        sizes = _sizes(sd, rng, delta, alpha, power, paired=False)
-        m = mde_t(sd, len(x), alpha, power, paired=False)
-        row.update(sd=sd, sd_range=rng, sd_basis=basis, n_per_run_independent=sizes["n"],
-                   n_per_run_range=sizes["range"],
-                   mde_at_pilot_n=None if m is None or m > span else m)
-        if row["mde_at_pilot_n"] is None:
-            row["mde_note"] = "no difference within the metric's range is detectable at the pilot's n"
-        if len(loaded) == 2 and metric in loaded[1][2]:
-            other = loaded[1][2][metric]
-            keep, _ = _pair(values, other)
-            if len(keep) >= 2:
-                a = np.array([_as_outcome(values[s]).value for s in keep])
-                b = np.array([_as_outcome(other[s]).value for s in keep])
-                d = a - b
-                sd_diff = float(d.std(ddof=1))
-                corr = float(np.corrcoef(a, b)[0, 1]) if a.std() > 0 and b.std() > 0 else None
-                if sd_diff > 0:
-                    _, drng, dbasis = _spread(d, False)
-                else:  # every paired difference equal: bound by the discordance a pilot of this n could hide
-                    q = wilson(0, len(d))[1]
-                    sd_diff, drng = math.sqrt(q) * span, [0.0, math.sqrt(q) * span]
-                    dbasis = "bound: every paired difference is equal; the spread of a discordance share at its Wilson limit"
-                ds = _sizes(sd_diff, drng, delta, alpha, power, paired=True)
-                row.update(paired_n=len(keep), sd_difference=sd_diff, sd_difference_range=drng,
-                           sd_difference_basis=dbasis, correlation=corr, observed_difference=float(d.mean()),
-                           n_paired=ds["n"], n_paired_range=ds["range"])
-        out["metrics"].append(row)
+        other = loaded[1][2].get(metric) if len(loaded) == 2 else None
+        out["metrics"].append(plan_metric(metric, values, other, delta, power, alpha))
     return out
+
+
+def _chi2_range(sd: float, m: int) -> list[float]:
+    from scipy.stats import chi2
+
+    return [sd * math.sqrt((m - 1) / chi2.ppf(0.975, m - 1)), sd * math.sqrt((m - 1) / chi2.ppf(0.025, m - 1))]
+
+
+def plan_metric(metric: str, values: dict[str, Any], other: dict[str, Any] | None, delta: float,
+                power: float = 0.8, alpha: float = 0.05) -> dict[str, Any]:
+    """One metric's plan from a pilot's outcomes ``values`` ({sample id: Outcome}) and, for a paired plan, a
+    second pilot's ``other``: see the module docstring."""
+    outs = [_as_outcome(v) for v in values.values()]
+    x = np.array([o.value for o in outs])
+    units = [o.unit if o.unit is not None else sid for sid, o in zip(values, outs)]
+    binary = all(o.binary for o in outs)
+    span = outs[0].high - outs[0].low if outs else 1.0
+    row: dict[str, Any] = {"metric": metric, "pilot_n": len(x)}
+    if len(x) < 2:
+        row["warning"] = "fewer than two samples in the pilot: no spread to plan from"
+        return row
+    sd_u, size, m = unit_spread(x, units)
+    clustered = m < len(x)
+    sd, rng, basis = _spread(x, binary)
+    if sd <= 0:  # every value equal, not a share: the largest spread the range allows is the bound
+        sd, rng, basis = span / 2, [0.0, span / 2], "bound: every pilot value is equal, so half the range is used"
+    if clustered:
+        # the units compare flips: the spread of a unit's mean; a pilot with no spread of its own (every answer
+        # right) cannot show its clustering: every answer of a unit alike is the bound (design effect = size)
+        var = float(x.var(ddof=1))
+        if sd_u > 0 and m >= 2:
+            deff = size * sd_u ** 2 / var
+            if deff < 1:  # units no more alike than independent samples: never plan below that
+                sd_u, deff = math.sqrt(var / size), 1.0
+            basis = (f"{m} units of {size:.3g} samples on average, design effect {deff:.3g}: sd of a unit's mean "
+                     "(chi-square 95% interval on units - 1 df)")
+            sd, rng = sd_u, _chi2_range(sd_u, m)
+        else:
+            deff = size
+            basis += f"; {m} units of {size:.3g} samples, each unit's answers taken as alike (a bound)"
+        row["design_effect"] = deff
+    sizes = _sizes(sd, rng, delta, alpha, power, paired=False, size=size if clustered else 1.0)
+    mt = mde_t(sd, m if clustered else len(x), alpha, power, paired=False)
+    row.update(sd=sd, sd_range=rng, sd_basis=basis, n_per_run_independent=sizes["n"],
+               n_per_run_range=sizes["range"], units=m, mean_unit_size=size,
+               test="t-test on the units (" + ("clusters" if clustered else "one sample each") + ")",
+               mde_at_pilot_n=None if mt is None or mt > span else mt)
+    if row["mde_at_pilot_n"] is None:
+        row["mde_note"] = "no difference within the metric's range is detectable at the pilot's n"
+    if other is not None:
+        keep, _ = _pair(values, other)
+        if len(keep) >= 2:
+            row.update(_paired(values, other, keep, binary, span, delta, power, alpha))
+    return row
+
+
+def _paired(values: dict[str, Any], other: dict[str, Any], keep: list[str], binary: bool, span: float,
+            delta: float, power: float, alpha: float) -> dict[str, Any]:
+    oa = [_as_outcome(values[s]) for s in keep]
+    a = np.array([o.value for o in oa])
+    b = np.array([_as_outcome(other[s]).value for s in keep])
+    units = [o.unit if o.unit is not None else s for s, o in zip(keep, oa)]
+    d = a - b
+    corr = float(np.corrcoef(a, b)[0, 1]) if a.std() > 0 and b.std() > 0 else None
+    sd_u, size, m = unit_spread(d, units)
+    row: dict[str, Any] = {"paired_n": len(keep), "correlation": corr, "observed_difference": float(d.mean()),
+                           "sd_difference": float(d.std(ddof=1))}
+    if binary and m == len(keep):  # one binary answer a unit: compare runs the exact McNemar test
+        ms = _mcnemar_sizes(int((d > 0).sum()), int((d < 0).sum()), len(keep), delta / span, alpha, power)
+        row.update(n_paired=ms["n"], n_paired_range=ms["range"], sd_difference_basis=ms["basis"],
+                   sd_difference_range=[row["sd_difference"]] * 2, discordant_share=ms["discordant_share"],
+                   paired_test="exact McNemar (power computed exactly)")
+        return row
+    if sd_u > 0:
+        drng = _chi2_range(sd_u, m)
+        dbasis = f"sd of a unit's mean difference over {m} units of {size:.3g} samples (chi-square 95% on units - 1 df)"
+        sd_diff = sd_u
+    else:  # every paired difference equal: bound by the discordance a pilot of this n could hide
+        q = wilson(0, m)[1]
+        sd_diff, drng = math.sqrt(q) * span, [0.0, math.sqrt(q) * span]
+        dbasis = "bound: every paired difference is equal; the spread of a discordance share at its Wilson limit"
+    ds = _sizes(sd_diff, drng, delta, alpha, power, paired=True, size=size)
+    test = "paired t-test on the units" + (" (clusters, as compare flips them)" if size > 1 else "")
+    if binary and sd_u > 0 and ds["units"] is not None:
+        # the clustered McNemar test of skewed unit sums rejects less often than the t-test of the same spread
+        # (0.64 of datasets at a t-planned 0.80 on the bench): its power simulated from the pilot's units
+        idx: dict[str, int] = {}
+        k = np.array([idx.setdefault(u, len(idx)) for u in units])
+        per = [np.bincount(k, weights=w, minlength=m).astype(int) for w in ((d > 0), (d < 0), np.ones(len(d)))]
+        sim = n_clustered(*per, delta / span, ds["units"], alpha, power, floor=min_units(alpha))
+        if sim is not None:
+            scale = sim / ds["units"]
+            ds = {"n": int(math.ceil(sim * size - 1e-9)), "units": sim,
+                  "range": [None if r is None else max(int(math.ceil(r * scale - 1e-9)),
+                                                       int(math.ceil(min_units(alpha) * size - 1e-9)))
+                            for r in ds["range"]]}
+            test = ("clustered McNemar (sign flips of whole units): power simulated on 1,000 datasets of the "
+                    "pilot's units a size; range the t-test's, scaled alike")
+    row.update(sd_difference=sd_diff, sd_difference_range=drng, sd_difference_basis=dbasis, n_paired=ds["n"],
+               n_paired_range=ds["range"], units_paired=ds["units"], paired_test=test)
+    return row

@@ -2,10 +2,9 @@
 smallest difference a run can detect.  Clustered by the unit that was sampled (Miller, "Adding error bars to
 evals", 2024): the source image, the CAST pair, the ChEF item.
 
-scipy does the exact tests (binomial, McNemar as a binomial on the discordant pairs, permutation); the clustered
-Wilson interval, Holm's step-down and the minimum detectable difference are written here: scipy's Wilson takes
-integer counts only (a clustered one has an effective, fractional n), and the other two are three lines each
-that would otherwise pull in statsmodels.
+scipy does the exact tests; the clustered Wilson interval, Holm's step-down and the minimum detectable difference
+are written here: scipy's Wilson takes integer counts only (a clustered one has an effective, fractional n), and
+the other two are three lines each (tests check them against statsmodels).
 """
 
 from __future__ import annotations
@@ -33,12 +32,13 @@ def _z(alpha: float) -> float:
     return _ppf(1 - alpha / 2)
 
 
-def wilson(successes: float, n: float, alpha: float = 0.05) -> tuple[float, float]:
-    """Wilson score interval for a proportion; ``n`` may be fractional (an effective sample size).  Never of zero
-    width at 0/n or n/n: 0 of 10 -> [0, 0.2775], 60 of 60 -> [0.9398, 1]."""
+def wilson(successes: float, n: float, alpha: float = 0.05, z: float | None = None) -> tuple[float, float]:
+    """Wilson score interval for a proportion; ``n`` may be fractional (an effective sample size); ``z`` the
+    quantile (the normal one at ``alpha`` unless given).  Never of zero width at 0/n or n/n: 0 of 10 ->
+    [0, 0.2775], 60 of 60 -> [0.9398, 1]."""
     if n <= 0:
         return (float("nan"), float("nan"))
-    z = _z(alpha)
+    z = _z(alpha) if z is None else z
     p = successes / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
@@ -71,18 +71,31 @@ def design_effect(successes: Sequence[float], totals: Sequence[float]) -> float:
     return max(1.0, clustered / binomial)
 
 
+#: below this many units of several answers, a clustered share's interval is the bound of one answer a unit
+FEW_CLUSTERS = 10
+
+
 def wilson_clustered(successes: Sequence[float], totals: Sequence[float], alpha: float = 0.05
                      ) -> tuple[float, float, float]:
-    """(low, high, design effect): Wilson on the effective sample size N / deff of clustered answers; below an
-    effective n of 2 (one unit) the Clopper-Pearson interval on it instead (fractional counts through the beta
-    quantiles): Wilson on one answer covers only as often as the answer is right (0.91 at p = 0.9 on the
-    bench), Clopper-Pearson never below 95 %."""
+    """(low, high, design effect): Wilson on the effective n = N / deff of clustered answers, at the t quantile
+    on clusters - 1 df.  Below ``FEW_CLUSTERS`` clusters of several answers the estimated deff is too unstable
+    (coverage 0.91 at 6-8 images of 12, intra-image correlation 1/3, even with t): the effective n is then at
+    most the number of clusters, each taken as one answer (a cluster's share varies at most as one yes/no
+    answer), a bound (bench/paired_coverage.py --clustered).  Below an effective n of 2, Clopper-Pearson on it
+    (Wilson on one answer covers only as often as the answer is right)."""
     k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
     deff = design_effect(k, n)
+    several = len(n) >= 2 and not np.all(n == 1)
+    if several and len(n) < FEW_CLUSTERS:
+        deff = max(deff, float(n.sum()) / len(n))
     n_eff = n.sum() / deff
     x = k.sum() / n.sum() * n_eff
     if n_eff < 2:
         lo, hi = clopper_pearson(x, n_eff, alpha)
+    elif several and len(n) >= FEW_CLUSTERS:
+        from scipy.stats import t
+
+        lo, hi = wilson(x, n_eff, z=float(t.ppf(1 - alpha / 2, len(n) - 1)))
     else:
         lo, hi = wilson(x, n_eff, alpha)
     return lo, hi, deff
@@ -253,6 +266,11 @@ def proportion_interval_counts(k: np.ndarray, n: np.ndarray, unit: str) -> tuple
     lo, hi, deff = wilson_clustered(k, n)
     p, n_eff = k.sum() / n.sum(), n.sum() / deff
     method = WILSON_CLUSTERED
+    if 2 <= len(n) < FEW_CLUSTERS and not np.all(n == 1):
+        method = (f"wilson bound on the {len(n)} units as single answers (fewer than {FEW_CLUSTERS} units of "
+                  "several answers: too few to estimate their design effect)")
+    elif len(n) >= 2 and n_eff >= 2 and not np.all(n == 1):
+        method += ", t quantile on units - 1 df"
     if len(n) == 1 and n.sum() > 1:
         method = "clopper-pearson on one unit (a bound: one sampled unit has no spread to estimate; effective n 1)"
     return [lo, hi], _proportion_record(p, n_eff, deff, method, unit, len(n), int(n.sum()))

@@ -21,7 +21,87 @@ from .decisions import wilson
 #: the most sign patterns enumerated exactly; beyond, a Monte Carlo draw of MC_RESAMPLES patterns
 EXACT_ROWS = 1 << 17
 MC_RESAMPLES = 20_000
+#: the most distinct sums the p-value's exact distribution may hold (sums of equal value merged)
+EXACT_SUMS = 1 << 18
+#: a Monte Carlo p within MC_SE_MARGIN of its errors of a level is drawn again, MC_GROWTH times as many draws,
+#: up to MC_MAX draws (or MC_MAX_CELLS random signs in all)
+MC_SE_MARGIN = 3.0
+MC_GROWTH = 5
+MC_MAX = 2_000_000
+MC_MAX_CELLS = 400_000_000
 _CHUNK_CELLS = 1 << 22
+
+
+def _null_sums(a: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The exact null distribution of sum_t (2 X_t - k_t) a_t, X_t ~ Binomial(k_t, 1/2) independent: (values,
+    probabilities), sums equal to 1e-12 of sum(k a) merged, so lattice sums (binary answers) stay few; None when
+    more than ``EXACT_SUMS`` distinct sums remain."""
+    from scipy.stats import binom
+
+    scale = float((k * a).sum()) or 1.0
+    vals, probs = np.zeros(1), np.ones(1)
+    for a_t, k_t in sorted(zip(a, k), key=lambda t: t[1]):
+        if len(vals) * (k_t + 1) > 8 * EXACT_SUMS:
+            return None
+        x = np.arange(k_t + 1)
+        step, pmf = (2 * x - k_t) * a_t, binom.pmf(x, k_t, 0.5)
+        v, q = (vals[:, None] + step[None, :]).ravel(), (probs[:, None] * pmf[None, :]).ravel()
+        keys, inv = np.unique(np.round(v / scale, 12), return_inverse=True)
+        if len(keys) > EXACT_SUMS:
+            return None
+        vals, probs = keys * scale, np.bincount(inv.ravel(), weights=q, minlength=len(keys))
+    return vals, probs
+
+
+def _mc_count(a: np.ndarray, k: np.ndarray, t: float, draws: int, rng: np.random.Generator) -> int:
+    """How many of ``draws`` random sign patterns give |sum| >= t (the tolerance of ``SignFlip._extreme``)."""
+    hits, done = 0, 0
+    step = max(1, _CHUNK_CELLS // len(k))
+    one = k == 1
+    tol = t - 1e-9 * max(t, 1e-300) - 1e-13
+    while done < draws:
+        r = min(step, draws - done)
+        S = np.empty((r, len(k)))
+        S[:, one] = 2.0 * rng.integers(0, 2, size=(r, int(one.sum())), dtype=np.int8) - 1.0
+        if (~one).any():
+            S[:, ~one] = 2 * rng.binomial(k[None, ~one], 0.5, size=(r, int((~one).sum()))) - k[None, ~one]
+        hits += int((np.abs(S @ a) >= tol).sum())
+        done += r
+    return hits
+
+
+def p_at_zero(d: np.ndarray, levels: Sequence[float] = (0.05,), seed: int = 0) -> tuple[float, int | None, float]:
+    """(p, Monte Carlo draws or None where exact, Monte Carlo error of p) of "no difference" by sign flips of
+    the clusters' contributions ``d``.  Conditional on the clusters with a nonzero contribution (a cluster
+    with d = 0 adds 0 under either sign), and the null distribution depends only on |d|: clusters of equal |d|
+    are one binomial.  With one binary answer per unit that is McNemar's exact test, a binomial on the
+    discordant units, however many they are.  Exact whenever the distinct sums stay within ``EXACT_SUMS``; else
+    Monte Carlo (p = (1 + count) / (1 + B)), drawn again with ``MC_GROWTH`` times the draws while p lies within
+    ``MC_SE_MARGIN`` Monte Carlo errors of any of ``levels`` (the levels its Holm steps may judge it at)."""
+    a = np.abs(np.asarray(d, dtype=float))
+    t = float(abs(np.asarray(d, dtype=float).sum()))
+    scale = float(a.sum())
+    a = a[a > 1e-12 * max(scale, 1e-300)]
+    if not len(a) or t <= 1e-12 * scale:
+        return 1.0, None, 0.0
+    keys, k = np.unique(np.round(a / scale, 12), return_counts=True)
+    a_t = keys * scale
+    exact = _null_sums(a_t, k)
+    if exact is not None:
+        vals, probs = exact
+        tol = t - 1e-9 * max(t, 1e-300) - 1e-13
+        return float(min(1.0, probs[np.abs(vals) >= tol].sum())), None, 0.0
+    rng = np.random.default_rng(seed)
+    cap = max(MC_RESAMPLES, min(MC_MAX, MC_MAX_CELLS // len(k)))
+    hits, drawn, target = 0, 0, MC_RESAMPLES
+    while True:
+        hits += _mc_count(a_t, k, t, target - drawn, rng)
+        drawn = target
+        p = (1 + hits) / (1 + drawn)
+        se = math.sqrt(p * (1 - p) / drawn)
+        if drawn >= cap or all(abs(p - lv) > MC_SE_MARGIN * se for lv in levels):
+            return float(min(1.0, p)), drawn, se
+        target = min(cap, drawn * MC_GROWTH)
 
 
 class SignFlip:
@@ -48,7 +128,8 @@ class SignFlip:
     ends.  It holds 0 whenever p(0) > alpha (enforced, not left to rounding).
     """
 
-    def __init__(self, d: Sequence[float], w: Sequence[float], seed: int = 0) -> None:
+    def __init__(self, d: Sequence[float], w: Sequence[float], seed: int = 0,
+                 levels: Sequence[float] = (0.05,)) -> None:
         d, w = np.asarray(d, dtype=float), np.asarray(w, dtype=float)
         if len(d) == 0 or len(d) != len(w):
             raise ValueError("a sign-flip test needs one weight per cluster and at least one cluster")
@@ -58,14 +139,37 @@ class SignFlip:
         self.d_t, self.w_t, self.k_t = types[:, 0], types[:, 1], counts.astype(np.int64)
         self.n_clusters = int(len(d))
         self.estimate = float(d.sum())
-        self.exact = float(np.log(self.k_t + 1.0).sum()) <= math.log(EXACT_ROWS)
-        self.A, self.B, self.pi = self._rows(seed)
+        self.d, self.w = d, w
+        # the p-value of "no difference" (p_at_zero): exact unless it says how many draws it took
+        self.p0, self.draws, self.mc_error = p_at_zero(d, levels, seed)
+        self.exact = self.draws is None
+        # the rows of the (d, w) sign distribution, for p(delta) at other shifts and the inverted interval
+        self.rows_exact = float(np.log(self.k_t + 1.0).sum()) <= math.log(EXACT_ROWS)
+        self._seed = seed
+        self._cache: tuple | None = None
+
+    @property
+    def A(self) -> np.ndarray:
+        return self._table()[0]
+
+    @property
+    def B(self) -> np.ndarray:
+        return self._table()[1]
+
+    @property
+    def pi(self) -> np.ndarray:
+        return self._table()[2]
+
+    def _table(self) -> tuple:
+        if self._cache is None:  # built only when an interval or a shifted p is asked for
+            self._cache = self._rows(self._seed)
+        return self._cache
 
     def _rows(self, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         from scipy.stats import binom
 
         k = self.k_t
-        if self.exact:
+        if self.rows_exact:
             grids = np.meshgrid(*[np.arange(n + 1) for n in k], indexing="ij")
             X = np.stack([g.ravel() for g in grids], 1).astype(float)
             pi = np.prod(binom.pmf(X, k[None, :], 0.5), axis=1)
@@ -93,7 +197,10 @@ class SignFlip:
         return np.abs(self.A - delta * self.B) >= t - 1e-9 * max(t, 1e-300) - 1e-13
 
     def p_value(self, delta: float = 0.0) -> float:
-        """Two-sided p-value of "the difference is ``delta``" (exact sum of the rows as extreme)."""
+        """Two-sided p-value of "the difference is ``delta``" (exact sum of the rows as extreme); at 0 the
+        p-value of :func:`p_at_zero`."""
+        if delta == 0.0:
+            return self.p0
         return float(min(1.0, self.pi[self._extreme(delta)].sum()))
 
     def interval(self, alpha: float = 0.05) -> tuple[float, float]:
@@ -154,34 +261,74 @@ def holm_levels(pvalues: Sequence[float], alpha: float = 0.05) -> list[float]:
 
 
 def paired_decision(d: Sequence[float], w: Sequence[float], bounds: tuple[float, float] | None,
-                    binary: bool = False, single_answers: bool = False) -> dict:
+                    binary: bool = False, single_answers: bool = False,
+                    counts: tuple[int, int, int] | None = None, levels: Sequence[float] = (0.05,)) -> dict:
     """The test and its 95 % interval of a weighted paired difference (:class:`SignFlip`), with its label;
-    ``bounds`` - the range of one value - caps an interval that few clusters leave unbounded, and says so."""
-    sf = SignFlip(d, w)
+    ``bounds`` - the range of one value - caps an interval that few clusters leave unbounded, and says so.
+
+    ``counts`` - (answers right under A only, under B only, answers), for binary answers of equal weight - makes
+    the interval the hull of Tango's and Agresti-Min's (metrics/paired.paired_interval; clustered on the effective counts where units hold several
+    answers) instead of the inverted sign-flip test.  ``levels``: the levels the p-value may be judged at (its
+    Holm steps); a Monte Carlo p near one of them is drawn again with more draws (:func:`p_at_zero`)."""
+    sf = SignFlip(d, w, levels=levels)
     if binary and single_answers:
         name = "McNemar exact"
     elif binary:
         name = "clustered McNemar (sign flips of whole clusters)"
     else:
         name = "cluster permutation (sign flips)"
-    if not sf.exact:
-        name += f", Monte Carlo {MC_RESAMPLES:,}"
-    return {"difference": sf.estimate, "p_value": sf.p_value(0.0), "test": name, "n_clusters": sf.n_clusters,
-            "_engine": sf, "_bounds": bounds}
+    out = {"difference": sf.estimate, "p_value": sf.p_value(0.0), "n_clusters": sf.n_clusters,
+           "_engine": sf, "_bounds": bounds, "_counts": counts if binary else None, "_single": single_answers}
+    if sf.exact:
+        name += ("" if binary and single_answers else ", exact")
+    else:
+        name += f", Monte Carlo, {sf.draws:,} draws (p +/- {sf.mc_error:.4f})"
+        out.update(p_mc_error=sf.mc_error, mc_draws=sf.draws)
+    out["test"] = name
+    return out
+
+
+def _agree(lo: float, hi: float, sf: SignFlip, alpha: float) -> tuple[float, float]:
+    """The interval made to agree with the test: it holds 0 when the test does not reject at ``alpha``; when
+    the test rejects and it holds 0, its end past 0 is the inverted test's (or, failing that, just short of 0)."""
+    p0 = sf.p_value(0.0)
+    if p0 > alpha:
+        return min(lo, 0.0), max(hi, 0.0)
+    if lo <= 0.0 <= hi and sf.estimate != 0.0:
+        s_lo, s_hi = sf.interval(alpha)
+        tiny = 1e-12 * max(abs(sf.estimate), 1e-300)
+        if sf.estimate > 0:
+            lo = s_lo if 0.0 < s_lo <= hi else tiny
+        else:
+            hi = s_hi if lo <= s_hi < 0.0 else -tiny
+    return lo, hi
 
 
 def decision_interval(dec: dict, alpha: float = 0.05) -> tuple[list[float], str | None]:
     """The interval of a :func:`paired_decision` at ``alpha`` (its Holm level) and, when it is a bound, why.
 
-    Two cases where the inverted test alone would mislead get a labelled bound instead: too few units to reject
-    any difference (the inverted interval is unbounded: the range a difference can take), and every unit with
-    the same difference (the inverted interval collapses to that point: 10 of 10 images right under A and wrong
-    under B do not show that the difference is exactly 1).  Then the Wilson interval of the rescaled difference
-    on the units (as :func:`widen_degenerate` for a mean), still made to hold 0 where the test does not reject."""
+    Binary answers of equal weight get the hull of Tango's and Agresti-Min's intervals (one answer a unit) or its clustered form on the
+    effective counts (several), made to agree with the test (:func:`_agree`).  Otherwise the inverted test, and
+    two cases where it alone would mislead get a labelled bound instead: too few units to reject any difference
+    (the inverted interval is unbounded: the range a difference can take), and every unit with the same
+    difference (the inverted interval collapses to that point: 10 of 10 images right under A and wrong under B
+    do not show that the difference is exactly 1).  Then the Wilson interval of the rescaled difference on the
+    units (as :func:`widen_degenerate` for a mean), still made to hold 0 where the test does not reject."""
+    from .paired import paired_interval, paired_interval_clustered
+
     sf = dec["_engine"]
-    lo, hi = sf.interval(alpha)
     bounds, note = dec.get("_bounds"), None
     span = (bounds[1] - bounds[0]) / 2 if bounds else math.inf  # bounds are (-range, +range)
+    counts = dec.get("_counts")
+    if counts is not None and math.isfinite(span) and span > 0 and (dec.get("_single") or sf.n_clusters >= 2):
+        b, c, n = counts
+        if dec.get("_single"):
+            lo, hi = paired_interval(b, c, n, alpha)
+        else:
+            lo, hi, _ = paired_interval_clustered(b, c, n, sf.d, sf.w, alpha)
+        lo, hi = _agree(lo * span, hi * span, sf, alpha)
+        return [lo + 0.0, hi + 0.0], None
+    lo, hi = sf.interval(alpha)
     if not (math.isfinite(lo) and math.isfinite(hi)):
         lo, hi = max(lo, -span), min(hi, span)
         note = (f"bound: {sf.n_clusters} unit(s) cannot reject any difference at this level, so the interval "
@@ -193,6 +340,5 @@ def decision_interval(dec: dict, alpha: float = 0.05) -> tuple[list[float], str 
         lo, hi = -span + 2 * span * wl, -span + 2 * span * wh
         note = (f"bound: every one of the {n} units has the same difference, so the Wilson interval of the "
                 "rescaled difference on the units")
-    if sf.p_value(0.0) > alpha:
-        lo, hi = min(lo, 0.0), max(hi, 0.0)
+    lo, hi = _agree(lo, hi, sf, alpha)
     return [lo + 0.0, hi + 0.0], note

@@ -1,0 +1,245 @@
+"""Paired binary outcomes: the interval of a difference of matched proportions and the exact McNemar test's
+power.
+
+The interval is the hull of Tango's score interval (1998) and Agresti and Min's ("Simple improved confidence
+intervals for comparing matched proportions", Statistics in Medicine 24, 2005: the Wald interval after adding
+1/2 to each cell of the 2x2 table).  Unlike the inverted sign-flip test, which assumes each unit's difference
+symmetric about the shift (0/1 differences are not: 0.85 coverage in one-way layouts), it keeps coverage at
+0.93 or above at every n from 8 to 60, including one-way layouts where only one run errs (exact coverage by
+enumeration: ``bench/paired_coverage.py``, docs/world.md).  For several answers a unit, the same
+interval on the effective numbers (counts / design effect, the design effect of the clustered difference over
+its binomial variance) with the t quantile on units - 1 degrees of freedom, as the clustered Wilson share.
+
+statsmodels has neither the matched-pairs interval nor McNemar's power; both are a few lines from scipy.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from statistics import NormalDist
+from typing import Sequence
+
+from .._lazy import lazy_module
+
+np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
+
+
+def agresti_min(b: float, c: float, n: float, alpha: float = 0.05, q: float | None = None) -> tuple[float, float]:
+    """Interval of p_b - p_c, the share of units right under A only minus under B only, from ``b`` and ``c``
+    such units among ``n``: estimate (b* - c*) / n*, variance ((b* + c*) - (b* - c*)^2 / n*) / n*^2, with
+    b* = b + 1/2, c* = c + 1/2, n* = n + 2; ``q`` the quantile (the normal one at ``alpha`` unless given),
+    clipped to [-1, 1].  n = 20, b = 1, c = 0 -> [-0.0791, 0.1700]."""
+    q = NormalDist().inv_cdf(1 - alpha / 2) if q is None else q
+    bs, cs, ns = b + 0.5, c + 0.5, n + 2.0
+    est = (bs - cs) / ns
+    se = math.sqrt(max((bs + cs) - (bs - cs) ** 2 / ns, 0.0)) / ns
+    return max(-1.0, est - q * se), min(1.0, est + q * se)
+
+
+def tango(b: float, c: float, n: float, alpha: float = 0.05, q: float | None = None) -> tuple[float, float]:
+    """Tango's score interval ("Equivalence test and confidence interval for the difference in proportions for
+    the paired-sample design", Statistics in Medicine 17, 1998) of p_b - p_c: the deltas whose score statistic
+    Z(delta) = (b - c - n delta) / sqrt(n (2 p~_c + delta (1 - delta))) lies within +/- ``q`` (the normal
+    quantile at ``alpha`` unless given), p~_c the maximum-likelihood p_c under delta (the root of a quadratic).
+    Z falls with delta, so each end is a bisection.  Counts may be fractional (effective counts)."""
+    q = NormalDist().inv_cdf(1 - alpha / 2) if q is None else q
+
+    def score(d: float) -> float:
+        A, B, C = 2.0 * n, -(b + c) + (2.0 * n - b + c) * d, -c * d * (1.0 - d)
+        p_c = (math.sqrt(max(B * B - 4.0 * A * C, 0.0)) - B) / (2.0 * A)
+        v = n * (2.0 * p_c + d * (1.0 - d))
+        r = b - c - n * d
+        return r / math.sqrt(v) if v > 0 else math.copysign(math.inf, r) if r else 0.0
+
+    def root(lo: float, hi: float, target: float) -> float:
+        for _ in range(80):  # score(lo) > target >= score(hi)
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if score(mid) > target else (lo, mid)
+        return (lo + hi) / 2
+
+    est, edge = (b - c) / n, 1.0 - 1e-12
+    low = -1.0 if est <= -edge or score(-edge) <= q else root(-edge, est, q)
+    high = 1.0 if est >= edge or score(edge) >= -q else root(est, edge, -q)
+    return low, high
+
+
+def paired_interval(b: float, c: float, n: float, alpha: float = 0.05, q: float | None = None
+                    ) -> tuple[float, float]:
+    """The interval `compare` gives a difference of matched shares: the hull of :func:`tango` and
+    :func:`agresti_min`.  Each alone dips below 0.93 somewhere at 8-60 units (exact coverage, one-way layouts:
+    Tango 0.928 at 40 units, Agresti-Min 0.83 at 8, where 0 of 8 discordant units leave it 0.2 wide); their
+    hull stays at 0.93 or above (bench/paired_coverage.py) and is at most a few percent wider than Tango's."""
+    t_lo, t_hi = tango(b, c, n, alpha, q)
+    a_lo, a_hi = agresti_min(b, c, n, alpha, q)
+    return min(t_lo, a_lo), max(t_hi, a_hi)
+
+
+def paired_design_effect(b: float, c: float, n: float, D: Sequence[float], W: Sequence[float]) -> float:
+    """Design effect of a difference of matched shares whose answers are clustered: the ratio estimator's
+    variance over clusters (contributions ``D`` to the difference, weights ``W`` summing to 1: m / (m - 1)
+    sum (D_i - d W_i)^2) over the binomial variance of n independent answers ((p_b + p_c - (p_b - p_c)^2) / n);
+    at least 1.  One cluster: n (one sampled unit)."""
+    D, W = np.asarray(D, dtype=float), np.asarray(W, dtype=float)
+    W = W / W.sum()
+    m = len(D)
+    if m < 2:
+        return max(1.0, float(n))
+    d = float(D.sum())
+    clustered = m / (m - 1) * float(((D - d * W) ** 2).sum())
+    pb, pc = b / n, c / n
+    binomial = (pb + pc - (pb - pc) ** 2) / n
+    if binomial <= 0:
+        return 1.0
+    return max(1.0, clustered / binomial)
+
+
+def paired_interval_clustered(b: float, c: float, n: float, D: Sequence[float], W: Sequence[float],
+                              alpha: float = 0.05) -> tuple[float, float, float]:
+    """(low, high, design effect): :func:`paired_interval` on the effective counts b / deff, c / deff, n / deff of
+    answers clustered in len(D) units (:func:`paired_design_effect`), at the t quantile on units - 1 degrees
+    of freedom.  Needs two units or more."""
+    from scipy.stats import t
+
+    m = len(D)
+    if m < 2:
+        raise ValueError("a clustered interval needs two units or more")
+    deff = paired_design_effect(b, c, n, D, W)
+    lo, hi = paired_interval(b / deff, c / deff, n / deff, q=float(t.ppf(1 - alpha / 2, m - 1)))
+    return lo, hi, deff
+
+
+@lru_cache(maxsize=8)
+def _reject_below(kmax: int, alpha: float) -> np.ndarray:
+    """For k = 0..kmax discordant units, the largest r with 2 P(Bin(k, 1/2) <= r) <= alpha (-1: none): the exact
+    McNemar test rejects when min(b, c) <= r."""
+    from scipy.stats import binom
+
+    k = np.arange(kmax + 1)
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    r = np.floor(k / 2 - z * np.sqrt(k) / 2).astype(int)  # near the answer; stepped to it below
+    for _ in range(kmax + 2):
+        up = (r + 1 < k / 2) & (2 * binom.cdf(r + 1, k, 0.5) <= alpha + 1e-12)
+        down = (r >= 0) & (2 * binom.cdf(r, k, 0.5) > alpha + 1e-12)
+        if not (up.any() or down.any()):
+            break
+        r = r + up - down
+    r = np.maximum(r, -1)
+    r.flags.writeable = False
+    return r
+
+
+def mcnemar_power(n: int, p_b: float, p_c: float, alpha: float = 0.05) -> float:
+    """Power of the two-sided exact McNemar test (binomial on the discordant units) on ``n`` units, each right
+    under A only with probability ``p_b`` and under B only with ``p_c``: the sum over the number k of discordant
+    units (Binomial(n, p_b + p_c)) of the chance that min(b, c) falls in the rejection region, b given k being
+    Binomial(k, p_b / (p_b + p_c))."""
+    from scipy.stats import binom
+
+    q = p_b + p_c
+    if n < 1 or q <= 0:
+        return 0.0
+    k = np.arange(n + 1)
+    r = _reject_below(1 << int(n).bit_length(), float(alpha))[:n + 1]  # one table serves many n
+    theta = p_b / q
+    reject = binom.cdf(r, k, theta) + binom.sf(k - r - 1, k, theta)  # b <= r or b >= k - r
+    reject = np.where(r >= 0, np.minimum(reject, 1.0), 0.0)
+    return float((binom.pmf(k, n, min(q, 1.0)) * reject).sum())
+
+
+def n_mcnemar(p_b: float, p_c: float, alpha: float = 0.05, power: float = 0.8, limit: int = 1_000_000,
+              mix: Sequence[tuple[float, float]] | None = None) -> int | None:
+    """The smallest n at which the exact McNemar test has ``power`` against (p_b, p_c) and keeps it over the next
+    tenth of n (the exact test's power saw-tooths in n: a lucky n just below would not survive one more
+    unit); never below 6, the fewest units at which it can reject at 0.05.  ``mix``: the power averaged over
+    these (p_b, p_c) instead (a pilot's uncertainty about them); (p_b, p_c) then only starts the search.  None
+    beyond ``limit``."""
+    if p_b == p_c:
+        return None
+    pairs = list(mix) if mix else [(p_b, p_c)]
+    q, delta = p_b + p_c, abs(p_b - p_c)
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    guess = max(6.0, z * z * q / (delta * delta))  # the normal approximation, a starting point
+    lo, hi = max(1, int(guess * 0.6)), int(guess * 1.6) + 20
+    while lo <= limit:
+        ns = np.arange(lo, hi + 1)
+        ok = np.array([np.mean([mcnemar_power(int(m), b, c, alpha) for b, c in pairs]) >= power for m in ns])
+        for i, m in enumerate(ns):
+            span = max(3, int(m) // 10)
+            if ok[i] and i + span < len(ns) and ok[i:i + span + 1].all():
+                return max(int(m), 6)
+        lo, hi = int(hi - hi // 10 - 3), int(hi * 1.6)
+    return None
+
+
+def clustered_power(a: Sequence[int], c: Sequence[int], n: Sequence[int], delta: float, units: int,
+                    alpha: float = 0.05, draws: int = 1000, seed: int = 0) -> float:
+    """Power of `compare`'s clustered McNemar test (sign flips of whole units, metrics/signflip.p_at_zero) on
+    ``units`` units drawn with replacement from a pilot's units - answers right under A only ``a``, under B only
+    ``c``, of ``n`` - moved to a true difference ``delta`` per answer as :func:`n_mcnemar`'s plan moves it,
+    keeping the discordant answers: above it, each A-only answer turned B-only with the probability that brings
+    the difference to ``delta``; below it, B-only answers turned A-only, and where those do not suffice,
+    concordant answers made A-only in proportion to each unit's A-only rate.  The pilot's units carry the shape the test meets (how many units show any
+    discordance, how lopsided they are), which a t approximation misses: the sign-flip test of skewed unit
+    sums rejects less often than the t-test of the same mean and spread.  Each dataset draws from its own
+    bootstrap resample of the pilot's units (the predictive power over the pilot's uncertainty): planned on
+    the pilot's units alone, 30-image pilots gave n at which the test reached 0.68-0.73, not 0.80."""
+    a, c, n = (np.asarray(v, dtype=np.int64) for v in (a, c, n))
+    N, A, C, K = int(n.sum()), int(a.sum()), int(c.sum()), int((n - a - c).sum())
+    d = (A - C) / N
+    to_c = (d - delta) * N / (2 * A) if d > delta and A else 0.0  # A-only -> B-only
+    to_a = min(1.0, (delta - d) * N / (2 * C)) if d < delta and C else 0.0  # B-only -> A-only
+    gap = max(0.0, delta - d - 2 * to_a * C / N)
+    # concordant -> A-only, in proportion to each unit's own A-only rate: discordance stays where the pilot saw
+    # it (spread evenly over the units it would touch more of them, and the test would seem stronger)
+    rate = a / np.maximum(n, 1)
+    weight = float(((n - a - c) * rate).sum())
+    if gap > 0 and weight > 0:
+        add = np.minimum(1.0, gap * N / weight * rate)
+    else:
+        add = np.full(len(n), min(1.0, gap * N / K) if gap > 0 and K else 0.0)
+    rng = np.random.default_rng(seed)
+    # each dataset's units come from its own resample of the pilot's: the pilot's units are themselves a sample,
+    # and the power averaged over what they might have been (the predictive power) does not bet on them
+    pilot = rng.integers(0, len(n), size=(draws, len(n)))
+    i = np.take_along_axis(pilot, rng.integers(0, len(n), size=(draws, units)), axis=1)
+    ai, ci, ki = a[i], c[i], (n - a - c)[i]
+    x, y, z = rng.binomial(ai, to_c), rng.binomial(ci, to_a), rng.binomial(ki, add[i])
+    return float((_integer_p(ai - x + y + z - (ci - y + x)) <= alpha).mean())
+
+
+def _integer_p(D: np.ndarray) -> np.ndarray:
+    """Per row of integer unit sums ``D`` (datasets x units), the exact two-sided sign-flip p-value (as
+    metrics/signflip.p_at_zero, which a test checks it against): the null distribution of sum s_i |D_i|, built
+    by convolving each unit's +/-|D_i| on the integers, all rows at once."""
+    D = np.atleast_2d(np.asarray(D, dtype=np.int64))
+    v = np.abs(D)
+    total = int(v.sum(1).max()) if D.size else 0
+    rows = np.arange(len(D))[:, None]
+    dist = np.zeros((len(D), 2 * total + 1))
+    dist[:, total] = 1.0
+    k = np.arange(2 * total + 1)[None, :]
+    for j in range(D.shape[1]):
+        x = v[:, j:j + 1]
+        pad = np.pad(dist, ((0, 0), (total, total)))  # sums stay within +/- total: the padding only reads zeros
+        dist = 0.5 * (pad[rows, k + total - x] + pad[rows, k + total + x])
+    t = np.abs(D.sum(1))[:, None]
+    p = np.where(np.abs(k - total) >= t, dist, 0.0).sum(1)
+    return np.where(t[:, 0] == 0, 1.0, np.minimum(1.0, p))
+
+
+def n_clustered(a: Sequence[int], c: Sequence[int], n: Sequence[int], delta: float, start: int,
+                alpha: float = 0.05, power: float = 0.8, floor: int = 6, draws: int = 1000,
+                limit: int = 100_000) -> int | None:
+    """The fewest units (at least ``floor``) at which :func:`clustered_power` reaches ``power``, searched from
+    ``start`` (the t approximation's units): up by a quarter at a time until it does, then bisected (the same
+    draws' seed at every size, so the curve is smooth enough to bisect).  None beyond ``limit`` units."""
+    lo, hi = floor - 1, max(floor, int(start))
+    while clustered_power(a, c, n, delta, hi, alpha, draws) < power:
+        lo, hi = hi, int(hi * 1.25) + 1
+        if hi > limit:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if clustered_power(a, c, n, delta, mid, alpha, draws) >= power else (mid, hi)
+    return hi
