@@ -1,22 +1,131 @@
 """Shared fixtures.
 
 Two lanes: `make test` runs every test (CI runs it); `make test-fast` runs those not marked slow, the developer's
-loop.  A test that takes more than about 2 s on a quiet 2-core machine gets ``@pytest.mark.slow`` (a module whose
-every test is slow: ``pytestmark = pytest.mark.slow`` with the reason beside it).  What is slow: a subprocess of
-the CLI or a fake server per case, a run on the reference world, Ray, transformers or diffusers models, the demo.
-Time a file with ``pytest tests/test_x.py --durations=0 -q``.
+loop.  Both run on every core (pytest-xdist, ``-n auto`` in the Makefile), so a test keeps to its own tmp_path
+and asks the OS for a port (port 0).
+
+A test that uses more than ``--cpu-budget`` CPU seconds (2 by default) gets ``@pytest.mark.slow`` (a module whose
+every test is slow: ``pytestmark = pytest.mark.slow`` with the reason beside it): an unmarked test over it fails.
+The budget counts CPU, not wall time, so the rule holds on a loaded machine: the process's CPU (all its threads)
+plus its waited-for subprocesses', over the test's setup and call, less what went into importing modules and
+setting up fixtures shared by several tests (a session's world, a module's run), which the first test to ask
+would otherwise pay for.  What is slow: a subprocess of the CLI or a fake server per case, a run on the
+reference world, Ray, transformers or diffusers models, the demo.  ``--cpu-report N`` lists the N unmarked tests
+that used the most CPU.
 """
 
+import importlib._bootstrap
 import json
 import os
+import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-budget", type=float, default=2.0,
+                     help="CPU seconds an unmarked test may use before it fails for lack of a slow marker (0: no limit)")
+    parser.addoption("--cpu-report", type=int, default=0, metavar="N",
+                     help="list the N unmarked tests that used the most CPU")
+
+
+def _cpu() -> float:
+    """CPU seconds of this process (every thread) and of its children that ended and were waited for."""
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + kids.ru_utime + kids.ru_stime
+
+
+class _Shared:
+    """CPU spent on what the whole process shares: first imports of a module and fixtures of a wider scope than
+    one test.  Only the outermost of nested ones counts (an import inside a session fixture counts once)."""
+
+    spent = 0.0
+    depth = 0
+
+    @classmethod
+    def measure(cls, fn, *args):
+        if cls.depth:
+            return fn(*args)
+        cls.depth += 1
+        start = _cpu()
+        try:
+            return fn(*args)
+        finally:
+            cls.spent += _cpu() - start
+            cls.depth -= 1
+
+
+_find_and_load = importlib._bootstrap._find_and_load
+
+
+def _find_and_load_measured(name, import_):
+    return _Shared.measure(_find_and_load, name, import_)
+
+
+# the import system calls importlib._bootstrap._find_and_load by name for a module not yet in sys.modules
+importlib._bootstrap._find_and_load = _find_and_load_measured
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    if fixturedef.scope == "function" or _Shared.depth:
+        yield
+        return
+    _Shared.depth += 1
+    start = _cpu()
+    try:
+        yield
+    finally:
+        _Shared.spent += _cpu() - start
+        _Shared.depth -= 1
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    item._cpu_start = (_cpu(), _Shared.spent)
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    start = getattr(item, "_cpu_start", None)
+    if call.when != "call" or start is None:
+        return
+    used = (_cpu() - start[0]) - (_Shared.spent - start[1])
+    slow = item.get_closest_marker("slow") is not None
+    report.user_properties.append(("cpu_s", round(used, 3)))
+    report.user_properties.append(("marked_slow", slow))
+    budget = item.config.getoption("cpu_budget")
+    if budget and used > budget and not slow and report.passed:
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid} used {used:.1f} s of CPU, over the {budget:g} s budget of an unmarked "
+                           "test: mark it @pytest.mark.slow or make it cheaper (tests/conftest.py)")
+
+
+_cpu_seen: list[tuple[float, str]] = []
+
+
+def pytest_runtest_logreport(report):
+    props = dict(report.user_properties)
+    if report.when == "call" and "cpu_s" in props and not props.get("marked_slow"):
+        _cpu_seen.append((props["cpu_s"], report.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    n = config.getoption("cpu_report")
+    if n and _cpu_seen:
+        terminalreporter.section(f"the {n} unmarked tests that used the most CPU (seconds)")
+        for cpu, nodeid in sorted(_cpu_seen, reverse=True)[:n]:
+            terminalreporter.write_line(f"{cpu:7.2f}  {nodeid}")
 
 
 class FakeServer:
