@@ -10,17 +10,21 @@ The budget counts CPU, not wall time, so the rule holds on a loaded machine: the
 plus its waited-for subprocesses', over the test's setup and call, less what went into importing modules and
 setting up fixtures shared by several tests (a session's world, a module's run), which the first test to ask
 would otherwise pay for.  What is slow: a subprocess of the CLI or a fake server per case, a run on the
-reference world, Ray, transformers or diffusers models, the demo.  ``--cpu-report N`` lists the N unmarked tests
-that used the most CPU.
+reference world, Ray, transformers or diffusers models, the demo.  ``--cpu-report N`` lists the N tests that used
+the most CPU.
 """
 
+import contextlib
 import importlib._bootstrap
+import io
 import json
+import logging
 import os
 import resource
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -33,7 +37,7 @@ def pytest_addoption(parser):
     parser.addoption("--cpu-budget", type=float, default=2.0,
                      help="CPU seconds an unmarked test may use before it fails for lack of a slow marker (0: no limit)")
     parser.addoption("--cpu-report", type=int, default=0, metavar="N",
-                     help="list the N unmarked tests that used the most CPU")
+                     help="list the N tests that used the most CPU")
 
 
 def _cpu() -> float:
@@ -116,16 +120,120 @@ _cpu_seen: list[tuple[float, str]] = []
 
 def pytest_runtest_logreport(report):
     props = dict(report.user_properties)
-    if report.when == "call" and "cpu_s" in props and not props.get("marked_slow"):
-        _cpu_seen.append((props["cpu_s"], report.nodeid))
+    if report.when == "call" and "cpu_s" in props:
+        _cpu_seen.append((props["cpu_s"], report.nodeid + ("  [slow]" if props.get("marked_slow") else "")))
 
 
 def pytest_terminal_summary(terminalreporter, config):
     n = config.getoption("cpu_report")
     if n and _cpu_seen:
-        terminalreporter.section(f"the {n} unmarked tests that used the most CPU (seconds)")
+        terminalreporter.section(f"the {n} tests that used the most CPU (seconds)")
         for cpu, nodeid in sorted(_cpu_seen, reverse=True)[:n]:
             terminalreporter.write_line(f"{cpu:7.2f}  {nodeid}")
+
+
+#: the CLI as a real process: for what only a process shows (kill -9, Ctrl-C, permissions, start-up, real servers)
+CLI = [sys.executable, "-m", "vlmcheck.cli"]
+
+
+class _Stream(io.TextIOWrapper):
+    """A captured standard stream: text over bytes (``.buffer`` works), never a terminal."""
+
+    def __init__(self) -> None:
+        super().__init__(io.BytesIO(), encoding="utf-8", errors="replace", write_through=True)
+
+    def text(self) -> str:
+        self.flush()
+        return self.buffer.getvalue().decode("utf-8", errors="replace")
+
+
+@contextlib.contextmanager
+def _process_state(env, cwd, umask):
+    """What a subprocess would have had of its own, set for one in-process call and restored after: the
+    environment, the working folder, the umask, the signal handlers and the CLI's process-wide settings."""
+    import signal
+
+    from vlmcheck.cli import _common
+    from vlmcheck.core import files
+    from vlmcheck.report import terminal
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    frozen = set(_common._FROZEN)
+    # gc.freeze() and the CLI's collector threshold are for a process that ends with the command
+    _common._FROZEN.update({"start-up", "run"})
+    consoles = [(c, c._made, c._quiet) for c in (terminal.console, terminal.stdout)]
+    for c, _, _ in consoles:  # made again for this call: rich reads COLUMNS and the streams when it makes one
+        object.__setattr__(c, "_made", None)
+        object.__setattr__(c, "_quiet", False)
+    old_mask = os.umask(umask) if umask is not None else None
+    saved_mask, files._MASK = files._MASK, None  # the process's umask, read once a process
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update({k: str(v) for k, v in env.items()})
+        if cwd is not None:
+            os.chdir(cwd)
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        if old_mask is not None:
+            os.umask(old_mask)
+        files._MASK = saved_mask
+        for sig, handler in saved_signals.items():
+            signal.signal(sig, handler)
+        _common._FROZEN.clear()
+        _common._FROZEN.update(frozen)
+        for c, made, quiet in consoles:
+            object.__setattr__(c, "_made", made)
+            object.__setattr__(c, "_quiet", quiet)
+
+
+def run_cli(*args, env=None, cwd=None, input=None, umask=None, check=False, timeout=None):
+    """``vlmcheck ARGS`` run in this process through the console script's own ``main`` (its exit codes and
+    one-sentence errors), answering as ``subprocess.run(CLI + args, capture_output=True, text=True)`` would:
+    a CompletedProcess with returncode, stdout and stderr (a traceback there, exit 1, for an uncaught error).
+    ``env`` replaces the environment for the call, as a subprocess's would; ``timeout`` is pytest-timeout's."""
+    from vlmcheck import cli
+
+    argv = [str(a) for a in args]
+    out, err = _Stream(), _Stream()
+    log = logging.StreamHandler(err)
+    log.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    log.setLevel(logging.WARNING)
+    root = logging.getLogger()
+    saved = (sys.argv, sys.stdin, sys.stdout, sys.stderr, root.level)
+    code = 0
+    with _process_state(env, cwd, umask):
+        sys.argv, sys.stdin, sys.stdout, sys.stderr = ["vlmcheck", *argv], io.StringIO(input or ""), out, err
+        # the CLI's logging.basicConfig finds pytest's handlers and adds none: this one stands for it
+        root.addHandler(log)
+        root.setLevel(logging.WARNING)
+        try:
+            cli.main()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+            if isinstance(exc.code, str):
+                err.write(exc.code + "\n")
+        except BaseException:  # noqa: BLE001 - a process would print it and exit 1
+            err.write(traceback.format_exc())
+            code = 1
+        finally:
+            root.removeHandler(log)
+            sys.argv, sys.stdin, sys.stdout, sys.stderr, level = saved
+            root.setLevel(level)
+    done = subprocess.CompletedProcess(["vlmcheck", *argv], code, out.text(), err.text())
+    if check:
+        done.check_returncode()
+    return done
+
+
+@pytest.fixture
+def cli():
+    """The CLI run in this process: ``cli("describe", "--vlm", ...)`` -> CompletedProcess (see run_cli)."""
+    return run_cli
 
 
 class FakeServer:
