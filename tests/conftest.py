@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 import pytest
@@ -206,7 +207,13 @@ def run_cli(*args, env=None, cwd=None, input=None, umask=None, check=False, time
     root = logging.getLogger()
     saved = (sys.argv, sys.stdin, sys.stdout, sys.stderr, root.level)
     code = 0
-    with _process_state(env, cwd, umask):
+    with _process_state(env, cwd, umask), warnings.catch_warnings():
+        # a process's own warning filters and stderr, not pytest's capture
+        warnings.resetwarnings()
+        for kind in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+            warnings.simplefilter("ignore", kind)
+        warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: err.write(
+            warnings.formatwarning(message, category, filename, lineno, line))
         sys.argv, sys.stdin, sys.stdout, sys.stderr = ["vlmcheck", *argv], io.StringIO(input or ""), out, err
         # the CLI's logging.basicConfig finds pytest's handlers and adds none: this one stands for it
         root.addHandler(log)
