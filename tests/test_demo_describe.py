@@ -1,10 +1,9 @@
 """The offline demo path: real photos, ref:photo (real EfficientNet-Lite0 weights)."""
 
 import json
-import subprocess
-import sys
 
 import pytest
+from conftest import run_cli
 
 pytest.importorskip("efficientnet_lite_pytorch")
 pytest.importorskip("skimage")
@@ -53,8 +52,7 @@ def test_ref_photo_says_what_it_cannot_do():
 def demo_run(tmp_path_factory):
     """`vlmcheck demo` once for this module (12 world scenes to keep it short)."""
     out = tmp_path_factory.mktemp("demo") / "demo"
-    proc = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "demo", "--out", str(out), "--n", "12"],
-                          capture_output=True, text=True, timeout=900)
+    proc = run_cli("demo", "--out", str(out), "--n", "12")
     assert proc.returncode == 0, proc.stderr[-2000:]
     return out
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import io
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest

@@ -94,7 +94,6 @@ DAMAGE = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(DAMAGE))
 def test_a_damaged_store_says_so_on_resume_and_on_run_resume(finished_run, tmp_path, kind):
     damage, needle = DAMAGE[kind]
