@@ -39,12 +39,15 @@ browser:
 	   || (apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1)) \
 	  || echo "WARNING: could not install chromium; the report's browser tests will be SKIPPED")
 
+# on every core (pytest-xdist); the tests of one xdist_group (Ray's) on one worker, one after another
+PYTEST := $(PY) -m pytest -q -n auto --dist loadgroup
+
 test: $(STAMP) browser
-	$(PY) -m pytest -q
+	$(PYTEST)
 
 # the developer's loop: every test not marked slow (tests/conftest.py says how a test is marked)
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 bench: $(STAMP)
 	$(PIP) install --quiet --no-deps "imagecorruptions>=1.1.2"

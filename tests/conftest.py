@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ("pytester",)  # tests/test_lanes.py runs this file's hooks on tests of its own
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
