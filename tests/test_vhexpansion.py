@@ -102,6 +102,7 @@ def test_popular_and_adversarial_negatives():
     assert [c["object"] for c in adv] != [c["object"] for c in rnd]
 
 
+@pytest.mark.slow  # a tiny HF model attacked: ~20 s of CPU each
 @pytest.mark.parametrize("family", ["llava", "idefics3"])
 def test_attack_on_tiny_hf_vlm(tmp_path, family, monkeypatch, capsys):
     monkeypatch.setenv("VLMCHECK_PROGRESS_EVERY", "0")  # a progress line for every attack step
@@ -150,6 +151,7 @@ def _run(world, tmp_path, vlm, **kw):
     return run_task(VHExpansionTask(spec), tmp_path, RunOptions(progress=False)).results
 
 
+@pytest.mark.slow  # ~9 s of CPU
 def test_vhexpansion_on_the_world(world, tmp_path):
     cases = load_cases(world)
     assert len(cases) == 32 and {c.answer for c in cases} == {"yes", "no"}
@@ -237,6 +239,7 @@ def test_pope_ties_fall_back_to_a_seeded_random_choice():
     assert picks == {"car", "bus", "kite"}  # car, bus and kite tie at 1: each is chosen under some seed
 
 
+@pytest.mark.slow  # ~3 s of CPU
 def test_pope_then_vhx_run_on_a_coco_layout_folder(tmp_path):
     # The documented two-step on COCO's layout: annotations/instances_val2014.json and val2014/*.jpg.
     import subprocess
