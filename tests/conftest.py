@@ -116,9 +116,34 @@ def pytest_runtest_makereport(item, call):
     report.user_properties.append(("marked_slow", slow))
     budget = item.config.getoption("cpu_budget")
     if budget and used > budget and not slow and report.passed:
-        report.outcome = "failed"
-        report.longrepr = (f"{item.nodeid} used {used:.1f} s of CPU, over the {budget:g} s budget of an unmarked "
-                           "test: mark it @pytest.mark.slow or make it cheaper (tests/conftest.py)")
+        report.over_budget = used
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Runs a test as pytest does; an unmarked test over its CPU budget runs once more, and fails when it is over
+    again: the first run may have paid what a process pays once (a library's first call, a lazy cache), which
+    falls to whichever test comes first in this worker."""
+    from _pytest.runner import runtestprotocol
+
+    if not item.config.getoption("cpu_budget") or item.get_closest_marker("slow") is not None:
+        return None
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    # the test's own fixtures go after each run; its module's and session's stay for a second one
+    reports = runtestprotocol(item, nextitem=item.parent, log=False)
+    if any(getattr(r, "over_budget", None) for r in reports):
+        reports = runtestprotocol(item, nextitem=item.parent, log=False)
+    item.session._setupstate.teardown_exact(nextitem)
+    for report in reports:
+        used = getattr(report, "over_budget", None)
+        if used:
+            budget = item.config.getoption("cpu_budget")
+            report.outcome = "failed"
+            report.longrepr = (f"{item.nodeid} used {used:.1f} s of CPU (twice), over the {budget:g} s budget of an "
+                               "unmarked test: mark it @pytest.mark.slow or make it cheaper (tests/conftest.py)")
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
 
 
 _cpu_seen: list[tuple[float, str]] = []
@@ -229,7 +254,7 @@ def run_cli(*args, env=None, cwd=None, input=None, umask=None, check=False, time
             code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
             if isinstance(exc.code, str):
                 err.write(exc.code + "\n")
-        except BaseException:  # noqa: BLE001 - a process would print it and exit 1
+        except Exception:  # noqa: BLE001 - a process would print it and exit 1 (pytest's own outcomes pass)
             err.write(traceback.format_exc())
             code = 1
         finally:
@@ -272,6 +297,33 @@ def fake_server(tmp_path):
     server = FakeServer(0.0, tmp_path)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def world_of(tmp_path_factory):
+    """``world_of(n=..., seed=..., size=...)``: the folder of ``make_world`` with those arguments, made once per
+    test run: the workers of an xdist run share it (the first to ask makes it, under a lock).  For tests that
+    only read the world; one that writes into its world makes its own."""
+    import fcntl
+
+    from vlmcheck.world.make import make_world
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above each worker's own
+    made: dict[tuple, Path] = {}
+
+    def get(n: int = 200, seed: int = 0, size: int = 384) -> Path:
+        out = root / f"world-n{n}-seed{seed}-size{size}"
+        if (n, seed, size) not in made:
+            with open(f"{out}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not (out / "manifest.jsonl").exists():  # make_world stages its folder: complete or absent
+                    make_world(out, n=n, seed=seed, size=size)
+            made[n, seed, size] = out
+        return out
+
+    return get
 
 
 def distinct_images(folder: Path, n: int, colour=lambda i: (40 * i, 255 - 30 * i, 100), name="img{i}.png") -> Path:

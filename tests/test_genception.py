@@ -127,10 +127,8 @@ def test_category_groups_know_mme_and_world():
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("gcworld")
-    make_world(out, n=16, seed=2)
-    return out
+def world(world_of) -> Path:
+    return world_of(n=16, seed=2)
 
 
 def _task(world, spec="ref:describer", T=3, model=None):

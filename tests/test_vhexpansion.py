@@ -12,7 +12,6 @@ from vlmcheck.methods.pope import build_pope, load_annotations, question
 from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec, export_expanded, load_cases
 from vlmcheck.metrics.stats import pope_answer, symmetric_accuracy
 from vlmcheck.run.runner import RunOptions, run_task
-from vlmcheck.world.make import make_world
 from vlmcheck.methods.vhx_negation import NEGATION_PROMPT
 
 
@@ -140,10 +139,8 @@ def test_attack_on_tiny_hf_vlm(tmp_path, family, monkeypatch, capsys):
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    out = tmp_path_factory.mktemp("vhxworld")
-    make_world(out, n=16, seed=4)
-    return out
+def world(world_of):
+    return world_of(n=16, seed=4)
 
 
 def _run(world, tmp_path, vlm, **kw):

@@ -27,10 +27,8 @@ from vlmcheck.world.scene import (CATEGORIES, Scene, SceneObject, canonical_text
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("world")
-    make_world(out, n=200, seed=0)
-    return out
+def world(world_of) -> Path:
+    return world_of(n=200, seed=0)
 
 
 def _rows(world: Path) -> list[dict]:
