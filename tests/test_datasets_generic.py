@@ -12,7 +12,6 @@ import base64
 import hashlib
 import io
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -356,7 +355,6 @@ def test_the_cli_takes_any_form_with_benchmark(tmp_path):
     rows = [[0, b64(png("red")), "Red?", "Yes", "color"], [1, "0", "Blue?", "No", "color"],
             [2, b64(png("blue")), "Blue?", "Yes", "color"], [3, "2", "Red?", "No", "color"]]
     t = tsv(tmp_path / "MME.tsv", head, rows)
-    cli = [sys.executable, "-m", "vlmcheck.cli"]
     env = {**__import__("os").environ, "VLMCHECK_CACHE": str(tmp_path / "cache"), "COLUMNS": "500"}
     p = run_cli("describe", "--vlm", "ref:describer", "--data", str(t), "--benchmark", "mme", "--out",
                 str(tmp_path / "run"), env=env)
