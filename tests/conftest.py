@@ -10,7 +10,8 @@ the rule's 2 s and a margin for a loaded machine, whose shared caches and cores 
 fails.  The budget counts CPU, not wall time, so the rule holds on a loaded machine: the process's CPU (all its
 threads) plus its waited-for subprocesses', over the test's setup and call, less what went into importing modules
 and setting up fixtures shared by several tests (a session's world, a module's run), which the first test to ask
-would otherwise pay for.  What is slow: a subprocess per case, a run on the reference world, Ray,
+would otherwise pay for, and less what threads older than the test used meanwhile (an earlier test's left-over
+server or pool).  What is slow: a subprocess per case, a run on the reference world, Ray,
 transformers or diffusers models, the demo.  The CLI runs in the test's process through ``run_cli`` (or the
 ``cli`` fixture); ``CLI`` starts it as a process of its own only where that is the point (kill -9, Ctrl-C,
 permissions, memory peaks, start-up, real servers).  ``--cpu-report N`` lists the N tests that used
@@ -50,6 +51,36 @@ def _cpu() -> float:
     """CPU seconds of this process (every thread) and of its children that ended and were waited for."""
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time() + kids.ru_utime + kids.ru_stime
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _other_threads() -> dict[int, float]:
+    """CPU seconds of each thread of this process but the calling one (Linux; empty elsewhere)."""
+    import threading
+
+    me, out = threading.get_native_id(), {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        if int(tid) == me:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/stat", encoding="ascii") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        out[int(tid)] = (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime
+    return out
+
+
+def _older_threads_since(before: dict[int, float]) -> float:
+    """CPU that threads older than a test (another test's left-over server or pool) used during it."""
+    now = _other_threads()
+    return sum(max(0.0, now[tid] - cpu) for tid, cpu in before.items() if tid in now)
 
 
 class _Shared:
@@ -99,7 +130,7 @@ def pytest_fixture_setup(fixturedef, request):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
-    item._cpu_start = (_cpu(), _Shared.spent)
+    item._cpu_start = (_cpu(), _Shared.spent, _other_threads())
     yield
 
 
@@ -110,7 +141,7 @@ def pytest_runtest_makereport(item, call):
     start = getattr(item, "_cpu_start", None)
     if call.when != "call" or start is None:
         return
-    used = (_cpu() - start[0]) - (_Shared.spent - start[1])
+    used = (_cpu() - start[0]) - (_Shared.spent - start[1]) - _older_threads_since(start[2])
     slow = item.get_closest_marker("slow") is not None
     report.user_properties.append(("cpu_s", round(used, 3)))
     report.user_properties.append(("marked_slow", slow))
