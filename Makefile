@@ -53,12 +53,16 @@ litellm-venv:
 	@$(MAKE) --no-print-directory $(LITELLM)/.installed \
 	  || echo "WARNING: could not install the LiteLLM proxy; tests/test_real_gateway.py will be SKIPPED"
 
+
+# on every core (pytest-xdist); the tests of one xdist_group (Ray's) on one worker, one after another
+PYTEST := $(PY) -m pytest -q -n auto --dist loadgroup
+
 test: $(STAMP) browser litellm-venv
-	$(PY) -m pytest -q
+	$(PYTEST)
 
 # the developer's loop: every test not marked slow (tests/conftest.py says how a test is marked)
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 bench: $(STAMP)
 	$(PIP) install --quiet --no-deps "imagecorruptions>=1.1.2"

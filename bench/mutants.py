@@ -57,6 +57,16 @@ MUTANTS = [
     ("VHExpansion symmetric accuracy with 'or'", "methods/vhx_summary.py",
      'self.sym.add(unit, float(bool(v["correct"] and v["neg_correct"])))',
      'self.sym.add(unit, float(bool(v["correct"] or v["neg_correct"])))', VHX),
+    ("chef POPE yes ratio from the ground truth", "methods/chef/metrics.py",
+     '"yes_ratio": float(p.mean()) if p.size', '"yes_ratio": float(t.mean()) if t.size', CHEF),
+    ("VHExpansion yes ratio from the ground truth", "methods/vhx_summary.py",
+     'self.yes += v["parsed"] == "yes"', 'self.yes += (v["parsed"] == "yes") == bool(v["correct"])', VHX),
+    ("MMVP pair accuracy as any question right", "methods/vhx_summary.py",
+     "whole = [right == n for n, right in pairs.values() if n >= 2]",
+     "whole = [right > 0 for n, right in pairs.values() if n >= 2]", VHX),
+    ("MMVP pair accuracy over pairs with one question left", "methods/vhx_summary.py",
+     "whole = [right == n for n, right in pairs.values() if n >= 2]",
+     "whole = [right == n for n, right in pairs.values() if n >= 1]", VHX),
     ("describe keyword recall over one keyword more", "methods/describe.py",
      "return hits / len(keywords) if keywords", "return hits / (len(keywords) + 1) if keywords", DESCRIBE),
 ]
@@ -72,7 +82,8 @@ def run_mutant(name: str, rel: str, old: str, new: str, tests: list[str], all_te
             return "stale"
         path.write_text(text.replace(old, new), encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(src)}
-        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+        # no CPU budget: a test that fails for using too much CPU on a loaded machine has not caught the mutant
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--cpu-budget", "0",
                *[t for t in tests if (ROOT / t).exists()]]
         if not all_tests:
             cmd += ["-m", "not slow"]

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from vlmcheck import RunOptions, run_task
 from vlmcheck.methods.describe import DescribeSpec, DescribeTask
 from vlmcheck.run.scheduler import RetryPolicy
 
-from conftest import FakeServer
+from conftest import CLI, FakeServer, run_cli
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05)
 BATCH = "batch=1&batch_window=0.3&batch_poll=0.1"
@@ -110,12 +109,10 @@ def test_a_killed_run_reattaches_to_its_batch_and_resubmits_nothing(tmp_path):
     try:
         data = _manifest(tmp_path / "data", ["Describe."] * 5)
         spec = f"openai:fake-vlm@{server.base_url}?{BATCH}"
-        cmd = [sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", spec, "--data", str(data), "--out",
-               str(tmp_path / "run")]
+        cmd = [*CLI, "describe", "--vlm", spec, "--data", str(data), "--out", str(tmp_path / "run")]
         _kill_once_its_batch_is_out(cmd, server)
         assert len(_creates(server)) == 1
-        res = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "resume", str(tmp_path / "run")],
-                             capture_output=True, text=True, timeout=120)
+        res = run_cli("resume", str(tmp_path / "run"))
         assert res.returncode == 0, res.stderr[-1500:]
         assert len(_creates(server)) == 1  # re-attached: the batch was never sent again
         answers = _answers(tmp_path / "run")
@@ -129,11 +126,10 @@ def test_a_resume_without_batch_1_waits_for_the_open_batch_instead_of_paying_twi
     server = FakeServer(0.0, tmp_path, "--batch-delay", "3")
     try:
         data = _manifest(tmp_path / "data", ["Describe."] * 4)
-        cmd = [sys.executable, "-m", "vlmcheck.cli", "describe", "--data", str(data), "--out", str(tmp_path / "run")]
-        _kill_once_its_batch_is_out([*cmd, "--vlm", f"openai:fake-vlm@{server.base_url}?{BATCH}"], server)
+        args = ["describe", "--data", str(data), "--out", str(tmp_path / "run")]
+        _kill_once_its_batch_is_out([*CLI, *args, "--vlm", f"openai:fake-vlm@{server.base_url}?{BATCH}"], server)
         # resumed with direct calls: the 4 journaled requests wait for their batch; nothing is sent twice
-        res = subprocess.run([*cmd, "--vlm", f"openai:fake-vlm@{server.base_url}?batch_poll=0.1", "--resume"],
-                             capture_output=True, text=True, timeout=120)
+        res = run_cli(*args, "--vlm", f"openai:fake-vlm@{server.base_url}?batch_poll=0.1", "--resume")
         assert res.returncode == 0, res.stderr[-1500:]
         assert len(_creates(server)) == 1
         assert [r for r in server.requests() if r.get("path", "").endswith("/chat/completions")] == []

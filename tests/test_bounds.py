@@ -10,13 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-CLI = [sys.executable, "-m", "vlmcheck.cli"]
-
-
-def cli(*args, env=None, cwd=None):
-    return subprocess.run(CLI + [str(a) for a in args], capture_output=True, text=True, env=env, cwd=cwd,
-                          timeout=600)
+from conftest import CLI, run_cli as cli
 
 
 def _last(p) -> str:

@@ -197,6 +197,7 @@ class Judge:
         return Generation(text=f"[Explanation]\nok\n[Overall Score]\n{6 + config.seed % 3}", finish_reason="stop")
 
 
+@pytest.mark.slow  # ~3 s of CPU
 def test_language_judge_on_correct_items_only(world, tmp_path):
     judge = Judge()
     r = resolve_recipe("language")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import run_cli
 from PIL import Image
 
 from vlmcheck import RunOptions, run_task
@@ -191,8 +192,6 @@ def test_dry_run_counts_what_the_real_run_then_makes_and_nothing_after(world, tm
 @pytest.mark.slow
 def test_dry_run_cost_against_the_fake_servers_bill_and_the_budget_stops_then_resumes(tmp_path, image_folder):
     import json as _json
-    import subprocess
-    import sys
 
     from conftest import FakeServer
 
@@ -204,9 +203,8 @@ def test_dry_run_cost_against_the_fake_servers_bill_and_the_budget_stops_then_re
         env = {**__import__("os").environ, "OPENAI_API_KEY": "sk-test"}
 
         def cli(*args):
-            return subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", vlm, "--data",
-                                   str(image_folder), "--out", str(tmp_path / "run"), "--no-preflight", *args],
-                                  capture_output=True, text=True, env=env)
+            return run_cli("describe", "--vlm", vlm, "--data", str(image_folder), "--out", str(tmp_path / "run"),
+                           "--no-preflight", *args, env=env)
 
         # half the run, then the estimate of the rest from the run's own output tokens per call
         assert cli("--limit", "3").returncode == 0
@@ -229,12 +227,11 @@ def test_dry_run_cost_against_the_fake_servers_bill_and_the_budget_stops_then_re
         budget_run = tmp_path / "budget"
 
         def cli2(*args):
-            return subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", vlm, "--data",
-                                   str(image_folder), "--out", str(budget_run), "--no-preflight",
-                                   # a call is priced before it is sent, its output at max_tokens until one is
-                                   # back (run/budget.py): 8 keeps the first call under 2.5 samples' cost
-                                   "--max-concurrency", "1", "--max-tokens", "8", *args],
-                                  capture_output=True, text=True, env=env)
+            return run_cli("describe", "--vlm", vlm, "--data", str(image_folder), "--out", str(budget_run),
+                           "--no-preflight",
+                           # a call is priced before it is sent, its output at max_tokens until one is back
+                           # (run/budget.py): 8 keeps the first call under 2.5 samples' cost
+                           "--max-concurrency", "1", "--max-tokens", "8", *args, env=env)
 
         stopped = cli2("--max-cost", f"{2.5 * per_sample:.8f}")
         assert stopped.returncode == 1 and "Traceback" not in stopped.stderr
@@ -255,11 +252,9 @@ def test_dry_run_cost_against_the_fake_servers_bill_and_the_budget_stops_then_re
 
 @pytest.mark.slow
 def test_no_report_on_a_run_and_a_merge_and_the_report_on_demand(tmp_path, image_folder):
-    import subprocess
-    import sys
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], capture_output=True, text=True)
+        return run_cli(*map(str, args))
 
     for i in (0, 1):
         p = cli("describe", "--vlm", "ref:photo", "--data", image_folder, "--out", tmp_path / f"s{i}", "--shard",
@@ -292,12 +287,9 @@ def test_a_run_recorded_before_new_spec_fields_resumes_with_no_call(world, tmp_p
 
 @pytest.mark.slow
 def test_a_folder_where_a_file_is_expected_is_one_sentence(world, tmp_path):
-    import subprocess
-    import sys
 
-    p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "chef", "run", "--recipe", "hallucination", "--vlm",
-                        "ref:describer", "--data", str(world), "--out", str(tmp_path / "run")],
-                       capture_output=True, text=True)
+    p = run_cli("chef", "run", "--recipe", "hallucination", "--vlm", "ref:describer", "--data", str(world), "--out",
+                str(tmp_path / "run"))
     assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr
     assert "a folder, where a file was expected" in p.stdout + p.stderr
 

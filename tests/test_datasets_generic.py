@@ -12,11 +12,10 @@ import base64
 import hashlib
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from PIL import Image
 
 from vlmcheck.core.images import BadImageError
@@ -256,16 +255,14 @@ def test_tsv_image_path_column_and_bad_rows(tmp_path):
 
 def test_data_inspect_reads_and_never_writes(tmp_path, cache):
     snap = hub_snapshot(tmp_path / "MME", mme_rows({"0.jpg": jpeg("red"), "1.jpg": jpeg("blue")}))
-    env_cmd = [sys.executable, "-m", "vlmcheck.cli", "data", "inspect", f"hfds:{snap}", "--benchmark", "mme", "--json"]
-    proc = subprocess.run(env_cmd, capture_output=True, text=True)
+    proc = run_cli("data", "inspect", f"hfds:{snap}", "--benchmark", "mme", "--json")
     assert proc.returncode == 0, proc.stderr
     info = json.loads(proc.stdout)
     assert (info["form"], info["benchmark"], info["items"], info["distinct_images"]) == ("hf-snapshot", "mme", 4, 2)
     assert info["categories"] == {"color": 4} and info["splits"] == {"test": 4}
     assert info["rows"][0]["text"] == "Is 0.jpg red? Please answer yes or no." and info["rows"][0]["answer"] == "Yes"
     assert not cache.exists()  # reads, never writes
-    proc = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "data", "inspect", str(tmp_path / "nothing")],
-                          capture_output=True, text=True)
+    proc = run_cli("data", "inspect", str(tmp_path / "nothing"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr + proc.stdout
 
 
@@ -364,16 +361,15 @@ def test_the_cli_takes_any_form_with_benchmark(tmp_path):
     rows = [[0, b64(png("red")), "Red?", "Yes", "color"], [1, "0", "Blue?", "No", "color"],
             [2, b64(png("blue")), "Blue?", "Yes", "color"], [3, "2", "Red?", "No", "color"]]
     t = tsv(tmp_path / "MME.tsv", head, rows)
-    cli = [sys.executable, "-m", "vlmcheck.cli"]
     env = {**__import__("os").environ, "VLMCHECK_CACHE": str(tmp_path / "cache"), "COLUMNS": "500"}
-    p = subprocess.run([*cli, "describe", "--vlm", "ref:describer", "--data", str(t), "--benchmark", "mme",
-                        "--out", str(tmp_path / "run")], capture_output=True, text=True, env=env)
+    p = run_cli("describe", "--vlm", "ref:describer", "--data", str(t), "--benchmark", "mme", "--out",
+                str(tmp_path / "run"), env=env)
     assert p.returncode == 0, p.stderr
     samples = (tmp_path / "run" / "samples.jsonl").read_text().splitlines()
     assert len(samples) == 2  # two distinct images, four question rows
     assert f"mme:{t}" in (tmp_path / "run" / "results.json").read_text()
-    p = subprocess.run([*cli, "describe", "--vlm", "ref:describer", "--data", f"pope:{t}", "--benchmark", "mme",
-                        "--out", str(tmp_path / "run2")], capture_output=True, text=True, env=env)
+    p = run_cli("describe", "--vlm", "ref:describer", "--data", f"pope:{t}", "--benchmark", "mme", "--out",
+                str(tmp_path / "run2"), env=env)
     assert p.returncode == 2 and "Traceback" not in p.stderr and "--benchmark mme but the source names 'pope'" in \
         p.stderr + p.stdout
 

@@ -4,11 +4,10 @@ published schema, checked against values written by hand.  MMVP through VHExpans
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from PIL import Image
 
 from vlmcheck.core.roles import Capabilities, Generation
@@ -19,7 +18,6 @@ from vlmcheck.run.runner import RunOptions, run_task
 from vlmcheck.methods.vhx_negation import check_negation
 from vlmcheck.world.negator import negate_question
 
-CLI = [sys.executable, "-m", "vlmcheck.cli"]
 
 # MMVP's Questions.csv as released (github.com/tsb0601/MMVP): Index, Question, Options "(a) x (b) y",
 # Correct Answer "(a)"; rows 2k-1 and 2k are one CLIP-blind pair asking the same question.
@@ -139,9 +137,8 @@ def test_mmvp_through_vhexpansion_symmetric_and_pair_accuracy_by_hand(tmp_path):
 @pytest.mark.slow
 def test_mmvp_through_vhx_run_cli(tmp_path):
     root = _mmvp(tmp_path)
-    run = subprocess.run(CLI + ["vhx", "run", "--vlm", "ref:describer?yes_bias=1", "--cases", str(root),
-                                "--perturb", "", "--out", str(tmp_path / "run"), "--no-progress"],
-                         capture_output=True, text=True)
+    run = run_cli("vhx", "run", "--vlm", "ref:describer?yes_bias=1", "--cases", str(root), "--perturb", "", "--out",
+                  str(tmp_path / "run"), "--no-progress")
     assert run.returncode == 0, run.stderr
     m = json.loads((tmp_path / "run" / "results.json").read_text())["metrics"]
     orig = m["variants"]["original"]

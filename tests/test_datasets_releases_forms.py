@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli
 from PIL import Image
 
 from vlmcheck.datasets import DatasetFormError, detect, load
@@ -509,10 +510,7 @@ def test_a_release_that_cannot_be_read_is_one_sentence(tmp_path, monkeypatch, fo
 
 @pytest.mark.slow
 def test_data_inspect_on_a_broken_release_exits_non_zero_with_one_sentence(tmp_path):
-    import subprocess
-    import sys
 
     path, says = _broken(tmp_path, "seedbench")
-    run = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "data", "inspect", str(path)], capture_output=True,
-                         text=True)
+    run = run_cli("data", "inspect", str(path))
     assert run.returncode == 2 and says in run.stderr and "Traceback" not in run.stderr

@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import run_cli
 from PIL import Image
 
 from vlmcheck.core.files import InputFileError
@@ -96,19 +97,14 @@ def test_split_option_on_chefs_route(tmp_path):
 
 @pytest.mark.slow
 def test_split_option_through_the_chef_run_command(tmp_path):
-    import subprocess
-    import sys
-
     root = _scienceqa(tmp_path)
-    cmd = [sys.executable, "-m", "vlmcheck.cli", "chef", "run", "--recipe", "scienceqa", "--scenario", "scienceqa",
-           "--inferencer", "direct", "--vlm", "ref:describer", "--no-progress", "--data"]
-    run = subprocess.run(cmd + [f"{root}?split=train", "--out", str(tmp_path / "run")], capture_output=True,
-                         text=True)
+    cmd = ["chef", "run", "--recipe", "scienceqa", "--scenario", "scienceqa", "--inferencer", "direct", "--vlm",
+           "ref:describer", "--no-progress", "--data"]
+    run = run_cli(*cmd, f"{root}?split=train", "--out", str(tmp_path / "run"))
     assert run.returncode == 0, run.stderr
     rows = [json.loads(x) for x in (tmp_path / "run" / "samples.jsonl").read_text().splitlines()]
     assert [(r["sample_id"], r["result"]["answer"], len(r["result"]["options"])) for r in rows] == [("7", 1, 3)]
-    bad = subprocess.run(cmd + [f"{root}?splt=train", "--out", str(tmp_path / "bad")], capture_output=True,
-                         text=True)
+    bad = run_cli(*cmd, f"{root}?splt=train", "--out", str(tmp_path / "bad"))
     assert bad.returncode == 2 and "the scienceqa form takes no option 'splt'" in bad.stderr
     assert "Traceback" not in bad.stderr
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 import pytest
+from conftest import run_cli
 
 from vlmcheck.metrics.decisions import (cluster_bootstrap_mean, design_effect, holm, mcnemar_exact, mde_proportion,
                                         n_for_difference, paired_permutation_p, wilson, wilson_clustered)
@@ -176,8 +177,6 @@ def test_compare_counts_what_only_one_run_finished(tmp_path):
 @pytest.mark.slow
 def test_three_runs_every_pair_with_holm_and_the_json_of_the_cli(tmp_path):
     import json
-    import subprocess
-    import sys
 
     from vlmcheck.methods.compare import compare_runs
     from vlmcheck.metrics.decisions import holm
@@ -190,8 +189,7 @@ def test_three_runs_every_pair_with_holm_and_the_json_of_the_cli(tmp_path):
     for metric in ("accuracy", "symmetric accuracy"):  # Holm over the pairs of models, per metric
         cs = [c for c in cmp["comparisons"] if c["metric"] == metric]
         assert [c["p_holm"] for c in cs] == pytest.approx(holm([c["p_value"] for c in cs]))
-    p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "compare", *map(str, runs), "--json"],
-                       capture_output=True, text=True)
+    p = run_cli("compare", *map(str, runs), "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["method"] == "vhexpansion" and len(out["comparisons"]) == 6  # 3 pairs x 2 metrics
@@ -202,8 +200,6 @@ def test_three_runs_every_pair_with_holm_and_the_json_of_the_cli(tmp_path):
 @pytest.mark.slow
 def test_plan_from_one_and_two_pilots_by_hand(tmp_path):
     import json
-    import subprocess
-    import sys
 
     from scipy.stats import nct, t, norm
 
@@ -252,8 +248,7 @@ def test_plan_from_one_and_two_pilots_by_hand(tmp_path):
     from scipy.stats import binom
 
     assert want > next(n for n in range(6, 1000) if binom.sf(5, n, 0.2) >= 0.8)
-    p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "plan", "--pilot", str(a), "--delta", "0.2", "--json"],
-                       capture_output=True, text=True)
+    p = run_cli("plan", "--pilot", str(a), "--delta", "0.2", "--json")
     assert p.returncode == 0 and json.loads(p.stdout)["metrics"][0]["n_per_run_independent"] > 0
 
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 
 # ----------------------------------------------------------------------------- constructed runs
@@ -349,8 +348,7 @@ def test_one_shared_sample_and_none_shared_say_so_in_one_sentence(tmp_path):
 
     a = _gen(tmp_path / "A", "A", [0.5, 0.6], ["x", "y"], ids=[0, 1])
     b = _gen(tmp_path / "B", "B", [0.4, 0.7], ["x", "y"], ids=[1, 2])  # img1 only in both
-    p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "compare", str(a), str(b), "--json",
-                        "-o", str(tmp_path / "lb.json")], capture_output=True, text=True)
+    p = run_cli("compare", str(a), str(b), "--json", "-o", str(tmp_path / "lb.json"))
     assert p.returncode == 0, p.stderr
     (c,) = json.loads(p.stdout)["comparisons"]
     assert c["n_paired"] == 1 and c["p_value"] == 1.0 and "one shared sample" in c["note"]
@@ -449,8 +447,7 @@ def test_the_screen_never_shows_a_negative_lead_or_a_bare_tie(tmp_path):
     assert float(m.group(2)) == pytest.approx(hi, abs=0.0051)
     assert "tied with" not in page and "yes, from every other model" in page
     # compare states the signed difference A - B, never as a lead
-    p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "compare", str(a), str(b)], capture_output=True,
-                       text=True, timeout=120)
+    p = run_cli("compare", str(a), str(b))
     assert p.returncode == 0, p.stderr
     out = " ".join(p.stdout.split())
     assert "A - B = -0.6000" in out and "p 0.03125" in out and ": separated; 10 shared, 20 left out" in out

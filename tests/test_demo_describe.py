@@ -51,7 +51,8 @@ def test_ref_photo_says_what_it_cannot_do():
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
-    """`vlmcheck demo` once for this module (12 world scenes to keep it short)."""
+    """`vlmcheck demo` once for this module (12 world scenes to keep it short), as a process of its own: what
+    `make demo` runs, and the demo's models and report at the same cost as a user's."""
     out = tmp_path_factory.mktemp("demo") / "demo"
     proc = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "demo", "--out", str(out), "--n", "12"],
                           capture_output=True, text=True, timeout=900)

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from PIL import Image
 
 from hf_tiny import build_tiny_idefics3, build_tiny_llava
@@ -23,7 +22,6 @@ from vlmcheck.finetune.data import build_dataset, split_images  # noqa: E402
 from vlmcheck.finetune.train import IGNORE, AnswerOnlyCollator, FinetuneConfig, finetune, lora_targets  # noqa: E402
 from vlmcheck.world.paraphraser import paraphrase  # noqa: E402
 
-CLI = [sys.executable, "-m", "vlmcheck.cli"]
 WORDS = tuple("Yes No Is is there no red green blue circle square star in the image ? picture Looking at "
               "Please answer yes or no . Based on what you can see , Is it false that".split())
 
@@ -36,9 +34,9 @@ def _sha(path: Path) -> str:
 def vhx_run(tmp_path_factory):
     """A world of 6 scenes (12 yes/no cases) and a VHExpansion run of ref:describer with one perturbation."""
     root = tmp_path_factory.mktemp("vhxft")
-    subprocess.run([*CLI, "world", "make", str(root / "w"), "--n", "6"], check=True, capture_output=True)
-    subprocess.run([*CLI, "vhx", "run", "--vlm", "ref:describer", "--cases", str(root / "w"), "--out",
-                    str(root / "run"), "--perturb", "vhx_jpeg", "--no-progress"], check=True, capture_output=True)
+    run_cli("world", "make", str(root / "w"), "--n", "6", check=True)
+    run_cli("vhx", "run", "--vlm", "ref:describer", "--cases", str(root / "w"), "--out", str(root / "run"), "--perturb",
+            "vhx_jpeg", "--no-progress", check=True)
     return root / "run"
 
 
@@ -125,12 +123,10 @@ def test_the_default_expansion_is_negation_x_original_and_adversarial(tmp_path):
     # k times: 2 x 2 x (1 + k) rows.  A run with one common perturbation and an attack: the common one is left
     # out unless named.
     root = tmp_path
-    subprocess.run([*CLI, "world", "make", str(root / "w"), "--n", "2", "--size", "96"], check=True,
-                   capture_output=True)
-    subprocess.run([*CLI, "vhx", "run", "--vlm", "ref:describer", "--cases", str(root / "w"), "--out",
-                    str(root / "run"), "--perturb", "vhx_jpeg", "--attack", "ifgsm", "--attack-target", "ref:effnet",
-                    "--steps-clean", "2", "--steps-hallucinated", "2", "--no-progress"], check=True,
-                   capture_output=True)
+    run_cli("world", "make", str(root / "w"), "--n", "2", "--size", "96", check=True)
+    run_cli("vhx", "run", "--vlm", "ref:describer", "--cases", str(root / "w"), "--out", str(root / "run"), "--perturb",
+            "vhx_jpeg", "--attack", "ifgsm", "--attack-target", "ref:effnet", "--steps-clean", "2",
+            "--steps-hallucinated", "2", "--no-progress", check=True)
     records = [json.loads(x)["result"] for x in (root / "run" / "samples.jsonl").read_text().splitlines()]
     assert all(set(r["variants"]) == {"original", "vhx_jpeg", "adv_ifgsm"} for r in records)
     paper = build_dataset([root / "run"], root / "paper", k=0, train_fraction=0.5, seed=0)
@@ -416,12 +412,11 @@ def test_compare_gives_accuracy_and_symmetric_accuracy_before_and_after(tmp_path
     g = compare_vhx(before, after, [(gb, ga)])["general"][0]
     assert (g["before"], g["after"], g["delta"]) == (0.25, 0.75, 0.5)
 
-    proc = subprocess.run([*CLI, "vhx", "compare", str(before), str(after), "--out", str(tmp_path / "cmp")],
-                          capture_output=True, text=True)
+    proc = run_cli("vhx", "compare", str(before), str(after), "--out", str(tmp_path / "cmp"))
     assert proc.returncode == 0, proc.stderr
     page = (tmp_path / "cmp" / "report.html").read_text()
     assert "Before and after fine-tuning" in page and "tuned" in page
     assert json.loads((tmp_path / "cmp" / "compare.json").read_text())["rows"] == json.loads(json.dumps(cmp["rows"]))
     chef = _fake_run(tmp_path / "chef", "chef", [])
-    proc = subprocess.run([*CLI, "vhx", "compare", str(chef), str(after)], capture_output=True, text=True)
+    proc = run_cli("vhx", "compare", str(chef), str(after))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "--general" in proc.stderr

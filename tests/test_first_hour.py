@@ -7,10 +7,10 @@ import json
 import os
 import socket
 import subprocess
-import sys
 
 import numpy as np
 import pytest
+from conftest import CLI, run_cli
 from PIL import Image
 
 from vlmcheck.core.answers import split_reasoning
@@ -18,8 +18,7 @@ from vlmcheck.core.answers import split_reasoning
 
 def _cli(*args, env=None, timeout=300):
     env = {**(env or os.environ), "COLUMNS": "500"}
-    return subprocess.run([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=timeout)
+    return run_cli(*args, env=env)
 
 
 def _last_error(proc) -> str:
@@ -370,8 +369,7 @@ def test_epsilon_is_shown_as_8_over_255_and_read_as_a_fraction():
     with pytest.raises(typer.BadParameter):
         C.fraction("8/0")
     # the paper's four corruptions never split mid-word at 80 columns
-    narrow = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "vhx", "run", "--help"], capture_output=True,
-                            text=True, env={**os.environ, "COLUMNS": "80"}, timeout=300)
+    narrow = run_cli("vhx", "run", "--help", env={**os.environ, "COLUMNS": "80"})
     assert "vhx_gaussian_noise," in narrow.stdout.split()
 
 
@@ -401,9 +399,8 @@ def test_a_dry_run_table_keeps_every_number_at_80_and_60_columns(tmp_path, colum
     data.mkdir()
     for i in range(3):
         Image.new("RGB", (8 + i, 8), (40 * i, 0, 0)).save(data / f"{i}.png")
-    proc = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", LONG_SPEC, "--data", str(data),
-                           "--out", str(tmp_path / "run"), "--dry-run"], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": str(columns)}, timeout=300)
+    proc = run_cli("describe", "--vlm", LONG_SPEC, "--data", str(data), "--out", str(tmp_path / "run"), "--dry-run",
+                   env={**os.environ, "COLUMNS": str(columns)})
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout + proc.stderr
     assert max(map(len, text.splitlines())) <= columns
@@ -603,7 +600,7 @@ def test_ctrl_c_says_what_is_kept_and_how_to_go_on(tmp_path):
                 "--max-concurrency", "2"]
         # as in a terminal: Ctrl-C's signal at its default, even where the tests themselves run with it ignored (a
         # job started in the background by a non-interactive shell, as CI may be: Python then keeps it ignored)
-        proc = subprocess.Popen([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], stdout=subprocess.PIPE,
+        proc = subprocess.Popen([*CLI, *map(str, args)], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env={**os.environ, "COLUMNS": "500"},
                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 120

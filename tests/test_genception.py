@@ -127,10 +127,8 @@ def test_category_groups_know_mme_and_world():
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("gcworld")
-    make_world(out, n=16, seed=2)
-    return out
+def world(world_of) -> Path:
+    return world_of(n=16, seed=2)
 
 
 def _task(world, spec="ref:describer", T=3, model=None):
@@ -138,6 +136,7 @@ def _task(world, spec="ref:describer", T=3, model=None):
                                          T=T), vlm=model)
 
 
+@pytest.mark.slow  # ~5 s of CPU
 def test_chain_outputs_and_error_ordering(world, tmp_path):
     results = {}
     for lv in (0.0, 0.3):
@@ -474,6 +473,7 @@ def test_leaderboard_gc_rank_fid_ranking_and_correlations(world, tmp_path):
     assert fr["same_order"] is (fr["ranks"] == fr["cosine_ranks"])
 
 
+@pytest.mark.slow  # ~2.5 s of CPU
 def test_gc_fid_compares_models_on_the_images_every_model_completed(world, tmp_path):
     # model B's chain fails on one image (its 4th description call raises): B has 15 chains, A 16.  The
     # leaderboard's GC_FID@3_common is each model's GC_FID on the 15 images both completed (v2 eq. 4 by hand

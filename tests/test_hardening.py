@@ -12,6 +12,7 @@ import sys
 import time
 
 import pytest
+from conftest import run_cli
 from PIL import Image
 
 from vlmcheck.core.errors import ModelCallError
@@ -103,6 +104,7 @@ with folder_lock(Path(sys.argv[1])):
 """
 
 
+@pytest.mark.slow  # a second Python process holds the folder: ~4 s of CPU
 def test_one_process_per_run_folder(tmp_path):
     manifest = _photos(tmp_path)
     run = tmp_path / "run"
@@ -112,8 +114,7 @@ def test_one_process_per_run_folder(tmp_path):
         with pytest.raises(RunFolderInUse, match=f"run folder in use by PID {holder.pid}"):
             run_task(DescribeTask(DescribeSpec(vlm="ref:photo", data=str(manifest))), run,
                      RunOptions(progress=False, resume=True))
-        proc = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", "ref:photo", "--data",
-                               str(manifest), "--out", str(run), "--resume"], capture_output=True, text=True)
+        proc = run_cli("describe", "--vlm", "ref:photo", "--data", str(manifest), "--out", str(run), "--resume")
         assert proc.returncode == 2
         assert f"run folder in use by PID {holder.pid}" in proc.stdout + proc.stderr
         assert "Traceback" not in proc.stdout + proc.stderr
@@ -162,8 +163,7 @@ def test_any_text_survives_samples_jsonl_and_the_report(tmp_path):
     rows = read_jsonl(tmp_path / "run" / "samples.jsonl")
     assert [r["result"]["answer"] for r in rows] == ["a\u2028b\u2029c\u0085d\x1ce\x1df\x1eg\x0bh\x0ci"] * 3
     assert (tmp_path / "run" / "report.html").stat().st_size > 1000  # written, not silently skipped
-    proc = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "report", str(tmp_path / "run"), "-o",
-                           str(tmp_path / "r.html")], capture_output=True, text=True)
+    proc = run_cli("report", str(tmp_path / "run"), "-o", str(tmp_path / "r.html"))
     assert proc.returncode == 0, proc.stderr
 
 
@@ -272,8 +272,7 @@ def test_kill9_while_a_resume_writes_results_samples_and_report(tmp_path):
     manifest = _photos(tmp_path, n=30)
     run = tmp_path / "run"
     cli = [sys.executable, "-m", "vlmcheck.cli"]
-    first = subprocess.run(cli + ["describe", "--vlm", "ref:photo", "--data", str(manifest), "--out", str(run),
-                                  "--no-progress"], capture_output=True, text=True)
+    first = run_cli("describe", "--vlm", "ref:photo", "--data", str(manifest), "--out", str(run), "--no-progress")
     assert first.returncode == 0, first.stderr
     before = {n: (run / n).read_text(encoding="utf-8") for n in ("samples.jsonl", "results.json", "report.html")}
     rng = random.Random(3)
@@ -287,7 +286,7 @@ def test_kill9_while_a_resume_writes_results_samples_and_report(tmp_path):
         assert len(rows) == 30 and all(r["status"] == "done" for r in rows), f"kill {i}"
         assert json.loads((run / "results.json").read_text())["counts"]["done"] == 30, f"kill {i}"
         assert (run / "report.html").read_text(encoding="utf-8").rstrip().endswith("</html>"), f"kill {i}"
-    last = subprocess.run(cli + ["resume", str(run), "--no-progress"], capture_output=True, text=True)
+    last = run_cli("resume", str(run), "--no-progress")
     assert last.returncode == 0, last.stderr
     assert not [p.name for p in run.iterdir() if p.name.endswith(".tmp")]  # a killed writer's temp files are gone
     assert (run / "samples.jsonl").read_text(encoding="utf-8") == before["samples.jsonl"]

@@ -3,13 +3,11 @@ first wave priced before it is sent; the budget kept by a resume; bad caps and p
 
 import json
 import os
-import subprocess
-import sys
 import warnings
 
 import pytest
 
-from conftest import FakeServer, distinct_images
+from conftest import FakeServer, distinct_images, run_cli
 from vlmcheck import RunOptions, run_task
 from vlmcheck.core.roles import Usage
 from vlmcheck.methods.describe import DescribeSpec, DescribeTask
@@ -118,9 +116,8 @@ def test_bad_caps_and_prices_are_refused_in_one_sentence_by_the_cli(tmp_path, im
     cases = [(["--vlm", "ref:photo", "--max-cost", "0"], "--max-cost"),
              (["--vlm", "openai:gpt-4o@http://127.0.0.1:9/v1?price_in=abc&price_out=1"], "price_in")]
     for i, (args, word) in enumerate(cases):
-        p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--data", str(image_folder), "--out",
-                            str(tmp_path / f"r{i}"), "--no-preflight", "--no-progress", *args],
-                           capture_output=True, text=True, env=env)
+        p = run_cli("describe", "--data", str(image_folder), "--out", str(tmp_path / f"r{i}"), "--no-preflight",
+                    "--no-progress", *args, env=env)
         assert p.returncode == 2, (args, p.returncode, p.stderr[-500:])
         assert "Traceback" not in p.stderr and word in p.stderr, (args, p.stderr)
         assert len([line for line in p.stderr.splitlines() if line.strip()]) == 1, p.stderr

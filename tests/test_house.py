@@ -6,22 +6,13 @@ from __future__ import annotations
 import io
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli as _cli
 from rich.console import Console
 
 from vlmcheck.report import terminal
-
-CLI = [sys.executable, "-m", "vlmcheck.cli"]
-
-
-def _cli(*args, env=None, cwd=None, umask=None):
-    pre = (lambda: os.umask(umask)) if umask is not None else None
-    return subprocess.run(CLI + [str(a) for a in args], capture_output=True, text=True, env=env, cwd=cwd,
-                          preexec_fn=pre, timeout=600)
 
 
 def _render(table, width: int) -> str:

@@ -81,6 +81,8 @@ def test_chef_pope_by_hand():
     assert p["precision"] == pytest.approx(precision) and p["recall"] == pytest.approx(recall)
     assert p["f1"] == pytest.approx(2 * precision * recall / (precision + recall))  # 2/3
     assert p["accuracy"] == pytest.approx(5 / 8)
+    # POPE's yes ratio is the share of the model's answers that say yes (5 of 8), not the ground truth's (4 of 8)
+    assert p["yes_ratio"] == pytest.approx(5 / 8)
     assert m["headline"]["name"] == "POPE accuracy" and m["headline"]["value"] == pytest.approx(5 / 8)
 
 
@@ -111,3 +113,27 @@ def test_chef_accuracy_headline_by_hand():
     assert m["desideratum"] == "accuracy"
     assert m["headline"]["name"] == "accuracy" and m["headline"]["value"] == pytest.approx(3 / 6)
     assert m["headline"]["interval"]["n_units"] == 3
+
+
+def test_mmvp_pair_accuracy_by_hand():
+    """MMVP (Tong et al. 2024, section 3): a pair (the same question on the two images of a CLIP-blind pair)
+    counts as right only when both its questions are answered right; a pair with one question left in the run
+    is left out of the share (and reported)."""
+    from vlmcheck.methods.vhx_summary import VHXSummary
+
+    def case(i: int, pair: str, right: bool) -> dict:
+        answer = "yes" if i % 2 else "no"
+        parsed = answer if right else ("no" if answer == "yes" else "yes")
+        return {"status": "done", "result": {
+            "image": f"img{i}.png", "answer": answer, "negation": {"ok": False}, "meta": {"pair": pair},
+            "variants": {"original": {"parsed": parsed, "correct": right, "answer": parsed.capitalize() + "."}}}}
+
+    # p1 both right, p2 half right, p3 both wrong, p4 one question only (its other one failed)
+    rows = [("p1", True), ("p1", True), ("p2", True), ("p2", False), ("p3", False), ("p3", False), ("p4", True)]
+    fold = VHXSummary([], None, 1)
+    for i, (pair, right) in enumerate(rows):
+        fold.add(case(i, pair, right))
+    orig = fold.result()["variants"]["original"]
+    assert orig["pair_accuracy"] == pytest.approx(1 / 3)  # p1 of p1, p2, p3 ("any question right" gives 2/3)
+    assert orig["n_mmvp_pairs"] == 3 and orig["mmvp_pairs_incomplete"] == 1  # p4 counted would give 2/4
+    assert orig["accuracy"] == pytest.approx(4 / 7)

@@ -31,7 +31,8 @@ from vlmcheck.world.make import make_world  # noqa: E402
 
 from conftest import FakeServer, distinct_images  # noqa: E402
 
-pytestmark = pytest.mark.slow  # every test starts a Ray cluster (tens of seconds each)
+# every test starts a Ray cluster (tens of seconds each); one at a time, on one xdist worker (make test)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(autouse=True)

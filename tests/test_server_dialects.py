@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import FakeServer, distinct_images
+from conftest import FakeServer, distinct_images, run_cli
 from vlmcheck.models._http_errors import body_message, status_error, unknown_fields_sentence
 
 
@@ -52,8 +50,7 @@ def test_other_errors_keep_their_own_words():
 
 def _cli(*args, cwd, check=None):
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    out = subprocess.run([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], capture_output=True, text=True,
-                         cwd=cwd, env=env, timeout=300)
+    out = run_cli(*args, cwd=cwd, env=env)
     assert "Traceback" not in out.stderr, out.stderr[-3000:]
     if check is not None:
         assert out.returncode == check, out.stderr[-3000:]

@@ -7,17 +7,15 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-CLI = [sys.executable, "-m", "vlmcheck.cli"]
+from conftest import run_cli
 ENV = {**os.environ, "COLUMNS": "200"}
 
 
 def cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run([*CLI, *args], capture_output=True, text=True, env=ENV, timeout=600)
+    p = run_cli(*args, env=ENV)
     if ok:
         assert p.returncode == 0, p.stderr[-2000:]
     return p

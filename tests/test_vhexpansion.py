@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from vlmcheck.methods.pope import build_pope, load_annotations, question
 from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec, export_expanded, load_cases
 from vlmcheck.metrics.stats import pope_answer, symmetric_accuracy
 from vlmcheck.run.runner import RunOptions, run_task
-from vlmcheck.world.make import make_world
 from vlmcheck.methods.vhx_negation import NEGATION_PROMPT
 
 
@@ -102,6 +102,7 @@ def test_popular_and_adversarial_negatives():
     assert [c["object"] for c in adv] != [c["object"] for c in rnd]
 
 
+@pytest.mark.slow  # a tiny HF model attacked: ~20 s of CPU each
 @pytest.mark.parametrize("family", ["llava", "idefics3"])
 def test_attack_on_tiny_hf_vlm(tmp_path, family, monkeypatch, capsys):
     monkeypatch.setenv("VLMCHECK_PROGRESS_EVERY", "0")  # a progress line for every attack step
@@ -139,10 +140,8 @@ def test_attack_on_tiny_hf_vlm(tmp_path, family, monkeypatch, capsys):
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    out = tmp_path_factory.mktemp("vhxworld")
-    make_world(out, n=16, seed=4)
-    return out
+def world(world_of):
+    return world_of(n=16, seed=4)
 
 
 def _run(world, tmp_path, vlm, **kw):
@@ -150,6 +149,7 @@ def _run(world, tmp_path, vlm, **kw):
     return run_task(VHExpansionTask(spec), tmp_path, RunOptions(progress=False)).results
 
 
+@pytest.mark.slow  # ~9 s of CPU
 def test_vhexpansion_on_the_world(world, tmp_path):
     cases = load_cases(world)
     assert len(cases) == 32 and {c.answer for c in cases} == {"yes", "no"}
@@ -239,9 +239,6 @@ def test_pope_ties_fall_back_to_a_seeded_random_choice():
 
 def test_pope_then_vhx_run_on_a_coco_layout_folder(tmp_path):
     # The documented two-step on COCO's layout: annotations/instances_val2014.json and val2014/*.jpg.
-    import subprocess
-    import sys
-
     from PIL import Image
 
     coco = tmp_path / "coco"
@@ -256,20 +253,16 @@ def test_pope_then_vhx_run_on_a_coco_layout_folder(tmp_path):
             "annotations": [{"image_id": i, "category_id": cats.index(o)} for i, a in enumerate(ann)
                             for o in a["objects"]]}
     (coco / "annotations" / "instances_val2014.json").write_text(json.dumps(inst))
-    cli = [sys.executable, "-m", "vlmcheck.cli"]
-    no_images = subprocess.run(cli + ["vhx", "pope", "--annotations", str(coco / "annotations" /
-                                      "instances_val2014.json"), "--n-images", "4", "--out", str(coco / "p.jsonl")],
-                               capture_output=True, text=True)
+    no_images = run_cli("vhx", "pope", "--annotations", str(coco / "annotations" / "instances_val2014.json"),
+                        "--n-images", "4", "--out", str(coco / "p.jsonl"))
     assert no_images.returncode == 2 and "--images" in no_images.stderr
-    p = subprocess.run(cli + ["vhx", "pope", "--annotations", str(coco / "annotations" / "instances_val2014.json"),
-                              "--images", str(coco / "val2014"), "--n-images", "4", "--out", str(coco / "pope.jsonl")],
-                       capture_output=True, text=True)
+    p = run_cli("vhx", "pope", "--annotations", str(coco / "annotations" / "instances_val2014.json"), "--images",
+                str(coco / "val2014"), "--n-images", "4", "--out", str(coco / "pope.jsonl"))
     assert p.returncode == 0, p.stderr
     rows = [json.loads(x) for x in (coco / "pope.jsonl").read_text().splitlines()]
     assert all(r["image"].startswith("val2014/") for r in rows)
-    run = subprocess.run(cli + ["vhx", "run", "--vlm", "ref:describer", "--cases", str(coco / "pope.jsonl"),
-                                "--perturb", "vhx_jpeg", "--out", str(tmp_path / "run"), "--no-progress",
-                                "--max-failures", "1"], capture_output=True, text=True)
+    run = run_cli("vhx", "run", "--vlm", "ref:describer", "--cases", str(coco / "pope.jsonl"), "--perturb", "vhx_jpeg",
+                  "--out", str(tmp_path / "run"), "--no-progress", "--max-failures", "1")
     assert run.returncode == 0, run.stderr
     res = json.loads((tmp_path / "run" / "results.json").read_text())
     assert res["counts"]["done"] == 4 * 6 and not res["counts"]["errors_by_type"]  # every image was found

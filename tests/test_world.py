@@ -27,10 +27,8 @@ from vlmcheck.world.scene import (CATEGORIES, Scene, SceneObject, canonical_text
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("world")
-    make_world(out, n=200, seed=0)
-    return out
+def world(world_of) -> Path:
+    return world_of(n=200, seed=0)
 
 
 def _rows(world: Path) -> list[dict]:
@@ -69,6 +67,7 @@ def test_scene_graph_content(world):
     assert all((world / r["image"]).is_file() for r in rows)
 
 
+@pytest.mark.slow  # the perception reads 200 scenes: ~15 s of CPU
 def test_perception_recovers_objects_and_text(world):
     """Zero-error describer vs ground truth on 200 scenes (targets: 95% objects, 90% text)."""
     per_cat_obj: Counter = Counter()
@@ -139,6 +138,7 @@ def _question_accuracy(spec: str, rows: list[dict], world: Path) -> float:
     return ok / n
 
 
+@pytest.mark.slow  # every knob over the world's questions: ~7 s of CPU
 def test_questions_answered_and_knobs_monotone(world):
     rows = _rows(world)[:48]
     accs = [_question_accuracy(f"ref:describer?level={lv}", rows, world) for lv in (0, 0.1, 0.3, 0.6)]
@@ -292,6 +292,7 @@ def _text(model, prompt):
     return asyncio.run(model.generate([Message.user(prompt)], GenerationConfig())).text
 
 
+@pytest.mark.slow  # every method on the world, several describers: ~30 s of CPU
 def test_meta_evaluation_ranks_describers(tmp_path):
     from vlmcheck.meta import meta_evaluate
 
@@ -300,6 +301,7 @@ def test_meta_evaluation_ranks_describers(tmp_path):
     assert all(t == pytest.approx(1.0) for t in res["kendall_tau"].values()), res["table"]
 
 
+@pytest.mark.slow  # ~4 s of CPU
 def test_robust_perception_reads_corrupted_scenes_and_stays_off_by_default():
     """perceive(robust=True) reads world scenes through ChEF's composite corruption far better than the strict
     reading, reads clean scenes exactly as it, and is a describer knob that is off by default."""
