@@ -4,10 +4,8 @@ rules, official figures, recipes, scenario loaders), at 80 columns and as JSON."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
+from conftest import run_cli
 from vlmcheck.datasets import benchmarks, forms
 from vlmcheck.datasets.base import RECORD_KINDS, item_rules
 from vlmcheck.datasets.official import declared
@@ -43,14 +41,12 @@ def test_the_listing_is_the_registries():
     assert "cast" in listed["docci"]["methods"] and "vhexpansion" not in listed["docci"]["methods"]
 
 
-def test_list_at_80_columns_and_as_json():
-    env = {**os.environ, "COLUMNS": "80"}
-    proc = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "list"], capture_output=True, text=True, env=env,
-                          timeout=120)
+def test_list_at_80_columns_and_as_json(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    proc = run_cli("list")
     assert proc.returncode == 0 and proc.stderr == ""
     lines = proc.stdout.splitlines()
     assert max(len(x) for x in lines) <= 80 and not any(x != x.rstrip() for x in lines)
     assert any(x.startswith("│ mmbench ") and "MMBench circular" in x for x in lines)
-    out = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "list", "--json"], capture_output=True, text=True,
-                         timeout=120)
+    out = run_cli("list", "--json")
     assert json.loads(out.stdout) == json.loads(json.dumps(catalogue()))
