@@ -144,7 +144,7 @@ class VHExpansionTask(SpecTask):
                     "linf": res.linf, "steps": res.steps, "hallucinated": hallucinated,
                     "random_start": res.random_start}, None
 
-        out, _ = await session._cached("attack", self.target, request, TEMPLATE_VERSION, invoke)
+        out, _ = await session.cached("attack", self.target, request, TEMPLATE_VERSION, invoke)
         return out
 
     # ------------------------------------------------------------------ sample

@@ -296,11 +296,6 @@ def vhexpansion(model: str, m: dict[str, Any]) -> None:
     show(_lines.vhexpansion(model, m))
 
 
-def blind_line(b: dict[str, Any] | None) -> None:
-    """The blind control in one sentence: accuracy without the image and the vision gain with its interval."""
-    show(_lines.blind(b))
-
-
 def cast(model: str, m: dict[str, Any]) -> None:
     show(_lines.cast(model, m))
 

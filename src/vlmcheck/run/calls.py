@@ -174,9 +174,10 @@ class Session:
         aget = getattr(self.store, "aget_call", None)
         return await aget(key) if aget is not None else self.store.get_call(key)
 
-    async def _cached(self, role: str, model: Any, request: Any, template: str | None, invoke,
-                      batch_body=None) -> tuple[Any, bool]:
-        """Return (response JSON, was_hit).  ``invoke`` is an async fn returning (response JSON, usage);
+    async def cached(self, role: str, model: Any, request: Any, template: str | None, invoke,
+                     batch_body=None) -> tuple[Any, bool]:
+        """Return (response JSON, was_hit), from the store or by calling ``invoke`` once (the roles' calls, and a
+        method's own cached step: VHExpansion's attack).  ``invoke`` is an async fn returning (response JSON, usage);
         ``batch_body``, for a model with a batch backend, gives the provider request body to batch instead."""
         model_id = model.model_id
         request_text = request_json(request)  # encoded once, for the key and for the store
@@ -337,7 +338,7 @@ class CachedVLM(_Wrapper):
 
         batch_body = ((lambda: self.model.batch_body(messages, config))
                       if getattr(self.model, "batch_backend", None) is not None else None)
-        response, hit = await self.session._cached(self.role, self.model, request, template, invoke, batch_body)
+        response, hit = await self.session.cached(self.role, self.model, request, template, invoke, batch_body)
         if made and not hit and made[-1].logprobs is None:
             # this sample's own call (its last attempt): without logprobs every field is a plain string, number or
             # None, so validating its stored JSON would give this very Generation back; not made a second time
@@ -358,7 +359,7 @@ class CachedVLM(_Wrapper):
             out = await self.model.loglikelihood(messages, continuations)
             return [o.model_dump() for o in out], None
 
-        response, _ = await self.session._cached("loglikelihood", self.model, request, template, invoke)
+        response, _ = await self.session.cached("loglikelihood", self.model, request, template, invoke)
         return [Loglikelihood.model_validate(r) for r in response]
 
 
@@ -374,7 +375,7 @@ class CachedGenerator(_Wrapper):
             rel = store.put_image(img)
             return {"artifact": rel, "sha256": image_hash(img), "size": [img.width, img.height]}, None
 
-        response, _ = await self.session._cached("generator", self.model, request, template, invoke)
+        response, _ = await self.session.cached("generator", self.model, request, template, invoke)
         return load_image(store.image_path(response["artifact"])), response["artifact"]
 
 
