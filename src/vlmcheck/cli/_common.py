@@ -39,9 +39,8 @@ _FROZEN: set[str] = set()
 def freeze(stage: str) -> None:
     """Hand what exists now to the collector's permanent generation (:func:`gc.freeze`), once a process per
     ``stage`` ("start-up": the CLI's modules; "run": the task, its data and the run's modules): they live to the
-    end, and every collection that walked them freed nothing of theirs.  Issue 51: walking them cost a one-image
-    run ~0.1 s CPU, half of it in the interpreter's last collection at exit; a long run's full collections walk
-    them again and again.  Objects made later are collected as before; an in-process caller's objects of that
+    end, and every collection that walked them freed nothing of theirs (walking them costs CPU at every full collection
+    and at exit).  Objects made later are collected as before; an in-process caller's objects of that
     moment (a test's) are frozen once, with the rest."""
     if stage not in _FROZEN:
         import gc

@@ -1,4 +1,4 @@
-"""The blind control (issue 35): the same questions asked with the image withheld, and how much of a score
+"""The blind control: the same questions asked with the image withheld, and how much of a score
 needs the image.
 
 A model that answers without an image (``Capabilities.text_only``, the default) gets a text-only request; one
@@ -6,7 +6,7 @@ that requires an image gets a uniform grey image of the same size, and the recor
 through the session like any other call: cached, and a rerun makes none.
 
 ``vision_gain`` is the sighted score minus the blind one on the same items, with a 95 % interval from a cluster
-bootstrap of the paired per-item differences (resampling the sampled unit, as every interval of issue 34).
+bootstrap of the paired per-item differences (resampling the sampled unit, as every interval does).
 """
 
 from __future__ import annotations

@@ -148,10 +148,10 @@ class CastSpec(BaseModel):
     val_max_tokens: int = 16
     k: int = 5
     seed: int = 0
-    # issue 34: every pair's generation and validation run `repeats` times at `temperature` (methods/repeats.py)
+    # every pair's generation and validation run `repeats` times at `temperature` (methods/repeats.py)
     repeats: int = Field(1, ge=1)
     temperature: float = Field(0.0, ge=0.0)
-    # issue 35: the Top-3 statements of the text and both generations validated again in the image modality with
+    # the blind control: the Top-3 statements of the text and both generations validated again in the image modality with
     # the images withheld (the blind control)
     blind: bool = False
 

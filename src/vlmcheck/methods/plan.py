@@ -5,7 +5,7 @@ declares them) gives the n per run that detects a difference ``delta`` between t
 spread, and the smallest difference detectable at the pilot's own n.  From two pilot runs of one method: the
 spread of their paired differences gives the n of common samples.
 
-Issue 48: the n is the t-test's (the smallest n whose two-sided t-test at ``alpha`` has ``power``, from the
+The n is the t-test's (the smallest n whose two-sided t-test at ``alpha`` has ``power``, from the
 noncentral t distribution; the normal formula undersizes small n - 8 where the t-test needs 10), and it is given
 with the range it takes over the pilot's own uncertainty about the spread: for a share, the spread at the ends
 of the pilot's Wilson interval (and 0.5 if inside it); otherwise the chi-square interval of the sd.  A pilot

@@ -68,7 +68,7 @@ class VHXSpec(BaseModel):
     # gives the mean and standard deviation over the repetitions, the variant's other fields are repetition 0
     repeats: int = Field(1, ge=1)
     temperature: float = Field(0.0, ge=0.0)
-    # issue 35: the original question and its negation asked again with the image withheld (variant "blind")
+    # the blind control: the original question and its negation asked again with the image withheld (variant "blind")
     blind: bool = False
 
 

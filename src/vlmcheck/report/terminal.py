@@ -6,7 +6,7 @@ model, a run, a recipe) and prose fold onto more lines, never cut, so an 80- or 
 log shows every figure and which row it belongs to.  A title (often a long model spec) is printed on its own
 lines above the table, wrapped at the terminal's width, not squeezed into the table's.  Messages (progress,
 notes, warnings, errors: stderr) and results (a run's tables, what a command was asked to list: stdout) use two
-consoles, so that ``> results.txt`` and ``| tee`` capture the results (issue 47 item 7).
+consoles, so that ``> results.txt`` and ``| tee`` capture the results.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
 
 class _Console:
-    """Rich's ``Console``, made when first used: importing rich cost a one-image run ~45 ms of its start-up CPU
-    (issue 51), and a run whose only lines are messages (:func:`say`) to a file or a pipe never needs it.  Every
+    """Rich's ``Console``, made when first used: importing rich is a visible share of a short run's
+    start-up, and a run whose only lines are messages (:func:`say`) to a file or a pipe never needs it.  Every
     attribute is the rich Console's; ``quiet`` is kept here until that exists."""
 
     def __init__(self, stderr: bool) -> None:

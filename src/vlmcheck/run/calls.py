@@ -195,8 +195,8 @@ class Session:
                 self.counters.count(model_id, "hits")
                 return answer, True
             # that call's first try failed (or it was cancelled): this sample makes its own call now, as a sample
-            # with a request of its own would, never queued behind another sample's retries (issue 49: 8 samples
-            # behind one failing request took 193 s, against 16 s for distinct requests)
+            # with a request of its own would, never queued behind another sample's retries (a queue behind one
+            # failing request waits out all its backoffs)
             hit = await self.lookup(key)  # unless that call's retry has answered since
             if hit is not None:
                 self.counters.count(model_id, "hits")

@@ -1,4 +1,4 @@
-"""What the server really returned, measured on a run's calls (issue 47 item 2): sampling honoured, token
+"""What the server really returned, measured on a run's calls: sampling honoured, token
 log-probabilities present, usage reported.  The session (run/calls.py) feeds every generation to
 :class:`ServerChecks`; results.json keeps its ``result()`` as ``server_checks`` (run/outputs.py)."""
 
@@ -15,7 +15,7 @@ _key_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":
 
 
 class ServerChecks:
-    """What the server really returned, measured on the run's calls (issue 47 item 2), not assumed from the
+    """What the server really returned, measured on the run's calls, not assumed from the
     adapter's declared capabilities:
 
     * sampling: requests sent at a temperature above 0 with a seed are grouped by everything but the seed; when

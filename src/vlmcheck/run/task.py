@@ -64,7 +64,7 @@ class SpecTask:
         return self.cfg.model_dump()
 
 
-# ----------------------------------------------------------------------------- what a decision needs (issue 48)
+# ----------------------------------------------------------------------------- what a decision needs
 
 
 class Outcome(NamedTuple):

@@ -55,8 +55,8 @@ class GroupCommit:
         self._last_commit = 0.0
         self._failed: StoreError | None = None  # a group's commit that failed in its timer, raised at the next write
         # the committer: a thread that commits an open group ``group_commit`` seconds after it opened, by the wall
-        # clock, whatever the event loop is doing (a loop busy for 300 ms kept an answer uncommitted 302 ms when
-        # the timer was the loop's own, issue 49); started with the first group, ended by close
+        # clock, whatever the event loop is doing (a timer of the loop's own waits as long as the loop is busy);
+        # started with the first group, ended by close
         self._due: float | None = None
         self._wake = threading.Condition(threading.Lock())
         self._committer: threading.Thread | None = None

@@ -63,12 +63,12 @@ class ChefSpec(BaseModel):
     recipe: Recipe
     data: str | None = None  # overrides recipe.scenario.path
     seed: int = 0
-    # issue 35: every item asked once more with its image withheld (setting "blind"): multiple-choice and yes/no
+    # the blind control: every item asked once more with its image withheld (setting "blind"): multiple-choice and yes/no
     blind: bool = False
-    # issue 34: every item's settings asked `repeats` times at `temperature` (methods/repeats.py)
+    # every item's settings asked `repeats` times at `temperature` (methods/repeats.py)
     repeats: int = Field(1, ge=1)
     temperature: float = Field(0.0, ge=0.0)
-    # issue 47: the inferencer that produced the numbers; None asks for the recipe's default (what is recorded)
+    # the inferencer that produced the numbers; None asks for the recipe's default (what is recorded)
     inferencer: InferencerName | None = None
 
     @model_validator(mode="after")
