@@ -50,7 +50,7 @@ class Usage(BaseModel):
 
     @property
     def invalid(self) -> str | None:
-        # the private attributes' own dict, read directly: pydantic's __getattr__ (3.8 us) on every answer
+        # the private attributes' own dict, read directly: not pydantic's slower __getattr__ on every answer
         private = self.__pydantic_private__
         return private.get("_invalid") if private else None
 

@@ -1,5 +1,8 @@
 """Model spec strings: one parser, one registry.
 
+Why this module is long: the grammar, the credentials it moves out of the model id and the provider registry
+are one parser's state; split, the secret handling would be spread over modules.
+
 Grammar::
 
     provider ":" name [ "@" base_url ] [ "?" key=value ( "&" key=value )* ]
@@ -377,7 +380,7 @@ def _load_entry_points() -> None:
 
 def is_provider(name: str) -> bool:
     """``name`` is a key of :func:`providers` as written; a built-in one is answered without scanning the installed
-    packages' entry points (~30 ms), which a plugin never adds to a built-in name (setdefault)."""
+    packages' entry points (a visible share of start-up), which a plugin never adds to a built-in name (setdefault)."""
     if name not in _REGISTRY:
         _load_entry_points()
     return name in _REGISTRY
@@ -398,7 +401,7 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
 
     if isinstance(spec, str):
         spec = ModelSpec.parse(spec)
-    if spec.provider not in _REGISTRY:  # scanning the installed packages' entry points costs ~30 ms: only for a
+    if spec.provider not in _REGISTRY:  # scanning the installed packages' entry points is slow: only for a
         _load_entry_points()  # provider that is not built in (a plugin never replaces a built-in one: setdefault)
     entry = _REGISTRY.get(spec.provider)
     if entry is None:

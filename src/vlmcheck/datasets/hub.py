@@ -1,6 +1,9 @@
 """Hugging Face forms: a Hub snapshot folder, a ``save_to_disk`` folder, and ``hfds:ORG/NAME`` from the local
 Hugging Face cache, offline.
 
+Why this module is long: the Hub snapshot, ``save_to_disk`` and ``hfds:`` share one schema reader, one row
+iterator and one rule for image cells; split, each form would reach into the others' helpers.
+
 * **Hub snapshot** (what ``huggingface-cli download --repo-type dataset`` or ``snapshot_download`` leaves):
   parquet (or arrow) shards named ``<split>-NNNNN-of-NNNNN*.parquet`` under ``data/`` or a config's folder,
   with a ``README.md`` whose YAML ``configs:`` names each config's files per split.  Schema: the Hub's

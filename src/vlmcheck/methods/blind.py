@@ -48,15 +48,9 @@ def vision_gain_sums(per: UnitSums) -> dict[str, Any]:
                        "cluster bootstrap of the paired differences")}
 
 
-def blind_block(sighted: Sequence[float], blind: Sequence[float], units: Sequence[str], unit: str,
-                metric: str = "accuracy") -> dict[str, Any]:
-    """results.json's ``blind`` block for one metric: its blind value and interval, the share of items right
-    blind, and the vision gain."""
-    return blind_block_sums(UnitSums.of(units, sighted, blind), unit, metric)
-
-
 def blind_block_sums(per: UnitSums, unit: str, metric: str = "accuracy") -> dict[str, Any]:
-    """:func:`blind_block` from the sighted (column 0) and blind (column 1) answers folded per unit."""
+    """results.json's ``blind`` block for one metric: its blind value and interval, the share of items right
+    blind, and the vision gain, from the sighted (column 0) and blind (column 1) answers folded per unit."""
     if not per.n:  # nothing to compare (no blind answer could be read)
         return {metric: None, f"{metric}_ci95": None, "share_right_blind": None, "n": 0,
                 "vision_gain": {"difference": None, "ci95": None}}

@@ -1,5 +1,9 @@
 """CAST (Dagan et al.): cross-modal self-consistency from similarity statements.
 
+Why this module is long: one pair's procedure (generation in three modalities, validation in three with three
+formats, prefill, repeats, the blind check) shares the pair's prompts and records; the scores and rows are
+already their own modules (cast_scores.py, cast_rows.py).
+
 A *scene* is an image with a detailed description.  For a pair of scenes the
 model lists up to five similarities in each generation modality (text: two
 descriptions; image: the two images side by side, or two images for models

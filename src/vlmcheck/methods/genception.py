@@ -1,5 +1,8 @@
 """GenCeption (Cao et al.): describe, regenerate, repeat; score the drift.
 
+Why this module is long: the chain (Algorithm 1) and its folded summary read one record layout, step by step;
+split, a change to a step's record would have to be made in two places.
+
 Algorithm 1 of the paper, per seed image X0 and t = 1..T::
 
     Q_t = VLM(P_Desc, X_{t-1})                          # eq. 1

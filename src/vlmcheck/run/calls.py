@@ -1,5 +1,8 @@
 """Cached, scheduled access to models: what methods call instead of adapters.
 
+Why this module is long: the cache lookup, in-flight sharing of one request and the role wrappers share one
+cache key and one store discipline; split, each wrapper would reach into the session's internals.
+
 :class:`Session` ties a run store to a scheduler.  ``session.vlm(model)`` and
 friends return wrappers with the same methods as the role, plus a
 ``template`` argument (the prompt-template version that produced the

@@ -21,9 +21,8 @@ from .errors import StoreError, store_error
 #: (:meth:`RunStore._write`).  A commit writes every page the transaction touched to the WAL: a sample's call and
 #: journal rows touch five pages (two tables, three indexes), most of the store's time on the event loop's thread
 #: when each write commits alone; samples that share one commit share most of those pages.  Each commit also costs
-#: the loop's thread a new transaction, a wake of the committer and a hand-over of the GIL: at 5 ms a fast run
-#: (50 ms answers, 64 in flight) made 520 commits in 2,000 samples and spent about 7 % more CPU than at 50 ms with
-#: 70 (lower at 50 ms in 9 of 10 paired rounds; bench/api_throughput.py).  50 ms is the latency of the fastest APIs:
+#: the loop's thread a new transaction, a wake of the committer and a hand-over of the GIL, so a shorter window
+#: costs a fast run CPU (figures: docs/benchmarks.md, "API throughput").  50 ms is the latency of the fastest APIs:
 #: what a SIGKILL loses in the open group is then at most about what it loses in flight anyway, and for an API
 #: that answers in seconds a few hundredths of it.
 GROUP_COMMIT_S = 0.05

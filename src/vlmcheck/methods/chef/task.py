@@ -1,5 +1,8 @@
 """ChEF recipes: Scenario + Instruction + Inferencer + Metric, and the six desiderata.
 
+Why this module is long: one task builds every desideratum's settings for one item, which share its image, its
+in-context examples and its inferencer; the rest of ChEF is in its own modules (named below).
+
 One task asks every inferencer under every desideratum's settings, and those share the item, its image and
 its in-context examples; the recipe, the scenarios, the turn scenarios, the metrics and the summary
 (``summary.py`` over the item columns of ``items.py``) are in their own modules.
