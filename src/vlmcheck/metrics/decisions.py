@@ -24,8 +24,8 @@ Z95 = 1.959963984540054  # the two-sided 95 % normal quantile
 
 
 def _ppf(q: float) -> float:
-    # the standard normal quantile from the standard library: scipy.stats costs 0.25 s to import, a tenth of
-    # the client CPU of a 1,000-image API run that needs nothing else from it
+    # the standard normal quantile from the standard library: importing scipy.stats would cost a short API run
+    # that needs nothing else from it a large share of its client CPU
     return NormalDist().inv_cdf(q)
 
 
@@ -133,7 +133,7 @@ def clopper_pearson(x: float, n: float, alpha: float = 0.05) -> tuple[float, flo
     """The exact (Clopper-Pearson) interval of x successes in n, by the beta quantiles (x, n may be fractional).
 
     The quantiles are computed here (``_beta_ppf``, equal to ``scipy.stats.beta.ppf`` to 1e-12, tested):
-    importing scipy.stats cost a one-image run 1.5-2 s of CPU, several times its whole start-up."""
+    importing scipy.stats would cost a one-image run several times its whole start-up."""
     lo = 0.0 if x <= 0 else _beta_ppf(alpha / 2, x, n - x + 1)
     hi = 1.0 if x >= n else _beta_ppf(1 - alpha / 2, x + 1, n - x)
     return lo, hi

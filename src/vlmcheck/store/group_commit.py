@@ -63,7 +63,7 @@ class GroupCommit:
         # when the committer's wait ends (inf: it waits to be told); a write that opens a group due earlier wakes
         # it, any other does not: after a commit it waits one ``group_commit`` unwoken, the time within which a
         # fast run opens the next group, whose due is then never earlier; so the event loop's thread does not
-        # wake it at every group (a futex wake while holding the GIL: 8 % of a fast API run's loop, py-spy --gil)
+        # wake it at every group (a futex wake while holding the GIL, a visible share of a fast run's loop)
         self._wake_at = math.inf
 
     def _start_committer(self) -> None:
