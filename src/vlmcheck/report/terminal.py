@@ -1,5 +1,8 @@
 """Results on a terminal or in a log: every table and line the CLI and the demo print about a run.
 
+Why this module is long: every command's printing shares one width rule and one pair of consoles; what a
+method's lines say is the method's own (methods/view_lines.py).
+
 Tables keep every number whole at any width: a column of numbers (``0.8123``, ``[0.71, 0.90]``, ``1,024``,
 ``$0.0012``) takes the width of its longest cell and is never wrapped, while the columns that name a row (a
 model, a run, a recipe) and prose fold onto more lines, never cut, so an 80- or 60-column terminal or a SLURM
