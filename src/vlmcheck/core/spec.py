@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field, PrivateAttr
@@ -280,9 +280,6 @@ def _convert(spec: ModelSpec, key: str, default, typ):
 
 
 # ----------------------------------------------------------------------------- registry
-
-Factory = Callable[[ModelSpec, RoleName], Any]
-
 
 class _Entry(BaseModel):
     """Everything vlmcheck knows about a provider, declared once in its :func:`register` call."""

@@ -425,9 +425,6 @@ class RunStore(GroupCommit):
         finally:
             cur.close()
 
-    def tasks(self) -> list[str]:
-        return [r[0] for r in self._rows("SELECT DISTINCT task FROM samples ORDER BY task")]
-
     # ------------------------------------------------------------- artifacts
     def put_image(self, img: Image.Image) -> str:
         """Save ``img`` losslessly under ``artifacts/``; return its path relative to the run folder."""
