@@ -1,8 +1,5 @@
 """Model spec strings: one parser, one registry.
 
-Why this module is long: the grammar, the credentials it moves out of the model id and the provider registry
-are one parser's state; split, the secret handling would be spread over modules.
-
 Grammar::
 
     provider ":" name [ "@" base_url ] [ "?" key=value ( "&" key=value )* ]
@@ -28,6 +25,9 @@ Adapters register a factory per provider with :func:`register`; third-party
 packages add providers through the ``vlmcheck.adapters`` entry-point group
 (``name = "package.module:factory"``).  Factories are referenced by import
 path so that heavy dependencies (torch, SDKs) load only when used.
+
+Why this module is long: the grammar, its parser and :func:`public_spec` (the one text of a spec any route
+shows or writes) share the rules on where a credential sits in a spec, so they stay in one file.
 """
 
 from __future__ import annotations

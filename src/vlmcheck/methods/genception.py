@@ -1,14 +1,15 @@
 """GenCeption (Cao et al.): describe, regenerate, repeat; score the drift.
 
-Why this module is long: the chain (Algorithm 1) and its folded summary read one record layout, step by step;
-split, a change to a step's record would have to be made in two places.
-
 Algorithm 1 of the paper, per seed image X0 and t = 1..T::
 
     Q_t = VLM(P_Desc, X_{t-1})                          # eq. 1
     X_t = Gen("Generate an image that fully and precisely reflects this description: <Q_t>")  # eq. 2
     s(t) = cos(Enc(X0), Enc(X_t))
     GC@T = sum_t t*s(t) / sum_t t                        # eq. 3
+
+Why this module is long: the paper's whole protocol (spec, chain step, scoring, refusal handling and the
+summary fold) is one algorithm, read top to bottom against Algorithm 1; the leaderboard, the drawn-image check
+and the outcomes live in their own modules.
 
 Steps within a chain are sequential; chains run concurrently under the
 runner's limits.  Every model call is cached in the run store, so a chain
