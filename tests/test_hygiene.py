@@ -32,6 +32,8 @@ def _docstrings(tree: ast.AST):
 
 def issue_references(source: str) -> list[tuple[int, str]]:
     """(line, text) of every comment and docstring of ``source`` that cites an issue or pull request number."""
+    if not ISSUE_REF.search(source):  # most files: nothing to tokenize
+        return []
     found = []
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type == tokenize.COMMENT and ISSUE_REF.search(tok.string.lstrip("#")):
@@ -87,38 +89,44 @@ def _defined(tree: ast.Module) -> list[ast.AST]:
             and not n.decorator_list and not (n.name.startswith("__") and n.name.endswith("__"))]
 
 
+def _names(node: ast.AST, skip: set[int]):
+    """Every name ``node`` references: names, attributes, imports, and strings that name a definition (not
+    docstrings, whose ids are added to ``skip`` as their owners are met: ast.walk meets a parent first)."""
+    for n in ast.walk(node):
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body \
+                and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant):
+            skip.add(id(n.body[0].value))
+        if isinstance(n, ast.Name):
+            yield n.id
+        elif isinstance(n, ast.Attribute):
+            yield n.attr
+        elif isinstance(n, ast.alias):
+            yield n.name.rpartition(".")[2]
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip:
+            if (m := _TARGET.match(n.value.strip())) is not None:
+                yield m["name"]
+
+
 def uncalled(sources: dict[str, str]) -> list[str]:
     """``module:name`` of every module-level function or class of ``sources`` (module -> text) that nothing
     references outside its own definition: no name, attribute or import of it, no string naming it."""
-    trees = {m: ast.parse(s) for m, s in sources.items()}
     used: dict[str, int] = {}
-    docs = {id(n.body[0].value) for t in trees.values() for n in ast.walk(t)
-            if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
-            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
-
-    def names(node: ast.AST):
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name):
-                yield n.id
-            elif isinstance(n, ast.Attribute):
-                yield n.attr
-            elif isinstance(n, ast.alias):
-                yield n.name.rpartition(".")[2]
-            elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs:
-                if (m := _TARGET.match(n.value.strip())) is not None:
-                    yield m["name"]
-
-    for module, tree in trees.items():
-        for name in names(tree):
-            used[name] = used.get(name, 0) + 1
-    dead = []
-    for module, tree in trees.items():
-        for node in _defined(tree):
-            # references to the name from within its own definition (recursion) do not count
-            own = sum(1 for name in names(node) if name == node.name)
-            if used.get(node.name, 0) - own <= 0 and node.name not in ALLOWED_UNCALLED:
-                dead.append(f"{module}:{node.name}")
-    return dead
+    defined: list[tuple[str, str, int]] = []  # (module, name, references from within its own definition)
+    for module, text in sources.items():
+        tree = ast.parse(text)
+        skip: set[int] = set()
+        if tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(tree.body[0].value, ast.Constant):
+            skip.add(id(tree.body[0].value))
+        counted = {id(n) for n in _defined(tree)}
+        for stmt in tree.body:
+            own = 0
+            for name in _names(stmt, skip):
+                used[name] = used.get(name, 0) + 1
+                own += id(stmt) in counted and name == stmt.name
+            if id(stmt) in counted:
+                defined.append((module, stmt.name, own))
+    return [f"{module}:{name}" for module, name, own in defined
+            if used.get(name, 0) - own <= 0 and name not in ALLOWED_UNCALLED]
 
 
 def test_every_module_level_function_and_class_has_a_caller():
