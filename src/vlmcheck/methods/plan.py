@@ -5,12 +5,20 @@ declares them) gives the n per run that detects a difference ``delta`` between t
 spread, and the smallest difference detectable at the pilot's own n.  From two pilot runs of one method: the
 spread of their paired differences gives the n of common samples.
 
-The n is the t-test's (the smallest n whose two-sided t-test at ``alpha`` has ``power``, from the
-noncentral t distribution; the normal formula undersizes small n - 8 where the t-test needs 10), and it is given
-with the range it takes over the pilot's own uncertainty about the spread: for a share, the spread at the ends
-of the pilot's Wilson interval (and 0.5 if inside it); otherwise the chi-square interval of the sd.  A pilot
-where every answer is right (or wrong) has no spread of its own: the spread at its Wilson bound is used and
-labelled as a bound - it can never claim n = 2.
+The n is that of the test `compare` will run.  One binary answer a unit, two pilots: the exact McNemar test,
+its power computed exactly (metrics/paired.mcnemar_power) at the pilots' share of discordant units.  Otherwise
+the t-test (the smallest n whose two-sided t-test at ``alpha`` has ``power``, from the noncentral t
+distribution; the normal formula undersizes small n - 8 where the t-test needs 10) on the units `compare` flips
+(the pilot's clusters: its source images): the spread of a unit's mean (the ratio estimator's residual per unit
+over the mean unit size, which carries the design effect of the clusters), n units on n - 1 degrees of freedom,
+times the mean unit size in samples; for right/wrong answers in such units, the clustered McNemar's power
+simulated from the pilot's units instead (metrics/paired.n_clustered: the sign-flip test of skewed unit sums
+needs more units than the t-test says).  Each n is given with the range it takes over the pilot's own uncertainty:
+for a share of independent answers, the spread at the ends of the pilot's Wilson interval (and 0.5 if inside
+it); for the discordant share, its Wilson interval; otherwise the chi-square interval of the sd on units - 1 df.
+A pilot where every answer is right (or wrong) has no spread of its own: the spread at its Wilson bound is used
+and labelled as a bound.  No n, nor the range's low end, is below the fewest units at which the sign-flip test
+can reject at ``alpha`` (6 at 0.05: two of 2^n sign patterns must weigh at most alpha).
 """
 
 from __future__ import annotations
