@@ -19,10 +19,11 @@ def headline_of(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def unrecorded(results: dict[str, Any]) -> str:
-    """Why a results.json shows no headline: it records none, and the version that wrote it (``spec``)."""
+    """Why a results.json shows no headline: it records none (``metrics.headline``), and the version that
+    wrote it (``spec.vlmcheck_version``); a run that finished no sample records none either."""
     version = (results.get("spec") or {}).get("vlmcheck_version") or "an unknown version"
-    return (f"its results.json (written by vlmcheck {version}) records no headline (metrics.headline); "
-            "a run made by this version records one: run it again to read it")
+    return (f"its results.json (written by vlmcheck {version}) records no headline: no sample finished, or that "
+            "version did not record one")
 
 
 def headline(results: dict[str, Any]) -> tuple[str, float | None]:
