@@ -143,7 +143,7 @@ def test_modules_are_short_or_say_why():
         lines = path.read_text(encoding="utf-8").splitlines()
         if len(lines) > 600:
             too_long.append(f"{path.relative_to(SRC)}: {len(lines)} lines")
-        elif len(lines) > 430:
+        elif len(lines) > 400:
             head = "\n".join(lines[:40]).lower()
             if "why this module is long" not in head:
                 unexplained.append(f"{path.relative_to(SRC)}: {len(lines)} lines and no 'Why this module is long'")
@@ -176,11 +176,17 @@ def test_a_planted_circle_fails(tmp_path):
     assert ["vlmcheck.core.planted_a", "vlmcheck.core.planted_b"] in circles(import_graph(tmp_path))
 
 
-# ----------------------------------------------------------------------------- issue 50: no switch on a method's name
+# ----------------------------------------------------------------------------- no switch on a method's name
 
 #: where naming a method is the point: the methods themselves, the demo that runs them, the reference world,
 #: the benchmark readers (a benchmark named "cast")
 METHOD_HOMES = ("vlmcheck/methods/", "vlmcheck/world/", "vlmcheck/datasets/", "vlmcheck/demo.py")
+
+#: the modules of methods/ that every method shares (a run's headline, comparisons, decisions, plans, records,
+#: views): not a method's own, so they name none
+SHARED_METHOD_MODULES = {f"vlmcheck/methods/{m}.py" for m in (
+    "headline", "compare", "decide", "plan", "outcomes", "records", "refusals", "repeats", "views", "view_lines",
+    "blind")}
 
 
 def method_name_switches(source: str, names: set[str]) -> list[int]:
@@ -207,14 +213,15 @@ def method_name_switches(source: str, names: set[str]) -> list[int]:
 
 
 def test_nothing_above_the_methods_switches_on_a_methods_name():
-    """Report, export, terminal, CLI, sweep, finetune learn what they show about a method from its view and its
-    task protocol (run/views.py, run/task.py), never from its name (docs/architecture.md)."""
+    """Report, export, terminal, CLI, sweep, finetune, and the modules of methods/ that every method shares (the
+    headline reader among them) learn what they show about a method from its view, its task protocol and its
+    recorded headline (run/views.py, run/task.py), never from its name (docs/architecture.md)."""
     from vlmcheck.methods import TASK_NAMES
 
     found = []
     for path in sorted((SRC / "vlmcheck").rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
-        if rel.startswith(METHOD_HOMES):
+        if rel.startswith(METHOD_HOMES) and rel not in SHARED_METHOD_MODULES:
             continue
         found += [f"{rel}:{n}" for n in method_name_switches(path.read_text(encoding="utf-8"), set(TASK_NAMES))]
     assert found == [], f"switches on a method's name outside its own modules: {found}"

@@ -16,6 +16,7 @@ from hf_tiny import build_tiny_idefics3, build_tiny_llava
 
 pytest.importorskip("peft")
 
+from vlmcheck.core.files import InputFileError  # noqa: E402
 from vlmcheck.core.spec import load_model  # noqa: E402
 from vlmcheck.finetune.compare import compare_vhx  # noqa: E402
 from vlmcheck.finetune.data import build_dataset, split_images  # noqa: E402
@@ -407,10 +408,17 @@ def test_compare_gives_accuracy_and_symmetric_accuracy_before_and_after(tmp_path
     ga = _fake_run(tmp_path / "ga", "vhexpansion", [("a", "x", {"original": (True, True)})])
     for f, acc in ((gb, 0.25), (ga, 0.75)):
         res = json.loads((f / "results.json").read_text())
-        res["metrics"] = {"variants": {"original": {"accuracy": acc, "symmetric_accuracy": acc}}}
+        res["metrics"] = {"variants": {"original": {"accuracy": acc, "symmetric_accuracy": acc}},
+                          "headline": {"name": "symmetric accuracy", "value": acc, "ci95": None, "interval": None}}
         (f / "results.json").write_text(json.dumps(res))
     g = compare_vhx(before, after, [(gb, ga)])["general"][0]
     assert (g["before"], g["after"], g["delta"]) == (0.25, 0.75, 0.5)
+    # a run whose results.json records no headline: one sentence naming the version that wrote it
+    res = json.loads((gb / "results.json").read_text())
+    del res["metrics"]["headline"]
+    (gb / "results.json").write_text(json.dumps({**res, "spec": {**(res.get("spec") or {}), "vlmcheck_version": "0.0.9"}}))
+    with pytest.raises(InputFileError, match=r"--general .*written by vlmcheck 0\.0\.9\) records no headline"):
+        compare_vhx(before, after, [(gb, ga)])
 
     proc = run_cli("vhx", "compare", str(before), str(after), "--out", str(tmp_path / "cmp"))
     assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,4 @@
-"""Modules imported on first use (issue 51: start-up).  ``np = lazy_module("numpy")`` returns a stand-in at once;
+"""Modules imported on first use (to keep start-up short).  ``np = lazy_module("numpy")`` returns a stand-in at once;
 the module is imported when one of its attributes is first read, so a one-image run that never computes with numpy
 never loads it (about 0.1 s of CPU).  Use the result as a module (``np.mean(...)``), never ``from ... import name``
 (that loads it at once); a default argument or a module-level constant that reads an attribute loads it at import

@@ -130,7 +130,7 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
             if name != "hallucination":
                 r.scenario.type = "world"
             vlm = f"{spec}&robust=1" if name == "robustness" else spec
-            # POPE with the blind control: how much of its accuracy needs the image (issue 35)
+            # POPE with the blind control: how much of its accuracy needs the image
             res = run(ChefTask(ChefSpec(vlm=vlm, recipe=r, data=str(data), blind=name == "hallucination")),
                       out / "chef" / f"{name}-{lv}")
             terminal.chef(vlm, res["metrics"])

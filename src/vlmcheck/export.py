@@ -1,5 +1,8 @@
 """Runs as tidy tables, for pandas and every tool that reads Parquet or CSV.
 
+Why this module is long: the sample rows, the metrics table and the run table share one flattening of
+results.json and samples.jsonl and one streaming writer; split, each table would repeat the others' rules.
+
 One row per sample and unit of the method - a GenCeption step, a VHExpansion
 variant, a ChEF setting, a CAST generation modality, a described image - with
 the run's identity (``run``, ``task``, ``model``) and the sample's own fields as

@@ -166,7 +166,7 @@ def _is_sweep_summary(path: Path) -> bool:
 
 
 def check_out(out: Path) -> None:
-    """The CLI's rules for an output folder, for a sweep's ``out`` (issue 49): not a dangling or looping link,
+    """The CLI's rules for an output folder, for a sweep's ``out``: not a dangling or looping link,
     not a file, and never a folder whose ``summary.json`` or ``report.html`` is the user's own (a folder the
     sweep made holds its marker, or a summary.json that a sweep wrote)."""
     from .core.files import broken_link

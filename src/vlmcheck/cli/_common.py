@@ -39,9 +39,8 @@ _FROZEN: set[str] = set()
 def freeze(stage: str) -> None:
     """Hand what exists now to the collector's permanent generation (:func:`gc.freeze`), once a process per
     ``stage`` ("start-up": the CLI's modules; "run": the task, its data and the run's modules): they live to the
-    end, and every collection that walked them freed nothing of theirs.  Issue 51: walking them cost a one-image
-    run ~0.1 s CPU, half of it in the interpreter's last collection at exit; a long run's full collections walk
-    them again and again.  Objects made later are collected as before; an in-process caller's objects of that
+    end, and every collection that walked them freed nothing of theirs (walking them costs CPU at every full collection
+    and at exit).  Objects made later are collected as before; an in-process caller's objects of that
     moment (a test's) are frozen once, with the rest."""
     if stage not in _FROZEN:
         import gc
@@ -53,12 +52,10 @@ def freeze(stage: str) -> None:
             gc.set_threshold(CLI_GC_YOUNG, *older)
 
 
-#: the young generation's threshold in the CLI from its start-up on (Python's default: 700 allocations): a fast
-#: API run of 2,000 samples made ~210 young and ~20 middle collections at 700, 130-150 ms of its 3.6 s CPU (each
-#: walks the requests in flight, which live on), ~15 and 1 (~60 ms) at 7,000; a one-image run's imports after
-#: start-up (aiohttp, the method) ~25 ms fewer.  Cyclic garbage waits for at most 7,000 allocations instead of
-#: 700 (peak RSS: bench/api_throughput.py at 1024 px); a threshold the user set higher, or 0 (collection off), is
-#: kept.
+#: the young generation's threshold in the CLI from its start-up on (Python's default: 700 allocations): each
+#: collection walks the requests in flight, which live on, so a fast API run spent a visible share of its CPU in
+#: them at 700 (figures: docs/benchmarks.md, "Start-up").  Cyclic garbage waits for at most 7,000 allocations;
+#: a threshold the user set higher, or 0 (collection off), is kept.
 CLI_GC_YOUNG = 7000
 
 

@@ -1,5 +1,5 @@
 """Modules the commands import on first use, so that ``vlmcheck --help`` and ``vlmcheck version`` do not load
-the runner, the store, images or numpy (issue 51: every command paid ~0.7 s CPU of imports before this).
+the runner, the store, images or numpy (so a command pays only for what it uses).
 
 ``lazy_module("vlmcheck.report.terminal")`` returns the module object at once; the module is imported when one of
 its attributes is first read (``vlmcheck/_lazy.py``). Use it as a module

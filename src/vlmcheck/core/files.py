@@ -296,7 +296,7 @@ class SampleRecords(JsonlRecords):
     """A run's samples.jsonl, read a line at a time, each record checked as it is read: a JSON object with a
     ``sample_id`` and a ``status`` (text), its ``result`` and ``error`` objects where present.  A damaged file
     (not UTF-8, a line that is not JSON, a record of another shape) is one sentence naming the file and the
-    record (an :class:`InputFileError`), never a traceback in a command that reads it (issue 49)."""
+    record (an :class:`InputFileError`), never a traceback in a command that reads it."""
 
     def __iter__(self) -> Iterator[Any]:
         n = 0

@@ -203,10 +203,6 @@ class Message(BaseModel):
         return [p for p in self.content if isinstance(p, ImagePart)]
 
 
-def count_images(messages: list[Message]) -> int:
-    return sum(len(m.images) for m in messages)
-
-
 def canonical_messages(messages: list[Message], file_keys: bool = True) -> list[dict[str, Any]]:
     """JSON-able form used in cache keys and logs: images by hash, never bytes.
 

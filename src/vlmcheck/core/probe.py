@@ -94,7 +94,7 @@ def _plain_jpeg(data: bytes, max_pixels: int) -> Header | None:
     without Pillow (what Pillow would say: format JPEG, mode RGB, the SOF's size, sendable); None for anything
     else, which :func:`_probe_with_pillow` reads as before (so a damaged file is refused, or decoded, as ever).
 
-    Written by hand for the reason :func:`_plain_png` is (issue 51: opening a JPEG with Pillow to read its
+    Written by hand for the reason :func:`_plain_png` is (opening a JPEG with Pillow to read its
     size was most of the probe's cost); tested against Pillow's reading of files it wrote."""
     end = len(data)
     if data[:3] != b"\xff\xd8\xff" or data.rstrip(b"\x00\r\n ")[-2:] != b"\xff\xd9":  # not whole: Pillow's way

@@ -7,7 +7,7 @@ local path must stay inside its dataset folder (core/inputs.py).  Reads are capp
 their own sample with one sentence.  fsspec brings the protocol (``s3fs``, ``gcsfs`` for the clouds: the
 user's own installation, with its own credentials).
 
-``http(s)://`` is read by aiohttp here, not through fsspec (issue 49):
+``http(s)://`` is read by aiohttp here, not through fsspec:
 
 * one confinement rule: a URL is compared as the server will see it -- percent-decoded (``%2e%2e`` is ``..``,
   decoded until it no longer changes, so a double-encoded one is refused too) and its dot segments resolved --

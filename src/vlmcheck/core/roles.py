@@ -50,7 +50,7 @@ class Usage(BaseModel):
 
     @property
     def invalid(self) -> str | None:
-        # the private attributes' own dict, read directly: pydantic's __getattr__ (3.8 us) on every answer
+        # the private attributes' own dict, read directly: not pydantic's slower __getattr__ on every answer
         private = self.__pydantic_private__
         return private.get("_invalid") if private else None
 
@@ -116,7 +116,7 @@ class Generation(BaseModel):
 class Loglikelihood(BaseModel):
     """Log-probability of a continuation given a prompt."""
 
-    # built on first use (ChEF's likelihood inferencer), not at import: ~4 ms of every command's start-up (issue 51)
+    # built on first use (ChEF's likelihood inferencer), not at import: it would cost every command's start-up
     model_config = ConfigDict(defer_build=True)
 
     sum: float
@@ -137,7 +137,7 @@ class Capabilities(BaseModel):
     seeded: bool = False  # outputs reproducible for a given seed
     # continues a trailing assistant message (a pre-filled answer start) instead of starting a new turn
     prefill: bool = False
-    # answers a request that carries no image; False: the blind control (issue 35) sends it a uniform grey image
+    # answers a request that carries no image; False: the blind control sends it a uniform grey image
     # of the same size instead, and records that it did
     text_only: bool = True
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field, PrivateAttr
@@ -305,9 +305,6 @@ def _convert(spec: ModelSpec, key: str, default, typ):
 
 # ----------------------------------------------------------------------------- registry
 
-Factory = Callable[[ModelSpec, RoleName], Any]
-
-
 class _Entry(BaseModel):
     """Everything vlmcheck knows about a provider, declared once in its :func:`register` call."""
     target: str  # "module:attr"
@@ -404,7 +401,7 @@ def _load_entry_points() -> None:
 
 def is_provider(name: str) -> bool:
     """``name`` is a key of :func:`providers` as written; a built-in one is answered without scanning the installed
-    packages' entry points (~30 ms), which a plugin never adds to a built-in name (setdefault)."""
+    packages' entry points (a visible share of start-up), which a plugin never adds to a built-in name (setdefault)."""
     if name not in _REGISTRY:
         _load_entry_points()
     return name in _REGISTRY
@@ -425,7 +422,7 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
 
     if isinstance(spec, str):
         spec = ModelSpec.parse(spec)
-    if spec.provider not in _REGISTRY:  # scanning the installed packages' entry points costs ~30 ms: only for a
+    if spec.provider not in _REGISTRY:  # scanning the installed packages' entry points is slow: only for a
         _load_entry_points()  # provider that is not built in (a plugin never replaces a built-in one: setdefault)
     entry = _REGISTRY.get(spec.provider)
     if entry is None:

@@ -1,5 +1,8 @@
 """The dataset layer's contract: records, the forms registry, detection.
 
+Why this module is long: the record, the forms and item-rules registries and detection are one contract that
+every reader and the methods' record reader (methods/records.py) rely on; split, each would import the others.
+
 A *form* is one way a benchmark is laid out on disk (a Hub snapshot of parquet shards, a VLMEvalKit TSV, POPE's
 original JSON lines, MMVP's ``Questions.csv`` + ``MMVP Images/``, ...).  Each form is one function that reads a
 path into a :class:`Dataset`, registered with :func:`register_form` together with a cheap ``detect`` predicate

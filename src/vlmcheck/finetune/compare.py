@@ -129,11 +129,14 @@ def compare_vhx(before: str | Path, after: str | Path,
                   "only_after": len(done_a) - len(ids)},
         "datasets": sorted({r["dataset"] for r in rows} - {"all"}), "rows": rows, "general": []}
     if general:
-        from ..methods.headline import headline
+        from ..methods.headline import headline, headline_of
 
         for gb, ga in general:
             rb, _ = _run(Path(gb))
             ra, _ = _run(Path(ga))
+            for run, res in ((gb, rb), (ga, ra)):
+                if headline_of(res).get("not_measured"):
+                    raise InputFileError(f"--general {run}: {headline_of(res)['not_measured']}")
             (name_b, vb), (name_a, va) = headline(rb), headline(ra)
             if rb.get("task") != ra.get("task") or name_b != name_a:
                 raise InputFileError(f"--general {gb} {ga}: the two runs measure different things "

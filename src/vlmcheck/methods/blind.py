@@ -1,4 +1,4 @@
-"""The blind control (issue 35): the same questions asked with the image withheld, and how much of a score
+"""The blind control: the same questions asked with the image withheld, and how much of a score
 needs the image.
 
 A model that answers without an image (``Capabilities.text_only``, the default) gets a text-only request; one
@@ -6,7 +6,7 @@ that requires an image gets a uniform grey image of the same size, and the recor
 through the session like any other call: cached, and a rerun makes none.
 
 ``vision_gain`` is the sighted score minus the blind one on the same items, with a 95 % interval from a cluster
-bootstrap of the paired per-item differences (resampling the sampled unit, as every interval of issue 34).
+bootstrap of the paired per-item differences (resampling the sampled unit, as every interval does).
 """
 
 from __future__ import annotations
@@ -48,15 +48,9 @@ def vision_gain_sums(per: UnitSums) -> dict[str, Any]:
                        "cluster bootstrap of the paired differences")}
 
 
-def blind_block(sighted: Sequence[float], blind: Sequence[float], units: Sequence[str], unit: str,
-                metric: str = "accuracy") -> dict[str, Any]:
-    """results.json's ``blind`` block for one metric: its blind value and interval, the share of items right
-    blind, and the vision gain."""
-    return blind_block_sums(UnitSums.of(units, sighted, blind), unit, metric)
-
-
 def blind_block_sums(per: UnitSums, unit: str, metric: str = "accuracy") -> dict[str, Any]:
-    """:func:`blind_block` from the sighted (column 0) and blind (column 1) answers folded per unit."""
+    """results.json's ``blind`` block for one metric: its blind value and interval, the share of items right
+    blind, and the vision gain, from the sighted (column 0) and blind (column 1) answers folded per unit."""
     if not per.n:  # nothing to compare (no blind answer could be read)
         return {metric: None, f"{metric}_ci95": None, "share_right_blind": None, "n": 0,
                 "vision_gain": {"difference": None, "ci95": None}}

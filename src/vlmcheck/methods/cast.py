@@ -1,5 +1,9 @@
 """CAST (Dagan et al.): cross-modal self-consistency from similarity statements.
 
+Why this module is long: one pair's procedure (generation in three modalities, validation in three with three
+formats, prefill, repeats, the blind check) shares the pair's prompts and records; the scores and rows are
+already their own modules (cast_scores.py, cast_rows.py).
+
 A *scene* is an image with a detailed description.  For a pair of scenes the
 model lists up to five similarities in each generation modality (text: two
 descriptions; image: the two images side by side, or two images for models
@@ -148,10 +152,10 @@ class CastSpec(BaseModel):
     val_max_tokens: int = 16
     k: int = 5
     seed: int = 0
-    # issue 34: every pair's generation and validation run `repeats` times at `temperature` (methods/repeats.py)
+    # every pair's generation and validation run `repeats` times at `temperature` (methods/repeats.py)
     repeats: int = Field(1, ge=1)
     temperature: float = Field(0.0, ge=0.0)
-    # issue 35: the Top-3 statements of the text and both generations validated again in the image modality with
+    # the blind control: the Top-3 statements of the text and both generations validated again in the image modality with
     # the images withheld (the blind control)
     blind: bool = False
 

@@ -7,7 +7,7 @@ per-format scores.  Intervals resample scene pairs (the sampled unit), every cel
 pairs than any test needs to reject anything (5 or fewer), or where every pair has the same score, the Wilson
 bound on the pairs as units replaces the bootstrap (Clopper-Pearson on one pair), and ``ci_method`` says so.
 
-Folded (issue 37 item 1): each pair's verdicts become one small array of codes (:func:`verdict_codes`, 27 bytes
+Folded: each pair's verdicts become one small array of codes (:func:`verdict_codes`, 27 bytes
 a statement position), which is all the scores read, so :class:`CastSummary` holds a pair in about 150 bytes
 instead of its record's 25 kB; the bootstraps weigh the pairs by how often each resample drew them (metrics/clusters.resampled_sums).
 """
@@ -300,7 +300,7 @@ class CastSummary:
             out["blind"] = _blind_result(self.blind, self.blind_request)
         written = int(statements.sum())
         out["statements_written"] = written
-        if len(statements) and not written:  # a matrix of "-" says nothing by itself: say why (issue 47 item 3)
+        if len(statements) and not written:  # a matrix of "-" says nothing by itself: say why
             out["empty_reason"] = (f"the model wrote no statements in any of the {len(statements)} pairs' "
                                    "generations (CAST's parser found no numbered statement in its answers: see "
                                    "'raw' in samples.jsonl), so there is nothing to validate and every matrix is "

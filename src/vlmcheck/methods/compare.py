@@ -1,4 +1,4 @@
-"""Paired comparison of runs of one method: the one decision procedure (issue 48) that ``vlmcheck compare``,
+"""Paired comparison of runs of one method: the one decision procedure that ``vlmcheck compare``,
 ``vhx compare``, the report's decisions and the leaderboards use.
 
 Per-sample outcomes come from the method's declaration (``run/task.py``: ``Outcome`` - value, sampled unit,

@@ -1,4 +1,4 @@
-"""Which model leads, by how much, and which it cannot be separated from (issues 34 and 48): the decision the
+"""Which model leads, by how much, and which it cannot be separated from: the decision the
 report's first screen and the leaderboards show, made by the one procedure of :mod:`vlmcheck.methods.compare`.
 
 Runs are grouped by method and headline name (and the run's recipe, where it records one: two ChEF recipes

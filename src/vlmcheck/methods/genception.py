@@ -121,7 +121,7 @@ class GenCeptionSpec(BaseModel):
     seed: int = 0
     fid_min_images: int = FID_MIN_IMAGES
     per_category: int | None = None  # K seeded random images per category (v2 section 3's human baseline)
-    # issue 34: every chain run `repeats` times (seeds seed, seed + 1, ...) at `temperature`; methods/repeats.py
+    # every chain run `repeats` times (seeds seed, seed + 1, ...) at `temperature`; methods/repeats.py
     repeats: int = Field(1, ge=1)
 
 

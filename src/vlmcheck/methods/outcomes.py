@@ -1,4 +1,4 @@
-"""The built-in methods' per-sample outcomes (issue 48): what ``compare``, ``plan`` and the report's decisions
+"""The built-in methods' per-sample outcomes: what ``compare``, ``plan`` and the report's decisions
 test, registered with :func:`vlmcheck.run.task.register_outcomes` so that none of them names a method.
 
 Each reader takes one finished sample's result and the run's metrics and returns ``{metric: Outcome}``; the

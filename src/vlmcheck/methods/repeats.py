@@ -1,4 +1,4 @@
-"""Repeats for every method (issue 34 item 4): a sample's whole procedure run ``repeats`` times at a temperature,
+"""Repeats for every method: a sample's whole procedure run ``repeats`` times at a temperature,
 each repeat with its own generation seed, and the between-repeat spread reported beside the between-sample
 interval.
 

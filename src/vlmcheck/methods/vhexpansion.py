@@ -68,7 +68,7 @@ class VHXSpec(BaseModel):
     # gives the mean and standard deviation over the repetitions, the variant's other fields are repetition 0
     repeats: int = Field(1, ge=1)
     temperature: float = Field(0.0, ge=0.0)
-    # issue 35: the original question and its negation asked again with the image withheld (variant "blind")
+    # the blind control: the original question and its negation asked again with the image withheld (variant "blind")
     blind: bool = False
 
 
@@ -148,7 +148,7 @@ class VHExpansionTask(SpecTask):
                     "linf": res.linf, "steps": res.steps, "hallucinated": hallucinated,
                     "random_start": res.random_start}, None
 
-        out, _ = await session._cached("attack", self.target, request, TEMPLATE_VERSION, invoke)
+        out, _ = await session.cached("attack", self.target, request, TEMPLATE_VERSION, invoke)
         return out
 
     # ------------------------------------------------------------------ sample

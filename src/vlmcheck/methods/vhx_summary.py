@@ -1,4 +1,4 @@
-"""VHExpansion's summary, folded one case at a time (issue 37 item 1).
+"""VHExpansion's summary, folded one case at a time.
 
 Per variant (the original image, each perturbation, the adversarial image, the blind control): accuracy and
 symmetric accuracy (Def. 3: a case and its negation both answered right) with clustered Wilson intervals by

@@ -151,7 +151,7 @@ def chef(model: str, m: dict[str, Any]) -> list[Line]:
     rows = [[k, fmt(m[k])] for k in _CHEF_KEYS if k in m]
     for name, v in m.get("settings", {}).items():
         rows.append([f"accuracy, {name}", fmt(v.get("accuracy"))])
-        if m.get("answers_generated") and "unread" in v:  # issue 47: answers the parser could not read
+        if m.get("answers_generated") and "unread" in v:  # answers the parser could not read
             rows.append([f"unread answers, {name}", f"{v['unread']} ({v['unread_share']:.1%})"])
     used = f", {m['inferencer']} inferencer" if m.get("inferencer") else ""
     out = [Line((["metric", "value"], rows, ["metric"],

@@ -1,4 +1,4 @@
-"""Per-unit sums folded one answer at a time, and bootstrap draws in bounded memory (issue 37 item 1).
+"""Per-unit sums folded one answer at a time, and bootstrap draws in bounded memory.
 
 A clustered interval needs, per sampled unit (source image, scene pair, item), only the sums of its answers and
 their number: the Wilson interval on the effective n reads the design effect from them, and a cluster bootstrap

@@ -1,4 +1,4 @@
-"""Statistics for decisions (issue 34): intervals that do not collapse, paired tests, multiple comparisons and the
+"""Statistics for decisions: intervals that do not collapse, paired tests, multiple comparisons and the
 smallest difference a run can detect.  Clustered by the unit that was sampled (Miller, "Adding error bars to
 evals", 2024): the source image, the CAST pair, the ChEF item.
 
@@ -23,8 +23,8 @@ Z95 = 1.959963984540054  # the two-sided 95 % normal quantile
 
 
 def _ppf(q: float) -> float:
-    # the standard normal quantile from the standard library: scipy.stats costs 0.25 s to import, a tenth of
-    # the client CPU of a 1,000-image API run that needs nothing else from it
+    # the standard normal quantile from the standard library: importing scipy.stats would cost a short API run
+    # that needs nothing else from it a large share of its client CPU
     return NormalDist().inv_cdf(q)
 
 
@@ -53,7 +53,7 @@ def design_effect(successes: Sequence[float], totals: Sequence[float]) -> float:
     """How much clustering inflates the variance of a pooled proportion: the variance of the ratio estimator over
     clusters (successes_i, totals_i) over the binomial one; at least 1 (a cluster of one answer has none).  One
     cluster of N answers has no between-cluster spread to estimate it from: its design effect is N (the effective
-    n is 1, the one unit that was sampled), never 1 (issue 48: 24 answers on one image were given the interval of
+    n is 1, the one unit that was sampled), never 1 (else 24 answers on one image would get the interval of
     24 independent units)."""
     k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
     m, N = len(n), n.sum()
@@ -146,7 +146,7 @@ def clopper_pearson(x: float, n: float, alpha: float = 0.05) -> tuple[float, flo
     """The exact (Clopper-Pearson) interval of x successes in n, by the beta quantiles (x, n may be fractional).
 
     The quantiles are computed here (``_beta_ppf``, equal to ``scipy.stats.beta.ppf`` to 1e-12, tested):
-    importing scipy.stats cost a one-image run 1.5-2 s of CPU, several times its whole start-up (issue 51)."""
+    importing scipy.stats would cost a one-image run several times its whole start-up."""
     lo = 0.0 if x <= 0 else _beta_ppf(alpha / 2, x, n - x + 1)
     hi = 1.0 if x >= n else _beta_ppf(1 - alpha / 2, x + 1, n - x)
     return lo, hi
@@ -244,7 +244,7 @@ WILSON_CLUSTERED = "wilson, clustered (effective n = n / design effect)"
 
 def proportion_interval_independent(hits: int, n: int, unit: str) -> tuple[list[float], dict]:
     """:func:`proportion_interval` of ``n`` >= 1 answers each its own unit, ``hits`` of them right: the same
-    interval and record, without numpy (a one-image run need not load it, issue 51).  Units of one answer each
+    interval and record, without numpy (a one-image run need not load it).  Units of one answer each
     have a design effect of 1 (:func:`design_effect`), so the effective n is ``n``."""
     if n < 1:
         raise ValueError("a proportion of no answers")
@@ -279,7 +279,7 @@ def proportion_interval_counts(k: np.ndarray, n: np.ndarray, unit: str) -> tuple
 def _proportion_record(p: float, n_eff: float, deff: float, method: str, unit: str, n_units: int, n: int) -> dict:
     """How a share's interval was made, as results.json records it beside the interval."""
     # the smallest difference from another run of this size that a test would catch; above 1, the largest a share
-    # can show (1.40 at 1 of 2, issue 48 finding 9), it says only that none would be caught
+    # can show (1.40 at 1 of 2), it says only that none would be caught
     mdd = mde_proportion(p, n_eff) if 0 < p < 1 else None
     basis = "two independent runs of this effective n, alpha 0.05, power 0.8"
     if mdd is not None and mdd > 1.0:
@@ -345,7 +345,7 @@ def widen_degenerate(ci: Sequence[float] | None, value: float | None, n_units: i
 
     ``few``: the bound also replaces the interval (or its absence) on :func:`too_few_units` units, where a
     percentile bootstrap spans little more than the units' own values (two CAST pairs at 0.883 and 0.889 gave
-    [0.883, 0.889], issue 48); with it, one unit gets Clopper-Pearson, as :func:`wilson_clustered` below an
+    [0.883, 0.889]); with it, one unit gets Clopper-Pearson, as :func:`wilson_clustered` below an
     effective n of 2 (without it, Wilson as before: the other methods' callers keep their figures)."""
     if value is None or n_units <= 0 or not low <= value <= high:
         return (list(ci) if ci is not None else None), False

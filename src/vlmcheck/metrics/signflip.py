@@ -1,4 +1,4 @@
-"""The decision's test (issue 48): the cluster-level sign-flip test of a weighted paired difference, the
+"""The decision's test: the cluster-level sign-flip test of a weighted paired difference, the
 interval that inverts it (so the two always agree), the level of each of Holm's steps, and the labelled bounds
 where the inverted interval alone would mislead.  Used by ``methods/compare.py``, the one decision procedure of
 ``compare``, ``vhx compare``, the report's decisions and the leaderboards.

@@ -55,9 +55,9 @@ def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95,
     images per category made 95 % intervals cover 0.75 of the time on the
     reference world (bench/decisions.py).
 
-    A stratum of one value has no spread of its own to resample (issue 48: with
-    4 of 8 categories holding one image the intervals covered 0.51-0.55, and
-    six one-image categories gave an interval of zero width).  Its value is
+    A stratum of one value has no spread of its own to resample (with
+    many one-image categories the intervals covered far less than 95 %, and
+    an interval could have zero width).  Its value is
     moved by a residual drawn from all the values around their grand mean
     (rescaled by sqrt(N / (N - 1))): the spread of one image about its
     category's mean is taken to be at most the spread of all images, between

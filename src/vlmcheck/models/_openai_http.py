@@ -1,9 +1,9 @@
 """The requests of an OpenAI-compatible run sent with aiohttp itself, not through the ``openai`` SDK.
 
-Written by hand for one measured reason (``bench/api_throughput.py``, 2 cores, 600 requests with a 140-kB image
-each): a chat request costs 3.3 ms of client CPU through ``chat.completions.create()``, 1.4 ms through the SDK's
-low-level ``post()`` with the body already JSON, and 0.5 ms with aiohttp directly; importing the SDK costs about
-1 s more.  At high concurrency against a fast server that CPU, not the server, sets the pace of a run, and
+Written by hand for one measured reason (``bench/api_throughput.py`` measures it): a chat request costs several
+times the client CPU through ``chat.completions.create()`` (and about twice through the SDK's low-level ``post()``
+with the body already JSON) that it costs with aiohttp directly, and importing the SDK costs more than the rest of
+a short run's start-up.  At high concurrency against a fast server that CPU, not the server, sets the pace of a run, and
 the run spends it again on every request.  The SDK stays one parameter away (``?http=sdk``) and keeps what is
 not per request: the Batch API and image generation.
 

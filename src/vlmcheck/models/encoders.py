@@ -52,8 +52,8 @@ class TorchEncoder:
         self.concurrency_key = model_id
         self.max_concurrency = 1
         # one forward pass at a time, on the encoder's own thread: a sample waiting for its turn waits as a queued
-        # future, not as a thread of the loop's shared pool blocked on a lock (issue 51: those blocked threads held
-        # up the run's other threaded work, image reading and decoding, 22 % of the samples' time)
+        # future, not as a thread of the loop's shared pool blocked on a lock (those blocked threads held
+        # up the run's other threaded work: image reading and decoding)
         self._forward_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"encoder-{model_id}")
 
     async def encode(self, images: list[Image.Image]) -> np.ndarray:

@@ -29,7 +29,7 @@ def _plt():
 
     plt.rcParams["svg.fonttype"] = "none"
     # every text drawn is literal: a model named `$\frac$` is a name, not a formula (mathtext failed to parse it
-    # and stopped the report, issue 49)
+    # and stopped the report)
     plt.rcParams["text.parse_math"] = False
     return plt
 

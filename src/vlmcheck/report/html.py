@@ -231,7 +231,7 @@ def _together(loaded: list[dict[str, Any]], external_csv: Any) -> tuple[Any, dic
 def _template() -> Any:
     """The page's template, compiled once per process (compiling it took a quarter of a small run's report) and
     its compiled code kept in jinja2's bytecode cache (a private folder of the user's in the temporary folder,
-    checked against the template's source), so that a one-image run does not compile it again (issue 51)."""
+    checked against the template's source), so that a one-image run does not compile it again."""
     from jinja2 import FileSystemBytecodeCache
 
     try:

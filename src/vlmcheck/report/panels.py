@@ -62,7 +62,7 @@ def chef_settings(m: dict[str, Any]) -> dict[str, Any] | None:
     rows = [{"setting": k, "accuracy": v.get("accuracy"), "n": v.get("n"), "unread_share": v.get("unread_share")}
             for k, v in settings.items()]
     rows.sort(key=lambda r: (r["setting"] not in ("original", "standard", "clean"), r["setting"]))
-    # issue 47: which inferencer gave the numbers, and (generated answers) the share the parser could not read
+    # which inferencer gave the numbers, and (generated answers) the share the parser could not read
     return {"rows": rows, "rrm": m.get("rrm"), "acc_random": m.get("acc_random"), "inferencer": m.get("inferencer"),
             "unread": bool(m.get("answers_generated")), "notes": [m[k] for k in ("inferencer_note", "calibration_note",
                                                                                    "unread_warning") if m.get(k)]}

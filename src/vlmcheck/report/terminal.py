@@ -1,12 +1,15 @@
 """Results on a terminal or in a log: every table and line the CLI and the demo print about a run.
 
+Why this module is long: every command's printing shares one width rule and one pair of consoles; what a
+method's lines say is the method's own (methods/view_lines.py).
+
 Tables keep every number whole at any width: a column of numbers (``0.8123``, ``[0.71, 0.90]``, ``1,024``,
 ``$0.0012``) takes the width of its longest cell and is never wrapped, while the columns that name a row (a
 model, a run, a recipe) and prose fold onto more lines, never cut, so an 80- or 60-column terminal or a SLURM
 log shows every figure and which row it belongs to.  A title (often a long model spec) is printed on its own
 lines above the table, wrapped at the terminal's width, not squeezed into the table's.  Messages (progress,
 notes, warnings, errors: stderr) and results (a run's tables, what a command was asked to list: stdout) use two
-consoles, so that ``> results.txt`` and ``| tee`` capture the results (issue 47 item 7).
+consoles, so that ``> results.txt`` and ``| tee`` capture the results.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ if TYPE_CHECKING:
 
 
 class _Console:
-    """Rich's ``Console``, made when first used: importing rich cost a one-image run ~45 ms of its start-up CPU
-    (issue 51), and a run whose only lines are messages (:func:`say`) to a file or a pipe never needs it.  Every
+    """Rich's ``Console``, made when first used: importing rich is a visible share of a short run's
+    start-up, and a run whose only lines are messages (:func:`say`) to a file or a pipe never needs it.  Every
     attribute is the rich Console's; ``quiet`` is kept here until that exists."""
 
     def __init__(self, stderr: bool) -> None:
@@ -303,11 +306,6 @@ def leaderboard(board: dict[str, Any]) -> None:
 
 def vhexpansion(model: str, m: dict[str, Any]) -> None:
     show(_lines.vhexpansion(model, m))
-
-
-def blind_line(b: dict[str, Any] | None) -> None:
-    """The blind control in one sentence: accuracy without the image and the vision gain with its interval."""
-    show(_lines.blind(b))
 
 
 def cast(model: str, m: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""The images a report shows: links to the files themselves, never copies (issue 51 item 1).
+"""The images a report shows: links to the files themselves, never copies.
 
 A browser shows PNG, JPEG, GIF, WebP and BMP files as they are, scaled to the thumbnail's box by CSS, so the
 report links them (a URL relative to the page, so a run folder moved with its images still works) and writes

@@ -13,7 +13,7 @@ to ``max_attempts``; any other error fails the call.
 A batched answer's usage goes through the same check as a direct one (``usage_of``, the session's
 :meth:`~vlmcheck.run.calls.Session.usage_of`): usage that is missing, negative, not a number, NaN or nested is
 replaced by the estimate's counts with a ``UsageWarning``, in the store and in the answer's
-:attr:`BatchAnswer.tokens`, so a batch is never priced at $0 or less (issue 49).
+:attr:`BatchAnswer.tokens`, so a batch is never priced at $0 or less.
 
 The provider side (:class:`BatchBackend`) is three calls: submit items and get an id, ask whether the
 batch has ended, read its results.  The backends live with their adapters
@@ -191,7 +191,7 @@ class BatchCollector:
 
 
     def _answer(self, request: Any, out: Any) -> BatchAnswer:
-        """One item's answer as JSON, its usage checked as a direct call's is (never trusted: issue 49)."""
+        """One item's answer as JSON, its usage checked as a direct call's is (never trusted)."""
         if hasattr(out, "model_dump"):  # a Generation, as the backends give it: its usage read by Usage.reported
             usage, out = out.usage, out.model_dump(mode="json")
         else:  # an answer already as JSON: its counts through the same check

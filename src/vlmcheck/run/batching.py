@@ -3,7 +3,7 @@
 With a ``prepare`` step (a model's processor: tokenising, image preprocessing, the copy to the device), the next
 batch is formed and prepared in a second thread while the current one runs, and handed to the model's thread
 before the current batch ends: the model goes from one batch to the next without waiting for the event loop
-(issue 51: no idle between batches).  A batch whose preparation or run fails fails its own requests only.
+(no idle between batches).  A batch whose preparation or run fails fails its own requests only.
 """
 
 from __future__ import annotations

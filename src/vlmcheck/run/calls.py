@@ -1,5 +1,8 @@
 """Cached, scheduled access to models: what methods call instead of adapters.
 
+Why this module is long: the cache lookup, in-flight sharing of one request and the role wrappers share one
+cache key and one store discipline; split, each wrapper would reach into the session's internals.
+
 :class:`Session` ties a run store to a scheduler.  ``session.vlm(model)`` and
 friends return wrappers with the same methods as the role, plus a
 ``template`` argument (the prompt-template version that produced the
@@ -174,9 +177,10 @@ class Session:
         aget = getattr(self.store, "aget_call", None)
         return await aget(key) if aget is not None else self.store.get_call(key)
 
-    async def _cached(self, role: str, model: Any, request: Any, template: str | None, invoke,
-                      batch_body=None) -> tuple[Any, bool]:
-        """Return (response JSON, was_hit).  ``invoke`` is an async fn returning (response JSON, usage);
+    async def cached(self, role: str, model: Any, request: Any, template: str | None, invoke,
+                     batch_body=None) -> tuple[Any, bool]:
+        """Return (response JSON, was_hit), from the store or by calling ``invoke`` once (the roles' calls, and a
+        method's own cached step: VHExpansion's attack).  ``invoke`` is an async fn returning (response JSON, usage);
         ``batch_body``, for a model with a batch backend, gives the provider request body to batch instead."""
         model_id = model.model_id
         request_text = request_json(request)  # encoded once, for the key and for the store
@@ -194,8 +198,8 @@ class Session:
                 self.counters.count(model_id, "hits")
                 return answer, True
             # that call's first try failed (or it was cancelled): this sample makes its own call now, as a sample
-            # with a request of its own would, never queued behind another sample's retries (issue 49: 8 samples
-            # behind one failing request took 193 s, against 16 s for distinct requests)
+            # with a request of its own would, never queued behind another sample's retries (a queue behind one
+            # failing request waits out all its backoffs)
             hit = await self.lookup(key)  # unless that call's retry has answered since
             if hit is not None:
                 self.counters.count(model_id, "hits")
@@ -337,7 +341,7 @@ class CachedVLM(_Wrapper):
 
         batch_body = ((lambda: self.model.batch_body(messages, config))
                       if getattr(self.model, "batch_backend", None) is not None else None)
-        response, hit = await self.session._cached(self.role, self.model, request, template, invoke, batch_body)
+        response, hit = await self.session.cached(self.role, self.model, request, template, invoke, batch_body)
         if made and not hit and made[-1].logprobs is None:
             # this sample's own call (its last attempt): without logprobs every field is a plain string, number or
             # None, so validating its stored JSON would give this very Generation back; not made a second time
@@ -359,7 +363,7 @@ class CachedVLM(_Wrapper):
             out = await self.model.loglikelihood(messages, continuations)
             return [o.model_dump() for o in out], None
 
-        response, _ = await self.session._cached("loglikelihood", self.model, request, template, invoke)
+        response, _ = await self.session.cached("loglikelihood", self.model, request, template, invoke)
         return [Loglikelihood.model_validate(r) for r in response]
 
 
@@ -375,7 +379,7 @@ class CachedGenerator(_Wrapper):
             rel = store.put_image(img)
             return {"artifact": rel, "sha256": image_hash(img), "size": [img.width, img.height]}, None
 
-        response, _ = await self.session._cached("generator", self.model, request, template, invoke)
+        response, _ = await self.session.cached("generator", self.model, request, template, invoke)
         return load_image(store.image_path(response["artifact"])), response["artifact"]
 
 

@@ -1,4 +1,4 @@
-"""A run's data pinned in its spec by what is there, not by the path as typed (issue 49 item 6).
+"""A run's data pinned in its spec by what is there, not by the path as typed.
 
 A task spec names its data by a path (``data``, ``cases``, ``pairs``) as the user typed it, often relative to
 where they stood.  ``vlmcheck resume`` from another folder then read another dataset under the same name: a

@@ -1,4 +1,4 @@
-"""What a run will cost before it starts (issue 35): ``--dry-run`` and the prices behind ``--max-cost``.
+"""What a run will cost before it starts: ``--dry-run`` and the prices behind ``--max-cost``.
 
 A dry run reads the data and the run folder and makes no model call.  It makes the real command's refusals
 first (the same sentences), then runs every sample still to do through the method's own code, on the run's
@@ -147,7 +147,7 @@ async def dry_run_async(task: Any, folder: str | Path, options: Any) -> dict[str
 
 
 class _DryStore:
-    """The run's store as a dry run sees it (issue 49): the user's store read in place, read-only, nothing made
+    """The run's store as a dry run sees it: the user's store read in place, read-only, nothing made
     beside it (no ``-wal``/``-shm``: RunStore ``untouched``) and nothing copied; what the simulated samples write
     (answers, sample rows, images) goes to a small store in a temp folder, read first.  Errors name the user's
     store, never the temp one."""
@@ -192,7 +192,7 @@ class _DryStore:
 def refuse_as_the_run_would(task: Any, folder: Path, options: Any, samples: list[Any], store: Any) -> None:
     """The refusals the real command makes before its first sample (run/runner.py), made without writing: a
     folder that is a file or a broken link, a store without --resume or --overwrite, another shard, another
-    task spec (issue 49: a dry run on a folder holding a run with another prompt said "0 calls, $0")."""
+    task spec (else a dry run on a folder holding a run with another prompt says "0 calls, $0")."""
     from ..core.files import broken_link
     from ..store.db import DB_NAME
     from .calls import KEY_VERSION

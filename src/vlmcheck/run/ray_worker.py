@@ -210,8 +210,8 @@ class SampleWorker:
 
     async def cleanup(self) -> bool:
         """Remove this worker's temp folder (its artifacts were taken with each sample): the driver asks every
-        worker before ending it, since an actor ended by ``ray.kill`` runs no exit handler (issue 49: a run left
-        its workers' folders, 2 of them, 8 MB)."""
+        worker before ending it, since an actor ended by ``ray.kill`` runs no exit handler (the folders would be
+        left behind)."""
         if self.store.db is not None:
             self.store.db.close()
             self.store.db = None

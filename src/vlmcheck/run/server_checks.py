@@ -1,4 +1,4 @@
-"""What the server really returned, measured on a run's calls (issue 47 item 2): sampling honoured, token
+"""What the server really returned, measured on a run's calls: sampling honoured, token
 log-probabilities present, usage reported.  The session (run/calls.py) feeds every generation to
 :class:`ServerChecks`; results.json keeps its ``result()`` as ``server_checks`` (run/outputs.py).  Only real
 answers from a server are checked (:func:`answers_from_a_server`): a dry run makes no claim about the server."""
@@ -35,7 +35,7 @@ def answers_from_a_server(model: Any) -> bool:
 
 
 class ServerChecks:
-    """What the server really returned, measured on the run's calls (issue 47 item 2), not assumed from the
+    """What the server really returned, measured on the run's calls, not assumed from the
     adapter's declared capabilities:
 
     * sampling: requests sent at a temperature above 0 with a seed are grouped by everything but the seed; when

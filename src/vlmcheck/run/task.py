@@ -77,7 +77,7 @@ class SpecTask:
         return False
 
 
-# ----------------------------------------------------------------------------- what a decision needs (issue 48)
+# ----------------------------------------------------------------------------- what a decision needs
 
 
 class Outcome(NamedTuple):

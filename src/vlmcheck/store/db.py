@@ -18,9 +18,9 @@ Writes are first-writer-wins: a stored answer or finished sample is never
 replaced, and an error never overwrites an answer (several workers may share
 a cache).  Every write commits at once (autocommit), except in a run's store
 (``group_commit``, see :meth:`RunStore._write`): there the answers and samples
-that finish within 5 ms of the last commit are committed together, at most
-5 ms later.  A process killed with SIGKILL loses the calls in flight and at most
-the last 5 ms of answers (a resume asks for those again).  WAL with
+that finish within 50 ms of the last commit are committed together, at most
+50 ms later (``GROUP_COMMIT_S``).  A process killed with SIGKILL loses the calls in
+flight and at most the last 50 ms of answers (a resume asks for those again).  WAL with
 ``synchronous=NORMAL`` is durable against process crashes (not power loss).
 Everything stored is JSON text - no pickle - and passes through
 :func:`vlmcheck.core.secrets.redact_obj`.
@@ -424,9 +424,6 @@ class RunStore(GroupCommit):
                 yield from rows
         finally:
             cur.close()
-
-    def tasks(self) -> list[str]:
-        return [r[0] for r in self._rows("SELECT DISTINCT task FROM samples ORDER BY task")]
 
     # ------------------------------------------------------------- artifacts
     def put_image(self, img: Image.Image) -> str:

@@ -21,9 +21,8 @@ from .errors import StoreError, store_error
 #: (:meth:`RunStore._write`).  A commit writes every page the transaction touched to the WAL: a sample's call and
 #: journal rows touch five pages (two tables, three indexes), most of the store's time on the event loop's thread
 #: when each write commits alone; samples that share one commit share most of those pages.  Each commit also costs
-#: the loop's thread a new transaction, a wake of the committer and a hand-over of the GIL: at 5 ms a fast run
-#: (50 ms answers, 64 in flight) made 520 commits in 2,000 samples and spent about 7 % more CPU than at 50 ms with
-#: 70 (lower at 50 ms in 9 of 10 paired rounds; bench/api_throughput.py).  50 ms is the latency of the fastest APIs:
+#: the loop's thread a new transaction, a wake of the committer and a hand-over of the GIL, so a shorter window
+#: costs a fast run CPU (figures: docs/benchmarks.md, "API throughput").  50 ms is the latency of the fastest APIs:
 #: what a SIGKILL loses in the open group is then at most about what it loses in flight anyway, and for an API
 #: that answers in seconds a few hundredths of it.
 GROUP_COMMIT_S = 0.05
@@ -55,8 +54,8 @@ class GroupCommit:
         self._last_commit = 0.0
         self._failed: StoreError | None = None  # a group's commit that failed in its timer, raised at the next write
         # the committer: a thread that commits an open group ``group_commit`` seconds after it opened, by the wall
-        # clock, whatever the event loop is doing (a loop busy for 300 ms kept an answer uncommitted 302 ms when
-        # the timer was the loop's own, issue 49); started with the first group, ended by close
+        # clock, whatever the event loop is doing (a timer of the loop's own waits as long as the loop is busy);
+        # started with the first group, ended by close
         self._due: float | None = None
         self._wake = threading.Condition(threading.Lock())
         self._committer: threading.Thread | None = None
@@ -64,7 +63,7 @@ class GroupCommit:
         # when the committer's wait ends (inf: it waits to be told); a write that opens a group due earlier wakes
         # it, any other does not: after a commit it waits one ``group_commit`` unwoken, the time within which a
         # fast run opens the next group, whose due is then never earlier; so the event loop's thread does not
-        # wake it at every group (a futex wake while holding the GIL: 8 % of a fast API run's loop, py-spy --gil)
+        # wake it at every group (a futex wake while holding the GIL, a visible share of a fast run's loop)
         self._wake_at = math.inf
 
     def _start_committer(self) -> None:

@@ -1,4 +1,4 @@
-"""How a ``ref:describer`` answers a question asked without its image (issue 35, the blind control): from its
+"""How a ``ref:describer`` answers a question asked without its image (the blind control): from its
 language prior only, as a real model that sees no image could - never from the scene.
 
 * yes/no questions: "yes" with the describer's base rate of yes, 0.5 plus half its ``yes_bias`` (a describer at

@@ -25,13 +25,6 @@ NEUTRAL_COLORS: dict[str, tuple[int, int, int]] = {
 ALL_COLORS = {**NAMED_COLORS, **NEUTRAL_COLORS}
 
 
-def nearest_color(rgb, palette: dict[str, tuple[int, int, int]] = ALL_COLORS) -> str:
-    names = list(palette)
-    ref = np.array([palette[n] for n in names], dtype=np.float32)
-    d = ((ref - np.asarray(rgb, dtype=np.float32)) ** 2).sum(axis=1)
-    return names[int(np.argmin(d))]
-
-
 def dominant_colors(img: Image.Image, k: int = 3, min_share: float = 0.08) -> list[tuple[str, float]]:
     """Named colours covering the largest shares of the image (on a 64x64 thumbnail)."""
     arr = np.asarray(img.convert("RGB").resize((64, 64), Image.BILINEAR), dtype=np.float32).reshape(-1, 3)

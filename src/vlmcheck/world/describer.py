@@ -168,7 +168,7 @@ class RefDescriber:
             return self._cast_validate(prompt, images, fmt)
         if _CAST_GEN.search(prompt) and re.search(r"\b(two|both|scenes|images|descriptions)\b", prompt, re.I):
             return self._cast_generate(prompt, images)
-        if not images:  # asked blind (the control of issue 35): its language prior only
+        if not images:  # asked blind (the blind control): its language prior only
             return blind_answer(prompt, self.knobs)
         seen = self._see(images[-1])
         if seen is None:

@@ -20,7 +20,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from .scene import BACKGROUNDS, COLORS, NUMBER_WORDS, POSITIONS, SHAPES, Scene, SceneObject, canonical_text
+from .scene import BACKGROUNDS, COLORS, NUMBER_WORDS, Scene, SceneObject, canonical_text
 
 SHAPE_WORDS: dict[str, str] = {
     "circle": "circle", "circles": "circle", "disc": "circle", "discs": "circle", "disk": "circle",
@@ -257,10 +257,6 @@ def parse_description(text: str) -> tuple[Scene, list[str]]:
 def _object(ph: ObjectPhrase, pos: tuple[int, int]) -> SceneObject:
     return SceneObject(shape=ph.shape or "circle", color=ph.color if ph.color in COLORS else "red",
                        size=ph.size or "large", row=pos[0], col=pos[1])
-
-
-POSITION_NAMES = {v: k for k, v in POSITIONS.items()}
-SHAPE_SET = set(SHAPES)
 
 
 @dataclass

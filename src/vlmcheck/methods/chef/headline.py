@@ -1,4 +1,4 @@
-"""A ChEF run's headline with its 95 % interval (issue 34): which figure leads each desideratum and how its
+"""A ChEF run's headline with its 95 % interval: which figure leads each desideratum and how its
 interval is made.
 
 The sampled unit is the item's image: its settings, ICE draws and (POPE) its questions move together.

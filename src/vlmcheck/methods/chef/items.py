@@ -1,4 +1,4 @@
-"""ChEF's item results as columns: what its summary and headline read of each finished item (issue 37 item 1).
+"""ChEF's item results as columns: what its summary and headline read of each finished item.
 
 Per item: its unit (the image, else the item id), its number of options, its MMBench group and whether it is
 rotation 0, and per setting whether it was right, whether an option was extracted (and by the rule) or the

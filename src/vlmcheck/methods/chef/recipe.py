@@ -103,7 +103,7 @@ class InferencerCfg(_Strict):
 class MetricCfg(_Strict):
     n_bins: int = 10
     judge: str | None = None  # TextModel spec for language performance
-    judge2: str | None = None  # a second judge of the same answers: judge-to-judge agreement (issue 34)
+    judge2: str | None = None  # a second judge of the same answers: judge-to-judge agreement
     judge_samples: int = 5  # sampled judgements averaged per item (ChEF E.4 and F)
     rewriter: str | None = None  # TextModel spec for sentence-level text corruptions
     extractor: str | None = None  # TextModel spec: second-step answer extraction (MMBench style)

@@ -29,7 +29,7 @@ def _mean(x: np.ndarray) -> float:
     return float(np.mean(x))
 
 
-#: above this share of a setting's answers that the parser could not read, the summary says so (issue 47): one
+#: above this share of a setting's answers that the parser could not read, the summary says so: one
 #: unread answer in ten already moves an accuracy by up to 0.1, more than most differences between models
 UNREAD_WARN = 0.10
 

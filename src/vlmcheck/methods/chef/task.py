@@ -1,5 +1,8 @@
 """ChEF recipes: Scenario + Instruction + Inferencer + Metric, and the six desiderata.
 
+Why this module is long: one task builds every desideratum's settings for one item, which share its image, its
+in-context examples and its inferencer; the rest of ChEF is in its own modules (named below).
+
 One task asks every inferencer under every desideratum's settings, and those share the item, its image and
 its in-context examples; the recipe, the scenarios, the turn scenarios, the metrics and the summary
 (``summary.py`` over the item columns of ``items.py``) are in their own modules.
@@ -63,12 +66,12 @@ class ChefSpec(BaseModel):
     recipe: Recipe
     data: str | None = None  # overrides recipe.scenario.path
     seed: int = 0
-    # issue 35: every item asked once more with its image withheld (setting "blind"): multiple-choice and yes/no
+    # the blind control: every item asked once more with its image withheld (setting "blind"): multiple-choice and yes/no
     blind: bool = False
-    # issue 34: every item's settings asked `repeats` times at `temperature` (methods/repeats.py)
+    # every item's settings asked `repeats` times at `temperature` (methods/repeats.py)
     repeats: int = Field(1, ge=1)
     temperature: float = Field(0.0, ge=0.0)
-    # issue 47: the inferencer that produced the numbers; None asks for the recipe's default (what is recorded)
+    # the inferencer that produced the numbers; None asks for the recipe's default (what is recorded)
     inferencer: InferencerName | None = None
 
     @model_validator(mode="after")
