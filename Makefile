@@ -54,8 +54,9 @@ litellm-venv:
 	  || echo "WARNING: could not install the LiteLLM proxy; tests/test_real_gateway.py will be SKIPPED"
 
 
-# on every core (pytest-xdist); the tests of one xdist_group (Ray's) on one worker, one after another
-PYTEST := $(PY) -m pytest -q -n auto --dist loadgroup
+# on every core (pytest-xdist), one test file to a worker: a module's shared fixture (the demo, a served checkpoint)
+# is made once, not once per worker
+PYTEST := $(PY) -m pytest -q -n auto --dist loadfile
 
 test: $(STAMP) browser litellm-venv
 	$(PYTEST)

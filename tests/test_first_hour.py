@@ -195,7 +195,7 @@ def test_export_round_trips_a_genception_run_and_recomputes_its_headline(tmp_pat
     assert p.returncode == 0, p.stderr
     p = _cli("export", run, "--out", tmp_path / "tables", "--format", "parquet")
     assert p.returncode == 0, p.stderr
-    table = pd.read_parquet(tmp_path / "tables" / "gc.parquet")
+    table = pd.read_parquet(tmp_path / "tables" / "genception-describer.parquet")  # <method>-<label>, stable per run
     results = json.loads((run / "results.json").read_text())["metrics"]
     assert len(table) == 8 * 2 and set(table["t"]) == {1, 2}
     # GC@1 by its definition from the exported rows: s at t=1, averaged per category, then over categories
@@ -211,7 +211,7 @@ def test_export_round_trips_a_genception_run_and_recomputes_its_headline(tmp_pat
     assert np.allclose(samples.sort_values(key)["s"].to_numpy(), table.sort_values(key)["s"].to_numpy())
     # the long metrics table: one row per metric with its interval, n and resampling unit (issue 34)
     assert list(metrics.columns) == ["run", "model", "task", "metric", "value", "ci_low", "ci_high", "n", "unit",
-                                     "headline"]
+                                     "headline", "not_measured"]
     gc2 = metrics[(metrics.metric == "GC@2") & ~metrics.headline].iloc[0]
     assert np.isclose(gc2["value"], results["GC@2"]["score"]) and [gc2.ci_low, gc2.ci_high] == results["GC@2"]["ci95"]
     assert gc2["n"] == results["GC@2"]["n"] and gc2["unit"] == "image (stratified by category)"
@@ -220,7 +220,7 @@ def test_export_round_trips_a_genception_run_and_recomputes_its_headline(tmp_pat
     assert metrics[~metrics.headline]["metric"].is_unique
     for fmt in ("csv", "jsonl"):
         assert _cli("export", run, "--out", tmp_path / fmt, "--format", fmt).returncode == 0
-    back = pd.read_csv(tmp_path / "csv" / "gc.csv")
+    back = pd.read_csv(tmp_path / "csv" / "genception-describer.csv")
     assert np.allclose(back.sort_values(["sample_id", "t"])["s"], table.sort_values(["sample_id", "t"])["s"])
 
 
@@ -452,7 +452,7 @@ def test_resume_prints_the_results_table_the_run_command_prints(tmp_path):
     def table(proc):  # the results table: from its title (the model) to its last rule
         text = proc.stdout + proc.stderr
         lines = text.splitlines()
-        start = next(i for i, ln in enumerate(lines) if ln.startswith("ref:describer"))
+        start = next(i for i, ln in enumerate(lines) if ln.startswith("describer"))  # the model's label
         end = next(i for i in range(start, len(lines)) if lines[i].startswith("└"))
         return lines[start:end + 1]
 
@@ -537,7 +537,7 @@ def test_each_method_has_its_own_tidy_samples_table_and_cast_verdicts_are_rows(t
     mine = v[(v.sample_id == rec["sample_id"]) & (v.generation == "text") & (v.validation == "image")]
     assert sorted(mine["verdict"].dropna().tolist()) == sorted(x for x in by_hand if x is not None)
     out = vlmcheck.export_runs(runs, tmp_path / "tables", "parquet")
-    assert tmp_path / "tables" / "cast-verdicts.parquet" in out
+    assert [p.name for p in out if p.name.endswith("-verdicts.parquet")] == ["cast-describer-verdicts.parquet"]
 
 
 def test_a_mistyped_data_path_is_called_missing(tmp_path):

@@ -109,23 +109,23 @@ def test_a_new_method_is_shown_by_the_report_export_terminal_and_compare_from_it
     runs = _runs(tmp_path, "toy50", ToyTask)
     page = build_report(runs, tmp_path / "report.html").read_text()
     first = page[page.index('id="decisions"'):page.index("</section>", page.index('id="decisions"'))]
-    assert "toy50" in first and "toy:T1" in first  # the first screen: the toy's leader
+    assert "toy50" in first and "T1" in first  # the first screen: the toy's leader, by its label
     assert "toy score" in _text(page)  # the summary and the leaderboards
     # its own section: each sample's row as the toy's view writes it (the generic row would not say "toy-view")
     assert "toy-view says i3 scored 1" in page and "toy-view says i3 scored 0" in page
 
     written = export_runs(runs, tmp_path / "csv", "csv")
-    t1 = next(p for p in written if p.name == "T1.csv")
+    t1 = next(p for p in written if p.name == "toy50-T1.csv")
     rows = list(csv.DictReader(t1.open()))
     assert len(rows) == 16 and {r["part"] for r in rows} == {"left", "right"}  # the view's unit: a row per part
-    extra = next(p for p in written if p.name == "T1-extra.csv")
+    extra = next(p for p in written if p.name == "toy50-T1-extra.csv")
     assert [r["extra"] for r in csv.DictReader(extra.open())] == [f"extra-s{i}" for i in range(8)]
     tables = load_tables(runs)
     assert len(tables["toy50"]) == 32 and len(tables["toy50_extra"]) == 16
 
     capsys.readouterr()
     terminal.results(read_results(runs[0]))
-    assert "toy-view line: toy:T1 got 8 of 8" in capsys.readouterr().out
+    assert "toy-view line: T1 got 8 of 8" in capsys.readouterr().out
 
     out = CliRunner().invoke(app, ["compare", str(runs[0]), str(runs[1]), "-o", str(tmp_path / "lb.json")])
     said = " ".join(out.output.split())
@@ -147,8 +147,8 @@ def test_a_method_without_a_view_is_never_silently_absent(tmp_path, capsys):
     # the generic row: its answer and its numeric fields
     assert "ans-i3-1" in page and "score 1" in page
     written = export_runs(runs, tmp_path / "csv", "csv")
-    rows = list(csv.DictReader(next(p for p in written if p.name == "T1.csv").open()))
+    rows = list(csv.DictReader(next(p for p in written if p.name == "plain50-T1.csv").open()))
     assert len(rows) == 8 and "parts.left.hit" in rows[0]  # a row per sample, its record flattened
     capsys.readouterr()
     terminal.results(read_results(runs[0]))
-    assert "toy:T1: toy score = 1.0000" in capsys.readouterr().out  # the headline
+    assert "T1: toy score = 1.0000" in capsys.readouterr().out  # the headline

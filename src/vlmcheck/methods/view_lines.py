@@ -33,6 +33,8 @@ def headline_lines(model: str, m: dict[str, Any]) -> list[Line]:
 def official(model: str, m: dict[str, Any]) -> list[Line]:
     """The benchmark's official figures (``metrics["official"]``, datasets/official.py) as a table: each figure
     with its interval where it is a share, then the declaration's notes."""
+    if not m.get("official"):  # most runs: no benchmark's figure, and no numpy for a one-image run
+        return []
     from ..datasets.official import rows as official_rows
 
     got = official_rows(m.get("official"))

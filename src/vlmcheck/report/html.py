@@ -151,6 +151,8 @@ def _headline_ci(run: dict[str, Any]) -> list | None:
 def _official(metrics: dict[str, Any]) -> dict[str, Any] | None:
     """The benchmark's official figures (datasets/official.py) as the report's table: what was declared, each
     figure with its interval, the notes."""
+    if not metrics.get("official"):  # most runs: no benchmark's figure, and no numpy for a one-image run
+        return None
     from ..datasets.official import rows
 
     got = rows(metrics.get("official"))
