@@ -64,9 +64,9 @@ def test_mlflow_holds_params_headline_with_interval_steps_and_artifacts(tmp_path
     found = client.search_runs([exp.experiment_id])
     parents = [r for r in found if "vlmcheck.sweep" in r.data.tags]
     children = {r.info.run_name: r for r in found if "vlmcheck.run_key" in r.data.tags}
-    assert len(parents) == 1 and parents[0].info.run_name == "sweep s1" and set(children) == {"openai:model-a",
-                                                                                               "openai:model-b"}
-    a = children["openai:model-a"]
+    assert len(parents) == 1 and parents[0].info.run_name == "sweep s1" and set(children) == {"model-a",
+                                                                                               "model-b"}
+    a = children["model-a"]
     assert a.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
     assert a.data.params["method"] == "genception" and a.data.params["headline_name"] == "GC@2"
     assert a.data.params["spec.task_spec.T"] == "2"
@@ -122,7 +122,7 @@ def test_wandb_offline_run_files_hold_the_run(tmp_path, runs, monkeypatch):
     recs = _wandb_records(folder / f"run-{key}.wandb")
     kinds = [r.WhichOneof("record_type") for r in recs]
     run = next((r.run for r in recs if r.WhichOneof("record_type") == "run"), kinds)
-    assert (run.run_group, run.display_name, run.project) == ("sweep s1", "openai:model-a", "p")
+    assert (run.run_group, run.display_name, run.project) == ("sweep s1", "model-a", "p")
     def items(updates) -> dict:
         return {i.key or ".".join(i.nested_key): json.loads(i.value_json) for i in updates}
 
@@ -172,7 +172,7 @@ def test_a_run_with_track_is_logged_and_a_tracker_that_cannot_log_stops_it_befor
     monkeypatch.setenv("VLMCHECK_TENSORBOARD_DIR", str(tmp_path / "tb"))
     task = lambda: DescribeTask(DescribeSpec(vlm="ref:photo", data=str(image_folder)))  # noqa: E731
     run_task(task(), tmp_path / "run", RunOptions(progress=False, track=["tensorboard"]))
-    assert len(list((tmp_path / "tb").glob("ref_photo-*/events.*"))) == 1
+    assert len(list((tmp_path / "tb").glob("photo-*/events.*"))) == 1
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # nothing listens there
     with pytest.raises(TrackerError, match=r"tracker mlflow: the tracking store http://127.0.0.1:9 cannot be used"):
         run_task(task(), tmp_path / "never", RunOptions(progress=False, track=["mlflow"]))

@@ -139,26 +139,27 @@ def _flat(obj: Any, prefix: str, out: dict[str, str]) -> None:
         out[prefix] = text if len(text) <= 500 else text[:497] + "..."
 
 
-def display_label(info: dict[str, Any]) -> str:
-    """The run's model as people read it: the model id, without a URL or parameters."""
-    from ..export import _model_of
+def display_label(info: dict[str, Any], folder: str | Path | None = None) -> str:
+    """The run's label as every other surface shows it (run/labels.py: the model id, or ``--label``)."""
+    from ..run.labels import run_label
 
-    spec = _model_of(info) or str(info.get("task"))
-    return spec.split("@", 1)[0].split("?", 1)[0]
+    return run_label(info, folder) or str(info.get("task"))
 
 
-def tracked_run(folder: str | Path, group: str | None = None) -> TrackedRun:
-    """What the trackers log of the finished run in ``folder`` (its ``results.json``)."""
+def tracked_run(folder: str | Path, group: str | None = None, label: str | None = None) -> TrackedRun:
+    """What the trackers log of the finished run in ``folder`` (its ``results.json``), named ``label`` (default:
+    its own label)."""
     from ..core.files import read_results
     from ..core.secrets import redact_obj
     from ..export import metric_rows
 
     folder = Path(folder)
     info = redact_obj(read_results(folder))
-    params: dict[str, str] = {"method": str(info.get("task")), "model": display_label(info)}
+    name = label or display_label(info, folder)
+    params: dict[str, str] = {"method": str(info.get("task")), "model": name}
     _flat({k: v for k, v in (info.get("spec") or {}).items()}, "spec", params)
     _flat(info.get("counts") or {}, "counts", params)
-    run = TrackedRun(key=run_key(info, folder), name=display_label(info), group=group, folder=folder,
+    run = TrackedRun(key=run_key(info, folder), name=name, group=group, folder=folder,
                      params=params)
     run.tags = {"vlmcheck.run_key": run.key, "vlmcheck.method": str(info.get("task")),
                 "vlmcheck.folder": str(folder.resolve())}
@@ -190,10 +191,15 @@ def track_runs(folders: Iterable[str | Path], to: Iterable[str], group: str | No
                trackers: list[Tracker] | None = None) -> list[dict[str, str]]:
     """Log the finished runs in ``folders`` to each tracker in ``to``; a run a tracker already holds is not logged
     again.  [{"run", "tracker", "where", "status": "logged" | "already logged"}]."""
+    from ..core.files import read_results
+    from ..run.labels import run_labels
+
     made = trackers if trackers is not None else check_trackers(to)
+    folders = list(folders)
+    labels = run_labels((read_results(f), f) for f in folders)  # runs logged together are told apart
     done = []
-    for folder in folders:
-        run = tracked_run(folder, group)
+    for folder, label in zip(folders, labels):
+        run = tracked_run(folder, group, label)
         for t in made:
             if t.logged(run):
                 done.append({"run": str(folder), "tracker": t.name, "where": "", "status": "already logged"})
