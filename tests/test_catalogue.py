@@ -37,7 +37,7 @@ def test_the_listing_is_the_registries():
     for b, row in listed.items():
         carries = set().union(*(f.carries for f in forms().values() if b in f.benchmarks),
                               item_rules()[b].carries if b in item_rules() else ())
-        by_kind = {m for m in task_names() if set(task_class(m).reads) & carries}
+        by_kind = {m for m in task_names() if set(getattr(task_class(m), "reads", ())) & carries}
         by_recipe = {"chef"} if any(b in (r["recipe"], r["scenario"]) for r in cat["recipes"]) else set()
         assert set(row["methods"]) == by_kind | by_recipe, b
     assert {"genception", "chef", "vhexpansion"} <= set(listed["mmbench"]["methods"])
