@@ -53,6 +53,7 @@ def runs(tmp_path):
 
 
 def test_mlflow_holds_params_headline_with_interval_steps_and_artifacts(tmp_path, runs, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # MLflow's artifact root is ./mlruns where the experiment is made
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "test-exp")
     done = track_runs(runs, ["mlflow"], group="sweep s1")
@@ -187,6 +188,7 @@ def test_a_sweep_of_two_models_is_two_runs_grouped_under_the_sweep(tmp_path, mon
     from vlmcheck.sweep import run_sweep
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.chdir(tmp_path)  # MLflow's artifact root is ./mlruns where the experiment is made
     config = tmp_path / "sweep.yaml"
     config.write_text(f"out: {tmp_path / 'sw'}\nmodels: [ref:photo, 'ref:photo?seed=1']\n"
                       f"methods:\n  - method: describe\n    data: {image_folder}\ntrack: [mlflow]\n")
