@@ -100,10 +100,11 @@ def check_trackers(names: Iterable[str]) -> list[Tracker]:
 
 
 def _sentence(exc: BaseException) -> str:
+    """A tracker's own error as one redacted line, shortened in its middle (its advice, at the end, kept)."""
+    from ..core.errors import shorten_middle
     from ..core.secrets import redact
 
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return redact(text if len(text) <= 300 else text[:150] + " ... " + text[-140:])
+    return redact(shorten_middle(" ".join(str(exc).split()) or type(exc).__name__, 300))
 
 
 _STEP = re.compile(r"^(?P<pre>.*?)@(?P<t>\d+)(?P<post>.*)$")
@@ -146,15 +147,16 @@ def display_label(info: dict[str, Any], folder: str | Path | None = None) -> str
     return run_label(info, folder) or str(info.get("task"))
 
 
-def tracked_run(folder: str | Path, group: str | None = None, label: str | None = None) -> TrackedRun:
-    """What the trackers log of the finished run in ``folder`` (its ``results.json``), named ``label`` (default:
-    its own label)."""
+def tracked_run(folder: str | Path, group: str | None = None, label: str | None = None,
+                results: dict[str, Any] | None = None) -> TrackedRun:
+    """What the trackers log of the finished run in ``folder`` (its ``results.json``, or ``results`` already read),
+    named ``label`` (default: its own label)."""
     from ..core.files import read_results
     from ..core.secrets import redact_obj
     from ..export import metric_rows
 
     folder = Path(folder)
-    info = redact_obj(read_results(folder))
+    info = redact_obj(results if results is not None else read_results(folder))
     name = label or display_label(info, folder)
     params: dict[str, str] = {"method": str(info.get("task")), "model": name}
     _flat({k: v for k, v in (info.get("spec") or {}).items()}, "spec", params)
@@ -196,10 +198,11 @@ def track_runs(folders: Iterable[str | Path], to: Iterable[str], group: str | No
 
     made = trackers if trackers is not None else check_trackers(to)
     folders = list(folders)
-    labels = run_labels((read_results(f), f) for f in folders)  # runs logged together are told apart
+    infos = [read_results(f) for f in folders]  # each read once: for the labels and for the run
+    labels = run_labels(zip(infos, folders))  # runs logged together are told apart
     done = []
-    for folder, label in zip(folders, labels):
-        run = tracked_run(folder, group, label)
+    for folder, info, label in zip(folders, infos, labels):
+        run = tracked_run(folder, group, label, info)
         for t in made:
             if t.logged(run):
                 done.append({"run": str(folder), "tracker": t.name, "where": "", "status": "already logged"})
