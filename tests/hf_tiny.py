@@ -166,6 +166,61 @@ def build_tiny_qwen2_vl(folder: Path) -> Path:
     return folder
 
 
+QWEN_CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{% if message['content'] is string %}"
+    "{{ message['content'] }}{% else %}{% for item in message['content'] %}{% if item['type'] == 'image' %}"
+    "<|vision_start|><|image_pad|><|vision_end|>{% else %}{{ item['text'] }}{% endif %}{% endfor %}{% endif %}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+# Qwen2.5-VL's processor loads a video processor whatever the checkpoint holds, and every video processor
+# needs torchvision, which has no CPU build here (AutoProcessor -> Qwen2_5_VLProcessor.from_pretrained ->
+# AutoVideoProcessor -> "Qwen2VLVideoProcessor requires the Torchvision library").  This subclass is the
+# same processor without the video slot, shipped with the checkpoint as remote code (auto_map), so that
+# ``transformers serve --trust-remote-code`` loads it; images go through Qwen2.5-VL's own code.
+QWEN_IMAGE_ONLY_PROCESSOR = '''from transformers import Qwen2_5_VLProcessor
+
+
+class Qwen2_5_VLImageOnlyProcessor(Qwen2_5_VLProcessor):
+    def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+        super().__init__(image_processor, tokenizer, None, chat_template=chat_template, **kwargs)
+'''
+
+
+def build_tiny_qwen2_5_vl(folder: Path) -> Path:
+    """A tiny Qwen2.5-VL (windowed vision tower, M-RoPE text model) with Qwen2-VL's PIL image processor and
+    the image-only processor above: load it with ``trust_remote_code=True``."""
+    import json
+
+    import torch
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2VLImageProcessorPil
+
+    torch.manual_seed(0)
+    specials = ["<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>"]
+    tokenizer = tiny_tokenizer(tuple(specials), {"image_token": "<|image_pad|>"})
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in specials}
+    config = Qwen2_5_VLConfig(
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id),
+        vision_config=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=32,
+                           patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
+                           fullatt_block_indexes=[1]),
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+    Qwen2_5_VLForConditionalGeneration(config).eval().save_pretrained(folder)
+    Qwen2VLImageProcessorPil(size={"shortest_edge": 28 * 28 * 4, "longest_edge": 28 * 28 * 16}).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "chat_template.jinja").write_text(QWEN_CHAT_TEMPLATE)
+    (folder / "processing_image_only.py").write_text(QWEN_IMAGE_ONLY_PROCESSOR)
+    (folder / "processor_config.json").write_text(json.dumps({
+        "processor_class": "Qwen2_5_VLImageOnlyProcessor",
+        "auto_map": {"AutoProcessor": "processing_image_only.Qwen2_5_VLImageOnlyProcessor"}}))
+    return folder
+
+
 def build_tiny_idefics3(folder: Path, words: tuple[str, ...] = ()) -> Path:
     """A tiny Idefics3 (the SmolVLM architecture) with its full processor."""
     import torch

@@ -42,15 +42,17 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _serve(model: Path, root: Path):
-    """``transformers serve MODEL`` on 127.0.0.1 until the block ends: its base URL."""
+def _serve(model: Path, root: Path, *options: str):
+    """``transformers serve MODEL [OPTIONS]`` on 127.0.0.1 until the block ends: its base URL.  Remote code a
+    checkpoint ships is copied under ``root``, not the user's cache."""
     port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "HF_MODULES_CACHE": str(root / "hf_modules")}
     exe = Path(sys.executable).with_name("transformers")
     log_path = root / f"serve-{model.name}.log"
     log = open(log_path, "w")
     proc = subprocess.Popen([str(exe), "serve", str(model), "--host", "127.0.0.1", "--port", str(port),
-                             "--device", "cpu", "--log-level", "warning"], env=env, stdout=log,
+                             "--device", "cpu", "--log-level", "warning", *options], env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -268,17 +270,24 @@ def test_python_api_logprobs_and_prompt_logprobs_are_never_silent(server, caplog
     assert bad.value.status == 422 and "?prompt_logprobs=1" in str(bad.value)
 
 
-def test_an_idefics3_checkpoint_served_by_transformers_answers_and_is_shown_by_its_name(server, tmp_path):
-    """A second architecture through the same server: a tiny Idefics3 (SmolVLM's) built from configs, its full
-    processor included (Qwen2.5-VL's processor needs torchvision's video processor, which has no CPU build here).
-    The run is shown by the checkpoint folder's name, never its path, URL or port."""
-    from hf_tiny import build_tiny_idefics3
+@pytest.mark.parametrize(("name", "options"), [
+    ("idefics3", ()),
+    # Qwen2.5-VL's own processor demands a video processor, which needs torchvision (no CPU build here):
+    # the checkpoint ships it without its video slot as remote code (tests/hf_tiny.py says how it fails).
+    ("qwen2_5_vl", ("--trust-remote-code",)),
+])
+def test_a_checkpoint_served_by_transformers_answers_and_is_shown_by_its_name(server, tmp_path, name, options):
+    """Other architectures through the same server, each a tiny checkpoint built from configs with its processor:
+    Idefics3 (SmolVLM's) and Qwen2.5-VL (windowed vision tower, M-RoPE).  The run is shown by the checkpoint
+    folder's name, never its path, URL or port."""
+    import hf_tiny
 
-    model = build_tiny_idefics3(tmp_path / "idefics3")
-    with _serve(model, tmp_path) as url:
+    model = getattr(hf_tiny, f"build_tiny_{name}")(tmp_path / name)
+    with _serve(model, tmp_path, *options) as url:
         out = tmp_path / "d"
         run = _vlmcheck(["describe", "--vlm", f"openai:{model}@{url}", "--data", str(server["world"]), "--out",
                          str(out), "--max-tokens", "6", "--no-progress", "--limit", "2"], tmp_path)
     assert _results(out)["counts"]["done"] == 2
-    assert run.stdout.startswith("idefics3: ") and url.split(":")[-1].split("/")[0] not in run.stdout
+    assert all(a.strip() for a in _answers(out))
+    assert run.stdout.startswith(f"{name}: ") and url.split(":")[-1].split("/")[0] not in run.stdout
     assert str(model) == _results(out)["spec"]["task_spec"]["vlm"].split("@")[0].removeprefix("openai:")
