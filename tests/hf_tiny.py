@@ -174,10 +174,13 @@ QWEN_CHAT_TEMPLATE = (
 )
 
 # Qwen2.5-VL's processor loads a video processor whatever the checkpoint holds, and every video processor
-# needs torchvision, which has no CPU build here (AutoProcessor -> Qwen2_5_VLProcessor.from_pretrained ->
-# AutoVideoProcessor -> "Qwen2VLVideoProcessor requires the Torchvision library").  This subclass is the
-# same processor without the video slot, shipped with the checkpoint as remote code (auto_map), so that
-# ``transformers serve --trust-remote-code`` loads it; images go through Qwen2.5-VL's own code.
+# needs torchvision, which has no CPU build here.  transformers 5.24: ``transformers serve`` ->
+# AutoProcessor.from_pretrained (models/auto/processing_auto.py:356) -> ProcessorMixin._get_arguments_from_pretrained
+# (processing_utils.py:1996) -> AutoVideoProcessor (video_processing_auto.py:435) -> ImportError
+# "Qwen2VLVideoProcessor requires the Torchvision library", and the server exits; building
+# Qwen2_5_VLProcessor(video_processor=None) fails too (processing_utils.py:2042, the video mapping is a dummy).
+# This subclass is the same processor without the video slot, shipped with the checkpoint as remote code
+# (auto_map), so that ``transformers serve --trust-remote-code`` loads it; images go through Qwen2.5-VL's own code.
 QWEN_IMAGE_ONLY_PROCESSOR = '''from transformers import Qwen2_5_VLProcessor
 
 
