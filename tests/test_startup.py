@@ -125,6 +125,7 @@ def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_fou
     # needs it (a plugin cannot replace a built-in name), a plugin's name still triggers it, once
     from types import SimpleNamespace
 
+    from test_registry import isolate
     from vlmcheck.core import spec
     from vlmcheck.run.runner import _model_strings
 
@@ -136,8 +137,7 @@ def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_fou
                 SimpleNamespace(name="openai", value="elsewhere:build")]
 
     monkeypatch.setattr("importlib.metadata.entry_points", fake_entry_points)
-    monkeypatch.setattr(spec, "_ENTRY_POINTS_LOADED", False)
-    monkeypatch.setattr(spec, "_REGISTRY", dict(spec._REGISTRY))
+    isolate(monkeypatch, spec.PROVIDERS, plugins_loaded=False)
     assert spec.is_provider("openai") and spec.registration("openai").description != "plugin"
     assert _model_strings({"vlm": "openai:gpt-4o", "data": "x.jsonl", "n": [1]}) == {"openai:gpt-4o"}
     assert scans == []

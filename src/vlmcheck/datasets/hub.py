@@ -12,10 +12,10 @@ Hugging Face cache, offline.
   local folder in either form above.
 
 Shards are read with pyarrow a batch at a time; an Image column (``struct<bytes, path>``) or a list of them
-(SEED-Bench) is found from the arrow type, so ``datasets`` need not be installed.  Embedded image bytes go to
+(several images per row) is found from the arrow type, so ``datasets`` need not be installed.  Embedded image bytes go to
 the content store (:mod:`.imagestore`) as they are; an image cell holding only a path is resolved inside the
 dataset's folder and left there, confined to it as a manifest's images are (core/inputs.py).  A row without an
-image (ScienceQA's text-only questions) is a record without images.  The split is the one asked for, else the
+image (a text-only question) is a record without images.  The split is the one asked for, else the
 only one, else the first of test, validation, dev, val, train that exists: :attr:`Dataset.notes` says which.
 Every shard and JSON file is opened under the rule for dataset files (core/dataset_files.py), a shard's rows
 and an item's images capped.
@@ -37,7 +37,6 @@ from urllib.parse import parse_qsl
 from ..core import dataset_files
 from ..core.files import InputFileError
 from ..core.inputs import current_policy
-from . import mmvp
 from .base import (Dataset, DatasetFormError, _check_options, forms, items_rule, recognise, register_form,
                    register_scheme)
 from .columns import Columns, check_unique, record
@@ -194,7 +193,7 @@ def image_columns(schema: Any) -> tuple[list[str], list[str]]:
 
 
 def class_names(schema: Any) -> dict[str, list[str]]:
-    """column -> its ClassLabel names, from the ``huggingface`` features kept in the shards' schema (CIFAR-10's
+    """column -> its ClassLabel names, from the ``huggingface`` features kept in the shards' schema (a
     ``label`` 0..9 -> airplane..truck)."""
     try:
         meta = json.loads((schema.metadata or {}).get(b"huggingface", b"{}"))
@@ -373,17 +372,19 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
             notes.append(f"ids: row numbers ({id_col!r} repeats: {len(values)} rows, {len(set(values))} values)")
             for r, v in zip(records, values):
                 r.meta[id_col] = v
-    if records and mmvp.is_hub_copy(names, benchmark):  # MMVP's pairs, which its Hub copies do not carry
-        benchmark = "mmvp"
-        mmvp.pair_hub_records(records, ids if id_col and id_col.lower() == "index" else None, notes)
     if not records:
         raise DatasetFormError(f"{source}: split {split!r} has no rows" + (
             f" that could be read ({len(skipped)} skipped: {skipped[0][1]})" if skipped else ""))
     no_image = sum(1 for r in records if not r.images)
     if no_image:
         notes.append(f"{no_image} rows without an image (text-only)")
-    return Dataset(form=form, benchmark=benchmark, source=source, records=records, skipped=skipped, notes=notes,
-                   splits=[split], columns=names)
+    ds = Dataset(form=form, benchmark=benchmark, source=source, records=records, skipped=skipped, notes=notes,
+                 splits=[split], columns=names)
+    rule = items_rule(benchmark) if benchmark else recognise(ds)
+    if rule is not None and rule.hub_copy is not None:  # what the benchmark's Hub copies need beyond this reader
+        ds.benchmark = rule.benchmark
+        rule.hub_copy(ds)
+    return ds
 
 
 # ----------------------------------------------------------------------------- the forms

@@ -1,6 +1,6 @@
 """``hfds:ORG/NAME`` of a Hub repository that holds a benchmark's release files rather than parquet or arrow
-shards (``MMVP/MMVP``: ``Questions.csv`` + ``MMVP Images/``): the snapshot in the Hugging Face cache is read
-by that release's own form, as the same files given as a folder are."""
+shards: the snapshot in the Hugging Face cache is read by that release's own form, as the same files given as a
+folder are."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from .base import Dataset, DatasetFormError, _check_options, detect
 
 
 def release_in_repo(folder: Path, source: str, benchmark: str | None, given: dict[str, str]) -> Dataset:
-    """A Hub repository that holds a benchmark's release files rather than shards (``MMVP/MMVP``: Questions.csv +
-    ``MMVP Images/``), read by that release's own form."""
+    """A Hub repository that holds a benchmark's release files rather than shards, read by that release's own
+    form."""
     try:
         f = detect(folder, benchmark)
     except DatasetFormError:

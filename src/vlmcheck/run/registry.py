@@ -6,32 +6,26 @@ Kept apart from ``run/task.py`` so that registering the built-in methods (``meth
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from ..core.registry import Registry
 
-#: task name -> "module:Class" (imported on first use) or the class itself
-_TASKS: dict[str, Any] = {}
+#: task name -> its Task class, given as ``"module:Class"`` (imported on first use) or the class itself
+TASKS: Registry[Any] = Registry("task", error=ValueError)
 
 
-def register_task(name: str, target: str | type) -> None:
+def register_task(name: str, target: str | type, *, replace: bool = False) -> None:
     """Make ``name`` a task that runs, resumes and merges: ``target`` is the Task class or ``"module:Class"``."""
-    _TASKS[name] = target
+    TASKS.add(name, target, replace=replace, stacklevel=2)
 
 
 def task_names() -> tuple[str, ...]:
-    return tuple(_TASKS)
+    return tuple(TASKS)
 
 
 def task_class(name: str) -> Any:
     """The Task class registered as ``name`` (imported now)."""
-    if name not in _TASKS:
-        raise ValueError(f"unknown task {name!r}; known: {', '.join(_TASKS) or 'none'}")
-    target = _TASKS[name]
-    if isinstance(target, str):
-        module, _, attr = target.partition(":")
-        target = _TASKS[name] = getattr(importlib.import_module(module), attr)
-    return target
+    return TASKS[name]
 
 
 def task_from_spec(name: str, task_spec: dict[str, Any]) -> Any:

@@ -18,7 +18,8 @@ from pydantic import BaseModel
 from ..core import inputs
 from ..core.images import BadImageError
 from .calls import Session, reasoning_trace
-from .registry import _TASKS, register_task, task_class, task_from_spec, task_names  # noqa: F401 (the registry)
+from ..core.registry import Registry
+from .registry import TASKS, register_task, task_class, task_from_spec, task_names  # noqa: F401 (the registry)
 from .scheduler import CallFailed
 
 
@@ -124,20 +125,20 @@ class DecidableTask(Protocol):
     decision_outcomes: OutcomesFn
 
 
-_OUTCOMES: dict[str, OutcomesFn] = {}
+OUTCOMES: Registry[OutcomesFn] = Registry("task outcomes")
 
 
-def register_outcomes(name: str, fn: OutcomesFn) -> None:
+def register_outcomes(name: str, fn: OutcomesFn, *, replace: bool = False) -> None:
     """The per-sample outcomes of task ``name``'s results, for a task class that does not carry
     ``decision_outcomes`` itself (the built-in methods register theirs in ``methods/outcomes.py``)."""
-    _OUTCOMES[name] = fn
+    OUTCOMES.add(name, fn, replace=replace, stacklevel=2)
 
 
 def outcomes_for(name: str) -> OutcomesFn | None:
     """How to read task ``name``'s per-sample outcomes: registered, or its class's ``decision_outcomes``."""
-    if name in _OUTCOMES:
-        return _OUTCOMES[name]
-    if name in _TASKS:
+    if name in OUTCOMES:
+        return OUTCOMES[name]
+    if name in TASKS:
         fn = getattr(task_class(name), "decision_outcomes", None)
         if callable(fn):
             return fn

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
-from .registry import _TASKS, task_class
+from ..core.registry import Registry
+from .registry import TASKS, task_class
 
 
 class Line(NamedTuple):
@@ -66,21 +67,21 @@ class MethodView:
 #: a method that declares no view: generic rows, its headline, its records
 GENERIC = MethodView()
 
-_VIEWS: dict[str, MethodView] = {}
+VIEWS: Registry[MethodView] = Registry("method view")
 
 
-def register_view(name: str, view: MethodView) -> None:
+def register_view(name: str, view: MethodView, *, replace: bool = False) -> None:
     """What the report, export, terminal and CLI show about task ``name``'s runs (for a task class that does not
     carry ``report_view`` itself)."""
-    _VIEWS[name] = view
+    VIEWS.add(name, view, replace=replace, stacklevel=2)
 
 
 def view_for(name: str | None) -> MethodView:
     """Task ``name``'s view: registered, else its class's ``report_view``, else :data:`GENERIC`."""
     name = str(name)
-    if name in _VIEWS:
-        return _VIEWS[name]
-    if name in _TASKS:
+    if name in VIEWS:
+        return VIEWS[name]
+    if name in TASKS:
         try:
             view = getattr(task_class(name), "report_view", None)
         except (ImportError, AttributeError):  # a method that cannot load here still gets the generic view
