@@ -11,10 +11,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import run_cli
 
 from vlmcheck.core import spec
 from vlmcheck.core.registry import Registry
-from vlmcheck.datasets import base
+from vlmcheck.datasets import base, official
 from vlmcheck.perturb import image as perturb_image
 from vlmcheck.run import task as run_task
 from vlmcheck.run import views as run_views
@@ -52,6 +53,8 @@ KINDS = {
                lambda replace: base.register_scheme("hfds", replace=replace)(_form)),
     "benchmark": (lambda: base.BENCHMARKS, "mmvp", "vlmcheck.datasets.mmvp",
                   lambda replace: base.register_benchmark(base.Benchmark("mmvp"), replace=replace)),
+    "official figure": (lambda: official.OFFICIAL, "mmvp", "vlmcheck.datasets.mmvp",
+                        lambda replace: official.declare("mmvp", "x", "y", replace=replace)(_form)),
     "corruption": (lambda: perturb_image.CORRUPTIONS, "rotate", "vlmcheck.perturb.image",
                    lambda replace: perturb_image._register("rotate", "other", replace=replace)(_form)),
 }
@@ -113,6 +116,9 @@ def test_the_listing_says_where_each_entry_came_from(monkeypatch):
     origins = spec.PROVIDERS.origins()
     assert origins["plug64"] == "plugin vlmcheck-plug64" and origins["openai"] == "vlmcheck.models"  # built-in kept
     assert spec.registration("plug64").target == "plug64.adapter:make"
+    shown = " ".join(run_cli("models", env={"COLUMNS": "200"}).stdout.split())  # `vlmcheck models` says it too
+    assert "plug64 │ vlm, text, generator, encoder │ plugin │ plugin vlmcheck-plug64" in shown
+    assert "openai │ vlm, text │" in shown and "│ vlmcheck.models │" in shown
     assert TASKS.origins()["chef"] == "vlmcheck.methods"
     assert base.FORMS.origins()["hf-snapshot"] == "vlmcheck.datasets.hub"
     assert base.BENCHMARKS.origins()["mmbench"] == "vlmcheck.datasets.mmbench"

@@ -1,5 +1,5 @@
 """One registry for every kind of thing a user adds: model providers, tasks, their views and outcomes, benchmarks,
-dataset forms and source schemes, image corruptions.
+their official figures, dataset forms and source schemes, image corruptions.
 
 A :class:`Registry` maps names to entries and is read as a mapping.  An entry given as ``"module:attr"`` is
 imported when it is first looked up, so that registering a method or an adapter costs no import.  Each entry
@@ -32,10 +32,9 @@ class Registry(Mapping[str, T]):
 
     def __init__(self, kind: str, *, error: type[Exception] = KeyError, plugins: str | None = None,
                  from_plugin: Callable[[Any], tuple[str, T]] | None = None) -> None:
-        self.kind = kind
+        self.kind, self._plugins, self._from_plugin, self._plugins_loaded = kind, plugins, from_plugin, not plugins
         self._entries: dict[str, T | str] = {}
         self._origins: dict[str, str] = {}
-        self._plugins, self._from_plugin, self._plugins_loaded = plugins, from_plugin, plugins is None
         bases = (error,) if issubclass(error, KeyError) else (error, KeyError)
         self._missing = type(f"Unknown{error.__name__}", bases, {"__str__": BaseException.__str__})
 
@@ -44,27 +43,11 @@ class Registry(Mapping[str, T]):
         """Register ``entry`` (or ``"module:attr"``) as ``name``; ``origin`` defaults to the module of the caller
         ``stacklevel`` frames up (a wrapper that registers for its caller passes 2)."""
         origin = origin or sys._getframe(stacklevel).f_globals.get("__name__", "?")
-        if name in self._entries and not replace and not self._same(self._entries[name], entry):
+        if name in self._entries and not replace and not _same(self._entries[name], entry):
             raise ValueError(f"{self.kind} {name!r} is already registered by {self._origins[name]}; {origin} "
                              "registers it again (pass replace=True to replace it)")
         self._entries[name], self._origins[name] = entry, origin
         return entry
-
-    def register(self, name: str, *, replace: bool = False) -> Callable[[T], T]:
-        """``@registry.register(name)``: the decorated object is the entry, its module the origin."""
-
-        def deco(obj: T) -> T:
-            self.add(name, obj, replace=replace, stacklevel=2)
-            return obj
-
-        return deco
-
-    @staticmethod
-    def _same(old: Any, new: Any) -> bool:
-        if isinstance(old, str) != isinstance(new, str):  # an object and its own "module:attr" path
-            path, obj = (old, new) if isinstance(old, str) else (new, old)
-            return path == f"{getattr(obj, '__module__', '')}:{getattr(obj, '__qualname__', '')}"
-        return old is new or old == new
 
     def _load_plugins(self) -> None:
         if self._plugins_loaded:
@@ -74,9 +57,8 @@ class Registry(Mapping[str, T]):
 
         for ep in entry_points(group=self._plugins):
             name, entry = self._from_plugin(ep)
-            dist = getattr(getattr(ep, "dist", None), "name", None)
             if name not in self._entries:
-                self.add(name, entry, origin=f"plugin {dist or ep.value}")
+                self.add(name, entry, origin=f"plugin {getattr(getattr(ep, 'dist', None), 'name', None) or ep.value}")
 
     def __getitem__(self, name: str) -> T:
         if name not in self:
@@ -96,10 +78,16 @@ class Registry(Mapping[str, T]):
         return iter(list(self._entries))
 
     def __len__(self) -> int:
-        self._load_plugins()
-        return len(self._entries)
+        return sum(1 for _ in self)
 
     def origins(self) -> dict[str, str]:
         """Name -> where it was registered (a module, or ``plugin <distribution>``)."""
         self._load_plugins()
         return dict(self._origins)
+
+
+def _same(old: Any, new: Any) -> bool:
+    if isinstance(old, str) != isinstance(new, str):  # an object and its own "module:attr" path
+        path, obj = (old, new) if isinstance(old, str) else (new, old)
+        return path == f"{getattr(obj, '__module__', '')}:{getattr(obj, '__qualname__', '')}"
+    return old is new or old == new

@@ -319,13 +319,10 @@ class _Entry(BaseModel):
     image_tokens: Literal["openai", "anthropic", "gemini"] = "openai"
 
 
-def _plugin(ep: Any) -> tuple[str, _Entry]:
-    return ep.name.lower(), _Entry(target=ep.value, roles=("vlm", "text", "generator", "encoder"), description="plugin")
-
-
 #: provider -> its registration; a plugin's entry point is scanned only for a name that is not built in
-PROVIDERS: Registry[_Entry] = Registry("model provider", error=SpecError, plugins="vlmcheck.adapters",
-                                       from_plugin=_plugin)
+PROVIDERS: Registry[_Entry] = Registry("model provider", error=SpecError, plugins="vlmcheck.adapters", from_plugin=(
+    lambda ep: (ep.name.lower(), _Entry(target=ep.value, roles=("vlm", "text", "generator", "encoder"),
+                                        description="plugin"))))
 
 
 #: parameters every provider takes, all placement: prices for cost accounting (run/runner.py), the image-token rule

@@ -35,8 +35,8 @@ What the methods read from a record (methods/records.py, the one place records b
 
 Sources: a path, ``NAME:PATH`` (NAME a benchmark of :func:`benchmarks` or a form), or a registered scheme
 (``hfds:ORG/NAME``, :func:`register_scheme`).  Forms, schemes and benchmarks are registries (core/registry.py):
-each benchmark's module registers it (:func:`register_benchmark`; a form's ``benchmarks`` count too).  Inside :func:`~.imagestore.read_only` nothing is written
-(``vlmcheck data inspect``).
+each benchmark's module registers it (:func:`register_benchmark`; a form's ``benchmarks`` count too).  Inside
+:func:`~.imagestore.read_only` nothing is written (``vlmcheck data inspect``).
 """
 
 from __future__ import annotations
@@ -172,8 +172,6 @@ RECORD_KINDS = ("images", "yes/no", "multiple choice", "classes", "counts", "box
 FORMS: Registry[Form] = Registry("dataset form", error=DatasetFormError)
 #: source schemes (``hfds``) -> their reader ``read(source, *, benchmark=None, **options)``
 SCHEMES: Registry[Callable[..., Dataset]] = Registry("source scheme", error=DatasetFormError)
-#: ``@register_scheme("hfds")``: the reader of sources written ``SCHEME:...``, which are not paths
-register_scheme = SCHEMES.register
 
 
 @dataclass(frozen=True)
@@ -251,6 +249,11 @@ def apply_items(ds: Dataset, benchmark: str | None = None) -> Dataset:
             why = "; ".join(f"{n} {r}" for r, n in ds.left_out().items()) or "no rows"
             raise DatasetFormError(f"{ds.source}: no {rule.benchmark} items in it (left out: {why})")
     return ds
+
+
+def register_scheme(scheme: str, *, replace: bool = False) -> Callable[[Callable[..., Dataset]], Any]:
+    """``@register_scheme("hfds")``: the reader of sources written ``SCHEME:...``, which are not paths."""
+    return lambda read: SCHEMES.add(scheme, read, replace=replace, stacklevel=2)
 
 
 def register_form(name: str, *, detect: Callable[[Path], bool], benchmarks: tuple[str, ...] = (),

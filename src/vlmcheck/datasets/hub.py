@@ -11,9 +11,9 @@ Hugging Face cache, offline.
   local Hugging Face cache (``huggingface_hub.snapshot_download(local_files_only=True)``); ``hfds:PATH``: a
   local folder in either form above.
 
-Shards are read with pyarrow a batch at a time; an Image column (``struct<bytes, path>``) or a list of them
-(several images per row) is found from the arrow type, so ``datasets`` need not be installed.  Embedded image bytes go to
-the content store (:mod:`.imagestore`) as they are; an image cell holding only a path is resolved inside the
+Shards are read with pyarrow a batch at a time; an Image column (``struct<bytes, path>``) or a list of them (a
+row of several images) is found from the arrow type, so ``datasets`` need not be installed.  Embedded image bytes go
+to the content store (:mod:`.imagestore`) as they are; an image cell holding only a path is resolved inside the
 dataset's folder and left there, confined to it as a manifest's images are (core/inputs.py).  A row without an
 image (a text-only question) is a record without images.  The split is the one asked for, else the
 only one, else the first of test, validation, dev, val, train that exists: :attr:`Dataset.notes` says which.

@@ -10,22 +10,15 @@ from typing import Any
 
 from ..core.registry import Registry
 
-#: task name -> its Task class, given as ``"module:Class"`` (imported on first use) or the class itself
+#: task name -> its Task class, given as ``"module:Class"`` (imported on first use) or the class itself:
+#: ``register_task(name, target)`` makes ``name`` a task that runs, resumes and merges
 TASKS: Registry[Any] = Registry("task", error=ValueError)
-
-
-def register_task(name: str, target: str | type, *, replace: bool = False) -> None:
-    """Make ``name`` a task that runs, resumes and merges: ``target`` is the Task class or ``"module:Class"``."""
-    TASKS.add(name, target, replace=replace, stacklevel=2)
+register_task = TASKS.add
+task_class = TASKS.__getitem__
 
 
 def task_names() -> tuple[str, ...]:
     return tuple(TASKS)
-
-
-def task_class(name: str) -> Any:
-    """The Task class registered as ``name`` (imported now)."""
-    return TASKS[name]
 
 
 def task_from_spec(name: str, task_spec: dict[str, Any]) -> Any:

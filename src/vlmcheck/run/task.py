@@ -125,13 +125,10 @@ class DecidableTask(Protocol):
     decision_outcomes: OutcomesFn
 
 
+#: ``register_outcomes(name, fn)``: the per-sample outcomes of task ``name``'s results, for a task class that does
+#: not carry ``decision_outcomes`` itself (the built-in methods register theirs in ``methods/outcomes.py``)
 OUTCOMES: Registry[OutcomesFn] = Registry("task outcomes")
-
-
-def register_outcomes(name: str, fn: OutcomesFn, *, replace: bool = False) -> None:
-    """The per-sample outcomes of task ``name``'s results, for a task class that does not carry
-    ``decision_outcomes`` itself (the built-in methods register theirs in ``methods/outcomes.py``)."""
-    OUTCOMES.add(name, fn, replace=replace, stacklevel=2)
+register_outcomes = OUTCOMES.add
 
 
 def outcomes_for(name: str) -> OutcomesFn | None:

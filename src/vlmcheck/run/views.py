@@ -67,13 +67,10 @@ class MethodView:
 #: a method that declares no view: generic rows, its headline, its records
 GENERIC = MethodView()
 
+#: ``register_view(name, view)``: what the report, export, terminal and CLI show about task ``name``'s runs (for a
+#: task class that does not carry ``report_view`` itself)
 VIEWS: Registry[MethodView] = Registry("method view")
-
-
-def register_view(name: str, view: MethodView, *, replace: bool = False) -> None:
-    """What the report, export, terminal and CLI show about task ``name``'s runs (for a task class that does not
-    carry ``report_view`` itself)."""
-    VIEWS.add(name, view, replace=replace, stacklevel=2)
+register_view = VIEWS.add
 
 
 def view_for(name: str | None) -> MethodView:
