@@ -137,8 +137,8 @@ def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_fou
                 SimpleNamespace(name="openai", value="elsewhere:build")]
 
     monkeypatch.setattr("importlib.metadata.entry_points", fake_entry_points)
-    isolate(monkeypatch, spec.PROVIDERS, plugins_loaded=False)
-    assert spec.is_provider("openai") and spec.registration("openai").description != "plugin"
+    isolate(monkeypatch, spec.PROVIDERS, loaded=False)
+    assert "openai" in spec.PROVIDERS and spec.registration("openai").description != "plugin"
     assert _model_strings({"vlm": "openai:gpt-4o", "data": "x.jsonl", "n": [1]}) == {"openai:gpt-4o"}
     assert scans == []
     assert _model_strings({"vlm": "myplug:m", "judge": "OpenAI:x", "prompt": "Answer: yes"}) == {"myplug:m"}

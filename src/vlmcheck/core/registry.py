@@ -4,7 +4,7 @@ their official figures, dataset forms and source schemes, image corruptions.
 A :class:`Registry` maps names to entries and is read as a mapping.  An entry given as ``"module:attr"`` is
 imported when it is first looked up, so that registering a method or an adapter costs no import.  Each entry
 remembers where it came from - the module that registered it, or ``plugin <distribution>`` for an installed
-package's entry point - and :meth:`Registry.origins` lists them.  A name already taken is an error naming both
+package's entry point (:func:`plugins`) - and :meth:`Registry.origins` lists them.  A name already taken is an error naming both
 registrations unless the second asks ``replace=True`` (registering the same entry again, as a module imported
 twice does, is not); a name not found is an error that lists the known ones.
 """
@@ -25,14 +25,30 @@ def resolve(target: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
+def plugins(group: str, make: Callable[[Any], tuple[str, Any]]) -> Callable[[Registry], None]:
+    """A registry's ``load``: the entry points of ``group``, each ``make(ep) -> (name, entry)``; a plugin never
+    replaces a built-in."""
+
+    def load(registry: Registry) -> None:
+        from importlib.metadata import entry_points  # a scan of every installed package: only when needed
+
+        for ep in entry_points(group=group):
+            name, entry = make(ep)
+            if name not in registry._entries:
+                dist = getattr(getattr(ep, "dist", None), "name", None)
+                registry.add(name, entry, origin=f"plugin {dist or ep.value}")
+
+    return load
+
+
 class Registry(Mapping[str, T]):
     """Names -> entries of one kind.  ``error``: the class of the error for a name not found (made a ``KeyError``
-    too, so that ``.get`` answers None); ``plugins``: the entry-point group whose entries ``from_plugin(ep) ->
-    (name, entry)`` adds, scanned on the first name that is not registered (a plugin never replaces a built-in)."""
+    too, so that ``.get`` answers None); ``load(registry)``: what registers the rest (the modules of a package, the
+    plugins), run once, on the first name not found or the first listing."""
 
-    def __init__(self, kind: str, *, error: type[Exception] = KeyError, plugins: str | None = None,
-                 from_plugin: Callable[[Any], tuple[str, T]] | None = None) -> None:
-        self.kind, self._plugins, self._from_plugin, self._plugins_loaded = kind, plugins, from_plugin, not plugins
+    def __init__(self, kind: str, *, error: type[Exception] = KeyError,
+                 load: Callable[[Registry], None] | None = None) -> None:
+        self.kind, self._load, self._loaded = kind, load, load is None
         self._entries: dict[str, T | str] = {}
         self._origins: dict[str, str] = {}
         bases = (error,) if issubclass(error, KeyError) else (error, KeyError)
@@ -49,16 +65,14 @@ class Registry(Mapping[str, T]):
         self._entries[name], self._origins[name] = entry, origin
         return entry
 
-    def _load_plugins(self) -> None:
-        if self._plugins_loaded:
-            return
-        self._plugins_loaded = True
-        from importlib.metadata import entry_points  # a scan of every installed package: only when needed
-
-        for ep in entry_points(group=self._plugins):
-            name, entry = self._from_plugin(ep)
-            if name not in self._entries:
-                self.add(name, entry, origin=f"plugin {getattr(getattr(ep, 'dist', None), 'name', None) or ep.value}")
+    def _complete(self) -> None:
+        if not self._loaded:
+            self._loaded = True
+            try:
+                self._load(self)
+            except BaseException:
+                self._loaded = False  # tried again on the next lookup
+                raise
 
     def __getitem__(self, name: str) -> T:
         if name not in self:
@@ -70,11 +84,11 @@ class Registry(Mapping[str, T]):
 
     def __contains__(self, name: object) -> bool:
         if name not in self._entries:
-            self._load_plugins()
+            self._complete()
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
-        self._load_plugins()
+        self._complete()
         return iter(list(self._entries))
 
     def __len__(self) -> int:
@@ -82,7 +96,7 @@ class Registry(Mapping[str, T]):
 
     def origins(self) -> dict[str, str]:
         """Name -> where it was registered (a module, or ``plugin <distribution>``)."""
-        self._load_plugins()
+        self._complete()
         return dict(self._origins)
 
 

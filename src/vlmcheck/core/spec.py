@@ -38,7 +38,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-from .registry import Registry, resolve
+from .registry import Registry, plugins, resolve
 from .secrets import is_secret_param, register_secret
 
 RoleName = Literal["vlm", "text", "generator", "encoder"]
@@ -320,9 +320,8 @@ class _Entry(BaseModel):
 
 
 #: provider -> its registration; a plugin's entry point is scanned only for a name that is not built in
-PROVIDERS: Registry[_Entry] = Registry("model provider", error=SpecError, plugins="vlmcheck.adapters", from_plugin=(
-    lambda ep: (ep.name.lower(), _Entry(target=ep.value, roles=("vlm", "text", "generator", "encoder"),
-                                        description="plugin"))))
+PROVIDERS: Registry[_Entry] = Registry("model provider", error=SpecError, load=plugins("vlmcheck.adapters", lambda ep: (
+    ep.name.lower(), _Entry(target=ep.value, roles=("vlm", "text", "generator", "encoder"), description="plugin"))))
 
 
 #: parameters every provider takes, all placement: prices for cost accounting (run/runner.py), the image-token rule
@@ -387,12 +386,6 @@ def check_params(spec: ModelSpec, entry: _Entry) -> None:
         extra = "; extra request fields go in extra_body={...}" if "extra_body" in known else ""
         raise SpecError(f"{spec.canonical()}: unknown parameter(s) {', '.join(unknown)} for {spec.provider}:; known: "
                         f"{', '.join(sorted(known))}{extra}")
-
-
-def is_provider(name: str) -> bool:
-    """``name`` is a registered provider as written (a built-in one is answered without scanning the installed
-    packages' entry points, a visible share of start-up)."""
-    return name in PROVIDERS
 
 
 def providers() -> dict[str, _Entry]:

@@ -42,6 +42,7 @@ each benchmark's module registers it (:func:`register_benchmark`; a form's ``ben
 from __future__ import annotations
 
 import inspect
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -104,20 +105,12 @@ class Dataset:
 
     def say_skipped(self) -> str | None:
         """One line on the rows left out (how many, and why), or None."""
-        if not self.skipped:
-            return None
-        why: dict[str, int] = {}
-        for _, reason in self.skipped:
-            why[reason] = why.get(reason, 0) + 1
-        top = "; ".join(f"{n} {r}" for r, n in sorted(why.items(), key=lambda x: -x[1])[:3])
-        return f"{self.source}: {len(self.skipped)} rows skipped ({top})"
+        top = "; ".join(f"{n} {r}" for r, n in sorted(self.left_out().items(), key=lambda x: -x[1])[:3])
+        return f"{self.source}: {len(self.skipped)} rows skipped ({top})" if self.skipped else None
 
     def left_out(self) -> dict[str, int]:
-        """reason -> how many rows were left out for it."""
-        why: dict[str, int] = {}
-        for _, reason in self.skipped:
-            why[reason] = why.get(reason, 0) + 1
-        return why
+        """reason -> how many rows were left out for it (in the order first met)."""
+        return dict(Counter(reason for _, reason in self.skipped))
 
     def choices(self) -> dict[str, Any]:
         """What was read and what was chosen, as a run records it (``results.json``'s ``data_read``)."""
@@ -169,9 +162,20 @@ RECORD_KINDS = ("images", "yes/no", "multiple choice", "classes", "counts", "box
                 "hierarchy", "turns", "scene pairs")
 
 
-FORMS: Registry[Form] = Registry("dataset form", error=DatasetFormError)
+def _load_readers(registry: Registry | None = None) -> None:
+    """Import every module of this package once (each registers its forms, benchmarks and official figure): the
+    registries of this package do so on their first name not found or first listing."""
+    import importlib
+    import pkgutil
+
+    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if mod.name not in ("base", "__init__"):
+            importlib.import_module(f"{__package__}.{mod.name}")
+
+
+FORMS: Registry[Form] = Registry("dataset form", error=DatasetFormError, load=_load_readers)
 #: source schemes (``hfds``) -> their reader ``read(source, *, benchmark=None, **options)``
-SCHEMES: Registry[Callable[..., Dataset]] = Registry("source scheme", error=DatasetFormError)
+SCHEMES: Registry[Callable[..., Dataset]] = Registry("source scheme", error=DatasetFormError, load=_load_readers)
 
 
 @dataclass(frozen=True)
@@ -187,7 +191,7 @@ class Benchmark:
     that reader read of one (MMVP's pairs, which its copies leave to the rows' order)."""
 
     benchmark: str
-    select: Callable[[Dataset], None] | None = None
+    select: Callable[[Dataset], None] = lambda ds: None
     hub: tuple[str, ...] = ()
     tsv: tuple[str, ...] = ()
     recognise: Callable[[Dataset], bool] | None = None
@@ -198,7 +202,7 @@ class Benchmark:
     hub_copy: Callable[[Dataset], None] | None = None
 
 
-BENCHMARKS: Registry[Benchmark] = Registry("benchmark", error=DatasetFormError)
+BENCHMARKS: Registry[Benchmark] = Registry("benchmark", error=DatasetFormError, load=_load_readers)
 
 
 def register_benchmark(rule: Benchmark, *, replace: bool = False) -> Benchmark:
@@ -207,13 +211,11 @@ def register_benchmark(rule: Benchmark, *, replace: bool = False) -> Benchmark:
 
 def item_rules() -> dict[str, Benchmark]:
     """Every registered benchmark, by name."""
-    _load_readers()
     return dict(BENCHMARKS)
 
 
 def items_rule(benchmark: str | None = None, *, hub: str | None = None) -> Benchmark | None:
     """The registration of ``benchmark``, or of the benchmark whose Hub copy is repository ``hub``."""
-    _load_readers()
     if benchmark:
         return BENCHMARKS.get(benchmark.lower())
     if hub:
@@ -224,7 +226,6 @@ def items_rule(benchmark: str | None = None, *, hub: str | None = None) -> Bench
 def recognise(ds: Dataset) -> Benchmark | None:
     """The item rule of the benchmark ``ds`` is a copy of, known from its source's Hub repository or TSV name, its
     columns or its rows; None when nothing says."""
-    _load_readers()
     name = ds.source.removeprefix("hfds:").split("?", 1)[0]
     rule = items_rule(hub=name)
     if rule is None and name.lower().endswith(".tsv"):
@@ -243,8 +244,7 @@ def apply_items(ds: Dataset, benchmark: str | None = None) -> Dataset:
         rule = recognise(ds)
     if rule is not None:
         ds.benchmark = rule.benchmark
-        if rule.select is not None:
-            rule.select(ds)
+        rule.select(ds)
         if not ds.records:
             why = "; ".join(f"{n} {r}" for r, n in ds.left_out().items()) or "no rows"
             raise DatasetFormError(f"{ds.source}: no {rule.benchmark} items in it (left out: {why})")
@@ -274,18 +274,7 @@ def register_form(name: str, *, detect: Callable[[Path], bool], benchmarks: tupl
 
 
 def forms() -> dict[str, Form]:
-    _load_readers()
     return dict(FORMS)
-
-
-def _load_readers() -> None:
-    """Import every reader module of this package once (each registers its forms)."""
-    import importlib
-    import pkgutil
-
-    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
-        if mod.name not in ("base", "__init__"):
-            importlib.import_module(f"{__package__}.{mod.name}")
 
 
 def detect(path: str | Path, benchmark: str | None = None) -> Form:
@@ -356,7 +345,6 @@ def load(path: str | Path, benchmark: str | None = None, form: str | None = None
     reader's options as ``?k=v&...`` (:func:`path_options`; options passed here win over them)."""
     named_b, named_f, rest = parse_source(path)
     benchmark, form = benchmark or named_b, form or named_f
-    _load_readers()
     scheme = rest.partition(":")[0]
     if form is None and scheme in SCHEMES and not rest.partition(":")[2].startswith("//"):
         return apply_items(_guarded(lambda: SCHEMES[scheme](rest, benchmark=benchmark, **options), rest, scheme),

@@ -8,8 +8,9 @@ Hugging Face cache, offline.
 * **save_to_disk**: ``state.json`` + ``dataset_info.json`` + ``data-*.arrow`` (one split) or
   ``dataset_dict.json`` + one such folder per split (``datasets.Dataset.save_to_disk``).
 * ``hfds:ORG/NAME[?split=..&config=..&image_column=..&id_column=..&question_column=..]``: the snapshot in the
-  local Hugging Face cache (``huggingface_hub.snapshot_download(local_files_only=True)``); ``hfds:PATH``: a
-  local folder in either form above.
+  local Hugging Face cache (``huggingface_hub.snapshot_download(local_files_only=True)``), or of a repository
+  of a release's own files, read by the release's form; ``hfds:PATH``: a local folder in either form above.
+  What a benchmark's copies need beyond this reader is its ``hub_copy`` hook (``base.Benchmark``).
 
 Shards are read with pyarrow a batch at a time; an Image column (``struct<bytes, path>``) or a list of them (a
 row of several images) is found from the arrow type, so ``datasets`` need not be installed.  Embedded image bytes go
@@ -37,7 +38,7 @@ from urllib.parse import parse_qsl
 from ..core import dataset_files
 from ..core.files import InputFileError
 from ..core.inputs import current_policy
-from .base import (Dataset, DatasetFormError, _check_options, forms, items_rule, recognise, register_form,
+from .base import (Dataset, DatasetFormError, _check_options, detect, forms, items_rule, recognise, register_form,
                    register_scheme)
 from .columns import Columns, check_unique, record
 from .imagestore import ImageStore
@@ -486,9 +487,14 @@ def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> D
         _check_options(forms()["hf-snapshot"], source, given)
         with dataset_files.reading(folder):
             ds = read_snapshot(folder, benchmark=benchmark, **params)
-    else:
-        from .hub_release import release_in_repo
-
-        ds = release_in_repo(folder, source, benchmark, given)
+    else:  # a repository of a benchmark's release files rather than shards: read by that release's own form
+        try:
+            f = detect(folder, benchmark)
+        except DatasetFormError:
+            raise DatasetFormError(f"{folder}: neither a Hub snapshot (parquet/arrow shards), a save_to_disk folder "
+                                   "(state.json or dataset_dict.json) nor a benchmark's release files") from None
+        _check_options(f, source, given)
+        ds = f.read(folder, benchmark=benchmark, **given)
+        ds.notes.append(f"{source}: the repository holds {f.name}'s release files, read as that release")
     ds.source = source
     return ds

@@ -17,9 +17,7 @@ from pathlib import Path
 from ._release import json_file, refuse
 from .base import Benchmark, Dataset, Record, benchmarks, register_benchmark, register_form
 
-
-# the datasets of ChEF's counting and detection scenarios, which vlmcheck reads only from LAMM's meta files
-for _name in ("fsc147", "voc2012"):
+for _name in ("fsc147", "voc2012"):  # ChEF's counting and detection data, read from LAMM's meta files only
     register_benchmark(Benchmark(_name))
 
 

@@ -85,11 +85,6 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     return ds
 
 
-#: the columns of MMVP's Hub copies (MMVP/MMVP, lmms-lab-eval/MMVP dataset cards): the release's CSV columns,
-#: the image embedded; no pair column
-HUB_COLUMNS = ("Index", "Question", "Options", "Correct Answer")
-
-
 def pair_hub_copy(ds: Dataset) -> None:
     """MMVP's pairs on a Hub copy, which has no pair column: MMVP defines them by position, questions 2k-1 and
     2k asking the same thing of a CLIP-blind pair of images (the release reader's rule; lmms-eval's mmvp task
@@ -107,9 +102,10 @@ def pair_hub_copy(ds: Dataset) -> None:
                     + " share pair-k")
 
 
-# MMVP/MMVP holds the release's own files (read by the form above); lmms-lab-eval/MMVP parquet shards
+# MMVP/MMVP holds the release's own files (read by the form above); lmms-lab-eval/MMVP parquet shards with the
+# release's columns (its dataset card), the image embedded, no pair column
 register_benchmark(Benchmark("mmvp", hub=("MMVP/MMVP", "lmms-lab-eval/MMVP"),
-                             recognise=lambda ds: all(c in ds.columns for c in HUB_COLUMNS), hub_copy=pair_hub_copy))
+                             recognise=lambda ds: all(c in ds.columns for c in COLUMNS), hub_copy=pair_hub_copy))
 
 
 # ----------------------------------------------------------------------------- MMVP's official figure

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..core.registry import Registry
 from ..metrics.decisions import proportion_interval_counts
+from .base import _load_readers
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +60,7 @@ class Official:
     outcomes: Callable[[list[Answer]], dict[str, dict[str, tuple[float, str]]]] | None = None
 
 
-OFFICIAL: Registry[Official] = Registry("official figure")
+OFFICIAL: Registry[Official] = Registry("official figure", load=_load_readers)
 
 
 def declare(benchmark: str, name: str, source: str,
@@ -75,28 +76,12 @@ def declare(benchmark: str, name: str, source: str,
     return deco
 
 
-_LOADED: list[bool] = []
-
-
-def _load() -> None:
-    """Import the benchmarks' modules once (each declares its figure); a summary asks per answered question."""
-    if not _LOADED:
-        from .base import _load_readers
-
-        _load_readers()
-        _LOADED.append(True)
-
-
 def official_for(benchmark: str | None) -> Official | None:
     """The official figure ``benchmark`` declares, or None (the benchmarks' modules are imported first)."""
-    if not benchmark:
-        return None
-    _load()
-    return OFFICIAL.get(benchmark)
+    return OFFICIAL.get(benchmark) if benchmark else None
 
 
 def declared() -> dict[str, Official]:
-    _load()
     return dict(OFFICIAL)
 
 

@@ -6,7 +6,7 @@ Kept apart from ``run/task.py`` so that registering the built-in methods (``meth
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..core.registry import Registry
 
@@ -19,6 +19,14 @@ task_class = TASKS.__getitem__
 
 def task_names() -> tuple[str, ...]:
     return tuple(TASKS)
+
+
+def declared(name: str, registry: Registry, attr: str, ok: Callable[[Any], bool]) -> Any:
+    """What task ``name`` registered in ``registry``, else its class's ``attr`` where ``ok`` accepts it, else None."""
+    if name in registry:
+        return registry[name]
+    found = getattr(TASKS[name], attr, None) if name in TASKS else None
+    return found if ok(found) else None
 
 
 def task_from_spec(name: str, task_spec: dict[str, Any]) -> Any:

@@ -19,7 +19,7 @@ from ..core import inputs
 from ..core.images import BadImageError
 from .calls import Session, reasoning_trace
 from ..core.registry import Registry
-from .registry import TASKS, register_task, task_class, task_from_spec, task_names  # noqa: F401 (the registry)
+from .registry import TASKS, declared, register_task, task_class, task_from_spec, task_names  # noqa: F401
 from .scheduler import CallFailed
 
 
@@ -133,13 +133,7 @@ register_outcomes = OUTCOMES.add
 
 def outcomes_for(name: str) -> OutcomesFn | None:
     """How to read task ``name``'s per-sample outcomes: registered, or its class's ``decision_outcomes``."""
-    if name in OUTCOMES:
-        return OUTCOMES[name]
-    if name in TASKS:
-        fn = getattr(task_class(name), "decision_outcomes", None)
-        if callable(fn):
-            return fn
-    return None
+    return declared(name, OUTCOMES, "decision_outcomes", callable)
 
 
 # ----------------------------------------------------------------------------- one sample

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
 from ..core.registry import Registry
-from .registry import TASKS, task_class
+from .registry import declared
 
 
 class Line(NamedTuple):
@@ -75,17 +75,10 @@ register_view = VIEWS.add
 
 def view_for(name: str | None) -> MethodView:
     """Task ``name``'s view: registered, else its class's ``report_view``, else :data:`GENERIC`."""
-    name = str(name)
-    if name in VIEWS:
-        return VIEWS[name]
-    if name in TASKS:
-        try:
-            view = getattr(task_class(name), "report_view", None)
-        except (ImportError, AttributeError):  # a method that cannot load here still gets the generic view
-            view = None
-        if isinstance(view, MethodView):
-            return view
-    return GENERIC
+    try:
+        return declared(str(name), VIEWS, "report_view", lambda v: isinstance(v, MethodView)) or GENERIC
+    except (ImportError, AttributeError):  # a method that cannot load here still gets the generic view
+        return GENERIC
 
 
 def label_of(name: str | None) -> str:
