@@ -38,8 +38,8 @@ from urllib.parse import parse_qsl
 from ..core import dataset_files
 from ..core.files import InputFileError
 from ..core.inputs import current_policy
-from .base import (Dataset, DatasetFormError, _check_options, detect, forms, items_rule, recognise, register_form,
-                   register_scheme)
+from .base import (Dataset, DatasetFormError, _check_options, detect, forms, item_rules, items_rule, recognise,
+                   register_form, register_scheme)
 from .columns import Columns, check_unique, record
 from .imagestore import ImageStore
 from .splits import SPLIT_PREFERENCE, choose  # noqa: F401  (SPLIT_PREFERENCE: where callers have found it)
@@ -381,8 +381,10 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
         notes.append(f"{no_image} rows without an image (text-only)")
     ds = Dataset(form=form, benchmark=benchmark, source=source, records=records, skipped=skipped, notes=notes,
                  splits=[split], columns=names)
-    rule = items_rule(benchmark) if benchmark else recognise(ds)
-    if rule is not None and rule.hub_copy is not None:  # what the benchmark's Hub copies need beyond this reader
+    # what a benchmark's Hub copies need beyond this reader: the benchmark named, else one its columns or rows show
+    rule = items_rule(benchmark) if benchmark else next((r for r in item_rules().values() if r.hub_copy is not None
+                                                         and r.recognise is not None and r.recognise(ds)), None)
+    if rule is not None and rule.hub_copy is not None:
         ds.benchmark = rule.benchmark
         rule.hub_copy(ds)
     return ds
