@@ -60,9 +60,9 @@ def test_a_planted_omission_is_caught(tmp_path, monkeypatch):
     placement, it leaves the model's identity."""
     (tmp_path / "toy_ollama.py").write_text("def make(spec, role):\n    return spec.get_str('keep_alive', '5m')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    from test_registry import isolate
+    from conftest import isolate_registry
 
-    isolate(monkeypatch, spec_module.PROVIDERS)
+    isolate_registry(monkeypatch, spec_module.PROVIDERS)
     register("toy", "toy_ollama:make", ("vlm",), params={"timeout": PLACEMENT}, billing="local")
     assert unclassified(spec_module.registration("toy")) == ["keep_alive"]
     with pytest.raises(SpecError, match="keep_alive"):

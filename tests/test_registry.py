@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import isolate_registry as isolate
 from conftest import run_cli
 
 from vlmcheck.core import spec
@@ -22,14 +23,6 @@ from vlmcheck.run import views as run_views
 from vlmcheck.run.registry import TASKS, register_task, task_class, task_names
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "vlmcheck"
-
-
-def isolate(monkeypatch, registry: Registry, loaded: bool | None = None) -> None:
-    """What a test registers in ``registry`` goes with the test (``loaded=False``: its ``load`` runs again)."""
-    for attr in ("_entries", "_origins"):
-        monkeypatch.setattr(registry, attr, dict(getattr(registry, attr)))
-    if loaded is not None:
-        monkeypatch.setattr(registry, "_loaded", loaded)
 
 
 def _form(path, **_):

@@ -125,7 +125,7 @@ def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_fou
     # needs it (a plugin cannot replace a built-in name), a plugin's name still triggers it, once
     from types import SimpleNamespace
 
-    from test_registry import isolate
+    from conftest import isolate_registry
     from vlmcheck.core import spec
     from vlmcheck.run.runner import _model_strings
 
@@ -137,7 +137,7 @@ def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_fou
                 SimpleNamespace(name="openai", value="elsewhere:build")]
 
     monkeypatch.setattr("importlib.metadata.entry_points", fake_entry_points)
-    isolate(monkeypatch, spec.PROVIDERS, loaded=False)
+    isolate_registry(monkeypatch, spec.PROVIDERS, loaded=False)
     assert "openai" in spec.PROVIDERS and spec.registration("openai").description != "plugin"
     assert _model_strings({"vlm": "openai:gpt-4o", "data": "x.jsonl", "n": [1]}) == {"openai:gpt-4o"}
     assert scans == []
