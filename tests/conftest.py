@@ -387,3 +387,12 @@ def seen_by_another_process(folder) -> set[str]:
 def put_call(store, key: str) -> None:
     """One stored call whose request and answer are its key."""
     store.put_call(key, role="vlm", model="m", request={"q": key}, response={"text": key}, attempts=1)
+
+
+def isolate_registry(monkeypatch, registry, loaded: bool | None = None) -> None:
+    """What a test registers in ``registry`` (core/registry.py) goes with the test (``loaded=False``: its ``load``,
+    the plugins' scan, runs again)."""
+    for attr in ("_entries", "_origins"):
+        monkeypatch.setattr(registry, attr, dict(getattr(registry, attr)))
+    if loaded is not None:
+        monkeypatch.setattr(registry, "_loaded", loaded)

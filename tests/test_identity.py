@@ -60,12 +60,15 @@ def test_a_planted_omission_is_caught(tmp_path, monkeypatch):
     placement, it leaves the model's identity."""
     (tmp_path / "toy_ollama.py").write_text("def make(spec, role):\n    return spec.get_str('keep_alive', '5m')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(spec_module, "_REGISTRY", dict(spec_module._REGISTRY))
+    from conftest import isolate_registry
+
+    isolate_registry(monkeypatch, spec_module.PROVIDERS)
     register("toy", "toy_ollama:make", ("vlm",), params={"timeout": PLACEMENT}, billing="local")
     assert unclassified(spec_module.registration("toy")) == ["keep_alive"]
     with pytest.raises(SpecError, match="keep_alive"):
-        register("toy", "toy_ollama:make", ("vlm",), params={"timeout": PLACEMENT, "keep_alive": None})
-    register("toy", "toy_ollama:make", ("vlm",), params={"timeout": PLACEMENT, "keep_alive": PLACEMENT})
+        register("toy", "toy_ollama:make", ("vlm",), params={"timeout": PLACEMENT, "keep_alive": None}, replace=True)
+    register("toy", "toy_ollama:make", ("vlm",), params={"timeout": PLACEMENT, "keep_alive": PLACEMENT},
+             replace=True)
     assert unclassified(spec_module.registration("toy")) == []
     assert ModelSpec.parse("toy:m?keep_alive=1h&seed=2").identity() == "toy:m?seed=2"
 

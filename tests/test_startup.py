@@ -125,6 +125,7 @@ def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_fou
     # needs it (a plugin cannot replace a built-in name), a plugin's name still triggers it, once
     from types import SimpleNamespace
 
+    from conftest import isolate_registry
     from vlmcheck.core import spec
     from vlmcheck.run.runner import _model_strings
 
@@ -136,9 +137,8 @@ def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_fou
                 SimpleNamespace(name="openai", value="elsewhere:build")]
 
     monkeypatch.setattr("importlib.metadata.entry_points", fake_entry_points)
-    monkeypatch.setattr(spec, "_ENTRY_POINTS_LOADED", False)
-    monkeypatch.setattr(spec, "_REGISTRY", dict(spec._REGISTRY))
-    assert spec.is_provider("openai") and spec.registration("openai").description != "plugin"
+    isolate_registry(monkeypatch, spec.PROVIDERS, loaded=False)
+    assert "openai" in spec.PROVIDERS and spec.registration("openai").description != "plugin"
     assert _model_strings({"vlm": "openai:gpt-4o", "data": "x.jsonl", "n": [1]}) == {"openai:gpt-4o"}
     assert scans == []
     assert _model_strings({"vlm": "myplug:m", "judge": "OpenAI:x", "prompt": "Answer: yes"}) == {"myplug:m"}

@@ -32,13 +32,13 @@ shows or writes) share the rules on where a credential sits in a spec, so they s
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from .registry import Registry, plugins, resolve
 from .secrets import is_secret_param, register_secret
 
 RoleName = Literal["vlm", "text", "generator", "encoder"]
@@ -319,8 +319,9 @@ class _Entry(BaseModel):
     image_tokens: Literal["openai", "anthropic", "gemini"] = "openai"
 
 
-_REGISTRY: dict[str, _Entry] = {}
-_ENTRY_POINTS_LOADED = False
+#: provider -> its registration; a plugin's entry point is scanned only for a name that is not built in
+PROVIDERS: Registry[_Entry] = Registry("model provider", error=SpecError, load=plugins("vlmcheck.adapters", lambda ep: (
+    ep.name.lower(), _Entry(target=ep.value, roles=("vlm", "text", "generator", "encoder"), description="plugin"))))
 
 
 #: parameters every provider takes, all placement: prices for cost accounting (run/runner.py), the image-token rule
@@ -346,26 +347,25 @@ def resolve_url_auth(spec: ModelSpec) -> None:
 
 def register(provider: str, target: str, roles: tuple[RoleName, ...], description: str = "", *,
              params: dict[str, ParamKind] | None = None, billing: Literal["tokens", "images", "local"] | None = None,
-             image_tokens: Literal["openai", "anthropic", "gemini"] = "openai") -> None:
+             image_tokens: Literal["openai", "anthropic", "gemini"] = "openai", replace: bool = False) -> None:
     """Register a factory ``target`` ("module:function") for ``provider`` with everything else vlmcheck needs to
     know about it: ``params``, the ``?parameters`` it reads, each :data:`IDENTITY` (part of the model's identity,
     its cache keys and its resume check) or :data:`PLACEMENT` (may change between runs), so that a misspelt one is
-    an error instead of being ignored; ``billing`` and ``image_tokens`` (see :class:`_Entry`)."""
+    an error instead of being ignored; ``billing`` and ``image_tokens`` (see :class:`_Entry`).  A provider already
+    registered is an error naming both registrations unless ``replace`` (core/registry.py)."""
     if params is not None:
         unclassified = sorted(k for k, kind in params.items() if kind not in (IDENTITY, PLACEMENT))
         if unclassified:
             raise SpecError(f"provider {provider!r}: parameter(s) {', '.join(unclassified)} are neither "
                             f"{IDENTITY!r} nor {PLACEMENT!r}")
-    _REGISTRY[provider.lower()] = _Entry(target=target, roles=tuple(roles), description=description,
-                                         params=None if params is None else dict(params), billing=billing,
-                                         image_tokens=image_tokens)
+    PROVIDERS.add(provider.lower(), _Entry(target=target, roles=tuple(roles), description=description,
+                                           params=None if params is None else dict(params), billing=billing,
+                                           image_tokens=image_tokens), replace=replace, stacklevel=2)
 
 
 def registration(provider: str) -> _Entry | None:
     """The registration of ``provider`` (None: not registered)."""
-    if provider.lower() not in _REGISTRY:  # a built-in one needs no scan: a plugin never replaces it (setdefault)
-        _load_entry_points()
-    return _REGISTRY.get(provider.lower())
+    return PROVIDERS.get(provider.lower())
 
 
 def placement_params(provider: str) -> frozenset[str]:
@@ -388,28 +388,8 @@ def check_params(spec: ModelSpec, entry: _Entry) -> None:
                         f"{', '.join(sorted(known))}{extra}")
 
 
-def _load_entry_points() -> None:
-    global _ENTRY_POINTS_LOADED
-    if _ENTRY_POINTS_LOADED:
-        return
-    _ENTRY_POINTS_LOADED = True
-    from importlib.metadata import entry_points  # imported on a first scan only: a built-in provider needs none
-    for ep in entry_points(group="vlmcheck.adapters"):
-        roles = ("vlm", "text", "generator", "encoder")
-        _REGISTRY.setdefault(ep.name.lower(), _Entry(target=ep.value, roles=roles, description="plugin"))
-
-
-def is_provider(name: str) -> bool:
-    """``name`` is a key of :func:`providers` as written; a built-in one is answered without scanning the installed
-    packages' entry points (a visible share of start-up), which a plugin never adds to a built-in name (setdefault)."""
-    if name not in _REGISTRY:
-        _load_entry_points()
-    return name in _REGISTRY
-
-
 def providers() -> dict[str, _Entry]:
-    _load_entry_points()
-    return dict(sorted(_REGISTRY.items()))
+    return dict(sorted(PROVIDERS.items()))
 
 
 def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
@@ -422,12 +402,7 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
 
     if isinstance(spec, str):
         spec = ModelSpec.parse(spec)
-    if spec.provider not in _REGISTRY:  # scanning the installed packages' entry points is slow: only for a
-        _load_entry_points()  # provider that is not built in (a plugin never replaces a built-in one: setdefault)
-    entry = _REGISTRY.get(spec.provider)
-    if entry is None:
-        known = ", ".join(sorted(_REGISTRY)) or "none"
-        raise SpecError(f"unknown model provider {spec.provider!r} in {spec.canonical()!r}; known: {known}")
+    entry = PROVIDERS[spec.provider]
     check_params(spec, entry)
     for key in ("price_in", "price_out"):  # one sentence for text, NaN or negative prices, before any call
         spec.get_float(key, 0.0)
@@ -436,9 +411,8 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
         raise SpecError(
             f"provider {spec.provider!r} does not serve the {role!r} role (it serves: {', '.join(entry.roles)})"
         )
-    module_name, _, attr = entry.target.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        factory = resolve(entry.target)
     except ImportError as exc:
         raise SpecError(
             f"provider {spec.provider!r} needs an optional dependency that is not installed ({exc}). "
@@ -447,7 +421,7 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
     from .progress import loading
 
     with loading(spec.canonical()):  # local checkpoints can take minutes to load: say so when they do
-        model = getattr(module, attr)(spec, role)
+        model = factory(spec, role)
     protocol = {"vlm": R.VLM, "text": R.TextModel, "generator": R.ImageGenerator, "encoder": R.ImageEncoder}[role]
     if not isinstance(model, protocol):
         raise SpecError(f"adapter for {spec.canonical()!r} does not implement the {role!r} role")

@@ -2,12 +2,12 @@
 disk into neutral :class:`~vlmcheck.datasets.base.Record` s that the methods convert into their own items.
 
 This package sits one floor below the methods (it imports :mod:`vlmcheck.core` only).  The contract is in
-:mod:`.base`: a reader registers itself with :func:`~.base.register_form`; :func:`~.base.load` detects the form
-of a path (or takes the one the user names) and returns a :class:`~.base.Dataset`.
+:mod:`.base`: readers register with :func:`~.base.register_form`, benchmarks with :func:`~.base.register_benchmark`;
+:func:`~.base.load` detects the form of a path (or takes the one named) and returns a :class:`~.base.Dataset`.
 """
 
-from .base import (Dataset, DatasetFormError, Form, Record, benchmarks, detect, forms, load, parse_source,
-                   path_options, register_form)
+from .base import (Benchmark, Dataset, DatasetFormError, Form, Record, benchmarks, detect, forms, load, parse_source,
+                   path_options, register_benchmark, register_form)
 
-__all__ = ["Dataset", "DatasetFormError", "Form", "Record", "benchmarks", "detect", "forms", "load", "parse_source",
-           "path_options", "register_form"]
+__all__ = ["Benchmark", "Dataset", "DatasetFormError", "Form", "Record", "benchmarks", "detect", "forms", "load",
+           "parse_source", "path_options", "register_benchmark", "register_form"]

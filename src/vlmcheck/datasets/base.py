@@ -33,18 +33,22 @@ What the methods read from a record (methods/records.py, the one place records b
 * CAST ``cast pairs``: ``images[0]`` + ``description``; ``cast run``: two records sharing a ``group``, in
   order (a, then b), each with ``images[0]`` and ``description``.
 
-Sources: a path, ``NAME:PATH`` (NAME a benchmark of :data:`BENCHMARKS` or a form), or a registered scheme
-(``hfds:ORG/NAME``, :func:`register_scheme`).  Inside :func:`~.imagestore.read_only` nothing is written
-(``vlmcheck data inspect``).
+Sources: a path, ``NAME:PATH`` (NAME a benchmark of :func:`benchmarks` or a form), or a registered scheme
+(``hfds:ORG/NAME``, :func:`register_scheme`).  Forms, schemes and benchmarks are registries (core/registry.py):
+each benchmark's module registers it (:func:`register_benchmark`; a form's ``benchmarks`` count too).  Inside
+:func:`~.imagestore.read_only` nothing is written (``vlmcheck data inspect``).
 """
 
 from __future__ import annotations
 
 import inspect
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import parse_qsl
+
+from ..core.registry import Registry
 
 
 class DatasetFormError(ValueError):
@@ -101,20 +105,12 @@ class Dataset:
 
     def say_skipped(self) -> str | None:
         """One line on the rows left out (how many, and why), or None."""
-        if not self.skipped:
-            return None
-        why: dict[str, int] = {}
-        for _, reason in self.skipped:
-            why[reason] = why.get(reason, 0) + 1
-        top = "; ".join(f"{n} {r}" for r, n in sorted(why.items(), key=lambda x: -x[1])[:3])
-        return f"{self.source}: {len(self.skipped)} rows skipped ({top})"
+        top = "; ".join(f"{n} {r}" for r, n in sorted(self.left_out().items(), key=lambda x: -x[1])[:3])
+        return f"{self.source}: {len(self.skipped)} rows skipped ({top})" if self.skipped else None
 
     def left_out(self) -> dict[str, int]:
-        """reason -> how many rows were left out for it."""
-        why: dict[str, int] = {}
-        for _, reason in self.skipped:
-            why[reason] = why.get(reason, 0) + 1
-        return why
+        """reason -> how many rows were left out for it (in the order first met)."""
+        return dict(Counter(reason for _, reason in self.skipped))
 
     def choices(self) -> dict[str, Any]:
         """What was read and what was chosen, as a run records it (``results.json``'s ``data_read``)."""
@@ -166,23 +162,36 @@ RECORD_KINDS = ("images", "yes/no", "multiple choice", "classes", "counts", "box
                 "hierarchy", "turns", "scene pairs")
 
 
-_FORMS: dict[str, Form] = {}
+def _load_readers(registry: Registry | None = None) -> None:
+    """Import every module of this package once (each registers its forms, benchmarks and official figure): the
+    registries of this package do so on their first name not found or first listing."""
+    import importlib
+    import pkgutil
+
+    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if mod.name not in ("base", "__init__"):
+            importlib.import_module(f"{__package__}.{mod.name}")
+
+
+FORMS: Registry[Form] = Registry("dataset form", error=DatasetFormError, load=_load_readers)
 #: source schemes (``hfds``) -> their reader ``read(source, *, benchmark=None, **options)``
-_SCHEMES: dict[str, Callable[..., Dataset]] = {}
+SCHEMES: Registry[Callable[..., Dataset]] = Registry("source scheme", error=DatasetFormError, load=_load_readers)
 
 
 @dataclass(frozen=True)
-class Items:
-    """A benchmark's one definition of which rows are its items, applied on every route (its release, every Hub
-    copy, every TSV) by :func:`load`: ``select(ds)`` leaves rows out (into ``ds.skipped``, with the reason) and
-    marks what ties them (MMBench's circular copies).  Declared in the benchmark's own module.
+class Benchmark:
+    """A benchmark, declared in its own module: its one definition of which rows are its items, applied on every
+    route (its release, every Hub copy, every TSV) by :func:`load`: ``select(ds)`` leaves rows out (into
+    ``ds.skipped``, with the reason) and marks what ties them (MMBench's circular copies).
 
     ``hub``: the Hub repositories (``org/name``, any case) that hold a copy; ``tsv``: the VLMEvalKit TSV file name
     prefixes; ``recognise(ds)``: a copy known from its columns or rows where no name says it; ``config`` /
-    ``split``: what a Hub copy reads when the user names none (a multi-config copy without one is refused)."""
+    ``split``: what a Hub copy reads when the user names none (a multi-config copy without one is refused);
+    ``hub_copy(ds)``: what its Hub copies need beyond the generic Hub reader (datasets/hub.py), applied to what
+    that reader read of one (MMVP's pairs, which its copies leave to the rows' order)."""
 
     benchmark: str
-    select: Callable[[Dataset], None]
+    select: Callable[[Dataset], None] = lambda ds: None
     hub: tuple[str, ...] = ()
     tsv: tuple[str, ...] = ()
     recognise: Callable[[Dataset], bool] | None = None
@@ -190,47 +199,44 @@ class Items:
     split: str | None = None
     #: what its rows carry (:data:`RECORD_KINDS`), for a benchmark read only by the generic forms (MMBench)
     carries: tuple[str, ...] = ()
+    hub_copy: Callable[[Dataset], None] | None = None
 
 
-_ITEMS: dict[str, Items] = {}
+BENCHMARKS: Registry[Benchmark] = Registry("benchmark", error=DatasetFormError, load=_load_readers)
 
 
-def register_items(rule: Items) -> Items:
-    _ITEMS[rule.benchmark] = rule
-    return rule
+def register_benchmark(rule: Benchmark, *, replace: bool = False) -> Benchmark:
+    return BENCHMARKS.add(rule.benchmark, rule, replace=replace, stacklevel=2)
 
 
-def item_rules() -> dict[str, Items]:
-    """Every benchmark's item rule, by benchmark."""
-    _load_readers()
-    return dict(_ITEMS)
+def item_rules() -> dict[str, Benchmark]:
+    """Every registered benchmark, by name."""
+    return dict(BENCHMARKS)
 
 
-def items_rule(benchmark: str | None = None, *, hub: str | None = None) -> Items | None:
-    """The item rule of ``benchmark``, or of the benchmark whose Hub copy is repository ``hub``."""
-    _load_readers()
+def items_rule(benchmark: str | None = None, *, hub: str | None = None) -> Benchmark | None:
+    """The registration of ``benchmark``, or of the benchmark whose Hub copy is repository ``hub``."""
     if benchmark:
-        return _ITEMS.get(benchmark.lower())
+        return BENCHMARKS.get(benchmark.lower())
     if hub:
-        return next((r for r in _ITEMS.values() if hub.lower() in (h.lower() for h in r.hub)), None)
+        return next((r for r in BENCHMARKS.values() if hub.lower() in (h.lower() for h in r.hub)), None)
     return None
 
 
-def recognise(ds: Dataset) -> Items | None:
+def recognise(ds: Dataset) -> Benchmark | None:
     """The item rule of the benchmark ``ds`` is a copy of, known from its source's Hub repository or TSV name, its
     columns or its rows; None when nothing says."""
-    _load_readers()
     name = ds.source.removeprefix("hfds:").split("?", 1)[0]
     rule = items_rule(hub=name)
     if rule is None and name.lower().endswith(".tsv"):
-        rule = next((r for r in _ITEMS.values() if any(Path(name).name.lower().startswith(t.lower())
-                                                        for t in r.tsv)), None)
-    return rule or next((r for r in _ITEMS.values() if r.recognise is not None and r.recognise(ds)), None)
+        rule = next((r for r in BENCHMARKS.values() if any(Path(name).name.lower().startswith(t.lower())
+                                                            for t in r.tsv)), None)
+    return rule or next((r for r in BENCHMARKS.values() if r.recognise is not None and r.recognise(ds)), None)
 
 
 def apply_items(ds: Dataset, benchmark: str | None = None) -> Dataset:
     """``ds`` restricted to its benchmark's items: the benchmark named, else the reader's, else the one whose Hub
-    repository, TSV name, columns or rows it is (:class:`Items`)."""
+    repository, TSV name, columns or rows it is (:class:`Benchmark`)."""
     if ds.rows is None:
         ds.rows = len(ds.records) + len(ds.skipped)
     rule = items_rule(benchmark or ds.benchmark)
@@ -245,19 +251,14 @@ def apply_items(ds: Dataset, benchmark: str | None = None) -> Dataset:
     return ds
 
 
-def register_scheme(scheme: str) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
-    """Register the reader of sources written ``SCHEME:...`` (``hfds:ORG/NAME``), which are not paths."""
-
-    def deco(read: Callable[..., Dataset]) -> Callable[..., Dataset]:
-        _SCHEMES[scheme] = read
-        return read
-
-    return deco
+def register_scheme(scheme: str, *, replace: bool = False) -> Callable[[Callable[..., Dataset]], Any]:
+    """``@register_scheme("hfds")``: the reader of sources written ``SCHEME:...``, which are not paths."""
+    return lambda read: SCHEMES.add(scheme, read, replace=replace, stacklevel=2)
 
 
 def register_form(name: str, *, detect: Callable[[Path], bool], benchmarks: tuple[str, ...] = (),
-                  schema: str = "", options: tuple[str, ...] | None = None, carries: tuple[str, ...] = ()
-                  ) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
+                  schema: str = "", options: tuple[str, ...] | None = None, carries: tuple[str, ...] = (),
+                  replace: bool = False) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
     """Register ``read(path, *, benchmark=None, **options) -> Dataset`` as the reader of form ``name``, whose
     records carry ``carries`` (:data:`RECORD_KINDS`)."""
     unknown = set(carries) - set(RECORD_KINDS)
@@ -265,27 +266,15 @@ def register_form(name: str, *, detect: Callable[[Path], bool], benchmarks: tupl
         raise ValueError(f"dataset form {name!r}: {sorted(unknown)} are not record kinds ({', '.join(RECORD_KINDS)})")
 
     def deco(read: Callable[..., Dataset]) -> Callable[..., Dataset]:
-        if name in _FORMS:
-            raise ValueError(f"dataset form {name!r} registered twice")
-        _FORMS[name] = Form(name, tuple(benchmarks), detect, read, schema, options, tuple(carries))
+        FORMS.add(name, Form(name, tuple(benchmarks), detect, read, schema, options, tuple(carries)),
+                  replace=replace, stacklevel=2)
         return read
 
     return deco
 
 
 def forms() -> dict[str, Form]:
-    _load_readers()
-    return dict(_FORMS)
-
-
-def _load_readers() -> None:
-    """Import every reader module of this package once (each registers its forms)."""
-    import importlib
-    import pkgutil
-
-    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
-        if mod.name not in ("base", "__init__"):
-            importlib.import_module(f"{__package__}.{mod.name}")
+    return dict(FORMS)
 
 
 def detect(path: str | Path, benchmark: str | None = None) -> Form:
@@ -307,15 +296,9 @@ def detect(path: str | Path, benchmark: str | None = None) -> Form:
                            + (f" for benchmark {benchmark!r}" if benchmark else "") + f" (forms: {known})")
 
 
-#: the benchmarks the four papers evaluate on (the names ``--benchmark`` and ``NAME:PATH`` take); a reader's
-#: ``benchmarks`` add to them
-BENCHMARKS = ("mme", "pope", "scienceqa", "mmbench", "seedbench", "cifar10", "flickr30k", "docci", "cast", "mmvp",
-              "vhtest", "lamm", "omnibenchmark", "fsc147", "voc2012")
-
-
 def benchmarks() -> tuple[str, ...]:
-    extra = sorted({b for f in forms().values() for b in f.benchmarks} - set(BENCHMARKS))
-    return BENCHMARKS + tuple(extra)
+    """The names ``--benchmark`` and ``NAME:PATH`` take: the registered benchmarks and those a form carries."""
+    return tuple(sorted({*item_rules(), *(b for f in forms().values() for b in f.benchmarks)}))
 
 
 def parse_source(source: str | Path) -> tuple[str | None, str | None, str]:
@@ -362,15 +345,12 @@ def load(path: str | Path, benchmark: str | None = None, form: str | None = None
     reader's options as ``?k=v&...`` (:func:`path_options`; options passed here win over them)."""
     named_b, named_f, rest = parse_source(path)
     benchmark, form = benchmark or named_b, form or named_f
-    _load_readers()
     scheme = rest.partition(":")[0]
-    if form is None and scheme in _SCHEMES and not rest.partition(":")[2].startswith("//"):
-        return apply_items(_guarded(lambda: _SCHEMES[scheme](rest, benchmark=benchmark, **options), rest, scheme),
+    if form is None and scheme in SCHEMES and not rest.partition(":")[2].startswith("//"):
+        return apply_items(_guarded(lambda: SCHEMES[scheme](rest, benchmark=benchmark, **options), rest, scheme),
                            benchmark)
     rest, given = path_options(rest)
-    f = forms().get(form) if form else detect(rest, benchmark)
-    if f is None:
-        raise DatasetFormError(f"unknown dataset form {form!r} (forms: {', '.join(sorted(forms()))})")
+    f = FORMS[form] if form else detect(rest, benchmark)
     if not Path(rest).exists():
         raise DatasetFormError(f"{rest}: no such file or folder")
     _check_options(f, rest, given)

@@ -13,13 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._release import json_lines, refuse
-from .base import Dataset, Items, Record, register_form, register_items
+from .base import Benchmark, Dataset, Record, register_benchmark, register_form
 
 FILE = "docci_descriptions.jsonlines"
 #: the split CAST drew its pairs from
 SPLIT = "train"
 
-RULE = register_items(Items("docci", lambda ds: None, hub=("google/docci",), split=SPLIT,
+RULE = register_benchmark(Benchmark("docci", hub=("google/docci",), split=SPLIT,
                             recognise=lambda ds: {"example_id", "description"} <= {c.lower() for c in ds.columns}))
 
 

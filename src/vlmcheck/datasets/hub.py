@@ -8,14 +8,15 @@ Hugging Face cache, offline.
 * **save_to_disk**: ``state.json`` + ``dataset_info.json`` + ``data-*.arrow`` (one split) or
   ``dataset_dict.json`` + one such folder per split (``datasets.Dataset.save_to_disk``).
 * ``hfds:ORG/NAME[?split=..&config=..&image_column=..&id_column=..&question_column=..]``: the snapshot in the
-  local Hugging Face cache (``huggingface_hub.snapshot_download(local_files_only=True)``); ``hfds:PATH``: a
-  local folder in either form above.
+  local Hugging Face cache (``huggingface_hub.snapshot_download(local_files_only=True)``), or of a repository
+  of a release's own files, read by the release's form; ``hfds:PATH``: a local folder in either form above.
+  What a benchmark's copies need beyond this reader is its ``hub_copy`` hook (``base.Benchmark``).
 
-Shards are read with pyarrow a batch at a time; an Image column (``struct<bytes, path>``) or a list of them
-(SEED-Bench) is found from the arrow type, so ``datasets`` need not be installed.  Embedded image bytes go to
-the content store (:mod:`.imagestore`) as they are; an image cell holding only a path is resolved inside the
+Shards are read with pyarrow a batch at a time; an Image column (``struct<bytes, path>``) or a list of them (a
+row of several images) is found from the arrow type, so ``datasets`` need not be installed.  Embedded image bytes go
+to the content store (:mod:`.imagestore`) as they are; an image cell holding only a path is resolved inside the
 dataset's folder and left there, confined to it as a manifest's images are (core/inputs.py).  A row without an
-image (ScienceQA's text-only questions) is a record without images.  The split is the one asked for, else the
+image (a text-only question) is a record without images.  The split is the one asked for, else the
 only one, else the first of test, validation, dev, val, train that exists: :attr:`Dataset.notes` says which.
 Every shard and JSON file is opened under the rule for dataset files (core/dataset_files.py), a shard's rows
 and an item's images capped.
@@ -37,9 +38,8 @@ from urllib.parse import parse_qsl
 from ..core import dataset_files
 from ..core.files import InputFileError
 from ..core.inputs import current_policy
-from . import mmvp
-from .base import (Dataset, DatasetFormError, _check_options, forms, items_rule, recognise, register_form,
-                   register_scheme)
+from .base import (Dataset, DatasetFormError, _check_options, detect, forms, item_rules, items_rule, recognise,
+                   register_form, register_scheme)
 from .columns import Columns, check_unique, record
 from .imagestore import ImageStore
 from .splits import SPLIT_PREFERENCE, choose  # noqa: F401  (SPLIT_PREFERENCE: where callers have found it)
@@ -194,7 +194,7 @@ def image_columns(schema: Any) -> tuple[list[str], list[str]]:
 
 
 def class_names(schema: Any) -> dict[str, list[str]]:
-    """column -> its ClassLabel names, from the ``huggingface`` features kept in the shards' schema (CIFAR-10's
+    """column -> its ClassLabel names, from the ``huggingface`` features kept in the shards' schema (a
     ``label`` 0..9 -> airplane..truck)."""
     try:
         meta = json.loads((schema.metadata or {}).get(b"huggingface", b"{}"))
@@ -373,17 +373,21 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
             notes.append(f"ids: row numbers ({id_col!r} repeats: {len(values)} rows, {len(set(values))} values)")
             for r, v in zip(records, values):
                 r.meta[id_col] = v
-    if records and mmvp.is_hub_copy(names, benchmark):  # MMVP's pairs, which its Hub copies do not carry
-        benchmark = "mmvp"
-        mmvp.pair_hub_records(records, ids if id_col and id_col.lower() == "index" else None, notes)
     if not records:
         raise DatasetFormError(f"{source}: split {split!r} has no rows" + (
             f" that could be read ({len(skipped)} skipped: {skipped[0][1]})" if skipped else ""))
     no_image = sum(1 for r in records if not r.images)
     if no_image:
         notes.append(f"{no_image} rows without an image (text-only)")
-    return Dataset(form=form, benchmark=benchmark, source=source, records=records, skipped=skipped, notes=notes,
-                   splits=[split], columns=names)
+    ds = Dataset(form=form, benchmark=benchmark, source=source, records=records, skipped=skipped, notes=notes,
+                 splits=[split], columns=names)
+    # what a benchmark's Hub copies need beyond this reader: the benchmark named, else one its columns or rows show
+    rule = items_rule(benchmark) if benchmark else next((r for r in item_rules().values() if r.hub_copy is not None
+                                                         and r.recognise is not None and r.recognise(ds)), None)
+    if rule is not None and rule.hub_copy is not None:
+        ds.benchmark = rule.benchmark
+        rule.hub_copy(ds)
+    return ds
 
 
 # ----------------------------------------------------------------------------- the forms
@@ -485,9 +489,14 @@ def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> D
         _check_options(forms()["hf-snapshot"], source, given)
         with dataset_files.reading(folder):
             ds = read_snapshot(folder, benchmark=benchmark, **params)
-    else:
-        from .hub_release import release_in_repo
-
-        ds = release_in_repo(folder, source, benchmark, given)
+    else:  # a repository of a benchmark's release files rather than shards: read by that release's own form
+        try:
+            f = detect(folder, benchmark)
+        except DatasetFormError:
+            raise DatasetFormError(f"{folder}: neither a Hub snapshot (parquet/arrow shards), a save_to_disk folder "
+                                   "(state.json or dataset_dict.json) nor a benchmark's release files") from None
+        _check_options(f, source, given)
+        ds = f.read(folder, benchmark=benchmark, **given)
+        ds.notes.append(f"{source}: the repository holds {f.name}'s release files, read as that release")
     ds.source = source
     return ds

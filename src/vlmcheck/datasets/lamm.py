@@ -15,7 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._release import json_file, refuse
-from .base import BENCHMARKS, Dataset, Record, register_form
+from .base import Benchmark, Dataset, Record, benchmarks, register_benchmark, register_form
+
+for _name in ("fsc147", "voc2012"):  # ChEF's counting and detection data, read from LAMM's meta files only
+    register_benchmark(Benchmark(_name))
 
 
 def _root_and_files(path: Path) -> tuple[Path, list[Path]]:
@@ -47,7 +50,7 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
         # the benchmark the meta file holds (VQA_ScienceQA.json: ScienceQA), whose official figure its items count
         # toward (datasets/official.py)
         bench = (name or task).replace("-", "").replace("_", "").lower()
-        bench = bench if bench in BENCHMARKS else None
+        bench = bench if bench in benchmarks() else None
         seen: set[str] = set()
         for i, it in enumerate(items):
             rid = f"{f.stem}/{it.get('id', i) if isinstance(it, dict) else i}"

@@ -13,7 +13,7 @@ figure: circular and vanilla accuracy, as VLMEvalKit computes them (:func:`circu
 
 from __future__ import annotations
 
-from .base import Dataset, Items, Record, register_items
+from .base import Benchmark, Dataset, Record, register_benchmark
 from .official import Answer, declare, grouped, per_group, per_question, share
 
 #: a circular copy's index is its question's + k x COPY
@@ -58,7 +58,7 @@ def recognise(ds: Dataset) -> bool:
     return any(n >= COPY and n % COPY in numbers for n in numbers)
 
 
-RULE = register_items(Items(
+RULE = register_benchmark(Benchmark(
     "mmbench", select, hub=("lmms-lab/MMBench", "lmms-lab/MMBench_EN", "lmms-lab/MMBench_CN", "HuggingFaceM4/MMBench"),
     tsv=("MMBench",), recognise=recognise, config="en", split="dev", carries=("images", "multiple choice")))
 

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from ._release import csv_rows, head, image_in, refuse
-from .base import Dataset, Record, register_form
+from .base import Benchmark, Dataset, Record, register_benchmark, register_form
 
 COLUMNS = ("Index", "Question", "Options", "Correct Answer")
 IMAGES = "MMVP Images"
@@ -85,29 +85,27 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     return ds
 
 
-#: the columns of MMVP's Hub copies (MMVP/MMVP, lmms-lab-eval/MMVP dataset cards): the release's CSV columns,
-#: the image embedded; no pair column
-HUB_COLUMNS = ("Index", "Question", "Options", "Correct Answer")
-
-
-def is_hub_copy(columns: list[str], benchmark: str | None) -> bool:
-    return benchmark == "mmvp" or all(c in columns for c in HUB_COLUMNS)
-
-
-def pair_hub_records(records: list[Record], index: list | None, notes: list[str]) -> None:
+def pair_hub_copy(ds: Dataset) -> None:
     """MMVP's pairs on a Hub copy, which has no pair column: MMVP defines them by position, questions 2k-1 and
     2k asking the same thing of a CLIP-blind pair of images (the release reader's rule; lmms-eval's mmvp task
-    derives ``pair_index = (Index - 1) // 2`` the same way).  ``index``: the rows' 1-based ``Index`` values,
-    else the rows' order is used (said in the notes)."""
-    whole = index is not None and all(str(v).strip().isdigit() and int(v) >= 1 for v in index)
+    derives ``pair_index = (Index - 1) // 2`` the same way): by the rows' 1-based ``Index`` values, else by the
+    rows' order (said in the notes)."""
+    index = [r.meta.get("Index", r.id) for r in ds.records] if "Index" in ds.columns else []
+    whole = bool(index) and all(str(v).strip().isdigit() and int(v) >= 1 for v in index)
     questions: dict[str, str | None] = {}
-    for n, r in enumerate(records):
+    for n, r in enumerate(ds.records):
         k = int(index[n]) if whole else n + 1
         r.group = f"pair-{(k + 1) // 2}"
         if questions.setdefault(r.group, r.question) != r.question:
-            notes.append(f"{r.group}: its two rows ask different questions")
-    notes.append("MMVP pairs: " + ("Index 2k-1 and 2k" if whole else "rows 2k-1 and 2k (no usable Index column)")
-                 + " share pair-k")
+            ds.notes.append(f"{r.group}: its two rows ask different questions")
+    ds.notes.append("MMVP pairs: " + ("Index 2k-1 and 2k" if whole else "rows 2k-1 and 2k (no usable Index column)")
+                    + " share pair-k")
+
+
+# MMVP/MMVP holds the release's own files (read by the form above); lmms-lab-eval/MMVP parquet shards with the
+# release's columns (its dataset card), the image embedded, no pair column
+register_benchmark(Benchmark("mmvp", hub=("MMVP/MMVP", "lmms-lab-eval/MMVP"),
+                             recognise=lambda ds: all(c in ds.columns for c in COLUMNS), hub_copy=pair_hub_copy))
 
 
 # ----------------------------------------------------------------------------- MMVP's official figure

@@ -21,7 +21,9 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..core.registry import Registry
 from ..metrics.decisions import proportion_interval_counts
+from .base import _load_readers
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,47 +60,29 @@ class Official:
     outcomes: Callable[[list[Answer]], dict[str, dict[str, tuple[float, str]]]] | None = None
 
 
-_OFFICIAL: dict[str, Official] = {}
+OFFICIAL: Registry[Official] = Registry("official figure", load=_load_readers)
 
 
 def declare(benchmark: str, name: str, source: str,
-            outcomes: Callable[[list[Answer]], dict[str, dict[str, tuple[float, str]]]] | None = None
-            ) -> Callable[[Callable[[list[Answer]], dict[str, Any]]], Callable[[list[Answer]], dict[str, Any]]]:
+            outcomes: Callable[[list[Answer]], dict[str, dict[str, tuple[float, str]]]] | None = None, *,
+            replace: bool = False) -> Callable[[Callable[[list[Answer]], dict[str, Any]]], Any]:
     """Declare ``compute`` as benchmark ``benchmark``'s official figure (once per benchmark); ``outcomes`` gives
     its share figures per unit, for ``compare``."""
 
     def deco(compute: Callable[[list[Answer]], dict[str, Any]]) -> Callable[[list[Answer]], dict[str, Any]]:
-        if benchmark in _OFFICIAL:
-            raise ValueError(f"official figure of {benchmark!r} declared twice")
-        _OFFICIAL[benchmark] = Official(benchmark, name, source, compute, outcomes)
+        OFFICIAL.add(benchmark, Official(benchmark, name, source, compute, outcomes), replace=replace, stacklevel=2)
         return compute
 
     return deco
 
 
-_LOADED: list[bool] = []
-
-
-def _load() -> None:
-    """Import the benchmarks' modules once (each declares its figure); a summary asks per answered question."""
-    if not _LOADED:
-        from .base import _load_readers
-
-        _load_readers()
-        _LOADED.append(True)
-
-
 def official_for(benchmark: str | None) -> Official | None:
     """The official figure ``benchmark`` declares, or None (the benchmarks' modules are imported first)."""
-    if not benchmark:
-        return None
-    _load()
-    return _OFFICIAL.get(benchmark)
+    return OFFICIAL.get(benchmark) if benchmark else None
 
 
 def declared() -> dict[str, Official]:
-    _load()
-    return dict(_OFFICIAL)
+    return dict(OFFICIAL)
 
 
 # ----------------------------------------------------------------------------- building blocks

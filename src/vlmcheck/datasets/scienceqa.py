@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._release import json_file, refuse
-from .base import Dataset, Items, Record, register_form, register_items
+from .base import Benchmark, Dataset, Record, register_benchmark, register_form
 
 META = ("topic", "category", "skill", "grade", "task", "lecture", "solution")
 TEXT_ONLY = "text-only question (ScienceQA's items are its image questions, as ChEF's and lmms-eval's scienceqa_img)"
@@ -30,7 +30,7 @@ def select(ds: Dataset) -> None:
     ds.records = [r for r in ds.records if r.images]
 
 
-RULE = register_items(Items(
+RULE = register_benchmark(Benchmark(
     "scienceqa", select, hub=("lmms-lab/ScienceQA", "derek-thomas/ScienceQA"), tsv=("ScienceQA",),
     recognise=lambda ds: {"choices", "lecture", "solution"} <= {c.lower() for c in ds.columns},
     config="ScienceQA-IMG", split="test"))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._release import json_file, refuse
-from .base import Dataset, Items, Record, register_form, register_items
+from .base import Benchmark, Dataset, Record, register_benchmark, register_form
 
 FILES = ("SEED-Bench.json", "SEED-Bench_v2_level1_2_3.json")
 IMAGE_TYPES = ("image", "Single Image", "Multiple Images")
@@ -43,7 +43,7 @@ def select(ds: Dataset) -> None:
     ds.records = keep
 
 
-RULE = register_items(Items(
+RULE = register_benchmark(Benchmark(
     "seedbench", select, hub=("lmms-lab/SEED-Bench", "lmms-lab/SEED-Bench-2"), tsv=("SEEDBench",),
     recognise=lambda ds: {"data_type", "question_type_id"} <= {c.lower() for c in ds.columns}))
 

@@ -1,6 +1,6 @@
 """Which config and split of a Hugging Face dataset are read (:func:`choose`), each choice said.
 
-The one asked for, else the only one, else the benchmark's own (its :class:`~.base.Items`: ScienceQA's
+The one asked for, else the only one, else the benchmark's own (its :class:`~.base.Benchmark`: ScienceQA's
 ``ScienceQA-IMG``, MMBench's ``en``/``dev``, DOCCI's ``train``), else ``default``; a split else by
 :data:`SPLIT_PREFERENCE`.  Several configs and none named nor defined is refused in one sentence listing them, as
 ``datasets.load_dataset`` refuses it; where a config has several splits and one is read, the notes say which,
@@ -39,7 +39,7 @@ def _count_rows(files: list[Path]) -> int | None:
 def choose(splits: dict[str, dict[str, list[Path]]], config: str | None, split: str | None, source: str,
            default: Any = None) -> tuple[str, str, list[Path], list[str]]:
     """(config, split, files, notes): the ones asked for, else the only one, else the benchmark's default
-    (``default``: its :class:`~.base.Items`), else ``default``; a split by :data:`SPLIT_PREFERENCE`.  Several
+    (``default``: its :class:`~.base.Benchmark`), else ``default``; a split by :data:`SPLIT_PREFERENCE`.  Several
     configs and none named nor defined is refused, as ``datasets.load_dataset`` refuses it; the notes say every
     choice and, where other splits were not read, their rows."""
     notes = []

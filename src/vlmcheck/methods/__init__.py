@@ -7,28 +7,11 @@ VHExpansion's image corruptions (scipy, OpenCV) or CAST's text models at start-u
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..run.registry import register_task, task_class, task_from_spec, task_names  # noqa: F401
 
-#: task name -> class, in this package
-_BUILT_IN = {
-    "describe": "describe:DescribeTask",
-    "genception": "genception:GenCeptionTask",
-    "cast": "cast:CastTask",
-    "chef": "chef:ChefTask",
-    "vhexpansion": "vhexpansion:VHExpansionTask",
-}
-for _name, _target in _BUILT_IN.items():
+for _name, _target in {"describe": "describe:DescribeTask", "genception": "genception:GenCeptionTask",
+                       "cast": "cast:CastTask", "chef": "chef:ChefTask",
+                       "vhexpansion": "vhexpansion:VHExpansionTask"}.items():
     register_task(_name, f"{__name__}.{_target}")
-TASK_NAMES = tuple(_BUILT_IN)
-
-
-def __getattr__(name: str) -> Any:
-    # `from vlmcheck.methods import DescribeTask` and the TASKS table keep working, imported on first use
-    if name == "TASKS":
-        return {t: task_class(t) for t in TASK_NAMES}
-    for task_name, target in _BUILT_IN.items():
-        if target.split(":")[1] == name:
-            return task_class(task_name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: the built-in tasks
+TASK_NAMES = task_names()

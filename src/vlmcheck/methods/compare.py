@@ -294,9 +294,9 @@ def official_units(folder: str | Path, method: str) -> dict[str, Units]:
     ``compare`` tests them as it tests the method's own metrics (a sum or a ratio of shares - MME's scores,
     POPE's precision and F1 - is not a mean of such outcomes and is only shown beside)."""
     from ..datasets.official import Answer, official_for
-    from ..run.registry import _TASKS, task_class
+    from ..run.registry import TASKS, task_class
 
-    read = getattr(task_class(method), "official_answer", None) if method in _TASKS else None
+    read = getattr(task_class(method), "official_answer", None) if method in TASKS else None
     if read is None:
         return {}
     answers: dict[str, list[Answer]] = {}

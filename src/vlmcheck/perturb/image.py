@@ -32,6 +32,8 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
+from ..core.registry import Registry
+
 Array = np.ndarray
 
 
@@ -45,13 +47,13 @@ class Corruption:
     pil: bool = False  # works on an RGB PIL image directly (no float round trip)
 
 
-CORRUPTIONS: dict[str, Corruption] = {}
+CORRUPTIONS: Registry[Corruption] = Registry("corruption")
 CATEGORY_ORDER = ("noise", "blur", "weather", "digital", "other")
 
 
-def _register(name: str, category: str, keeps_size: bool = True, pil: bool = False):
+def _register(name: str, category: str, keeps_size: bool = True, pil: bool = False, *, replace: bool = False):
     def deco(fn):
-        CORRUPTIONS[name] = Corruption(name, category, fn, 5, keeps_size, pil)
+        CORRUPTIONS.add(name, Corruption(name, category, fn, 5, keeps_size, pil), replace=replace, stacklevel=2)
         return fn
     return deco
 

@@ -367,8 +367,11 @@ def meta(res: dict[str, Any]) -> None:
 
 
 def providers(entries: dict[str, Any]) -> None:
-    rows = [[name, ", ".join(e.roles), e.description] for name, e in entries.items()]
-    stdout.print(table(["provider", "roles", "description"], rows, keys=["provider"]))
+    from ..core.spec import PROVIDERS
+
+    origins = PROVIDERS.origins()  # the module that registered it, or "plugin <distribution>"
+    rows = [[name, ", ".join(e.roles), e.description, origins.get(name, "")] for name, e in entries.items()]
+    stdout.print(table(["provider", "roles", "description", "registered by"], rows, keys=["provider"]))
 
 
 def recipes(rows: list[list[str]], long: bool = False) -> None:

@@ -6,32 +6,27 @@ Kept apart from ``run/task.py`` so that registering the built-in methods (``meth
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import Any, Callable
 
+from ..core.registry import Registry
 
-#: task name -> "module:Class" (imported on first use) or the class itself
-_TASKS: dict[str, Any] = {}
-
-
-def register_task(name: str, target: str | type) -> None:
-    """Make ``name`` a task that runs, resumes and merges: ``target`` is the Task class or ``"module:Class"``."""
-    _TASKS[name] = target
+#: task name -> its Task class, given as ``"module:Class"`` (imported on first use) or the class itself:
+#: ``register_task(name, target)`` makes ``name`` a task that runs, resumes and merges
+TASKS: Registry[Any] = Registry("task", error=ValueError)
+register_task = TASKS.add
+task_class = TASKS.__getitem__
 
 
 def task_names() -> tuple[str, ...]:
-    return tuple(_TASKS)
+    return tuple(TASKS)
 
 
-def task_class(name: str) -> Any:
-    """The Task class registered as ``name`` (imported now)."""
-    if name not in _TASKS:
-        raise ValueError(f"unknown task {name!r}; known: {', '.join(_TASKS) or 'none'}")
-    target = _TASKS[name]
-    if isinstance(target, str):
-        module, _, attr = target.partition(":")
-        target = _TASKS[name] = getattr(importlib.import_module(module), attr)
-    return target
+def declared(name: str, registry: Registry, attr: str, ok: Callable[[Any], bool]) -> Any:
+    """What task ``name`` registered in ``registry``, else its class's ``attr`` where ``ok`` accepts it, else None."""
+    if name in registry:
+        return registry[name]
+    found = getattr(TASKS[name], attr, None) if name in TASKS else None
+    return found if ok(found) else None
 
 
 def task_from_spec(name: str, task_spec: dict[str, Any]) -> Any:

@@ -351,14 +351,14 @@ def _shard_text(shard: Any) -> str:
 def _map_model_strings(obj: Any, fn: Any) -> Any:
     """``obj`` (a task spec) with ``fn`` applied to every model spec string in it (a string whose provider is
     registered), the rest kept."""
-    from ..core.spec import is_provider
+    from ..core.spec import PROVIDERS  # a built-in provider is found without scanning the installed packages
 
     def walk(x: Any) -> Any:
         if isinstance(x, dict):
             return {k: walk(v) for k, v in x.items()}
         if isinstance(x, list):
             return [walk(v) for v in x]
-        if isinstance(x, str) and ":" in x and is_provider(x.split(":", 1)[0]):
+        if isinstance(x, str) and ":" in x and x.split(":", 1)[0] in PROVIDERS:
             return fn(x)
         return x
 

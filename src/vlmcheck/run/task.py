@@ -18,7 +18,8 @@ from pydantic import BaseModel
 from ..core import inputs
 from ..core.images import BadImageError
 from .calls import Session, reasoning_trace
-from .registry import _TASKS, register_task, task_class, task_from_spec, task_names  # noqa: F401 (the registry)
+from ..core.registry import Registry
+from .registry import TASKS, declared, register_task, task_class, task_from_spec, task_names  # noqa: F401
 from .scheduler import CallFailed
 
 
@@ -124,24 +125,15 @@ class DecidableTask(Protocol):
     decision_outcomes: OutcomesFn
 
 
-_OUTCOMES: dict[str, OutcomesFn] = {}
-
-
-def register_outcomes(name: str, fn: OutcomesFn) -> None:
-    """The per-sample outcomes of task ``name``'s results, for a task class that does not carry
-    ``decision_outcomes`` itself (the built-in methods register theirs in ``methods/outcomes.py``)."""
-    _OUTCOMES[name] = fn
+#: ``register_outcomes(name, fn)``: the per-sample outcomes of task ``name``'s results, for a task class that does
+#: not carry ``decision_outcomes`` itself (the built-in methods register theirs in ``methods/outcomes.py``)
+OUTCOMES: Registry[OutcomesFn] = Registry("task outcomes")
+register_outcomes = OUTCOMES.add
 
 
 def outcomes_for(name: str) -> OutcomesFn | None:
     """How to read task ``name``'s per-sample outcomes: registered, or its class's ``decision_outcomes``."""
-    if name in _OUTCOMES:
-        return _OUTCOMES[name]
-    if name in _TASKS:
-        fn = getattr(task_class(name), "decision_outcomes", None)
-        if callable(fn):
-            return fn
-    return None
+    return declared(name, OUTCOMES, "decision_outcomes", callable)
 
 
 # ----------------------------------------------------------------------------- one sample

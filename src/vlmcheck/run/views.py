@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, NamedTuple
 
-from .registry import _TASKS, task_class
+from ..core.registry import Registry
+from .registry import declared
 
 
 class Line(NamedTuple):
@@ -66,28 +67,18 @@ class MethodView:
 #: a method that declares no view: generic rows, its headline, its records
 GENERIC = MethodView()
 
-_VIEWS: dict[str, MethodView] = {}
-
-
-def register_view(name: str, view: MethodView) -> None:
-    """What the report, export, terminal and CLI show about task ``name``'s runs (for a task class that does not
-    carry ``report_view`` itself)."""
-    _VIEWS[name] = view
+#: ``register_view(name, view)``: what the report, export, terminal and CLI show about task ``name``'s runs (for a
+#: task class that does not carry ``report_view`` itself)
+VIEWS: Registry[MethodView] = Registry("method view")
+register_view = VIEWS.add
 
 
 def view_for(name: str | None) -> MethodView:
     """Task ``name``'s view: registered, else its class's ``report_view``, else :data:`GENERIC`."""
-    name = str(name)
-    if name in _VIEWS:
-        return _VIEWS[name]
-    if name in _TASKS:
-        try:
-            view = getattr(task_class(name), "report_view", None)
-        except (ImportError, AttributeError):  # a method that cannot load here still gets the generic view
-            view = None
-        if isinstance(view, MethodView):
-            return view
-    return GENERIC
+    try:
+        return declared(str(name), VIEWS, "report_view", lambda v: isinstance(v, MethodView)) or GENERIC
+    except (ImportError, AttributeError):  # a method that cannot load here still gets the generic view
+        return GENERIC
 
 
 def label_of(name: str | None) -> str:
