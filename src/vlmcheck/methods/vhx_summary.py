@@ -22,7 +22,8 @@ from ..datasets.official import Tally, answer_of
 from ..metrics.clusters import UnitSums, Units
 from ..metrics.decisions import headline_entry, proportion_interval_sums
 from ..metrics.measured import not_measured, unread_reason
-from ..metrics.stats import UNREAD_WARN_SHARE, pope_read
+from ..core.answers import read_yes_no
+from ..metrics.stats import UNREAD_WARN_SHARE
 from .blind import VHXBlind
 
 UNIT = "source image"
@@ -49,14 +50,14 @@ class _Variant:
             tally[1] += bool(v["correct"])
         self.answers += 1
         self.yes += v["parsed"] == "yes"
-        self.unread += not pope_read(str(v.get("answer", "")))
+        self.unread += read_yes_no(str(v.get("answer", ""))) is None
         if "neg_correct" in v:
             self.sym.add(unit, float(bool(v["correct"] and v["neg_correct"])))
             self.neg_wrong += not v["neg_correct"]
         if "neg_parsed" in v:
             self.answers += 1
             self.yes += v["neg_parsed"] == "yes"
-            self.unread += not pope_read(str(v.get("neg_answer", "")))
+            self.unread += read_yes_no(str(v.get("neg_answer", ""))) is None
         if self.reps is not None:
             runs = v.get("repeats", ())
             for k, tally in enumerate(self.reps):
