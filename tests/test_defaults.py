@@ -4,6 +4,7 @@ construction of ChEF's questions."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,15 @@ def test_ask_is_built_by_keyword_only():
         for node in ast.walk(ast.parse(f.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Ask":
                 assert not node.args, f"{f}:{node.lineno}: Ask(...) with positional arguments"
+
+
+# ----------------------------------------------------------------------------- one command table
+
+
+def test_no_cli_module_names_a_top_level_command():
+    # cli.COMMANDS is the only place a command is named (a group's own sub-commands are named in its module)
+    for f in (SRC / "cli").glob("*.py"):
+        if f.name == "__init__.py":
+            continue
+        text = f.read_text()
+        assert not re.search(r"def register\(|add_typer\(|\bapp\.command\(", text), f

@@ -16,10 +16,6 @@ terminal = lazy_module("vlmcheck.report.terminal")
 cast_app = typer.Typer(no_args_is_help=True, help="CAST: cross-modal self-consistency.")
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(cast_app, name="cast")
-
-
 @cast_app.command("pairs")
 def cast_pairs(
     data: str = typer.Option(..., "--data", metavar="SOURCE",

@@ -18,10 +18,6 @@ terminal = lazy_module("vlmcheck.report.terminal")
 chef_app = typer.Typer(no_args_is_help=True, help="ChEF: recipes and desiderata.")
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(chef_app, name="chef")
-
-
 #: the scenario loaders (methods/chef/scenarios.py LOADERS), named here so `--help` imports no method;
 #: tests/test_first_hour.py checks the two lists agree
 SCENARIO_NAMES = ("mc", "scienceqa", "pope", "classification", "retrieval", "mmbench", "world", "counting",

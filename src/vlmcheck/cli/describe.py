@@ -13,10 +13,6 @@ from ._lazy import lazy_module
 terminal = lazy_module("vlmcheck.report.terminal")
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(describe)
-
-
 @C.run_command
 def describe(
     vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec, e.g. openai:gpt-4o-mini or ref:photo"),

@@ -15,10 +15,6 @@ from . import _common as C
 terminal = lazy_module("vlmcheck.report.terminal")
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(genception)
-
-
 @C.run_command
 def genception(
     vlm: list[str] = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec; repeat for a leaderboard"),

@@ -17,13 +17,6 @@ api = lazy_module("vlmcheck.api")
 terminal = lazy_module("vlmcheck.report.terminal")
 
 
-def register(app: typer.Typer) -> None:
-    app.command("run")(run_cmd)
-    app.command()(resume)
-    app.command("retry-failed")(retry_failed_cmd)
-    app.command()(merge)
-
-
 def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
                                                      help="Sweep config (YAML): models x methods"),
             example: bool = typer.Option(False, "--example",

@@ -19,10 +19,6 @@ terminal = lazy_module("vlmcheck.report.terminal")
 vhx_app = typer.Typer(no_args_is_help=True, help="VHExpansion: expand yes/no hallucination test cases.")
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(vhx_app, name="vhx")
-
-
 @vhx_app.command("run")
 @C.run_command
 def vhx_run(
