@@ -124,3 +124,16 @@ def test_no_cli_module_names_a_top_level_command():
             continue
         text = f.read_text()
         assert not re.search(r"def register\(|add_typer\(|\bapp\.command\(", text), f
+
+
+# ----------------------------------------------------------------------------- one method-command skeleton
+
+
+def test_no_cli_module_copies_the_method_command_skeleton():
+    # cli/_common.method_task and run_method: a method command declares its task's fields, nothing else
+    for f in (SRC / "cli").glob("*.py"):
+        if f.name == "_common.py":
+            continue
+        text = f.read_text()
+        for piece in ('load_model(spec, "vlm")', ".canonical()", "if results is None", "check_failures([results]"):
+            assert piece not in text, (f.name, piece)

@@ -78,9 +78,7 @@ def resume(run_folder: Path = typer.Argument(..., metavar="RUN", help="Run folde
     """Continue an interrupted run with its recorded spec (API keys from the environment)."""
     C.setup_logging()
     task, spec = C.task_of(run_folder)
-    results = C.execute(task, run_folder, run.options(**_recorded(spec)))
-    terminal.results(results)  # the table the run command prints
-    C.check_failures([results], run.max_failures)
+    C.run_method(task, run_folder, run, **_recorded(spec))
 
 
 @C.run_command(entry=RETRY)
