@@ -21,19 +21,19 @@ from ._common import freeze, say_error
 
 _help.install()
 
-#: every command and command group, in the order ``--help`` lists them, and its ``module:attribute`` in cli/ (a
-#: function, or a typer app for a group): the one place a command is named.  A run imports its command's module
-#: only (command routing, not a switch on a method)
-COMMANDS = {
-    "version": "info:version", "models": "info:list_models", "list": "info:list_all", "describe": "describe:describe",
-    "run": "runs:run_cmd", "resume": "runs:resume", "retry-failed": "runs:retry_failed_cmd", "merge": "runs:merge",
-    "meta": "world:meta", "genception": "genception:genception", "compare": "outputs:compare",
-    "plan": "outputs:plan", "export": "outputs:export_cmd", "report": "outputs:report", "perturb": "perturb:perturb",
-    "track": "track:track", "demo": "demo:demo",
-    # the groups: typer lists them after the commands
-    "world": "world:world_app", "vhx": "vhx:vhx_app", "cast": "cast:cast_app", "chef": "chef:chef_app",
-    "data": "data:data_app",
-}
+#: every command and command group, in the order ``--help`` lists it (typer lists the groups last), and its
+#: ``module:attribute`` in cli/ (a function, or a group's typer app): the one place a command is named.  A run
+#: imports its command's module only (command routing, not a switch on a method)
+COMMANDS = dict((
+    ("version", "info:version"), ("models", "info:list_models"), ("list", "info:list_all"),
+    ("describe", "describe:describe"), ("run", "runs:run_cmd"), ("resume", "runs:resume"),
+    ("retry-failed", "runs:retry_failed_cmd"), ("merge", "runs:merge"), ("meta", "world:meta"),
+    ("genception", "genception:genception"), ("compare", "outputs:compare"), ("plan", "outputs:plan"),
+    ("export", "outputs:export_cmd"), ("report", "outputs:report"), ("perturb", "perturb:perturb"),
+    ("track", "track:track"), ("demo", "demo:demo"),
+    ("world", "world:world_app"), ("vhx", "vhx:vhx_app"), ("cast", "cast:cast_app"), ("chef", "chef:chef_app"),
+    ("data", "data:data_app"),
+))
 
 
 def _print_version(value: bool) -> None:

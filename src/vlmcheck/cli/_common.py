@@ -27,11 +27,11 @@ runner = lazy_module("vlmcheck.run.runner")
 terminal = lazy_module("vlmcheck.report.terminal")
 
 
-
 def __getattr__(name: str) -> Any:
     if name == "console":  # ``C.console``: the terminal's console, loaded when first printed to
         return terminal.console
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _FROZEN: set[str] = set()
 
@@ -39,9 +39,7 @@ _FROZEN: set[str] = set()
 def freeze(stage: str) -> None:
     """Hand what exists now to the collector's permanent generation (:func:`gc.freeze`), once a process per
     ``stage`` ("start-up": the CLI's modules; "run": the task, its data and the run's modules): they live to the
-    end, and every collection that walked them freed nothing of theirs (walking them costs CPU at every full collection
-    and at exit).  Objects made later are collected as before; an in-process caller's objects of that
-    moment (a test's) are frozen once, with the rest."""
+    end, and walking them at every full collection would free nothing.  Objects made later are collected as before."""
     if stage not in _FROZEN:
         import gc
 
@@ -59,8 +57,7 @@ CLI_GC_YOUNG = 7000
 
 
 def _finite(value: Any) -> Any:
-    """A float option's value, refused where it is not a finite number (``--max-image-mb inf`` passed its
-    minimum and then failed with a traceback converting MB to bytes)."""
+    """A float option's value, refused where it is not a finite number (``inf`` passes a minimum)."""
     import math
 
     if isinstance(value, float) and not math.isfinite(value):
@@ -312,13 +309,18 @@ def execute(task, out: Path, opts: "runner.RunOptions | RunArgs", run=None,
     result.results["_folder"] = str(out)
     if args is not None:
         args.results.append(result.results)
-    budget = result.results.get("budget") or {}
+    check_budget(result.results)
+    return result.results
+
+
+def check_budget(results: dict[str, Any]) -> None:
+    """Exit 1 with one sentence when ``--max-cost`` stopped the run."""
+    budget = results.get("budget") or {}
     if budget.get("stopped"):
         from ..run.budget import budget_message
 
         say_error(budget_message(budget))
         raise typer.Exit(1)
-    return result.results
 
 
 def method_task(task_cls: Any, vlm: str, run: RunArgs, *errors: type[BaseException], **fields: Any) -> Any:

@@ -97,12 +97,7 @@ def retry_failed_cmd(run_folder: Path = typer.Argument(..., metavar="RUN", help=
     C.console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
     terminal.failures(counts)
     terminal.results(result.results)  # the table the run command prints
-    budget = result.results.get("budget") or {}
-    if budget.get("stopped"):
-        from ..run.budget import budget_message
-
-        C.say_error(budget_message(budget))
-        raise typer.Exit(1)
+    C.check_budget(result.results)
     C.check_failures([{**result.results, "_folder": str(run_folder)}], run.max_failures)
 
 
