@@ -137,3 +137,31 @@ def test_no_cli_module_copies_the_method_command_skeleton():
         text = f.read_text()
         for piece in ('load_model(spec, "vlm")', ".canonical()", "if results is None", "check_failures([results]"):
             assert piece not in text, (f.name, piece)
+
+
+# ----------------------------------------------------------------------------- a declared headline
+
+
+def test_a_share_headline_is_declared_by_name_and_counts():
+    import numpy as np
+
+    from vlmcheck.metrics.decisions import share_headline
+
+    k, n = np.array([2.0, 1.0, 0.0]), np.array([2.0, 2.0, 2.0])  # three images, two answers each: 3 of 6 right
+    h = share_headline("accuracy", k, n, "image")
+    assert (h["name"], h["value"], h["higher_is_better"]) == ("accuracy", 0.5, True)
+    assert (h["interval"]["unit"], h["interval"]["n_units"], h["interval"]["n"]) == ("image", 3, 6)
+    assert h["ci95"][0] < 0.5 < h["ci95"][1]
+    # the images disagree (1, 0.5, 0): a design effect above 1, so a wider interval than six independent answers
+    flat = share_headline("accuracy", np.array([1.0, 1.0, 1.0, 0.0, 0.0, 0.0]), np.ones(6), "answer")
+    assert flat["value"] == 0.5 and h["ci95"][1] - h["ci95"][0] > flat["ci95"][1] - flat["ci95"][0]
+    unmeasured = share_headline("accuracy", k, n, "image", "the parser read fewer than half of the answers")
+    assert unmeasured["value"] is None and unmeasured["ci95"] is None
+    assert unmeasured["not_measured"] == "the parser read fewer than half of the answers"
+
+
+def test_the_methods_name_their_share_headline():
+    for rel in ("methods/vhx_summary.py", "methods/chef/headline.py"):
+        text = (SRC / rel).read_text()
+        assert "share_headline(" in text and '_ci95"], orig["intervals"]' not in text, rel
+        assert 'headline_entry("accuracy"' not in text and 'not_measured("accuracy"' not in text, rel
