@@ -145,7 +145,7 @@ def test_no_cli_module_copies_the_method_command_skeleton():
 def test_a_share_headline_is_declared_by_name_and_counts():
     import numpy as np
 
-    from vlmcheck.metrics.decisions import share_headline
+    from vlmcheck.metrics.measured import share_headline
 
     k, n = np.array([2.0, 1.0, 0.0]), np.array([2.0, 2.0, 2.0])  # three images, two answers each: 3 of 6 right
     h = share_headline("accuracy", k, n, "image")

@@ -20,8 +20,8 @@ import numpy as np
 
 from ..datasets.official import Tally, answer_of
 from ..metrics.clusters import UnitSums, Units
-from ..metrics.decisions import proportion_interval_sums, share_headline
-from ..metrics.measured import unread_reason
+from ..metrics.decisions import proportion_interval_sums
+from ..metrics.measured import share_headline, unread_reason
 from ..core.answers import read_yes_no
 from ..metrics.stats import UNREAD_WARN_SHARE
 from .blind import VHXBlind

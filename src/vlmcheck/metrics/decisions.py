@@ -385,18 +385,6 @@ def headline_entry(name: str, value: float | None, ci: Sequence[float] | None, h
             "higher_is_better": higher_is_better}
 
 
-def share_headline(name: str, k: np.ndarray, n: np.ndarray, unit: str, why: str | None = None) -> dict:
-    """A headline that is a share of right answers, declared by its name and each sampled unit's right answers
-    ``k`` and answers ``n``: the share with its clustered Wilson interval (:func:`proportion_interval_counts`), or,
-    where ``why`` says the run's evidence does not make it a measurement, ``metrics.measured.not_measured``."""
-    from .measured import not_measured
-
-    if why:
-        return not_measured(name, why)
-    ci, how = proportion_interval_counts(k, n, unit)
-    return headline_entry(name, float(k.sum() / n.sum()), ci, how)
-
-
 def krippendorff_alpha_interval(units: Sequence[Sequence[float]]) -> float | None:
     """Krippendorff's alpha for interval data: 1 - D_o / D_e, with D_o the mean squared difference between
     values of one unit (each unit's pairs weighted 1 / (m_u - 1)) and D_e the mean squared difference between any

@@ -17,9 +17,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...metrics.decisions import (expanded_percentile, headline_entry, krippendorff_alpha_interval, share_headline,
+from ...metrics.decisions import (expanded_percentile, headline_entry, krippendorff_alpha_interval,
                                  too_few_units, widen_degenerate, wilson_clustered)
-from ...metrics.measured import not_measured, unread_reason
+from ...metrics.measured import not_measured, share_headline, unread_reason
 from . import metrics as M
 from .items import Items, first_appearance, unit_counts
 
