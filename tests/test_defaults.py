@@ -164,4 +164,5 @@ def test_the_methods_name_their_share_headline():
     for rel in ("methods/vhx_summary.py", "methods/chef/headline.py"):
         text = (SRC / rel).read_text()
         assert "share_headline(" in text and '_ci95"], orig["intervals"]' not in text, rel
-        assert 'headline_entry("accuracy"' not in text and 'not_measured("accuracy"' not in text, rel
+        for name in ('"accuracy"', '"POPE accuracy"', '"VanillaEval accuracy"', '"symmetric accuracy"'):
+            assert f"headline_entry({name}" not in text and f"not_measured({name}" not in text, (rel, name)

@@ -207,11 +207,8 @@ def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], deside
         return not_measured("mr_weighted", why) if why else _boot(it, "mr_weighted", out["mr_weighted"],
                                                                    _mr_weighted, seed)
     if "pope" in out:
-        why = _unread(out, [first])
-        if why:
-            return not_measured("POPE accuracy", why)
-        p = out["pope"]
-        return headline_entry("POPE accuracy", p["accuracy"], p["accuracy_ci95"], p["interval"])
+        counts = unit_counts(it.units, it.cols[first]["correct"])
+        return share_headline("POPE accuracy", *counts, out["pope"]["interval"]["unit"], _unread(out, [first]))
     if isinstance(out.get("rrm"), dict) and "both" in out["rrm"]:
         # the floor on the original setting only: an answer the model can no longer give in a readable form once
         # the image is corrupted ("I cannot answer this") is part of the loss RRM measures
