@@ -114,18 +114,8 @@ def test_the_public_run_task_writes_the_report_and_the_runner_does_not(tmp_path)
     assert (tmp_path / "api" / "report.html").stat().st_size > 1000
 
 
-def test_cli_modules_are_thin_and_every_command_has_one():
-    # one hop from a command to its code: every command is defined in the module cli/__init__.py names
-    import typer
-
-    from vlmcheck.cli import app
-
+def test_cli_modules_are_thin():
+    # one hop from a command to its code: cli.COMMANDS names its module (tests/test_startup.py)
     src = Path(__file__).resolve().parents[1] / "src" / "vlmcheck" / "cli"
-    table = (src / "__init__.py").read_text()
-    group = typer.main.get_command(app)
-    for name, cmd in group.commands.items():
-        subs = getattr(cmd, "commands", None)
-        module = (cmd.callback.__module__ if not subs else next(iter(subs.values())).callback.__module__)
-        assert f"cli/{module.rsplit('.', 1)[1]}.py" in table and name in table, (name, module)
     for f in src.glob("*.py"):
         assert len(f.read_text().splitlines()) <= 400, f

@@ -11,7 +11,7 @@ from conftest import run_cli
 
 from vlmcheck.methods.pope import build_pope, load_annotations, question
 from vlmcheck.methods.vhexpansion import VHExpansionTask, VHXSpec, export_expanded, load_cases
-from vlmcheck.metrics.stats import pope_answer, symmetric_accuracy
+from vlmcheck.metrics.stats import symmetric_accuracy
 from vlmcheck.run.runner import RunOptions, run_task
 from vlmcheck.methods.vhx_negation import NEGATION_PROMPT
 
@@ -20,13 +20,6 @@ def test_symmetric_accuracy_by_hand():
     pairs = [(True, True), (True, False), (False, True), (True, True)]
     assert symmetric_accuracy(pairs) == 0.5
     assert symmetric_accuracy([(False, False)]) == 0.0
-
-
-def test_pope_answer_rule():
-    assert pope_answer("No, there is not.") == "no"
-    assert pope_answer("Yes. There is no doubt.") == "yes"  # only the first sentence counts
-    assert pope_answer("There is not a cat.") == "no"
-    assert pope_answer("I cannot tell.") == "yes"  # the POPE rule: no 'no'/'not' word means yes
 
 
 @pytest.mark.parametrize("p", [0.2, 0.5, 0.8])

@@ -1,23 +1,6 @@
 """The ``vlmcheck`` command line: one module per command group, each a thin layer over a library function.
 
-==========================================  ===================
-command                                     module
-==========================================  ===================
-run, resume, retry-failed, merge            ``cli/runs.py``
-describe                                    ``cli/describe.py``
-genception                                  ``cli/genception.py``
-cast pairs|run                              ``cli/cast.py``
-chef list|run|aggregate                     ``cli/chef.py``
-vhx run|pope|export|dataset|finetune|...    ``cli/vhx.py``
-world make|pairs, meta                      ``cli/world.py``
-perturb                                     ``cli/perturb.py``
-report, export, compare, plan               ``cli/outputs.py``
-demo                                        ``cli/demo.py``
-data inspect                                ``cli/data.py``
-track                                       ``cli/track.py``
-version, models, list                       ``cli/info.py``
-==========================================  ===================
-
+:data:`COMMANDS` names every command and where it is defined; ``--help`` lists them from it, in its order.
 Shared options, one-sentence errors and running a task: ``cli/_common.py``.  What a command prints about
 results: ``report/terminal.py``.
 """
@@ -38,15 +21,19 @@ from ._common import freeze, say_error
 
 _help.install()
 
-#: each module of cli/ and the commands or groups it registers, in the order ``--help`` lists them: a command's run
-#: imports its own module only (command routing, not a switch on a method: tests/test_startup.py checks this
-#: against what the modules register)
-MODULES = (("info", ("version", "models", "list")), ("describe", ("describe",)),
-           ("runs", ("run", "resume", "retry-failed", "merge")), ("world", ("world", "meta")),
-           ("genception", ("genception",)), ("outputs", ("compare", "plan", "export", "report")),
-           ("perturb", ("perturb",)), ("vhx", ("vhx",)), ("cast", ("cast",)), ("chef", ("chef",)),
-           ("data", ("data",)), ("track", ("track",)), ("demo", ("demo",)))
-COMMANDS = {command: module for module, commands in MODULES for command in commands}
+#: every command and command group, in the order ``--help`` lists it (typer lists the groups last), and its
+#: ``module:attribute`` in cli/ (a function, or a group's typer app): the one place a command is named.  A run
+#: imports its command's module only (command routing, not a switch on a method)
+COMMANDS = dict((
+    ("version", "info:version"), ("models", "info:list_models"), ("list", "info:list_all"),
+    ("describe", "describe:describe"), ("run", "runs:run_cmd"), ("resume", "runs:resume"),
+    ("retry-failed", "runs:retry_failed_cmd"), ("merge", "runs:merge"), ("meta", "world:meta"),
+    ("genception", "genception:genception"), ("compare", "outputs:compare"), ("plan", "outputs:plan"),
+    ("export", "outputs:export_cmd"), ("report", "outputs:report"), ("perturb", "perturb:perturb"),
+    ("track", "track:track"), ("demo", "demo:demo"),
+    ("world", "world:world_app"), ("vhx", "vhx:vhx_app"), ("cast", "cast:cast_app"), ("chef", "chef:chef_app"),
+    ("data", "data:data_app"),
+))
 
 
 def _print_version(value: bool) -> None:
@@ -62,20 +49,25 @@ def _options(version: bool = typer.Option(False, "--version", callback=_print_ve
     """Annotation-free evaluation of vision-language models."""
 
 
-def _new_app(modules: list[str]) -> typer.Typer:
+def _new_app(names: list[str]) -> typer.Typer:
     new = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                       context_settings={"help_option_names": ["-h", "--help"]},  # every command, as most CLIs
                       help="Annotation-free evaluation of vision-language models.")
     new.callback()(_options)
-    for name in modules:
-        importlib.import_module(f"{__name__}.{name}").register(new)
+    for name in names:
+        module, _, attr = COMMANDS[name].partition(":")
+        target = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+        if isinstance(target, typer.Typer):
+            new.add_typer(target, name=name)
+        else:
+            new.command(name)(target)
     return new
 
 
 @functools.cache
 def _app() -> typer.Typer:
     """The whole app, every command registered (made on first use: ``vlmcheck.cli.app``)."""
-    return _new_app([module for module, _ in MODULES])
+    return _new_app(list(COMMANDS))
 
 
 def __getattr__(name: str) -> Any:
@@ -115,19 +107,12 @@ def empty_path_argument(argv: list[str]) -> str | None:
 
 
 def only(argv: list[str]) -> typer.Typer:
-    """An app with only the command or group that ``argv`` starts with, its module alone imported: typer builds
-    every registered command's options on each call (about 25 ms of a one-image run's CPU), and importing every
-    command's module cost ~10 ms more, where one runs.  The whole app when ``argv`` starts with an option
+    """An app with only the command or group that ``argv`` starts with, its module alone imported (typer builds
+    every registered command's options on each call).  The whole app when ``argv`` starts with an option
     (``--help``, ``--version``) or names no command (click's own error, with its suggestions)."""
-    from typer.main import get_command_name
-
     if not argv or argv[0].startswith("-") or argv[0] not in COMMANDS:
         return _app()
-    part = _new_app([COMMANDS[argv[0]]])
-    part.registered_commands = [c for c in part.registered_commands
-                                if (c.name or get_command_name(c.callback.__name__)) == argv[0]]
-    part.registered_groups = [g for g in part.registered_groups if g.name == argv[0]]
-    return part
+    return _new_app([argv[0]])
 
 
 def main() -> None:  # pragma: no cover - exercised through subprocesses in tests

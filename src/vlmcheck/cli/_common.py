@@ -27,11 +27,11 @@ runner = lazy_module("vlmcheck.run.runner")
 terminal = lazy_module("vlmcheck.report.terminal")
 
 
-
 def __getattr__(name: str) -> Any:
     if name == "console":  # ``C.console``: the terminal's console, loaded when first printed to
         return terminal.console
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _FROZEN: set[str] = set()
 
@@ -39,9 +39,7 @@ _FROZEN: set[str] = set()
 def freeze(stage: str) -> None:
     """Hand what exists now to the collector's permanent generation (:func:`gc.freeze`), once a process per
     ``stage`` ("start-up": the CLI's modules; "run": the task, its data and the run's modules): they live to the
-    end, and every collection that walked them freed nothing of theirs (walking them costs CPU at every full collection
-    and at exit).  Objects made later are collected as before; an in-process caller's objects of that
-    moment (a test's) are frozen once, with the rest."""
+    end, and walking them at every full collection would free nothing.  Objects made later are collected as before."""
     if stage not in _FROZEN:
         import gc
 
@@ -53,15 +51,13 @@ def freeze(stage: str) -> None:
 
 
 #: the young generation's threshold in the CLI from its start-up on (Python's default: 700 allocations): each
-#: collection walks the requests in flight, which live on, so a fast API run spent a visible share of its CPU in
-#: them at 700 (figures: docs/benchmarks.md, "Start-up").  Cyclic garbage waits for at most 7,000 allocations;
-#: a threshold the user set higher, or 0 (collection off), is kept.
+#: collection walks the requests in flight, which live on (docs/benchmarks.md, "Start-up").  Cyclic garbage waits
+#: for at most 7,000 allocations; a threshold the user set higher, or 0 (collection off), is kept.
 CLI_GC_YOUNG = 7000
 
 
 def _finite(value: Any) -> Any:
-    """A float option's value, refused where it is not a finite number (``--max-image-mb inf`` passed its
-    minimum and then failed with a traceback converting MB to bytes)."""
+    """A float option's value, refused where it is not a finite number (``inf`` passes a minimum)."""
     import math
 
     if isinstance(value, float) and not math.isfinite(value):
@@ -76,13 +72,8 @@ def _typer_option(o: RunOption):
 
 #: a typer option for each run option of the table (run/options.py), by name
 OPTION = {o.name: _typer_option(o) for o in RUN_OPTIONS}
-RESUME, OVERWRITE, LIMIT, SHARD = OPTION["resume"], OPTION["overwrite"], OPTION["limit"], OPTION["shard"]
-CONCURRENCY, SEED, PROGRESS, ALLOW_OUTSIDE = (OPTION["max_concurrency"], OPTION["seed"], OPTION["progress"],
-                                              OPTION["allow_outside"])
-MAX_IMAGE_MB, PIXEL_BUDGET_MB, PREFLIGHT = OPTION["max_image_mb"], OPTION["pixel_budget_mb"], OPTION["preflight"]
-MAX_FAILURES, EXECUTOR, RAY_ADDRESS, WORKERS = (OPTION["max_failures"], OPTION["executor"], OPTION["ray_address"],
-                                                OPTION["workers"])
-GPUS, MAX_COST, DRY_RUN, JSON_OUT = OPTION["gpus_per_worker"], OPTION["max_cost"], OPTION["dry_run"], OPTION["json_output"]
+SEED, PROGRESS, MAX_FAILURES, DRY_RUN = OPTION["seed"], OPTION["progress"], OPTION["max_failures"], OPTION["dry_run"]
+JSON_OUT = OPTION["json_output"]
 API_KEY, REPORT = OPTION["api_key"], OPTION["report"]
 BENCHMARK = typer.Option(None, "--benchmark", metavar="NAME",
                          help="The benchmark the data is (mme, pope, scienceqa, mmbench, ...) where its form is "
@@ -318,13 +309,46 @@ def execute(task, out: Path, opts: "runner.RunOptions | RunArgs", run=None,
     result.results["_folder"] = str(out)
     if args is not None:
         args.results.append(result.results)
-    budget = result.results.get("budget") or {}
+    check_budget(result.results)
+    return result.results
+
+
+def check_budget(results: dict[str, Any]) -> None:
+    """Exit 1 with one sentence when ``--max-cost`` stopped the run."""
+    budget = results.get("budget") or {}
     if budget.get("stopped"):
         from ..run.budget import budget_message
 
         say_error(budget_message(budget))
         raise typer.Exit(1)
-    return result.results
+
+
+def method_task(task_cls: Any, vlm: str, run: RunArgs, *errors: type[BaseException], **fields: Any) -> Any:
+    """A method command's task on one VLM: ``task_cls.spec_model`` from the command's ``fields`` (``seed`` from
+    --seed where the spec has one), the VLM spec with --api-key.  A bad spec, bad data, a missing file or one of
+    ``errors`` ends in one sentence; a method whose first samples follow its data's rows reads only --limit rows."""
+    from ..core.dataset_files import first_rows
+    from ..core.spec import load_model
+
+    setup_logging()
+    if "seed" in task_cls.spec_model.model_fields:
+        fields.setdefault("seed", run.seed)
+    follows = task_cls.samples_follow_rows(fields)
+    with user_errors(FileNotFoundError, *errors), first_rows(run.limit if follows else None):
+        spec = spec_with_key(vlm, run.api_key)
+        return task_cls(task_cls.spec_model(vlm=spec.canonical(), **fields), vlm=load_model(spec, "vlm"))
+
+
+def run_method(task: Any, out: Path, run: RunArgs, check: bool = True, **recorded: Any) -> dict[str, Any] | None:
+    """A command's run of ``task`` into ``out`` (``recorded``: what a resumed run keeps): its results printed by
+    their label (never a URL or key) and, with ``check``, exit 1 past --max-failures; None under --dry-run
+    (``run_command`` prints the estimates)."""
+    results = execute(task, out, run.options(**recorded) if recorded else run)
+    if results is not None:
+        terminal.results(results)
+        if check:
+            check_failures([results], run.max_failures)
+    return results
 
 
 def print_estimate(estimates: list[dict[str, Any]], as_json: bool) -> None:

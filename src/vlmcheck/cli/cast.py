@@ -8,16 +8,9 @@ from typing import Optional
 import typer
 
 from ..core.spec import load_model
-from ._lazy import lazy_module
 from . import _common as C
 
-terminal = lazy_module("vlmcheck.report.terminal")
-
 cast_app = typer.Typer(no_args_is_help=True, help="CAST: cross-modal self-consistency.")
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(cast_app, name="cast")
 
 
 @cast_app.command("pairs")
@@ -69,18 +62,8 @@ def cast_run(
     run: C.RunArgs = None,
 ) -> None:
     """Generate similarities in 3 modalities, validate each in 3 modalities x 3 formats, score consistency."""
-    from ..methods.cast import CastSpec, CastTask
+    from ..methods.cast import CastTask
 
-    C.setup_logging()
-    pairs = C.with_benchmark(pairs, benchmark)
-    with C.user_errors(FileNotFoundError):
-        spec = C.spec_with_key(vlm, run.api_key)
-        task = CastTask(CastSpec(vlm=spec.canonical(), pairs=str(pairs), two_images=two_images,
-                                 image_size=image_size, seed=run.seed, repeats=repeats, temperature=temperature,
-                                 blind=blind),
-                        vlm=load_model(spec, "vlm"))
-    results = C.execute(task, out, run)
-    if results is None:  # --dry-run: the estimate is printed by run_command
-        return
-    terminal.results(results)  # by its label (run/labels.py), never its URL or key parameter
-    C.check_failures([results], run.max_failures)
+    C.run_method(C.method_task(CastTask, vlm, run, pairs=str(C.with_benchmark(pairs, benchmark)),
+                               two_images=two_images, image_size=image_size, repeats=repeats,
+                               temperature=temperature, blind=blind), out, run)

@@ -9,17 +9,12 @@ from typing import Optional
 import typer
 
 from ..core.files import write_text_atomic
-from ..core.spec import load_model
 from ._lazy import lazy_module
 from . import _common as C
 
 terminal = lazy_module("vlmcheck.report.terminal")
 
 chef_app = typer.Typer(no_args_is_help=True, help="ChEF: recipes and desiderata.")
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(chef_app, name="chef")
 
 
 #: the scenario loaders (methods/chef/scenarios.py LOADERS), named here so `--help` imports no method;
@@ -78,7 +73,7 @@ def chef_run(
 ) -> None:
     """Run a ChEF recipe; the metric follows its desideratum."""
     from ..core.roles import CapabilityError
-    from ..methods.chef import INFERENCERS, ChefSpec, ChefTask, resolve_recipe
+    from ..methods.chef import INFERENCERS, ChefTask, resolve_recipe
 
     C.setup_logging()
     data = C.with_benchmark(data, benchmark)
@@ -89,14 +84,9 @@ def chef_run(
         elif data and r.scenario.type != "world" and Path(data).is_dir() and (Path(data) / "manifest.jsonl").is_file():
             C.fail(f"{data}: a folder, where a file was expected (recipe {recipe!r} reads {r.scenario.type!r} "
                    "data from a file); it is a world folder: add --scenario world to ask the world's questions")
-        if judge:
-            r.metric.judge = judge
-        if judge2:
-            r.metric.judge2 = judge2
-        if rewriter:
-            r.metric.rewriter = rewriter
-        if extractor:
-            r.metric.extractor = extractor
+        for key, value in (("judge", judge), ("judge2", judge2), ("rewriter", rewriter), ("extractor", extractor)):
+            if value:
+                setattr(r.metric, key, value)
         if inferencer:  # the refusal as one sentence, before the spec's validation wraps it
             from ..methods.chef.recipe import inferencer_refusal
 
@@ -104,15 +94,8 @@ def chef_run(
                 f"no inferencer {inferencer!r}; ChEF's are {', '.join(INFERENCERS)}")
             if why:
                 raise ValueError(why)
-        spec = C.spec_with_key(vlm, run.api_key)
-        task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=run.seed,
-                                 blind=blind, repeats=repeats, temperature=temperature, inferencer=inferencer),
-                        vlm=load_model(spec, "vlm"))
-    results = C.execute(task, out, run)
-    if results is None:  # --dry-run: the estimate is printed by run_command
-        return
-    terminal.results(results)  # by its label (run/labels.py), never its URL or key parameter
-    C.check_failures([results], run.max_failures)
+    C.run_method(C.method_task(ChefTask, vlm, run, CapabilityError, recipe=r, data=str(data) if data else None,
+                               blind=blind, repeats=repeats, temperature=temperature, inferencer=inferencer), out, run)
 
 
 @chef_app.command("aggregate")

@@ -21,10 +21,6 @@ data_app = typer.Typer(no_args_is_help=True, help="Datasets: what vlmcheck reads
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(data_app, name="data")
-
-
 def shown(ds: Any, r: Any) -> str:
     """A record's text as a run sends it: a multiple-choice record as ChEF's standard instruction asks it (the
     hint under the word the run uses - "Context:" for ScienceQA - the question, "Options:", the lettered

@@ -9,10 +9,6 @@ import typer
 from . import _common as C
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(demo)
-
-
 def demo(out: Path = typer.Option(Path("demo-run"), "--out", metavar="DIR",
                                   help="Folder for the demo's data and runs (a second demo resumes there)"),
          n: int = typer.Option(24, "--n", min=1, metavar="N", help="World scenes for GenCeption"),

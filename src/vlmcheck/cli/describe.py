@@ -6,15 +6,7 @@ from pathlib import Path
 from typing import Optional
 import typer
 
-from ..core.spec import load_model
 from . import _common as C
-from ._lazy import lazy_module
-
-terminal = lazy_module("vlmcheck.report.terminal")
-
-
-def register(app: typer.Typer) -> None:
-    app.command()(describe)
 
 
 @C.run_command
@@ -32,19 +24,7 @@ def describe(
     run: C.RunArgs = None,
 ) -> None:
     """Ask a VLM one prompt per image; keep every answer (and keyword recall where expected words are given)."""
-    from ..methods.describe import DescribeSpec, DescribeTask
+    from ..methods.describe import DescribeTask
 
-    C.setup_logging()
-    data = C.with_benchmark(data, benchmark)
-    from ..core.dataset_files import first_rows
-
-    # --limit N: a streamed dataset's first N rows, not all of them, where the method's samples follow its rows
-    with C.user_errors(), first_rows(run.limit if DescribeTask.samples_follow_rows({}) else None):
-        spec = C.spec_with_key(vlm, run.api_key)
-        task = DescribeTask(DescribeSpec(vlm=spec.canonical(), data=str(data), prompt=prompt, max_tokens=max_tokens),
-                            vlm=load_model(spec, "vlm"))
-    results = C.execute(task, out, run)
-    if results is None:  # --dry-run: the estimate is printed by run_command
-        return
-    terminal.results(results)  # its headline on stdout, as every method command prints its results
-    C.check_failures([results], run.max_failures)
+    C.run_method(C.method_task(DescribeTask, vlm, run, data=str(C.with_benchmark(data, benchmark)), prompt=prompt,
+                               max_tokens=max_tokens), out, run)

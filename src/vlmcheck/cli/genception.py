@@ -8,15 +8,10 @@ from typing import Optional
 
 import typer
 
-from ..core.spec import load_model
 from ._lazy import lazy_module
 from . import _common as C
 
 terminal = lazy_module("vlmcheck.report.terminal")
-
-
-def register(app: typer.Typer) -> None:
-    app.command()(genception)
 
 
 @C.run_command
@@ -42,29 +37,19 @@ def genception(
     run: C.RunArgs = None,
 ) -> None:
     """GenCeption: describe, regenerate, repeat T times; GC@1..T, GC_FID@t, categories, leaderboard."""
-    from ..core.dataset_files import first_rows
-    from ..methods.genception import GenCeptionSpec, GenCeptionTask
+    from ..methods.genception import GenCeptionTask
     from ..methods.leaderboard import write_leaderboard
 
-    C.setup_logging()
-    data = C.with_benchmark(data, benchmark)
+    data = str(C.with_benchmark(data, benchmark))
     folders, all_results = [], []
     for one in vlm:
-        # --limit N: a streamed dataset's first N rows, where the method's samples follow its rows
-        follows = GenCeptionTask.samples_follow_rows({"per_category": per_category})
-        with C.user_errors(FileNotFoundError), first_rows(run.limit if follows else None):
-            spec = C.spec_with_key(one, run.api_key)
-            task = GenCeptionTask(GenCeptionSpec(vlm=spec.canonical(), generator=generator, encoder=encoder,
-                                                 data=str(data), T=T, seed=run.seed, per_category=per_category,
-                                                 repeats=repeats, temperature=temperature),
-                                  vlm=load_model(spec, "vlm"))
-        folder = out if len(vlm) == 1 else out / C.slug(spec.canonical())
-        results = C.execute(task, folder, run)
-        if results is None:  # --dry-run: every model's estimate is printed together by run_command
-            continue
-        terminal.results(results)  # by its label (run/labels.py), never its URL or key parameter
-        folders.append(folder)
-        all_results.append(results)
+        task = C.method_task(GenCeptionTask, one, run, generator=generator, encoder=encoder, data=data, T=T,
+                             per_category=per_category, repeats=repeats, temperature=temperature)
+        folder = out if len(vlm) == 1 else out / C.slug(task.cfg.vlm)
+        results = C.run_method(task, folder, run, check=False)  # --dry-run: None, the estimates printed together
+        if results is not None:
+            folders.append(folder)
+            all_results.append(results)
     if run.dry_run:
         return
     if len(folders) > 1 or external:

@@ -11,12 +11,6 @@ from ._lazy import lazy_module
 terminal = lazy_module("vlmcheck.report.terminal")
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(version)
-    app.command("models")(list_models)
-    app.command("list")(list_all)
-
-
 def version() -> None:
     """Print the vlmcheck version."""
     typer.echo(__version__)

@@ -14,13 +14,6 @@ from . import _common as C
 terminal = lazy_module("vlmcheck.report.terminal")
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(compare)
-    app.command()(plan)
-    app.command("export")(export_cmd)
-    app.command()(report)
-
-
 def compare(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished runs of one method"),
             external: Optional[Path] = typer.Option(None, "--external", metavar="CSV",
                                                     help="CSV model,benchmark,score (GenCeption leaderboard)"),

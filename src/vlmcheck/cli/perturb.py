@@ -9,10 +9,6 @@ import typer
 from . import _common as C
 
 
-def register(app: typer.Typer) -> None:
-    app.command()(perturb)
-
-
 def perturb(
     source: Path = typer.Argument(..., metavar="SOURCE", help="An image or a folder of images"),
     corruption: list[str] = typer.Option(..., "--corruption", "-c", metavar="NAME",

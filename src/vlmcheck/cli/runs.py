@@ -17,13 +17,6 @@ api = lazy_module("vlmcheck.api")
 terminal = lazy_module("vlmcheck.report.terminal")
 
 
-def register(app: typer.Typer) -> None:
-    app.command("run")(run_cmd)
-    app.command()(resume)
-    app.command("retry-failed")(retry_failed_cmd)
-    app.command()(merge)
-
-
 def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
                                                      help="Sweep config (YAML): models x methods"),
             example: bool = typer.Option(False, "--example",
@@ -85,9 +78,7 @@ def resume(run_folder: Path = typer.Argument(..., metavar="RUN", help="Run folde
     """Continue an interrupted run with its recorded spec (API keys from the environment)."""
     C.setup_logging()
     task, spec = C.task_of(run_folder)
-    results = C.execute(task, run_folder, run.options(**_recorded(spec)))
-    terminal.results(results)  # the table the run command prints
-    C.check_failures([results], run.max_failures)
+    C.run_method(task, run_folder, run, **_recorded(spec))
 
 
 @C.run_command(entry=RETRY)
@@ -106,12 +97,7 @@ def retry_failed_cmd(run_folder: Path = typer.Argument(..., metavar="RUN", help=
     C.console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
     terminal.failures(counts)
     terminal.results(result.results)  # the table the run command prints
-    budget = result.results.get("budget") or {}
-    if budget.get("stopped"):
-        from ..run.budget import budget_message
-
-        C.say_error(budget_message(budget))
-        raise typer.Exit(1)
+    C.check_budget(result.results)
     C.check_failures([{**result.results, "_folder": str(run_folder)}], run.max_failures)
 
 

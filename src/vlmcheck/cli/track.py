@@ -11,10 +11,6 @@ import typer
 from . import _common as C
 
 
-def register(app: typer.Typer) -> None:
-    app.command("track")(track)
-
-
 def track(
     runs: List[Path] = typer.Argument(..., metavar="RUN...", help="Run folders (each with its results.json)"),
     to: List[str] = typer.Option(..., "--to", metavar="TRACKER", help="mlflow, wandb or tensorboard (repeatable)"),

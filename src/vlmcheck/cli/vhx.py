@@ -19,10 +19,6 @@ terminal = lazy_module("vlmcheck.report.terminal")
 vhx_app = typer.Typer(no_args_is_help=True, help="VHExpansion: expand yes/no hallucination test cases.")
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(vhx_app, name="vhx")
-
-
 @vhx_app.command("run")
 @C.run_command
 def vhx_run(
@@ -60,25 +56,13 @@ def vhx_run(
     run: C.RunArgs = None,
 ) -> None:
     """Negation, common and adversarial perturbations; accuracy and symmetric accuracy per variant."""
-    from ..methods.vhexpansion import VHExpansionTask, VHXSpec
-    from ..perturb.adversarial import AttackConfig
+    from ..methods.vhexpansion import VHExpansionTask
 
-    C.setup_logging()
-    cases = C.with_benchmark(cases, benchmark)
-    with C.user_errors(FileNotFoundError):
-        spec = C.spec_with_key(vlm, run.api_key)
-        task = VHExpansionTask(VHXSpec(
-            vlm=spec.canonical(), cases=str(cases), negator=negator or None,
-            perturb=[p.strip() for p in perturb.split(",") if p.strip()], attack=attack, attack_target=attack_target,
-            attack_config=AttackConfig(epsilon=epsilon, steps_clean=steps_clean,
-                                       steps_hallucinated=steps_hallucinated, seed=run.seed), seed=run.seed,
-            repeats=repeats, temperature=temperature, blind=blind),
-            vlm=load_model(spec, "vlm"))
-    results = C.execute(task, out, run)
-    if results is None:  # --dry-run: the estimate is printed by run_command
-        return
-    terminal.results(results)  # by its label (run/labels.py), never its URL or key parameter
-    C.check_failures([results], run.max_failures)
+    C.run_method(C.method_task(
+        VHExpansionTask, vlm, run, cases=str(C.with_benchmark(cases, benchmark)), negator=negator or None,
+        perturb=[p.strip() for p in perturb.split(",") if p.strip()], attack=attack, attack_target=attack_target,
+        attack_config={"epsilon": epsilon, "steps_clean": steps_clean, "steps_hallucinated": steps_hallucinated,
+                       "seed": run.seed}, repeats=repeats, temperature=temperature, blind=blind), out, run)
 
 
 @vhx_app.command("pope")

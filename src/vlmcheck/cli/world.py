@@ -15,11 +15,6 @@ terminal = lazy_module("vlmcheck.report.terminal")
 world_app = typer.Typer(no_args_is_help=True, help="The offline reference world.")
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(world_app, name="world")
-    app.command()(meta)
-
-
 @world_app.command("pairs")
 def world_pairs(out: Path = typer.Argument(..., metavar="OUT", help="Output folder"),
                 n: int = typer.Option(20, "--n", min=1, metavar="N", help="Number of scene pairs to write"),

@@ -28,6 +28,32 @@ def answer_status(gen: Generation) -> AnswerStatus:
     return "ok"
 
 
+# ----------------------------------------------------------------------------- yes/no answers
+
+#: how a yes/no answer is read, declared by the method (ChEF's recipe: ``metric.parser``): "lenient" is POPE's rule
+#: as the paper writes it (the first sentence, its words in any case); "pope" is POPE's ``evaluate.py`` exactly (the
+#: text before the first '.', commas removed, split on single spaces, the words "No", "no", "not" as written)
+YesNoRule = Literal["lenient", "pope"]
+_FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s|\n")
+
+
+def read_yes_no(text: str, rule: YesNoRule = "lenient") -> Literal["yes", "no"] | None:
+    """A model's yes/no answer: "no" when the part the rule reads says no or not, "yes" when it says yes (or a no
+    only in a form the rule does not take: POPE's code reads "NO" and "No!" as yes), None when it holds none of
+    yes, no, not (unread).  POPE scores an unread answer "yes" (``read_yes_no(t) or "yes"``); the methods count
+    them besides."""
+    if rule == "pope":
+        part = text.split(".")[0]
+        if {"No", "no", "not"} & set(part.replace(",", "").split(" ")):
+            return "no"
+        words = set(re.findall(r"[a-z]+", part.lower()))
+    else:
+        words = set(re.findall(r"[a-z]+", _FIRST_SENTENCE.split(text.strip(), maxsplit=1)[0].lower()))
+        if words & {"no", "not"}:
+            return "no"
+    return "yes" if words & {"yes", "no", "not"} else None
+
+
 # ----------------------------------------------------------------------------- reasoning models
 
 # Opening and closing markers of a reasoning block, as reasoning models emit them: DeepSeek-R1 / Qwen3 / QwQ

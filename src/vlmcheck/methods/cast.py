@@ -268,12 +268,6 @@ class CastTask(SpecTask):
         request = withheld(Image.new("RGB", (1, 1)), self.vlm)[1] if self.cfg.blind else None
         return CastSummary(self.cfg.k, self.cfg.seed, self.cfg.repeats, self.cfg.temperature, request)
 
-    def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
-        fold = self.summary_folder()
-        for r in records:
-            fold.add(r)
-        return fold.result(failed)
-
 
 # ----------------------------------------------------------------------------- pairs
 

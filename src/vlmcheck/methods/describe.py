@@ -103,12 +103,6 @@ class DescribeTask(SpecTask):
         """The summary folded one finished sample at a time (the runner streams a million of them)."""
         return DescribeSummary()
 
-    def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
-        folder = DescribeSummary()
-        for r in records:
-            folder.add(r)
-        return folder.result(failed)
-
 
 class DescribeSummary:
     """describe's summary from columns: a count per answer status, each answer's length in words and each

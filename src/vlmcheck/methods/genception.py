@@ -251,12 +251,6 @@ class GenCeptionTask(SpecTask):
         """The summary folded one sample at a time (what run/outputs.py uses over a million chains)."""
         return GenCeptionSummary(self)
 
-    def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
-        folder = GenCeptionSummary(self)
-        for r in records:
-            folder.add(r)
-        return folder.result(failed)
-
     def _summary(self, scored: list[dict[str, Any]], features: list[FeatureSet],
                  failed: list[dict[str, Any]] = (), drawn: Drawn | None = None) -> dict[str, Any]:
         """The summary from each scored chain's scores (``scored``: s, category, refused_at, repeats' s) and the

@@ -11,7 +11,7 @@ image, chosen
 Questions use "Is there a {} in the image?" with the article fixed per object
 ("an apple"); the template itself is never rewritten (the authors'
 replace-based "an" variant produced "imange").  Answers are scored with the
-POPE rule in :func:`vlmcheck.metrics.stats.pope_answer`.
+POPE rule in :func:`vlmcheck.core.answers.read_yes_no`.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..core.answers import read_yes_no
 from ..core.files import (InputFileError, copy_atomic, read_jsonl, read_results,
                           write_text_atomic)
 from ..core.images import image_hash, load_image
@@ -41,7 +42,6 @@ from ..core.spec import load_model
 from .blind import withheld
 from .records import data_read, reading
 from .vhx_cases import VHX_TASK, Case, load_cases  # noqa: F401 - re-exported: the cases are part of this method's API
-from ..metrics.stats import pope_answer
 from ..perturb.adversarial import AttackConfig
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
 from ..run.batching import Batcher
@@ -159,7 +159,7 @@ class VHExpansionTask(SpecTask):
                                seed=repeat if self.cfg.repeats > 1 else None)
         parts = img if isinstance(img, list) else [img]
         g = await session.vlm(self.vlm).generate([Message.user(*parts, question)], cfg, template=TEMPLATE_VERSION)
-        return {"text": g.text, "parsed": pope_answer(g.text)}
+        return {"text": g.text, "parsed": read_yes_no(g.text) or "yes"}  # POPE: unread is yes
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         case: Case = sample.payload
@@ -219,12 +219,6 @@ class VHExpansionTask(SpecTask):
     def summary_folder(self) -> VHXSummary:
         """The summary folded one case at a time (methods/vhx_summary.py; the runner streams a million)."""
         return VHXSummary(self.cfg.perturb, self.cfg.attack, self.cfg.repeats)
-
-    def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
-        fold = self.summary_folder()
-        for r in records:
-            fold.add(r)
-        return fold.result(failed)
 
 
 def export_expanded(run_folder: str | Path, out: str | Path) -> Path:

@@ -20,9 +20,10 @@ import numpy as np
 
 from ..datasets.official import Tally, answer_of
 from ..metrics.clusters import UnitSums, Units
-from ..metrics.decisions import headline_entry, proportion_interval_sums
-from ..metrics.measured import not_measured, unread_reason
-from ..metrics.stats import UNREAD_WARN_SHARE, pope_read
+from ..metrics.decisions import proportion_interval_sums
+from ..metrics.measured import share_headline, unread_reason
+from ..core.answers import read_yes_no
+from ..metrics.stats import UNREAD_WARN_SHARE
 from .blind import VHXBlind
 
 UNIT = "source image"
@@ -49,14 +50,14 @@ class _Variant:
             tally[1] += bool(v["correct"])
         self.answers += 1
         self.yes += v["parsed"] == "yes"
-        self.unread += not pope_read(str(v.get("answer", "")))
+        self.unread += read_yes_no(str(v.get("answer", ""))) is None
         if "neg_correct" in v:
             self.sym.add(unit, float(bool(v["correct"] and v["neg_correct"])))
             self.neg_wrong += not v["neg_correct"]
         if "neg_parsed" in v:
             self.answers += 1
             self.yes += v["neg_parsed"] == "yes"
-            self.unread += not pope_read(str(v.get("neg_answer", "")))
+            self.unread += read_yes_no(str(v.get("neg_answer", ""))) is None
         if self.reps is not None:
             runs = v.get("repeats", ())
             for k, tally in enumerate(self.reps):
@@ -178,12 +179,10 @@ class VHXSummary:
         if official is not None:
             out["official"] = official
         orig = out["variants"].get("original") or {}
-        # the headline is a measurement only where the parser read the floor's share of the answers
-        # (metrics/measured.py): below it, POPE's rule scored most of them "yes" and the figure is the parser's
-        why = unread_reason({"original": 1 - orig["unread_share"]}) if orig.get("unread_share") is not None else None
-        if why and orig.get("symmetric_accuracy") is not None:
-            out["headline"] = not_measured("symmetric accuracy", why)
-        elif orig.get("symmetric_accuracy") is not None:
-            out["headline"] = headline_entry("symmetric accuracy", orig["symmetric_accuracy"],
-                                             orig["symmetric_accuracy_ci95"], orig["intervals"]["symmetric_accuracy"])
+        if orig.get("symmetric_accuracy") is not None:
+            # a measurement only where the parser read the floor's share of the answers (metrics/measured.py):
+            # below it, POPE's rule scored most of them "yes" and the figure is the parser's
+            sym = self.variants["original"].sym
+            out["headline"] = share_headline("symmetric accuracy", sym.sums(), sym.sizes(), UNIT,
+                                             unread_reason({"original": 1 - orig["unread_share"]}))
         return out

@@ -29,6 +29,19 @@ def not_measured(name: str, reason: str, higher_is_better: bool = True) -> dict[
             REASON: reason}
 
 
+def share_headline(name: str, k: Any, n: Any, unit: str, why: str | None = None) -> dict[str, Any]:
+    """A headline that is a share of right answers, declared by its name and each sampled unit's right answers
+    ``k`` and answers ``n`` (arrays): the share with its clustered Wilson interval
+    (``metrics.decisions.proportion_interval_counts``), or, where ``why`` says the run's evidence does not make it
+    a measurement, :func:`not_measured` with that reason."""
+    from .decisions import headline_entry, proportion_interval_counts
+
+    if why:
+        return not_measured(name, why)
+    ci, how = proportion_interval_counts(k, n, unit)
+    return headline_entry(name, float(k.sum() / n.sum()), ci, how)
+
+
 def reason_of(entry: Any) -> str | None:
     """Why a headline entry is not a measurement (None: it is one, or there is no entry)."""
     return entry.get(REASON) if isinstance(entry, dict) and entry.get(REASON) else None

@@ -254,38 +254,10 @@ def ranks(scores: dict[str, float], higher_is_better: bool = True) -> dict[str, 
     return {n: float(v) for n, v in zip(names, r)}
 
 
-def pope_answer(text: str) -> str:
-    """POPE's rule: the first sentence is 'no' if it has the word 'no' or 'not', else 'yes'."""
-    import re
-
-    first = re.split(r"(?<=[.!?])\s|\n", text.strip(), maxsplit=1)[0]
-    words = set(re.findall(r"[a-z]+", first.lower()))
-    return "no" if words & {"no", "not"} else "yes"
-
-
-#: above this share of a setting's answers that :func:`pope_read` could not read, the run warns (terminal, report,
-#: results.json): POPE's rule then scores them "yes" by default, so the accuracy says more about the rule than the
-#: model (docs/methods.md)
+#: above this share of a setting's answers that POPE's rule could not read (``core.answers.read_yes_no``: None), the
+#: run warns (terminal, report, results.json): POPE's rule then scores them "yes" by default, so the accuracy says
+#: more about the rule than the model (docs/methods.md)
 UNREAD_WARN_SHARE = 0.10
-
-
-def pope_read(text: str) -> bool:
-    """Whether POPE's rule read an answer: its first sentence holds 'yes', 'no' or 'not'.  An answer without
-    one is still scored (POPE's rule makes it 'yes', as the paper defines), but counted as unread."""
-    import re
-
-    first = re.split(r"(?<=[.!?])\s|\n", text.strip(), maxsplit=1)[0]
-    return bool(set(re.findall(r"[a-z]+", first.lower())) & {"yes", "no", "not"})
-
-
-def pope_evaluate_answer(text: str) -> str:
-    """POPE's own ``evaluate.py`` rule, exactly: the text up to its first '.', commas removed, split on single
-    spaces; 'no' if one of the words is exactly "No", "not" or "no", else 'yes'.  So "NO", "No!" and "Not sure."
-    count as yes, as in the published POPE numbers (``pope_answer`` reads those as no)."""
-    if text.find(".") != -1:
-        text = text.split(".")[0]
-    words = text.replace(",", "").split(" ")
-    return "no" if "No" in words or "not" in words or "no" in words else "yes"
 
 
 def symmetric_accuracy(pairs) -> float:

@@ -70,6 +70,13 @@ class SpecTask:
     def spec(self) -> dict[str, Any]:
         return self.cfg.model_dump()
 
+    def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
+        """The method's ``summary_folder()`` fed every record: what the runner streams, over a list."""
+        fold = self.summary_folder()
+        for r in records:
+            fold.add(r)
+        return fold.result(failed)
+
     @classmethod
     def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
         """Whether the task's first N samples come from its dataset's first rows, in order (none drawn, paired

@@ -18,8 +18,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ...metrics.decisions import (expanded_percentile, headline_entry, krippendorff_alpha_interval,
-                                 proportion_interval_counts, too_few_units, widen_degenerate, wilson_clustered)
-from ...metrics.measured import not_measured, unread_reason
+                                 too_few_units, widen_degenerate, wilson_clustered)
+from ...metrics.measured import not_measured, share_headline, unread_reason
 from . import metrics as M
 from .items import Items, first_appearance, unit_counts
 
@@ -187,12 +187,8 @@ def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], deside
 
         return _boot(it, _NAMES[turn_key], out[turn_key], turns_stat, seed, bounded=True)
     if out.get("vanilla_accuracy") is not None:  # MMBench: VanillaEval (rotation 0) is the headline
-        why = _unread(out, [first])
-        if why:
-            return not_measured("VanillaEval accuracy", why)
-        ci, how = proportion_interval_counts(*unit_counts(it.units[it.rot0], it.cols[first]["correct"][it.rot0]),
-                                             UNIT)
-        return headline_entry("VanillaEval accuracy", out["vanilla_accuracy"], ci, how)
+        rot0 = unit_counts(it.units[it.rot0], it.cols[first]["correct"][it.rot0])
+        return share_headline("VanillaEval accuracy", *rot0, UNIT, _unread(out, [first]))
     if "overall" in out and out["overall"] is None:  # calibration without confidences: no figure, and why
         return not_measured("overall", out.get("calibration_note") or "no confidence to calibrate")
     if "overall" in out:  # calibration: 1 - ECE (Table 8)
@@ -211,11 +207,8 @@ def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], deside
         return not_measured("mr_weighted", why) if why else _boot(it, "mr_weighted", out["mr_weighted"],
                                                                    _mr_weighted, seed)
     if "pope" in out:
-        why = _unread(out, [first])
-        if why:
-            return not_measured("POPE accuracy", why)
-        p = out["pope"]
-        return headline_entry("POPE accuracy", p["accuracy"], p["accuracy_ci95"], p["interval"])
+        counts = unit_counts(it.units, it.cols[first]["correct"])
+        return share_headline("POPE accuracy", *counts, out["pope"]["interval"]["unit"], _unread(out, [first]))
     if isinstance(out.get("rrm"), dict) and "both" in out["rrm"]:
         # the floor on the original setting only: an answer the model can no longer give in a readable form once
         # the image is corrupted ("I cannot answer this") is part of the loss RRM measures
@@ -228,11 +221,7 @@ def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], deside
             return float(np.mean(vals)) if vals else None
 
         return _boot(it, "language score (judge)", out["language"]["score"], judged, seed)
-    why = _unread(out, [first])
-    if why:
-        return not_measured("accuracy", why)
-    st = out["settings"][first]
-    return headline_entry("accuracy", st["accuracy"], st["accuracy_ci95"], st["interval"])
+    return share_headline("accuracy", *unit_counts(it.units, it.cols[first]["correct"]), UNIT, _unread(out, [first]))
 
 
 #: where each headline's figure sits in the summary: blanked when the headline is not measured, so that no copy

@@ -39,20 +39,20 @@ def ppl_choice(scores: Sequence[float]) -> dict[str, Any]:
     return {"pred": int(np.argmax(s)), "confidence": float(p.max()), "probs": [float(x) for x in p]}
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Ask:
-    """One question as the Scenario and Instruction put it.  ``read(text)`` reads a generated answer into
-    ``{pred, extracted, extracted_by, unread}``; ``continuations`` is the answer pool PPL scores."""
+    """One question as the Scenario and Instruction put it, built by keyword.  ``read(text)`` reads a generated
+    answer into ``{pred, extracted, extracted_by, unread}``; ``continuations`` is the answer pool PPL scores."""
 
-    history: list[Message]  # in-context examples (Instruction)
+    history: list[Message] = field(default_factory=list)  # in-context examples (Instruction)
     parts: list  # the image, or nothing
     query: str  # the question, with its options where the pool is their labels
-    answer_prompt: str  # what asks for the answer directly ("" for a bare yes/no question or a class prompt)
-    then: str  # the second turn after a chain of thought ("...Therefore, among the options, the answer is")
-    continuations: list[str]
+    answer_prompt: str = ""  # what asks for the answer directly ("" for a bare yes/no question or a class prompt)
+    then: str = ""  # the second turn after a chain of thought ("...Therefore, among the options, the answer is")
+    continuations: list[str] = field(default_factory=list)
     read: Callable[[str], Awaitable[dict[str, Any]]]
-    think_config: GenerationConfig  # the rationale
-    answer_config: GenerationConfig  # a generated answer
+    think_config: GenerationConfig = field(default_factory=GenerationConfig)  # the rationale
+    answer_config: GenerationConfig = field(default_factory=GenerationConfig)  # a generated answer
     turns: list[dict[str, Any]] = field(default_factory=list)  # a turn scenario's PPL turns
     history_turns: bool = False  # MultiTurnPPL: ask each turn after the earlier ones and their answers
 

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ...core.answers import YesNoRule
 from .scenarios import LETTERS
 
 TEMPLATE_VERSION = "chef-v1"
@@ -108,9 +109,9 @@ class MetricCfg(_Strict):
     rewriter: str | None = None  # TextModel spec for sentence-level text corruptions
     extractor: str | None = None  # TextModel spec: second-step answer extraction (MMBench style)
     corrupt: list[Literal["image", "text", "both"]] = Field(default_factory=lambda: ["image", "text", "both"])
-    # yes/no answers of the direct and CoT inferencers: "pope" is POPE's evaluate.py rule exactly (the POPE
-    # recipe's default); "lenient" reads the first sentence's words case-insensitively ("NO", "No!" are no)
-    parser: Literal["lenient", "pope"] = "lenient"
+    # yes/no answers of the direct and CoT inferencers, read by core.answers.read_yes_no: "pope" is POPE's
+    # evaluate.py exactly (the POPE recipe's); "lenient" reads the first sentence's words in any case
+    parser: YesNoRule = "lenient"
 
 
 class Recipe(_Strict):
@@ -209,10 +210,3 @@ def extract_choice(text: str, options: list[str], labels: list[str]) -> int | No
     low = t.lower()
     hits = [i for i, o in enumerate(options) if o and re.search(rf"\b{re.escape(o.lower())}\b", low)]
     return hits[0] if len(hits) == 1 else None
-
-
-def says_yes_or_no(text: str, pope_rule: bool) -> bool:
-    """The part of a yes/no answer that POPE's rule reads (up to the first '.' for POPE's own code, the first
-    sentence for the lenient rule) holds a yes, no or not."""
-    part = text.split(".")[0] if pope_rule else re.split(r"(?<=[.!?])\s|\n", text.strip(), maxsplit=1)[0]
-    return re.search(r"\b(yes|no|not)\b", part.lower()) is not None

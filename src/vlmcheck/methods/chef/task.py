@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from ...core.inputs import read_image
 from ...core.messages import Message
+from ...core.answers import read_yes_no
 from ...core.roles import CapabilityError, GenerationConfig
 from ...core.spec import load_model
 from ..blind import withheld
@@ -49,7 +50,7 @@ from .scenarios import LETTERS, load_scenario
 
 from .recipe import (CLASS_POOL_QUERY, CLASS_POOL_TEMPLATE, CLASS_TEMPLATE, ICE_ANSWER, JUDGE_SYSTEM,
                      LABEL_TEMPLATE, POOL_OF_SCENARIO, TEMPLATE_VERSION, VERBALIZERS, InferencerName,
-                     Recipe, extract_choice, format_query, inferencer_refusal, says_yes_or_no, verbalizer_instruction,
+                     Recipe, extract_choice, format_query, inferencer_refusal, verbalizer_instruction,
                      verbalizer_labels)
 
 
@@ -58,7 +59,6 @@ from .recipe import (CLASS_POOL_QUERY, CLASS_POOL_TEMPLATE, CLASS_TEMPLATE, ICE_
 
 async def _no_reading(text: str) -> dict[str, Any]:
     raise AssertionError("turn questions are scored by likelihood, never read from text")
-
 
 
 class ChefSpec(BaseModel):
@@ -278,8 +278,8 @@ class ChefTask(SpecTask):
             out["image_chain"] = chain
             images, out["image"] = made["image"]  # out["image"]: what the model saw (the first), for the report
         if "turns" in item:  # the turn scenarios: every turn its own PPL question (inferencers.MultiTurnPPL)
-            ask = Ask([], list(images), item["question"], "", "", [], _no_reading,
-                      GenerationConfig(), GenerationConfig(), item["turns"], r.inferencer.history)
+            ask = Ask(parts=list(images), query=item["question"], read=_no_reading, turns=item["turns"],
+                      history_turns=r.inferencer.history)
             return {**out, **await self.inferencer(session.vlm(self.vlm), ask), "answer": item["answer"],
                     "labels": list(LETTERS[:len(item["options"])])}
         if corrupt in ("text", "both"):
@@ -355,12 +355,9 @@ class ChefTask(SpecTask):
         POPE's code or lenient), which says yes when it finds no no; ``unread`` then marks an answer whose part
         the rule reads holds neither yes nor no (POPE's default counted, and its share reported beside it)."""
         if pool == "yesno":
-            from ...metrics.stats import pope_answer, pope_evaluate_answer
-
-            pope = self.cfg.recipe.metric.parser == "pope"
-            parse = pope_evaluate_answer if pope else pope_answer
-            return {"pred": [o.lower() for o in options].index(parse(text)), "extracted": True,
-                    "extracted_by": "rule", "unread": not says_yes_or_no(text, pope)}
+            said = read_yes_no(text, self.cfg.recipe.metric.parser)
+            return {"pred": [o.lower() for o in options].index(said or "yes"), "extracted": True,
+                    "extracted_by": "rule", "unread": said is None}
         pred = extract_choice(text, options, labels)
         how = "rule" if pred is not None else None
         if pred is None and self.extractor is not None:
@@ -414,9 +411,3 @@ class ChefTask(SpecTask):
         """The summary folded one item at a time, as columns (methods/chef/summary.py, items.py)."""
         return ChefSummary(self.cfg.recipe, self.turn_task, self.cfg.seed, self.cfg.repeats, self.cfg.temperature,
                            self.cfg.inferencer)
-
-    def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
-        fold = self.summary_folder()
-        for r in records:
-            fold.add(r)
-        return fold.result(failed)
