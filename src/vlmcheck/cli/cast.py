@@ -73,7 +73,10 @@ def cast_run(
 
     C.setup_logging()
     pairs = C.with_benchmark(pairs, benchmark)
-    with C.user_errors(FileNotFoundError):
+    from ..core.dataset_files import first_rows
+
+    # --limit N: the first rows a streamed dataset holds, as many as N whole pairs need
+    with C.user_errors(FileNotFoundError), first_rows(run.limit if CastTask.samples_follow_rows({}) else None):
         spec = C.spec_with_key(vlm, run.api_key)
         task = CastTask(CastSpec(vlm=spec.canonical(), pairs=str(pairs), two_images=two_images,
                                  image_size=image_size, seed=run.seed, repeats=repeats, temperature=temperature,

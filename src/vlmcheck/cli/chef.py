@@ -104,10 +104,14 @@ def chef_run(
                 f"no inferencer {inferencer!r}; ChEF's are {', '.join(INFERENCERS)}")
             if why:
                 raise ValueError(why)
+        from ..core.dataset_files import first_rows
+
         spec = C.spec_with_key(vlm, run.api_key)
-        task = ChefTask(ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=run.seed,
-                                 blind=blind, repeats=repeats, temperature=temperature, inferencer=inferencer),
-                        vlm=load_model(spec, "vlm"))
+        cfg = ChefSpec(vlm=spec.canonical(), recipe=r, data=str(data) if data else None, seed=run.seed,
+                       blind=blind, repeats=repeats, temperature=temperature, inferencer=inferencer)
+        # --limit N: the first rows a streamed dataset holds, where the scenario's items follow its rows
+        with first_rows(run.limit if ChefTask.samples_follow_rows({"recipe": r}) else None):
+            task = ChefTask(cfg, vlm=load_model(spec, "vlm"))
     results = C.execute(task, out, run)
     if results is None:  # --dry-run: the estimate is printed by run_command
         return

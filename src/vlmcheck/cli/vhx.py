@@ -65,7 +65,10 @@ def vhx_run(
 
     C.setup_logging()
     cases = C.with_benchmark(cases, benchmark)
-    with C.user_errors(FileNotFoundError):
+    from ..core.dataset_files import first_rows
+
+    # --limit N: the first rows a streamed dataset holds, as many as N cases need
+    with C.user_errors(FileNotFoundError), first_rows(run.limit if VHExpansionTask.samples_follow_rows({}) else None):
         spec = C.spec_with_key(vlm, run.api_key)
         task = VHExpansionTask(VHXSpec(
             vlm=spec.canonical(), cases=str(cases), negator=negator or None,
