@@ -186,3 +186,85 @@ def test_which_chef_scenarios_follow_their_rows():
                for name in ("hallucination", "mmbench", "scienceqa", "cifar10", "flickr30k", "icl", "fsc147")}
     assert follows == {"hallucination": True, "mmbench": True, "scienceqa": True, "cifar10": False,
                        "flickr30k": False, "icl": False, "fsc147": False}
+
+
+# ---------------------------------------------------------------- the CIFAR-10 release cache
+
+
+def _cifar(tmp_path: Path, n: int = 6) -> Path:
+    import pickle
+
+    import numpy as np
+
+    root = tmp_path / "cifar-10-batches-py"
+    root.mkdir(exist_ok=True)
+    pixels = np.random.default_rng(0).integers(0, 256, size=(n, 3072), dtype=np.uint8)
+    (root / "test_batch").write_bytes(pickle.dumps({b"labels": [i % 10 for i in range(n)], b"data": pixels,
+                                                     b"filenames": [b"x.png"] * n}, protocol=4))
+    names = [b"airplane", b"automobile", b"bird", b"cat", b"deer", b"dog", b"frog", b"horse", b"ship", b"truck"]
+    (root / "batches.meta").write_bytes(pickle.dumps({b"label_names": names}, protocol=2))
+    return tmp_path
+
+
+def test_a_cifar_reuse_encodes_no_image_and_still_checks_each_file(tmp_path, monkeypatch):
+    """Before: every reuse encoded every image as PNG again to find its file (10,000 images: ~5-10 s); now a
+    reuse reads each cached file and checks its SHA-256, and encodes only a file that fails the check."""
+    from PIL import Image
+
+    from vlmcheck.datasets import cifar10, load
+
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    folder = _cifar(tmp_path)
+    first = load(folder)
+    encoded, real = [], cifar10._png
+    monkeypatch.setattr(cifar10, "_png", lambda px: encoded.append(1) or real(px))
+    again = load(folder)
+    assert [r.images for r in again.records] == [r.images for r in first.records] and encoded == []
+    Image.new("RGB", (32, 32), (255, 0, 0)).save(first.records[2].images[0], format="PNG")  # tampered
+    third = load(folder)
+    assert len(encoded) == 1 and third.records[2].images == first.records[2].images
+    with Image.open(third.records[2].images[0]) as im:
+        assert im.getpixel((0, 0)) != (255, 0, 0)  # written again from the batch's pixels
+
+
+def test_a_full_cache_during_cifar_writes_leaves_no_temp_file_and_names_the_cache(tmp_path, monkeypatch):
+    """Before: "resume the run" where no run existed, and .tmp files left in the cache."""
+    import errno
+
+    from vlmcheck.core import files
+    from vlmcheck.datasets import DatasetFormError, load
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("VLMCHECK_CACHE", str(cache))
+    folder = _cifar(tmp_path)
+    real, writes = files.os.fdopen, [0]
+
+    class Full:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, data):
+            self.fh.write(data[:len(data) // 2])
+            self.fh.flush()
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+    def fdopen(fd, mode="r", *a, **k):
+        fh = real(fd, mode, *a, **k)
+        writes[0] += "w" in mode
+        return Full(fh) if "w" in mode and writes[0] == 3 else fh  # the third image: the disk fills
+
+    monkeypatch.setattr(files.os, "fdopen", fdopen)
+    with pytest.raises(DatasetFormError) as err:
+        load(folder)
+    monkeypatch.undo()
+    message = str(err.value)
+    assert str(cache / "releases" / "cifar10") in message and "No space left on device" in message
+    assert "VLMCHECK_CACHE" in message and "resume" not in message
+    assert [p.name for p in cache.rglob("*") if p.name.endswith(".tmp")] == []
+    assert len([p for p in cache.rglob("*.png")]) == 2  # the two written before the disk filled, whole
