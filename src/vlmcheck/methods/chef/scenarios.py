@@ -48,7 +48,7 @@ def _jsonl(path: Path | str) -> list[dict[str, Any]]:
 
         return [json.loads(line) for _, line in jsonl_lines(remote.read_text(str(path), "scenario file"))]
     # streamed: under --limit N's row window (core/dataset_files.first_rows) the rows it needs only
-    return [row for _, row in within_window(iter_jsonl_objects(path, "scenario file"))]
+    return [row for _, row in within_window(iter_jsonl_objects(path, "scenario file", empty_ok=True))]
 
 
 def _resolve(path: Path | str, image: str | None) -> str | None:

@@ -1,0 +1,110 @@
+"""A TSV's rows as ``csv.DictReader(fh, delimiter="\\t")`` gives them, read in memory bounded by the field cap.
+
+The ``csv`` module builds each field in a buffer of four bytes a character that doubles as it grows: a 50 MB
+base64 image costs it up to 400 MB before the field is a string.  Here a line is read as bytes (no longer than
+the field cap times the columns), decoded once and split on its tabs: a field costs about two bytes a character
+at its peak.  A field in double quotes that closes on its line, inner quotes doubled (as pandas writes a
+question with quotes), is unquoted here too; any other line with a quote (a tab or line break inside quotes, text after a
+closing quote) is parsed by ``csv`` itself, with the lines its record spans, so every row reads as ``csv`` reads
+it.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import re
+from typing import Any, BinaryIO, Iterator
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+
+
+def _unquoted(piece: str) -> str | None:
+    """A field as ``csv`` reads it where that is plain to see (no quote at its start, or quoted whole with its
+    inner quotes doubled), else None."""
+    if not piece.startswith('"'):
+        return piece  # a quote inside an unquoted field is kept as it is, as csv keeps it
+    inner = piece[1:-1]
+    if len(piece) < 2 or not piece.endswith('"') or '"' in inner.replace('""', ""):
+        return None
+    return inner.replace('""', '"')
+
+
+class TsvRows:
+    """``csv.DictReader(io.TextIOWrapper(raw, "utf-8-sig", newline=""), delimiter="\\t")`` with each field at
+    most ``field_bytes``: ``fieldnames``, ``line_num`` and its rows (a short row's missing keys None, a long
+    row's extra fields under the key None).  A field or line over the cap raises ``csv.Error("field larger
+    than field limit")`` as ``csv`` does; bytes that are not UTF-8 raise ``UnicodeDecodeError``."""
+
+    def __init__(self, raw: BinaryIO, field_bytes: int) -> None:
+        self.raw, self.cap, self.line_num = raw, field_bytes, 0
+        self._limit = field_bytes + 2  # a line's bytes: one field and its line break until the header is read
+        self._lines = self._read_lines()
+        self._pieces = self._read_pieces()
+        self._names: list[str] | None = None
+        self._read_header = False
+
+    def _read_lines(self) -> Iterator[bytes]:
+        while True:
+            line = self.raw.readline(self._limit + 1)
+            if not line:
+                return
+            if len(line) > self._limit:
+                raise csv.Error(f"field larger than field limit ({self.cap})")
+            self.line_num += 1
+            yield line
+
+    def _read_pieces(self) -> Iterator[str]:
+        """The text's lines as ``open(newline="")`` gives them (split after CR LF, LF or a bare CR), endings kept."""
+        for line in self._lines:
+            text = line.decode("utf-8-sig" if self.line_num == 1 else "utf-8")
+            del line
+            if "\r" in (text[:-2] if text.endswith("\r\n") else text):
+                yield from (p for p in _LINE.findall(text) if p)
+            else:
+                yield text
+
+    def _record(self, header: bool = False) -> list[str] | None:
+        for text in self._pieces:
+            body = text.rstrip("\r\n")
+            if not body:
+                if header:
+                    return []  # DictReader takes a blank first line as no column names
+                continue  # a blank line holds no row (csv's reader gives [], DictReader skips it)
+            if '"' in body:
+                fields = [_unquoted(p) for p in body.split("\t")]
+                if None in fields:  # quoted across tabs or lines, or text after a closing quote: csv's own
+                    del body, fields
+                    got = next(csv.reader(itertools.chain([text], self._pieces), delimiter="\t"), None)
+                    if got == [] and not header:
+                        continue
+                    return got
+            else:
+                fields = body.split("\t")
+            del text, body
+            if any(len(f) > self.cap for f in fields):
+                raise csv.Error(f"field larger than field limit ({self.cap})")
+            return fields  # type: ignore[return-value]
+        return None
+
+    @property
+    def fieldnames(self) -> list[str] | None:
+        if not self._read_header:
+            self._read_header = True
+            self._names = self._record(header=True)
+            if self._names:
+                self._limit = self.cap * len(self._names) + 2
+        return self._names
+
+    def __iter__(self) -> Iterator[dict[Any, Any]]:
+        names = self.fieldnames
+        if names is None:
+            return
+        while (fields := self._record()) is not None:
+            row: dict[Any, Any] = dict(zip(names, fields))
+            if len(fields) > len(names):
+                row[None] = fields[len(names):]
+            for k in names[len(fields):]:
+                row[k] = None
+            yield row
