@@ -268,3 +268,61 @@ def test_a_full_cache_during_cifar_writes_leaves_no_temp_file_and_names_the_cach
     assert "VLMCHECK_CACHE" in message and "resume" not in message
     assert [p.name for p in cache.rglob("*") if p.name.endswith(".tmp")] == []
     assert len([p for p in cache.rglob("*.png")]) == 2  # the two written before the disk filled, whole
+
+
+# ---------------------------------------------------------------- a TSV's huge field
+
+
+def test_a_huge_base64_field_costs_under_three_times_its_size(tmp_path, monkeypatch):
+    """Before: csv's field buffer (four bytes a character, doubled as it grows) took a base64 field to ~7.7
+    times its size (a 53 MB field: 410 MB)."""
+    import os
+
+    from vlmcheck.datasets import load
+
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    raw = _png() + os.urandom(6 << 20)  # stored as it is: never decoded as pixels by the reader
+    tsv = tmp_path / "big.tsv"
+    tsv.write_text("index\timage\tquestion\tanswer\n" + f'0\t{base64.b64encode(raw).decode()}\tSay "hi"?\tyes\n')
+    del raw
+    size = tsv.stat().st_size
+    small = tmp_path / "small.tsv"
+    small.write_text(f"index\timage\tquestion\tanswer\n0\t{base64.b64encode(_png()).decode()}\tQ?\tyes\n")
+    load(str(small))  # the readers' imports, before the measure
+    tracemalloc.start()
+    try:
+        ds = load(str(tsv))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(ds.records) == 1 and ds.records[0].question == 'Say "hi"?'
+    assert Path(ds.records[0].images[0]).stat().st_size == (6 << 20) + len(_png())
+    assert peak < 3.2 * size, peak / size
+
+
+def test_tsv_rows_are_the_rows_csv_reads():
+    """TsvRows against csv.DictReader on random TSVs of quotes, tabs, CR, LF and CR LF (blank lines, quoted
+    fields across tabs and lines, text after a closing quote, a byte-order mark)."""
+    import csv
+    import random
+
+    from vlmcheck.datasets.tsv_rows import TsvRows
+
+    rng = random.Random(0)
+    alphabet = ["a", '"', "\t", "\n", "\r\n", "b", '""', " ", "\r", "é"]
+    for _ in range(3000):
+        text = ("\ufeff" if rng.random() < 0.1 else "") + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 4))) \
+            + "index\tq\ta\n" + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        data = text.encode()
+        try:
+            ref = csv.DictReader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline=""),
+                                 delimiter="\t")
+            want = (ref.fieldnames, list(ref))
+        except csv.Error:
+            want = "error"
+        try:
+            mine = TsvRows(io.BytesIO(data), 1 << 20)
+            got = (mine.fieldnames, list(mine))
+        except csv.Error:
+            got = "error"
+        assert got == want, repr(text)

@@ -47,27 +47,36 @@ class TsvRows:
 
     def _read_lines(self) -> Iterator[bytes]:
         while True:
-            line = self.raw.readline(self._limit + 1)
-            if not line:
+            held = [self.raw.readline(self._limit + 1)]
+            if not held[0]:
                 return
-            if len(line) > self._limit:
+            if len(held[0]) > self._limit:
                 raise csv.Error(f"field larger than field limit ({self.cap})")
             self.line_num += 1
-            yield line
+            yield held.pop()  # no reference kept here while the line is decoded and split
 
-    def _read_pieces(self) -> Iterator[str]:
-        """The text's lines as ``open(newline="")`` gives them (split after CR LF, LF or a bare CR), endings kept."""
+    def _read_pieces(self) -> Iterator[tuple[str, str]]:
+        """(text, line break) of each line as ``open(newline="")`` gives them (split after CR LF, LF or a bare
+        CR), decoded from the bytes read without a copy of them."""
         for line in self._lines:
-            text = line.decode("utf-8-sig" if self.line_num == 1 else "utf-8")
-            del line
-            if "\r" in (text[:-2] if text.endswith("\r\n") else text):
-                yield from (p for p in _LINE.findall(text) if p)
-            else:
-                yield text
+            enc = "utf-8-sig" if self.line_num == 1 else "utf-8"
+            end = 2 if line.endswith(b"\r\n") else 1 if line.endswith(b"\n") else 0
+            if line.find(b"\r", 0, len(line) - end) != -1:  # a bare CR ends a line too (rare: split as text)
+                text = str(line, enc)
+                del line
+                for piece in _LINE.findall(text):
+                    if piece:
+                        yield piece.rstrip("\r\n"), piece[len(piece.rstrip("\r\n")):]
+                continue
+            view = memoryview(line)
+            held = [str(view[:len(line) - end], enc)]
+            view.release()
+            del view, line
+            # popped as it is yielded: this frame keeps no reference to a line while its fields are used
+            yield held.pop(), "\r\n"[2 - end:] if end else ""
 
     def _record(self, header: bool = False) -> list[str] | None:
-        for text in self._pieces:
-            body = text.rstrip("\r\n")
+        for body, end in self._pieces:
             if not body:
                 if header:
                     return []  # DictReader takes a blank first line as no column names
@@ -75,14 +84,14 @@ class TsvRows:
             if '"' in body:
                 fields = [_unquoted(p) for p in body.split("\t")]
                 if None in fields:  # quoted across tabs or lines, or text after a closing quote: csv's own
-                    del body, fields
-                    got = next(csv.reader(itertools.chain([text], self._pieces), delimiter="\t"), None)
+                    lines = itertools.chain([body + end], (b + e for b, e in self._pieces))
+                    got = next(csv.reader(lines, delimiter="\t"), None)
                     if got == [] and not header:
                         continue
                     return got
             else:
                 fields = body.split("\t")
-            del text, body
+            del body
             if any(len(f) > self.cap for f in fields):
                 raise csv.Error(f"field larger than field limit ({self.cap})")
             return fields  # type: ignore[return-value]
