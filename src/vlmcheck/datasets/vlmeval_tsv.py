@@ -8,8 +8,8 @@ TSV's folder, confined to it); ``question``; options in columns ``A``..``Z`` (bl
 benchmark's items (MMBench's circular copies, rows with ``index`` >= 1,000,000) is its own module's rule
 (:mod:`.mmbench`), applied by :func:`~.base.load` on this route as on the Hub's.
 
-A field may hold up to the field limit (``VLMCHECK_MAX_FIELD_MB``, core/dataset_files.py; the ``csv`` module's
-128-kB default is too small for an MMBench image); a row listing more images than an item may hold, or an
+A field may hold up to the field limit (``VLMCHECK_MAX_FIELD_MB``, core/dataset_files.py), read a row at a time
+as ``csv`` reads it in about three times the field's size at the peak (:mod:`.tsv_rows`); a row listing more images than an item may hold, or an
 image larger than the run's ``--max-image-mb`` (told from the base64's length, before decoding), is skipped with
 its reason.  Base64 images go to the content store in the bytes they encode (:mod:`.imagestore`), one file per
 distinct image, written by temp file and rename and compared with the bytes on reuse.
