@@ -326,3 +326,27 @@ def test_tsv_rows_are_the_rows_csv_reads():
         except csv.Error:
             got = "error"
         assert got == want, repr(text)
+
+
+@pytest.mark.slow  # a real run of 2 samples first: ~5 s
+@pytest.mark.timeout(120)
+def test_a_resume_reads_the_rows_its_recorded_limit_needs(tmp_path, monkeypatch):
+    """`vlmcheck resume` rebuilds the task under the run's recorded --limit: before, it read every row."""
+    monkeypatch.setenv("VLMCHECK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.png").write_bytes(_png())
+    (tmp_path / "manifest.jsonl").write_text("".join(f'{{"id": "{i}", "image": "a.png"}}\n' for i in range(200_000)))
+    first = CliRunner().invoke(app, ["describe", "--vlm", "ref:photo", "--data", "manifest.jsonl", "--limit", "2",
+                                     "--out", "run"])
+    assert first.exit_code == 0, first.output
+    tracemalloc.start()
+    t = time.process_time()
+    try:
+        again = CliRunner().invoke(app, ["resume", "run"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    cpu = time.process_time() - t
+    assert again.exit_code == 0 and "done 2/2 samples" in again.output, again.output
+    assert peak < PEAK, peak  # every row: ~60 MB
+    assert cpu < CPU, cpu
