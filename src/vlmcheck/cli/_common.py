@@ -385,11 +385,17 @@ def task_of(run: Path):
             spec = store.get_meta("spec")
     except StoreError as exc:
         fail(one_line(exc))
+    from ..core.dataset_files import first_rows
     from ..run.data_pin import resolve_recorded
+    from ..run.task import task_class
 
     with user_errors(FileNotFoundError):
         # the data at its recorded real path: the same data from any folder (run/data_pin.py)
-        return task_from_spec(spec["task"], resolve_recorded(spec["task_spec"], spec.get("data"))), spec
+        task_spec = resolve_recorded(spec["task_spec"], spec.get("data"))
+        # the recorded --limit N: the rows its samples need, as the run read them
+        follows = getattr(task_class(spec["task"]), "samples_follow_rows", lambda _: False)(task_spec)
+        with first_rows(spec.get("limit") if follows else None):
+            return task_from_spec(spec["task"], task_spec), spec
 
 
 def slug(text: str) -> str:

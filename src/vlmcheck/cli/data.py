@@ -98,7 +98,10 @@ def inspect(
     path: str = typer.Argument(..., metavar="PATH", help="A dataset in any form (hfds:ORG/NAME, a folder, a file; "
                                                           "NAME:PATH names its benchmark)"),
     benchmark: Optional[str] = C.BENCHMARK,
-    rows: int = typer.Option(3, "--rows", min=0, metavar="N", help="How many rows to show as the model sees them"),
+    rows: Optional[int] = typer.Option(None, "--rows", min=0, metavar="N",
+                                       help="Show N rows as the model sees them and read only those (the counts "
+                                            "are then of those rows); without it every row is read and 3 shown"),
+    every: bool = typer.Option(False, "--all", help="With --rows N: read and count every row all the same"),
     as_json: bool = typer.Option(False, "--json", help="Everything as one JSON object on stdout"),
     allow_outside: bool = typer.Option(False, "--allow-outside",
                                        help="Read dataset files that resolve outside the dataset's folder"),
@@ -108,14 +111,20 @@ def inspect(
     from ..datasets.imagestore import read_only
     from ..methods.records import dataset_for
 
+    from ..core.dataset_files import first_rows
+
     source = C.with_benchmark(path, benchmark)
     token = inputs.set_policy(inputs.InputPolicy(allow_outside=allow_outside))
-    with C.user_errors(FileNotFoundError), read_only() as embedded:
+    # --rows N: the first N rows of a streamed file (shards, TSV, JSON Lines, workbooks, manifests), not all
+    with C.user_errors(FileNotFoundError), read_only() as embedded, first_rows(None if every else rows) as window:
         try:
             ds = dataset_for(source)
-            info = summary(ds, rows, embedded) if ds is not None else _legacy(source)
+            info = summary(ds, 3 if rows is None else rows, embedded) if ds is not None else _legacy(source)
         finally:
             inputs.reset_policy(token)
+    if window is not None and window.cut:
+        info["notes"].append(f"the first {rows} rows read (--rows {rows}): the counts are of those; --all reads "
+                             "every row")
     from ..core.printable import inert_obj, json_inert
 
     if as_json:

@@ -29,6 +29,7 @@ from typing import Any
 import posixpath
 from dataclasses import dataclass, field
 
+from .dataset_files import within_window
 from .files import iter_jsonl_objects, printable
 from . import remote
 from .images import IMAGE_SUFFIXES, iter_image_files
@@ -154,7 +155,7 @@ def _load_jsonl(path: Path | str) -> list[ImageItem]:
         root = str(path.parent)  # one string for every item
         rows = iter_jsonl_objects(path, "manifest")
     warned: set[str] = set()
-    for lineno, row in rows:
+    for lineno, row in within_window(rows):  # --limit N: the first N rows (dataset_files.first_rows)
         if "image" in row and "path" in row and "both" not in warned:
             warned.add("both")  # the path would be kept as metadata, unread
             log.warning("%s:%d: both 'image' and 'path' are given; the image read is 'image' (%s), 'path' is "

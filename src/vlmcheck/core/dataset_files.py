@@ -12,7 +12,8 @@ pickled batch) must be
   sentence that names it and the limit.
 
 A run that asked for its first N samples (``--limit N``, where the method takes its samples in the
-dataset's order) reads the first N rows of a streamed file (:func:`first_rows`) instead of every row.
+dataset's order) reads the first N rows of a streamed file (:func:`first_rows`) instead of every row, and more
+only where those rows give fewer than N samples (:func:`read_samples`); ``data inspect --rows N`` reads N rows.
 
 Inside a file, what a reader holds is bounded too: one TSV field or spreadsheet cell
 (:data:`LIMITS.field_bytes`), JSON nesting (:data:`LIMITS.json_depth`), the rows a shard may claim
@@ -29,7 +30,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, TypeVar
 
 from .files import InputFileError
 
@@ -252,3 +253,48 @@ def first_rows(n: int | None) -> Iterator[RowWindow | None]:
 
 def row_window() -> RowWindow | None:
     return _WINDOW.get()
+
+
+T = TypeVar("T")
+
+
+def within_window(rows: Iterable[T]) -> Iterator[T]:
+    """``rows`` (a reader's records, one per row) up to the row window's end (:func:`first_rows`)."""
+    window = row_window()
+    for taken, row in enumerate(rows):
+        if window is not None and window.full(taken):
+            return
+        yield row
+
+
+#: how many times a window too narrow for N samples is doubled before the whole dataset is read
+WIDENINGS = 3
+
+
+def read_samples(read: Callable[[], T], count: Callable[[T], int] = len) -> T:
+    """``read()`` - a method's samples from its dataset - under the row window of ``--limit N``
+    (:func:`first_rows`): where a reader stopped with rows left and the rows read give fewer than N samples
+    (rows left out, a sample that needs several rows: an MMVP pair, a CAST pair), the window is doubled and
+    ``read()`` called again, up to :data:`WIDENINGS` times, then the whole dataset is read.  A sample read under a
+    window is the one a whole read gives first (the readers keep the dataset's order; a method whose samples do
+    not follow its rows never sets a window: ``Task.samples_follow_rows``)."""
+    window = row_window()
+    if window is None:
+        return read()
+    rows = window.rows
+    for _ in range(WIDENINGS + 1):
+        with first_rows(rows) as wide:
+            try:
+                out = read()
+            except InputFileError:
+                if wide is None or not wide.cut:
+                    raise
+                # e.g. "no record has an answer" in the first rows: the rows after them may have
+            else:
+                if wide is None or not wide.cut or count(out) >= window.rows:
+                    window.cut = wide is not None and wide.cut
+                    return out
+        rows *= 2
+    with first_rows(None):
+        window.cut = False
+        return read()

@@ -366,10 +366,11 @@ def jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file") -> lis
     return list(iter_jsonl_objects(path, what))
 
 
-def iter_jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file", text: str | None = None
-                       ) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file", text: str | None = None,
+                       empty_ok: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """:func:`jsonl_objects` one record at a time: a manifest of a million rows is never a million parsed rows
-    (and their lines) in memory at once.  ``text``: the file's text, already read (from a URL), named ``path``."""
+    (and their lines) in memory at once.  ``text``: the file's text, already read (from a URL), named ``path``;
+    ``empty_ok``: a file without a record yields none (its caller says what was expected)."""
     if text is None:
         path = Path(path)
         lines: Iterable[str] = _file_lines(path, what)
@@ -387,7 +388,7 @@ def iter_jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file", t
             raise InputFileError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
         seen = True
         yield n, row
-    if not seen:
+    if not seen and not empty_ok:
         raise InputFileError(f"{path}: the {what} is empty")
 
 

@@ -7,7 +7,9 @@ One record per image of the chosen split (``split=test``, the 10,000 of ``test_b
 label index, its category the class name.  The images are written as PNG (lossless: the batches hold raw
 pixels) to a content-addressed store in ``$VLMCHECK_CACHE/releases/cifar10/`` (:mod:`.imagestore`): each file is
 named by the SHA-256 of its bytes and compared with them on reuse, so a batch rewritten with other pixels gets
-other files and a damaged cached file is rewritten, never sent; ``vlmcheck data inspect`` writes none.
+other files and a damaged cached file is rewritten, never sent; ``vlmcheck data inspect`` writes none.  A reuse
+skips the PNG encoding: an index named by the SHA-256 of the batch's bytes lists each image's file, and each file
+is used only where the SHA-256 of its bytes is still its name (a 3 kB read and hash, not an encode).
 
 The batches are pickles; they are unpickled with a loader that accepts only NumPy arrays and plain values, so a
 file that is not what it claims cannot run code.
@@ -15,14 +17,17 @@ file that is not what it claims cannot run code.
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
+import logging
 import os
 import pickle
 from pathlib import Path
 from typing import Any
 
 from ..core.dataset_files import current_root, read_bytes
-from ..core.files import InputFileError
+from ..core.files import InputFileError, write_text_atomic
 from ._release import refuse
 from .base import Dataset, Record, register_form
 from .imagestore import ImageStore
@@ -49,11 +54,14 @@ def detect(path: Path) -> bool:
     return path.is_dir() and (folder / "batches.meta").is_file() and (folder / "test_batch").is_file()
 
 
-def _load(file: Path) -> dict[str, Any]:
+def _load(file: Path, digest: list[str] | None = None) -> dict[str, Any]:
+    """The batch's dict; ``digest`` gets the SHA-256 of its bytes."""
     try:
         data = read_bytes(file, current_root(), "CIFAR-10 batch")  # a regular file, inside, within the cap
     except InputFileError as exc:
         raise refuse(file, f"a CIFAR-10 python batch ({str(exc)[len(f'{file}: '):]})") from None
+    if digest is not None:
+        digest.append(hashlib.sha256(data).hexdigest())
     try:
         # from the bytes read, so a length the pickle claims is never more than the file holds
         raw = _SafeUnpickler(io.BytesIO(data), encoding="bytes").load()
@@ -68,6 +76,26 @@ def _load(file: Path) -> dict[str, Any]:
 def _cache() -> Path:
     base = Path(os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck"))
     return base / "releases" / "cifar10"
+
+
+def _index(cache: Path, batch_sha: str) -> list[str | None]:
+    """The cached files (paths under ``cache``) of a batch's images by the batch's SHA-256, or [] if none."""
+    try:
+        names = json.loads((cache / "index" / f"{batch_sha}.json").read_text())
+    except (OSError, ValueError):
+        return []
+    return names if isinstance(names, list) else []
+
+
+def _intact(cache: Path, name: Any) -> str | None:
+    """The path of cached file ``name`` where the SHA-256 of its bytes is its name still, else None."""
+    if not isinstance(name, str) or "/" not in name or ".." in name:
+        return None
+    path = cache / name
+    try:
+        return str(path) if hashlib.sha256(path.read_bytes()).hexdigest() == path.stem else None
+    except OSError:
+        return None
 
 
 def _png(pixels: Any) -> bytes:
@@ -101,7 +129,9 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
     cache = store.root
     ds = Dataset("cifar10", "cifar10", str(folder), [], notes=[f"split {split!r}; images in {cache}"])
     for f in files:
-        batch = _load(f)
+        digest: list[str] = []
+        batch = _load(f, digest)
+        known = _index(cache, digest[0])
         data, labels = batch.get("data"), batch.get("labels")
         fnames = batch.get("filenames") or []
         if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072 \
@@ -109,6 +139,7 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
                 or not isinstance(fnames, (list, tuple, np.ndarray)):
             raise refuse(f, "a CIFAR-10 batch (data N x 3072 uint8, N labels and a list of filenames)")
         pixels = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+        cached: list[str | None] = [None] * len(labels)  # each image's file under the cache, by position
         for i, label in enumerate(labels):
             try:
                 label = int(label)
@@ -118,13 +149,28 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
             if not 0 <= label < len(names):
                 ds.skipped.append((f"{f.name}[{i}]", f"label {label} outside the {len(names)} label_names"))
                 continue
-            try:
-                img = store.put(_png(pixels[i]))
-            except OSError as exc:
-                raise refuse(cache, f"a cache folder the images can be written to ({exc.strerror or exc})") from None
+            img = _intact(cache, known[i]) if i < len(known) else None
+            if img is None:
+                try:
+                    img = store.put(_png(pixels[i]))
+                except OSError as exc:
+                    raise refuse(cache, f"a cache folder the images can be written to ({exc.strerror or exc}); "
+                                 "free space there or point VLMCHECK_CACHE elsewhere") from None
+            cached[i] = Path(img).relative_to(cache).as_posix()
             fname = fnames[i].decode("utf-8", "replace") if i < len(fnames) and isinstance(fnames[i], bytes) else None
             ds.records.append(Record(id=f"{f.name}-{i}", images=[img], options=list(names), answer=label,
                                      category=names[label], split=split, root=str(cache),
                                      meta={"filename": fname} if fname else {}))
+        if store.write and cached != known:
+            _write_index(cache, digest[0], cached)
     return ds
+
+
+def _write_index(cache: Path, batch_sha: str, names: list[str | None]) -> None:
+    try:
+        (cache / "index").mkdir(parents=True, exist_ok=True)
+        write_text_atomic(cache / "index" / f"{batch_sha}.json", json.dumps(names))
+    except OSError as exc:  # the images are stored; the next read encodes them again
+        logging.getLogger("vlmcheck").warning("%s: the index of a CIFAR-10 batch not written (%s)", cache,
+                                              exc.strerror or exc)
 

@@ -341,7 +341,7 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
     window = dataset_files.row_window()
     for i, row in enumerate(iter_rows(files)):
         if window is not None and window.full(len(records)):
-            notes.append(f"the first {len(records)} rows read (--limit)")
+            notes.append(f"the first {len(records)} rows read, the rest not")
             break
         for c, names_ in labels.items():
             v = row.get(c)

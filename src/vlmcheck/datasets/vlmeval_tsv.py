@@ -8,8 +8,8 @@ TSV's folder, confined to it); ``question``; options in columns ``A``..``Z`` (bl
 benchmark's items (MMBench's circular copies, rows with ``index`` >= 1,000,000) is its own module's rule
 (:mod:`.mmbench`), applied by :func:`~.base.load` on this route as on the Hub's.
 
-A field may hold up to the field limit (``VLMCHECK_MAX_FIELD_MB``, core/dataset_files.py; the ``csv`` module's
-128-kB default is too small for an MMBench image); a row listing more images than an item may hold, or an
+A field may hold up to the field limit (``VLMCHECK_MAX_FIELD_MB``, core/dataset_files.py), read a row at a time
+as ``csv`` reads it in about three times the field's size at the peak (:mod:`.tsv_rows`); a row listing more images than an item may hold, or an
 image larger than the run's ``--max-image-mb`` (told from the base64's length, before decoding), is skipped with
 its reason.  Base64 images go to the content store in the bytes they encode (:mod:`.imagestore`), one file per
 distinct image, written by temp file and rename and compared with the bytes on reuse.
@@ -21,7 +21,6 @@ import ast
 import base64
 import binascii
 import csv
-import io
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from ..core.inputs import current_policy
 from .base import Dataset, DatasetFormError, register_form
 from .columns import Columns, blank, check_unique, record
 from .imagestore import ImageStore
+from .tsv_rows import TsvRows
 
 SCHEMA = "VLMEvalKit vlmeval/dataset/image_base.py (ImageBaseDataset.prepare_tsv / dump_image) and " \
          "image_mcq.py (ImageMCQDataset.build_prompt): index, image (base64 | index of another row), " \
@@ -98,9 +98,8 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
         raw = dataset_files.open_file(path, dataset_files.current_root(), "TSV file")
     except InputFileError as exc:
         raise DatasetFormError(str(exc)) from None
-    fh = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
-    with fh:
-        reader = csv.DictReader(fh, delimiter="\t")
+    with raw:
+        reader = TsvRows(raw, limits.field_bytes)  # csv's rows, in memory bounded by the field cap
         names = [n for n in reader.fieldnames or [] if n is not None]
         if "index" not in names:
             raise DatasetFormError(f"{path}: expected a VLMEvalKit TSV with an 'index' column (found: "

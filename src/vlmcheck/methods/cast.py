@@ -42,6 +42,7 @@ from PIL import Image
 from pydantic import BaseModel, Field
 
 from ..core import remote
+from ..core.dataset_files import within_window
 from ..core.files import InputFileError, iter_jsonl_objects, jsonl_objects, require_str
 from ..core.inputs import dataset_path, read_image
 from ..core.messages import ImagePart, Message
@@ -178,6 +179,12 @@ class CastTask(SpecTask):
     def samples(self) -> list[Sample]:
         return [Sample(p["id"], p) for p in self.pairs]
 
+    @classmethod
+    def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
+        # one pair per group of two rows (or per row of a pairs file), in the order its first row comes; rows
+        # are read until N pairs are whole (methods/records.cast_pairs)
+        return True
+
     def shown(self, imgs: tuple[Image.Image, Image.Image]) -> dict[bool, list[ImagePart]]:
         """A pair's image parts, made once (a pair sends them in up to 100 requests): the side-by-side image or
         the two images (key False), and with ``blind`` what a blind request carries instead (key True;
@@ -276,6 +283,12 @@ def load_pairs(path: str | Path) -> list[dict[str, Any]]:
     """Scene pairs from a JSONL file, a local path or an fsspec URL; images relative to its folder, confined to
     it.  A side without an id gets ``<pair id or line index>-a`` / ``-b``.  Any form the dataset layer reads (the
     CAST authors' pair files, ``NAME:PATH``) through methods/records.py."""
+    from .records import for_limit
+
+    return for_limit(lambda: _read_pairs(path))  # --limit N: the rows it needs (core/dataset_files.py)
+
+
+def _read_pairs(path: str | Path) -> list[dict[str, Any]]:
     from .records import cast_pairs, dataset_for
 
     ds = dataset_for(path)
@@ -287,7 +300,7 @@ def load_pairs(path: str | Path) -> list[dict[str, Any]]:
         lines = iter_jsonl_objects(path, "pairs file", text=remote.read_text(path, "pairs file"))
     else:
         path = Path(path)
-        base, lines = path.parent, jsonl_objects(path, "pairs file")
+        base, lines = path.parent, within_window(iter_jsonl_objects(path, "pairs file"))
     rows = []
     for n, r in lines:
         rows.append(r)

@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 from ..core import remote
 from ..core.data import ImageItem
+from ..core.dataset_files import row_window
 from ..core.files import InputFileError
 from ..datasets import Dataset, DatasetFormError, Record, detect, load, parse_source, path_options
 
@@ -338,7 +339,10 @@ def cast_pairs(ds: Dataset) -> list[dict[str, Any]]:
         if r.group is not None:
             groups.setdefault(r.group, []).append(r)
     pairs = []
+    window = row_window()
     for gid, members in groups.items():
+        if len(members) == 1 and window is not None and window.cut:
+            break  # its other side may lie in the rows not read: the pairs after it wait for a wider read
         if len(members) != 2 or not all(m.images and m.description for m in members):
             log.warning("%s: group %r left out: a pair is two records, each with an image and a description",
                         ds.source, gid)
@@ -359,17 +363,27 @@ def load_images(source: str | Path) -> list[ImageItem]:
     folder / JSONL manifest / URL reader (core/data.py)."""
     from ..core.data import load_image_dataset
 
-    from ..core.dataset_files import first_rows, row_window
+    def read() -> list[ImageItem]:
+        ds = dataset_for(source)
+        return image_items(ds) if ds is not None else load_image_dataset(source)
 
-    window = row_window()  # --limit N: the first N rows, read again whole if they hold fewer than N images
-    ds = dataset_for(source)
-    if ds is not None and window is not None and window.cut:
-        items = image_items(ds)
-        if len(items) >= window.rows:
-            return items
-        with first_rows(None):
-            ds = dataset_for(source)
-    return image_items(ds) if ds is not None else load_image_dataset(source)
+    return for_limit(read)  # --limit N: the first N rows, more where they hold fewer than N images
+
+
+def for_limit(read: Any, count: Any = len) -> Any:
+    """``read()`` (a method's samples) under ``--limit N``'s row window (core/dataset_files.read_samples): the
+    rows it needs, read again wider where they give fewer than N samples; only the last read is the run's."""
+    from ..core.dataset_files import read_samples
+
+    got = _READ.get()
+    mark = len(got) if got is not None else 0
+
+    def again() -> Any:
+        if got is not None:
+            del got[mark:]
+        return read()
+
+    return read_samples(again, count)
 
 
 def source_name(source: str | Path) -> str | None:

@@ -115,6 +115,11 @@ class VHExpansionTask(SpecTask):
     def samples(self) -> list[Sample]:
         return [Sample(c.id, c) for c in self.cases]
 
+    @classmethod
+    def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
+        # one case per record with an image and a question, in the dataset's order (methods/records.vhx_cases)
+        return True
+
     # ------------------------------------------------------------------ attack
 
     def _attack_batch(self, key, items):

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import remote
+from ..core.dataset_files import within_window
 from ..core.files import InputFileError, iter_jsonl_objects, read_text_input, require_str
 from ..core.inputs import dataset_path
 from .vhx_case import Case  # noqa: F401 - the case type is part of this module's API
@@ -34,6 +35,12 @@ def load_cases(source: str | Path) -> list[Case]:
     (``s3://.../pope.jsonl``) names its images relative to its folder URL (core/remote.py)."""
     if remote.is_url(source):
         return _url_cases(str(source))
+    from .records import for_limit
+
+    return for_limit(lambda: _local_cases(source))  # --limit N: the rows it needs (core/dataset_files.py)
+
+
+def _local_cases(source: str | Path) -> list[Case]:
     from .records import dataset_for, vhx_cases
 
     ds = dataset_for(source)  # a benchmark release, a Hub copy, a TSV, NAME:PATH (methods/records.py)
@@ -110,7 +117,7 @@ def _load_cases(src: Path) -> list[Case]:
         return out
     if src.suffix.lower() == ".csv":
         return _csv_cases(src, src.parent, read_text_input(src, "cases file"))
-    return _jsonl_cases(src, src.parent, iter_jsonl_objects(src, "cases file"))
+    return _jsonl_cases(src, src.parent, within_window(iter_jsonl_objects(src, "cases file")))
 
 
 def _answer(value: Any, where: str) -> str:

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from ...core import remote
-from ...core.files import jsonl_lines, read_jsonl
+from ...core.dataset_files import within_window
+from ...core.files import iter_jsonl_objects, jsonl_lines
 from ...core.inputs import dataset_path
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # option labels: CIFAR-10 needs ten
@@ -46,7 +47,8 @@ def _jsonl(path: Path | str) -> list[dict[str, Any]]:
         import json
 
         return [json.loads(line) for _, line in jsonl_lines(remote.read_text(str(path), "scenario file"))]
-    return read_jsonl(path)
+    # streamed: under --limit N's row window (core/dataset_files.first_rows) the rows it needs only
+    return [row for _, row in within_window(iter_jsonl_objects(path, "scenario file", empty_ok=True))]
 
 
 def _resolve(path: Path | str, image: str | None) -> str | None:
@@ -187,9 +189,20 @@ LOADERS = {"mc": load_mc, "scienceqa": load_scienceqa, "pope": load_pope, "class
            "retrieval": load_retrieval, "mmbench": load_mmbench, "world": load_world, **TURN_LOADERS}
 
 
+#: the scenario kinds whose items are their rows', one item (or one per rotation) per row in order: their first N
+#: items come from the first rows (the others draw options, candidates or turns from all rows)
+ROW_KINDS = ("mc", "scienceqa", "pope", "mmbench")
+
+
 def load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]]:
     if kind not in LOADERS:
         raise ValueError(f"unknown scenario {kind!r}; known: {', '.join(LOADERS)}")
+    from ..records import for_limit
+
+    return for_limit(lambda: _load_scenario(kind, path, **options))  # --limit N: the rows it needs
+
+
+def _load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]]:
     if kind != "world":
         from ..records import chef_items, dataset_for
 

@@ -108,6 +108,19 @@ class ChefTask(SpecTask):
             opts["recipe"] = resolve_recipe(str(local) if local.is_file() else recipe).model_dump()
         return opts
 
+    @classmethod
+    def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
+        """A scenario of one item per row (ROW_KINDS) under the standard instruction: no in-context examples or
+        query pools drawn from the other rows."""
+        from .scenarios import ROW_KINDS
+
+        r = task_spec.get("recipe")
+        r = r.model_dump() if hasattr(r, "model_dump") else r
+        if not isinstance(r, dict):
+            return False
+        return ((r.get("scenario") or {}).get("type") in ROW_KINDS and r.get("desideratum") != "icl"
+                and (r.get("instruction") or {}).get("type", "standard") == "standard")
+
     def __init__(self, spec: ChefSpec, vlm: Any = None, judge: Any = None, rewriter: Any = None) -> None:
         self.cfg = spec
         r = spec.recipe
