@@ -11,6 +11,7 @@ import functools
 import json
 import inspect
 import logging
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -377,7 +378,9 @@ def check_failures(runs: list[dict], max_failures: float) -> None:
 
 def task_of(run: Path):
     """The task recorded in a run folder, rebuilt from its spec, and the spec."""
-    from ..run.task import task_from_spec
+    from ..core.dataset_files import first_rows
+    from ..run.data_pin import resolve_recorded
+    from ..run.task import task_class, task_from_spec
     from ..store.db import RunStore, StoreError
 
     try:
@@ -385,21 +388,13 @@ def task_of(run: Path):
             spec = store.get_meta("spec")
     except StoreError as exc:
         fail(one_line(exc))
-    from ..core.dataset_files import first_rows
-    from ..run.data_pin import resolve_recorded
-    from ..run.task import task_class
-
-    with user_errors(FileNotFoundError):
-        # the data at its recorded real path: the same data from any folder (run/data_pin.py)
-        task_spec = resolve_recorded(spec["task_spec"], spec.get("data"))
-        # the recorded --limit N: the rows its samples need, as the run read them
-        follows = getattr(task_class(spec["task"]), "samples_follow_rows", lambda _: False)(task_spec)
-        with first_rows(spec.get("limit") if follows else None):
-            return task_from_spec(spec["task"], task_spec), spec
+    # the data at its recorded real path (run/data_pin.py); under the recorded --limit, the rows it read
+    task_spec = resolve_recorded(spec["task_spec"], spec.get("data"))
+    follows = getattr(task_class(spec["task"]), "samples_follow_rows", lambda _: False)(task_spec)
+    with user_errors(FileNotFoundError), first_rows(spec.get("limit") if follows else None):
+        return task_from_spec(spec["task"], task_spec), spec
 
 
 def slug(text: str) -> str:
     """A model spec as a folder name."""
-    import re
-
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80]
