@@ -1,0 +1,40 @@
+"""Small-sample intervals and plans: the degenerate sign-flip interval, CAST's headline at few pairs, plan on
+CAST's pooled estimand.  Every expected value is computed here by hand from its definition."""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+import numpy as np
+
+
+def _wilson_by_hand(x: float, n: float, z: float) -> tuple[float, float]:
+    p = x / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
+def test_every_image_with_the_same_difference_gets_a_labelled_bound_not_a_point():
+    from vlmcheck.metrics.signflip import decision_interval, paired_decision
+
+    # GenCeption's 8 images in unequal categories (weights 1/(categories x category size)), each image's GC
+    # 0.2 higher under A; the round-off of real scores (1e-10) must not hide that the differences are one value
+    w = np.array([1 / 8, 1 / 8, 1 / 16, 1 / 16, 1 / 8, 1 / 24, 1 / 24, 1 / 24]) * 8 / 5.5
+    w = w / w.sum()
+    jitter = np.array([0, 1, -1, 2, 0, -2, 1, 0]) * 1e-10
+    for sign in (1, -1):
+        dec = paired_decision(sign * (0.2 + jitter) * w, w, (-1.0, 1.0))
+        (lo, hi), note = decision_interval(dec)
+        assert note is not None and note.startswith("bound: every one of the 8 units has the same difference")
+        # p: only the two all-alike sign patterns are as extreme: 2 / 2^8, so the test rejects 0
+        assert abs(dec["p_value"] - 2 / 256) < 1e-12
+        # Wilson on the rescaled difference (0.2 + 1) / 2 = 0.6 of 8 units, mapped back to [-1, 1]
+        _, wh = _wilson_by_hand(0.6 * 8, 8, NormalDist().inv_cdf(0.975))
+        far = -1 + 2 * wh  # 0.6969...
+        assert abs(far - 0.696937739999) < 1e-9
+        if sign > 0:
+            assert abs(hi - far) < 1e-9 and 0 < lo < 1e-9  # excludes 0, as the test does, and is not a point
+        else:
+            assert abs(lo + far) < 1e-9 and -1e-9 < hi < 0
