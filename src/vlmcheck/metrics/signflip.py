@@ -358,8 +358,9 @@ def _same_difference(sf: SignFlip, lo: float, hi: float, span: float) -> bool:
     """Whether every unit has the same difference (its contribution over its weight), or the inverted interval
     collapsed to a point, to ``SAME_TOL`` of the range: the sign-flip test then rejects every other shift, so
     its inverted interval is that point, not an interval."""
-    w = sf.w
-    per_unit = np.divide(sf.d, w, out=np.zeros_like(sf.d), where=w > 0)[w > 0]
-    if len(per_unit) and float(np.ptp(per_unit)) <= SAME_TOL * span:
-        return True
+    d, w = getattr(sf, "d", None), getattr(sf, "w", None)  # a pooled swap test has no per-unit differences
+    if d is not None and w is not None:
+        per_unit = np.divide(d, w, out=np.zeros_like(d), where=w > 0)[w > 0]
+        if len(per_unit) and float(np.ptp(per_unit)) <= SAME_TOL * span:
+            return True
     return hi - lo <= SAME_TOL * span
