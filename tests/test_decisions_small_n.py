@@ -38,3 +38,32 @@ def test_every_image_with_the_same_difference_gets_a_labelled_bound_not_a_point(
             assert abs(hi - far) < 1e-9 and 0 < lo < 1e-9  # excludes 0, as the test does, and is not a point
         else:
             assert abs(lo + far) < 1e-9 and -1e-9 < hi < 0
+
+
+def test_plan_of_cast_runs_plans_the_pooled_headline_not_the_mean_of_pair_shares(tmp_path):
+    """The constructed runs of tests/test_decisions_62.py (every cell and format alike, so the headline is one
+    pooled ratio): A 10 of 40 verdicts confirmed (0.250; mean of pair shares 0.500), B 20 of 40 (0.500; mean of
+    pair shares 0.333).  Compare's difference is -0.250; the per-pair shares' would be +0.167."""
+    from statistics import stdev
+
+    from test_decisions_62 import A_PAIRS, B_PAIRS, _cast
+
+    from vlmcheck.methods.plan import plan
+
+    a = _cast(tmp_path / "A", "A", A_PAIRS)
+    b = _cast(tmp_path / "B", "B", B_PAIRS)
+    # by hand: pair i's influence on a pooled ratio R = C / S over m pairs is (c_i - R s_i) / (S / m)
+    def lin(pairs):
+        C, S, m = sum(c for _, c in pairs), sum(s for s, _ in pairs), len(pairs)
+        R = C / S
+        return [R + (c - R * s) / (S / m) for s, c in pairs]
+
+    la, lb = lin(A_PAIRS), lin(B_PAIRS)
+    assert la[0] == 0.625 and la[-1] == -0.125  # 0.25 +/- 0.375
+    (row,) = plan([a], delta=0.1)["metrics"]
+    assert abs(row["sd"] - stdev(la)) < 1e-9  # 0.3847; the pair shares' sd would be 0.5130
+    assert "pooled" in row["estimand"]
+    (row,) = plan([a, b], delta=0.1)["metrics"]
+    d = [x - y for x, y in zip(la, lb)]
+    assert abs(row["observed_difference"] - (-0.25)) < 1e-9 and abs(sum(d) / 20 + 0.25) < 1e-12
+    assert abs(row["sd_difference"] - stdev(d)) < 1e-9
