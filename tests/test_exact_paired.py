@@ -114,7 +114,7 @@ def test_one_answer_a_unit_gets_the_hull_of_tango_and_agresti_min_by_hand():
     assert agresti_min(1, 0, 20) == pytest.approx(agresti_min_by_hand(1, 0, 20))
     assert agresti_min(1, 0, 20) == pytest.approx((-0.0791, 0.1700), abs=5e-5)
     row = compare_two(*_table(1, 0, 19), "acc")
-    lo, hi = hull_by_hand(1, 0, 20, norm.ppf(0.975))
+    lo, hi = hull_by_hand(1, 0, 20, norm.ppf(0.975) * math.sqrt(20 / 19))  # n - 1 df: sqrt(n / (n - 1))
     assert row["ci95"] == pytest.approx([lo, hi], abs=1e-8) and lo < -0.0791 and hi > 0.17
     # the inverted sign-flip test gave [0, 0.143] here, which misses a true difference of 0.15 that one
     # discordant unit of 20 is quite likely to come from; the hull holds it
