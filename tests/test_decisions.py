@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from vlmcheck.metrics.decisions import (cluster_bootstrap_mean, design_effect, holm, mcnemar_exact, mde_proportion,
-                                        n_for_difference, paired_permutation_p, wilson, wilson_clustered)
+from vlmcheck.metrics.decisions import (cluster_bootstrap_mean_sums, design_effect, holm, mde_proportion, wilson,
+                                        wilson_clustered)
+from vlmcheck.metrics.signflip import p_at_zero
 
 
 @pytest.mark.slow
@@ -27,9 +28,13 @@ def test_wilson_by_hand_never_collapses():
 
 
 def test_mcnemar_exact_on_a_textbook_table():
+    # compare's test of one binary answer a unit (p_at_zero of the units' differences, concordant ones beside):
     # 10 pairs right under A only, 2 under B only: p = 2 P(X <= 2 | 12, 1/2) = 2 (1 + 12 + 66) / 4096
-    assert mcnemar_exact(10, 2) == pytest.approx(2 * 79 / 4096)
-    assert mcnemar_exact(3, 3) == 1.0 and mcnemar_exact(0, 0) == 1.0
+    def mcnemar(b, c, concordant=5):
+        return p_at_zero(np.r_[np.ones(b), -np.ones(c), np.zeros(concordant)] / (b + c + concordant))[0]
+
+    assert mcnemar(10, 2) == pytest.approx(2 * 79 / 4096)
+    assert mcnemar(3, 3) == 1.0 and mcnemar(0, 0) == 1.0
 
 
 def test_paired_permutation_on_six_pairs_enumerated_by_hand():
@@ -38,8 +43,9 @@ def test_paired_permutation_on_six_pairs_enumerated_by_hand():
     # 6 of the 64 patterns.
     a = [2, 4, 6, 8, 10, 0]
     b = [1, 2, 3, 4, 5, 1]
-    assert paired_permutation_p(a, b) == pytest.approx(6 / 64)
-    assert paired_permutation_p(a, a) == 1.0  # a run compared with itself
+    d = (np.array(a, float) - np.array(b, float)) / 6  # compare's sign-flip test: each unit weighs 1/6
+    assert p_at_zero(d)[0] == pytest.approx(6 / 64)
+    assert p_at_zero(np.zeros(6))[0] == 1.0  # a run compared with itself
 
 
 def test_holm_on_four_p_values():
@@ -51,8 +57,9 @@ def test_holm_on_four_p_values():
 def test_minimum_detectable_difference_of_a_proportion():
     # p = 0.5, n = 100 per run, alpha 0.05, power 0.8: (1.95996 + 0.84162) sqrt(2 x 0.25 / 100)
     assert mde_proportion(0.5, 100) == pytest.approx((1.959964 + 0.841621) * math.sqrt(0.005), rel=1e-5)
-    # and the n that detects it again
-    assert n_for_difference(math.sqrt(0.5), mde_proportion(0.5, 100)) == 100
+    # and the n that detects it again, by the normal formula ((z_{1-alpha/2} + z_power) sd / delta)^2
+    delta = mde_proportion(0.5, 100)
+    assert math.ceil(((1.959964 + 0.841621) * math.sqrt(0.5) / delta) ** 2 - 1e-6) == 100
 
 
 def test_clustering_widens_the_interval():
@@ -69,9 +76,8 @@ def test_clustering_widens_the_interval():
     # questions that vary within every image: no inflation
     assert design_effect([5] * 10, [10] * 10) == 1.0
     # a cluster bootstrap of the same data is as wide
-    values = [1.0] * 50 + [0.0] * 50
-    clusters = [f"img{i // 10}" for i in range(100)]
-    blo, bhi = cluster_bootstrap_mean(values, clusters, n_boot=4000)
+    # (10 images, each 10 of 10 right or 0 of 10: their sums and sizes)
+    blo, bhi = cluster_bootstrap_mean_sums(np.array([10.0] * 5 + [0.0] * 5), np.full(10, 10.0), n_boot=4000)
     assert bhi - blo > 2.5 * (naive[1] - naive[0])
 
 

@@ -152,30 +152,6 @@ def clopper_pearson(x: float, n: float, alpha: float = 0.05) -> tuple[float, flo
     return lo, hi
 
 
-def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value: ``b`` units right under A only, ``c`` under B only (a binomial test of
-    min(b, c) among b + c at 1/2)."""
-    from scipy.stats import binomtest
-
-    if b + c == 0:
-        return 1.0
-    return float(binomtest(min(b, c), b + c, 0.5).pvalue)
-
-
-def paired_permutation_p(a: Sequence[float], b: Sequence[float], n_resamples: int = 20_000, seed: int = 0) -> float:
-    """Two-sided p-value of the mean paired difference by flipping the sign of each unit's difference: exact
-    (every one of the 2^n sign patterns) up to 2^n <= ``n_resamples``, else Monte Carlo."""
-    from scipy.stats import permutation_test
-
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if len(a) == 0 or np.allclose(a, b):
-        return 1.0
-    res = permutation_test((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
-                           vectorized=True,
-                           n_resamples=n_resamples, alternative="two-sided", random_state=seed)
-    return float(min(1.0, res.pvalue))
-
-
 def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm's step-down adjusted p-values, in the input order: sorted ascending, p_(i) x (m - i + 1), made
     monotone, capped at 1."""
@@ -203,27 +179,11 @@ def mde_proportion(p: float, n: int, alpha: float = 0.05, power: float = 0.8) ->
     return mde(math.sqrt(2 * p * (1 - p)), n, alpha, power)
 
 
-def n_for_difference(sd_diff: float, delta: float, alpha: float = 0.05, power: float = 0.8) -> int:
-    """Units needed to detect a mean difference ``delta`` when the per-unit difference has sd ``sd_diff``."""
-    if delta <= 0:
-        raise ValueError("the difference to detect must be above 0")
-    return int(math.ceil(((_z(alpha) + _ppf(power)) * sd_diff / delta) ** 2))
-
-
-def cluster_bootstrap_mean(values: Sequence[float], clusters: Sequence[str], n_boot: int = 2000, seed: int = 0,
-                           alpha: float = 0.05) -> tuple[float, float]:
-    """Percentile interval of the mean of ``values``, resampling whole clusters (the sampled unit)."""
-    v = np.asarray(values, dtype=float)
-    if not len(v):
-        return float("nan"), float("nan")
-    per = UnitSums.of([str(c) for c in clusters], v)
-    return cluster_bootstrap_mean_sums(per.sums(), per.sizes(), n_boot, seed, alpha)
-
-
 def cluster_bootstrap_mean_sums(sums: np.ndarray, sizes: np.ndarray, n_boot: int = 2000, seed: int = 0,
                                 alpha: float = 0.05) -> tuple[float, float]:
-    """:func:`cluster_bootstrap_mean` from each cluster's sum and size (in the order the clusters first
-    appeared); the resamples are drawn in chunks (metrics/clusters.draws), so a million clusters fit."""
+    """Percentile interval of the mean of answers whose clusters (the sampled units) have sums ``sums`` and
+    sizes ``sizes`` (in the order the clusters first appeared), resampling whole clusters; the resamples are
+    drawn in chunks (metrics/clusters.draws), so a million clusters fit."""
     if len(sums) < 2:
         mean = float(sums.sum() / sizes.sum()) if len(sums) else float("nan")
         return mean, mean
