@@ -77,7 +77,7 @@ def test_clustering_widens_the_interval():
     assert design_effect([5] * 10, [10] * 10) == 1.0
     # a cluster bootstrap of the same data is as wide
     # (10 images, each 10 of 10 right or 0 of 10: their sums and sizes)
-    blo, bhi = cluster_bootstrap_mean_sums(np.array([10.0] * 5 + [0.0] * 5), np.full(10, 10.0), n_boot=4000)
+    blo, bhi = cluster_bootstrap_mean_sums(np.array([10.0] * 5 + [0.0] * 5), np.full(10, 10.0))
     assert bhi - blo > 2.5 * (naive[1] - naive[0])
 
 
@@ -359,13 +359,13 @@ def test_the_stratified_bootstrap_is_rescaled_by_hand():
     # 1/2 - 0.7071, 1/2, 1/2 + 0.7071 (variance 1/4 = s^2 / n with s^2 = 1/2); a second stratum [1, 1] adds 1
     # to every resample: the mean of the two means is (m + 1) / 2
     r = math.sqrt(2) / 2
-    lo, hi = bootstrap_ci_strata([0.0, 1.0, 1.0, 1.0], ["a", "a", "b", "b"], n_boot=4000)
+    lo, hi = bootstrap_ci_strata([0.0, 1.0, 1.0, 1.0], ["a", "a", "b", "b"])
     assert lo == pytest.approx((0.5 - r + 1) / 2) and hi == pytest.approx((0.5 + r + 1) / 2)
     # a stratum of one value (issue 48 finding 4) borrows the residuals of all values about their grand mean,
     # rescaled by sqrt(N / (N - 1)): 0.3 + (v - 13/30) sqrt(3/2) for v in (0, 1, 0.3).  The extreme atoms of the
     # resampled (a + b) / 2 each have probability 1/4 x 1/3 > 0.025, so they are the 2.5 and 97.5 % points
     res = [(v - 1.3 / 3) * math.sqrt(1.5) for v in (0.0, 1.0, 0.3)]
-    assert bootstrap_ci_strata([0.0, 1.0, 0.3], ["a", "a", "b"], n_boot=4000) == pytest.approx(
+    assert bootstrap_ci_strata([0.0, 1.0, 0.3], ["a", "a", "b"]) == pytest.approx(
         ((0.5 - r + 0.3 + min(res)) / 2, (0.5 + r + 0.3 + max(res)) / 2))
 
 
@@ -444,8 +444,8 @@ def test_cast_headline_pools_the_repeats_of_a_pair():
             for g in MODALITIES}}
 
     # two pairs, each run twice with the same verdicts: the pooled headline is the single run's, over 2 units
-    once = cast_headline([pair(1, "x"), pair(0, "y")], n_boot=4000)
-    twice = cast_headline([pair(1, "x"), pair(0, "y")] * 2, n_boot=4000, clusters=["x", "y", "x", "y"])
+    once = cast_headline([pair(1, "x"), pair(0, "y")])
+    twice = cast_headline([pair(1, "x"), pair(0, "y")] * 2, clusters=["x", "y", "x", "y"])
     # (two units are too few for a bootstrap: Wilson's 1 of 2 on the pairs, 0.5 -/+ 0.405)
     z = 1.959963984540054
     half = z / (1 + z * z / 2) * math.sqrt(1 / 8 + z * z / 16)

@@ -88,3 +88,42 @@ def test_paired_interval_of_eight_units_covers_at_least_093_where_it_covered_092
                 ways = math.factorial(n) // (math.factorial(b) * math.factorial(c) * math.factorial(r))
                 cover += ways * pb ** b * pc ** c * (1 - pb - pc) ** r
     assert cover >= 0.93
+
+
+def test_cast_headline_interval_is_the_jackknife_on_the_logit_scale_by_hand():
+    """Six pairs, every cell and format alike (so the headline is one pooled ratio C / S of confirmed over parsed
+    verdicts): (statements, confirmed) per pair.  The interval: logit(C / S) -/+ t_{5, 0.975} x the jackknife
+    standard error of logit of the headline without each pair, sqrt((n - 1) / n x sum (l_i - mean l)^2)."""
+    from test_decisions_62 import _cast_pair
+
+    from vlmcheck.methods.cast_scores import cast_headline
+
+    pairs = [(1, 1), (3, 2), (2, 1), (3, 3), (1, 0), (2, 1)]
+    h = cast_headline([_cast_pair(i, s, c) for i, (s, c) in enumerate(pairs)])
+    C, S, n = 8, 12, 6
+    assert h["value"] == 2 / 3 == C / S
+    loo = [(C - c) / (S - s) for s, c in pairs]  # 7/11, 6/9, 7/10, 5/9, 8/11, 7/10
+    lg = [math.log(x / (1 - x)) for x in loo]
+    mean = sum(lg) / n
+    se = math.sqrt((n - 1) / n * sum((x - mean) ** 2 for x in lg))
+    t5 = 2.570581835636  # t_{5, 0.975}, from the table
+    expit = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
+    centre = math.log(2)  # logit(2/3)
+    assert h["ci95"][0] == _approx(expit(centre - t5 * se)) and h["ci95"][1] == _approx(
+        expit(centre + t5 * se))
+    assert "jackknife" in h["interval"]["method"] and "bound" not in h["interval"]["method"]
+
+    # one pair holds every refutation: without it the headline is 1, its logit infinite - a labelled Wilson
+    # bound on the six pairs of 5/7 instead
+    pairs = [(1, 1)] * 5 + [(2, 0)]
+    h = cast_headline([_cast_pair(i, s, c) for i, (s, c) in enumerate(pairs)])
+    assert h["value"] == 5 / 7
+    lo, hi = _wilson_by_hand(5 / 7 * 6, 6, NormalDist().inv_cdf(0.975))
+    assert h["ci95"][0] == _approx(lo) and h["ci95"][1] == _approx(hi)
+    assert h["interval"]["method"].startswith("wilson bound on the 6 pairs")
+
+
+def _approx(x):
+    import pytest
+
+    return pytest.approx(x, rel=1e-9, abs=1e-12)
