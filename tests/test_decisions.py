@@ -68,8 +68,8 @@ def test_clustering_widens_the_interval():
     k, n = [10] * 5 + [0] * 5, [10] * 10
     assert design_effect(k, n) == pytest.approx((10 / 9 * 250 / 10_000) / 0.0025)
     lo, hi, deff = wilson_clustered(k, n)
-    # 10 images: Wilson on the effective n at the t quantile on 9 degrees of freedom
-    z9 = __import__("scipy.stats").stats.t.ppf(0.975, 9)
+    # 10 images: Wilson on the effective n at the t quantile on 9 degrees of freedom times sqrt(10 / 9)
+    z9 = __import__("scipy.stats").stats.t.ppf(0.975, 9) * math.sqrt(10 / 9)
     assert (lo, hi) == pytest.approx(wilson(0.5 * 100 / deff, 100 / deff, z=z9))
     naive = wilson(50, 100)
     assert hi - lo > 2.5 * (naive[1] - naive[0])
