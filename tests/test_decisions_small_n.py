@@ -127,3 +127,19 @@ def _approx(x):
     import pytest
 
     return pytest.approx(x, rel=1e-9, abs=1e-12)
+
+
+def test_plan_from_a_small_pilot_says_its_n_is_uncertain():
+    from vlmcheck.methods.plan import SMALL_PILOT, plan_metric
+    from vlmcheck.run.task import Outcome
+
+    rng = np.random.default_rng(0)
+
+    def pilot(units):
+        return {f"s{i}": Outcome(float(v), f"s{i}") for i, v in enumerate(rng.normal(0.5, 0.1, units))}
+
+    row = plan_metric("gc", pilot(SMALL_PILOT - 1), None, 0.05)
+    lo, hi = row["n_per_run_range"]
+    assert row["pilot_warning"].startswith(f"the pilot has {SMALL_PILOT - 1} units")
+    assert f"from {lo} to {hi}" in row["pilot_warning"] and lo < row["n_per_run_independent"] < hi
+    assert "pilot_warning" not in plan_metric("gc", pilot(SMALL_PILOT), None, 0.05)

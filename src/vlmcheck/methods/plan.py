@@ -18,7 +18,9 @@ for a share of independent answers, the spread at the ends of the pilot's Wilson
 it); for the discordant share, its Wilson interval; otherwise the chi-square interval of the sd on units - 1 df.
 A pilot where every answer is right (or wrong) has no spread of its own: the spread at its Wilson bound is used
 and labelled as a bound.  No n, nor the range's low end, is below the fewest units at which the sign-flip test
-can reject at ``alpha`` (6 at 0.05: two of 2^n sign patterns must weigh at most alpha).
+can reject at ``alpha`` (6 at 0.05: two of 2^n sign patterns must weigh at most alpha).  The stated power
+holds on average over pilots, not for every one: the n from one pilot is an estimate, and a pilot of fewer
+than ``SMALL_PILOT`` units is flagged (``pilot_warning``), its n varying from pilot to pilot by a third or more.
 
 A headline of counts pooled over the samples (CAST: verdicts per cell pooled over pairs, the cells averaged) is
 planned on that headline, the quantity `compare` tests: each sample's value is the headline plus its influence
@@ -39,6 +41,9 @@ from ..metrics.pooled import linearised
 from .compare import _as_outcome, _pair, unit_values
 
 _MAX_N = 10_000_000
+#: below this many units a pilot's plan is flagged: its n varies from pilot to pilot by a third or more
+#: (bench/plan_power.py --pilots, docs/world.md)
+SMALL_PILOT = 30
 
 
 def t_power(n: int, sd: float, delta: float, alpha: float, paired: bool) -> float:
@@ -262,6 +267,13 @@ def plan_metric(metric: str, values: dict[str, Any], other: dict[str, Any] | Non
         keep, _ = _pair(values, other)
         if len(keep) >= 2:
             row.update(_paired(values, other, keep, binary, span, delta, power, alpha))
+    if m < SMALL_PILOT:
+        n, (lo, hi) = (row["n_paired"], row["n_paired_range"]) if "n_paired" in row else \
+            (row["n_per_run_independent"], row["n_per_run_range"])
+        row["pilot_warning"] = (
+            f"the pilot has {m} units: the n is uncertain (from {lo} to {hi} over the pilot's uncertainty, "
+            f"{n} at its estimate) and a pilot this small may give one at which the test falls well short of "
+            f"power {power:g}; plan at the high end, or from a pilot of {SMALL_PILOT} units or more")
     return row
 
 
