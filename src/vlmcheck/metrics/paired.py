@@ -3,12 +3,12 @@ power.
 
 The interval is the hull of Tango's score interval (1998) and Agresti and Min's ("Simple improved confidence
 intervals for comparing matched proportions", Statistics in Medicine 24, 2005: the Wald interval after adding
-1/2 to each cell of the 2x2 table).  Unlike the inverted sign-flip test, which assumes each unit's difference
-symmetric about the shift (0/1 differences are not: 0.85 coverage in one-way layouts), it keeps coverage at
-0.93 or above at every n from 8 to 60, including one-way layouts where only one run errs (exact coverage by
-enumeration: ``bench/paired_coverage.py``, docs/world.md).  For several answers a unit, the same
-interval on the effective numbers (counts / design effect, the design effect of the clustered difference over
-its binomial variance) with the t quantile on units - 1 degrees of freedom, as the clustered Wilson share.
+1/2 to each cell of the 2x2 table), at the normal quantile x sqrt(n / (n - 1)).  Unlike the inverted sign-flip
+test, which assumes each unit's difference symmetric about the shift (0/1 differences are not: 0.85 coverage
+in one-way layouts), it keeps coverage at 0.949 or above at every n from 8 to 60, including one-way layouts
+where only one run errs (exact coverage by enumeration: ``bench/paired_coverage.py``, docs/world.md).  For
+several answers a unit, the same interval on the effective numbers (counts / design effect, the design effect
+of the clustered difference over its binomial variance) with the t quantile on units - 1 degrees of freedom.
 
 statsmodels has neither the matched-pairs interval nor McNemar's power; both are a few lines from scipy.
 """
