@@ -230,8 +230,8 @@ def plan_metric(metric: str, values: dict[str, Any], other: dict[str, Any] | Non
     span = outs[0].high - outs[0].low if outs else 1.0
     row: dict[str, Any] = {"metric": metric, "pilot_n": len(x)}
     if outs and outs[0].pooled is not None:
-        row["estimand"] = ("the headline of counts pooled over the samples, planned from each sample's influence "
-                           "on it (delta method)")
+        row["estimand"] = ("the headline of counts pooled over the samples, as compare tests it (from each "
+                           "sample's influence on it: the delta method)")
     if len(x) < 2:
         row["warning"] = "fewer than two samples in the pilot: no spread to plan from"
         return row
