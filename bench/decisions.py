@@ -127,7 +127,7 @@ def _pope(rs):
 
 
 def _cast(rs):
-    h = cast_headline(rs, n_boot=1000)
+    h = cast_headline(rs)
     return h["value"], h["ci95"]
 
 

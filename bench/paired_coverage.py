@@ -2,6 +2,7 @@
 
     python bench/paired_coverage.py            # exact coverage, one answer a unit (enumeration), ~1 min
     python bench/paired_coverage.py --clustered [--datasets 400]   # simulated, several answers a unit
+    python bench/paired_coverage.py --share --datasets 4000       # the clustered share alone, ~2 min
 
 One answer a unit: every table (b right under A only, c under B only, of n) is enumerated, its interval made by
 the function `compare` reports with (metrics/signflip.paired_decision + decision_interval: Agresti-Min made to
@@ -130,12 +131,38 @@ def clustered_table(datasets: int, seed: int = 0) -> None:
                           f"| {cs:.3f} | {math.sqrt(cs * (1 - cs) / datasets):.3f} |", flush=True)
 
 
+def share_table(datasets: int, seed: int = 0) -> None:
+    """The clustered Wilson share of one run alone (metrics/decisions.wilson_clustered), many datasets a cell:
+    A's answers as in :func:`clustered_table` (units whose answers share an error rate v ~ Beta, mean 0.15)."""
+    rng = np.random.default_rng(seed)
+    pa = 0.85
+    print("| clustered share | " + " | ".join(str(m) for m in (6,) + SIZES) + " |")
+    print("|---|" + "---|" * (len(SIZES) + 1))
+    for rho in (0.1, 1 / 3):
+        s_ab = (1 - rho) / rho
+        for per in (4, 12):
+            cells = []
+            for m in (6,) + SIZES:
+                v = rng.beta((1 - pa) * s_ab, pa * s_ab, size=(datasets, m))
+                k = rng.binomial(per, 1 - v)  # right answers per unit
+                hits = 0
+                for row in k:
+                    lo, hi, _ = wilson_clustered(row, np.full(m, per))
+                    hits += lo <= pa <= hi
+                c = hits / datasets
+                cells.append(f"{c:.3f} ± {math.sqrt(c * (1 - c) / datasets):.3f}")
+            print(f"| ICC {rho:.2f}, {per} answers a unit | " + " | ".join(cells) + " |", flush=True)
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--clustered", action="store_true")
+    ap.add_argument("--share", action="store_true", help="the clustered share alone, --datasets a cell")
     ap.add_argument("--datasets", type=int, default=400)
     args = ap.parse_args()
-    if args.clustered:
+    if args.share:
+        share_table(args.datasets)
+    elif args.clustered:
         clustered_table(args.datasets)
     else:
         exact_table()

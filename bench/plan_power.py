@@ -1,6 +1,7 @@
 """Does `vlmcheck plan`'s n achieve its stated power with the test `compare` runs?
 
     python bench/plan_power.py [--datasets 400]      # ~2-4 min on a loaded 2-core CPU
+    python bench/plan_power.py --pilots 20 --datasets 400   # how plan's n varies over pilots of 15-120 units
 
 Two models' answers per unit share a unit effect: a unit's error rate under A is v ~ Beta (mean 0.15, intra-unit
 correlation rho), under B min(1, 2 v) (shares 0.85 and about 0.70); within a unit, answers under A and B share
@@ -76,7 +77,60 @@ def main(datasets: int) -> None:
               f"{math.sqrt(p * (1 - p) / datasets):.3f} |", flush=True)
 
 
+def power_at(rng: np.random.Generator, units: int, per: int, rho: float, layout: str, datasets: int) -> float:
+    """:func:`achieved` without the whole procedure: compare's clustered McNemar is the exact sign-flip test of
+    the units' integer sums (A-only minus B-only answers; metrics/paired._integer_p, checked against
+    metrics/signflip.p_at_zero by a test), all datasets at once."""
+    from vlmcheck.metrics.paired import _integer_p
+
+    s = (1 - rho) / rho  # draw's model, every dataset at once
+    v = np.repeat(rng.beta((1 - PA) * s, PA * s, size=(datasets, units)), per, axis=1)
+    z = rng.random(v.shape)
+    z2 = z if layout == "one-way" else np.where(rng.random(v.shape) < 0.5, z, rng.random(v.shape))
+    xa = (z >= v).astype(np.int64)
+    xb = (z2 >= np.minimum(1.0, v * (1 - PB) / (1 - PA))).astype(np.int64)
+    D = (xa - xb).reshape(datasets, units, per).sum(2)
+    return float(((_integer_p(D) <= 0.05) & (D.sum(1) > 0)).mean())
+
+
+def pilots(count: int, datasets: int, sizes=(15, 30, 60, 120), per: int = 6, rho: float = 1 / 3,
+           layout: str = "two-way") -> None:
+    """How plan's n varies with the pilot: ``count`` pilots of each size from one model, each planned, and the
+    power the test reaches at each plan's n (``datasets`` datasets each); the n that truly gives 0.80 beside."""
+    rng = np.random.default_rng(7)
+    delta = truth(rho)
+    lo, hi = 5, 200  # the fewest units at which the test reaches 0.80 (bisection; common random numbers)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if power_at(np.random.default_rng(1), mid, per, rho, layout, 4000) >= 0.8 else (mid, hi)
+    target = hi
+    print(f"{per} answers a unit, ICC {rho:.2f}, {layout}: 0.80 power needs {target} units "
+          f"({target * per} samples; 4,000 datasets a size)")
+    print("| pilot units | plan's units: median | 10-90 % of pilots | achieved power: mean | lowest | "
+          "pilots under 0.70 | printed range holds the true n |")
+    print("|---|---|---|---|---|---|---|")
+    for size in sizes:
+        got, pw, held = [], [], 0
+        for _ in range(count):
+            a, b = draw(rng, size, per, rho, layout)
+            row = plan_metric("acc", a, b, delta, 0.8, 0.05)
+            u = math.ceil(row["n_paired"] / per)
+            lo, hi = (math.ceil(x / per) if x is not None else None for x in row["n_paired_range"])
+            got.append(u)
+            pw.append(power_at(rng, u, per, rho, layout, datasets))
+            held += lo is not None and hi is not None and lo <= target <= hi
+        got, pw = np.array(got), np.array(pw)
+        print(f"| {size} | {int(np.median(got))} | {int(np.quantile(got, 0.1))}-{int(np.quantile(got, 0.9))} | "
+              f"{pw.mean():.3f} | {pw.min():.3f} | {(pw < 0.7).mean():.2f} | {held / count:.2f} |", flush=True)
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--datasets", type=int, default=400)
-    main(ap.parse_args().datasets)
+    ap.add_argument("--pilots", type=int, default=0,
+                    help="instead: this many pilots of 15-120 units each, plan's n and its power per pilot")
+    args = ap.parse_args()
+    if args.pilots:
+        pilots(args.pilots, args.datasets)
+    else:
+        main(args.datasets)

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from vlmcheck.metrics.decisions import (cluster_bootstrap_mean, design_effect, holm, mcnemar_exact, mde_proportion,
-                                        n_for_difference, paired_permutation_p, wilson, wilson_clustered)
+from vlmcheck.metrics.decisions import (cluster_bootstrap_mean_sums, design_effect, holm, mde_proportion, wilson,
+                                        wilson_clustered)
+from vlmcheck.metrics.signflip import p_at_zero
 
 
 @pytest.mark.slow
@@ -27,9 +28,13 @@ def test_wilson_by_hand_never_collapses():
 
 
 def test_mcnemar_exact_on_a_textbook_table():
+    # compare's test of one binary answer a unit (p_at_zero of the units' differences, concordant ones beside):
     # 10 pairs right under A only, 2 under B only: p = 2 P(X <= 2 | 12, 1/2) = 2 (1 + 12 + 66) / 4096
-    assert mcnemar_exact(10, 2) == pytest.approx(2 * 79 / 4096)
-    assert mcnemar_exact(3, 3) == 1.0 and mcnemar_exact(0, 0) == 1.0
+    def mcnemar(b, c, concordant=5):
+        return p_at_zero(np.r_[np.ones(b), -np.ones(c), np.zeros(concordant)] / (b + c + concordant))[0]
+
+    assert mcnemar(10, 2) == pytest.approx(2 * 79 / 4096)
+    assert mcnemar(3, 3) == 1.0 and mcnemar(0, 0) == 1.0
 
 
 def test_paired_permutation_on_six_pairs_enumerated_by_hand():
@@ -38,8 +43,9 @@ def test_paired_permutation_on_six_pairs_enumerated_by_hand():
     # 6 of the 64 patterns.
     a = [2, 4, 6, 8, 10, 0]
     b = [1, 2, 3, 4, 5, 1]
-    assert paired_permutation_p(a, b) == pytest.approx(6 / 64)
-    assert paired_permutation_p(a, a) == 1.0  # a run compared with itself
+    d = (np.array(a, float) - np.array(b, float)) / 6  # compare's sign-flip test: each unit weighs 1/6
+    assert p_at_zero(d)[0] == pytest.approx(6 / 64)
+    assert p_at_zero(np.zeros(6))[0] == 1.0  # a run compared with itself
 
 
 def test_holm_on_four_p_values():
@@ -51,8 +57,9 @@ def test_holm_on_four_p_values():
 def test_minimum_detectable_difference_of_a_proportion():
     # p = 0.5, n = 100 per run, alpha 0.05, power 0.8: (1.95996 + 0.84162) sqrt(2 x 0.25 / 100)
     assert mde_proportion(0.5, 100) == pytest.approx((1.959964 + 0.841621) * math.sqrt(0.005), rel=1e-5)
-    # and the n that detects it again
-    assert n_for_difference(math.sqrt(0.5), mde_proportion(0.5, 100)) == 100
+    # and the n that detects it again, by the normal formula ((z_{1-alpha/2} + z_power) sd / delta)^2
+    delta = mde_proportion(0.5, 100)
+    assert math.ceil(((1.959964 + 0.841621) * math.sqrt(0.5) / delta) ** 2 - 1e-6) == 100
 
 
 def test_clustering_widens_the_interval():
@@ -61,17 +68,16 @@ def test_clustering_widens_the_interval():
     k, n = [10] * 5 + [0] * 5, [10] * 10
     assert design_effect(k, n) == pytest.approx((10 / 9 * 250 / 10_000) / 0.0025)
     lo, hi, deff = wilson_clustered(k, n)
-    # 10 images: Wilson on the effective n at the t quantile on 9 degrees of freedom
-    z9 = __import__("scipy.stats").stats.t.ppf(0.975, 9)
+    # 10 images: Wilson on the effective n at the t quantile on 9 degrees of freedom times sqrt(10 / 9)
+    z9 = __import__("scipy.stats").stats.t.ppf(0.975, 9) * math.sqrt(10 / 9)
     assert (lo, hi) == pytest.approx(wilson(0.5 * 100 / deff, 100 / deff, z=z9))
     naive = wilson(50, 100)
     assert hi - lo > 2.5 * (naive[1] - naive[0])
     # questions that vary within every image: no inflation
     assert design_effect([5] * 10, [10] * 10) == 1.0
     # a cluster bootstrap of the same data is as wide
-    values = [1.0] * 50 + [0.0] * 50
-    clusters = [f"img{i // 10}" for i in range(100)]
-    blo, bhi = cluster_bootstrap_mean(values, clusters, n_boot=4000)
+    # (10 images, each 10 of 10 right or 0 of 10: their sums and sizes)
+    blo, bhi = cluster_bootstrap_mean_sums(np.array([10.0] * 5 + [0.0] * 5), np.full(10, 10.0))
     assert bhi - blo > 2.5 * (naive[1] - naive[0])
 
 
@@ -353,13 +359,13 @@ def test_the_stratified_bootstrap_is_rescaled_by_hand():
     # 1/2 - 0.7071, 1/2, 1/2 + 0.7071 (variance 1/4 = s^2 / n with s^2 = 1/2); a second stratum [1, 1] adds 1
     # to every resample: the mean of the two means is (m + 1) / 2
     r = math.sqrt(2) / 2
-    lo, hi = bootstrap_ci_strata([0.0, 1.0, 1.0, 1.0], ["a", "a", "b", "b"], n_boot=4000)
+    lo, hi = bootstrap_ci_strata([0.0, 1.0, 1.0, 1.0], ["a", "a", "b", "b"])
     assert lo == pytest.approx((0.5 - r + 1) / 2) and hi == pytest.approx((0.5 + r + 1) / 2)
     # a stratum of one value (issue 48 finding 4) borrows the residuals of all values about their grand mean,
     # rescaled by sqrt(N / (N - 1)): 0.3 + (v - 13/30) sqrt(3/2) for v in (0, 1, 0.3).  The extreme atoms of the
     # resampled (a + b) / 2 each have probability 1/4 x 1/3 > 0.025, so they are the 2.5 and 97.5 % points
     res = [(v - 1.3 / 3) * math.sqrt(1.5) for v in (0.0, 1.0, 0.3)]
-    assert bootstrap_ci_strata([0.0, 1.0, 0.3], ["a", "a", "b"], n_boot=4000) == pytest.approx(
+    assert bootstrap_ci_strata([0.0, 1.0, 0.3], ["a", "a", "b"]) == pytest.approx(
         ((0.5 - r + 0.3 + min(res)) / 2, (0.5 + r + 0.3 + max(res)) / 2))
 
 
@@ -438,8 +444,8 @@ def test_cast_headline_pools_the_repeats_of_a_pair():
             for g in MODALITIES}}
 
     # two pairs, each run twice with the same verdicts: the pooled headline is the single run's, over 2 units
-    once = cast_headline([pair(1, "x"), pair(0, "y")], n_boot=4000)
-    twice = cast_headline([pair(1, "x"), pair(0, "y")] * 2, n_boot=4000, clusters=["x", "y", "x", "y"])
+    once = cast_headline([pair(1, "x"), pair(0, "y")])
+    twice = cast_headline([pair(1, "x"), pair(0, "y")] * 2, clusters=["x", "y", "x", "y"])
     # (two units are too few for a bootstrap: Wilson's 1 of 2 on the pairs, 0.5 -/+ 0.405)
     z = 1.959963984540054
     half = z / (1 + z * z / 2) * math.sqrt(1 / 8 + z * z / 16)

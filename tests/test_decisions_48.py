@@ -63,20 +63,20 @@ def exact_p(D, W=None, delta=0.0):
     return hits / 2 ** len(D)
 
 
-def agresti_min_by_hand(b, c, n, alpha=0.05):
+def agresti_min_by_hand(b, c, n, alpha=0.05, z=None):
     """Agresti and Min (2005): the Wald interval of (b - c) / n after adding 1/2 to each cell of the 2x2 table."""
-    z = __import__("scipy.stats").stats.norm.ppf(1 - alpha / 2)
+    z = __import__("scipy.stats").stats.norm.ppf(1 - alpha / 2) if z is None else z
     bs, cs, ns = b + 0.5, c + 0.5, n + 2
     est, se = (bs - cs) / ns, math.sqrt((bs + cs) - (bs - cs) ** 2 / ns) / ns
     return max(-1.0, est - z * se), min(1.0, est + z * se)
 
 
-def tango_by_hand(b, c, n, alpha=0.05):
+def tango_by_hand(b, c, n, alpha=0.05, z=None):
     """Tango (1998): the deltas whose score statistic lies within +/- z, on a grid of 1e-5 refined by brentq."""
     from scipy.optimize import brentq
     from scipy.stats import norm
 
-    z = norm.ppf(1 - alpha / 2)
+    z = norm.ppf(1 - alpha / 2) if z is None else z
 
     def score(d):  # p21~: the root of 2n p^2 + (-(b + c) + (2n - b + c) d) p - c d (1 - d) = 0
         A, B, C = 2 * n, -(b + c) + (2 * n - b + c) * d, -c * d * (1 - d)
@@ -91,8 +91,12 @@ def tango_by_hand(b, c, n, alpha=0.05):
 
 
 def paired_interval_by_hand(b, c, n, alpha=0.05):
-    """compare's interval of a difference of matched shares: the hull of Tango's and Agresti-Min's."""
-    t, a = tango_by_hand(b, c, n, alpha), agresti_min_by_hand(b, c, n, alpha)
+    """compare's interval of a difference of matched shares: the hull of Tango's and Agresti-Min's, at the
+    normal quantile times sqrt(n / (n - 1)) (the variance of n units on n - 1 degrees of freedom)."""
+    from scipy.stats import norm
+
+    z = norm.ppf(1 - alpha / 2) * math.sqrt(n / (n - 1))
+    t, a = tango_by_hand(b, c, n, alpha, z), agresti_min_by_hand(b, c, n, alpha, z)
     return min(t[0], a[0]), max(t[1], a[1])
 
 

@@ -69,10 +69,10 @@ def test_a_planted_issue_number_is_found(planted):
 
 #: names with no caller in src/ that are kept on purpose, each with its reason
 ALLOWED_UNCALLED = {
-    # metrics/decisions.py, called by tests and bench/ only: statistics being reworked; and the unfolded
-    # definitions the folded ones are tested against (tests/test_decisions.py, test_chef_folded.py)
-    "mcnemar_exact", "paired_permutation_p", "n_for_difference",
-    "cluster_bootstrap", "cluster_bootstrap_mean", "proportion_interval",
+    # metrics/decisions.py: the unfolded bootstrap that ChEF's folded one is tested against (test_chef_folded.py)
+    # and bench/decisions.py's paired RRM bootstrap uses; the list form of a share's interval that a method
+    # outside the package calls (tests/test_method_views.py's toy method, bench/decision_screen.py)
+    "cluster_bootstrap", "proportion_interval",
     # run/task.py: the Protocol that documents what a task gives compare and plan (duck-typed, never named)
     "DecidableTask",
 }

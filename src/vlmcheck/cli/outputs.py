@@ -100,7 +100,11 @@ def plan(pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
             plo, phi = m["n_paired_range"]
             line += (f"; paired on common samples ({m.get('paired_test', 't-test')}; "
                      f"{m['sd_difference_basis']}): {_n(m['n_paired'])} samples (from {_n(plo)} to {_n(phi)})")
+        if m.get("estimand"):
+            line += f"; planned on {m['estimand']}"
         C.console.print(line, highlight=False, soft_wrap=True)
+        if m.get("pilot_warning"):
+            C.console.print(f"{m['metric']}: {m['pilot_warning']}", highlight=False, soft_wrap=True)
     if raised:
         C.console.print(f"(no n below {floor}: with fewer units the sign-flip test of compare cannot reject at "
                         f"alpha {alpha:g}, whatever the difference)", highlight=False, soft_wrap=True)

@@ -13,7 +13,8 @@ task class a static ``decision_outcomes`` (``run/task.py``, :class:`~vlmcheck.ru
   one; named as the run's headline where that is an accuracy (POPE accuracy clusters by image, as its interval).
 - CAST: the headline itself, Top-3 cross-modal consistency: a pair's confirming and parsed verdicts per
   cross-modal cell and format, pooled over the pairs compared and averaged as the headline averages them (the
-  pair is the unit; ``value``, the pair's own share, is what ``plan`` reads).
+  pair is the unit; ``value`` is the pair's own share, shown but never compared; ``plan`` too reads the
+  pooled headline, through each pair's influence on it).
 """
 
 from __future__ import annotations

@@ -18,7 +18,13 @@ for a share of independent answers, the spread at the ends of the pilot's Wilson
 it); for the discordant share, its Wilson interval; otherwise the chi-square interval of the sd on units - 1 df.
 A pilot where every answer is right (or wrong) has no spread of its own: the spread at its Wilson bound is used
 and labelled as a bound.  No n, nor the range's low end, is below the fewest units at which the sign-flip test
-can reject at ``alpha`` (6 at 0.05: two of 2^n sign patterns must weigh at most alpha).
+can reject at ``alpha`` (6 at 0.05: two of 2^n sign patterns must weigh at most alpha).  The stated power
+holds on average over pilots, not for every one: the n from one pilot is an estimate, and a pilot of fewer
+than ``SMALL_PILOT`` units is flagged (``pilot_warning``), its n varying from pilot to pilot by a third or more.
+
+A headline of counts pooled over the samples (CAST: verdicts per cell pooled over pairs, the cells averaged) is
+planned on that headline, the quantity `compare` tests: each sample's value is the headline plus its influence
+on it (metrics/pooled.linearised), not the sample's own share.
 """
 
 from __future__ import annotations
@@ -31,9 +37,13 @@ import numpy as np
 
 from ..metrics.decisions import wilson
 from ..metrics.paired import n_clustered, n_mcnemar
+from ..metrics.pooled import linearised
 from .compare import _as_outcome, _pair, unit_values
 
 _MAX_N = 10_000_000
+#: below this many units a pilot's plan is flagged: its n varies from pilot to pilot by a third or more
+#: (bench/plan_power.py --pilots, docs/world.md)
+SMALL_PILOT = 30
 
 
 def t_power(n: int, sd: float, delta: float, alpha: float, paired: bool) -> float:
@@ -200,16 +210,28 @@ def _chi2_range(sd: float, m: int) -> list[float]:
     return [sd * math.sqrt((m - 1) / chi2.ppf(0.975, m - 1)), sd * math.sqrt((m - 1) / chi2.ppf(0.025, m - 1))]
 
 
+def _values(outs: list) -> np.ndarray:
+    """The per-sample values a plan reads: each outcome's value, or - where the headline is a ratio of counts
+    pooled over the samples (CAST) - the pooled headline plus each sample's influence on it
+    (metrics/pooled.linearised), whose mean is the headline `compare` compares and whose spread is its own."""
+    if outs and outs[0].pooled is not None:
+        return np.asarray(linearised(np.array([o.counts for o in outs], dtype=float), outs[0].pooled), dtype=float)
+    return np.array([o.value for o in outs])
+
+
 def plan_metric(metric: str, values: dict[str, Any], other: dict[str, Any] | None, delta: float,
                 power: float = 0.8, alpha: float = 0.05) -> dict[str, Any]:
     """One metric's plan from a pilot's outcomes ``values`` ({sample id: Outcome}) and, for a paired plan, a
     second pilot's ``other``: see the module docstring."""
     outs = [_as_outcome(v) for v in values.values()]
-    x = np.array([o.value for o in outs])
+    x = _values(outs)
     units = [o.unit if o.unit is not None else sid for sid, o in zip(values, outs)]
     binary = all(o.binary for o in outs)
     span = outs[0].high - outs[0].low if outs else 1.0
     row: dict[str, Any] = {"metric": metric, "pilot_n": len(x)}
+    if outs and outs[0].pooled is not None:
+        row["estimand"] = ("the headline of counts pooled over the samples, as compare tests it (from each "
+                           "sample's influence on it: the delta method)")
     if len(x) < 2:
         row["warning"] = "fewer than two samples in the pilot: no spread to plan from"
         return row
@@ -245,14 +267,21 @@ def plan_metric(metric: str, values: dict[str, Any], other: dict[str, Any] | Non
         keep, _ = _pair(values, other)
         if len(keep) >= 2:
             row.update(_paired(values, other, keep, binary, span, delta, power, alpha))
+    if m < SMALL_PILOT:
+        n, (lo, hi) = (row["n_paired"], row["n_paired_range"]) if "n_paired" in row else \
+            (row["n_per_run_independent"], row["n_per_run_range"])
+        row["pilot_warning"] = (
+            f"the pilot has {m} units: the n is uncertain (from {lo} to {hi} over the pilot's uncertainty, "
+            f"{n} at its estimate) and a pilot this small may give one at which the test falls well short of "
+            f"power {power:g}; plan at the high end, or from a pilot of {SMALL_PILOT} units or more")
     return row
 
 
 def _paired(values: dict[str, Any], other: dict[str, Any], keep: list[str], binary: bool, span: float,
             delta: float, power: float, alpha: float) -> dict[str, Any]:
     oa = [_as_outcome(values[s]) for s in keep]
-    a = np.array([o.value for o in oa])
-    b = np.array([_as_outcome(other[s]).value for s in keep])
+    a = _values(oa)
+    b = _values([_as_outcome(other[s]) for s in keep])
     units = [o.unit if o.unit is not None else s for s, o in zip(keep, oa)]
     d = a - b
     corr = float(np.corrcoef(a, b)[0, 1]) if a.std() > 0 and b.std() > 0 else None

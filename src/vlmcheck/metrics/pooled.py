@@ -116,3 +116,21 @@ def pooled_decision(a: Any, b: Any, pooled: Callable[[Any, Any], Any], span: flo
              else f", Monte Carlo {sf.draws:,} draws (p ± {sf.p_error(p):.3f})")
     return {"difference": sf.estimate, "p_value": p, "test": name, "n_clusters": sf.n_clusters,
             "p_mc_error": sf.p_error(p), "_engine": sf, "_bounds": (-span, span)}
+
+
+def linearised(counts: Any, pooled: Callable[[Any, Any], Any]) -> Any:
+    """Per sample, the pooled headline plus the sample's influence on it: H + M grad H . (c_s - c_mean), H the
+    headline of the summed counts ``counts`` (shape (samples, K, 2)), M the samples.  Their mean is H; their
+    spread over sqrt(M) is the headline's delta-method standard error (a ratio estimator's residual per
+    sample), so a plan made from them plans the pooled headline itself, not the mean of per-sample shares.
+    The gradient along each sample's deviation is a central difference of ``pooled`` (a ratio of linear
+    forms is smooth: the error is of order 1e-12 at a step of 1e-6 of the totals)."""
+    c = np.asarray(counts, dtype=float)
+    m = len(c)
+    total = c.sum(0)
+    head = float(pooled(total[:, 0], total[:, 1]))
+    dev = c - total / m  # (samples, K, 2)
+    h = 1e-6 * m
+    up, down = total + h * dev, total - h * dev
+    grad = (np.asarray(pooled(up[..., 0], up[..., 1])) - np.asarray(pooled(down[..., 0], down[..., 1]))) / (2 * h)
+    return head + m * grad

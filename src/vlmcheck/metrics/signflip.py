@@ -333,12 +333,34 @@ def decision_interval(dec: dict, alpha: float = 0.05) -> tuple[list[float], str 
         lo, hi = max(lo, -span), min(hi, span)
         note = (f"bound: {sf.n_clusters} unit(s) cannot reject any difference at this level, so the interval "
                 "is the range a difference can take")
-    elif hi - lo < 1e-12 and math.isfinite(span) and span > 0 and sf.n_clusters > 0:
+    elif math.isfinite(span) and span > 0 and sf.n_clusters > 0 and _same_difference(sf, lo, hi, span):
         n = sf.n_clusters
         v = min(max(sf.estimate, -span), span)
         wl, wh = wilson((v + span) / (2 * span) * n, n, alpha)
         lo, hi = -span + 2 * span * wl, -span + 2 * span * wh
         note = (f"bound: every one of the {n} units has the same difference, so the Wilson interval of the "
                 "rescaled difference on the units")
+        if sf.p_value(0.0) <= alpha and lo <= 0.0 <= hi and sf.estimate != 0.0:
+            # the inverted test's end is the collapsed point itself; the bound stops just short of 0 instead
+            tiny = 1e-12 * abs(sf.estimate)
+            lo, hi = (tiny, hi) if sf.estimate > 0 else (lo, -tiny)
+            return [lo + 0.0, hi + 0.0], note
     lo, hi = _agree(lo, hi, sf, alpha)
     return [lo + 0.0, hi + 0.0], note
+
+
+#: relative to the range of one difference: per-unit differences this close are one value, an inverted
+#: interval this narrow is a point (the sweep's round-off leaves widths of 1e-12 to 1e-8 of the range)
+SAME_TOL = 1e-8
+
+
+def _same_difference(sf: SignFlip, lo: float, hi: float, span: float) -> bool:
+    """Whether every unit has the same difference (its contribution over its weight), or the inverted interval
+    collapsed to a point, to ``SAME_TOL`` of the range: the sign-flip test then rejects every other shift, so
+    its inverted interval is that point, not an interval."""
+    d, w = getattr(sf, "d", None), getattr(sf, "w", None)  # a pooled swap test has no per-unit differences
+    if d is not None and w is not None:
+        per_unit = np.divide(d, w, out=np.zeros_like(d), where=w > 0)[w > 0]
+        if len(per_unit) and float(np.ptp(per_unit)) <= SAME_TOL * span:
+            return True
+    return hi - lo <= SAME_TOL * span

@@ -106,7 +106,8 @@ class Outcome(NamedTuple):
     from the summed numerators and denominators (arrays (..., K), vectorised over leading axes; a mean of the
     ratios num / den, so adding delta x den to every numerator adds delta to it).  Then every surface compares
     that headline recomputed on the shared samples, and the paired test swaps whole units between the runs
-    and recomputes it (``metrics/pooled.py``); ``value`` stays the sample's own share (what ``plan`` reads)."""
+    and recomputes it (``metrics/pooled.py``), and ``plan`` plans it from each sample's influence on it
+    (``metrics/pooled.linearised``); ``value`` stays the sample's own share."""
 
     value: float
     unit: str
