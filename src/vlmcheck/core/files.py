@@ -410,7 +410,7 @@ def _check_readable(path: Path, what: str) -> None:
     import stat
 
     if not path.exists():
-        raise InputFileError(f"{path}: no such {what}")
+        raise InputFileError(f"{path}: no such file or directory")
     if path.is_dir():
         raise InputFileError(f"{path}: is a folder, not a {what}")
     if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read forever, /dev/zero never end
