@@ -1,4 +1,4 @@
-"""Chat requests with aiohttp directly (``models/_openai_http.py``): what the SDK would send and how its errors
+"""Chat requests with aiohttp directly (``models/http.py``): what the SDK would send and how its errors
 read, against the local fake server, and the SDK path one parameter away (``?http=sdk``) giving the same."""
 
 import asyncio
@@ -11,7 +11,7 @@ import pytest
 
 from vlmcheck import GenerationConfig, Message, load_model
 from vlmcheck.core.errors import ModelCallError
-from vlmcheck.models._openai_http import env_proxy
+from vlmcheck.models.http import env_proxy
 
 TRANSPORTS = ["", "?http=sdk", "?http=httpx"]
 

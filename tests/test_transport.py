@@ -136,7 +136,7 @@ def test_a_body_sent_in_pieces_is_byte_for_byte_the_joined_body():
     import asyncio
     import base64
 
-    from vlmcheck.models._openai_http import PiecesPayload
+    from vlmcheck.models.http import PiecesPayload
     from vlmcheck.models.openai_compat import json_body, json_pieces
 
     rng = np.random.default_rng(5)

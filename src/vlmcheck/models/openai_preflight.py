@@ -8,14 +8,11 @@ import re
 from typing import Any
 
 
-from ..core.errors import ModelCallError, shorten_middle
+from ..core.errors import ModelCallError, PreflightError, shorten_middle
 from ..core.secrets import redact
-from ..core.spec import ModelSpec, SpecError
+from ..core.spec import ModelSpec
 from ._http_errors import body_message, connection_reason
-from ._openai_http import OpenAIHTTP
-
-class PreflightError(SpecError):
-    """A model that cannot serve the run: unreachable, key rejected, or the model not served."""
+from .http import JSONHTTP
 
 
 async def preflight_openai(client: Any, spec: ModelSpec) -> None:
@@ -44,8 +41,8 @@ async def preflight_openai(client: Any, spec: ModelSpec) -> None:
     _check_served([getattr(m, "id", None) for m in getattr(page, "data", None) or []], spec, where)
 
 
-async def preflight_http(http: OpenAIHTTP, spec: ModelSpec) -> None:
-    """:func:`preflight_openai` for the direct aiohttp path: the same checks, the same messages."""
+async def preflight_http(http: JSONHTTP, spec: ModelSpec) -> None:
+    """:func:`preflight_openai` for the direct path (:class:`JSONHTTP`): the same checks, the same messages."""
     where = spec.base_url or "the OpenAI API"
     try:
         content = await http.request("GET", "/models", timeout=min(spec.get_float("timeout", 600.0), 15.0))
