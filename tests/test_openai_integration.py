@@ -44,20 +44,6 @@ def test_generate_with_logprobs(fake_server):
     assert gen.usage.input_tokens == 10 and [t.logprob for t in gen.logprobs] == [-0.1, -0.5]
 
 
-@pytest.mark.parametrize("params", ["", "?prefill=1"])
-def test_prefilled_assistant_turn_is_continued_only_where_declared(fake_server, params):
-    import asyncio
-
-    vlm = load_model(f"openai:fake@{fake_server.base_url}{params}")
-    assert vlm.capabilities.prefill is bool(params)
-    msgs = [Message.user("Is it red?"), Message.assistant("Answer:")]
-    asyncio.run(vlm.generate(msgs, GenerationConfig(max_tokens=4)))
-    req = fake_server.requests()[-1]
-    assert req["last_role"] == "assistant"
-    # vLLM / SGLang continue the pre-filled turn when asked (continue_final_message); others are not asked
-    assert req["continue_final_message"] is (True if params else None)
-
-
 # the default is aiohttp directly; the SDK with its aiohttp or httpx transport on request
 @pytest.mark.parametrize("transport", ["", "&http=sdk", "&http=httpx"])
 @pytest.mark.parametrize("fault", ["429x2", "500x2", "503x1", "malformedx1", "emptyx2", "resetx1", "slowx1"])
@@ -171,19 +157,6 @@ def test_gemini_adapter_against_local_server(fake_server, monkeypatch, tmp_path)
     assert "images=1 system=1 key=1" in gen.text
     assert gen.finish_reason == "stop" and (gen.usage.input_tokens, gen.usage.output_tokens) == (11, 5)
     assert all(r["path"].endswith("/models/gemini-fake:generateContent") for r in fake_server.requests())
-
-
-def test_anthropic_sends_temperature_only_when_asked(fake_server, monkeypatch):
-    import asyncio
-
-    pytest.importorskip("anthropic")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
-    base = fake_server.base_url[: -len("/v1")]
-    msgs = [Message.user("Describe.")]
-    plain = load_model(f"anthropic:claude-fake@{base}")
-    assert "temperature=False" in asyncio.run(plain.generate(msgs, GenerationConfig())).text
-    sampled = load_model(f"anthropic:claude-fake@{base}?send_temperature=1")
-    assert "temperature=True" in asyncio.run(sampled.generate(msgs, GenerationConfig(temperature=0.0))).text
 
 
 def test_one_model_object_serves_several_event_loops(fake_server):

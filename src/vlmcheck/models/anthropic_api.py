@@ -57,7 +57,7 @@ class AnthropicChat:
             return anthropic.AsyncAnthropic(api_key=key, base_url=spec.base_url, max_retries=0,
                                             timeout=self.timeout, **spec.request_auth())
 
-        self.batch_backend = AnthropicBatches(PerLoopClients(sdk), lambda m: _parse_message(m.model_dump()))
+        self.batch_backend = AnthropicBatches(PerLoopClients(sdk), lambda m: _parse_message(m.model_dump(warnings=False)))
         self.batch = self.batch_backend if spec.get_bool("batch", False) else None
         self.batch_window = spec.get_float("batch_window", 2.0)
         self.batch_poll = spec.get_float("batch_poll", 30.0)
