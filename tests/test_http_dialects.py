@@ -170,6 +170,20 @@ def test_openai_follows_openai_base_url_and_the_organisation_header(monkeypatch)
     assert req.headers["openai-organization"] == "org-123"
 
 
+def test_openai_asks_for_token_logprobs_and_reads_them():
+    reply = {"choices": [{"message": {"content": "Answer yes"}, "finish_reason": "stop", "logprobs": {"content": [
+        {"token": "Answer", "logprob": -0.1, "top_logprobs": [{"token": "Answer", "logprob": -0.1}]},
+        {"token": " yes", "logprob": -0.5, "top_logprobs": []}]}}], "usage": {"prompt_tokens": 10,
+                                                                             "completion_tokens": 2}}
+    with in_process(_answer(reply)) as seen:
+        gen = _run(load_model("openai:fake@http://localhost:9/v1").generate(
+            [Message.user(IMAGE, "hi")], GenerationConfig(logprobs=True, top_logprobs=2)))
+    body = json.loads(seen[0].content)
+    assert (body["logprobs"], body["top_logprobs"], body["max_tokens"]) == (True, 2, 512)
+    assert gen.text == "Answer yes" and gen.usage.input_tokens == 10
+    assert [t.logprob for t in gen.logprobs] == [-0.1, -0.5] and gen.logprobs[0].top == [("Answer", -0.1)]
+
+
 @pytest.mark.parametrize("params", ["", "?prefill=1"])
 def test_prefilled_assistant_turn_is_continued_only_where_declared(params):
     reply = {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}
