@@ -63,10 +63,7 @@ class AnthropicChat:
         self.batch_poll = spec.get_float("batch_poll", 30.0)
 
     def batch_body(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:
-        """The Messages API parameters of one request, as a batch item carries them."""
-        return self._body(messages, config)
-
-    def _body(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:
+        """The Messages API body of one request, as sent and as a batch item carries it."""
         system, msgs = to_anthropic(messages)
         body: dict[str, Any] = {"model": self.model, "messages": msgs, "max_tokens": config.max_tokens}
         if system:
@@ -80,7 +77,7 @@ class AnthropicChat:
         return body
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
-        return _parse_message(await self.http.post_json("/v1/messages", self._body(messages, config)))
+        return _parse_message(await self.http.post_json("/v1/messages", self.batch_body(messages, config)))
 
 
 def _parse_message(resp: dict[str, Any]) -> Generation:

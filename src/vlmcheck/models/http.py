@@ -1,21 +1,16 @@
 """A neutral JSON-over-HTTP client: the base every HTTP dialect (OpenAI, Anthropic, Gemini, a new one) builds on.
 
-A dialect subclasses :class:`JSONHTTP` and declares only what is its own: where its key goes (``key_header`` and
-``key_scheme``, or no key at all), its default base URL, the environment variable its provider documents for another
-base URL (``base_url_env``; none by default), and any fixed headers (``dialect_headers``).  Everything else is the
-same for all: vlmcheck's User-Agent, the spec's URL credentials (:meth:`ModelSpec.request_auth`), proxies from
-``HTTP(S)_PROXY`` / ``NO_PROXY``, certificates from ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` or else certifi's bundle
-(as httpx does), redirects, a total timeout per call, a cap on the reply's decompressed size, and one mapping of HTTP
-statuses to :class:`ModelCallError` (:func:`status_error`) with the server's words redacted.  No retries happen here:
-the scheduler retries with backoff, honours Retry-After and counts attempts.
+A dialect subclasses :class:`JSONHTTP` and declares only what is its own: where its key goes (or no key), its
+default base URL, the environment variable its provider documents for another one (none by default), fixed headers.
+The rest is common: vlmcheck's User-Agent, the spec's URL credentials (:meth:`ModelSpec.request_auth`), proxies from
+``HTTP(S)_PROXY`` / ``NO_PROXY``, certificates from ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` or else certifi's bundle,
+redirects, a total timeout per call, a cap on the reply's decompressed size, and one mapping of HTTP statuses to
+:class:`ModelCallError` with the server's words redacted.  No retries here: the scheduler retries and counts them.
 
-Requests go out with aiohttp, for one measured reason (``bench/api_throughput.py``): a chat request costs several
-times the client CPU through the ``openai`` SDK (httpx underneath) that it costs with aiohttp directly, and at high
-concurrency against a fast server that CPU sets the pace of a run.
-
-Tests hand a client an httpx transport instead (``transport=``, or :func:`in_process` for every client made inside
-it), such as ``httpx.MockTransport(handler)``: the adapter's own code builds the request and reads the answer, and
-the handler answers in-process, with no socket.
+Requests go out with aiohttp: a chat request costs several times the client CPU through the ``openai`` SDK (httpx
+underneath), which at high concurrency sets a run's pace (``bench/api_throughput.py`` measures it).  Tests give a
+client an httpx transport instead (``transport=``, or :func:`in_process` for every client made inside it), such as
+``httpx.MockTransport``: the adapter's own code builds the request and reads the answer, with no socket.
 """
 
 from __future__ import annotations
@@ -24,10 +19,12 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 from typing import Any, Callable, Iterator
 
 from .._version import __version__
 from ..core.errors import ModelCallError, SpecError, read_capped
+from ..core.files import json_encoder
 from ..core.secrets import redact, register_secret
 from ..core.spec import ModelSpec
 from ..run.loop_clients import PerLoopClients
@@ -47,12 +44,7 @@ def in_process(handler: Callable[[Any], Any]) -> Iterator[list[Any]]:
 
     global _IN_PROCESS
     seen: list[Any] = []
-
-    def record(request: Any) -> Any:
-        seen.append(request)
-        return handler(request)
-
-    before, _IN_PROCESS = _IN_PROCESS, httpx.MockTransport(record)
+    before, _IN_PROCESS = _IN_PROCESS, httpx.MockTransport(lambda request: seen.append(request) or handler(request))
     try:
         yield seen
     finally:
@@ -98,27 +90,17 @@ def env_proxy(url: str) -> tuple[str | None, dict[str, str] | None]:
     return bare, {"Proxy-Authorization": f"Basic {token}"}
 
 
-class Session:
-    """One HTTP session bound to the running loop (see :class:`PerLoopClients`): aiohttp's, or an httpx client
-    over the transport a test gave."""
+def _session(https: bool, transport: Any) -> Any:
+    """One HTTP session bound to the running loop (see :class:`PerLoopClients`): aiohttp's, or an httpx client over
+    a test's transport."""
+    if transport is not None:
+        import httpx
 
-    def __init__(self, https: bool, transport: Any = None) -> None:
-        if transport is not None:
-            import httpx
+        return httpx.AsyncClient(transport=transport)
+    import aiohttp
 
-            self.http: Any = httpx.AsyncClient(transport=transport)
-            return
-        import aiohttp
-
-        self.http = aiohttp.ClientSession(
-            # the scheduler bounds the requests in flight; this is the SDK's own connection ceiling
-            connector=aiohttp.TCPConnector(limit=1000, ssl=_ssl_context() if https else True))
-
-    async def close(self) -> None:
-        await (self.http.close() if hasattr(self.http, "closed") else self.http.aclose())
-
-    def is_closed(self) -> bool:
-        return self.http.closed if hasattr(self.http, "closed") else self.http.is_closed
+    # the scheduler bounds the requests in flight; this is the SDK's own connection ceiling
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1000, ssl=_ssl_context() if https else True))
 
 
 class JSONHTTP:
@@ -153,7 +135,7 @@ class JSONHTTP:
         self.transport = transport if transport is not None else _IN_PROCESS
         self.proxy, self.proxy_headers = (None, None) if self.transport is not None else env_proxy(self.base_url)
         https = self.base_url.startswith("https:")
-        self.sessions = PerLoopClients(lambda: Session(https, self.transport), n_sessions)
+        self.sessions = PerLoopClients(lambda: _session(https, self.transport), n_sessions)
         self._timeout: Any = None  # the aiohttp.ClientTimeout of self.timeout, made on the first request
 
     def dialect_headers(self) -> dict[str, str]:
@@ -163,22 +145,20 @@ class JSONHTTP:
     async def request(self, method: str, path: str, body: Any = None, *,
                       timeout: float | None = None) -> bytes:
         """The body of a 2xx answer to ``method path``; a :class:`ModelCallError` for anything else.  ``body``:
-        bytes, or the pieces of :func:`json_pieces`-style bodies (bytes and ASCII strings)."""
+        bytes, or :func:`json_pieces`."""
         if isinstance(body, list):
             size = sum(len(p) for p in body)
             body = _joined(body) if size < _PIECES_MIN or self.transport is not None else PiecesPayload(body)
+        import aiohttp
+
         try:
-            if self.transport is not None:
-                status, headers, data = await self._send_httpx(method, path, body, timeout)
-            else:
-                status, headers, data = await self._send_aiohttp(method, path, body, timeout)
-        except (ModelCallError, asyncio.CancelledError):
+            send = self._send_aiohttp if self.transport is None else self._send_httpx
+            status, headers, data = await send(method, path, body, timeout)
+        except ModelCallError:
             raise
-        except (asyncio.TimeoutError, TimeoutError):
+        except asyncio.TimeoutError:
             raise ModelCallError("timeout", f"no answer within {timeout or self.timeout:g} s") from None
-        except Exception as exc:  # noqa: BLE001 - aiohttp.ClientError, httpx.TransportError, OSError
-            if not _is_transport_error(exc):
-                raise
+        except (aiohttp.ClientError, OSError) as exc:
             reason = connection_reason(exc)
             raise ModelCallError("connection", REFUSED if reason == "connection refused" else redact(reason)) from exc
         if status >= 400:
@@ -188,7 +168,7 @@ class JSONHTTP:
     async def _send_aiohttp(self, method: str, path: str, body: Any, timeout: float | None) -> tuple:
         import aiohttp
 
-        session = self.sessions.get().http
+        session = self.sessions.get()
         if timeout is None or timeout == self.timeout:
             if self._timeout is None:
                 self._timeout = aiohttp.ClientTimeout(total=self.timeout)
@@ -211,40 +191,75 @@ class JSONHTTP:
     async def _send_httpx(self, method: str, path: str, body: Any, timeout: float | None) -> tuple:
         import httpx
 
-        client = self.sessions.get().http
+        client = self.sessions.get()
         request = client.build_request(method, self.base_url + path, content=body, headers=self.headers,
                                        params=self.query, timeout=timeout or self.timeout)
         try:
             resp = await client.send(request, stream=True)
         except httpx.TimeoutException:
             raise asyncio.TimeoutError from None
+        except httpx.TransportError as exc:
+            raise ConnectionError(str(exc)) from exc
         try:
             data = await read_capped(resp.aiter_bytes(), self.max_bytes)
         finally:
             await resp.aclose()
         return resp.status_code, resp.headers, data
 
-    async def post_json(self, path: str, body: Any) -> dict[str, Any]:
-        """POST a body (a JSON-able dict, bytes, or pieces); the answer as a JSON object."""
-        if isinstance(body, dict):
-            body = json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
-        return json_object(await self.request("POST", path, body))
-
-
-def _is_transport_error(exc: BaseException) -> bool:
-    if isinstance(exc, OSError):
-        return True
-    import aiohttp
-
-    if isinstance(exc, aiohttp.ClientError):
-        return True
-    import httpx
-
-    return isinstance(exc, httpx.TransportError)
+    async def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST ``body`` as JSON (:func:`json_pieces`: a large one piece by piece, a small one joined, fewer
+        socket writes); the answer as a JSON object."""
+        return json_object(await self.request("POST", path, json_pieces(body)))
 
 
 def _joined(pieces: list[bytes | str]) -> bytes:
     return b"".join(p.encode("ascii") if isinstance(p, str) else p for p in pieces)
+
+
+def json_body(body: dict[str, Any]) -> bytes:
+    """``body`` as the JSON the SDKs send, in one piece (see :func:`json_pieces`)."""
+    return _joined(json_pieces(body))
+
+
+_LONG = 1024  # shorter strings are serialised as usual
+_PLACEHOLDER = re.compile(rb"\\u0000vlmcheck-image-(\d+)\\u0000")
+_body_json = json_encoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def json_pieces(body: dict[str, Any]) -> list[bytes | str]:
+    """``body`` as the JSON the SDKs send (``json.dumps``, no ASCII escapes, compact), with each long string that
+    needs no escaping (an image's base64 data or data URL) spliced in, not re-scanned.
+
+    Returned as pieces: the JSON between those strings as bytes and each string as the one the message already
+    holds, so that a body sent piece by piece (:func:`PiecesPayload`) never makes a second and third copy of a
+    1.5-MB image (its bytes, then the joined body).  ``json.dumps`` walks every character of a base64 image to
+    escape it, at high concurrency a fifth of a request's CPU.  Each string is first replaced by a marker that
+    serialises with escaped NULs; when the text holds any other match of the markers' pattern, the plain encoding
+    is used instead.
+    """
+    strings: list[str] = []
+
+    def swap(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: swap(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [swap(v) for v in x]
+        if (isinstance(x, str) and len(x) >= _LONG and x.isascii() and x.isprintable() and '"' not in x
+                and "\\" not in x):
+            strings.append(x)
+            return f"\x00vlmcheck-image-{len(strings) - 1}\x00"
+        return x
+
+    swapped = swap(body)
+    if not strings:
+        return [_body_json(body).encode()]
+    pieces = _PLACEHOLDER.split(_body_json(swapped).encode())
+    if [int(m) for m in pieces[1::2]] != list(range(len(strings))):  # a text that looks like a marker
+        return [_body_json(body).encode()]
+    out: list[bytes | str] = [pieces[0]]
+    for i, tail in enumerate(pieces[2::2]):
+        out += [strings[i], tail]
+    return out
 
 
 def PiecesPayload(pieces: list[bytes | str]) -> Any:

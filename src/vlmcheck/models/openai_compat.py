@@ -45,20 +45,18 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import time
 from typing import Any
 
 from ..core.errors import ModelCallError, read_capped
-from ..core.files import json_encoder
 from ..core.messages import Message, to_openai
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, TokenLogprob, Usage
 from ..core.secrets import redact, register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
 from ..run.loop_clients import PerLoopClients
 from ._http_errors import name_sent_fields, translate
-from .http import JSONHTTP, json_object
-from .openai_preflight import preflight_http, preflight_openai
+from .http import JSONHTTP, json_body, json_object
+from .openai_preflight import preflight
 
 DEFAULT_MAX_RESPONSE_MB = 8.0
 DEFAULT_MAX_ANSWER_CHARS = 1_000_000
@@ -200,10 +198,7 @@ class OpenAIChat:
     async def preflight(self) -> None:
         for ep in self._endpoints:  # every endpoint answers and serves this model
             spec = self.spec.at(ep.url) if ep.url else self.spec
-            if ep.http is not None:
-                await preflight_http(ep.http, spec)
-            else:
-                await preflight_openai(ep.clients.get(), spec)
+            await preflight(ep.http or OpenAIHTTP(spec, _api_key(spec), timeout=self.timeout), spec)
 
     def _pick(self, tried: set[str | None]) -> "_Endpoint":
         """The endpoint for the next request: fewest in flight among those not cooling down and not yet tried
@@ -253,8 +248,8 @@ class OpenAIChat:
         ``chat.completions.create()`` (3.3 ms in all), which walks every base64 image string, and building the
         response's nested pydantic objects, of which we read five fields.  Our messages are already plain JSON.
         """
-        if ep.http is not None:  # a large body goes piece by piece, a small one joined (fewer socket writes)
-            return await ep.http.post_json("/chat/completions", json_pieces(body))
+        if ep.http is not None:
+            return await ep.http.post_json("/chat/completions", body)
         import httpx
 
         # the SDK's streaming raw response (what its with_streaming_response uses), read chunk by chunk up to
@@ -392,58 +387,6 @@ def _call_error(exc: BaseException) -> ModelCallError:
     if getattr(exc, "body", None) is not None:  # the whole error body, as the direct path keeps it
         err.body = redact(json.dumps(exc.body, default=str))  # type: ignore[attr-defined]
     return err
-
-
-_DATA_URL_MIN = 1024  # shorter strings are serialised as usual
-_PLACEHOLDER = re.compile(rb"\\u0000vlmcheck-image-(\d+)\\u0000")
-
-
-def json_body(body: dict[str, Any]) -> bytes:
-    """``body`` as the JSON the SDK would send, in one piece (see :func:`json_pieces`)."""
-    return b"".join(p.encode("ascii") if isinstance(p, str) else p for p in json_pieces(body))
-
-
-_body_json = json_encoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def json_pieces(body: dict[str, Any]) -> list[bytes | str]:
-    """``body`` as the JSON the SDK would send, with each image's data URL spliced in, not re-scanned.
-
-    Returned as pieces: the JSON between the images as bytes and each data URL as the (ASCII) string the
-    message already holds, so that a body sent piece by piece (``http.PiecesPayload``) never makes a
-    second and third copy of a 1.5-MB URL (its bytes, then the joined body).
-
-    The SDK's ``json.dumps`` walks every character of a base64 image to escape it (0.5 ms per 140-kB image, a
-    fifth of a request's CPU at high concurrency); a data URL is ASCII with nothing to escape, so it goes
-    between its quotes as it is.  Each URL is first replaced by a marker that serialises with escaped NULs;
-    when the text holds any other match of the markers' pattern, the plain encoding is used instead.  The SDK
-    sends a ``bytes`` body unchanged.
-    """
-    urls: list[str] = []
-
-    def swap(part: Any) -> Any:
-        url = part.get("image_url", {}).get("url") if isinstance(part, dict) else None
-        if not (isinstance(url, str) and len(url) >= _DATA_URL_MIN and url.startswith("data:") and url.isascii()
-                and '"' not in url and "\\" not in url):
-            return part
-        urls.append(url)
-        return {**part, "image_url": {**part["image_url"], "url": f"\x00vlmcheck-image-{len(urls) - 1}\x00"}}
-
-    def dumps(obj: Any) -> bytes:
-        return _body_json(obj).encode()
-
-    messages = [{**m, "content": [swap(x) for x in m["content"]]} if isinstance(m.get("content"), list) else m
-                for m in body.get("messages", [])]
-    if not urls:
-        return [dumps(body)]
-    pieces = _PLACEHOLDER.split(dumps({**body, "messages": messages}))
-    markers = pieces[1::2]
-    if [int(m) for m in markers] != list(range(len(urls))):  # a text that looks like a marker: no shortcut
-        return [dumps(body)]
-    out: list[bytes | str] = [pieces[0]]
-    for i, tail in enumerate(pieces[2::2]):
-        out += [urls[i], tail]
-    return out
 
 
 def _parse_chat(resp: dict[str, Any]) -> Generation:

@@ -16,7 +16,7 @@ from ..core.images import load_image
 from ..core.roles import Capabilities
 from ..core.spec import ModelSpec, SpecError
 from ._http_errors import translate
-from .openai_compat import _clients, preflight_openai
+from .openai_compat import OpenAIHTTP, _api_key, _clients, preflight
 
 
 class OpenAIImages:
@@ -38,7 +38,7 @@ class OpenAIImages:
         self.capabilities = Capabilities(multi_image=False, seeded=False)
 
     async def preflight(self) -> None:
-        await preflight_openai(self._clients.get(), self.spec)
+        await preflight(OpenAIHTTP(self.spec, _api_key(self.spec), timeout=self.timeout), self.spec)
 
     async def generate_image(self, prompt: str, seed: int | None = None) -> Image.Image:
         import openai
