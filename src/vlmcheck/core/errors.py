@@ -38,6 +38,8 @@ async def read_capped(chunks, max_bytes: int, what: str = "the reply") -> bytes:
                                               "raise ?max_response_mb= if the server's replies are that large")
         parts.append(chunk)
     return b"".join(parts)
+
+
 class SpecError(ValueError):
     """A model spec string that cannot be parsed or resolved."""
 

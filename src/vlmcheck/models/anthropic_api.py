@@ -1,5 +1,5 @@
-"""Anthropic Messages API (``POST /v1/messages``) through the neutral JSON client (``models/http.py``); Message
-Batches through the official ``anthropic`` SDK (extra ``apis``).
+"""Anthropic Messages API (``POST /v1/messages``) and Message Batches (``?batch=1``) through the neutral JSON client
+(``models/http.py``).
 
 Spec: ``anthropic:MODEL[@BASE_URL][?key_env=ANTHROPIC_API_KEY&concurrency=N&send_temperature=1]``; with no base URL,
 ``ANTHROPIC_BASE_URL`` (as the SDK reads it) or ``https://api.anthropic.com``.
@@ -17,7 +17,6 @@ from ..core.messages import Message, to_anthropic
 from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
 from ..core.secrets import secret_from_env
 from ..core.spec import ModelSpec, SpecError
-from ..run.loop_clients import PerLoopClients
 from .http import JSONHTTP
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "refusal"}
@@ -48,16 +47,12 @@ class AnthropicChat:
         # the Messages API continues a trailing assistant turn (a pre-filled answer start)
         self.capabilities = Capabilities(multi_image=True, prefill=True)
         # ?batch=1: cache misses go through Message Batches at the batch price (run/batch.py).  Without it the
-        # backend is still there for a resume to re-attach to batches an earlier session journaled
+        # backend is still there for a resume to re-attach to batches an earlier session journaled; its results
+        # are read up to the batch's own size limit
         from .batch_api import AnthropicBatches
 
-        def sdk() -> Any:
-            import anthropic
-
-            return anthropic.AsyncAnthropic(api_key=key, base_url=spec.base_url, max_retries=0,
-                                            timeout=self.timeout, **spec.request_auth())
-
-        self.batch_backend = AnthropicBatches(PerLoopClients(sdk), lambda m: _parse_message(m.model_dump(warnings=False)))
+        results = AnthropicHTTP(spec, key, timeout=self.timeout, max_bytes=AnthropicBatches.max_bytes)
+        self.batch_backend = AnthropicBatches(results, _parse_message)
         self.batch = self.batch_backend if spec.get_bool("batch", False) else None
         self.batch_window = spec.get_float("batch_window", 2.0)
         self.batch_poll = spec.get_float("batch_poll", 30.0)
