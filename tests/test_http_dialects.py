@@ -261,3 +261,38 @@ def test_gemini_reads_a_blocked_prompt_as_a_content_filter():
         vlm = load_model("gemini:g@http://localhost:9?api_key=AIza-test-0123456789abcdef")
         gen = _run(vlm.generate(MESSAGES, GenerationConfig()))
     assert gen.finish_reason == "content_filter" and "SAFETY" in gen.refusal
+
+
+def test_anthropic_message_batches_use_the_documented_endpoints(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
+    message = {"content": [{"type": "text", "text": "Red."}], "stop_reason": "end_turn",
+               "usage": {"input_tokens": 11, "output_tokens": 3}}
+    rows = [{"custom_id": "a", "result": {"type": "succeeded", "message": message}},
+            {"custom_id": "b", "result": {"type": "errored", "error": {"type": "error", "error": {
+                "type": "invalid_request_error", "message": "bad image"}}}}]
+
+    def handler(request):
+        if request.method == "POST":
+            return httpx.Response(200, json={"id": "msgbatch_1", "processing_status": "in_progress"})
+        if request.url.path.endswith("/results"):
+            return httpx.Response(200, content="".join(json.dumps(r) + "\n" for r in rows).encode())
+        return httpx.Response(200, json={"id": "msgbatch_1", "processing_status": "ended"})
+
+    with in_process(handler) as seen:
+        vlm = load_model("anthropic:claude-x?batch=1")
+        body = vlm.batch_body(MESSAGES, GenerationConfig(max_tokens=5))
+        batch_id = _run(vlm.batch.submit([("a", body), ("b", body)]))
+        ended = _run(vlm.batch.ended(batch_id))
+        results = _run(vlm.batch.results(batch_id))
+    post, get, read = seen
+    assert (post.method, str(post.url)) == ("POST", "https://api.anthropic.com/v1/messages/batches")
+    assert post.headers["x-api-key"] == "sk-ant-test-0123456789abcdef"
+    assert post.headers["anthropic-version"] == "2023-06-01"
+    assert json.loads(post.content) == {"requests": [{"custom_id": "a", "params": body},
+                                                     {"custom_id": "b", "params": body}]}
+    assert (get.method, str(get.url)) == ("GET", "https://api.anthropic.com/v1/messages/batches/msgbatch_1")
+    assert str(read.url) == "https://api.anthropic.com/v1/messages/batches/msgbatch_1/results"
+    assert batch_id == "msgbatch_1" and ended
+    assert results["a"].text == "Red." and results["a"].usage.output_tokens == 3
+    assert (results["b"].kind, results["b"].args[0]) == ("bad_request", "invalid_request_error: bad image")
