@@ -296,3 +296,22 @@ def test_anthropic_message_batches_use_the_documented_endpoints(monkeypatch):
     assert batch_id == "msgbatch_1" and ended
     assert results["a"].text == "Red." and results["a"].usage.output_tokens == 3
     assert (results["b"].kind, results["b"].args[0]) == ("bad_request", "invalid_request_error: bad image")
+
+
+def test_every_dialect_s_images_are_spliced_into_the_plain_json_encoding():
+    """An image's base64 (Anthropic's ``source.data``, Gemini's ``inline_data.data``, OpenAI's data URL) goes into
+    the body as the message's own string, and the body is byte for byte ``json.dumps``'s; a long text under the same
+    key that needs escaping is encoded as usual."""
+    from vlmcheck.models.http import json_body, json_pieces
+
+    b64 = base64.b64encode(bytes(range(256)) * 12).decode()
+    anthropic = {"messages": [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}}]}]}
+    gemini = {"contents": [{"parts": [{"inline_data": {"mime_type": "image/png", "data": b64}}, {"text": "é"}]}]}
+    openai = {"messages": [{"role": "user", "content": [{"type": "image_url",
+                                                         "image_url": {"url": "data:image/png;base64," + b64}}]}]}
+    text = {"data": "a line\n" * 300, "url": "a \"quoted\" word " * 100}
+    for body in (anthropic, gemini, openai, text):
+        assert json_body(body) == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    assert any(p is b64 for p in json_pieces(anthropic)) and any(p is b64 for p in json_pieces(gemini))
+    assert len(json_pieces(openai)) == 3 and len(json_pieces(text)) == 1

@@ -1,10 +1,5 @@
-"""Translate the openai / anthropic SDK exceptions, and HTTP error statuses, into :class:`ModelCallError`.
-
-Both SDKs are generated from the same toolkit and share exception names
-(``APIStatusError`` with ``status_code`` and ``response``, ``APITimeoutError``,
-``APIConnectionError``, ``APIResponseValidationError``), so one translator
-serves both.
-"""
+"""Translate HTTP error statuses (the neutral client's, ``models/http.py``) and the ``openai`` SDK's exceptions
+(``?http=sdk``, its Batch API and image generation) into :class:`ModelCallError`."""
 
 from __future__ import annotations
 

@@ -222,30 +222,32 @@ def json_body(body: dict[str, Any]) -> bytes:
 
 
 _LONG = 1024  # shorter strings are serialised as usual
+_UNSAFE = ('"', "\\", "\n", "\r", "\t")
 _PLACEHOLDER = re.compile(rb"\\u0000vlmcheck-image-(\d+)\\u0000")
 _body_json = json_encoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def json_pieces(body: dict[str, Any]) -> list[bytes | str]:
-    """``body`` as the JSON the SDKs send (``json.dumps``, no ASCII escapes, compact), with each long string that
-    needs no escaping (an image's base64 data or data URL) spliced in, not re-scanned.
+    """``body`` as the JSON the SDKs send (``json.dumps``, no ASCII escapes, compact), with each image spliced in,
+    not re-scanned: a long ASCII string under a ``url`` or ``data`` key (where the dialects put an image's data URL
+    or base64) with no quote, backslash or line break, so nothing to escape (base64 holds no control character).
 
     Returned as pieces: the JSON between those strings as bytes and each string as the one the message already
     holds, so that a body sent piece by piece (:func:`PiecesPayload`) never makes a second and third copy of a
     1.5-MB image (its bytes, then the joined body).  ``json.dumps`` walks every character of a base64 image to
-    escape it, at high concurrency a fifth of a request's CPU.  Each string is first replaced by a marker that
-    serialises with escaped NULs; when the text holds any other match of the markers' pattern, the plain encoding
-    is used instead.
+    escape it, at high concurrency a fifth of a request's CPU; a check of every character would cost as much, so
+    the image is known by its key.  Each string is first replaced by a marker that serialises with escaped NULs;
+    when the text holds any other match of the markers' pattern, the plain encoding is used instead.
     """
     strings: list[str] = []
 
-    def swap(x: Any) -> Any:
+    def swap(x: Any, key: str = "") -> Any:
         if isinstance(x, dict):
-            return {k: swap(v) for k, v in x.items()}
+            return {k: swap(v, k) for k, v in x.items()}
         if isinstance(x, list):
             return [swap(v) for v in x]
-        if (isinstance(x, str) and len(x) >= _LONG and x.isascii() and x.isprintable() and '"' not in x
-                and "\\" not in x):
+        if (key in ("url", "data") and isinstance(x, str) and len(x) >= _LONG and x.isascii()
+                and not any(c in x for c in _UNSAFE)):
             strings.append(x)
             return f"\x00vlmcheck-image-{len(strings) - 1}\x00"
         return x
