@@ -315,3 +315,21 @@ def test_every_dialect_s_images_are_spliced_into_the_plain_json_encoding():
         assert json_body(body) == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     assert any(p is b64 for p in json_pieces(anthropic)) and any(p is b64 for p in json_pieces(gemini))
     assert len(json_pieces(openai)) == 3 and len(json_pieces(text)) == 1
+
+
+def test_openai_image_generation_sends_the_documented_request(monkeypatch):
+    import io
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai-0123456789")
+    png = io.BytesIO()
+    Image.new("RGB", (8, 6), (0, 200, 0)).save(png, format="PNG")
+    reply = {"created": 1, "data": [{"b64_json": base64.b64encode(png.getvalue()).decode()}]}
+    with in_process(_answer(reply)) as seen:
+        image = _run(load_model("openai-image:dall-e-3?size=1024x1024", "generator").generate_image("a green box"))
+    (req,) = seen
+    assert (req.method, str(req.url)) == ("POST", "https://api.openai.com/v1/images/generations")
+    assert req.headers["authorization"] == "Bearer sk-test-openai-0123456789"
+    assert json.loads(req.content) == {"model": "dall-e-3", "prompt": "a green box", "n": 1, "size": "1024x1024",
+                                       "quality": "standard", "response_format": "b64_json"}
+    assert image.size == (8, 6) and image.getpixel((0, 0)) == (0, 200, 0)

@@ -5,7 +5,7 @@ parsing share the same state; split, each part would reach into the others.
 
 Chat requests go out through the neutral JSON client (``models/http.py``, aiohttp directly: a third of the SDK's
 CPU per request, measured there) as :class:`OpenAIHTTP`; ``?http=sdk`` sends them through the official ``openai``
-SDK instead, which always serves the Batch API and image generation.
+SDK instead, which always serves the Batch API.
 
 Serves the OpenAI API and every server that speaks its protocol: vLLM, SGLang,
 Ollama (``/v1``), LM Studio, llama.cpp server.
