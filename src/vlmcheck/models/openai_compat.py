@@ -198,7 +198,15 @@ class OpenAIChat:
     async def preflight(self) -> None:
         for ep in self._endpoints:  # every endpoint answers and serves this model
             spec = self.spec.at(ep.url) if ep.url else self.spec
-            await preflight(ep.http or OpenAIHTTP(spec, _api_key(spec), timeout=self.timeout), spec)
+            if ep.http is not None:
+                await preflight(ep.http, spec)
+                continue
+            ep.clients.get()  # the SDK imported and its client built now, not inside the first call's deadline
+            http = OpenAIHTTP(spec, _api_key(spec), timeout=self.timeout)
+            try:
+                await preflight(http, spec)
+            finally:
+                await http.sessions.aclose()
 
     def _pick(self, tried: set[str | None]) -> "_Endpoint":
         """The endpoint for the next request: fewest in flight among those not cooling down and not yet tried
