@@ -56,7 +56,6 @@ def _creates(server: FakeServer) -> list[dict]:
 def test_a_runs_misses_go_in_one_batch_with_the_direct_answers_at_half_price(batch_server, tmp_path, monkeypatch,
                                                                              provider):
     if provider == "anthropic":
-        pytest.importorskip("anthropic")
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
         base = f"anthropic:claude-fake@{batch_server.base_url[:-len('/v1')]}"
     else:

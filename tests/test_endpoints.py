@@ -14,7 +14,7 @@ import pytest
 from conftest import FakeServer, distinct_images
 from vlmcheck.core.spec import ModelSpec, SpecError, load_model
 from vlmcheck.methods.describe import DescribeSpec, DescribeTask
-from vlmcheck.models.openai_compat import PreflightError
+from vlmcheck.core.errors import PreflightError
 from vlmcheck.run.runner import RunOptions, run_task
 
 

@@ -180,8 +180,7 @@ def test_a_provider_batch_is_priced_before_it_is_submitted(tmp_path, fake_server
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["missing", "negative", "string"])
 def test_an_anthropic_message_batch_with_broken_usage_is_priced_at_the_estimate(mode, tmp_path, monkeypatch):
-    """The same check for Anthropic Message Batches (the fake server's, through the SDK)."""
-    pytest.importorskip("anthropic")
+    """The same check for Anthropic Message Batches (the fake server's, through the neutral client)."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
     data = distinct_images(tmp_path / "imgs", 3)
     server = FakeServer(0.0, tmp_path, "--usage", mode, "--batch-delay", "0.2")

@@ -1,4 +1,4 @@
-"""Chat requests with aiohttp directly (``models/_openai_http.py``): what the SDK would send and how its errors
+"""Chat requests with aiohttp directly (``models/http.py``): what the SDK would send and how its errors
 read, against the local fake server, and the SDK path one parameter away (``?http=sdk``) giving the same."""
 
 import asyncio
@@ -11,7 +11,7 @@ import pytest
 
 from vlmcheck import GenerationConfig, Message, load_model
 from vlmcheck.core.errors import ModelCallError
-from vlmcheck.models._openai_http import env_proxy
+from vlmcheck.models.http import env_proxy
 
 TRANSPORTS = ["", "?http=sdk", "?http=httpx"]
 
@@ -47,15 +47,6 @@ def test_error_statuses_read_the_same_on_every_transport(fake_server, transport)
     with pytest.raises(ModelCallError) as limited:
         _ask(vlm, "[fault=429x1] Describe.")
     assert (limited.value.kind, limited.value.status, limited.value.retry_after) == ("rate_limit", 429, 0.2)
-
-
-def test_the_key_and_the_organisation_travel_as_the_sdk_sends_them(fake_server, monkeypatch):
-    monkeypatch.setenv("OPENAI_ORG_ID", "org-123")
-    monkeypatch.setenv("MY_KEY", "tk-Q7xZ9-unique-4242")
-    vlm = load_model(f"openai:fake@{fake_server.base_url}?key_env=MY_KEY")
-    assert vlm._endpoints[0].http.headers["OpenAI-Organization"] == "org-123"
-    _ask(vlm, "Describe.")
-    assert fake_server.requests()[-1]["authorization"] == "Bearer tk-Q7xZ9-unique-4242"
 
 
 def test_a_refused_connection_and_a_timeout_are_named(fake_server):

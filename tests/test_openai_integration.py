@@ -34,30 +34,6 @@ def _samples(run_dir: Path) -> dict[str, dict]:
     return {json.loads(l)["sample_id"]: json.loads(l) for l in (run_dir / "samples.jsonl").read_text().splitlines()}
 
 
-def test_generate_with_logprobs(fake_server):
-    import asyncio
-
-    vlm = load_model(f"openai:fake@{fake_server.base_url}")
-    gen = asyncio.run(vlm.generate([Message.user(Image.new("RGB", (4, 4)), "hi")],
-                                   GenerationConfig(logprobs=True, top_logprobs=2)))
-    assert gen.text.startswith("Answer ") and gen.finish_reason == "stop"
-    assert gen.usage.input_tokens == 10 and [t.logprob for t in gen.logprobs] == [-0.1, -0.5]
-
-
-@pytest.mark.parametrize("params", ["", "?prefill=1"])
-def test_prefilled_assistant_turn_is_continued_only_where_declared(fake_server, params):
-    import asyncio
-
-    vlm = load_model(f"openai:fake@{fake_server.base_url}{params}")
-    assert vlm.capabilities.prefill is bool(params)
-    msgs = [Message.user("Is it red?"), Message.assistant("Answer:")]
-    asyncio.run(vlm.generate(msgs, GenerationConfig(max_tokens=4)))
-    req = fake_server.requests()[-1]
-    assert req["last_role"] == "assistant"
-    # vLLM / SGLang continue the pre-filled turn when asked (continue_final_message); others are not asked
-    assert req["continue_final_message"] is (True if params else None)
-
-
 # the default is aiohttp directly; the SDK with its aiohttp or httpx transport on request
 @pytest.mark.parametrize("transport", ["", "&http=sdk", "&http=httpx"])
 @pytest.mark.parametrize("fault", ["429x2", "500x2", "503x1", "malformedx1", "emptyx2", "resetx1", "slowx1"])
@@ -136,7 +112,6 @@ def test_usage_and_cost_accounting(fake_server, tmp_path):
 def test_anthropic_adapter_against_local_server(fake_server, monkeypatch):
     import asyncio
 
-    pytest.importorskip("anthropic")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
     base = fake_server.base_url[: -len("/v1")]
     vlm = load_model(f"anthropic:claude-fake@{base}")
@@ -155,7 +130,6 @@ def test_anthropic_adapter_against_local_server(fake_server, monkeypatch):
 def test_gemini_adapter_against_local_server(fake_server, monkeypatch, tmp_path):
     import asyncio
 
-    pytest.importorskip("google.genai")
     key = "AIza-test-0123456789abcdefGEMINI"
     monkeypatch.setenv("GEMINI_API_KEY", key)
     base = fake_server.base_url[: -len("/v1")]
@@ -171,19 +145,6 @@ def test_gemini_adapter_against_local_server(fake_server, monkeypatch, tmp_path)
     assert "images=1 system=1 key=1" in gen.text
     assert gen.finish_reason == "stop" and (gen.usage.input_tokens, gen.usage.output_tokens) == (11, 5)
     assert all(r["path"].endswith("/models/gemini-fake:generateContent") for r in fake_server.requests())
-
-
-def test_anthropic_sends_temperature_only_when_asked(fake_server, monkeypatch):
-    import asyncio
-
-    pytest.importorskip("anthropic")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
-    base = fake_server.base_url[: -len("/v1")]
-    msgs = [Message.user("Describe.")]
-    plain = load_model(f"anthropic:claude-fake@{base}")
-    assert "temperature=False" in asyncio.run(plain.generate(msgs, GenerationConfig())).text
-    sampled = load_model(f"anthropic:claude-fake@{base}?send_temperature=1")
-    assert "temperature=True" in asyncio.run(sampled.generate(msgs, GenerationConfig(temperature=0.0))).text
 
 
 def test_one_model_object_serves_several_event_loops(fake_server):
@@ -213,4 +174,4 @@ def test_http_clients_are_closed_when_their_loop_ends(fake_server, transport):
     asyncio.run(call())
     asyncio.run(call())
     assert len(seen) == 2 and seen[0] is not seen[1]
-    assert all(client.is_closed() for client in seen)
+    assert all(c.closed if hasattr(c, "closed") else c.is_closed() for c in seen)

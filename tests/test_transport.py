@@ -98,7 +98,7 @@ def test_request_json_with_spliced_images_is_the_plain_encoding(text):
     import base64
     import json
 
-    from vlmcheck.models.openai_compat import json_body
+    from vlmcheck.models.http import json_body
 
     rng = np.random.default_rng(0)
     urls = ["data:image/png;base64," + base64.b64encode(rng.bytes(n)).decode() for n in (3000, 5000)]
@@ -136,8 +136,8 @@ def test_a_body_sent_in_pieces_is_byte_for_byte_the_joined_body():
     import asyncio
     import base64
 
-    from vlmcheck.models._openai_http import PiecesPayload
-    from vlmcheck.models.openai_compat import json_body, json_pieces
+    from vlmcheck.models.http import PiecesPayload
+    from vlmcheck.models.http import json_body, json_pieces
 
     rng = np.random.default_rng(5)
     url = "data:image/png;base64," + base64.b64encode(rng.bytes(700_000)).decode()

@@ -38,6 +38,17 @@ async def read_capped(chunks, max_bytes: int, what: str = "the reply") -> bytes:
                                               "raise ?max_response_mb= if the server's replies are that large")
         parts.append(chunk)
     return b"".join(parts)
+
+
+class SpecError(ValueError):
+    """A model spec string that cannot be parsed or resolved."""
+
+
+class PreflightError(SpecError):
+    """A model that cannot serve the run, found before its first sample by the model's optional ``preflight()``
+    (:class:`vlmcheck.core.roles.SupportsPreflight`): unreachable, key rejected, or the model not served."""
+
+
 RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection", "malformed"})
 
 

@@ -267,7 +267,7 @@ def to_anthropic(messages: list[Message]) -> tuple[str | None, list[dict[str, An
 
 
 def to_gemini(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
-    """Gemini ``generate_content`` format: (system instruction, contents)."""
+    """Gemini ``generateContent`` format, as its REST API takes it (images base64): (system instruction, contents)."""
     system = "\n\n".join(m.text for m in messages if m.role == "system") or None
     contents: list[dict[str, Any]] = []
     for m in messages:
@@ -278,7 +278,7 @@ def to_gemini(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]
             if isinstance(p, TextPart):
                 parts.append({"text": p.text})
             else:
-                parts.append({"inline_data": {"mime_type": p.mime_type, "data": p.data}})
+                parts.append({"inline_data": {"mime_type": p.mime_type, "data": p.b64()}})
         contents.append({"role": "model" if m.role == "assistant" else "user", "parts": parts})
     return system, contents
 

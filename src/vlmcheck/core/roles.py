@@ -9,6 +9,8 @@ A *role* is what a method needs from a model, not what the model is:
 * :class:`ImageGenerator` - prompt (+ seed) -> image.
 * :class:`ImageEncoder` - images -> float matrix, batched.
 
+Any role may also offer :class:`SupportsPreflight` (optional): one cheap check before the first sample.
+
 Adapters declare what they can do in :class:`Capabilities`; methods check the
 declaration (:func:`require`) instead of probing with try/except.
 """
@@ -177,6 +179,17 @@ class SupportsVisionEmbedding(Protocol):
 
     def vision_input_size(self) -> tuple[int, int]:
         """(height, width) the vision tower expects."""
+        ...
+
+
+@runtime_checkable
+class SupportsPreflight(Protocol):
+    """Optional for every role: a model that can check, before the first sample, that it can serve the run."""
+
+    async def preflight(self) -> None:
+        """One cheap check (an API adapter's ``GET /models``): the server answers, the key is accepted, the model
+        is served.  Raises :class:`vlmcheck.core.errors.PreflightError`, one sentence naming the cause, if not.
+        The runner calls it once per model before a new run's first sample (``--no-preflight`` skips it)."""
         ...
 
 

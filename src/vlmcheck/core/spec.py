@@ -38,14 +38,11 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from .errors import SpecError
 from .registry import Registry, plugins, resolve
 from .secrets import is_secret_param, register_secret
 
 RoleName = Literal["vlm", "text", "generator", "encoder"]
-
-
-class SpecError(ValueError):
-    """A model spec string that cannot be parsed or resolved."""
 
 
 # Each provider's parameters are IDENTITY (they change what the model answers) or PLACEMENT (where it is reached,

@@ -1,10 +1,5 @@
-"""Translate the openai / anthropic SDK exceptions, and HTTP error statuses, into :class:`ModelCallError`.
-
-Both SDKs are generated from the same toolkit and share exception names
-(``APIStatusError`` with ``status_code`` and ``response``, ``APITimeoutError``,
-``APIConnectionError``, ``APIResponseValidationError``), so one translator
-serves both.
-"""
+"""Translate HTTP error statuses (the neutral client's, ``models/http.py``) and the ``openai`` SDK's exceptions
+(``?http=sdk``, its Batch API and image generation) into :class:`ModelCallError`."""
 
 from __future__ import annotations
 
@@ -104,15 +99,20 @@ def unknown_fields_sentence(status: int, message: str, body: str = "") -> str | 
     named = [f for f in named if not any(f != g and f in g for g in named)]  # "logprobs" inside "prompt_logprobs"
     if not named:
         return None
-    by_option: dict[str, list[str]] = {}
-    for f in named:
-        by_option.setdefault(FIELD_OPTIONS[f], []).append(repr(f))
-    causes = "; ".join(f"{', '.join(fs)} {'is' if len(fs) == 1 else 'are'} sent for {opt}"
-                       for opt, fs in by_option.items())
+    causes = _causes(named)
     # the server's words before the advice: a message shortened for display loses its middle, not its advice
     return (f"the server does not accept the request field{'s' if len(named) > 1 else ''} "
             f"{', '.join(repr(f) for f in named)} [server said: {' '.join(message.split())[:200]}]: {causes}; drop "
             "that option from the model spec or use a server that offers it")
+
+
+def _causes(named: list[str]) -> str:
+    """Which vlmcheck option sent each of the ``named`` request fields, in one clause per option."""
+    by_option: dict[str, list[str]] = {}
+    for f in named:
+        by_option.setdefault(FIELD_OPTIONS[f], []).append(repr(f))
+    return "; ".join(f"{', '.join(fs)} {'is' if len(fs) == 1 else 'are'} sent for {opt}"
+                     for opt, fs in by_option.items())
 
 
 #: request fields that no OpenAI API defines: only servers that offer them (vLLM, SGLang) accept them
@@ -132,11 +132,7 @@ def name_sent_fields(err: ModelCallError, body: dict[str, Any]) -> ModelCallErro
         named = sent
     if not named:
         return err
-    by_option: dict[str, list[str]] = {}
-    for f in named:
-        by_option.setdefault(FIELD_OPTIONS[f], []).append(repr(f))
-    causes = "; ".join(f"{', '.join(fs)} {'is' if len(fs) == 1 else 'are'} sent for {opt}"
-                       for opt, fs in by_option.items())
+    causes = _causes(named)
     return ModelCallError(err.kind, redact(
         f"the server refused a request with the non-standard field{'s' if len(named) > 1 else ''} "
         f"{', '.join(repr(f) for f in named)} [server said: {' '.join(message.split())[:200]}]: {causes}; if "

@@ -1,6 +1,6 @@
-"""The providers' batch protocols, through their SDKs: the OpenAI Batch API and Anthropic Message Batches.
+"""The providers' batch protocols: the OpenAI Batch API (through its SDK) and Anthropic Message Batches.
 
-Each backend takes the adapter's SDK clients and its parser of a single response, so a batched answer is
+Each backend takes the adapter's clients and its parser of a single response, so a batched answer is
 read exactly as a direct one: a :class:`~vlmcheck.core.roles.Generation` whose usage the parser has checked
 (``Usage.reported``), handed to :mod:`vlmcheck.run.batch` whole, so the run prices it as it prices a direct call.  :mod:`vlmcheck.run.batch` decides when to submit and what to retry.
 """
@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from ..core.errors import ModelCallError, kind_for_status
 from ._http_errors import translate
+from .http import json_object
 from ..run.loop_clients import PerLoopClients
 
 _OPENAI_DONE = ("completed", "failed", "expired", "cancelled")
@@ -85,53 +86,38 @@ class OpenAIBatches:
 
 
 class AnthropicBatches:
-    """``/v1/messages/batches``: create, retrieve, results (JSONL at the batch's ``results_url``)."""
+    """``/v1/messages/batches``: create, retrieve, results (JSONL), through the adapter's neutral client
+    (``models/http.py``), the bodies and answers as its direct calls send and read them."""
 
     provider = "anthropic"
     max_items, max_bytes = 100_000, 256_000_000  # Message Batches' limits on one batch
 
-    def __init__(self, clients: PerLoopClients, parse: Callable[[Any], Any]) -> None:
-        self.clients, self.parse = clients, parse
+    def __init__(self, http: Any, parse: Callable[[dict[str, Any]], Any]) -> None:
+        self.http, self.parse = http, parse
 
     async def submit(self, items: list[tuple[str, dict[str, Any]]]) -> str:
-        import anthropic
-
-        try:
-            batch = await self.clients.get().messages.batches.create(
-                requests=[{"custom_id": key, "params": body} for key, body in items])
-        except Exception as exc:  # noqa: BLE001
-            raise translate(exc, anthropic) from exc
-        return batch.id
+        body = {"requests": [{"custom_id": key, "params": params} for key, params in items]}
+        return str((await self.http.post_json("/v1/messages/batches", body))["id"])
 
     async def ended(self, batch_id: str) -> bool:
-        import anthropic
-
-        try:
-            return (await self.clients.get().messages.batches.retrieve(batch_id)).processing_status == "ended"
-        except Exception as exc:  # noqa: BLE001
-            raise translate(exc, anthropic) from exc
+        batch = json_object(await self.http.request("GET", f"/v1/messages/batches/{batch_id}"))
+        return batch.get("processing_status") == "ended"
 
     async def results(self, batch_id: str) -> dict[str, Any]:
-        import anthropic
+        data = await self.http.request("GET", f"/v1/messages/batches/{batch_id}/results")
+        rows = [json.loads(line) for line in data.splitlines() if line.strip()]
+        return {row["custom_id"]: self._item(row.get("result") or {}) for row in rows}
 
-        out: dict[str, Any] = {}
-        try:
-            async for row in await self.clients.get().messages.batches.results(batch_id):
-                out[row.custom_id] = self._item(row.result)
-        except Exception as exc:  # noqa: BLE001
-            raise translate(exc, anthropic) from exc
-        return out
-
-    def _item(self, result: Any) -> Any:
-        kind = getattr(result, "type", None)
+    def _item(self, result: dict[str, Any]) -> Any:
+        kind = result.get("type")
         if kind == "succeeded":
             try:
-                return self.parse(result.message)
+                return self.parse(result.get("message") or {})
             except ModelCallError as exc:
                 return exc
         if kind in ("expired", "canceled"):
             return ModelCallError("timeout", f"the batch item {kind}")
-        err = getattr(getattr(result, "error", None), "error", None)
-        etype, message = getattr(err, "type", "api_error"), getattr(err, "message", "batch item errored")
+        err = (result.get("error") or {}).get("error") or {}
+        etype, message = err.get("type", "api_error"), err.get("message", "batch item errored")
         retry = etype in ("api_error", "overloaded_error", "rate_limit_error")
         return ModelCallError("server" if retry else "bad_request", f"{etype}: {message}")

@@ -1,67 +1,77 @@
-"""Google Gemini through the official ``google-genai`` SDK (extra ``apis``).
+"""Google Gemini API (``POST /v1beta/models/MODEL:generateContent``) through the neutral JSON client
+(``models/http.py``).
 
-Spec: ``gemini:MODEL[@BASE_URL][?key_env=GEMINI_API_KEY&concurrency=N]``.
+Spec: ``gemini:MODEL[@BASE_URL][?key_env=GEMINI_API_KEY&concurrency=N]``; with no base URL,
+``GOOGLE_GEMINI_BASE_URL`` (as the ``google-genai`` SDK reads it) or ``https://generativelanguage.googleapis.com``.
 """
 
 from __future__ import annotations
 
-from ..core.errors import ModelCallError, kind_for_status
+from typing import Any
+from urllib.parse import quote
+
+from ..core.errors import ModelCallError
 from ..core.messages import Message, to_gemini
 from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
-from ..core.secrets import redact, register_secret, secret_from_env
+from ..core.secrets import secret_from_env
 from ..core.spec import ModelSpec, SpecError
+from .http import JSONHTTP
 
 _FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter", "PROHIBITED_CONTENT": "content_filter",
            "BLOCKLIST": "content_filter", "RECITATION": "content_filter"}
 
 
+class GeminiHTTP(JSONHTTP):
+    """The Gemini dialect: the key in ``x-goog-api-key``."""
+
+    key_header = "x-goog-api-key"
+    default_base_url, base_url_env = "https://generativelanguage.googleapis.com", "GOOGLE_GEMINI_BASE_URL"
+
+
 class GeminiChat:
     def __init__(self, spec: ModelSpec) -> None:
-        from google import genai
-
         key = (spec.secret("api_key") or secret_from_env(spec.get_str("key_env", "GEMINI_API_KEY"))
                or secret_from_env("GOOGLE_API_KEY"))
         if not key:
             raise SpecError("the Gemini API needs a key: set GEMINI_API_KEY (or ?key_env=NAME)")
-        register_secret(key)
-        http_options = None
-        if spec.base_url:  # a proxy or a local test server speaking the Gemini API
-            from google.genai import types
-
-            # URL userinfo becomes a Basic Authorization header (Gemini authenticates with x-goog-api-key)
-            headers = spec.request_auth().get("default_headers")
-            http_options = types.HttpOptions(base_url=spec.base_url, headers=headers)
-        self.client = genai.Client(api_key=key, http_options=http_options)
+        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
+        self.http = GeminiHTTP(spec, key, timeout=self.timeout)
         self.model_id = spec.canonical()
         self.model = spec.name
+        self._path = f"/v1beta/models/{quote(spec.name.removeprefix('models/'), safe='-._~')}:generateContent"
         self.concurrency_key = "gemini"
-        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
         self.max_concurrency = spec.get_int("concurrency", 0) or None
         self.capabilities = Capabilities(multi_image=True, seeded=True)
 
-    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
-        from google.genai import errors, types
-
+    def _body(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:
         system, contents = to_gemini(messages)
-        cfg = types.GenerateContentConfig(temperature=config.temperature, max_output_tokens=config.max_tokens,
-                                          top_p=config.top_p, seed=config.seed, stop_sequences=config.stop,
-                                          system_instruction=system)
-        try:
-            resp = await self.client.aio.models.generate_content(model=self.model, contents=contents, config=cfg)
-        except errors.APIError as exc:
-            raise ModelCallError(kind_for_status(int(exc.code or 500)), redact(str(exc)), status=exc.code) from exc
-        candidates = getattr(resp, "candidates", None) or []
+        generation = {"temperature": config.temperature, "maxOutputTokens": config.max_tokens, "topP": config.top_p,
+                      "seed": config.seed, "stopSequences": config.stop}
+        body: dict[str, Any] = {"contents": contents,
+                                "generationConfig": {k: v for k, v in generation.items() if v is not None}}
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": system}]}
+        return body
+
+    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
+        resp = await self.http.post_json(self._path, self._body(messages, config))
+        candidates = resp.get("candidates") or []
         if not candidates:
-            feedback = getattr(resp, "prompt_feedback", None)
+            feedback = resp.get("promptFeedback")
             if feedback is not None:
                 return Generation(text="", finish_reason="content_filter", refusal=str(feedback))
             raise ModelCallError("malformed", "response has no candidates")
-        cand = candidates[0]
-        reason = getattr(cand.finish_reason, "name", str(cand.finish_reason or ""))
-        meta = getattr(resp, "usage_metadata", None)
-        usage = Usage.reported(getattr(meta, "prompt_token_count", None),
-                               getattr(meta, "candidates_token_count", 0) or 0)
-        return Generation(text=resp.text or "", finish_reason=_FINISH.get(reason, "unknown"), usage=usage)
+        cand = candidates[0] if isinstance(candidates, list) else None
+        if not isinstance(cand, dict):
+            raise ModelCallError("malformed", "response candidate is not an object")
+        parts = (cand.get("content") or {}).get("parts") or []
+        # the answer's text, without a thinking model's thought summaries (parts marked "thought")
+        text = "".join(p.get("text") or "" for p in parts if isinstance(p, dict) and not p.get("thought"))
+        meta = resp.get("usageMetadata")
+        meta = meta if isinstance(meta, dict) else {}
+        usage = Usage.reported(meta.get("promptTokenCount"), meta.get("candidatesTokenCount", 0) or 0)
+        return Generation(text=text, finish_reason=_FINISH.get(cand.get("finishReason") or "", "unknown"),
+                          usage=usage)
 
 
 def make(spec: ModelSpec, role: str) -> GeminiChat:

@@ -3,9 +3,9 @@
 Why this module is long: one adapter whose request body, endpoint balancing and failover, reply bounds and
 parsing share the same state; split, each part would reach into the others.
 
-Chat requests go out with aiohttp directly (``_openai_http``: a third of the SDK's CPU per request, measured
-there); ``?http=sdk`` sends them through the official ``openai`` SDK instead, which always serves the Batch API
-and image generation.
+Chat requests go out through the neutral JSON client (``models/http.py``, aiohttp directly: a third of the SDK's
+CPU per request, measured there) as :class:`OpenAIHTTP`; ``?http=sdk`` sends them through the official ``openai``
+SDK instead, which always serves the Batch API.
 
 Serves the OpenAI API and every server that speaks its protocol: vLLM, SGLang,
 Ollama (``/v1``), LM Studio, llama.cpp server.
@@ -44,27 +44,37 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
+import os
 import time
 from typing import Any
 
-
 from ..core.errors import ModelCallError, read_capped
-from ..core.files import json_encoder
 from ..core.messages import Message, to_openai
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, TokenLogprob, Usage
 from ..core.secrets import redact, register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
 from ..run.loop_clients import PerLoopClients
 from ._http_errors import name_sent_fields, translate
-from ._openai_http import OpenAIHTTP, PiecesPayload, json_object
-from .openai_preflight import PreflightError, preflight_http, preflight_openai  # noqa: F401 (part of this API)
+from .http import JSONHTTP, json_body, json_object
+from .openai_preflight import preflight
 
 DEFAULT_MAX_RESPONSE_MB = 8.0
 DEFAULT_MAX_ANSWER_CHARS = 1_000_000
 
 _FINISH = {"stop": "stop", "length": "length", "content_filter": "content_filter", "tool_calls": "stop",
            "function_call": "stop", "eos": "stop"}
+
+
+class OpenAIHTTP(JSONHTTP):
+    """The OpenAI dialect: a Bearer key, the organisation and project headers and the base URL the SDK reads from
+    the environment (``OPENAI_ORG_ID``, ``OPENAI_PROJECT_ID``, ``OPENAI_BASE_URL``)."""
+
+    key_header, key_scheme = "Authorization", "Bearer"
+    default_base_url, base_url_env = "https://api.openai.com/v1", "OPENAI_BASE_URL"
+
+    def dialect_headers(self) -> dict[str, str]:
+        return {header: os.environ[env] for header, env in (("OpenAI-Organization", "OPENAI_ORG_ID"),
+                                                            ("OpenAI-Project", "OPENAI_PROJECT_ID")) if os.environ.get(env)}
 
 
 def _api_key(spec: ModelSpec) -> str:
@@ -113,7 +123,7 @@ def _clients(spec: ModelSpec, n: int = 1, key: str | None = None) -> PerLoopClie
 class _Endpoint:
     """One server of a model: its clients, requests in flight, and a cooldown after it failed.
 
-    ``http`` sends the chat requests (aiohttp directly, see ``_openai_http``); it is None with ``?http=sdk`` or
+    ``http`` sends the chat requests (:class:`OpenAIHTTP`); it is None with ``?http=sdk`` or
     ``?http=httpx``, when they go through the SDK's ``clients``, which also serve the Batch API."""
 
     def __init__(self, url: str | None, clients: PerLoopClients, http: OpenAIHTTP | None) -> None:
@@ -152,7 +162,8 @@ class OpenAIChat:
         def endpoint(url: str | None) -> _Endpoint:
             at = spec.at(url) if url else spec
             key = _api_key(at)
-            http = OpenAIHTTP(at, key, self.timeout, n_clients, self.max_response_bytes) if direct else None
+            http = OpenAIHTTP(at, key, timeout=self.timeout, n_sessions=n_clients,
+                              max_bytes=self.max_response_bytes) if direct else None
             return _Endpoint(url, _clients(at, n_clients, key), http)
 
         self._endpoints = [endpoint(url) for url in spec.endpoints] or [endpoint(None)]
@@ -188,9 +199,14 @@ class OpenAIChat:
         for ep in self._endpoints:  # every endpoint answers and serves this model
             spec = self.spec.at(ep.url) if ep.url else self.spec
             if ep.http is not None:
-                await preflight_http(ep.http, spec)
-            else:
-                await preflight_openai(ep.clients.get(), spec)
+                await preflight(ep.http, spec)
+                continue
+            ep.clients.get()  # the SDK imported and its client built now, not inside the first call's deadline
+            http = OpenAIHTTP(spec, _api_key(spec), timeout=self.timeout)
+            try:
+                await preflight(http, spec)
+            finally:
+                await http.sessions.aclose()
 
     def _pick(self, tried: set[str | None]) -> "_Endpoint":
         """The endpoint for the next request: fewest in flight among those not cooling down and not yet tried
@@ -234,17 +250,14 @@ class OpenAIChat:
     async def _post_chat_to(self, ep: "_Endpoint", body: dict[str, Any]) -> dict[str, Any]:
         """POST /chat/completions; the answer as plain JSON.
 
-        By default with aiohttp directly (``_openai_http``, 0.5 ms of CPU per request).  With ``?http=sdk`` or
+        By default with the neutral JSON client (``models/http.py``, 0.5 ms of CPU per request).  With ``?http=sdk`` or
         ``?http=httpx`` through the SDK's low-level ``post()`` (1.4 ms), which keeps its auth, base URL, timeouts
         and mapping of HTTP statuses to exceptions but skips the recursive TypedDict transform of
         ``chat.completions.create()`` (3.3 ms in all), which walks every base64 image string, and building the
         response's nested pydantic objects, of which we read five fields.  Our messages are already plain JSON.
         """
         if ep.http is not None:
-            pieces = json_pieces(body)
-            if sum(len(p) for p in pieces) < _PIECES_MIN:  # small: one joined body is fewer socket writes
-                return await ep.http.post_json("/chat/completions", _joined(pieces))
-            return await ep.http.post_json("/chat/completions", PiecesPayload(pieces))
+            return await ep.http.post_json("/chat/completions", body)
         import httpx
 
         # the SDK's streaming raw response (what its with_streaming_response uses), read chunk by chunk up to
@@ -382,63 +395,6 @@ def _call_error(exc: BaseException) -> ModelCallError:
     if getattr(exc, "body", None) is not None:  # the whole error body, as the direct path keeps it
         err.body = redact(json.dumps(exc.body, default=str))  # type: ignore[attr-defined]
     return err
-
-
-_DATA_URL_MIN = 1024  # shorter strings are serialised as usual
-_PIECES_MIN = 1 << 19  # bodies from 512 kB on go piece by piece (_openai_http.PiecesPayload); smaller ones joined
-_PLACEHOLDER = re.compile(rb"\\u0000vlmcheck-image-(\d+)\\u0000")
-
-
-def json_body(body: dict[str, Any]) -> bytes:
-    """``body`` as the JSON the SDK would send, in one piece (see :func:`json_pieces`)."""
-    return _joined(json_pieces(body))
-
-
-def _joined(pieces: list[bytes | str]) -> bytes:
-    return b"".join(p.encode("ascii") if isinstance(p, str) else p for p in pieces)
-
-
-_body_json = json_encoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def json_pieces(body: dict[str, Any]) -> list[bytes | str]:
-    """``body`` as the JSON the SDK would send, with each image's data URL spliced in, not re-scanned.
-
-    Returned as pieces: the JSON between the images as bytes and each data URL as the (ASCII) string the
-    message already holds, so that a body sent piece by piece (``_openai_http.PiecesPayload``) never makes a
-    second and third copy of a 1.5-MB URL (its bytes, then the joined body).
-
-    The SDK's ``json.dumps`` walks every character of a base64 image to escape it (0.5 ms per 140-kB image, a
-    fifth of a request's CPU at high concurrency); a data URL is ASCII with nothing to escape, so it goes
-    between its quotes as it is.  Each URL is first replaced by a marker that serialises with escaped NULs;
-    when the text holds any other match of the markers' pattern, the plain encoding is used instead.  The SDK
-    sends a ``bytes`` body unchanged.
-    """
-    urls: list[str] = []
-
-    def swap(part: Any) -> Any:
-        url = part.get("image_url", {}).get("url") if isinstance(part, dict) else None
-        if not (isinstance(url, str) and len(url) >= _DATA_URL_MIN and url.startswith("data:") and url.isascii()
-                and '"' not in url and "\\" not in url):
-            return part
-        urls.append(url)
-        return {**part, "image_url": {**part["image_url"], "url": f"\x00vlmcheck-image-{len(urls) - 1}\x00"}}
-
-    def dumps(obj: Any) -> bytes:
-        return _body_json(obj).encode()
-
-    messages = [{**m, "content": [swap(x) for x in m["content"]]} if isinstance(m.get("content"), list) else m
-                for m in body.get("messages", [])]
-    if not urls:
-        return [dumps(body)]
-    pieces = _PLACEHOLDER.split(dumps({**body, "messages": messages}))
-    markers = pieces[1::2]
-    if [int(m) for m in markers] != list(range(len(urls))):  # a text that looks like a marker: no shortcut
-        return [dumps(body)]
-    out: list[bytes | str] = [pieces[0]]
-    for i, tail in enumerate(pieces[2::2]):
-        out += [urls[i], tail]
-    return out
 
 
 def _parse_chat(resp: dict[str, Any]) -> Generation:

@@ -1,6 +1,7 @@
 """``openai-image:MODEL[@BASE_URL][?size=1024x1024&quality=standard]``: OpenAI-compatible image generation
-(DALL-E 3, gpt-image) through the official SDK.  Parameters as the chat adapter's (``openai_compat.py``): ``key_env``,
-``timeout``, ``concurrency``; and ``size``, ``quality``, ``b64`` (0: ask for a URL).
+(DALL-E 3, gpt-image) through the neutral JSON client (``models/http.py``).  Parameters as the chat adapter's
+(``openai_compat.py``): ``key_env``, ``timeout``, ``concurrency``; and ``size``, ``quality``, ``b64`` (0: ask for a
+URL).
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from ..core.errors import ModelCallError
 from ..core.images import load_image
 from ..core.roles import Capabilities
 from ..core.spec import ModelSpec, SpecError
-from ._http_errors import translate
-from .openai_compat import _clients, preflight_openai
+from .openai_compat import OpenAIHTTP, _api_key, preflight
 
 
 class OpenAIImages:
@@ -29,8 +29,9 @@ class OpenAIImages:
         if len(spec.endpoints) > 1:
             raise SpecError(f"{spec.canonical()}: several endpoints are supported for chat models; give an image "
                             "model one base URL")
-        self._clients = _clients(spec)
         self.timeout = spec.get_float("timeout", 600.0)
+        # an answer carries the image in base64: a large one (an HD PNG) passes the chat replies' 8-MB cap
+        self.http = OpenAIHTTP(spec, _api_key(spec), timeout=self.timeout, max_bytes=64_000_000)
         self.concurrency_key = f"openai-image@{spec.base_url or 'api.openai.com'}"
         self.max_concurrency = spec.get_int("concurrency", 0) or None
         self.size = spec.get_str("size", "1024x1024")
@@ -38,31 +39,25 @@ class OpenAIImages:
         self.capabilities = Capabilities(multi_image=False, seeded=False)
 
     async def preflight(self) -> None:
-        await preflight_openai(self._clients.get(), self.spec)
+        await preflight(self.http, self.spec)
 
     async def generate_image(self, prompt: str, seed: int | None = None) -> Image.Image:
-        import openai
-
-        kwargs: dict[str, Any] = {"model": self.model, "prompt": prompt, "n": 1, "size": self.size}
+        body: dict[str, Any] = {"model": self.model, "prompt": prompt, "n": 1, "size": self.size}
         if self.quality:
-            kwargs["quality"] = self.quality
+            body["quality"] = self.quality
         if self.spec.get_bool("b64", True) and not self.model.startswith("gpt-image"):
-            kwargs["response_format"] = "b64_json"
-        try:
-            resp = await self._clients.get().images.generate(**kwargs)
-        except Exception as exc:  # noqa: BLE001
-            raise translate(exc, openai) from exc
-        data = getattr(resp, "data", None)
-        if not data:
+            body["response_format"] = "b64_json"
+        data = (await self.http.post_json("/images/generations", body)).get("data")
+        item = data[0] if isinstance(data, list) and data else None
+        if not isinstance(item, dict):
             raise ModelCallError("malformed", "image response has no data")
-        item = data[0]
-        if getattr(item, "b64_json", None):
+        if item.get("b64_json"):
             try:
-                return load_image(base64.b64decode(item.b64_json))
+                return load_image(base64.b64decode(item["b64_json"]))
             except Exception as exc:  # noqa: BLE001
                 raise ModelCallError("malformed", f"image payload is not a decodable image: {exc}") from exc
-        if getattr(item, "url", None):
-            return await _download(item.url)
+        if isinstance(item.get("url"), str):
+            return await _download(item["url"])
         raise ModelCallError("malformed", "image response has neither b64_json nor url")
 
 

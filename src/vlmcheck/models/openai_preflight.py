@@ -1,5 +1,5 @@
 """The preflight of an OpenAI-compatible server: reachable, key accepted, model served (``GET /models``), before
-the first sample, through the SDK or the direct HTTP path."""
+the first sample."""
 
 from __future__ import annotations
 
@@ -7,45 +7,18 @@ import json
 import re
 from typing import Any
 
-
-from ..core.errors import ModelCallError, shorten_middle
+from ..core.errors import ModelCallError, PreflightError, shorten_middle
 from ..core.secrets import redact
-from ..core.spec import ModelSpec, SpecError
-from ._http_errors import body_message, connection_reason
-from ._openai_http import OpenAIHTTP
-
-class PreflightError(SpecError):
-    """A model that cannot serve the run: unreachable, key rejected, or the model not served."""
+from ..core.spec import ModelSpec
+from ._http_errors import connection_reason
+from .http import JSONHTTP
 
 
-async def preflight_openai(client: Any, spec: ModelSpec) -> None:
+async def preflight(http: JSONHTTP, spec: ModelSpec) -> None:
     """``GET /models`` once, with a short timeout: the endpoint answers, the key is accepted, the model is
     listed.  A server without the endpoint (a bare 404) passes: only what it says is checked; a client error about
-    the run (a gateway's 400 for a key it does not know, a 404 naming the model) refuses it."""
-    import openai
-
-    where = spec.base_url or "the OpenAI API"
-    try:
-        page = await client.with_options(timeout=min(spec.get_float("timeout", 600.0), 15.0)).models.list()
-    except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-        raise PreflightError(f"{where} rejected the API key (HTTP {exc.status_code}); set the right key "
-                             "(--api-key, OPENAI_API_KEY or ?key_env=NAME)") from None
-    except openai.APIConnectionError as exc:
-        if isinstance(exc, openai.APITimeoutError) and connection_reason(exc) != "connection refused":
-            raise PreflightError(f"{where} did not answer GET /models within 15 s; is the server up?") from None
-        raise PreflightError(f"cannot connect to {where}: {connection_reason(exc)}; is the server running "
-                             "there?") from None
-    except openai.APIStatusError as exc:
-        if exc.status_code >= 500:
-            raise PreflightError(f"{where} answered GET /models with HTTP {exc.status_code}; the server is "
-                                 "not ready") from None
-        _refused(exc.status_code, body_message(getattr(exc, "body", None)) or "", where)
-        return
-    _check_served([getattr(m, "id", None) for m in getattr(page, "data", None) or []], spec, where)
-
-
-async def preflight_http(http: OpenAIHTTP, spec: ModelSpec) -> None:
-    """:func:`preflight_openai` for the direct aiohttp path: the same checks, the same messages."""
+    the run (a gateway's 400 for a key it does not know, a 404 naming the model) refuses it.  Sent by the neutral
+    client whichever transport the model's requests take (``?http=sdk`` included)."""
     where = spec.base_url or "the OpenAI API"
     try:
         content = await http.request("GET", "/models", timeout=min(spec.get_float("timeout", 600.0), 15.0))

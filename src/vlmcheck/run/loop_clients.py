@@ -1,6 +1,6 @@
-"""SDK clients per event loop.
+"""HTTP clients per event loop.
 
-The openai and anthropic SDK clients keep connection pools bound to the event
+The openai SDK's clients and aiohttp sessions keep connection pools bound to the event
 loop that first used them; reused from another loop (a second ``asyncio.run``
 in a notebook or script) they fail with "Event loop is closed".  Adapters
 therefore get their clients from :class:`PerLoopClients`, which builds a fresh

@@ -383,14 +383,15 @@ async def preflight(task: Task) -> None:
     """One cheap check of every model the task holds that can check itself (API adapters: ``GET /models``),
     so an unreachable server, a rejected key or a model that is not served stops the run at once with one
     sentence, instead of after every sample has used up its retries."""
+    from ..core.roles import SupportsPreflight
+
     seen: set[str] = set()
     for model in vars(task).values():
-        check = getattr(model, "preflight", None)
         model_id = getattr(model, "model_id", None)
-        if check is None or not asyncio.iscoroutinefunction(check) or model_id in seen:
+        if not isinstance(model, SupportsPreflight) or model_id in seen:
             continue
         seen.add(model_id)
-        await check()
+        await model.preflight()
 
 
 async def _run_samples(task: Task, todo: list[Sample], session: Session, options: RunOptions,

@@ -1,0 +1,323 @@
+"""A neutral JSON-over-HTTP client: the base every HTTP dialect (OpenAI, Anthropic, Gemini, a new one) builds on.
+
+A dialect subclasses :class:`JSONHTTP` and declares only what is its own: where its key goes (or no key), its
+default base URL, the environment variable its provider documents for another one (none by default), fixed headers.
+The rest is common: vlmcheck's User-Agent, the spec's URL credentials (:meth:`ModelSpec.request_auth`), proxies from
+``HTTP(S)_PROXY`` / ``NO_PROXY``, certificates from ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` or else certifi's bundle,
+redirects, a total timeout per call, a cap on the reply's decompressed size, and one mapping of HTTP statuses to
+:class:`ModelCallError` with the server's words redacted.  No retries here: the scheduler retries and counts them.
+
+Requests go out with aiohttp: a chat request costs several times the client CPU through the ``openai`` SDK (httpx
+underneath), which at high concurrency sets a run's pace (``bench/api_throughput.py`` measures it).  Tests give a
+client an httpx transport instead (``transport=``, or :func:`in_process` for every client made inside it), such as
+``httpx.MockTransport``: the adapter's own code builds the request and reads the answer, with no socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+from typing import Any, Callable, Iterator
+
+from .._version import __version__
+from ..core.errors import ModelCallError, SpecError, read_capped
+from ..core.files import json_encoder
+from ..core.secrets import redact, register_secret
+from ..core.spec import ModelSpec
+from ..run.loop_clients import PerLoopClients
+from ._http_errors import REFUSED, body_message, connection_reason, status_error
+
+USER_AGENT = f"vlmcheck/{__version__}"
+_PIECES_MIN = 1 << 19  # bodies from 512 kB on go piece by piece (PiecesPayload); smaller ones joined
+_IN_PROCESS: Any = None  # the transport of in_process(), for clients made inside it
+
+
+@contextlib.contextmanager
+def in_process(handler: Callable[[Any], Any]) -> Iterator[list[Any]]:
+    """Every :class:`JSONHTTP` client made inside this block sends its requests to ``handler`` (an
+    ``httpx.Request`` -> ``httpx.Response`` function, run by ``httpx.MockTransport``) instead of a socket.
+    Yields the list of requests the handler was given, in order."""
+    import httpx
+
+    global _IN_PROCESS
+    seen: list[Any] = []
+    before, _IN_PROCESS = _IN_PROCESS, httpx.MockTransport(lambda request: seen.append(request) or handler(request))
+    try:
+        yield seen
+    finally:
+        _IN_PROCESS = before
+
+
+def _ssl_context() -> Any:
+    import ssl
+
+    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context()  # OpenSSL reads both variables
+    try:
+        import certifi
+    except ImportError:
+        return ssl.create_default_context()
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def env_proxy(url: str) -> tuple[str | None, dict[str, str] | None]:
+    """The proxy the environment names for ``url`` (``HTTP(S)_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), if any, and
+    the ``Proxy-Authorization`` header for credentials in its URL.
+
+    Resolved once per server: with ``trust_env=True`` aiohttp reads the environment and ``~/.netrc`` again on
+    every request, in a worker thread, about 7% of a request's CPU."""
+    import base64
+    import urllib.request
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
+        return None, None
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy:
+        return None, None
+    p = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if p.username is None:
+        return p.geturl(), None
+    token = base64.b64encode(f"{unquote(p.username)}:{unquote(p.password or '')}".encode()).decode()
+    register_secret(token)
+    register_secret(p.password)
+    bare = p._replace(netloc=p.hostname + (f":{p.port}" if p.port else "")).geturl()
+    return bare, {"Proxy-Authorization": f"Basic {token}"}
+
+
+def _session(https: bool, transport: Any) -> Any:
+    """One HTTP session bound to the running loop (see :class:`PerLoopClients`): aiohttp's, or an httpx client over
+    a test's transport."""
+    if transport is not None:
+        import httpx
+
+        return httpx.AsyncClient(transport=transport)
+    import aiohttp
+
+    # the scheduler bounds the requests in flight; this is the SDK's own connection ceiling
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1000, ssl=_ssl_context() if https else True))
+
+
+class JSONHTTP:
+    """Requests to one server of a JSON-over-HTTP dialect.  Subclasses declare the dialect's differences as the
+    class attributes below; the key is optional (a local server takes none: then no key header is sent)."""
+
+    #: the header that carries the key (``Authorization``, ``x-api-key`` ...); None: the dialect sends no key
+    key_header: str | None = None
+    #: the key's scheme in that header (``Bearer``), or empty for the bare key
+    key_scheme: str = ""
+    #: where requests go when the spec names no base URL; empty: the spec must name one
+    default_base_url: str = ""
+    #: the environment variable the provider itself documents for another base URL, if any
+    base_url_env: str | None = None
+
+    def __init__(self, spec: ModelSpec, key: str | None = None, *, timeout: float = 600.0, n_sessions: int = 1,
+                 max_bytes: int = 8_000_000, transport: Any = None) -> None:
+        base = spec.base_url or (os.environ.get(self.base_url_env) if self.base_url_env else None) \
+            or self.default_base_url
+        if not base:
+            raise SpecError(f"{spec.canonical()}: this provider has no default server; give its URL (@URL)")
+        self.base_url = base.rstrip("/")
+        self.timeout, self.max_bytes = timeout, max_bytes
+        self.headers = {"Accept": "application/json", "Content-Type": "application/json", "User-Agent": USER_AGENT}
+        if key and self.key_header:
+            register_secret(key)
+            self.headers[self.key_header] = f"{self.key_scheme} {key}" if self.key_scheme else key
+        self.headers.update(self.dialect_headers())
+        auth = spec.request_auth()
+        self.headers.update(auth.get("default_headers", {}))
+        self.query = auth.get("default_query") or None
+        self.transport = transport if transport is not None else _IN_PROCESS
+        self.proxy, self.proxy_headers = (None, None) if self.transport is not None else env_proxy(self.base_url)
+        https = self.base_url.startswith("https:")
+        self.sessions = PerLoopClients(lambda: _session(https, self.transport), n_sessions)
+        self._timeout: Any = None  # the aiohttp.ClientTimeout of self.timeout, made on the first request
+
+    def dialect_headers(self) -> dict[str, str]:
+        """Fixed headers of the dialect (a version header, an organisation read from the environment)."""
+        return {}
+
+    async def request(self, method: str, path: str, body: Any = None, *,
+                      timeout: float | None = None) -> bytes:
+        """The body of a 2xx answer to ``method path``; a :class:`ModelCallError` for anything else.  ``body``:
+        bytes, or :func:`json_pieces`."""
+        if isinstance(body, list):
+            size = sum(len(p) for p in body)
+            body = _joined(body) if size < _PIECES_MIN or self.transport is not None else PiecesPayload(body)
+        import aiohttp
+
+        try:
+            send = self._send_aiohttp if self.transport is None else self._send_httpx
+            status, headers, data = await send(method, path, body, timeout)
+        except ModelCallError:
+            raise
+        except asyncio.TimeoutError:
+            raise ModelCallError("timeout", f"no answer within {timeout or self.timeout:g} s") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            reason = connection_reason(exc)
+            raise ModelCallError("connection", REFUSED if reason == "connection refused" else redact(reason)) from exc
+        if status >= 400:
+            raise _status_error(status, headers, data)
+        return data
+
+    async def _send_aiohttp(self, method: str, path: str, body: Any, timeout: float | None) -> tuple:
+        import aiohttp
+
+        session = self.sessions.get()
+        if timeout is None or timeout == self.timeout:
+            if self._timeout is None:
+                self._timeout = aiohttp.ClientTimeout(total=self.timeout)
+            client_timeout = self._timeout  # one object for every request, not one each
+        else:
+            client_timeout = aiohttp.ClientTimeout(total=timeout)
+        async with session.request(method, self.base_url + path, data=body, headers=self.headers,
+                                   params=self.query, proxy=self.proxy,
+                                   proxy_headers=self.proxy_headers, timeout=client_timeout) as resp:
+            if (resp.content_length is not None and resp.content_length <= self.max_bytes
+                    and "Content-Encoding" not in resp.headers):
+                # the usual small JSON answer of a stated, uncompressed length within the cap: read whole
+                # (aiohttp stops at the stated length), without the chunk iterator's await per chunk
+                data = await resp.read()
+            else:
+                # decompressed chunk by chunk, refused past max_bytes (a 2 MB gzip body can inflate to 2 GB)
+                data = await read_capped(resp.content.iter_chunked(1 << 16), self.max_bytes)
+            return resp.status, resp.headers, data
+
+    async def _send_httpx(self, method: str, path: str, body: Any, timeout: float | None) -> tuple:
+        import httpx
+
+        client = self.sessions.get()
+        request = client.build_request(method, self.base_url + path, content=body, headers=self.headers,
+                                       params=self.query, timeout=timeout or self.timeout)
+        try:
+            resp = await client.send(request, stream=True)
+        except httpx.TimeoutException:
+            raise asyncio.TimeoutError from None
+        except httpx.TransportError as exc:
+            raise ConnectionError(str(exc)) from exc
+        try:
+            data = await read_capped(resp.aiter_bytes(), self.max_bytes)
+        finally:
+            await resp.aclose()
+        return resp.status_code, resp.headers, data
+
+    async def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST ``body`` as JSON (:func:`json_pieces`: a large one piece by piece, a small one joined, fewer
+        socket writes); the answer as a JSON object."""
+        return json_object(await self.request("POST", path, json_pieces(body)))
+
+
+def _joined(pieces: list[bytes | str]) -> bytes:
+    return b"".join(p.encode("ascii") if isinstance(p, str) else p for p in pieces)
+
+
+def json_body(body: dict[str, Any]) -> bytes:
+    """``body`` as the JSON the SDKs send, in one piece (see :func:`json_pieces`)."""
+    return _joined(json_pieces(body))
+
+
+_LONG = 1024  # shorter strings are serialised as usual
+_UNSAFE = ('"', "\\", "\n", "\r", "\t")
+_PLACEHOLDER = re.compile(rb"\\u0000vlmcheck-image-(\d+)\\u0000")
+_body_json = json_encoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def json_pieces(body: dict[str, Any]) -> list[bytes | str]:
+    """``body`` as the JSON the SDKs send (``json.dumps``, no ASCII escapes, compact), with each image spliced in,
+    not re-scanned: a long ASCII string under a ``url`` or ``data`` key (where the dialects put an image's data URL
+    or base64) with no quote, backslash or line break, so nothing to escape (base64 holds no control character).
+
+    Returned as pieces: the JSON between those strings as bytes and each string as the one the message already
+    holds, so that a body sent piece by piece (:func:`PiecesPayload`) never makes a second and third copy of a
+    1.5-MB image (its bytes, then the joined body).  ``json.dumps`` walks every character of a base64 image to
+    escape it, at high concurrency a fifth of a request's CPU; a check of every character would cost as much, so
+    the image is known by its key.  Each string is first replaced by a marker that serialises with escaped NULs;
+    when the text holds any other match of the markers' pattern, the plain encoding is used instead.
+    """
+    strings: list[str] = []
+
+    def swap(x: Any, key: str = "") -> Any:
+        if isinstance(x, dict):
+            return {k: swap(v, k) for k, v in x.items()}
+        if isinstance(x, list):
+            return [swap(v) for v in x]
+        if (key in ("url", "data") and isinstance(x, str) and len(x) >= _LONG and x.isascii()
+                and not any(c in x for c in _UNSAFE)):
+            strings.append(x)
+            return f"\x00vlmcheck-image-{len(strings) - 1}\x00"
+        return x
+
+    swapped = swap(body)
+    if not strings:
+        return [_body_json(body).encode()]
+    pieces = _PLACEHOLDER.split(_body_json(swapped).encode())
+    if [int(m) for m in pieces[1::2]] != list(range(len(strings))):  # a text that looks like a marker
+        return [_body_json(body).encode()]
+    out: list[bytes | str] = [pieces[0]]
+    for i, tail in enumerate(pieces[2::2]):
+        out += [strings[i], tail]
+    return out
+
+
+def PiecesPayload(pieces: list[bytes | str]) -> Any:
+    """A request body sent piece by piece: bytes as they are, an ASCII string (a data URL) encoded 256 kB at
+    a time, with its Content-Length known.  Peak memory per request in flight is then the message's own data
+    URL, not that plus its bytes plus the joined body (4.1 MB against 2.6 MB for a 1.1-MB photo)."""
+    import aiohttp.payload
+
+    class _Pieces(aiohttp.payload.Payload):
+        _autoclose = True
+
+        def __init__(self, value: list[bytes | str]) -> None:
+            super().__init__(value, content_type="application/json")
+            self._size = sum(len(p) for p in value)  # an ASCII string is as many bytes as characters
+
+        def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+            return "".join(p if isinstance(p, str) else p.decode(encoding, errors) for p in self._value)
+
+        async def write(self, writer: Any) -> None:
+            await self.write_with_length(writer, None)
+
+        async def write_with_length(self, writer: Any, content_length: int | None) -> None:
+            left = self._size if content_length is None else content_length
+            for p in self._value:
+                step = 1 << 18
+                for i in range(0, len(p), step):
+                    if left <= 0:
+                        return
+                    chunk = p[i:i + min(step, left)]
+                    await writer.write(chunk.encode("ascii") if isinstance(chunk, str) else chunk)
+                    left -= len(chunk)
+
+    return _Pieces(pieces)
+
+
+def json_object(content: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(content)
+    except ValueError as exc:
+        raise ModelCallError("malformed", f"response is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ModelCallError("malformed", f"response is a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def _status_error(status: int, headers: Any, data: bytes) -> ModelCallError:
+    """An error answer as the SDKs' translated exceptions read: the server's ``error.message`` when it gives one,
+    else the status and the body.  The whole body stays on the error (``.body``, for checks such as "does the
+    server refuse logprobs"), never in its message beyond 500 characters."""
+    text = data.decode("utf-8", errors="replace")
+    try:
+        message = body_message(json.loads(text))
+    except ValueError:
+        message = None
+    if message is None:
+        message = f"Error code: {status} - {text[:500]}" if text.strip() else f"Error code: {status}"
+    error = status_error(status, headers, message)
+    error.body = redact(text)  # type: ignore[attr-defined]
+    return error
