@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+
+from conftest import run_cli
 
 CAST_NAME = "CAST Top-3 cross-modal consistency"
 MODS = ("text", "image", "both")
@@ -81,8 +81,7 @@ def _exact_inputs():
 
 
 def _cli(*args):
-    p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], capture_output=True, text=True,
-                       timeout=180)
+    p = run_cli(*args)
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     return " ".join((p.stdout + "\n" + p.stderr).split())  # tables on stdout, sentences on stderr
 

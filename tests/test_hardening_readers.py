@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from conftest import run_cli
+
 KEY = "PLANTEDsecret0123456789abcdefXYZ"
 ENVKEY = "PLANTEDenv0123456789abcdefXYZ"
 
 
-def _cli(*args, env=None, cwd=None, timeout=120):
+def _cli(*args, env=None, cwd=None):
     e = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "vlmcheck.cli", *args], capture_output=True, text=True, env=e,
-                          cwd=cwd, timeout=timeout)
+    return run_cli(*args, env=e, cwd=cwd)
 
 
 def _manifest(tmp_path: Path) -> Path:
@@ -138,12 +139,13 @@ def test_a_fifo_or_device_meta_file_is_refused_without_reading(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(60)  # the CLI runs in this process: a read that blocks on the FIFO fails here
 def test_a_fifo_meta_file_is_refused_at_once(tmp_path):
     """Before: ``data inspect`` and every run blocked forever on a LAMM meta file that is a FIFO."""
     root = _lamm(tmp_path)
     os.mkfifo(root / "meta_file" / "VQA_X.json")
     t = time.monotonic()
-    run = _cli("data", "inspect", str(root), timeout=60)
+    run = _cli("data", "inspect", str(root))
     assert time.monotonic() - t < 30
     assert run.returncode == 2, run.stderr
     assert "VQA_X.json" in run.stderr and "not a regular file" in run.stderr and "Traceback" not in run.stderr

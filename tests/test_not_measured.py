@@ -8,13 +8,11 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 from PIL import Image
 
-from conftest import FakeServer
+from conftest import FakeServer, run_cli
 from vlmcheck.core.roles import Capabilities, Generation
 from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
 from vlmcheck.metrics.measured import READ_FLOOR, not_measured, reason_of, unread_reason
@@ -141,8 +139,7 @@ def test_genception_with_a_generator_that_cannot_draw_is_not_measured(tmp_path):
 
 def _cli(*args, cwd):
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    out = subprocess.run([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], capture_output=True, text=True,
-                         cwd=cwd, env=env, timeout=300)
+    out = run_cli(*args, cwd=cwd, env=env)
     assert "Traceback" not in out.stderr, out.stderr[-3000:]
     return out
 

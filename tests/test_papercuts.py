@@ -5,21 +5,18 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import FakeServer, distinct_images
+from conftest import FakeServer, distinct_images, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cli(*args, cwd=None, columns=80):
     env = {**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1"}
-    out = subprocess.run([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], capture_output=True, text=True,
-                         cwd=cwd, env=env, timeout=300)
+    out = run_cli(*args, cwd=cwd, env=env)
     assert "Traceback" not in out.stderr, out.stderr[-3000:]
     return out
 
