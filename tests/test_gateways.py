@@ -120,7 +120,6 @@ def test_the_failure_example_in_results_keeps_its_end(tmp_path):
     assert example.startswith("the server refused it")
 
 
-@pytest.mark.slow
 def test_a_gateway_refusal_leaves_no_run_folder(litellm, tmp_path, image_folder):
     out = tmp_path / "d"
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
@@ -155,7 +154,6 @@ def test_a_new_runs_first_requests_refused_for_the_runs_reason_refuse_it():
     assert one.observe(gone) and "first request (" in one.refusal
 
 
-@pytest.mark.slow
 def test_a_key_refused_on_the_first_requests_leaves_no_run_folder(fake_server, tmp_path, image_folder):
     """nginx in front of a server: no GET /models (a bare 404, the preflight passes), every chat request 401."""
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}

@@ -58,7 +58,6 @@ def _cli(*args, cwd, env=None):
     return out
 
 
-@pytest.mark.slow
 def test_every_surface_shows_labels_and_the_details_keep_the_spec(tmp_path, image_folder):
     server = FakeServer(0.0, tmp_path, "--require-key", "sk-SECRET-9")
     try:

@@ -158,7 +158,6 @@ def test_server_checks_see_real_answers_from_a_server_only():
     assert not answers_from_a_server(load_model("ref:describer"))  # runs here: no server to speak of
 
 
-@pytest.mark.slow
 def test_the_dry_run_offline_makes_no_server_claim(tmp_path):
     """ref:describer answers every seed alike (it is deterministic) and the dry run's stand-ins answer alike: no
     call reached a server, so neither says "the server seems to ignore the temperature"."""

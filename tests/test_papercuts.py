@@ -74,7 +74,6 @@ def _cases(tmp_path: Path, n: int, question: str = "Is there a cat?") -> Path:
     return folder / "cases.jsonl"
 
 
-@pytest.mark.slow
 def test_vhx_says_an_ignored_temperature_once(server, tmp_path):
     """Five samples: the warning is given during the run (after four of them), and not again at its end."""
     run = _cli("vhx", "run", "--vlm", f"openai:m@{server.base_url}", "--cases", _cases(tmp_path, 5), "--out",
@@ -86,7 +85,6 @@ def test_vhx_says_an_ignored_temperature_once(server, tmp_path):
     assert checks["sampling"]["ignored"] and checks["warnings"]  # the run's details keep it (the report shows it)
 
 
-@pytest.mark.slow
 def test_a_run_whose_every_sample_failed_prints_no_table(server, tmp_path):
     run = _cli("vhx", "run", "--vlm", f"openai:m@{server.base_url}", "--cases",
                _cases(tmp_path, 2, "[fault=400] Is there a cat?"), "--out", tmp_path / "v", "--perturb", "",
