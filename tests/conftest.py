@@ -192,7 +192,10 @@ def pytest_collection_modifyitems(session, config, items):
     (``--dist loadfile --no-loadscope-reorder``), and a worker takes the next file as it finishes one; a heavy file
     that came last (xdist's own order puts files with few tests last, such as a module that makes the demo once)
     would keep one core busy alone at the end.  First the files measured dearest (``_DEAREST``), then the others by
-    an estimate: each slow test, each test, and each fixture of a module's scope its tests share."""
+    an estimate: each slow test, each test, and each fixture of a module's scope its tests share.  Only in an
+    xdist worker (whose order the scheduler reads): a run in one process keeps the order it was given."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     cost: dict[str, float] = {}
     shared: dict[str, set] = {}
     for item in items:
