@@ -55,8 +55,9 @@ litellm-venv:
 
 
 # on every core (pytest-xdist), one test file to a worker: a module's shared fixture (the demo, a served checkpoint)
-# is made once, not once per worker
-PYTEST := $(PY) -m pytest -q -n auto --dist loadfile
+# is made once, not once per worker; the files in tests/conftest.py's order, the dearest first, so that no heavy
+# file is left to run alone at the end
+PYTEST := $(PY) -m pytest -q -n auto --dist loadfile --no-loadscope-reorder
 
 test: $(STAMP) browser litellm-venv
 	$(PYTEST)

@@ -177,6 +177,48 @@ def pytest_runtest_protocol(item, nextitem):
     return True
 
 
+#: what orders the test files for the workers (below): a slow test, a test, a fixture its module shares
+_COST_SLOW, _COST_TEST, _COST_SHARED = 20, 1, 60
+#: the files that cost the most wall time in the slow lane (the demo made once, Ray clusters, tiny transformers
+#: attacks, the world's meta-evaluation, a served checkpoint), dearest first: they go before every other file.  A
+#: stale entry costs only balance between the workers, never a result.
+_DEAREST = ("test_demo_describe.py", "test_ray.py", "test_vhexpansion.py", "test_world.py", "test_real_server.py",
+            "test_not_measured.py", "test_user_data.py", "test_folded_summaries.py", "test_track.py", "test_docs.py")
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` has deselected: the cost of what will run
+def pytest_collection_modifyitems(session, config, items):
+    """The dearest test files first, each file's tests in their own order.  The Makefile runs one file to a worker
+    (``--dist loadfile --no-loadscope-reorder``), and a worker takes the next file as it finishes one; a heavy file
+    that came last (xdist's own order puts files with few tests last, such as a module that makes the demo once)
+    would keep one core busy alone at the end.  First the files measured dearest (``_DEAREST``), then the others by
+    an estimate: each slow test, each test, and each fixture of a module's scope its tests share.  Only in an
+    xdist worker (whose order the scheduler reads): a run in one process keeps the order it was given."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    cost: dict[str, float] = {}
+    shared: dict[str, set] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        cost[path] = cost.get(path, 0) + (_COST_SLOW if item.get_closest_marker("slow") else _COST_TEST)
+        info = getattr(item, "_fixtureinfo", None)
+        for name, defs in (info.name2fixturedefs.items() if info else ()):
+            if defs and defs[-1].scope in ("module", "package"):
+                shared.setdefault(path, set()).add(name)
+    for path, names in shared.items():
+        cost[path] += _COST_SHARED * len(names)
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        first.setdefault(item.nodeid.split("::", 1)[0], i)
+
+    def key(item):
+        path = item.nodeid.split("::", 1)[0]
+        name = path.rsplit("/", 1)[-1]
+        return (_DEAREST.index(name) if name in _DEAREST else len(_DEAREST), -cost[path], first[path])
+
+    items.sort(key=key)
+
+
 _cpu_seen: list[tuple[float, str]] = []
 
 

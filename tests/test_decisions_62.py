@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+
+from conftest import run_cli
 
 CAST_NAME = "CAST Top-3 cross-modal consistency"
 MODS = ("text", "image", "both")
@@ -81,8 +81,7 @@ def _exact_inputs():
 
 
 def _cli(*args):
-    p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], capture_output=True, text=True,
-                       timeout=180)
+    p = run_cli(*args)
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     return " ".join((p.stdout + "\n" + p.stderr).split())  # tables on stdout, sentences on stderr
 
@@ -171,7 +170,6 @@ def _gen(folder, model, scores, ids, cats=None):
     return folder
 
 
-@pytest.mark.slow
 def test_genception_leaderboard_ranks_on_the_shared_images_as_compare(tmp_path):
     """A and B share images 0-7, where A scores 0.6 and B 0.4 on every one (8 of 8 differences A's: exact
     p = 2 / 2^8).  A's other 8 images score 0.1, B's other 8 0.9: on its own images A has 0.35, B 0.65.  Every
@@ -206,7 +204,6 @@ def test_genception_leaderboard_ranks_on_the_shared_images_as_compare(tmp_path):
     assert "A - B = 0.2000" in out and ": separated; 8 shared, 16 left out" in out
 
 
-@pytest.mark.slow  # the CLI in a subprocess: ~3 s of CPU
 def test_compare_of_genception_runs_with_no_chain_scored_says_so(tmp_path):
     def unscored(folder, model):
         folder.mkdir()
@@ -255,7 +252,6 @@ def test_vhx_compare_of_one_dataset_tests_each_difference_once(tmp_path):
 
 # ----------------------------------------------------------------------------- plan and wording
 
-@pytest.mark.slow  # the CLI in a subprocess: ~3 s of CPU
 def test_plan_never_prints_an_n_at_which_the_test_cannot_reject(tmp_path):
     from test_decisions_48 import _vhx
 
@@ -288,7 +284,6 @@ def test_identical_runs_are_level_and_a_close_run_is_not_behind_by(tmp_path):
     assert "cannot be separated from the leader by" not in page
 
 
-@pytest.mark.slow  # the CLI in a subprocess: ~3 s of CPU
 def test_compare_shows_each_lines_holm_level(tmp_path):
     from test_decisions_48 import _vhx
 
@@ -300,7 +295,6 @@ def test_compare_shows_each_lines_holm_level(tmp_path):
     assert "98.33% CI" in out and "97.5% CI" in out and "95% CI" in out
 
 
-@pytest.mark.slow
 def test_vhexpansion_margin_is_the_difference_of_the_printed_values(tmp_path):
     """Partial overlap (cases 10-19 shared): A 4 of 10, B 10 of 10 there; own headlines 0.70 and 0.50.  The
     first screen and the leaderboard print 1.000 and 0.400 beside the margin 0.600, the own ones beside."""

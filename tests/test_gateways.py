@@ -8,12 +8,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import FakeServer
+from conftest import FakeServer, run_cli
 from vlmcheck.core.errors import ModelCallError, shorten_middle
 from vlmcheck.core.messages import Message
 from vlmcheck.core.spec import load_model
@@ -122,14 +120,11 @@ def test_the_failure_example_in_results_keeps_its_end(tmp_path):
     assert example.startswith("the server refused it")
 
 
-@pytest.mark.slow
 def test_a_gateway_refusal_leaves_no_run_folder(litellm, tmp_path, image_folder):
     out = tmp_path / "d"
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    run = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm",
-                          f"openai:tiny-qwen@{litellm.base_url}", "--api-key", "sk-wrong", "--data",
-                          str(image_folder), "--out", str(out), "--limit", "2", "--no-progress"],
-                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    run = run_cli("describe", "--vlm", f"openai:tiny-qwen@{litellm.base_url}", "--api-key", "sk-wrong", "--data",
+                  image_folder, "--out", out, "--limit", "2", "--no-progress", cwd=tmp_path, env=env)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     lines = [x for x in run.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and '"No connected db."' in lines[0] and "sk-wrong" not in run.stderr
@@ -159,15 +154,14 @@ def test_a_new_runs_first_requests_refused_for_the_runs_reason_refuse_it():
     assert one.observe(gone) and "first request (" in one.refusal
 
 
-@pytest.mark.slow
 def test_a_key_refused_on_the_first_requests_leaves_no_run_folder(fake_server, tmp_path, image_folder):
     """nginx in front of a server: no GET /models (a bare 404, the preflight passes), every chat request 401."""
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    args = [sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", f"openai:m@{fake_server.base_url}", "--data",
+    args = ["describe", "--vlm", f"openai:m@{fake_server.base_url}", "--data",
             str(image_folder), "--limit", "5", "--no-progress", "--prompt", "[fault=401echo] Describe.",
             "--api-key", "sk-SECRET-77", "--max-concurrency", "1"]
     out = tmp_path / "d"
-    run = subprocess.run(args + ["--out", str(out)], capture_output=True, text=True, env=env, timeout=300)
+    run = run_cli(*args, "--out", out, env=env)
     lines = [x for x in run.stderr.splitlines() if x.strip()]
     assert run.returncode == 2 and len(lines) == 1, run.stderr
     assert "Incorrect API key provided" in lines[0] and "--api-key" in lines[0] and "sk-SECRET-77" not in run.stderr
@@ -176,8 +170,7 @@ def test_a_key_refused_on_the_first_requests_leaves_no_run_folder(fake_server, t
     assert len(chats) == 4  # stopped after the first four, not every sample
     made = tmp_path / "made"  # a folder the user made stays, empty
     made.mkdir()
-    again = subprocess.run(args + ["--out", str(made)], capture_output=True, text=True, env=env, timeout=300)
+    again = run_cli(*args, "--out", made, env=env)
     assert again.returncode == 2 and made.is_dir() and not any(made.iterdir())
-    kept = subprocess.run(args + ["--out", str(out), "--no-preflight"], capture_output=True, text=True, env=env,
-                          timeout=300)
+    kept = run_cli(*args, "--out", out, "--no-preflight", env=env)
     assert kept.returncode == 1 and json.loads((out / "results.json").read_text())["counts"]["failed"] == 5

@@ -22,6 +22,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from conftest import run_cli
+
 pytestmark = pytest.mark.slow  # a subprocess each (about 2 s on a loaded machine)
 
 DROP = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search"]
@@ -55,10 +57,8 @@ def ws(tmp_path_factory):
                                     + "\n")
     (d / "ro").mkdir()
     (d / "home").mkdir()
-    for name in ("run", "run-unreadable"):
-        p = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "describe", "--vlm", "ref:photo", "--data",
-                            str(d / "good.jsonl"), "--out", str(d / name), "--no-progress"], capture_output=True,
-                           text=True)
+    for name in ("run", "run-unreadable"):  # made before the modes bind: in this process
+        p = run_cli("describe", "--vlm", "ref:photo", "--data", d / "good.jsonl", "--out", d / name, "--no-progress")
         assert p.returncode == 0, p.stderr[-800:]
     # the modes, last: read-only folders, unreadable files and folders
     for path in (d / "run").rglob("*"):

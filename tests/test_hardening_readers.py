@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from conftest import run_cli
+
 KEY = "PLANTEDsecret0123456789abcdefXYZ"
 ENVKEY = "PLANTEDenv0123456789abcdefXYZ"
 
 
-def _cli(*args, env=None, cwd=None, timeout=120):
+def _cli(*args, env=None, cwd=None):
     e = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "vlmcheck.cli", *args], capture_output=True, text=True, env=e,
-                          cwd=cwd, timeout=timeout)
+    return run_cli(*args, env=e, cwd=cwd)
 
 
 def _manifest(tmp_path: Path) -> Path:
@@ -48,7 +49,6 @@ def _grep(root: Path, *needles: str) -> list[str]:
     return hits
 
 
-@pytest.mark.slow
 def test_a_planted_key_is_written_nowhere_on_any_route(fake_server, tmp_path, capsys, monkeypatch):
     """A key in a sweep's model spec (YAML), on the command line, in the environment and in the endpoint URL's
     userinfo: every file a sweep, a run, a report and an export write, and the terminal, hold none of them."""
@@ -137,13 +137,13 @@ def test_a_fifo_or_device_meta_file_is_refused_without_reading(tmp_path):
         load(root)
 
 
-@pytest.mark.slow
+@pytest.mark.timeout(60)  # the CLI runs in this process: a read that blocks on the FIFO fails here
 def test_a_fifo_meta_file_is_refused_at_once(tmp_path):
     """Before: ``data inspect`` and every run blocked forever on a LAMM meta file that is a FIFO."""
     root = _lamm(tmp_path)
     os.mkfifo(root / "meta_file" / "VQA_X.json")
     t = time.monotonic()
-    run = _cli("data", "inspect", str(root), timeout=60)
+    run = _cli("data", "inspect", str(root))
     assert time.monotonic() - t < 30
     assert run.returncode == 2, run.stderr
     assert "VQA_X.json" in run.stderr and "not a regular file" in run.stderr and "Traceback" not in run.stderr
@@ -351,7 +351,6 @@ def _pixels(path: str) -> np.ndarray:
         return np.asarray(im.convert("RGB"))
 
 
-@pytest.mark.slow
 def test_data_inspect_writes_nothing_for_cifar(tmp_path):
     """Before: `data inspect` wrote the batch's PNGs into the release cache."""
     folder, _ = _cifar(tmp_path)
@@ -450,7 +449,6 @@ def test_limit_reads_the_whole_file_where_the_first_rows_hold_too_few_images(tmp
     assert [i.path for i in cut] == [i.path for i in load_images(str(tsv))] and len(cut) == 4
 
 
-@pytest.mark.slow
 def test_data_inspect_reads_a_file_outside_only_with_allow_outside(tmp_path):
     root = _lamm(tmp_path)
     (tmp_path / "elsewhere.json").write_text(json.dumps([{"image": "imgs/1.png", "query": "PRIVATE TEXT"}]))
@@ -470,7 +468,6 @@ def test_a_spec_that_cannot_be_parsed_never_shows_its_key():
         assert KEY[:12] not in str(err.value), str(err.value)
 
 
-@pytest.mark.slow
 def test_a_sweep_with_a_limit_reads_the_first_rows_only(tmp_path, monkeypatch):
     """A sweep's `options: limit` bounds reading as the CLI's --limit does, for a method whose samples follow
     the dataset's rows."""

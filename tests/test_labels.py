@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import FakeServer
+from conftest import FakeServer, run_cli
 from vlmcheck.run.labels import model_label, run_label, run_labels
 
 
@@ -55,13 +53,11 @@ def test_runs_are_told_apart_only_where_they_would_collide():
 
 def _cli(*args, cwd, env=None):
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
-    out = subprocess.run([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], capture_output=True, text=True,
-                         cwd=cwd, env=env, timeout=300)
+    out = run_cli(*args, cwd=cwd, env=env)
     assert "Traceback" not in out.stderr, out.stderr[-3000:]
     return out
 
 
-@pytest.mark.slow
 def test_every_surface_shows_labels_and_the_details_keep_the_spec(tmp_path, image_folder):
     server = FakeServer(0.0, tmp_path, "--require-key", "sk-SECRET-9")
     try:

@@ -8,13 +8,11 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 from PIL import Image
 
-from conftest import FakeServer
+from conftest import FakeServer, run_cli
 from vlmcheck.core.roles import Capabilities, Generation
 from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
 from vlmcheck.metrics.measured import READ_FLOOR, not_measured, reason_of, unread_reason
@@ -141,8 +139,7 @@ def test_genception_with_a_generator_that_cannot_draw_is_not_measured(tmp_path):
 
 def _cli(*args, cwd):
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    out = subprocess.run([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], capture_output=True, text=True,
-                         cwd=cwd, env=env, timeout=300)
+    out = run_cli(*args, cwd=cwd, env=env)
     assert "Traceback" not in out.stderr, out.stderr[-3000:]
     return out
 
@@ -161,7 +158,6 @@ def test_server_checks_see_real_answers_from_a_server_only():
     assert not answers_from_a_server(load_model("ref:describer"))  # runs here: no server to speak of
 
 
-@pytest.mark.slow
 def test_the_dry_run_offline_makes_no_server_claim(tmp_path):
     """ref:describer answers every seed alike (it is deterministic) and the dry run's stand-ins answer alike: no
     call reached a server, so neither says "the server seems to ignore the temperature"."""

@@ -5,21 +5,18 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import FakeServer, distinct_images
+from conftest import FakeServer, distinct_images, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cli(*args, cwd=None, columns=80):
     env = {**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1"}
-    out = subprocess.run([sys.executable, "-m", "vlmcheck.cli", *map(str, args)], capture_output=True, text=True,
-                         cwd=cwd, env=env, timeout=300)
+    out = run_cli(*args, cwd=cwd, env=env)
     assert "Traceback" not in out.stderr, out.stderr[-3000:]
     return out
 
@@ -77,7 +74,6 @@ def _cases(tmp_path: Path, n: int, question: str = "Is there a cat?") -> Path:
     return folder / "cases.jsonl"
 
 
-@pytest.mark.slow
 def test_vhx_says_an_ignored_temperature_once(server, tmp_path):
     """Five samples: the warning is given during the run (after four of them), and not again at its end."""
     run = _cli("vhx", "run", "--vlm", f"openai:m@{server.base_url}", "--cases", _cases(tmp_path, 5), "--out",
@@ -89,7 +85,6 @@ def test_vhx_says_an_ignored_temperature_once(server, tmp_path):
     assert checks["sampling"]["ignored"] and checks["warnings"]  # the run's details keep it (the report shows it)
 
 
-@pytest.mark.slow
 def test_a_run_whose_every_sample_failed_prints_no_table(server, tmp_path):
     run = _cli("vhx", "run", "--vlm", f"openai:m@{server.base_url}", "--cases",
                _cases(tmp_path, 2, "[fault=400] Is there a cat?"), "--out", tmp_path / "v", "--perturb", "",

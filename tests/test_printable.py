@@ -9,11 +9,10 @@ import io
 import json
 import logging
 import os
-import subprocess
-import sys
 
 from PIL import Image
 
+from conftest import run_cli
 from vlmcheck.core.printable import inert, inert_obj, json_inert
 
 CLIP = "\x1b]52;c;ZWNobyBwd25lZA==\x07"  # OSC 52: write the clipboard
@@ -51,8 +50,7 @@ def _b64png() -> str:
 
 def _cli(*args, tmp_path):
     env = {**os.environ, "VLMCHECK_CACHE": str(tmp_path / "cache"), "COLUMNS": "120"}
-    return subprocess.run([sys.executable, "-m", "vlmcheck.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return run_cli(*args, env=env)
 
 
 def test_data_inspect_prints_a_hostile_dataset_inert_to_a_pipe_and_as_json(tmp_path):

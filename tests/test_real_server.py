@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
+
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
@@ -91,10 +93,10 @@ def server(tmp_path_factory):
         yield {"url": url, "model": str(model), "world": world, "root": root}
 
 
-def _vlmcheck(args: list[str], cwd: Path, check: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
+def _vlmcheck(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    """The CLI in this process (conftest's run_cli) against the served checkpoint: the server is the real process."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200", "NO_COLOR": "1"}
-    out = subprocess.run([sys.executable, "-m", "vlmcheck.cli", *args], cwd=cwd, capture_output=True, text=True,
-                         timeout=timeout, env=env)
+    out = run_cli(*args, cwd=cwd, env=env)
     if check:
         assert out.returncode == 0, out.stderr[-3000:]
     assert "Traceback" not in out.stderr, out.stderr[-3000:]

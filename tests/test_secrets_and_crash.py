@@ -83,7 +83,7 @@ def _done_digests(run_dir: Path) -> set[str]:
 
 @pytest.mark.slow
 def test_kill9_and_resume_equals_uninterrupted_run(tmp_path):
-    from conftest import FakeServer
+    from conftest import FakeServer, run_cli
 
     server = FakeServer(0.15, tmp_path)
     try:
@@ -122,10 +122,9 @@ def test_kill9_and_resume_equals_uninterrupted_run(tmp_path):
             assert not (later & done_before), f"segment {i + 1} repeated completed calls"
 
         clean = tmp_path / "clean"
-        out = subprocess.run(_cli("describe", "--vlm", spec, "--data", str(manifest), "--out", str(clean),
-                                  "--max-concurrency", "3", "--no-progress", "--max-failures", "0.1"),
-                             capture_output=True)
-        assert out.returncode == 0, out.stderr.decode()[-2000:]
+        out = run_cli("describe", "--vlm", spec, "--data", manifest, "--out", clean, "--max-concurrency", "3",
+                      "--no-progress", "--max-failures", "0.1")  # the uninterrupted run: no kill, in this process
+        assert out.returncode == 0, out.stderr[-2000:]
         a = json.loads((crashed / "results.json").read_text())
         b = json.loads((clean / "results.json").read_text())
         assert a["metrics"] == b["metrics"] and a["counts"] == b["counts"]

@@ -8,13 +8,11 @@ every value read back is known in the test."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
 from vlmcheck.track import metric_name, track_runs, tracked_run
 
 pytestmark = pytest.mark.slow  # each tracker's import alone is seconds of CPU (MLflow ~3 s, W&B starts a service)
@@ -178,8 +176,7 @@ def test_a_run_with_track_is_logged_and_a_tracker_that_cannot_log_stops_it_befor
     with pytest.raises(TrackerError, match=r"tracker mlflow: the tracking store http://127.0.0.1:9 cannot be used"):
         run_task(task(), tmp_path / "never", RunOptions(progress=False, track=["mlflow"]))
     assert not (tmp_path / "never").exists()
-    proc = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "track", str(tmp_path / "run"), "--to", "nope"],
-                          capture_output=True, text=True, timeout=120)
+    proc = run_cli("track", tmp_path / "run", "--to", "nope")
     assert proc.returncode == 2 and proc.stderr.strip() == (
         "error: 'nope' is not a tracker; choose from mlflow, wandb, tensorboard")
 
@@ -202,10 +199,8 @@ def test_a_sweep_of_two_models_is_two_runs_grouped_under_the_sweep(tmp_path, mon
     assert parent.info.run_name == "sweep sw" and len(children) == 2
     assert all("headline" in r.data.metrics for r in children)
     # `vlmcheck track` on the finished runs afterwards logs nothing twice
-    proc = subprocess.run([sys.executable, "-m", "vlmcheck.cli", "track", *(str(p) for p in
-                           sorted((tmp_path / "sw").glob("*/*")) if (p / "results.json").is_file()),
-                           "--to", "mlflow", "--group", "sweep sw"], capture_output=True, text=True, timeout=300,
-                          env={**os.environ})
+    proc = run_cli("track", *(p for p in sorted((tmp_path / "sw").glob("*/*")) if (p / "results.json").is_file()),
+                   "--to", "mlflow", "--group", "sweep sw")
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("already logged") == 2
     assert len(client.search_runs([client.get_experiment_by_name("vlmcheck").experiment_id])) == 3
