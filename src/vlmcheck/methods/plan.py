@@ -114,6 +114,31 @@ def _spread(values: np.ndarray, binary: bool) -> tuple[float, list[float], str]:
     return sd, rng, "sample sd (chi-square 95% interval of the sd for the range)"
 
 
+def n_t_predictive(sd: float, m: int, delta: float, alpha: float, power: float, floor: int = 2) -> int | None:
+    """The smallest n (at least ``floor``) whose paired t-test power, averaged over the pilot's uncertainty about
+    the sd (its 10 deciles' midpoints, 0.05 to 0.95, of the chi-square posterior sd^2 (m - 1) / chi2(m - 1) from
+    ``m`` units), reaches ``power`` (the predictive power).  Planned at the pilot's sd alone, CAST plans from
+    10-20 pairs gave n at which the swap test reached 0.68-0.74 on average (bench/plan_power_cast.py): the n
+    lies where power falls steeply, and a pilot's sd is as often too low as too high.  None beyond ten million."""
+    from scipy.stats import chi2
+
+    if sd <= 0 or m < 2:
+        return n_t(sd, delta, alpha, power, paired=True)
+    sds = sd * np.sqrt((m - 1) / chi2.ppf((np.arange(10) + 0.5) / 10, m - 1))
+
+    def avg(n: int) -> float:
+        return float(np.mean([t_power(n, s, delta, alpha, paired=True) for s in sds]))
+
+    hi = n_t(float(sds.max()), delta, alpha, power, paired=True)  # every decile reaches power there
+    if hi is None:
+        return None
+    lo, hi = floor - 1, max(hi, floor)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if avg(mid) >= power else (mid, hi)
+    return hi
+
+
 def min_units(alpha: float) -> int:
     """The fewest units at which a two-sided sign-flip test can reject at ``alpha``: 2 / 2^m <= alpha."""
     return max(2, int(math.ceil(1 - math.log2(alpha) - 1e-12)))
@@ -304,6 +329,13 @@ def _paired(values: dict[str, Any], other: dict[str, Any], keep: list[str], bina
         dbasis = "bound: every paired difference is equal; the spread of a discordance share at its Wilson limit"
     ds = _sizes(sd_diff, drng, delta, alpha, power, paired=True, size=size)
     test = "paired t-test on the units" + (" (clusters, as compare flips them)" if size > 1 else "")
+    if oa[0].pooled is not None and sd_u > 0 and ds["units"] is not None:
+        # a pooled headline (CAST): its n is planned from few, noisy pairs where power falls steeply: the power
+        # averaged over the pilot's uncertainty about the sd
+        u = n_t_predictive(sd_diff, m, delta, alpha, power, floor=min_units(alpha))
+        ds = {**ds, "units": u, "n": None if u is None else int(math.ceil(u * size - 1e-9))}
+        test = ("paired t-test on the pairs' influence values (the swap test's power approximated), averaged over "
+                "the pilot's uncertainty about their sd")
     if binary and sd_u > 0 and ds["units"] is not None:
         # the clustered McNemar test of skewed unit sums rejects less often than the t-test of the same spread
         # (0.64 of datasets at a t-planned 0.80 on the bench): its power simulated from the pilot's units
