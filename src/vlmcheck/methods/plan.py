@@ -24,7 +24,9 @@ than ``SMALL_PILOT`` units is flagged (``pilot_warning``), its n varying from pi
 
 A headline of counts pooled over the samples (CAST: verdicts per cell pooled over pairs, the cells averaged) is
 planned on that headline, the quantity `compare` tests: each sample's value is the headline plus its influence
-on it (metrics/pooled.linearised), not the sample's own share.
+on it (metrics/pooled.linearised), not the sample's own share; its paired n is the t-test's at the power averaged
+over the pilot's uncertainty about the sd (n_t_predictive): CAST's pilots are pairs, few, and its n small,
+where power falls steeply (bench/plan_power_cast.py).
 """
 
 from __future__ import annotations
