@@ -25,7 +25,8 @@ than ``SMALL_PILOT`` units is flagged (``pilot_warning``), its n varying from pi
 A headline of counts pooled over the samples (CAST: verdicts per cell pooled over pairs, the cells averaged) is
 planned on that headline, the quantity `compare` tests: each sample's value is the headline plus its influence
 on it (metrics/pooled.linearised), not the sample's own share; its paired n is the t-test's at the power averaged
-over the pilot's uncertainty about the sd (n_t_predictive): CAST's pilots are pairs, few, and its n small,
+over the pilot's uncertainty about the sd, and at least its n at the sd's posterior 80th percentile
+(n_t_predictive): CAST's pilots are pairs, few, and its n small,
 where power falls steeply (bench/plan_power_cast.py).
 """
 
@@ -116,12 +117,17 @@ def _spread(values: np.ndarray, binary: bool) -> tuple[float, list[float], str]:
     return sd, rng, "sample sd (chi-square 95% interval of the sd for the range)"
 
 
+UPPER_SD_QUANTILE = 0.2  # chi-square lower tail: the sd's upper 80 % posterior limit
+
+
 def n_t_predictive(sd: float, m: int, delta: float, alpha: float, power: float, floor: int = 2) -> int | None:
     """The smallest n (at least ``floor``) whose paired t-test power, averaged over the pilot's uncertainty about
     the sd (its 10 deciles' midpoints, 0.05 to 0.95, of the chi-square posterior sd^2 (m - 1) / chi2(m - 1) from
     ``m`` units), reaches ``power`` (the predictive power).  Planned at the pilot's sd alone, CAST plans from
     10-20 pairs gave n at which the swap test reached 0.68-0.74 on average (bench/plan_power_cast.py): the n
-    lies where power falls steeply, and a pilot's sd is as often too low as too high.  None beyond ten million."""
+    lies where power falls steeply, and a pilot's sd is as often too low as too high.  The n is also at least
+    the t-test's at the sd's posterior 80th percentile: averaging alone still gave 0.73-0.75 from 10-20 pairs.
+    None beyond ten million."""
     from scipy.stats import chi2
 
     if sd <= 0 or m < 2:
@@ -138,7 +144,10 @@ def n_t_predictive(sd: float, m: int, delta: float, alpha: float, power: float, 
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if avg(mid) >= power else (mid, hi)
-    return hi
+    # the swap test's power falls more steeply below its n than the t-test's, so the n is also at least the
+    # t-test's at the sd's posterior 80th percentile (the true sd exceeds it with posterior probability 0.2)
+    upper = n_t(float(sd * math.sqrt((m - 1) / chi2.ppf(UPPER_SD_QUANTILE, m - 1))), delta, alpha, power, paired=True)
+    return max(hi, upper or hi)
 
 
 def min_units(alpha: float) -> int:
