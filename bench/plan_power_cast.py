@@ -1,6 +1,7 @@
 """Does `vlmcheck plan`'s n for a CAST comparison achieve its stated power with the test `compare` runs?
 
     python bench/plan_power_cast.py [--pilots 40] [--datasets 300] [--sizes 10,20,40]   # ~8 min, loaded 2 cores
+    (the table in docs/world.md: --pilots 20 --datasets 200 --no-true-n, ~4 min)
 
 Two models' verdict codes on the same scene pairs, drawn as bench/cast_coverage.py draws them (pair effect
 b_i ~ N(0, tau) on the logit, statements per generation tied to it, a per-statement effect, 5 % unreadable):
