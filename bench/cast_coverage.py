@@ -33,9 +33,10 @@ SIZES = (6, 8, 10, 12, 15, 20, 30)
 OFFSET = np.linspace(-0.4, 0.4, 9).reshape(3, 3)  # per (generation, validation) cell, on the logit
 
 
-def draw(n: int, tau: float, rng: np.random.Generator, mu: float = 1.8) -> np.ndarray:
-    """Verdict codes of ``n`` pairs, shape (n, 3, 3, 3, 3)."""
-    b = rng.normal(0.0, tau, n)
+def draw(n: int, tau: float, rng: np.random.Generator, mu: float = 1.8, b: np.ndarray | None = None) -> np.ndarray:
+    """Verdict codes of ``n`` pairs, shape (n, 3, 3, 3, 3); ``b`` the pairs' effects where given (two models on
+    the same pairs share them: bench/plan_power_cast.py)."""
+    b = rng.normal(0.0, tau, n) if b is None else b
     # statements per generation: 1 + Binomial(2, sigmoid(-b)): better pairs write fewer
     s = 1 + rng.binomial(2, 1 / (1 + np.exp(b)), size=(3, n)).T  # (n, 3)
     e = rng.normal(0.0, 0.5, size=(n, 3, 1, 1, 3))  # per statement, shared by its validations and formats

@@ -143,3 +143,38 @@ def test_plan_from_a_small_pilot_says_its_n_is_uncertain():
     assert row["pilot_warning"].startswith(f"the pilot has {SMALL_PILOT - 1} units")
     assert f"from {lo} to {hi}" in row["pilot_warning"] and lo < row["n_per_run_independent"] < hi
     assert "pilot_warning" not in plan_metric("gc", pilot(SMALL_PILOT), None, 0.05)
+
+
+def test_cast_paired_plan_averages_the_t_power_over_the_pilots_sd_uncertainty(tmp_path):
+    """A CAST plan's n: the smallest (at least 6, where a swap test can first reject at 0.05) whose paired t-test
+    power, averaged over the deciles' midpoints of the sd's chi-square posterior (sd^2 (m - 1) / chi2(m - 1)),
+    reaches 0.80, and at least the t-test's n at the sd's posterior 80th percentile - computed here with
+    statsmodels' t-test power on the constructed runs' influence values.  Planned at the pilot's sd alone,
+    CAST's swap test reached 0.68-0.74 on average from 10-20 pairs
+    (bench/plan_power_cast.py)."""
+    from statistics import stdev
+
+    from scipy.stats import chi2
+    from statsmodels.stats.power import TTestPower
+    from test_decisions_62 import A_PAIRS, B_PAIRS, _cast
+
+    from vlmcheck.methods.plan import plan
+
+    def lin(pairs):  # as in the test above: a pooled ratio's influence values
+        C, S, m = sum(c for _, c in pairs), sum(s for s, _ in pairs), len(pairs)
+        return [C / S + (c - C / S * s) / (S / m) for s, c in pairs]
+
+    d = [x - y for x, y in zip(lin(A_PAIRS), lin(B_PAIRS))]
+    m, sd, delta = len(d), stdev(d), 0.2
+    sds = [sd * math.sqrt((m - 1) / chi2.ppf((i + 0.5) / 10, m - 1)) for i in range(10)]
+
+    def avg(n):
+        return sum(TTestPower().power(delta / s, n, 0.05) for s in sds) / 10
+
+    n = next(n for n in range(6, 10_000) if avg(n) >= 0.8)
+    point = next(n for n in range(6, 10_000) if TTestPower().power(delta / sd, n, 0.05) >= 0.8)
+    assert n > point  # the pilot's uncertainty costs pairs
+    upper = sd * math.sqrt((m - 1) / chi2.ppf(0.2, m - 1))  # the sd's posterior 80th percentile
+    n = max(n, next(n for n in range(2, 10_000) if TTestPower().power(delta / upper, n, 0.05) >= 0.8))
+    (row,) = plan([_cast(tmp_path / "A", "A", A_PAIRS), _cast(tmp_path / "B", "B", B_PAIRS)], delta=delta)["metrics"]
+    assert row["n_paired"] == n and "uncertainty about their sd" in row["paired_test"]

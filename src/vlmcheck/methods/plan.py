@@ -24,7 +24,10 @@ than ``SMALL_PILOT`` units is flagged (``pilot_warning``), its n varying from pi
 
 A headline of counts pooled over the samples (CAST: verdicts per cell pooled over pairs, the cells averaged) is
 planned on that headline, the quantity `compare` tests: each sample's value is the headline plus its influence
-on it (metrics/pooled.linearised), not the sample's own share.
+on it (metrics/pooled.linearised), not the sample's own share; its paired n is the t-test's at the power averaged
+over the pilot's uncertainty about the sd, and at least its n at the sd's posterior 80th percentile
+(n_t_predictive): CAST's pilots are pairs, few, and its n small,
+where power falls steeply (bench/plan_power_cast.py).
 """
 
 from __future__ import annotations
@@ -112,6 +115,39 @@ def _spread(values: np.ndarray, binary: bool) -> tuple[float, list[float], str]:
     sd = float(values.std(ddof=1))
     rng = [sd * math.sqrt((n - 1) / chi2.ppf(0.975, n - 1)), sd * math.sqrt((n - 1) / chi2.ppf(0.025, n - 1))]
     return sd, rng, "sample sd (chi-square 95% interval of the sd for the range)"
+
+
+UPPER_SD_QUANTILE = 0.2  # chi-square lower tail: the sd's upper 80 % posterior limit
+
+
+def n_t_predictive(sd: float, m: int, delta: float, alpha: float, power: float, floor: int = 2) -> int | None:
+    """The smallest n (at least ``floor``) whose paired t-test power, averaged over the pilot's uncertainty about
+    the sd (its 10 deciles' midpoints, 0.05 to 0.95, of the chi-square posterior sd^2 (m - 1) / chi2(m - 1) from
+    ``m`` units), reaches ``power`` (the predictive power).  Planned at the pilot's sd alone, CAST plans from
+    10-20 pairs gave n at which the swap test reached 0.68-0.74 on average (bench/plan_power_cast.py): the n
+    lies where power falls steeply, and a pilot's sd is as often too low as too high.  The n is also at least
+    the t-test's at the sd's posterior 80th percentile: averaging alone still gave 0.73-0.75 from 10-20 pairs.
+    None beyond ten million."""
+    from scipy.stats import chi2
+
+    if sd <= 0 or m < 2:
+        return n_t(sd, delta, alpha, power, paired=True)
+    sds = sd * np.sqrt((m - 1) / chi2.ppf((np.arange(10) + 0.5) / 10, m - 1))
+
+    def avg(n: int) -> float:
+        return float(np.mean([t_power(n, s, delta, alpha, paired=True) for s in sds]))
+
+    hi = n_t(float(sds.max()), delta, alpha, power, paired=True)  # every decile reaches power there
+    if hi is None:
+        return None
+    lo, hi = floor - 1, max(hi, floor)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if avg(mid) >= power else (mid, hi)
+    # the swap test's power falls more steeply below its n than the t-test's, so the n is also at least the
+    # t-test's at the sd's posterior 80th percentile (the true sd exceeds it with posterior probability 0.2)
+    upper = n_t(float(sd * math.sqrt((m - 1) / chi2.ppf(UPPER_SD_QUANTILE, m - 1))), delta, alpha, power, paired=True)
+    return max(hi, upper or hi)
 
 
 def min_units(alpha: float) -> int:
@@ -304,6 +340,13 @@ def _paired(values: dict[str, Any], other: dict[str, Any], keep: list[str], bina
         dbasis = "bound: every paired difference is equal; the spread of a discordance share at its Wilson limit"
     ds = _sizes(sd_diff, drng, delta, alpha, power, paired=True, size=size)
     test = "paired t-test on the units" + (" (clusters, as compare flips them)" if size > 1 else "")
+    if oa[0].pooled is not None and sd_u > 0 and ds["units"] is not None:
+        # a pooled headline (CAST): its n is planned from few, noisy pairs where power falls steeply: the power
+        # averaged over the pilot's uncertainty about the sd
+        u = n_t_predictive(sd_diff, m, delta, alpha, power, floor=min_units(alpha))
+        ds = {**ds, "units": u, "n": None if u is None else int(math.ceil(u * size - 1e-9))}
+        test = ("paired t-test on the pairs' influence values (the swap test's power approximated), averaged over "
+                "the pilot's uncertainty about their sd")
     if binary and sd_u > 0 and ds["units"] is not None:
         # the clustered McNemar test of skewed unit sums rejects less often than the t-test of the same spread
         # (0.64 of datasets at a t-planned 0.80 on the bench): its power simulated from the pilot's units
