@@ -8,6 +8,7 @@ every value read back is known in the test."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -118,9 +119,14 @@ def test_wandb_offline_run_files_hold_the_run(tmp_path, runs, monkeypatch):
     assert done[0]["status"] == "logged"
     key = tracked_run(runs[0]).key
     folder, = (tmp_path / "wb" / "wandb").glob(f"offline-run-*-{key}")
-    recs = _wandb_records(folder / f"run-{key}.wandb")
-    kinds = [r.WhichOneof("record_type") for r in recs]
-    run = next((r.run for r in recs if r.WhichOneof("record_type") == "run"), kinds)
+    for _ in range(50):  # W&B's own service process may still be flushing the file when finish() returns
+        recs = _wandb_records(folder / f"run-{key}.wandb")
+        kinds = [r.WhichOneof("record_type") for r in recs]
+        if "run" in kinds and "exit" in kinds:  # the exit record is the last the run writes
+            break
+        time.sleep(0.2)
+    run = next((r.run for r in recs if r.WhichOneof("record_type") == "run"), None)
+    assert run is not None, kinds
     assert (run.run_group, run.display_name, run.project) == ("sweep s1", "model-a", "p")
     def items(updates) -> dict:
         return {i.key or ".".join(i.nested_key): json.loads(i.value_json) for i in updates}
