@@ -3,31 +3,18 @@
 Why this module is long: every SQL statement of a run is here, next to the schema it reads and writes, so the
 store's guarantees (first writer wins, one transaction per sample, key versions) can be checked in one file.
 
-Tables
-------
-``calls``    content-addressed cache of model calls.  A row with status ``ok``
-             is a cache hit; a row with status ``error`` records the last
-             failure (type, message, attempts) and is never served as an answer.
-``samples``  the per-sample journal: ``done`` with a JSON result, or ``error``
-             with type and message.  A resumed run skips ``done`` and ``error``
-             samples; ``retry-failed`` clears the ``error`` ones.
-``artifacts`` images written content-addressed under ``artifacts/``.
-``meta``     the run spec and other run-level facts.
+Tables: ``calls`` (the call cache: ``ok`` rows are hits, ``error`` rows record the last failure and are never
+served), ``samples`` (the journal: ``done`` with a result, or ``error``; ``retry-failed`` clears the errors),
+``artifacts`` (images under ``artifacts/``), ``meta`` (the run spec), ``batches``/``batch_items`` (provider batches
+in flight).
 
-Writes are first-writer-wins: a stored answer or finished sample is never
-replaced, and an error never overwrites an answer (several workers may share
-a cache).  Every write commits at once (autocommit), except in a run's store
-(``group_commit``, see :meth:`RunStore._write`): there the answers and samples
-that finish within 50 ms of the last commit are committed together, at most
-50 ms later (``GROUP_COMMIT_S``).  A process killed with SIGKILL loses the calls in
-flight and at most the last 50 ms of answers (a resume asks for those again).  WAL with
-``synchronous=NORMAL`` is durable against process crashes (not power loss).
-Everything stored is JSON text - no pickle - and passes through
-:func:`vlmcheck.core.secrets.redact_obj`.
-
-A store that cannot be used - empty, truncated, not SQLite, damaged, in a
-read-only folder, on a full disk - raises :class:`StoreError`, one sentence
-that names the file and what to do; the CLI prints it and exits 2.
+Writes are first-writer-wins: a stored answer or finished sample is never replaced, and an error never overwrites
+an answer.  Every write commits at once, except in a run's store (``group_commit``, :meth:`RunStore._write`):
+there the answers and samples that finish within 50 ms of the last commit are committed together, at most 50 ms
+later (``GROUP_COMMIT_S``), so a SIGKILL loses the calls in flight and at most the last 50 ms of answers (a resume
+asks for those again).  WAL with ``synchronous=NORMAL`` is durable against process crashes (not power loss).
+Everything stored is redacted JSON text, never pickle.  A store that cannot be used raises :class:`StoreError`,
+one sentence naming the file and what to do (the CLI exits 2).
 """
 
 from __future__ import annotations
@@ -40,7 +27,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .._lazy import lazy_module
 
@@ -110,6 +97,7 @@ CREATE TABLE IF NOT EXISTS batch_items (
 DB_NAME = "store.sqlite"
 log = logging.getLogger(__name__)
 _SQLITE_HEADER = b"SQLite format 3\x00"
+_DAMAGED = object()  # a stored value that is not JSON
 
 
 def _uri(path: Path, read_only: bool, immutable: bool = False) -> str:
@@ -144,12 +132,9 @@ class RunStore(GroupCommit):
 
     def __init__(self, folder: str | os.PathLike, *, existing: bool = False, read_only: bool = False,
                  group_commit: float = 0.0, untouched: bool = False) -> None:
-        """Open (or create) the store in ``folder``; ``existing=True`` (resume, report) requires a store
-        that holds a run; ``read_only=True`` (merge's shards) never writes to it; ``group_commit`` (seconds;
-        the runner's store: :data:`GROUP_COMMIT_S`) lets answers and samples written on a running event loop
-        within that long of the last commit wait for one commit together (:meth:`_write`); ``untouched=True``
-        (``--dry-run``) reads it read-only without making a file beside it: no ``-wal``/``-shm`` where there is
-        no WAL file (then nothing is in one), read-only through the existing ones where there is."""
+        """Open (or create) the store in ``folder``; ``existing=True`` requires one that holds a run;
+        ``read_only=True`` never writes; ``group_commit``: seconds, :meth:`_write`; ``untouched=True``
+        (``--dry-run``) makes no ``-wal``/``-shm`` file beside it where there is no WAL file."""
         self._init_group_commit(group_commit)
         self.folder = Path(folder)
         self.artifact_dir = self.folder / "artifacts"
@@ -165,9 +150,8 @@ class RunStore(GroupCommit):
                 raise store_error(self.path, exc) from None
         self._check_file(existing)
         try:
-            # a URI, so that a shard is opened (and attached by absorb) read-only
-            # ... and immutable where nothing is in a WAL file and either nothing may be made beside it (--dry-run)
-            # or nothing can be (a read-only folder: SQLite could not make the -shm file and refuses to open it)
+            # immutable where nothing is in a WAL file and nothing may (--dry-run) or can (a read-only folder,
+            # where SQLite could not make the -shm file and refuses to open it) be made beside it
             self.immutable = immutable = read_only and not Path(f"{self.path}-wal").exists() and (
                 untouched or not os.access(self.folder, os.W_OK))
             self._db = sqlite3.connect(_uri(self.path, read_only, immutable), uri=True, isolation_level=None,
@@ -234,73 +218,67 @@ class RunStore(GroupCommit):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+    @contextlib.contextmanager
+    def _guarded(self) -> Iterator[sqlite3.Connection]:
+        """The connection under the lock; its errors (damaged pages, a full disk, read-only) as StoreError."""
         with self._lock:
             try:
-                return self._db.execute(sql, args)
-            except (sqlite3.DatabaseError, OSError) as exc:  # damaged pages, full disk, read-only
-                raise store_error(self.path, exc) from None
-
-    def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
-        with self._lock:
-            try:
-                return self._db.execute(sql, args).fetchall()
+                yield self._db
             except (sqlite3.DatabaseError, OSError) as exc:
                 raise store_error(self.path, exc) from None
+
+    def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+        with self._guarded() as db:
+            return db.execute(sql, args)
+
+    def _rows(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._guarded() as db:
+            return db.execute(sql, args).fetchall()
 
     def _row(self, sql: str, args: tuple = ()) -> tuple | None:
         rows = self._rows(sql, args)
         return rows[0] if rows else None
+
+    def _json(self, sql: str, args: tuple) -> tuple[bool, Any]:
+        """(found, value) of the first row's JSON text; value :data:`_DAMAGED` where it is not JSON."""
+        row = self._row(sql, args)
+        try:
+            return bool(row), json.loads(row[0]) if row else None
+        except (TypeError, ValueError):
+            return True, _DAMAGED
 
     # ------------------------------------------------------------------ meta
     def set_meta(self, key: str, value: Any) -> None:
         self._exec("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, _dumps(value)))
 
     def get_meta(self, key: str, default: Any = None) -> Any:
-        row = self._row("SELECT value FROM meta WHERE key = ?", (key,))
-        if not row:
-            return default
-        try:
-            return json.loads(row[0])
-        except (TypeError, ValueError):
+        found, value = self._json("SELECT value FROM meta WHERE key = ?", (key,))
+        if value is _DAMAGED:
             what = "run spec" if key == "spec" else f"run's {key!r} record"
             raise StoreError(f"{self.path}: the stored {what} is damaged (not JSON), so the run cannot be rebuilt "
                              "from it; start the run again with --overwrite (cached answers are lost) or in a new "
-                             "folder") from None
+                             "folder")
+        return value if found else default
 
     # ----------------------------------------------------------------- calls
     def get_call(self, key: str) -> dict[str, Any] | None:
         """The cached response for ``key``, or None (errors are never served).  A response that does not parse
         is a miss: logged once, and marked failed so that the new answer replaces it."""
-        row = self._row("SELECT response FROM calls WHERE key = ? AND status = 'ok'", (key,))
-        if not row:
-            return None
-        try:
-            return json.loads(row[0])
-        except (TypeError, ValueError):
-            if key not in self._damaged_keys:
-                self._damaged_keys.add(key)
-                log.warning("%s: the cached answer of call %s is damaged (not JSON); calling the model again",
-                            self.path, key[:16])
-            if not self.read_only:
-                self._exec("UPDATE calls SET status = 'error', error_type = 'damaged', error_message = "
-                           "'the stored answer was not JSON' WHERE key = ? AND status = 'ok'", (key,))
-            return None
+        _, value = self._json("SELECT response FROM calls WHERE key = ? AND status = 'ok'", (key,))
+        if value is not _DAMAGED:
+            return value
+        if key not in self._damaged_keys:
+            self._damaged_keys.add(key)
+            log.warning("%s: the cached answer of call %s is damaged (not JSON); calling the model again",
+                        self.path, key[:16])
+        if not self.read_only:
+            self._exec("UPDATE calls SET status = 'error', error_type = 'damaged', error_message = "
+                       "'the stored answer was not JSON' WHERE key = ? AND status = 'ok'", (key,))
+        return None
 
-    def put_call(
-        self,
-        key: str,
-        *,
-        role: str,
-        model: str,
-        request: Any,
-        response: Any,
-        attempts: int,
-        input_tokens: int = 0,
-        output_tokens: int = 0,
-        duration_s: float | None = None,
-        request_text: str | None = None,
-    ) -> None:
+    def put_call(self, key: str, *, role: str, model: str, request: Any, response: Any, attempts: int,
+                 input_tokens: int = 0, output_tokens: int = 0, duration_s: float | None = None,
+                 request_text: str | None = None) -> None:
         """Store an answer; ``request_text``: ``request`` already as compact sorted JSON (its call key's,
         run/calls.py), kept as it is when it is valid UTF-8 instead of encoded again."""
         # First writer wins: a stored answer is never replaced (an earlier error record is).
@@ -370,21 +348,16 @@ class RunStore(GroupCommit):
 
     def clear_failed(self, task: str | None = None) -> int:
         """Forget failed samples (and failed calls) so that they run again."""
+        where, args = ("", ()) if task is None else (" AND task = ?", (task,))
         with self._lock:
-            if task is None:
-                n = self._exec("DELETE FROM samples WHERE status = 'error'").rowcount
-            else:
-                n = self._exec("DELETE FROM samples WHERE status = 'error' AND task = ?", (task,)).rowcount
+            n = self._exec("DELETE FROM samples WHERE status = 'error'" + where, args).rowcount
             self._exec("DELETE FROM calls WHERE status = 'error'")
         return n
 
     def iter_samples(self, task: str | None = None) -> Iterator[dict[str, Any]]:
-        sql = "SELECT task, sample_id, seq, status, result, error_type, error_message FROM samples"
-        args: tuple = ()
-        if task is not None:
-            sql += " WHERE task = ?"
-            args = (task,)
-        sql += " ORDER BY task, seq, sample_id"
+        where, args = ("", ()) if task is None else (" WHERE task = ?", (task,))
+        sql = f"SELECT task, sample_id, seq, status, result, error_type, error_message FROM samples{where} " \
+              "ORDER BY task, seq, sample_id"
         damaged = []
         for t, sid, seq, status, result, etype, emsg in self._stream(sql, args):
             rec: dict[str, Any] = {"task": t, "sample_id": sid, "seq": seq, "status": status}
@@ -407,18 +380,11 @@ class RunStore(GroupCommit):
     def _stream(self, sql: str, args: tuple = (), chunk: int = 2000) -> Iterator[tuple]:
         """The rows of ``sql`` a chunk at a time (a cursor, not ``fetchall``): a million samples are never in
         memory at once.  The lock is held per chunk, so other threads' writes go on between chunks."""
-        with self._lock:
-            try:
-                cur = self._db.execute(sql, args)
-            except (sqlite3.DatabaseError, OSError) as exc:
-                raise store_error(self.path, exc) from None
+        cur = self._exec(sql, args)
         try:
             while True:
-                with self._lock:
-                    try:
-                        rows = cur.fetchmany(chunk)
-                    except (sqlite3.DatabaseError, OSError) as exc:
-                        raise store_error(self.path, exc) from None
+                with self._guarded():
+                    rows = cur.fetchmany(chunk)
                 if not rows:
                     return
                 yield from rows
@@ -429,22 +395,26 @@ class RunStore(GroupCommit):
     def put_image(self, img: Image.Image) -> str:
         """Save ``img`` losslessly under ``artifacts/``; return its path relative to the run folder."""
         digest = image_hash(img)
-        rel = Path(artifact_path(digest))
+        rel = artifact_path(digest)
+        # PNG level 1, as sent to a model: the bytes are then the ones a request with this image sends
+        # (transport_bytes keeps them), so a perturbed image is encoded once, not once here and once to send
+        self._write_file(rel, lambda: transport_bytes(img, digest, "PNG") if img.mode == "RGB" else
+                         encode_image(img, "PNG", compress_level=TRANSPORT_PNG_LEVEL))
+        self._add_artifact(digest, rel, img.size)
+        return rel
+
+    def _write_file(self, rel: str, data: Callable[[], bytes]) -> None:
+        """Write ``data()`` at ``rel`` unless a file is there, by temp file + rename (never half a file)."""
         target = self.folder / rel
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-            # PNG level 1, as sent to a model: the bytes are then the ones a request with this image sends
-            # (transport_bytes keeps them), so a perturbed image is encoded once, not once here and once to send
-            data = (transport_bytes(img, digest, "PNG") if img.mode == "RGB" else
-                    encode_image(img, "PNG", compress_level=TRANSPORT_PNG_LEVEL))
-            tmp.write_bytes(data)
-            os.replace(tmp, target)  # atomic: a killed run never leaves half a PNG
-        self._exec(
-            "INSERT OR IGNORE INTO artifacts(sha256, path, width, height, created_at) VALUES (?, ?, ?, ?, ?)",
-            (digest, rel.as_posix(), img.width, img.height, time.time()),
-        )
-        return rel.as_posix()
+            tmp.write_bytes(data())
+            os.replace(tmp, target)
+
+    def _add_artifact(self, digest: str, rel: str, size: tuple[int, int]) -> None:
+        self._exec("INSERT OR IGNORE INTO artifacts(sha256, path, width, height, created_at) VALUES (?, ?, ?, ?, ?)",
+                   (digest, rel, size[0], size[1], time.time()))
 
     def image_path(self, rel: str) -> Path:
         return self.folder / rel
@@ -454,18 +424,9 @@ class RunStore(GroupCommit):
         digest = Path(rel).stem
         if rel != artifact_path(digest) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
             raise ValueError(f"not an artifact path: {rel!r}")
-        target = self.folder / rel
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-            tmp.write_bytes(data)
-            os.replace(tmp, target)
-        with Image.open(target) as img:
-            size = img.size
-        self._exec(
-            "INSERT OR IGNORE INTO artifacts(sha256, path, width, height, created_at) VALUES (?, ?, ?, ?, ?)",
-            (digest, rel, size[0], size[1], time.time()),
-        )
+        self._write_file(rel, lambda: data)
+        with Image.open(self.folder / rel) as img:
+            self._add_artifact(digest, rel, img.size)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -476,32 +437,21 @@ class RunStore(GroupCommit):
             self._exec("BEGIN IMMEDIATE")
             try:
                 yield
+                self._exec("COMMIT")
             except BaseException:
-                self._exec("ROLLBACK")
+                with contextlib.suppress(StoreError):  # the error that stopped it is the one raised
+                    self._exec("ROLLBACK")
                 raise
-            self._exec("COMMIT")
 
-    # ----------------------------------------------------------------- merge
     # --------------------------------------------------------------- batches
     def journal_batch(self, batch_id: str, provider: str, model: str, items: list[tuple[str, str, Any]]) -> None:
         """Record a submitted provider batch and its items (key, role, request) in one transaction, before
         it is polled: a run killed while it is in flight re-attaches to it (run/batch.py)."""
-        with self._lock:
-            self.commit()
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    self._db.execute("INSERT OR REPLACE INTO batches(batch_id, provider, model, status, created_at) "
-                                     "VALUES (?, ?, ?, 'open', ?)", (batch_id, provider, model, time.time()))
-                    self._db.executemany("INSERT OR REPLACE INTO batch_items(batch_id, key, role, request) "
-                                         "VALUES (?, ?, ?, ?)",
-                                         [(batch_id, k, role, _dumps(req)) for k, role, req in items])
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-            except (sqlite3.DatabaseError, OSError) as exc:
-                raise store_error(self.path, exc) from None
+        with self.transaction(), self._guarded() as db:
+            db.execute("INSERT OR REPLACE INTO batches(batch_id, provider, model, status, created_at) "
+                       "VALUES (?, ?, ?, 'open', ?)", (batch_id, provider, model, time.time()))
+            db.executemany("INSERT OR REPLACE INTO batch_items(batch_id, key, role, request) VALUES (?, ?, ?, ?)",
+                           [(batch_id, k, role, _dumps(req)) for k, role, req in items])
 
     def open_batches(self, model: str) -> list[tuple[str, list[tuple[str, str, Any]]]]:
         """The model's journaled batches that have not been read back: (batch id, [(key, role, request)])."""
@@ -527,39 +477,24 @@ class RunStore(GroupCommit):
         Calls and artifacts are content-addressed (the key, the pixel hash): a row already here is kept.  A
         finished sample wins over a failed one, as in :meth:`put_sample`; two finished copies of one sample
         keep the first.  Idempotent: absorbing the same store again changes nothing."""
-        import shutil
-
-        counts = {}
         with self._lock:
             self.commit()
+            self._exec("ATTACH DATABASE ? AS other", (_uri(other.path, True, getattr(other, "immutable", False)),))
             try:
-                self._db.execute("ATTACH DATABASE ? AS other",
-                                 (_uri(other.path, True, getattr(other, "immutable", False)),))
-                try:
-                    self._db.execute("BEGIN IMMEDIATE")
-                    counts["calls"] = self._db.execute(
-                        "INSERT OR IGNORE INTO calls SELECT * FROM other.calls").rowcount
-                    counts["samples"] = self._db.execute(
-                        "INSERT INTO samples SELECT * FROM other.samples WHERE true "
-                        "ON CONFLICT(task, sample_id) DO UPDATE SET status = excluded.status, "
-                        "result = excluded.result, error_type = excluded.error_type, "
-                        "error_message = excluded.error_message, updated_at = excluded.updated_at "
-                        "WHERE samples.status = 'error' AND excluded.status = 'done'").rowcount
-                    counts["artifacts"] = self._db.execute(
-                        "INSERT OR IGNORE INTO artifacts SELECT * FROM other.artifacts").rowcount
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                finally:
-                    self._db.execute("DETACH DATABASE other")
-            except (sqlite3.DatabaseError, OSError) as exc:
-                raise store_error(self.path, exc) from None
+                with self.transaction():
+                    counts = {
+                        "calls": self._exec("INSERT OR IGNORE INTO calls SELECT * FROM other.calls").rowcount,
+                        "samples": self._exec(
+                            "INSERT INTO samples SELECT * FROM other.samples WHERE true "
+                            "ON CONFLICT(task, sample_id) DO UPDATE SET status = excluded.status, "
+                            "result = excluded.result, error_type = excluded.error_type, "
+                            "error_message = excluded.error_message, updated_at = excluded.updated_at "
+                            "WHERE samples.status = 'error' AND excluded.status = 'done'").rowcount,
+                        "artifacts": self._exec(
+                            "INSERT OR IGNORE INTO artifacts SELECT * FROM other.artifacts").rowcount}
+            finally:
+                self._exec("DETACH DATABASE other")
         for (rel,) in other._rows("SELECT path FROM artifacts"):
-            src, dest = other.folder / rel, self.folder / rel
-            if src.is_file() and not dest.exists():
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                tmp = dest.with_suffix(f".tmp{os.getpid()}")
-                shutil.copyfile(src, tmp)
-                os.replace(tmp, dest)
+            if (other.folder / rel).is_file():
+                self._write_file(rel, (other.folder / rel).read_bytes)
         return counts

@@ -1,9 +1,5 @@
-"""When a run's writes commit: each at once, or, under load, several in one commit (group commit).
-
-:class:`GroupCommit` is the part of :class:`~vlmcheck.store.db.RunStore` that decides it, for the rows every
-sample writes (its calls' answers and its journal row, :meth:`GroupCommit._write`); every other write of the
-store commits at once.  It uses the store's connection (``_db``), lock (``_lock``), ``_exec`` and ``path``.
-"""
+"""When a run's writes commit: each at once, or, under load, several in one commit (group commit), for the rows
+every sample writes (its calls' answers and its journal row); every other write of the store commits at once."""
 
 from __future__ import annotations
 
@@ -17,14 +13,10 @@ from typing import Any
 
 from .errors import StoreError, store_error
 
-#: A run's store commits the answers and samples written within this many seconds of its last commit together
-#: (:meth:`RunStore._write`).  A commit writes every page the transaction touched to the WAL: a sample's call and
-#: journal rows touch five pages (two tables, three indexes), most of the store's time on the event loop's thread
-#: when each write commits alone; samples that share one commit share most of those pages.  Each commit also costs
-#: the loop's thread a new transaction, a wake of the committer and a hand-over of the GIL, so a shorter window
-#: costs a fast run CPU (figures: docs/benchmarks.md, "API throughput").  50 ms is the latency of the fastest APIs:
-#: what a SIGKILL loses in the open group is then at most about what it loses in flight anyway, and for an API
-#: that answers in seconds a few hundredths of it.
+#: A run's store commits the answers and samples written within this many seconds of its last commit together:
+#: a sample's rows touch five pages, which samples sharing a commit share, and each commit costs the loop's thread
+#: CPU (docs/benchmarks.md, "API throughput").  50 ms is the latency of the fastest APIs, so what a SIGKILL loses
+#: in the open group is at most about what it loses in flight anyway.
 GROUP_COMMIT_S = 0.05
 
 
@@ -37,15 +29,13 @@ def _running_loop() -> Any:
 
 class GroupCommit:
     """Group commit for a store with ``_db``, ``_lock``, ``_exec`` and ``path`` (RunStore).  A group opens only on
-    a running event loop (a write off any loop commits at once); it is committed by a thread of its own
-    ``group_commit`` seconds after it opened (wall time), or earlier by a write that finds it overdue, by
-    :meth:`commit` or by the store's close."""
+    a running event loop; a thread of its own commits it ``group_commit`` seconds after it opened (wall time),
+    unless a write that finds it overdue, :meth:`commit` or the store's close does first."""
 
     _db: sqlite3.Connection
     _lock: Any
     path: Any
-
-    _exec: Any  # RunStore._exec: one statement under the lock, its errors as StoreError
+    _exec: Any
 
     def _init_group_commit(self, seconds: float) -> None:
         self.group_commit = seconds
@@ -53,17 +43,14 @@ class GroupCommit:
         self._group_opened = 0.0
         self._last_commit = 0.0
         self._failed: StoreError | None = None  # a group's commit that failed in its timer, raised at the next write
-        # the committer: a thread that commits an open group ``group_commit`` seconds after it opened, by the wall
-        # clock, whatever the event loop is doing (a timer of the loop's own waits as long as the loop is busy);
-        # started with the first group, ended by close
+        # a thread, not a timer of the event loop, which would wait as long as the loop is busy
         self._due: float | None = None
         self._wake = threading.Condition(threading.Lock())
         self._committer: threading.Thread | None = None
         self._closing = False
-        # when the committer's wait ends (inf: it waits to be told); a write that opens a group due earlier wakes
-        # it, any other does not: after a commit it waits one ``group_commit`` unwoken, the time within which a
-        # fast run opens the next group, whose due is then never earlier; so the event loop's thread does not
-        # wake it at every group (a futex wake while holding the GIL, a visible share of a fast run's loop)
+        # when the committer's wait ends (inf: it waits to be told); only a write that opens a group due earlier
+        # wakes it: after a commit it looks again one ``group_commit`` later unwoken, so a fast run's loop does
+        # not pay a futex wake under the GIL at every group
         self._wake_at = math.inf
 
     def _start_committer(self) -> None:
@@ -105,16 +92,10 @@ class GroupCommit:
             raise failed
 
     def _write(self, sql: str, args: tuple) -> None:
-        """One answer's or sample's row (the writes every sample makes), committed at once, or with
-        ``group_commit`` on, when it comes on a running event loop within ``group_commit`` seconds of the last
-        commit, in a group that a timer commits ``group_commit`` seconds after the group opened.
-
-        A write far from the last one commits at once, as every write did before: a slow run (a local model, a
-        slow API) commits each answer as it comes.  A loop that did not turn in time (a long synchronous stretch)
-        has the group committed by the next write that finds it overdue, or by :meth:`close`.  Reads on this
-        connection see the open group; other processes see it once committed.  A commit that fails in the timer
-        (a full disk) is raised by the next write or by :meth:`close`: the run stops with its one sentence, and
-        a resume runs the group's samples again."""
+        """One answer's or sample's row, committed at once, or (``group_commit`` on, on a running event loop,
+        within ``group_commit`` seconds of the last commit) in a group committed ``group_commit`` seconds after
+        it opened.  A slow run thus commits each answer as it comes.  A commit that fails in the timer (a full
+        disk) is raised by the next write or by close; a resume runs the group's samples again."""
         if not self.group_commit:
             self._exec(sql, args)
             return
