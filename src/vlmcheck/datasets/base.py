@@ -1,42 +1,10 @@
-"""The dataset layer's contract: records, the forms registry, detection.
+"""The dataset layer's contract: records, the forms, schemes and benchmarks registries, detection and loading.
 
-Why this module is long: the record, the forms and item-rules registries and detection are one contract that
-every reader and the methods' record reader (methods/records.py) rely on; split, each would import the others.
-
-A *form* is one way a benchmark is laid out on disk (a Hub snapshot of parquet shards, a VLMEvalKit TSV, POPE's
-original JSON lines, MMVP's ``Questions.csv`` + ``MMVP Images/``, ...).  Each form is one function that reads a
-path into a :class:`Dataset`, registered with :func:`register_form` together with a cheap ``detect`` predicate
-that looks at file names (and at most a file's first bytes), never at every row.
-
-Records are neutral: they carry what a benchmark says about an item (question, options, answer, hint,
-category, split, pair) and where its images are.  The methods turn records into their own items
-(GenCeption's images, ChEF's multiple-choice items, VHExpansion's yes/no cases, CAST's pairs).
-
-Rules every reader follows (docs/datasets.md):
-
-* **One image, one unit.**  Rows that share an image name the same file (``images[i]`` is the same string), so
-  the methods chain, cluster and cache by image, not by row.  Images embedded in a file (parquet bytes, base64
-  in a TSV) are written once per distinct content, in the bytes they came in (a JPEG stays a JPEG).
-* **Confined.**  Every image path is inside ``Record.root`` (checked where it is read, core/inputs.py).
-* **Nothing lost silently.**  A row that cannot be used is skipped with a reason in ``Dataset.skipped``; a file
-  that cannot be read at all raises :class:`DatasetFormError` with one sentence naming the file and what was
-  expected.  Duplicate ids are refused.
-
-What the methods read from a record (methods/records.py, the one place records become items):
-
-* GenCeption, describe: ``images`` (one item per distinct path; ``category`` of the first record naming it).
-* ChEF multiple choice (mc, scienceqa, mmbench): ``question``, ``options``, ``answer`` as an option index,
-  ``hint`` (shown as "Context: " for ScienceQA, "Hint: " otherwise), ``group`` and ``meta["circular_copy"]``
-  for MMBench's copies; pope (MME, POPE): ``answer`` "yes"/"no"; classification: ``answer`` the label (or an
-  option index); retrieval: ``description`` (the caption); turn kinds: ``meta`` holds the rows' fields.
-* VHExpansion: ``images[0]``, ``question``, ``answer`` "yes"/"no"; ``group`` kept in the case's meta.
-* CAST ``cast pairs``: ``images[0]`` + ``description``; ``cast run``: two records sharing a ``group``, in
-  order (a, then b), each with ``images[0]`` and ``description``.
-
-Sources: a path, ``NAME:PATH`` (NAME a benchmark of :func:`benchmarks` or a form), or a registered scheme
-(``hfds:ORG/NAME``, :func:`register_scheme`).  Forms, schemes and benchmarks are registries (core/registry.py):
-each benchmark's module registers it (:func:`register_benchmark`; a form's ``benchmarks`` count too).  Inside
-:func:`~.imagestore.read_only` nothing is written (``vlmcheck data inspect``).
+A *form* is one way a benchmark is laid out on disk: a function that reads a path into a :class:`Dataset`,
+registered with :func:`register_form` beside a cheap ``detect`` that looks at file names (at most a file's first
+bytes).  Records are neutral: what a benchmark says about an item and where its images are; the rules every
+reader follows and what each method reads from a record are in docs/datasets.md.  A source is a path,
+``NAME:PATH`` (NAME a benchmark or a form) or a registered scheme (``hfds:ORG/NAME``).
 """
 
 from __future__ import annotations
@@ -92,8 +60,7 @@ class Dataset:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     #: decisions the reader took that the user should know (e.g. "split 'test' chosen: the only one")
     notes: list[str] = field(default_factory=list)
-    #: the config read (a Hub copy with configs), the split(s) read, the rows found in what was read (before any
-    #: was left out; counted by :func:`load` where a reader does not) and a table's column names
+    #: the config and split(s) read, the rows found (before any was left out) and a table's column names
     config: str | None = None
     splits: list[str] = field(default_factory=list)
     rows: int | None = None
@@ -155,16 +122,14 @@ class Form:
     carries: tuple[str, ...] = ()
 
 
-#: the kinds of thing a record can carry, which the methods make their items of (a method's ``reads``,
-#: ``run/task.py``): an image; a yes/no answer; options with the right one; a class label; a count; boxes; a
-#: caption; a description of the whole scene; a class hierarchy; a multi-turn exchange; a pair of scenes
+#: the kinds of thing a record can carry, which the methods make their items of (a method's ``reads``)
 RECORD_KINDS = ("images", "yes/no", "multiple choice", "classes", "counts", "boxes", "captions", "descriptions",
                 "hierarchy", "turns", "scene pairs")
 
 
 def _load_readers(registry: Registry | None = None) -> None:
-    """Import every module of this package once (each registers its forms, benchmarks and official figure): the
-    registries of this package do so on their first name not found or first listing."""
+    """Import every module of this package (each registers its forms, benchmarks and official figure): the
+    registries' ``load``, run on their first name not found or first listing."""
     import importlib
     import pkgutil
 
@@ -180,15 +145,12 @@ SCHEMES: Registry[Callable[..., Dataset]] = Registry("source scheme", error=Data
 
 @dataclass(frozen=True)
 class Benchmark:
-    """A benchmark, declared in its own module: its one definition of which rows are its items, applied on every
-    route (its release, every Hub copy, every TSV) by :func:`load`: ``select(ds)`` leaves rows out (into
-    ``ds.skipped``, with the reason) and marks what ties them (MMBench's circular copies).
+    """A benchmark, declared in its own module, with its one definition of which rows are its items, applied by
+    :func:`load` on every route: ``select(ds)`` leaves rows out (into ``ds.skipped``) and marks what ties them.
 
-    ``hub``: the Hub repositories (``org/name``, any case) that hold a copy; ``tsv``: the VLMEvalKit TSV file name
-    prefixes; ``recognise(ds)``: a copy known from its columns or rows where no name says it; ``config`` /
-    ``split``: what a Hub copy reads when the user names none (a multi-config copy without one is refused);
-    ``hub_copy(ds)``: what its Hub copies need beyond the generic Hub reader (datasets/hub.py), applied to what
-    that reader read of one (MMVP's pairs, which its copies leave to the rows' order)."""
+    ``hub``: the Hub repositories holding a copy (any case); ``tsv``: VLMEvalKit TSV name prefixes;
+    ``recognise(ds)``: a copy known from its columns or rows; ``config`` / ``split``: what a Hub copy reads when
+    none is named; ``hub_copy(ds)``: what its Hub copies need beyond datasets/hub.py (MMVP's pairs)."""
 
     benchmark: str
     select: Callable[[Dataset], None] = lambda ds: None
@@ -317,10 +279,8 @@ def parse_source(source: str | Path) -> tuple[str | None, str | None, str]:
 
 
 def path_options(text: str) -> tuple[str, dict[str, str]]:
-    """``PATH?k=v&k2=v2`` -> (PATH, {k: v, ...}): a reader's options written after a local path, the syntax
-    ``hfds:NAME?split=..`` uses, so that any route that takes a source (``--data``, ``--cases``, ``--pairs``)
-    passes them (``scienceqa:./ScienceQA?split=val``, ``./coco_pope_random.json?images=./val2014``).  A path
-    that exists as written (a file name holding "?") is taken as it is."""
+    """``PATH?k=v&k2=v2`` -> (PATH, {k: v, ...}): a reader's options after a local path, as ``hfds:`` takes them;
+    a path that exists as written (a file name holding "?") is taken as it is."""
     head, sep, query = text.rpartition("?")
     if not sep or not head or "=" not in query or Path(text).exists():
         return text, {}
@@ -340,9 +300,8 @@ def _check_options(f: Form, source: str, given: dict[str, str]) -> None:
 
 
 def load(path: str | Path, benchmark: str | None = None, form: str | None = None, **options: Any) -> Dataset:
-    """Read ``path`` as ``form`` (or the detected one).  ``path`` may be ``hfds:NAME?...`` (a Hub id from the
-    local cache or a local Hugging Face folder), carry its benchmark or form as ``NAME:PATH``, and end in the
-    reader's options as ``?k=v&...`` (:func:`path_options`; options passed here win over them)."""
+    """Read ``path`` (``NAME:PATH``, a scheme's source, ``PATH?k=v&...``) as ``form`` or the detected one, then
+    restricted to its benchmark's items; options passed here win over those in the path."""
     named_b, named_f, rest = parse_source(path)
     benchmark, form = benchmark or named_b, form or named_f
     scheme = rest.partition(":")[0]
@@ -356,9 +315,7 @@ def load(path: str | Path, benchmark: str | None = None, form: str | None = None
     _check_options(f, rest, given)
     from ..core.dataset_files import reading
 
-    # read from the absolute path: a relative one gives the same records (images named absolutely, so a method
-    # that joins a record's image to its root never joins the folder twice) and the same run as an absolute one
-    where = Path(rest).absolute()
+    where = Path(rest).absolute()  # a relative path reads as the absolute one (images named absolutely)
     with reading(where):  # every file the reader opens stays inside the source (core/dataset_files.py)
         ds = _guarded(lambda: f.read(where, benchmark=benchmark, **{**given, **options}), rest, f.name)
     if given:
@@ -367,8 +324,7 @@ def load(path: str | Path, benchmark: str | None = None, form: str | None = None
 
 
 def _guarded(read: Callable[[], Dataset], source: str, form: str) -> Dataset:
-    """``read()``, whatever a malformed file makes it raise turned into one sentence naming the file (or the
-    source), never a traceback."""
+    """``read()``, whatever a malformed file makes it raise turned into one sentence naming the file."""
     from ..core.files import InputFileError
 
     try:

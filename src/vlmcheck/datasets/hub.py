@@ -1,25 +1,10 @@
-"""Hugging Face forms: a Hub snapshot folder, a ``save_to_disk`` folder, and ``hfds:ORG/NAME`` from the local
-Hugging Face cache, offline.
+"""Hugging Face forms (docs/datasets.md, "Generic forms"): a Hub snapshot folder, a ``save_to_disk`` folder, and
+``hfds:ORG/NAME`` from the local Hugging Face cache, offline (or ``hfds:PATH``, a local folder in either form).
 
-* **Hub snapshot** (what ``huggingface-cli download --repo-type dataset`` or ``snapshot_download`` leaves):
-  parquet (or arrow) shards named ``<split>-NNNNN-of-NNNNN*.parquet`` under ``data/`` or a config's folder,
-  with a ``README.md`` whose YAML ``configs:`` names each config's files per split.  Schema: the Hub's
-  dataset-card ``configs`` convention (huggingface.co/docs/hub/datasets-manual-configuration).
-* **save_to_disk**: ``state.json`` + ``dataset_info.json`` + ``data-*.arrow`` (one split) or
-  ``dataset_dict.json`` + one such folder per split (``datasets.Dataset.save_to_disk``).
-* ``hfds:ORG/NAME[?split=..&config=..&image_column=..&id_column=..&question_column=..]``: the snapshot in the
-  local Hugging Face cache (``huggingface_hub.snapshot_download(local_files_only=True)``), or of a repository
-  of a release's own files, read by the release's form; ``hfds:PATH``: a local folder in either form above.
-  What a benchmark's copies need beyond this reader is its ``hub_copy`` hook (``base.Benchmark``).
-
-Shards are read with pyarrow a batch at a time; an Image column (``struct<bytes, path>``) or a list of them (a
-row of several images) is found from the arrow type, so ``datasets`` need not be installed.  Embedded image bytes go
-to the content store (:mod:`.imagestore`) as they are; an image cell holding only a path is resolved inside the
-dataset's folder and left there, confined to it as a manifest's images are (core/inputs.py).  A row without an
-image (a text-only question) is a record without images.  The split is the one asked for, else the
-only one, else the first of test, validation, dev, val, train that exists: :attr:`Dataset.notes` says which.
-Every shard and JSON file is opened under the rule for dataset files (core/dataset_files.py), a shard's rows
-and an item's images capped.
+Shards are read with pyarrow a batch at a time; an Image column (``struct<bytes, path>``) or a list of them is
+found from the arrow type, so ``datasets`` need not be installed.  Embedded image bytes go to the content store
+(:mod:`.imagestore`) as they are; an image cell holding only a path stays in the dataset's folder, confined to
+it.  Every shard and JSON file is opened under the rule for dataset files (core/dataset_files.py).
 
 Why this module is long: both Hugging Face forms and the ``hfds:`` scheme share one table reader (splits,
 image columns, the caps on rows and images), which would otherwise be split from the forms that call it.
@@ -42,16 +27,13 @@ from .base import (Dataset, DatasetFormError, _check_options, detect, forms, ite
                    register_form, register_scheme)
 from .columns import Columns, check_unique, record
 from .imagestore import ImageStore
-from .splits import SPLIT_PREFERENCE, choose  # noqa: F401  (SPLIT_PREFERENCE: where callers have found it)
+from .splits import choose
 
 SCHEMA_SNAPSHOT = "Hub dataset repository layout: README.md YAML `configs` + data/<split>-*.parquet " \
                   "(huggingface.co/docs/hub/datasets-manual-configuration)"
 SCHEMA_SAVED = "datasets.Dataset.save_to_disk: state.json, dataset_info.json, data-*.arrow (dataset_dict.json " \
                "for a DatasetDict)"
 _SHARD = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(-\d{5}-of-\d{5}.*)?$")
-
-
-# ----------------------------------------------------------------------------- detection
 
 
 def _shards(folder: Path) -> list[Path]:
@@ -69,9 +51,6 @@ def is_snapshot(path: Path) -> bool:
 def is_saved(path: Path) -> bool:
     return path.is_dir() and ((path / "dataset_dict.json").is_file()
                               or ((path / "state.json").is_file() and (path / "dataset_info.json").is_file()))
-
-
-# ----------------------------------------------------------------------------- splits
 
 
 def _readme_configs(folder: Path) -> dict[str, dict[str, list[str]]]:
@@ -169,9 +148,6 @@ def saved_splits(folder: Path) -> dict[str, dict[str, list[Path]]]:
         raise DatasetFormError(f"{folder / 'state.json'}: expected the _data_files list that "
                                "datasets.Dataset.save_to_disk writes") from None
     return {"default": {str(state.get("_split") or "train") if isinstance(state, dict) else "train": files}}
-
-
-# ----------------------------------------------------------------------------- rows
 
 
 def _is_image_type(t: Any) -> bool:
@@ -291,26 +267,17 @@ def _cell_images(cell: Any, folder: Path, store: ImageStore) -> tuple[list[str],
     if len(cells) > limits.images_per_item:  # refused before any is stored
         raise _Refused(f"lists {len(cells)} images, more than the {limits.images_per_item} an item may hold "
                        f"(raise it with {dataset_files.ENV['images_per_item'][0]})")
-    for c in cells:
-        data = c.get("bytes") if isinstance(c, dict) else c if isinstance(c, (bytes, bytearray)) else None
-        if data and len(data) > max_image:
-            raise _Refused(f"image of {len(data)} bytes exceeds the image file size limit of {max_image} bytes "
-                           "(--max-image-mb)")
+    parts = [(c.get("bytes"), c.get("path")) if isinstance(c, dict) else (c, None) if isinstance(c, (bytes, bytearray))
+             else (None, str(c)) for c in cells if c is not None]
+    big = next((len(data) for data, _ in parts if data and len(data) > max_image), None)
+    if big is not None:
+        raise _Refused(f"image of {big} bytes exceeds the image file size limit of {max_image} bytes (--max-image-mb)")
     out, from_paths = [], False
-    for c in cells:
-        if c is None:
-            continue
-        if isinstance(c, dict):
-            data, path = c.get("bytes"), c.get("path")
-        elif isinstance(c, (bytes, bytearray)):
-            data, path = bytes(c), None
-        else:
-            data, path = None, str(c)
+    for data, path in parts:
         if data:
             out.append(store.put(bytes(data)))
         elif path:
-            p = Path(path)
-            out.append(str(p if p.is_absolute() else folder / p))
+            out.append(str(folder / path))  # an absolute path stays itself
             from_paths = True
     return out, from_paths
 
@@ -388,9 +355,6 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
         ds.benchmark = rule.benchmark
         rule.hub_copy(ds)
     return ds
-
-
-# ----------------------------------------------------------------------------- the forms
 
 
 def _recognised(splits: dict[str, dict[str, list[Path]]], source: str) -> Any:
