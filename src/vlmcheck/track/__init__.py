@@ -1,24 +1,10 @@
-"""Finished runs logged to the experiment trackers teams keep beside their training curves: MLflow, Weights & Biases,
-TensorBoard.
+"""Finished runs logged to experiment trackers (MLflow, Weights & Biases, TensorBoard; docs/usage.md).
 
-The run folder stays the source of truth: a tracker gets a copy of what ``results.json`` says, after the run's
-outputs are written, so a tracker that fails mid-way never loses a result, and ``vlmcheck track RUN... --to NAME``
-logs finished runs after the fact.  Logging is idempotent: each run has a stable key (:func:`run_key`), and a
-tracker that already holds a run with that key logs nothing again.
-
-What a tracked run holds (:class:`TrackedRun`, the same for every tracker):
-
-- name: the model's display label; group: the sweep (or ``--group``);
-- params: the run spec flattened (secrets redacted), the method, the model's spec and identity, the counts;
-- metrics: every figure of ``results.json`` (the long table of ``vlmcheck.export.metric_rows``) with its interval
-  bounds (``NAME.ci_low``, ``NAME.ci_high``) and its number of units (``NAME.n``); the headline as ``headline``
-  (absent, with the reason as a tag, where the run did not measure it); a figure named ``X@t`` (GenCeption's
-  GC@t and s@t) is metric ``X`` at step ``t``, and a list of numbers (``s_mean``, s(t) for t = 1..T) is a series
-  at steps 1, 2, ...; the calls' cost in USD where priced;
-- artifacts: the run's ``report.html`` and ``results.json``.
-
-A tracker is declared once in :data:`TRACKERS` (name -> import path), imported only when used: each is an optional
-extra (``vlmcheck[mlflow]``, ``[wandb]``, ``[tensorboard]``).
+The run folder stays the source of truth: a tracker gets a copy of what ``results.json`` says once the run's
+outputs are written, so a tracker that fails never loses a result.  Logging is idempotent: each run has a stable
+key (:func:`run_key`) and a tracker that holds it logs nothing again.  What a tracked run holds is
+:class:`TrackedRun`, the same for every tracker; a figure named ``X@t`` is metric ``X`` at step ``t`` and a list
+of numbers a series at steps 1, 2, ...
 """
 
 from __future__ import annotations
@@ -30,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Protocol
 
-#: name -> "module:Class" (lazy: a tracker's package is imported only when that tracker is used)
+#: name -> "module:Class", imported only when used (each an optional extra: ``vlmcheck[mlflow]``...)
 TRACKERS: dict[str, str] = {
     "mlflow": "vlmcheck.track.mlflow_tracker:MLflowTracker",
     "wandb": "vlmcheck.track.wandb_tracker:WandbTracker",
@@ -140,13 +126,6 @@ def _flat(obj: Any, prefix: str, out: dict[str, str]) -> None:
         out[prefix] = text if len(text) <= 500 else text[:497] + "..."
 
 
-def display_label(info: dict[str, Any], folder: str | Path | None = None) -> str:
-    """The run's label as every other surface shows it (run/labels.py: the model id, or ``--label``)."""
-    from ..run.labels import run_label
-
-    return run_label(info, folder) or str(info.get("task"))
-
-
 def tracked_run(folder: str | Path, group: str | None = None, label: str | None = None,
                 results: dict[str, Any] | None = None) -> TrackedRun:
     """What the trackers log of the finished run in ``folder`` (its ``results.json``, or ``results`` already read),
@@ -154,15 +133,15 @@ def tracked_run(folder: str | Path, group: str | None = None, label: str | None 
     from ..core.files import read_results
     from ..core.secrets import redact_obj
     from ..export import metric_rows
+    from ..run.labels import run_label
 
     folder = Path(folder)
     info = redact_obj(results if results is not None else read_results(folder))
-    name = label or display_label(info, folder)
+    name = label or run_label(info, folder) or str(info.get("task"))  # as every other surface shows it
     params: dict[str, str] = {"method": str(info.get("task")), "model": name}
-    _flat({k: v for k, v in (info.get("spec") or {}).items()}, "spec", params)
+    _flat(info.get("spec") or {}, "spec", params)
     _flat(info.get("counts") or {}, "counts", params)
-    run = TrackedRun(key=run_key(info, folder), name=name, group=group, folder=folder,
-                     params=params)
+    run = TrackedRun(key=run_key(info, folder), name=name, group=group, folder=folder, params=params)
     run.tags = {"vlmcheck.run_key": run.key, "vlmcheck.method": str(info.get("task")),
                 "vlmcheck.folder": str(folder.resolve())}
     if group:

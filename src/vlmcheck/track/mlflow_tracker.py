@@ -23,12 +23,10 @@ class MLflowTracker:
         import logging
         import warnings
 
-        import mlflow  # noqa: F401 (ModuleNotFoundError: the extra is not installed)
-        from mlflow.tracking import MlflowClient
+        from mlflow.tracking import MlflowClient  # ModuleNotFoundError: the extra is not installed
 
         logging.getLogger("mlflow").setLevel(logging.WARNING)  # its store's set-up notes are not the run's output
         warnings.filterwarnings("ignore", message=r".*noload.*")  # SQLAlchemy's, about MLflow's own store
-
         # a server that does not answer is one sentence in seconds, not minutes of MLflow's retries
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
         os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "15")
