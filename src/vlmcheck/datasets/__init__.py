@@ -1,10 +1,5 @@
-"""Benchmarks as researchers download them: one small module per benchmark and form, each turning the files on
-disk into neutral :class:`~vlmcheck.datasets.base.Record` s that the methods convert into their own items.
-
-This package sits one floor below the methods (it imports :mod:`vlmcheck.core` only).  The contract is in
-:mod:`.base`: readers register with :func:`~.base.register_form`, benchmarks with :func:`~.base.register_benchmark`;
-:func:`~.base.load` detects the form of a path (or takes the one named) and returns a :class:`~.base.Dataset`.
-"""
+"""Benchmarks as researchers download them, one module per benchmark and form, read into neutral records; the
+contract is :mod:`.base`.  This package imports :mod:`vlmcheck.core` only."""
 
 from .base import (Benchmark, Dataset, DatasetFormError, Form, Record, benchmarks, detect, forms, load, parse_source,
                    path_options, register_benchmark, register_form)

@@ -19,6 +19,12 @@ def refuse(path: str | Path, expected: str) -> DatasetFormError:
     return DatasetFormError(f"{path}: expected {expected}")
 
 
+def reason(path: str | Path, exc: BaseException) -> str:
+    """An error's message without the file name it starts with (the sentence names the file once)."""
+    msg = str(exc)
+    return msg[len(f"{path}: "):] if msg.startswith(f"{path}: ") else (getattr(exc, "strerror", None) or msg)
+
+
 def text(path: Path, expected: str, confined: bool = True) -> str:
     """The text of a release's file under the one rule for dataset files (core/dataset_files.py): a regular
     file, inside the dataset being read unless the run allows outside paths (``confined=False``: a file the user
@@ -26,9 +32,7 @@ def text(path: Path, expected: str, confined: bool = True) -> str:
     try:
         return dataset_files.read_text(path, dataset_files.current_root() if confined else None, "dataset file")
     except (InputFileError, OSError) as exc:
-        msg = str(exc)
-        msg = msg[len(f"{path}: "):] if msg.startswith(f"{path}: ") else (getattr(exc, "strerror", None) or msg)
-        raise refuse(path, f"{expected} ({msg})") from None
+        raise refuse(path, f"{expected} ({reason(path, exc)})") from None
 
 
 def json_file(path: Path, expected: str, confined: bool = True) -> Any:
@@ -36,7 +40,7 @@ def json_file(path: Path, expected: str, confined: bool = True) -> Any:
     try:
         return dataset_files.parse_json(raw, str(path))
     except InputFileError as exc:
-        raise refuse(path, f"{expected} ({str(exc)[len(f'{path}: '):]})") from None
+        raise refuse(path, f"{expected} ({reason(path, exc)})") from None
     except ValueError as exc:
         raise refuse(path, f"{expected} (not JSON: {exc.msg} at line {exc.lineno})") from None
 
@@ -83,9 +87,7 @@ def _lines(path: Path, expected: str):
     except UnicodeDecodeError as exc:
         raise refuse(path, f"{expected} (not UTF-8 text: {exc.reason})") from None
     except (InputFileError, OSError) as exc:
-        msg = str(exc)
-        msg = msg[len(f"{path}: "):] if msg.startswith(f"{path}: ") else (getattr(exc, "strerror", None) or msg)
-        raise refuse(path, f"{expected} ({msg})") from None
+        raise refuse(path, f"{expected} ({reason(path, exc)})") from None
 
 
 def csv_rows(path: Path, expected: str, required: tuple[str, ...]) -> list[dict[str, str]]:

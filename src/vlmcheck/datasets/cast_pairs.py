@@ -1,13 +1,8 @@
-"""The CAST authors' pairs (Dagan et al., 2024; github.com/gautierdag/cast): ``data/<i>.json``, one pair per
-file (id, docci_idx_0, docci_idx_1, img_pair_similarity, desc_pair_similarity, description_0, description_1),
-its images ``data/imgs/<i>_0.jpg`` and ``data/imgs/<i>_1.jpg`` where ``<i>`` is the JSON file's name without
-``.json`` as it is (the release pads it with spaces: ``"  0.json"``, ``"  0_0.jpg"``), as the authors'
-``SimilarityPairDataset`` reads them.
-
-Two records per pair (the layer's contract for CAST pairs, datasets/base.py): side 0 then side 1, sharing the
-pair's id as their ``group``, each with its image and description; a side's id is its image's name without the
-padding (``0_0``, ``0_1``), its DOCCI index and the authors' image and description similarities in ``meta``.
-"""
+"""The CAST authors' pairs (Dagan et al., 2024; github.com/gautierdag/cast, ``SimilarityPairDataset``):
+``data/<i>.json`` (id, docci_idx_0/1, img_pair_similarity, desc_pair_similarity, description_0/1) and
+``data/imgs/<i>_0.jpg``, ``<i>_1.jpg``, ``<i>`` the JSON file's name as it is (padded with spaces as released).
+Two records per pair, side 0 then side 1, sharing the pair's id as ``group``; a side's id is its image's name
+unpadded, its DOCCI index and the authors' similarities in ``meta``."""
 
 from __future__ import annotations
 

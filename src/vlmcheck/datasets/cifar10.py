@@ -1,19 +1,11 @@
-"""CIFAR-10 as released for Python: ``cifar-10-batches-py/`` with ``data_batch_1`` .. ``data_batch_5``,
-``test_batch`` (pickled dicts: ``data`` 10000 x 3072 uint8, the red, green and blue 32 x 32 planes of each
-image; ``labels``; ``filenames``) and ``batches.meta`` (``label_names``).
+"""CIFAR-10 as released for Python: ``cifar-10-batches-py/`` (``data_batch_1..5``, ``test_batch``: pickled dicts
+of ``data`` N x 3072 uint8 colour planes, ``labels``, ``filenames``; ``batches.meta``: ``label_names``).  One
+record per image of the split (``test`` by default), options the class names, answer the label index.
 
-One record per image of the chosen split (``split=test``, the 10,000 of ``test_batch``, by default;
-``train`` reads the five data batches), its options the ten class names in the release's order, its answer the
-label index, its category the class name.  The images are written as PNG (lossless: the batches hold raw
-pixels) to a content-addressed store in ``$VLMCHECK_CACHE/releases/cifar10/`` (:mod:`.imagestore`): each file is
-named by the SHA-256 of its bytes and compared with them on reuse, so a batch rewritten with other pixels gets
-other files and a damaged cached file is rewritten, never sent; ``vlmcheck data inspect`` writes none.  A reuse
-skips the PNG encoding: an index named by the SHA-256 of the batch's bytes lists each image's file, and each file
-is used only where the SHA-256 of its bytes is still its name (a 3 kB read and hash, not an encode).
-
-The batches are pickles; they are unpickled with a loader that accepts only NumPy arrays and plain values, so a
-file that is not what it claims cannot run code.
-"""
+The images are written as PNG to a content-addressed store in ``$VLMCHECK_CACHE/releases/cifar10/``
+(:mod:`.imagestore`; ``data inspect`` writes none); a reuse skips the encoding through an index named by the
+batch's SHA-256, each file used only where its bytes still hash to its name.  Batches are unpickled by a loader
+that accepts only NumPy arrays and plain values, so a file that is not what it claims cannot run code."""
 
 from __future__ import annotations
 
@@ -28,7 +20,7 @@ from typing import Any
 
 from ..core.dataset_files import current_root, read_bytes
 from ..core.files import InputFileError, write_text_atomic
-from ._release import refuse
+from ._release import reason, refuse
 from .base import Dataset, Record, register_form
 from .imagestore import ImageStore
 
@@ -59,7 +51,7 @@ def _load(file: Path, digest: list[str] | None = None) -> dict[str, Any]:
     try:
         data = read_bytes(file, current_root(), "CIFAR-10 batch")  # a regular file, inside, within the cap
     except InputFileError as exc:
-        raise refuse(file, f"a CIFAR-10 python batch ({str(exc)[len(f'{file}: '):]})") from None
+        raise refuse(file, f"a CIFAR-10 python batch ({reason(file, exc)})") from None
     if digest is not None:
         digest.append(hashlib.sha256(data).hexdigest())
     try:

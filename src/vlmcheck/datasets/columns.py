@@ -1,11 +1,5 @@
-"""Rows of a table (a Hub dataset, a VLMEvalKit TSV) as :class:`~.base.Record` s: which column is what.
-
-The column names are the ones the published schemas use (lmms-lab's dataset cards, VLMEvalKit's
-``ImageMCQDataset``): question in ``question``; options in a list column (``options``, ``choices``) or in
-letter columns ``A``..``Z`` (VLMEvalKit, MMBench) or ``choice_a``..``choice_z`` (SEED-Bench); the answer as
-a letter, an index or an option's text; ``hint``; ``category`` (``l2-category`` kept in meta).  A user names
-any other column with ``?question_column=...`` etc.
-"""
+"""Rows of a table (a Hub dataset, a VLMEvalKit TSV) as :class:`~.base.Record` s: which column plays which role
+(:data:`DEFAULTS`: the names the published schemas use, docs/datasets.md; ``?ROLE_column=NAME`` names another)."""
 
 from __future__ import annotations
 
@@ -75,12 +69,10 @@ class Columns:
 def answer_index(answer: Any, options: list[str], letters: list[str] | None = None) -> Any:
     """An option index from a letter (``"B"``, ``"(b)"``), an index or an option's text; the answer as it is
     when it is none of them (the inspector reports it as outside the options)."""
-    if not options or blank(answer):
-        return None if blank(answer) else answer
-    if isinstance(answer, bool):
+    if blank(answer):
+        return None
+    if isinstance(answer, int):  # an index (or a bool) as it is
         return answer
-    if isinstance(answer, int):
-        return answer if 0 <= answer < len(options) else answer
     a = str(answer).strip()
     letter = a.strip("()").strip().upper()
     if letters and letter in [x[-1].upper() for x in letters]:

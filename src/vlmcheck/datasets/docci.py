@@ -1,12 +1,7 @@
-"""DOCCI (Onoe et al., 2024) as released: ``docci_descriptions.jsonlines`` (one object per line: example_id,
-split, image_file, description) beside ``images/`` (the images tarball).
-
-One record per example, its description the long human description (CAST samples its pairs from these), its
-split DOCCI's (train, test, qual_dev, qual_test).  The split read is ``train`` unless another is named, on every
-route (:data:`RULE`: this release and the Hub copy ``google/docci``): the CAST authors drew their pairs from
-DOCCI's train split (CAST paper, section 4.1 and appendix E); ``split=all`` reads every split.  Examples of the
-splits not read are counted as left out.
-"""
+"""DOCCI (Onoe et al., 2024) as released: ``docci_descriptions.jsonlines`` (example_id, split, image_file,
+description) beside ``images/``.  One record per example.  The split read is ``train`` unless another is named
+(``all``: every split), on every route (:data:`RULE`): the CAST authors drew their pairs from DOCCI's train split
+(CAST paper, section 4.1 and appendix E).  Examples of the splits not read are counted as left out."""
 
 from __future__ import annotations
 

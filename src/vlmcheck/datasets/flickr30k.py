@@ -1,10 +1,7 @@
-"""Flickr30k in Karpathy's splits: ``dataset_flickr30k.json`` (``{"images": [{filename, imgid, split,
-sentences: [{raw, tokens, ...}], sentids}], "dataset": "flickr30k"}``), the images in ``flickr30k-images/``
-(or ``images/``) beside it.  The same file layout serves COCO (``dataset_coco.json``, with ``filepath``).
-
-One record per image of the chosen split (``split=test`` by default: the 1,000 images retrieval is reported
-on; the notes say which), its description the first caption, all five in ``meta["captions"]``.
-"""
+"""Flickr30k (or COCO: ``dataset_coco.json``, with ``filepath``) in Karpathy's splits: ``dataset_flickr30k.json``
+(``{"images": [{filename, imgid, split, sentences: [{raw, ...}]}]}``) beside ``flickr30k-images/`` or
+``images/``.  One record per image of the split (``test`` by default: the 1,000 images retrieval is reported
+on), its description the first caption, all of them in ``meta["captions"]``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Whether every image a dataset names can be opened as a run opens it (``vlmcheck data inspect``): a file
-named by path is read (regular files under the size limit, core/images.py) and checked from its header and
-structure, decoded where a run would decode it (:func:`.imagestore.image_problem`); an embedded image is checked
-from its bytes as the reader met them (nothing is written: :func:`.imagestore.read_only`)."""
+"""Whether every image a dataset names can be opened as a run opens it (``vlmcheck data inspect``): a file is
+read and checked as a run would (:func:`.imagestore.image_problem`); an embedded image was checked from its
+bytes as the reader met them."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""One image, one file: embedded images (parquet/arrow bytes, base64 in a TSV) written once per distinct content.
-
-A file is named by the SHA-256 of its bytes and keeps the bytes it came in (a JPEG stays a JPEG, with a
-``.jpg`` name), so rows that repeat an image name one file, the cache holds one file per distinct image, and a
-model is sent the dataset's own bytes.  Files are written by temp file + rename (:func:`write_bytes_atomic`);
-a file already there is compared with the bytes before it is reused, so a truncated or altered copy is
-rewritten, never sent.
-
-The store lives in ``$VLMCHECK_CACHE/hfds`` (:func:`vlmcheck.core.data.hfds_cache_root`): the folder Ray's
-workers fetch dataset files from (run/ray_worker.py).
-"""
+"""One image, one file: embedded images (parquet/arrow bytes, base64 in a TSV) written once per distinct content,
+named by the SHA-256 of their bytes and kept in the bytes they came in; a file already there is compared with the
+bytes before reuse, so a damaged copy is rewritten, never sent.  The store is ``$VLMCHECK_CACHE/hfds``, the
+folder Ray's workers fetch dataset files from."""
 
 from __future__ import annotations
 

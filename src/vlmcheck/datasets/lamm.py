@@ -1,14 +1,8 @@
-"""LAMM's benchmark meta files, which ChEF reads (github.com/OpenGVLab/LAMM, src/ChEF/scenario/): a data root
-holding ``meta_file/<Task>_<Dataset>.json`` (a JSON list of items with ``image``, mostly a ``query``, optional
-``id``, and the task's answer: ``gt_choice``/``gt_choices`` (VQA), ``label`` (classification), ``sentences``
-(caption), ``num`` (counting), ``object`` (detection), ``attr`` (facial), ``word_list`` (OCR), ``chain`` and
-``realm_name`` (ChEF's Omnibenchmark, which has no query)).
-
-``image`` is relative to the data root - the folder ABOVE ``meta_file/`` - as LAMM joins it
-(``os.path.join(base_data_path, item['image'])``), never to the meta file's own folder.  One record per item,
-its id ``<meta file stem>/<id or index>``, its category the meta file's stem; the query is kept as LAMM wrote
-it (for ScienceQA it embeds "Context:" and "Options:"; docs/methods.md says what ChEF's loader does with them).
-"""
+"""LAMM's benchmark meta files, which ChEF reads (github.com/OpenGVLab/LAMM, src/ChEF/scenario/):
+``<root>/meta_file/<Task>_<Dataset>.json``, a JSON list of items with ``image`` and the task's fields (``query``,
+``gt_choice``/``gt_choices``, ``label``, ``sentences``, ``num``, ``object``, ``chain``, ...).  ``image`` is
+relative to the root, the folder ABOVE ``meta_file/``, as LAMM joins it.  One record per item, id
+``<meta file stem>/<id or index>``, category the stem; the query is kept as LAMM wrote it (docs/methods.md)."""
 
 from __future__ import annotations
 
@@ -35,7 +29,8 @@ def detect(path: Path) -> bool:
 
 
 @register_form("lamm", detect=detect, benchmarks=("lamm",),
-               schema="github.com/OpenGVLab/LAMM src/ChEF/scenario/*_dataset.py (<root>/meta_file/<Task>_<Dataset>.json)",
+               schema="github.com/OpenGVLab/LAMM src/ChEF/scenario/*_dataset.py "
+                      "(<root>/meta_file/<Task>_<Dataset>.json)",
                carries=('images', 'multiple choice', 'yes/no', 'classes', 'counts', 'boxes', 'captions', 'turns'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     root, files = _root_and_files(path)

@@ -1,15 +1,8 @@
-"""MMBench (Liu et al., 2023): which rows are its items, on every route.
-
-MMBench has no release of its own beyond VLMEvalKit's TSV (``MMBench_DEV_EN.tsv``, read by :mod:`.vlmeval_tsv`);
-its Hub copies (``lmms-lab/MMBench`` configs ``en``/``cn`` splits dev/test, ``lmms-lab/MMBench_EN``,
-``HuggingFaceM4/MMBench``) hold the same rows.  Both already hold CircularEval's copies of each question: row
-``index + k x 1,000,000`` is question ``index`` with its options rotated k places (VLMEvalKit
-``vlmeval/dataset/utils/multiple_choice.py``, ``mcq_circular_eval``: a question counts as right only when every
-copy is right).  The rule here, applied by :func:`~.base.load` whatever the route: a copy is marked as copy k of
-its question (``meta["circular_copy"]``, ``group`` the question's index) and never rotated again; a copy whose
-question is not in the data is left out (VLMEvalKit scores copies only with their question).  Its official
-figure: circular and vanilla accuracy, as VLMEvalKit computes them (:func:`circular_vanilla`).
-"""
+"""MMBench (Liu et al., 2023): which rows are its items on every route (its release is VLMEvalKit's TSV; its Hub
+copies hold the same rows), and its official figure.  Row ``index + k x 1,000,000`` is CircularEval's copy k of
+question ``index``, options rotated k places (VLMEvalKit ``vlmeval/dataset/utils/multiple_choice.py``): it is
+marked as such (``meta["circular_copy"]``, ``group`` the question) and never rotated again; a copy whose question
+is not in the data is left out (VLMEvalKit scores copies only with their question)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
-"""MME (Fu et al., 2023) as released: ``MME_Benchmark_release_version/[MME_Benchmark/]<category>/``, in two
-layouts: ``images/*.jpg`` with ``questions_answers_YN/*.txt`` (artwork, celebrity, landmark, posters, scene),
-or the images and their ``.txt`` side by side (the other nine).  Each ``.txt`` names its image by its stem and
-holds two tab-separated lines, ``question<TAB>Yes`` and ``question<TAB>No``.
-
-One record per question (answer "yes"/"no"), its category the folder's name (MME's 14; another sub-folder laid
-out the same way is read too, and named in the notes) (GenCeption's MMECeption groups
-the 14 into 10 visual and 4 textual ones by these names), its group the image: the two questions of an image
-name the same file.  Only images named by a ``.txt`` are read, so the ``results_<model>/`` folders that the
-GenCeption authors' code writes inside a category folder are never taken for MME images.
-"""
+"""MME (Fu et al., 2023) as released: ``[MME_Benchmark/]<category>/`` folders, either ``images/`` with
+``questions_answers_YN/*.txt`` or images and ``.txt`` side by side; each ``.txt`` names its image by its stem and
+holds ``question<TAB>Yes`` and ``question<TAB>No``.  One record per question, category the folder (MME's 14, the
+names GenCeption's MMECeption groups into 10 visual and 4 textual; another folder laid out the same way is read
+and named in the notes), group the image.  Only images a ``.txt`` names are read, never the ``results_<model>/``
+folders the GenCeption authors' code writes."""
 
 from __future__ import annotations
 

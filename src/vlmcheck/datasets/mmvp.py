@@ -1,11 +1,6 @@
-"""MMVP (Tong et al., 2024) as released: ``Questions.csv`` (Index, Question, Options "(a) x (b) y", Correct Answer
-"(a)") beside ``MMVP Images/<Index>.jpg``.
-
-One record per question (300 for the release), its options and the index of the correct one.  MMVP's questions
-come in pairs: rows 2k-1 and 2k ask the same question of the two images of a CLIP-blind pair (the authors'
-evaluation scores a pair right only when both are right); the pair is the record's ``group`` ("pair-k").
-The release names no categories, so none is made up.
-"""
+"""MMVP (Tong et al., 2024) as released: ``Questions.csv`` (Index, Question, Options "(a) x (b) y", Correct
+Answer) beside ``MMVP Images/<Index>.jpg``.  Rows 2k-1 and 2k ask the same question of the two images of a
+CLIP-blind pair, which the authors score together: the record's ``group`` is "pair-k".  No categories."""
 
 from __future__ import annotations
 

@@ -1,18 +1,9 @@
-"""A benchmark's official figure: the score its authors' code reports, declared once in the benchmark's own
-module (``mme.py``: MME's perception and cognition scores; ``pope.py``: POPE's accuracy, precision, recall, F1
-and yes ratio; ``mmbench.py``: circular and vanilla accuracy; ``mmvp.py``: pair accuracy; ``seedbench.py``,
-``scienceqa.py``: accuracy) with :func:`declare`.
-
-The methods consume the declaration, never a benchmark's name: an item made from a record carries
-``meta["official"] = {"benchmark", "group"}`` (methods/records.py), a method's summary turns each answered item
-into an :class:`Answer` and folds them with :class:`Tally`, and ``results.json`` holds what the declaration
-computes under ``metrics["official"]``, which the terminal, report, export and ``compare`` show as they find it.
-
-A figure that is a share comes with its 95 % interval clustered by image (:func:`share`: the clustered Wilson
-interval the methods' own accuracies use); a sum of shares (MME's scores) and a ratio of shares (POPE's F1)
-come as values only.  A declaration's ``outcomes`` gives its shares per question (or per group: MMBench's
-circular, MMVP's pair accuracy), which ``compare`` pairs two runs on (methods/compare.py ``official_units``).
-"""
+"""A benchmark's official figure (docs/datasets.md, "Official figures"): the score its authors' code reports,
+declared once in the benchmark's own module with :func:`declare`.  The methods never name a benchmark: an item
+carries ``meta["official"]`` (methods/records.py), a method folds its answers with :class:`Tally`, and
+``results.json`` holds the figures under ``metrics["official"]``.  A share comes with its 95 % interval clustered
+by image (:func:`share`); a declaration's ``outcomes`` gives its shares per question or group, which ``compare``
+pairs two runs on."""
 
 from __future__ import annotations
 

@@ -1,23 +1,12 @@
-"""OmniBenchmark (Zhang et al., ECCV 2022) as released, the layout ChEF's authors prepared their Omnibenchmark
-scenario from (github.com/OpenGVLab/LAMM ``src/ChEF/data_process/Omnibenchmark.py`` reads
-``omnibenchmark_v2_onedrive``; github.com/ZhangYuanhan-AI/OmniBenchmark documents the files):
+"""OmniBenchmark (Zhang et al., ECCV 2022) as released, the layout ChEF prepares its scenario from
+(github.com/OpenGVLab/LAMM ``src/ChEF/data_process/Omnibenchmark.py``): ``trainid2name[_v2].json`` (``{realm:
+{trainid: name}}``), ``annotation/<realm>/meta/<split>.txt`` (``<image path> <trainid>``), ``data/<realm>/images/``.
 
-* ``trainid2name.json`` (``trainid2name_v2.json`` in the benchmark's repository): ``{realm: {trainid: name}}``
-  for the 21 realms;
-* ``annotation/<realm>/meta/<split>.txt`` (split ``train``, ``val`` or ``test``): one ``<image path> <trainid>``
-  per line;
-* ``data/<realm>/images/<file>``: the images, found by the file name of the meta line's path (as ChEF's
-  preparation copies them), else at the path itself under ``data/<realm>/``.
-
-One record per image of the split (``split=test`` by default, the split ChEF samples), its answer the class
-name, its category the realm, ``meta["chain"]`` the category chain ChEF's hierarchical scenario asks down and
-``meta["realm_name"]``.  The chain: with ``tree=PATH`` (Bamboo's ``id2name``/``father2child``/
-``child2father`` file, the one ChEF's recipe names) the class and its ``levels - 1`` ancestors in Bamboo,
-coarse to fine, as ChEF's preparation builds it (a class Bamboo cannot climb that far is left out and counted,
-as ChEF leaves it out); without a tree, the two levels the release itself defines: realm, then class.  The
-tree's path travels in ``meta["tree"]`` so the scenario draws its wrong options from the same tree.  ChEF's
-meta file is a 1,000-image sample of this (the ``lamm`` form reads that file as it is).
-"""
+One record per image of the split (``test`` by default, ChEF's), answer the class, category the realm,
+``meta["chain"]`` the categories ChEF's hierarchical scenario asks down: with ``tree=`` (Bamboo's label tree)
+the class and its ``levels - 1`` ancestors, coarse to fine, as ChEF builds it (a class Bamboo cannot climb that
+far is left out and counted, as ChEF does); without one, realm then class.  ``meta["tree"]`` carries the tree's
+path so the scenario draws its wrong options from it.  ChEF's own 1,000-image sample is read by ``lamm``."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
-"""POPE (Li et al., 2023) as released: ``output/coco/coco_pope_{random,popular,adversarial}.json``, JSON Lines
-despite the suffix, one question per line: ``{"question_id", "image" (a COCO val2014 file name), "text",
-"label" ("yes"/"no")}``; the images are COCO's, wherever the user keeps them.
-
-One record per question, its answer the label, its split from the file name, its group the image (POPE asks
-six questions of each of its 500 images).  ``question_id`` restarts in each split file, so a record's id is
-``<split>-<question_id>``.  A folder holding the split files reads all of them (3 x 3000 questions, the 9,000
-test cases of VHExpansion's Table 1); ``split=random`` reads one.
-
-The images are looked for in ``images=DIR`` if given, else beside the file, in ``val2014/`` or ``images/``
-beside it, or in ``val2014/`` one folder up.
-"""
+"""POPE (Li et al., 2023) as released: ``coco_pope_{random,popular,adversarial}.json``, JSON Lines (question_id,
+image, text, label yes/no), the images COCO's val2014.  One record per question, id ``<split>-<question_id>``
+(ids restart in each file), group the image (six questions each); a folder reads every split file (the 9,000
+test cases of VHExpansion's Table 1).  Images: ``images=DIR``, else beside the file, in ``val2014/`` or
+``images/`` beside it, or ``../val2014/``."""
 
 from __future__ import annotations
 

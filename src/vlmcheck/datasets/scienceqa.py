@@ -1,18 +1,8 @@
 """ScienceQA (Lu et al., 2022) as released: ``problems.json`` (pid -> question, choices, answer index, hint,
-image "image.png" or null, subject, topic, category, skill, grade, lecture, solution, split),
-``pid_splits.json`` (split -> pids) and ``images/<split>/<pid>/image.png``.
-
-One record per problem of the chosen split (``split=test`` by default, the split the papers report; the notes
-say which), its options the choices (any number: ScienceQA has up to five), its answer the choice index, its
-hint the problem's context kept apart from the question (methods/records.py shows it as "Context: <hint>"
-above the question, the same on every route: docs/methods.md), its category the subject.
-
-Its items on every route (:data:`RULE`, applied by :func:`~.base.load` to the release, the Hub copies
-``lmms-lab/ScienceQA`` / ``derek-thomas/ScienceQA`` and VLMEvalKit's ``ScienceQA_TEST.tsv``): the image
-questions, as ChEF's scenario reads them (LAMM's ``VQA_ScienceQA.json``, every item with an image) and lmms-eval's
-``scienceqa_img``; a text-only question is left out and counted.  ``lmms-lab/ScienceQA`` reads its
-``ScienceQA-IMG`` config unless another is named; the split is ``test`` unless another is named.
-"""
+image, subject, ...), ``pid_splits.json`` and ``images/<split>/<pid>/image.png``.  One record per problem of the
+split (``test`` by default), its hint kept apart from the question (shown as "Context: ", docs/methods.md), its
+category the subject.  Its items on every route (:data:`RULE`) are the image questions, as ChEF's
+``VQA_ScienceQA.json`` and lmms-eval's ``scienceqa_img`` hold them; text-only ones are left out and counted."""
 
 from __future__ import annotations
 

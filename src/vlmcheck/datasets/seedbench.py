@@ -1,18 +1,10 @@
-"""SEED-Bench (Li et al., 2023) as released: ``SEED-Bench.json`` (``{"questions": [...], "question_type":
-{name: id}}``, each question with question_id, question, choice_a..choice_d, answer letter, data_id (an image
-file in ``SEED-Bench-image/``), data_type ("image" or "video"), question_type_id), and SEED-Bench-2's
-``SEED-Bench_v2_level1_2_3.json`` whose data_id may be a LIST of images (``image/SEED-Bench-2-image/`` or
-``image/cc3m-image/`` by data_source).
-
-One record per image question, its images the data_id list in order, its options the non-empty choices (ChEF's
-loader drops SEED-Bench-2's empty ones the same way), its category the question type's name.
-
-Its items on every route (:data:`RULE`, applied by :func:`~.base.load` to the release, the Hub copies
-``lmms-lab/SEED-Bench`` / ``lmms-lab/SEED-Bench-2`` and VLMEvalKit's ``SEEDBench_IMG.tsv``): the image questions.
-A question whose ``data_type`` is not an image type (video, image generation) is left out and counted, with one
-reason on every route: vlmcheck evaluates images (the Hub copy keeps a video's frames in the same ``image`` list
-as an image question's pictures, so only ``data_type`` tells them apart).
-"""
+"""SEED-Bench (Li et al., 2023) as released: ``SEED-Bench.json`` (``{"questions": [...], "question_type": {name:
+id}}``: question_id, question, choice_a..d, answer letter, data_id, data_type, question_type_id) beside
+``SEED-Bench-image/``, and SEED-Bench-2's ``SEED-Bench_v2_level1_2_3.json`` whose data_id may list several images
+(``image/SEED-Bench-2-image/`` or ``image/cc3m-image/``).  One record per image question, options the non-empty
+choices (as ChEF's loader drops SEED-Bench-2's empty ones), category the question type's name.  On every route
+(:data:`RULE`) a question whose ``data_type`` is not an image type is left out and counted: the Hub copy keeps a
+video's frames in the same ``image`` list, so only ``data_type`` tells them apart."""
 
 from __future__ import annotations
 
@@ -33,14 +25,8 @@ def left_out(data_type: object) -> str | None:
 
 
 def select(ds: Dataset) -> None:
-    keep = []
-    for r in ds.records:
-        why = left_out(r.meta.get("data_type"))
-        if why:
-            ds.skipped.append((r.id, why))
-        else:
-            keep.append(r)
-    ds.records = keep
+    ds.skipped += [(r.id, why) for r in ds.records if (why := left_out(r.meta.get("data_type")))]
+    ds.records = [r for r in ds.records if not left_out(r.meta.get("data_type"))]
 
 
 RULE = register_benchmark(Benchmark(
@@ -127,4 +113,5 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
 from .official import accuracy, accuracy_outcomes, declare  # noqa: E402
 
 declare("seedbench", "SEED-Bench accuracy",
-        "SEED-Bench's eval (github.com/AILab-CVC/SEED-Bench): share of its image questions answered right", outcomes=accuracy_outcomes)(accuracy)
+        "SEED-Bench's eval (github.com/AILab-CVC/SEED-Bench): share of its image questions answered right",
+        outcomes=accuracy_outcomes)(accuracy)

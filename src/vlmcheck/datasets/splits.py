@@ -1,11 +1,4 @@
-"""Which config and split of a Hugging Face dataset are read (:func:`choose`), each choice said.
-
-The one asked for, else the only one, else the benchmark's own (its :class:`~.base.Benchmark`: ScienceQA's
-``ScienceQA-IMG``, MMBench's ``en``/``dev``, DOCCI's ``train``), else ``default``; a split else by
-:data:`SPLIT_PREFERENCE`.  Several configs and none named nor defined is refused in one sentence listing them, as
-``datasets.load_dataset`` refuses it; where a config has several splits and one is read, the notes say which,
-with every split's rows (from the shards' metadata).
-"""
+"""Which config and split of a Hugging Face dataset are read (:func:`choose`), each choice said in the notes."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""VHTest (Huang et al., 2024) as released: ``Benchmark/YNQ_Benchmark/<mode>.xlsx`` (one workbook per
-visual-hallucination mode: counting, shape, color, orientation, size, position, OCR, existence), each row with
-``image_path``, ``yes_or_no_question`` and ``yes_or_no_ground_truth`` ("y"/"n"), the images in
-``Benchmark/Images/<mode>/<image_path>`` - as the authors' evaluation script reads them
-(Evaluation/LLaVA/llava_ynq_version.py).
-
-One record per row (1,200 for the release: VHExpansion's Table 1), answer "yes"/"no", category the mode, group
-the image.  The open-ended workbooks (OEQ_Benchmark/) carry no yes/no answer and are not read.  Reading .xlsx
-needs openpyxl, an optional extra: ``pip install 'vlmcheck[vhtest]'``.
-"""
+"""VHTest (Huang et al., 2024) as released: ``Benchmark/YNQ_Benchmark/<mode>.xlsx`` (image_path,
+yes_or_no_question, yes_or_no_ground_truth y/n) and ``Benchmark/Images/<mode>/``, as the authors'
+``Evaluation/LLaVA/llava_ynq_version.py`` reads them.  One record per row (1,200: VHExpansion's Table 1),
+category the mode, group the image.  The open-ended workbooks carry no yes/no answer and are not read.
+Needs openpyxl (``vlmcheck[vhtest]``)."""
 
 from __future__ import annotations
 
@@ -15,7 +10,7 @@ from pathlib import Path
 
 from ..core import dataset_files
 from ..core.files import InputFileError
-from ._release import refuse
+from ._release import reason, refuse
 from .base import Dataset, DatasetFormError, Record, register_form
 
 MODES = ("counting", "shape", "color", "orientation", "size", "position", "OCR", "existence")
@@ -48,14 +43,15 @@ def _check_parts(book: Path) -> None:
     try:
         dataset_files.check_file(book, dataset_files.current_root(), "workbook", dataset_files.limits().text_bytes)
     except InputFileError as exc:
-        raise refuse(book, f"a VHTest workbook ({str(exc)[len(f'{book}: '):]})") from None
+        raise refuse(book, f"a VHTest workbook ({reason(book, exc)})") from None
     cap = dataset_files.limits().field_bytes
     try:
         with zipfile.ZipFile(book) as z:
             big = next((i for i in z.infolist() if i.file_size > cap), None)
             if big is not None:
                 raise refuse(book, f"a VHTest workbook whose parts hold at most {cap} bytes ({big.filename} inflates "
-                                   f"to {big.file_size}; raise the limit with {dataset_files.ENV['field_bytes'][0]}=MB)")
+                                   f"to {big.file_size}; raise the limit with "
+                                   f"{dataset_files.ENV['field_bytes'][0]}=MB)")
             doctype = next((i.filename for i in z.infolist() if i.filename.endswith((".xml", ".rels"))
                             and _declares_doctype(z, i)), None)
     except (OSError, zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as exc:

@@ -1,19 +1,8 @@
-"""VLMEvalKit's TSV form (``LMUData/<DATASET>.tsv``): MMBench, ScienceQA, SEED-Bench, MME, POPE, MMVP, ...
-
-Schema (VLMEvalKit ``vlmeval/dataset/image_base.py`` and ``image_mcq.py``): ``index``; ``image`` holding the
-image as base64, a list of them (``"['...', '...']"``), or, for a row that shares another row's image, that
-row's ``index`` (a field of at most 64 characters); or an ``image_path`` column naming files (relative to the
-TSV's folder, confined to it); ``question``; options in columns ``A``..``Z`` (blank cells are no option);
-``answer`` (a letter, or Yes/No); ``hint``; ``category``, ``l2-category``, ``split``.  Which rows are a
-benchmark's items (MMBench's circular copies, rows with ``index`` >= 1,000,000) is its own module's rule
-(:mod:`.mmbench`), applied by :func:`~.base.load` on this route as on the Hub's.
-
-A field may hold up to the field limit (``VLMCHECK_MAX_FIELD_MB``, core/dataset_files.py), read a row at a time
-as ``csv`` reads it in about three times the field's size at the peak (:mod:`.tsv_rows`); a row listing more images than an item may hold, or an
-image larger than the run's ``--max-image-mb`` (told from the base64's length, before decoding), is skipped with
-its reason.  Base64 images go to the content store in the bytes they encode (:mod:`.imagestore`), one file per
-distinct image, written by temp file and rename and compared with the bytes on reuse.
-"""
+"""VLMEvalKit's TSV form (``LMUData/<DATASET>.tsv``; :data:`SCHEMA`, docs/datasets.md).  ``image`` holds base64,
+a list of them, or (a field of at most 64 characters) the ``index`` of the row whose image it shares;
+``image_path`` names files beside the TSV.  Rows are read as ``csv`` reads them, in memory bounded by the field
+cap (:mod:`.tsv_rows`); a row listing too many images, or one over ``--max-image-mb`` (told from the base64's
+length, before decoding), is skipped with its reason.  Which rows are a benchmark's items is its module's rule."""
 
 from __future__ import annotations
 
@@ -70,7 +59,7 @@ def is_tsv(path: Path) -> bool:
     return "index" in cols and ("question" in cols or "image" in cols)
 
 
-def _index(v: str, where: str) -> str:
+def _index(v: str) -> str:
     try:
         f = float(v)
     except (TypeError, ValueError):
@@ -116,11 +105,11 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
             for n, row in enumerate(reader, 2):
                 if window is not None and window.full(len(rows)):
                     break
-                idx = _index(row.get("index"), f"{path}:{n}")
+                idx = _index(row.get("index"))
                 cell = row.get("image")
                 if not blank(cell):
                     if len(cell) <= 64:  # another row's index (VLMEvalKit's convention for a shared image)
-                        refs[idx] = _index(cell, f"{path}:{n}")
+                        refs[idx] = _index(cell)
                     else:
                         try:
                             images[idx] = [store.put(b) for b in _decode(cell, limits, max_image)]
@@ -156,7 +145,7 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
             raise DatasetFormError(f"{path}: cannot read ({exc.strerror or exc})") from None
     records = []
     for n, row in rows:
-        idx = _index(row.get("index"), f"{path}:{n}")
+        idx = _index(row.get("index"))
         owner = refs.get(idx, idx)
         if idx in refs:
             target = refs[idx]
