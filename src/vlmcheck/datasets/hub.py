@@ -183,16 +183,12 @@ def class_names(schema: Any) -> dict[str, list[str]]:
 
 def _checked(path: Path) -> Path:
     """A shard under the rule for dataset files (a regular file inside the dataset; streamed, so no size cap)."""
+    root = dataset_files.current_root()  # the folder being read (datasets.load, read_hfds)
     try:
-        dataset_files.check_file(path, _repo_root(_snapshot_of(path)), "shard")
+        dataset_files.check_file(path, _repo_root(Path(root) if root is not None else path.parent), "shard")
     except InputFileError as exc:
         raise DatasetFormError(str(exc)) from None
     return path
-
-
-def _snapshot_of(path: Path) -> Path:
-    root = dataset_files.current_root()  # the folder being read (datasets.load, read_hfds)
-    return Path(root) if root is not None else path.parent
 
 
 def _schema(path: Path) -> Any:
@@ -219,7 +215,7 @@ def _arrow_reader(src: Any) -> Any:
         return pa.ipc.open_file(src)
 
 
-def iter_rows(files: list[Path], columns: list[str] | None = None) -> Iterator[dict[str, Any]]:
+def iter_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
     """Rows of the shards, a batch at a time (never the whole table in memory)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -233,7 +229,7 @@ def iter_rows(files: list[Path], columns: list[str] | None = None) -> Iterator[d
                 if shard.metadata.num_rows > cap:  # the shard's own claim, told before a row is read
                     raise DatasetFormError(f"{path}: {shard.metadata.num_rows} rows, more than the {cap} a dataset "
                                            f"file may hold (raise it with {dataset_files.ENV['rows'][0]})")
-                for batch in shard.iter_batches(batch_size=256, columns=columns):
+                for batch in shard.iter_batches(batch_size=256):
                     yield from batch.to_pylist()
             else:
                 with pa.memory_map(str(path)) as src:
@@ -248,8 +244,6 @@ def iter_rows(files: list[Path], columns: list[str] | None = None) -> Iterator[d
                         if rows > cap:
                             raise DatasetFormError(f"{path}: more than the {cap} rows a dataset file may hold "
                                                    f"(raise it with {dataset_files.ENV['rows'][0]})")
-                        if columns is not None:
-                            batch = batch.select(columns)
                         yield from batch.to_pylist()
         except (OSError, pa.ArrowException) as exc:
             raise DatasetFormError(f"{path}: not a readable {path.suffix[1:]} shard ({exc})") from None

@@ -62,16 +62,12 @@ def image_problem(data: bytes, label: str) -> str | None:
     return None
 
 
-def store_root(cache_dir: str | os.PathLike | None = None) -> Path:
-    return hfds_cache_root(cache_dir)
-
-
 class ImageStore:
     """Writes images by content into ``root`` (or, with ``write=False``, only says where they would go: what
     ``vlmcheck data inspect`` uses, which never writes)."""
 
     def __init__(self, root: str | os.PathLike | None = None, write: bool | None = None) -> None:
-        self.root = Path(root) if root is not None else store_root()
+        self.root = Path(root) if root is not None else hfds_cache_root()
         self.write = _WRITES.get() if write is None else write
         self._known: dict[str, str] = {}  # sha -> path, checked this process
         self.written = 0

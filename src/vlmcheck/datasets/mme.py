@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ._release import image_in, refuse, text
 from .base import Dataset, Record, register_form
+from .official import Answer, declare, grouped
 
 CATEGORIES = ("existence", "count", "position", "color", "posters", "celebrity", "scene", "landmark", "artwork",
               "OCR", "commonsense_reasoning", "numerical_calculation", "text_translation", "code_reasoning")
@@ -79,10 +80,6 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
                            f"{ds.skipped[0][1] if ds.skipped else 'none'})")
     return ds
 
-
-# ----------------------------------------------------------------------------- MME's official figure
-
-from .official import Answer, declare, grouped  # noqa: E402  (below the reader: the figure reads its categories)
 
 #: MME's two scores: the first ten categories are perception, the last four cognition (MME's calculation script)
 PERCEPTION, COGNITION = CATEGORIES[:10], CATEGORIES[10:]

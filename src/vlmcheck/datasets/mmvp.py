@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ._release import csv_rows, head, image_in, refuse
 from .base import Benchmark, Dataset, Record, register_benchmark, register_form
+from .official import Answer, declare, grouped, per_group, share
 
 COLUMNS = ("Index", "Question", "Options", "Correct Answer")
 IMAGES = "MMVP Images"
@@ -101,11 +102,6 @@ def pair_hub_copy(ds: Dataset) -> None:
 # release's columns (its dataset card), the image embedded, no pair column
 register_benchmark(Benchmark("mmvp", hub=("MMVP/MMVP", "lmms-lab-eval/MMVP"),
                              recognise=lambda ds: all(c in ds.columns for c in COLUMNS), hub_copy=pair_hub_copy))
-
-
-# ----------------------------------------------------------------------------- MMVP's official figure
-
-from .official import Answer, declare, grouped, per_group, share  # noqa: E402
 
 
 def mmvp_outcomes(answers: list[Answer]) -> dict:

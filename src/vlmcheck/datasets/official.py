@@ -76,9 +76,6 @@ def declared() -> dict[str, Official]:
     return dict(OFFICIAL)
 
 
-# ----------------------------------------------------------------------------- building blocks
-
-
 def share(hits: Sequence[bool], units: Sequence[str], unit: str = "image") -> dict[str, Any]:
     """A share with its 95 % interval clustered by ``units`` (the clustered Wilson interval, as the methods'
     accuracies): ``{"value", "ci95", "interval", "n"}``; value None for no answers."""
@@ -120,9 +117,6 @@ def per_group(groups: dict[str, list[Answer]], unit: Callable[[list[Answer]], st
 
 def accuracy_outcomes(answers: list[Answer]) -> dict[str, dict[str, tuple[float, str]]]:
     return {"accuracy": per_question(answers)}
-
-
-# ----------------------------------------------------------------------------- the fold
 
 
 class Tally:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ._release import first_json_keys, json_lines, refuse
 from .base import Dataset, Record, register_form
+from .official import Answer, declare, per_question, share
 
 KEYS = {"question_id", "image", "text", "label"}
 _NAME = re.compile(r"(?:.*_)?pope_(random|popular|adversarial)\.jsonl?$", re.I)
@@ -82,11 +83,6 @@ def read(path: Path, *, benchmark: str | None = None, images: str | Path | None 
         raise refuse(path, f"POPE questions whose images exist ({len(ds.skipped)} left out, e.g. "
                            f"{ds.skipped[0][1] if ds.skipped else 'none'})")
     return ds
-
-
-# ----------------------------------------------------------------------------- POPE's official figure
-
-from .official import Answer, declare, per_question, share  # noqa: E402
 
 
 def pope_outcomes(answers: list[Answer]) -> dict:

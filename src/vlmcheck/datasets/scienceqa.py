@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ._release import json_file, refuse
 from .base import Benchmark, Dataset, Record, register_benchmark, register_form
+from .official import accuracy, accuracy_outcomes, declare
 
 META = ("topic", "category", "skill", "grade", "task", "lecture", "solution")
 TEXT_ONLY = "text-only question (ScienceQA's items are its image questions, as ChEF's and lmms-eval's scienceqa_img)"
@@ -79,11 +80,6 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
                                                f"({len(ds.skipped)} left out)")
     return ds
 
-
-
-# ----------------------------------------------------------------------------- ScienceQA's official figure
-
-from .official import accuracy, accuracy_outcomes, declare  # noqa: E402
 
 declare("scienceqa", "ScienceQA accuracy",
         "ScienceQA's scoring (github.com/lupantech/ScienceQA); lmms-eval's scienceqa_img: share of questions "

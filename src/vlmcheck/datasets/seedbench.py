@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ._release import json_file, refuse
 from .base import Benchmark, Dataset, Record, register_benchmark, register_form
+from .official import accuracy, accuracy_outcomes, declare
 
 FILES = ("SEED-Bench.json", "SEED-Bench_v2_level1_2_3.json")
 IMAGE_TYPES = ("image", "Single Image", "Multiple Images")
@@ -107,10 +108,6 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
         raise refuse(file, f"SEED-Bench image questions whose images exist ({len(ds.skipped)} left out)")
     return ds
 
-
-# ----------------------------------------------------------------------------- SEED-Bench's official figure
-
-from .official import accuracy, accuracy_outcomes, declare  # noqa: E402
 
 declare("seedbench", "SEED-Bench accuracy",
         "SEED-Bench's eval (github.com/AILab-CVC/SEED-Bench): share of its image questions answered right",

@@ -137,7 +137,6 @@ class RunStore(GroupCommit):
         (``--dry-run``) makes no ``-wal``/``-shm`` file beside it where there is no WAL file."""
         self._init_group_commit(group_commit)
         self.folder = Path(folder)
-        self.artifact_dir = self.folder / "artifacts"
         self.path = self.folder / DB_NAME
         self.read_only = read_only
         existing = existing or read_only
@@ -247,7 +246,6 @@ class RunStore(GroupCommit):
         except (TypeError, ValueError):
             return True, _DAMAGED
 
-    # ------------------------------------------------------------------ meta
     def set_meta(self, key: str, value: Any) -> None:
         self._exec("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, _dumps(value)))
 
@@ -260,7 +258,6 @@ class RunStore(GroupCommit):
                              "folder")
         return value if found else default
 
-    # ----------------------------------------------------------------- calls
     def get_call(self, key: str) -> dict[str, Any] | None:
         """The cached response for ``key``, or None (errors are never served).  A response that does not parse
         is a miss: logged once, and marked failed so that the new answer replaces it."""
@@ -319,7 +316,6 @@ class RunStore(GroupCommit):
             entry["output_tokens"] += tout or 0
         return out
 
-    # --------------------------------------------------------------- samples
     def sample_status(self, task: str) -> dict[str, str]:
         rows = self._rows("SELECT sample_id, status FROM samples WHERE task = ?", (task,))
         return dict(rows)
@@ -391,7 +387,6 @@ class RunStore(GroupCommit):
         finally:
             cur.close()
 
-    # ------------------------------------------------------------- artifacts
     def put_image(self, img: Image.Image) -> str:
         """Save ``img`` losslessly under ``artifacts/``; return its path relative to the run folder."""
         digest = image_hash(img)
@@ -443,7 +438,6 @@ class RunStore(GroupCommit):
                     self._exec("ROLLBACK")
                 raise
 
-    # --------------------------------------------------------------- batches
     def journal_batch(self, batch_id: str, provider: str, model: str, items: list[tuple[str, str, Any]]) -> None:
         """Record a submitted provider batch and its items (key, role, request) in one transaction, before
         it is polled: a run killed while it is in flight re-attaches to it (run/batch.py)."""

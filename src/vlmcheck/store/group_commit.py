@@ -76,7 +76,10 @@ class GroupCommit:
                 if self._closing:
                     return
                 self._due = None
-            self._commit_in_timer()
+            try:
+                self.commit()
+            except StoreError as exc:  # raised by the run's next write or by close, never lost in the loop's log
+                self._failed = exc
             linger = True
 
     def _stop_committer(self) -> None:
@@ -137,9 +140,3 @@ class GroupCommit:
                 raise store_error(self.path, exc) from None
             finally:
                 self._last_commit = time.monotonic()
-
-    def _commit_in_timer(self) -> None:
-        try:
-            self.commit()
-        except StoreError as exc:  # raised by the run's next write or by close, never lost in the loop's log
-            self._failed = exc
