@@ -26,9 +26,7 @@ def reason(path: str | Path, exc: BaseException) -> str:
 
 
 def text(path: Path, expected: str, confined: bool = True) -> str:
-    """The text of a release's file under the one rule for dataset files (core/dataset_files.py): a regular
-    file, inside the dataset being read unless the run allows outside paths (``confined=False``: a file the user
-    named in an option), within the size cap."""
+    """A release file's text under the rule for dataset files (``confined=False``: a file named in an option)."""
     try:
         return dataset_files.read_text(path, dataset_files.current_root() if confined else None, "dataset file")
     except (InputFileError, OSError) as exc:

@@ -128,8 +128,7 @@ RECORD_KINDS = ("images", "yes/no", "multiple choice", "classes", "counts", "box
 
 
 def _load_readers(registry: Registry | None = None) -> None:
-    """Import every module of this package (each registers its forms, benchmarks and official figure): the
-    registries' ``load``, run on their first name not found or first listing."""
+    """Import every module of this package, each registering its forms, benchmarks and official figure."""
     import importlib
     import pkgutil
 
@@ -186,8 +185,7 @@ def items_rule(benchmark: str | None = None, *, hub: str | None = None) -> Bench
 
 
 def recognise(ds: Dataset) -> Benchmark | None:
-    """The item rule of the benchmark ``ds`` is a copy of, known from its source's Hub repository or TSV name, its
-    columns or its rows; None when nothing says."""
+    """The rule of the benchmark ``ds`` is a copy of (its Hub repository, TSV name, columns or rows), or None."""
     name = ds.source.removeprefix("hfds:").split("?", 1)[0]
     rule = items_rule(hub=name)
     if rule is None and name.lower().endswith(".tsv"):
@@ -197,8 +195,7 @@ def recognise(ds: Dataset) -> Benchmark | None:
 
 
 def apply_items(ds: Dataset, benchmark: str | None = None) -> Dataset:
-    """``ds`` restricted to its benchmark's items: the benchmark named, else the reader's, else the one whose Hub
-    repository, TSV name, columns or rows it is (:class:`Benchmark`)."""
+    """``ds`` restricted to its benchmark's items: the one named, else the reader's, else the one it is a copy of."""
     if ds.rows is None:
         ds.rows = len(ds.records) + len(ds.skipped)
     rule = items_rule(benchmark or ds.benchmark)
@@ -221,8 +218,7 @@ def register_scheme(scheme: str, *, replace: bool = False) -> Callable[[Callable
 def register_form(name: str, *, detect: Callable[[Path], bool], benchmarks: tuple[str, ...] = (),
                   schema: str = "", options: tuple[str, ...] | None = None, carries: tuple[str, ...] = (),
                   replace: bool = False) -> Callable[[Callable[..., Dataset]], Callable[..., Dataset]]:
-    """Register ``read(path, *, benchmark=None, **options) -> Dataset`` as the reader of form ``name``, whose
-    records carry ``carries`` (:data:`RECORD_KINDS`)."""
+    """Register ``read(path, *, benchmark=None, **options) -> Dataset`` as form ``name``'s reader."""
     unknown = set(carries) - set(RECORD_KINDS)
     if unknown:
         raise ValueError(f"dataset form {name!r}: {sorted(unknown)} are not record kinds ({', '.join(RECORD_KINDS)})")
@@ -240,8 +236,7 @@ def forms() -> dict[str, Form]:
 
 
 def detect(path: str | Path, benchmark: str | None = None) -> Form:
-    """The form of ``path``: the first registered form whose ``detect`` accepts it (restricted to forms that
-    carry ``benchmark`` when one is named)."""
+    """The first registered form whose ``detect`` accepts ``path`` (among those carrying ``benchmark``, if named)."""
     p = Path(path)
     # a benchmark's own forms before the generic ones (a Hub snapshot, a VLMEvalKit TSV)
     candidates = sorted((f for f in forms().values()
@@ -264,8 +259,7 @@ def benchmarks() -> tuple[str, ...]:
 
 
 def parse_source(source: str | Path) -> tuple[str | None, str | None, str]:
-    """``NAME:PATH`` -> (benchmark or None, form or None, PATH): NAME a benchmark (``mme:./MME``) or a form
-    (``vlmeval-tsv:./x.tsv``); any other string is a path as it is (``hfds:...`` and URLs included)."""
+    """``NAME:PATH`` -> (benchmark or None, form or None, PATH); any other string is a path as it is."""
     text = str(source)
     head, sep, rest = text.partition(":")
     if not sep or rest.startswith("//") or head == "hfds":
@@ -288,8 +282,7 @@ def path_options(text: str) -> tuple[str, dict[str, str]]:
 
 
 def _check_options(f: Form, source: str, given: dict[str, str]) -> None:
-    """Options written in the source must be ones the form's reader takes: those it registered, else the
-    keyword options its signature names (a reader swallows the rest with ``**_``)."""
+    """Refuse an option the form's reader does not take (those it registered, else its keyword-only ones)."""
     takes = list(f.options) if f.options is not None else [
         p.name for p in inspect.signature(f.read).parameters.values()
         if p.kind is p.KEYWORD_ONLY and p.name != "benchmark"]

@@ -35,8 +35,7 @@ def blank(v: Any) -> bool:
 
 
 class Columns:
-    """The columns of one table, resolved once: ``Columns(names, chosen)`` where ``chosen`` holds what the user
-    named (``question_column`` etc.)."""
+    """The columns of one table resolved to roles once; ``chosen``: the ``ROLE_column`` options the user gave."""
 
     def __init__(self, names: list[str], chosen: dict[str, str] | None = None, skip: tuple[str, ...] = ()) -> None:
         chosen = chosen or {}
@@ -67,8 +66,7 @@ class Columns:
 
 
 def answer_index(answer: Any, options: list[str], letters: list[str] | None = None) -> Any:
-    """An option index from a letter (``"B"``, ``"(b)"``), an index or an option's text; the answer as it is
-    when it is none of them (the inspector reports it as outside the options)."""
+    """An option index from a letter (``"B"``, ``"(b)"``), an index or an option's text, else the answer as it is."""
     if blank(answer):
         return None
     if isinstance(answer, int):  # an index (or a bool) as it is

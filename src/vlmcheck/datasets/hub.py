@@ -170,8 +170,7 @@ def image_columns(schema: Any) -> tuple[list[str], list[str]]:
 
 
 def class_names(schema: Any) -> dict[str, list[str]]:
-    """column -> its ClassLabel names, from the ``huggingface`` features kept in the shards' schema (a
-    ``label`` 0..9 -> airplane..truck)."""
+    """column -> its ClassLabel names, from the ``huggingface`` features kept in the shards' schema."""
     try:
         meta = json.loads((schema.metadata or {}).get(b"huggingface", b"{}"))
         feats = meta.get("info", {}).get("features", {})
@@ -254,8 +253,7 @@ class _Refused(ValueError):
 
 
 def _cell_images(cell: Any, folder: Path, store: ImageStore) -> tuple[list[str], bool]:
-    """(paths, from_paths): the images of one Image cell (or list of cells); ``from_paths`` when a cell holds
-    a path and no bytes (left in the dataset's folder, confined to it)."""
+    """(paths, from_paths) of one Image cell or list of them; ``from_paths``: a cell held a path, not bytes."""
     cells = cell if isinstance(cell, list) else [cell]
     limits, max_image = dataset_files.limits(), current_policy().max_file_bytes
     if len(cells) > limits.images_per_item:  # refused before any is stored
@@ -352,8 +350,7 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
 
 
 def _recognised(splits: dict[str, dict[str, list[Path]]], source: str) -> Any:
-    """The item rule of the benchmark a snapshot is a copy of, known from its first shard's columns (its config
-    and split defaults then hold), or None."""
+    """The rule of the benchmark a snapshot is a copy of, from its first shard's columns, or None."""
     first = next((f[0] for s in splits.values() for f in s.values() if f), None)
     try:
         names = list(_schema(first).names) if first is not None else []

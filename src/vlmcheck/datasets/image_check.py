@@ -10,8 +10,7 @@ from .imagestore import image_problem
 
 
 def unopenable(paths: Iterable[str], embedded: dict[str, str | None] | None = None) -> list[tuple[str, str]]:
-    """(path, why) for each distinct image of ``paths`` that cannot be opened, in order; ``embedded``: the
-    verdicts on embedded images (path they would have -> why not, or None)."""
+    """(path, why) of each distinct image that cannot be opened; ``embedded``: the verdicts on embedded ones."""
     from ..core import remote
     from ..core.images import BadImageError, read_file_bytes
 

@@ -37,8 +37,7 @@ _CHECKED: ContextVar[dict[str, str | None] | None] = ContextVar("vlmcheck_image_
 
 @contextmanager
 def read_only() -> Iterator[dict[str, str | None]]:
-    """Inside this block no store writes anything (``vlmcheck data inspect`` reads, never writes); the embedded
-    images it meets are checked as they come instead (the dict it yields: path -> why it cannot be opened)."""
+    """No store writes inside (``data inspect``); it yields the embedded images met: path -> why not openable."""
     checked: dict[str, str | None] = {}
     token, token2 = _WRITES.set(False), _CHECKED.set(checked)
     try:
@@ -49,8 +48,7 @@ def read_only() -> Iterator[dict[str, str | None]]:
 
 
 def image_problem(data: bytes, label: str) -> str | None:
-    """Why the image ``data`` cannot be opened as a run opens it (its header and structure, and the decoder
-    where the file is not sent as it is), or None."""
+    """Why ``data`` cannot be opened as a run opens it, or None."""
     from ..core.images import decode_image
     from ..core.probe import probe
 
@@ -63,8 +61,7 @@ def image_problem(data: bytes, label: str) -> str | None:
 
 
 class ImageStore:
-    """Writes images by content into ``root`` (or, with ``write=False``, only says where they would go: what
-    ``vlmcheck data inspect`` uses, which never writes)."""
+    """Writes images by content into ``root`` (with ``write=False`` only says where they would go)."""
 
     def __init__(self, root: str | os.PathLike | None = None, write: bool | None = None) -> None:
         self.root = Path(root) if root is not None else hfds_cache_root()

@@ -57,8 +57,7 @@ OFFICIAL: Registry[Official] = Registry("official figure", load=_load_readers)
 def declare(benchmark: str, name: str, source: str,
             outcomes: Callable[[list[Answer]], dict[str, dict[str, tuple[float, str]]]] | None = None, *,
             replace: bool = False) -> Callable[[Callable[[list[Answer]], dict[str, Any]]], Any]:
-    """Declare ``compute`` as benchmark ``benchmark``'s official figure (once per benchmark); ``outcomes`` gives
-    its share figures per unit, for ``compare``."""
+    """Declare ``compute`` as ``benchmark``'s official figure; ``outcomes``: its shares per unit, for ``compare``."""
 
     def deco(compute: Callable[[list[Answer]], dict[str, Any]]) -> Callable[[list[Answer]], dict[str, Any]]:
         OFFICIAL.add(benchmark, Official(benchmark, name, source, compute, outcomes), replace=replace, stacklevel=2)
@@ -77,8 +76,7 @@ def declared() -> dict[str, Official]:
 
 
 def share(hits: Sequence[bool], units: Sequence[str], unit: str = "image") -> dict[str, Any]:
-    """A share with its 95 % interval clustered by ``units`` (the clustered Wilson interval, as the methods'
-    accuracies): ``{"value", "ci95", "interval", "n"}``; value None for no answers."""
+    """A share with its clustered Wilson 95 % interval: ``{"value", "ci95", "interval", "n"}``."""
     if not len(hits):
         return {"value": None, "ci95": None, "n": 0}
     order: dict[str, int] = {}
@@ -120,8 +118,7 @@ def accuracy_outcomes(answers: list[Answer]) -> dict[str, dict[str, tuple[float,
 
 
 class Tally:
-    """The answers of one run's questions that belong to a benchmark with an official figure, folded one at a
-    time; :meth:`result` is ``metrics["official"]`` (None where no answer had one)."""
+    """The answers of a run's questions whose benchmark has an official figure; :meth:`result`: the figures."""
 
     def __init__(self) -> None:
         self.answers: dict[str, list[Answer]] = {}
@@ -160,8 +157,7 @@ def answer_of(meta: dict[str, Any] | None, *, unit: str, correct: bool, category
 
 
 def rows(official: dict[str, Any] | None) -> list[tuple[str, str, dict[str, Any]]]:
-    """(benchmark, figure, entry) of every figure in ``metrics["official"]`` (an entry has a ``value``), for the
-    terminal, the report and ``compare``."""
+    """(benchmark, figure, entry) of every figure in ``metrics["official"]``."""
     if not isinstance(official, dict):
         return []
     blocks = official["benchmarks"].values() if "benchmarks" in official else [official]

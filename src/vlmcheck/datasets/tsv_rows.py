@@ -56,8 +56,7 @@ class TsvRows:
             yield held.pop()  # no reference kept here while the line is decoded and split
 
     def _read_pieces(self) -> Iterator[tuple[str, str]]:
-        """(text, line break) of each line as ``open(newline="")`` gives them (split after CR LF, LF or a bare
-        CR), decoded from the bytes read without a copy of them."""
+        """(text, line break) of each line as ``open(newline="")`` splits them, decoded without a copy."""
         for line in self._lines:
             enc = "utf-8-sig" if self.line_num == 1 else "utf-8"
             end = 2 if line.endswith(b"\r\n") else 1 if line.endswith(b"\n") else 0

@@ -374,8 +374,7 @@ class RunStore(GroupCommit):
                            "error_message = ? WHERE task = ? AND sample_id = ?", args)
 
     def _stream(self, sql: str, args: tuple = (), chunk: int = 2000) -> Iterator[tuple]:
-        """The rows of ``sql`` a chunk at a time (a cursor, not ``fetchall``): a million samples are never in
-        memory at once.  The lock is held per chunk, so other threads' writes go on between chunks."""
+        """The rows of ``sql`` a chunk at a time, the lock held per chunk (never a million rows in memory)."""
         cur = self._exec(sql, args)
         try:
             while True:
@@ -425,8 +424,7 @@ class RunStore(GroupCommit):
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
-        """Everything written inside lands together or not at all (the Ray executor commits a sample's
-        calls and its journal row in one transaction)."""
+        """Everything written inside lands together or not at all (the Ray executor's sample)."""
         with self._lock:
             self.commit()
             self._exec("BEGIN IMMEDIATE")
@@ -439,8 +437,7 @@ class RunStore(GroupCommit):
                 raise
 
     def journal_batch(self, batch_id: str, provider: str, model: str, items: list[tuple[str, str, Any]]) -> None:
-        """Record a submitted provider batch and its items (key, role, request) in one transaction, before
-        it is polled: a run killed while it is in flight re-attaches to it (run/batch.py)."""
+        """Record a provider batch and its (key, role, request) items before it is polled, to re-attach to."""
         with self.transaction(), self._guarded() as db:
             db.execute("INSERT OR REPLACE INTO batches(batch_id, provider, model, status, created_at) "
                        "VALUES (?, ?, ?, 'open', ?)", (batch_id, provider, model, time.time()))
@@ -466,11 +463,8 @@ class RunStore(GroupCommit):
         self._exec("UPDATE batches SET status = 'ended' WHERE batch_id = ?", (batch_id,))
 
     def absorb(self, other: "RunStore") -> dict[str, int]:
-        """Union ``other``'s calls, samples and artifacts into this store (``vlmcheck merge``).
-
-        Calls and artifacts are content-addressed (the key, the pixel hash): a row already here is kept.  A
-        finished sample wins over a failed one, as in :meth:`put_sample`; two finished copies of one sample
-        keep the first.  Idempotent: absorbing the same store again changes nothing."""
+        """Union ``other``'s calls, samples and artifacts into this store (``vlmcheck merge``), idempotently: a row
+        already here is kept, but a finished sample replaces a failed one."""
         with self._lock:
             self.commit()
             self._exec("ATTACH DATABASE ? AS other", (_uri(other.path, True, getattr(other, "immutable", False)),))

@@ -55,8 +55,7 @@ class Tracker(Protocol):
 
 
 def tracker(name: str) -> Tracker:
-    """The tracker registered as ``name``, made; :class:`TrackerError` for a name not registered or an extra not
-    installed."""
+    """The tracker registered as ``name``, made (:class:`TrackerError` where unknown or not installed)."""
     from importlib import import_module
 
     target = TRACKERS.get(name)
@@ -70,8 +69,7 @@ def tracker(name: str) -> Tracker:
 
 
 def check_trackers(names: Iterable[str]) -> list[Tracker]:
-    """Every tracker in ``names`` made and checked, before a run starts: a :class:`TrackerError` in one sentence
-    for the first that cannot log."""
+    """Every tracker in ``names`` made and checked before a run starts (the first that cannot log raises)."""
     made = []
     for name in dict.fromkeys(names):
         t = tracker(name)
@@ -108,8 +106,7 @@ def metric_name(name: str) -> tuple[str, int | None]:
 
 
 def run_key(info: dict[str, Any], folder: Path) -> str:
-    """A run's stable key: its task, task spec, data and sample set, and its folder; the same run tracked twice
-    (or resumed, by another vlmcheck version) has the same key, two runs never do."""
+    """A run's stable key (task, spec, data, samples, folder): the same run tracked twice has the same key."""
     spec = info.get("spec") or {}
     ident = {"task": info.get("task"), "task_spec": spec.get("task_spec"), "data": spec.get("data"),
              "samples": spec.get("sample_ids_fingerprint"), "seed": spec.get("seed"), "shard": spec.get("shard"),
@@ -128,8 +125,7 @@ def _flat(obj: Any, prefix: str, out: dict[str, str]) -> None:
 
 def tracked_run(folder: str | Path, group: str | None = None, label: str | None = None,
                 results: dict[str, Any] | None = None) -> TrackedRun:
-    """What the trackers log of the finished run in ``folder`` (its ``results.json``, or ``results`` already read),
-    named ``label`` (default: its own label)."""
+    """What the trackers log of the finished run in ``folder`` (``results``: its results.json already read)."""
     from ..core.files import read_results
     from ..core.secrets import redact_obj
     from ..export import metric_rows
@@ -170,8 +166,8 @@ def tracked_run(folder: str | Path, group: str | None = None, label: str | None 
 
 def track_runs(folders: Iterable[str | Path], to: Iterable[str], group: str | None = None,
                trackers: list[Tracker] | None = None) -> list[dict[str, str]]:
-    """Log the finished runs in ``folders`` to each tracker in ``to``; a run a tracker already holds is not logged
-    again.  [{"run", "tracker", "where", "status": "logged" | "already logged"}]."""
+    """Log the finished runs in ``folders`` to each tracker in ``to``, each once: [{"run", "tracker", "where",
+    "status"}]."""
     from ..core.files import read_results
     from ..run.labels import run_labels
 

@@ -1,6 +1,5 @@
-"""MLflow: each run an MLflow run in the experiment ``$MLFLOW_EXPERIMENT_NAME`` (default ``vlmcheck``) of the store
-at ``$MLFLOW_TRACKING_URI`` (MLflow's own default where unset: a local SQLite file, offline); a sweep's runs nested
-under one parent run named after the sweep."""
+"""MLflow: each run an MLflow run in ``$MLFLOW_EXPERIMENT_NAME`` (default ``vlmcheck``) of the store at
+``$MLFLOW_TRACKING_URI``; a sweep's runs nested under one parent run named after the sweep."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""TensorBoard: each run an event-file folder ``<log dir>/<group>/<label>-<key>`` (log dir ``$VLMCHECK_TENSORBOARD_DIR``,
-default ``tensorboard`` in the working folder, offline by nature), written with tensorboardX (no torch needed):
-every figure a scalar (at its step, else 0), the parameters as text, ``report.html`` and ``results.json`` copied
-beside the events."""
+"""TensorBoard: each run an event-file folder ``<log dir>/<group>/<label>-<key>`` written with tensorboardX (no
+torch needed): every figure a scalar (at its step, else 0), the parameters as text, the artifacts beside."""
 
 from __future__ import annotations
 

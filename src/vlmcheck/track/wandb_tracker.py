@@ -1,7 +1,5 @@
-"""Weights & Biases: each run a W&B run (id: the run's key, so it is logged once) in ``$WANDB_PROJECT`` (default
-``vlmcheck``), grouped by sweep, mode ``$WANDB_MODE`` (default ``offline``: files under ``$WANDB_DIR`` or the working
-folder's ``wandb/``, sent later with ``wandb sync``); figures with a step in the run's history, the others in its
-summary; ``report.html`` and ``results.json`` as an artifact."""
+"""Weights & Biases: each run a W&B run whose id is the run's key (so it is logged once), grouped by sweep;
+figures with a step in the run's history, the others in its summary, the artifacts as a W&B artifact."""
 
 from __future__ import annotations
 
@@ -33,7 +31,8 @@ class WandbTracker:
             except OSError as exc:
                 raise TrackerError(f"tracker wandb: cannot write {self.dir}: {exc.strerror or exc}") from None
             return
-        if self.mode != "disabled" and not os.environ.get("WANDB_API_KEY") and not Path("~/.netrc").expanduser().exists():
+        if self.mode != "disabled" and not os.environ.get("WANDB_API_KEY") \
+                and not Path("~/.netrc").expanduser().exists():
             raise TrackerError("tracker wandb: no W&B key (set WANDB_API_KEY, run `wandb login`, or set "
                                "WANDB_MODE=offline to keep the runs on this machine)")
 
