@@ -25,6 +25,10 @@ DEFAULTS: dict[str, tuple[str, ...]] = {
 }
 
 
+class Refused(ValueError):
+    """A row whose images are refused before any is stored (the reason is the message)."""
+
+
 def blank(v: Any) -> bool:
     """A cell with nothing in it: None, "", "nan" (pandas writes missing cells so) or a float NaN."""
     if v is None:

@@ -25,7 +25,7 @@ from ..core.files import InputFileError
 from ..core.inputs import current_policy
 from .base import (Dataset, DatasetFormError, _check_options, detect, forms, item_rules, items_rule, recognise,
                    register_form, register_scheme)
-from .columns import Columns, check_unique, record
+from .columns import Columns, Refused, check_unique, record
 from .imagestore import ImageStore
 from .splits import choose
 
@@ -248,22 +248,18 @@ def iter_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
             raise DatasetFormError(f"{path}: not a readable {path.suffix[1:]} shard ({exc})") from None
 
 
-class _Refused(ValueError):
-    """A row whose images are refused before any is stored (the reason is the message)."""
-
-
 def _cell_images(cell: Any, folder: Path, store: ImageStore) -> tuple[list[str], bool]:
     """(paths, from_paths) of one Image cell or list of them; ``from_paths``: a cell held a path, not bytes."""
     cells = cell if isinstance(cell, list) else [cell]
     limits, max_image = dataset_files.limits(), current_policy().max_file_bytes
     if len(cells) > limits.images_per_item:  # refused before any is stored
-        raise _Refused(f"lists {len(cells)} images, more than the {limits.images_per_item} an item may hold "
+        raise Refused(f"lists {len(cells)} images, more than the {limits.images_per_item} an item may hold "
                        f"(raise it with {dataset_files.ENV['images_per_item'][0]})")
     parts = [(c.get("bytes"), c.get("path")) if isinstance(c, dict) else (c, None) if isinstance(c, (bytes, bytearray))
              else (None, str(c)) for c in cells if c is not None]
     big = next((len(data) for data, _ in parts if data and len(data) > max_image), None)
     if big is not None:
-        raise _Refused(f"image of {big} bytes exceeds the image file size limit of {max_image} bytes (--max-image-mb)")
+        raise Refused(f"image of {big} bytes exceeds the image file size limit of {max_image} bytes (--max-image-mb)")
     out, from_paths = [], False
     for data, path in parts:
         if data:
@@ -275,9 +271,9 @@ def _cell_images(cell: Any, folder: Path, store: ImageStore) -> tuple[list[str],
 
 
 def read_table(files: list[Path], *, source: str, folder: Path, form: str, benchmark: str | None, split: str,
-               notes: list[str], params: dict[str, str], store: ImageStore | None = None) -> Dataset:
+               notes: list[str], params: dict[str, str]) -> Dataset:
     """Records from the shards of one split (shared by both Hugging Face forms)."""
-    store = store or ImageStore()
+    store = ImageStore()
     schema = _schema(files[0])
     names = list(schema.names)
     single, lists = image_columns(schema)
@@ -309,7 +305,7 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
         where = f"{split} row {i}"
         try:
             images, from_paths = _cell_images(row.get(image_col), folder, store) if image_col else ([], False)
-        except _Refused as exc:
+        except Refused as exc:
             skipped.append((where, str(exc)))
             continue
         except OSError as exc:
@@ -436,14 +432,11 @@ def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> D
             rule = items_rule(hub=name)
             benchmark = rule.benchmark if rule is not None else None
     folder = folder.absolute()  # a relative hfds:./folder names its image paths as the absolute one does
-    if is_saved(folder):
-        _check_options(forms()["hf-saved"], source, given)  # a misspelt ?option is refused, never ignored
+    if is_saved(folder) or _shards(folder):
+        f = forms()["hf-saved" if is_saved(folder) else "hf-snapshot"]
+        _check_options(f, source, given)  # a misspelt ?option is refused, never ignored
         with dataset_files.reading(folder):
-            ds = read_saved(folder, benchmark=benchmark, **params)
-    elif _shards(folder):
-        _check_options(forms()["hf-snapshot"], source, given)
-        with dataset_files.reading(folder):
-            ds = read_snapshot(folder, benchmark=benchmark, **params)
+            ds = f.read(folder, benchmark=benchmark, **params)
     else:  # a repository of a benchmark's release files rather than shards: read by that release's own form
         try:
             f = detect(folder, benchmark)

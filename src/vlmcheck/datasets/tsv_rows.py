@@ -1,13 +1,10 @@
 """A TSV's rows as ``csv.DictReader(fh, delimiter="\\t")`` gives them, read in memory bounded by the field cap.
 
-The ``csv`` module builds each field in a buffer of four bytes a character that doubles as it grows: a 53 MB
-base64 image cost 7.7 times its size.  Here a line is read as bytes (no longer than the field cap times the
-columns), decoded once and split on its tabs, and no frame keeps a line once its fields are handed on: with the
-base64 decoded, under three times the field.  A field quoted whole on its line, inner quotes doubled (as pandas
-writes a question with quotes), is unquoted here too; any other line with a quote (a tab or line break inside
-quotes, text after a closing quote) is parsed by ``csv`` itself, with the lines its record spans, and a bare
-CR ends a line as ``open(newline="")`` ends it, so every row reads as ``csv`` reads it
-(tests/test_hardening_bounded_reads.py compares them).
+``csv`` builds each field in a buffer of four bytes a character that doubles as it grows (a 53 MB base64 image
+cost 7.7 times its size).  Here a line is read as bytes, decoded once and split on its tabs, and no frame keeps
+a line once its fields are handed on (under three times the field).  A line whose quotes are not plain (a tab
+or line break inside quotes, text after a closing quote) is parsed by ``csv`` itself, so every row reads as
+``csv`` reads it (tests/test_hardening_bounded_reads.py compares them).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from ..core import dataset_files
 from ..core.files import InputFileError
 from ..core.inputs import current_policy
 from .base import Dataset, DatasetFormError, register_form
-from .columns import Columns, blank, check_unique, record
+from .columns import Columns, Refused, blank, check_unique, record
 from .imagestore import ImageStore
 from .tsv_rows import TsvRows
 
@@ -26,25 +26,21 @@ SCHEMA = "VLMEvalKit vlmeval/dataset/image_base.py (ImageBaseDataset.prepare_tsv
          "image_path, question, hint, A..Z, answer, category, l2-category, split"
 
 
-class _Refused(ValueError):
-    """A row whose images are refused before any is decoded or stored (the reason is the message)."""
-
-
 def _image_list(text: str, limits: dataset_files.Limits) -> list[Any]:
     """The entries of an image field (a list, or one entry), at most ``limits.images_per_item`` of them."""
     if not text.startswith("["):
         return [text]
     cap = limits.images_per_item
-    too_many = _Refused(f"lists more than the {cap} images an item may hold (raise it with "
+    too_many = Refused(f"lists more than the {cap} images an item may hold (raise it with "
                         f"{dataset_files.ENV['images_per_item'][0]})")
     if text.count(",") >= 4 * cap:  # far too many, told before the list is parsed (a name may hold a comma)
         raise too_many
     try:
         items = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-        raise _Refused("image list is not a Python list of strings") from None
+        raise Refused("image list is not a Python list of strings") from None
     if not isinstance(items, (list, tuple)) or not all(isinstance(x, str) for x in items):
-        raise _Refused("image list is not a Python list of strings")
+        raise Refused("image list is not a Python list of strings")
     if len(items) > cap:
         raise too_many
     return list(items)
@@ -72,7 +68,7 @@ def _decode(field: str, limits: dataset_files.Limits, max_bytes: int) -> list[by
     for x in items:  # every image's size told from its base64 before any is decoded
         size = len(x) * 3 // 4
         if size > max_bytes:
-            raise _Refused(f"image of about {size} bytes exceeds the image file size limit of {max_bytes} bytes "
+            raise Refused(f"image of about {size} bytes exceeds the image file size limit of {max_bytes} bytes "
                            "(--max-image-mb)")
     return [base64.b64decode(x, validate=False) for x in items]
 
@@ -113,7 +109,7 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
                     else:
                         try:
                             images[idx] = [store.put(b) for b in _decode(cell, limits, max_image)]
-                        except _Refused as exc:
+                        except Refused as exc:
                             skipped.append((f"line {n}", str(exc)))
                             continue
                         except (ValueError, SyntaxError, binascii.Error):
@@ -125,7 +121,7 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
                 elif not blank(row.get("image_path")):
                     try:
                         names_ = _image_list(str(row["image_path"]).strip(), limits)
-                    except _Refused as exc:
+                    except Refused as exc:
                         skipped.append((f"line {n}", f"image_path: {exc}"))
                         continue
                     images[idx] = [str(path.parent / x) for x in names_]

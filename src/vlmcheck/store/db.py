@@ -3,12 +3,8 @@
 Why this module is long: every SQL statement of a run is here, next to the schema it reads and writes, so the
 store's guarantees (first writer wins, one transaction per sample, key versions) can be checked in one file.
 
-Tables: ``calls`` (the call cache: ``ok`` rows are hits, ``error`` rows record the last failure and are never
-served), ``samples`` (the journal: ``done`` with a result, or ``error``; ``retry-failed`` clears the errors),
-``artifacts`` (images under ``artifacts/``), ``meta`` (the run spec), ``batches``/``batch_items`` (provider batches
-in flight).
-
-Writes are first-writer-wins: a stored answer or finished sample is never replaced, and an error never overwrites
+Tables: ``calls`` (the call cache; ``error`` rows are never served), ``samples`` (the journal), ``artifacts``,
+``meta`` (the run spec), ``batches``/``batch_items`` (provider batches in flight).  Writes are first-writer-wins: a stored answer or finished sample is never replaced, and an error never overwrites
 an answer.  Every write commits at once, except in a run's store (``group_commit``, :meth:`RunStore._write`):
 there the answers and samples that finish within 50 ms of the last commit are committed together, at most 50 ms
 later (``GROUP_COMMIT_S``), so a SIGKILL loses the calls in flight and at most the last 50 ms of answers (a resume
