@@ -299,18 +299,10 @@ class RunStore(GroupCommit):
         )
 
     def call_stats(self) -> dict[str, Any]:
-        rows = self._rows(
-            "SELECT model, status, COUNT(*), SUM(attempts), SUM(input_tokens), SUM(output_tokens) "
-            "FROM calls GROUP BY model, status"
-        )
-        out: dict[str, Any] = {}
-        for model, status, n, attempts, tin, tout in rows:
-            entry = out.setdefault(model, {"ok": 0, "error": 0, "attempts": 0, "input_tokens": 0, "output_tokens": 0})
-            entry[status] = n
-            entry["attempts"] += attempts or 0
-            entry["input_tokens"] += tin or 0
-            entry["output_tokens"] += tout or 0
-        return out
+        keys = ("ok", "error", "attempts", "input_tokens", "output_tokens")
+        rows = self._rows("SELECT model, TOTAL(status = 'ok'), TOTAL(status = 'error'), TOTAL(attempts), "
+                          "TOTAL(input_tokens), TOTAL(output_tokens) FROM calls GROUP BY model")
+        return {model: dict(zip(keys, map(int, sums))) for model, *sums in rows}
 
     def sample_status(self, task: str) -> dict[str, str]:
         rows = self._rows("SELECT sample_id, status FROM samples WHERE task = ?", (task,))
