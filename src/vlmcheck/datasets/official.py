@@ -37,6 +37,10 @@ class Answer:
     key: str | None = None
 
 
+#: a declaration's shares per unit: ``{figure: {key: (value, unit)}}``, whose means are the figures
+Outcomes = Callable[[list[Answer]], dict[str, dict[str, tuple[float, str]]]]
+
+
 @dataclass(frozen=True)
 class Official:
     """A benchmark's official figure: its name, where its definition comes from, and how it is computed from the
@@ -46,16 +50,14 @@ class Official:
     name: str
     source: str
     compute: Callable[[list[Answer]], dict[str, Any]]
-    #: the figures that are shares, as per-unit outcomes ``{figure: {key: (value, image)}}`` whose mean is the
-    #: figure, for ``compare`` to pair two runs on (None: no figure is such a mean)
-    outcomes: Callable[[list[Answer]], dict[str, dict[str, tuple[float, str]]]] | None = None
+    #: for ``compare`` to pair two runs on (None: no figure is such a mean)
+    outcomes: Outcomes | None = None
 
 
 OFFICIAL: Registry[Official] = Registry("official figure", load=_load_readers)
 
 
-def declare(benchmark: str, name: str, source: str,
-            outcomes: Callable[[list[Answer]], dict[str, dict[str, tuple[float, str]]]] | None = None, *,
+def declare(benchmark: str, name: str, source: str, outcomes: Outcomes | None = None, *,
             replace: bool = False) -> Callable[[Callable[[list[Answer]], dict[str, Any]]], Any]:
     """Declare ``compute`` as ``benchmark``'s official figure; ``outcomes``: its shares per unit, for ``compare``."""
 
@@ -161,12 +163,8 @@ def rows(official: dict[str, Any] | None) -> list[tuple[str, str, dict[str, Any]
     if not isinstance(official, dict):
         return []
     blocks = official["benchmarks"].values() if "benchmarks" in official else [official]
-    out = []
-    for b in blocks:
-        for k, v in b.items():
-            if isinstance(v, dict) and "value" in v:
-                out.append((str(b.get("benchmark")), k, v))
-    return out
+    return [(str(b.get("benchmark")), k, v) for b in blocks for k, v in b.items()
+            if isinstance(v, dict) and "value" in v]
 
 
 def benchmark_of(benchmark: str | None, source: str) -> str | None:

@@ -10,11 +10,6 @@ from typing import Any
 from . import TrackedRun, TrackerError, _UNSAFE_NAME
 
 
-def _chunks(items: list, n: int):
-    for i in range(0, len(items), n):
-        yield items[i:i + n]
-
-
 class MLflowTracker:
     name = "mlflow"
 
@@ -72,10 +67,10 @@ class MLflowTracker:
         now = int(time.time() * 1000)
         params = [Param(_UNSAFE_NAME.sub("_", k)[:250], v[:6000]) for k, v in run.params.items()]
         metrics = [Metric(name, value, now, step or 0) for name, value, step in run.metrics]
-        for chunk in _chunks(params, 100):
-            self.client.log_batch(run_id, params=chunk)
-        for chunk in _chunks(metrics, 1000):
-            self.client.log_batch(run_id, metrics=chunk)
+        for i in range(0, len(params), 100):  # MLflow's limits on one batch
+            self.client.log_batch(run_id, params=params[i:i + 100])
+        for i in range(0, len(metrics), 1000):
+            self.client.log_batch(run_id, metrics=metrics[i:i + 1000])
         self.client.log_batch(run_id, tags=[RunTag("vlmcheck.logged", "1")])
         for path in run.artifacts:
             self.client.log_artifact(run_id, str(path))
