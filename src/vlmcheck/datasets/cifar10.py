@@ -46,14 +46,12 @@ def detect(path: Path) -> bool:
     return path.is_dir() and (folder / "batches.meta").is_file() and (folder / "test_batch").is_file()
 
 
-def _load(file: Path, digest: list[str] | None = None) -> dict[str, Any]:
-    """The batch's dict; ``digest`` gets the SHA-256 of its bytes."""
+def _load(file: Path) -> tuple[dict[str, Any], str]:
+    """The batch's dict and the SHA-256 of its bytes."""
     try:
         data = read_bytes(file, current_root(), "CIFAR-10 batch")  # a regular file, inside, within the cap
     except InputFileError as exc:
         raise refuse(file, f"a CIFAR-10 python batch ({reason(file, exc)})") from None
-    if digest is not None:
-        digest.append(hashlib.sha256(data).hexdigest())
     try:
         # from the bytes read, so a length the pickle claims is never more than the file holds
         raw = _SafeUnpickler(io.BytesIO(data), encoding="bytes").load()
@@ -62,7 +60,7 @@ def _load(file: Path, digest: list[str] | None = None) -> dict[str, Any]:
         raise refuse(file, f"a CIFAR-10 python batch (a pickled dict; {type(exc).__name__}: {exc})") from None
     if not isinstance(raw, dict):
         raise refuse(file, "a CIFAR-10 python batch (a pickled dict)")
-    return {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
+    return {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}, hashlib.sha256(data).hexdigest()
 
 
 def _cache() -> Path:
@@ -108,7 +106,7 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
     folder = _folder(path)
     if split not in ("test", "train"):
         raise refuse(folder, f"split test or train (not {split!r})")
-    label_names = _load(folder / "batches.meta").get("label_names", [])
+    label_names = _load(folder / "batches.meta")[0].get("label_names", [])
     names = [n.decode("utf-8", "replace") if isinstance(n, bytes) else str(n)
              for n in (label_names if isinstance(label_names, (list, tuple)) else [])]
     if len(names) < 2:
@@ -121,9 +119,8 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
     cache = store.root
     ds = Dataset("cifar10", "cifar10", str(folder), [], notes=[f"split {split!r}; images in {cache}"])
     for f in files:
-        digest: list[str] = []
-        batch = _load(f, digest)
-        known = _index(cache, digest[0])
+        batch, digest = _load(f)
+        known = _index(cache, digest)
         data, labels = batch.get("data"), batch.get("labels")
         fnames = batch.get("filenames") or []
         if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072 \
@@ -154,7 +151,7 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
                                      category=names[label], split=split, root=str(cache),
                                      meta={"filename": fname} if fname else {}))
         if store.write and cached != known:
-            _write_index(cache, digest[0], cached)
+            _write_index(cache, digest, cached)
     return ds
 
 

@@ -37,10 +37,8 @@ _SHARD = re.compile(r"^(?P<split>[A-Za-z0-9_.]+?)(-\d{5}-of-\d{5}.*)?$")
 
 
 def _shards(folder: Path) -> list[Path]:
-    out = []
-    for suffix in ("*.parquet", "*.arrow"):
-        out += [p for p in folder.rglob(suffix) if ".cache" not in p.parts and ".git" not in p.parts]
-    return sorted(out)
+    return sorted(p for pattern in ("*.parquet", "*.arrow") for p in folder.rglob(pattern)
+                  if ".cache" not in p.parts and ".git" not in p.parts)
 
 
 def is_snapshot(path: Path) -> bool:
