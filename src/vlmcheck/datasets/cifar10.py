@@ -1,11 +1,8 @@
-"""CIFAR-10 as released for Python: ``cifar-10-batches-py/`` (``data_batch_1..5``, ``test_batch``: pickled dicts
-of ``data`` N x 3072 uint8 colour planes, ``labels``, ``filenames``; ``batches.meta``: ``label_names``).  One
-record per image of the split (``test`` by default), options the class names, answer the label index.
-
-The images are written as PNG to a content-addressed store in ``$VLMCHECK_CACHE/releases/cifar10/``
-(:mod:`.imagestore`; ``data inspect`` writes none); a reuse skips the encoding through an index named by the
-batch's SHA-256, each file used only where its bytes still hash to its name.  Batches are unpickled by a loader
-that accepts only NumPy arrays and plain values, so a file that is not what it claims cannot run code."""
+"""CIFAR-10 as released for Python (``cifar-10-batches-py/``): one record per image of the split (``test`` by
+default), options the class names, answer the label index.  The images are written as PNG to a content-addressed
+store in ``$VLMCHECK_CACHE/releases/cifar10/``; a reuse skips the encoding through an index named by the batch's
+SHA-256, each file used only where its bytes still hash to its name.  Batches are unpickled by a loader that
+accepts only NumPy arrays and plain values, so a file that is not what it claims cannot run code."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """OmniBenchmark (Zhang et al., ECCV 2022) as released, the layout ChEF prepares its scenario from
-(github.com/OpenGVLab/LAMM ``src/ChEF/data_process/Omnibenchmark.py``): ``trainid2name[_v2].json`` (``{realm:
-{trainid: name}}``), ``annotation/<realm>/meta/<split>.txt`` (``<image path> <trainid>``), ``data/<realm>/images/``.
-
-One record per image of the split (``test`` by default, ChEF's), answer the class, category the realm,
-``meta["chain"]`` the categories ChEF's hierarchical scenario asks down: with ``tree=`` (Bamboo's label tree)
-the class and its ``levels - 1`` ancestors, coarse to fine, as ChEF builds it (a class Bamboo cannot climb that
-far is left out and counted, as ChEF does); without one, realm then class.  ``meta["tree"]`` carries the tree's
-path so the scenario draws its wrong options from it.  ChEF's own 1,000-image sample is read by ``lamm``."""
+(github.com/OpenGVLab/LAMM ``src/ChEF/data_process/Omnibenchmark.py``; files: docs/datasets.md).  One record per
+image of the split (``test`` by default, ChEF's), answer the class, category the realm, ``meta["chain"]`` the
+categories ChEF's hierarchical scenario asks down: with ``tree=`` (Bamboo's label tree) the class and its
+``levels - 1`` ancestors, coarse to fine, as ChEF builds it (a class Bamboo cannot climb that far is left out and
+counted, as ChEF does); without one, realm then class.  ``meta["tree"]``: the tree, for the wrong options."""
 
 from __future__ import annotations
 

@@ -1,16 +1,15 @@
-"""The run store: one SQLite database (WAL mode) per run folder.
+"""The run store: one SQLite database (WAL mode) per run folder: the call cache, the sample journal, artifacts,
+the run spec and provider batches in flight.
 
 Why this module is long: every SQL statement of a run is here, next to the schema it reads and writes, so the
 store's guarantees (first writer wins, one transaction per sample, key versions) can be checked in one file.
 
-Tables: ``calls`` (the call cache; ``error`` rows are never served), ``samples`` (the journal), ``artifacts``,
-``meta`` (the run spec), ``batches``/``batch_items`` (provider batches in flight).  Writes are first-writer-wins: a stored answer or finished sample is never replaced, and an error never overwrites
-an answer.  Every write commits at once, except in a run's store (``group_commit``, :meth:`RunStore._write`):
-there the answers and samples that finish within 50 ms of the last commit are committed together, at most 50 ms
-later (``GROUP_COMMIT_S``), so a SIGKILL loses the calls in flight and at most the last 50 ms of answers (a resume
-asks for those again).  WAL with ``synchronous=NORMAL`` is durable against process crashes (not power loss).
-Everything stored is redacted JSON text, never pickle.  A store that cannot be used raises :class:`StoreError`,
-one sentence naming the file and what to do (the CLI exits 2).
+First writer wins: a stored answer or finished sample is never replaced, and an error never overwrites an answer.
+Every write commits at once, except in a run's store (``group_commit``, :meth:`RunStore._write`): there the
+answers and samples that finish within 50 ms of the last commit are committed together, at most 50 ms later
+(``GROUP_COMMIT_S``), so a SIGKILL loses the calls in flight and at most the last 50 ms of answers (a resume asks
+for those again).  WAL with ``synchronous=NORMAL`` is durable against process crashes (not power loss).
+Everything stored is redacted JSON text, never pickle; a store that cannot be used raises :class:`StoreError`.
 """
 
 from __future__ import annotations
