@@ -11,7 +11,7 @@ from pathlib import Path
 from ..core import dataset_files
 from ..core.files import InputFileError
 from ._release import reason, refuse
-from .base import Dataset, DatasetFormError, Record, register_form
+from .base import Dataset, Record, register_form
 
 MODES = ("counting", "shape", "color", "orientation", "size", "position", "OCR", "existence")
 COLUMNS = ("image_path", "yes_or_no_question", "yes_or_no_ground_truth")
@@ -48,16 +48,13 @@ def _check_parts(book: Path) -> None:
     try:
         with zipfile.ZipFile(book) as z:
             big = next((i for i in z.infolist() if i.file_size > cap), None)
-            if big is not None:
-                raise refuse(book, f"a VHTest workbook whose parts hold at most {cap} bytes ({big.filename} inflates "
-                                   f"to {big.file_size}; raise the limit with "
-                                   f"{dataset_files.ENV['field_bytes'][0]}=MB)")
-            doctype = next((i.filename for i in z.infolist() if i.filename.endswith((".xml", ".rels"))
-                            and _declares_doctype(z, i)), None)
+            doctype = None if big else next((i.filename for i in z.infolist() if i.filename.endswith(
+                (".xml", ".rels")) and _declares_doctype(z, i)), None)
     except (OSError, zipfile.BadZipFile, ValueError, EOFError, NotImplementedError) as exc:
-        if isinstance(exc, DatasetFormError):
-            raise
         raise refuse(book, f"an .xlsx workbook ({type(exc).__name__}: {exc})") from None
+    if big is not None:
+        raise refuse(book, f"a VHTest workbook whose parts hold at most {cap} bytes ({big.filename} inflates to "
+                           f"{big.file_size}; raise the limit with {dataset_files.ENV['field_bytes'][0]}=MB)")
     if doctype is not None:  # Excel never writes one; entities (nested, or naming files) are never expanded
         raise refuse(book, f"an .xlsx workbook without DOCTYPE declarations ({doctype} declares one)")
 
