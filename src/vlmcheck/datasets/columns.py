@@ -53,12 +53,9 @@ class Columns:
                 self.role[role] = named
             else:
                 self.role[role] = next((lower[c] for c in candidates if c in lower), None)
-        self.letters = [n for n in names if len(n) == 1 and n in LETTERS]
-        self.letters.sort(key=LETTERS.index)
         choice = sorted((n for n in names if n.lower().startswith("choice_") and len(n) == 8
                          and n[-1].upper() in LETTERS), key=lambda n: n[-1].upper())
-        if not self.letters and choice:
-            self.letters = choice
+        self.letters = sorted((n for n in names if len(n) == 1 and n in LETTERS), key=LETTERS.index) or choice
         used = {c for c in self.role.values() if c} | set(self.letters) | set(skip)
         self.rest = [n for n in names if n not in used]
 

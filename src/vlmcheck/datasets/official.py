@@ -7,7 +7,9 @@ pairs two runs on."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -126,11 +128,8 @@ class Tally:
         self.answers: dict[str, list[Answer]] = {}
 
     def add(self, benchmark: str | None, answer: Answer) -> None:
-        kept = self.answers.get(benchmark) if benchmark else None
-        if kept is None and benchmark and official_for(benchmark) is not None:
-            kept = self.answers[benchmark] = []
-        if kept is not None:
-            kept.append(answer)
+        if benchmark and (benchmark in self.answers or official_for(benchmark) is not None):
+            self.answers.setdefault(benchmark, []).append(answer)
 
     def result(self) -> dict[str, Any] | None:
         if not self.answers:
@@ -175,9 +174,6 @@ def benchmark_of(benchmark: str | None, source: str) -> str | None:
     name that only starts like one (``MME-RealWorld``) is none."""
     if benchmark:
         return benchmark
-    import re
-    from pathlib import PurePosixPath
-
     text = source.partition("?")[0].rstrip("/")
     stem = PurePosixPath(text.removeprefix("hfds:")).name.rsplit(".", 1)[0] if text else ""
     word = re.sub(r"[-\s]", "", stem.split("_")[0]).lower()

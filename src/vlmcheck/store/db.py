@@ -273,7 +273,6 @@ class RunStore(GroupCommit):
                  request_text: str | None = None) -> None:
         """Store an answer; ``request_text``: ``request`` already as compact sorted JSON (its call key's,
         run/calls.py), kept as it is when it is valid UTF-8 instead of encoded again."""
-        # First writer wins: a stored answer is never replaced (an earlier error record is).
         self._write(
             "INSERT INTO calls(key, role, model, request, status, response, attempts, "
             "input_tokens, output_tokens, duration_s, created_at) VALUES (?, ?, ?, ?, 'ok', ?, ?, ?, ?, ?, ?) "
@@ -287,7 +286,6 @@ class RunStore(GroupCommit):
 
     def put_call_error(self, key: str, *, role: str, model: str, request: Any, error_type: str,
                        message: str, attempts: int) -> None:
-        # An error never overwrites a stored answer; it only updates an earlier error.
         self._write(
             "INSERT INTO calls(key, role, model, request, status, error_type, error_message, "
             "attempts, created_at) VALUES (?, ?, ?, ?, 'error', ?, ?, ?, ?) "
@@ -308,7 +306,6 @@ class RunStore(GroupCommit):
         return dict(rows)
 
     def put_sample(self, task: str, sample_id: str, seq: int, result: Any) -> None:
-        # First writer wins: a finished sample is never replaced (an earlier failure is).
         self._write(
             "INSERT INTO samples(task, sample_id, seq, status, result, updated_at) VALUES (?, ?, ?, 'done', ?, ?) "
             "ON CONFLICT(task, sample_id) DO UPDATE SET status = 'done', result = excluded.result, "
