@@ -72,12 +72,7 @@ def _lines(path: Path, expected: str):
     try:
         with dataset_files.open_file(path, dataset_files.current_root(), "dataset file") as raw:
             fh = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
-            n = 0
-            while True:
-                line = fh.readline(cap + 1)
-                if not line:
-                    return
-                n += 1
+            for n, line in enumerate(iter(lambda: fh.readline(cap + 1), ""), 1):
                 if len(line) > cap:
                     raise refuse(path, f"{expected} (line {n} is longer than the {cap} characters a line may hold; "
                                        f"raise it with {dataset_files.ENV['field_bytes'][0]}=MB)")

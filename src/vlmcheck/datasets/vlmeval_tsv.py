@@ -16,6 +16,7 @@ from typing import Any
 from ..core import dataset_files
 from ..core.files import InputFileError
 from ..core.inputs import current_policy
+from ._release import head
 from .base import Dataset, DatasetFormError, register_form
 from .columns import Columns, Refused, blank, check_unique, record
 from .imagestore import ImageStore
@@ -49,9 +50,8 @@ def _image_list(text: str, limits: dataset_files.Limits) -> list[Any]:
 def is_tsv(path: Path) -> bool:
     if not (path.is_file() and path.suffix.lower() == ".tsv"):
         return False
-    with path.open("rb") as fh:
-        head = fh.read(4096).split(b"\n", 1)[0].decode("utf-8", "replace").strip("\r\ufeff")
-    cols = {c.strip().lower() for c in head.split("\t")}
+    first = head(path, 4096).split(b"\n", 1)[0].decode("utf-8", "replace").strip("\r\ufeff")
+    cols = {c.strip().lower() for c in first.split("\t")}
     return "index" in cols and ("question" in cols or "image" in cols)
 
 
