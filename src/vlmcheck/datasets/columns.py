@@ -87,18 +87,13 @@ def record(row: dict[str, Any], cols: Columns, rid: str, images: list[str], root
            split: str | None = None) -> Record:
     """One row as a Record (images already resolved to paths by the caller)."""
     g = cols.role
-    options: list[str] = []
-    present: list[str] = []
-    if cols.letters:
-        for L in cols.letters:
-            v = row.get(L)
-            if not blank(v):
-                options.append(str(v))
-                present.append(L)
-    elif g["options"] and isinstance(row.get(g["options"]), (list, tuple)):
-        options = [str(o) for o in row[g["options"]]]
-    elif g["options"] and isinstance(row.get(g["options"]), str):  # MMVP: "(a) Open (b) Closed"
-        found = re.findall(r"\(([a-z])\)\s*([^()]+?)\s*(?=\([a-z]\)|$)", row[g["options"]].strip())
+    present = [L for L in cols.letters if not blank(row.get(L))]  # blank letter cells are no option
+    options = [str(row[L]) for L in present]
+    listed = row.get(g["options"]) if g["options"] and not cols.letters else None
+    if isinstance(listed, (list, tuple)):
+        options = [str(o) for o in listed]
+    elif isinstance(listed, str):  # MMVP: "(a) Open (b) Closed"
+        found = re.findall(r"\(([a-z])\)\s*([^()]+?)\s*(?=\([a-z]\)|$)", listed.strip())
         options = [text for _, text in found]
         present = [f"choice_{letter}" for letter, _ in found]
     answer = row.get(g["answer"]) if g["answer"] else None
