@@ -142,16 +142,12 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
     records = []
     for n, row in rows:
         idx = _index(row.get("index"))
-        owner = refs.get(idx, idx)
-        if idx in refs:
-            target = refs[idx]
-            if target not in images:
-                skipped.append((f"line {n}", f"image names row {target!r}, which has no image"))
-                continue
-            imgs = images[target]
-        else:
-            imgs = images.get(idx, [])
-        records.append(record(row, cols, idx, imgs, str(path.parent) if owner in from_files else str(store.root)))
+        owner = refs.get(idx, idx)  # the row whose image this row shares, else itself
+        if idx in refs and owner not in images:
+            skipped.append((f"line {n}", f"image names row {owner!r}, which has no image"))
+            continue
+        records.append(record(row, cols, idx, images.get(owner, []),
+                              str(path.parent) if owner in from_files else str(store.root)))
     if not records:
         raise DatasetFormError(f"{path}: no rows" + (f" that could be read ({len(skipped)} skipped: {skipped[0][1]})"
                                                      if skipped else ""))
