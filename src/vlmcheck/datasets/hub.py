@@ -283,8 +283,7 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
         if len(single) + len(lists) > 1:
             notes.append(f"image column {image_col!r} used (others: "
                          f"{', '.join(c for c in single + lists if c != image_col)}; pass ?image_column=NAME)")
-    skip = tuple(c for c in single + lists if c != image_col)  # other image columns never reach meta
-    cols = Columns(names, params, skip=(image_col,) + skip if image_col else skip)
+    cols = Columns(names, params, skip=tuple(c for c in (image_col, *single, *lists) if c))  # never meta
     notes.append(f"columns: {cols.describe()}" + (f", image={image_col}" if image_col else ", no image column"))
     id_col, explicit_id = cols.role["id"], "id_column" in params
     labels = class_names(schema)
