@@ -1,51 +1,22 @@
-"""OpenAI-compatible chat (image generation: ``openai_images.py``; the preflight: ``openai_preflight.py``).
+"""OpenAI-compatible chat: the OpenAI API and servers that speak its protocol (vLLM, SGLang, Ollama, LM Studio,
+llama.cpp server); ``openai:MODEL[@URL[,URL...]][?params]``, parameters and endpoints in docs/usage.md.
 
 Why this module is long: one adapter whose request body, endpoint balancing and failover, reply bounds and
 parsing share the same state; split, each part would reach into the others.
 
-Chat requests go out through the neutral JSON client (``models/http.py``, aiohttp directly: a third of the SDK's
-CPU per request, measured there) as :class:`OpenAIHTTP`; ``?http=sdk`` sends them through the official ``openai``
-SDK instead, which always serves the Batch API.
-
-Serves the OpenAI API and every server that speaks its protocol: vLLM, SGLang,
-Ollama (``/v1``), LM Studio, llama.cpp server.
-
-Spec: ``openai:MODEL[@BASE_URL][?params]`` (chat) and
-``openai-image:MODEL[@BASE_URL][?size=1024x1024&quality=standard]``.
-
-Several servers of one chat model: ``openai:MODEL@URL1,URL2`` or ``openai:MODEL@file:endpoints.txt`` (one
-URL per line).  Each request goes to the endpoint with the fewest requests in flight; ``concurrency`` is per
-endpoint; a connection error or a 5xx puts an endpoint in cooldown (``cooldown`` seconds, default 10) and the
-request fails over to another at once; the preflight checks that every endpoint serves the model; the
-endpoint that answered is recorded with the call (``Generation.endpoint``), never in its cache key.  The
-single-endpoint alternatives are vLLM's ``--data-parallel-size`` and SGLang's router.
-
-Parameters: ``key_env`` (name of the variable holding the key; default
-``OPENAI_API_KEY``), ``concurrency`` (max parallel requests to this server),
-``timeout`` (seconds: a total deadline per call, body included), ``logprobs`` (0 to never ask for token logprobs),
-``max_tokens_param`` (``max_tokens`` or ``max_completion_tokens``),
-``multi_image`` (0 if the served model takes one image per request),
-``clients`` (HTTP sessions used round-robin, default 1), ``http`` (``aiohttp``, the default: aiohttp
-directly; ``sdk``: the SDK with its aiohttp transport; ``httpx``: the SDK with its httpx transport),
-``prefill`` (1 for servers that continue a trailing assistant message, such as vLLM
-and SGLang with ``continue_final_message``: pre-filled answer starts, as CAST uses),
-``reasoning_effort`` (low/medium/high, OpenAI reasoning models), ``enable_thinking``
-(0/1, passed as ``chat_template_kwargs`` to vLLM and SGLang for Qwen3-style
-templates) and ``extra_body`` (a JSON object merged into every request body).
-A reply's ``reasoning_content`` / ``reasoning`` field is kept as the generation's
-reasoning; ``<think>`` blocks in the text are split off by the session
-(:func:`vlmcheck.run.calls.final_answer`).
-
-No retries happen here (the SDK's are switched off, ``max_retries=0``): the vlmcheck
-scheduler retries with backoff, honours Retry-After and counts attempts.
+Requests go out through the neutral JSON client (:class:`OpenAIHTTP`, ``models/http.py``) unless ``?http=sdk|httpx``
+sends them through the ``openai`` SDK, which always serves the Batch API.  No retries here (the SDK's are off,
+``max_retries=0``): the scheduler retries with backoff, honours Retry-After and counts attempts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ModelCallError, read_capped
@@ -120,18 +91,18 @@ def _clients(spec: ModelSpec, n: int = 1, key: str | None = None) -> PerLoopClie
     return PerLoopClients(make, n)
 
 
+@dataclass(eq=False)
 class _Endpoint:
-    """One server of a model: its clients, requests in flight, and a cooldown after it failed.
+    """One server of a model: its clients, requests in flight, and a cooldown after it failed.  ``http`` sends
+    the chat requests; None with ``?http=sdk|httpx``, when the SDK's ``clients`` do (they also serve the Batch API)."""
 
-    ``http`` sends the chat requests (:class:`OpenAIHTTP`); it is None with ``?http=sdk`` or
-    ``?http=httpx``, when they go through the SDK's ``clients``, which also serve the Batch API."""
-
-    def __init__(self, url: str | None, clients: PerLoopClients, http: OpenAIHTTP | None) -> None:
-        self.url, self.clients, self.http = url, clients, http
-        self.in_flight = 0
-        self.cool_until = 0.0
-        self.failures = 0
-        self._slots: dict[int, asyncio.Semaphore] = {}  # per event loop: `concurrency` requests at once
+    url: str | None
+    clients: PerLoopClients
+    http: OpenAIHTTP | None
+    in_flight: int = 0
+    cool_until: float = 0.0
+    failures: int = 0
+    _slots: dict[int, asyncio.Semaphore] = field(default_factory=dict)  # per event loop: `concurrency` at once
 
     def slots(self, limit: int) -> asyncio.Semaphore:
         """This endpoint's ``concurrency`` slots (in the running loop): a survivor of a failed endpoint never
@@ -223,10 +194,8 @@ class OpenAIChat:
             ep = self._pick(tried)
             ep.in_flight += 1
             try:
-                if self._per_endpoint and len(self._endpoints) > 1:  # `concurrency` is per endpoint
-                    async with ep.slots(self._per_endpoint):
-                        data = await self._post_chat_to(ep, body)
-                else:
+                several = self._per_endpoint and len(self._endpoints) > 1  # `concurrency` is per endpoint
+                async with ep.slots(self._per_endpoint) if several else contextlib.nullcontext():
                     data = await self._post_chat_to(ep, body)
             except Exception as exc:
                 err = _call_error(exc)
@@ -248,20 +217,14 @@ class OpenAIChat:
             return data
 
     async def _post_chat_to(self, ep: "_Endpoint", body: dict[str, Any]) -> dict[str, Any]:
-        """POST /chat/completions; the answer as plain JSON.
-
-        By default with the neutral JSON client (``models/http.py``, 0.5 ms of CPU per request).  With ``?http=sdk`` or
-        ``?http=httpx`` through the SDK's low-level ``post()`` (1.4 ms), which keeps its auth, base URL, timeouts
-        and mapping of HTTP statuses to exceptions but skips the recursive TypedDict transform of
-        ``chat.completions.create()`` (3.3 ms in all), which walks every base64 image string, and building the
-        response's nested pydantic objects, of which we read five fields.  Our messages are already plain JSON.
-        """
+        """POST /chat/completions; the answer as plain JSON.  Through the SDK, its low-level ``post()``: its auth,
+        timeouts and status mapping without ``chat.completions.create()``'s TypedDict transform, which walks every
+        base64 image string, nor the response's pydantic objects (our messages are already plain JSON)."""
         if ep.http is not None:
             return await ep.http.post_json("/chat/completions", body)
         import httpx
 
-        # the SDK's streaming raw response (what its with_streaming_response uses), read chunk by chunk up to
-        # the cap instead of whole
+        # the SDK's streaming raw response (what its with_streaming_response uses), read up to the cap, not whole
         resp = await ep.clients.get().post("/chat/completions", cast_to=httpx.Response, content=json_body(body),
                                            options={"headers": {"X-Stainless-Raw-Response": "stream"}})
         try:
@@ -330,7 +293,6 @@ class OpenAIChat:
             self._withdraw_logprobs("answered without them")
         return gen
 
-
     async def _prompt_logprobs(self, messages: list[Message], continuation: str) -> list[float]:
         """Log-probabilities of the prompt tokens, the assistant turn pre-filled with ``continuation``."""
         body = {"model": self.model, "messages": to_openai(messages) + [{"role": "assistant", "content": continuation}],
@@ -341,13 +303,8 @@ class OpenAIChat:
         if not isinstance(entries, list):
             raise ModelCallError("malformed", "the server returned no prompt_logprobs; it needs vLLM's "
                                               "prompt_logprobs extension (drop ?prompt_logprobs=1)")
-        out = []
-        for e in entries:
-            if not e:
-                continue
-            # prompt_logprobs=0: each entry holds just the prompt token itself
-            out.append(float(next(iter(e.values()))["logprob"]))
-        return out
+        # prompt_logprobs=0: each entry holds just the prompt token itself
+        return [float(next(iter(e.values()))["logprob"]) for e in entries if e]
 
     async def loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
         """Sum and count of each continuation's token log-probabilities (vLLM servers, ?prompt_logprobs=1).
@@ -434,5 +391,4 @@ def _parse_chat(resp: dict[str, Any]) -> Generation:
 
 def make_chat(spec: ModelSpec, role: str) -> OpenAIChat:
     return OpenAIChat(spec)
-
 
