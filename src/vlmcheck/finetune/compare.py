@@ -1,10 +1,7 @@
-"""Before and after fine-tuning (VHExpansion Tables 7 and 8).
-
-:func:`compare_vhx` takes two VHExpansion runs on the same held-out cases - the base model and the fine-tuned
-one - and gives accuracy and symmetric accuracy per dataset and image variant for both, on the cases both runs
-finished, each difference (after minus before) with the paired test and interval of ``vlmcheck compare``
-(McNemar's exact test, a bootstrap clustered by image; Holm over the table); ``general`` pairs of runs of any method (a ChEF recipe such as MMBench, a user dataset) give each
-pair's headline metric side by side, the general-ability check of Table 8.
+"""Before and after fine-tuning (VHExpansion Tables 7 and 8; docs/methods.md, "Before/after"): accuracy and symmetric
+accuracy per dataset and image variant of two VHExpansion runs on the cases both finished, each difference with
+the paired test and interval of ``vlmcheck compare`` (Holm over the table); ``general`` pairs of runs of any method
+side by side by their headline metric (Table 8's general ability).
 """
 
 from __future__ import annotations
@@ -30,24 +27,23 @@ def _run(folder: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     return read_results(folder), {r["sample_id"]: r["result"] for r in done_records(folder)}
 
 
-
-
-def _dataset(result: dict[str, Any]) -> str:
+def dataset_of(result: dict[str, Any], default: str = "cases") -> str:
+    """The dataset a case comes from: its own ``dataset`` or ``source`` field, else ``default``."""
     meta = result.get("meta") or {}
     for key in ("dataset", "source"):
         if isinstance(meta.get(key), str) and meta[key]:
             return meta[key]
-    return "cases"
+    return default
 
 
 def _datasets(r: dict[str, Any], pooled: bool) -> tuple[str, ...]:
     """The rows a case counts in: its dataset's, and "all" where the cases come from several datasets (with one,
     "all" would repeat its rows: each test counted twice in Holm, two intervals for one difference)."""
-    return (_dataset(r), "all") if pooled else (_dataset(r),)
+    return (dataset_of(r), "all") if pooled else (dataset_of(r),)
 
 
 def _pooled(results: dict[str, dict[str, Any]], ids: list[str]) -> bool:
-    return len({_dataset(results[sid]) for sid in ids}) > 1
+    return len({dataset_of(results[sid]) for sid in ids}) > 1
 
 
 def vhx_table(results: dict[str, dict[str, Any]], ids: list[str],

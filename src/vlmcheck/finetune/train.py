@@ -1,17 +1,9 @@
 """LoRA fine-tuning of a local Hugging Face VLM on ``vhx dataset`` output (VHExpansion section 5.4).
 
-The paper fine-tunes LLaVA-1.5 "using LoRA with a learning rate of 1.8e-6 for one epoch; all other parameters
-are set to the default fine-tuning settings of LLaVA-1.5".  LLaVA-1.5's LoRA recipe
-(``scripts/v1_5/finetune_lora.sh`` and ``llava/train/train.py``) sets rank 128, alpha 256, dropout 0.05, no
-bias, adapters on every linear layer of the language model (not the vision tower, the projector or the LM
-head), a cosine schedule with 3 % warm-up, no weight decay and a per-device batch of 16; those are the
-defaults of :class:`FinetuneConfig`.  Training goes through ``transformers.Trainer`` with ``peft``; the loss is
-on the answer tokens only (every assistant turn and its end-of-turn tokens; the prompt, the image tokens and
-padding are masked with -100, see :class:`AnswerOnlyCollator`).  bf16 on a GPU, fp32 on CPU, gradient
-checkpointing on by default, checkpoints every ``save_steps`` that a re-run with the same ``--out`` resumes.
-
-The conversation is templated by the model's own processor chat template - the same call ``hf:`` uses to
-ask the model at evaluation time (``vlmcheck.models.hf``), so training and evaluation prompts match.
+The paper's learning rate and epoch, and otherwise LLaVA-1.5's LoRA recipe (``scripts/v1_5/finetune_lora.sh``),
+are the defaults of :class:`FinetuneConfig` (docs/methods.md, "Fine-tuning on expanded cases").  Training goes
+through ``transformers.Trainer`` with ``peft``, the loss on the answer tokens only (:class:`AnswerOnlyCollator`),
+the conversation templated by the model's own processor chat template, as ``hf:`` asks it at evaluation.
 """
 
 from __future__ import annotations
@@ -218,8 +210,7 @@ def _probe_loss(model: Any, collator: AnswerOnlyCollator, rows: list[dict[str, A
     model.eval()
     with torch.no_grad():
         batch = {k: v.to(device) if hasattr(v, "to") else v for k, v in collator(rows).items()}
-        loss = float(model(**batch).loss)
-    return loss
+        return float(model(**batch).loss)
 
 
 @contextlib.contextmanager
@@ -344,15 +335,6 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
                               "resumed_from": Path(last).name if last else None, "finished": False}
     write_text_atomic(state_file, json.dumps(record, indent=2) + "\n")
 
-    import torch.utils.data
-
-    class _Rows(torch.utils.data.Dataset):
-        def __len__(self) -> int:
-            return len(rows)
-
-        def __getitem__(self, i: int) -> dict[str, Any]:
-            return rows[i]
-
     class _Trainer(Trainer):
         def create_optimizer(self, *a, **kw):  # the projector's parameters at their own learning rate
             if self.optimizer is None and projectors:
@@ -365,7 +347,7 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
                 return self.optimizer
             return super().create_optimizer(*a, **kw)
 
-    trainer = _Trainer(model=model, args=args, train_dataset=_Rows(), data_collator=collator,
+    trainer = _Trainer(model=model, args=args, train_dataset=rows, data_collator=collator,
                        callbacks=[_Progress(), *(callbacks or [])])
     from transformers.trainer_callback import PrinterCallback
 

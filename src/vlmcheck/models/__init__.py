@@ -38,8 +38,8 @@ register("hf", "vlmcheck.models.hf:make", ("vlm", "text"), "local transformers i
          billing="local")
 register("diffusers", "vlmcheck.models.diffusers_gen:make", ("generator",), "local diffusers text-to-image pipeline",
          params={"device": P, "dtype": I, "guidance": I, "height": I, "steps": I, "width": I}, billing="local")
-register("hf-encoder", "vlmcheck.models.encoders:make_hf", ("encoder",), "transformers vision encoder (ViT, CLIP, SigLIP)",
-         params=ENCODER, billing="local")
+register("hf-encoder", "vlmcheck.models.encoders:make_hf", ("encoder",),
+         "transformers vision encoder (ViT, CLIP, SigLIP)", params=ENCODER, billing="local")
 register("timm", "vlmcheck.models.encoders:make_timm", ("encoder",), "timm image model, pooled features",
          params=ENCODER, billing="local")
 # ref: and human: models take their own parameters (ref:describer?omit=0.2 ...): unchecked, all identity

@@ -1,25 +1,10 @@
-"""Local Hugging Face VLMs: ``AutoProcessor`` + ``AutoModelForImageTextToText``.
+"""Local Hugging Face VLMs: ``AutoProcessor`` + ``AutoModelForImageTextToText``; ``hf:REPO_OR_PATH[?params]``
+(``device``, ``dtype``, ``batch_size``, ``vision_size``, ``adapter``, ``merge``: docs/usage.md).
 
-Spec: ``hf:REPO_OR_PATH[?device=cpu|cuda|auto&dtype=float32|bfloat16|float16&batch_size=8&vision_size=HxW
-&adapter=PATH&merge=1]``.
-
-``adapter`` loads a PEFT (LoRA) adapter on top of the checkpoint - unmerged, or merged into the base
-weights with ``merge=1``.  The adapter's content (a hash of its config and weights) is part of the
-model's identity, so a retrained adapter at the same path never reuses cached answers.
-
-* ``generate`` - the processor's chat template, batched greedy (or sampled)
-  generation.  Concurrent calls are gathered by a micro-batcher into batches of
-  up to ``batch_size`` requests with the same decoding config.
-* ``loglikelihood`` - log-probability of each continuation's tokens given the
-  templated prompt (sum, and token count for the mean).
-* ``vision_embedding`` - connector output (``get_image_features``: vision
-  tower + projector) for pixels in [0, 1]; the model's own normalisation and
-  input packing are applied inside, so gradients reach the raw pixels.  LLaVA
-  family and other ``(B, 3, H, W)`` models, Qwen2-VL / Qwen2.5-VL (patch grid),
-  Idefics3 / SmolVLM (global view); see :mod:`vlmcheck.models._vision`.
-  ``vision_size`` sets the attack resolution where the family allows a choice.
-
-Models run in a worker thread so the event loop stays responsive.
+``generate`` runs the processor's chat template and batched generation (concurrent calls gathered by a
+micro-batcher); ``loglikelihood`` scores continuations after the templated prompt; ``vision_embedding`` is the
+connector output for pixels in [0, 1], differentiable (:mod:`vlmcheck.models._vision`).  Models run in a worker
+thread so the event loop stays responsive.
 """
 
 from __future__ import annotations
@@ -61,11 +46,9 @@ def ensure_available(name: str, marker: str = "config.json") -> None:
     import socket
     from pathlib import Path
 
+    from huggingface_hub import constants, try_to_load_from_cache
+
     if Path(name).exists():
-        return
-    try:
-        from huggingface_hub import constants, try_to_load_from_cache
-    except ImportError:  # transformers always brings it; be safe
         return
     cached = try_to_load_from_cache(name, marker)
     if isinstance(cached, str):
@@ -122,10 +105,7 @@ def resolve_dtype(name: str | None, device: str):
 
     if name in (None, "", "auto"):
         return torch.float32 if device == "cpu" else torch.bfloat16
-    try:
-        dtype = getattr(torch, name)
-    except AttributeError as exc:
-        raise SpecError(f"unknown dtype {name!r}") from exc
+    dtype = getattr(torch, name, None)
     if not isinstance(dtype, torch.dtype):
         raise SpecError(f"unknown dtype {name!r}")
     return dtype

@@ -44,8 +44,8 @@ class OpenAIHTTP(JSONHTTP):
     default_base_url, base_url_env = "https://api.openai.com/v1", "OPENAI_BASE_URL"
 
     def dialect_headers(self) -> dict[str, str]:
-        return {header: os.environ[env] for header, env in (("OpenAI-Organization", "OPENAI_ORG_ID"),
-                                                            ("OpenAI-Project", "OPENAI_PROJECT_ID")) if os.environ.get(env)}
+        named = (("OpenAI-Organization", "OPENAI_ORG_ID"), ("OpenAI-Project", "OPENAI_PROJECT_ID"))
+        return {header: os.environ[env] for header, env in named if os.environ.get(env)}
 
 
 def _api_key(spec: ModelSpec) -> str:

@@ -46,7 +46,8 @@ async def preflight(http: JSONHTTP, spec: ModelSpec) -> None:
 
 #: a 404's own words when the server simply has no ``GET /models`` (nginx routing only the chat path, a server
 #: without the endpoint): nothing is wrong with the run then
-_NO_ENDPOINT = re.compile(r"\W*(404\W*)?((page|route|endpoint|resource|path)\W+)?not\W*found\W*|\s*<.*|\s*", re.I | re.S)
+_NO_ENDPOINT = re.compile(r"\W*(404\W*)?((page|route|endpoint|resource|path)\W+)?not\W*found\W*|\s*<.*|\s*",
+                          re.I | re.S)
 #: what a gateway says of a key it does not know (LiteLLM without a database: HTTP 400 "No connected db.")
 _KEY_WORDS = re.compile(r"key|auth|token|credential|db\b|database|permission|forbidden|unauthori", re.I)
 
