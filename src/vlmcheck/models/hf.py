@@ -24,17 +24,14 @@ from . import _vision
 def resolve_device(name: str | None) -> str:
     import torch
 
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
     if name in (None, "", "auto"):
-        if torch.cuda.is_available():
-            return "cuda"
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return "mps"
-        return "cpu"
+        return "cuda" if torch.cuda.is_available() else "mps" if mps else "cpu"
     if name.startswith("cuda") and not torch.cuda.is_available():
         build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
         raise SpecError(f"device={name} but torch {torch.__version__} ({build}) sees no CUDA GPU here; use "
                         "device=cpu (or device=auto)")
-    if name == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+    if name == "mps" and not mps:
         raise SpecError("device=mps but this machine has no Apple GPU; use device=cpu (or device=auto)")
     return name
 
@@ -48,10 +45,7 @@ def ensure_available(name: str, marker: str = "config.json") -> None:
 
     from huggingface_hub import constants, try_to_load_from_cache
 
-    if Path(name).exists():
-        return
-    cached = try_to_load_from_cache(name, marker)
-    if isinstance(cached, str):
+    if Path(name).exists() or isinstance(try_to_load_from_cache(name, marker), str):
         return
     offline = bool(constants.HF_HUB_OFFLINE) or os.environ.get("TRANSFORMERS_OFFLINE", "") in ("1", "true", "TRUE")
     if not offline:
@@ -176,19 +170,16 @@ class HFVLM:
         torch = self._torch
         config = GenerationConfig.model_validate_json(config_json)
         with self._lock, torch.inference_mode():
-            gen_kwargs: dict[str, Any] = {"max_new_tokens": config.max_tokens,
+            gen_kwargs: dict[str, Any] = {"max_new_tokens": config.max_tokens, "do_sample": config.temperature > 0,
                                           "pad_token_id": self.tokenizer.pad_token_id}
             if config.temperature > 0:
-                gen_kwargs.update(do_sample=True, temperature=config.temperature)
+                gen_kwargs["temperature"] = config.temperature
                 if config.top_p is not None:
                     gen_kwargs["top_p"] = config.top_p
                 if config.seed is not None:
                     torch.manual_seed(config.seed)
-            else:
-                gen_kwargs.update(do_sample=False)
             if config.stop:
-                gen_kwargs["stop_strings"] = config.stop
-                gen_kwargs["tokenizer"] = self.tokenizer
+                gen_kwargs.update(stop_strings=config.stop, tokenizer=self.tokenizer)
             out = self.model.generate(**inputs, **gen_kwargs)
         prompt_len = inputs["input_ids"].shape[1]
         results = []
@@ -198,11 +189,8 @@ class HFVLM:
             n_new = int((new != self.tokenizer.pad_token_id).sum()) if eos != self.tokenizer.pad_token_id else len(new)
             text = self.tokenizer.decode(new, skip_special_tokens=True)
             finished = eos is not None and bool((new == eos).any())
-            results.append(Generation(
-                text=text.strip(),
-                finish_reason="stop" if finished or len(new) < config.max_tokens else "length",
-                usage=Usage(input_tokens=int(mask.sum()), output_tokens=n_new),
-            ))
+            results.append(Generation(text=text.strip(), usage=Usage(input_tokens=int(mask.sum()), output_tokens=n_new),
+                                      finish_reason="stop" if finished or len(new) < config.max_tokens else "length"))
         return results
 
     # --------------------------------------------------------- loglikelihood
@@ -210,12 +198,8 @@ class HFVLM:
         return await asyncio.to_thread(self._loglikelihood, messages, continuations)
 
     def _loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
-        """Score each continuation after the templated prompt.
-
-        Continuation tokens are appended to the prompt's ids (tokenised on their
-        own, without special tokens), so the split between prompt and
-        continuation is exact and needs no re-tokenisation of the joined text.
-        """
+        """Score each continuation after the templated prompt: its tokens (tokenised on their own, without special
+        tokens) are appended to the prompt's ids, so the split is exact with no re-tokenisation of the joined text."""
         torch = self._torch
         results = []
         with self._lock, torch.inference_mode():
@@ -228,10 +212,7 @@ class HFVLM:
                     results.append(Loglikelihood(sum=0.0, n_tokens=0))
                     continue
                 ids = torch.cat([prompt_ids, cont_ids], dim=1)
-                inputs = dict(base)
-                inputs["input_ids"] = ids
-                inputs["attention_mask"] = torch.ones_like(ids)
-                logits = self.model(**inputs).logits.float()
+                logits = self.model(**{**base, "input_ids": ids, "attention_mask": torch.ones_like(ids)}).logits.float()
                 n = cont_ids.shape[1]
                 logprobs = torch.log_softmax(logits[0, -n - 1:-1], dim=-1)
                 token_lp = logprobs.gather(1, cont_ids[0].unsqueeze(1)).squeeze(1)
@@ -248,21 +229,18 @@ class HFVLM:
         return tuple(int(round(float(m) * 255)) for m in list(mean)[:3])  # type: ignore[return-value]
 
     def vision_input_size(self) -> tuple[int, int]:
-        requested = None
-        if self.spec.get_str("vision_size"):
-            h, _, w = self.spec.get_str("vision_size").partition("x")
+        requested, size = None, self.spec.get_str("vision_size")
+        if size:
+            h, _, w = size.partition("x")
             try:
                 requested = (int(h), int(w or h))
             except ValueError:
-                raise SpecError(f"vision_size={self.spec.get_str('vision_size')!r}: use HxW, e.g. 448x448") from None
+                raise SpecError(f"vision_size={size!r}: use HxW, e.g. 448x448") from None
         return _vision.input_size(self._packing, self._image_processor(), self.model.config, requested)
 
     def vision_embedding(self, pixels):
-        """Connector output for ``pixels`` in [0, 1], shape (B, 3, H, W) -> (B, tokens, dim).
-
-        Differentiable with respect to ``pixels``: normalisation and the model
-        family's packing happen here, after any perturbation (see ``_vision``).
-        """
+        """Connector output for ``pixels`` in [0, 1], (B, 3, H, W) -> (B, tokens, dim), differentiable: normalisation
+        and the family's packing happen here, after any perturbation (see ``_vision``)."""
         if not self.capabilities.vision_embedding:
             raise NotImplementedError(f"{self.model_id}: this model has no get_image_features")
         return _vision.embed(self.model, self._image_processor(), pixels, self._packing, self.dtype)

@@ -66,9 +66,8 @@ def _transport(spec: ModelSpec) -> str:
     return transport
 
 
-def _clients(spec: ModelSpec, n: int = 1, key: str | None = None) -> PerLoopClients:
+def _clients(spec: ModelSpec, n: int, key: str) -> PerLoopClients:
     """SDK clients, built lazily per event loop (the SDK is imported on first use, not before)."""
-    key = key or _api_key(spec)
     timeout = spec.get_float("timeout", 600.0)
     # The SDK's aiohttp transport (``openai[aiohttp]``), which the SDK documents for high concurrency, unless
     # ?http=httpx asks for its default httpx transport (about twice the CPU per request).
@@ -101,7 +100,6 @@ class _Endpoint:
     http: OpenAIHTTP | None
     in_flight: int = 0
     cool_until: float = 0.0
-    failures: int = 0
     _slots: dict[int, asyncio.Semaphore] = field(default_factory=dict)  # per event loop: `concurrency` at once
 
     def slots(self, limit: int) -> asyncio.Semaphore:
@@ -139,7 +137,6 @@ class OpenAIChat:
 
         self._endpoints = [endpoint(url) for url in spec.endpoints] or [endpoint(None)]
         self._cooldown = spec.get_float("cooldown", 10.0)
-        self._clients = self._endpoints[0].clients
         self.concurrency_key = f"openai@{spec.base_url or 'api.openai.com'}"
         per_endpoint = self._per_endpoint = spec.get_int("concurrency", 0)
         self.max_concurrency = per_endpoint * len(self._endpoints) if per_endpoint else None
@@ -148,16 +145,15 @@ class OpenAIChat:
         self._max_tokens_param = spec.get_str("max_tokens_param", default_param)
         # Scoring given continuations needs prompt log-probabilities, which the OpenAI API does not offer;
         # vLLM does (prompt_logprobs + continue_final_message).  Declared only when the spec asks for it.
-        self._ppl = spec.get_bool("prompt_logprobs", False)
         self.capabilities = Capabilities(multi_image=spec.get_bool("multi_image", True), logprobs=self._logprobs,
-                                         loglikelihood=self._ppl, seeded=False,
+                                         loglikelihood=spec.get_bool("prompt_logprobs", False), seeded=False,
                                          prefill=spec.get_bool("prefill", False))
         self._extra = _body_extras(spec)
         # ?batch=1: cache misses go through the Batch API at the batch price (run/batch.py).  Without it the
         # backend is still there for a resume to re-attach to batches an earlier session journaled
         from .batch_api import OpenAIBatches
 
-        self.batch_backend = OpenAIBatches(self._clients, _parse_chat) if len(self._endpoints) == 1 else None
+        self.batch_backend = OpenAIBatches(self._endpoints[0].clients, _parse_chat) if len(self._endpoints) == 1 else None
         self.batch = None
         if spec.get_bool("batch", False):
             if len(self._endpoints) > 1:
@@ -201,7 +197,6 @@ class OpenAIChat:
                 err = _call_error(exc)
                 down = (err.status is None and err.kind in ("connection", "timeout")) or (err.status or 0) >= 500
                 if down and len(self._endpoints) > 1:
-                    ep.failures += 1
                     ep.cool_until = time.monotonic() + self._cooldown
                     tried.add(ep.url)
                     if len(tried) < len(self._endpoints):
@@ -240,13 +235,8 @@ class OpenAIChat:
     def _body(self, messages: list[Message], config: GenerationConfig, want_logprobs: bool) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.model, "messages": to_openai(messages),
                                   "temperature": config.temperature, self._max_tokens_param: config.max_tokens}
-        if config.top_p is not None:
-            kwargs["top_p"] = config.top_p
-        if config.seed is not None:
-            kwargs["seed"] = config.seed
-        if config.stop:
-            kwargs["stop"] = config.stop
-        kwargs.update(self._extra)
+        optional = {"top_p": config.top_p, "seed": config.seed, "stop": config.stop or None}
+        kwargs.update({k: v for k, v in optional.items() if v is not None}, **self._extra)
         if messages and messages[-1].role == "assistant" and self.capabilities.prefill:
             # vLLM / SGLang: continue the pre-filled assistant turn instead of opening a new one
             kwargs.update(continue_final_message=True, add_generation_prompt=False)

@@ -459,14 +459,10 @@ def from_float_rgb(x: Array, alpha: Image.Image | None, mode: str) -> Image.Imag
         out = out.convert("RGBA")
         out.putalpha(alpha)
         return out.convert("LA") if mode == "LA" else out
-    if mode in ("RGB", "RGBA"):
-        return out
     if mode in ("L", "1", "I;16", "I;16B", "I;16L", "I", "F"):
         return out.convert("L")
-    if mode == "P":
-        return out.convert("P", palette=Image.ADAPTIVE)
-    if mode == "CMYK":
-        return out.convert("CMYK")
+    if mode in ("P", "CMYK"):
+        return out.convert(mode, palette=Image.ADAPTIVE)  # the palette: for P only
     return out
 
 
