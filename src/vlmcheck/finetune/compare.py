@@ -14,7 +14,6 @@ from ..methods.compare import compare_two
 from ..methods.vhx_cases import require_vhx_run
 from ..metrics.decisions import holm
 from ..metrics.signflip import holm_levels
-from ..metrics.stats import symmetric_accuracy
 from ..run.labels import run_labels
 
 
@@ -46,25 +45,6 @@ def _pooled(results: dict[str, dict[str, Any]], ids: list[str]) -> bool:
     return len({dataset_of(results[sid]) for sid in ids}) > 1
 
 
-def vhx_table(results: dict[str, dict[str, Any]], ids: list[str],
-              pooled: bool | None = None) -> dict[tuple[str, str], dict[str, Any]]:
-    """(dataset, variant) -> n, accuracy, symmetric accuracy over ``ids`` (dataset "all" pools them where they
-    come from several datasets; ``pooled`` decides it for two runs at once)."""
-    pooled = _pooled(results, ids) if pooled is None else pooled
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for sid in ids:
-        r = results[sid]
-        for variant, v in r["variants"].items():
-            for ds in _datasets(r, pooled):
-                groups.setdefault((ds, variant), []).append(v)
-    out = {}
-    for key, vs in groups.items():
-        pairs = [(v["correct"], v["neg_correct"]) for v in vs if "neg_correct" in v]
-        out[key] = {"n": len(vs), "accuracy": sum(v["correct"] for v in vs) / len(vs),
-                    "symmetric_accuracy": symmetric_accuracy(pairs) if pairs else None, "n_pairs": len(pairs)}
-    return out
-
-
 def _units(results: dict[str, dict[str, Any]], ids: list[str],
            pooled: bool) -> dict[tuple[str, str, str], dict[str, tuple]]:
     """(dataset, variant, metric) -> {case id: (right or not, its image, None)}: what the paired test reads."""
@@ -77,6 +57,19 @@ def _units(results: dict[str, dict[str, Any]], ids: list[str],
                 if "neg_correct" in v:
                     out.setdefault((ds, variant, "symmetric_accuracy"), {})[sid] = (
                         float(v["correct"] and v["neg_correct"]), str(r.get("image")), None)
+    return out
+
+
+def _table(units: dict[tuple[str, str, str], dict[str, tuple]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(dataset, variant) -> n, accuracy, symmetric accuracy (VHExpansion Def. 3) and its number of pairs."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for (ds, variant, metric), cases in units.items():
+        row = out.setdefault((ds, variant), {"symmetric_accuracy": None, "n_pairs": 0})
+        mean = sum(value for value, _, _ in cases.values()) / len(cases)
+        if metric == "accuracy":
+            row.update(n=len(cases), accuracy=mean)
+        else:
+            row.update(symmetric_accuracy=mean, n_pairs=len(cases))
     return out
 
 
@@ -93,8 +86,8 @@ def compare_vhx(before: str | Path, after: str | Path,
         raise InputFileError(f"{before} and {after} share no finished case; run both on the same cases file "
                              "(the held-out heldout.jsonl of `vhx dataset`)")
     pooled = _pooled(done_b, ids) or _pooled(done_a, ids)
-    table_b, table_a = vhx_table(done_b, ids, pooled), vhx_table(done_a, ids, pooled)
     units_b, units_a = _units(done_b, ids, pooled), _units(done_a, ids, pooled)
+    table_b, table_a = _table(units_b), _table(units_a)
     rows = []
     units: dict[int, tuple] = {}
     for key in sorted(set(table_b) | set(table_a), key=lambda k: (k[0] == "all", k[0], k[1] != "original", k[1])):

@@ -134,13 +134,18 @@ class AnswerOnlyCollator:
             out[first] = Message.user(image, out[first].text)
         return out
 
+    def _process(self, conversations: list[list[Message]], generation_prompt: bool = False, **options: Any) -> Any:
+        """The processor's tensors for ``conversations``, each templated by the model's own chat template."""
+        texts, images = [], []
+        for messages in conversations:
+            conv, imgs = to_hf(messages)
+            texts.append(self.processor.apply_chat_template(conv, add_generation_prompt=generation_prompt,
+                                                            tokenize=False))
+            images.extend(imgs)
+        return self.processor(text=texts, return_tensors="pt", **({"images": images} if images else {}), **options)
+
     def _ids(self, messages: list[Message], generation_prompt: bool) -> list[int]:
-        conv, images = to_hf(messages)
-        text = self.processor.apply_chat_template(conv, add_generation_prompt=generation_prompt, tokenize=False)
-        kwargs: dict[str, Any] = {"text": [text], "return_tensors": "pt"}
-        if images:
-            kwargs["images"] = images
-        return self.processor(**kwargs)["input_ids"][0].tolist()
+        return self._process([messages], generation_prompt)["input_ids"][0].tolist()
 
     def encode(self, row: dict[str, Any]) -> tuple[list[Message], list[int], list[int]]:
         """(messages, input ids, labels) of one record."""
@@ -162,18 +167,10 @@ class AnswerOnlyCollator:
         import torch
 
         encoded = [self.encode(r) for r in rows]
-        texts, images = [], []
-        for messages, _, _ in encoded:
-            conv, imgs = to_hf(messages)
-            texts.append(self.processor.apply_chat_template(conv, add_generation_prompt=False, tokenize=False))
-            images.extend(imgs)
         side = self.tokenizer.padding_side
         self.tokenizer.padding_side = "right"  # the labels are aligned from the left
         try:
-            kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
-            if images:
-                kwargs["images"] = images
-            batch = dict(self.processor(**kwargs))
+            batch = dict(self._process([messages for messages, _, _ in encoded], padding=True))
         finally:
             self.tokenizer.padding_side = side
         labels = torch.full_like(batch["input_ids"], IGNORE)
@@ -311,19 +308,15 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
         disable_tqdm=True, seed=cfg.seed, data_seed=cfg.seed, dataloader_num_workers=0, label_names=["labels"])
 
     class _Progress(TrainerCallback):  # our progress line (a bar on a terminal) instead of tqdm's
-        bar: Progress | None = None
-
         def on_train_begin(self, args, state, control, **kw):
             self.bar = Progress("finetune", state.max_steps, done=state.global_step, enabled=progress)
             self.bar.__enter__()
 
         def on_step_end(self, args, state, control, **kw):
-            if self.bar is not None:
-                self.bar.advance(state.global_step - self.bar.done)
+            self.bar.advance(state.global_step - self.bar.done)
 
         def on_train_end(self, args, state, control, **kw):
-            if self.bar is not None:
-                self.bar.__exit__(None, None, None)
+            self.bar.__exit__(None, None, None)
 
     out.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {"base_model": spec.canonical(), "data": str(data_file), "fingerprint": fingerprint,

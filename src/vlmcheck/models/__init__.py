@@ -1,10 +1,8 @@
 """Built-in adapters, registered by import path so heavy dependencies load lazily.
 
 Each ``register`` call is everything vlmcheck knows about a provider: its roles, the ``?parameters`` its adapter
-reads, each IDENTITY (changes what the model answers: part of its identity, cache keys and resume check) or
-PLACEMENT (where and how fast it is reached, how it is bounded: may change between runs), how it is billed and how
-its images count in tokens (core/spec.py ``_Entry``).  tests/test_identity.py checks that every parameter an
-adapter reads is declared here with a kind.
+reads, each IDENTITY or PLACEMENT (docs/usage.md, "Identity and placement"), how it is billed and how its images
+count in tokens (core/spec.py ``_Entry``).  tests/test_identity.py checks every parameter an adapter reads is here.
 """
 
 from ..core.spec import IDENTITY as I

@@ -60,12 +60,8 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
 
 def input_size(packing: str, image_processor: Any, model_config: Any,
                requested: tuple[int, int] | None = None) -> tuple[int, int]:
-    """The (H, W) at which ``vision_embedding`` takes pixels.
-
-    Only the ``grid`` family takes images of any size, so only there does
-    ``requested`` (from the spec's ``vision_size``) choose it; the others have
-    one input size, read from the processor.
-    """
+    """The (H, W) at which ``vision_embedding`` takes pixels: ``requested`` (the spec's ``vision_size``) for the
+    ``grid`` family, which takes any size; the others' one input size, read from the processor."""
     if packing == "grid":
         factor = int(_get(image_processor, "patch_size", 14)) * int(_get(image_processor, "merge_size", 2))
         size = _get(image_processor, "size")
@@ -101,12 +97,8 @@ def normalise(pixels: Any, image_processor: Any) -> Any:
 
 
 def grid_patches(normed: Any, patch_size: int, merge_size: int, temporal_patch_size: int) -> tuple[Any, Any]:
-    """Qwen2-VL's packing of normalised (B, 3, H, W) images: (B*h*w, 3*t*p*p) patches and grid_thw.
-
-    Patches are ordered merge-window by merge-window, and each still image is
-    repeated ``temporal_patch_size`` times along time, as the Qwen2-VL image
-    processor does.
-    """
+    """Qwen2-VL's packing of normalised (B, 3, H, W) images: (B*h*w, 3*t*p*p) patches and grid_thw, ordered
+    merge-window by merge-window, each still image repeated ``temporal_patch_size`` times along time."""
     import torch
 
     b, c, height, width = normed.shape

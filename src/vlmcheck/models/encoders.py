@@ -20,11 +20,8 @@ from .hf import ensure_available, resolve_device, resolve_dtype
 
 
 class TorchEncoder:
-    """Wrap any module: ``preprocess(list[PIL]) -> (B, 3, H, W)`` tensor, ``module(x) -> (B, d)``.
-
-    ``preprocess_tensor`` (optional) maps [0, 1] pixels to model input for
-    differentiable use (``embed_tensor``).
-    """
+    """Wrap any module: ``preprocess(list[PIL]) -> (B, 3, H, W)`` tensor, ``module(x) -> (B, d)``;
+    ``preprocess_tensor`` (optional) maps [0, 1] pixels to model input, differentiably (``embed_tensor``)."""
 
     def __init__(self, module, preprocess: Callable[[list[Image.Image]], Any], *, model_id: str,
                  batch_size: int = 32, device: str = "cpu",

@@ -150,8 +150,6 @@ class JSONHTTP:
         try:
             send = self._send_aiohttp if self.transport is None else self._send_httpx
             status, headers, data = await send(method, path, body, timeout)
-        except ModelCallError:
-            raise
         except asyncio.TimeoutError:
             raise ModelCallError("timeout", f"no answer within {timeout or self.timeout:g} s") from None
         except (aiohttp.ClientError, OSError) as exc:

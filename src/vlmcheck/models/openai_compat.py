@@ -297,11 +297,8 @@ class OpenAIChat:
         return [float(next(iter(e.values()))["logprob"]) for e in entries if e]
 
     async def loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
-        """Sum and count of each continuation's token log-probabilities (vLLM servers, ?prompt_logprobs=1).
-
-        One request with an empty assistant turn gives the prompt's length; each continuation's tokens
-        are the entries beyond it.
-        """
+        """Sum and count of each continuation's token log-probabilities (vLLM servers, ?prompt_logprobs=1): a request
+        with an empty assistant turn gives the prompt's length, each continuation's tokens are the entries beyond."""
         base = await self._prompt_logprobs(messages, "")
         out = []
         for cont in continuations:
@@ -357,12 +354,9 @@ def _parse_chat(resp: dict[str, Any]) -> Generation:
     if not isinstance(text, str):
         raise ModelCallError("malformed", f"message content is a {type(text).__name__}, not text")
     refusal = message.get("refusal") or None
-    reasoning = message.get("reasoning_content") or message.get("reasoning") or None
-    if not isinstance(reasoning, str):
-        reasoning = None
-    finish = _FINISH.get(choice.get("finish_reason") or "", "unknown")
-    if refusal:
-        finish = "refusal"
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    reasoning = reasoning if isinstance(reasoning, str) and reasoning else None
+    finish = "refusal" if refusal else _FINISH.get(choice.get("finish_reason") or "", "unknown")
     u = resp.get("usage")
     # checked, never trusted: a missing, negative or non-numeric count is marked and priced at the estimate
     usage = Usage.reported(u.get("prompt_tokens"), u.get("completion_tokens")) if isinstance(u, dict) else \

@@ -443,9 +443,7 @@ def to_float_rgb(img: Image.Image) -> tuple[Array, Image.Image | None, str]:
         else None
     if mode in ("I;16", "I;16B", "I;16L", "I", "F"):
         arr = np.asarray(img, dtype=np.float32)
-        arr = arr / max(float(arr.max()), 1.0)
-        rgb = np.repeat(arr[..., None], 3, axis=2)
-        return rgb.astype(np.float32), None, mode
+        return np.repeat(arr[..., None] / max(float(arr.max()), 1.0), 3, axis=2), None, mode
     x = np.asarray(img.convert("RGB")).astype(np.float32)
     x *= 1.0 / 255.0
     return x, alpha, mode

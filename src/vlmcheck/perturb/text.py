@@ -97,14 +97,8 @@ def _touch_words(text: str, share: float, rng: np.random.Generator, eligible: Ca
     if not matches:
         return text
     k = max(1, int(round(share * len(matches))))
-    chosen = set(rng.choice(len(matches), size=min(k, len(matches)), replace=False).tolist())
-    out, last = [], 0
-    for i, m in enumerate(matches):
-        out.append(text[last:m.start()])
-        out.append(change(m.group(0), rng) if i in chosen else m.group(0))
-        last = m.end()
-    out.append(text[last:])
-    return "".join(out)
+    chosen = {matches[i].start() for i in rng.choice(len(matches), size=min(k, len(matches)), replace=False)}
+    return _WORD.sub(lambda m: change(m.group(0), rng) if m.start() in chosen else m.group(0), text)
 
 
 _SHARE = [0.1, 0.2, 0.3, 0.4, 0.5]
