@@ -227,13 +227,15 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
         import peft
         import torch
         from transformers import (AutoModelForImageTextToText, AutoProcessor, Trainer, TrainerCallback,
-                                  TrainingArguments)
+                                  TrainingArguments, set_seed)
+        from transformers.trainer_callback import PrinterCallback
         from transformers.trainer_utils import get_last_checkpoint
+        from transformers.utils import logging as hf_logging
     except ImportError as exc:
         raise SpecError(f"fine-tuning needs torch, transformers and peft ({exc.name} is missing): "
                         "pip install 'vlmcheck[finetune]'") from None
-    from ..models.hf import ensure_available, resolve_device
     from ..core.progress import Progress
+    from ..models.hf import ensure_available, resolve_device
 
     spec = ModelSpec.parse(cfg.model)
     if spec.provider != "hf":
@@ -262,8 +264,6 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
     bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
     dtype = torch.bfloat16 if bf16 else torch.float32
     ensure_available(spec.name)
-    from transformers.utils import logging as hf_logging
-
     hf_logging.disable_progress_bar()  # the weight-loading bar; our own line reports the training
     processor = AutoProcessor.from_pretrained(spec.name)
     model = AutoModelForImageTextToText.from_pretrained(spec.name, dtype=dtype)
@@ -273,8 +273,6 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
     targets = lora_targets(model)
     if not targets:
         raise SpecError(f"{cfg.model}: found no linear layers in the language model to adapt")
-    from transformers import set_seed
-
     set_seed(cfg.seed)  # LoRA's A matrices start random: the same seed gives the same adapter, resumed or not
     proj_lr = projector_lr_for(cfg, model)
     projectors = projector_modules(model) if proj_lr > 0 else []
@@ -342,8 +340,6 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
 
     trainer = _Trainer(model=model, args=args, train_dataset=rows, data_collator=collator,
                        callbacks=[_Progress(), *(callbacks or [])])
-    from transformers.trainer_callback import PrinterCallback
-
     trainer.remove_callback(PrinterCallback)  # it prints every log dict; the losses go to finetune.json
     for config in (model.config, getattr(model.config, "text_config", None)):
         if config is not None and getattr(config, "use_cache", False):

@@ -12,6 +12,7 @@ from ..core.errors import ModelCallError
 from ..core.messages import Message, to_anthropic
 from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
 from ..core.spec import ModelSpec
+from .batch_api import AnthropicBatches
 from .http import JSONHTTP, KeyedChat
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "refusal"}
@@ -39,8 +40,6 @@ class AnthropicChat(KeyedChat):
         # ?batch=1: cache misses go through Message Batches at the batch price (run/batch.py).  Without it the
         # backend is still there for a resume to re-attach to batches an earlier session journaled; its results
         # are read up to the batch's own size limit
-        from .batch_api import AnthropicBatches
-
         self.batch_backend = AnthropicBatches(self.client(max_bytes=AnthropicBatches.max_bytes), _parse_message)
         self.batch = self.batch_backend if spec.get_bool("batch", False) else None
         self.batch_window = spec.get_float("batch_window", 2.0)

@@ -136,7 +136,6 @@ class HFVLM:
         # the next batch's inputs are made (processor, copy to the device) while the current batch generates
         self._batcher = Batcher(self._generate_prepared, spec.get_int("batch_size", 8), prepare=self._prepare_batch)
 
-    # ---------------------------------------------------------------- inputs
     def _inputs(self, conversations: list[list[Message]]):
         texts, images = [], []
         rendered: dict[str, str] = {}  # a batch's requests mostly share one prompt: the template once for each
@@ -156,7 +155,6 @@ class HFVLM:
         with self._prep_lock:
             return self.processor(**kwargs).to(self.device)
 
-    # ------------------------------------------------------------- generate
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         key = config.model_dump_json()
         return await self._batcher.submit(key, messages)
@@ -193,7 +191,6 @@ class HFVLM:
                                       finish_reason="stop" if finished or len(new) < config.max_tokens else "length"))
         return results
 
-    # --------------------------------------------------------- loglikelihood
     async def loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
         return await asyncio.to_thread(self._loglikelihood, messages, continuations)
 
@@ -219,7 +216,6 @@ class HFVLM:
                 results.append(Loglikelihood(sum=float(token_lp.sum()), n_tokens=n))
         return results
 
-    # ------------------------------------------------------- vision embedding
     def _image_processor(self):
         return getattr(self.processor, "image_processor", None)
 

@@ -50,12 +50,10 @@ def in_process(handler: Callable[[Any], Any]) -> Iterator[list[Any]]:
 def _ssl_context() -> Any:
     import ssl
 
+    import certifi  # httpx's dependency
+
     if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
         return ssl.create_default_context()  # OpenSSL reads both variables
-    try:
-        import certifi
-    except ImportError:
-        return ssl.create_default_context()
     return ssl.create_default_context(cafile=certifi.where())
 
 

@@ -22,12 +22,8 @@ class HumanDescriptions:
         path = Path(spec.name)
         if not path.is_file():
             raise SpecError(f"human:{spec.name}: no such file")
-        rows = self._read(path)
-        self.by_hash: dict[str, str] = {}
-        for row in rows:
-            img_path = Path(row["image"])
-            full = img_path if img_path.is_absolute() else path.parent / img_path
-            self.by_hash[image_hash(load_image(full))] = row["text"]
+        # an absolute image path stays as it is under the file's folder
+        self.by_hash = {image_hash(load_image(path.parent / row["image"])): row["text"] for row in self._read(path)}
         self.model_id = spec.canonical()
         self.capabilities = Capabilities(multi_image=False, seeded=True)
         self.concurrency_key = self.model_id

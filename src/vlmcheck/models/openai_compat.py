@@ -26,6 +26,7 @@ from ..core.secrets import redact, register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
 from ..run.loop_clients import PerLoopClients
 from ._http_errors import name_sent_fields, translate
+from .batch_api import OpenAIBatches
 from .http import JSONHTTP, json_body, json_object
 from .openai_preflight import preflight
 
@@ -77,11 +78,8 @@ def _clients(spec: ModelSpec, n: int, key: str) -> PerLoopClients:
         import openai
 
         extra: dict[str, Any] = {}
-        if use_aiohttp and hasattr(openai, "DefaultAioHttpClient"):
-            try:
-                extra["http_client"] = openai.DefaultAioHttpClient(timeout=timeout)
-            except RuntimeError:  # the SDK raises this when aiohttp (its extra) is not installed
-                pass
+        if use_aiohttp and hasattr(openai, "DefaultAioHttpClient"):  # openai[aiohttp], a dependency
+            extra["http_client"] = openai.DefaultAioHttpClient(timeout=timeout)
         # URL userinfo and credential query parameters travel with each request only (ModelSpec.request_auth);
         # aiohttp refuses a URL with userinfo next to the SDK's Authorization header, so none reaches it.
         return openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0, timeout=timeout,
@@ -151,12 +149,11 @@ class OpenAIChat:
         self._extra = _body_extras(spec)
         # ?batch=1: cache misses go through the Batch API at the batch price (run/batch.py).  Without it the
         # backend is still there for a resume to re-attach to batches an earlier session journaled
-        from .batch_api import OpenAIBatches
-
-        self.batch_backend = OpenAIBatches(self._endpoints[0].clients, _parse_chat) if len(self._endpoints) == 1 else None
+        single = len(self._endpoints) == 1
+        self.batch_backend = OpenAIBatches(self._endpoints[0].clients, _parse_chat) if single else None
         self.batch = None
         if spec.get_bool("batch", False):
-            if len(self._endpoints) > 1:
+            if not single:
                 raise SpecError(f"{spec.canonical()}: batch=1 sends batches to one API; give one base URL")
             self.batch = self.batch_backend
         self.batch_window = spec.get_float("batch_window", 2.0)
