@@ -36,11 +36,6 @@ class AttackConfig(BaseModel):
     cosine: Literal["flat", "per_token"] = "flat"
     seed: int = 0
 
-    def step_size(self) -> float:
-        if self.step is not None:
-            return self.step
-        return 0.5 / 255 if self.method == "ifgsm" else 1.0
-
 
 @dataclass
 class AttackResult:
@@ -154,7 +149,7 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
     delta = (torch.clamp(x + delta, 0, 1) - x).clamp(-eps_q, eps_q)
     active = torch.ones(x.shape[0], dtype=torch.bool, device=device)
     used = torch.zeros(x.shape[0], dtype=torch.long)
-    gamma = cfg.step_size()
+    gamma = cfg.step if cfg.step is not None else 0.5 / 255 if cfg.method == "ifgsm" else 1.0
     start = None
     first_step = True
     for _ in range(steps):

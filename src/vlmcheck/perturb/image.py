@@ -429,13 +429,6 @@ PRESETS: dict[str, tuple[str, dict]] = {
 
 # ----------------------------------------------------------------------------- public API
 
-def _to_uint8(x: Array) -> Array:
-    if x.dtype == np.uint8:
-        return x
-    # convertScaleAbs rounds and saturates in one fast pass; clip first because it takes |x|
-    return cv2.convertScaleAbs(np.clip(x, 0.0, 1.0), alpha=255.0)
-
-
 def to_float_rgb(img: Image.Image) -> tuple[Array, Image.Image | None, str]:
     """(RGB float array, alpha channel or None, original mode)."""
     mode = img.mode
@@ -450,7 +443,8 @@ def to_float_rgb(img: Image.Image) -> tuple[Array, Image.Image | None, str]:
 
 
 def from_float_rgb(x: Array, alpha: Image.Image | None, mode: str) -> Image.Image:
-    out = Image.fromarray(_to_uint8(x), "RGB")
+    # convertScaleAbs rounds and saturates in one fast pass; clip first because it takes |x|
+    out = Image.fromarray(x if x.dtype == np.uint8 else cv2.convertScaleAbs(np.clip(x, 0.0, 1.0), alpha=255.0), "RGB")
     if alpha is not None:
         if alpha.size != out.size:
             alpha = alpha.resize(out.size, Image.BILINEAR)
