@@ -98,13 +98,10 @@ def read_rows(data: Path) -> list[dict[str, Any]]:
 
 
 class AnswerOnlyCollator:
-    """Batches LLaVA records for a VLM: the processor's tensors for the whole conversations, and labels that
-    keep only the assistant turns (answer text and the template's end-of-turn tokens).
-
-    Each assistant turn's span is found by templating the conversation up to the turn's start (with the
-    generation prompt) and up to its end: both token sequences must be prefixes of the full conversation's,
-    which is checked - a chat template that re-tokenises across the boundary fails loudly instead of training
-    on shifted labels."""
+    """Batches LLaVA records for a VLM: the processor's tensors for the whole conversations, and labels that keep
+    only the assistant turns (answer text and end-of-turn tokens).  Each turn's span is found by templating up to
+    its start (with the generation prompt) and its end, both checked to be token prefixes of the whole: a template
+    that re-tokenises across the boundary fails loudly instead of training on shifted labels."""
 
     def __init__(self, processor: Any, root: Path, max_length: int | None = None) -> None:
         self.processor = processor

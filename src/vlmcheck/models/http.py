@@ -58,11 +58,9 @@ def _ssl_context() -> Any:
 
 
 def env_proxy(url: str) -> tuple[str | None, dict[str, str] | None]:
-    """The proxy the environment names for ``url`` (``HTTP(S)_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), if any, and
-    the ``Proxy-Authorization`` header for credentials in its URL.
-
-    Resolved once per server: with ``trust_env=True`` aiohttp reads the environment and ``~/.netrc`` again on
-    every request, in a worker thread, about 7% of a request's CPU."""
+    """The proxy the environment names for ``url`` (``HTTP(S)_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), if any, and the
+    ``Proxy-Authorization`` header for credentials in its URL.  Resolved once per server: with ``trust_env=True``
+    aiohttp reads the environment and ``~/.netrc`` again on every request, in a worker thread."""
     import base64
     import urllib.request
     from urllib.parse import unquote, urlsplit

@@ -103,10 +103,7 @@ class _Endpoint:
     def slots(self, limit: int) -> asyncio.Semaphore:
         """This endpoint's ``concurrency`` slots (in the running loop): a survivor of a failed endpoint never
         gets more than its own share, whatever the total limit lets through."""
-        loop = id(asyncio.get_running_loop())
-        if loop not in self._slots:
-            self._slots[loop] = asyncio.Semaphore(limit)
-        return self._slots[loop]
+        return self._slots.setdefault(id(asyncio.get_running_loop()), asyncio.Semaphore(limit))
 
 
 class OpenAIChat:

@@ -230,11 +230,8 @@ Rewriter = Callable[[str, str], Awaitable[str]]  # (instruction, question) -> re
 async def corrupt_question(question: str, options: list[str] | None, answer: int | None, seed: int,
                            rewriter: Rewriter | None = None,
                            categories: tuple[str, ...] = TEXT_CATEGORY_ORDER) -> dict:
-    """ChEF's composite text corruption of one multiple-choice item.
-
-    Returns ``{"question", "options", "answer", "chain"}``; ``chain`` lists
-    every step with its method, severity and parameters, or why it was skipped.
-    """
+    """ChEF's composite text corruption of one multiple-choice item: ``{"question", "options", "answer", "chain"}``,
+    ``chain`` listing every step with its method, severity and parameters, or why it was skipped."""
     rng = np.random.default_rng(seed)
     chain: list[dict] = []
     q, opts, ans = question, list(options or []), answer
