@@ -280,8 +280,7 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
                                                             lora_dropout=cfg.lora_dropout, bias="none",
                                                             target_modules=targets,
                                                             modules_to_save=projectors or None))
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    total = sum(p.numel() for p in model.parameters())
+    trainable, total = model.get_nb_trainable_parameters()
     collator = AnswerOnlyCollator(processor, root, cfg.model_max_length)
     probe = rows[:cfg.probe_rows]
     model.to(device)
