@@ -1,11 +1,8 @@
-"""A neutral JSON-over-HTTP client: the base every HTTP dialect (OpenAI, Anthropic, Gemini, a new one) builds on.
-
-A dialect subclasses :class:`JSONHTTP` and declares only what is its own (docs/usage.md, "Your models: specs"); the
-rest is common: User-Agent, URL credentials, proxies, certificates, a total timeout per call, a cap on the reply's
-decompressed size, and one mapping of HTTP statuses to :class:`ModelCallError`.  No retries here: the scheduler
-retries and counts them.  Requests go out with aiohttp: through the ``openai`` SDK (httpx underneath) a chat
-request costs several times the client CPU (``bench/api_throughput.py``).  Tests give a client an httpx transport
-instead (``transport=``, or :func:`in_process`), so the adapter's own code builds the request with no socket.
+"""A neutral JSON-over-HTTP client: the base every HTTP dialect (OpenAI, Anthropic, Gemini, a new one) builds on
+(docs/usage.md, "Your models: specs").  No retries here: the scheduler retries and counts them.  Requests go out with
+aiohttp: through the ``openai`` SDK (httpx underneath) a chat request costs several times the client CPU
+(``bench/api_throughput.py``).  Tests give a client an httpx transport instead (``transport=``, or
+:func:`in_process`), so the adapter's own code builds the request with no socket.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Adversarial image perturbations on a model's visual embedding (VHExpansion eq. 1; docs/methods.md, VHExpansion).
-
-The target is anything with ``vision_embedding(pixels)`` (pixels in [0, 1], (B, 3, H, W), differentiable; for a
-VLM: vision encoder + connector) and ``vision_input_size()``: a white-box ``hf:`` VLM, or a bare image encoder.
-Not hallucinated: from delta = 0, *minimise* cos(E(x), E(x + delta)); hallucinated: from +-5/255 at random,
-*maximise* it, stopping early at ``early_stop_cosine`` (the paper gives no threshold).  I-FGSM steps with the
-gradient's sign, PGD with the raw gradient; both project onto the L-inf ball and [0, 1], in pixel space.  The cosine
-is on the flattened per-image embedding (the authors' code used the wrong axis; ``cosine="per_token"`` averages
-per-token cosines).  The result is quantised to 8 bits as saved, with epsilon rounded down to whole 1/255 steps, so
+"""Adversarial image perturbations on a model's visual embedding (VHExpansion eq. 1; the settings and where they
+differ from the authors' code: docs/methods.md, VHExpansion).  The target is anything with a differentiable
+``vision_embedding(pixels)`` (pixels in [0, 1], (B, 3, H, W)) and ``vision_input_size()``: a white-box ``hf:`` VLM,
+or a bare image encoder.  The result is quantised to 8 bits as saved, epsilon rounded down to whole 1/255 steps, so
 the recorded L-inf norm and final cosine are those of the saved image and the bound holds exactly.
 """
 
