@@ -156,12 +156,10 @@ class JSONHTTP:
         import aiohttp
 
         session = self.sessions.get()
-        if timeout is None or timeout == self.timeout:
-            if self._timeout is None:
-                self._timeout = aiohttp.ClientTimeout(total=self.timeout)
-            client_timeout = self._timeout  # one object for every request, not one each
-        else:
+        if timeout is not None and timeout != self.timeout:
             client_timeout = aiohttp.ClientTimeout(total=timeout)
+        else:  # one object for every request, not one each
+            client_timeout = self._timeout = self._timeout or aiohttp.ClientTimeout(total=self.timeout)
         async with session.request(method, self.base_url + path, data=body, headers=self.headers,
                                    params=self.query, proxy=self.proxy,
                                    proxy_headers=self.proxy_headers, timeout=client_timeout) as resp:

@@ -115,15 +115,14 @@ def plasma_fractal(size: int, decay: float, rng: np.random.Generator) -> Array:
         total = corners + np.roll(corners, -1, 0) + np.roll(corners, -1, 1) + np.roll(np.roll(corners, -1, 0), -1, 1)
         maparray[half:size:step, half:size:step] = wibbled(total)
         # diamonds
-        ms = maparray.shape[0]
-        drgrid = maparray[half:ms:step, half:ms:step]
-        ulgrid = maparray[0:ms:step, 0:ms:step]
+        drgrid = maparray[half:size:step, half:size:step]
+        ulgrid = maparray[0:size:step, 0:size:step]
         ldrsum = drgrid + np.roll(drgrid, 1, axis=0)
         lulsum = ulgrid + np.roll(ulgrid, -1, axis=1)
-        maparray[0:ms:step, half:ms:step] = wibbled(ldrsum + lulsum)
+        maparray[0:size:step, half:size:step] = wibbled(ldrsum + lulsum)
         tdrsum = drgrid + np.roll(drgrid, 1, axis=1)
         tulsum = ulgrid + np.roll(ulgrid, -1, axis=0)
-        maparray[half:ms:step, 0:ms:step] = wibbled(tdrsum + tulsum)
+        maparray[half:size:step, 0:size:step] = wibbled(tdrsum + tulsum)
         step //= 2
         scale /= decay
     maparray -= maparray.min()

@@ -177,8 +177,7 @@ ocr_errors, typos, spelling_errors, keyboard = (_char_edit(_ocr), _char_edit(_ty
 
 def circular_options(options: list[str], answer: int, rng: np.random.Generator) -> tuple[list[str], int, dict]:
     k = int(rng.integers(1, len(options))) if len(options) > 1 else 0
-    new = options[k:] + options[:k]
-    return new, (answer - k) % len(options), {"shift": k}
+    return options[k:] + options[:k], (answer - k) % len(options), {"shift": k}
 
 
 def reverse_options(options: list[str], answer: int, rng: np.random.Generator) -> tuple[list[str], int, dict]:
