@@ -1,10 +1,7 @@
-"""Before and after fine-tuning (VHExpansion Tables 7 and 8).
-
-:func:`compare_vhx` takes two VHExpansion runs on the same held-out cases - the base model and the fine-tuned
-one - and gives accuracy and symmetric accuracy per dataset and image variant for both, on the cases both runs
-finished, each difference (after minus before) with the paired test and interval of ``vlmcheck compare``
-(McNemar's exact test, a bootstrap clustered by image; Holm over the table); ``general`` pairs of runs of any method (a ChEF recipe such as MMBench, a user dataset) give each
-pair's headline metric side by side, the general-ability check of Table 8.
+"""Before and after fine-tuning (VHExpansion Tables 7 and 8; docs/methods.md, "Before/after"): accuracy and symmetric
+accuracy per dataset and image variant of two VHExpansion runs on the cases both finished, each difference with
+the paired test and interval of ``vlmcheck compare`` (Holm over the table); ``general`` pairs of runs of any method
+side by side by their headline metric (Table 8's general ability).
 """
 
 from __future__ import annotations
@@ -17,7 +14,6 @@ from ..methods.compare import compare_two
 from ..methods.vhx_cases import require_vhx_run
 from ..metrics.decisions import holm
 from ..metrics.signflip import holm_levels
-from ..metrics.stats import symmetric_accuracy
 from ..run.labels import run_labels
 
 
@@ -30,43 +26,23 @@ def _run(folder: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     return read_results(folder), {r["sample_id"]: r["result"] for r in done_records(folder)}
 
 
-
-
-def _dataset(result: dict[str, Any]) -> str:
+def dataset_of(result: dict[str, Any], default: str = "cases") -> str:
+    """The dataset a case comes from: its own ``dataset`` or ``source`` field, else ``default``."""
     meta = result.get("meta") or {}
     for key in ("dataset", "source"):
         if isinstance(meta.get(key), str) and meta[key]:
             return meta[key]
-    return "cases"
+    return default
 
 
 def _datasets(r: dict[str, Any], pooled: bool) -> tuple[str, ...]:
     """The rows a case counts in: its dataset's, and "all" where the cases come from several datasets (with one,
     "all" would repeat its rows: each test counted twice in Holm, two intervals for one difference)."""
-    return (_dataset(r), "all") if pooled else (_dataset(r),)
+    return (dataset_of(r), "all") if pooled else (dataset_of(r),)
 
 
 def _pooled(results: dict[str, dict[str, Any]], ids: list[str]) -> bool:
-    return len({_dataset(results[sid]) for sid in ids}) > 1
-
-
-def vhx_table(results: dict[str, dict[str, Any]], ids: list[str],
-              pooled: bool | None = None) -> dict[tuple[str, str], dict[str, Any]]:
-    """(dataset, variant) -> n, accuracy, symmetric accuracy over ``ids`` (dataset "all" pools them where they
-    come from several datasets; ``pooled`` decides it for two runs at once)."""
-    pooled = _pooled(results, ids) if pooled is None else pooled
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for sid in ids:
-        r = results[sid]
-        for variant, v in r["variants"].items():
-            for ds in _datasets(r, pooled):
-                groups.setdefault((ds, variant), []).append(v)
-    out = {}
-    for key, vs in groups.items():
-        pairs = [(v["correct"], v["neg_correct"]) for v in vs if "neg_correct" in v]
-        out[key] = {"n": len(vs), "accuracy": sum(v["correct"] for v in vs) / len(vs),
-                    "symmetric_accuracy": symmetric_accuracy(pairs) if pairs else None, "n_pairs": len(pairs)}
-    return out
+    return len({dataset_of(results[sid]) for sid in ids}) > 1
 
 
 def _units(results: dict[str, dict[str, Any]], ids: list[str],
@@ -84,6 +60,19 @@ def _units(results: dict[str, dict[str, Any]], ids: list[str],
     return out
 
 
+def _table(units: dict[tuple[str, str, str], dict[str, tuple]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(dataset, variant) -> n, accuracy, symmetric accuracy (VHExpansion Def. 3) and its number of pairs."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for (ds, variant, metric), cases in units.items():
+        row = out.setdefault((ds, variant), {"symmetric_accuracy": None, "n_pairs": 0})
+        mean = sum(value for value, _, _ in cases.values()) / len(cases)
+        if metric == "accuracy":
+            row.update(n=len(cases), accuracy=mean)
+        else:
+            row.update(symmetric_accuracy=mean, n_pairs=len(cases))
+    return out
+
+
 def compare_vhx(before: str | Path, after: str | Path,
                 general: list[tuple[str | Path, str | Path]] = ()) -> dict[str, Any]:
     before, after = Path(before), Path(after)
@@ -97,8 +86,8 @@ def compare_vhx(before: str | Path, after: str | Path,
         raise InputFileError(f"{before} and {after} share no finished case; run both on the same cases file "
                              "(the held-out heldout.jsonl of `vhx dataset`)")
     pooled = _pooled(done_b, ids) or _pooled(done_a, ids)
-    table_b, table_a = vhx_table(done_b, ids, pooled), vhx_table(done_a, ids, pooled)
     units_b, units_a = _units(done_b, ids, pooled), _units(done_a, ids, pooled)
+    table_b, table_a = _table(units_b), _table(units_a)
     rows = []
     units: dict[int, tuple] = {}
     for key in sorted(set(table_b) | set(table_a), key=lambda k: (k[0] == "all", k[0], k[1] != "original", k[1])):

@@ -1,25 +1,8 @@
-"""Fine-tuning data from finished VHExpansion runs (VHExpansion section 5.4).
-
-:func:`build_dataset` turns the expanded cases of one or more ``vhx run`` folders into training data:
-
-* every case on a *training* image gives one row per image variant and per question (the original and, where
-  its negation passed the check, the negated one, whose answer is flipped) - the paper's "expanded VH test
-  cases".  The variants are the paper's (section 5.4): the original image and the adversarial one;
-  common perturbations only when ``variants`` names them (``--variants original,adversarial,vhx_jpeg``);
-* each of those questions is rephrased ``k`` times (paper: four, by GPT-4o) by any ``TextModel`` given the
-  :data:`~vlmcheck.world.paraphraser.PARAPHRASE_PROMPT`; each rephrasing is one more row with the same image and
-  answer.  A rephrasing that fails, or repeats the question or an earlier version, is counted and left out;
-* optionally a general VQA set in LLaVA's conversation format is mixed in (the paper adds 4,000 triples of
-  LLaVA-1.5's fine-tuning data), sampled with the seed.
-
-Images are split by *source image* (a hash of the original file's bytes), seeded, so no evaluated image - nor
-any perturbed or adversarial version of it - is ever trained on.  The held-out images' original cases are
-written as ``heldout.jsonl``, a cases file for ``vlmcheck vhx run`` (before and after fine-tuning).
-
-Written to ``OUT``: ``images/`` (content-addressed copies), ``train.jsonl`` (one row per question, with
-provenance), ``llava.json`` (LLaVA conversation format: what ``vhx finetune`` reads), ``heldout.jsonl``,
-``hf/`` (a Hugging Face ``datasets`` DatasetDict with ``train`` and ``heldout``, when ``datasets`` is
-installed) and ``build.json`` (the settings, the split and the counts).
+"""Fine-tuning data from finished VHExpansion runs (VHExpansion section 5.4; docs/methods.md, "Fine-tuning on
+expanded cases"): each case on a training image gives one row per image variant and per question (the original
+and its checked negation), each question rephrased ``k`` times by any ``TextModel``, optionally mixed with a general
+VQA set.  Images are split by source image (a hash of the original file), seeded, so no evaluated image, nor any
+version of it, is trained on; the held-out cases are written as ``heldout.jsonl`` for ``vhx run``.
 """
 
 from __future__ import annotations
@@ -28,13 +11,14 @@ import asyncio
 import hashlib
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..core.files import InputFileError, read_results, read_text_input, write_text_atomic
-from .compare import done_records
+from .compare import dataset_of, done_records
 from ..methods.vhx_cases import require_vhx_run
 from ..core.messages import Message
 from ..core.roles import GenerationConfig
@@ -45,11 +29,8 @@ ANSWER_TEXT = {"yes": "Yes", "no": "No"}  # LLaVA's short-answer style
 
 
 def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _vhx_records(run: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -59,14 +40,10 @@ def _vhx_records(run: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return results, done_records(run)
 
 
-def _dataset_name(results: dict[str, Any], meta: dict[str, Any]) -> str:
-    """The dataset a case comes from: its own ``dataset``/``source`` field, else the cases file's name."""
-    for key in ("dataset", "source"):
-        if isinstance(meta.get(key), str) and meta[key]:
-            return meta[key]
+def _cases_name(results: dict[str, Any]) -> str:
+    """The name of a run's cases file: the dataset of its cases that name none of their own."""
     spec = results.get("spec") or {}
-    cases = str((spec.get("task_spec") or spec).get("cases") or "cases")
-    p = Path(cases)
+    p = Path(str((spec.get("task_spec") or spec).get("cases") or "cases"))
     return p.name if p.is_dir() else p.stem
 
 
@@ -159,13 +136,14 @@ def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None
     cases: list[dict[str, Any]] = []
     for run in map(Path, runs):
         results, records = _vhx_records(run)
+        cases_name = _cases_name(results)
         for rec in records:
             r = rec["result"]
             src = Path(r["image"])
             if not src.is_file():
                 raise InputFileError(f"{run}: case {rec['sample_id']}'s image {src} is gone")
             cases.append({"run": run, "id": rec["sample_id"], "result": r, "digest": _file_digest(src),
-                          "dataset": _dataset_name(results, r.get("meta") or {})})
+                          "dataset": dataset_of(r, cases_name)})
     if not cases:
         raise InputFileError("the runs have no finished cases")
     (out / "images").mkdir(parents=True, exist_ok=True)
@@ -247,10 +225,8 @@ def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None
     write_text_atomic(out / "train.jsonl", "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in rows + vqa_rows))
     write_text_atomic(out / "llava.json", json.dumps(llava, ensure_ascii=False, indent=1) + "\n")
     write_text_atomic(out / "heldout.jsonl", "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in heldout))
-    kinds: dict[str, int] = {}
-    for row in rows:
-        kind = row["question_kind"].split("_rephrased_")[0] + ("_rephrased" if row["rephrase_of"] else "")
-        kinds[kind] = kinds.get(kind, 0) + 1
+    kinds = Counter(row["question_kind"].split("_rephrased_")[0] + ("_rephrased" if row["rephrase_of"] else "")
+                    for row in rows)
     build = {
         "runs": [str(r) for r in runs], "k": k, "variants": list(variants),
         "rephraser": getattr(rephraser, "model_id", None) if k else None,
@@ -259,7 +235,7 @@ def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None
         "counts": {"cases": len(cases), "train_images": len(train_imgs), "heldout_images": len(held_imgs),
                    "expanded_rows": len(base_rows), "rephrased_rows": len(rows) - len(base_rows),
                    "train_rows": len(rows), "vqa_rows": len(vqa_rows), "heldout_cases": len(heldout),
-                   "by_kind": kinds, "rephrasings_left_out": skipped},
+                   "by_kind": dict(kinds), "rephrasings_left_out": skipped},
         "vqa": {"file": str(vqa), "n": len(vqa_rows)} if vqa is not None else None,
     }
     build["hf_dataset"] = _write_hf(out, rows + vqa_rows, heldout)
@@ -276,14 +252,9 @@ def _write_hf(out: Path, train: list[dict[str, Any]], heldout: list[dict[str, An
         return None
 
     def table(rows: list[dict[str, Any]]) -> "datasets.Dataset":
-        cols = {"id": [], "image": [], "question": [], "answer": [], "dataset": [], "conversations": []}
-        for row in rows:
-            cols["id"].append(row["id"])
-            cols["image"].append(str(out / row["image"]) if row.get("image") else None)
-            cols["question"].append(row.get("question"))
-            cols["answer"].append(row.get("answer"))
-            cols["dataset"].append(row.get("dataset"))
-            cols["conversations"].append(json.dumps(row["conversations"]) if "conversations" in row else None)
+        cols = {key: [row.get(key) for row in rows] for key in ("id", "image", "question", "answer", "dataset")}
+        cols["image"] = [str(out / image) if image else None for image in cols["image"]]
+        cols["conversations"] = [json.dumps(row["conversations"]) if "conversations" in row else None for row in rows]
         return datasets.Dataset.from_dict(cols).cast_column("image", datasets.Image())
 
     target = out / "hf"

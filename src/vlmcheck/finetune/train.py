@@ -1,17 +1,9 @@
 """LoRA fine-tuning of a local Hugging Face VLM on ``vhx dataset`` output (VHExpansion section 5.4).
 
-The paper fine-tunes LLaVA-1.5 "using LoRA with a learning rate of 1.8e-6 for one epoch; all other parameters
-are set to the default fine-tuning settings of LLaVA-1.5".  LLaVA-1.5's LoRA recipe
-(``scripts/v1_5/finetune_lora.sh`` and ``llava/train/train.py``) sets rank 128, alpha 256, dropout 0.05, no
-bias, adapters on every linear layer of the language model (not the vision tower, the projector or the LM
-head), a cosine schedule with 3 % warm-up, no weight decay and a per-device batch of 16; those are the
-defaults of :class:`FinetuneConfig`.  Training goes through ``transformers.Trainer`` with ``peft``; the loss is
-on the answer tokens only (every assistant turn and its end-of-turn tokens; the prompt, the image tokens and
-padding are masked with -100, see :class:`AnswerOnlyCollator`).  bf16 on a GPU, fp32 on CPU, gradient
-checkpointing on by default, checkpoints every ``save_steps`` that a re-run with the same ``--out`` resumes.
-
-The conversation is templated by the model's own processor chat template - the same call ``hf:`` uses to
-ask the model at evaluation time (``vlmcheck.models.hf``), so training and evaluation prompts match.
+The paper's learning rate and epoch, and otherwise LLaVA-1.5's LoRA recipe (``scripts/v1_5/finetune_lora.sh``),
+are the defaults of :class:`FinetuneConfig` (docs/methods.md, "Fine-tuning on expanded cases").  Training goes
+through ``transformers.Trainer`` with ``peft``, the loss on the answer tokens only (:class:`AnswerOnlyCollator`),
+the conversation templated by the model's own processor chat template, as ``hf:`` asks it at evaluation.
 """
 
 from __future__ import annotations
@@ -106,13 +98,10 @@ def read_rows(data: Path) -> list[dict[str, Any]]:
 
 
 class AnswerOnlyCollator:
-    """Batches LLaVA records for a VLM: the processor's tensors for the whole conversations, and labels that
-    keep only the assistant turns (answer text and the template's end-of-turn tokens).
-
-    Each assistant turn's span is found by templating the conversation up to the turn's start (with the
-    generation prompt) and up to its end: both token sequences must be prefixes of the full conversation's,
-    which is checked - a chat template that re-tokenises across the boundary fails loudly instead of training
-    on shifted labels."""
+    """Batches LLaVA records for a VLM: the processor's tensors for the whole conversations, and labels that keep
+    only the assistant turns (answer text and end-of-turn tokens).  Each turn's span is found by templating up to
+    its start (with the generation prompt) and its end, both checked to be token prefixes of the whole: a template
+    that re-tokenises across the boundary fails loudly instead of training on shifted labels."""
 
     def __init__(self, processor: Any, root: Path, max_length: int | None = None) -> None:
         self.processor = processor
@@ -142,13 +131,18 @@ class AnswerOnlyCollator:
             out[first] = Message.user(image, out[first].text)
         return out
 
+    def _process(self, conversations: list[list[Message]], generation_prompt: bool = False, **options: Any) -> Any:
+        """The processor's tensors for ``conversations``, each templated by the model's own chat template."""
+        texts, images = [], []
+        for messages in conversations:
+            conv, imgs = to_hf(messages)
+            texts.append(self.processor.apply_chat_template(conv, add_generation_prompt=generation_prompt,
+                                                            tokenize=False))
+            images.extend(imgs)
+        return self.processor(text=texts, return_tensors="pt", **({"images": images} if images else {}), **options)
+
     def _ids(self, messages: list[Message], generation_prompt: bool) -> list[int]:
-        conv, images = to_hf(messages)
-        text = self.processor.apply_chat_template(conv, add_generation_prompt=generation_prompt, tokenize=False)
-        kwargs: dict[str, Any] = {"text": [text], "return_tensors": "pt"}
-        if images:
-            kwargs["images"] = images
-        return self.processor(**kwargs)["input_ids"][0].tolist()
+        return self._process([messages], generation_prompt)["input_ids"][0].tolist()
 
     def encode(self, row: dict[str, Any]) -> tuple[list[Message], list[int], list[int]]:
         """(messages, input ids, labels) of one record."""
@@ -170,18 +164,10 @@ class AnswerOnlyCollator:
         import torch
 
         encoded = [self.encode(r) for r in rows]
-        texts, images = [], []
-        for messages, _, _ in encoded:
-            conv, imgs = to_hf(messages)
-            texts.append(self.processor.apply_chat_template(conv, add_generation_prompt=False, tokenize=False))
-            images.extend(imgs)
         side = self.tokenizer.padding_side
         self.tokenizer.padding_side = "right"  # the labels are aligned from the left
         try:
-            kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
-            if images:
-                kwargs["images"] = images
-            batch = dict(self.processor(**kwargs))
+            batch = dict(self._process([messages for messages, _, _ in encoded], padding=True))
         finally:
             self.tokenizer.padding_side = side
         labels = torch.full_like(batch["input_ids"], IGNORE)
@@ -218,8 +204,7 @@ def _probe_loss(model: Any, collator: AnswerOnlyCollator, rows: list[dict[str, A
     model.eval()
     with torch.no_grad():
         batch = {k: v.to(device) if hasattr(v, "to") else v for k, v in collator(rows).items()}
-        loss = float(model(**batch).loss)
-    return loss
+        return float(model(**batch).loss)
 
 
 @contextlib.contextmanager
@@ -239,13 +224,15 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
         import peft
         import torch
         from transformers import (AutoModelForImageTextToText, AutoProcessor, Trainer, TrainerCallback,
-                                  TrainingArguments)
+                                  TrainingArguments, set_seed)
+        from transformers.trainer_callback import PrinterCallback
         from transformers.trainer_utils import get_last_checkpoint
+        from transformers.utils import logging as hf_logging
     except ImportError as exc:
         raise SpecError(f"fine-tuning needs torch, transformers and peft ({exc.name} is missing): "
                         "pip install 'vlmcheck[finetune]'") from None
-    from ..models.hf import ensure_available, resolve_device
     from ..core.progress import Progress
+    from ..models.hf import ensure_available, resolve_device
 
     spec = ModelSpec.parse(cfg.model)
     if spec.provider != "hf":
@@ -274,8 +261,6 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
     bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
     dtype = torch.bfloat16 if bf16 else torch.float32
     ensure_available(spec.name)
-    from transformers.utils import logging as hf_logging
-
     hf_logging.disable_progress_bar()  # the weight-loading bar; our own line reports the training
     processor = AutoProcessor.from_pretrained(spec.name)
     model = AutoModelForImageTextToText.from_pretrained(spec.name, dtype=dtype)
@@ -285,8 +270,6 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
     targets = lora_targets(model)
     if not targets:
         raise SpecError(f"{cfg.model}: found no linear layers in the language model to adapt")
-    from transformers import set_seed
-
     set_seed(cfg.seed)  # LoRA's A matrices start random: the same seed gives the same adapter, resumed or not
     proj_lr = projector_lr_for(cfg, model)
     projectors = projector_modules(model) if proj_lr > 0 else []
@@ -297,8 +280,7 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
                                                             lora_dropout=cfg.lora_dropout, bias="none",
                                                             target_modules=targets,
                                                             modules_to_save=projectors or None))
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    total = sum(p.numel() for p in model.parameters())
+    trainable, total = model.get_nb_trainable_parameters()
     collator = AnswerOnlyCollator(processor, root, cfg.model_max_length)
     probe = rows[:cfg.probe_rows]
     model.to(device)
@@ -320,19 +302,15 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
         disable_tqdm=True, seed=cfg.seed, data_seed=cfg.seed, dataloader_num_workers=0, label_names=["labels"])
 
     class _Progress(TrainerCallback):  # our progress line (a bar on a terminal) instead of tqdm's
-        bar: Progress | None = None
-
         def on_train_begin(self, args, state, control, **kw):
             self.bar = Progress("finetune", state.max_steps, done=state.global_step, enabled=progress)
             self.bar.__enter__()
 
         def on_step_end(self, args, state, control, **kw):
-            if self.bar is not None:
-                self.bar.advance(state.global_step - self.bar.done)
+            self.bar.advance(state.global_step - self.bar.done)
 
         def on_train_end(self, args, state, control, **kw):
-            if self.bar is not None:
-                self.bar.__exit__(None, None, None)
+            self.bar.__exit__(None, None, None)
 
     out.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {"base_model": spec.canonical(), "data": str(data_file), "fingerprint": fingerprint,
@@ -343,15 +321,6 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
                               "trainable_parameters": trainable, "total_parameters": total,
                               "resumed_from": Path(last).name if last else None, "finished": False}
     write_text_atomic(state_file, json.dumps(record, indent=2) + "\n")
-
-    import torch.utils.data
-
-    class _Rows(torch.utils.data.Dataset):
-        def __len__(self) -> int:
-            return len(rows)
-
-        def __getitem__(self, i: int) -> dict[str, Any]:
-            return rows[i]
 
     class _Trainer(Trainer):
         def create_optimizer(self, *a, **kw):  # the projector's parameters at their own learning rate
@@ -365,10 +334,8 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
                 return self.optimizer
             return super().create_optimizer(*a, **kw)
 
-    trainer = _Trainer(model=model, args=args, train_dataset=_Rows(), data_collator=collator,
+    trainer = _Trainer(model=model, args=args, train_dataset=rows, data_collator=collator,
                        callbacks=[_Progress(), *(callbacks or [])])
-    from transformers.trainer_callback import PrinterCallback
-
     trainer.remove_callback(PrinterCallback)  # it prints every log dict; the losses go to finetune.json
     for config in (model.config, getattr(model.config, "text_config", None)):
         if config is not None and getattr(config, "use_cache", False):

@@ -1,10 +1,8 @@
 """Built-in adapters, registered by import path so heavy dependencies load lazily.
 
 Each ``register`` call is everything vlmcheck knows about a provider: its roles, the ``?parameters`` its adapter
-reads, each IDENTITY (changes what the model answers: part of its identity, cache keys and resume check) or
-PLACEMENT (where and how fast it is reached, how it is bounded: may change between runs), how it is billed and how
-its images count in tokens (core/spec.py ``_Entry``).  tests/test_identity.py checks that every parameter an
-adapter reads is declared here with a kind.
+reads, each IDENTITY or PLACEMENT (docs/usage.md, "Identity and placement"), how it is billed and how its images
+count in tokens (core/spec.py ``_Entry``).  tests/test_identity.py checks every parameter an adapter reads is here.
 """
 
 from ..core.spec import IDENTITY as I
@@ -38,8 +36,8 @@ register("hf", "vlmcheck.models.hf:make", ("vlm", "text"), "local transformers i
          billing="local")
 register("diffusers", "vlmcheck.models.diffusers_gen:make", ("generator",), "local diffusers text-to-image pipeline",
          params={"device": P, "dtype": I, "guidance": I, "height": I, "steps": I, "width": I}, billing="local")
-register("hf-encoder", "vlmcheck.models.encoders:make_hf", ("encoder",), "transformers vision encoder (ViT, CLIP, SigLIP)",
-         params=ENCODER, billing="local")
+register("hf-encoder", "vlmcheck.models.encoders:make_hf", ("encoder",),
+         "transformers vision encoder (ViT, CLIP, SigLIP)", params=ENCODER, billing="local")
 register("timm", "vlmcheck.models.encoders:make_timm", ("encoder",), "timm image model, pooled features",
          params=ENCODER, billing="local")
 # ref: and human: models take their own parameters (ref:describer?omit=0.2 ...): unchecked, all identity

@@ -30,7 +30,8 @@ def translate(exc: BaseException, sdk: ModuleType) -> ModelCallError:
     if isinstance(exc, sdk.APIResponseValidationError):
         return ModelCallError("malformed", redact(f"response did not match the API schema: {exc}"))
     if isinstance(exc, sdk.APIStatusError):
-        return status_error(exc.status_code, getattr(exc.response, "headers", None), _message(exc))
+        message = body_message(getattr(exc, "body", None)) or str(exc)
+        return status_error(exc.status_code, getattr(exc.response, "headers", None), message)
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
         return ModelCallError("malformed", f"response body is not valid JSON: {exc}")
     raise exc
@@ -99,20 +100,20 @@ def unknown_fields_sentence(status: int, message: str, body: str = "") -> str | 
     named = [f for f in named if not any(f != g and f in g for g in named)]  # "logprobs" inside "prompt_logprobs"
     if not named:
         return None
-    causes = _causes(named)
-    # the server's words before the advice: a message shortened for display loses its middle, not its advice
-    return (f"the server does not accept the request field{'s' if len(named) > 1 else ''} "
-            f"{', '.join(repr(f) for f in named)} [server said: {' '.join(message.split())[:200]}]: {causes}; drop "
-            "that option from the model spec or use a server that offers it")
+    return (f"the server does not accept the request {_fields_said(named, message)}; drop that option from the "
+            "model spec or use a server that offers it")
 
 
-def _causes(named: list[str]) -> str:
-    """Which vlmcheck option sent each of the ``named`` request fields, in one clause per option."""
+def _fields_said(named: list[str], message: str) -> str:
+    """"field(s) 'a', 'b' [server said: ...]: " and which vlmcheck option sent each, one clause per option: the
+    server's words before the advice, so a message shortened for display loses its middle, not its advice."""
     by_option: dict[str, list[str]] = {}
     for f in named:
         by_option.setdefault(FIELD_OPTIONS[f], []).append(repr(f))
-    return "; ".join(f"{', '.join(fs)} {'is' if len(fs) == 1 else 'are'} sent for {opt}"
-                     for opt, fs in by_option.items())
+    causes = "; ".join(f"{', '.join(fs)} {'is' if len(fs) == 1 else 'are'} sent for {opt}"
+                       for opt, fs in by_option.items())
+    return (f"field{'s' if len(named) > 1 else ''} {', '.join(repr(f) for f in named)} "
+            f"[server said: {' '.join(message.split())[:200]}]: {causes}")
 
 
 #: request fields that no OpenAI API defines: only servers that offer them (vLLM, SGLang) accept them
@@ -132,16 +133,10 @@ def name_sent_fields(err: ModelCallError, body: dict[str, Any]) -> ModelCallErro
         named = sent
     if not named:
         return err
-    causes = _causes(named)
     return ModelCallError(err.kind, redact(
-        f"the server refused a request with the non-standard field{'s' if len(named) > 1 else ''} "
-        f"{', '.join(repr(f) for f in named)} [server said: {' '.join(message.split())[:200]}]: {causes}; if "
-        "the server (or a gateway in front of it) does not offer it, drop that option from the model spec"),
+        f"the server refused a request with the non-standard {_fields_said(named, message)}; if the server (or a "
+        "gateway in front of it) does not offer it, drop that option from the model spec"),
         status=err.status, retry_after=err.retry_after)
-
-
-def _message(exc: BaseException) -> str:
-    return body_message(getattr(exc, "body", None)) or str(exc)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -1,25 +1,14 @@
 """White-box vision embeddings of local Hugging Face VLMs, differentiable from raw pixels.
 
-``vision_embedding(pixels)`` must return the connector output (vision tower +
-projector) for pixels in [0, 1] with gradients, so that an adversarial attack
-can optimise the pixels themselves.  The processors that prepare images for
-these models are numpy/PIL code, not differentiable, so the part of each
-processor that follows resizing (rescale, normalise, and the family's packing
-of pixels into model inputs) is written here in torch.  Tests check it against
-the processor's own output on the same image.
+An adversarial attack optimises the pixels themselves, but the processors that prepare images are numpy/PIL code:
+the part of each that follows resizing (rescale, normalise, and the family's packing of pixels into model inputs)
+is written here in torch, and tests check it against the processor's own output.  The packing is chosen from the
+signature of the model's ``get_image_features`` (the input contract itself), not from model names:
 
-Three packings cover the families in ``transformers`` today.  The packing is
-chosen from the signature of the model's ``get_image_features`` (the input
-contract itself), not from model names:
-
-* ``plain``: ``(B, 3, H, W)`` pixels (LLaVA, LLaVA-NeXT's base view, Gemma 3,
-  PaliGemma, InternVL...);
-* ``grid``: flattened ``temporal x patch x patch`` patches plus
-  ``image_grid_thw`` (Qwen2-VL, Qwen2.5-VL);
-* ``tiles``: ``(B, tiles, 3, H, W)`` plus ``pixel_attention_mask``
-  (Idefics3, SmolVLM).  The embedding is that of the single global view at
-  ``max_image_size``; the processor's extra tiles (image splitting) are not
-  formed, so an attack optimises the view every request contains.
+* ``plain``: ``(B, 3, H, W)`` pixels (LLaVA, Gemma 3, PaliGemma, InternVL...);
+* ``grid``: flattened ``temporal x patch x patch`` patches plus ``image_grid_thw`` (Qwen2-VL, Qwen2.5-VL);
+* ``tiles``: ``(B, tiles, 3, H, W)`` plus ``pixel_attention_mask`` (Idefics3, SmolVLM), the single global view at
+  ``max_image_size`` only (the processor's extra tiles are not formed).
 """
 
 from __future__ import annotations
@@ -71,12 +60,8 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
 
 def input_size(packing: str, image_processor: Any, model_config: Any,
                requested: tuple[int, int] | None = None) -> tuple[int, int]:
-    """The (H, W) at which ``vision_embedding`` takes pixels.
-
-    Only the ``grid`` family takes images of any size, so only there does
-    ``requested`` (from the spec's ``vision_size``) choose it; the others have
-    one input size, read from the processor.
-    """
+    """The (H, W) at which ``vision_embedding`` takes pixels: ``requested`` (the spec's ``vision_size``) for the
+    ``grid`` family, which takes any size; the others' one input size, read from the processor."""
     if packing == "grid":
         factor = int(_get(image_processor, "patch_size", 14)) * int(_get(image_processor, "merge_size", 2))
         size = _get(image_processor, "size")
@@ -112,12 +97,8 @@ def normalise(pixels: Any, image_processor: Any) -> Any:
 
 
 def grid_patches(normed: Any, patch_size: int, merge_size: int, temporal_patch_size: int) -> tuple[Any, Any]:
-    """Qwen2-VL's packing of normalised (B, 3, H, W) images: (B*h*w, 3*t*p*p) patches and grid_thw.
-
-    Patches are ordered merge-window by merge-window, and each still image is
-    repeated ``temporal_patch_size`` times along time, as the Qwen2-VL image
-    processor does.
-    """
+    """Qwen2-VL's packing of normalised (B, 3, H, W) images: (B*h*w, 3*t*p*p) patches and grid_thw, ordered
+    merge-window by merge-window, each still image repeated ``temporal_patch_size`` times along time."""
     import torch
 
     b, c, height, width = normed.shape

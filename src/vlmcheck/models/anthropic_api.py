@@ -1,11 +1,7 @@
-"""Anthropic Messages API (``POST /v1/messages``) and Message Batches (``?batch=1``) through the neutral JSON client
-(``models/http.py``).
+"""Anthropic Messages API (``POST /v1/messages``) and Message Batches (``?batch=1``): ``anthropic:MODEL[@URL]``.
 
-Spec: ``anthropic:MODEL[@BASE_URL][?key_env=ANTHROPIC_API_KEY&concurrency=N&send_temperature=1]``; with no base URL,
-``ANTHROPIC_BASE_URL`` (as the SDK reads it) or ``https://api.anthropic.com``.
-
-Current Anthropic models take no sampling parameters, so by default decoding is the provider's own, not greedy:
-results record the spec, and ``send_temperature=1`` sends ``temperature``/``top_p`` for models that accept them.
+Current Anthropic models take no sampling parameters, so decoding is the provider's own, not greedy, unless
+``send_temperature=1`` sends ``temperature``/``top_p`` (for models that accept them).
 """
 
 from __future__ import annotations
@@ -15,9 +11,9 @@ from typing import Any
 from ..core.errors import ModelCallError
 from ..core.messages import Message, to_anthropic
 from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
-from ..core.secrets import secret_from_env
-from ..core.spec import ModelSpec, SpecError
-from .http import JSONHTTP
+from ..core.spec import ModelSpec
+from .batch_api import AnthropicBatches
+from .http import JSONHTTP, KeyedChat
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "refusal": "refusal"}
 
@@ -32,27 +28,19 @@ class AnthropicHTTP(JSONHTTP):
         return {"anthropic-version": "2023-06-01"}
 
 
-class AnthropicChat:
+class AnthropicChat(KeyedChat):
+    dialect, provider, key_envs = AnthropicHTTP, "Anthropic", ("ANTHROPIC_API_KEY",)
+
     def __init__(self, spec: ModelSpec) -> None:
-        key = spec.secret("api_key") or secret_from_env(spec.get_str("key_env", "ANTHROPIC_API_KEY"))
-        if not key:
-            raise SpecError("the Anthropic API needs a key: set ANTHROPIC_API_KEY (or ?key_env=NAME)")
-        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
-        self.http = AnthropicHTTP(spec, key, timeout=self.timeout)
-        self.model_id = spec.canonical()
-        self.model = spec.name
+        super().__init__(spec)
         self.concurrency_key = f"anthropic@{spec.base_url or 'api.anthropic.com'}"
-        self.max_concurrency = spec.get_int("concurrency", 0) or None
         self.send_sampling = spec.get_bool("send_temperature", False)
         # the Messages API continues a trailing assistant turn (a pre-filled answer start)
         self.capabilities = Capabilities(multi_image=True, prefill=True)
         # ?batch=1: cache misses go through Message Batches at the batch price (run/batch.py).  Without it the
         # backend is still there for a resume to re-attach to batches an earlier session journaled; its results
         # are read up to the batch's own size limit
-        from .batch_api import AnthropicBatches
-
-        results = AnthropicHTTP(spec, key, timeout=self.timeout, max_bytes=AnthropicBatches.max_bytes)
-        self.batch_backend = AnthropicBatches(results, _parse_message)
+        self.batch_backend = AnthropicBatches(self.client(max_bytes=AnthropicBatches.max_bytes), _parse_message)
         self.batch = self.batch_backend if spec.get_bool("batch", False) else None
         self.batch_window = spec.get_float("batch_window", 2.0)
         self.batch_poll = spec.get_float("batch_poll", 30.0)

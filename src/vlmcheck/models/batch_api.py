@@ -1,14 +1,14 @@
 """The providers' batch protocols: the OpenAI Batch API (through its SDK) and Anthropic Message Batches.
 
-Each backend takes the adapter's clients and its parser of a single response, so a batched answer is
-read exactly as a direct one: a :class:`~vlmcheck.core.roles.Generation` whose usage the parser has checked
-(``Usage.reported``), handed to :mod:`vlmcheck.run.batch` whole, so the run prices it as it prices a direct call.  :mod:`vlmcheck.run.batch` decides when to submit and what to retry.
+Each backend takes the adapter's clients and its parser of a single response, so a batched answer is read, checked
+and priced exactly as a direct one; :mod:`vlmcheck.run.batch` decides when to submit and what to retry.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..core.errors import ModelCallError, kind_for_status
 from ._http_errors import translate
@@ -16,6 +16,17 @@ from .http import json_object
 from ..run.loop_clients import PerLoopClients
 
 _OPENAI_DONE = ("completed", "failed", "expired", "cancelled")
+
+
+@contextlib.contextmanager
+def _sdk_errors() -> Iterator[None]:
+    """The ``openai`` SDK's exceptions as :class:`ModelCallError`."""
+    try:
+        yield
+    except Exception as exc:  # noqa: BLE001
+        import openai
+
+        raise translate(exc, openai) from exc
 
 
 class OpenAIBatches:
@@ -28,33 +39,23 @@ class OpenAIBatches:
         self.clients, self.parse = clients, parse
 
     async def submit(self, items: list[tuple[str, dict[str, Any]]]) -> str:
-        import openai
-
         lines = "".join(json.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body},
                                    ensure_ascii=False) + "\n" for key, body in items)
         client = self.clients.get()
-        try:
+        with _sdk_errors():
             f = await client.files.create(file=("vlmcheck-batch.jsonl", lines.encode()), purpose="batch")
             batch = await client.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
                                                 completion_window="24h")
-        except Exception as exc:  # noqa: BLE001
-            raise translate(exc, openai) from exc
         return batch.id
 
     async def ended(self, batch_id: str) -> bool:
-        import openai
-
-        try:
+        with _sdk_errors():
             return (await self.clients.get().batches.retrieve(batch_id)).status in _OPENAI_DONE
-        except Exception as exc:  # noqa: BLE001
-            raise translate(exc, openai) from exc
 
     async def results(self, batch_id: str) -> dict[str, Any]:
-        import openai
-
         client = self.clients.get()
         out: dict[str, Any] = {}
-        try:
+        with _sdk_errors():
             batch = await client.batches.retrieve(batch_id)
             for file_id in (batch.output_file_id, batch.error_file_id):
                 if file_id:
@@ -63,8 +64,6 @@ class OpenAIBatches:
                         if line.strip():
                             row = json.loads(line)
                             out[row["custom_id"]] = self._item(row)
-        except Exception as exc:  # noqa: BLE001
-            raise translate(exc, openai) from exc
         # a batch that failed, expired or was cancelled: the items it did not answer are retried by the collector
         return out
 

@@ -1,7 +1,5 @@
-"""Local ``diffusers`` text-to-image pipelines.
-
-Spec: ``diffusers:REPO_OR_PATH[?steps=4&guidance=0&width=512&height=512&device=auto&dtype=auto]``.
-The pipeline class comes from ``AutoPipelineForText2Image``; a seed gives a
+"""Local ``diffusers`` text-to-image pipelines (``AutoPipelineForText2Image``):
+``diffusers:REPO_OR_PATH[?steps=4&guidance=0&width=512&height=512&device=auto&dtype=auto]``; a seed gives a
 reproducible image (``torch.Generator`` on the pipeline's device).
 """
 

@@ -1,18 +1,7 @@
-"""Image encoders: images -> (n, d) float32 matrix, batched.
-
-* ``hf-encoder:REPO_OR_PATH`` - a transformers vision model.  ``pool=cls``
-  (default for ViT-like models; GenCeption's ``google/vit-base-patch16-224-in21k``
-  embedding is the CLS token of the last hidden state), ``pool=image_features``
-  (default when the model has ``get_image_features``: CLIP, SigLIP), or
-  ``pool=mean``.  Preprocessing is the checkpoint's own image processor.
-* ``timm:MODEL_NAME`` - a timm model with ``num_classes=0`` (pooled features) and
-  timm's data config for preprocessing (``pretrained=1`` to load weights,
-  ``checkpoint=PATH`` for a local file).
-* :class:`TorchEncoder` - any ``torch.nn.Module`` with a preprocessing
-  callable, for the Python API.
-
-Encoders run in a worker thread; gradients are available through
-``embed_tensor`` for attacks on a bare vision tower.
+"""Image encoders: images -> (n, d) float32 matrix, batched: ``hf-encoder:`` (a transformers vision model),
+``timm:`` (a timm model's pooled features; parameters in docs/usage.md) and :class:`TorchEncoder` (any
+``torch.nn.Module`` with a preprocessing callable, for the Python API).  They run in a worker thread; ``embed_tensor``
+gives gradients for attacks on a bare vision tower.
 """
 
 from __future__ import annotations
@@ -26,16 +15,13 @@ from PIL import Image
 
 from ..core.roles import Capabilities
 from ..core.spec import ModelSpec, SpecError
-from ._vision import processor_size
+from ._vision import normalise, processor_size
 from .hf import ensure_available, resolve_device, resolve_dtype
 
 
 class TorchEncoder:
-    """Wrap any module: ``preprocess(list[PIL]) -> (B, 3, H, W)`` tensor, ``module(x) -> (B, d)``.
-
-    ``preprocess_tensor`` (optional) maps [0, 1] pixels to model input for
-    differentiable use (``embed_tensor``).
-    """
+    """Wrap any module: ``preprocess(list[PIL]) -> (B, 3, H, W)`` tensor, ``module(x) -> (B, d)``;
+    ``preprocess_tensor`` (optional) maps [0, 1] pixels to model input, differentiably (``embed_tensor``)."""
 
     def __init__(self, module, preprocess: Callable[[list[Image.Image]], Any], *, model_id: str,
                  batch_size: int = 32, device: str = "cpu",
@@ -61,8 +47,7 @@ class TorchEncoder:
         return await asyncio.get_running_loop().run_in_executor(self._forward_thread, self._run, batches)
 
     def _forward(self, x):
-        out = self.module(x)
-        return out
+        return self.module(x)
 
     def _prepare(self, images: list[Image.Image]) -> list[Any]:
         return [self.preprocess(images[start:start + self.batch_size]).to(self.device)
@@ -81,8 +66,7 @@ class TorchEncoder:
             raise NotImplementedError(f"{self.model_id}: no differentiable preprocessing given")
         return self._forward(self.preprocess_tensor(pixels)).reshape(pixels.shape[0], -1)
 
-    def vision_embedding(self, pixels):
-        return self.embed_tensor(pixels)
+    vision_embedding = embed_tensor
 
     def vision_pad_colour(self) -> tuple[int, int, int]:
         mean = getattr(getattr(self, "processor", None), "image_mean", None) or [0.5] * 3
@@ -112,8 +96,6 @@ class HFEncoder(TorchEncoder):
         if self.pool == "cls" and hasattr(model, "vision_model"):
             model = model.vision_model  # CLIP/SigLIP full models: take the vision tower's CLS
         self._dtype = dtype
-        mean = torch.tensor(getattr(self.processor, "image_mean", [0.5] * 3)).view(1, 3, 1, 1)
-        std = torch.tensor(getattr(self.processor, "image_std", [0.5] * 3)).view(1, 3, 1, 1)
         size = processor_size(self.processor, config)
 
         def preprocess(images):
@@ -121,7 +103,7 @@ class HFEncoder(TorchEncoder):
 
         def preprocess_tensor(pixels):
             resized = torch.nn.functional.interpolate(pixels, size=size, mode="bilinear", align_corners=False)
-            return ((resized - mean.to(pixels.device)) / std.to(pixels.device)).to(dtype)
+            return normalise(resized, self.processor).to(dtype)
 
         super().__init__(model, preprocess, model_id=spec.canonical(), batch_size=spec.get_int("batch_size", 32),
                          device=device, preprocess_tensor=preprocess_tensor, input_size=size)
@@ -149,12 +131,11 @@ class TimmEncoder(TorchEncoder):
         model = timm.create_model(spec.name, **kwargs)
         cfg = resolve_data_config({}, model=model)
         _, h, w = cfg["input_size"]
-        mean = torch.tensor(cfg["mean"]).view(1, 3, 1, 1)
-        std = torch.tensor(cfg["std"]).view(1, 3, 1, 1)
+        stats = {"image_mean": cfg["mean"], "image_std": cfg["std"]}
 
         def preprocess_tensor(pixels):
             resized = torch.nn.functional.interpolate(pixels, size=(h, w), mode="bilinear", align_corners=False)
-            return (resized - mean.to(pixels.device)) / std.to(pixels.device)
+            return normalise(resized, stats)
 
         def preprocess(images):
             arr = np.stack([np.asarray(im.convert("RGB").resize((w, h), Image.BICUBIC), np.float32) / 255.0

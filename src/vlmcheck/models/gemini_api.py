@@ -1,9 +1,4 @@
-"""Google Gemini API (``POST /v1beta/models/MODEL:generateContent``) through the neutral JSON client
-(``models/http.py``).
-
-Spec: ``gemini:MODEL[@BASE_URL][?key_env=GEMINI_API_KEY&concurrency=N]``; with no base URL,
-``GOOGLE_GEMINI_BASE_URL`` (as the ``google-genai`` SDK reads it) or ``https://generativelanguage.googleapis.com``.
-"""
+"""Google Gemini API (``POST /v1beta/models/MODEL:generateContent``): ``gemini:MODEL[@URL]``."""
 
 from __future__ import annotations
 
@@ -13,9 +8,8 @@ from urllib.parse import quote
 from ..core.errors import ModelCallError
 from ..core.messages import Message, to_gemini
 from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
-from ..core.secrets import secret_from_env
-from ..core.spec import ModelSpec, SpecError
-from .http import JSONHTTP
+from ..core.spec import ModelSpec
+from .http import JSONHTTP, KeyedChat
 
 _FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter", "PROHIBITED_CONTENT": "content_filter",
            "BLOCKLIST": "content_filter", "RECITATION": "content_filter"}
@@ -28,19 +22,13 @@ class GeminiHTTP(JSONHTTP):
     default_base_url, base_url_env = "https://generativelanguage.googleapis.com", "GOOGLE_GEMINI_BASE_URL"
 
 
-class GeminiChat:
+class GeminiChat(KeyedChat):
+    dialect, provider, key_envs = GeminiHTTP, "Gemini", ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
     def __init__(self, spec: ModelSpec) -> None:
-        key = (spec.secret("api_key") or secret_from_env(spec.get_str("key_env", "GEMINI_API_KEY"))
-               or secret_from_env("GOOGLE_API_KEY"))
-        if not key:
-            raise SpecError("the Gemini API needs a key: set GEMINI_API_KEY (or ?key_env=NAME)")
-        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
-        self.http = GeminiHTTP(spec, key, timeout=self.timeout)
-        self.model_id = spec.canonical()
-        self.model = spec.name
+        super().__init__(spec)
         self._path = f"/v1beta/models/{quote(spec.name.removeprefix('models/'), safe='-._~')}:generateContent"
         self.concurrency_key = "gemini"
-        self.max_concurrency = spec.get_int("concurrency", 0) or None
         self.capabilities = Capabilities(multi_image=True, seeded=True)
 
     def _body(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:

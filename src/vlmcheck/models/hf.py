@@ -1,25 +1,10 @@
-"""Local Hugging Face VLMs: ``AutoProcessor`` + ``AutoModelForImageTextToText``.
+"""Local Hugging Face VLMs: ``AutoProcessor`` + ``AutoModelForImageTextToText``; ``hf:REPO_OR_PATH[?params]``
+(``device``, ``dtype``, ``batch_size``, ``vision_size``, ``adapter``, ``merge``: docs/usage.md).
 
-Spec: ``hf:REPO_OR_PATH[?device=cpu|cuda|auto&dtype=float32|bfloat16|float16&batch_size=8&vision_size=HxW
-&adapter=PATH&merge=1]``.
-
-``adapter`` loads a PEFT (LoRA) adapter on top of the checkpoint - unmerged, or merged into the base
-weights with ``merge=1``.  The adapter's content (a hash of its config and weights) is part of the
-model's identity, so a retrained adapter at the same path never reuses cached answers.
-
-* ``generate`` - the processor's chat template, batched greedy (or sampled)
-  generation.  Concurrent calls are gathered by a micro-batcher into batches of
-  up to ``batch_size`` requests with the same decoding config.
-* ``loglikelihood`` - log-probability of each continuation's tokens given the
-  templated prompt (sum, and token count for the mean).
-* ``vision_embedding`` - connector output (``get_image_features``: vision
-  tower + projector) for pixels in [0, 1]; the model's own normalisation and
-  input packing are applied inside, so gradients reach the raw pixels.  LLaVA
-  family and other ``(B, 3, H, W)`` models, Qwen2-VL / Qwen2.5-VL (patch grid),
-  Idefics3 / SmolVLM (global view); see :mod:`vlmcheck.models._vision`.
-  ``vision_size`` sets the attack resolution where the family allows a choice.
-
-Models run in a worker thread so the event loop stays responsive.
+``generate`` runs the processor's chat template and batched generation (concurrent calls gathered by a
+micro-batcher); ``loglikelihood`` scores continuations after the templated prompt; ``vision_embedding`` is the
+connector output for pixels in [0, 1], differentiable (:mod:`vlmcheck.models._vision`).  Models run in a worker
+thread so the event loop stays responsive.
 """
 
 from __future__ import annotations
@@ -39,17 +24,14 @@ from . import _vision
 def resolve_device(name: str | None) -> str:
     import torch
 
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
     if name in (None, "", "auto"):
-        if torch.cuda.is_available():
-            return "cuda"
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return "mps"
-        return "cpu"
+        return "cuda" if torch.cuda.is_available() else "mps" if mps else "cpu"
     if name.startswith("cuda") and not torch.cuda.is_available():
         build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
         raise SpecError(f"device={name} but torch {torch.__version__} ({build}) sees no CUDA GPU here; use "
                         "device=cpu (or device=auto)")
-    if name == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+    if name == "mps" and not mps:
         raise SpecError("device=mps but this machine has no Apple GPU; use device=cpu (or device=auto)")
     return name
 
@@ -61,14 +43,9 @@ def ensure_available(name: str, marker: str = "config.json") -> None:
     import socket
     from pathlib import Path
 
-    if Path(name).exists():
-        return
-    try:
-        from huggingface_hub import constants, try_to_load_from_cache
-    except ImportError:  # transformers always brings it; be safe
-        return
-    cached = try_to_load_from_cache(name, marker)
-    if isinstance(cached, str):
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if Path(name).exists() or isinstance(try_to_load_from_cache(name, marker), str):
         return
     offline = bool(constants.HF_HUB_OFFLINE) or os.environ.get("TRANSFORMERS_OFFLINE", "") in ("1", "true", "TRUE")
     if not offline:
@@ -122,10 +99,7 @@ def resolve_dtype(name: str | None, device: str):
 
     if name in (None, "", "auto"):
         return torch.float32 if device == "cpu" else torch.bfloat16
-    try:
-        dtype = getattr(torch, name)
-    except AttributeError as exc:
-        raise SpecError(f"unknown dtype {name!r}") from exc
+    dtype = getattr(torch, name, None)
     if not isinstance(dtype, torch.dtype):
         raise SpecError(f"unknown dtype {name!r}")
     return dtype
@@ -162,7 +136,6 @@ class HFVLM:
         # the next batch's inputs are made (processor, copy to the device) while the current batch generates
         self._batcher = Batcher(self._generate_prepared, spec.get_int("batch_size", 8), prepare=self._prepare_batch)
 
-    # ---------------------------------------------------------------- inputs
     def _inputs(self, conversations: list[list[Message]]):
         texts, images = [], []
         rendered: dict[str, str] = {}  # a batch's requests mostly share one prompt: the template once for each
@@ -182,7 +155,6 @@ class HFVLM:
         with self._prep_lock:
             return self.processor(**kwargs).to(self.device)
 
-    # ------------------------------------------------------------- generate
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         key = config.model_dump_json()
         return await self._batcher.submit(key, messages)
@@ -196,19 +168,16 @@ class HFVLM:
         torch = self._torch
         config = GenerationConfig.model_validate_json(config_json)
         with self._lock, torch.inference_mode():
-            gen_kwargs: dict[str, Any] = {"max_new_tokens": config.max_tokens,
+            gen_kwargs: dict[str, Any] = {"max_new_tokens": config.max_tokens, "do_sample": config.temperature > 0,
                                           "pad_token_id": self.tokenizer.pad_token_id}
             if config.temperature > 0:
-                gen_kwargs.update(do_sample=True, temperature=config.temperature)
+                gen_kwargs["temperature"] = config.temperature
                 if config.top_p is not None:
                     gen_kwargs["top_p"] = config.top_p
                 if config.seed is not None:
                     torch.manual_seed(config.seed)
-            else:
-                gen_kwargs.update(do_sample=False)
             if config.stop:
-                gen_kwargs["stop_strings"] = config.stop
-                gen_kwargs["tokenizer"] = self.tokenizer
+                gen_kwargs.update(stop_strings=config.stop, tokenizer=self.tokenizer)
             out = self.model.generate(**inputs, **gen_kwargs)
         prompt_len = inputs["input_ids"].shape[1]
         results = []
@@ -218,24 +187,16 @@ class HFVLM:
             n_new = int((new != self.tokenizer.pad_token_id).sum()) if eos != self.tokenizer.pad_token_id else len(new)
             text = self.tokenizer.decode(new, skip_special_tokens=True)
             finished = eos is not None and bool((new == eos).any())
-            results.append(Generation(
-                text=text.strip(),
-                finish_reason="stop" if finished or len(new) < config.max_tokens else "length",
-                usage=Usage(input_tokens=int(mask.sum()), output_tokens=n_new),
-            ))
+            results.append(Generation(text=text.strip(), usage=Usage(input_tokens=int(mask.sum()), output_tokens=n_new),
+                                      finish_reason="stop" if finished or len(new) < config.max_tokens else "length"))
         return results
 
-    # --------------------------------------------------------- loglikelihood
     async def loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
         return await asyncio.to_thread(self._loglikelihood, messages, continuations)
 
     def _loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
-        """Score each continuation after the templated prompt.
-
-        Continuation tokens are appended to the prompt's ids (tokenised on their
-        own, without special tokens), so the split between prompt and
-        continuation is exact and needs no re-tokenisation of the joined text.
-        """
+        """Score each continuation after the templated prompt: its tokens (tokenised on their own, without special
+        tokens) are appended to the prompt's ids, so the split is exact with no re-tokenisation of the joined text."""
         torch = self._torch
         results = []
         with self._lock, torch.inference_mode():
@@ -248,17 +209,13 @@ class HFVLM:
                     results.append(Loglikelihood(sum=0.0, n_tokens=0))
                     continue
                 ids = torch.cat([prompt_ids, cont_ids], dim=1)
-                inputs = dict(base)
-                inputs["input_ids"] = ids
-                inputs["attention_mask"] = torch.ones_like(ids)
-                logits = self.model(**inputs).logits.float()
+                logits = self.model(**{**base, "input_ids": ids, "attention_mask": torch.ones_like(ids)}).logits.float()
                 n = cont_ids.shape[1]
                 logprobs = torch.log_softmax(logits[0, -n - 1:-1], dim=-1)
                 token_lp = logprobs.gather(1, cont_ids[0].unsqueeze(1)).squeeze(1)
                 results.append(Loglikelihood(sum=float(token_lp.sum()), n_tokens=n))
         return results
 
-    # ------------------------------------------------------- vision embedding
     def _image_processor(self):
         return getattr(self.processor, "image_processor", None)
 
@@ -268,21 +225,18 @@ class HFVLM:
         return tuple(int(round(float(m) * 255)) for m in list(mean)[:3])  # type: ignore[return-value]
 
     def vision_input_size(self) -> tuple[int, int]:
-        requested = None
-        if self.spec.get_str("vision_size"):
-            h, _, w = self.spec.get_str("vision_size").partition("x")
+        requested, size = None, self.spec.get_str("vision_size")
+        if size:
+            h, _, w = size.partition("x")
             try:
                 requested = (int(h), int(w or h))
             except ValueError:
-                raise SpecError(f"vision_size={self.spec.get_str('vision_size')!r}: use HxW, e.g. 448x448") from None
+                raise SpecError(f"vision_size={size!r}: use HxW, e.g. 448x448") from None
         return _vision.input_size(self._packing, self._image_processor(), self.model.config, requested)
 
     def vision_embedding(self, pixels):
-        """Connector output for ``pixels`` in [0, 1], shape (B, 3, H, W) -> (B, tokens, dim).
-
-        Differentiable with respect to ``pixels``: normalisation and the model
-        family's packing happen here, after any perturbation (see ``_vision``).
-        """
+        """Connector output for ``pixels`` in [0, 1], (B, 3, H, W) -> (B, tokens, dim), differentiable: normalisation
+        and the family's packing happen here, after any perturbation (see ``_vision``)."""
         if not self.capabilities.vision_embedding:
             raise NotImplementedError(f"{self.model_id}: this model has no get_image_features")
         return _vision.embed(self.model, self._image_processor(), pixels, self._packing, self.dtype)

@@ -1,22 +1,15 @@
-"""A neutral JSON-over-HTTP client: the base every HTTP dialect (OpenAI, Anthropic, Gemini, a new one) builds on.
-
-A dialect subclasses :class:`JSONHTTP` and declares only what is its own: where its key goes (or no key), its
-default base URL, the environment variable its provider documents for another one (none by default), fixed headers.
-The rest is common: vlmcheck's User-Agent, the spec's URL credentials (:meth:`ModelSpec.request_auth`), proxies from
-``HTTP(S)_PROXY`` / ``NO_PROXY``, certificates from ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` or else certifi's bundle,
-redirects, a total timeout per call, a cap on the reply's decompressed size, and one mapping of HTTP statuses to
-:class:`ModelCallError` with the server's words redacted.  No retries here: the scheduler retries and counts them.
-
-Requests go out with aiohttp: a chat request costs several times the client CPU through the ``openai`` SDK (httpx
-underneath), which at high concurrency sets a run's pace (``bench/api_throughput.py`` measures it).  Tests give a
-client an httpx transport instead (``transport=``, or :func:`in_process` for every client made inside it), such as
-``httpx.MockTransport``: the adapter's own code builds the request and reads the answer, with no socket.
+"""A neutral JSON-over-HTTP client: the base every HTTP dialect (OpenAI, Anthropic, Gemini, a new one) builds on
+(docs/usage.md, "Your models: specs").  No retries here: the scheduler retries and counts them.  Requests go out with
+aiohttp: through the ``openai`` SDK (httpx underneath) a chat request costs several times the client CPU
+(``bench/api_throughput.py``).  Tests give a client an httpx transport instead (``transport=``, or
+:func:`in_process`), so the adapter's own code builds the request with no socket.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import re
@@ -25,7 +18,7 @@ from typing import Any, Callable, Iterator
 from .._version import __version__
 from ..core.errors import ModelCallError, SpecError, read_capped
 from ..core.files import json_encoder
-from ..core.secrets import redact, register_secret
+from ..core.secrets import redact, register_secret, secret_from_env
 from ..core.spec import ModelSpec
 from ..run.loop_clients import PerLoopClients
 from ._http_errors import REFUSED, body_message, connection_reason, status_error
@@ -54,21 +47,17 @@ def in_process(handler: Callable[[Any], Any]) -> Iterator[list[Any]]:
 def _ssl_context() -> Any:
     import ssl
 
+    import certifi  # httpx's dependency
+
     if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
         return ssl.create_default_context()  # OpenSSL reads both variables
-    try:
-        import certifi
-    except ImportError:
-        return ssl.create_default_context()
     return ssl.create_default_context(cafile=certifi.where())
 
 
 def env_proxy(url: str) -> tuple[str | None, dict[str, str] | None]:
-    """The proxy the environment names for ``url`` (``HTTP(S)_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), if any, and
-    the ``Proxy-Authorization`` header for credentials in its URL.
-
-    Resolved once per server: with ``trust_env=True`` aiohttp reads the environment and ``~/.netrc`` again on
-    every request, in a worker thread, about 7% of a request's CPU."""
+    """The proxy the environment names for ``url`` (``HTTP(S)_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), if any, and the
+    ``Proxy-Authorization`` header for credentials in its URL.  Resolved once per server: with ``trust_env=True``
+    aiohttp reads the environment and ``~/.netrc`` again on every request, in a worker thread."""
     import base64
     import urllib.request
     from urllib.parse import unquote, urlsplit
@@ -154,8 +143,6 @@ class JSONHTTP:
         try:
             send = self._send_aiohttp if self.transport is None else self._send_httpx
             status, headers, data = await send(method, path, body, timeout)
-        except ModelCallError:
-            raise
         except asyncio.TimeoutError:
             raise ModelCallError("timeout", f"no answer within {timeout or self.timeout:g} s") from None
         except (aiohttp.ClientError, OSError) as exc:
@@ -169,12 +156,10 @@ class JSONHTTP:
         import aiohttp
 
         session = self.sessions.get()
-        if timeout is None or timeout == self.timeout:
-            if self._timeout is None:
-                self._timeout = aiohttp.ClientTimeout(total=self.timeout)
-            client_timeout = self._timeout  # one object for every request, not one each
-        else:
+        if timeout is not None and timeout != self.timeout:
             client_timeout = aiohttp.ClientTimeout(total=timeout)
+        else:  # one object for every request, not one each
+            client_timeout = self._timeout = self._timeout or aiohttp.ClientTimeout(total=self.timeout)
         async with session.request(method, self.base_url + path, data=body, headers=self.headers,
                                    params=self.query, proxy=self.proxy,
                                    proxy_headers=self.proxy_headers, timeout=client_timeout) as resp:
@@ -212,6 +197,27 @@ class JSONHTTP:
         return json_object(await self.request("POST", path, json_pieces(body)))
 
 
+class KeyedChat:
+    """The common part of a chat adapter over one keyed dialect: the key (``api_key=``, else ``?key_env``, by
+    default ``key_envs[0]``, else the provider's other variables in order), its client (``client(**options)``
+    makes another), the model's names and its concurrency bound."""
+
+    dialect: type[JSONHTTP]
+    provider: str  # as an error message names it
+    key_envs: tuple[str, ...]
+
+    def __init__(self, spec: ModelSpec) -> None:
+        names = (spec.get_str("key_env", self.key_envs[0]), *self.key_envs[1:])
+        key = spec.secret("api_key") or next(filter(None, map(secret_from_env, names)), None)
+        if not key:
+            raise SpecError(f"the {self.provider} API needs a key: set {self.key_envs[0]} (or ?key_env=NAME)")
+        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
+        self.client = functools.partial(self.dialect, spec, key, timeout=self.timeout)
+        self.http = self.client()
+        self.model_id, self.model = spec.canonical(), spec.name
+        self.max_concurrency = spec.get_int("concurrency", 0) or None
+
+
 def _joined(pieces: list[bytes | str]) -> bytes:
     return b"".join(p.encode("ascii") if isinstance(p, str) else p for p in pieces)
 
@@ -228,17 +234,12 @@ _body_json = json_encoder(ensure_ascii=False, separators=(",", ":"), allow_nan=F
 
 
 def json_pieces(body: dict[str, Any]) -> list[bytes | str]:
-    """``body`` as the JSON the SDKs send (``json.dumps``, no ASCII escapes, compact), with each image spliced in,
-    not re-scanned: a long ASCII string under a ``url`` or ``data`` key (where the dialects put an image's data URL
-    or base64) with no quote, backslash or line break, so nothing to escape (base64 holds no control character).
-
-    Returned as pieces: the JSON between those strings as bytes and each string as the one the message already
-    holds, so that a body sent piece by piece (:func:`PiecesPayload`) never makes a second and third copy of a
-    1.5-MB image (its bytes, then the joined body).  ``json.dumps`` walks every character of a base64 image to
-    escape it, at high concurrency a fifth of a request's CPU; a check of every character would cost as much, so
-    the image is known by its key.  Each string is first replaced by a marker that serialises with escaped NULs;
-    when the text holds any other match of the markers' pattern, the plain encoding is used instead.
-    """
+    """``body`` as the JSON the SDKs send (``json.dumps``, no ASCII escapes, compact), as pieces: the JSON between
+    images as bytes, and each image (a long ASCII string under a ``url`` or ``data`` key with nothing to escape) as
+    the string the message already holds, spliced in, not re-scanned.  ``json.dumps`` would walk every character of
+    a base64 image (at high concurrency a fifth of a request's CPU), and sent piece by piece (:func:`PiecesPayload`)
+    the body never copies the image again.  Each image is first swapped for a marker with escaped NULs; a text that
+    holds another match of the markers' pattern gets the plain encoding."""
     strings: list[str] = []
 
     def swap(x: Any, key: str = "") -> Any:
@@ -265,9 +266,9 @@ def json_pieces(body: dict[str, Any]) -> list[bytes | str]:
 
 
 def PiecesPayload(pieces: list[bytes | str]) -> Any:
-    """A request body sent piece by piece: bytes as they are, an ASCII string (a data URL) encoded 256 kB at
-    a time, with its Content-Length known.  Peak memory per request in flight is then the message's own data
-    URL, not that plus its bytes plus the joined body (4.1 MB against 2.6 MB for a 1.1-MB photo)."""
+    """A request body sent piece by piece, its Content-Length known: bytes as they are, an ASCII string (a data URL)
+    encoded 256 kB at a time, so a request in flight holds the message's data URL, not also its bytes and the
+    joined body."""
     import aiohttp.payload
 
     class _Pieces(aiohttp.payload.Payload):

@@ -1,12 +1,7 @@
-"""``human:PATH``: human-written descriptions served as a describer (GenCeption's human baseline).
+"""``human:PATH``: human-written descriptions served as a describer (GenCeption's human baseline; docs/methods.md).
 
-PATH is a CSV (columns ``image``, ``text``) or JSONL (keys ``image``,
-``text``) file; image paths are relative to the file.  Images are matched by
-pixel hash, so the run's dataset may live anywhere.  A human describes only
-the seed images: any other image (e.g. X_1 at t = 2, or a seed image the
-humans were not given) is an error for that chain, not a refusal, so use
-``-T 1`` (the paper compares GC@1) and ``--per-category K`` with the seed the
-humans' images were drawn with (v2 section 3: 5 per category).
+PATH is a CSV (columns ``image``, ``text``) or JSONL file, image paths relative to it; images are matched by pixel
+hash, so the run's dataset may live anywhere.  An image the humans did not describe is an error for its chain.
 """
 
 from __future__ import annotations
@@ -27,12 +22,8 @@ class HumanDescriptions:
         path = Path(spec.name)
         if not path.is_file():
             raise SpecError(f"human:{spec.name}: no such file")
-        rows = self._read(path)
-        self.by_hash: dict[str, str] = {}
-        for row in rows:
-            img_path = Path(row["image"])
-            full = img_path if img_path.is_absolute() else path.parent / img_path
-            self.by_hash[image_hash(load_image(full))] = row["text"]
+        # an absolute image path stays as it is under the file's folder
+        self.by_hash = {image_hash(load_image(path.parent / row["image"])): row["text"] for row in self._read(path)}
         self.model_id = spec.canonical()
         self.capabilities = Capabilities(multi_image=False, seeded=True)
         self.concurrency_key = self.model_id

@@ -1,51 +1,22 @@
-"""OpenAI-compatible chat (image generation: ``openai_images.py``; the preflight: ``openai_preflight.py``).
+"""OpenAI-compatible chat: the OpenAI API and servers that speak its protocol (vLLM, SGLang, Ollama, LM Studio,
+llama.cpp server); ``openai:MODEL[@URL[,URL...]][?params]``, parameters and endpoints in docs/usage.md.
 
 Why this module is long: one adapter whose request body, endpoint balancing and failover, reply bounds and
 parsing share the same state; split, each part would reach into the others.
 
-Chat requests go out through the neutral JSON client (``models/http.py``, aiohttp directly: a third of the SDK's
-CPU per request, measured there) as :class:`OpenAIHTTP`; ``?http=sdk`` sends them through the official ``openai``
-SDK instead, which always serves the Batch API.
-
-Serves the OpenAI API and every server that speaks its protocol: vLLM, SGLang,
-Ollama (``/v1``), LM Studio, llama.cpp server.
-
-Spec: ``openai:MODEL[@BASE_URL][?params]`` (chat) and
-``openai-image:MODEL[@BASE_URL][?size=1024x1024&quality=standard]``.
-
-Several servers of one chat model: ``openai:MODEL@URL1,URL2`` or ``openai:MODEL@file:endpoints.txt`` (one
-URL per line).  Each request goes to the endpoint with the fewest requests in flight; ``concurrency`` is per
-endpoint; a connection error or a 5xx puts an endpoint in cooldown (``cooldown`` seconds, default 10) and the
-request fails over to another at once; the preflight checks that every endpoint serves the model; the
-endpoint that answered is recorded with the call (``Generation.endpoint``), never in its cache key.  The
-single-endpoint alternatives are vLLM's ``--data-parallel-size`` and SGLang's router.
-
-Parameters: ``key_env`` (name of the variable holding the key; default
-``OPENAI_API_KEY``), ``concurrency`` (max parallel requests to this server),
-``timeout`` (seconds: a total deadline per call, body included), ``logprobs`` (0 to never ask for token logprobs),
-``max_tokens_param`` (``max_tokens`` or ``max_completion_tokens``),
-``multi_image`` (0 if the served model takes one image per request),
-``clients`` (HTTP sessions used round-robin, default 1), ``http`` (``aiohttp``, the default: aiohttp
-directly; ``sdk``: the SDK with its aiohttp transport; ``httpx``: the SDK with its httpx transport),
-``prefill`` (1 for servers that continue a trailing assistant message, such as vLLM
-and SGLang with ``continue_final_message``: pre-filled answer starts, as CAST uses),
-``reasoning_effort`` (low/medium/high, OpenAI reasoning models), ``enable_thinking``
-(0/1, passed as ``chat_template_kwargs`` to vLLM and SGLang for Qwen3-style
-templates) and ``extra_body`` (a JSON object merged into every request body).
-A reply's ``reasoning_content`` / ``reasoning`` field is kept as the generation's
-reasoning; ``<think>`` blocks in the text are split off by the session
-(:func:`vlmcheck.run.calls.final_answer`).
-
-No retries happen here (the SDK's are switched off, ``max_retries=0``): the vlmcheck
-scheduler retries with backoff, honours Retry-After and counts attempts.
+Requests go out through the neutral JSON client (:class:`OpenAIHTTP`, ``models/http.py``) unless ``?http=sdk|httpx``
+sends them through the ``openai`` SDK, which always serves the Batch API.  No retries here (the SDK's are off,
+``max_retries=0``): the scheduler retries with backoff, honours Retry-After and counts attempts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ModelCallError, read_capped
@@ -55,6 +26,7 @@ from ..core.secrets import redact, register_secret, secret_from_env
 from ..core.spec import ModelSpec, SpecError
 from ..run.loop_clients import PerLoopClients
 from ._http_errors import name_sent_fields, translate
+from .batch_api import OpenAIBatches
 from .http import JSONHTTP, json_body, json_object
 from .openai_preflight import preflight
 
@@ -73,8 +45,8 @@ class OpenAIHTTP(JSONHTTP):
     default_base_url, base_url_env = "https://api.openai.com/v1", "OPENAI_BASE_URL"
 
     def dialect_headers(self) -> dict[str, str]:
-        return {header: os.environ[env] for header, env in (("OpenAI-Organization", "OPENAI_ORG_ID"),
-                                                            ("OpenAI-Project", "OPENAI_PROJECT_ID")) if os.environ.get(env)}
+        named = (("OpenAI-Organization", "OPENAI_ORG_ID"), ("OpenAI-Project", "OPENAI_PROJECT_ID"))
+        return {header: os.environ[env] for header, env in named if os.environ.get(env)}
 
 
 def _api_key(spec: ModelSpec) -> str:
@@ -95,9 +67,8 @@ def _transport(spec: ModelSpec) -> str:
     return transport
 
 
-def _clients(spec: ModelSpec, n: int = 1, key: str | None = None) -> PerLoopClients:
+def _clients(spec: ModelSpec, n: int, key: str) -> PerLoopClients:
     """SDK clients, built lazily per event loop (the SDK is imported on first use, not before)."""
-    key = key or _api_key(spec)
     timeout = spec.get_float("timeout", 600.0)
     # The SDK's aiohttp transport (``openai[aiohttp]``), which the SDK documents for high concurrency, unless
     # ?http=httpx asks for its default httpx transport (about twice the CPU per request).
@@ -107,11 +78,8 @@ def _clients(spec: ModelSpec, n: int = 1, key: str | None = None) -> PerLoopClie
         import openai
 
         extra: dict[str, Any] = {}
-        if use_aiohttp and hasattr(openai, "DefaultAioHttpClient"):
-            try:
-                extra["http_client"] = openai.DefaultAioHttpClient(timeout=timeout)
-            except RuntimeError:  # the SDK raises this when aiohttp (its extra) is not installed
-                pass
+        if use_aiohttp and hasattr(openai, "DefaultAioHttpClient"):  # openai[aiohttp], a dependency
+            extra["http_client"] = openai.DefaultAioHttpClient(timeout=timeout)
         # URL userinfo and credential query parameters travel with each request only (ModelSpec.request_auth);
         # aiohttp refuses a URL with userinfo next to the SDK's Authorization header, so none reaches it.
         return openai.AsyncOpenAI(api_key=key, base_url=spec.base_url, max_retries=0, timeout=timeout,
@@ -120,26 +88,22 @@ def _clients(spec: ModelSpec, n: int = 1, key: str | None = None) -> PerLoopClie
     return PerLoopClients(make, n)
 
 
+@dataclass(eq=False)
 class _Endpoint:
-    """One server of a model: its clients, requests in flight, and a cooldown after it failed.
+    """One server of a model: its clients, requests in flight, and a cooldown after it failed.  ``http`` sends
+    the chat requests; None with ``?http=sdk|httpx``, when the SDK's ``clients`` do (they also serve the Batch API)."""
 
-    ``http`` sends the chat requests (:class:`OpenAIHTTP`); it is None with ``?http=sdk`` or
-    ``?http=httpx``, when they go through the SDK's ``clients``, which also serve the Batch API."""
-
-    def __init__(self, url: str | None, clients: PerLoopClients, http: OpenAIHTTP | None) -> None:
-        self.url, self.clients, self.http = url, clients, http
-        self.in_flight = 0
-        self.cool_until = 0.0
-        self.failures = 0
-        self._slots: dict[int, asyncio.Semaphore] = {}  # per event loop: `concurrency` requests at once
+    url: str | None
+    clients: PerLoopClients
+    http: OpenAIHTTP | None
+    in_flight: int = 0
+    cool_until: float = 0.0
+    _slots: dict[int, asyncio.Semaphore] = field(default_factory=dict)  # per event loop: `concurrency` at once
 
     def slots(self, limit: int) -> asyncio.Semaphore:
         """This endpoint's ``concurrency`` slots (in the running loop): a survivor of a failed endpoint never
         gets more than its own share, whatever the total limit lets through."""
-        loop = id(asyncio.get_running_loop())
-        if loop not in self._slots:
-            self._slots[loop] = asyncio.Semaphore(limit)
-        return self._slots[loop]
+        return self._slots.setdefault(id(asyncio.get_running_loop()), asyncio.Semaphore(limit))
 
 
 class OpenAIChat:
@@ -168,7 +132,6 @@ class OpenAIChat:
 
         self._endpoints = [endpoint(url) for url in spec.endpoints] or [endpoint(None)]
         self._cooldown = spec.get_float("cooldown", 10.0)
-        self._clients = self._endpoints[0].clients
         self.concurrency_key = f"openai@{spec.base_url or 'api.openai.com'}"
         per_endpoint = self._per_endpoint = spec.get_int("concurrency", 0)
         self.max_concurrency = per_endpoint * len(self._endpoints) if per_endpoint else None
@@ -177,19 +140,17 @@ class OpenAIChat:
         self._max_tokens_param = spec.get_str("max_tokens_param", default_param)
         # Scoring given continuations needs prompt log-probabilities, which the OpenAI API does not offer;
         # vLLM does (prompt_logprobs + continue_final_message).  Declared only when the spec asks for it.
-        self._ppl = spec.get_bool("prompt_logprobs", False)
         self.capabilities = Capabilities(multi_image=spec.get_bool("multi_image", True), logprobs=self._logprobs,
-                                         loglikelihood=self._ppl, seeded=False,
+                                         loglikelihood=spec.get_bool("prompt_logprobs", False), seeded=False,
                                          prefill=spec.get_bool("prefill", False))
         self._extra = _body_extras(spec)
         # ?batch=1: cache misses go through the Batch API at the batch price (run/batch.py).  Without it the
         # backend is still there for a resume to re-attach to batches an earlier session journaled
-        from .batch_api import OpenAIBatches
-
-        self.batch_backend = OpenAIBatches(self._clients, _parse_chat) if len(self._endpoints) == 1 else None
+        single = len(self._endpoints) == 1
+        self.batch_backend = OpenAIBatches(self._endpoints[0].clients, _parse_chat) if single else None
         self.batch = None
         if spec.get_bool("batch", False):
-            if len(self._endpoints) > 1:
+            if not single:
                 raise SpecError(f"{spec.canonical()}: batch=1 sends batches to one API; give one base URL")
             self.batch = self.batch_backend
         self.batch_window = spec.get_float("batch_window", 2.0)
@@ -223,16 +184,13 @@ class OpenAIChat:
             ep = self._pick(tried)
             ep.in_flight += 1
             try:
-                if self._per_endpoint and len(self._endpoints) > 1:  # `concurrency` is per endpoint
-                    async with ep.slots(self._per_endpoint):
-                        data = await self._post_chat_to(ep, body)
-                else:
+                several = self._per_endpoint and len(self._endpoints) > 1  # `concurrency` is per endpoint
+                async with ep.slots(self._per_endpoint) if several else contextlib.nullcontext():
                     data = await self._post_chat_to(ep, body)
             except Exception as exc:
                 err = _call_error(exc)
                 down = (err.status is None and err.kind in ("connection", "timeout")) or (err.status or 0) >= 500
                 if down and len(self._endpoints) > 1:
-                    ep.failures += 1
                     ep.cool_until = time.monotonic() + self._cooldown
                     tried.add(ep.url)
                     if len(tried) < len(self._endpoints):
@@ -248,20 +206,14 @@ class OpenAIChat:
             return data
 
     async def _post_chat_to(self, ep: "_Endpoint", body: dict[str, Any]) -> dict[str, Any]:
-        """POST /chat/completions; the answer as plain JSON.
-
-        By default with the neutral JSON client (``models/http.py``, 0.5 ms of CPU per request).  With ``?http=sdk`` or
-        ``?http=httpx`` through the SDK's low-level ``post()`` (1.4 ms), which keeps its auth, base URL, timeouts
-        and mapping of HTTP statuses to exceptions but skips the recursive TypedDict transform of
-        ``chat.completions.create()`` (3.3 ms in all), which walks every base64 image string, and building the
-        response's nested pydantic objects, of which we read five fields.  Our messages are already plain JSON.
-        """
+        """POST /chat/completions; the answer as plain JSON.  Through the SDK, its low-level ``post()``: its auth,
+        timeouts and status mapping without ``chat.completions.create()``'s TypedDict transform, which walks every
+        base64 image string, nor the response's pydantic objects (our messages are already plain JSON)."""
         if ep.http is not None:
             return await ep.http.post_json("/chat/completions", body)
         import httpx
 
-        # the SDK's streaming raw response (what its with_streaming_response uses), read chunk by chunk up to
-        # the cap instead of whole
+        # the SDK's streaming raw response (what its with_streaming_response uses), read up to the cap, not whole
         resp = await ep.clients.get().post("/chat/completions", cast_to=httpx.Response, content=json_body(body),
                                            options={"headers": {"X-Stainless-Raw-Response": "stream"}})
         try:
@@ -277,13 +229,8 @@ class OpenAIChat:
     def _body(self, messages: list[Message], config: GenerationConfig, want_logprobs: bool) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"model": self.model, "messages": to_openai(messages),
                                   "temperature": config.temperature, self._max_tokens_param: config.max_tokens}
-        if config.top_p is not None:
-            kwargs["top_p"] = config.top_p
-        if config.seed is not None:
-            kwargs["seed"] = config.seed
-        if config.stop:
-            kwargs["stop"] = config.stop
-        kwargs.update(self._extra)
+        optional = {"top_p": config.top_p, "seed": config.seed, "stop": config.stop or None}
+        kwargs.update({k: v for k, v in optional.items() if v is not None}, **self._extra)
         if messages and messages[-1].role == "assistant" and self.capabilities.prefill:
             # vLLM / SGLang: continue the pre-filled assistant turn instead of opening a new one
             kwargs.update(continue_final_message=True, add_generation_prompt=False)
@@ -330,7 +277,6 @@ class OpenAIChat:
             self._withdraw_logprobs("answered without them")
         return gen
 
-
     async def _prompt_logprobs(self, messages: list[Message], continuation: str) -> list[float]:
         """Log-probabilities of the prompt tokens, the assistant turn pre-filled with ``continuation``."""
         body = {"model": self.model, "messages": to_openai(messages) + [{"role": "assistant", "content": continuation}],
@@ -341,20 +287,12 @@ class OpenAIChat:
         if not isinstance(entries, list):
             raise ModelCallError("malformed", "the server returned no prompt_logprobs; it needs vLLM's "
                                               "prompt_logprobs extension (drop ?prompt_logprobs=1)")
-        out = []
-        for e in entries:
-            if not e:
-                continue
-            # prompt_logprobs=0: each entry holds just the prompt token itself
-            out.append(float(next(iter(e.values()))["logprob"]))
-        return out
+        # prompt_logprobs=0: each entry holds just the prompt token itself
+        return [float(next(iter(e.values()))["logprob"]) for e in entries if e]
 
     async def loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
-        """Sum and count of each continuation's token log-probabilities (vLLM servers, ?prompt_logprobs=1).
-
-        One request with an empty assistant turn gives the prompt's length; each continuation's tokens
-        are the entries beyond it.
-        """
+        """Sum and count of each continuation's token log-probabilities (vLLM servers, ?prompt_logprobs=1): a request
+        with an empty assistant turn gives the prompt's length, each continuation's tokens are the entries beyond."""
         base = await self._prompt_logprobs(messages, "")
         out = []
         for cont in continuations:
@@ -410,12 +348,9 @@ def _parse_chat(resp: dict[str, Any]) -> Generation:
     if not isinstance(text, str):
         raise ModelCallError("malformed", f"message content is a {type(text).__name__}, not text")
     refusal = message.get("refusal") or None
-    reasoning = message.get("reasoning_content") or message.get("reasoning") or None
-    if not isinstance(reasoning, str):
-        reasoning = None
-    finish = _FINISH.get(choice.get("finish_reason") or "", "unknown")
-    if refusal:
-        finish = "refusal"
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    reasoning = reasoning if isinstance(reasoning, str) and reasoning else None
+    finish = "refusal" if refusal else _FINISH.get(choice.get("finish_reason") or "", "unknown")
     u = resp.get("usage")
     # checked, never trusted: a missing, negative or non-numeric count is marked and priced at the estimate
     usage = Usage.reported(u.get("prompt_tokens"), u.get("completion_tokens")) if isinstance(u, dict) else \
@@ -434,5 +369,4 @@ def _parse_chat(resp: dict[str, Any]) -> Generation:
 
 def make_chat(spec: ModelSpec, role: str) -> OpenAIChat:
     return OpenAIChat(spec)
-
 

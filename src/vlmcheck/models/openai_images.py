@@ -7,7 +7,6 @@ URL).
 from __future__ import annotations
 
 import base64
-import io
 from typing import Any
 
 from PIL import Image
@@ -72,8 +71,7 @@ async def _download(url: str) -> Image.Image:
     if r.status_code != 200:
         raise ModelCallError("server" if r.status_code >= 500 else "bad_request",
                              f"downloading the generated image gave HTTP {r.status_code}", status=r.status_code)
-    return load_image(io.BytesIO(r.content).getvalue())
-
+    return load_image(r.content)
 
 
 def make_images(spec: ModelSpec, role: str) -> OpenAIImages:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from ..core.errors import ModelCallError, PreflightError, shorten_middle
 from ..core.secrets import redact
@@ -41,12 +40,18 @@ async def preflight(http: JSONHTTP, spec: ModelSpec) -> None:
     except ValueError:
         return
     data = page.get("data") if isinstance(page, dict) else None
-    _check_served([m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else [], spec, where)
+    ids = [m["id"] for m in data if isinstance(m, dict) and m.get("id")] if isinstance(data, list) else []
+    if ids and spec.name not in ids:
+        shown = ", ".join(str(i) for i in ids[:8]) + (" ..." if len(ids) > 8 else "")
+        raise PreflightError(f"{where} does not serve model {spec.name!r}; it serves: {shown} (check the name; a "
+                             "server that loads models on demand, such as Ollama, LM Studio or transformers serve, "
+                             "lists only those loaded: then pass --no-preflight)")
 
 
 #: a 404's own words when the server simply has no ``GET /models`` (nginx routing only the chat path, a server
 #: without the endpoint): nothing is wrong with the run then
-_NO_ENDPOINT = re.compile(r"\W*(404\W*)?((page|route|endpoint|resource|path)\W+)?not\W*found\W*|\s*<.*|\s*", re.I | re.S)
+_NO_ENDPOINT = re.compile(r"\W*(404\W*)?((page|route|endpoint|resource|path)\W+)?not\W*found\W*|\s*<.*|\s*",
+                          re.I | re.S)
 #: what a gateway says of a key it does not know (LiteLLM without a database: HTTP 400 "No connected db.")
 _KEY_WORDS = re.compile(r"key|auth|token|credential|db\b|database|permission|forbidden|unauthori", re.I)
 
@@ -67,14 +72,3 @@ def _refused(status: int | None, message: str, where: str) -> None:
     else:
         advice = "check the base URL and the model name (or pass --no-preflight if the server serves the model)"
     raise PreflightError(f"{where} refused GET /models with HTTP {status} (\"{said}\"); {advice}")
-
-
-def _check_served(ids: list[Any], spec: ModelSpec, where: str) -> None:
-    ids = [i for i in ids if i]
-    if ids and spec.name not in ids:
-        shown = ", ".join(str(i) for i in ids[:8]) + (" ..." if len(ids) > 8 else "")
-        raise PreflightError(f"{where} does not serve model {spec.name!r}; it serves: {shown} (check the name; a "
-                             "server that loads models on demand, such as Ollama, LM Studio or transformers serve, "
-                             "lists only those loaded: then pass --no-preflight)")
-
-

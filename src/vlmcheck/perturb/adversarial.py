@@ -1,31 +1,8 @@
-"""Adversarial image perturbations on a model's visual embedding (VHExpansion eq. 1).
-
-The target is anything with ``vision_embedding(pixels)`` (pixels in [0, 1],
-(B, 3, H, W), differentiable; for a VLM: vision encoder + connector) and
-``vision_input_size()``: a white-box ``hf:`` VLM, or a bare image encoder
-for users who attack only the vision tower.
-
-* Not hallucinated (the model answered right): start from delta = 0 and
-  *minimise* cos(E(x), E(x + delta)) for 500 steps.
-* Hallucinated (the model answered wrong): start from delta = +-5/255 per
-  pixel at random and *maximise* the cosine for 100 steps, stopping early once
-  it reaches ``early_stop_cosine`` (the paper stops early "to avoid the
-  optimization result to be identical with the original image input" but
-  gives no threshold; ours is a parameter).
-
-I-FGSM steps with the sign of the gradient, PGD with the raw gradient; both
-project onto the L-inf ball of radius epsilon (8/255) and onto [0, 1]; the
-perturbation is applied in pixel space, before the model's own normalisation.
-
-The cosine is taken on the flattened per-image embedding (tokens x dim as one
-vector).  The authors' code computed it along the wrong axis of the
-(batch, tokens, dim) tensor; ``cosine="per_token"`` gives the mean of
-per-token cosines instead.
-
-The attacked image is the input resized to the model's vision input size,
-quantised to 8 bits as saved (lossless PNG): the recorded L-inf norm and
-final cosine are measured on exactly what is saved, and the L-inf bound holds
-exactly (epsilon is rounded down to whole 1/255 steps).
+"""Adversarial image perturbations on a model's visual embedding (VHExpansion eq. 1; the settings and where they
+differ from the authors' code: docs/methods.md, VHExpansion).  The target is anything with a differentiable
+``vision_embedding(pixels)`` (pixels in [0, 1], (B, 3, H, W)) and ``vision_input_size()``: a white-box ``hf:`` VLM,
+or a bare image encoder.  The result is quantised to 8 bits as saved, epsilon rounded down to whole 1/255 steps, so
+the recorded L-inf norm and final cosine are those of the saved image and the bound holds exactly.
 """
 
 from __future__ import annotations
@@ -38,6 +15,7 @@ import numpy as np
 from PIL import Image
 from pydantic import BaseModel
 
+from ..core.images import image_hash
 from ..core.progress import Progress
 
 
@@ -52,11 +30,6 @@ class AttackConfig(BaseModel):
     pgd_init: float = 0.5 / 255  # PGD only, non-hallucinated cases: see _run
     cosine: Literal["flat", "per_token"] = "flat"
     seed: int = 0
-
-    def step_size(self) -> float:
-        if self.step is not None:
-            return self.step
-        return 0.5 / 255 if self.method == "ifgsm" else 1.0
 
 
 @dataclass
@@ -117,8 +90,6 @@ def attack(model: Any, images: list[Image.Image], hallucinated: list[bool], cfg:
     base = np.stack([np.asarray(expand_to_square(im.convert("RGB"), colour).resize((w, h), Image.BICUBIC))
                      for im in images])
     x = torch.from_numpy(base).permute(0, 3, 1, 2).float().div(255).to(device)
-    from ..core.images import image_hash
-
     # each image's random draws are seeded by (seed, its pixels): its result never depends on which images
     # share its batch, nor on concurrency
     seeds = [int(image_hash(im.convert("RGB"))[:8], 16) ^ cfg.seed for im in images]
@@ -131,8 +102,8 @@ def attack(model: Any, images: list[Image.Image], hallucinated: list[bool], cfg:
             if not idx:
                 continue
             out = _run(model, x[idx], flag, cfg, device, progress, [seeds[i] for i in idx])
-            for j, i in enumerate(idx):
-                results[i] = out[j]
+            for i, result in zip(idx, out):
+                results[i] = result
     return results  # type: ignore[return-value]
 
 
@@ -150,12 +121,11 @@ def _noise(seeds: list[int], shape, kind: str):
     return torch.stack(out)
 
 
-def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Progress | None = None,
-         seeds: list[int] | None = None) -> list[AttackResult]:
+def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Progress,
+         seeds: list[int]) -> list[AttackResult]:
     import torch
 
     eps_q = math.floor(cfg.epsilon * 255 + 1e-6) / 255  # whole 8-bit steps: the bound survives saving
-    seeds = seeds if seeds is not None else [cfg.seed + i for i in range(x.shape[0])]
     restarted = torch.zeros(x.shape[0], dtype=torch.bool)
     with torch.no_grad():
         e0 = model.vision_embedding(x).detach()
@@ -174,7 +144,7 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
     delta = (torch.clamp(x + delta, 0, 1) - x).clamp(-eps_q, eps_q)
     active = torch.ones(x.shape[0], dtype=torch.bool, device=device)
     used = torch.zeros(x.shape[0], dtype=torch.long)
-    gamma = cfg.step_size()
+    gamma = cfg.step if cfg.step is not None else 0.5 / 255 if cfg.method == "ifgsm" else 1.0
     start = None
     first_step = True
     for _ in range(steps):
@@ -202,8 +172,7 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
                 noise = _noise(seeds, x.shape[1:], "uniform").to(device) * cfg.pgd_init
                 delta = torch.where(flat.view(-1, 1, 1, 1).to(device), noise, delta)
             delta = torch.clamp(x + delta, 0, 1) - x
-        if progress is not None:
-            progress.advance()
+        progress.advance()
         if hallucinated and not bool(active.any()):
             break
     if not hallucinated:
@@ -218,9 +187,6 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
         adv = q / 255
         final = _cos(e0, model.vision_embedding(adv), cfg.cosine).cpu()
         linf = (q - x8).abs().flatten(1).max(dim=1).values.cpu() / 255
-    out = []
     arr = q.permute(0, 2, 3, 1).to("cpu", torch.uint8).numpy()
-    for i in range(x.shape[0]):
-        out.append(AttackResult(Image.fromarray(arr[i], "RGB"), hallucinated, float(start[i]), float(final[i]),
-                                float(linf[i]), int(used[i]), bool(restarted[i])))
-    return out
+    return [AttackResult(Image.fromarray(arr[i], "RGB"), hallucinated, float(start[i]), float(final[i]),
+                         float(linf[i]), int(used[i]), bool(restarted[i])) for i in range(x.shape[0])]

@@ -1,9 +1,5 @@
-"""ChEF's composite image corruption (supplementary Table 1).
-
-Categories are applied in a fixed order (noise, blur, weather, digital,
-other).  Per category the strategy is *random* (one of its methods) or
-*sequential* (all of them); each method gets a random severity 1..5.  The
-whole chain is drawn from one seed and returned as data, so that
+"""ChEF's composite image corruption (supplementary Table 1): categories in a fixed order, per category one random
+method or all of them, each at a random severity; the whole chain is drawn from one seed and returned as data, so
 :func:`apply_chain` regenerates the corrupted image exactly.
 """
 

@@ -1,27 +1,18 @@
-"""Image corruptions: ImageNet-C (Hendrycks & Dietterich, 2019) plus ChEF's "other" category.
+"""Image corruptions: ImageNet-C (Hendrycks & Dietterich, 2019) plus ChEF's "other" category (docs/perturbations.md).
 
 Why this module is long: it is one table, 19 corruptions and their severity constants, each a short function;
 kept together it reads against ImageNet-C's own table, and no corruption depends on another module's.
 
-Every corruption takes a float32 RGB array in [0, 1] (H, W, 3), a severity
-1..5 and a numpy Generator, and returns an array of the same kind.  The
-severity tables are ImageNet-C's (as in its reference code and the
-``imagecorruptions`` package); the code is our own, vectorised with
-numpy/scipy/OpenCV.  Where ImageNet-C's reference code is a per-pixel Python
-loop (glass blur's chain of pixel swaps) we compute the same result by
-wavefronts of independent steps (:func:`glass_shuffle`).
-
-:func:`corrupt` is the public entry point: any PIL mode in, the same mode out
-(alpha kept as it was), same size except for ``center_crop`` and ``resize``.
-Randomness comes only from the ``seed`` argument.
-
-Frost uses frost textures generated procedurally by :func:`frost_texture`
-(our own code, MIT like the rest of vlmcheck; no image files are shipped).
+Every corruption takes a float32 RGB array in [0, 1] (H, W, 3), a severity 1..5 and a numpy Generator, and returns
+an array of the same kind.  Severity tables are ImageNet-C's (its reference code and ``imagecorruptions``); the code
+is our own, vectorised.  :func:`corrupt` is the public entry point: any PIL mode in, the same mode out (alpha kept),
+the same size except for ``center_crop`` and ``resize``; randomness comes only from its ``seed``.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import math
 from dataclasses import dataclass
@@ -74,10 +65,6 @@ def disk_kernel(radius: float, alias_blur: float = 0.0) -> Array:
     return k
 
 
-def _filter(x: Array, kernel: Array) -> Array:
-    return cv2.filter2D(x, -1, kernel.astype(np.float32), borderType=cv2.BORDER_REFLECT)
-
-
 def motion_kernel(radius: int, sigma: float, angle_deg: float) -> Array:
     """ImageMagick's motion blur (used by ImageNet-C, and re-implemented by ``imagecorruptions``):
     a one-sided line of ``2 * radius + 1`` taps weighted by a Gaussian of ``sigma`` from its
@@ -128,23 +115,18 @@ def plasma_fractal(size: int, decay: float, rng: np.random.Generator) -> Array:
         total = corners + np.roll(corners, -1, 0) + np.roll(corners, -1, 1) + np.roll(np.roll(corners, -1, 0), -1, 1)
         maparray[half:size:step, half:size:step] = wibbled(total)
         # diamonds
-        ms = maparray.shape[0]
-        drgrid = maparray[half:ms:step, half:ms:step]
-        ulgrid = maparray[0:ms:step, 0:ms:step]
+        drgrid = maparray[half:size:step, half:size:step]
+        ulgrid = maparray[0:size:step, 0:size:step]
         ldrsum = drgrid + np.roll(drgrid, 1, axis=0)
         lulsum = ulgrid + np.roll(ulgrid, -1, axis=1)
-        maparray[0:ms:step, half:ms:step] = wibbled(ldrsum + lulsum)
+        maparray[0:size:step, half:size:step] = wibbled(ldrsum + lulsum)
         tdrsum = drgrid + np.roll(drgrid, 1, axis=1)
         tulsum = ulgrid + np.roll(ulgrid, -1, axis=0)
-        maparray[half:ms:step, 0:ms:step] = wibbled(tdrsum + tulsum)
+        maparray[half:size:step, 0:size:step] = wibbled(tdrsum + tulsum)
         step //= 2
         scale /= decay
     maparray -= maparray.min()
     return maparray / max(maparray.max(), 1e-12)
-
-
-def _next_pow2(n: int) -> int:
-    return 1 << max(n - 1, 1).bit_length()
 
 
 def _hsv(x: Array) -> Array:
@@ -153,10 +135,6 @@ def _hsv(x: Array) -> Array:
 
 def _rgb(hsv: Array) -> Array:
     return cv2.cvtColor(hsv.astype(np.float32), cv2.COLOR_HSV2RGB)
-
-
-def _gray(x: Array) -> Array:
-    return cv2.cvtColor(x.astype(np.float32), cv2.COLOR_RGB2GRAY)
 
 
 # ----------------------------------------------------------------------------- noise
@@ -221,22 +199,12 @@ def glass_offsets(h: int, w: int, delta: int, rng) -> tuple[Array, Array]:
 def glass_shuffle(order: Array, h: int, w: int, delta: int, dy: Array, dx: Array) -> Array:
     """One pass of ImageNet-C's glass-blur pixel moves, applied to a flat index map ``order``.
 
-    The reference visits pixels from the bottom-right corner row by row, right
-    to left, and "swaps" each with the pixel at a random offset in
-    [-delta, delta) by ``x[h, w], x[h', w'] = x[h', w'], x[h, w]``.  On an RGB
-    array both sides are views of rows of pixels, so the first assignment
-    overwrites the value the second one reads: each visited pixel takes its
-    neighbour's value and the neighbour keeps it (a copy, not a swap).  That is
-    what generated ImageNet-C, so that is what we reproduce.  Values copied
-    earlier are copied on by later visits, so displacement builds up along the
-    scan: a chain of dependent steps, a per-pixel Python loop in the reference.
-    We keep its exact result and vectorise it by wavefronts: visit (r, c) gets
-    the time ``t = 2*delta*(last_row - r) + (last_col - c)``.  Two visits whose
-    windows can overlap (rows and columns fewer than 2*delta apart) always get
-    times in scan order, and visits with equal times never overlap, so running
-    all copies of one time at once, time after time, gives the sequential result
-    (tests/test_perturb.py checks it against the plain loop).  About
-    2*delta*h + w vectorised steps instead of h*w Python iterations.
+    The reference visits pixels from the bottom-right corner, row by row, right to left, and each takes the value
+    of the pixel at a random offset in [-delta, delta) (its "swap" of numpy views copies: docs/perturbations.md);
+    values copied earlier are copied on, a chain of dependent steps.  We keep its exact result by wavefronts: visit
+    (r, c) gets the time ``t = 2*delta*(last_row - r) + (last_col - c)``.  Visits whose windows can overlap always
+    get times in scan order and visits with equal times never overlap, so all copies of one time at once, time
+    after time, give the sequential result (tests/test_perturb.py checks it against the plain loop).
     """
     rows = np.arange(h - delta, delta, -1)  # the reference: range(h - delta, delta, -1)
     cols = np.arange(w - delta, delta, -1)
@@ -259,7 +227,7 @@ def defocus_blur(x, s, rng, radius: float | None = None, alias_blur: float | Non
     r, a = [(3, 0.1), (4, 0.5), (6, 0.5), (8, 0.5), (10, 0.5)][s - 1]
     if radius is not None:
         r, a = radius, (alias_blur or 0.0)
-    return np.clip(_filter(x, disk_kernel(r, a)), 0, 1)
+    return np.clip(cv2.filter2D(x, -1, disk_kernel(r, a), borderType=cv2.BORDER_REFLECT), 0, 1)
 
 
 @_register("motion_blur", "blur")
@@ -293,7 +261,7 @@ def snow(x, s, rng):
     layer = np.clip(layer, 0, 1)
     layer = _motion_filter(layer, motion_kernel(radius, sigma, rng.uniform(-135, -45)))
     layer = (np.round(layer * 255) / 255)[..., None]
-    gray = _gray(x)[..., None]
+    gray = cv2.cvtColor(x.astype(np.float32), cv2.COLOR_RGB2GRAY)[..., None]
     y = blend * x + (1 - blend) * np.maximum(x, gray * 1.5 + 0.5)
     return np.clip(y + layer + np.rot90(layer, k=2), 0, 1).astype(np.float32)
 
@@ -330,7 +298,7 @@ def frost(x, s, rng):
 def fog(x, s, rng):
     c, decay = [(1.5, 2), (2.0, 2), (2.5, 1.7), (2.5, 1.5), (3.0, 1.4)][s - 1]
     h, w = x.shape[:2]
-    size = _next_pow2(max(h, w))
+    size = 1 << max(max(h, w) - 1, 1).bit_length()  # the next power of two
     layer = plasma_fractal(size, decay, rng)[:h, :w, None].astype(np.float32)
     mx = x.max()
     return np.clip((x + c * layer) * mx / (mx + c), 0, 1).astype(np.float32)
@@ -460,13 +428,6 @@ PRESETS: dict[str, tuple[str, dict]] = {
 
 # ----------------------------------------------------------------------------- public API
 
-def _to_uint8(x: Array) -> Array:
-    if x.dtype == np.uint8:
-        return x
-    # convertScaleAbs rounds and saturates in one fast pass; clip first because it takes |x|
-    return cv2.convertScaleAbs(np.clip(x, 0.0, 1.0), alpha=255.0)
-
-
 def to_float_rgb(img: Image.Image) -> tuple[Array, Image.Image | None, str]:
     """(RGB float array, alpha channel or None, original mode)."""
     mode = img.mode
@@ -474,30 +435,25 @@ def to_float_rgb(img: Image.Image) -> tuple[Array, Image.Image | None, str]:
         else None
     if mode in ("I;16", "I;16B", "I;16L", "I", "F"):
         arr = np.asarray(img, dtype=np.float32)
-        arr = arr / max(float(arr.max()), 1.0)
-        rgb = np.repeat(arr[..., None], 3, axis=2)
-        return rgb.astype(np.float32), None, mode
+        return np.repeat(arr[..., None] / max(float(arr.max()), 1.0), 3, axis=2), None, mode
     x = np.asarray(img.convert("RGB")).astype(np.float32)
     x *= 1.0 / 255.0
     return x, alpha, mode
 
 
 def from_float_rgb(x: Array, alpha: Image.Image | None, mode: str) -> Image.Image:
-    out = Image.fromarray(_to_uint8(x), "RGB")
+    # convertScaleAbs rounds and saturates in one fast pass; clip first because it takes |x|
+    out = Image.fromarray(x if x.dtype == np.uint8 else cv2.convertScaleAbs(np.clip(x, 0.0, 1.0), alpha=255.0), "RGB")
     if alpha is not None:
         if alpha.size != out.size:
             alpha = alpha.resize(out.size, Image.BILINEAR)
         out = out.convert("RGBA")
         out.putalpha(alpha)
-        return out if mode == "RGBA" else out.convert(mode) if mode in ("LA",) else out
-    if mode in ("RGB", "RGBA"):
-        return out
+        return out.convert("LA") if mode == "LA" else out
     if mode in ("L", "1", "I;16", "I;16B", "I;16L", "I", "F"):
         return out.convert("L")
-    if mode == "P":
-        return out.convert("P", palette=Image.ADAPTIVE)
-    if mode == "CMYK":
-        return out.convert("CMYK")
+    if mode in ("P", "CMYK"):
+        return out.convert(mode, palette=Image.ADAPTIVE)  # the palette: for P only
     return out
 
 
@@ -508,10 +464,11 @@ def corrupt(img: Image.Image, name: str, severity: int = 1, seed: int = 0, **par
         return corrupt(img, base, severity, seed, **{**preset, **params})
     if name not in CORRUPTIONS:
         raise KeyError(f"unknown corruption {name!r}; known: {', '.join(sorted(CORRUPTIONS) + sorted(PRESETS))}")
-    if not 1 <= severity <= CORRUPTIONS[name].severities:
-        raise ValueError(f"severity must be 1..{CORRUPTIONS[name].severities}, got {severity}")
     corruption = CORRUPTIONS[name]
-    rng = np.random.default_rng([seed, severity, _name_id(name)])
+    if not 1 <= severity <= corruption.severities:
+        raise ValueError(f"severity must be 1..{corruption.severities}, got {severity}")
+    name_id = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
+    rng = np.random.default_rng([seed, severity, name_id])
     if corruption.pil and img.mode in ("RGB", "L", "P", "CMYK", "RGBA", "LA"):
         alpha = img.getchannel("A") if img.mode in ("RGBA", "LA") else None
         out = corruption.fn(img if img.mode == "RGB" else img.convert("RGB"), severity, rng, **params)
@@ -519,13 +476,3 @@ def corrupt(img: Image.Image, name: str, severity: int = 1, seed: int = 0, **par
     x, alpha, mode = to_float_rgb(img)
     y = corruption.fn(np.ascontiguousarray(x, dtype=np.float32), severity, rng, **params)
     return from_float_rgb(np.asarray(y, dtype=np.float32), alpha, mode)
-
-
-def _name_id(name: str) -> int:
-    import hashlib
-
-    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
-
-
-def names(category: str | None = None) -> list[str]:
-    return [n for n, c in CORRUPTIONS.items() if category is None or c.category == category]

@@ -1,21 +1,9 @@
-"""Text corruptions of ChEF (supplementary Table 2), seeded and recorded.
+"""Text corruptions of ChEF (supplementary Table 2), seeded and recorded; the categories: docs/perturbations.md.
 
-Categories, in ChEF's order, with their compose strategy:
-
-* basic (sequential): lowercase, contraction/expansion;
-* sentence (random): passive, active, casual, formal, back-translation - these
-  need a ``TextModel`` (an LLM rewrites the question); without one they are
-  skipped and the skip is recorded with its reason;
-* word (random): synonym swap (5 severities), insert adverb, add an
-  irrelevant sentence - from small word lists shipped in this module;
-* character (random): OCR errors, typos, spelling errors, keyboard slips
-  (5 severities: the share of eligible words touched);
-* choice (random): circular shift or reversal of the options, with the
-  answer key remapped so the right answer stays right.
-
-Only the question text is corrupted by the first four categories; only the
-option order by the last (ChEF section C.5).  Every function takes a numpy
-Generator, so a recorded seed regenerates the same corrupted input.
+The basic, sentence, word and character categories corrupt the question text, the choice category only the option
+order (ChEF section C.5).  Sentence-level rewrites need a ``TextModel`` (an LLM rewrites the question); without one
+they are skipped and the skip is recorded with its reason.  Every function takes a numpy Generator, so a recorded
+seed regenerates the same corrupted input.
 """
 
 from __future__ import annotations
@@ -69,19 +57,10 @@ COMMON_MISSPELLINGS = {
     "question": "qeustion", "different": "diffrent", "separate": "seperate", "receive": "recieve",
     "position": "postion", "correct": "corect", "shape": "shpae", "large": "lrage", "small": "smal",
 }
-_QWERTY = ["qwertyuiop", "asdfghjkl", "zxcvbnm"]
-
-
-def _keyboard_neighbours() -> dict[str, str]:
-    pos = {ch: (r, c) for r, row in enumerate(_QWERTY) for c, ch in enumerate(row)}
-    out = {}
-    for ch, (r, c) in pos.items():
-        near = [o for o, (r2, c2) in pos.items() if o != ch and abs(r2 - r) <= 1 and abs(c2 - c) <= 1]
-        out[ch] = "".join(sorted(near))
-    return out
-
-
-KEYBOARD = _keyboard_neighbours()
+_QWERTY = {ch: (r, c) for r, row in enumerate(["qwertyuiop", "asdfghjkl", "zxcvbnm"]) for c, ch in enumerate(row)}
+#: each key's neighbours on a QWERTY keyboard
+KEYBOARD = {ch: "".join(sorted(o for o, (r2, c2) in _QWERTY.items() if o != ch and max(abs(r2 - r), abs(c2 - c)) <= 1))
+            for ch, (r, c) in _QWERTY.items()}
 
 # ----------------------------------------------------------------------------- methods
 
@@ -118,14 +97,8 @@ def _touch_words(text: str, share: float, rng: np.random.Generator, eligible: Ca
     if not matches:
         return text
     k = max(1, int(round(share * len(matches))))
-    chosen = set(rng.choice(len(matches), size=min(k, len(matches)), replace=False).tolist())
-    out, last = [], 0
-    for i, m in enumerate(matches):
-        out.append(text[last:m.start()])
-        out.append(change(m.group(0), rng) if i in chosen else m.group(0))
-        last = m.end()
-    out.append(text[last:])
-    return "".join(out)
+    chosen = {matches[i].start() for i in rng.choice(len(matches), size=min(k, len(matches)), replace=False)}
+    return _WORD.sub(lambda m: change(m.group(0), rng) if m.start() in chosen else m.group(0), text)
 
 
 _SHARE = [0.1, 0.2, 0.3, 0.4, 0.5]
@@ -204,8 +177,7 @@ ocr_errors, typos, spelling_errors, keyboard = (_char_edit(_ocr), _char_edit(_ty
 
 def circular_options(options: list[str], answer: int, rng: np.random.Generator) -> tuple[list[str], int, dict]:
     k = int(rng.integers(1, len(options))) if len(options) > 1 else 0
-    new = options[k:] + options[:k]
-    return new, (answer - k) % len(options), {"shift": k}
+    return options[k:] + options[:k], (answer - k) % len(options), {"shift": k}
 
 
 def reverse_options(options: list[str], answer: int, rng: np.random.Generator) -> tuple[list[str], int, dict]:
@@ -257,11 +229,8 @@ Rewriter = Callable[[str, str], Awaitable[str]]  # (instruction, question) -> re
 async def corrupt_question(question: str, options: list[str] | None, answer: int | None, seed: int,
                            rewriter: Rewriter | None = None,
                            categories: tuple[str, ...] = TEXT_CATEGORY_ORDER) -> dict:
-    """ChEF's composite text corruption of one multiple-choice item.
-
-    Returns ``{"question", "options", "answer", "chain"}``; ``chain`` lists
-    every step with its method, severity and parameters, or why it was skipped.
-    """
+    """ChEF's composite text corruption of one multiple-choice item: ``{"question", "options", "answer", "chain"}``,
+    ``chain`` listing every step with its method, severity and parameters, or why it was skipped."""
     rng = np.random.default_rng(seed)
     chain: list[dict] = []
     q, opts, ans = question, list(options or []), answer
