@@ -1,38 +1,19 @@
-"""Runs as tidy tables, for pandas and every tool that reads Parquet or CSV.
+"""Runs as tidy tables, for pandas and every tool that reads Parquet or CSV (docs/usage.md, "Results in pandas").
 
-Why this module is long: the sample rows, the metrics table and the run table share one flattening of
-results.json and samples.jsonl and one streaming writer; split, each table would repeat the others' rules.
-
-One row per sample and unit of the method - a GenCeption step, a VHExpansion
-variant, a ChEF setting, a CAST generation modality, a described image - with
-the run's identity (``run``, ``task``, ``model``) and the sample's own fields as
-columns.  Nested fields are flattened into dotted column names; lists of
-scalars become JSON text; embeddings (long float vectors) are left out (they
-stay in samples.jsonl and the store).  Failed samples are rows too, with
-``status`` = ``error`` and the error's type and message.
-
-    import vlmcheck
-    samples, metrics = vlmcheck.load_runs(["runs/a", "runs/b"])
-    samples.groupby(["model", "t"])["s"].mean()
-    metrics[metrics.headline]  # each run's headline, its 95 % interval, n and resampling unit
-
-``metrics`` is long: ``run, model, task, metric, value, ci_low, ci_high, n,
-unit, headline``, one row per run and scalar metric of its results.json (a
-dotted path), the interval where the run computed one.
-
-``vlmcheck export RUN... --format parquet|csv|jsonl --out DIR`` writes the
-sample table of each run (and a CAST run's verdicts, one per row, as
-``<name>-verdicts.<ext>``), ``metrics.<ext>`` and ``runs.<ext>`` (one row per
-run: counts and the headline with its interval).  :func:`load_tables` gives one
-samples table per method, each column one meaning and one type, and CAST's
-verdicts as rows (``load_runs``' samples table is the union of the methods').
+One row per sample and unit of the method (a GenCeption step, a VHExpansion variant, a ChEF setting, a CAST
+generation modality, a described image), the run's identity (``run``, ``task``, ``model``) and the sample's
+fields as dotted columns; lists as JSON text; embeddings left out (they stay in samples.jsonl); failed samples
+are rows too (``status`` error, the error's type and message).  The sample rows, the metrics table and the run
+table share one flattening and one streaming writer.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
+from itertools import islice
 from typing import Any, Iterable, Iterator
 
 from .core.files import (InputFileError, JsonlRecords, SampleRecords, atomic_path, printable,  # noqa: F401
@@ -58,24 +39,20 @@ def _flatten(obj: Any, prefix: str, out: dict[str, Any]) -> None:
         out[prefix] = obj
 
 
-def _run_info(folder: Path) -> dict[str, Any]:
-    return read_results(folder)
-
-
 def _model_of(info: dict[str, Any]) -> str | None:
     spec = (info.get("spec") or {}).get("task_spec") or {}
     return spec.get("vlm") or spec.get("model")
 
 
 def sample_rows(folder: str | Path) -> list[dict[str, Any]]:
-    """The tidy rows of one run folder (see the module docstring)."""
+    """The tidy rows of one run folder."""
     return list(iter_sample_rows(folder))
 
 
 def iter_sample_rows(folder: str | Path) -> Iterator[dict[str, Any]]:
-    """:func:`sample_rows` one at a time, read from samples.jsonl a line at a time."""
+    """:func:`sample_rows` one at a time, from samples.jsonl a line at a time."""
     folder = Path(folder)
-    info = _run_info(folder)
+    info = read_results(folder)
     task = info["task"]
     base = {"run": str(folder), "task": task, "model": _model_of(info)}
     unit = view_for(task).units  # the unit the method's view names (methods/views.py); None: a row per sample
@@ -164,7 +141,7 @@ def metric_rows(folder: str | Path, info: dict[str, Any] | None = None) -> list[
     from .metrics.measured import reason_of
 
     folder = Path(folder)
-    info = info if info is not None else _run_info(folder)
+    info = info if info is not None else read_results(folder)
     base = {"run": str(folder), "model": _model_of(info), "task": info["task"]}
     rows: list[dict[str, Any]] = []
     h = headline_of(info)
@@ -188,7 +165,7 @@ def load_runs(folders: Iterable[str | Path]):
     samples, metrics = [], []
     for f in folders:
         f = Path(f)
-        info = _run_info(f)
+        info = read_results(f)
         samples.extend(sample_rows(f))
         metrics.extend(metric_rows(f, info))
     return pd.DataFrame(samples), pd.DataFrame(metrics, columns=METRIC_COLUMNS)
@@ -216,7 +193,7 @@ def load_tables(folders: Iterable[str | Path]) -> dict[str, Any]:
     metrics: list[dict[str, Any]] = []
     for f in folders:
         f = Path(f)
-        info = _run_info(f)
+        info = read_results(f)
         rows = by_task.setdefault(str(info["task"]), [])
         rows.extend({k: v for k, v in r.items() if k != "task"} for r in iter_sample_rows(f))
         for suffix, extra_rows in view_for(info["task"]).tables.items():  # CAST's verdicts, and the like
@@ -234,7 +211,7 @@ def run_rows(folders: Iterable[str | Path]) -> list[dict[str, Any]]:
     """One row per run: its identity, sample counts and headline with its interval."""
     out = []
     for f in folders:
-        info = _run_info(Path(f))
+        info = read_results(Path(f))
         head = next((r for r in metric_rows(f, info) if r["headline"]), {})
         out.append({"run": str(f), "task": info["task"], "model": _model_of(info),
                     **{f"counts.{k}": v for k, v in (info.get("counts") or {}).items() if isinstance(v, int)},
@@ -277,7 +254,7 @@ def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parq
         raise InputFileError(f"unknown format {fmt!r}: use parquet, csv or jsonl")
     out = Path(out)
     folders = [Path(f) for f in folders]
-    infos = [_run_info(f) for f in folders]  # every run read before the output folder is made: a mistyped run
+    infos = [read_results(f) for f in folders]  # every run read before the output folder is made: a mistyped run
     out.mkdir(parents=True, exist_ok=True)   # leaves nothing behind
     written = []
     for f, info, name in zip(folders, infos, table_names(folders)):
@@ -336,13 +313,8 @@ def _write_rows(rows, path: Path, fmt: str) -> Path:
         return _write(pd.DataFrame(), path, fmt)
 
     def chunks() -> Iterator[list[dict[str, Any]]]:
-        chunk: list[dict[str, Any]] = []
-        for row in rows():
-            chunk.append(row)
-            if len(chunk) >= CHUNK_ROWS:
-                yield chunk
-                chunk = []
-        if chunk:
+        it = rows()
+        while chunk := list(islice(it, CHUNK_ROWS)):
             yield chunk
 
     if fmt == "jsonl":
@@ -363,31 +335,35 @@ def _write_rows(rows, path: Path, fmt: str) -> Path:
             yield buf.getvalue()
         write_lines_atomic(path, text())
     else:
-        import os
-
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         schema = pa.schema([(k, _arrow_type(kinds)) for k, kinds in cols.items()])
         text_cols = {k for k, kinds in cols.items() if _arrow_type(kinds) == pa.string()}
-        fd, tmp = atomic_path(path)
-        os.close(fd)
-        try:
+
+        def write(tmp: str) -> None:
             with pq.ParquetWriter(tmp, schema) as writer:
                 for chunk in chunks():
-                    table = pa.Table.from_pylist([{k: _cell(row.get(k), k in text_cols) for k in names}
-                                                  for row in chunk], schema=schema)
-                    writer.write_table(table)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+                    writer.write_table(pa.Table.from_pylist([{k: _cell(row.get(k), k in text_cols) for k in names}
+                                                             for row in chunk], schema=schema))
+
+        _parquet_atomic(path, write)
     return path
 
 
-def _write(df, path: Path, fmt: str) -> Path:
-    import os
+def _parquet_atomic(path: Path, write: Any) -> None:
+    """``write(tmp)`` writes a file beside ``path`` that then replaces it: whole or not at all."""
+    fd, tmp = atomic_path(path)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
+
+def _write(df, path: Path, fmt: str) -> Path:
     if fmt == "csv":
         write_text_atomic(path, df.to_csv(index=False))
     elif fmt == "jsonl":
@@ -397,12 +373,5 @@ def _write(df, path: Path, fmt: str) -> Path:
         for col in df.columns:
             if df[col].dtype == object and df[col].map(type).nunique() > 1:
                 df[col] = df[col].map(lambda v: None if v is None else v if isinstance(v, str) else json.dumps(v))
-        fd, tmp = atomic_path(path)
-        os.close(fd)
-        try:
-            df.to_parquet(tmp, index=False)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        _parquet_atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
     return path

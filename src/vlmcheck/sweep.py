@@ -143,7 +143,8 @@ class Sweep(BaseModel):
     track: list[str] = Field(default_factory=list)
 
 
-def _slug(text: str) -> str:
+def folder_name(text: str) -> str:
+    """A model spec or an entry's name as a folder name."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80] or "model"
 
 
@@ -195,7 +196,7 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
         raise InputFileError("out: empty (an unset variable?); give the sweep's folder, e.g. out: runs/sweep")
     out = Path(sweep.out) if Path(sweep.out).is_absolute() else base / sweep.out
     models = [m if isinstance(m, SweepModel) else SweepModel(spec=m) for m in sweep.models]
-    names = [m.name or _slug(public_spec(m.spec)) for m in models]  # a credential never names a folder
+    names = [m.name or folder_name(public_spec(m.spec)) for m in models]  # a credential never names a folder
     if len(set(names)) != len(names):
         raise InputFileError("two models share a folder name; give them distinct `name`s")
     runs, seen = [], set()
@@ -220,7 +221,7 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
             opts = resolve(opts, base)
         if "seed" in fields and "seed" not in opts:
             opts["seed"] = sweep.options.seed
-        group = method if not label else f"{method}-{_slug(label)}"
+        group = method if not label else f"{method}-{folder_name(label)}"
         if group in seen:
             raise InputFileError(f"methods[{i}]: a second {method} entry needs its own `name`")
         seen.add(group)
@@ -275,7 +276,7 @@ def run_sweep(config: str | Path, progress: bool = True,
     write_text_atomic(out / SWEEP_MARKER, json.dumps({"vlmcheck_sweep": config.name}) + "\n")
     results, summary = [], []
     models = [m if isinstance(m, SweepModel) else SweepModel(spec=m) for m in sweep.models]
-    given = {m.name or _slug(m.spec): m.label for m in models}  # by folder name, as plan() names the folders
+    given = {m.name or folder_name(m.spec): m.label for m in models}  # by folder name, as plan() names the folders
     for folder, method, spec in runs:
         if announce is not None:
             announce(method, public_spec(spec["vlm"]))

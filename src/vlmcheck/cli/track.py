@@ -29,4 +29,5 @@ def track(
         done = track_runs(runs, to, group)
     for d in done:
         where = f": {d['where']}" if d["where"] else ""
-        C.console.print(f"{d['tracker']}: {d['run']} {d['status']}{where}", highlight=False, markup=False, soft_wrap=True)
+        C.console.print(f"{d['tracker']}: {d['run']} {d['status']}{where}", highlight=False, markup=False,
+                        soft_wrap=True)
