@@ -1,15 +1,7 @@
-"""The sample rows of a large run as files the page loads on demand, so the report opens at any size.
-
-A run with at most :data:`INLINE_MAX` samples keeps its rows in the page, as always.  A larger one keeps
-only its first :data:`FIRST` rows there; the rest go to ``<name>_files/rows-<run>-<k>.js``, :data:`CHUNK`
-rows a file, and an index of every row (id, failed, disagreeing) to ``rows-<run>-index.js``.  The files are
-scripts that hand their rows to the page (``vlmcheckRows(run, k, rows)``), not JSON fetched with ``fetch``:
-a browser loads a script next to a page opened from a plain folder (``file://``), where ``fetch`` is refused,
-so the report still needs no server.  The page loads a chunk when its page of 50 rows is shown and the index
-when a filter or the search is used; the search and filters then cover every row of the run.
-
-Rows are written as they are made (a generator in, files out): the report of a million samples never holds
-a million rows.
+"""The sample rows of a large run as files the page loads on demand, so the report opens at any size
+(docs/usage.md, "Reports").  The files are scripts that hand their rows to the page (``vlmcheckRows(run, k,
+rows)``), not JSON for ``fetch``, which a page opened from a plain folder (``file://``) is refused.  Rows are
+written as they are made: the report of a million samples never holds a million rows.
 """
 
 from __future__ import annotations
@@ -78,7 +70,6 @@ def rows_json(rows: Iterable[dict[str, Any]], run: int, files_dir: Path, files_r
     written.add(f"rows-{run}-index.js")
     return script_json({"paged": True, "total": len(index), "chunk": CHUNK, "chunks": n_chunks,
                         "base": f"{files_rel}/rows-{run}-", "first": first})
-
 
 
 def prune_rows(files_dir: Path, keep: set[str]) -> None:

@@ -1,12 +1,6 @@
-"""Screenshots of a report (``make screenshots`` writes them next to the demo's report): what a reader sees at
-a desk and on a phone.
-
-At each size (desktop 1440 x 900, phone 390 x 844): the first screen (``*-first-screen.png``, the window as it
-opens), a page of each run's samples table (``*-samples-<k>-<method>.png``) and each GenCeption run's chains
-(``*-chains-<k>.png``), each shot at most :data:`MAX_HEIGHT` px tall.
-
-Needs Playwright and a Chromium on the machine (``vlmcheck[dev]`` and the system browser ``make test``
-installs); without them it says so and returns nothing - the report itself never depends on it.
+"""Screenshots of a report at a desk's and a phone's size (``make screenshots``, docs/usage.md "Reports"), each
+at most :data:`MAX_HEIGHT` px tall.  Needs Playwright and a Chromium; without them it says so and returns nothing
+(the report itself never depends on them).
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""The images a report shows: links to the files themselves, never copies.
-
-A browser shows PNG, JPEG, GIF, WebP and BMP files as they are, scaled to the thumbnail's box by CSS, so the
-report links them (a URL relative to the page, so a run folder moved with its images still works) and writes
-nothing: at 100,000 images a thumbnail and a full-size copy of each made 200,000 files, 390 MB, and took as
-long as the run.  The format is told from the file's first bytes (its magic number), not from its name, and
-not by decoding it: a file that is no image gets no picture, and one whose pixels turn out unreadable is
-replaced in the page by a note (the page's ``onerror``).
-
-Only a format no browser shows (TIFF, say) gets a thumbnail: a small JPEG made once per distinct file and
-embedded in the row (a ``data:`` URL), so it adds no file to the report's folder.
+"""The images a report shows: links to the files themselves (a URL relative to the page), never copies, so a
+report adds no file per image (docs/usage.md, "Reports").  The format is told from the file's first bytes, not
+its name, and not by decoding it; a file whose pixels turn out unreadable is a note in the page (``onerror``).
+Only a format no browser shows (TIFF) gets a small JPEG, embedded in the row as a ``data:`` URL.
 """
 
 from __future__ import annotations
@@ -38,7 +31,7 @@ class _Thumbs:
     opens), both the file itself where a browser shows it, a small embedded JPEG otherwise, None where the path
     is missing or no image.  Each distinct path is looked at once per report."""
 
-    def __init__(self, out_dir: Path, rel: str = "", parallel: bool = False) -> None:
+    def __init__(self, out_dir: Path) -> None:
         # out_dir: the report's files folder; links are made relative to the folder of the page (its parent)
         self.page_dir = Path(os.path.abspath(Path(out_dir).parent))
         self._page = str(self.page_dir)
@@ -91,9 +84,6 @@ class _Thumbs:
             return quote(Path(os.path.relpath(p, self.page_dir)).as_posix())
         except ValueError:  # another drive (Windows), a name that is not UTF-8: an absolute file URL
             return Path(p).as_uri()
-
-    def wait(self) -> None:
-        """Nothing runs in the background any more; kept for the report's callers."""
 
     def __call__(self, path: Path | str | None) -> str | None:
         return self._link(path)[0]
