@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 from itertools import islice
+from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .core.files import (InputFileError, JsonlRecords, SampleRecords, atomic_path, printable,  # noqa: F401
-                         read_results, read_text_input, write_lines_atomic, write_text_atomic)
+                         read_results, read_text_input, write_lines_atomic)
 from .methods.cast_rows import cast_verdict_rows  # noqa: F401 (re-exported: part of the export's API)
 from .methods.views import view_for
 from .run.labels import run_label
@@ -247,9 +247,8 @@ def table_names(folders: list[Path]) -> list[str]:
 
 
 def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parquet") -> list[Path]:
-    """One table per run (``<run-name>.<fmt>``) and ``runs.<fmt>``; returns the files written."""
-    import pandas as pd
-
+    """One table per run (``<run-name>.<fmt>``), ``metrics.<fmt>`` and ``runs.<fmt>``; returns the files
+    written."""
     if fmt not in ("parquet", "csv", "jsonl"):
         raise InputFileError(f"unknown format {fmt!r}: use parquet, csv or jsonl")
     out = Path(out)
@@ -262,17 +261,19 @@ def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parq
         for suffix, extra_rows in view_for(info.get("task")).tables.items():  # CAST's verdicts, ...
             written.append(_write_rows(lambda f=f, rows=extra_rows: rows(f), out / f"{name}-{suffix}.{fmt}", fmt))
     metrics = [row for f, info in zip(folders, infos) for row in metric_rows(f, info)]  # not the samples again
-    written.append(_write(pd.DataFrame(metrics, columns=METRIC_COLUMNS), out / f"metrics.{fmt}", fmt))
-    written.append(_write(pd.DataFrame(run_rows(folders)), out / f"runs.{fmt}", fmt))
+    written.append(_write_rows(lambda: metrics, out / f"metrics.{fmt}", fmt, METRIC_COLUMNS))
+    runs = run_rows(folders)
+    written.append(_write_rows(lambda: runs, out / f"runs.{fmt}", fmt))
     return written
 
 
 CHUNK_ROWS = 20_000
 
 
-def _columns(rows: Iterable[dict[str, Any]]) -> dict[str, set[type]]:
-    """Every column in first-seen order, with the types of its values (None left out)."""
-    cols: dict[str, set[type]] = {}
+def _columns(rows: Iterable[dict[str, Any]], names: Iterable[str]) -> dict[str, set[type]]:
+    """Every column (``names`` first, the rest in first-seen order), with the types of its values (None left
+    out)."""
+    cols: dict[str, set[type]] = {k: set() for k in names}
     for row in rows:
         for k, v in row.items():
             kinds = cols.setdefault(k, set())
@@ -299,21 +300,17 @@ def _cell(v: Any, as_text: bool) -> Any:
     return json.dumps(v)
 
 
-def _write_rows(rows, path: Path, fmt: str) -> Path:
-    """A run's sample table written in chunks of :data:`CHUNK_ROWS`: ``rows()`` is walked twice (its columns
-    and their types first, so every chunk has the same schema), never held whole."""
+def _write_rows(rows, path: Path, fmt: str, columns: Iterable[str] = ()) -> Path:
+    """A table written in chunks of :data:`CHUNK_ROWS`: ``rows()`` is walked twice (its columns and their types
+    first, so every chunk has the same schema), never held whole.  ``columns``: those it has even without rows."""
     import csv
     import io
 
-    cols = _columns(rows())
+    cols = _columns(rows(), columns)
     names = list(cols)
-    if not names:  # no sample at all: an empty table, as pandas writes it
-        import pandas as pd
-
-        return _write(pd.DataFrame(), path, fmt)
 
     def chunks() -> Iterator[list[dict[str, Any]]]:
-        it = rows()
+        it = iter(rows())
         while chunk := list(islice(it, CHUNK_ROWS)):
             yield chunk
 
@@ -341,37 +338,15 @@ def _write_rows(rows, path: Path, fmt: str) -> Path:
         schema = pa.schema([(k, _arrow_type(kinds)) for k, kinds in cols.items()])
         text_cols = {k for k, kinds in cols.items() if _arrow_type(kinds) == pa.string()}
 
-        def write(tmp: str) -> None:
+        fd, tmp = atomic_path(path)  # whole or not at all
+        os.close(fd)
+        try:
             with pq.ParquetWriter(tmp, schema) as writer:
                 for chunk in chunks():
                     writer.write_table(pa.Table.from_pylist([{k: _cell(row.get(k), k in text_cols) for k in names}
                                                              for row in chunk], schema=schema))
-
-        _parquet_atomic(path, write)
-    return path
-
-
-def _parquet_atomic(path: Path, write: Any) -> None:
-    """``write(tmp)`` writes a file beside ``path`` that then replaces it: whole or not at all."""
-    fd, tmp = atomic_path(path)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def _write(df, path: Path, fmt: str) -> Path:
-    if fmt == "csv":
-        write_text_atomic(path, df.to_csv(index=False))
-    elif fmt == "jsonl":
-        write_text_atomic(path, df.to_json(orient="records", lines=True, force_ascii=False))
-    else:
-        # mixed-type object columns (a field that is a number in one row and text in another) as text
-        for col in df.columns:
-            if df[col].dtype == object and df[col].map(type).nunique() > 1:
-                df[col] = df[col].map(lambda v: None if v is None else v if isinstance(v, str) else json.dumps(v))
-        _parquet_atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     return path

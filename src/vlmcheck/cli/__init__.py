@@ -167,8 +167,6 @@ def _path_error(exc: OSError) -> str:
     component that is a file."""
     from pathlib import Path
 
-    from ..core.files import broken_link
-
     path = Path(exc.filename)
     for p in reversed((path, *path.parents)):
         why = broken_link(p)

@@ -101,7 +101,8 @@ class RunArgs(SimpleNamespace):
 
     def options(self, **recorded: Any) -> "runner.RunOptions":
         values = {name: getattr(self, name) for name in BY_NAME if name not in CLI_ONLY}
-        return options(**{**values, **recorded})
+        with user_errors():
+            return runner.run_options(**{**values, **recorded})
 
 
 def run_command(fn=None, *, entry: str = METHOD):
@@ -269,12 +270,6 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def options(**values: Any) -> "runner.RunOptions":
-    """The runner's RunOptions from run options by name (run/options.py; missing ones at their default)."""
-    with user_errors():
-        return runner.run_options(**values)
-
-
 @contextlib.contextmanager
 def refused():
     """The errors that stop a run before its first sample: one sentence each."""
@@ -289,12 +284,11 @@ def refused():
         fail(one_line(exc))
 
 
-def execute(task, out: Path, opts: "runner.RunOptions | RunArgs", run=None,
+def execute(task, out: Path, opts: "runner.RunOptions | RunArgs",
             again: tuple[str, ...] = ()) -> dict[str, Any] | None:
     """Run ``task`` into ``out`` (and write its report) and print one line of counts.  Under ``--dry-run``
     (``opts`` the command's :class:`RunArgs`): estimate the run instead, for the command to print, and return
     None.  Interrupted: the command that goes on is ``again`` (a sweep's), else ``vlmcheck resume OUT``."""
-    run = run or api.run_task
     args = opts if isinstance(opts, RunArgs) else None
     opts = args.options() if args is not None else opts
     if args is not None and args.dry_run:
@@ -305,7 +299,7 @@ def execute(task, out: Path, opts: "runner.RunOptions | RunArgs", run=None,
         return None
     freeze("run")
     with refused(), interrupted(*(again or ("resume", out))):
-        result = run(task, out, opts)
+        result = api.run_task(task, out, opts)
     terminal.run_done(out, result.results)
     result.results["_folder"] = str(out)
     if args is not None:
