@@ -79,8 +79,6 @@ def __getattr__(name: str) -> Any:
 #: options whose value is a file or folder: an empty one is an unset shell variable, never "here"
 PATH_OPTIONS = ("--out", "-o", "--output", "--data", "--cases", "--pairs", "--annotations", "--images", "--recipe",
                 "--external", "--gallery", "--vqa", "--model")
-
-
 OUTPUT_OPTIONS = ("--out", "-o", "--output")
 
 

@@ -30,11 +30,6 @@ def list_all(as_json: bool = typer.Option(False, "--json", help="Everything as o
     if as_json:
         typer.echo(json.dumps(cat, indent=2))
         return
-    _print_catalogue(cat)
-
-
-def _print_catalogue(cat: dict) -> None:
-    """``vlmcheck list``: three tables (methods, benchmarks, ChEF recipes) that fold to the terminal's width."""
     show, table = C.terminal.tables.print, C.terminal.table
     show(table(["method", "reads", "reports"], [[m["method"], ", ".join(m["reads"]), m["reports"]]
                                                 for m in cat["methods"]], ["method"],

@@ -138,21 +138,15 @@ def _official(metrics: dict[str, Any]) -> dict[str, Any] | None:
             "notes": [n for b in blocks for n in b.get("notes") or ()]}
 
 
-def _key_answer(task: str, r: dict[str, Any]) -> Any:
-    """The answer two runs of the same task are compared on (the method's view says which; else its answer)."""
-    key = view_for(task).key_answer
-    return key(r) if key is not None else r.get("answer")
-
-
 def _disagreements(runs: list[dict[str, Any]]) -> set[str]:
-    """Sample ids whose key answer differs between runs of the same task."""
+    """Sample ids whose key answer (the method's view says which; else its answer) differs between runs."""
     if len(runs) < 2:
         return set()
     by_id: dict[str, set] = {}
     for run in runs:
+        key = view_for(run["task"]).key_answer or (lambda r: r.get("answer"))
         for s in run["samples"]:
-            key = _key_answer(run["task"], s.get("result") or {})
-            by_id.setdefault(s["sample_id"], set()).add(json.dumps(key, default=str))
+            by_id.setdefault(s["sample_id"], set()).add(json.dumps(key(s.get("result") or {}), default=str))
     return {k for k, v in by_id.items() if len(v) > 1}
 
 

@@ -25,12 +25,6 @@ def script_json(obj: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def _flags(row: dict[str, Any]) -> int:
-    """1: failed or wrong (the "only failures" filter), 2: the runs disagree on it."""
-    failed = row.get("status") != "done" or row.get("correct") is False
-    return (1 if failed else 0) | (2 if row.get("disagree") else 0)
-
-
 def rows_json(rows: Iterable[dict[str, Any]], run: int, files_dir: Path, files_rel: str,
               written: set[str] | None = None) -> str:
     """What the page embeds for one run's rows: all of them (small runs), or the first page and where the
@@ -59,7 +53,9 @@ def rows_json(rows: Iterable[dict[str, Any]], run: int, files_dir: Path, files_r
 
     first = head[:FIRST]
     for row in itertools.chain(head, it):  # at most INLINE_MAX + 1 rows held at once
-        index.append([row["id"], _flags(row)])
+        # flags: 1 failed or wrong (the "only failures" filter), 2 the runs disagree on it
+        failed = row.get("status") != "done" or row.get("correct") is False
+        index.append([row["id"], (1 if failed else 0) | (2 if row.get("disagree") else 0)])
         chunk.append(row)
         if len(chunk) == CHUNK:
             flush()

@@ -17,10 +17,6 @@ def browser_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "run"
-
-
 def screenshot_sections(report: str | Path, out_dir: str | Path) -> tuple[list[Path], str | None]:
     """PNGs of ``report``'s first screen, each samples table and each GenCeption chain list, at desktop and
     phone size, into ``out_dir``; returns (files, why none were taken)."""
@@ -60,7 +56,7 @@ def screenshot_sections(report: str | Path, out_dir: str | Path) -> tuple[list[P
                 for k in range(runs.count()):
                     run = runs.nth(k)
                     title = run.locator("h2").first.inner_text()
-                    method = _slug(title.split(":")[0])
+                    method = re.sub(r"[^a-z0-9]+", "-", title.split(":")[0].lower()).strip("-")[:40] or "run"
                     element(page, run.locator("table.samples"), out_dir / f"{size}-samples-{k:02d}-{method}.png")
                     chains = run.locator("div.chains")
                     if chains.count():
