@@ -24,38 +24,38 @@ if TYPE_CHECKING:
 
 class _Console:
     """Rich's ``Console``, made when first used (importing rich is a visible share of a short run's start-up,
-    and messages to a file or a pipe never need it); ``quiet`` is kept here until it exists."""
+    and messages to a file or a pipe never need it)."""
 
     def __init__(self, stderr: bool) -> None:
-        object.__setattr__(self, "_stderr", stderr)
-        object.__setattr__(self, "_made", None)
-        object.__setattr__(self, "_quiet", False)
+        self._stderr, self._made, self._quiet = stderr, None, False
 
     def made(self) -> "Console":
         if self._made is None:
             from rich.console import Console
 
-            con = Console(stderr=self._stderr)
-            con.quiet = self._quiet
-            object.__setattr__(self, "_made", con)
+            self._made = Console(stderr=self._stderr)
+            self._made.quiet = self._quiet
         return self._made
 
     @property
     def file(self) -> Any:
         return (sys.stderr if self._stderr else sys.stdout) if self._made is None else self._made.file
 
-    def __getattr__(self, name: str) -> Any:
+    @property
+    def quiet(self) -> bool:
+        return self._quiet if self._made is None else self._made.quiet
+
+    @quiet.setter
+    def quiet(self, value: bool) -> None:
+        if self._made is None:
+            self._quiet = value
+        else:
+            self._made.quiet = value
+
+    def __getattr__(self, name: str) -> Any:  # every other attribute: the rich Console's
         if name.startswith("_"):  # not set (a copy, before __init__): never the rich Console's private names
             raise AttributeError(name)
-        if name == "quiet":
-            return self._quiet if self._made is None else self._made.quiet
         return getattr(self.made(), name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "quiet" and self._made is None:
-            object.__setattr__(self, "_quiet", value)
-        else:
-            setattr(self.made(), name, value)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         """Rich's print, every string first made inert (core/printable.py): a line often holds a sample's id, a
