@@ -145,14 +145,12 @@ def metric_rows(folder: str | Path, info: dict[str, Any] | None = None) -> list[
     base = {"run": str(folder), "model": _model_of(info), "task": info["task"]}
     rows: list[dict[str, Any]] = []
     h = headline_of(info)
-    if reason_of(h):  # the headline's row says why it is no number (value null)
-        rows.append({"metric": h["name"], "value": None, "ci_low": None, "ci_high": None, "n": None, "unit": None,
-                     "headline": True, "not_measured": reason_of(h)})
-    elif h.get("value") is not None:
-        ci, how = h.get("ci95"), h.get("interval") or {}
-        rows.append({"metric": h["name"], "value": float(h["value"]), "ci_low": ci[0] if ci else None,
+    why = reason_of(h)  # the headline's row says why it is no number (value null)
+    if why or h.get("value") is not None:
+        ci, how = (None, {}) if why else (h.get("ci95"), h.get("interval") or {})
+        rows.append({"metric": h["name"], "value": None if why else float(h["value"]), "ci_low": ci[0] if ci else None,
                      "ci_high": ci[1] if ci else None, "n": how.get("n_units"), "unit": how.get("unit"),
-                     "headline": True})
+                     "headline": True, **({"not_measured": why} if why else {})})
     _metric_rows(info.get("metrics") or {}, "", rows)
     return [{**base, **r} for r in rows]
 
@@ -291,7 +289,7 @@ def _arrow_type(kinds: set[type]):
         return pa.int64()
     if kinds and kinds <= {int, float}:
         return pa.float64()
-    return pa.string()  # text, or values of mixed types as JSON text (as before)
+    return pa.string()  # text, or values of mixed types as JSON text
 
 
 def _cell(v: Any, as_text: bool) -> Any:

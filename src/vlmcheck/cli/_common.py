@@ -357,11 +357,8 @@ def print_estimate(estimates: list[dict[str, Any]], as_json: bool) -> None:
 
 def check_failures(runs: list[dict], max_failures: float) -> None:
     """Exit 1 when a run has a larger share of failed samples than ``max_failures`` (finished ones are kept)."""
-    bad = []
-    for r in runs:
-        c = r["counts"]
-        if c["failed"] and c["failed"] > max_failures * c["samples"]:
-            bad.append(f"{c['failed']} of {c['samples']} samples failed in {r.get('_folder', 'the run')}")
+    bad = [f"{c['failed']} of {c['samples']} samples failed in {r.get('_folder', 'the run')}"
+           for r in runs if (c := r["counts"])["failed"] and c["failed"] > max_failures * c["samples"]]
     if bad:
         first = runs[0].get("_folder", "RUN")
         say_error("; ".join(bad) + f" (finished samples are kept; see samples.jsonl, then `vlmcheck retry-failed "
