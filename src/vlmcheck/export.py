@@ -176,14 +176,9 @@ def _typed(df):
 
 
 def load_tables(folders: Iterable[str | Path]) -> dict[str, Any]:
-    """One tidy samples table per method (``describe``, ``genception``, ``vhexpansion``, ``chef``, ``cast``) with
-    only that method's columns, each column one meaning and one type; each further table a method's view declares
-    as ``<method>_<suffix>`` (``cast_verdicts``: CAST's verdicts as rows, :func:`cast_verdict_rows`); and
-    ``metrics``, the long metrics table of :func:`load_runs`.  A method without a run is absent.
-
-        tables = vlmcheck.load_tables(["runs/gc", "runs/cast"])
-        tables["cast_verdicts"].groupby(["sample_id", "generation", "validation"])["verdict"].mean()
-    """
+    """One tidy samples table per method with only that method's columns, each column one meaning and one type;
+    each further table a method's view declares as ``<method>_<suffix>`` (``cast_verdicts``:
+    :func:`cast_verdict_rows`); and ``metrics`` (:func:`load_runs`).  A method without a run is absent."""
     import pandas as pd
 
     by_task: dict[str, list[dict[str, Any]]] = {}

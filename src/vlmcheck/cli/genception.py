@@ -1,5 +1,4 @@
-"""``vlmcheck genception``: describe, regenerate, repeat (methods/genception.py), one run per VLM and their
-leaderboard (methods/leaderboard.py)."""
+"""``vlmcheck genception``: one run per VLM (methods/genception.py) and their leaderboard."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""``vlmcheck report``, ``export`` and ``compare``: outputs over finished runs (report/, export.py,
-methods/leaderboard.py)."""
+"""``vlmcheck report``, ``export``, ``compare`` and ``plan``: outputs over finished runs."""
 
 from __future__ import annotations
 

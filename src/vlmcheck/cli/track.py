@@ -1,5 +1,4 @@
-"""``vlmcheck track RUN... --to mlflow|wandb|tensorboard``: finished runs logged to experiment trackers after the
-fact (vlmcheck/track); a run a tracker already holds is not logged again."""
+"""``vlmcheck track RUN... --to mlflow|wandb|tensorboard``: finished runs logged to experiment trackers."""
 
 from __future__ import annotations
 

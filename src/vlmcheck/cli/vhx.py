@@ -1,5 +1,4 @@
-"""``vlmcheck vhx run|pope|export|dataset|finetune|compare``: VHExpansion (methods/vhexpansion.py,
-methods/pope.py) and its fine-tuning (finetune/)."""
+"""``vlmcheck vhx run|pope|export|dataset|finetune|compare``: VHExpansion and its fine-tuning (finetune/)."""
 
 from __future__ import annotations
 

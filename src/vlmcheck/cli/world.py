@@ -1,5 +1,4 @@
-"""``vlmcheck world make|pairs`` (world/make.py) and ``vlmcheck meta`` (meta/evaluate.py): the reference world
-and the meta-evaluation on it."""
+"""``vlmcheck world make|pairs`` (world/make.py) and ``vlmcheck meta`` (meta/evaluate.py)."""
 
 from __future__ import annotations
 

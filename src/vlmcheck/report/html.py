@@ -123,14 +123,14 @@ def bound_note(h: dict[str, Any]) -> str | None:
 def _official(metrics: dict[str, Any]) -> dict[str, Any] | None:
     """The benchmark's official figures (datasets/official.py) as the report's table: what was declared, each
     figure with its interval, the notes."""
-    if not metrics.get("official"):  # most runs: no benchmark's figure, and no numpy for a one-image run
+    block = metrics.get("official")
+    if not block:  # most runs: no benchmark's figure, and no numpy for a one-image run
         return None
     from ..datasets.official import rows
 
-    got = rows(metrics.get("official"))
+    got = rows(block)
     if not got:
         return None
-    block = metrics["official"]
     blocks = list(block["benchmarks"].values()) if "benchmarks" in block else [block]
     return {"declared": [f"{b['name']} ({b['source']})" for b in blocks],
             "rows": [{"benchmark": b, "figure": name, "value": v.get("value"), "ci95": v.get("ci95"),

@@ -40,32 +40,21 @@ def rows_json(rows: Iterable[dict[str, Any]], run: int, files_dir: Path, files_r
         return script_json(head)
     files_dir.mkdir(parents=True, exist_ok=True)
     index: list[list[Any]] = []
-    n_chunks = 0
-    chunk: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        nonlocal n_chunks, chunk
-        text = f"vlmcheckRows({run},{n_chunks},{script_json(chunk)});\n"
-        write_text_atomic(files_dir / f"rows-{run}-{n_chunks}.js", text, errors="backslashreplace")
-        written.add(f"rows-{run}-{n_chunks}.js")
+    rest, n_chunks = itertools.chain(head, it), 0  # at most INLINE_MAX + 1 rows held at once
+    while chunk := list(itertools.islice(rest, CHUNK)):
+        for row in chunk:  # flags: 1 failed or wrong (the "only failures" filter), 2 the runs disagree on it
+            failed = row.get("status") != "done" or row.get("correct") is False
+            index.append([row["id"], (1 if failed else 0) | (2 if row.get("disagree") else 0)])
+        name = f"rows-{run}-{n_chunks}.js"
+        write_text_atomic(files_dir / name, f"vlmcheckRows({run},{n_chunks},{script_json(chunk)});\n",
+                          errors="backslashreplace")
+        written.add(name)
         n_chunks += 1
-        chunk = []
-
-    first = head[:FIRST]
-    for row in itertools.chain(head, it):  # at most INLINE_MAX + 1 rows held at once
-        # flags: 1 failed or wrong (the "only failures" filter), 2 the runs disagree on it
-        failed = row.get("status") != "done" or row.get("correct") is False
-        index.append([row["id"], (1 if failed else 0) | (2 if row.get("disagree") else 0)])
-        chunk.append(row)
-        if len(chunk) == CHUNK:
-            flush()
-    if chunk:
-        flush()
     write_text_atomic(files_dir / f"rows-{run}-index.js", f"vlmcheckIndex({run},{script_json(index)});\n",
                       errors="backslashreplace")
     written.add(f"rows-{run}-index.js")
     return script_json({"paged": True, "total": len(index), "chunk": CHUNK, "chunks": n_chunks,
-                        "base": f"{files_rel}/rows-{run}-", "first": first})
+                        "base": f"{files_rel}/rows-{run}-", "first": head[:FIRST]})
 
 
 def prune_rows(files_dir: Path, keep: set[str]) -> None:
