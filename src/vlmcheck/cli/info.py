@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import typer
 
 from .._version import __version__
@@ -22,8 +24,6 @@ def list_models() -> None:
 def list_all(as_json: bool = typer.Option(False, "--json", help="Everything as one JSON object on stdout")) -> None:
     """What runs on what: methods, ChEF recipes and scenarios, benchmarks (their forms, the methods that take them,
     their official figure)."""
-    import json
-
     from ..methods.catalogue import catalogue
 
     cat = catalogue()

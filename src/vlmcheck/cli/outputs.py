@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -20,8 +21,6 @@ def compare(
 ) -> None:
     """Paired comparison of runs of one method (difference, 95% CI, p-value, Holm); GenCeption runs also get
     their leaderboard."""
-    import json
-
     from ..core.files import read_results, write_text_atomic
     from ..methods.compare import compare_runs
     from ..methods.views import label_of, view_for
@@ -67,7 +66,6 @@ def plan(
 ) -> None:
     """How many samples detect a difference D: from one pilot run's spread, or two pilot runs' paired one."""
     import itertools
-    import json
 
     from ..methods.plan import plan as make_plan
     from ..metrics.decisions import too_few_units

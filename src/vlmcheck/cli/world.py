@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -52,8 +53,6 @@ def meta(
     C.setup_logging()
     res = meta_evaluate(out, n=n, seed=seed, progress=True)
     if as_json:
-        import json
-
         typer.echo(json.dumps(res, default=str))
     else:
         C.terminal.meta(res)
