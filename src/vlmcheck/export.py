@@ -1,42 +1,23 @@
-"""Runs as tidy tables, for pandas and every tool that reads Parquet or CSV.
+"""Runs as tidy tables, for pandas and every tool that reads Parquet or CSV (docs/usage.md, "Results in pandas").
 
-Why this module is long: the sample rows, the metrics table and the run table share one flattening of
-results.json and samples.jsonl and one streaming writer; split, each table would repeat the others' rules.
-
-One row per sample and unit of the method - a GenCeption step, a VHExpansion
-variant, a ChEF setting, a CAST generation modality, a described image - with
-the run's identity (``run``, ``task``, ``model``) and the sample's own fields as
-columns.  Nested fields are flattened into dotted column names; lists of
-scalars become JSON text; embeddings (long float vectors) are left out (they
-stay in samples.jsonl and the store).  Failed samples are rows too, with
-``status`` = ``error`` and the error's type and message.
-
-    import vlmcheck
-    samples, metrics = vlmcheck.load_runs(["runs/a", "runs/b"])
-    samples.groupby(["model", "t"])["s"].mean()
-    metrics[metrics.headline]  # each run's headline, its 95 % interval, n and resampling unit
-
-``metrics`` is long: ``run, model, task, metric, value, ci_low, ci_high, n,
-unit, headline``, one row per run and scalar metric of its results.json (a
-dotted path), the interval where the run computed one.
-
-``vlmcheck export RUN... --format parquet|csv|jsonl --out DIR`` writes the
-sample table of each run (and a CAST run's verdicts, one per row, as
-``<name>-verdicts.<ext>``), ``metrics.<ext>`` and ``runs.<ext>`` (one row per
-run: counts and the headline with its interval).  :func:`load_tables` gives one
-samples table per method, each column one meaning and one type, and CAST's
-verdicts as rows (``load_runs``' samples table is the union of the methods').
+One row per sample and unit of the method (a GenCeption step, a VHExpansion variant, a ChEF setting, a CAST
+generation modality, a described image), the run's identity (``run``, ``task``, ``model``) and the sample's
+fields as dotted columns; lists as JSON text; embeddings left out (they stay in samples.jsonl); failed samples
+are rows too (``status`` error, the error's type and message).  The sample rows, the metrics table and the run
+table share one flattening and one streaming writer.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+from itertools import islice
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .core.files import (InputFileError, JsonlRecords, SampleRecords, atomic_path, printable,  # noqa: F401
-                         read_results, read_text_input, write_lines_atomic, write_text_atomic)
+                         read_results, read_text_input, write_lines_atomic)
 from .methods.cast_rows import cast_verdict_rows  # noqa: F401 (re-exported: part of the export's API)
 from .methods.views import view_for
 from .run.labels import run_label
@@ -58,24 +39,20 @@ def _flatten(obj: Any, prefix: str, out: dict[str, Any]) -> None:
         out[prefix] = obj
 
 
-def _run_info(folder: Path) -> dict[str, Any]:
-    return read_results(folder)
-
-
 def _model_of(info: dict[str, Any]) -> str | None:
     spec = (info.get("spec") or {}).get("task_spec") or {}
     return spec.get("vlm") or spec.get("model")
 
 
 def sample_rows(folder: str | Path) -> list[dict[str, Any]]:
-    """The tidy rows of one run folder (see the module docstring)."""
+    """The tidy rows of one run folder."""
     return list(iter_sample_rows(folder))
 
 
 def iter_sample_rows(folder: str | Path) -> Iterator[dict[str, Any]]:
-    """:func:`sample_rows` one at a time, read from samples.jsonl a line at a time."""
+    """:func:`sample_rows` one at a time, from samples.jsonl a line at a time."""
     folder = Path(folder)
-    info = _run_info(folder)
+    info = read_results(folder)
     task = info["task"]
     base = {"run": str(folder), "task": task, "model": _model_of(info)}
     unit = view_for(task).units  # the unit the method's view names (methods/views.py); None: a row per sample
@@ -164,18 +141,16 @@ def metric_rows(folder: str | Path, info: dict[str, Any] | None = None) -> list[
     from .metrics.measured import reason_of
 
     folder = Path(folder)
-    info = info if info is not None else _run_info(folder)
+    info = info if info is not None else read_results(folder)
     base = {"run": str(folder), "model": _model_of(info), "task": info["task"]}
     rows: list[dict[str, Any]] = []
     h = headline_of(info)
-    if reason_of(h):  # the headline's row says why it is no number (value null)
-        rows.append({"metric": h["name"], "value": None, "ci_low": None, "ci_high": None, "n": None, "unit": None,
-                     "headline": True, "not_measured": reason_of(h)})
-    elif h.get("value") is not None:
-        ci, how = h.get("ci95"), h.get("interval") or {}
-        rows.append({"metric": h["name"], "value": float(h["value"]), "ci_low": ci[0] if ci else None,
+    why = reason_of(h)  # the headline's row says why it is no number (value null)
+    if why or h.get("value") is not None:
+        ci, how = (None, {}) if why else (h.get("ci95"), h.get("interval") or {})
+        rows.append({"metric": h["name"], "value": None if why else float(h["value"]), "ci_low": ci[0] if ci else None,
                      "ci_high": ci[1] if ci else None, "n": how.get("n_units"), "unit": how.get("unit"),
-                     "headline": True})
+                     "headline": True, **({"not_measured": why} if why else {})})
     _metric_rows(info.get("metrics") or {}, "", rows)
     return [{**base, **r} for r in rows]
 
@@ -188,7 +163,7 @@ def load_runs(folders: Iterable[str | Path]):
     samples, metrics = [], []
     for f in folders:
         f = Path(f)
-        info = _run_info(f)
+        info = read_results(f)
         samples.extend(sample_rows(f))
         metrics.extend(metric_rows(f, info))
     return pd.DataFrame(samples), pd.DataFrame(metrics, columns=METRIC_COLUMNS)
@@ -201,14 +176,9 @@ def _typed(df):
 
 
 def load_tables(folders: Iterable[str | Path]) -> dict[str, Any]:
-    """One tidy samples table per method (``describe``, ``genception``, ``vhexpansion``, ``chef``, ``cast``) with
-    only that method's columns, each column one meaning and one type; each further table a method's view declares
-    as ``<method>_<suffix>`` (``cast_verdicts``: CAST's verdicts as rows, :func:`cast_verdict_rows`); and
-    ``metrics``, the long metrics table of :func:`load_runs`.  A method without a run is absent.
-
-        tables = vlmcheck.load_tables(["runs/gc", "runs/cast"])
-        tables["cast_verdicts"].groupby(["sample_id", "generation", "validation"])["verdict"].mean()
-    """
+    """One tidy samples table per method with only that method's columns, each column one meaning and one type;
+    each further table a method's view declares as ``<method>_<suffix>`` (``cast_verdicts``:
+    :func:`cast_verdict_rows`); and ``metrics`` (:func:`load_runs`).  A method without a run is absent."""
     import pandas as pd
 
     by_task: dict[str, list[dict[str, Any]]] = {}
@@ -216,7 +186,7 @@ def load_tables(folders: Iterable[str | Path]) -> dict[str, Any]:
     metrics: list[dict[str, Any]] = []
     for f in folders:
         f = Path(f)
-        info = _run_info(f)
+        info = read_results(f)
         rows = by_task.setdefault(str(info["task"]), [])
         rows.extend({k: v for k, v in r.items() if k != "task"} for r in iter_sample_rows(f))
         for suffix, extra_rows in view_for(info["task"]).tables.items():  # CAST's verdicts, and the like
@@ -234,7 +204,7 @@ def run_rows(folders: Iterable[str | Path]) -> list[dict[str, Any]]:
     """One row per run: its identity, sample counts and headline with its interval."""
     out = []
     for f in folders:
-        info = _run_info(Path(f))
+        info = read_results(Path(f))
         head = next((r for r in metric_rows(f, info) if r["headline"]), {})
         out.append({"run": str(f), "task": info["task"], "model": _model_of(info),
                     **{f"counts.{k}": v for k, v in (info.get("counts") or {}).items() if isinstance(v, int)},
@@ -270,14 +240,13 @@ def table_names(folders: list[Path]) -> list[str]:
 
 
 def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parquet") -> list[Path]:
-    """One table per run (``<run-name>.<fmt>``) and ``runs.<fmt>``; returns the files written."""
-    import pandas as pd
-
+    """One table per run (``<run-name>.<fmt>``), ``metrics.<fmt>`` and ``runs.<fmt>``; returns the files
+    written."""
     if fmt not in ("parquet", "csv", "jsonl"):
         raise InputFileError(f"unknown format {fmt!r}: use parquet, csv or jsonl")
     out = Path(out)
     folders = [Path(f) for f in folders]
-    infos = [_run_info(f) for f in folders]  # every run read before the output folder is made: a mistyped run
+    infos = [read_results(f) for f in folders]  # every run read before the output folder is made: a mistyped run
     out.mkdir(parents=True, exist_ok=True)   # leaves nothing behind
     written = []
     for f, info, name in zip(folders, infos, table_names(folders)):
@@ -285,17 +254,19 @@ def export_runs(folders: Iterable[str | Path], out: str | Path, fmt: str = "parq
         for suffix, extra_rows in view_for(info.get("task")).tables.items():  # CAST's verdicts, ...
             written.append(_write_rows(lambda f=f, rows=extra_rows: rows(f), out / f"{name}-{suffix}.{fmt}", fmt))
     metrics = [row for f, info in zip(folders, infos) for row in metric_rows(f, info)]  # not the samples again
-    written.append(_write(pd.DataFrame(metrics, columns=METRIC_COLUMNS), out / f"metrics.{fmt}", fmt))
-    written.append(_write(pd.DataFrame(run_rows(folders)), out / f"runs.{fmt}", fmt))
+    written.append(_write_rows(lambda: metrics, out / f"metrics.{fmt}", fmt, METRIC_COLUMNS))
+    runs = run_rows(folders)
+    written.append(_write_rows(lambda: runs, out / f"runs.{fmt}", fmt))
     return written
 
 
 CHUNK_ROWS = 20_000
 
 
-def _columns(rows: Iterable[dict[str, Any]]) -> dict[str, set[type]]:
-    """Every column in first-seen order, with the types of its values (None left out)."""
-    cols: dict[str, set[type]] = {}
+def _columns(rows: Iterable[dict[str, Any]], names: Iterable[str]) -> dict[str, set[type]]:
+    """Every column (``names`` first, the rest in first-seen order), with the types of its values (None left
+    out)."""
+    cols: dict[str, set[type]] = {k: set() for k in names}
     for row in rows:
         for k, v in row.items():
             kinds = cols.setdefault(k, set())
@@ -313,7 +284,7 @@ def _arrow_type(kinds: set[type]):
         return pa.int64()
     if kinds and kinds <= {int, float}:
         return pa.float64()
-    return pa.string()  # text, or values of mixed types as JSON text (as before)
+    return pa.string()  # text, or values of mixed types as JSON text
 
 
 def _cell(v: Any, as_text: bool) -> Any:
@@ -322,27 +293,18 @@ def _cell(v: Any, as_text: bool) -> Any:
     return json.dumps(v)
 
 
-def _write_rows(rows, path: Path, fmt: str) -> Path:
-    """A run's sample table written in chunks of :data:`CHUNK_ROWS`: ``rows()`` is walked twice (its columns
-    and their types first, so every chunk has the same schema), never held whole."""
+def _write_rows(rows, path: Path, fmt: str, columns: Iterable[str] = ()) -> Path:
+    """A table written in chunks of :data:`CHUNK_ROWS`: ``rows()`` is walked twice (its columns and their types
+    first, so every chunk has the same schema), never held whole.  ``columns``: those it has even without rows."""
     import csv
     import io
 
-    cols = _columns(rows())
+    cols = _columns(rows(), columns)
     names = list(cols)
-    if not names:  # no sample at all: an empty table, as pandas writes it
-        import pandas as pd
-
-        return _write(pd.DataFrame(), path, fmt)
 
     def chunks() -> Iterator[list[dict[str, Any]]]:
-        chunk: list[dict[str, Any]] = []
-        for row in rows():
-            chunk.append(row)
-            if len(chunk) >= CHUNK_ROWS:
-                yield chunk
-                chunk = []
-        if chunk:
+        it = iter(rows())
+        while chunk := list(islice(it, CHUNK_ROWS)):
             yield chunk
 
     if fmt == "jsonl":
@@ -363,44 +325,19 @@ def _write_rows(rows, path: Path, fmt: str) -> Path:
             yield buf.getvalue()
         write_lines_atomic(path, text())
     else:
-        import os
-
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         schema = pa.schema([(k, _arrow_type(kinds)) for k, kinds in cols.items()])
         text_cols = {k for k, kinds in cols.items() if _arrow_type(kinds) == pa.string()}
-        fd, tmp = atomic_path(path)
+
+        fd, tmp = atomic_path(path)  # whole or not at all
         os.close(fd)
         try:
             with pq.ParquetWriter(tmp, schema) as writer:
                 for chunk in chunks():
-                    table = pa.Table.from_pylist([{k: _cell(row.get(k), k in text_cols) for k in names}
-                                                  for row in chunk], schema=schema)
-                    writer.write_table(table)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return path
-
-
-def _write(df, path: Path, fmt: str) -> Path:
-    import os
-
-    if fmt == "csv":
-        write_text_atomic(path, df.to_csv(index=False))
-    elif fmt == "jsonl":
-        write_text_atomic(path, df.to_json(orient="records", lines=True, force_ascii=False))
-    else:
-        # mixed-type object columns (a field that is a number in one row and text in another) as text
-        for col in df.columns:
-            if df[col].dtype == object and df[col].map(type).nunique() > 1:
-                df[col] = df[col].map(lambda v: None if v is None else v if isinstance(v, str) else json.dumps(v))
-        fd, tmp = atomic_path(path)
-        os.close(fd)
-        try:
-            df.to_parquet(tmp, index=False)
+                    writer.write_table(pa.Table.from_pylist([{k: _cell(row.get(k), k in text_cols) for k in names}
+                                                             for row in chunk], schema=schema))
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):

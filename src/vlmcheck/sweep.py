@@ -1,14 +1,7 @@
-"""One config for a sweep: models x methods into one folder, one report.
+"""One config for a sweep: models x methods into one folder, one report (docs/usage.md, "Sweeps").
 
-``vlmcheck run sweep.yaml`` runs every method of the config on every model,
-each into ``OUT/<method>[-<name>]/<model>``, resuming each run (what is
-finished is skipped without a model call), then writes ``OUT/report.html``
-over all runs, ``OUT/summary.json`` (the headline metric of every run) and,
-for GenCeption with two or more models, ``OUT/genception[-<name>]/leaderboard.json``.
-
-Relative paths in a method's options (``data``, ``cases``, ``pairs``, a
-recipe file) are relative to the config file.  Unknown options are an error,
-not silently ignored.  ``vlmcheck run --example`` prints an annotated example.
+Every run goes to ``OUT/<method>[-<name>]/<model>`` and is resumed; then ``OUT/report.html``, ``OUT/summary.json``
+and, for a method with a leaderboard and two or more models, ``OUT/<method>[-<name>]/leaderboard.json``.
 """
 
 from __future__ import annotations
@@ -28,6 +21,24 @@ from .core.spec import public_spec
 from .datasets import parse_source
 from .run.labels import run_labels
 from .run.runner import RunOptions
+
+_METHODS = """\
+methods:
+  - method: genception          # describe, regenerate, repeat T times
+    data: world/                # `vlmcheck world make world --n 24`, or an image folder / manifest
+    generator: ref:renderer     # e.g. openai-image:dall-e-3 or diffusers:stabilityai/sd-turbo?steps=1
+    encoder: ref:effnet         # e.g. hf-encoder:google/vit-base-patch16-224-in21k
+    T: 3
+  - method: vhexpansion         # negation and perturbations of yes/no cases
+    cases: world/
+    negator: ref:negator        # any TextModel spec
+  - method: cast                # cross-modal self-consistency on scene pairs
+    pairs: pairs/pairs.jsonl    # `vlmcheck world pairs pairs`
+  - method: chef                # a ChEF recipe (`name` tells two ChEF entries apart)
+    name: world
+    recipe: world-accuracy
+    data: world/
+"""
 
 EXAMPLE = """\
 # vlmcheck sweep: every method below runs on every model; `vlmcheck run sweep.yaml`.
@@ -51,22 +62,7 @@ models:
   - ref:describer?level=0.1
   - ref:describer?level=0.3
 
-methods:
-  - method: genception          # describe, regenerate, repeat T times
-    data: world/                # `vlmcheck world make world --n 24`, or an image folder / manifest
-    generator: ref:renderer     # e.g. openai-image:dall-e-3 or diffusers:stabilityai/sd-turbo?steps=1
-    encoder: ref:effnet         # e.g. hf-encoder:google/vit-base-patch16-224-in21k
-    T: 3
-  - method: vhexpansion         # negation and perturbations of yes/no cases
-    cases: world/
-    negator: ref:negator        # any TextModel spec, e.g. openai:gpt-4o-mini
-  - method: cast                # cross-modal self-consistency on scene pairs
-    pairs: pairs/pairs.jsonl    # `vlmcheck world pairs pairs`
-  - method: chef                # a ChEF recipe (`name` tells two ChEF entries apart)
-    name: world
-    recipe: world-accuracy
-    data: world/
-
+""" + _METHODS + """
 # track: [mlflow]               # log every run to MLflow, W&B (wandb) or TensorBoard, grouped by sweep
 
 options:                        # for every run (the CLI's run options)
@@ -89,22 +85,7 @@ models:
     spec: ref:describer?level=0.3
   # - openai:Qwen/Qwen2-VL-7B-Instruct@http://localhost:8000/v1   # a vLLM / SGLang / llama.cpp server
 
-methods:
-  - method: genception          # describe, regenerate, repeat T times
-    data: world/
-    generator: ref:renderer
-    encoder: ref:effnet
-    T: 3
-  - method: vhexpansion         # negation and perturbations of yes/no cases
-    cases: world/
-    negator: ref:negator
-  - method: cast                # cross-modal self-consistency on scene pairs
-    pairs: pairs/pairs.jsonl
-  - method: chef                # a ChEF recipe
-    name: world
-    recipe: world-accuracy
-    data: world/
-
+""" + _METHODS + """
 options:
   max_concurrency: 16
 """
@@ -143,8 +124,15 @@ class Sweep(BaseModel):
     track: list[str] = Field(default_factory=list)
 
 
-def _slug(text: str) -> str:
+def folder_name(text: str) -> str:
+    """A model spec or an entry's name as a folder name."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80] or "model"
+
+
+def _models(sweep: Sweep) -> list[tuple[SweepModel, str]]:
+    """Each model of the sweep and its folder's name (a credential never names a folder)."""
+    models = [m if isinstance(m, SweepModel) else SweepModel(spec=m) for m in sweep.models]
+    return [(m, m.name or folder_name(public_spec(m.spec))) for m in models]
 
 
 def load_sweep(path: str | Path) -> Sweep:
@@ -190,13 +178,11 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
     from .run.task import task_class, task_names
 
     TASK_NAMES = task_names()
-
     if not sweep.out.strip():  # the CLI refuses `--out ""`: so does a sweep (else the config's own folder)
         raise InputFileError("out: empty (an unset variable?); give the sweep's folder, e.g. out: runs/sweep")
     out = Path(sweep.out) if Path(sweep.out).is_absolute() else base / sweep.out
-    models = [m if isinstance(m, SweepModel) else SweepModel(spec=m) for m in sweep.models]
-    names = [m.name or _slug(public_spec(m.spec)) for m in models]  # a credential never names a folder
-    if len(set(names)) != len(names):
+    models = _models(sweep)
+    if len({name for _, name in models}) != len(models):
         raise InputFileError("two models share a folder name; give them distinct `name`s")
     runs, seen = [], set()
     for i, entry in enumerate(sweep.methods):
@@ -220,11 +206,11 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
             opts = resolve(opts, base)
         if "seed" in fields and "seed" not in opts:
             opts["seed"] = sweep.options.seed
-        group = method if not label else f"{method}-{_slug(label)}"
+        group = method if not label else f"{method}-{folder_name(label)}"
         if group in seen:
             raise InputFileError(f"methods[{i}]: a second {method} entry needs its own `name`")
         seen.add(group)
-        for model, name in zip(models, names):
+        for model, name in models:
             spec = {**opts, "vlm": model.spec}
             task_class(method).spec_model.model_validate(spec)  # every mistake before the first run starts
             runs.append((out / group / name, method, spec))
@@ -274,8 +260,7 @@ def run_sweep(config: str | Path, progress: bool = True,
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / SWEEP_MARKER, json.dumps({"vlmcheck_sweep": config.name}) + "\n")
     results, summary = [], []
-    models = [m if isinstance(m, SweepModel) else SweepModel(spec=m) for m in sweep.models]
-    given = {m.name or _slug(m.spec): m.label for m in models}  # by folder name, as plan() names the folders
+    given = {name: m.label for m, name in _models(sweep)}  # by folder name, as plan() names the folders
     for folder, method, spec in runs:
         if announce is not None:
             announce(method, public_spec(spec["vlm"]))

@@ -79,8 +79,6 @@ def __getattr__(name: str) -> Any:
 #: options whose value is a file or folder: an empty one is an unset shell variable, never "here"
 PATH_OPTIONS = ("--out", "-o", "--output", "--data", "--cases", "--pairs", "--annotations", "--images", "--recipe",
                 "--external", "--gallery", "--vqa", "--model")
-
-
 OUTPUT_OPTIONS = ("--out", "-o", "--output")
 
 
@@ -166,8 +164,6 @@ def _path_error(exc: OSError) -> str:
     """One sentence for an output path that cannot be made: the dangling or looping link on its way, else the
     component that is a file."""
     from pathlib import Path
-
-    from ..core.files import broken_link
 
     path = Path(exc.filename)
     for p in reversed((path, *path.parents)):

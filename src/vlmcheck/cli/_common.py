@@ -11,7 +11,6 @@ import functools
 import json
 import inspect
 import logging
-import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,8 +19,8 @@ import typer
 
 from ..core.secrets import install_log_redaction, register_secret
 from ..core.spec import ModelSpec, SpecError
-from ._lazy import lazy_module
-from ..run.options import BY_NAME, CLI_ONLY, METHOD, RUN_OPTIONS, RunOption, defaults, taken_by
+from .._lazy import lazy_module
+from ..run.options import BY_NAME, CLI_ONLY, METHOD, RUN_OPTIONS, defaults, taken_by
 
 api = lazy_module("vlmcheck.api")
 runner = lazy_module("vlmcheck.run.runner")
@@ -39,8 +38,7 @@ _FROZEN: set[str] = set()
 
 def freeze(stage: str) -> None:
     """Hand what exists now to the collector's permanent generation (:func:`gc.freeze`), once a process per
-    ``stage`` ("start-up": the CLI's modules; "run": the task, its data and the run's modules): they live to the
-    end, and walking them at every full collection would free nothing.  Objects made later are collected as before."""
+    ``stage`` ("start-up", "run"): it lives to the end, and walking it at every full collection frees nothing."""
     if stage not in _FROZEN:
         import gc
 
@@ -51,9 +49,8 @@ def freeze(stage: str) -> None:
             gc.set_threshold(CLI_GC_YOUNG, *older)
 
 
-#: the young generation's threshold in the CLI from its start-up on (Python's default: 700 allocations): each
-#: collection walks the requests in flight, which live on (docs/benchmarks.md, "Start-up").  Cyclic garbage waits
-#: for at most 7,000 allocations; a threshold the user set higher, or 0 (collection off), is kept.
+#: the young generation's threshold from the CLI's start-up on (Python's: 700): each collection walks the requests
+#: in flight (docs/benchmarks.md, "Start-up"); a threshold the user set higher, or 0, is kept.
 CLI_GC_YOUNG = 7000
 
 
@@ -66,16 +63,13 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _typer_option(o: RunOption):
-    extra = {"callback": _finite} if o.kind is float else {}
-    return typer.Option(o.default, *o.flag_names, help=o.help, **o.cli, **extra)
-
-
 #: a typer option for each run option of the table (run/options.py), by name
-OPTION = {o.name: _typer_option(o) for o in RUN_OPTIONS}
+OPTION = {o.name: typer.Option(o.default, *o.flag_names, help=o.help, **o.cli,
+                               **({"callback": _finite} if o.kind is float else {})) for o in RUN_OPTIONS}
 SEED, PROGRESS, MAX_FAILURES, DRY_RUN = OPTION["seed"], OPTION["progress"], OPTION["max_failures"], OPTION["dry_run"]
-JSON_OUT = OPTION["json_output"]
-API_KEY, REPORT = OPTION["api_key"], OPTION["report"]
+JSON_OUT, API_KEY, REPORT = OPTION["json_output"], OPTION["api_key"], OPTION["report"]
+VLM = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec, e.g. openai:gpt-4o-mini or ref:photo")
+RUN_FOLDER = typer.Option(..., "--out", metavar="OUT", help="Run folder")
 BENCHMARK = typer.Option(None, "--benchmark", metavar="NAME",
                          help="The benchmark the data is (mme, pope, scienceqa, mmbench, ...) where its form is "
                               "ambiguous; the same as NAME:PATH (vlmcheck data inspect says what is read)")
@@ -102,12 +96,13 @@ BLIND = typer.Option(False, "--blind", help="Also ask every question with the im
 
 
 class RunArgs(SimpleNamespace):
-    """The run options of a command (``run_command``), those its entry point does not take at their defaults:
-    ``.options(**recorded)`` is the runner's RunOptions (``recorded``: what a resumed run keeps, e.g. its limit)."""
+    """The run options of a command (``run_command``): ``.options(**recorded)`` is the runner's RunOptions
+    (``recorded``: what a resumed run keeps, e.g. its limit)."""
 
     def options(self, **recorded: Any) -> "runner.RunOptions":
         values = {name: getattr(self, name) for name in BY_NAME if name not in CLI_ONLY}
-        return options(**{**values, **recorded})
+        with user_errors():
+            return runner.run_options(**{**values, **recorded})
 
 
 def run_command(fn=None, *, entry: str = METHOD):
@@ -129,15 +124,12 @@ def run_command(fn=None, *, entry: str = METHOD):
     @functools.wraps(fn)
     def command(*args, **kwargs):
         run = RunArgs(**{**defaults(), **{o.name: kwargs.pop(o.name) for o in taken}}, estimates=[], results=[])
-        quiet = terminal.tables.quiet
-        terminal.tables.quiet = quiet or (run.json_output and not run.dry_run)  # --json: JSON, not tables
-        try:
-            out = fn(*args, **kwargs, run=run)
-        except typer.Exit:
-            print_results(run)  # --json: a run that exits 1 (failed samples, budget) still prints its results
-            raise
-        finally:
-            terminal.tables.quiet = quiet
+        with quiet_tables(run.json_output and not run.dry_run):  # --json: JSON, not tables
+            try:
+                out = fn(*args, **kwargs, run=run)
+            except typer.Exit:
+                print_results(run)  # --json: a run that exits 1 (failed samples, budget) still prints its results
+                raise
         if run.dry_run:  # every task the command would run was estimated by execute(); print them as one
             print_estimate(run.estimates, run.json_output)
         print_results(run)
@@ -148,6 +140,17 @@ def run_command(fn=None, *, entry: str = METHOD):
     command.run_entry = entry  # tests/test_run_options.py finds the entry points by it
     del command.__wrapped__  # typer reads __signature__, not the wrapped function's
     return command
+
+
+@contextlib.contextmanager
+def quiet_tables(quiet: bool):
+    """No result tables on stdout while ``quiet`` (``--json``: one JSON object instead)."""
+    before = terminal.tables.quiet
+    terminal.tables.quiet = before or quiet
+    try:
+        yield
+    finally:
+        terminal.tables.quiet = before
 
 
 def print_results(run: "RunArgs") -> None:
@@ -197,9 +200,8 @@ def user_errors(*kinds: type[BaseException]):
 
 
 class Stopped(KeyboardInterrupt):
-    """SIGTERM (SLURM's cancel and time limit, ``kill``) or SIGHUP (the terminal closed) during a run: raised
-    where the run is, as Ctrl-C's KeyboardInterrupt is, so the run ends the same way (the store closed, what
-    finished kept)."""
+    """SIGTERM (SLURM's cancel, ``kill``) or SIGHUP (the terminal closed) during a run: raised as Ctrl-C's
+    KeyboardInterrupt is, so the run ends the same way (the store closed, what finished kept)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -213,8 +215,7 @@ STOP_SIGNALS = ("SIGTERM", "SIGHUP")
 @contextlib.contextmanager
 def interrupted(again: str, *args: Any):
     """Ctrl-C, SIGTERM or SIGHUP during a run: one sentence that says what is kept and the command that goes on
-    (``vlmcheck again args...``), exit 128 + the signal's number (typer made Ctrl-C a silent exit 130: the last
-    progress line, then nothing; SIGTERM ended the run with exit 143 and nothing said)."""
+    (``vlmcheck again args...``), exit 128 + the signal's number."""
     import signal
     import threading
 
@@ -269,43 +270,36 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-def options(**values: Any) -> "runner.RunOptions":
-    """The runner's RunOptions from run options by name (run/options.py; missing ones at their default)."""
-    with user_errors():
-        return runner.run_options(**values)
-
-
-def refusals() -> tuple[type[BaseException], ...]:
+@contextlib.contextmanager
+def refused():
     """The errors that stop a run before its first sample: one sentence each."""
-    from ..run.ray_executor import ExecutorError
-    from ..store.db import StoreError
+    try:
+        yield
+    except Exception as exc:
+        from ..run.ray_executor import ExecutorError
+        from ..store.db import StoreError
 
-    return runner.RunFolderExists, StoreError, SpecError, ExecutorError
+        if not isinstance(exc, (runner.RunFolderExists, StoreError, SpecError, ExecutorError)):
+            raise
+        fail(one_line(exc))
 
 
-def execute(task, out: Path, opts: "runner.RunOptions | RunArgs", run=None,
+def execute(task, out: Path, opts: "runner.RunOptions | RunArgs",
             again: tuple[str, ...] = ()) -> dict[str, Any] | None:
-    """Run ``task`` into ``out`` (and write its report) and print one line of counts.  Given the command's
-    :class:`RunArgs` with ``--dry-run``: estimate the run instead (kept for the command to print) and return
-    None; with ``--max-cost``: exit 1 with one sentence when the budget stopped the run.  Interrupted (Ctrl-C):
-    one sentence naming the command that goes on, ``again`` (a sweep's), else ``vlmcheck resume OUT``."""
-    run = run or api.run_task
+    """Run ``task`` into ``out`` (and write its report) and print one line of counts.  Under ``--dry-run``
+    (``opts`` the command's :class:`RunArgs`): estimate the run instead, for the command to print, and return
+    None.  Interrupted: the command that goes on is ``again`` (a sweep's), else ``vlmcheck resume OUT``."""
     args = opts if isinstance(opts, RunArgs) else None
     opts = args.options() if args is not None else opts
     if args is not None and args.dry_run:
         from ..run.estimate import dry_run
 
-        try:
+        with refused():
             args.estimates.append(dry_run(task, out, opts))
-        except refusals() as exc:
-            fail(one_line(exc))
         return None
     freeze("run")
-    try:
-        with interrupted(*(again or ("resume", out))):
-            result = run(task, out, opts)
-    except refusals() as exc:
-        fail(one_line(exc))
+    with refused(), interrupted(*(again or ("resume", out))):
+        result = api.run_task(task, out, opts)
     terminal.run_done(out, result.results)
     result.results["_folder"] = str(out)
     if args is not None:
@@ -325,9 +319,9 @@ def check_budget(results: dict[str, Any]) -> None:
 
 
 def method_task(task_cls: Any, vlm: str, run: RunArgs, *errors: type[BaseException], **fields: Any) -> Any:
-    """A method command's task on one VLM: ``task_cls.spec_model`` from the command's ``fields`` (``seed`` from
-    --seed where the spec has one), the VLM spec with --api-key.  A bad spec, bad data, a missing file or one of
-    ``errors`` ends in one sentence; a method whose first samples follow its data's rows reads only --limit rows."""
+    """A method command's task on one VLM: ``task_cls.spec_model`` from ``fields`` (``seed`` from --seed where
+    the spec has one), the VLM spec with --api-key; a bad spec, data or file, or one of ``errors``: one sentence.
+    A method whose first samples follow its data's rows reads only --limit rows."""
     from ..core.dataset_files import first_rows
     from ..core.spec import load_model
 
@@ -341,9 +335,8 @@ def method_task(task_cls: Any, vlm: str, run: RunArgs, *errors: type[BaseExcepti
 
 
 def run_method(task: Any, out: Path, run: RunArgs, check: bool = True, **recorded: Any) -> dict[str, Any] | None:
-    """A command's run of ``task`` into ``out`` (``recorded``: what a resumed run keeps): its results printed by
-    their label (never a URL or key) and, with ``check``, exit 1 past --max-failures; None under --dry-run
-    (``run_command`` prints the estimates)."""
+    """A command's run of ``task`` into ``out`` (``recorded``: what a resumed run keeps): its results printed
+    and, with ``check``, exit 1 past --max-failures; None under --dry-run."""
     results = execute(task, out, run.options(**recorded) if recorded else run)
     if results is not None:
         terminal.results(results)
@@ -364,11 +357,8 @@ def print_estimate(estimates: list[dict[str, Any]], as_json: bool) -> None:
 
 def check_failures(runs: list[dict], max_failures: float) -> None:
     """Exit 1 when a run has a larger share of failed samples than ``max_failures`` (finished ones are kept)."""
-    bad = []
-    for r in runs:
-        c = r["counts"]
-        if c["failed"] and c["failed"] > max_failures * c["samples"]:
-            bad.append(f"{c['failed']} of {c['samples']} samples failed in {r.get('_folder', 'the run')}")
+    bad = [f"{c['failed']} of {c['samples']} samples failed in {r.get('_folder', 'the run')}"
+           for r in runs if (c := r["counts"])["failed"] and c["failed"] > max_failures * c["samples"]]
     if bad:
         first = runs[0].get("_folder", "RUN")
         say_error("; ".join(bad) + f" (finished samples are kept; see samples.jsonl, then `vlmcheck retry-failed "
@@ -393,8 +383,3 @@ def task_of(run: Path):
     follows = getattr(task_class(spec["task"]), "samples_follow_rows", lambda _: False)(task_spec)
     with user_errors(FileNotFoundError), first_rows(spec.get("limit") if follows else None):
         return task_from_spec(spec["task"], task_spec), spec
-
-
-def slug(text: str) -> str:
-    """A model spec as a folder name."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80]

@@ -1,10 +1,6 @@
-"""Conventional metavars in ``--help``.
-
-typer 0.2x prints every option's Python type (``<str>``, ``<list[Path]>``, ``<int range>``) and a required
-argument as ``{runs}...``; click's convention, which typer followed before, and most CLIs, is ``TEXT``,
-``PATH``, ``INTEGER`` and ``RUNS...``.  Options here name their metavar (``--vlm SPEC``); this fills in the
-rest in that convention.  It changes how help is printed and nothing else, and does nothing on a typer without
-these methods.
+"""Conventional metavars in ``--help``: typer 0.2x prints an option's Python type (``<list[Path]>``) and a
+required argument as ``{runs}...``; click's convention, and most CLIs', is ``PATH``, ``INTEGER``, ``RUNS...``.
+Only how help is printed changes; a typer without these methods is left as it is.
 """
 
 from __future__ import annotations
@@ -35,20 +31,15 @@ def install() -> None:
     if param_cls is None or not hasattr(param_cls, "display_type"):
         return
 
-    def display_type(self, ctx):  # options: the metavar they name, else the type in click's words
-        return _conventional(self)
-
-    param_cls.display_type = display_type
+    param_cls.display_type = lambda self, ctx: _conventional(self)  # the metavar named, else click's words
     arg_cls = core.TyperArgument
     if hasattr(arg_cls, "display_type_rich"):
         arg_cls.display_type_rich = lambda self, ctx: None  # an argument's metavar says it all
 
     def usage_name(self) -> str:
         name = self.metavar or self.name.upper()
-        if name.endswith("..."):
-            return name if self.required else f"[{name}]"
-        name = name if self.required else f"[{name}]"
-        return name + ("..." if self.nargs != 1 else "")
+        dots = "..." if self.nargs != 1 and not name.endswith("...") else ""
+        return (name if self.required else f"[{name}]") + dots
 
     if hasattr(arg_cls, "_usage_display_name"):
         arg_cls._usage_display_name = usage_name

@@ -47,11 +47,11 @@ def cast_pairs(
 @cast_app.command("run")
 @C.run_command
 def cast_run(
-    vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
+    vlm: str = C.VLM,
     pairs: str = typer.Option(..., "--pairs", metavar="SOURCE",
                               help="Pairs JSONL (cast pairs, or world pairs; a path or an fsspec URL)" + C.DATA_HELP),
     benchmark: Optional[str] = C.BENCHMARK,
-    out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
+    out: Path = C.RUN_FOLDER,
     two_images: bool = typer.Option(False, "--two-images", help="Send two images instead of one side-by-side"),
     image_size: int = typer.Option(512, "--image-size", metavar="PX",
                                    help="Side of each image of a pair, in pixels, when the two are shown side by "

@@ -9,10 +9,7 @@ from typing import Optional
 import typer
 
 from ..core.files import write_text_atomic
-from ._lazy import lazy_module
 from . import _common as C
-
-terminal = lazy_module("vlmcheck.report.terminal")
 
 chef_app = typer.Typer(no_args_is_help=True, help="ChEF: recipes and desiderata.")
 
@@ -25,8 +22,7 @@ SCENARIO_NAMES = ("mc", "scienceqa", "pope", "classification", "retrieval", "mmb
 
 @chef_app.command("list")
 def chef_list(long: bool = typer.Option(False, "--long", "-l",
-                                        help="What each recipe measures and the other inferencers it takes")
-              ) -> None:
+                                        help="What each recipe measures and the other inferencers it takes")) -> None:
     """Shipped recipes (ChEF Tables 5 and 7, and world recipes)."""
     from ..methods.chef import Recipe, shipped_recipes, usable_inferencers
 
@@ -36,7 +32,7 @@ def chef_list(long: bool = typer.Option(False, "--long", "-l",
         others = [i for i in usable_inferencers(r) if i != r.inferencer.type]
         rows.append([name, r.desideratum, r.scenario.type,
                      r.inferencer.type + (f" (or {', '.join(others)})" if others else ""), r.description])
-    terminal.recipes(rows, long)
+    C.terminal.recipes(rows, long)
 
 
 @chef_app.command("run")
@@ -44,8 +40,8 @@ def chef_list(long: bool = typer.Option(False, "--long", "-l",
 def chef_run(
     recipe: str = typer.Option(..., "--recipe", metavar="RECIPE",
                                help="Recipe YAML file or shipped recipe name (chef list)"),
-    vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
-    out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
+    vlm: str = C.VLM,
+    out: Path = C.RUN_FOLDER,
     data: Optional[str] = typer.Option(None, "--data", metavar="SOURCE",
                                        help="Scenario data (overrides the recipe's path; JSONL kinds also at an "
                                             "fsspec URL)" + C.DATA_HELP),
@@ -99,16 +95,16 @@ def chef_run(
 
 
 @chef_app.command("aggregate")
-def chef_aggregate(runs: list[Path] = typer.Argument(..., metavar="RUN...",
-                                                     help="ChEF run folders of one desideratum"),
-                   out: Optional[Path] = typer.Option(None, "--out", metavar="FILE",
-                                                      help="Write the table as JSON here")) -> None:
+def chef_aggregate(
+    runs: list[Path] = typer.Argument(..., metavar="RUN...", help="ChEF run folders of one desideratum"),
+    out: Optional[Path] = typer.Option(None, "--out", metavar="FILE", help="Write the table as JSON here"),
+) -> None:
     """Cross-scenario Avg. (weighted by items, Tables 9 and 10), Table 8's overall calibration, seed deviations."""
     from ..methods.chef.aggregate import aggregate
 
     with C.user_errors():
         agg = aggregate(runs)
-    terminal.chef_aggregate(agg)
+    C.terminal.chef_aggregate(agg)
     if out is not None:
         write_text_atomic(out, json.dumps(agg, indent=2) + "\n")
         C.console.print(f"[green]wrote[/green] {out}", highlight=False)

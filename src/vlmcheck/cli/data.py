@@ -1,9 +1,6 @@
-"""``vlmcheck data inspect PATH [--benchmark NAME] [--json]``: what vlmcheck reads from a dataset, before a run.
-
-The form detected, the items, the distinct images, categories and splits, options per item, a few rows as the
-run sends them (:func:`shown`), and anything dropped or odd (rows without an image, answers
-outside the options, rows a reader skipped and why, every image that cannot be opened: datasets/image_check.py).  It reads and never writes: embedded images are hashed, not stored
-(datasets/imagestore.py ``read_only``).
+"""``vlmcheck data inspect PATH [--benchmark NAME] [--json]``: what vlmcheck reads from a dataset, before a run
+(docs/datasets.md).  It reads and never writes: embedded images are hashed, not stored (datasets/imagestore.py
+``read_only``).
 """
 
 from __future__ import annotations
@@ -107,11 +104,13 @@ def inspect(
                                        help="Read dataset files that resolve outside the dataset's folder"),
 ) -> None:
     """The form detected, items, distinct images, categories/splits, options, a few rows, anything dropped."""
+    from rich.markup import escape
+
     from ..core import inputs
+    from ..core.dataset_files import first_rows
+    from ..core.printable import inert_obj, json_inert
     from ..datasets.imagestore import read_only
     from ..methods.records import dataset_for
-
-    from ..core.dataset_files import first_rows
 
     source = C.with_benchmark(path, benchmark)
     token = inputs.set_policy(inputs.InputPolicy(allow_outside=allow_outside))
@@ -125,31 +124,27 @@ def inspect(
     if window is not None and window.cut:
         info["notes"].append(f"the first {rows} rows read (--rows {rows}): the counts are of those; --all reads "
                              "every row")
-    from ..core.printable import inert_obj, json_inert
-
     if as_json:
         typer.echo(json_inert(json.dumps(info, ensure_ascii=False, indent=2, default=str)))
         return
-    info = inert_obj(info)  # a dataset's questions, options, ids and categories: no escape sequence reaches the terminal
-    from rich.markup import escape
+    info = inert_obj(info)  # a dataset's questions, options, ids, categories: no escape sequence reaches the terminal
 
-    def out(text: str, **_: Any) -> None:  # never read as markup: a category '[link=...]' stays text
+    def out(text: str) -> None:  # never read as markup: a category '[link=...]' stays text
         C.console.print(text, highlight=False, markup=False)
 
-    out(f"source:   {info['source']}", highlight=False)
-    out(f"form:     {info['form']}" + (f" (benchmark {info['benchmark']})" if info["benchmark"] else ""),
-        highlight=False)
+    out(f"source:   {info['source']}")
+    out(f"form:     {info['form']}" + (f" (benchmark {info['benchmark']})" if info["benchmark"] else ""))
     out(f"items:    {info['items']}   distinct images: {info['distinct_images']}"
-        + (f"   groups: {info['groups']}" if info["groups"] else ""), highlight=False)
+        + (f"   groups: {info['groups']}" if info["groups"] else ""))
     for key in ("categories", "splits", "options_per_item"):
         if info[key]:
             shown_ = ", ".join(f"{k}: {v}" for k, v in list(info[key].items())[:12])
             more = f", ... ({len(info[key])} in all)" if len(info[key]) > 12 else ""
-            out(f"{key.replace('_', ' ')}: {shown_}{more}", highlight=False)
+            out(f"{key.replace('_', ' ')}: {shown_}{more}")
     if info.get("official_figure"):
-        out(f"official figure reported: {info['official_figure']}", highlight=False, soft_wrap=True)
+        out(f"official figure reported: {info['official_figure']}")
     for n in info["notes"]:
-        out(f"note:     {n}", highlight=False)
+        out(f"note:     {n}")
     odd = [("without an image", info["without_image"], []),
            ("answers outside the options", info["answers_outside_options"]["count"],
             info["answers_outside_options"]["examples"]),
@@ -161,14 +156,12 @@ def inspect(
             C.console.print("[yellow]odd:[/yellow]      " + escape(
                 f"{n} {label}" + (f" (e.g. {', '.join(map(str, ex[:3]))})" if ex else "")), highlight=False)
     for bad in info["unopenable_images"]["examples"]:
-        out(f"          {bad['path']}: {bad['why']}", highlight=False, markup=False)
+        out(f"          {bad['path']}: {bad['why']}")
     if info["rows"]:
-        out("\nrows as the run sends them (a multiple-choice row as ChEF's standard instruction asks it):",
-            highlight=False)
+        out("\nrows as the run sends them (a multiple-choice row as ChEF's standard instruction asks it):")
     for r in info["rows"]:
-        out(f"\n--- {r['id']}  images: {', '.join(r['images']) or '(none)'}", highlight=False)
+        out(f"\n--- {r['id']}  images: {', '.join(r['images']) or '(none)'}")
         if r.get("text"):
-            out(r["text"], highlight=False, markup=False)
+            out(r["text"])
         if "answer" in r:
-            out(f"answer: {r['answer']}" + (f" ({r['answer_text']})" if "answer_text" in r else ""),
-                highlight=False, markup=False)
+            out(f"answer: {r['answer']}" + (f" ({r['answer_text']})" if "answer_text" in r else ""))

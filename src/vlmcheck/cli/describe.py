@@ -11,12 +11,12 @@ from . import _common as C
 
 @C.run_command
 def describe(
-    vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec, e.g. openai:gpt-4o-mini or ref:photo"),
+    vlm: str = C.VLM,
     data: str = typer.Option(..., "--data", metavar="SOURCE",
                              help="Image folder or JSONL manifest: a path or a URL (s3://, gs://, https://)"
                                   + C.DATA_HELP),
     benchmark: Optional[str] = C.BENCHMARK,
-    out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
+    out: Path = C.RUN_FOLDER,
     prompt: str = typer.Option("Describe this image in detail.", "--prompt", metavar="TEXT",
                                help="What the model is asked about each image"),
     max_tokens: int = typer.Option(512, "--max-tokens", min=1, metavar="N",

@@ -1,5 +1,4 @@
-"""``vlmcheck genception``: describe, regenerate, repeat (methods/genception.py), one run per VLM and their
-leaderboard (methods/leaderboard.py)."""
+"""``vlmcheck genception``: one run per VLM (methods/genception.py) and their leaderboard."""
 
 from __future__ import annotations
 
@@ -8,10 +7,7 @@ from typing import Optional
 
 import typer
 
-from ._lazy import lazy_module
 from . import _common as C
-
-terminal = lazy_module("vlmcheck.report.terminal")
 
 
 @C.run_command
@@ -39,13 +35,14 @@ def genception(
     """GenCeption: describe, regenerate, repeat T times; GC@1..T, GC_FID@t, categories, leaderboard."""
     from ..methods.genception import GenCeptionTask
     from ..methods.leaderboard import write_leaderboard
+    from ..sweep import folder_name
 
     data = str(C.with_benchmark(data, benchmark))
     folders, all_results = [], []
     for one in vlm:
         task = C.method_task(GenCeptionTask, one, run, generator=generator, encoder=encoder, data=data, T=T,
                              per_category=per_category, repeats=repeats, temperature=temperature)
-        folder = out if len(vlm) == 1 else out / C.slug(task.cfg.vlm)
+        folder = out if len(vlm) == 1 else out / folder_name(task.cfg.vlm)
         results = C.run_method(task, folder, run, check=False)  # --dry-run: None, the estimates printed together
         if results is not None:
             folders.append(folder)
@@ -54,6 +51,6 @@ def genception(
         return
     if len(folders) > 1 or external:
         board = write_leaderboard(folders, out / "leaderboard.json", external)
-        terminal.leaderboard(board)
+        C.terminal.leaderboard(board)
         C.console.print(f"Leaderboard: {out / 'leaderboard.json'}", highlight=False)
     C.check_failures(all_results, run.max_failures)

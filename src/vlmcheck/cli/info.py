@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import typer
 
 from .._version import __version__
 from ..core.spec import providers
-from ._lazy import lazy_module
-
-terminal = lazy_module("vlmcheck.report.terminal")
+from . import _common as C
 
 
 def version() -> None:
@@ -18,26 +18,19 @@ def version() -> None:
 
 def list_models() -> None:
     """List model providers and the roles they serve."""
-    terminal.providers(providers())
+    C.terminal.providers(providers())
 
 
 def list_all(as_json: bool = typer.Option(False, "--json", help="Everything as one JSON object on stdout")) -> None:
     """What runs on what: methods, ChEF recipes and scenarios, benchmarks (their forms, the methods that take them,
     their official figure)."""
-    import json
-
     from ..methods.catalogue import catalogue
 
     cat = catalogue()
     if as_json:
         typer.echo(json.dumps(cat, indent=2))
         return
-    _print_catalogue(cat)
-
-
-def _print_catalogue(cat: dict) -> None:
-    """``vlmcheck list``: three tables (methods, benchmarks, ChEF recipes) that fold to the terminal's width."""
-    show, table = terminal.tables.print, terminal.table
+    show, table = C.terminal.tables.print, C.terminal.table
     show(table(["method", "reads", "reports"], [[m["method"], ", ".join(m["reads"]), m["reports"]]
                                                 for m in cat["methods"]], ["method"],
                title="Methods (vlmcheck METHOD --help)"))

@@ -1,29 +1,26 @@
-"""``vlmcheck report``, ``export`` and ``compare``: outputs over finished runs (report/, export.py,
-methods/leaderboard.py)."""
+"""``vlmcheck report``, ``export``, ``compare`` and ``plan``: outputs over finished runs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from ._lazy import lazy_module
 from . import _common as C
 
-terminal = lazy_module("vlmcheck.report.terminal")
 
-
-def compare(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished runs of one method"),
-            external: Optional[Path] = typer.Option(None, "--external", metavar="CSV",
-                                                    help="CSV model,benchmark,score (GenCeption leaderboard)"),
-            output: Path = typer.Option(Path("leaderboard.json"), "-o", "--output", metavar="FILE",
-                                        help="Where GenCeption runs' leaderboard goes"),
-            as_json: bool = typer.Option(False, "--json", help="Print the comparisons as one JSON object")) -> None:
+def compare(
+    runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished runs of one method"),
+    external: Optional[Path] = typer.Option(None, "--external", metavar="CSV",
+                                            help="CSV model,benchmark,score (GenCeption leaderboard)"),
+    output: Path = typer.Option(Path("leaderboard.json"), "-o", "--output", metavar="FILE",
+                                help="Where GenCeption runs' leaderboard goes"),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparisons as one JSON object"),
+) -> None:
     """Paired comparison of runs of one method (difference, 95% CI, p-value, Holm); GenCeption runs also get
     their leaderboard."""
-    import json
-
     from ..core.files import read_results, write_text_atomic
     from ..methods.compare import compare_runs
     from ..methods.views import label_of, view_for
@@ -44,31 +41,34 @@ def compare(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finis
         typer.echo(json.dumps(cmp, indent=2))
         return
     if board is not None:
-        terminal.leaderboard(board)
+        C.terminal.leaderboard(board)
         C.console.print(f"Leaderboard: {output}", highlight=False)
     for u in cmp.get("not_measured", ()) if board is None else ():  # in place of a number (a leaderboard says it)
-        terminal.tables.print(f"{u['model']}: {u['metric']} not measured: {u['reason']} (left out of the "
+        C.terminal.tables.print(f"{u['model']}: {u['metric']} not measured: {u['reason']} (left out of the "
                               "comparisons)", highlight=False, markup=False, soft_wrap=True)
     if cmp.get("note"):
         C.console.print(f"{cmp['method']}: {cmp['note']}", highlight=False, soft_wrap=True)
-    terminal.comparisons(cmp)
+    C.terminal.comparisons(cmp)
     for c in cmp["comparisons"]:
         if c.get("note"):
             C.console.print(f"  {c['metric']}: {c['a']} vs {c['b']}: {c['note']}", highlight=False, soft_wrap=True)
 
 
-def plan(pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
-                                         help="A finished pilot run; give two to plan a paired comparison"),
-         delta: float = typer.Option(..., "--delta", metavar="D", help="The difference to detect"),
-         power: float = typer.Option(0.8, "--power", metavar="P",
-                                     help="Chance of detecting a true difference D (0.8: four times in five)"),
-         alpha: float = typer.Option(0.05, "--alpha", metavar="A",
-                                     help="Two-sided significance level of the test (0.05: 95% intervals)"),
-         as_json: bool = typer.Option(False, "--json", help="Print the plan as one JSON object")) -> None:
+def plan(
+    pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
+                                     help="A finished pilot run; give two to plan a paired comparison"),
+    delta: float = typer.Option(..., "--delta", metavar="D", help="The difference to detect"),
+    power: float = typer.Option(0.8, "--power", metavar="P",
+                                help="Chance of detecting a true difference D (0.8: four times in five)"),
+    alpha: float = typer.Option(0.05, "--alpha", metavar="A",
+                                help="Two-sided significance level of the test (0.05: 95% intervals)"),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan as one JSON object"),
+) -> None:
     """How many samples detect a difference D: from one pilot run's spread, or two pilot runs' paired one."""
-    import json
+    import itertools
 
     from ..methods.plan import plan as make_plan
+    from ..metrics.decisions import too_few_units
 
     with C.user_errors(FileNotFoundError):
         out = make_plan(pilot, delta, power, alpha)
@@ -77,7 +77,8 @@ def plan(pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
         return
     if out.get("note"):
         C.console.print(out["note"], highlight=False)
-    floor, raised = _least_n(alpha), []
+    # the fewest units at which compare's sign-flip test can reject at alpha (6 at 0.05)
+    floor, raised = next(n for n in itertools.count(1) if not too_few_units(n, alpha)), []
 
     def _n(n: int | None) -> str:  # never an n at which the decision's test cannot reject
         if n is not None and n < floor:
@@ -110,21 +111,11 @@ def plan(pilot: list[Path] = typer.Option(..., "--pilot", metavar="RUN",
                         f"alpha {alpha:g}, whatever the difference)", highlight=False, soft_wrap=True)
 
 
-def _least_n(alpha: float) -> int:
-    """The fewest units at which compare's sign-flip test can reject at ``alpha`` (its two all-alike patterns
-    weigh 2 / 2^n: 6 at 0.05)."""
-    from ..metrics.decisions import too_few_units
-
-    n = 1
-    while too_few_units(n, alpha):
-        n += 1
-    return n
-
-
-def export_cmd(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished run folders"),
-               out: Path = typer.Option(..., "--out", metavar="DIR", help="Folder for the tables"),
-               fmt: str = typer.Option("parquet", "--format", metavar="parquet|csv|jsonl",
-                                       help="parquet, csv or jsonl")) -> None:
+def export_cmd(
+    runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished run folders"),
+    out: Path = typer.Option(..., "--out", metavar="DIR", help="Folder for the tables"),
+    fmt: str = typer.Option("parquet", "--format", metavar="parquet|csv|jsonl", help="parquet, csv or jsonl"),
+) -> None:
     """Tidy tables: one row per sample and step/variant/setting, one file per run, plus runs.<format>."""
     from ..export import export_runs
 
@@ -134,15 +125,15 @@ def export_cmd(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Fi
                     highlight=False)
 
 
-def report(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Run folders"),
-           output: Path = typer.Option(Path("report.html"), "-o", "--output", metavar="FILE",
-                                       help="The HTML page to write (its images stay where they are, linked)"),
-           external: Optional[Path] = typer.Option(None, "--external", metavar="CSV",
-                                                   help="CSV model,benchmark,score"),
-           title: str = typer.Option("vlmcheck report", "--title", metavar="TEXT",
-                                     help="The page's title and first heading"),
-           gallery: Optional[Path] = typer.Option(None, "--gallery", metavar="IMAGE",
-                                                  help="Add a corruption gallery of this image")) -> None:
+def report(
+    runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Run folders"),
+    output: Path = typer.Option(Path("report.html"), "-o", "--output", metavar="FILE",
+                                help="The HTML page to write (its images stay where they are, linked)"),
+    external: Optional[Path] = typer.Option(None, "--external", metavar="CSV", help="CSV model,benchmark,score"),
+    title: str = typer.Option("vlmcheck report", "--title", metavar="TEXT", help="The page's title and first heading"),
+    gallery: Optional[Path] = typer.Option(None, "--gallery", metavar="IMAGE",
+                                           help="Add a corruption gallery of this image"),
+) -> None:
     """One static HTML report for any run or set of runs (images linked where they are; a large run's rows in
     <output>_files/)."""
     from ..report.html import build_report

@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from ._lazy import lazy_module
 from ..run.options import RESUME, RETRY
 from . import _common as C
 
-api = lazy_module("vlmcheck.api")
-terminal = lazy_module("vlmcheck.report.terminal")
 
-
-def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
-                                                     help="Sweep config (YAML): models x methods"),
-            example: bool = typer.Option(False, "--example",
-                                         help="Print an annotated example config and exit; `--example offline` "
-                                              "prints one that runs here with the reference models."),
-            progress: bool = C.PROGRESS, dry_run: bool = C.DRY_RUN, json_output: bool = C.JSON_OUT,
-            report: bool = C.REPORT) -> None:
+def run_cmd(
+    config: Optional[Path] = typer.Argument(None, metavar="CONFIG", help="Sweep config (YAML): models x methods"),
+    example: bool = typer.Option(False, "--example",
+                                 help="Print an annotated example config and exit; `--example offline` prints one "
+                                      "that runs here with the reference models."),
+    progress: bool = C.PROGRESS, dry_run: bool = C.DRY_RUN, json_output: bool = C.JSON_OUT, report: bool = C.REPORT,
+) -> None:
     """Run a sweep: every method of the config on every model, into one folder, with one report."""
     from ..sweep import EXAMPLE, OFFLINE_EXAMPLE, estimate_sweep, run_sweep
 
@@ -37,11 +32,8 @@ def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
                "runs offline")
     C.setup_logging()
     if dry_run:
-        with C.user_errors(FileNotFoundError):
-            try:
-                est = estimate_sweep(config)
-            except C.refusals() as exc:
-                C.fail(C.one_line(exc))
+        with C.user_errors(FileNotFoundError), C.refused():
+            est = estimate_sweep(config)
         C.print_estimate([est], json_output)
         return
 
@@ -52,17 +44,12 @@ def run_cmd(config: Optional[Path] = typer.Argument(None, metavar="CONFIG",
         with C.user_errors(FileNotFoundError):
             return C.execute(task, folder, opts, again=("run", config))  # the sweep resumes each of its runs
 
-    with C.user_errors(FileNotFoundError):
-        quiet = terminal.tables.quiet
-        terminal.tables.quiet = quiet or json_output  # --json: one JSON object, no tables
-        try:
-            done = run_sweep(config, progress=progress, execute=execute, announce=announce, report=report)
-        finally:
-            terminal.tables.quiet = quiet
+    with C.user_errors(FileNotFoundError), C.quiet_tables(json_output):  # --json: one JSON object, no tables
+        done = run_sweep(config, progress=progress, execute=execute, announce=announce, report=report)
     if json_output:  # the summary as one JSON object on stdout, instead of the table
         typer.echo(json.dumps({"summary": done.summary, "folder": str(done.out)}, default=str))
     else:
-        terminal.sweep_summary(done.summary, f"sweep {config}")
+        C.terminal.sweep_summary(done.summary, f"sweep {config}")
     C.console.print(f"Summary: {done.out / 'summary.json'}" + (f"  Report: {done.report}" if done.report else ""),
                     highlight=False)
     C.check_failures(done.results, done.max_failures)
@@ -88,31 +75,27 @@ def retry_failed_cmd(run_folder: Path = typer.Argument(..., metavar="RUN", help=
     C.setup_logging()
     task, spec = C.task_of(run_folder)
     opts = run.options(**_recorded(spec))
-    try:
-        with C.interrupted("retry-failed", run_folder):
-            result = api.retry_failed(task, run_folder, opts)
-    except C.refusals() as exc:
-        C.fail(C.one_line(exc))
+    with C.refused(), C.interrupted("retry-failed", run_folder):
+        result = C.api.retry_failed(task, run_folder, opts)
     counts = result.results["counts"]
     C.console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
-    terminal.failures(counts)
-    terminal.results(result.results)  # the table the run command prints
+    C.terminal.failures(counts)
+    C.terminal.results(result.results)  # the table the run command prints
     C.check_budget(result.results)
     C.check_failures([{**result.results, "_folder": str(run_folder)}], run.max_failures)
 
 
-def merge(out: Path = typer.Argument(..., metavar="OUT", help="Folder for the merged run"),
-          shards: list[Path] = typer.Argument(..., metavar="SHARD...", help="The shard run folders (--shard i/N)"),
-          overwrite: bool = typer.Option(False, "--overwrite",
-                                         help="Replace the run in OUT when it is another run (only a run folder)."),
-          max_failures: float = C.MAX_FAILURES, report: bool = C.REPORT) -> None:
+def merge(
+    out: Path = typer.Argument(..., metavar="OUT", help="Folder for the merged run"),
+    shards: list[Path] = typer.Argument(..., metavar="SHARD...", help="The shard run folders (--shard i/N)"),
+    overwrite: bool = typer.Option(False, "--overwrite",
+                                   help="Replace the run in OUT when it is another run (only a run folder)."),
+    max_failures: float = C.MAX_FAILURES, report: bool = C.REPORT,
+) -> None:
     """Join the folders of a run split with --shard i/N into one run folder (idempotent, any N)."""
     C.setup_logging()
-    try:
-        with C.user_errors(FileNotFoundError):
-            results = api.merge_runs(shards, out, overwrite=overwrite, report=report)
-    except C.refusals() as exc:
-        C.fail(C.one_line(exc))
+    with C.refused(), C.user_errors(FileNotFoundError):
+        results = C.api.merge_runs(shards, out, overwrite=overwrite, report=report)
     c = results["counts"]
     C.console.print(f"[green]merged[/green] {len(shards)} shards: {c['done']}/{c['samples']} samples done, "
                     f"{c['failed']} failed, {c['pending']} pending. Results: {out / 'results.json'}")

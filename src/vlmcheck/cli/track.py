@@ -1,5 +1,4 @@
-"""``vlmcheck track RUN... --to mlflow|wandb|tensorboard``: finished runs logged to experiment trackers after the
-fact (vlmcheck/track); a run a tracker already holds is not logged again."""
+"""``vlmcheck track RUN... --to mlflow|wandb|tensorboard``: finished runs logged to experiment trackers."""
 
 from __future__ import annotations
 
@@ -29,4 +28,5 @@ def track(
         done = track_runs(runs, to, group)
     for d in done:
         where = f": {d['where']}" if d["where"] else ""
-        C.console.print(f"{d['tracker']}: {d['run']} {d['status']}{where}", highlight=False, markup=False, soft_wrap=True)
+        C.console.print(f"{d['tracker']}: {d['run']} {d['status']}{where}", highlight=False, markup=False,
+                        soft_wrap=True)

@@ -1,5 +1,4 @@
-"""``vlmcheck vhx run|pope|export|dataset|finetune|compare``: VHExpansion (methods/vhexpansion.py,
-methods/pope.py) and its fine-tuning (finetune/)."""
+"""``vlmcheck vhx run|pope|export|dataset|finetune|compare``: VHExpansion and its fine-tuning (finetune/)."""
 
 from __future__ import annotations
 
@@ -11,10 +10,7 @@ import typer
 
 from ..core.files import write_text_atomic
 from ..core.spec import load_model
-from ._lazy import lazy_module
 from . import _common as C
-
-terminal = lazy_module("vlmcheck.report.terminal")
 
 vhx_app = typer.Typer(no_args_is_help=True, help="VHExpansion: expand yes/no hallucination test cases.")
 
@@ -22,12 +18,12 @@ vhx_app = typer.Typer(no_args_is_help=True, help="VHExpansion: expand yes/no hal
 @vhx_app.command("run")
 @C.run_command
 def vhx_run(
-    vlm: str = typer.Option(..., "--vlm", metavar="SPEC", help="VLM spec"),
+    vlm: str = C.VLM,
     cases: str = typer.Option(..., "--cases", metavar="SOURCE",
                               help="JSONL/CSV (image, question, answer; a path or an fsspec URL) or a world folder"
                                    + C.DATA_HELP),
     benchmark: Optional[str] = C.BENCHMARK,
-    out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder"),
+    out: Path = C.RUN_FOLDER,
     negator: str = typer.Option("ref:negator", "--negator", metavar="SPEC",
                                 help="TextModel spec for negation (paper prompt)"),
     perturb: str = typer.Option("vhx_gaussian_noise,vhx_brightness,vhx_defocus_blur,vhx_jpeg", "--perturb",
@@ -66,16 +62,18 @@ def vhx_run(
 
 
 @vhx_app.command("pope")
-def vhx_pope(annotations: Path = typer.Option(..., "--annotations", metavar="PATH",
-                                              help="COCO instances JSON or JSONL image,objects"),
-             split: str = typer.Option("random", "--split", metavar="SPLIT",
-                                       help="random, popular or adversarial"),
-             n_images: int = typer.Option(500, "--n-images", min=1, metavar="N",
-                                          help="Images sampled from the annotations (POPE: 500)"), seed: int = C.SEED,
-             images: Optional[Path] = typer.Option(None, "--images", metavar="DIR",
-                                                   help="Folder of the images (COCO: val2014/); default: beside "
-                                                        "the annotations"),
-             out: Path = typer.Option(..., "--out", metavar="FILE", help="Output JSONL of cases")) -> None:
+def vhx_pope(
+    annotations: Path = typer.Option(..., "--annotations", metavar="PATH",
+                                     help="COCO instances JSON or JSONL image,objects"),
+    split: str = typer.Option("random", "--split", metavar="SPLIT", help="random, popular or adversarial"),
+    n_images: int = typer.Option(500, "--n-images", min=1, metavar="N",
+                                 help="Images sampled from the annotations (POPE: 500)"),
+    seed: int = C.SEED,
+    images: Optional[Path] = typer.Option(None, "--images", metavar="DIR",
+                                          help="Folder of the images (COCO: val2014/); default: beside the "
+                                               "annotations"),
+    out: Path = typer.Option(..., "--out", metavar="FILE", help="Output JSONL of cases"),
+) -> None:
     """Build a POPE split (3 positives + 3 negatives per image) as VHExpansion cases."""
     from ..methods.pope import write_pope_cases
 
@@ -88,9 +86,10 @@ def vhx_pope(annotations: Path = typer.Option(..., "--annotations", metavar="PAT
 
 
 @vhx_app.command("export")
-def vhx_export(run: Path = typer.Argument(..., metavar="RUN", help="A finished vhx run folder"),
-               out: Path = typer.Option(..., "--out", metavar="DIR",
-                                        help="Folder for expanded.jsonl, images/, negations.csv")) -> None:
+def vhx_export(
+    run: Path = typer.Argument(..., metavar="RUN", help="A finished vhx run folder"),
+    out: Path = typer.Option(..., "--out", metavar="DIR", help="Folder for expanded.jsonl, images/, negations.csv"),
+) -> None:
     """Export the expanded dataset with provenance, and the negations for human review."""
     from ..methods.vhexpansion import export_expanded
 
@@ -100,22 +99,23 @@ def vhx_export(run: Path = typer.Argument(..., metavar="RUN", help="A finished v
 
 
 @vhx_app.command("dataset")
-def vhx_dataset(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished vhx run folders"),
-                out: Path = typer.Option(..., "--out", metavar="DIR", help="Folder for the training data"),
-                rephraser: str = typer.Option("ref:paraphraser", "--rephraser", metavar="SPEC",
-                                              help="TextModel spec that rephrases each question k times"),
-                k: int = typer.Option(4, "--k", min=0, metavar="K",
-                                      help="Rephrasings per question (paper: 4); 0 for none"),
-                train_fraction: float = typer.Option(0.5, "--train-fraction", metavar="F",
-                                                     help="Share of source images trained on; the rest is held out"),
-                vqa: Optional[Path] = typer.Option(None, "--vqa", metavar="FILE",
-                                                   help="General VQA data in LLaVA's JSON format to mix in"),
-                vqa_n: int = typer.Option(4000, "--vqa-n", min=1, metavar="N",
-                                          help="Records sampled from --vqa (paper: 4,000)"),
-                variants: str = typer.Option("original,adversarial", "--variants", metavar="NAMES",
-                                             help="Image variants trained on (paper: original,adversarial); add "
-                                                  "common perturbations by name, e.g. vhx_jpeg"),
-                api_key: Optional[str] = C.API_KEY, seed: int = C.SEED) -> None:
+def vhx_dataset(
+    runs: list[Path] = typer.Argument(..., metavar="RUN...", help="Finished vhx run folders"),
+    out: Path = typer.Option(..., "--out", metavar="DIR", help="Folder for the training data"),
+    rephraser: str = typer.Option("ref:paraphraser", "--rephraser", metavar="SPEC",
+                                  help="TextModel spec that rephrases each question k times"),
+    k: int = typer.Option(4, "--k", min=0, metavar="K", help="Rephrasings per question (paper: 4); 0 for none"),
+    train_fraction: float = typer.Option(0.5, "--train-fraction", metavar="F",
+                                         help="Share of source images trained on; the rest is held out"),
+    vqa: Optional[Path] = typer.Option(None, "--vqa", metavar="FILE",
+                                       help="General VQA data in LLaVA's JSON format to mix in"),
+    vqa_n: int = typer.Option(4000, "--vqa-n", min=1, metavar="N", help="Records sampled from --vqa (paper: 4,000)"),
+    variants: str = typer.Option("original,adversarial", "--variants", metavar="NAMES",
+                                 help="Image variants trained on (paper: original,adversarial); add common "
+                                      "perturbations by name, e.g. vhx_jpeg"),
+    api_key: Optional[str] = C.API_KEY,
+    seed: int = C.SEED,
+) -> None:
     """Training data from expanded cases, split by image (held-out cases for `vhx run` before and after)."""
     from ..finetune.data import build_dataset
 
@@ -138,38 +138,34 @@ def vhx_dataset(runs: list[Path] = typer.Argument(..., metavar="RUN...", help="F
 
 
 @vhx_app.command("finetune")
-def vhx_finetune(model: str = typer.Option(..., "--model", metavar="SPEC", help="hf:REPO_OR_PATH of the base model"),
-                 data: Path = typer.Option(..., "--data", metavar="PATH",
-                                           help="A `vhx dataset` folder (or a LLaVA JSON file)"),
-                 out: Path = typer.Option(..., "--out", metavar="DIR",
-                                          help="Folder for the LoRA adapter; re-run to resume"),
-                 learning_rate: float = typer.Option(1.8e-6, "--learning-rate", metavar="LR", help="Paper: 1.8e-6"),
-                 epochs: float = typer.Option(1.0, "--epochs", metavar="E",
-                                              help="Passes over the training data (fractions allowed)"),
-                 max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, metavar="N",
-                                                         help="Stop after N optimiser steps (overrides --epochs)"),
-                 lora_r: int = typer.Option(128, "--lora-r", min=1, metavar="R", help="LLaVA-1.5 LoRA recipe: 128"),
-                 lora_alpha: int = typer.Option(256, "--lora-alpha", min=1, metavar="A",
-                                                help="LLaVA-1.5 LoRA recipe: 256"),
-                 batch_size: int = typer.Option(16, "--batch-size", min=1, metavar="N",
-                                                help="Conversations per device step"),
-                 grad_accum: int = typer.Option(1, "--grad-accum", min=1, metavar="N",
-                                                help="Device steps per optimiser step (effective batch: N x "
-                                                     "--batch-size)"),
-                 save_steps: int = typer.Option(50, "--save-steps", min=1, metavar="N",
-                                                help="Write a checkpoint every N optimiser steps (a re-run resumes "
-                                                     "from the last)"),
-                 gradient_checkpointing: bool = typer.Option(True,
-                                                             "--gradient-checkpointing/--no-gradient-checkpointing",
-                                                             help="Recompute activations in the backward pass: less "
-                                                                  "memory, about a third slower"),
-                 projector_lr: Optional[float] = typer.Option(
-                     None, "--projector-lr", min=0.0, metavar="LR",
-                     help="Learning rate of the multimodal projector (default: 2e-5 for LLaVA-family models, "
-                          "as LLaVA-1.5's LoRA recipe; 0 freezes it)"),
-                 model_max_length: int = typer.Option(2048, "--model-max-length", min=16, metavar="N",
-                                                      help="Tokens per conversation (LLaVA-1.5: 2048)"),
-                 seed: int = C.SEED, progress: bool = C.PROGRESS) -> None:
+def vhx_finetune(
+    model: str = typer.Option(..., "--model", metavar="SPEC", help="hf:REPO_OR_PATH of the base model"),
+    data: Path = typer.Option(..., "--data", metavar="PATH", help="A `vhx dataset` folder (or a LLaVA JSON file)"),
+    out: Path = typer.Option(..., "--out", metavar="DIR", help="Folder for the LoRA adapter; re-run to resume"),
+    learning_rate: float = typer.Option(1.8e-6, "--learning-rate", metavar="LR", help="Paper: 1.8e-6"),
+    epochs: float = typer.Option(1.0, "--epochs", metavar="E",
+                                 help="Passes over the training data (fractions allowed)"),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, metavar="N",
+                                            help="Stop after N optimiser steps (overrides --epochs)"),
+    lora_r: int = typer.Option(128, "--lora-r", min=1, metavar="R", help="LLaVA-1.5 LoRA recipe: 128"),
+    lora_alpha: int = typer.Option(256, "--lora-alpha", min=1, metavar="A", help="LLaVA-1.5 LoRA recipe: 256"),
+    batch_size: int = typer.Option(16, "--batch-size", min=1, metavar="N", help="Conversations per device step"),
+    grad_accum: int = typer.Option(1, "--grad-accum", min=1, metavar="N",
+                                   help="Device steps per optimiser step (effective batch: N x --batch-size)"),
+    save_steps: int = typer.Option(50, "--save-steps", min=1, metavar="N",
+                                   help="Write a checkpoint every N optimiser steps (a re-run resumes from the last)"),
+    gradient_checkpointing: bool = typer.Option(True, "--gradient-checkpointing/--no-gradient-checkpointing",
+                                                help="Recompute activations in the backward pass: less memory, about "
+                                                     "a third slower"),
+    projector_lr: Optional[float] = typer.Option(
+        None, "--projector-lr", min=0.0, metavar="LR",
+        help="Learning rate of the multimodal projector (default: 2e-5 for LLaVA-family models, as LLaVA-1.5's LoRA "
+             "recipe; 0 freezes it)"),
+    model_max_length: int = typer.Option(2048, "--model-max-length", min=16, metavar="N",
+                                         help="Tokens per conversation (LLaVA-1.5: 2048)"),
+    seed: int = C.SEED,
+    progress: bool = C.PROGRESS,
+) -> None:
     """LoRA fine-tuning (peft + transformers Trainer), loss on the answers only; resumes from checkpoints."""
     from ..finetune.train import FinetuneConfig, finetune
 
@@ -192,15 +188,15 @@ def vhx_finetune(model: str = typer.Option(..., "--model", metavar="SPEC", help=
 
 
 @vhx_app.command("compare")
-def vhx_compare(before: Path = typer.Argument(..., metavar="BEFORE", help="VHExpansion run of the base model"),
-                after: Path = typer.Argument(..., metavar="AFTER",
-                                             help="VHExpansion run of the fine-tuned model, same cases"),
-                general: Optional[list[str]] = typer.Option(None, "--general", metavar="BEFORE_RUN,AFTER_RUN",
-                                                            help="BEFORE_RUN,AFTER_RUN of a general-ability run "
-                                                                 "(e.g. a ChEF MMBench recipe); repeat"),
-                out: Optional[Path] = typer.Option(None, "--out", metavar="DIR",
-                                                   help="Folder for compare.json and report.html"),
-                as_json: bool = typer.Option(False, "--json", help="Print the comparison as one JSON object")) -> None:
+def vhx_compare(
+    before: Path = typer.Argument(..., metavar="BEFORE", help="VHExpansion run of the base model"),
+    after: Path = typer.Argument(..., metavar="AFTER", help="VHExpansion run of the fine-tuned model, same cases"),
+    general: Optional[list[str]] = typer.Option(None, "--general", metavar="BEFORE_RUN,AFTER_RUN",
+                                                help="BEFORE_RUN,AFTER_RUN of a general-ability run (e.g. a ChEF "
+                                                     "MMBench recipe); repeat"),
+    out: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Folder for compare.json and report.html"),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as one JSON object"),
+) -> None:
     """Accuracy and symmetric accuracy before and after fine-tuning, per dataset and variant (Tables 7, 8)."""
     from ..finetune.compare import compare_vhx
 
@@ -215,7 +211,7 @@ def vhx_compare(before: Path = typer.Argument(..., metavar="BEFORE", help="VHExp
     if as_json:
         typer.echo(json.dumps(cmp, default=str))
     else:
-        terminal.vhx_compare(cmp)
+        C.terminal.vhx_compare(cmp)
     if out is not None:
         from ..report.html import build_report
 

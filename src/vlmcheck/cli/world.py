@@ -1,25 +1,23 @@
-"""``vlmcheck world make|pairs`` (world/make.py) and ``vlmcheck meta`` (meta/evaluate.py): the reference world
-and the meta-evaluation on it."""
+"""``vlmcheck world make|pairs`` (world/make.py) and ``vlmcheck meta`` (meta/evaluate.py)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
 
-from ._lazy import lazy_module
 from . import _common as C
-
-terminal = lazy_module("vlmcheck.report.terminal")
 
 world_app = typer.Typer(no_args_is_help=True, help="The offline reference world.")
 
 
 @world_app.command("pairs")
-def world_pairs(out: Path = typer.Argument(..., metavar="OUT", help="Output folder"),
-                n: int = typer.Option(20, "--n", min=1, metavar="N", help="Number of scene pairs to write"),
-                seed: int = typer.Option(0, "--seed", help="Seed of the scenes (the same seed writes the same pairs)")
-                ) -> None:
+def world_pairs(
+    out: Path = typer.Argument(..., metavar="OUT", help="Output folder"),
+    n: int = typer.Option(20, "--n", min=1, metavar="N", help="Number of scene pairs to write"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the scenes (the same seed writes the same pairs)"),
+) -> None:
     """Write scene pairs that share objects (pairs.jsonl + images) for CAST."""
     from ..world.make import make_world_pairs
 
@@ -27,12 +25,13 @@ def world_pairs(out: Path = typer.Argument(..., metavar="OUT", help="Output fold
 
 
 @world_app.command("make")
-def world_make(out: Path = typer.Argument(..., metavar="OUT", help="Output folder"),
-               n: int = typer.Option(200, "--n", min=1, metavar="N", help="Number of scenes"),
-               seed: int = typer.Option(0, "--seed", help="Seed of the scenes (the same seed writes the same world)"),
-               size: int = typer.Option(384, "--size", min=32, max=8192, metavar="PX",
-                                        help="Side of each image in pixels (32 or more: a 3x3 grid of objects)")
-               ) -> None:
+def world_make(
+    out: Path = typer.Argument(..., metavar="OUT", help="Output folder"),
+    n: int = typer.Option(200, "--n", min=1, metavar="N", help="Number of scenes"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the scenes (the same seed writes the same world)"),
+    size: int = typer.Option(384, "--size", min=32, max=8192, metavar="PX",
+                             help="Side of each image in pixels (32 or more: a 3x3 grid of objects)"),
+) -> None:
     """Write seeded scenes: images/<category>/*.png, scene graphs, descriptions, questions (manifest.jsonl)."""
     from ..world.make import make_world
 
@@ -40,20 +39,20 @@ def world_make(out: Path = typer.Argument(..., metavar="OUT", help="Output folde
     C.console.print(f"[green]wrote[/green] {n} scenes: {manifest}", highlight=False)
 
 
-def meta(out: Path = typer.Option(Path("meta-run"), "--out", metavar="DIR",
-                                  help="Folder for the world, the runs and the table"),
-         n: int = typer.Option(50, "--n", metavar="N",
-                               help="Scenes of the reference world (and half as many pairs for CAST)"),
-         seed: int = C.SEED,
-         as_json: bool = typer.Option(False, "--json", help="Print the result as one JSON object")) -> None:
+def meta(
+    out: Path = typer.Option(Path("meta-run"), "--out", metavar="DIR",
+                             help="Folder for the world, the runs and the table"),
+    n: int = typer.Option(50, "--n", metavar="N",
+                          help="Scenes of the reference world (and half as many pairs for CAST)"),
+    seed: int = C.SEED,
+    as_json: bool = typer.Option(False, "--json", help="Print the result as one JSON object"),
+) -> None:
     """Meta-evaluation on the reference world: Kendall tau between true error and each metric."""
     from ..meta import meta_evaluate
 
     C.setup_logging()
     res = meta_evaluate(out, n=n, seed=seed, progress=True)
     if as_json:
-        import json
-
         typer.echo(json.dumps(res, default=str))
     else:
-        terminal.meta(res)
+        C.terminal.meta(res)

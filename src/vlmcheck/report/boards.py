@@ -11,9 +11,8 @@ from ..methods.decide import decide
 
 
 def decisions_view(folders: list[Path]) -> list[dict[str, Any]]:
-    """:func:`~vlmcheck.methods.decide.decide` over the report's runs: the list of per-method decision rows
-    documented there (each with its ``sentence``; a failed group is ``{"method", "error"}``).  A run whose
-    results cannot be read leaves one sentence, never a failed report."""
+    """:func:`~vlmcheck.methods.decide.decide` over the report's runs; a run whose results cannot be read
+    leaves one sentence, never a failed report."""
     try:
         return decide(folders)
     except (OSError, ValueError, KeyError) as exc:  # a damaged run: the report still shows everything else
@@ -21,8 +20,7 @@ def decisions_view(folders: list[Path]) -> list[dict[str, Any]]:
 
 
 def unmeasured(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The runs the decisions leave out because their headline is not a measurement, each with its reason (the
-    report's view of a run carries it as ``not_measured``)."""
+    """The runs the decisions leave out because their headline is not a measurement, each with its reason."""
     return [{"model": (v["spec"].get("task_spec") or {}).get("vlm", v["name"]), "run": v["name"], "task": v["task"],
              "metric": v["headline"][0], "reason": v["not_measured"]} for v in views if v.get("not_measured")]
 

@@ -10,7 +10,6 @@ from typing import Any
 from ..run.labels import run_labels
 
 
-
 def _svg(fig) -> str:
     import matplotlib.pyplot as plt
 
@@ -28,11 +27,8 @@ def _plt():
     import matplotlib.pyplot as plt
 
     plt.rcParams["svg.fonttype"] = "none"
-    # every text drawn is literal: a model named `$\frac$` is a name, not a formula (mathtext failed to parse it
-    # and stopped the report)
-    plt.rcParams["text.parse_math"] = False
+    plt.rcParams["text.parse_math"] = False  # every text literal: a model named `$\frac$` is a name, not a formula
     return plt
-
 
 
 def s_curves(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -44,7 +40,8 @@ def s_curves(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     out = []
     for r, label in zip(runs, run_labels((r["results"], r.get("folder")) for r in runs)):
-        per_image = [s["result"]["s"] for s in r["samples"] if s.get("status") == "done" and (s.get("result") or {}).get("s")]
+        per_image = [s["result"]["s"] for s in r["samples"]
+                     if s.get("status") == "done" and (s.get("result") or {}).get("s")]
         if not per_image:
             continue
         T = max(len(x) for x in per_image)
@@ -79,7 +76,7 @@ def _s_curve(runs: list[dict[str, Any]]) -> str | None:
 
 
 def cast_k(results: dict[str, Any]) -> int:
-    """The k of a CAST run's headline ("CAST Top-3 ..."), 3 for runs made before the headline was recorded."""
+    """The k of a CAST run's headline ("CAST Top-3 ..."), 3 for a run whose results record no headline."""
     import re
 
     found = re.search(r"Top-(\d+)", ((results.get("metrics") or {}).get("headline") or {}).get("name") or "")
@@ -87,7 +84,7 @@ def cast_k(results: dict[str, Any]) -> int:
 
 
 def _cast_heatmaps(run: dict[str, Any]) -> list[dict[str, str]]:
-    # the k of the run's headline (Top-3), so the heatmap and the headline say the same thing
+    """A heatmap per prompt format at the k of the run's headline, so the two say the same thing."""
     topk = run["results"]["metrics"].get("topk", {})
     top = topk.get(f"top{cast_k(run['results'])}") or next(iter(topk.values()), None)
     if not top:
@@ -100,7 +97,7 @@ def _cast_heatmaps(run: dict[str, Any]) -> list[dict[str, str]]:
 @functools.lru_cache(maxsize=64)
 def _heatmap_svg(fmt: str, scores: tuple[tuple[float | None, ...], ...]) -> str:
     """One prompt format's heatmap, drawn once per process for the same scores (a run's own report and a
-    report over several runs show the same one; drawing it takes a fifth of a second)."""
+    report over several runs show the same one)."""
     import numpy as np
 
     plt = _plt()
@@ -148,5 +145,3 @@ def reliability_figure(bins: list[dict[str, Any]]):
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     return fig
-
-

@@ -1,14 +1,7 @@
-"""One static HTML report for any run or set of runs.
+"""One static HTML report for any run or set of runs, needing no network (docs/usage.md, "Reports").
 
-The page needs no network: figures are inline SVG (matplotlib); images are
-linked where they are, never copied (``report/thumbs.py``).  Per-sample data
-is embedded as JSON and rendered in pages of 50 rows by a small inline script,
-so a 2,000-sample run stays fast; a larger run's rows go to files beside the
-page (``<name>_files/``, ``report/pages.py``).
-
-Safety: every model-produced or dataset-provided string reaches the page
-either through Jinja2 autoescaping or through ``textContent`` in the script;
-the embedded JSON is escaped so that it cannot close its ``<script>`` tag.
+Every model-produced or dataset-provided string reaches the page through Jinja2 autoescaping or ``textContent``
+in the page's script; the embedded JSON is escaped so that it cannot close its ``<script>`` tag (pages.py).
 """
 
 from __future__ import annotations
@@ -23,40 +16,33 @@ from pydantic_core import to_json
 
 from ..core.files import SampleRecords, read_results, write_bytes_atomic, write_text_atomic
 from ..datasets.base import choices_line
-from ..methods.headline import (headline, headline_of, not_measured_reason,  # noqa: F401  (headline re-exported)
-                                vision_gain_of)
-from .boards import decisions_view, leaderboards, unmeasured
-from .pages import prune_rows, rows_json
-from .thumbs import _Thumbs
+from ..methods.headline import headline, headline_of, not_measured_reason, vision_gain_of
 from ..methods.views import generic_row, view_for
 from ..run.labels import run_labels
-from .panels import PANELS, SHOWN_CHAINS, TOGETHER, chef_settings, degenerate_note, variants_compare  # noqa: F401
+from .boards import decisions_view, leaderboards, unmeasured
+from .pages import prune_rows, rows_json
+from .panels import PANELS, TOGETHER, variants_compare
 from .terminal import rank_text
-
+from .thumbs import _Thumbs
 
 
 def _load_run(folder: Path) -> dict[str, Any]:
     res = read_results(folder, need_samples=False)  # a damaged file: one sentence (core/files.py)
-    # read a line at a time by each view that walks them: a million samples are never in memory at once; each
-    # record checked as it is read
+    # read a line at a time by each view that walks them, each record checked as it is read
     samples = SampleRecords(folder / "samples.jsonl", missing_ok=True)
     return {"folder": folder, "results": res, "samples": samples, "task": res.get("task")}
 
 
-# ----------------------------------------------------------------------------- per-task views
-
-
 def _sample_rows(run: dict[str, Any], thumbs: _Thumbs, disagree: set[str] = frozenset(),
                  failures: list[dict[str, Any]] | None = None) -> Iterator[dict[str, Any]]:
-    """Rows for the paged table, one at a time: id, status, details, and what the method's view says of the sample
-    (a one-line summary, a key answer, right or wrong, its images; ``methods/views.py``), the generic row where
-    the method declares none.  ``failures``: the failed samples' id, error type and message appended to it in the
-    same walk (the report's list of errors; a second walk parsed every record again)."""
+    """Rows for the paged table, one at a time: id, status, details, and what the method's view says of the
+    sample (``methods/views.py``; the generic row where it declares none).  ``failures``: the failed samples' id,
+    error type and message, appended in the same walk."""
     row_of = view_for(run["task"]).row or generic_row
     folder = Path(run["folder"])
     for s in run["samples"]:
         if failures is not None and s["status"] == "error":
-            failures.append(_failure(s))
+            failures.append({"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]})
         r = s.get("result") or {}
         shown = row_of(r, folder)
         images = [thumbs.image(im["path"], im["label"], **{k: v for k, v in im.items() if k not in ("path", "label")})
@@ -64,18 +50,11 @@ def _sample_rows(run: dict[str, Any], thumbs: _Thumbs, disagree: set[str] = froz
         yield {"id": s["sample_id"], "status": s["status"],
                "error": (s.get("error") or {}).get("message", ""), "summary": str(shown.get("summary") or ""),
                "answer": str(shown.get("answer") or ""), "correct": shown.get("correct"), "images": images,
-               "detail": _detail(r),
-               "disagree": s["sample_id"] in disagree}
-
-
-def _failure(s: dict[str, Any]) -> dict[str, Any]:
-    return {"id": s["sample_id"], "type": s["error"]["type"], "message": s["error"]["message"]}
+               "detail": _detail(r), "disagree": s["sample_id"] in disagree}
 
 
 DETAIL_CHARS = 6000  # of a sample's record, shown in its row
 _INDENTED = json.JSONEncoder(indent=1, ensure_ascii=False, default=str)
-
-
 LONG_VECTOR = 16  # a list of more numbers than this is shown as its length, not its values
 #: a record whose strings hold more characters than this is encoded by json's own encoder, which stops at
 #: DETAIL_CHARS; pydantic-core's encodes the whole record first (fast, but a 1-MB answer is 1 MB of JSON)
@@ -83,10 +62,9 @@ RUST_MAX_CHARS = 1 << 16
 
 
 def _readable_plain(obj: Any) -> tuple[Any, bool]:
-    """A record as a reader wants it in "show" (a vector of numbers, such as GenCeption's 1,280-float
-    embeddings, as "[1280 numbers]", everything else as it is), and whether pydantic-core's JSON encoder writes
-    it as json.dumps does: not when it holds a float below 1e-4 in size (written 0.00001 and 1e-6 there, 1e-05
-    and 1e-06 by Python) or more than RUST_MAX_CHARS characters of text."""
+    """A record as a reader wants it in "show" (a vector of numbers as "[1280 numbers]"), and whether
+    pydantic-core's JSON encoder writes it as json.dumps does: not with a float below 1e-4 in size (0.00001 and
+    1e-6 there, 1e-05 and 1e-06 in Python) or more than RUST_MAX_CHARS characters of text."""
     chars, plain = 0, True
 
     def walk(o: Any) -> Any:
@@ -108,11 +86,9 @@ def _readable_plain(obj: Any) -> tuple[Any, bool]:
 
 
 def _detail(record: Any) -> str:
-    """What a row's "show" holds: the first DETAIL_CHARS characters of the record (:func:`_readable_plain`) as
-    indented JSON, the text of ``json.dumps(indent=1, ensure_ascii=False)``.  Written by pydantic-core's encoder (Rust,
-    6 us a describe record against json's 41 us: json has no C encoder for indented output, and this was the
-    largest part of a 2,000-sample report) where it writes the same text (:func:`_readable_plain`; a string
-    that is not valid UTF-8, a file name's, makes it raise), else by :func:`_json_head`."""
+    """What a row's "show" holds: the first DETAIL_CHARS characters of the record as indented JSON, the text of
+    ``json.dumps(indent=1, ensure_ascii=False)``, by pydantic-core's encoder where it writes the same text (json
+    has no C encoder for indented output), else by :func:`_json_head`."""
     shown, plain = _readable_plain(record)
     if plain:
         try:
@@ -123,8 +99,8 @@ def _detail(record: Any) -> str:
 
 
 def _json_head(obj: Any, limit: int) -> str:
-    """The first ``limit`` characters of ``obj`` as indented JSON, encoding no further: json.dumps of a CAST
-    pair's record (25 kB, in Python: indented JSON has no C encoder) was a third of a report's time."""
+    """The first ``limit`` characters of ``obj`` as indented JSON, encoding no further (a CAST pair's record is
+    25 kB)."""
     chunks, n = [], 0
     for chunk in _INDENTED.iterencode(obj):
         chunks.append(chunk)
@@ -144,21 +120,17 @@ def bound_note(h: dict[str, Any]) -> str | None:
     return how[0].upper() + how[1:] + ": a conservative interval, wide on purpose"
 
 
-def _headline_ci(run: dict[str, Any]) -> list | None:
-    return headline_of(run["results"]).get("ci95")
-
-
 def _official(metrics: dict[str, Any]) -> dict[str, Any] | None:
     """The benchmark's official figures (datasets/official.py) as the report's table: what was declared, each
     figure with its interval, the notes."""
-    if not metrics.get("official"):  # most runs: no benchmark's figure, and no numpy for a one-image run
+    block = metrics.get("official")
+    if not block:  # most runs: no benchmark's figure, and no numpy for a one-image run
         return None
     from ..datasets.official import rows
 
-    got = rows(metrics.get("official"))
+    got = rows(block)
     if not got:
         return None
-    block = metrics["official"]
     blocks = list(block["benchmarks"].values()) if "benchmarks" in block else [block]
     return {"declared": [f"{b['name']} ({b['source']})" for b in blocks],
             "rows": [{"benchmark": b, "figure": name, "value": v.get("value"), "ci95": v.get("ci95"),
@@ -166,25 +138,15 @@ def _official(metrics: dict[str, Any]) -> dict[str, Any] | None:
             "notes": [n for b in blocks for n in b.get("notes") or ()]}
 
 
-def _headline(run: dict[str, Any]) -> tuple[str, float | None]:
-    return headline(run["results"])
-
-
-def _key_answer(task: str, r: dict[str, Any]) -> Any:
-    """The answer two runs of the same task are compared on (the method's view says which; else its answer)."""
-    key = view_for(task).key_answer
-    return key(r) if key is not None else r.get("answer")
-
-
 def _disagreements(runs: list[dict[str, Any]]) -> set[str]:
-    """Sample ids whose key answer differs between runs of the same task."""
+    """Sample ids whose key answer (the method's view says which; else its answer) differs between runs."""
     if len(runs) < 2:
         return set()
     by_id: dict[str, set] = {}
     for run in runs:
+        key = view_for(run["task"]).key_answer or (lambda r: r.get("answer"))
         for s in run["samples"]:
-            key = _key_answer(run["task"], s.get("result") or {})
-            by_id.setdefault(s["sample_id"], set()).add(json.dumps(key, default=str))
+            by_id.setdefault(s["sample_id"], set()).add(json.dumps(key(s.get("result") or {}), default=str))
     return {k for k, v in by_id.items() if len(v) > 1}
 
 
@@ -231,9 +193,8 @@ def _together(loaded: list[dict[str, Any]], external_csv: Any) -> tuple[Any, dic
 
 @functools.lru_cache(maxsize=1)
 def _template() -> Any:
-    """The page's template, compiled once per process (compiling it took a quarter of a small run's report) and
-    its compiled code kept in jinja2's bytecode cache (a private folder of the user's in the temporary folder,
-    checked against the template's source), so that a one-image run does not compile it again."""
+    """The page's template, compiled once per process and kept in jinja2's bytecode cache (a private folder in
+    the temporary folder, checked against the template's source) for the next process."""
     from jinja2 import FileSystemBytecodeCache
 
     try:
@@ -256,65 +217,53 @@ def build_report(runs: list[str | Path], out: str | Path, external_csv: str | Pa
 
     out = Path(out)
     files_rel = out.stem + "_files"
-    thumbs = _Thumbs(out.parent / files_rel, files_rel, parallel=True)
+    files_dir = out.parent / files_rel
+    thumbs = _Thumbs(files_dir)
     rows_files: set[str] = set()  # the rows files this build wrote; an earlier build's others are removed
-    try:
-        loaded = [_load_run(Path(r)) for r in runs]
-        disagree = _disagreements(loaded)
-        labels = run_labels((r["results"], r["folder"]) for r in loaded)  # the names people read (run/labels.py)
-        views = []
-        for run, label in zip(track(loaded, "report", enabled=progress and len(loaded) > 1), labels):
-            res = run["results"]
-            view: dict[str, Any] = {"name": str(run["folder"]), "label": label, "task": run["task"],
-                                    "spec": res.get("spec") or {},
-                                    "counts": res.get("counts", {}), "metrics_json": json.dumps(res.get("metrics", {}),
-                                                                                                 indent=1, default=str),
-                                    "headline": _headline(run), "ci": _headline_ci(run), "usage": res.get("usage", {}),
-                                    "gain": vision_gain_of(res),
-                                    "mde": (headline_of(res).get("interval") or {}).get("min_detectable_difference"),
-                                    "ci_note": bound_note(headline_of(res)),
-                                    "not_measured": not_measured_reason(res)}
-            view["server_warnings"] = (res.get("server_checks") or {}).get("warnings", [])
-            view["data_read"] = [choices_line(d) for d in res.get("data_read") or []]
-            view["official"] = _official(res.get("metrics") or {})
-            view["failures"] = failures = []  # filled as the rows are made, before the page is rendered
-            for panel in view_for(run["task"]).panels:  # the sections the method's view names
-                view.update(PANELS[panel](run, thumbs))
-            # small runs: every row in the page; large ones: the first page there, the rest in files (report/pages.py)
-            view["rows_json"] = rows_json(_sample_rows(run, thumbs, disagree, failures), len(views),
-                                          out.parent / files_rel, files_rel, written=rows_files)
-            views.append(view)
-        board, together = _together(loaded, external_csv)
-        gallery = _gallery(Path(gallery_image), thumbs, out.parent / files_rel) if gallery_image else None
-        vhx_compare = variants_compare(views)
-        decisions = decisions_view([r["folder"] for r in loaded])
-        boards = leaderboards(views, decisions)
-        notes = {v["name"]: v["ci_note"] for v in views}
-        for d in decisions:  # the first screen: a leader's interval that is a bound says so
-            if "run" in d:
-                d["ci_note"] = notes.get(d["run"])
-        for b in boards:
-            for r in b["rows"]:
-                r["ci_note"] = notes.get(r["run"])
-        summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
-                    "ci": v["ci"], "ci_note": v["ci_note"], "gain": v["gain"], "mde": v["mde"],
-                    "not_measured": v["not_measured"],
-                    "model": v["label"]} for v in views]
-        # by method, then best first (every headline is higher-is-better), not by run path
-        summary.sort(key=lambda s: (s["task"], s["metric"], -(s["value"] if s["value"] is not None else float("-inf"))))
-        page = _template().render(title=title, views=views, board=board, curve=together.get("s_curve"),
-                                                      summary=summary, gallery=gallery, vhx_compare=vhx_compare,
-                                                      before_after=before_after, boards=boards,
-                                                      decisions=decisions, unmeasured=unmeasured(views))
-        thumbs.wait()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(out, page, errors="backslashreplace")  # a file name that is not UTF-8 shows escaped
-        prune_rows(out.parent / files_rel, rows_files)  # after the new page: the old one worked until then
-    finally:
-        thumbs.wait()  # also when the report failed: no thread left behind
+    loaded = [_load_run(Path(r)) for r in runs]
+    disagree = _disagreements(loaded)
+    labels = run_labels((r["results"], r["folder"]) for r in loaded)  # the names people read (run/labels.py)
+    views = []
+    for run, label in zip(track(loaded, "report", enabled=progress and len(loaded) > 1), labels):
+        res = run["results"]
+        head = headline_of(res)
+        view: dict[str, Any] = {
+            "name": str(run["folder"]), "label": label, "task": run["task"], "spec": res.get("spec") or {},
+            "counts": res.get("counts", {}), "metrics_json": json.dumps(res.get("metrics", {}), indent=1, default=str),
+            "headline": headline(res), "ci": head.get("ci95"), "usage": res.get("usage", {}),
+            "gain": vision_gain_of(res), "mde": (head.get("interval") or {}).get("min_detectable_difference"),
+            "ci_note": bound_note(head), "not_measured": not_measured_reason(res),
+            "server_warnings": (res.get("server_checks") or {}).get("warnings", []),
+            "data_read": [choices_line(d) for d in res.get("data_read") or []],
+            "official": _official(res.get("metrics") or {}),
+            "failures": [],  # filled as the rows are made, before the page is rendered
+        }
+        for panel in view_for(run["task"]).panels:  # the sections the method's view names
+            view.update(PANELS[panel](run, thumbs))
+        # small runs: every row in the page; large ones: the first page there, the rest in files (report/pages.py)
+        view["rows_json"] = rows_json(_sample_rows(run, thumbs, disagree, view["failures"]), len(views), files_dir,
+                                      files_rel, written=rows_files)
+        views.append(view)
+    board, together = _together(loaded, external_csv)
+    gallery = _gallery(Path(gallery_image), thumbs, files_dir) if gallery_image else None
+    decisions = decisions_view([r["folder"] for r in loaded])
+    boards = leaderboards(views, decisions)
+    notes = {v["name"]: v["ci_note"] for v in views}
+    for row in [d for d in decisions if "run" in d] + [r for b in boards for r in b["rows"]]:
+        row["ci_note"] = notes.get(row["run"])  # a leader's interval that is a bound says so
+    summary = [{"name": v["name"], "task": v["task"], "metric": v["headline"][0], "value": v["headline"][1],
+                "model": v["label"], **{k: v[k] for k in ("ci", "ci_note", "gain", "mde", "not_measured")}}
+               for v in views]
+    # by method, then best first (every headline is higher-is-better), not by run path
+    summary.sort(key=lambda s: (s["task"], s["metric"], -(s["value"] if s["value"] is not None else float("-inf"))))
+    page = _template().render(title=title, views=views, board=board, curve=together.get("s_curve"),
+                              summary=summary, gallery=gallery, vhx_compare=variants_compare(views),
+                              before_after=before_after, boards=boards, decisions=decisions,
+                              unmeasured=unmeasured(views))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out, page, errors="backslashreplace")  # a file name that is not UTF-8 shows escaped
+    prune_rows(files_dir, rows_files)  # after the new page: the old one worked until then
     return out
-
-
 
 
 def write_run_report(folder: str | Path) -> Path:

@@ -1,15 +1,7 @@
-"""The sample rows of a large run as files the page loads on demand, so the report opens at any size.
-
-A run with at most :data:`INLINE_MAX` samples keeps its rows in the page, as always.  A larger one keeps
-only its first :data:`FIRST` rows there; the rest go to ``<name>_files/rows-<run>-<k>.js``, :data:`CHUNK`
-rows a file, and an index of every row (id, failed, disagreeing) to ``rows-<run>-index.js``.  The files are
-scripts that hand their rows to the page (``vlmcheckRows(run, k, rows)``), not JSON fetched with ``fetch``:
-a browser loads a script next to a page opened from a plain folder (``file://``), where ``fetch`` is refused,
-so the report still needs no server.  The page loads a chunk when its page of 50 rows is shown and the index
-when a filter or the search is used; the search and filters then cover every row of the run.
-
-Rows are written as they are made (a generator in, files out): the report of a million samples never holds
-a million rows.
+"""The sample rows of a large run as files the page loads on demand, so the report opens at any size
+(docs/usage.md, "Reports").  The files are scripts that hand their rows to the page (``vlmcheckRows(run, k,
+rows)``), not JSON for ``fetch``, which a page opened from a plain folder (``file://``) is refused.  Rows are
+written as they are made: the report of a million samples never holds a million rows.
 """
 
 from __future__ import annotations
@@ -33,12 +25,6 @@ def script_json(obj: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def _flags(row: dict[str, Any]) -> int:
-    """1: failed or wrong (the "only failures" filter), 2: the runs disagree on it."""
-    failed = row.get("status") != "done" or row.get("correct") is False
-    return (1 if failed else 0) | (2 if row.get("disagree") else 0)
-
-
 def rows_json(rows: Iterable[dict[str, Any]], run: int, files_dir: Path, files_rel: str,
               written: set[str] | None = None) -> str:
     """What the page embeds for one run's rows: all of them (small runs), or the first page and where the
@@ -54,31 +40,21 @@ def rows_json(rows: Iterable[dict[str, Any]], run: int, files_dir: Path, files_r
         return script_json(head)
     files_dir.mkdir(parents=True, exist_ok=True)
     index: list[list[Any]] = []
-    n_chunks = 0
-    chunk: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        nonlocal n_chunks, chunk
-        text = f"vlmcheckRows({run},{n_chunks},{script_json(chunk)});\n"
-        write_text_atomic(files_dir / f"rows-{run}-{n_chunks}.js", text, errors="backslashreplace")
-        written.add(f"rows-{run}-{n_chunks}.js")
+    rest, n_chunks = itertools.chain(head, it), 0  # at most INLINE_MAX + 1 rows held at once
+    while chunk := list(itertools.islice(rest, CHUNK)):
+        for row in chunk:  # flags: 1 failed or wrong (the "only failures" filter), 2 the runs disagree on it
+            failed = row.get("status") != "done" or row.get("correct") is False
+            index.append([row["id"], (1 if failed else 0) | (2 if row.get("disagree") else 0)])
+        name = f"rows-{run}-{n_chunks}.js"
+        write_text_atomic(files_dir / name, f"vlmcheckRows({run},{n_chunks},{script_json(chunk)});\n",
+                          errors="backslashreplace")
+        written.add(name)
         n_chunks += 1
-        chunk = []
-
-    first = head[:FIRST]
-    for row in itertools.chain(head, it):  # at most INLINE_MAX + 1 rows held at once
-        index.append([row["id"], _flags(row)])
-        chunk.append(row)
-        if len(chunk) == CHUNK:
-            flush()
-    if chunk:
-        flush()
     write_text_atomic(files_dir / f"rows-{run}-index.js", f"vlmcheckIndex({run},{script_json(index)});\n",
                       errors="backslashreplace")
     written.add(f"rows-{run}-index.js")
     return script_json({"paged": True, "total": len(index), "chunk": CHUNK, "chunks": n_chunks,
-                        "base": f"{files_rel}/rows-{run}-", "first": first})
-
+                        "base": f"{files_rel}/rows-{run}-", "first": head[:FIRST]})
 
 
 def prune_rows(files_dir: Path, keep: set[str]) -> None:

@@ -1,14 +1,6 @@
-"""The report's per-run sections that a method's view names (``panels``, ``run/views.py``) and its sections over
-several runs (``together``): each a component that reads the records it is given, chosen by the method, never by
-the method's name.
-
-- ``chains``: a chain of images per sample, worst first, and the scores per category (GenCeption).
-- ``heatmaps``: consistency heatmaps, generated-in by validated-in (CAST).
-- ``settings``: accuracy per setting, the robustness figures, a reliability diagram, POPE's and MMBench's
-  figures (ChEF).
-- ``variants``: accuracy and symmetric accuracy per image variant, and one answer given to everything
-  (VHExpansion); several such runs get a table of models by variants.
-- ``s_curve`` (over runs): the mean s(t) per model with a bootstrap band.
+"""The report's per-run sections that a method's view names (``panels``, ``methods/views.py``) and its sections
+over several runs (``together``): each reads the records it is given, chosen by the method's view, never by the
+method's name.
 """
 
 from __future__ import annotations
@@ -17,14 +9,12 @@ from typing import Any, Callable
 
 from .charts import _cast_heatmaps, _reliability, _s_curve, cast_k
 from .thumbs import _Thumbs
-
-
 SHOWN_CHAINS = 30
 
 
 def _genception(run: dict[str, Any], thumbs: _Thumbs) -> dict[str, Any]:
-    """The chains, worst first (failed ones, then by the last step's s(T) ascending): the 30 a reader should
-    look at, each step with a thumbnail and a full-size copy for the lightbox."""
+    """GenCeption's chains, worst first (failed ones, then by the last step's s(T) ascending), the first
+    SHOWN_CHAINS of them, each step with a thumbnail and a full-size copy for the lightbox."""
     m = run["results"]["metrics"]
     folder = run["folder"]
     T = m.get("T", 0)
@@ -38,11 +28,12 @@ def _genception(run: dict[str, Any], thumbs: _Thumbs) -> dict[str, Any]:
             strip.append({"path": folder / st["image"] if st.get("image") else None, "s": st.get("s"),
                           "gc": r.get("gc", {}).get(f"GC@{t}"), "text": st.get("description", "")})
         last = next((x["s"] for x in reversed(strip) if x["s"] is not None), None)
+        refused = f"refused at t={r['refused_at']} (scored s = -1 from there)" if r.get("refused_at") else None
         rows.append({"id": s["sample_id"], "status": s["status"], "failed": s["status"] != "done" or
                      not r.get("complete", False), "category": r.get("category"), "s_last": last,
                      "score": r.get("gc", {}).get(f"GC@{T}"), "strip": strip,
                      "error": (s.get("error") or {}).get("message") or (r.get("stopped") or {}).get("reason")
-                     or (f"refused at t={r['refused_at']} (scored s = -1 from there)" if r.get("refused_at") else None)})
+                     or refused})
     rows.sort(key=lambda row: (not row["failed"], row["s_last"] if row["s_last"] is not None else -2.0))
     shown = rows[:SHOWN_CHAINS]
     for row in shown:
@@ -52,10 +43,9 @@ def _genception(run: dict[str, Any], thumbs: _Thumbs) -> dict[str, Any]:
     return {"T": T, "rows": shown, "n": len(rows)}
 
 
-
 def chef_settings(m: dict[str, Any]) -> dict[str, Any] | None:
-    """Accuracy per setting (clean first, then each corruption) and ChEF's robustness figures, for the
-    report: what a robustness headline is made of."""
+    """Accuracy per setting (clean first, then each corruption) and ChEF's robustness figures: what a
+    robustness headline is made of."""
     settings = m.get("settings") or {}
     if not settings:
         return None
@@ -71,12 +61,8 @@ def chef_settings(m: dict[str, Any]) -> dict[str, Any] | None:
 def degenerate_note(v: dict[str, Any]) -> str | None:
     """Say when a VHExpansion variant's numbers come from one answer given to everything."""
     ratio = v.get("yes_ratio")
-    if ratio is None:
-        return None
-    if ratio >= 0.999:
-        return "answered yes to every question"
-    if ratio <= 0.001:
-        return "answered no to every question"
+    if ratio is not None and (ratio >= 0.999 or ratio <= 0.001):
+        return f"answered {'yes' if ratio >= 0.999 else 'no'} to every question"
     return None
 
 

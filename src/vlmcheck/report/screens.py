@@ -1,12 +1,6 @@
-"""Screenshots of a report (``make screenshots`` writes them next to the demo's report): what a reader sees at
-a desk and on a phone.
-
-At each size (desktop 1440 x 900, phone 390 x 844): the first screen (``*-first-screen.png``, the window as it
-opens), a page of each run's samples table (``*-samples-<k>-<method>.png``) and each GenCeption run's chains
-(``*-chains-<k>.png``), each shot at most :data:`MAX_HEIGHT` px tall.
-
-Needs Playwright and a Chromium on the machine (``vlmcheck[dev]`` and the system browser ``make test``
-installs); without them it says so and returns nothing - the report itself never depends on it.
+"""Screenshots of a report at a desk's and a phone's size (``make screenshots``, docs/usage.md "Reports"), each
+at most :data:`MAX_HEIGHT` px tall.  Needs Playwright and a Chromium; without them it says so and returns nothing
+(the report itself never depends on them).
 """
 
 from __future__ import annotations
@@ -21,10 +15,6 @@ MAX_HEIGHT = 1800
 
 def browser_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "run"
 
 
 def screenshot_sections(report: str | Path, out_dir: str | Path) -> tuple[list[Path], str | None]:
@@ -66,7 +56,7 @@ def screenshot_sections(report: str | Path, out_dir: str | Path) -> tuple[list[P
                 for k in range(runs.count()):
                     run = runs.nth(k)
                     title = run.locator("h2").first.inner_text()
-                    method = _slug(title.split(":")[0])
+                    method = re.sub(r"[^a-z0-9]+", "-", title.split(":")[0].lower()).strip("-")[:40] or "run"
                     element(page, run.locator("table.samples"), out_dir / f"{size}-samples-{k:02d}-{method}.png")
                     chains = run.locator("div.chains")
                     if chains.count():

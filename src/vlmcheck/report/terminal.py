@@ -1,15 +1,9 @@
-"""Results on a terminal or in a log: every table and line the CLI and the demo print about a run.
+"""Results on a terminal or in a log: every table and line the CLI and the demo print about a run (a method's
+own lines: methods/view_lines.py).
 
-Why this module is long: every command's printing shares one width rule and one pair of consoles; what a
-method's lines say is the method's own (methods/view_lines.py).
-
-Tables keep every number whole at any width: a column of numbers (``0.8123``, ``[0.71, 0.90]``, ``1,024``,
-``$0.0012``) takes the width of its longest cell and is never wrapped, while the columns that name a row (a
-model, a run, a recipe) and prose fold onto more lines, never cut, so an 80- or 60-column terminal or a SLURM
-log shows every figure and which row it belongs to.  A title (often a long model spec) is printed on its own
-lines above the table, wrapped at the terminal's width, not squeezed into the table's.  Messages (progress,
-notes, warnings, errors: stderr) and results (a run's tables, what a command was asked to list: stdout) use two
-consoles, so that ``> results.txt`` and ``| tee`` capture the results.
+Tables keep every number whole at any width (:func:`fit`), so an 80- or 60-column terminal or a SLURM log shows
+every figure and which row it belongs to.  Messages go to stderr (``console``), results to stdout (``tables``),
+so that ``> results.txt`` and ``| tee`` capture the results.
 """
 
 from __future__ import annotations
@@ -29,40 +23,39 @@ if TYPE_CHECKING:
 
 
 class _Console:
-    """Rich's ``Console``, made when first used: importing rich is a visible share of a short run's
-    start-up, and a run whose only lines are messages (:func:`say`) to a file or a pipe never needs it.  Every
-    attribute is the rich Console's; ``quiet`` is kept here until that exists."""
+    """Rich's ``Console``, made when first used (importing rich is a visible share of a short run's start-up,
+    and messages to a file or a pipe never need it)."""
 
     def __init__(self, stderr: bool) -> None:
-        object.__setattr__(self, "_stderr", stderr)
-        object.__setattr__(self, "_made", None)
-        object.__setattr__(self, "_quiet", False)
+        self._stderr, self._made, self._quiet = stderr, None, False
 
     def made(self) -> "Console":
         if self._made is None:
             from rich.console import Console
 
-            con = Console(stderr=self._stderr)
-            con.quiet = self._quiet
-            object.__setattr__(self, "_made", con)
+            self._made = Console(stderr=self._stderr)
+            self._made.quiet = self._quiet
         return self._made
 
     @property
     def file(self) -> Any:
         return (sys.stderr if self._stderr else sys.stdout) if self._made is None else self._made.file
 
-    def __getattr__(self, name: str) -> Any:
+    @property
+    def quiet(self) -> bool:
+        return self._quiet if self._made is None else self._made.quiet
+
+    @quiet.setter
+    def quiet(self, value: bool) -> None:
+        if self._made is None:
+            self._quiet = value
+        else:
+            self._made.quiet = value
+
+    def __getattr__(self, name: str) -> Any:  # every other attribute: the rich Console's
         if name.startswith("_"):  # not set (a copy, before __init__): never the rich Console's private names
             raise AttributeError(name)
-        if name == "quiet":
-            return self._quiet if self._made is None else self._made.quiet
         return getattr(self.made(), name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "quiet" and self._made is None:
-            object.__setattr__(self, "_quiet", value)
-        else:
-            setattr(self.made(), name, value)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         """Rich's print, every string first made inert (core/printable.py): a line often holds a sample's id, a
@@ -76,9 +69,8 @@ tables = stdout  # a run's result tables (stdout, so that `> file` and `| tee` c
 
 
 def _plain(con: Any) -> bool:
-    """Whether ``con`` is one of ours, not yet made, writing to a file or a pipe that rich would treat as one (no
-    ``TTY_COMPATIBLE``, ``FORCE_COLOR`` or notebook makes it a terminal): rich would print a message there as its
-    bare text, which :func:`say` then writes itself."""
+    """Whether ``con`` is one of ours, not yet made, writing to what rich would treat as a file or a pipe (no
+    ``TTY_COMPATIBLE``, ``FORCE_COLOR`` or notebook): rich would print a message there as its bare text."""
     if not isinstance(con, _Console) or con._made is not None:
         return False
     if any(k in os.environ for k in ("TTY_COMPATIBLE", "FORCE_COLOR", "TTY_INTERACTIVE")):
@@ -108,14 +100,10 @@ def say(text: str, label: str = "", colour: str = "", con: Any = None) -> None:
     head = f"[{colour}]{escape(label)}[/{colour}] " if label and colour else f"{escape(label)} " if label else ""
     con.print(head + escape(text), highlight=False, soft_wrap=True, emoji=False)
 
-# a figure: digits with their punctuation (CI brackets, signs, thousands, $, %, ±, an exponent, "(p 0.03)")
+
+# a figure (at most 32 characters): digits with their punctuation (CI brackets, signs, thousands, $, %, ±, an
+# exponent, "(p 0.03)")
 _FIGURE = re.compile(r"[-+−±\d\s.,:;=\[\]()%$/*eE]*(\(p [\d.e\-]+\))?[*]?|-|price unknown")
-
-
-def _is_figure(cell: str) -> bool:
-    return bool(_FIGURE.fullmatch(cell)) and len(cell) <= 32
-
-
 MIN_TEXT = 10  # the narrowest a folding column (a model spec, prose) is made before the rows become blocks
 
 
@@ -138,15 +126,15 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[str]], keys: Sequence[
 
 def fit(columns: Sequence[str], rows: list[list[str]], keys: Sequence[str], title: str | None,
         width: int) -> RenderableType:
-    """A column whose cells are all figures is as wide as its longest cell; the ``keys`` columns (the names
-    that identify a row) stay whole where they can, and they and prose fold, never cut, into what is left of
+    """A column whose cells are all figures is as wide as its longest cell, never wrapped; the ``keys`` columns
+    (the names of a row) stay whole where they can, and they and prose fold, never cut, into what is left of
     ``width``; where even that does not fit, each row is a block of "column: value" lines.  ``title`` goes on
-    its own lines above."""
+    its own lines above, wrapped at ``width``."""
     from rich.console import Group
     from rich.table import Column, Table
     from rich.text import Text
 
-    figure = [bool(rows) and name not in keys and all(_is_figure(r[i]) for r in rows)
+    figure = [bool(rows) and name not in keys and all(len(r[i]) <= 32 and _FIGURE.fullmatch(r[i]) for r in rows)
               for i, name in enumerate(columns)]
     # a figure column: its longest figure, or its header's longest word (the header wraps between words)
     natural = [max([len(r[i]) for r in rows] + ([max(map(len, name.split()))] if figure[i] else [len(name)]))
@@ -205,8 +193,7 @@ def rank_text(rank: float | None, all_ranks: Iterable[float | None]) -> str:
 
 
 def run_done(out: Any, results: dict[str, Any]) -> None:
-    counts = results["counts"]
-    session = results.get("session", {})
+    counts, session = results["counts"], results.get("session", {})
     say(f"{counts['done']}/{counts['samples']} samples, {counts['failed']} failed; "
         f"{session.get('model_calls', 0)} model calls, {session.get('cache_hits', 0)} cache hits. "
         f"Results: {out}/results.json", "done", "green")
@@ -221,15 +208,12 @@ def failures(counts: dict[str, Any]) -> None:
     """Why samples failed: each failure kind with its count and one example message (already redacted)."""
     kinds = counts.get("failure_kinds") or {}
     for kind, k in sorted(kinds.items(), key=lambda kv: -kv[1]["count"]):
-        line = f"{k['count']} x {kind}, e.g. {k['sample_id']}: {k['example']}"
-        say(line, "failed:", "red")
+        say(f"{k['count']} x {kind}, e.g. {k['sample_id']}: {k['example']}", "failed:", "red")
 
 
 def estimate(est: dict[str, Any]) -> None:
     """A dry run's estimate (run/estimate.py): per role the calls still to make, tokens and cost."""
-    def usd(x: Any) -> str:
-        return "price unknown" if x is None else f"${x:.4f}"
-
+    usd = lambda x: "price unknown" if x is None else f"${x:.4f}"  # noqa: E731
     rows = [[role, str(r["calls"]), f"{r['input_tokens']:,}", f"{r['output_tokens']:,}"
              + ("*" if r["output_from"] == "max_tokens" else ""), usd(r["cost_usd"]),
              ", ".join(r["models"])] for role, r in est["roles"].items()]
@@ -249,8 +233,8 @@ def estimate(est: dict[str, Any]) -> None:
 
 
 def show(lines: list[Any]) -> None:
-    """Print a method's lines (``run/views.py``'s ``Line``): a table as a table (stdout), a note or a warning
-    prefixed as such on stderr, any other line where it says."""
+    """Print a method's lines (``methods/views.py``'s ``Line``): a table as a table, a note or a warning
+    prefixed as such, each where it says."""
     for ln in lines:
         if isinstance(ln.text, tuple):
             tables.print(table(*ln.text))
@@ -335,10 +319,10 @@ def chef_aggregate(agg: dict[str, Any]) -> None:
 def vhx_compare(cmp: dict[str, Any]) -> None:
     f = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
     d = lambda x: "-" if x is None else f"{x:+.3f}"  # noqa: E731
+    p = lambda c: "" if c.get("p_holm") is None else f" (p {c['p_holm']:.3g})"  # noqa: E731  Holm-adjusted
     rows = []
     for r in cmp["rows"]:
         a, s_ = r["accuracy"], r["symmetric_accuracy"]
-        p = lambda c: "" if c.get("p_holm") is None else f" (p {c['p_holm']:.3g})"  # noqa: E731  Holm-adjusted
         rows.append([r["dataset"], r["variant"], str(r["n"]), f(a["before"]), f(a["after"]), d(a["delta"]) + p(a),
                      f(s_["before"]), f(s_["after"]), d(s_["delta"]) + p(s_)])
     tables.print(table(["dataset", "variant", "n", "acc. before", "after", "Δ (p, Holm)", "sym. before", "after",
@@ -384,9 +368,7 @@ def recipes(rows: list[list[str]], long: bool = False) -> None:
 
 def comparisons(cmp: dict[str, Any]) -> None:
     """``vlmcheck compare``: one line per pair of runs and metric (A minus B); lines wrap, nothing is cut."""
-    def p(x: Any) -> str:
-        return "-" if x is None else f"{x:.4g}"
-
+    p = lambda x: "-" if x is None else f"{x:.4g}"  # noqa: E731
     if not cmp["comparisons"]:
         return
     tables.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples all the runs finished; "
@@ -407,8 +389,8 @@ def comparisons(cmp: dict[str, Any]) -> None:
 
 
 def results(results: dict[str, Any]) -> None:
-    """The table the run command of a finished run prints (``vlmcheck resume`` and ``retry-failed`` print the
-    same): the lines its method's view declares (``methods/views.py``); a method without them, its headline."""
+    """The table a finished run's command prints (``resume`` and ``retry-failed`` too): the lines its method's
+    view declares (``methods/views.py``), else its headline."""
     from ..run.labels import run_label
 
     if not (results.get("counts") or {}).get("done"):  # nothing measured: no table of nothing (the failures

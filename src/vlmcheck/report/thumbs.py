@@ -1,14 +1,7 @@
-"""The images a report shows: links to the files themselves, never copies.
-
-A browser shows PNG, JPEG, GIF, WebP and BMP files as they are, scaled to the thumbnail's box by CSS, so the
-report links them (a URL relative to the page, so a run folder moved with its images still works) and writes
-nothing: at 100,000 images a thumbnail and a full-size copy of each made 200,000 files, 390 MB, and took as
-long as the run.  The format is told from the file's first bytes (its magic number), not from its name, and
-not by decoding it: a file that is no image gets no picture, and one whose pixels turn out unreadable is
-replaced in the page by a note (the page's ``onerror``).
-
-Only a format no browser shows (TIFF, say) gets a thumbnail: a small JPEG made once per distinct file and
-embedded in the row (a ``data:`` URL), so it adds no file to the report's folder.
+"""The images a report shows: links to the files themselves (a URL relative to the page), never copies, so a
+report adds no file per image (docs/usage.md, "Reports").  The format is told from the file's first bytes, not
+its name, and not by decoding it; a file whose pixels turn out unreadable is a note in the page (``onerror``).
+Only a format no browser shows (TIFF) gets a small JPEG, embedded in the row as a ``data:`` URL.
 """
 
 from __future__ import annotations
@@ -34,36 +27,32 @@ def browser_format(head: bytes) -> str | None:
 
 
 class _Thumbs:
-    """What a report's rows show for an image: ``thumb`` (what the row shows) and ``full`` (what the lightbox
-    opens), both the file itself where a browser shows it, a small embedded JPEG otherwise, None where the path
-    is missing or no image.  Each distinct path is looked at once per report."""
+    """What a report shows for an image, in its row and in the lightbox (``full``): the file itself where a
+    browser shows it, a small embedded JPEG otherwise, None where the path is missing or no image.  Each
+    distinct path is looked at once per report."""
 
-    def __init__(self, out_dir: Path, rel: str = "", parallel: bool = False) -> None:
+    def __init__(self, out_dir: Path) -> None:
         # out_dir: the report's files folder; links are made relative to the folder of the page (its parent)
         self.page_dir = Path(os.path.abspath(Path(out_dir).parent))
         self._page = str(self.page_dir)
-        self.done: dict[str, tuple[str | None, str | None]] = {}
+        self.done: dict[str, str | None] = {}
         self._dir_urls: dict[str, str | None] = {}  # a folder of images: its URL relative to the page, made once
 
-    def _link(self, path: Path | str | None) -> tuple[str | None, str | None]:
+    def __call__(self, path: Path | str | None) -> str | None:
         if not path:
-            return None, None
+            return None
         p = os.path.abspath(path)
-        if p in self.done:
-            return self.done[p]
-        try:
-            with open(p, "rb", buffering=0) as f:  # unbuffered: 12 bytes read, not a buffer's 8 kB
-                head = f.read(12)
-        except OSError:
-            self.done[p] = (None, None)
-            return self.done[p]
-        if browser_format(head):
-            url = self._url(p)
-            self.done[p] = (url, url)
-        else:
-            small = _embedded_thumbnail(p)
-            self.done[p] = (small, small)
+        if p not in self.done:
+            try:
+                with open(p, "rb", buffering=0) as f:  # unbuffered: 12 bytes read, not a buffer's 8 kB
+                    head = f.read(12)
+            except OSError:
+                self.done[p] = None
+            else:
+                self.done[p] = self._url(p) if browser_format(head) else _embedded_thumbnail(p)
         return self.done[p]
+
+    full = __call__  # the lightbox opens what the row shows
 
     def _url(self, p: str) -> str:
         """``p`` (absolute) as a URL relative to the page: its folder's relative path worked out once per folder
@@ -92,19 +81,10 @@ class _Thumbs:
         except ValueError:  # another drive (Windows), a name that is not UTF-8: an absolute file URL
             return Path(p).as_uri()
 
-    def wait(self) -> None:
-        """Nothing runs in the background any more; kept for the report's callers."""
-
-    def __call__(self, path: Path | str | None) -> str | None:
-        return self._link(path)[0]
-
-    def full(self, path: Path | str | None) -> str | None:
-        return self._link(path)[1]
-
     def image(self, path: Path | str | None, label: str, **extra: Any) -> dict[str, Any]:
         """A row image: what the row shows, what the lightbox opens and what to write under it."""
-        thumb, full = self._link(path)
-        return {"label": label, "thumb": thumb, "full": full, **extra}
+        link = self(path)
+        return {"label": label, "thumb": link, "full": link, **extra}
 
 
 def _embedded_thumbnail(path: str) -> str | None:
