@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, TypeVar
 
-from .files import InputFileError
+from .files import InputFileError, open_regular, read_upto, stat_regular
 
 MB = 1024 * 1024
 
@@ -86,16 +85,7 @@ def check_file(path: str | os.PathLike, root: str | os.PathLike | None = None, w
     from . import inputs
     from .images import BadImageError
 
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise DatasetFileError(f"{path}: no such {what}") from None
-    except OSError as exc:
-        raise DatasetFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise DatasetFileError(f"{path}: is a folder, not a {what}")
-    if not stat.S_ISREG(st.st_mode):
-        raise DatasetFileError(f"{path}: not a regular file (a FIFO, device or socket is never read as a {what})")
+    st = stat_regular(path, f"a {what}", DatasetFileError, missing=f"no such {what}")
     if root is not None:
         try:
             inputs.confine(path, root, inputs.current_policy().allow_outside)
@@ -112,18 +102,11 @@ def open_file(path: str | os.PathLike, root: str | os.PathLike | None = None, wh
               max_bytes: int | None = None) -> BinaryIO:
     """``path`` opened for reading in binary, under :func:`check_file`'s rule (a stream the caller closes)."""
     check_file(path, root, what, max_bytes)
+    fd, fst = open_regular(path, f"a {what}", DatasetFileError)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise DatasetFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        fst = os.fstat(fd)
-        if not stat.S_ISREG(fst.st_mode):  # swapped after the check
-            raise DatasetFileError(f"{path}: not a regular file (a FIFO, device or socket is never read as a {what})")
-        if max_bytes is not None and fst.st_size > max_bytes:
+        if max_bytes is not None and fst.st_size > max_bytes:  # grown since the check
             raise DatasetFileError(f"{path}: {fst.st_size} bytes exceeds the {_size(max_bytes)} limit on a {what}")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
+        os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
@@ -136,19 +119,10 @@ def read_bytes(path: str | os.PathLike, root: str | os.PathLike | None = None, w
     a file that grows past the cap while read is refused too."""
     cap = limits().text_bytes if max_bytes is None else max_bytes
     with open_file(path, root, what, cap) as fh:
-        # the size stat gave plus one byte (which shows the file grew), never the cap at once: a read(cap)
-        # allocates the whole cap first
-        chunks, got = [], 0
-        want = min(os.fstat(fh.fileno()).st_size, cap) + 1
-        while got <= cap:
-            chunk = fh.read(min(want - got if got < want else 1 << 16, cap + 1 - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-    if got > cap:
+        data = read_upto(fh.fileno(), os.fstat(fh.fileno()).st_size, cap)
+    if len(data) > cap:
         raise DatasetFileError(f"{path}: more than the {_size(cap)} limit on a {what}")
-    return b"".join(chunks)
+    return data
 
 
 def read_text(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import stat
 import threading
 import warnings
 from collections import OrderedDict
@@ -23,6 +22,7 @@ from typing import Any, Callable
 from PIL import UnidentifiedImageError  # Pillow's package alone: cheap
 
 from .._lazy import lazy_module
+from .files import open_regular, read_upto, stat_regular
 
 np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 Image, ImageOps = lazy_module("PIL.Image"), lazy_module("PIL.ImageOps")  # Pillow on first use
@@ -89,56 +89,20 @@ DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
 
 def read_file_bytes(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES,
                     st: os.stat_result | None = None) -> bytes:
-    """The bytes of a regular file no larger than ``max_bytes``.
-
-    Checked with ``stat`` before anything is opened (``st``: the caller's ``os.stat(path)``, taken just
-    before): a FIFO would block the reader forever and ``/dev/zero`` would read until memory runs out, so only
-    regular files are read.  The read itself stops at ``max_bytes + 1`` in case the file grows between the
-    check and the read.
-    """
-    label = str(path)
-    try:
-        st = st if st is not None else os.stat(path)
-    except FileNotFoundError:
-        raise BadImageError(f"{label}: file not found") from None
-    except OSError as exc:
-        raise BadImageError(f"{label}: cannot read ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise BadImageError(f"{label}: is a directory, not an image")
-    if not stat.S_ISREG(st.st_mode):
-        raise BadImageError(f"{label}: not a regular file (a device, FIFO or socket is never read)")
+    """The bytes of a regular file no larger than ``max_bytes``, checked before anything is opened (``st``: the
+    caller's ``os.stat(path)``, taken just before; see :func:`vlmcheck.core.files.stat_regular`)."""
+    st = stat_regular(path, "an image", BadImageError, missing="file not found", folder="a directory", st=st)
     if st.st_size > max_bytes:
-        raise BadImageError(f"{label}: {st.st_size} bytes exceeds the image file size limit of {max_bytes} bytes")
+        raise BadImageError(f"{path}: {st.st_size} bytes exceeds the image file size limit of {max_bytes} bytes")
+    fd, fst = open_regular(path, "an image", BadImageError)
     try:
-        # O_NONBLOCK: if the path was swapped for a FIFO after the check, open() must not wait for a writer.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        data = read_upto(fd, fst.st_size, max_bytes)
     except OSError as exc:
-        raise BadImageError(f"{label}: cannot read ({exc.strerror or exc})") from None
-    try:
-        fst = os.fstat(fd)
-        if not stat.S_ISREG(fst.st_mode):
-            raise BadImageError(f"{label}: not a regular file (a device, FIFO or socket is never read)")
-        # Ask for the size stat gave plus one byte (which shows that the file grew), never for max_bytes at once:
-        # a buffered read(max_bytes + 1) allocates the whole cap (256 MB by default) for every image, which
-        # costs far more than reading a small file.
-        chunks, got = [], 0
-        want = min(fst.st_size, max_bytes) + 1
-        while got <= max_bytes:
-            ask = min(want - got if got < want else 1 << 16, max_bytes + 1 - got)  # past the stated size: 64 kB
-            chunk = os.read(fd, ask)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-            if len(chunk) < ask:  # a regular file (fstat above) reads short only at its end: no read for b""
-                break
-        data = b"".join(chunks)
-    except OSError as exc:
-        raise BadImageError(f"{label}: cannot read ({exc.strerror or exc})") from None
+        raise BadImageError(f"{path}: cannot read ({exc.strerror or exc})") from None
     finally:
         os.close(fd)
     if len(data) > max_bytes:
-        raise BadImageError(f"{label}: larger than the image file size limit of {max_bytes} bytes")
+        raise BadImageError(f"{path}: larger than the image file size limit of {max_bytes} bytes")
     return data
 
 
