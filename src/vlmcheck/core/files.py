@@ -280,7 +280,8 @@ class SampleRecords(JsonlRecords):
         except UnicodeDecodeError:
             raise InputFileError(f"{self.path}: not UTF-8 text; {_rebuild(self.path)}") from None
         except json.JSONDecodeError as exc:
-            raise InputFileError(f"{self.path}: record {n + 1} is not JSON ({exc.msg}); {_rebuild(self.path)}") from None
+            raise InputFileError(f"{self.path}: record {n + 1} is not JSON ({exc.msg}); "
+                                 f"{_rebuild(self.path)}") from None
 
 
 def _kind(x: Any) -> str:
