@@ -1,24 +1,10 @@
-"""One rule for every file a dataset reader opens, text as images.
+"""One rule for every file a dataset reader opens, text as images (docs/usage.md "Limits on dataset files"): a
+regular file (:func:`vlmcheck.core.files.stat_regular`, checked again after opening), inside the dataset the user
+named unless the run allows outside paths (:func:`vlmcheck.core.inputs.confine`), within a size cap where it is
+read whole; inside a file, bounded fields, JSON nesting, rows and images per item (:data:`ENV`).
 
-A file a reader opens (a release's JSON, CSV or text file, a TSV, a workbook, a parquet or arrow shard, a
-pickled batch) must be
-
-* a **regular file**: a FIFO would block the reader forever, ``/dev/zero`` would read until memory runs out,
-  a socket or device is never data.  Checked with ``stat`` before opening and with ``fstat`` after (the path may
-  change in between), and opened with ``O_NONBLOCK`` so that a FIFO swapped in never blocks ``open``;
-* **inside the dataset** the user named (symlinks resolved), unless the run allows outside paths
-  (``--allow-outside``): the rule images follow (:func:`vlmcheck.core.inputs.confine`);
-* **within a size cap** where it is read whole (:data:`LIMITS.text_bytes`); a file over it is refused with one
-  sentence that names it and the limit.
-
-A run that asked for its first N samples (``--limit N``, where the method takes its samples in the
-dataset's order) reads the first N rows of a streamed file (:func:`first_rows`) instead of every row, and more
-only where those rows give fewer than N samples (:func:`read_samples`); ``data inspect --rows N`` reads N rows.
-
-Inside a file, what a reader holds is bounded too: one TSV field or spreadsheet cell
-(:data:`LIMITS.field_bytes`), JSON nesting (:data:`LIMITS.json_depth`), the rows a shard may claim
-(:data:`LIMITS.rows`) and the images one item may list (:data:`LIMITS.images_per_item`).  Each limit is raised
-with an environment variable (:data:`ENV`, docs/usage.md "Limits on dataset files").
+A run that asked for its first N samples (``--limit N``) reads the first N rows of a streamed file
+(:func:`first_rows`), and more only where those rows give fewer than N samples (:func:`read_samples`).
 """
 
 from __future__ import annotations
@@ -136,16 +122,16 @@ def read_text(path: str | os.PathLike, root: str | os.PathLike | None = None, wh
 
 
 def parse_json(text: str | bytes, label: str, max_depth: int | None = None) -> Any:
-    """``json.loads(text)`` nested no deeper than ``max_depth`` (default :data:`LIMITS.json_depth`): deeper
-    nesting is refused in one sentence naming ``label``, whether the parser's recursion stops it or the walk
-    after it (so a value a reader keeps never sends a later walk past Python's recursion limit)."""
+    """``json.loads(text)`` nested no deeper than ``max_depth`` (default :data:`LIMITS.json_depth`), whether the
+    parser's recursion stops it or the walk after it (so a value kept never sends a later walk past Python's
+    recursion limit); else one sentence naming ``label``."""
     depth = limits().json_depth if max_depth is None else max_depth
     try:
         data = json.loads(text)
+        deep = json_depth(data, depth) > depth
     except RecursionError:
-        raise DatasetFileError(f"{label}: JSON nested deeper than the {depth} levels a dataset file may hold "
-                               f"(raise it with {ENV['json_depth'][0]})") from None
-    if json_depth(data, depth) > depth:
+        deep = True
+    if deep:
         raise DatasetFileError(f"{label}: JSON nested deeper than the {depth} levels a dataset file may hold "
                                f"(raise it with {ENV['json_depth'][0]})")
     return data
