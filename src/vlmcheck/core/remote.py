@@ -1,25 +1,12 @@
-"""Datasets and images at a URL (``s3://``, ``gs://``, ``https://``, ``memory://``... anything fsspec reads),
-so the machines of a run (Ray nodes, shards) need no shared filesystem: each reads what it needs itself.
+"""Datasets and images at a URL (anything fsspec reads), so the machines of a run need no shared filesystem; the
+rules are docs/usage.md's ("Data", "Dataset images stay inside their dataset").  A URL's folder is its images'
+confinement, as a local dataset folder is (core/inputs.py).
 
-A manifest URL (``.jsonl``) names its images relative to its own folder URL, or by absolute URL; a folder URL
-is every image file below it.  The folder is the images' confinement: an image URL must stay under it, as a
-local path must stay inside its dataset folder (core/inputs.py).  Reads are capped like local ones and fail
-their own sample with one sentence.  fsspec brings the protocol (``s3fs``, ``gcsfs`` for the clouds: the
-user's own installation, with its own credentials).
-
-``http(s)://`` is read by aiohttp here, not through fsspec:
-
-* one confinement rule: a URL is compared as the server will see it -- percent-decoded (``%2e%2e`` is ``..``,
-  decoded until it no longer changes, so a double-encoded one is refused too) and its dot segments resolved --
-  and the URL requested is that normalised one, so what was checked is what is read;
-* redirects are followed by hand, each ``Location`` normalised and checked again: never to another origin
-  (scheme, host, port), never out of the dataset's folder (unless ``--allow-outside``), at most
-  :data:`MAX_REDIRECTS`;
-* the body is read to its end, chunked or not, up to the cap (one ``read()`` of fsspec's HTTP file returned
-  only what had arrived: a chunked 30-row manifest became 8 rows);
-* a per-read deadline (no byte for that long: connect, headers or body) and a total deadline per file
-  (:data:`READ_TIMEOUT_S`, :data:`TOTAL_TIMEOUT_S`, both options of a run); an image is read on the event
-  loop, so a slow server holds no thread, and fails its own sample when a deadline passes.
+``http(s)://`` is read by aiohttp here, not through fsspec: a URL is compared as the server will see it
+(percent-decoded until it no longer changes, dot segments resolved) and that normalised URL is the one
+requested, so what was checked is what is read; redirects are followed by hand, each checked again; the body is
+read to its end up to the cap (one ``read()`` of fsspec's HTTP file returned only what had arrived); and an image
+is read on the event loop under a per-read and a total deadline, so a slow server holds no thread.
 """
 
 from __future__ import annotations
@@ -39,11 +26,8 @@ _URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _HTTP = ("http", "https")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
-#: no byte for this long (connecting, waiting for the headers, or between two reads of the body): the file fails
-READ_TIMEOUT_S = 30.0
-#: a whole file (redirects included) must arrive within this: a server that trickles a byte a second cannot
-#: hold a sample for longer
-TOTAL_TIMEOUT_S = 120.0
+READ_TIMEOUT_S = 30.0  # no byte for this long (connecting, headers, or between reads of the body): the file fails
+TOTAL_TIMEOUT_S = 120.0  # a whole file, redirects included, must arrive within this
 MAX_REDIRECTS = 5
 #: a path is percent-decoded until it stops changing, at most this many times (then it is refused)
 _MAX_DECODES = 4
