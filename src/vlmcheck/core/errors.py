@@ -53,18 +53,10 @@ RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "conne
 
 
 class ModelCallError(RuntimeError):
-    def __init__(
-        self,
-        kind: ErrorKind,
-        message: str,
-        *,
-        status: int | None = None,
-        retry_after: float | None = None,
-    ) -> None:
+    def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None,
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
-        self.kind = kind
-        self.status = status
-        self.retry_after = retry_after
+        self.kind, self.status, self.retry_after = kind, status, retry_after
 
     @property
     def retryable(self) -> bool:
@@ -80,9 +72,7 @@ def kind_for_status(status: int) -> ErrorKind:
         return "rate_limit"
     if status in (401, 403):
         return "auth"
-    if status in (408, 409) or status >= 500:
-        return "server" if status >= 500 else "timeout"
-    return "bad_request"
+    return "server" if status >= 500 else "timeout" if status in (408, 409) else "bad_request"
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -74,16 +74,10 @@ class ModelSpec(BaseModel):
         if ":" not in text:
             raise SpecError(f"model spec {public_spec(text)!r} has no provider; expected 'provider:name', e.g. "
                             "'openai:gpt-4o-mini'")
-        provider, rest = text.split(":", 1)
-        provider = provider.strip().lower()
-        query = ""
-        if "?" in rest:
-            rest, query = rest.split("?", 1)
-        base_url = None
-        if "@" in rest:
-            rest, base_url = rest.split("@", 1)
-            base_url = base_url.strip() or None
-        name = rest.strip()
+        provider, _, rest = text.partition(":")
+        rest, _, query = rest.partition("?")
+        name, _, base_url = rest.partition("@")
+        provider, name, base_url = provider.strip().lower(), name.strip(), base_url.strip() or None
         if not provider or not name:
             raise SpecError(f"model spec {public_spec(text)!r}: provider and name must both be non-empty")
         params: dict[str, str] = {}
@@ -107,7 +101,7 @@ class ModelSpec(BaseModel):
                 params["login"] = "url"  # recorded, so that a resume asks for them instead of using a key
         given: set[str] = set()
         for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
-            if key in given:  # before, the last one won silently
+            if key in given:
                 raise SpecError(f"model spec {provider}:{name}: parameter {key} is given twice; give it once")
             given.add(key)
             if is_secret_param(key):
