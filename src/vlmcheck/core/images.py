@@ -92,15 +92,8 @@ def read_file_bytes(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_FIL
 
 def image_size(data: bytes, label: str = "<bytes>") -> tuple[int, int]:
     """(width, height) from the header alone: nothing is decoded."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as img:
-                return img.size
-    except (Image.DecompressionBombError, UnidentifiedImageError):
-        raise BadImageError(f"{label}: not a recognised image format") from None
-    except (OSError, SyntaxError, ValueError, EOFError) as exc:
-        raise BadImageError(f"{label}: cannot decode image ({exc})") from None
+    with _pillow_errors(label, bomb_warning="ignore"), Image.open(io.BytesIO(data)) as img:
+        return img.size
 
 
 #: Formats every supported API accepts as they are (OpenAI, Anthropic and Gemini all take these three).

@@ -160,12 +160,6 @@ def _check_inside(path: str | os.PathLike, root: str | os.PathLike | None, allow
             f"pass --allow-outside to read images outside it")
 
 
-def _read_bytes(path: str | os.PathLike, max_bytes: int, st: os.stat_result | None = None) -> bytes:
-    if remote.is_url(path):
-        return remote.read_bytes(str(path), max_bytes)
-    return read_file_bytes(path, max_bytes=max_bytes, st=st)
-
-
 async def _read_url(path: str | os.PathLike, root: str | os.PathLike | None, policy: InputPolicy) -> bytes:
     """A dataset image at a URL, confined, read on the loop (http) or on threads of its own (other protocols):
     never on the decoding threads, so a slow server fails its own sample and holds no reader others need."""
@@ -248,23 +242,19 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
     label = str(path)
 
     def read(inline_max: int | None = None, confined: bool = False) -> tuple[bytes, Header, ImagePart | None] | None:
-        if fetched is not None:
-            data = fetched
-        else:
+        data, st = fetched, None
+        if data is None:  # a local file (a URL was fetched on the loop)
             if not confined:
                 _check_inside(path, root, policy.allow_outside, policy.dirs)
-            data = None
-        st = None
-        if inline_max is not None:
-            try:
-                st = os.stat(path)  # read_file_bytes checks this stat, not one of its own
-            except OSError:
-                pass  # read_file_bytes says why, in one sentence
-            else:
-                if st.st_size > inline_max:
-                    return None  # too large for the loop's thread: read in a worker
-        if data is None:
-            data = _read_bytes(path, policy.max_file_bytes, st)
+            if inline_max is not None:
+                try:
+                    st = os.stat(path)  # read_file_bytes checks this stat, not one of its own
+                except OSError:
+                    pass  # read_file_bytes says why, in one sentence
+                else:
+                    if st.st_size > inline_max:
+                        return None  # too large for the loop's thread: read in a worker
+            data = read_file_bytes(path, max_bytes=policy.max_file_bytes, st=st)
         header = probe(data, label, max_pixels=policy.max_pixels)
         if not header.sendable:
             return data, header, None
@@ -337,7 +327,7 @@ async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: C
     def read() -> tuple[bytes, tuple[int, int]]:
         # confinement, the read and the header's size in one trip to a worker thread (each trip costs the loop)
         _check_inside(path, root, policy.allow_outside, policy.dirs)
-        data = _read_bytes(path, policy.max_file_bytes)
+        data = read_file_bytes(path, max_bytes=policy.max_file_bytes)  # a URL was fetched on the loop
         return data, (image_size(data, label) if budgeted and data else (0, 0))
 
     def decode() -> Any:
