@@ -106,11 +106,7 @@ def broken_link(path: str | os.PathLike) -> str | None:
 def printable(name: str) -> str:
     """A file name as text that any UTF-8 file or database holds: a name that is not valid UTF-8 (Python reads
     its bad bytes as lone surrogates) keeps them as ``\\xff`` escapes, so the id stays unique and names the file."""
-    try:
-        name.encode("utf-8")
-        return name
-    except UnicodeEncodeError:
-        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name if utf8_text(name) else name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 #: json.dumps makes a C encoder for every call; made once per set of keyword arguments instead (about half the
@@ -237,7 +233,7 @@ def jsonl_lines(text: str) -> list[tuple[int, str]]:
 
 def read_jsonl(path: str | os.PathLike) -> list[Any]:
     """Every record of a JSON Lines file (blank lines skipped)."""
-    return [json.loads(line) for _, line in jsonl_lines(Path(path).read_text(encoding="utf-8"))]
+    return list(JsonlRecords(path))
 
 
 class JsonlRecords:

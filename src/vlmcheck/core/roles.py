@@ -36,8 +36,7 @@ class GenerationConfig(BaseModel):
 class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
-    # why the provider's usage could not be used (missing, negative, not a number, NaN, nested), or None: a
-    # private attribute, never stored; the run then prices the call at its estimate (run/calls.py)
+    # why the provider's usage could not be used, or None: never stored; the call is priced at its estimate
     _invalid: str | None = PrivateAttr(default=None)
 
     @property
@@ -56,7 +55,7 @@ class Usage(BaseModel):
             if why:
                 problems.append(f"{name} tokens {why}")
         usage = cls(input_tokens=counts[0], output_tokens=counts[1])
-        if problems:  # else None already (the default): pydantic's setattr skipped on every valid answer
+        if problems:  # else None already: pydantic's setattr skipped on every valid answer
             usage._invalid = "; ".join(problems)
         return usage
 
@@ -104,8 +103,7 @@ class Generation(BaseModel):
 class Loglikelihood(BaseModel):
     """Log-probability of a continuation given a prompt."""
 
-    # built on first use (ChEF's likelihood inferencer), not at import: it would cost every command's start-up
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True)  # built on first use, not at every command's start-up
 
     sum: float
     n_tokens: int
@@ -168,13 +166,11 @@ class SupportsVisionEmbedding(Protocol):
 
 @runtime_checkable
 class SupportsPreflight(Protocol):
-    """Optional for every role: a model that can check, before the first sample, that it can serve the run."""
+    """Optional for every role: one cheap check (an API adapter's ``GET /models``), called once per model before a
+    new run's first sample (``--no-preflight`` skips it), that raises :class:`vlmcheck.core.errors.PreflightError`
+    naming the cause where the model cannot serve the run."""
 
-    async def preflight(self) -> None:
-        """One cheap check (an API adapter's ``GET /models``): the server answers, the key is accepted, the model
-        is served.  Raises :class:`vlmcheck.core.errors.PreflightError`, one sentence naming the cause, if not.
-        The runner calls it once per model before a new run's first sample (``--no-preflight`` skips it)."""
-        ...
+    async def preflight(self) -> None: ...
 
 
 @runtime_checkable
