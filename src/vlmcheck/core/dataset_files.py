@@ -148,10 +148,8 @@ def json_depth(data: Any, stop: int) -> int:
             if deepest > stop:
                 return deepest
         for child in (value.values() if isinstance(value, dict) else value):
-            if isinstance(child, (dict, list)) and child:
+            if isinstance(child, (dict, list)):
                 stack.append((child, d + 1))
-            elif isinstance(child, (dict, list)) and d + 1 > deepest:
-                deepest = d + 1
     return deepest
 
 

@@ -18,10 +18,8 @@ Image = lazy_module("PIL.Image")  # Pillow on first use (vlmcheck/_lazy.py)
 
 from .images import DEFAULT_MAX_PIXELS, SENDABLE_FORMATS, _open, _pillow_errors
 
-try:  # zlib-ng's crc32: the same CRC-32 (tested), several times faster, over every PNG chunk of every request
-    from zlib_ng.zlib_ng import crc32
-except ImportError:  # a platform without a zlib-ng wheel: zlib's, the same value
-    from zlib import crc32
+# zlib-ng's crc32: zlib's CRC-32 (tested), several times faster, over every PNG chunk of every request
+from zlib_ng.zlib_ng import crc32
 
 
 @dataclass(frozen=True)

@@ -150,14 +150,6 @@ def inside(url: str, root: str) -> bool:
     return p1.rstrip("/") == p2 or p1.startswith(p2 + "/")
 
 
-def _fsspec():
-    try:
-        import fsspec
-    except ImportError:  # pragma: no cover - a core dependency
-        raise BadImageError("reading a URL needs fsspec (pip install fsspec)") from None
-    return fsspec
-
-
 def _too_large(url: str, max_bytes: int) -> BadImageError:
     return BadImageError(f"{url}: larger than the image file size limit of {max_bytes} bytes")
 
@@ -249,7 +241,8 @@ def read_bytes(url: str, max_bytes: int, *, root: str | None = None, allow_outsi
     if is_http(url):
         return _run(fetch(url, max_bytes, root=root, allow_outside=allow_outside, read_timeout=read_timeout,
                           total_timeout=total_timeout))
-    fsspec = _fsspec()
+    import fsspec
+
     try:
         with fsspec.open(url, "rb") as fh:
             data = fh.read(max_bytes + 1)
@@ -304,7 +297,8 @@ def read_text(url: str, what: str = "file", *, read_timeout: float | None = None
 
 def image_urls(folder: str, suffixes: set[str]) -> list[str]:
     """Every file below the folder URL with an image suffix, sorted."""
-    fsspec = _fsspec()
+    import fsspec
+
     try:
         fs, path = fsspec.core.url_to_fs(folder)
         found = fs.find(path)

@@ -18,8 +18,7 @@ REDACTED = "[REDACTED]"
 _MIN_LEN = 6
 # Shapes of well-known key formats, masked even if never registered.
 _PATTERNS = [
-    re.compile(r"sk-[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"sk-ant-[A-Za-z0-9_\-]{16,}"),
+    re.compile(r"sk-[A-Za-z0-9_\-]{16,}"),  # sk-ant- keys too
     re.compile(r"AIza[0-9A-Za-z_\-]{30,}"),
     re.compile(r"((?i:bearer)\s+)[A-Za-z0-9._\-]{12,}"),
 ]
