@@ -356,28 +356,17 @@ def _io_threads() -> int:
     return max(1, min(32, n))
 
 
-_pool: ThreadPoolExecutor | None = None
-
-
+@functools.cache
 def _reader_pool() -> ThreadPoolExecutor:
     """The threads that read and decode dataset images: one per CPU.  Not asyncio's default executor
     (``cpu_count + 4`` threads): decoding holds the GIL most of the time, so with more decoding threads than cores
     the event loop's thread, which sets the pace of a fast API run, waits for the GIL behind them; fewer starve
     the loop of decoded images (bench/api_throughput.py)."""
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=_io_threads(), thread_name_prefix="vlmcheck-io")
-    return _pool
+    return ThreadPoolExecutor(max_workers=_io_threads(), thread_name_prefix="vlmcheck-io")
 
 
-def _forget_pool() -> None:
-    # a forked child has none of its parent's threads; a pool copied across fork would wait forever
-    global _pool
-    _pool = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
+if hasattr(os, "register_at_fork"):  # a forked child has none of its parent's threads: a copied pool waits forever
+    os.register_at_fork(after_in_child=_reader_pool.cache_clear)
 
 
 __all__ = ["BadImageError", "DEFAULT_PIXEL_BUDGET", "InputPolicy", "PixelBudget", "confine", "current_policy",

@@ -180,18 +180,15 @@ class Message(BaseModel):
 def canonical_messages(messages: list[Message], file_keys: bool = True) -> list[dict[str, Any]]:
     """JSON-able form used in cache keys and logs: images by hash (``file_sha256`` or ``sha256``, so the key
     records its kind), never bytes.  ``file_keys=False``: by pixels, as stores before key version 3 did."""
-    out = []
-    for m in messages:
-        parts: list[dict[str, Any]] = []
-        for p in m.content:
-            if isinstance(p, TextPart):
-                parts.append({"type": "text", "text": p.text})
-            elif p.key == "file" and file_keys:
-                parts.append({"type": "image", "file_sha256": p.sha256, "size": [p.width, p.height]})
-            else:
-                parts.append({"type": "image", "sha256": p.pixel_sha256(), "size": [p.width, p.height]})
-        out.append({"role": m.role, "content": parts})
-    return out
+    return [{"role": m.role, "content": [_keyed(p, file_keys) for p in m.content]} for m in messages]
+
+
+def _keyed(p: TextPart | ImagePart, file_keys: bool) -> dict[str, Any]:
+    if isinstance(p, TextPart):
+        return {"type": "text", "text": p.text}
+    if p.key == "file" and file_keys:
+        return {"type": "image", "file_sha256": p.sha256, "size": [p.width, p.height]}
+    return {"type": "image", "sha256": p.pixel_sha256(), "size": [p.width, p.height]}
 
 
 # --------------------------------------------------------------------------- converters
@@ -202,19 +199,14 @@ def to_openai(messages: list[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role != "user" or not m.images:
-            # System and assistant turns are plain strings: some servers
-            # (llama.cpp, older vLLM) reject content arrays outside user turns.
+            # other turns are plain strings: some servers (llama.cpp, older vLLM) refuse content arrays there
             if m.images:
                 raise ValueError(f"images are only supported in user messages, not {m.role!r}")
             out.append({"role": m.role, "content": m.text})
-            continue
-        parts: list[dict[str, Any]] = []
-        for p in m.content:
-            if isinstance(p, TextPart):
-                parts.append({"type": "text", "text": p.text})
-            else:
-                parts.append({"type": "image_url", "image_url": {"url": p.data_url()}})
-        out.append({"role": "user", "content": parts})
+        else:
+            out.append({"role": "user", "content": [{"type": "text", "text": p.text} if isinstance(p, TextPart)
+                                                     else {"type": "image_url", "image_url": {"url": p.data_url()}}
+                                                     for p in m.content]})
     return out
 
 

@@ -168,8 +168,6 @@ class RedactingFilter(logging.Filter):
 
 def install_log_redaction(logger: logging.Logger | None = None) -> None:
     target = logger or logging.getLogger()
-    if not any(isinstance(f, RedactingFilter) for f in target.filters):
-        target.addFilter(RedactingFilter())
-    for handler in target.handlers:
-        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
-            handler.addFilter(RedactingFilter())
+    for filtered in (target, *target.handlers):
+        if not any(isinstance(f, RedactingFilter) for f in filtered.filters):
+            filtered.addFilter(RedactingFilter())
