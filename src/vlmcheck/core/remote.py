@@ -15,11 +15,11 @@ import asyncio
 import os
 import posixpath
 import re
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
 
+from .files import InputFileError
 from .images import BadImageError
 
 _URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
@@ -255,18 +255,16 @@ def read_bytes(url: str, max_bytes: int, *, root: str | None = None, allow_outsi
     return data
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _remote_pool() -> ThreadPoolExecutor:
+def _new_pool() -> None:
     """Threads for the fsspec URLs (s3://, gs://...): not the decoding threads of core/inputs.py, so a slow
-    bucket never holds the readers that local files and other samples need."""
+    bucket never holds the readers that local files and other samples need (none is started before a read)."""
     global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="vlmcheck-url")
-        return _pool
+    _pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="vlmcheck-url")
+
+
+_new_pool()
+if hasattr(os, "register_at_fork"):  # a forked child has none of its parent's threads: a copied pool waits forever
+    os.register_at_fork(after_in_child=_new_pool)
 
 
 async def read_bytes_async(url: str, max_bytes: int, *, root: str | None = None, allow_outside: bool = False,
@@ -276,14 +274,12 @@ async def read_bytes_async(url: str, max_bytes: int, *, root: str | None = None,
     if is_http(url):
         return await fetch(url, max_bytes, root=root, allow_outside=allow_outside, read_timeout=read_timeout,
                            total_timeout=total_timeout)
-    return await asyncio.get_running_loop().run_in_executor(_remote_pool(), lambda: read_bytes(url, max_bytes))
+    return await asyncio.get_running_loop().run_in_executor(_pool, lambda: read_bytes(url, max_bytes))
 
 
 def read_text(url: str, what: str = "file", *, read_timeout: float | None = None,
               total_timeout: float | None = None) -> str:
     """The UTF-8 text at ``url`` (a manifest), or one sentence saying why not.  Redirects stay in its folder."""
-    from .files import InputFileError
-
     try:
         data = read_bytes(url, 1 << 30, root=parent(url) if is_http(url) else None, read_timeout=read_timeout,
                           total_timeout=total_timeout)
@@ -303,16 +299,5 @@ def image_urls(folder: str, suffixes: set[str]) -> list[str]:
         fs, path = fsspec.core.url_to_fs(folder)
         found = fs.find(path)
     except (OSError, ValueError, ImportError) as exc:
-        from .files import InputFileError
-
         raise InputFileError(f"{folder}: cannot list ({type(exc).__name__}: {str(exc)[:200]})") from None
     return sorted(fs.unstrip_protocol(p) for p in found if posixpath.splitext(p)[1].lower() in suffixes)
-
-
-def _forget_pool() -> None:
-    global _pool
-    _pool = None
-
-
-if hasattr(os, "register_at_fork"):  # a forked child has none of its parent's threads
-    os.register_at_fork(after_in_child=_forget_pool)
