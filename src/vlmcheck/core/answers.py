@@ -28,8 +28,6 @@ def answer_status(gen: Generation) -> AnswerStatus:
     return "ok"
 
 
-# ----------------------------------------------------------------------------- yes/no answers
-
 #: how a yes/no answer is read, declared by the method (ChEF's recipe: ``metric.parser``): "lenient" is POPE's rule
 #: as the paper writes it (the first sentence, its words in any case); "pope" is POPE's ``evaluate.py`` exactly (the
 #: text before the first '.', commas removed, split on single spaces, the words "No", "no", "not" as written)
@@ -53,8 +51,6 @@ def read_yes_no(text: str, rule: YesNoRule = "lenient") -> Literal["yes", "no"] 
             return "no"
     return "yes" if words & {"yes", "no", "not"} else None
 
-
-# ----------------------------------------------------------------------------- reasoning models
 
 # Opening and closing markers of a reasoning block, as reasoning models emit them: DeepSeek-R1 / Qwen3 / QwQ
 # (<think>), Claude-style and other fine-tunes (<thinking>, <reasoning>), Open-Thoughts / Bespoke

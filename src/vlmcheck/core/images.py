@@ -32,12 +32,6 @@ class BadImageError(ValueError):
     """An input that cannot be used as an image for one sample."""
 
 
-def _composite_on_white(img: Image.Image) -> Image.Image:
-    rgba = img.convert("RGBA")
-    background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-    return Image.alpha_composite(background, rgba).convert("RGB")
-
-
 def _wide_to_8bit(img: Image.Image) -> Image.Image:
     """16/32-bit integer and float greyscale scaled to 8 bits by their range (Pillow's ``convert("L")`` clips
     at 255, which turns most 16-bit images white)."""
@@ -59,7 +53,8 @@ def to_rgb(img: Image.Image) -> Image.Image:
     if mode == "RGB":
         return img.copy()
     if mode in ("RGBA", "LA", "RGBa", "La", "PA") or (mode == "P" and "transparency" in img.info):
-        return _composite_on_white(img)
+        rgba = img.convert("RGBA")  # composited on white
+        return Image.alpha_composite(Image.new("RGBA", rgba.size, (255, 255, 255, 255)), rgba).convert("RGB")
     if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
         return _wide_to_8bit(img)
     try:

@@ -347,22 +347,17 @@ async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: C
     return await loop.run_in_executor(pool, decode)
 
 
-def _io_threads() -> int:
-    """The CPUs this process may run on (its affinity mask where the OS has one), at most 32."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    return max(1, min(32, n))
-
-
 @functools.cache
 def _reader_pool() -> ThreadPoolExecutor:
     """The threads that read and decode dataset images: one per CPU.  Not asyncio's default executor
     (``cpu_count + 4`` threads): decoding holds the GIL most of the time, so with more decoding threads than cores
     the event loop's thread, which sets the pace of a fast API run, waits for the GIL behind them; fewer starve
     the loop of decoded images (bench/api_throughput.py)."""
-    return ThreadPoolExecutor(max_workers=_io_threads(), thread_name_prefix="vlmcheck-io")
+    try:
+        n = len(os.sched_getaffinity(0))  # the CPUs this process may run on
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    return ThreadPoolExecutor(max_workers=max(1, min(32, n)), thread_name_prefix="vlmcheck-io")
 
 
 if hasattr(os, "register_at_fork"):  # a forked child has none of its parent's threads: a copied pool waits forever

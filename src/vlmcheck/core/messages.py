@@ -191,9 +191,6 @@ def _keyed(p: TextPart | ImagePart, file_keys: bool) -> dict[str, Any]:
     return {"type": "image", "sha256": p.pixel_sha256(), "size": [p.width, p.height]}
 
 
-# --------------------------------------------------------------------------- converters
-
-
 def to_openai(messages: list[Message]) -> list[dict[str, Any]]:
     """OpenAI chat-completions format (also vLLM, SGLang, Ollama, LM Studio, llama.cpp)."""
     out: list[dict[str, Any]] = []

@@ -52,11 +52,9 @@ _PART_MIN_KEY = 12
 _parts: tuple[tuple[str, ...], dict[str, tuple[tuple[str, int], ...]]] | None = None
 
 
-# Whether every registered key is printable ASCII without '"' or '\\': such a key, and every run of it, appears
-# in JSON text exactly as in the string that held it (see redacted_json).
+# Whether every registered key appears in JSON text as in its string (see redacted_json), and what may need
+# redaction as it shows in JSON text, lower-cased: a key shape's start, or the word that starts a Bearer token.
 _verbatim = True
-# What may need redaction, as it shows in JSON text (lower-cased): a key shape's start (the shapes' characters
-# are never escaped in JSON) or the word that starts a Bearer token (whose whitespace JSON may escape: "\\n").
 _JSON_TRIGGERS = ("sk-", "aiza", "bearer")
 
 

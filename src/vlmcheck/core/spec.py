@@ -23,9 +23,8 @@ from .secrets import is_secret_param, register_secret
 RoleName = Literal["vlm", "text", "generator", "encoder"]
 
 
-# Each provider's parameters are IDENTITY (they change what the model answers) or PLACEMENT (where it is reached,
-# how fast, how it is billed or bounded): the provider declares which in its register() call (models/__init__.py).
-# Placement parameters and the endpoint are recorded with each run session and may change on resume.
+# A provider's parameters are IDENTITY (they change what the model answers) or PLACEMENT (where it is reached, how
+# fast, how billed or bounded; may change on resume): docs/usage.md "Identity and placement".
 IDENTITY, PLACEMENT = "identity", "placement"
 ParamKind = Literal["identity", "placement"]
 URL_CREDENTIALS_ENV = "VLMCHECK_URL_CREDENTIALS"
@@ -163,7 +162,6 @@ class ModelSpec(BaseModel):
     def __str__(self) -> str:
         return self.canonical()
 
-    # --- typed parameter access -------------------------------------------------
     def get_float(self, key: str, default: float) -> float:
         return _convert(self, key, default, float)
 
@@ -261,8 +259,6 @@ def _convert(spec: ModelSpec, key: str, default, typ):
         raise SpecError(f"{spec.canonical()}: parameter {key}={spec.params[key]} must be {need}")
     return value
 
-
-# ----------------------------------------------------------------------------- registry
 
 class _Entry(BaseModel):
     """Everything vlmcheck knows about a provider, declared once in its :func:`register` call."""
