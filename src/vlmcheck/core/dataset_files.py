@@ -230,12 +230,11 @@ WIDENINGS = 3
 
 
 def read_samples(read: Callable[[], T], count: Callable[[T], int] = len) -> T:
-    """``read()`` - a method's samples from its dataset - under the row window of ``--limit N``
-    (:func:`first_rows`): where a reader stopped with rows left and the rows read give fewer than N samples
-    (rows left out, a sample that needs several rows: an MMVP pair, a CAST pair), the window is doubled and
-    ``read()`` called again, up to :data:`WIDENINGS` times, then the whole dataset is read.  A sample read under a
-    window is the one a whole read gives first (the readers keep the dataset's order; a method whose samples do
-    not follow its rows never sets a window: ``Task.samples_follow_rows``)."""
+    """``read()`` (a method's samples) under the row window of ``--limit N`` (:func:`first_rows`): where a reader
+    stopped with rows left and the rows read give fewer than N samples (rows left out, an MMVP or CAST pair), the
+    window is doubled and ``read()`` called again, up to :data:`WIDENINGS` times, then the whole dataset is read.
+    The readers keep the dataset's order, so the samples are those a whole read gives first (a method whose
+    samples do not follow its rows never sets a window: ``Task.samples_follow_rows``)."""
     window = row_window()
     if window is None:
         return read()

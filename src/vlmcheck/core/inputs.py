@@ -75,13 +75,11 @@ class InputPolicy:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     max_pixels: int = DEFAULT_MAX_PIXELS
     budget: PixelBudget | None = None
-    #: send a dataset file as it is, keyed by its bytes, without decoding it (:func:`read_image_part`); False
-    #: in runs whose store was made before key version 3, whose keys hash the pixels
+    #: send a dataset file as it is, keyed by its bytes (:func:`read_image_part`); False in stores before key v3
     file_keys: bool = True
     #: the dataset folders this run resolved (folder -> real path), or None: resolved on every read
     dirs: dict[str, str] | None = None
-    #: deadlines of an image read from an http(s) URL: no byte for ``url_read_timeout_s``, or the whole file not
-    #: there after ``url_total_timeout_s``, and the file fails its own sample (core/remote.py)
+    #: deadlines of an image read from an http(s) URL (core/remote.py)
     url_read_timeout_s: float = remote.READ_TIMEOUT_S
     url_total_timeout_s: float = remote.TOTAL_TIMEOUT_S
 

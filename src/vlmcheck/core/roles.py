@@ -174,11 +174,8 @@ class SupportsPreflight(Protocol):
 
 
 @runtime_checkable
-class TextModel(Protocol):
-    model_id: str
-    capabilities: Capabilities
-
-    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation: ...
+class TextModel(VLM, Protocol):
+    """Text-only chat -> text: a VLM's interface, sent no image."""
 
 
 @runtime_checkable
