@@ -17,7 +17,7 @@ import os
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from .dataset_files import within_window
 from .files import iter_jsonl_objects, printable
@@ -72,16 +72,9 @@ def load_image_dataset(source: str | Path) -> list[ImageItem]:
     if src.is_dir() and (src / "manifest.jsonl").is_file():
         return _load_jsonl(src / "manifest.jsonl")
     if src.is_dir():
-        items = []
         outputs = genception_outputs(src)
-        for path in iter_image_files(src):
-            if outputs and any(parent in outputs for parent in path.parents):
-                continue
-            rel = path.relative_to(src)
-            category = rel.parts[0] if len(rel.parts) > 1 else None
-            items.append(ImageItem(id=printable(rel.as_posix()), path=str(path), category=category, root=str(src)))
-        if not items:
-            raise DatasetError(f"{src}: no image files found")
+        items = _folder_items(str(src), src, ((p.relative_to(src).as_posix(), str(p)) for p in iter_image_files(src)
+                                              if not (outputs and any(d in outputs for d in p.parents))))
         if outputs:
             log.warning(
                 "%s: left out %s: images the GenCeption authors' code generated, not seeds", src,
@@ -119,13 +112,17 @@ def _load_url(url: str) -> list[ImageItem]:
     if posixpath.splitext(url.rstrip("/"))[1].lower() in (".jsonl", ".ndjson"):
         return _load_jsonl(url)
     root = url.rstrip("/")
-    items = []
-    for image in remote.image_urls(root, IMAGE_SUFFIXES):
-        rel = image[len(root):].lstrip("/")
-        category = rel.split("/")[0] if "/" in rel else None
-        items.append(ImageItem(id=printable(rel), path=image, category=category, root=root))
+    return _folder_items(root, url, ((image[len(root):].lstrip("/"), image)
+                                     for image in remote.image_urls(root, IMAGE_SUFFIXES)))
+
+
+def _folder_items(root: str, name: Any, found: Iterable[tuple[str, str]]) -> list[ImageItem]:
+    """The items of the image folder ``root`` (named ``name``) from its (path relative to it, path) pairs: ids
+    are the relative paths, the first sub-folder is the category."""
+    items = [ImageItem(id=printable(rel), path=path, category=rel.split("/")[0] if "/" in rel else None, root=root)
+             for rel, path in found]
     if not items:
-        raise DatasetError(f"{url}: no image files found")
+        raise DatasetError(f"{name}: no image files found")
     return items
 
 
