@@ -156,18 +156,12 @@ def json_depth(data: Any, stop: int) -> int:
 _ROOT: ContextVar[str | None] = ContextVar("vlmcheck_dataset_root", default=None)
 
 
-def dataset_root(path: str | os.PathLike) -> Path:
-    """The folder a source's files must stay inside: the folder named, or the folder the named file is really
-    in (a file the user names is read where its link points; what it refers to must stay beside it)."""
-    p = Path(path)
-    return p if p.is_dir() else Path(os.path.realpath(p)).parent
-
-
 @contextmanager
 def reading(source: str | os.PathLike) -> Iterator[Path]:
-    """Inside this block :func:`current_root` is ``source``'s folder (:func:`dataset_root`): what a reader opens
-    with it stays inside."""
-    root = dataset_root(source)
+    """Inside this block :func:`current_root` is the folder a source's files must stay inside: the folder named,
+    or the folder the named file really is in (a file the user names is read where its link points; what it
+    refers to must stay beside it)."""
+    root = Path(source) if Path(source).is_dir() else Path(os.path.realpath(source)).parent
     token = _ROOT.set(str(root))
     try:
         yield root
