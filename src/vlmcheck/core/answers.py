@@ -9,11 +9,8 @@ from .roles import Generation
 
 AnswerStatus = Literal["ok", "empty", "refusal", "truncated"]
 
-REFUSAL_OPENING = re.compile(
-    r"^\s*(i('| a)m sorry|sorry,|i can(no|')t (help|assist|provide|describe|comply)|i am unable|i'm unable|"
-    r"i cannot|as an ai\b|i won'?t be able)",
-    re.IGNORECASE,
-)
+REFUSAL_OPENING = re.compile(r"^\s*(i('| a)m sorry|sorry,|i can(no|')t (help|assist|provide|describe|comply)|"
+                             r"i am unable|i'm unable|i cannot|as an ai\b|i won'?t be able)", re.IGNORECASE)
 
 
 def answer_status(gen: Generation) -> AnswerStatus:
