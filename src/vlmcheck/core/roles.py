@@ -166,11 +166,12 @@ class SupportsVisionEmbedding(Protocol):
 
 @runtime_checkable
 class SupportsPreflight(Protocol):
-    """Optional for every role: one cheap check (an API adapter's ``GET /models``), called once per model before a
-    new run's first sample (``--no-preflight`` skips it), that raises :class:`vlmcheck.core.errors.PreflightError`
-    naming the cause where the model cannot serve the run."""
+    """Optional for every role: a model that can check, before the first sample, that it can serve the run."""
 
-    async def preflight(self) -> None: ...
+    async def preflight(self) -> None:
+        """One cheap check (an API adapter's ``GET /models``), called once per model before a new run's first
+        sample (``--no-preflight`` skips it); raises :class:`vlmcheck.core.errors.PreflightError` if not."""
+        ...
 
 
 @runtime_checkable

@@ -11,6 +11,7 @@ the ``vlmcheck.adapters`` entry-point group), so heavy dependencies load only wh
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
@@ -189,8 +190,6 @@ def _query(params: dict[str, str]) -> str:
 def _endpoint_list(text: str, where: str) -> list[str]:
     """The URLs of ``@URL1,URL2`` or ``@file:PATH`` (one URL per line; blank lines and # comments skipped)."""
     if text.startswith("file:"):
-        from pathlib import Path
-
         path = Path(text[5:]).expanduser()
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
@@ -209,8 +208,7 @@ def _endpoint_list(text: str, where: str) -> list[str]:
 
 
 def _check_url(url: str, where: str) -> None:
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    if scheme not in ("http", "https"):
+    if "://" not in url or url.split("://", 1)[0].lower() not in ("http", "https"):
         raise SpecError(f"model spec {where}: the base URL after '@' must start with http:// or https://")
     try:
         parts = urlsplit(url)
