@@ -92,7 +92,8 @@ def open_file(path: str | os.PathLike, root: str | os.PathLike | None = None, wh
     try:
         if max_bytes is not None and fst.st_size > max_bytes:  # grown since the check
             raise DatasetFileError(f"{path}: {fst.st_size} bytes exceeds the {_size(max_bytes)} limit on a {what}")
-        os.set_blocking(fd, True)
+        if hasattr(os, "set_blocking"):  # not on Windows before Python 3.12
+            os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
