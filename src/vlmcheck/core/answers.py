@@ -9,11 +9,8 @@ from .roles import Generation
 
 AnswerStatus = Literal["ok", "empty", "refusal", "truncated"]
 
-REFUSAL_OPENING = re.compile(
-    r"^\s*(i('| a)m sorry|sorry,|i can(no|')t (help|assist|provide|describe|comply)|i am unable|i'm unable|"
-    r"i cannot|as an ai\b|i won'?t be able)",
-    re.IGNORECASE,
-)
+REFUSAL_OPENING = re.compile(r"^\s*(i('| a)m sorry|sorry,|i can(no|')t (help|assist|provide|describe|comply)|"
+                             r"i am unable|i'm unable|i cannot|as an ai\b|i won'?t be able)", re.IGNORECASE)
 
 
 def answer_status(gen: Generation) -> AnswerStatus:
@@ -27,8 +24,6 @@ def answer_status(gen: Generation) -> AnswerStatus:
         return "truncated"
     return "ok"
 
-
-# ----------------------------------------------------------------------------- yes/no answers
 
 #: how a yes/no answer is read, declared by the method (ChEF's recipe: ``metric.parser``): "lenient" is POPE's rule
 #: as the paper writes it (the first sentence, its words in any case); "pope" is POPE's ``evaluate.py`` exactly (the
@@ -53,8 +48,6 @@ def read_yes_no(text: str, rule: YesNoRule = "lenient") -> Literal["yes", "no"] 
             return "no"
     return "yes" if words & {"yes", "no", "not"} else None
 
-
-# ----------------------------------------------------------------------------- reasoning models
 
 # Opening and closing markers of a reasoning block, as reasoning models emit them: DeepSeek-R1 / Qwen3 / QwQ
 # (<think>), Claude-style and other fine-tunes (<thinking>, <reasoning>), Open-Thoughts / Bespoke

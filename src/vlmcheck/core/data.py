@@ -1,33 +1,23 @@
-"""Image datasets from folders and JSONL manifests.
+"""Image datasets from folders and JSONL manifests (docs/usage.md "Data").
 
-* A folder: every image file below it; the first sub-folder level, if any,
-  is the item's category (MME's layout).  Ids are paths relative to the folder.
-* A folder holding a ``manifest.jsonl`` (e.g. from ``vlmcheck world make``):
-  that manifest.
-* ``hfds:`` sources, Hub snapshots, VLMEvalKit TSVs and the benchmarks'
-  releases are read by the dataset layer (``vlmcheck.datasets``, turned into
-  items by ``methods/records.py``); its embedded images live in
-  :func:`hfds_cache_root`, from where Ray workers on other nodes fetch the
-  files they need (run/ray_worker.py).
-* A JSONL manifest: one object per line with ``image`` (or ``path``; relative
-  to the manifest's folder), optional ``id``, ``category`` and any other fields
-  (kept in ``meta``).
+* A folder: every image file below it; the first sub-folder level, if any, is the item's category (MME's
+  layout), ids are paths relative to the folder.  A folder holding a ``manifest.jsonl``: that manifest.
+* A JSONL manifest: one object per line with ``image`` (or ``path``; relative to the manifest's folder),
+  optional ``id``, ``category`` and any other fields (kept in ``meta``).
+* ``hfds:`` sources, Hub snapshots, TSVs and releases are read by the dataset layer (``vlmcheck.datasets``).
 
-Every item records the folder its image must stay inside (``root``); reads go
-through :func:`vlmcheck.core.inputs.read_image`.  Loading a dataset never opens
-the images: a broken file becomes that sample's error when it is used, not a
-crash at start-up.
+Every item records the folder its image must stay inside (``root``).  Loading a dataset never opens the images:
+a broken file becomes that sample's error when it is used, not a crash at start-up.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
-from typing import Any
-
 import posixpath
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
 
 from .dataset_files import within_window
 from .files import iter_jsonl_objects, printable
@@ -38,8 +28,7 @@ from .inputs import dataset_path
 
 @dataclass(slots=True)
 class ImageItem:
-    """One dataset image.  A slotted dataclass, not a pydantic model: a run of a million images holds a million
-    of these (about 150 bytes each against 600)."""
+    """One dataset image (slotted: a run of a million images holds a million of these)."""
 
     id: str
     path: str
@@ -83,20 +72,11 @@ def load_image_dataset(source: str | Path) -> list[ImageItem]:
     if src.is_dir() and (src / "manifest.jsonl").is_file():
         return _load_jsonl(src / "manifest.jsonl")
     if src.is_dir():
-        items = []
         outputs = genception_outputs(src)
-        for path in iter_image_files(src):
-            if outputs and any(parent in outputs for parent in path.parents):
-                continue
-            rel = path.relative_to(src)
-            category = rel.parts[0] if len(rel.parts) > 1 else None
-            items.append(ImageItem(id=printable(rel.as_posix()), path=str(path), category=category, root=str(src)))
-        if not items:
-            raise DatasetError(f"{src}: no image files found")
+        items = _folder_items(str(src), src, ((p.relative_to(src).as_posix(), str(p)) for p in iter_image_files(src)
+                                              if not (outputs and any(d in outputs for d in p.parents))))
         if outputs:
-            import logging
-
-            logging.getLogger("vlmcheck").warning(
+            log.warning(
                 "%s: left out %s: images the GenCeption authors' code generated, not seeds", src,
                 ", ".join(sorted(str(d.relative_to(src)) for d in outputs)))
         return items
@@ -132,13 +112,17 @@ def _load_url(url: str) -> list[ImageItem]:
     if posixpath.splitext(url.rstrip("/"))[1].lower() in (".jsonl", ".ndjson"):
         return _load_jsonl(url)
     root = url.rstrip("/")
-    items = []
-    for image in remote.image_urls(root, IMAGE_SUFFIXES):
-        rel = image[len(root):].lstrip("/")
-        category = rel.split("/")[0] if "/" in rel else None
-        items.append(ImageItem(id=printable(rel), path=image, category=category, root=root))
+    return _folder_items(root, url, ((image[len(root):].lstrip("/"), image)
+                                     for image in remote.image_urls(root, IMAGE_SUFFIXES)))
+
+
+def _folder_items(root: str, name: Any, found: Iterable[tuple[str, str]]) -> list[ImageItem]:
+    """The items of the image folder ``root`` (named ``name``) from its (path relative to it, path) pairs: ids
+    are the relative paths, the first sub-folder is the category."""
+    items = [ImageItem(id=printable(rel), path=path, category=rel.split("/")[0] if "/" in rel else None, root=root)
+             for rel, path in found]
     if not items:
-        raise DatasetError(f"{url}: no image files found")
+        raise DatasetError(f"{name}: no image files found")
     return items
 
 
@@ -168,7 +152,7 @@ def _load_jsonl(path: Path | str) -> list[ImageItem]:
         raw_id = row.pop("id", image)
         if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
             raise DatasetError(f"{path}:{lineno}: 'id' must be a string or an integer, not a {type(raw_id).__name__}")
-        if isinstance(raw_id, str) and not raw_id.strip():  # before: a sample with an empty name
+        if isinstance(raw_id, str) and not raw_id.strip():
             raise DatasetError(f"{path}:{lineno}: 'id' is empty; give each row a name, or leave 'id' out to name "
                                "it by its image")
         item_id = str(raw_id)
@@ -178,12 +162,11 @@ def _load_jsonl(path: Path | str) -> list[ImageItem]:
         category = row.pop("category", None)
         if category is not None and not isinstance(category, (str, int)):
             raise DatasetError(f"{path}:{lineno}: 'category' must be a string, not a {type(category).__name__}")
-        if isinstance(category, str) and not category.strip():  # before: a category named ""
+        if isinstance(category, str) and not category.strip():
             raise DatasetError(f"{path}:{lineno}: 'category' is empty; leave it out for a row without a category")
         category = None if category is None else str(category)
         prompt = row.get("prompt")
         if prompt is not None and (not isinstance(prompt, str) or not prompt.strip()):
-            # before: "" fell back to the default prompt silently; a number failed every sample with a TypeError
             raise DatasetError(f"{path}:{lineno}: 'prompt' must be a non-empty string (the question put to the "
                                f"model), not {prompt!r}")
         keywords = row.get("keywords")
@@ -224,6 +207,4 @@ def _warn_unknown_fields(path: Any, lineno: int, row: dict[str, Any], warned: se
 
 def hfds_cache_root(cache_dir: str | Path | None = None) -> Path:
     """Where ``hfds:`` images are written (``$VLMCHECK_CACHE/hfds``, by default ``~/.cache/vlmcheck/hfds``)."""
-    import os
-
     return Path(cache_dir or os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck")) / "hfds"

@@ -1,38 +1,23 @@
-"""One rule for every file a dataset reader opens, text as images.
+"""One rule for every file a dataset reader opens, text as images (docs/usage.md "Limits on dataset files"): a
+regular file (:func:`vlmcheck.core.files.stat_regular`, checked again after opening), inside the dataset the user
+named unless the run allows outside paths (:func:`vlmcheck.core.inputs.confine`), within a size cap where it is
+read whole; inside a file, bounded fields, JSON nesting, rows and images per item (:data:`ENV`).
 
-A file a reader opens (a release's JSON, CSV or text file, a TSV, a workbook, a parquet or arrow shard, a
-pickled batch) must be
-
-* a **regular file**: a FIFO would block the reader forever, ``/dev/zero`` would read until memory runs out,
-  a socket or device is never data.  Checked with ``stat`` before opening and with ``fstat`` after (the path may
-  change in between), and opened with ``O_NONBLOCK`` so that a FIFO swapped in never blocks ``open``;
-* **inside the dataset** the user named (symlinks resolved), unless the run allows outside paths
-  (``--allow-outside``): the rule images follow (:func:`vlmcheck.core.inputs.confine`);
-* **within a size cap** where it is read whole (:data:`LIMITS.text_bytes`); a file over it is refused with one
-  sentence that names it and the limit.
-
-A run that asked for its first N samples (``--limit N``, where the method takes its samples in the
-dataset's order) reads the first N rows of a streamed file (:func:`first_rows`) instead of every row, and more
-only where those rows give fewer than N samples (:func:`read_samples`); ``data inspect --rows N`` reads N rows.
-
-Inside a file, what a reader holds is bounded too: one TSV field or spreadsheet cell
-(:data:`LIMITS.field_bytes`), JSON nesting (:data:`LIMITS.json_depth`), the rows a shard may claim
-(:data:`LIMITS.rows`) and the images one item may list (:data:`LIMITS.images_per_item`).  Each limit is raised
-with an environment variable (:data:`ENV`, docs/usage.md "Limits on dataset files").
+A run that asked for its first N samples (``--limit N``) reads the first N rows of a streamed file
+(:func:`first_rows`), and more only where those rows give fewer than N samples (:func:`read_samples`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import stat
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, TypeVar
 
-from .files import InputFileError
+from .files import InputFileError, open_regular, read_upto, stat_regular
 
 MB = 1024 * 1024
 
@@ -86,16 +71,7 @@ def check_file(path: str | os.PathLike, root: str | os.PathLike | None = None, w
     from . import inputs
     from .images import BadImageError
 
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise DatasetFileError(f"{path}: no such {what}") from None
-    except OSError as exc:
-        raise DatasetFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise DatasetFileError(f"{path}: is a folder, not a {what}")
-    if not stat.S_ISREG(st.st_mode):
-        raise DatasetFileError(f"{path}: not a regular file (a FIFO, device or socket is never read as a {what})")
+    st = stat_regular(path, f"a {what}", DatasetFileError, missing=f"no such {what}")
     if root is not None:
         try:
             inputs.confine(path, root, inputs.current_policy().allow_outside)
@@ -112,17 +88,11 @@ def open_file(path: str | os.PathLike, root: str | os.PathLike | None = None, wh
               max_bytes: int | None = None) -> BinaryIO:
     """``path`` opened for reading in binary, under :func:`check_file`'s rule (a stream the caller closes)."""
     check_file(path, root, what, max_bytes)
+    fd, fst = open_regular(path, f"a {what}", DatasetFileError)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise DatasetFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        fst = os.fstat(fd)
-        if not stat.S_ISREG(fst.st_mode):  # swapped after the check
-            raise DatasetFileError(f"{path}: not a regular file (a FIFO, device or socket is never read as a {what})")
-        if max_bytes is not None and fst.st_size > max_bytes:
+        if max_bytes is not None and fst.st_size > max_bytes:  # grown since the check
             raise DatasetFileError(f"{path}: {fst.st_size} bytes exceeds the {_size(max_bytes)} limit on a {what}")
-        if hasattr(os, "set_blocking"):
+        if hasattr(os, "set_blocking"):  # not on Windows before Python 3.12
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -136,19 +106,10 @@ def read_bytes(path: str | os.PathLike, root: str | os.PathLike | None = None, w
     a file that grows past the cap while read is refused too."""
     cap = limits().text_bytes if max_bytes is None else max_bytes
     with open_file(path, root, what, cap) as fh:
-        # the size stat gave plus one byte (which shows the file grew), never the cap at once: a read(cap)
-        # allocates the whole cap first
-        chunks, got = [], 0
-        want = min(os.fstat(fh.fileno()).st_size, cap) + 1
-        while got <= cap:
-            chunk = fh.read(min(want - got if got < want else 1 << 16, cap + 1 - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-    if got > cap:
+        data = read_upto(fh.fileno(), os.fstat(fh.fileno()).st_size, cap)
+    if len(data) > cap:
         raise DatasetFileError(f"{path}: more than the {_size(cap)} limit on a {what}")
-    return b"".join(chunks)
+    return data
 
 
 def read_text(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",
@@ -162,16 +123,16 @@ def read_text(path: str | os.PathLike, root: str | os.PathLike | None = None, wh
 
 
 def parse_json(text: str | bytes, label: str, max_depth: int | None = None) -> Any:
-    """``json.loads(text)`` nested no deeper than ``max_depth`` (default :data:`LIMITS.json_depth`): deeper
-    nesting is refused in one sentence naming ``label``, whether the parser's recursion stops it or the walk
-    after it (so a value a reader keeps never sends a later walk past Python's recursion limit)."""
+    """``json.loads(text)`` nested no deeper than ``max_depth`` (default :data:`LIMITS.json_depth`), whether the
+    parser's recursion stops it or the walk after it (so a value kept never sends a later walk past Python's
+    recursion limit); else one sentence naming ``label``."""
     depth = limits().json_depth if max_depth is None else max_depth
     try:
         data = json.loads(text)
+        deep = json_depth(data, depth) > depth
     except RecursionError:
-        raise DatasetFileError(f"{label}: JSON nested deeper than the {depth} levels a dataset file may hold "
-                               f"(raise it with {ENV['json_depth'][0]})") from None
-    if json_depth(data, depth) > depth:
+        deep = True
+    if deep:
         raise DatasetFileError(f"{label}: JSON nested deeper than the {depth} levels a dataset file may hold "
                                f"(raise it with {ENV['json_depth'][0]})")
     return data
@@ -188,28 +149,20 @@ def json_depth(data: Any, stop: int) -> int:
             if deepest > stop:
                 return deepest
         for child in (value.values() if isinstance(value, dict) else value):
-            if isinstance(child, (dict, list)) and child:
+            if isinstance(child, (dict, list)):
                 stack.append((child, d + 1))
-            elif isinstance(child, (dict, list)) and d + 1 > deepest:
-                deepest = d + 1
     return deepest
 
 
 _ROOT: ContextVar[str | None] = ContextVar("vlmcheck_dataset_root", default=None)
 
 
-def dataset_root(path: str | os.PathLike) -> Path:
-    """The folder a source's files must stay inside: the folder named, or the folder the named file is really
-    in (a file the user names is read where its link points; what it refers to must stay beside it)."""
-    p = Path(path)
-    return p if p.is_dir() else Path(os.path.realpath(p)).parent
-
-
 @contextmanager
 def reading(source: str | os.PathLike) -> Iterator[Path]:
-    """Inside this block :func:`current_root` is ``source``'s folder (:func:`dataset_root`): what a reader opens
-    with it stays inside."""
-    root = dataset_root(source)
+    """Inside this block :func:`current_root` is the folder a source's files must stay inside: the folder named,
+    or the folder the named file really is in (a file the user names is read where its link points; what it
+    refers to must stay beside it)."""
+    root = Path(source) if Path(source).is_dir() else Path(os.path.realpath(source)).parent
     token = _ROOT.set(str(root))
     try:
         yield root
@@ -272,12 +225,11 @@ WIDENINGS = 3
 
 
 def read_samples(read: Callable[[], T], count: Callable[[T], int] = len) -> T:
-    """``read()`` - a method's samples from its dataset - under the row window of ``--limit N``
-    (:func:`first_rows`): where a reader stopped with rows left and the rows read give fewer than N samples
-    (rows left out, a sample that needs several rows: an MMVP pair, a CAST pair), the window is doubled and
-    ``read()`` called again, up to :data:`WIDENINGS` times, then the whole dataset is read.  A sample read under a
-    window is the one a whole read gives first (the readers keep the dataset's order; a method whose samples do
-    not follow its rows never sets a window: ``Task.samples_follow_rows``)."""
+    """``read()`` (a method's samples) under the row window of ``--limit N`` (:func:`first_rows`): where a reader
+    stopped with rows left and the rows read give fewer than N samples (rows left out, an MMVP or CAST pair), the
+    window is doubled and ``read()`` called again, up to :data:`WIDENINGS` times, then the whole dataset is read.
+    The readers keep the dataset's order, so the samples are those a whole read gives first (a method whose
+    samples do not follow its rows never sets a window: ``Task.samples_follow_rows``)."""
     window = row_window()
     if window is None:
         return read()

@@ -1,21 +1,10 @@
-"""Errors raised by adapters, classified so the runner knows what to retry.
+"""Errors raised by adapters, classified so the runner knows what to retry (docs/usage.md "Retries").
 
-Adapters translate their SDK's exceptions into :class:`ModelCallError` with a
-``kind``.  The retry policy depends only on the kind:
-
-=============  =========  ====================================================
-kind           retried    examples
-=============  =========  ====================================================
-rate_limit     yes        HTTP 429 (honours Retry-After)
-server         yes        HTTP 5xx
-timeout        yes        read/connect timeout
-connection     yes        connection refused / reset
-malformed      yes        invalid JSON, no choices (a server glitch, few tries)
-bad_request    no         HTTP 400, 404, 413, 422: the request itself is wrong
-auth           no         HTTP 401, 403
-unsupported    no         the model cannot do what was asked
-too_large      no         a reply over ``max_response_mb`` or an answer over ``max_answer_chars``
-=============  =========  ====================================================
+Adapters translate their SDK's exceptions into :class:`ModelCallError` with a ``kind``, and the retry policy
+depends only on the kind.  Retried: ``rate_limit`` (HTTP 429, Retry-After honoured), ``server`` (5xx),
+``timeout``, ``connection`` (refused, reset), ``malformed`` (invalid JSON, no choices: a glitch, few tries).  Not
+retried: ``bad_request`` (400, 404, 413, 422), ``auth`` (401, 403), ``unsupported`` (the model cannot do what was
+asked), ``too_large`` (a reply over ``max_response_mb``, an answer over ``max_answer_chars``).
 """
 
 from __future__ import annotations
@@ -53,18 +42,10 @@ RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "conne
 
 
 class ModelCallError(RuntimeError):
-    def __init__(
-        self,
-        kind: ErrorKind,
-        message: str,
-        *,
-        status: int | None = None,
-        retry_after: float | None = None,
-    ) -> None:
+    def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None,
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
-        self.kind = kind
-        self.status = status
-        self.retry_after = retry_after
+        self.kind, self.status, self.retry_after = kind, status, retry_after
 
     @property
     def retryable(self) -> bool:
@@ -80,9 +61,7 @@ def kind_for_status(status: int) -> ErrorKind:
         return "rate_limit"
     if status in (401, 403):
         return "auth"
-    if status in (408, 409) or status >= 500:
-        return "server" if status >= 500 else "timeout"
-    return "bad_request"
+    return "server" if status >= 500 else "timeout" if status in (408, 409) else "bad_request"
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -1,16 +1,10 @@
-"""Small file helpers every output goes through.
+"""Small file helpers every output goes through, and the readers of users' input files.
 
-* :func:`write_text_atomic`, :func:`write_bytes_atomic` - a temp file with a
-  unique name in the target's folder, then ``os.replace``: a reader (or a kill)
-  never sees half a file, and two processes never share a temp name.  The file
-  gets the mode the umask gives a new file (``mkstemp`` alone would make every
-  output 0600, unreadable to colleagues and web servers).
-* :func:`staged_folder` - a new folder written whole or not at all (built under a hidden name beside it, then
-  renamed), for commands that write a dataset (``world make``).
-* :func:`read_jsonl` - JSON Lines split on ``"\\n"`` only.  ``str.splitlines``
-  also splits on U+2028, U+2029, U+0085 and other separators that JSON strings
-  may hold unescaped (we write ``ensure_ascii=False``), so it would cut a record
-  holding such an answer in two.
+* :func:`write_text_atomic` and its kin: a temp file with a unique name beside the target, then ``os.replace``:
+  a reader (or a kill) never sees half a file.  The file gets the mode the umask gives a new file (``mkstemp``
+  alone would make every output 0600, unreadable to colleagues and web servers).
+* :func:`read_jsonl` - JSON Lines split on ``"\\n"`` only: ``str.splitlines`` also splits on U+2028 and other
+  separators that JSON strings may hold unescaped (we write ``ensure_ascii=False``).
 
 Why this module is long: it is the one place where user files are written (atomically, with the umask's mode,
 named by the user's path when they cannot be) and read (JSON Lines, YAML mappings, results files, each failing in
@@ -22,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,11 +42,6 @@ def _umask() -> int:
     return _MASK
 
 
-def new_file_mode() -> int:
-    """The mode ``open()`` gives a new file under this process's umask (0o644 under the usual 0o022)."""
-    return 0o666 & ~_umask()
-
-
 def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
     """(fd, name) of a new temp file beside ``path`` with the umask's mode: write it, then ``os.replace``."""
     path = Path(path)
@@ -60,7 +50,7 @@ def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
     except OSError as exc:  # named by the file the user asked for, never by a temp name they never gave
         raise _named(exc, path) from None
     try:
-        os.fchmod(fd, new_file_mode())
+        os.fchmod(fd, 0o666 & ~_umask())
     except (AttributeError, OSError):  # Windows: no fchmod; mkstemp's mode stands
         pass
     return fd, tmp
@@ -68,11 +58,10 @@ def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
 
 @contextmanager
 def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
-    """The folder to write a dataset into, so that a kill or an error never leaves half of one under ``out``'s
-    name for a later run to take as data.  Where ``out`` is missing or empty: a new hidden folder beside it
-    (``.NAME.XXXX.partial``), renamed to ``out`` once the block ends, removed if it raises (a kill -9 leaves only
-    the hidden folder).  Where ``out`` already holds files (a dataset written again, with files of its own):
-    ``out`` itself, whose files the caller writes by temp file and rename, its index file last."""
+    """The folder to write a dataset into (``world make``), so that a kill or an error never leaves half of one
+    under ``out``'s name.  Where ``out`` is missing or empty: a hidden ``.NAME.XXXX.partial`` beside it, renamed
+    to ``out`` once the block ends, removed if it raises.  Where ``out`` already holds files: ``out`` itself,
+    whose files the caller writes by temp file and rename, its index file last."""
     import shutil
 
     out = Path(out)
@@ -101,8 +90,7 @@ def _named(exc: OSError, path: Path) -> OSError:
 
 
 def broken_link(path: str | os.PathLike) -> str | None:
-    """Why ``path`` cannot be written to as a folder or file when it is a symbolic link that leads nowhere (a
-    dangling link, a loop); None otherwise."""
+    """Why ``path`` cannot be written to when it is a symbolic link that leads nowhere; None otherwise."""
     path = Path(path)
     if not path.is_symlink():
         return None
@@ -118,22 +106,16 @@ def broken_link(path: str | os.PathLike) -> str | None:
 def printable(name: str) -> str:
     """A file name as text that any UTF-8 file or database holds: a name that is not valid UTF-8 (Python reads
     its bad bytes as lone surrogates) keeps them as ``\\xff`` escapes, so the id stays unique and names the file."""
-    try:
-        name.encode("utf-8")
-        return name
-    except UnicodeEncodeError:
-        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name if utf8_text(name) else name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-#: json.dumps(obj, **kwargs) is JSONEncoder(**kwargs).encode(obj), which makes a C encoder for every call.  Made
-#: once per set of keyword arguments instead (about half the time for a sample's record), where a fast API run
-#: encodes five such records per request (the store's three, the cache key, the request body).
+#: json.dumps makes a C encoder for every call; made once per set of keyword arguments instead (about half the
+#: time for a sample's record, of which a fast API run encodes five per request)
 _DUMPS: dict[tuple, Callable[[Any], str]] = {}
 
 
 def json_encoder(**kwargs: Any) -> Callable[[Any], str]:
-    """``functools.partial(json.dumps, **kwargs)``, the same text (tested), its encoder made once: hot callers
-    keep the function (a module constant) and skip even the look-up by arguments."""
+    """``functools.partial(json.dumps, **kwargs)``, the same text (tested), its encoder made once."""
     key = tuple(kwargs.items())
     try:
         fn = _DUMPS.get(key)
@@ -145,10 +127,9 @@ def json_encoder(**kwargs: Any) -> Callable[[Any], str]:
 
 
 def _dumps_for(enc: json.JSONEncoder) -> Callable[[Any], str]:
-    """``enc.encode``, its C encoder made once: the one ``JSONEncoder.iterencode`` makes per call, built with
-    the same arguments but without ``check_circular``'s dict of the objects being encoded (that dict is per
-    call; without it one encoder serves every call and thread).  A circular object then fails with
-    RecursionError instead of ValueError; nothing vlmcheck encodes is circular."""
+    """``enc.encode`` with the C encoder ``iterencode`` makes per call made once, without ``check_circular``'s
+    per-call dict (so one encoder serves every call and thread; a circular object, which vlmcheck never
+    encodes, fails with RecursionError instead of ValueError)."""
     make = json.encoder.c_make_encoder
     if make is None or enc.indent is not None:  # no C encoder (another Python), or indented: as json does
         return enc.encode
@@ -166,16 +147,8 @@ def _dumps_for(enc: json.JSONEncoder) -> Callable[[Any], str]:
 
 def json_text(obj: Any, **kwargs: Any) -> str:
     """``json.dumps`` with non-ASCII text as is, and escaped (``\\udcff``, lossless) where a string holds lone
-    surrogates - a file name that is not valid UTF-8, as Python reads it - which no UTF-8 file or SQLite text can
-    hold."""
-    key = tuple(kwargs.items())
-    fn = _TEXT.get(key)
-    if fn is None:
-        fn = _TEXT[key] = json_text_encoder(**kwargs)
-    return fn(obj)
-
-
-_TEXT: dict[tuple, Callable[[Any], str]] = {}
+    surrogates (a file name that is not valid UTF-8), which no UTF-8 file or SQLite text can hold."""
+    return json_text_encoder(**kwargs)(obj)
 
 
 def json_text_encoder(**kwargs: Any) -> Callable[[Any], str]:
@@ -200,7 +173,7 @@ def utf8_text(text: str) -> bool:
     return True
 
 
-def _atomic(path: str | os.PathLike, write: Any) -> Path:
+def _atomic(path: str | os.PathLike, write: Callable[[int, str], None]) -> Path:
     """``write(fd, tmp)`` fills a temp file beside ``path``, which then replaces ``path``; on any failure the temp
     file goes and ``path`` is as it was."""
     path = Path(path)
@@ -217,38 +190,33 @@ def _atomic(path: str | os.PathLike, write: Any) -> Path:
     return path
 
 
-def _write_atomic(path: str | os.PathLike, data: str | bytes, encoding: str, errors: str = "strict") -> Path:
+def _write_atomic(path: str | os.PathLike, data: str | bytes | Iterable[str], mode: str, **kwargs: Any) -> Path:
     def write(fd: int, tmp: str) -> None:
-        if isinstance(data, bytes):
-            with os.fdopen(fd, "wb") as fh:
+        with os.fdopen(fd, mode, **kwargs) as fh:
+            if isinstance(data, (str, bytes)):
                 fh.write(data)
-        else:
-            with os.fdopen(fd, "w", encoding=encoding, errors=errors, newline="") as fh:
-                fh.write(data)
+            else:
+                fh.writelines(data)
 
     return _atomic(path, write)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8", errors: str = "strict") -> Path:
-    return _write_atomic(path, text, encoding, errors)
+    return _write_atomic(path, text, "w", encoding=encoding, errors=errors, newline="")
 
 
 def write_lines_atomic(path: str | os.PathLike, lines: Any, encoding: str = "utf-8") -> Path:
     """Write the strings of the iterable ``lines`` as they come (a million records never sit in memory as one
     text), whole or not at all."""
-    def write(fd: int, tmp: str) -> None:
-        with os.fdopen(fd, "w", encoding=encoding, newline="") as fh:
-            fh.writelines(lines)
-
-    return _atomic(path, write)
+    return _write_atomic(path, lines, "w", encoding=encoding, newline="")
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    return _write_atomic(path, data, "")
+    return _write_atomic(path, data, "wb")
 
 
 def copy_atomic(src: str | os.PathLike, dest: str | os.PathLike) -> Path:
-    """Copy ``src`` to ``dest`` whole or not at all (a temp file beside ``dest``, then a rename)."""
+    """Copy ``src`` to ``dest`` whole or not at all."""
     import shutil
 
     def write(fd: int, tmp: str) -> None:
@@ -264,13 +232,13 @@ def jsonl_lines(text: str) -> list[tuple[int, str]]:
 
 
 def read_jsonl(path: str | os.PathLike) -> list[Any]:
-    """Every record of a JSON Lines file (blank lines skipped; see the module docstring)."""
-    return [json.loads(line) for _, line in jsonl_lines(Path(path).read_text(encoding="utf-8"))]
+    """Every record of a JSON Lines file (blank lines skipped)."""
+    return list(JsonlRecords(path))
 
 
 class JsonlRecords:
-    """The records of a JSON Lines file, read a line at a time each time they are iterated (never all at
-    once): what the report and ``compare`` walk over a million samples with."""
+    """The records of a JSON Lines file, read a line at a time each time they are iterated: what the report and
+    ``compare`` walk over a million samples with."""
 
     def __init__(self, path: str | os.PathLike, missing_ok: bool = False) -> None:
         self.path, self.missing_ok = Path(path), missing_ok
@@ -293,10 +261,9 @@ def _rebuild(path: Path) -> str:
 
 
 class SampleRecords(JsonlRecords):
-    """A run's samples.jsonl, read a line at a time, each record checked as it is read: a JSON object with a
-    ``sample_id`` and a ``status`` (text), its ``result`` and ``error`` objects where present.  A damaged file
-    (not UTF-8, a line that is not JSON, a record of another shape) is one sentence naming the file and the
-    record (an :class:`InputFileError`), never a traceback in a command that reads it."""
+    """A run's samples.jsonl, each record checked as it is read (a JSON object with a ``sample_id`` and a
+    ``status``, its ``result`` and ``error`` objects where present): a damaged file is one
+    :class:`InputFileError` naming the file and the record, never a traceback."""
 
     def __iter__(self) -> Iterator[Any]:
         n = 0
@@ -309,7 +276,8 @@ class SampleRecords(JsonlRecords):
         except UnicodeDecodeError:
             raise InputFileError(f"{self.path}: not UTF-8 text; {_rebuild(self.path)}") from None
         except json.JSONDecodeError as exc:
-            raise InputFileError(f"{self.path}: record {n + 1} is not JSON ({exc.msg}); {_rebuild(self.path)}") from None
+            raise InputFileError(f"{self.path}: record {n + 1} is not JSON ({exc.msg}); "
+                                 f"{_rebuild(self.path)}") from None
 
 
 def _kind(x: Any) -> str:
@@ -348,12 +316,66 @@ def _results_problem(info: Any) -> str | None:
     return None
 
 
-def read_text_input(path: str | os.PathLike, what: str = "file") -> str:
-    """The UTF-8 text of a user's input file, or one sentence saying why not."""
-    path = Path(path)
-    _check_readable(path, what)
+def stat_regular(path: str | os.PathLike, what: str, error: type[Exception] = InputFileError, *,
+                 missing: str = "no such file or directory", folder: str = "a folder",
+                 st: os.stat_result | None = None) -> os.stat_result:
+    """``os.stat(path)`` (or ``st``, the caller's, taken just before) of a regular file, else ``error`` in one
+    sentence: a FIFO would block a reader forever and ``/dev/zero`` read until memory runs out.  ``what`` names
+    the file with its article ("a manifest")."""
+    if st is None:
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            raise error(f"{path}: {missing}") from None
+        except OSError as exc:
+            raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise error(f"{path}: is {folder}, not {what}")
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{path}: not a regular file (a FIFO, device or socket is never read as {what})")
+    return st
+
+
+def open_regular(path: str | os.PathLike, what: str, error: type[Exception] = InputFileError
+                 ) -> tuple[int, os.stat_result]:
+    """(fd, fstat) of ``path`` opened for reading, after :func:`stat_regular`: opened with ``O_NONBLOCK`` so
+    that a FIFO swapped in after the check never blocks ``open``, and refused unless still a regular file."""
     try:
-        return path.read_text(encoding="utf-8-sig")  # a leading byte-order mark is accepted
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode):
+            raise error(f"{path}: not a regular file (a FIFO, device or socket is never read as {what})")
+        return fd, fst
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_upto(fd: int, size: int, cap: int) -> bytes:
+    """At most ``cap + 1`` bytes of a regular file (more than ``cap``: it grew past the cap).  Asks for the size
+    stat gave plus one byte, then 64 kB at a time, never for the cap at once: a read(cap + 1) allocates the
+    whole cap (256 MB for an image) first."""
+    chunks, got = [], 0
+    want = min(size, cap) + 1
+    while got <= cap:
+        ask = min(want - got if got < want else 1 << 16, cap + 1 - got)
+        chunk = os.read(fd, ask)
+        chunks.append(chunk)
+        got += len(chunk)
+        if len(chunk) < ask:  # a regular file reads short only at its end: no read for b""
+            break
+    return b"".join(chunks)
+
+
+def read_text_input(path: str | os.PathLike, what: str = "file") -> str:
+    """The UTF-8 text of a user's input file (a leading byte-order mark accepted), or one sentence saying why not."""
+    path = Path(path)
+    stat_regular(path, f"a {what}")
+    try:
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputFileError(f"{path}: not UTF-8 text (byte {exc.start}); save the {what} as UTF-8") from None
     except OSError as exc:
@@ -361,23 +383,21 @@ def read_text_input(path: str | os.PathLike, what: str = "file") -> str:
 
 
 def jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file") -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every record of a user's JSON Lines file: each line must be a JSON object,
-    and at least one must be there; otherwise one sentence that names the file and line."""
+    """(line number, object) for every record of a user's JSON Lines file (:func:`iter_jsonl_objects`)."""
     return list(iter_jsonl_objects(path, what))
 
 
 def iter_jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file", text: str | None = None,
                        empty_ok: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
-    """:func:`jsonl_objects` one record at a time: a manifest of a million rows is never a million parsed rows
-    (and their lines) in memory at once.  ``text``: the file's text, already read (from a URL), named ``path``;
-    ``empty_ok``: a file without a record yields none (its caller says what was expected)."""
+    """(line number, object) for each record of a user's JSON Lines file, read as iterated (a million-row
+    manifest is never in memory at once): each line must be a JSON object, and one at least must be there
+    (unless ``empty_ok``), else one sentence naming file and line.  ``text``: the file's text, already read
+    (from a URL), named ``path``."""
     if text is None:
         path = Path(path)
-        lines: Iterable[str] = _file_lines(path, what)
-    else:
-        lines = _text_lines(text)
+    lines: Iterable[str] = _file_lines(path, what) if text is None else _text_lines(text)
     seen = False
-    for n, line in enumerate(lines, 1):  # split on "\n" only
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
@@ -393,28 +413,17 @@ def iter_jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file", t
 
 
 def _file_lines(path: Path, what: str) -> Iterator[str]:
-    """A local file's lines, read as they are iterated (a million-row manifest is never its whole text, nor
-    the 4 bytes a character of an ``io.StringIO`` over it, in memory)."""
-    _check_readable(path, what)
+    """A local file's lines split on "\\n" only, read as iterated (never the whole text, nor the 4 bytes a
+    character of an ``io.StringIO`` over it)."""
+    stat_regular(path, f"a {what}")
     try:
-        with open(path, encoding="utf-8-sig", newline="\n") as fh:  # a leading byte-order mark is accepted
+        with open(path, encoding="utf-8-sig", newline="\n") as fh:
             yield from fh
     except UnicodeDecodeError:
         read_text_input(path, what)  # says where, counted from the start of the file
         raise
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
-
-def _check_readable(path: Path, what: str) -> None:
-    import stat
-
-    if not path.exists():
-        raise InputFileError(f"{path}: no such file or directory")
-    if path.is_dir():
-        raise InputFileError(f"{path}: is a folder, not a {what}")
-    if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the read forever, /dev/zero never end
-        raise InputFileError(f"{path}: not a regular file (a FIFO, device or socket is never read as a {what})")
 
 
 def _text_lines(text: str) -> Iterator[str]:
@@ -439,8 +448,7 @@ def require_str(row: dict[str, Any], key: str, where: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _unique_keys_loader() -> Any:
-    """yaml.SafeLoader refusing a key given twice in one mapping (the last one won silently: ``name: x`` then
-    ``name: y`` ran recipe y)."""
+    """yaml.SafeLoader refusing a key given twice in one mapping (else the last one wins silently)."""
     import yaml
 
     class UniqueKeys(yaml.SafeLoader):
@@ -486,10 +494,9 @@ def read_results(folder: str | os.PathLike, need_samples: bool = True) -> dict[s
     if not results.is_file() or (need_samples and not (folder / "samples.jsonl").is_file()):
         what = "results.json and samples.jsonl" if need_samples else "results.json"
         raise InputFileError(f"{folder}: not a finished run folder (no {what})")
+    text = read_text_input(results, "results file")
     try:
-        info = json.loads(read_text_input(results, "results file"))
-    except InputFileError:
-        raise
+        info = json.loads(text)
     except ValueError as exc:
         raise InputFileError(f"{results}: not valid JSON ({exc}); {_rebuild(results)}") from None
     why = _results_problem(info)

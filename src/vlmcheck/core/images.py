@@ -1,17 +1,11 @@
-"""Image I/O: safe loading, normalisation to RGB, deterministic encoding and hashing.
-
-Every image that enters vlmcheck passes through :func:`load_image` (files) or
-:func:`to_rgb` (in-memory images).  Anything that cannot be turned into an RGB
-image raises :class:`BadImageError` with a message that names the problem, so a
-runner can record it for that one sample and go on.
-"""
+"""Image I/O: safe loading, normalisation to RGB, deterministic encoding and hashing.  Anything that cannot be
+turned into an RGB image raises :class:`BadImageError` naming the problem, which fails that one sample."""
 
 from __future__ import annotations
 
 import hashlib
 import io
 import os
-import stat
 import threading
 import warnings
 from collections import OrderedDict
@@ -23,17 +17,14 @@ from typing import Any, Callable
 from PIL import UnidentifiedImageError  # Pillow's package alone: cheap
 
 from .._lazy import lazy_module
+from .files import open_regular, read_upto, stat_regular
 
 np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 Image, ImageOps = lazy_module("PIL.Image"), lazy_module("PIL.ImageOps")  # Pillow on first use
 
-#: Default ceiling on decoded pixels (width x height).  Larger files are
-#: rejected as possible decompression bombs.  Pillow's own default (89 M) only
-#: warns; we turn it into a per-sample error.
+#: Ceiling on decoded pixels (width x height): Pillow's default, which only warns, made a per-sample error.
 DEFAULT_MAX_PIXELS = 89_478_485
-
-#: Lossless format used for every image vlmcheck writes or sends, unless a
-#: caller asks otherwise.  The format is recorded next to the bytes.
+#: Lossless format of every image vlmcheck writes or sends unless a caller asks otherwise.
 DEFAULT_FORMAT = "PNG"
 
 
@@ -41,18 +32,9 @@ class BadImageError(ValueError):
     """An input that cannot be used as an image for one sample."""
 
 
-def _composite_on_white(img: Image.Image) -> Image.Image:
-    rgba = img.convert("RGBA")
-    background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-    return Image.alpha_composite(background, rgba).convert("RGB")
-
-
 def _wide_to_8bit(img: Image.Image) -> Image.Image:
-    """Scale 16/32-bit integer and float greyscale images to 8 bits by their range.
-
-    Pillow's ``convert("L")`` clips I;16 values at 255, which turns most 16-bit
-    images white, so we rescale by the image's actual range instead.
-    """
+    """16/32-bit integer and float greyscale scaled to 8 bits by their range (Pillow's ``convert("L")`` clips
+    at 255, which turns most 16-bit images white)."""
     arr = np.asarray(img, dtype=np.float64)
     lo, hi = float(np.nanmin(arr)), float(np.nanmax(arr))
     scaled = np.zeros_like(arr) if hi <= lo else (arr - lo) / (hi - lo) * 255.0
@@ -61,11 +43,8 @@ def _wide_to_8bit(img: Image.Image) -> Image.Image:
 
 
 def to_rgb(img: Image.Image) -> Image.Image:
-    """Return an 8-bit RGB copy of ``img`` whatever its mode.
-
-    Transparency is composited on white; CMYK, YCbCr, LAB, palette, 1-bit and
-    16-bit images are converted; EXIF orientation is applied.
-    """
+    """An 8-bit RGB copy of ``img`` whatever its mode: transparency composited on white, EXIF orientation
+    applied."""
     try:
         img = ImageOps.exif_transpose(img)
     except Exception:  # a broken EXIF block must not sink an otherwise fine image
@@ -74,7 +53,8 @@ def to_rgb(img: Image.Image) -> Image.Image:
     if mode == "RGB":
         return img.copy()
     if mode in ("RGBA", "LA", "RGBa", "La", "PA") or (mode == "P" and "transparency" in img.info):
-        return _composite_on_white(img)
+        rgba = img.convert("RGBA")  # composited on white
+        return Image.alpha_composite(Image.new("RGBA", rgba.size, (255, 255, 255, 255)), rgba).convert("RGB")
     if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
         return _wide_to_8bit(img)
     try:
@@ -83,76 +63,32 @@ def to_rgb(img: Image.Image) -> Image.Image:
         raise BadImageError(f"cannot convert image mode {mode!r} to RGB: {exc}") from exc
 
 
-#: Default ceiling on an image file's size, checked before reading it.
 DEFAULT_MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
 def read_file_bytes(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES,
                     st: os.stat_result | None = None) -> bytes:
-    """The bytes of a regular file no larger than ``max_bytes``.
-
-    Checked with ``stat`` before anything is opened (``st``: the caller's ``os.stat(path)``, taken just
-    before): a FIFO would block the reader forever and ``/dev/zero`` would read until memory runs out, so only
-    regular files are read.  The read itself stops at ``max_bytes + 1`` in case the file grows between the
-    check and the read.
-    """
-    label = str(path)
-    try:
-        st = st if st is not None else os.stat(path)
-    except FileNotFoundError:
-        raise BadImageError(f"{label}: file not found") from None
-    except OSError as exc:
-        raise BadImageError(f"{label}: cannot read ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise BadImageError(f"{label}: is a directory, not an image")
-    if not stat.S_ISREG(st.st_mode):
-        raise BadImageError(f"{label}: not a regular file (a device, FIFO or socket is never read)")
+    """The bytes of a regular file no larger than ``max_bytes``, checked before anything is opened (``st``: the
+    caller's ``os.stat(path)``, taken just before; see :func:`vlmcheck.core.files.stat_regular`)."""
+    st = stat_regular(path, "an image", BadImageError, missing="file not found", folder="a directory", st=st)
     if st.st_size > max_bytes:
-        raise BadImageError(f"{label}: {st.st_size} bytes exceeds the image file size limit of {max_bytes} bytes")
+        raise BadImageError(f"{path}: {st.st_size} bytes exceeds the image file size limit of {max_bytes} bytes")
+    fd, fst = open_regular(path, "an image", BadImageError)
     try:
-        # O_NONBLOCK: if the path was swapped for a FIFO after the check, open() must not wait for a writer.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        data = read_upto(fd, fst.st_size, max_bytes)
     except OSError as exc:
-        raise BadImageError(f"{label}: cannot read ({exc.strerror or exc})") from None
-    try:
-        fst = os.fstat(fd)
-        if not stat.S_ISREG(fst.st_mode):
-            raise BadImageError(f"{label}: not a regular file (a device, FIFO or socket is never read)")
-        # Ask for the size stat gave plus one byte (which shows that the file grew), never for max_bytes at once:
-        # a buffered read(max_bytes + 1) allocates the whole cap (256 MB by default) for every image, which
-        # costs far more than reading a small file.
-        chunks, got = [], 0
-        want = min(fst.st_size, max_bytes) + 1
-        while got <= max_bytes:
-            ask = min(want - got if got < want else 1 << 16, max_bytes + 1 - got)  # past the stated size: 64 kB
-            chunk = os.read(fd, ask)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-            if len(chunk) < ask:  # a regular file (fstat above) reads short only at its end: no read for b""
-                break
-        data = b"".join(chunks)
-    except OSError as exc:
-        raise BadImageError(f"{label}: cannot read ({exc.strerror or exc})") from None
+        raise BadImageError(f"{path}: cannot read ({exc.strerror or exc})") from None
     finally:
         os.close(fd)
     if len(data) > max_bytes:
-        raise BadImageError(f"{label}: larger than the image file size limit of {max_bytes} bytes")
+        raise BadImageError(f"{path}: larger than the image file size limit of {max_bytes} bytes")
     return data
 
 
 def image_size(data: bytes, label: str = "<bytes>") -> tuple[int, int]:
     """(width, height) from the header alone: nothing is decoded."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as img:
-                return img.size
-    except (Image.DecompressionBombError, UnidentifiedImageError):
-        raise BadImageError(f"{label}: not a recognised image format") from None
-    except (OSError, SyntaxError, ValueError, EOFError) as exc:
-        raise BadImageError(f"{label}: cannot decode image ({exc})") from None
+    with _pillow_errors(label, bomb_warning="ignore"), Image.open(io.BytesIO(data)) as img:
+        return img.size
 
 
 #: Formats every supported API accepts as they are (OpenAI, Anthropic and Gemini all take these three).
@@ -161,13 +97,9 @@ SENDABLE_FORMATS = frozenset({"PNG", "JPEG", "WEBP"})
 
 @dataclass(frozen=True)
 class SourceFile:
-    """The bytes an image was decoded from, when they decode to exactly its RGB pixels (``sha256``).
-
-    Sending these instead of a re-encoding saves the encode, the largest per-request cost of an API run
-    (about 24 ms for a 256-px photo at PNG level 6, against 0.2 ms to hash it), and keeps a JPEG a JPEG.
-    The hash is taken at decode time and compared again when the image is sent, so an image drawn on in
-    place after loading is re-encoded, never sent as its stale file.
-    """
+    """The bytes an image was decoded from, when they decode to exactly its RGB pixels (``sha256``).  Sending
+    them saves the encode, the largest per-request cost of an API run, and keeps a JPEG a JPEG; the hash is
+    compared again when the image is sent, so an image drawn on after loading is re-encoded, never sent stale."""
 
     data: bytes
     format: str
@@ -175,10 +107,8 @@ class SourceFile:
 
 
 def source_file(img: Image.Image) -> SourceFile | None:
-    """The :class:`SourceFile` that :func:`decode_image` attached to ``img``, if any.
-
-    Pillow drops it with every operation that makes a new image (``copy``, ``convert``, ``resize``...).
-    """
+    """The :class:`SourceFile` that :func:`decode_image` attached to ``img``, if any (Pillow drops it with every
+    operation that makes a new image)."""
     return getattr(img, "_vlmcheck_source", None)
 
 
@@ -234,15 +164,9 @@ def decode_image(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAU
 
 def load_image(source: str | os.PathLike | bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS,
                max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Image.Image:
-    """Load an image file (or bytes) and return it as 8-bit RGB.
-
-    Raises :class:`BadImageError` for missing, empty, truncated, non-image,
-    oversized (file size or decompression bomb), non-regular (FIFO, device)
-    and otherwise undecodable inputs.  Animated images yield their first frame.
-    Dataset images in a run go through :func:`vlmcheck.core.inputs.read_image`,
-    which adds confinement to the dataset's folder, a memory budget and reading
-    off the event loop.
-    """
+    """An image file (or bytes) as 8-bit RGB (an animation's first frame); :class:`BadImageError` for anything
+    missing, empty, truncated, oversized, not regular or undecodable.  Dataset images in a run go through
+    :func:`vlmcheck.core.inputs.read_image` instead (confinement, a memory budget, off the event loop)."""
     if isinstance(source, (bytes, bytearray)):
         return decode_image(bytes(source), "<bytes>", max_pixels=max_pixels)
     return decode_image(read_file_bytes(source, max_bytes=max_bytes), str(source), max_pixels=max_pixels)
@@ -252,9 +176,7 @@ def encode_image(img: Image.Image, fmt: str = DEFAULT_FORMAT, *, compress_level:
     """Encode deterministically: the same pixels always give the same bytes."""
     buf = io.BytesIO()
     fmt = fmt.upper()
-    if fmt == "PNG":
-        # No timestamps or text chunks are written by Pillow's PNG encoder, and
-        # compression level is fixed, so the output is a function of the pixels.
+    if fmt == "PNG":  # Pillow writes no timestamp or text chunk: a function of the pixels
         img.save(buf, format="PNG", compress_level=compress_level)
     elif fmt in ("JPEG", "JPG"):
         img.convert("RGB").save(buf, format="JPEG", quality=95, subsampling=0)
@@ -265,17 +187,14 @@ def encode_image(img: Image.Image, fmt: str = DEFAULT_FORMAT, *, compress_level:
     return buf.getvalue()
 
 
-#: PNG level for bytes that travel to a model and for a run's artifacts (the images it made: the same bytes):
-#: level 1 encodes several times faster than zlib's default level 6 for a few per cent more bytes.  The world's
-#: files, written once and kept, use level 6.
+#: PNG level for bytes that travel to a model and a run's artifacts: several times faster than level 6 for a few
+#: per cent more bytes (the world's files, written once and kept, use 6)
 TRANSPORT_PNG_LEVEL = 1
 
 
 class BoundedCache:
     """Values by key, least recently used out once their weights (``weigh``: bytes, or 1 per entry) pass
-    ``limit``; the newest stays even when it alone passes it.  Thread-safe: images are also prepared, and the
-    reference models answer, in worker threads.  Used for encoded bytes (here) and for ``ref:describer``'s
-    decoded images and perceptions."""
+    ``limit``; the newest stays even when it alone passes it.  Thread-safe (worker threads use it too)."""
 
     def __init__(self, limit: int, weigh: Callable[[Any], int] = lambda value: 1) -> None:
         self.limit, self.weigh, self.size = limit, weigh, 0
@@ -315,11 +234,7 @@ def transport_bytes(img: Image.Image, sha256: str, fmt: str = DEFAULT_FORMAT) ->
 
 
 def image_hash(img: Image.Image) -> str:
-    """sha256 of the decoded RGB pixels plus the size.
-
-    Independent of the file format the pixels came from, so a PNG and a BMP of
-    the same picture share cache entries.
-    """
+    """sha256 of the decoded RGB pixels plus the size: a PNG and a BMP of one picture share cache entries."""
     rgb = img if img.mode == "RGB" else to_rgb(img)
     h = hashlib.sha256()
     h.update(f"{rgb.width}x{rgb.height}:".encode())

@@ -1,27 +1,12 @@
-"""Reading dataset images safely inside a run.
+"""Reading dataset images safely inside a run: every dataset image a method uses goes through :func:`read_image`
+(or :func:`read_image_part`), which keeps reads inside the dataset's folder (symlinks resolved) unless the run
+allows outside paths, reads only regular files under a size cap, reads and decodes in worker threads so the event
+loop that drives the model calls never waits on a disk, and charges the decoded pixels to a memory budget shared
+by the run's samples (docs/usage.md, ``--pixel-budget-mb``).
 
-Every dataset image a method uses goes through :func:`read_image`, which
-
-* keeps reads inside the dataset: a path that resolves (symlinks included)
-  outside the folder of the manifest or image folder it came from is refused
-  for that sample, unless the run allows it (``--allow-outside``);
-* reads only regular files no larger than a cap, checked before reading
-  (:func:`vlmcheck.core.images.read_file_bytes`);
-* reads and decodes in worker threads (one per CPU, see :func:`_reader_pool`),
-  so a slow disk or a huge image never stalls the event loop that drives the
-  model calls (a small file sent as it is is read on the loop's thread while
-  that stays fast: :data:`INLINE_MAX_BYTES`);
-* charges the decoded pixels to a memory budget shared by the run's samples
-  (default 2 GB), independent of ``--max-concurrency``.
-
-The budget is held per sample: the runner opens a :func:`sample_lease` around
-each sample and everything the sample decoded is released when it ends.  A
-sample's first image waits until the budget has room (or nothing else is
-held, so one image larger than the budget still runs alone); its later images
-are charged without waiting, so two samples can never wait on each other.
-
-Why this module is long: every step a dataset read takes (where the path points, confinement, the inline or
-worker read, the pixel budget) is here, in the order a read takes them, so its guarantees are checked in one file.
+The budget is held per sample (:func:`sample_lease`).  A sample's first image waits until the budget has room (or
+nothing else is held, so one image larger than the budget still runs alone); its later images are charged
+without waiting, so two samples can never wait on each other.
 """
 
 from __future__ import annotations
@@ -33,7 +18,7 @@ import posixpath
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -59,39 +44,29 @@ class PixelBudget:
         self.used = 0
         self.peak = 0
         self._waiting = 0  # samples inside acquire's slow path (waiting for room, or about to)
-        self._cond: asyncio.Condition | None = None
-
-    def _condition(self) -> asyncio.Condition:
-        if self._cond is None:
-            self._cond = asyncio.Condition()
-        return self._cond
+        self._cond = asyncio.Condition()  # bound to a loop on first use only
 
     async def acquire(self, n: int, wait: bool) -> None:
-        if not self._waiting and (not wait or self.used == 0 or self.used + n <= self.total):
-            # room now and nobody waiting: charged at once, without the condition's lock (one event loop
-            # thread: nothing runs between the test and the charge)
-            self.used += n
-            self.peak = max(self.peak, self.used)
-            return
-        cond = self._condition()
-        self._waiting += 1
-        try:
-            async with cond:
-                if wait:
-                    await cond.wait_for(lambda: self.used == 0 or self.used + n <= self.total)
-                self.used += n
-                self.peak = max(self.peak, self.used)
-        finally:
-            self._waiting -= 1
+        # room now and nobody waiting: charged at once, without the condition's lock (one event loop thread:
+        # nothing runs between the test and the charge, nor between the wait's end and the charge)
+        if self._waiting or (wait and self.used and self.used + n > self.total):
+            self._waiting += 1
+            try:
+                async with self._cond:
+                    if wait:
+                        await self._cond.wait_for(lambda: self.used == 0 or self.used + n <= self.total)
+            finally:
+                self._waiting -= 1
+        self.used += n
+        self.peak = max(self.peak, self.used)
 
     async def release(self, n: int) -> None:
         if n <= 0:
             return
         self.used -= n
         if self._waiting:  # only a waiting sample needs waking
-            cond = self._condition()
-            async with cond:
-                cond.notify_all()
+            async with self._cond:
+                self._cond.notify_all()
 
 
 @dataclass
@@ -100,13 +75,11 @@ class InputPolicy:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     max_pixels: int = DEFAULT_MAX_PIXELS
     budget: PixelBudget | None = None
-    #: send a dataset file as it is, keyed by its bytes, without decoding it (:func:`read_image_part`); False
-    #: in runs whose store was made before key version 3, whose keys hash the pixels
+    #: send a dataset file as it is, keyed by its bytes (:func:`read_image_part`); False in stores before key v3
     file_keys: bool = True
     #: the dataset folders this run resolved (folder -> real path), or None: resolved on every read
     dirs: dict[str, str] | None = None
-    #: deadlines of an image read from an http(s) URL: no byte for ``url_read_timeout_s``, or the whole file not
-    #: there after ``url_total_timeout_s``, and the file fails its own sample (core/remote.py)
+    #: deadlines of an image read from an http(s) URL (core/remote.py)
     url_read_timeout_s: float = remote.READ_TIMEOUT_S
     url_total_timeout_s: float = remote.TOTAL_TIMEOUT_S
 
@@ -114,7 +87,6 @@ class InputPolicy:
 @dataclass
 class _Lease:
     held: int = 0
-    waited: bool = field(default=False)
 
 
 _policy: ContextVar[InputPolicy] = ContextVar("vlmcheck_input_policy", default=InputPolicy())
@@ -135,8 +107,8 @@ def reset_policy(token) -> None:
 
 
 class sample_lease:  # noqa: N801 - used as `async with sample_lease():`, as the generator it replaced
-    """Everything decoded by :func:`read_image` inside this block is released at its end.  A class, not an
-    ``asynccontextmanager``: entered once per sample, the generator machinery cost 3 us of the loop's time."""
+    """Everything decoded by :func:`read_image` inside this block is released at its end (a class: cheaper than
+    an ``asynccontextmanager`` once per sample)."""
 
     async def __aenter__(self) -> _Lease:
         self.lease = _Lease()
@@ -151,12 +123,9 @@ class sample_lease:  # noqa: N801 - used as `async with sample_lease():`, as the
 
 
 async def release_for_batch() -> None:
-    """Give back what the current sample holds from the budget while its requests wait in a provider batch.
-
-    A batch only forms from the samples that reach it within its window; a sample waiting for one (minutes to
-    hours) would otherwise keep later samples from being read, and one wave of misses would go as several
-    batches, one after another.  The request bodies are in the batch's file by then; the budget bounds what
-    samples read, not what a provider holds for them."""
+    """Give back what the current sample holds from the budget while its requests wait in a provider batch: a
+    batch forms only from the samples that reach it within its window, so a sample waiting for one (minutes to
+    hours) must not keep later samples from being read (its request bodies are in the batch's file by then)."""
     lease = _lease.get()
     budget = _policy.get().budget
     if lease is not None and budget is not None and lease.held:
@@ -189,12 +158,6 @@ def _check_inside(path: str | os.PathLike, root: str | os.PathLike | None, allow
             f"pass --allow-outside to read images outside it")
 
 
-def _read_bytes(path: str | os.PathLike, max_bytes: int, st: os.stat_result | None = None) -> bytes:
-    if remote.is_url(path):
-        return remote.read_bytes(str(path), max_bytes)
-    return read_file_bytes(path, max_bytes=max_bytes, st=st)
-
-
 async def _read_url(path: str | os.PathLike, root: str | os.PathLike | None, policy: InputPolicy) -> bytes:
     """A dataset image at a URL, confined, read on the loop (http) or on threads of its own (other protocols):
     never on the decoding threads, so a slow server fails its own sample and holds no reader others need."""
@@ -213,15 +176,12 @@ def _real_root(root: str, dev: int, ino: int) -> str:
 
 
 def _real_dir(folder: str, dirs: dict[str, str] | None) -> str:
-    """``os.path.realpath(folder)``: once per run where the run keeps ``dirs`` (:attr:`InputPolicy.dirs`, the
-    folders it resolved), else once per folder as it is now (a ``stat``, then :func:`_real_root`).  The run's
-    own cache spares the two ``stat`` calls per image (root and folder) that checked whether a link was
-    re-pointed, 1.5 % of a fast API run's loop; a run resolves its folders when it first reads from them."""
+    """``os.path.realpath(folder)``: once per run where the run keeps ``dirs`` (:attr:`InputPolicy.dirs`), else
+    once per folder as it is now (a ``stat``, then :func:`_real_root`)."""
     folder = folder or "."
-    if dirs is not None:
-        real = dirs.get(folder)
-        if real is not None:
-            return real
+    real = dirs.get(folder) if dirs is not None else None
+    if real is not None:
+        return real
     try:
         st = os.stat(folder)
     except OSError:
@@ -234,14 +194,12 @@ def _real_dir(folder: str, dirs: dict[str, str] | None) -> str:
 
 def _real_path(path: str, dirs: dict[str, str] | None = None) -> str:
     """``os.path.realpath(path)``, its folder resolved once (:func:`_real_dir`): the file's name is then one
-    ``lstat`` (is it a link?) instead of one per component of the path (45 us for a 4-deep path)."""
+    ``lstat`` instead of one per component of the path."""
     head, tail = os.path.split(path)
     if tail in ("", ".", ".."):
         return os.path.realpath(path)
     full = os.path.join(_real_dir(head, dirs), tail)
-    if not os.path.islink(full):
-        return full
-    return os.path.realpath(path)
+    return os.path.realpath(path) if os.path.islink(full) else full
 
 
 def dataset_path(base: str | os.PathLike, image: str) -> str:
@@ -271,45 +229,35 @@ async def read_image(path: str | os.PathLike, *, root: str | os.PathLike | None 
 
 
 async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | None = None) -> ImagePart:
-    """A dataset image as the :class:`ImagePart` a message carries, for tasks that send it as it is.
-
-    A file that can be sent as it is (:func:`~vlmcheck.core.probe.probe`: PNG, JPEG or WebP of RGB, upright,
-    whole) is never decoded: it is validated from its header and structure and keyed by the hash of its
-    bytes, and its data URL (all the part keeps of it) is charged to the budget instead of pixels.  Any other
-    file is decoded as :func:`read_image` does and keyed by its pixels, in a worker thread.  A local file up to
-    :data:`INLINE_MAX_BYTES` is read and checked on the event loop's thread (cheaper than the trip to a worker)
-    until such reads are slow (:data:`INLINE_SLOW_S`); a larger one, a URL, and every file after slow reads go
-    to a worker, so the loop's thread, which sets the pace of a fast API run, does not wait on a slow disk."""
+    """A dataset image as the :class:`ImagePart` a message carries.  A file that can be sent as it is
+    (:func:`~vlmcheck.core.probe.probe`) is never decoded: keyed by the hash of its bytes, its data URL charged to
+    the budget instead of pixels.  Any other file is decoded as :func:`read_image` does.  A local file up to
+    :data:`INLINE_MAX_BYTES` is read on the event loop's thread until such reads are slow; a larger one, a URL,
+    and every file after slow reads go to a worker, so the loop's thread never waits on a slow disk."""
     policy = _policy.get()
     if not policy.file_keys:
         return await _read(path, root, _part)
     label = str(path)
 
     def read(inline_max: int | None = None, confined: bool = False) -> tuple[bytes, Header, ImagePart | None] | None:
-        if fetched is not None:
-            data = fetched
-        else:
+        data, st = fetched, None
+        if data is None:  # a local file (a URL was fetched on the loop)
             if not confined:
                 _check_inside(path, root, policy.allow_outside, policy.dirs)
-            data = None
-        st = None
-        if inline_max is not None:
-            try:
-                st = os.stat(path)  # read_file_bytes checks this stat, not one of its own
-            except OSError:
-                pass  # read_file_bytes says why, in one sentence
-            else:
-                if st.st_size > inline_max:
-                    return None  # too large for the loop's thread: read in a worker
-        if data is None:
-            data = _read_bytes(path, policy.max_file_bytes, st)
+            if inline_max is not None:
+                try:
+                    st = os.stat(path)  # read_file_bytes checks this stat, not one of its own
+                except OSError:
+                    pass  # read_file_bytes says why, in one sentence
+                else:
+                    if st.st_size > inline_max:
+                        return None  # too large for the loop's thread: read in a worker
+            data = read_file_bytes(path, max_bytes=policy.max_file_bytes, st=st)
         header = probe(data, label, max_pixels=policy.max_pixels)
         if not header.sendable:
             return data, header, None
         part = ImagePart.from_file(data, header)
-        # the data URL made once here and kept (see ImagePart.data_url); the part lets go of the bytes, so a
-        # request in flight holds the image once (its base64), as a plain SDK client does
-        part.keep_url_only()
+        part.keep_url_only()  # a request in flight holds the image once (its base64), as a plain SDK client does
         return data, header, part
 
     fetched = await _read_url(path, root, policy) if remote.is_url(path) else None
@@ -326,23 +274,22 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
     data, header, part = got
     if part is None:
         return await _read(path, root, _part, (data, (header.width, header.height)))
-    lease = _lease.get()
-    if policy.budget is not None and lease is not None:
-        charge = len(part.data_url())  # what the part holds (keep_url_only)
-        await policy.budget.acquire(charge, wait=lease.held == 0)
-        lease.held += charge
+    await _charge(policy, _lease.get(), len(part.data_url()))  # what the part holds (keep_url_only)
     return part
 
 
-#: A dataset file sent as it is, up to this size, is read, checked, hashed and base64-encoded on the event loop's
-#: own thread; a larger one in a worker thread.  For a small file, handing it to a worker and back costs more CPU
-#: (the threads contending for the GIL) than the work itself on the loop, which is what a plain aiohttp client
-#: does (bench/api_throughput.py).  Above this size the work (a CRC, a hash and base64 over every byte) is long
-#: enough to stall the requests in flight, and the workers overlap it with them.
+async def _charge(policy: InputPolicy, lease: _Lease | None, n: int) -> None:
+    """Charge ``n`` bytes to the budget for the current sample (its first charge waits for room)."""
+    if policy.budget is not None and lease is not None:
+        await policy.budget.acquire(n, wait=lease.held == 0)
+        lease.held += n
+
+
+#: A dataset file sent as it is, up to this size, is read, checked and encoded on the event loop's own thread: for
+#: a small file the trip to a worker and back costs more CPU (GIL contention) than the work (bench/api_throughput.py).
 INLINE_MAX_BYTES = 512 * 1024
-#: Inline reads slower than this (a network filesystem, a cold disk), three in a row, send every later read to
-#: the workers.  In a row: the first read of a process pays for imports and a collection of garbage can land
-#: in any one, and neither says anything about the disk.
+#: Inline reads slower than this (a network filesystem, a cold disk), three in a row (one slow read may be the
+#: first import or a garbage collection), send every later read to the workers.
 INLINE_SLOW_S = 0.005
 INLINE_SLOW_RUN = 3
 
@@ -361,8 +308,7 @@ _inline = _Inline()
 
 
 def _part(img: Image.Image) -> ImagePart:
-    # fresh from decode_image and seen by nothing else: the hash taken at decode is its pixels' hash, so the
-    # second hash of ImagePart.from_pil (a check for images drawn on after loading) is not needed
+    # fresh from decode_image: the hash taken at decode is its pixels' hash, no second one (ImagePart.from_pil)
     source = source_file(img)
     part = ImagePart.from_source(source, img.width, img.height) if source is not None else ImagePart.from_pil(img)
     part.data_url()  # made once here and kept, see ImagePart.data_url
@@ -377,10 +323,9 @@ async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: C
     budgeted = policy.budget is not None and lease is not None
 
     def read() -> tuple[bytes, tuple[int, int]]:
-        # confinement, the read and the header's size in one trip to a worker thread: each trip costs the event
-        # loop's thread, which sets the pace of a fast API run
+        # confinement, the read and the header's size in one trip to a worker thread (each trip costs the loop)
         _check_inside(path, root, policy.allow_outside, policy.dirs)
-        data = _read_bytes(path, policy.max_file_bytes)
+        data = read_file_bytes(path, max_bytes=policy.max_file_bytes)  # a URL was fetched on the loop
         return data, (image_size(data, label) if budgeted and data else (0, 0))
 
     def decode() -> Any:
@@ -396,48 +341,25 @@ async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: C
     if budgeted:
         if width * height > policy.max_pixels:
             return decode()  # decode_image says why; nothing is decoded, so nothing is charged
-        charge = width * height * BYTES_PER_PIXEL
-        await policy.budget.acquire(charge, wait=lease.held == 0)
-        lease.held += charge
+        await _charge(policy, lease, width * height * BYTES_PER_PIXEL)
     return await loop.run_in_executor(pool, decode)
 
 
-def _io_threads() -> int:
-    """The CPUs this process may run on (its affinity mask where the OS has one), at most 32."""
+@functools.cache
+def _reader_pool() -> ThreadPoolExecutor:
+    """The threads that read and decode dataset images: one per CPU.  Not asyncio's default executor
+    (``cpu_count + 4`` threads): decoding holds the GIL most of the time, so with more decoding threads than cores
+    the event loop's thread, which sets the pace of a fast API run, waits for the GIL behind them; fewer starve
+    the loop of decoded images (bench/api_throughput.py)."""
     try:
-        n = len(os.sched_getaffinity(0))
+        n = len(os.sched_getaffinity(0))  # the CPUs this process may run on
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
-    return max(1, min(32, n))
+    return ThreadPoolExecutor(max_workers=max(1, min(32, n)), thread_name_prefix="vlmcheck-io")
 
 
-_pool: ThreadPoolExecutor | None = None
-
-
-def _reader_pool() -> ThreadPoolExecutor:
-    """The threads that read and decode dataset images: one per CPU, not asyncio's default executor.
-
-    Why not ``asyncio.to_thread``: its executor has ``cpu_count + 4`` threads (6 on 2 cores).  Decoding holds
-    the GIL most of the time (zlib inflate, hashing), so with more decoding threads than cores the event
-    loop's thread waits for the GIL behind them after every socket read and store write.  On a fast API that
-    loop thread sets the pace of the whole run: one thread per core keeps more requests in flight than the
-    default executor, for less CPU per sample (bench/api_throughput.py).  Fewer threads than cores starved the loop of
-    decoded images instead.  The threads are daemon-like workers of ``concurrent.futures``: idle ones cost
-    nothing and Python joins them at exit."""
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=_io_threads(), thread_name_prefix="vlmcheck-io")
-    return _pool
-
-
-def _forget_pool() -> None:
-    # a forked child has none of its parent's threads; a pool copied across fork would wait forever
-    global _pool
-    _pool = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
+if hasattr(os, "register_at_fork"):  # a forked child has none of its parent's threads: a copied pool waits forever
+    os.register_at_fork(after_in_child=_reader_pool.cache_clear)
 
 
 __all__ = ["BadImageError", "DEFAULT_PIXEL_BUDGET", "InputPolicy", "PixelBudget", "confine", "current_policy",

@@ -1,21 +1,13 @@
 """One chat-message schema for every model, with converters to provider formats.
 
-A :class:`Message` holds interleaved :class:`TextPart` and :class:`ImagePart`
-items.  Images are stored encoded (PNG unless stated) together with their
-format and a hash; the hash, not the bytes, goes into cache keys
-(:func:`canonical_messages`).  The hash is of one of two kinds (``key``):
-
-* ``file``: a dataset file sent as it is, known by the sha256 of its bytes,
-  which is what an API model receives; it is never decoded on the way
-  (:func:`vlmcheck.core.inputs.read_image_part`);
-* ``pixels``: any other image (generated, perturbed, re-encoded), known by
-  the sha256 of its decoded RGB pixels, so the same picture in another
-  encoding shares its cache entries.
+A :class:`Message` holds interleaved :class:`TextPart` and :class:`ImagePart` items.  Images are stored encoded
+with their format and a hash, which (not the bytes) goes into cache keys (:func:`canonical_messages`): of a
+``file`` sent as it is, the sha256 of its bytes (:func:`vlmcheck.core.inputs.read_image_part`); of any other image,
+the sha256 of its RGB pixels (``pixels``), so the same picture in another encoding shares its cache entries.
 """
 
 from __future__ import annotations
 
-import base64
 import io
 from typing import Annotated, Any, Literal, Union
 
@@ -29,17 +21,9 @@ from .images import (DEFAULT_FORMAT, SourceFile, decode_image, file_sha256, imag
                      to_rgb, transport_bytes)
 from .probe import Header
 
-try:
-    # pybase64 (SIMD) encodes an image an order of magnitude faster than the standard library's base64, and
-    # every image a request sends is encoded (bench/api_throughput.py --bare-base64 measures the gain in a
-    # run).  The same text, tested.
-    from pybase64 import b64decode as _b64_bytes
-    from pybase64 import b64encode_as_string as _b64_text
-except ImportError:  # a platform without a pybase64 wheel or compiler: the standard library, same text
-    def _b64_text(data: bytes) -> str:
-        return base64.b64encode(data).decode("ascii")
-
-    _b64_bytes = base64.b64decode
+# pybase64 (SIMD): the standard library's text (tested) an order of magnitude faster, for every image sent
+from pybase64 import b64decode as _b64_bytes
+from pybase64 import b64encode_as_string as _b64_text
 
 
 class TextPart(BaseModel):
@@ -48,12 +32,8 @@ class TextPart(BaseModel):
 
 
 class ImagePart(BaseModel):
-    """An encoded image.  ``data`` serialises as base64 in JSON.
-
-    A part whose data URL is made may hold only the URL (:meth:`keep_url_only`, what a dataset file read for a
-    request does): ``data`` is then decoded from it when read, equal to the bytes it was made from, so
-    equality, hashes, dumps and every provider's converter see the same part.
-    """
+    """An encoded image; ``data`` serialises as base64 in JSON.  A part may hold only its data URL
+    (:meth:`keep_url_only`): ``data`` is then decoded from it when read, so every reader sees the same part."""
 
     model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
 
@@ -69,12 +49,8 @@ class ImagePart(BaseModel):
 
     @classmethod
     def from_pil(cls, img: Image.Image, fmt: str = DEFAULT_FORMAT) -> "ImagePart":
-        """``img`` as RGB, identified by its pixels' hash.
-
-        The bytes sent are the file it was read from when that file decodes to exactly these pixels (a PNG,
-        JPEG or WebP file, see :func:`~vlmcheck.core.images.source_file`), else ``fmt`` encoded once per
-        process.  Cache keys hold only the hash, so how the pixels travel never changes a key.
-        """
+        """``img`` as RGB, keyed by its pixels' hash: sent as the file it was read from where that decodes to
+        exactly these pixels (:func:`~vlmcheck.core.images.source_file`), else encoded as ``fmt`` once per process."""
         source = source_file(img)
         if source is not None and img.mode == "RGB" and image_hash(img) == source.sha256:
             return cls.from_source(source, img.width, img.height)
@@ -120,8 +96,7 @@ class ImagePart(BaseModel):
         return _b64_text(self.data)
 
     def keep_url_only(self) -> None:
-        """Make the data URL and let go of the bytes: a request in flight then holds the image once, as text, not
-        twice (the bytes and their base64).  ``data`` stays readable (decoded from the URL when read)."""
+        """Make the data URL and let go of the bytes: a request in flight holds the image once, as text."""
         self.data_url()
         self.__dict__.pop("data", None)
 
@@ -145,8 +120,7 @@ class ImagePart(BaseModel):
 
     def data_url(self) -> str:
         """``data:`` URL of the bytes, made once per part (a part sent again, or retried, reuses it)."""
-        # the private attributes' own dict, read directly: pydantic's __getattr__ is slow on a hot path, and a
-        # request reads ``self._data_url`` three times
+        # the private attributes' own dict, read directly: pydantic's __getattr__ is slow on a hot path
         private = self.__pydantic_private__
         url = private.get("_data_url")
         if url is None:
@@ -204,26 +178,17 @@ class Message(BaseModel):
 
 
 def canonical_messages(messages: list[Message], file_keys: bool = True) -> list[dict[str, Any]]:
-    """JSON-able form used in cache keys and logs: images by hash, never bytes.
-
-    A file part is ``file_sha256`` (its bytes), a pixel part ``sha256`` (its pixels), so the key records its
-    kind.  ``file_keys=False`` keys every image by its pixels, as every store made before key version 3 did.
-    """
-    out = []
-    for m in messages:
-        parts: list[dict[str, Any]] = []
-        for p in m.content:
-            if isinstance(p, TextPart):
-                parts.append({"type": "text", "text": p.text})
-            elif p.key == "file" and file_keys:
-                parts.append({"type": "image", "file_sha256": p.sha256, "size": [p.width, p.height]})
-            else:
-                parts.append({"type": "image", "sha256": p.pixel_sha256(), "size": [p.width, p.height]})
-        out.append({"role": m.role, "content": parts})
-    return out
+    """JSON-able form used in cache keys and logs: images by hash (``file_sha256`` or ``sha256``, so the key
+    records its kind), never bytes.  ``file_keys=False``: by pixels, as stores before key version 3 did."""
+    return [{"role": m.role, "content": [_keyed(p, file_keys) for p in m.content]} for m in messages]
 
 
-# --------------------------------------------------------------------------- converters
+def _keyed(p: TextPart | ImagePart, file_keys: bool) -> dict[str, Any]:
+    if isinstance(p, TextPart):
+        return {"type": "text", "text": p.text}
+    if p.key == "file" and file_keys:
+        return {"type": "image", "file_sha256": p.sha256, "size": [p.width, p.height]}
+    return {"type": "image", "sha256": p.pixel_sha256(), "size": [p.width, p.height]}
 
 
 def to_openai(messages: list[Message]) -> list[dict[str, Any]]:
@@ -231,56 +196,38 @@ def to_openai(messages: list[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role != "user" or not m.images:
-            # System and assistant turns are plain strings: some servers
-            # (llama.cpp, older vLLM) reject content arrays outside user turns.
+            # other turns are plain strings: some servers (llama.cpp, older vLLM) refuse content arrays there
             if m.images:
                 raise ValueError(f"images are only supported in user messages, not {m.role!r}")
             out.append({"role": m.role, "content": m.text})
-            continue
-        parts: list[dict[str, Any]] = []
-        for p in m.content:
-            if isinstance(p, TextPart):
-                parts.append({"type": "text", "text": p.text})
-            else:
-                parts.append({"type": "image_url", "image_url": {"url": p.data_url()}})
-        out.append({"role": "user", "content": parts})
+        else:
+            out.append({"role": "user", "content": [{"type": "text", "text": p.text} if isinstance(p, TextPart)
+                                                     else {"type": "image_url", "image_url": {"url": p.data_url()}}
+                                                     for p in m.content]})
     return out
+
+
+def _system_split(messages: list[Message], image: Any, text: Any = lambda t: {"type": "text", "text": t}
+                  ) -> tuple[str | None, list[tuple[Role, list[dict[str, Any]]]]]:
+    """(the system turns' text, the other turns as (role, parts)): what Anthropic and Gemini both take."""
+    system = "\n\n".join(m.text for m in messages if m.role == "system") or None
+    turns = [(m.role, [text(p.text) if isinstance(p, TextPart) else image(p) for p in m.content])
+             for m in messages if m.role != "system"]
+    return system, turns
 
 
 def to_anthropic(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
     """Anthropic Messages format: (system prompt, messages)."""
-    system = "\n\n".join(m.text for m in messages if m.role == "system") or None
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role == "system":
-            continue
-        parts: list[dict[str, Any]] = []
-        for p in m.content:
-            if isinstance(p, TextPart):
-                parts.append({"type": "text", "text": p.text})
-            else:
-                parts.append(
-                    {"type": "image", "source": {"type": "base64", "media_type": p.mime_type, "data": p.b64()}}
-                )
-        out.append({"role": m.role, "content": parts})
-    return system, out
+    system, turns = _system_split(messages, lambda p: {
+        "type": "image", "source": {"type": "base64", "media_type": p.mime_type, "data": p.b64()}})
+    return system, [{"role": role, "content": parts} for role, parts in turns]
 
 
 def to_gemini(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
     """Gemini ``generateContent`` format, as its REST API takes it (images base64): (system instruction, contents)."""
-    system = "\n\n".join(m.text for m in messages if m.role == "system") or None
-    contents: list[dict[str, Any]] = []
-    for m in messages:
-        if m.role == "system":
-            continue
-        parts: list[dict[str, Any]] = []
-        for p in m.content:
-            if isinstance(p, TextPart):
-                parts.append({"text": p.text})
-            else:
-                parts.append({"inline_data": {"mime_type": p.mime_type, "data": p.b64()}})
-        contents.append({"role": "model" if m.role == "assistant" else "user", "parts": parts})
-    return system, contents
+    system, turns = _system_split(messages, lambda p: {"inline_data": {"mime_type": p.mime_type, "data": p.b64()}},
+                                  lambda t: {"text": t})
+    return system, [{"role": "model" if role == "assistant" else "user", "parts": parts} for role, parts in turns]
 
 
 def to_hf(messages: list[Message]) -> tuple[list[dict[str, Any]], list[Image.Image]]:

@@ -1,12 +1,7 @@
-"""Text from outside (a dataset's questions and ids, a server's messages, file names) made inert for a terminal or a
-log: control characters (ESC and so every ANSI/OSC sequence: colours, window titles, clipboard writes, links; C1
-controls; carriage return, backspace) and the bidirectional overrides and isolates that reorder what is shown
-(U+202E) are written as visible escapes (``\\x1b``, ``\\u202e``).  Newline and tab are kept: they move the cursor
-only as any text does.  The report needs none of this (HTML escaping makes its text inert); JSON on stdout escapes
-the same characters with JSON's own ``\\u`` escapes, which keep the value (:func:`json_inert`).
-
-Written by hand: the standard library has no such escaper (``repr`` quotes and escapes every non-ASCII letter), and
-rich strips only a few controls, leaving ESC."""
+"""Text from outside (a dataset's questions, a server's messages, file names) made inert for a terminal or a log:
+control characters (ESC, and so every ANSI/OSC sequence; C1 controls; carriage return) and the bidirectional
+overrides that reorder what is shown are written as visible escapes (``\\x1b``, ``\\u202e``); newline and tab are
+kept.  Written by hand: ``repr`` escapes every non-ASCII letter, and rich strips only a few controls, leaving ESC."""
 
 from __future__ import annotations
 

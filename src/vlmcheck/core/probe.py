@@ -1,9 +1,11 @@
-"""What an image file is, read from its header and structure without decoding a pixel (:func:`probe`).
+"""What an image file is, read from its header and structure without decoding a pixel (:func:`probe`): a whole
+PNG, JPEG or WebP of 8-bit RGB, one frame, upright, is sent to an API model as it is.  Any other file is decoded
+(:func:`vlmcheck.core.images.decode_image`), which has the last word on whether it is damaged.
 
-An API model is sent a dataset file as it is when the file is a whole PNG, JPEG or WebP of 8-bit RGB, one
-frame, upright; :mod:`vlmcheck.core.inputs` then keys it by the hash of its bytes and never decodes it.  Any
-other file is decoded (:func:`vlmcheck.core.images.decode_image`), which has the last word on whether it is
-damaged.
+The plain PNG, JPEG and WebP readers are written by hand for one measured reason: opening a file with Pillow for
+its size cost as much as the rest of the probe.  Each gives what Pillow would, exactly, for the files it takes
+(tested against Pillow's reading of files it wrote, and of every bit flip and cut); anything else (None) goes
+to :func:`_probe_with_pillow`.
 """
 
 from __future__ import annotations
@@ -16,12 +18,8 @@ Image = lazy_module("PIL.Image")  # Pillow on first use (vlmcheck/_lazy.py)
 
 from .images import DEFAULT_MAX_PIXELS, SENDABLE_FORMATS, _open, _pillow_errors
 
-try:
-    # zlib-ng's crc32 (carry-less multiply) is several times faster than zlib's, and the pre-send check runs it
-    # over every PNG chunk of every request.  The same CRC-32, tested.
-    from zlib_ng.zlib_ng import crc32
-except ImportError:  # a platform without a zlib-ng wheel: zlib's, the same value
-    from zlib import crc32
+# zlib-ng's crc32: zlib's CRC-32 (tested), several times faster, over every PNG chunk of every request
+from zlib_ng.zlib_ng import crc32
 
 
 @dataclass(frozen=True)
@@ -37,12 +35,8 @@ class Header:
 
 
 def probe(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Header:
-    """Format, size and whether the file can be sent as it is, from its header and structure only.
-
-    Costs about 0.7 ms for a 1-MB PNG (the chunks' CRCs) against 25 ms to decode it.  Raises
-    :class:`BadImageError` for what no decoder would take (empty, not an image, too many pixels); a file that
-    is not ``sendable`` is decoded as before, and the decoder has the last word on whether it is damaged.
-    """
+    """Format, size and whether the file can be sent as it is, from its header and structure only (0.7 ms for
+    a 1-MB PNG against 25 ms to decode it); :class:`BadImageError` for what no decoder would take."""
     if data[:4] == b"RIFF":
         plain = _plain_webp(data, max_pixels)
     elif data[:2] == b"\xff\xd8":
@@ -59,14 +53,8 @@ _PLAIN_PNG_HEAD = frozenset({b"IHDR", b"sRGB", b"gAMA", b"pHYs", b"cHRM"})
 
 
 def _plain_png(data: bytes, max_pixels: int) -> Header | None:
-    """The header of the commonest image a run sends, a whole 8- or 16-bit RGB PNG, read from its chunks
-    without Pillow; None for anything else, which :func:`_probe_with_pillow` reads as before.
-
-    Written by hand for one measured reason: opening the file with Pillow cost as much as checking every CRC
-    (20 us of 60 for a 110-kB PNG, twice that inside a busy run) for four bytes of IHDR.  Gives what Pillow
-    would, exactly: only files whose chunks before the pixels are ones Pillow reads without failing
-    (``_PLAIN_PNG_HEAD``: no text, no profile, no animation control), with a filter method of 0 (else Pillow
-    refuses it), some pixels and no more than ``max_pixels`` take this way (tested against Pillow's reading)."""
+    """A whole 8- or 16-bit RGB PNG whose chunks before the pixels are ones Pillow reads without failing
+    (``_PLAIN_PNG_HEAD``), with filter method 0 and some pixels, no more than ``max_pixels``."""
     if not data.startswith(_PNG_SIGNATURE) or data[8:16] != b"\x00\x00\x00\rIHDR" or len(data) < 33:
         return None
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
@@ -82,20 +70,15 @@ def _plain_png(data: bytes, max_pixels: int) -> Header | None:
 
 
 #: JPEG markers that may come before the scan on the Pillow-free way: APP0 (JFIF), APP2 (ICC; not MPF), DQT,
-#: DHT, DRI, COM. Anything else (APP1's EXIF, which may rotate the image; APP14; arithmetic coding...) goes to
-#: Pillow as before.
+#: DHT, DRI, COM (not APP1's EXIF, which may rotate the image)
 _PLAIN_JPEG_SEGMENTS = frozenset({0xE0, 0xE2, 0xDB, 0xC4, 0xDD, 0xFE})
 #: start of frame, baseline, extended or progressive Huffman: Pillow reads all three
 _JPEG_SOF = frozenset({0xC0, 0xC1, 0xC2})
 
 
 def _plain_jpeg(data: bytes, max_pixels: int) -> Header | None:
-    """A whole 8-bit, 3-component JPEG with no EXIF and no second picture, read from its markers up to the scan
-    without Pillow (what Pillow would say: format JPEG, mode RGB, the SOF's size, sendable); None for anything
-    else, which :func:`_probe_with_pillow` reads as before (so a damaged file is refused, or decoded, as ever).
-
-    Written by hand for the reason :func:`_plain_png` is (opening a JPEG with Pillow to read its
-    size was most of the probe's cost); tested against Pillow's reading of files it wrote."""
+    """A whole 8-bit, 3-component JPEG with no EXIF and no second picture, read from its markers up to the
+    scan."""
     end = len(data)
     if data[:3] != b"\xff\xd8\xff" or data.rstrip(b"\x00\r\n ")[-2:] != b"\xff\xd9":  # not whole: Pillow's way
         return None
@@ -142,11 +125,8 @@ def _jpeg_segment_readable(marker: int, body: bytes) -> bool:
 
 
 def _plain_webp(data: bytes, max_pixels: int) -> Header | None:
-    """A whole, still WebP without alpha or EXIF, read from its chunks (VP8's key frame header, VP8L's header,
-    VP8X's canvas and flags) without Pillow: what Pillow would say (format WEBP, mode RGB, the size, sendable);
-    None for anything else, which :func:`_probe_with_pillow` reads as before. Only a file whose RIFF length is
-    the file's and whose chunks tile it exactly takes this way (libwebp's demuxer, which Pillow opens it with,
-    refuses the rest). Tested against Pillow's reading of files it wrote, and of every bit flip and cut."""
+    """A whole, still WebP without alpha or EXIF, read from its chunks; only a file whose RIFF length is the
+    file's and whose chunks tile it exactly (libwebp's demuxer, which Pillow opens it with, refuses the rest)."""
     if len(data) < 30 or data[:4] != b"RIFF" or data[8:12] != b"WEBP":
         return None
     if int.from_bytes(data[4:8], "little") + 8 != len(data):
@@ -221,13 +201,8 @@ _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def png_chunks(data: bytes) -> list[bytes] | None:
-    """The types of a PNG's chunks in order, up to IEND, each chunk's CRC checked; None when the file is not
-    whole (truncated, a CRC that does not match, no IEND).
-
-    Written by hand for one measured reason: Pillow checks the same CRCs in ``verify()`` but has no way to
-    list the chunks, and looking for an ``eXIf`` chunk by searching the whole file for the four letters cost
-    more than all the rest of :func:`probe` (70 us for a 110-kB PNG, 0.6 ms per MB).  The walk reads each
-    chunk's 8-byte header and 4-byte CRC and hashes its bytes once (the CRC-32 Pillow checks, zlib-ng's)."""
+    """The types of a PNG's chunks in order, up to IEND, each chunk's CRC checked (as Pillow's ``verify()``,
+    which cannot list them); None when the file is not whole (truncated, a CRC that does not match, no IEND)."""
     if not data.startswith(_PNG_SIGNATURE):
         return None
     view = memoryview(data)
@@ -249,10 +224,8 @@ def png_chunks(data: bytes) -> list[bytes] | None:
 
 
 def _intact(img: Image.Image, data: bytes) -> bool:
-    """The file's structure is whole, checked without decoding: a JPEG ending in its EOI marker, a WebP as
-    long as its RIFF header says (a PNG: :func:`png_chunks`, its chunks' CRCs up to IEND, as Pillow's
-    ``verify`` checks them: catches truncation and flipped bytes).  A file that fails is decoded instead, and
-    fails its own sample there if the decoder cannot read it either: never at the server."""
+    """A JPEG ending in its EOI marker, a WebP as long as its RIFF header says (a PNG: :func:`png_chunks`).  A
+    file that fails is decoded instead, and fails its own sample there if it must: never at the server."""
     if img.format == "JPEG":
         return data.rstrip(b"\x00\r\n ")[-2:] == b"\xff\xd9"
     if img.format == "WEBP":

@@ -1,14 +1,7 @@
-"""Progress for anything that takes more than a few seconds.
-
-On a terminal: a rich bar with counts, failures, elapsed time and ETA.  Elsewhere
-(SLURM logs, CI, ``nohup``): a plain line every ``every`` seconds (default 5, or
-``VLMCHECK_PROGRESS_EVERY``) and one at the end, e.g.::
-
-    [genception] 120/500 (24%) 3.1/s failed 2 elapsed 0:00:39 ETA 0:02:03
-
-Rich's own non-terminal mode redraws nothing and prints only at the end, which
-leaves a batch job's log silent for hours: that is why the plain lines are
-written here.
+"""Progress for anything that takes more than a few seconds: on a terminal a rich bar; elsewhere (SLURM logs, CI)
+a plain line every ``every`` seconds (default 5, or ``VLMCHECK_PROGRESS_EVERY``) and one at the end, e.g.
+``[genception] 120/500 (24%) 3.1/s failed 2 elapsed 0:00:39 ETA 0:02:03`` (rich's own non-terminal mode prints only
+at the end, leaving a batch job's log silent for hours).
 """
 
 from __future__ import annotations
@@ -31,15 +24,11 @@ class Progress:
                  stream=None, plain: bool = False, quiet_if_fast: bool = False) -> None:
         """``plain``: lines even on a terminal (for work inside a run, whose bar is already live);
         ``quiet_if_fast``: no closing line unless a periodic one was printed."""
-        self.label, self.total, self.done, self.failed = label, total, done, 0
-        self.enabled = enabled
+        self.label, self.total, self.done, self.failed, self.enabled = label, total, done, 0, enabled
         self.stream = stream or sys.stderr
         self.every = every if every is not None else float(os.environ.get("VLMCHECK_PROGRESS_EVERY", "5"))
-        self._start_done = done
-        self._t0 = time.monotonic()
-        self._last = self._t0
-        self._bar = None
-        self._quiet_if_fast, self._printed = quiet_if_fast, False
+        self._start_done, self._t0, self._bar = done, time.monotonic(), None
+        self._last, self._quiet_if_fast, self._printed = self._t0, quiet_if_fast, False
         if enabled and not plain and getattr(self.stream, "isatty", lambda: False)():
             from rich.console import Console
             from rich.progress import (BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn,

@@ -1,12 +1,8 @@
-"""One registry for every kind of thing a user adds: model providers, tasks, their views and outcomes, benchmarks,
-their official figures, dataset forms and source schemes, image corruptions.
-
-A :class:`Registry` maps names to entries and is read as a mapping.  An entry given as ``"module:attr"`` is
-imported when it is first looked up, so that registering a method or an adapter costs no import.  Each entry
-remembers where it came from - the module that registered it, or ``plugin <distribution>`` for an installed
-package's entry point (:func:`plugins`) - and :meth:`Registry.origins` lists them.  A name already taken is an error naming both
-registrations unless the second asks ``replace=True`` (registering the same entry again, as a module imported
-twice does, is not); a name not found is an error that lists the known ones.
+"""One registry for every kind of thing a user adds (model providers, tasks, benchmarks, dataset forms, image
+corruptions...): a :class:`Registry` maps names to entries and is read as a mapping.  An entry given as
+``"module:attr"`` is imported when first looked up, so registering costs no import.  Each entry remembers where it
+came from (:meth:`Registry.origins`); a name already taken is an error naming both registrations unless the second
+asks ``replace=True``; a name not found is an error that lists the known ones.
 """
 
 from __future__ import annotations

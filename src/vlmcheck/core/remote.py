@@ -1,25 +1,12 @@
-"""Datasets and images at a URL (``s3://``, ``gs://``, ``https://``, ``memory://``... anything fsspec reads),
-so the machines of a run (Ray nodes, shards) need no shared filesystem: each reads what it needs itself.
+"""Datasets and images at a URL (anything fsspec reads), so the machines of a run need no shared filesystem; the
+rules are docs/usage.md's ("Data", "Dataset images stay inside their dataset").  A URL's folder is its images'
+confinement, as a local dataset folder is (core/inputs.py).
 
-A manifest URL (``.jsonl``) names its images relative to its own folder URL, or by absolute URL; a folder URL
-is every image file below it.  The folder is the images' confinement: an image URL must stay under it, as a
-local path must stay inside its dataset folder (core/inputs.py).  Reads are capped like local ones and fail
-their own sample with one sentence.  fsspec brings the protocol (``s3fs``, ``gcsfs`` for the clouds: the
-user's own installation, with its own credentials).
-
-``http(s)://`` is read by aiohttp here, not through fsspec:
-
-* one confinement rule: a URL is compared as the server will see it -- percent-decoded (``%2e%2e`` is ``..``,
-  decoded until it no longer changes, so a double-encoded one is refused too) and its dot segments resolved --
-  and the URL requested is that normalised one, so what was checked is what is read;
-* redirects are followed by hand, each ``Location`` normalised and checked again: never to another origin
-  (scheme, host, port), never out of the dataset's folder (unless ``--allow-outside``), at most
-  :data:`MAX_REDIRECTS`;
-* the body is read to its end, chunked or not, up to the cap (one ``read()`` of fsspec's HTTP file returned
-  only what had arrived: a chunked 30-row manifest became 8 rows);
-* a per-read deadline (no byte for that long: connect, headers or body) and a total deadline per file
-  (:data:`READ_TIMEOUT_S`, :data:`TOTAL_TIMEOUT_S`, both options of a run); an image is read on the event
-  loop, so a slow server holds no thread, and fails its own sample when a deadline passes.
+``http(s)://`` is read by aiohttp here, not through fsspec: a URL is compared as the server will see it
+(percent-decoded until it no longer changes, dot segments resolved) and that normalised URL is the one
+requested, so what was checked is what is read; redirects are followed by hand, each checked again; the body is
+read to its end up to the cap (one ``read()`` of fsspec's HTTP file returned only what had arrived); and an image
+is read on the event loop under a per-read and a total deadline, so a slow server holds no thread.
 """
 
 from __future__ import annotations
@@ -28,22 +15,19 @@ import asyncio
 import os
 import posixpath
 import re
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
 
+from .files import InputFileError
 from .images import BadImageError
 
 _URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _HTTP = ("http", "https")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
-#: no byte for this long (connecting, waiting for the headers, or between two reads of the body): the file fails
-READ_TIMEOUT_S = 30.0
-#: a whole file (redirects included) must arrive within this: a server that trickles a byte a second cannot
-#: hold a sample for longer
-TOTAL_TIMEOUT_S = 120.0
+READ_TIMEOUT_S = 30.0  # no byte for this long (connecting, headers, or between reads of the body): the file fails
+TOTAL_TIMEOUT_S = 120.0  # a whole file, redirects included, must arrive within this
 MAX_REDIRECTS = 5
 #: a path is percent-decoded until it stops changing, at most this many times (then it is refused)
 _MAX_DECODES = 4
@@ -166,14 +150,6 @@ def inside(url: str, root: str) -> bool:
     return p1.rstrip("/") == p2 or p1.startswith(p2 + "/")
 
 
-def _fsspec():
-    try:
-        import fsspec
-    except ImportError:  # pragma: no cover - a core dependency
-        raise BadImageError("reading a URL needs fsspec (pip install fsspec)") from None
-    return fsspec
-
-
 def _too_large(url: str, max_bytes: int) -> BadImageError:
     return BadImageError(f"{url}: larger than the image file size limit of {max_bytes} bytes")
 
@@ -265,7 +241,8 @@ def read_bytes(url: str, max_bytes: int, *, root: str | None = None, allow_outsi
     if is_http(url):
         return _run(fetch(url, max_bytes, root=root, allow_outside=allow_outside, read_timeout=read_timeout,
                           total_timeout=total_timeout))
-    fsspec = _fsspec()
+    import fsspec
+
     try:
         with fsspec.open(url, "rb") as fh:
             data = fh.read(max_bytes + 1)
@@ -278,18 +255,16 @@ def read_bytes(url: str, max_bytes: int, *, root: str | None = None, allow_outsi
     return data
 
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _remote_pool() -> ThreadPoolExecutor:
+def _new_pool() -> None:
     """Threads for the fsspec URLs (s3://, gs://...): not the decoding threads of core/inputs.py, so a slow
-    bucket never holds the readers that local files and other samples need."""
+    bucket never holds the readers that local files and other samples need (none is started before a read)."""
     global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="vlmcheck-url")
-        return _pool
+    _pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="vlmcheck-url")
+
+
+_new_pool()
+if hasattr(os, "register_at_fork"):  # a forked child has none of its parent's threads: a copied pool waits forever
+    os.register_at_fork(after_in_child=_new_pool)
 
 
 async def read_bytes_async(url: str, max_bytes: int, *, root: str | None = None, allow_outside: bool = False,
@@ -299,14 +274,12 @@ async def read_bytes_async(url: str, max_bytes: int, *, root: str | None = None,
     if is_http(url):
         return await fetch(url, max_bytes, root=root, allow_outside=allow_outside, read_timeout=read_timeout,
                            total_timeout=total_timeout)
-    return await asyncio.get_running_loop().run_in_executor(_remote_pool(), lambda: read_bytes(url, max_bytes))
+    return await asyncio.get_running_loop().run_in_executor(_pool, lambda: read_bytes(url, max_bytes))
 
 
 def read_text(url: str, what: str = "file", *, read_timeout: float | None = None,
               total_timeout: float | None = None) -> str:
     """The UTF-8 text at ``url`` (a manifest), or one sentence saying why not.  Redirects stay in its folder."""
-    from .files import InputFileError
-
     try:
         data = read_bytes(url, 1 << 30, root=parent(url) if is_http(url) else None, read_timeout=read_timeout,
                           total_timeout=total_timeout)
@@ -320,21 +293,11 @@ def read_text(url: str, what: str = "file", *, read_timeout: float | None = None
 
 def image_urls(folder: str, suffixes: set[str]) -> list[str]:
     """Every file below the folder URL with an image suffix, sorted."""
-    fsspec = _fsspec()
+    import fsspec
+
     try:
         fs, path = fsspec.core.url_to_fs(folder)
         found = fs.find(path)
     except (OSError, ValueError, ImportError) as exc:
-        from .files import InputFileError
-
         raise InputFileError(f"{folder}: cannot list ({type(exc).__name__}: {str(exc)[:200]})") from None
     return sorted(fs.unstrip_protocol(p) for p in found if posixpath.splitext(p)[1].lower() in suffixes)
-
-
-def _forget_pool() -> None:
-    global _pool
-    _pool = None
-
-
-if hasattr(os, "register_at_fork"):  # a forked child has none of its parent's threads
-    os.register_at_fork(after_in_child=_forget_pool)

@@ -1,17 +1,7 @@
-"""Model roles as typed Protocols, and the value types that cross them.
-
-A *role* is what a method needs from a model, not what the model is:
-
-* :class:`VLM` - chat messages with interleaved text and images -> text.
-  Optional, declared capabilities: :class:`SupportsLoglikelihood` and
-  :class:`SupportsVisionEmbedding` (white-box, for adversarial attacks).
-* :class:`TextModel` - text-only chat -> text (negation, judging, paraphrasing).
-* :class:`ImageGenerator` - prompt (+ seed) -> image.
-* :class:`ImageEncoder` - images -> float matrix, batched.
-
-Any role may also offer :class:`SupportsPreflight` (optional): one cheap check before the first sample.
-
-Adapters declare what they can do in :class:`Capabilities`; methods check the
+"""Model roles as typed Protocols, and the value types that cross them.  A *role* is what a method needs from a
+model, not what the model is: :class:`VLM`, :class:`TextModel`, :class:`ImageGenerator`, :class:`ImageEncoder`,
+with optional capabilities (:class:`SupportsLoglikelihood`, :class:`SupportsVisionEmbedding`,
+:class:`SupportsPreflight`).  Adapters declare what they can do in :class:`Capabilities`; methods check the
 declaration (:func:`require`) instead of probing with try/except.
 """
 
@@ -46,21 +36,18 @@ class GenerationConfig(BaseModel):
 class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
-    # why the provider's usage could not be used (missing, negative, not a number, NaN, nested), or None: a
-    # private attribute, never stored; the run then prices the call at its estimate (run/calls.py)
+    # why the provider's usage could not be used, or None: never stored; the call is priced at its estimate
     _invalid: str | None = PrivateAttr(default=None)
 
     @property
-    def invalid(self) -> str | None:
-        # the private attributes' own dict, read directly: not pydantic's slower __getattr__ on every answer
+    def invalid(self) -> str | None:  # the private dict, read directly: not pydantic's slower __getattr__
         private = self.__pydantic_private__
         return private.get("_invalid") if private else None
 
     @classmethod
     def reported(cls, input_tokens: Any, output_tokens: Any) -> "Usage":
-        """The usage a provider reported, checked: each count a whole number >= 0 (an int, or a float or numeric
-        string holding one).  Anything else (missing, negative, NaN, text, a nested object) gives zero counts
-        marked :attr:`invalid`, never a negative or silently zero spend."""
+        """The usage a provider reported, checked: each count a whole number >= 0 (or a float or numeric string
+        holding one); anything else gives zero counts marked :attr:`invalid`, never a negative or silent zero."""
         counts, problems = [], []
         for name, value in (("input", input_tokens), ("output", output_tokens)):
             n, why = _token_count(value)
@@ -68,7 +55,7 @@ class Usage(BaseModel):
             if why:
                 problems.append(f"{name} tokens {why}")
         usage = cls(input_tokens=counts[0], output_tokens=counts[1])
-        if problems:  # else None already (the default): pydantic's setattr skipped on every valid answer
+        if problems:  # else None already: pydantic's setattr skipped on every valid answer
             usage._invalid = "; ".join(problems)
         return usage
 
@@ -78,14 +65,12 @@ def _token_count(value: Any) -> tuple[int, str | None]:
 
     if value is None:
         return 0, "missing"
-    if isinstance(value, bool) or isinstance(value, (dict, list, tuple)):
-        return 0, f"not a number ({type(value).__name__})"
     if isinstance(value, str):
         try:
             value = float(value)
         except ValueError:
             return 0, f"not a number ({value[:20]!r})"
-    if not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0, f"not a number ({type(value).__name__})"
     if isinstance(value, float) and not math.isfinite(value):
         return 0, f"not a number ({value})"
@@ -118,8 +103,7 @@ class Generation(BaseModel):
 class Loglikelihood(BaseModel):
     """Log-probability of a continuation given a prompt."""
 
-    # built on first use (ChEF's likelihood inferencer), not at import: it would cost every command's start-up
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True)  # built on first use, not at every command's start-up
 
     sum: float
     n_tokens: int
@@ -152,10 +136,8 @@ def require(model: Any, capability: str, purpose: str) -> None:
     caps: Capabilities | None = getattr(model, "capabilities", None)
     if caps is None or not getattr(caps, capability, False):
         name = getattr(model, "model_id", type(model).__name__)
-        raise CapabilityError(
-            f"{purpose} needs the '{capability}' capability, which model {name!r} does not declare. "
-            f"Use a model whose adapter provides it (for example a local 'hf:' model)."
-        )
+        raise CapabilityError(f"{purpose} needs the '{capability}' capability, which model {name!r} does not "
+                              "declare. Use a model whose adapter provides it (for example a local 'hf:' model).")
 
 
 @runtime_checkable
@@ -187,18 +169,14 @@ class SupportsPreflight(Protocol):
     """Optional for every role: a model that can check, before the first sample, that it can serve the run."""
 
     async def preflight(self) -> None:
-        """One cheap check (an API adapter's ``GET /models``): the server answers, the key is accepted, the model
-        is served.  Raises :class:`vlmcheck.core.errors.PreflightError`, one sentence naming the cause, if not.
-        The runner calls it once per model before a new run's first sample (``--no-preflight`` skips it)."""
+        """One cheap check (an API adapter's ``GET /models``), called once per model before a new run's first
+        sample (``--no-preflight`` skips it); raises :class:`vlmcheck.core.errors.PreflightError` if not."""
         ...
 
 
 @runtime_checkable
-class TextModel(Protocol):
-    model_id: str
-    capabilities: Capabilities
-
-    async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation: ...
+class TextModel(VLM, Protocol):
+    """Text-only chat -> text: a VLM's interface, sent no image."""
 
 
 @runtime_checkable

@@ -1,12 +1,7 @@
-"""Keeping API keys out of everything vlmcheck writes.
-
-Keys are looked up at adapter construction time (flag, spec parameter or
-environment variable) and registered here.  Every string that reaches the run
-store, a log record, ``results.json``, ``samples.jsonl`` or a report passes
-through :func:`redact`, which replaces each registered key (and common key
-shapes) with ``[REDACTED]``.  SDK error messages are the usual leak - some
-echo a prefix, a suffix or a middle of the key - so any run of eight or more
-characters of a registered key is masked too.
+"""Keeping API keys out of everything vlmcheck writes: keys are registered here when an adapter is made, and every
+string that reaches the store, a log, a results file or a report passes through :func:`redact`, which masks each
+registered key, common key shapes, and any run of eight or more characters of a key (SDK errors echo a prefix,
+a suffix or a middle of one).
 """
 
 from __future__ import annotations
@@ -23,8 +18,7 @@ REDACTED = "[REDACTED]"
 _MIN_LEN = 6
 # Shapes of well-known key formats, masked even if never registered.
 _PATTERNS = [
-    re.compile(r"sk-[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"sk-ant-[A-Za-z0-9_\-]{16,}"),
+    re.compile(r"sk-[A-Za-z0-9_\-]{16,}"),  # sk-ant- keys too
     re.compile(r"AIza[0-9A-Za-z_\-]{30,}"),
     re.compile(r"((?i:bearer)\s+)[A-Za-z0-9._\-]{12,}"),
 ]
@@ -48,24 +42,19 @@ def is_secret_param(name: str) -> bool:
 
 # Registered keys, longest first, as an immutable snapshot that redact() reads without locking.
 _by_length: tuple[str, ...] = ()
-# Echoed parts: any run of _PART or more consecutive characters of a key of _PART_MIN_KEY or more characters is
-# masked wherever it appears (a prefix, a suffix, a middle; SDK errors echo all three).  Shorter runs are left:
-# six or seven characters of a key are not a usable leak, and masking them would eat ordinary words.
+# Any run of _PART or more characters of a key of _PART_MIN_KEY or more is masked; shorter runs are no usable leak,
+# and masking them would eat ordinary words.
 _PART = 8
 _PART_MIN_KEY = 12
-# (aligned chunks, part -> [(key, offset)]) as one snapshot, replaced whole on registration.  Any _PART-long
-# run of a key holds one of its chunks of _PART // 2 characters that start at multiples of _PART // 2, so a
-# text holding none of them (checked with str.__contains__, which is fast) holds no part: the common clean
-# string costs a few substring searches instead of a regex alternation of every part, whose cost grows with the
-# number of parts.
+# (aligned chunks, part -> [(key, offset)]), replaced whole on registration.  Any _PART-long run of a key holds
+# one of its chunks of _PART // 2 characters at multiples of _PART // 2, so a text holding none of them holds no
+# part: a clean string costs a few substring searches, not a regex alternation of every part.
 _parts: tuple[tuple[str, ...], dict[str, tuple[tuple[str, int], ...]]] | None = None
 
 
-# Whether every registered key is printable ASCII without '"' or '\\': such a key, and every run of it, appears
-# in JSON text exactly as in the string that held it (see redacted_json).
+# Whether every registered key appears in JSON text as in its string (see redacted_json), and what may need
+# redaction as it shows in JSON text, lower-cased: a key shape's start, or the word that starts a Bearer token.
 _verbatim = True
-# What may need redaction, as it shows in JSON text (lower-cased): a key shape's start (the shapes' characters
-# are never escaped in JSON) or the word that starts a Bearer token (whose whitespace JSON may escape: "\\n").
 _JSON_TRIGGERS = ("sk-", "aiza", "bearer")
 
 
@@ -143,17 +132,11 @@ def redact_obj(obj):
 
 
 def redacted_json(obj: Any, dumps: Callable[[Any], str]) -> str:
-    """``dumps(redact_obj(obj))``, without walking ``obj`` when its JSON text shows nothing to redact.
-
-    Written by hand for one reason: the walk is a Python call per string, which costs more than the JSON encoding
-    of the records a sample stores.  The JSON text of a clean object is checked in
-    a few substring searches instead.  Why that is exact: a registered key of printable ASCII without '"' or
-    '\\' (else the walk is always taken) and every run of it appear in the text as in the string that held
-    them, and so does a key shape's match (its characters are never escaped), so its start ("sk-", "AIza", in
-    any case) is looked for; a Bearer token's whitespace may be escaped, so the word "bearer" alone sends the
-    object the long way.  Text that holds none of them has no
-    string that :func:`redact` would change, so ``redact_obj(obj)`` would give ``obj`` back (dict keys are
-    never redacted either way)."""
+    """``dumps(redact_obj(obj))``, without walking ``obj`` (a Python call per string, dearer than the encoding)
+    when its JSON text shows nothing to redact.  Exact because a registered key of printable ASCII without '"' or
+    '\\' (else the walk is always taken), every run of it and a key shape's start appear in the JSON text as in
+    the string that held them; a Bearer token's whitespace may be escaped, so "bearer" alone sends the object the
+    long way."""
     text = dumps(obj)
     if not _verbatim or any(s in text for s in _by_length):
         return dumps(redact_obj(obj))
@@ -183,8 +166,6 @@ class RedactingFilter(logging.Filter):
 
 def install_log_redaction(logger: logging.Logger | None = None) -> None:
     target = logger or logging.getLogger()
-    if not any(isinstance(f, RedactingFilter) for f in target.filters):
-        target.addFilter(RedactingFilter())
-    for handler in target.handlers:
-        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
-            handler.addFilter(RedactingFilter())
+    for filtered in (target, *target.handlers):
+        if not any(isinstance(f, RedactingFilter) for f in filtered.filters):
+            filtered.addFilter(RedactingFilter())

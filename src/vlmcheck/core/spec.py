@@ -1,38 +1,17 @@
-"""Model spec strings: one parser, one registry.
+"""Model spec strings: one parser, one registry (grammar and credential rules: docs/usage.md "Your models").
 
-Grammar::
-
-    provider ":" name [ "@" base_url ] [ "?" key=value ( "&" key=value )* ]
-
-Examples::
-
-    openai:gpt-4o-mini
-    openai:Qwen/Qwen2-VL-7B-Instruct@http://localhost:8000/v1
-    openai:llava:7b@http://localhost:11434/v1?concurrency=4
-    hf:HuggingFaceTB/SmolVLM-256M-Instruct?dtype=bfloat16&device=cuda
-    ref:describer?omit=0.2&hallucinate=0.1&seed=3
-
-The provider is everything before the first ``:``; the query string is split
-off at the first ``?``; the base URL at the first ``@`` of what remains (model
-names do not contain ``@``).  Credentials never become part of the model id:
-parameters that carry one (``api_key``, ``token``, ``access_token``, ``sig``,
-``password`` ...; :func:`vlmcheck.core.secrets.is_secret_param`) and the base
-URL's userinfo (``http://user:pass@host/v1``) are moved into a field that is
-never serialised, and adapters send them with each request only
-(:meth:`ModelSpec.request_auth`).
-
-Adapters register a factory per provider with :func:`register`; third-party
-packages add providers through the ``vlmcheck.adapters`` entry-point group
-(``name = "package.module:factory"``).  Factories are referenced by import
-path so that heavy dependencies (torch, SDKs) load only when used.
-
-Why this module is long: the grammar, its parser and :func:`public_spec` (the one text of a spec any route
-shows or writes) share the rules on where a credential sits in a spec, so they stay in one file.
+The provider is everything before the first ``:``; the query string is split off at the first ``?``; the base
+URL at the first ``@`` of what remains (model names do not contain ``@``).  Credentials (parameters that carry
+one, :func:`vlmcheck.core.secrets.is_secret_param`, and the base URL's userinfo) never become part of the model
+id: they are kept in a field that is never serialised and sent with each request only
+(:meth:`ModelSpec.request_auth`).  Providers register a factory by import path (:func:`register`; plugins through
+the ``vlmcheck.adapters`` entry-point group), so heavy dependencies load only when used.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
@@ -45,9 +24,8 @@ from .secrets import is_secret_param, register_secret
 RoleName = Literal["vlm", "text", "generator", "encoder"]
 
 
-# Each provider's parameters are IDENTITY (they change what the model answers) or PLACEMENT (where it is reached,
-# how fast, how it is billed or bounded): the provider declares which in its register() call (models/__init__.py).
-# Placement parameters and the endpoint are recorded with each run session and may change on resume.
+# A provider's parameters are IDENTITY (they change what the model answers) or PLACEMENT (where it is reached, how
+# fast, how billed or bounded; may change on resume): docs/usage.md "Identity and placement".
 IDENTITY, PLACEMENT = "identity", "placement"
 ParamKind = Literal["identity", "placement"]
 URL_CREDENTIALS_ENV = "VLMCHECK_URL_CREDENTIALS"
@@ -62,10 +40,9 @@ def identity_of(spec_or_id: str) -> str:
 
 
 def public_spec(text: str) -> str:
-    """A model spec string as the user wrote it, less its credentials: the parameters that carry one and the
-    endpoints' userinfo are dropped (each registered as a secret, so a later echo is masked too).  The one text
-    of a spec that any route shows or writes (a sweep's folder names, its summary, reports, the terminal); the
-    rest keeps the user's order and spelling, so a folder named by it stays the one a resume finds."""
+    """A model spec string as the user wrote it, less its credentials (each registered as a secret, so a later
+    echo is masked too): the one text of a spec that any route shows or writes.  The rest keeps the user's order
+    and spelling, so a sweep's folder named by it stays the one a resume finds."""
     text = str(text)
     head, sep, query = text.partition("?")
     if sep:
@@ -95,19 +72,12 @@ class ModelSpec(BaseModel):
     def parse(cls, text: str) -> "ModelSpec":
         text = text.strip()
         if ":" not in text:
-            raise SpecError(
-                f"model spec {public_spec(text)!r} has no provider; expected 'provider:name', e.g. 'openai:gpt-4o-mini'"
-            )
-        provider, rest = text.split(":", 1)
-        provider = provider.strip().lower()
-        query = ""
-        if "?" in rest:
-            rest, query = rest.split("?", 1)
-        base_url = None
-        if "@" in rest:
-            rest, base_url = rest.split("@", 1)
-            base_url = base_url.strip() or None
-        name = rest.strip()
+            raise SpecError(f"model spec {public_spec(text)!r} has no provider; expected 'provider:name', e.g. "
+                            "'openai:gpt-4o-mini'")
+        provider, _, rest = text.partition(":")
+        rest, _, query = rest.partition("?")
+        name, _, base_url = rest.partition("@")
+        provider, name, base_url = provider.strip().lower(), name.strip(), base_url.strip() or None
         if not provider or not name:
             raise SpecError(f"model spec {public_spec(text)!r}: provider and name must both be non-empty")
         params: dict[str, str] = {}
@@ -131,7 +101,7 @@ class ModelSpec(BaseModel):
                 params["login"] = "url"  # recorded, so that a resume asks for them instead of using a key
         given: set[str] = set()
         for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
-            if key in given:  # before, the last one won silently
+            if key in given:
                 raise SpecError(f"model spec {provider}:{name}: parameter {key} is given twice; give it once")
             given.add(key)
             if is_secret_param(key):
@@ -153,15 +123,17 @@ class ModelSpec(BaseModel):
 
     def at(self, url: str) -> "ModelSpec":
         """This spec at one of its endpoints (credentials kept)."""
-        spec = self.model_copy(update={"base_url": url})
+        return self._copy(base_url=url)
+
+    def _copy(self, **update: Any) -> "ModelSpec":
+        spec = self.model_copy(update=update)
         spec._secrets = dict(self._secrets)
         return spec
 
     def request_auth(self) -> dict[str, dict[str, str]]:
         """SDK client arguments that carry the spec's credentials other than the API key, for requests only:
-        ``default_query`` for credential query parameters (``access_token``, ``sig`` ...) and ``default_headers``
-        with HTTP Basic auth for URL userinfo.  Basic auth replaces a Bearer key in the Authorization header, as
-        httpx does for a URL with userinfo; servers behind a Basic-auth proxy take no key of their own."""
+        ``default_query`` for credential query parameters, ``default_headers`` with HTTP Basic auth for URL
+        userinfo (replacing a Bearer key, as httpx does for a URL with userinfo)."""
         import base64
 
         out: dict[str, dict[str, str]] = {}
@@ -175,37 +147,22 @@ class ModelSpec(BaseModel):
         return out
 
     def with_params(self, **params: Any) -> "ModelSpec":
-        merged = dict(self.params)
-        merged.update({k: str(v) for k, v in params.items() if v is not None})
-        spec = self.model_copy(update={"params": merged})
-        spec._secrets = dict(self._secrets)
-        return spec
+        return self._copy(params={**self.params, **{k: str(v) for k, v in params.items() if v is not None}})
 
     def canonical(self) -> str:
         """Stable string without secrets: used as the model id in caches and results."""
-        out = f"{self.provider}:{self.name}"
-        if self.base_url:
-            out += f"@{self.base_url}"
-        if self.params:
-            out += "?" + "&".join(f"{k}={quote(str(v), safe='/:.,-_')}" for k, v in sorted(self.params.items()))
-        return out
+        return f"{self.provider}:{self.name}" + (f"@{self.base_url}" if self.base_url else "") + _query(self.params)
 
     def identity(self) -> str:
-        """What the model *is*: provider, name and the parameters that change its outputs - no base URL, no
-        placement parameter (what the provider's registration declares :data:`PLACEMENT`), no secret.  Keys the call cache and the resume check,
-        so moving a server, adding one or changing concurrency keeps a run's cache.  A parameter not known to
-        be placement counts as identity (the safe side)."""
-        out = f"{self.provider}:{self.name}"
+        """What the model *is*: provider, name and the parameters that change its outputs (no base URL, no
+        :func:`placement_params`, no secret).  Keys the call cache and the resume check, so moving a server or
+        changing concurrency keeps a run's cache."""
         placement = placement_params(self.provider)
-        params = {k: v for k, v in self.params.items() if k not in placement}
-        if params:
-            out += "?" + "&".join(f"{k}={quote(str(v), safe='/:.,-_')}" for k, v in sorted(params.items()))
-        return out
+        return f"{self.provider}:{self.name}" + _query({k: v for k, v in self.params.items() if k not in placement})
 
     def __str__(self) -> str:
         return self.canonical()
 
-    # --- typed parameter access -------------------------------------------------
     def get_float(self, key: str, default: float) -> float:
         return _convert(self, key, default, float)
 
@@ -226,11 +183,13 @@ class ModelSpec(BaseModel):
         raise SpecError(f"{self.canonical()}: parameter {key}={value!r} is not a boolean")
 
 
+def _query(params: dict[str, str]) -> str:
+    return "?" + "&".join(f"{k}={quote(str(v), safe='/:.,-_')}" for k, v in sorted(params.items())) if params else ""
+
+
 def _endpoint_list(text: str, where: str) -> list[str]:
     """The URLs of ``@URL1,URL2`` or ``@file:PATH`` (one URL per line; blank lines and # comments skipped)."""
     if text.startswith("file:"):
-        from pathlib import Path
-
         path = Path(text[5:]).expanduser()
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
@@ -249,8 +208,7 @@ def _endpoint_list(text: str, where: str) -> list[str]:
 
 
 def _check_url(url: str, where: str) -> None:
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    if scheme not in ("http", "https"):
+    if "://" not in url or url.split("://", 1)[0].lower() not in ("http", "https"):
         raise SpecError(f"model spec {where}: the base URL after '@' must start with http:// or https://")
     try:
         parts = urlsplit(url)
@@ -300,8 +258,6 @@ def _convert(spec: ModelSpec, key: str, default, typ):
     return value
 
 
-# ----------------------------------------------------------------------------- registry
-
 class _Entry(BaseModel):
     """Everything vlmcheck knows about a provider, declared once in its :func:`register` call."""
     target: str  # "module:attr"
@@ -345,11 +301,10 @@ def resolve_url_auth(spec: ModelSpec) -> None:
 def register(provider: str, target: str, roles: tuple[RoleName, ...], description: str = "", *,
              params: dict[str, ParamKind] | None = None, billing: Literal["tokens", "images", "local"] | None = None,
              image_tokens: Literal["openai", "anthropic", "gemini"] = "openai", replace: bool = False) -> None:
-    """Register a factory ``target`` ("module:function") for ``provider`` with everything else vlmcheck needs to
-    know about it: ``params``, the ``?parameters`` it reads, each :data:`IDENTITY` (part of the model's identity,
-    its cache keys and its resume check) or :data:`PLACEMENT` (may change between runs), so that a misspelt one is
-    an error instead of being ignored; ``billing`` and ``image_tokens`` (see :class:`_Entry`).  A provider already
-    registered is an error naming both registrations unless ``replace`` (core/registry.py)."""
+    """Register a factory ``target`` ("module:function") for ``provider``: ``params``, the ``?parameters`` it
+    reads, each :data:`IDENTITY` or :data:`PLACEMENT` (so that a misspelt one is an error, not ignored);
+    ``billing`` and ``image_tokens`` (see :class:`_Entry`).  A provider registered twice is an error unless
+    ``replace`` (core/registry.py)."""
     if params is not None:
         unclassified = sorted(k for k, kind in params.items() if kind not in (IDENTITY, PLACEMENT))
         if unclassified:
@@ -367,8 +322,7 @@ def registration(provider: str) -> _Entry | None:
 
 def placement_params(provider: str) -> frozenset[str]:
     """The parameters of ``provider`` that say where a model is reached and how, not what it answers: the common
-    ones and those its registration declares :data:`PLACEMENT`.  Any other parameter counts as identity (the safe
-    side), so a provider that declares nothing keeps every parameter of its own in its identity."""
+    ones and those its registration declares :data:`PLACEMENT`.  Any other counts as identity (the safe side)."""
     found = registration(provider)
     declared = {k for k, kind in (found.params or {}).items() if kind == PLACEMENT} if found else set()
     return frozenset(COMMON_PARAMS) | declared
@@ -390,11 +344,8 @@ def providers() -> dict[str, _Entry]:
 
 
 def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
-    """Build the adapter for ``spec`` in ``role``.
-
-    Raises :class:`SpecError` for unknown providers, for a provider that does
-    not serve ``role``, and for adapters that do not satisfy the role's Protocol.
-    """
+    """Build the adapter for ``spec`` in ``role``; a :class:`SpecError` for an unknown provider, a provider that
+    does not serve ``role``, or an adapter that does not satisfy the role's Protocol."""
     from . import roles as R
 
     if isinstance(spec, str):
@@ -405,16 +356,13 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
         spec.get_float(key, 0.0)
     resolve_url_auth(spec)
     if role not in entry.roles:
-        raise SpecError(
-            f"provider {spec.provider!r} does not serve the {role!r} role (it serves: {', '.join(entry.roles)})"
-        )
+        raise SpecError(f"provider {spec.provider!r} does not serve the {role!r} role (it serves: "
+                        f"{', '.join(entry.roles)})")
     try:
         factory = resolve(entry.target)
     except ImportError as exc:
-        raise SpecError(
-            f"provider {spec.provider!r} needs an optional dependency that is not installed ({exc}). "
-            f"Install the matching extra, e.g. pip install 'vlmcheck[local]' or 'vlmcheck[apis]'."
-        ) from exc
+        raise SpecError(f"provider {spec.provider!r} needs an optional dependency that is not installed ({exc}). "
+                        f"Install the matching extra, e.g. pip install 'vlmcheck[local]' or 'vlmcheck[apis]'.") from exc
     from .progress import loading
 
     with loading(spec.canonical()):  # local checkpoints can take minutes to load: say so when they do

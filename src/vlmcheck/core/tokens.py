@@ -9,13 +9,9 @@ CHARS_PER_TOKEN = 4  # OpenAI's rule of thumb for English text
 
 
 def image_tokens(width: int, height: int, rule: str = "openai") -> int:
-    """Input tokens of one image by the provider's documented rule.
-
-    * ``openai`` (high detail): fit in 2048 x 2048, then the shortest side down to 768; 170 per 512-px tile
-      plus 85 (a 1024 x 1024 image: 768 x 768, 4 tiles, 765 tokens).
-    * ``anthropic``: width x height / 750 after fitting the long edge in 1568 px (1092 x 1092: 1590).
-    * ``gemini``: 258 for an image of at most 384 px each way, else 258 per 768-px tile.
-    """
+    """Input tokens of one image by the provider's documented rule (docs/usage.md, "Tokens"): ``openai`` (high
+    detail: fit in 2048 px, the short side down to 768, 170 per 512-px tile plus 85), ``anthropic`` (w x h / 750,
+    the long edge fitted in 1568 px), ``gemini`` (258 up to 384 px each way, else 258 per 768-px tile)."""
     w, h = float(width), float(height)
     if rule == "anthropic":
         s = min(1.0, 1568 / max(w, h))
