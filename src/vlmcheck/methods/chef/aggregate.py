@@ -1,14 +1,6 @@
-"""ChEF's cross-scenario columns: the "Avg." of Tables 9 and 10, Table 8's overall calibration score, and the
-seed-variance protocol of section F.
-
-* Each run (one recipe on one scenario) gives its desideratum's columns (:data:`COLUMNS`).
-* "Avg." is the weighted average over scenarios, weighted by the number of items (Tables 9 and 10: "Avg. is
-  the weighted average results on ScienceQA and MMBench").  The paper does not say whether RRM's average is
-  recomputed from averaged accuracies or averaged itself; the caption says every Avg. column is a weighted
-  average, so RRM is averaged like the others.
-* Calibration (Table 8): "the overall score is calculated through 1 - weighted average ECE".
-* Seeds (section F): runs of the same recipe on the same scenario with different seeds give the mean of the
-  desideratum's first column and, per seed, the absolute deviation from that mean.
+"""ChEF's cross-scenario columns (``chef aggregate``; docs/methods.md, "Across scenarios"): the weighted "Avg."
+of Tables 9 and 10 (RRM averaged like the other columns), Table 8's overall calibration score (1 - weighted
+average ECE) and section F's seed variance (the mean of the first column, each seed's absolute deviation).
 """
 
 from __future__ import annotations

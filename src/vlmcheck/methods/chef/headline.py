@@ -1,14 +1,6 @@
-"""A ChEF run's headline with its 95 % interval: which figure leads each desideratum and how its
-interval is made.
-
-The sampled unit is the item's image: its settings, ICE draws and (POPE) its questions move together.
-Proportions (accuracy, POPE accuracy, VanillaEval) use the clustered Wilson interval, which never has zero width;
-the ratios and composite scores (RRM, RIAM, match ratio, 1 - ECE, the turn scenarios' metrics, the judge's score)
-use a cluster bootstrap that recomputes the figure from the resampled items with the same functions as the run,
-read as Hesterberg's expanded percentile interval on the number of images (bench/interval_coverage.py measures
-it against the plain percentile one); a figure bounded in [0, 1] on 5 images or fewer gets
-the Wilson bound on the images instead, labelled (as CAST's cells); RRM on fewer than 15 images, where its
-bootstrap covered 0.73-0.88, a labelled conservative bound from both accuracies' intervals (:func:`rrm_bound`).
+"""A ChEF run's headline with its 95 % interval: which figure leads each desideratum and how its interval is made
+(docs/methods.md, "Every method").  The sampled unit is the item's image: its settings, ICE draws and (POPE) its
+questions move together.
 """
 
 from __future__ import annotations
@@ -136,13 +128,9 @@ def rrm_headline(it: Items, value: float | None, seed: int, boot: Callable | Non
 
 
 def _mr_weighted(it: Items) -> float:
+    """MR over the verbalizer groups weighted by their number of verbalizers: the mean over every verbalizer."""
     base = it.cols["original"]["pred"]
-    groups: dict[str, list[float]] = {}
-    for name in it.names:
-        if name not in ("original", "blind"):
-            groups.setdefault(name.split(":")[0], []).append(float(np.mean(base == it.cols[name]["pred"])))
-    weights = {g: len(v) for g, v in groups.items()}
-    return float(sum(np.mean(v) * weights[g] for g, v in groups.items()) / sum(weights.values()))
+    return float(np.mean([np.mean(base == it.cols[n]["pred"]) for n in it.names if n not in ("original", "blind")]))
 
 
 def _unread(out: dict[str, Any], names: list[str]) -> str | None:

@@ -1,15 +1,6 @@
-"""ChEF's item results as columns: what its summary and headline read of each finished item.
-
-Per item: its unit (the image, else the item id), its number of options, its MMBench group and whether it is
-rotation 0, and per setting whether it was right, whether an option was extracted (and by the rule) or the
-answer left unread, the
-predicted option (as a code: equal codes are equal predictions), the confidence, and whether the answer is
-option 0 (POPE's "yes").  About 20 bytes a setting and 30 an item, against 2-11 kB for a record in memory; the
-turn scenarios keep each item's turns and the language desideratum its judgements (both without free text),
-which their metrics read whole.
-
-Built by :class:`ItemsBuilder` one record at a time; :meth:`Items.take` gives a resample (the cluster
-bootstrap of methods/chef/headline.py), :meth:`Items.concat` the repeats pooled.
+"""ChEF's item results as columns: what its summary and headline read of each finished item (about 20 bytes a
+setting and 30 an item, against 2-11 kB for a record).  The turn scenarios keep each item's turns and the language
+desideratum its judgements (without free text), which their metrics read whole.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
-"""A ChEF run's summary (the ``metrics`` of results.json) from its items' columns (methods/chef/items.py).
-
-The inferencer that produced the numbers (and what it gives up against the recipe's default).  Per setting: accuracy
-with its clustered interval, the match ratios, the answers the parser could not read (a warning above
-:data:`UNREAD_WARN`); then the desideratum's metric (supplementary
-C.1-C.6): 1 - ECE for calibration, RIAM for in-context learning, match ratio and Acc_vm for instruction
-following, RRM for robustness, POPE's metrics for hallucination, the judge's score for language; MMBench's
-CircularEval and VanillaEval; the turn scenarios' metrics; the blind control; the headline with its interval.
-:class:`ChefSummary` folds a run's records one at a time; with repeats, each repeat's headline and the pooled one.
+"""A ChEF run's summary (the ``metrics`` of results.json) from its items' columns (``items.py``): per setting
+accuracy with its interval, match ratios and unread answers; the desideratum's metric (supplementary C.1-C.6);
+MMBench's CircularEval and VanillaEval; the turn scenarios' metrics; the blind control; the headline.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -21,7 +16,7 @@ from ...metrics.decisions import proportion_interval_counts
 from ..blind import blind_block_sums
 from ..repeats import spread
 from . import metrics as M
-from .headline import UNIT, blank_unmeasured, chef_headline, judge_agreement
+from .headline import UNIT, _mr_weighted, blank_unmeasured, chef_headline, judge_agreement
 from .items import Items, ItemsBuilder, primary_setting, unit_counts
 
 
@@ -62,15 +57,13 @@ def _unread_warning(per: dict[str, Any], yes_no: bool, seen: dict[str, dict[str,
 def _unread_hint(high: dict[str, float], yes_no: bool, seen: dict[str, dict[str, Any]],
                  extractor: str | None) -> str:
     """What the unread answers have in common (their most common first words) and what would read them."""
-    openings: dict[str, int] = {}
-    cut = unread = 0
+    openings: Counter[str] = Counter()
+    cut = 0
     for name in high:
         s = seen.get(name) or {}
         cut += s.get("cut", 0)
-        for k, v in (s.get("openings") or {}).items():
-            openings[k] = openings.get(k, 0) + v
-            unread += v
-    out = ""
+        openings.update(s.get("openings") or {})
+    unread, out = sum(openings.values()), ""
     if openings:
         top = sorted(openings.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         out += "; they most often begin " + ", ".join(f"'{k}' ({n} of {unread})" for k, n in top)
@@ -155,17 +148,12 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
             out["riam"] = M.riam(shots[0], icl, acc_random) if shots[0] > acc_random else None
     elif d == "instruction_following":
         base = it.cols["original"]["pred"]
-        mr: dict[str, Any] = {}
-        weights: dict[str, int] = {}
+        mr: dict[str, list[float]] = {}
         for name in per:
-            if name == "original":
-                continue
-            group = name.split(":")[0]
-            mr.setdefault(group, []).append(_mean(base == it.cols[name]["pred"]))
-            weights[group] = weights.get(group, 0) + 1
+            if name != "original":
+                mr.setdefault(name.split(":")[0], []).append(_mean(base == it.cols[name]["pred"]))
         out["match_ratio"] = {g: float(np.mean(v)) for g, v in mr.items()}
-        total = sum(weights.values())
-        out["mr_weighted"] = float(sum(np.mean(v) * weights[g] for g, v in mr.items()) / total)
+        out["mr_weighted"] = _mr_weighted(it)  # each group weighted by its verbalizers: their plain mean
         out["acc_vm"] = float(np.mean([per[n]["accuracy"] for n in per if n != "original"]))
     elif d == "robustness":
         orig = per["original"]["accuracy"]
@@ -179,11 +167,7 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
     elif d == "language":
         judges = it.judge or []
         judged = [j for j in judges if j.get("mean") is not None]
-        skipped: dict[str, int] = {}
-        for j in judges:
-            why = j.get("skipped")
-            if why:
-                skipped[why] = skipped.get(why, 0) + 1
+        skipped = dict(Counter(j["skipped"] for j in judges if j.get("skipped")))
         out["language"] = {"score": float(np.mean([j["mean"] for j in judged])) if judged else None,
                            "judged": len(judged), "skipped": skipped, **judge_agreement(judged)}
     out["headline"] = chef_headline(it, out, d, recipe.metric.n_bins, turn_task, seed)

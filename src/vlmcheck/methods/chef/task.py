@@ -1,28 +1,8 @@
-"""ChEF recipes: Scenario + Instruction + Inferencer + Metric, and the six desiderata.
+"""ChEF's task: every item asked under the settings its recipe's desideratum needs (docs/methods.md, "ChEF").
 
 Why this module is long: one task builds every desideratum's settings for one item, which share its image, its
-in-context examples and its inferencer; the rest of ChEF is in its own modules (named below).
-
-One task asks every inferencer under every desideratum's settings, and those share the item, its image and
-its in-context examples; the recipe, the scenarios, the turn scenarios, the metrics and the summary
-(``summary.py`` over the item columns of ``items.py``) are in their own modules.
-
-A :class:`Recipe` (YAML, validated by pydantic) names a scenario loader, an instruction (standard query, query
-pool, or in-context examples), an inferencer and the desideratum it measures.  :class:`ChefTask` runs every
-item under the *settings* its desideratum needs (shots 0..N for in-context learning; each verbalizer for
-instruction following; original / image / text / both corruptions for robustness); ``summary.py`` summarises
-with the paper's metric.  The recipe, the paper's prompts and answer extraction are in ``recipe.py``.
-
-The Inferencer (supplementary B.3) is a component of :mod:`.inferencers` - Direct, CoT, PPL, CoT+PPL and
-multi-turn PPL; the recipe names its default and the ones it allows, ``ChefSpec.inferencer`` (``--inferencer``)
-picks one per run, and the recorded spec says which produced the numbers.  The PPL answer pool (ChEF B.3, D.2)
-is the option labels for multiple choice - the continuation is the template with the label only, "The answer
-is (B", as the authors score it - the class names for classification and retrieval ("The answer is cat"), and
-"Yes" / "No" after the bare question for hallucination (POPE, C.6); the turn scenarios (:mod:`.turns`) ask
-each turn as a PPL question with its own pool.
-
-PPL needs the model's likelihoods; where the model has none, the run stops before any call with one sentence
-naming every way forward (a server option, a generation inferencer and its cost, a local model).
+in-context examples and its inferencer; the recipe, scenarios, inferencers, metrics and summary are in their own
+modules.  PPL needs the model's likelihoods: without them the run stops before any call, naming every way forward.
 """
 
 from __future__ import annotations
@@ -52,9 +32,6 @@ from .recipe import (CLASS_POOL_QUERY, CLASS_POOL_TEMPLATE, CLASS_TEMPLATE, ICE_
                      LABEL_TEMPLATE, POOL_OF_SCENARIO, TEMPLATE_VERSION, VERBALIZERS, InferencerName,
                      Recipe, extract_choice, format_query, inferencer_refusal, verbalizer_instruction,
                      verbalizer_labels)
-
-
-# ----------------------------------------------------------------------------- the task
 
 
 async def _no_reading(text: str) -> dict[str, Any]:
@@ -176,22 +153,17 @@ class ChefTask(SpecTask):
     # -- settings per desideratum -------------------------------------------------------
 
     def settings(self) -> list[tuple[str, dict[str, Any]]]:
-        return self._settings() + ([("blind", {"blind": True})] if self.cfg.blind else [])
-
-    def _settings(self) -> list[tuple[str, dict[str, Any]]]:
         r = self.cfg.recipe
-        d = r.desideratum
-        if d == "icl" or r.instruction.type == "ice":
-            return [(f"shots={k}", {"shots": k}) for k in r.instruction.ice.shots]
-        if d == "instruction_following":
-            out = [("original", {})]
-            for group, verbs in VERBALIZERS.items():
-                for i, labels in enumerate(verbs):
-                    out.append((f"{group}:{i}", {"verbalizer": group, "labels": labels}))
-            return out
-        if d == "robustness":
-            return [("original", {})] + [(f"corrupt:{c}", {"corrupt": c}) for c in r.metric.corrupt]
-        return [("standard", {})]
+        if r.desideratum == "icl" or r.instruction.type == "ice":
+            out = [(f"shots={k}", {"shots": k}) for k in r.instruction.ice.shots]
+        elif r.desideratum == "instruction_following":
+            out = [("original", {})] + [(f"{group}:{i}", {"verbalizer": group, "labels": labels})
+                                        for group, verbs in VERBALIZERS.items() for i, labels in enumerate(verbs)]
+        elif r.desideratum == "robustness":
+            out = [("original", {})] + [(f"corrupt:{c}", {"corrupt": c}) for c in r.metric.corrupt]
+        else:
+            out = [("standard", {})]
+        return out + ([("blind", {"blind": True})] if self.cfg.blind else [])
 
     # -- in-context examples -----------------------------------------------------------
 

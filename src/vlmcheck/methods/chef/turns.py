@@ -1,31 +1,11 @@
-"""ChEF's turn-based scenarios (Table 5, D.2): counting, detection, hierarchical classification, and any
-multi-turn data.
+"""ChEF's turn scenarios (Table 5, D.2): counting, detection, hierarchical classification, any multi-turn data.
 
-An item of these scenarios carries ``turns``; each turn is one PPL question about the image::
-
-    {"role", "prompt", "template", "options", "values", "answer", "accept", "label"}
-
-``options`` are what fills ``template`` (the scored continuation), ``values`` what the metric reads
-(a class name, a box, a number), ``accept`` the option indices that count as right (the answer, or for a
-box every candidate that overlaps a ground-truth box of the label).  As in the authors' multi-turn PPL
-inferencer, every turn is asked on its own, with the image; a later turn's ``{prefix}`` is the ground truth
-of the turn before it (the coarse class, the object's category) - the metric then credits a finer turn only
-where the coarser one was right.
-
-Prompts and answer templates are the authors' (``ChEF/instruction/prompt.py`` and ``template.py``).
-Answer pools:
-
-* counting (FSC147): the ground truth +- 2, clamped at 0 (the paper's pool; ``same_decade: true`` swaps
-  numbers of another tens digit for numbers beyond the other end, as the authors' code does);
-* detection (VOC2012): a category turn per class in the image - the class and 3 classes of the dataset not
-  in the image - then a box turn per object - its box and 3 candidates made by scaling (x0.5-1.5) and
-  translating (up to half the size) the image's boxes, kept where their IoU with every box of the class is
-  at most 0.5, topped up with random boxes;
-* hierarchical (Omnibenchmark): per level of the category chain, the level's class and 3 of its siblings
-  in the category tree (the Bamboo tree file, or the tree the chains themselves imply).
-
-Options are shuffled with a seed drawn from (seed, item id); the authors list the true box first, which
-an argmax over tied scores would always pick.
+An item carries ``turns``, each one PPL question about the image: ``{role, prompt, template, options, values,
+answer, accept, label}`` - ``options`` fill ``template`` (the scored continuation), ``values`` are what the metric
+reads (a class, a box, a number), ``accept`` the option indices that count as right (for a box, every candidate
+overlapping a ground-truth box of the label).  Prompts and templates are the authors' (``ChEF/instruction/
+prompt.py``, ``template.py``); the answer pools, how turns connect and where we depart from the authors' code
+(seeded option order, the counting pool) are in docs/methods.md, "Turn scenarios".
 """
 
 from __future__ import annotations
