@@ -24,6 +24,8 @@ from .._lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 
+from .signflip import reach
+
 #: every swap pattern up to 2^EXACT_UNITS; beyond, MC_DRAWS random patterns and the observed one
 EXACT_UNITS = 14
 MC_DRAWS = 10_000
@@ -74,8 +76,7 @@ class PooledSwap:
 
     def p_value(self, delta: float = 0.0) -> float:
         obs, t = self._stats(delta)
-        extreme = np.abs(t) >= abs(obs) - 1e-9 * max(abs(obs), 1e-300) - 1e-13
-        return float(min(1.0, extreme.mean()))
+        return float(min(1.0, (np.abs(t) >= reach(abs(obs))).mean()))
 
     def p_error(self, p: float) -> float | None:
         """The Monte Carlo standard error of a p-value from the draws (None when every pattern was counted)."""

@@ -21,9 +21,7 @@ _NAMES = {"weighted_accuracy": "WeightedACC", "grounding_accuracy": "grounding a
 
 def _cluster_bootstrap(it: Items, statistic: Callable[[Items], float | None], seed: int, n_boot: int = 1000,
                        alpha: float = 0.05) -> tuple[list[float] | None, int]:
-    """metrics.decisions.cluster_bootstrap on columns: each resample draws whole units (the same draws, in the
-    same order, as the list-based function) and ``statistic`` recomputes the figure from the drawn items; the
-    expanded percentile interval on the number of units, as there."""
+    """metrics.decisions.cluster_bootstrap on columns: the same draws of whole units, in the same order."""
     order = first_appearance(it.units)
     number = np.empty(int(it.units.max()) + 1 if len(it.units) else 0, dtype=np.int64)
     number[order] = np.arange(len(order))
@@ -90,9 +88,7 @@ def _rrm_both(it: Items) -> float | None:
     return None if orig == rand else M.rrm(orig, _accuracy(it, "corrupt:both"), rand)
 
 
-#: below this many images RRM gets the bound of :func:`rrm_bound`, not the bootstrap (bench/interval_coverage.py,
-#: 200 datasets a cell: the bootstrap covered 0.74 / 0.88 / 0.925 / 0.96 / 0.965 at 6 / 10 / 12 / 14 / 15 images of
-#: one item, 0.895 / 0.945 / 0.95 / 0.94 / 0.96 with 4 items an image)
+#: below this many images RRM gets the bound of :func:`rrm_bound`, where its bootstrap undercovers (docs/world.md)
 RRM_BOUND_BELOW = 15
 
 
@@ -155,12 +151,9 @@ def _why(*reasons: str | None) -> str | None:
 
 def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], desideratum: str, n_bins: int,
                   turn_task: str | None, seed: int = 0) -> dict[str, Any] | None:
-    """The headline entry of a ChEF run from its items (columns, or the item results) and its summary ``out``
-    (see the module docstring); the figure and its name are the ones :func:`vlmcheck.methods.headline.headline`
-    reads.  Where the headline is defined is decided here, once: RRM and RIAM only where the accuracy they divide
-    by is above chance, and every figure made from parsed answers only where the parser read at least
-    ``metrics.measured.READ_FLOOR`` of them in each setting it is made of; otherwise the entry is
-    ``metrics.measured.not_measured`` with the reason."""
+    """The headline entry of a ChEF run from its items (columns, or the item results) and its summary ``out``.
+    Where it is measured is decided here, once: RRM and RIAM only where the accuracy they divide by is above
+    chance, a figure of parsed answers only where the parser read ``READ_FLOOR`` of them in each of its settings."""
     it = res if isinstance(res, Items) else Items.of(res) if res else None
     if it is None or not len(it):
         return None
