@@ -85,8 +85,8 @@ def aggregate(runs: list[str | Path]) -> dict[str, Any]:
                 row[name] = None
         rows.append(row)
     avg = {name: _weighted(rows, name) for name, _ in columns}
-    out: dict[str, Any] = {"desideratum": desideratum, "model": models.pop(), "columns": [c for c, _ in columns], "rows": rows,
-                           "avg": {**avg, "n": sum(r["n"] for r in rows)}}
+    out: dict[str, Any] = {"desideratum": desideratum, "model": models.pop(), "columns": [c for c, _ in columns],
+                           "rows": rows, "avg": {**avg, "n": sum(r["n"] for r in rows)}}
     if desideratum == "calibration" and avg.get("ece") is not None:
         out["overall"] = 1 - avg["ece"]  # Table 8
     # section F: the same recipe and scenario under several seeds

@@ -43,7 +43,7 @@ class ChefSpec(BaseModel):
     recipe: Recipe
     data: str | None = None  # overrides recipe.scenario.path
     seed: int = 0
-    # the blind control: every item asked once more with its image withheld (setting "blind"): multiple-choice and yes/no
+    # the blind control: every multiple-choice and yes/no item asked once more with its image withheld ("blind")
     blind: bool = False
     # every item's settings asked `repeats` times at `temperature` (methods/repeats.py)
     repeats: int = Field(1, ge=1)
@@ -227,7 +227,8 @@ class ChefTask(SpecTask):
 
     async def _once(self, item: dict[str, Any], session: Session, repeat: int) -> dict[str, Any]:
         # n_options: for a turn item, the number of ways to answer every turn (random accuracy = 1 / that)
-        n_options = int(np.prod([len(t["options"]) for t in item["turns"]])) if "turns" in item else len(item["options"])
+        n_options = (int(np.prod([len(t["options"]) for t in item["turns"]])) if "turns" in item
+                     else len(item["options"]))
         record: dict[str, Any] = {"question": item["question"], "options": item["options"], "answer": item["answer"],
                                   "n_options": n_options, "meta": item.get("meta", {}), "settings": {}}
         if item.get("image"):
