@@ -1,13 +1,9 @@
 """Per-unit sums folded one answer at a time, and bootstrap draws in bounded memory.
 
-A clustered interval needs, per sampled unit (source image, scene pair, item), only the sums of its answers and
-their number: the Wilson interval on the effective n reads the design effect from them, and a cluster bootstrap
-of a mean resamples them.  :class:`UnitSums` keeps exactly those, in flat arrays (8 bytes a unit and column), so a
-summary streamed over a million records holds numbers per unit, not the records.  Units keep the order in which
-they first appeared, the order the list-based functions grouped them in, so a bootstrap draws the same units.
-
-Written here because no statistics library folds grouped sums incrementally: pandas' ``groupby`` and numpy's
-``add.at`` need every answer in memory first.
+A clustered interval needs, per sampled unit, only the sums of its answers and their number; :class:`UnitSums`
+keeps those in flat arrays (8 bytes a unit and column), so a summary streamed over a million records holds
+numbers per unit, not the records (pandas' ``groupby`` and numpy's ``add.at`` need every answer in memory first).
+Units keep the order in which they first appeared, so a bootstrap draws the same units as the list-based functions.
 """
 
 from __future__ import annotations
@@ -32,10 +28,7 @@ class Units:
         self.ids: dict[str, int] = {}
 
     def __call__(self, label: str) -> int:
-        i = self.ids.get(label)
-        if i is None:
-            i = self.ids[label] = len(self.ids)
-        return i
+        return self.ids.setdefault(label, len(self.ids))
 
     def labels(self) -> list[str]:
         return list(self.ids)

@@ -1,21 +1,14 @@
-"""When a headline is a measurement: the entry of a headline that is not one, and the floor on answers read.
-
-Each method decides, where it defines its headline, whether the run's evidence makes it a measurement (ChEF's
-ratios only above chance, accuracy-type figures only from answers that were read, GenCeption only from images the
-generator drew); where it is not, results.json records :func:`not_measured` - the headline's name, value null and
-the reason in words - and every surface shows the reason, never a number (docs/methods.md, "When a headline is
-measured").
+"""When a headline is a measurement: the entry of a headline that is not one, and the floor on answers read
+(docs/methods.md, "When a headline is measured").  Each method decides it where it defines its headline.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-#: the least share of a figure's answers the parser must have read for the figure to be a measurement.  An answer
-#: it could not read still counts (as wrong, or as POPE's default "yes"), so below half of them read the figure
-#: says more about the answer format than about the model: every unread answer read the other way would move it
-#: by more than the read ones can.  Between this floor and the warning (ChEF's ``UNREAD_WARN``, VHExpansion's
-#: ``UNREAD_WARN_SHARE``) the figure stands, with the warning beside it.
+#: the least share of a figure's answers the parser must have read for the figure to be a measurement: below it,
+#: the unread answers (counted as wrong, or as POPE's "yes") could move it more than the read ones.  Between this
+#: floor and the warning (ChEF's ``UNREAD_WARN``, VHExpansion's ``UNREAD_WARN_SHARE``) it stands, warned.
 READ_FLOOR = 0.5
 
 #: the field of a headline entry that holds why it is not a measurement
