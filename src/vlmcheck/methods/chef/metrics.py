@@ -71,9 +71,6 @@ def parse_judge_score(text: str) -> int | None:
     return v if 0 <= v <= 10 else None
 
 
-# ----------------------------------------------------------------------------- multi-turn scenarios (Table 5)
-
-
 def weighted_accuracy(chains) -> float:
     """Omnibenchmark's WeightedACC (ChEF D.2): mean over items of depth / chain length, where depth counts
     the levels answered right from the coarsest down to the first mistake (the authors' multi-turn PPL

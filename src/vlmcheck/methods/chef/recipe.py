@@ -178,9 +178,6 @@ def resolve_recipe(name_or_path: str) -> Recipe:
     raise FileNotFoundError(f"no recipe file or shipped recipe {name_or_path!r}; shipped: {', '.join(shipped)}")
 
 
-# ----------------------------------------------------------------------------- prompts and extraction
-
-
 def format_query(question: str, options: list[str], labels: list[str]) -> str:
     lines = [question, "Options:"] + [f"{LETTERS[i]}. {o}" for i, o in enumerate(options)]
     return "\n".join(lines)

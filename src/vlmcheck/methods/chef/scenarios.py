@@ -1,6 +1,4 @@
-"""ChEF scenarios: loaders that turn local files into multiple-choice items.
-
-Item: ``{id, image, question, options, answer (index), meta}``.  Loaders:
+"""ChEF scenarios: loaders that turn local files into items ``{id, image, question, options, answer (index), meta}``:
 
 * ``mc``: JSONL with image, question, options, answer (letter, index or option text);
 * ``mmbench``: MMBench's VLMEvalKit TSV (index, question, hint, A..Z, answer, base64 image); with ``circular``
@@ -12,12 +10,9 @@ Item: ``{id, image, question, options, answer (index), meta}``.  Loaders:
 * ``world``: the reference world's multiple-choice questions (ground truth from the scene graph);
 * ``counting``, ``detection``, ``hierarchical``, ``turns``: items asked in PPL turns (see :mod:`.turns`).
 
-The JSONL kinds (``mc``, ``scienceqa``, ``pope``, ``classification``, ``retrieval``) also read a file at an
-fsspec URL, its images relative to the file's folder URL and confined to it (core/remote.py).
-
-Every other form (``hfds:``, a Hub snapshot or ``save_to_disk`` folder, a VLMEvalKit TSV, a benchmark's
-original release, ``NAME:PATH``) is read by the dataset layer and turned into items by
-:func:`vlmcheck.methods.records.chef_items`, for any kind.
+The JSONL kinds (:data:`URL_KINDS`) also read a file at an fsspec URL, its images confined to the file's folder URL.
+Every other form (``hfds:``, a Hub or ``save_to_disk`` folder, a VLMEvalKit TSV, a release, ``NAME:PATH``) is read
+by the dataset layer and made into items by :func:`vlmcheck.methods.records.chef_items`, for any kind.
 """
 
 from __future__ import annotations
@@ -60,6 +55,13 @@ def _resolve(path: Path | str, image: str | None) -> str | None:
     return resolve_image(path.parent, image)
 
 
+def _item(path: Path, i: int, r: dict[str, Any], question: str, options: list[str], answer: int,
+          meta: dict[str, Any], image: Any = None) -> dict[str, Any]:
+    """An item of row ``r`` (the ``i``-th) of the data file ``path``."""
+    return {"id": str(r.get("id", i)), "image": _resolve(path, r.get("image") if image is None else image),
+            "question": question, "options": options, "answer": answer, "meta": meta}
+
+
 def _answer_index(answer: Any, options: list[str]) -> int:
     if isinstance(answer, int):
         return answer
@@ -72,38 +74,26 @@ def _answer_index(answer: Any, options: list[str]) -> int:
 
 
 def load_mc(path: Path, **_) -> list[dict[str, Any]]:
-    out = []
-    for i, r in enumerate(_jsonl(path)):
-        opts = list(r["options"])
-        out.append({"id": str(r.get("id", i)), "image": _resolve(path, r.get("image")), "question": r["question"],
-                    "options": opts, "answer": _answer_index(r["answer"], opts),
-                    "meta": {k: v for k, v in r.items() if k not in ("id", "image", "question", "options", "answer")}})
-    return out
+    skip = ("id", "image", "question", "options", "answer")
+    return [_item(path, i, r, r["question"], list(r["options"]), _answer_index(r["answer"], list(r["options"])),
+                  {k: v for k, v in r.items() if k not in skip}) for i, r in enumerate(_jsonl(path))]
 
 
 def load_scienceqa(path: Path, **_) -> list[dict[str, Any]]:
-    out = []
-    for i, r in enumerate(_jsonl(path)):
-        q = r["question"] if not r.get("hint") else f"Context: {r['hint']}\n{r['question']}"
-        out.append({"id": str(r.get("id", i)), "image": _resolve(path, r.get("image")), "question": q,
-                    "options": list(r["choices"]), "answer": int(r["answer"]), "meta": {}})
-    return out
+    return [_item(path, i, r, f"Context: {r['hint']}\n{r['question']}" if r.get("hint") else r["question"],
+                  list(r["choices"]), int(r["answer"]), {}) for i, r in enumerate(_jsonl(path))]
 
 
 def load_pope(path: Path, **_) -> list[dict[str, Any]]:
-    out = []
-    for i, r in enumerate(_jsonl(path)):
-        ans = str(r["answer"]).strip().lower()
-        out.append({"id": str(r.get("id", i)), "image": _resolve(path, r["image"]), "question": r["question"],
-                    "options": ["Yes", "No"], "answer": 0 if ans == "yes" else 1, "meta": {"pope": True}})
-    return out
+    return [_item(path, i, r, r["question"], ["Yes", "No"], 0 if str(r["answer"]).strip().lower() == "yes" else 1,
+                  {"pope": True}, image=r["image"]) for i, r in enumerate(_jsonl(path))]
 
 
 def load_classification(path: Path, question: str = "What is the category of the image?", **_) -> list[dict]:
     rows = _jsonl(path)
     pool = sorted({r["label"] for r in rows})
-    return [{"id": str(r.get("id", i)), "image": _resolve(path, r["image"]), "question": question,
-             "options": pool, "answer": pool.index(r["label"]), "meta": {}} for i, r in enumerate(rows)]
+    return [_item(path, i, r, question, pool, pool.index(r["label"]), {}, image=r["image"])
+            for i, r in enumerate(rows)]
 
 
 def load_retrieval(path: Path, **options) -> list[dict]:
@@ -211,21 +201,16 @@ def _load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any
         ds = dataset_for(path, BENCHMARK_OF_KIND.get(kind))
         if ds is not None:
             return chef_items(ds, kind, turn_rows=TURN_ROWS, retrieval_items=retrieval_items, **options)
-    if remote.is_url(path):
-        if kind not in URL_KINDS:
-            raise ValueError(f"scenario {kind!r} reads local files; a URL works with {', '.join(URL_KINDS)}")
-        items = LOADERS[kind](str(path), **options)
-        if not items:
-            raise ValueError(f"{path}: no {kind} items in it")
-        root = remote.parent(str(path))  # images stay under the file's folder URL
-        for it in items:
-            it.setdefault("root", root)
-        return items
-    path = Path(path).absolute()  # relative or absolute, the same items (images named from the data's folder)
+    url = remote.is_url(path)
+    if url and kind not in URL_KINDS:
+        raise ValueError(f"scenario {kind!r} reads local files; a URL works with {', '.join(URL_KINDS)}")
+    # relative or absolute, the same items (images named from the data's folder)
+    path = str(path) if url else Path(path).absolute()
     items = LOADERS[kind](path, **options)
     if not items:  # an empty file is an error, never a run of nothing that exits 0
         raise ValueError(f"{path}: no {kind} items in it")
-    root = str(path if path.is_dir() else path.parent)  # images stay inside the scenario's folder (core/inputs.py)
+    # images stay inside the scenario's folder or folder URL (core/inputs.py)
+    root = remote.parent(path) if url else str(path if path.is_dir() else path.parent)
     for it in items:
         it.setdefault("root", root)
     return items

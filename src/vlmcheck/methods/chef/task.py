@@ -150,8 +150,6 @@ class ChefTask(SpecTask):
     def samples(self) -> list[Sample]:
         return [Sample(it["id"], it) for it in self.items]
 
-    # -- settings per desideratum -------------------------------------------------------
-
     def settings(self) -> list[tuple[str, dict[str, Any]]]:
         r = self.cfg.recipe
         if r.desideratum == "icl" or r.instruction.type == "ice":
@@ -164,8 +162,6 @@ class ChefTask(SpecTask):
         else:
             out = [("standard", {})]
         return out + ([("blind", {"blind": True})] if self.cfg.blind else [])
-
-    # -- in-context examples -----------------------------------------------------------
 
     async def _examples(self, item: dict[str, Any], k: int, session: Session) -> list[dict[str, Any]]:
         if k == 0:
@@ -219,8 +215,6 @@ class ChefTask(SpecTask):
             a = ex["answer"]
             msgs.append(Message.assistant(ICE_ANSWER.format(label=ex_labels[a], option=ex["options"][a])))
         return msgs
-
-    # -- one item ------------------------------------------------------------------------
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         return await repeated(lambda k: self._once(sample.payload, session, k), self.cfg.repeats)
@@ -390,8 +384,6 @@ class ChefTask(SpecTask):
             out.update({f"scores{suffix}": scores, f"mean{suffix}": float(np.mean(scores)) if scores else None,
                         f"raw{suffix}": raws})
         return out
-
-    # -- summary ---------------------------------------------------------------------
 
     def summary_folder(self) -> ChefSummary:
         """The summary folded one item at a time, as columns (methods/chef/summary.py, items.py)."""
