@@ -13,7 +13,7 @@ from .._lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 
-from .clusters import UnitSums, draws
+from .clusters import Units, UnitSums, draws
 
 Z95 = 1.959963984540054  # the two-sided 95 % normal quantile
 
@@ -238,25 +238,35 @@ def cluster_bootstrap(records: Sequence, clusters: Sequence[str], statistic, n_b
                       alpha: float = 0.05) -> tuple[list[float] | None, int]:
     """Expanded percentile interval (:func:`expanded_percentile`, on the number of clusters) of any
     ``statistic(list of records) -> float | None`` (a ratio such as RRM, a calibration error), resampling whole
-    clusters of records.  Returns (interval or None, resamples on which the
-    statistic was defined); a resample where it is undefined (RIAM when the 0-shot accuracy equals chance) is
-    left out and counted."""
-    groups: dict[str, list] = {}
-    for r, c in zip(records, clusters):
-        groups.setdefault(str(c), []).append(r)
-    members = list(groups.values())
-    if len(members) < 2:
+    clusters of records: :func:`cluster_bootstrap_groups` of the records."""
+    records, units = list(records), Units()
+    group = np.array([units(str(c)) for c in clusters], dtype=np.int64)
+    return cluster_bootstrap_groups(group, lambda idx: statistic([records[i] for i in idx]), n_boot, seed, alpha)
+
+
+def cluster_bootstrap_groups(group: np.ndarray, statistic, n_boot: int = 1000, seed: int = 0,
+                             alpha: float = 0.05) -> tuple[list[float] | None, int]:
+    """(interval or None, resamples on which the statistic was defined) of ``statistic(record indices)``, whole
+    clusters resampled: ``group`` is each record's cluster, numbered by first appearance; a resample's records are
+    its clusters' in the drawn order, each cluster's in theirs.  A resample where the statistic is undefined (RIAM
+    when the 0-shot accuracy equals chance) is left out and counted."""
+    members = np.argsort(group, kind="stable")
+    sizes = np.bincount(group)
+    starts = np.cumsum(sizes) - sizes
+    if len(sizes) < 2:
         return None, 0
     rng = np.random.default_rng(seed)
     vals = []
     for _ in range(n_boot):
-        draw = [r for i in rng.integers(0, len(members), size=len(members)) for r in members[i]]
-        v = statistic(draw)
+        draw = rng.integers(0, len(sizes), size=len(sizes))
+        lens = sizes[draw]
+        pos = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(starts[draw], lens)
+        v = statistic(members[pos])
         if v is not None and np.isfinite(v):
             vals.append(float(v))
     if not vals:
         return None, 0
-    return expanded_percentile(np.asarray(vals), len(members), alpha), len(vals)
+    return expanded_percentile(np.asarray(vals), len(sizes), alpha), len(vals)
 
 
 def too_few_units(n_units: int, alpha: float = 0.05) -> bool:

@@ -197,14 +197,10 @@ def correlations(x, y) -> dict[str, float]:
     from scipy import stats
 
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    nan = float("nan")
     out: dict[str, float] = {"n": int(x.size)}
-    for name in ("pearson", "spearman", "kendall"):
-        out[name], out[f"{name}_p"] = nan, nan
-    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:  # undefined for fewer than 3 points or a constant
-        return out
+    defined = x.size >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0  # undefined for fewer than 3 points or a constant
     for name, fn in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr), ("kendall", stats.kendalltau)):
-        res = fn(x, y)
+        res = fn(x, y) if defined else (float("nan"), float("nan"))
         out[name], out[f"{name}_p"] = float(res[0]), float(res[1])
     return out
 

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...metrics.decisions import (expanded_percentile, headline_entry, krippendorff_alpha_interval,
+from ...metrics.decisions import (cluster_bootstrap_groups, headline_entry, krippendorff_alpha_interval,
                                  too_few_units, widen_degenerate, wilson_clustered)
 from ...metrics.measured import not_measured, share_headline, unread_reason
 from . import metrics as M
@@ -25,24 +25,7 @@ def _cluster_bootstrap(it: Items, statistic: Callable[[Items], float | None], se
     order = first_appearance(it.units)
     number = np.empty(int(it.units.max()) + 1 if len(it.units) else 0, dtype=np.int64)
     number[order] = np.arange(len(order))
-    group = number[it.units]  # each item's unit, numbered by first appearance
-    members = np.argsort(group, kind="stable")  # items unit by unit, in their order within the unit
-    sizes = np.bincount(group)
-    starts = np.cumsum(sizes) - sizes
-    if len(sizes) < 2:
-        return None, 0
-    rng = np.random.default_rng(seed)
-    vals = []
-    for _ in range(n_boot):
-        draw = rng.integers(0, len(sizes), size=len(sizes))
-        lens = sizes[draw]
-        pos = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(starts[draw], lens)
-        v = statistic(it.take(members[pos]))
-        if v is not None and np.isfinite(v):
-            vals.append(float(v))
-    if not vals:
-        return None, 0
-    return expanded_percentile(np.asarray(vals), len(sizes), alpha), len(vals)
+    return cluster_bootstrap_groups(number[it.units], lambda idx: statistic(it.take(idx)), n_boot, seed, alpha)
 
 
 def _boot(it: Items, name: str, value: float | None, statistic: Callable, seed: int,

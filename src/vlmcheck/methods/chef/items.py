@@ -5,7 +5,9 @@ desideratum its judgements (without free text), which their metrics read whole.
 
 from __future__ import annotations
 
+import re
 from array import array
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -83,8 +85,6 @@ class Items:
 
 def opening(text: Any, words: int = 3) -> str:
     """An answer's first words, lower case, without punctuation: what unread answers have in common."""
-    import re
-
     return " ".join(re.findall(r"[\w']+", str(text or "").lower())[:words]) or "(empty)"
 
 
@@ -92,10 +92,9 @@ def _merged(parts: Sequence[dict[str, dict[str, Any]]]) -> dict[str, dict[str, A
     out: dict[str, dict[str, Any]] = {}
     for part in parts:
         for name, seen in part.items():
-            o = out.setdefault(name, {"openings": {}, "cut": 0})
+            o = out.setdefault(name, {"openings": Counter(), "cut": 0})
             o["cut"] += seen["cut"]
-            for k, v in seen["openings"].items():
-                o["openings"][k] = o["openings"].get(k, 0) + v
+            o["openings"].update(seen["openings"])
     return out
 
 
@@ -144,9 +143,8 @@ class ItemsBuilder:
             unread = bool(x.get("unread", not x.get("extracted", False)))  # unread: a generated answer
             c["unread"].append(unread)
             if unread and "answer_text" in x:
-                seen = self.unread_seen.setdefault(name, {"openings": {}, "cut": 0})
-                key = opening(x["answer_text"])
-                seen["openings"][key] = seen["openings"].get(key, 0) + 1
+                seen = self.unread_seen.setdefault(name, {"openings": Counter(), "cut": 0})
+                seen["openings"][opening(x["answer_text"])] += 1
                 seen["cut"] += bool(x.get("cut"))
             c["pred"].append(self._code(x.get("pred")))
             conf = x.get("confidence")

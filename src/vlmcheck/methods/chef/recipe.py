@@ -55,8 +55,7 @@ JUDGE_SYSTEM = (
 
 
 class _Strict(BaseModel):
-    """A part of a recipe: a key it does not know is refused, naming it (before, ``metrc:`` or ``n_bin:`` was
-    dropped silently and the run used the defaults)."""
+    """A part of a recipe: a key it does not know (``metrc:``) is refused, naming it, never dropped silently."""
 
     model_config = ConfigDict(extra="forbid")
 
