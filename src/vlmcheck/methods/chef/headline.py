@@ -14,6 +14,7 @@ from ...metrics.decisions import (cluster_bootstrap_groups, headline_entry, krip
 from ...metrics.measured import not_measured, share_headline, unread_reason
 from . import metrics as M
 from .items import Items, first_appearance, unit_counts
+from .turns import summarize_turns
 
 UNIT = "item (its image)"
 _NAMES = {"weighted_accuracy": "WeightedACC", "grounding_accuracy": "grounding accuracy (mAP@0.5)"}
@@ -144,8 +145,6 @@ def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], deside
     names = list(out.get("settings") or {})
     turn_key = out.get("turn_metric")
     if turn_key in out:  # Omnibenchmark, VOC2012
-        from .turns import summarize_turns
-
         def turns_stat(sub: Items) -> float | None:
             return summarize_turns(sub.turns or [], turn_task or "")[turn_key]
 

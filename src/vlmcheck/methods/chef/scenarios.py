@@ -17,6 +17,7 @@ by the dataset layer and made into items by :func:`vlmcheck.methods.records.chef
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ from ...core import remote
 from ...core.dataset_files import within_window
 from ...core.files import iter_jsonl_objects, jsonl_lines
 from ...core.inputs import dataset_path
+from ...datasets import DatasetFormError, load
+from ..records import chef_items, dataset_for, for_limit
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # option labels: CIFAR-10 needs ten
 
@@ -39,8 +42,6 @@ URL_KINDS = ("mc", "scienceqa", "pope", "classification", "retrieval")
 
 def _jsonl(path: Path | str) -> list[dict[str, Any]]:
     if remote.is_url(path):
-        import json
-
         return [json.loads(line) for _, line in jsonl_lines(remote.read_text(str(path), "scenario file"))]
     # streamed: under --limit N's row window (core/dataset_files.first_rows) the rows it needs only
     return [row for _, row in within_window(iter_jsonl_objects(path, "scenario file", empty_ok=True))]
@@ -48,8 +49,6 @@ def _jsonl(path: Path | str) -> list[dict[str, Any]]:
 
 def _resolve(path: Path | str, image: str | None) -> str | None:
     """An image named in the data file ``path``, relative to the file's folder (or folder URL)."""
-    from .turns import resolve_image
-
     if remote.is_url(path):
         return dataset_path(remote.parent(str(path)), image) if image else None
     return resolve_image(path.parent, image)
@@ -146,9 +145,6 @@ def load_mmbench(path: Path, circular: bool = False, **_) -> list[dict]:
     1e6 (index mod 1e6 is the question they copy): they are read as rotations of that question, never as new
     questions - and dropped for VanillaEval.  A TSV without copies gets its rotations generated.
     """
-    from ...datasets import DatasetFormError, load
-    from ..records import chef_items
-
     try:
         ds = load(str(path), benchmark="mmbench", form="vlmeval-tsv")
     except DatasetFormError as exc:
@@ -168,7 +164,7 @@ def load_world(path: Path, **_) -> list[dict]:
     return out
 
 
-from .turns import FROM_ROWS as TURN_ROWS, LOADERS as TURN_LOADERS  # noqa: E402  (turns imports nothing from here)
+from .turns import FROM_ROWS as TURN_ROWS, LOADERS as TURN_LOADERS, resolve_image  # noqa: E402
 
 #: the record kind each scenario makes its items of (datasets.RECORD_KINDS; `vlmcheck list`)
 READS = {"mc": "multiple choice", "scienceqa": "multiple choice", "mmbench": "multiple choice", "pope": "yes/no",
@@ -187,15 +183,11 @@ ROW_KINDS = ("mc", "scienceqa", "pope", "mmbench")
 def load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]]:
     if kind not in LOADERS:
         raise ValueError(f"unknown scenario {kind!r}; known: {', '.join(LOADERS)}")
-    from ..records import for_limit
-
     return for_limit(lambda: _load_scenario(kind, path, **options))  # --limit N: the rows it needs
 
 
 def _load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]]:
     if kind != "world":
-        from ..records import chef_items, dataset_for
-
         # hfds:, a Hub or save_to_disk folder, a VLMEvalKit TSV, a release (datasets/); read as the benchmark the
         # scenario is made for where the source names none
         ds = dataset_for(path, BENCHMARK_OF_KIND.get(kind))

@@ -17,7 +17,10 @@ from ..blind import blind_block_sums
 from ..repeats import spread
 from . import metrics as M
 from .headline import UNIT, _mr_weighted, blank_unmeasured, chef_headline, judge_agreement
+from .inferencers import INFERENCERS
 from .items import Items, ItemsBuilder, primary_setting, unit_counts
+from .recipe import POOL_OF_SCENARIO
+from .turns import summarize_turns
 
 
 def _mean(x: np.ndarray) -> float:
@@ -31,8 +34,6 @@ UNREAD_WARN = 0.10
 
 def _inferencer_note(recipe: Any, used: str) -> str | None:
     """What a run gives up when its inferencer is not the recipe's (the paper's) default."""
-    from .inferencers import INFERENCERS
-
     default = recipe.inferencer.type
     if used == default:
         return None
@@ -86,8 +87,6 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
                     inferencer: str | None = None) -> dict[str, Any]:
     d = recipe.desideratum
     used = inferencer or recipe.inferencer.type
-    from .inferencers import INFERENCERS
-
     out: dict[str, Any] = {"recipe": recipe.name, "desideratum": d, "inferencer": used,
                            "answers_generated": INFERENCERS[used].generates_answer, "n": len(it)}
     note = _inferencer_note(recipe, used)
@@ -104,8 +103,6 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
         per[name] = {"accuracy": _mean(c["correct"]), "accuracy_ci95": ci, "interval": how,
                      "match_ratio": _mean(c["extracted"]), "match_ratio_rule": _mean(c["rule"]),
                      "unread": int(c["unread"].sum()), "unread_share": _mean(c["unread"])}
-    from .recipe import POOL_OF_SCENARIO
-
     warning = _unread_warning(per, POOL_OF_SCENARIO.get(recipe.scenario.type) == "yesno", it.unread_seen,
                               recipe.metric.extractor)
     if warning:
@@ -128,8 +125,6 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
         out["vanilla_accuracy"] = _mean(right[it.rot0])
     first = it.primary
     if turn_task:
-        from .turns import summarize_turns
-
         out.update(summarize_turns(it.turns or [], turn_task))
     c = it.cols[first]
     if d == "calibration" and not c["has_conf"].any():  # a generation inferencer: answers without confidence

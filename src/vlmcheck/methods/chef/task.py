@@ -26,12 +26,12 @@ from ...run.task import Sample, SpecTask
 from . import metrics as M
 from .inferencers import INFERENCERS, Ask, likelihood_refusal
 from ..records import data_read, reading
-from .scenarios import LETTERS, load_scenario
+from .scenarios import LETTERS, ROW_KINDS, load_scenario
 
 from .recipe import (CLASS_POOL_QUERY, CLASS_POOL_TEMPLATE, CLASS_TEMPLATE, ICE_ANSWER, JUDGE_SYSTEM,
                      LABEL_TEMPLATE, POOL_OF_SCENARIO, TEMPLATE_VERSION, VERBALIZERS, InferencerName,
-                     Recipe, extract_choice, format_query, inferencer_refusal, verbalizer_instruction,
-                     verbalizer_labels)
+                     Recipe, extract_choice, format_query, inferencer_refusal, resolve_recipe,
+                     verbalizer_instruction, verbalizer_labels)
 
 
 async def _no_reading(text: str) -> dict[str, Any]:
@@ -77,8 +77,6 @@ class ChefTask(SpecTask):
     def sweep_options(opts: dict[str, Any], base: Any) -> dict[str, Any]:
         """A sweep entry's options (``sweep.py``): a recipe named by a file beside the sweep file is read from
         there, else by its shipped name; the spec then records the whole recipe."""
-        from .recipe import resolve_recipe
-
         recipe = opts.get("recipe")
         if isinstance(recipe, str):
             local = base / recipe
@@ -89,8 +87,6 @@ class ChefTask(SpecTask):
     def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
         """A scenario of one item per row (ROW_KINDS) under the standard instruction: no in-context examples or
         query pools drawn from the other rows."""
-        from .scenarios import ROW_KINDS
-
         r = task_spec.get("recipe")
         r = r.model_dump() if hasattr(r, "model_dump") else r
         if not isinstance(r, dict):
