@@ -60,11 +60,8 @@ def _item(item_id: str, image: str | None, turns: list[dict], task: str, **meta)
 
 
 def resolve_image(base: Path, image: str | None) -> str | None:
-    """``image`` relative to ``base`` unless absolute; None for no image."""
-    if not image:
-        return None
-    p = Path(image)
-    return str(p if p.is_absolute() else base / p)
+    """``image`` relative to ``base`` unless absolute (pathlib's join keeps an absolute one); None for no image."""
+    return str(base / image) if image else None
 
 
 def _json(path: Path, root: Path | None = None) -> Any:
@@ -154,10 +151,7 @@ def article(name: str) -> str:
 
 def format_box(box) -> str:
     """The authors' box text: two decimals, one trailing zero dropped ("0.50" -> "0.5")."""
-    def v(x: float) -> str:
-        s = f"{x:.2f}"
-        return s[:-1] if s.endswith("0") else s
-    return "[" + ", ".join(v(x) for x in box) + "]"
+    return "[" + ", ".join(f"{x:.2f}".removesuffix("0") for x in box) + "]"
 
 
 def _scaled_translated(box, rng: np.random.Generator) -> list[float]:
@@ -210,10 +204,7 @@ def _voc_rows(folder: Path, split: str) -> list[dict[str, Any]]:
 def load_detection(path: Path, negatives: int = 3, split: str = "val", seed: int = 0, **_) -> list[dict]:
     """Detection: JSONL/JSON records ``{image, objects | object: [{label, bbox: [x1, y1, x2, y2]}]}`` with
     boxes as fractions of the image size, or the public VOC2012 folder (pixel boxes are normalised)."""
-    if path.is_dir():
-        rows, base = _voc_rows(path, split), path
-    else:
-        rows, base = _records(path), path.parent
+    rows, base = (_voc_rows(path, split), path) if path.is_dir() else (_records(path), path.parent)
     return detection_items(rows, base, negatives, seed)
 
 
@@ -298,11 +289,8 @@ def load_hierarchical(path: Path, tree: str | None = None, negatives: int = 3, s
 def hierarchy_items(rows: list[dict], base: Path, tree: str | None = None, negatives: int = 3,
                     seed: int = 0) -> list[dict[str, Any]]:
     chains = [list(r["chain"]) for r in rows]
-    tree_data = None
-    if tree:
-        tp = Path(tree)
-        tree_data = _json(tp if tp.is_absolute() else base / tp)  # a file the user named: not confined
-    cats = CategoryTree(chains, tree_data)
+    # a file the user named (relative to the data's folder unless absolute): not confined
+    cats = CategoryTree(chains, _json(base / tree) if tree else None)
     out = []
     for i, (r, chain) in enumerate(zip(rows, chains)):
         iid = str(r.get("id", i))
