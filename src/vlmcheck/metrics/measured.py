@@ -23,10 +23,8 @@ def not_measured(name: str, reason: str, higher_is_better: bool = True) -> dict[
 
 
 def share_headline(name: str, k: Any, n: Any, unit: str, why: str | None = None) -> dict[str, Any]:
-    """A headline that is a share of right answers, declared by its name and each sampled unit's right answers
-    ``k`` and answers ``n`` (arrays): the share with its clustered Wilson interval
-    (``metrics.decisions.proportion_interval_counts``), or, where ``why`` says the run's evidence does not make it
-    a measurement, :func:`not_measured` with that reason."""
+    """A headline that is a share of right answers from each sampled unit's right answers ``k`` and answers ``n``
+    (arrays), with its clustered Wilson interval; :func:`not_measured` where ``why`` says it is not measured."""
     from .decisions import headline_entry, proportion_interval_counts
 
     if why:

@@ -75,12 +75,10 @@ def _mc_count(a: np.ndarray, k: np.ndarray, t: float, draws: int, rng: np.random
 
 def p_at_zero(d: np.ndarray, levels: Sequence[float] = (0.05,), seed: int = 0) -> tuple[float, int | None, float]:
     """(p, Monte Carlo draws or None where exact, Monte Carlo error of p) of "no difference" by sign flips of
-    the clusters' contributions ``d``.  Conditional on the clusters with a nonzero contribution (a cluster
-    with d = 0 adds 0 under either sign), and the null distribution depends only on |d|: clusters of equal |d|
-    are one binomial.  With one binary answer per unit that is McNemar's exact test, a binomial on the
-    discordant units, however many they are.  Exact whenever the distinct sums stay within ``EXACT_SUMS``; else
-    Monte Carlo (p = (1 + count) / (1 + B)), drawn again with ``MC_GROWTH`` times the draws while p lies within
-    ``MC_SE_MARGIN`` Monte Carlo errors of any of ``levels`` (the levels its Holm steps may judge it at)."""
+    the clusters' contributions ``d``: the null distribution depends only on the nonzero |d|, clusters of equal
+    |d| one binomial (one binary answer a unit: McNemar's exact test).  Exact while the distinct sums stay within
+    ``EXACT_SUMS``; else Monte Carlo (p = (1 + count) / (1 + B)), drawn again with ``MC_GROWTH`` times the draws
+    while p lies within ``MC_SE_MARGIN`` errors of any of ``levels`` (those its Holm steps may judge it at)."""
     a = np.abs(np.asarray(d, dtype=float))
     t = float(abs(np.asarray(d, dtype=float).sum()))
     scale = float(a.sum())
@@ -177,8 +175,7 @@ class SignFlip:
         a = B ** 2 - 1.0
         b = 2.0 * (self.estimate - A * B)
         c = A ** 2 - self.estimate ** 2
-        lo = np.full(len(a), np.nan)
-        hi = np.full(len(a), np.nan)
+        lo, hi = np.full(len(a), np.nan), np.full(len(a), np.nan)
         flat = np.abs(a) < 1e-9  # all signs alike: as extreme as the observed for every delta
         lo[flat], hi[flat] = -np.inf, np.inf
         disc = b * b - 4 * a * c
@@ -201,8 +198,7 @@ class SignFlip:
         cand = np.concatenate([lo, hi, [self.estimate]])
         cand = cand[np.isfinite(cand)]
         inside = cand[cover(cand) > alpha + 1e-12]
-        low = float(inside.min()) if len(inside) else self.estimate
-        high = float(inside.max()) if len(inside) else self.estimate
+        low, high = (float(inside.min()), float(inside.max())) if len(inside) else (self.estimate, self.estimate)
         if pi[np.isneginf(lo)].sum() > alpha + 1e-12:
             low = -math.inf
         if pi[np.isposinf(hi)].sum() > alpha + 1e-12:

@@ -30,6 +30,10 @@ def bootstrap_ci(values, statistic: Callable[[np.ndarray], float] | None = None,
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, x.size, size=(n_boot, x.size))
     stats = np.array([statistic(x[i]) for i in idx]) if statistic is not np.mean else x[idx].mean(axis=1)
+    return _percentiles(stats, level)
+
+
+def _percentiles(stats: np.ndarray, level: float) -> tuple[float, float]:
     alpha = (1 - level) / 2
     return (float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha)))
 
@@ -63,9 +67,7 @@ def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95,
                         * (g[rng.integers(0, g.size, size=(n_boot, g.size))].mean(axis=1) - g.mean()))
         else:
             cols.append(g[0] + resid[rng.integers(0, resid.size, size=n_boot)])
-    stats = np.stack(cols, axis=1).mean(axis=1)
-    alpha = (1 - level) / 2
-    return (float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha)))
+    return _percentiles(np.stack(cols, axis=1).mean(axis=1), level)
 
 
 def strata_level(values, strata, level: float = 0.95) -> float:

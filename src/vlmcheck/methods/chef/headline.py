@@ -129,8 +129,7 @@ def _chance(out: dict[str, Any], setting: str, figure: str) -> str | None:
 
 
 def _why(*reasons: str | None) -> str | None:
-    found = [r for r in reasons if r]
-    return "; and ".join(found) if found else None
+    return "; and ".join(filter(None, reasons)) or None
 
 
 def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], desideratum: str, n_bins: int,
@@ -205,10 +204,8 @@ def blank_unmeasured(out: dict[str, Any]) -> None:
 
 
 def judge_agreement(judged: list[dict[str, Any]]) -> dict[str, Any]:
-    """How far the judge's sampled judgements of one answer agree (ChEF E.4 averages 5 of them per item): their
-    spread (mean over items of the standard deviation of an item's scores) and Krippendorff's alpha (interval)
-    over items; with a second judge, judge-to-judge agreement on the item means (Spearman's rho, mean absolute
-    difference, alpha)."""
+    """How far the judge's sampled judgements of one answer agree (ChEF E.4 averages 5 an item): their spread and
+    Krippendorff's alpha (interval) over items; with a second judge, judge-to-judge agreement on the item means."""
     out: dict[str, Any] = {}
     many = [j["scores"] for j in judged if len(j.get("scores") or []) >= 2]
     if many:

@@ -80,16 +80,9 @@ def weighted_accuracy(chains) -> float:
 
 
 def detection_scores(items, threshold: float = 0.5) -> dict:
-    """VOC2012 multi-turn PPL scores (the authors' ``Detection.ppl_metric``).
-
-    ``items``: per image, ``{"categories": [(gt_label, predicted_label)], "boxes": [(label, predicted_box)],
-    "gt": [(label, box)]}``.  A category turn is right when its prediction is one of the image's labels;
-    a box turn counts only for a label some category turn got right, and is right when the predicted box
-    overlaps a ground-truth box of that label with IoU above ``threshold``.
-
-    classification_acc = right category turns / category turns; grounding_acc (= mAP) = right box turns /
-    counted box turns; mAR = right box turns / ground-truth objects.
-    """
+    """VOC2012 multi-turn PPL scores as the authors' ``Detection.ppl_metric`` (docs/methods.md, "VOC2012
+    detection"); ``items``: per image, ``{"categories": [(gt_label, predicted_label)], "boxes": [(label,
+    predicted_box)], "gt": [(label, box)]}``.  A box turn counts only for a label some category turn got right."""
     cls_right = cls_n = box_right = box_n = n_gt = 0
     for it in items:
         labels = {lab for lab, _ in it["gt"]}

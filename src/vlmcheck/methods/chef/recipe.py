@@ -127,8 +127,7 @@ class Recipe(_Strict):
     def from_yaml(cls, path: str | Path) -> "Recipe":
         from ...core.files import read_yaml_mapping
 
-        data = read_yaml_mapping(path, "recipe", "name, scenario, ...")
-        return cls.model_validate(data)
+        return cls.model_validate(read_yaml_mapping(path, "recipe", "name, scenario, ..."))
 
 
 def usable_inferencers(recipe: "Recipe") -> list[str]:

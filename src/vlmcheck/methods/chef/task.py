@@ -181,8 +181,7 @@ class ChefTask(SpecTask):
                 self._text_emb = dict(zip([it["id"] for it in self.items],
                                           sentence_embeddings([it["question"] for it in self.items])))
             q = self._text_emb[item["id"]]
-            scored = sorted(pool, key=lambda it: -float(self._text_emb[it["id"]] @ q))
-            return scored[:k]
+            return sorted(pool, key=lambda it: -float(self._text_emb[it["id"]] @ q))[:k]
         # topk_image: every item's embedding once per task, not the whole pool again for each item
         async with self._image_emb_lock:
             if self._image_emb is None:
@@ -192,8 +191,7 @@ class ChefTask(SpecTask):
                 self._image_emb = dict(zip([it["id"] for it in self.items], e))
         q = self._image_emb[item["id"]]
         sims = np.array([self._image_emb[it["id"]] @ q for it in pool])
-        order = np.argsort(-sims, kind="stable")
-        return [pool[i] for i in order[:k]]
+        return [pool[i] for i in np.argsort(-sims, kind="stable")[:k]]
 
     async def _ice_messages(self, examples: list[dict[str, Any]], labels: list[str]) -> list[Message]:
         msgs: list[Message] = []
@@ -273,9 +271,7 @@ class ChefTask(SpecTask):
             out["question"] = question  # what the model was asked
         ask, labels = await self._ask(item, setting, session, images, question, options, seed)
         out.update(await self.inferencer(session.vlm(self.vlm), ask))  # the Inferencer (B.3)
-        out["answer"] = answer
-        out["correct"] = out["pred"] == answer
-        out["labels"] = labels
+        out.update(answer=answer, correct=out["pred"] == answer, labels=labels)
         return out
 
     async def _ask(self, item: dict[str, Any], setting: dict[str, Any], session: Session, images: list[Any],
@@ -295,9 +291,8 @@ class ChefTask(SpecTask):
         if r.instruction.type == "query_pool" and r.instruction.query_pool:
             queries = r.instruction.query_pool
             question = queries[seed % len(queries)].format(question=question)
-        kind = self.inferencer.name
         # class names scored by PPL: the authors' query alone, as LAMM's ChEF asks CIFAR-10 and Flickr30k
-        lamm_classes = pool == "classes" and kind == "ppl" and r.scenario.type in CLASS_POOL_QUERY
+        lamm_classes = pool == "classes" and self.inferencer.name == "ppl" and r.scenario.type in CLASS_POOL_QUERY
         # POPE is asked as its bare yes/no question (C.6); every other scenario lists its options
         query = (question if pool == "yesno" else CLASS_POOL_QUERY[r.scenario.type] if lamm_classes else
                  format_query(question, options, labels) + extra)
@@ -314,8 +309,7 @@ class ChefTask(SpecTask):
         async def read(text: str) -> dict[str, Any]:
             return await self._read(session, question, options, labels, pool, text)
 
-        ask = Ask(history=await self._ice_messages(examples, labels), parts=list(images),
-                  query=query,
+        ask = Ask(history=await self._ice_messages(examples, labels), parts=list(images), query=query,
                   answer_prompt="" if pool == "yesno" or lamm_classes else "\nAnswer with the option's label.",
                   then=(f"{query}\nTherefore, the answer is" if pool == "yesno" else
                         f"{query}\nTherefore, among the options, the answer is"),
@@ -327,9 +321,8 @@ class ChefTask(SpecTask):
     async def _read(self, session: Session, question: str, options: list[str], labels: list[str], pool: str,
                     text: str) -> dict[str, Any]:
         """A generated answer read by the scenario's parser: ``pred`` (None: not read), how it was read, and
-        ``unread`` - the parser found no answer in it.  A yes/no answer is read by POPE's rule (metric.parser:
-        POPE's code or lenient), which says yes when it finds no no; ``unread`` then marks an answer whose part
-        the rule reads holds neither yes nor no (POPE's default counted, and its share reported beside it)."""
+        ``unread``.  A yes/no answer is read by POPE's rule (``metric.parser``), which says yes when it finds no no;
+        ``unread`` then marks an answer holding neither (POPE's default counted, its share reported)."""
         if pool == "yesno":
             said = read_yes_no(text, self.cfg.recipe.metric.parser)
             return {"pred": [o.lower() for o in options].index(said or "yes"), "extracted": True,
