@@ -10,19 +10,26 @@ from typing import Any
 
 from ...core.files import InputFileError, read_results
 
+
+def _at(*path: str) -> Any:
+    """What reads results.json's metrics at ``path`` (None where a step is missing)."""
+    def read(m: dict[str, Any]) -> Any:
+        for key in path:
+            m = (m or {}).get(key)
+        return m
+    return read
+
+
 # desideratum -> [(column, how to read it from results.json's metrics)]
 COLUMNS: dict[str, list[tuple[str, Any]]] = {
-    "calibration": [("accuracy", lambda m: m.get("accuracy")), ("ece", lambda m: m.get("ece"))],
-    "instruction_following": [("acc", lambda m: (m["settings"].get("original") or {}).get("accuracy")),
-                              ("acc_vm", lambda m: m.get("acc_vm")), ("mr", lambda m: m.get("mr_weighted"))],
-    "robustness": [("acc", lambda m: (m["settings"].get("original") or {}).get("accuracy")),
-                   ("acc_crp", lambda m: (m["settings"].get("corrupt:both") or {}).get("accuracy")),
-                   ("rrm", lambda m: (m.get("rrm") or {}).get("both"))],
-    "icl": [("riam", lambda m: m.get("riam")),
-            ("acc_0shot", lambda m: (m["settings"].get("shots=0") or {}).get("accuracy"))],
-    "hallucination": [("accuracy", lambda m: (m.get("pope") or {}).get("accuracy")),
-                      ("f1", lambda m: (m.get("pope") or {}).get("f1"))],
-    "language": [("score", lambda m: (m.get("language") or {}).get("score"))],
+    "calibration": [("accuracy", _at("accuracy")), ("ece", _at("ece"))],
+    "instruction_following": [("acc", _at("settings", "original", "accuracy")), ("acc_vm", _at("acc_vm")),
+                              ("mr", _at("mr_weighted"))],
+    "robustness": [("acc", _at("settings", "original", "accuracy")),
+                   ("acc_crp", _at("settings", "corrupt:both", "accuracy")), ("rrm", _at("rrm", "both"))],
+    "icl": [("riam", _at("riam")), ("acc_0shot", _at("settings", "shots=0", "accuracy"))],
+    "hallucination": [("accuracy", _at("pope", "accuracy")), ("f1", _at("pope", "f1"))],
+    "language": [("score", _at("language", "score"))],
     # a turn scenario's own accuracy where it has one (Omnibenchmark's WeightedACC, VOC2012's grounding)
     "accuracy": [("accuracy", lambda m: m[_turn_metric(m)] if _turn_metric(m) in m
                   else next(iter(m["settings"].values()), {}).get("accuracy"))],
@@ -42,8 +49,12 @@ def _load(folder: Path) -> dict[str, Any]:
     return res
 
 
+def _task_spec(res: dict[str, Any]) -> dict[str, Any]:
+    return (res.get("spec") or {}).get("task_spec") or {}
+
+
 def _scenario(res: dict[str, Any]) -> str:
-    ts = (res.get("spec") or {}).get("task_spec") or {}
+    ts = _task_spec(res)
     recipe = ts.get("recipe") or {}
     kind = ((recipe.get("scenario") or {}).get("type")) or "?"
     data = ts.get("data") or (recipe.get("scenario") or {}).get("path")
@@ -67,7 +78,7 @@ def aggregate(runs: list[str | Path]) -> dict[str, Any]:
     desideratum = kinds.pop()
     from ...core.spec import identity_of
 
-    models = {identity_of(str(((res.get("spec") or {}).get("task_spec") or {}).get("vlm"))) for _, res in loaded}
+    models = {identity_of(str(_task_spec(res).get("vlm"))) for _, res in loaded}
     if len(models) != 1:
         raise InputFileError(f"the runs are of different models ({', '.join(sorted(models))}); aggregate one "
                              "model's runs at a time")
@@ -75,9 +86,9 @@ def aggregate(runs: list[str | Path]) -> dict[str, Any]:
     rows = []
     for folder, res in loaded:
         m = res["metrics"]
+        seed = _task_spec(res).get("seed", (res.get("spec") or {}).get("seed"))
         row: dict[str, Any] = {"run": str(folder), "scenario": _scenario(res), "recipe": m.get("recipe"),
-                               "seed": ((res.get("spec") or {}).get("task_spec") or {}).get(
-                                   "seed", (res.get("spec") or {}).get("seed")), "n": m.get("n") or 0}
+                               "seed": seed, "n": m.get("n") or 0}
         for name, read in columns:
             try:
                 row[name] = read(m)
