@@ -55,8 +55,7 @@ def tango(b: float, c: float, n: float, alpha: float = 0.05, q: float | None = N
     return low, high
 
 
-def paired_interval(b: float, c: float, n: float, alpha: float = 0.05, q: float | None = None
-                    ) -> tuple[float, float]:
+def paired_interval(b: float, c: float, n: float, alpha: float = 0.05, q: float | None = None) -> tuple[float, float]:
     """The interval `compare` gives a difference of matched shares: the hull of :func:`tango` and
     :func:`agresti_min` (each alone undercovers somewhere at 8-60 units), at the normal quantile times
     sqrt(n / (n - 1)) unless ``q`` is given (n units on n - 1 degrees of freedom)."""

@@ -32,8 +32,7 @@ class PooledSwap:
     a mean of the ratios.  Duck-types :class:`~vlmcheck.metrics.signflip.SignFlip` (``estimate``,
     ``n_clusters``, ``exact``, ``p_value``, ``interval``) for ``decision_interval``."""
 
-    def __init__(self, a: Any, b: Any, pooled: Callable[[Any, Any], Any], seed: int = 0,
-                 span: float = 1.0) -> None:
+    def __init__(self, a: Any, b: Any, pooled: Callable[[Any, Any], Any], seed: int = 0, span: float = 1.0) -> None:
         a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         if a.shape != b.shape or a.ndim != 3 or a.shape[-1] != 2 or len(a) == 0:
             raise ValueError("a swap test needs both runs' (numerator, denominator) counts on the same units")

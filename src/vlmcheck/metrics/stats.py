@@ -47,8 +47,7 @@ def _strata(values, strata) -> list[np.ndarray]:
     return [x[[i for i, k in enumerate(keys) if k == key]] for key in dict.fromkeys(keys)]
 
 
-def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95,
-                        seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of stratum means (:func:`mean_of_means`), resampling within every
     stratum.  A stratum's resampled mean is rescaled about its mean by sqrt(n_c / (n_c - 1)) (Rao and Wu, 1988):
     the plain one's variance is (n_c - 1) / n_c too small, which matters at GenCeption's few images a category.

@@ -35,9 +35,8 @@ def _boot(it: Items, name: str, value: float | None, statistic: Callable, seed: 
     item perfect) becomes the Wilson bound on the number of images (metrics/decisions.widen_degenerate)."""
     ci, n_ok = _cluster_bootstrap(it, statistic, seed)
     n_units = len(np.unique(it.units))
-    widened = False
-    if bounded:  # too few images, or every resample the same: the bound on the images, as CAST's cells
-        ci, widened = widen_degenerate(ci, value, n_units, few=True)
+    # bounded: too few images, or every resample the same, give the bound on the images, as CAST's cells
+    ci, widened = widen_degenerate(ci, value, n_units, few=True) if bounded else (ci, False)
     if widened:
         method = (f"{'clopper-pearson' if n_units < 2 else 'wilson'} bound on the {n_units} image(s) as units "
                   "(too few images for a bootstrap: fewer units than any test needs to reject anything)"

@@ -91,8 +91,7 @@ def load_pope(path: Path, **_) -> list[dict[str, Any]]:
 def load_classification(path: Path, question: str = "What is the category of the image?", **_) -> list[dict]:
     rows = _jsonl(path)
     pool = sorted({r["label"] for r in rows})
-    return [_item(path, i, r, question, pool, pool.index(r["label"]), {}, image=r["image"])
-            for i, r in enumerate(rows)]
+    return [_item(path, i, r, question, pool, pool.index(r["label"]), {}, image=r["image"]) for i, r in enumerate(rows)]
 
 
 def load_retrieval(path: Path, **options) -> list[dict]:

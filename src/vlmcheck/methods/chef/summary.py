@@ -37,34 +37,29 @@ def _inferencer_note(recipe: Any, used: str) -> str | None:
     default = recipe.inferencer.type
     if used == default:
         return None
-
     cost = (" - generated answers read by a parser: no confidence, and an answer it cannot read counts as wrong"
             if INFERENCERS[used].generates_answer and not INFERENCERS[default].generates_answer else "")
     return f"the {used} inferencer instead of the recipe's {default}{cost}"
 
 
-def _unread_warning(per: dict[str, Any], yes_no: bool, seen: dict[str, dict[str, Any]] | None = None,
-                    extractor: str | None = None) -> str | None:
+def _unread_warning(per: dict[str, Any], yes_no: bool, seen: dict[str, dict[str, Any]],
+                    extractor: str | None) -> str | None:
+    """The warning where the parser could not read over ``UNREAD_WARN`` of a setting's answers, with what the
+    unread answers have in common (their most common first words) and what would read them."""
     high = {n: v["unread_share"] for n, v in per.items() if v["unread_share"] > UNREAD_WARN}
     if not high:
         return None
     listing = ", ".join(f"{n} {v:.0%}" for n, v in high.items())
     counted = "as POPE's default, yes" if yes_no else "as wrong"
-    text = (f"the parser could not read over {UNREAD_WARN:.0%} of the answers ({listing}); they count {counted}, "
-            "so the accuracy says as much about the answer format as about the model")
-    return text + _unread_hint(high, yes_no, seen or {}, extractor)
-
-
-def _unread_hint(high: dict[str, float], yes_no: bool, seen: dict[str, dict[str, Any]],
-                 extractor: str | None) -> str:
-    """What the unread answers have in common (their most common first words) and what would read them."""
+    out = (f"the parser could not read over {UNREAD_WARN:.0%} of the answers ({listing}); they count {counted}, "
+           "so the accuracy says as much about the answer format as about the model")
     openings: Counter[str] = Counter()
     cut = 0
     for name in high:
         s = seen.get(name) or {}
         cut += s.get("cut", 0)
         openings.update(s.get("openings") or {})
-    unread, out = sum(openings.values()), ""
+    unread = sum(openings.values())
     if openings:
         top = sorted(openings.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         out += "; they most often begin " + ", ".join(f"'{k}' ({n} of {unread})" for k, n in top)
@@ -133,8 +128,7 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
                                     "ppl or cot_ppl, does)")
     elif d == "calibration":
         cal = M.ece_equal_count(c["conf"][c["has_conf"]], c["correct"][c["has_conf"]], recipe.metric.n_bins)
-        out.update(ece=cal["ece"], overall=1 - cal["ece"], reliability=cal["bins"],
-                   accuracy=per[first]["accuracy"])
+        out.update(ece=cal["ece"], overall=1 - cal["ece"], reliability=cal["bins"], accuracy=per[first]["accuracy"])
     elif d == "icl" or recipe.instruction.type == "ice":
         shots = {int(k.split("=")[1]): v["accuracy"] for k, v in per.items()}
         if 0 in shots and len(shots) > 1:
