@@ -109,17 +109,13 @@ class ChefTask(SpecTask):
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         if self.inferencer.needs_likelihood and not getattr(self.vlm.capabilities, "loglikelihood", False):
             raise CapabilityError(likelihood_refusal(r, spec.inferencer, getattr(self.vlm, "model_id", spec.vlm)))
+        # items have turns exactly when the scenario is a turn one: ChefSpec has refused any inferencer that
+        # cannot ask them, and multiturn_ppl elsewhere (recipe.inferencer_refusal)
         self.turn_task = next((it["meta"]["task"] for it in self.items if "turns" in it), None)
-        if self.turn_task and not self.inferencer.needs_likelihood:
-            raise ValueError(f"scenario {r.scenario.type!r} is asked in PPL turns: use the ppl or multiturn_ppl "
-                             "inferencer")
         if self.turn_task and (r.desideratum not in ("accuracy", "robustness") or r.instruction.type != "standard"
                                or (r.desideratum == "robustness" and r.metric.corrupt != ["image"])):
             raise ValueError(f"scenario {r.scenario.type!r} runs the accuracy desideratum, or robustness with "
                              "metric.corrupt: [image], under the standard instruction")
-        if not self.turn_task and self.inferencer.turns:
-            raise ValueError("the multiturn_ppl inferencer needs a turn scenario (counting, detection, hierarchical "
-                             "or turns)")
         if spec.blind and (self.turn_task or r.desideratum == "language"):
             raise ValueError("the blind control asks multiple-choice and yes/no questions; this recipe's "
                              f"{'turns' if self.turn_task else 'judged answers'} have none")
