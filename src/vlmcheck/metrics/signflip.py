@@ -233,12 +233,8 @@ def paired_decision(d: Sequence[float], w: Sequence[float], bounds: tuple[float,
     right under A only, under B only, answers: binary answers of equal weight) makes the interval
     metrics/paired's.  ``levels``: the levels the p-value may be judged at (its Holm steps, :func:`p_at_zero`)."""
     sf = SignFlip(d, w, levels=levels)
-    if binary and single_answers:
-        name = "McNemar exact"
-    elif binary:
-        name = "clustered McNemar (sign flips of whole clusters)"
-    else:
-        name = "cluster permutation (sign flips)"
+    name = ("McNemar exact" if binary and single_answers else
+            "clustered McNemar (sign flips of whole clusters)" if binary else "cluster permutation (sign flips)")
     out = {"difference": sf.estimate, "p_value": sf.p_value(0.0), "n_clusters": sf.n_clusters,
            "_engine": sf, "_bounds": bounds, "_counts": counts if binary else None, "_single": single_answers}
     if sf.exact:
