@@ -1,8 +1,6 @@
-"""ChEF's task: every item asked under the settings its recipe's desideratum needs (docs/methods.md, "ChEF").
-
-Why this module is long: one task builds every desideratum's settings for one item, which share its image, its
-in-context examples and its inferencer; the recipe, scenarios, inferencers, metrics and summary are in their own
-modules.  PPL needs the model's likelihoods: without them the run stops before any call, naming every way forward.
+"""ChEF's task: every item asked under the settings its recipe's desideratum needs (docs/methods.md, "ChEF"); the
+recipe, scenarios, inferencers, metrics and summary are in their own modules.  PPL needs the model's likelihoods:
+without them the run stops before any call, naming every way forward.
 """
 
 from __future__ import annotations
