@@ -98,11 +98,8 @@ def draws(rng: np.random.Generator, n_units: int, n_boot: int, cells: int | None
     indices: numpy draws them one after another, so the chunks are the rows of one ``(n_boot, n_units)`` draw
     (a test checks this) without its 16 GB at a million units."""
     step = max(1, (DRAW_CELLS if cells is None else cells) // max(n_units, 1))
-    done = 0
-    while done < n_boot:
-        k = min(step, n_boot - done)
-        yield rng.integers(0, n_units, size=(k, n_units))
-        done += k
+    for done in range(0, n_boot, step):
+        yield rng.integers(0, n_units, size=(min(step, n_boot - done), n_units))
 
 
 #: resamples' weights kept whole up to this many cells (32 MB); every cell of a CAST summary reuses them

@@ -226,9 +226,7 @@ UNREAD_WARN_SHARE = 0.10
 def symmetric_accuracy(pairs) -> float:
     """Share of (correct_original, correct_negated) pairs answered correctly both times (VHExpansion Def. 3)."""
     pairs = list(pairs)
-    if not pairs:
-        return float("nan")
-    return sum(1 for a, b in pairs if a and b) / len(pairs)
+    return sum(1 for a, b in pairs if a and b) / len(pairs) if pairs else float("nan")
 
 
 def iou(a, b) -> float:
