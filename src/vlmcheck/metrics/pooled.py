@@ -38,8 +38,7 @@ class PooledSwap:
             raise ValueError("a swap test needs both runs' (numerator, denominator) counts on the same units")
         self.a, self.b, self.pooled, self.span = a, b, pooled, span
         self.n_clusters = len(a)
-        self.A = a.sum(0)  # (K, 2)
-        self.B = b.sum(0)
+        self.A, self.B = a.sum(0), b.sum(0)  # (K, 2) each
         self.estimate = float(pooled(self.A[:, 0], self.A[:, 1]) - pooled(self.B[:, 0], self.B[:, 1]))
         n = self.n_clusters
         self.exact = n <= EXACT_UNITS

@@ -56,7 +56,8 @@ def _resolve(path: Path | str, image: str | None) -> str | None:
 
 def _item(path: Path, i: int, r: dict[str, Any], question: str, options: list[str], answer: int,
           meta: dict[str, Any], image: Any = None) -> dict[str, Any]:
-    """An item of row ``r`` (the ``i``-th) of the data file ``path``."""
+    """An item of row ``r`` (the ``i``-th) of the data file ``path``; ``image``: the row's image where the kind
+    requires one (read as ``r["image"]``), else ``r.get("image")``."""
     return {"id": str(r.get("id", i)), "image": _resolve(path, r.get("image") if image is None else image),
             "question": question, "options": options, "answer": answer, "meta": meta}
 
