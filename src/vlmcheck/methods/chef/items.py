@@ -70,8 +70,7 @@ class Items:
         return Items(cat(lambda p: p.units), first.labels, cat(lambda p: p.n_options), first.names,
                      {n: {k: cat(lambda p: p.cols[n][k]) for k in c} for n, c in first.cols.items()}, first.pred0,
                      cat(lambda p: p.group), cat(lambda p: p.rot0), set().union(*(p.requests for p in parts)),
-                     joined(lambda p: p.turns), joined(lambda p: p.judge),
-                     _merged([p.unread_seen for p in parts]))
+                     joined(lambda p: p.turns), joined(lambda p: p.judge), _merged([p.unread_seen for p in parts]))
 
     @classmethod
     def of(cls, results: list[dict[str, Any]]) -> Items:
