@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .._lazy import lazy_module
@@ -144,16 +145,16 @@ def _trace_root(c1: np.ndarray, c2: np.ndarray) -> float:
     return float(np.sqrt(np.clip(np.linalg.eigvalsh(root @ c2 @ root), 0.0, None)).sum())
 
 
+@dataclass(eq=False)  # a set of rows is itself, never equal to another
 class FeatureSet:
     """A set of feature rows, added one at a time, for :func:`frechet_between`: kept as rows while there are no
     more of them than dimensions (the exact few-samples path of :func:`frechet_distance`), as moments (count,
     sum, sum of outer products, float64) beyond - so a million chains cost d x d numbers, not a million rows."""
 
-    def __init__(self) -> None:
-        self.n = 0
-        self.rows: list[np.ndarray] | None = []
-        self.total: np.ndarray | None = None
-        self.outer: np.ndarray | None = None
+    n: int = 0
+    rows: list[np.ndarray] | None = field(default_factory=list)
+    total: np.ndarray | None = None
+    outer: np.ndarray | None = None
 
     @property
     def dim(self) -> int:
@@ -165,21 +166,20 @@ class FeatureSet:
         if self.rows is not None:
             self.rows.append(x)
             if len(self.rows) > x.size:  # more rows than dimensions: moments from now on
-                m = np.array(self.rows)
-                self.total, self.outer, self.rows = m.sum(0), m.T @ m, None
+                (self.total, self.outer), self.rows = self._sums(), None
             return
         self.total += x
         self.outer += np.outer(x, x)
 
     def moments(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and covariance (divisor n - 1)."""
-        if self.rows is not None:
-            m = np.array(self.rows)
-            total, outer = m.sum(0), m.T @ m
-        else:
-            total, outer = self.total, self.outer
+        total, outer = self._sums() if self.rows is not None else (self.total, self.outer)
         mu = total / self.n
         return mu, (outer - self.n * np.outer(mu, mu)) / (self.n - 1)
+
+    def _sums(self) -> tuple[np.ndarray, np.ndarray]:
+        m = np.array(self.rows)
+        return m.sum(0), m.T @ m
 
 
 def frechet_between(a: FeatureSet, b: FeatureSet) -> float:
