@@ -205,16 +205,14 @@ class ChefSummary:
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         tables = [b.items() for b in self.tables]
-        out = summarize_items(tables[0], self.recipe, self.turn_task, self.seed, self.inferencer)
-        official = self.official.result()
-        if official is not None:
+        summary = lambda it: summarize_items(it, self.recipe, self.turn_task, self.seed, self.inferencer)  # noqa: E731
+        out = summary(tables[0])
+        if (official := self.official.result()) is not None:
             out["official"] = official
         if self.repeats > 1 and len(tables[0]):  # the headline per repeat beside; the headline pools each item's
-            per = [summarize_items(t, self.recipe, self.turn_task, self.seed, self.inferencer).get("headline") or {}
-                   for t in tables]
+            per = [summary(t).get("headline") or {} for t in tables]
             out["repeats"] = spread([h.get("value") for h in per], self.temperature)
-            head = summarize_items(Items.concat([t for t in tables if len(t)]), self.recipe, self.turn_task,
-                                   self.seed, self.inferencer).get("headline")
+            head = summary(Items.concat([t for t in tables if len(t)])).get("headline")
             if head and head.get("interval") is not None:
                 out["headline"] = {**head, "interval": {**head["interval"], "repeats": self.repeats}}
             elif head:  # not measured over the pooled repeats: said, and its figure blanked
