@@ -1,10 +1,6 @@
-"""Statistics for decisions: intervals that do not collapse, paired tests, multiple comparisons and the
-smallest difference a run can detect.  Clustered by the unit that was sampled (Miller, "Adding error bars to
-evals", 2024): the source image, the CAST pair, the ChEF item.
-
-scipy does the exact tests; the clustered Wilson interval, Holm's step-down and the minimum detectable difference
-are written here: scipy's Wilson takes integer counts only (a clustered one has an effective, fractional n), and
-the other two are three lines each (tests check them against statsmodels).
+"""Statistics for decisions: intervals that do not collapse, multiple comparisons and the smallest difference a
+run can detect, clustered by the unit that was sampled (Miller, "Adding error bars to evals", 2024).  The
+clustered Wilson interval is written here: scipy's takes integer counts only, a clustered n is fractional.
 """
 
 from __future__ import annotations
@@ -17,19 +13,15 @@ from .._lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 
-from .clusters import UnitSums, draws
+from .clusters import Units, UnitSums, draws
 
 Z95 = 1.959963984540054  # the two-sided 95 % normal quantile
 
 
-def _ppf(q: float) -> float:
-    # the standard normal quantile from the standard library: importing scipy.stats would cost a short API run
-    # that needs nothing else from it a large share of its client CPU
-    return NormalDist().inv_cdf(q)
-
-
 def _z(alpha: float) -> float:
-    return _ppf(1 - alpha / 2)
+    # the normal quantile from the standard library: importing scipy.stats would cost a short API run a large
+    # share of its client CPU
+    return NormalDist().inv_cdf(1 - alpha / 2)
 
 
 def wilson(successes: float, n: float, alpha: float = 0.05, z: float | None = None) -> tuple[float, float]:
@@ -51,10 +43,8 @@ def wilson(successes: float, n: float, alpha: float = 0.05, z: float | None = No
 
 def design_effect(successes: Sequence[float], totals: Sequence[float]) -> float:
     """How much clustering inflates the variance of a pooled proportion: the variance of the ratio estimator over
-    clusters (successes_i, totals_i) over the binomial one; at least 1 (a cluster of one answer has none).  One
-    cluster of N answers has no between-cluster spread to estimate it from: its design effect is N (the effective
-    n is 1, the one unit that was sampled), never 1 (else 24 answers on one image would get the interval of
-    24 independent units)."""
+    clusters (successes_i, totals_i) over the binomial one; at least 1.  One cluster of N answers: N (the effective
+    n is the one unit that was sampled)."""
     k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
     m, N = len(n), n.sum()
     if N <= 0:
@@ -78,14 +68,10 @@ FEW_CLUSTERS = 10
 def wilson_clustered(successes: Sequence[float], totals: Sequence[float], alpha: float = 0.05
                      ) -> tuple[float, float, float]:
     """(low, high, design effect): Wilson on the effective n = N / deff of clustered answers, at the t quantile
-    on clusters - 1 df times sqrt(m / (m - 1)) for m clusters: with t alone a share near 0.85 in units of 12
-    answers (intra-unit correlation 1/3) covered 0.924-0.929 at 10-12 units, the design effect estimated from
-    a few skewed units being noisy; with the factor 0.937 or more at 10-60 units in every design measured, 5 %
-    wider at 10 units and 1 % at 60 (bench/paired_coverage.py --share).  Below ``FEW_CLUSTERS`` clusters of several answers the estimated deff is too unstable
-    (coverage 0.91 at 6-8 images of 12, intra-image correlation 1/3, even with t): the effective n is then at
-    most the number of clusters, each taken as one answer (a cluster's share varies at most as one yes/no
-    answer), a bound (bench/paired_coverage.py --clustered).  Below an effective n of 2, Clopper-Pearson on it
-    (Wilson on one answer covers only as often as the answer is right)."""
+    on clusters - 1 df times sqrt(m / (m - 1)) for m clusters (t alone undercovered at 10-12 units).  Below
+    ``FEW_CLUSTERS`` clusters of several answers, where the estimated deff is too unstable, the effective n is at
+    most the number of clusters (each one answer: a bound); below an effective n of 2, Clopper-Pearson.  The
+    coverage measured is in docs/world.md."""
     k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
     deff = design_effect(k, n)
     several = len(n) >= 2 and not np.all(n == 1)
@@ -147,10 +133,9 @@ def _beta_ppf(q: float, a: float, b: float) -> float:
 
 
 def clopper_pearson(x: float, n: float, alpha: float = 0.05) -> tuple[float, float]:
-    """The exact (Clopper-Pearson) interval of x successes in n, by the beta quantiles (x, n may be fractional).
-
-    The quantiles are computed here (``_beta_ppf``, equal to ``scipy.stats.beta.ppf`` to 1e-12, tested):
-    importing scipy.stats would cost a one-image run several times its whole start-up."""
+    """The exact (Clopper-Pearson) interval of x successes in n (may be fractional), by the beta quantiles: computed
+    here (``_beta_ppf``, equal to scipy's to 1e-12, tested), as importing scipy.stats would cost a one-image run
+    several times its whole start-up."""
     lo = 0.0 if x <= 0 else _beta_ppf(alpha / 2, x, n - x + 1)
     hi = 1.0 if x >= n else _beta_ppf(1 - alpha / 2, x + 1, n - x)
     return lo, hi
@@ -174,7 +159,7 @@ def mde(sd: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
     (or paired differences) have standard deviation ``sd``: (z_{1-alpha/2} + z_power) x sd / sqrt(n)."""
     if n <= 0:
         return float("nan")
-    return (_z(alpha) + _ppf(power)) * sd / math.sqrt(n)
+    return (_z(alpha) + NormalDist().inv_cdf(power)) * sd / math.sqrt(n)
 
 
 def mde_proportion(p: float, n: int, alpha: float = 0.05, power: float = 0.8) -> float:
@@ -207,16 +192,13 @@ WILSON_CLUSTERED = "wilson, clustered (effective n = n / design effect)"
 
 
 def proportion_interval_independent(hits: int, n: int, unit: str) -> tuple[list[float], dict]:
-    """:func:`proportion_interval` of ``n`` >= 1 answers each its own unit, ``hits`` of them right: the same
-    interval and record, without numpy (a one-image run need not load it).  Units of one answer each
-    have a design effect of 1 (:func:`design_effect`), so the effective n is ``n``."""
+    """:func:`proportion_interval` of ``n`` >= 1 answers each its own unit (design effect 1), ``hits`` of them
+    right: the same interval and record, without numpy (a one-image run need not load it)."""
     if n < 1:
         raise ValueError("a proportion of no answers")
-    deff, n_eff = 1.0, float(n)
-    p = hits / n
-    x = p * n_eff
-    lo, hi = clopper_pearson(x, n_eff) if n_eff < 2 else wilson(x, n_eff)
-    return [lo, hi], _proportion_record(p, n_eff, deff, WILSON_CLUSTERED, unit, n, n)
+    x = hits / n * n  # as the clustered path computes it (share x effective n), so the two agree to the bit
+    lo, hi = clopper_pearson(x, n) if n < 2 else wilson(x, n)
+    return [lo, hi], _proportion_record(hits / n, float(n), 1.0, WILSON_CLUSTERED, unit, n, n)
 
 
 def proportion_interval_sums(per: UnitSums, unit: str, column: int = 0) -> tuple[list[float], dict]:
@@ -256,25 +238,35 @@ def cluster_bootstrap(records: Sequence, clusters: Sequence[str], statistic, n_b
                       alpha: float = 0.05) -> tuple[list[float] | None, int]:
     """Expanded percentile interval (:func:`expanded_percentile`, on the number of clusters) of any
     ``statistic(list of records) -> float | None`` (a ratio such as RRM, a calibration error), resampling whole
-    clusters of records.  Returns (interval or None, resamples on which the
-    statistic was defined); a resample where it is undefined (RIAM when the 0-shot accuracy equals chance) is
-    left out and counted."""
-    groups: dict[str, list] = {}
-    for r, c in zip(records, clusters):
-        groups.setdefault(str(c), []).append(r)
-    members = list(groups.values())
-    if len(members) < 2:
+    clusters of records: :func:`cluster_bootstrap_groups` of the records."""
+    records, units = list(records), Units()
+    group = np.array([units(str(c)) for c in clusters], dtype=np.int64)
+    return cluster_bootstrap_groups(group, lambda idx: statistic([records[i] for i in idx]), n_boot, seed, alpha)
+
+
+def cluster_bootstrap_groups(group: np.ndarray, statistic, n_boot: int = 1000, seed: int = 0,
+                             alpha: float = 0.05) -> tuple[list[float] | None, int]:
+    """(interval or None, resamples on which the statistic was defined) of ``statistic(record indices)``, whole
+    clusters resampled: ``group`` is each record's cluster, numbered by first appearance; a resample's records are
+    its clusters' in the drawn order, each cluster's in theirs.  A resample where the statistic is undefined (RIAM
+    when the 0-shot accuracy equals chance) is left out and counted."""
+    members = np.argsort(group, kind="stable")
+    sizes = np.bincount(group)
+    starts = np.cumsum(sizes) - sizes
+    if len(sizes) < 2:
         return None, 0
     rng = np.random.default_rng(seed)
     vals = []
     for _ in range(n_boot):
-        draw = [r for i in rng.integers(0, len(members), size=len(members)) for r in members[i]]
-        v = statistic(draw)
+        draw = rng.integers(0, len(sizes), size=len(sizes))
+        lens = sizes[draw]
+        pos = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(starts[draw], lens)
+        v = statistic(members[pos])
         if v is not None and np.isfinite(v):
             vals.append(float(v))
     if not vals:
         return None, 0
-    return expanded_percentile(np.asarray(vals), len(members), alpha), len(vals)
+    return expanded_percentile(np.asarray(vals), len(sizes), alpha), len(vals)
 
 
 def too_few_units(n_units: int, alpha: float = 0.05) -> bool:
@@ -287,30 +279,20 @@ def too_few_units(n_units: int, alpha: float = 0.05) -> bool:
 def expanded_percentile(boots: np.ndarray, n_units: int, alpha: float = 0.05) -> list[float]:
     """The expanded percentile interval of bootstrap replicates on ``n_units`` units (Hesterberg, "What teachers
     should know about the bootstrap", 2015, sec. 5): the percentile interval at the level whose normal quantile is
-    sqrt(n / (n - 1)) t_{n-1, 1 - alpha/2}, which corrects the plain percentile interval's narrowness at small n
-    (its coverage is about that of mean +/- z s sqrt((n-1)/n) / sqrt(n): 0.85 at 6 units).  At 100 units it takes
-    the 2.3 % and 97.7 % quantiles."""
+    sqrt(n / (n - 1)) t_{n-1, 1 - alpha/2}, correcting the plain one's narrowness at small n."""
     from scipy.stats import t
 
-    q = _cdf(-math.sqrt(n_units / (n_units - 1)) * float(t.ppf(1 - alpha / 2, n_units - 1)))
+    q = NormalDist().cdf(-math.sqrt(n_units / (n_units - 1)) * float(t.ppf(1 - alpha / 2, n_units - 1)))
     return [float(np.quantile(boots, q)), float(np.quantile(boots, 1 - q))]
-
-
-def _cdf(x: float) -> float:
-    return NormalDist().cdf(x)
 
 
 def widen_degenerate(ci: Sequence[float] | None, value: float | None, n_units: int, low: float = 0.0,
                      high: float = 1.0, few: bool = False) -> tuple[list[float] | None, bool]:
-    """A bootstrap interval of a mean of values bounded in [low, high] has zero width when every unit has the
-    same value (a perfect run: every s = 1, every verdict true).  Then the Wilson interval of the rescaled mean on
-    ``n_units`` units replaces it: a unit bounded in [0, 1] with mean p has variance at most p (1 - p), so
-    treating each unit as one yes/no answer is the conservative bound.  Returns (interval, whether widened).
-
-    ``few``: the bound also replaces the interval (or its absence) on :func:`too_few_units` units, where a
-    percentile bootstrap spans little more than the units' own values (two CAST pairs at 0.883 and 0.889 gave
-    [0.883, 0.889]); with it, one unit gets Clopper-Pearson, as :func:`wilson_clustered` below an
-    effective n of 2 (without it, Wilson as before: the other methods' callers keep their figures)."""
+    """(interval, whether widened): a bootstrap interval of a mean of values in [low, high] that has zero width
+    (every unit the same value) becomes the Wilson interval of the rescaled mean on ``n_units`` units - each unit
+    taken as one yes/no answer, the conservative bound.  ``few``: so does the interval (or its absence) on
+    :func:`too_few_units` units, where a bootstrap spans little more than the units' own values; one unit then
+    gets Clopper-Pearson."""
     if value is None or n_units <= 0 or not low <= value <= high:
         return (list(ci) if ci is not None else None), False
     if not (few and too_few_units(n_units)) and (ci is None or ci[1] - ci[0] > 1e-12):
@@ -352,8 +334,7 @@ def headline_entry(name: str, value: float | None, ci: Sequence[float] | None, h
 def krippendorff_alpha_interval(units: Sequence[Sequence[float]]) -> float | None:
     """Krippendorff's alpha for interval data: 1 - D_o / D_e, with D_o the mean squared difference between
     values of one unit (each unit's pairs weighted 1 / (m_u - 1)) and D_e the mean squared difference between any
-    two pairable values.  Units with fewer than two values are not pairable.  Written here (a dozen lines) rather
-    than adding a dependency; tested by hand."""
+    two pairable values (units of two values or more)."""
     pairable = [np.asarray(u, dtype=float) for u in units if len(u) >= 2]
     if not pairable:
         return None

@@ -1,21 +1,14 @@
-"""When a headline is a measurement: the entry of a headline that is not one, and the floor on answers read.
-
-Each method decides, where it defines its headline, whether the run's evidence makes it a measurement (ChEF's
-ratios only above chance, accuracy-type figures only from answers that were read, GenCeption only from images the
-generator drew); where it is not, results.json records :func:`not_measured` - the headline's name, value null and
-the reason in words - and every surface shows the reason, never a number (docs/methods.md, "When a headline is
-measured").
+"""When a headline is a measurement: the entry of a headline that is not one, and the floor on answers read
+(docs/methods.md, "When a headline is measured").  Each method decides it where it defines its headline.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-#: the least share of a figure's answers the parser must have read for the figure to be a measurement.  An answer
-#: it could not read still counts (as wrong, or as POPE's default "yes"), so below half of them read the figure
-#: says more about the answer format than about the model: every unread answer read the other way would move it
-#: by more than the read ones can.  Between this floor and the warning (ChEF's ``UNREAD_WARN``, VHExpansion's
-#: ``UNREAD_WARN_SHARE``) the figure stands, with the warning beside it.
+#: the least share of a figure's answers the parser must have read for the figure to be a measurement: below it,
+#: the unread answers (counted as wrong, or as POPE's "yes") could move it more than the read ones.  Between this
+#: floor and the warning (ChEF's ``UNREAD_WARN``, VHExpansion's ``UNREAD_WARN_SHARE``) it stands, warned.
 READ_FLOOR = 0.5
 
 #: the field of a headline entry that holds why it is not a measurement
@@ -30,10 +23,8 @@ def not_measured(name: str, reason: str, higher_is_better: bool = True) -> dict[
 
 
 def share_headline(name: str, k: Any, n: Any, unit: str, why: str | None = None) -> dict[str, Any]:
-    """A headline that is a share of right answers, declared by its name and each sampled unit's right answers
-    ``k`` and answers ``n`` (arrays): the share with its clustered Wilson interval
-    (``metrics.decisions.proportion_interval_counts``), or, where ``why`` says the run's evidence does not make it
-    a measurement, :func:`not_measured` with that reason."""
+    """A headline that is a share of right answers from each sampled unit's right answers ``k`` and answers ``n``
+    (arrays), with its clustered Wilson interval; :func:`not_measured` where ``why`` says it is not measured."""
     from .decisions import headline_entry, proportion_interval_counts
 
     if why:

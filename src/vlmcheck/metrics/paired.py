@@ -1,16 +1,7 @@
-"""Paired binary outcomes: the interval of a difference of matched proportions and the exact McNemar test's
-power.
-
-The interval is the hull of Tango's score interval (1998) and Agresti and Min's ("Simple improved confidence
-intervals for comparing matched proportions", Statistics in Medicine 24, 2005: the Wald interval after adding
-1/2 to each cell of the 2x2 table), at the normal quantile x sqrt(n / (n - 1)).  Unlike the inverted sign-flip
-test, which assumes each unit's difference symmetric about the shift (0/1 differences are not: 0.85 coverage
-in one-way layouts), it keeps coverage at 0.949 or above at every n from 8 to 60, including one-way layouts
-where only one run errs (exact coverage by enumeration: ``bench/paired_coverage.py``, docs/world.md).  For
-several answers a unit, the same interval on the effective numbers (counts / design effect, the design effect
-of the clustered difference over its binomial variance) with the t quantile on units - 1 degrees of freedom.
-
-statsmodels has neither the matched-pairs interval nor McNemar's power; both are a few lines from scipy.
+"""Paired binary outcomes: the interval of a difference of matched proportions (the hull of Tango's and Agresti and
+Min's, "Simple improved confidence intervals for comparing matched proportions", Statistics in Medicine 24, 2005;
+its coverage against the inverted sign-flip test's is in docs/world.md), and the power of `compare`'s tests.
+statsmodels has neither the matched-pairs interval nor McNemar's power.
 """
 
 from __future__ import annotations
@@ -64,15 +55,10 @@ def tango(b: float, c: float, n: float, alpha: float = 0.05, q: float | None = N
     return low, high
 
 
-def paired_interval(b: float, c: float, n: float, alpha: float = 0.05, q: float | None = None
-                    ) -> tuple[float, float]:
+def paired_interval(b: float, c: float, n: float, alpha: float = 0.05, q: float | None = None) -> tuple[float, float]:
     """The interval `compare` gives a difference of matched shares: the hull of :func:`tango` and
-    :func:`agresti_min`, at the normal quantile times sqrt(n / (n - 1)) unless ``q`` is given (the variance of
-    n units on n - 1 degrees of freedom, as the expanded percentile interval corrects a bootstrap's).  Each
-    alone dips below 0.93 somewhere at 8-60 units (exact coverage, one-way layouts: Tango 0.928 at 40 units,
-    Agresti-Min 0.83 at 8, where 0 of 8 discordant units leave it 0.2 wide); their hull at the normal quantile
-    covered 0.929 at 8 units (two-way, 92 % discordant), with the correction 0.95 or more at 8-60 units
-    (bench/paired_coverage.py), 6 % wider at 8 units and 1 % at 60."""
+    :func:`agresti_min` (each alone undercovers somewhere at 8-60 units), at the normal quantile times
+    sqrt(n / (n - 1)) unless ``q`` is given (n units on n - 1 degrees of freedom)."""
     if q is None:
         q = NormalDist().inv_cdf(1 - alpha / 2) * (math.sqrt(n / (n - 1)) if n > 1 else 1.0)
     t_lo, t_hi = tango(b, c, n, alpha, q)
@@ -181,14 +167,10 @@ def clustered_power(a: Sequence[int], c: Sequence[int], n: Sequence[int], delta:
                     alpha: float = 0.05, draws: int = 1000, seed: int = 0) -> float:
     """Power of `compare`'s clustered McNemar test (sign flips of whole units, metrics/signflip.p_at_zero) on
     ``units`` units drawn with replacement from a pilot's units - answers right under A only ``a``, under B only
-    ``c``, of ``n`` - moved to a true difference ``delta`` per answer as :func:`n_mcnemar`'s plan moves it,
-    keeping the discordant answers: above it, each A-only answer turned B-only with the probability that brings
-    the difference to ``delta``; below it, B-only answers turned A-only, and where those do not suffice,
-    concordant answers made A-only in proportion to each unit's A-only rate.  The pilot's units carry the shape the test meets (how many units show any
-    discordance, how lopsided they are), which a t approximation misses: the sign-flip test of skewed unit
-    sums rejects less often than the t-test of the same mean and spread.  Each dataset draws from its own
-    bootstrap resample of the pilot's units (the predictive power over the pilot's uncertainty): planned on
-    the pilot's units alone, 30-image pilots gave n at which the test reached 0.68-0.73, not 0.80."""
+    ``c``, of ``n`` - moved to a true difference ``delta`` per answer: above it, A-only answers turned B-only;
+    below it, B-only answers turned A-only, then concordant answers made A-only in proportion to each unit's
+    A-only rate.  The pilot's units carry the shape the test meets (how lopsided the units are), which a t
+    approximation misses."""
     a, c, n = (np.asarray(v, dtype=np.int64) for v in (a, c, n))
     N, A, C, K = int(n.sum()), int(a.sum()), int(c.sum()), int((n - a - c).sum())
     d = (A - C) / N
@@ -204,8 +186,8 @@ def clustered_power(a: Sequence[int], c: Sequence[int], n: Sequence[int], delta:
     else:
         add = np.full(len(n), min(1.0, gap * N / K) if gap > 0 and K else 0.0)
     rng = np.random.default_rng(seed)
-    # each dataset's units come from its own resample of the pilot's: the pilot's units are themselves a sample,
-    # and the power averaged over what they might have been (the predictive power) does not bet on them
+    # each dataset's units come from its own resample of the pilot's, which are themselves a sample: the power
+    # averaged over what they might have been (the predictive power) does not bet on them
     pilot = rng.integers(0, len(n), size=(draws, len(n)))
     i = np.take_along_axis(pilot, rng.integers(0, len(n), size=(draws, units)), axis=1)
     ai, ci, ki = a[i], c[i], (n - a - c)[i]

@@ -1,18 +1,11 @@
 """The paired test of a headline that is a mean of ratios of counts pooled over units (CAST: confirming over
 parsed verdicts per cell, pooled over scene pairs, the cells averaged), and the interval that inverts it.
 
-A mean of per-unit differences cannot stand for such a headline: a pair with many parsed verdicts weighs more in
-the pooled ratio than one with few, so the mean of per-pair shares is another quantity (it can even order two
-runs the other way).  The test therefore works on the headline itself: under "the two runs' counts are
-exchangeable within every unit", swapping a unit's counts between the runs is as likely as not; the p-value is
-the share of swap patterns whose recomputed difference of headlines is at least as far from 0 as the observed
-one (every pattern when there are few units, else a Monte Carlo draw with the observed pattern counted, its
-Monte Carlo error given).
-
-The interval inverts the test: delta is inside when the test of "A and B + delta are exchangeable" does not
-reject, B + delta being B's numerators plus delta x its denominators (which adds delta to every ratio, hence to
-their mean).  It is the connected set of such deltas around the estimate, extended to 0 where the test at 0 does
-not reject, so that it excludes 0 exactly when the test rejects.  The same swap patterns serve every delta.
+A mean of per-unit differences cannot stand for such a headline (a pair with many verdicts weighs more in the
+pooled ratio), so the test recomputes the headline itself under every pattern of units' counts swapped between
+the runs (a Monte Carlo draw of them, the observed one counted, beyond ``EXACT_UNITS``).  The interval is the
+connected set of deltas around the estimate whose test of "A and B + delta are exchangeable" does not reject
+(B + delta: B's numerators plus delta x its denominators), extended to 0 where the test at 0 does not reject.
 """
 
 from __future__ import annotations
@@ -23,6 +16,8 @@ from typing import Any, Callable
 from .._lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
+
+from .signflip import reach
 
 #: every swap pattern up to 2^EXACT_UNITS; beyond, MC_DRAWS random patterns and the observed one
 EXACT_UNITS = 14
@@ -37,15 +32,13 @@ class PooledSwap:
     a mean of the ratios.  Duck-types :class:`~vlmcheck.metrics.signflip.SignFlip` (``estimate``,
     ``n_clusters``, ``exact``, ``p_value``, ``interval``) for ``decision_interval``."""
 
-    def __init__(self, a: Any, b: Any, pooled: Callable[[Any, Any], Any], seed: int = 0,
-                 span: float = 1.0) -> None:
+    def __init__(self, a: Any, b: Any, pooled: Callable[[Any, Any], Any], seed: int = 0, span: float = 1.0) -> None:
         a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         if a.shape != b.shape or a.ndim != 3 or a.shape[-1] != 2 or len(a) == 0:
             raise ValueError("a swap test needs both runs' (numerator, denominator) counts on the same units")
         self.a, self.b, self.pooled, self.span = a, b, pooled, span
         self.n_clusters = len(a)
-        self.A = a.sum(0)  # (K, 2)
-        self.B = b.sum(0)
+        self.A, self.B = a.sum(0), b.sum(0)  # (K, 2) each
         self.estimate = float(pooled(self.A[:, 0], self.A[:, 1]) - pooled(self.B[:, 0], self.B[:, 1]))
         n = self.n_clusters
         self.exact = n <= EXACT_UNITS
@@ -74,8 +67,7 @@ class PooledSwap:
 
     def p_value(self, delta: float = 0.0) -> float:
         obs, t = self._stats(delta)
-        extreme = np.abs(t) >= abs(obs) - 1e-9 * max(abs(obs), 1e-300) - 1e-13
-        return float(min(1.0, extreme.mean()))
+        return float(min(1.0, (np.abs(t) >= reach(abs(obs))).mean()))
 
     def p_error(self, p: float) -> float | None:
         """The Monte Carlo standard error of a p-value from the draws (None when every pattern was counted)."""
@@ -120,11 +112,9 @@ def pooled_decision(a: Any, b: Any, pooled: Callable[[Any, Any], Any], span: flo
 
 def linearised(counts: Any, pooled: Callable[[Any, Any], Any]) -> Any:
     """Per sample, the pooled headline plus the sample's influence on it: H + M grad H . (c_s - c_mean), H the
-    headline of the summed counts ``counts`` (shape (samples, K, 2)), M the samples.  Their mean is H; their
-    spread over sqrt(M) is the headline's delta-method standard error (a ratio estimator's residual per
-    sample), so a plan made from them plans the pooled headline itself, not the mean of per-sample shares.
-    The gradient along each sample's deviation is a central difference of ``pooled`` (a ratio of linear
-    forms is smooth: the error is of order 1e-12 at a step of 1e-6 of the totals)."""
+    headline of the summed counts ``counts`` (shape (samples, K, 2)), M the samples: their spread over sqrt(M) is
+    the headline's delta-method standard error, so a plan made from them plans the pooled headline itself.  The
+    gradient is a central difference of ``pooled`` (smooth: an error of order 1e-12 at a step of 1e-6)."""
     c = np.asarray(counts, dtype=float)
     m = len(c)
     total = c.sum(0)

@@ -1,16 +1,13 @@
-"""The decision's test: the cluster-level sign-flip test of a weighted paired difference, the
-interval that inverts it (so the two always agree), the level of each of Holm's steps, and the labelled bounds
-where the inverted interval alone would mislead.  Used by ``methods/compare.py``, the one decision procedure of
-``compare``, ``vhx compare``, the report's decisions and the leaderboards.
-
-scipy gives the binomial weights; the inversion (a sweep over the closed intervals of shifts each sign pattern
-holds) is written here: no library inverts a weighted permutation test exactly.
+"""The decision's test (``methods/compare.py``): the cluster-level sign-flip test of a weighted paired difference,
+the interval that inverts it, the level of each of Holm's steps, and the labelled bounds where the inverted
+interval alone would mislead.  The inversion is written here: no library inverts a weighted permutation test.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from functools import cached_property
+from typing import Iterator, Sequence
 
 from .._lazy import lazy_module
 
@@ -53,31 +50,35 @@ def _null_sums(a: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray] | 
     return vals, probs
 
 
-def _mc_count(a: np.ndarray, k: np.ndarray, t: float, draws: int, rng: np.random.Generator) -> int:
-    """How many of ``draws`` random sign patterns give |sum| >= t (the tolerance of ``SignFlip._extreme``)."""
-    hits, done = 0, 0
-    step = max(1, _CHUNK_CELLS // len(k))
-    one = k == 1
-    tol = t - 1e-9 * max(t, 1e-300) - 1e-13
-    while done < draws:
+def reach(t: float) -> float:
+    """What a statistic must reach to count as at least ``t`` (``t`` less its round-off)."""
+    return t - 1e-9 * max(t, 1e-300) - 1e-13
+
+
+def _sign_rows(rng: np.random.Generator, k: np.ndarray, draws: int) -> Iterator[np.ndarray]:
+    """``draws`` random rows of each group's sign sum, 2 Binomial(k_t, 1/2) - k_t, in chunks of bounded size (a
+    group of one: a random bit, far cheaper than a binomial draw)."""
+    one, step = k == 1, max(1, _CHUNK_CELLS // len(k))
+    for done in range(0, draws, step):
         r = min(step, draws - done)
         S = np.empty((r, len(k)))
         S[:, one] = 2.0 * rng.integers(0, 2, size=(r, int(one.sum())), dtype=np.int8) - 1.0
         if (~one).any():
             S[:, ~one] = 2 * rng.binomial(k[None, ~one], 0.5, size=(r, int((~one).sum()))) - k[None, ~one]
-        hits += int((np.abs(S @ a) >= tol).sum())
-        done += r
-    return hits
+        yield S
+
+
+def _mc_count(a: np.ndarray, k: np.ndarray, t: float, draws: int, rng: np.random.Generator) -> int:
+    """How many of ``draws`` random sign patterns give |sum| >= t."""
+    return sum(int((np.abs(S @ a) >= reach(t)).sum()) for S in _sign_rows(rng, k, draws))
 
 
 def p_at_zero(d: np.ndarray, levels: Sequence[float] = (0.05,), seed: int = 0) -> tuple[float, int | None, float]:
     """(p, Monte Carlo draws or None where exact, Monte Carlo error of p) of "no difference" by sign flips of
-    the clusters' contributions ``d``.  Conditional on the clusters with a nonzero contribution (a cluster
-    with d = 0 adds 0 under either sign), and the null distribution depends only on |d|: clusters of equal |d|
-    are one binomial.  With one binary answer per unit that is McNemar's exact test, a binomial on the
-    discordant units, however many they are.  Exact whenever the distinct sums stay within ``EXACT_SUMS``; else
-    Monte Carlo (p = (1 + count) / (1 + B)), drawn again with ``MC_GROWTH`` times the draws while p lies within
-    ``MC_SE_MARGIN`` Monte Carlo errors of any of ``levels`` (the levels its Holm steps may judge it at)."""
+    the clusters' contributions ``d``: the null distribution depends only on the nonzero |d|, clusters of equal
+    |d| one binomial (one binary answer a unit: McNemar's exact test).  Exact while the distinct sums stay within
+    ``EXACT_SUMS``; else Monte Carlo (p = (1 + count) / (1 + B)), drawn again with ``MC_GROWTH`` times the draws
+    while p lies within ``MC_SE_MARGIN`` errors of any of ``levels`` (those its Holm steps may judge it at)."""
     a = np.abs(np.asarray(d, dtype=float))
     t = float(abs(np.asarray(d, dtype=float).sum()))
     scale = float(a.sum())
@@ -89,8 +90,7 @@ def p_at_zero(d: np.ndarray, levels: Sequence[float] = (0.05,), seed: int = 0) -
     exact = _null_sums(a_t, k)
     if exact is not None:
         vals, probs = exact
-        tol = t - 1e-9 * max(t, 1e-300) - 1e-13
-        return float(min(1.0, probs[np.abs(vals) >= tol].sum())), None, 0.0
+        return float(min(1.0, probs[np.abs(vals) >= reach(t)].sum())), None, 0.0
     rng = np.random.default_rng(seed)
     cap = max(MC_RESAMPLES, min(MC_MAX, MC_MAX_CELLS // len(k)))
     hits, drawn, target = 0, 0, MC_RESAMPLES
@@ -105,27 +105,19 @@ def p_at_zero(d: np.ndarray, levels: Sequence[float] = (0.05,), seed: int = 0) -
 
 
 class SignFlip:
-    """The cluster-level sign-flip (permutation) test of a weighted paired difference, and the interval that
-    inverts it, so that the two always agree.
+    """The cluster-level sign-flip test of a weighted paired difference, and the interval that inverts it.
 
-    ``d[c]`` is cluster c's contribution to the difference of the headline (sum over its answers of weight x
-    (A - B)), ``w[c]`` its weight (sum over its answers of the weight the headline gives them; the weights sum
-    to 1): the difference is sum(d).  Under "A and B are exchangeable within every cluster" each cluster's
-    contribution is as likely to have either sign; the two-sided p-value is the chance of a sum at least as far
-    from 0 as the observed one.  With one binary answer per cluster and equal weights this is McNemar's exact
-    test; with several answers per cluster, a clustered McNemar; with GenCeption's category weights, the
-    stratified permutation test of the category-weighted difference.
+    ``d[c]``: cluster c's contribution to the difference (sum over its answers of weight x (A - B)), ``w[c]`` its
+    weight (the weights sum to 1); the difference is sum(d), and under exchangeability within every cluster each
+    contribution is as likely to have either sign.  One binary answer per cluster: McNemar's exact test; several:
+    a clustered McNemar; GenCeption's category weights: the stratified permutation test.  Clusters of equal
+    (d, w) are grouped (k equal signs sum to 2 Binomial(k, 1/2) - k): prod(k_t + 1) exact rows, not 2^K; beyond
+    ``EXACT_ROWS``, ``MC_RESAMPLES`` random rows and the observed one.
 
-    Clusters of equal (d, w) are grouped: the sum of k equal signs is 2 Binomial(k, 1/2) - k, so the exact
-    distribution needs prod(k_t + 1) rows, not 2^K (McNemar on 10,000 answers: three groups).  Beyond
-    ``EXACT_ROWS`` rows, ``MC_RESAMPLES`` random rows and the observed one (p = (1 + count) / (1 + B)).
-
-    The interval: delta is inside when the test of d - delta w does not reject.  Row r of the sign
-    distribution has statistic A_r - delta B_r (A_r = sum s d, B_r = sum s w); it is as extreme as the
-    observed T - delta when (A_r - delta B_r)^2 >= (T - delta)^2, a quadratic in delta whose leading
-    coefficient B_r^2 - 1 is <= 0: a closed interval of delta.  p(delta) is the weight of the intervals that
-    hold delta; the 95 % interval is the hull of {delta: p(delta) > alpha}, found exactly by sweeping their
-    ends.  It holds 0 whenever p(0) > alpha (enforced, not left to rounding).
+    The interval: row r (A_r = sum s d, B_r = sum s w) is as extreme as the observed T - delta when
+    (A_r - delta B_r)^2 >= (T - delta)^2, a quadratic in delta with leading coefficient B_r^2 - 1 <= 0: a closed
+    interval of delta.  p(delta) is the weight of the intervals holding delta; the interval is the hull of
+    {delta: p(delta) > alpha}, found exactly by sweeping their ends, and holds 0 whenever p(0) > alpha.
     """
 
     def __init__(self, d: Sequence[float], w: Sequence[float], seed: int = 0,
@@ -146,26 +138,11 @@ class SignFlip:
         # the rows of the (d, w) sign distribution, for p(delta) at other shifts and the inverted interval
         self.rows_exact = float(np.log(self.k_t + 1.0).sum()) <= math.log(EXACT_ROWS)
         self._seed = seed
-        self._cache: tuple | None = None
 
-    @property
-    def A(self) -> np.ndarray:
-        return self._table()[0]
-
-    @property
-    def B(self) -> np.ndarray:
-        return self._table()[1]
-
-    @property
-    def pi(self) -> np.ndarray:
-        return self._table()[2]
-
-    def _table(self) -> tuple:
-        if self._cache is None:  # built only when an interval or a shifted p is asked for
-            self._cache = self._rows(self._seed)
-        return self._cache
-
-    def _rows(self, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    @cached_property
+    def _table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(A, B, pi): each row's sums of d and w and its weight; built only when an interval or a shifted p is
+        asked for."""
         from scipy.stats import binom
 
         k = self.k_t
@@ -175,41 +152,30 @@ class SignFlip:
             pi = np.prod(binom.pmf(X, k[None, :], 0.5), axis=1)
             S = 2 * X - k[None, :]
             return S @ self.d_t, S @ self.w_t, pi / pi.sum()
-        rng = np.random.default_rng(seed)
-        A, B = [np.array([float(k @ self.d_t)])], [np.array([float(k @ self.w_t)])]  # the observed row
-        step = max(1, _CHUNK_CELLS // len(k))
-        done = 0
-        while done < MC_RESAMPLES:
-            r = min(step, MC_RESAMPLES - done)
-            S = np.empty((r, len(k)))
-            one = k == 1  # a lone cluster: a fair sign (a random bit, far cheaper than a binomial draw)
-            S[:, one] = 2.0 * rng.integers(0, 2, size=(r, int(one.sum())), dtype=np.int8) - 1.0
-            if (~one).any():
-                S[:, ~one] = 2 * rng.binomial(k[None, ~one], 0.5, size=(r, int((~one).sum()))) - k[None, ~one]
-            A.append(S @ self.d_t)
-            B.append(S @ self.w_t)
-            done += r
-        A_, B_ = np.concatenate(A), np.concatenate(B)
-        return A_, B_, np.full(len(A_), 1.0 / len(A_))
+        rng = np.random.default_rng(self._seed)
+        rows = [np.array([[float(k @ self.d_t)], [float(k @ self.w_t)]])]  # the observed row
+        rows += [np.stack([S @ self.d_t, S @ self.w_t]) for S in _sign_rows(rng, k, MC_RESAMPLES)]
+        A, B = np.concatenate(rows, axis=1)
+        return A, B, np.full(len(A), 1.0 / len(A))
 
     def _extreme(self, delta: float) -> np.ndarray:
-        t = abs(self.estimate - delta)
-        return np.abs(self.A - delta * self.B) >= t - 1e-9 * max(t, 1e-300) - 1e-13
+        A, B, _ = self._table
+        return np.abs(A - delta * B) >= reach(abs(self.estimate - delta))
 
     def p_value(self, delta: float = 0.0) -> float:
         """Two-sided p-value of "the difference is ``delta``" (exact sum of the rows as extreme); at 0 the
         p-value of :func:`p_at_zero`."""
         if delta == 0.0:
             return self.p0
-        return float(min(1.0, self.pi[self._extreme(delta)].sum()))
+        return float(min(1.0, self._table[2][self._extreme(delta)].sum()))
 
     def interval(self, alpha: float = 0.05) -> tuple[float, float]:
         """The hull of {delta: p(delta) > alpha} (may be infinite: few clusters cannot reject anything)."""
-        a = self.B ** 2 - 1.0
-        b = 2.0 * (self.estimate - self.A * self.B)
-        c = self.A ** 2 - self.estimate ** 2
-        lo = np.full(len(a), np.nan)
-        hi = np.full(len(a), np.nan)
+        A, B, pi = self._table
+        a = B ** 2 - 1.0
+        b = 2.0 * (self.estimate - A * B)
+        c = A ** 2 - self.estimate ** 2
+        lo, hi = np.full(len(a), np.nan), np.full(len(a), np.nan)
         flat = np.abs(a) < 1e-9  # all signs alike: as extreme as the observed for every delta
         lo[flat], hi[flat] = -np.inf, np.inf
         disc = b * b - 4 * a * c
@@ -218,7 +184,7 @@ class SignFlip:
         r1, r2 = (-b[ok] + root) / (2 * a[ok]), (-b[ok] - root) / (2 * a[ok])
         lo[ok], hi[ok] = np.minimum(r1, r2), np.maximum(r1, r2)
         keep = ~np.isnan(lo)
-        lo, hi, pi = lo[keep], hi[keep], self.pi[keep]
+        lo, hi, pi = lo[keep], hi[keep], pi[keep]
         o_lo, o_hi = np.argsort(lo), np.argsort(hi)
         s_lo, c_lo = lo[o_lo], np.cumsum(pi[o_lo])
         s_hi, c_hi = hi[o_hi], np.cumsum(pi[o_hi])
@@ -232,8 +198,7 @@ class SignFlip:
         cand = np.concatenate([lo, hi, [self.estimate]])
         cand = cand[np.isfinite(cand)]
         inside = cand[cover(cand) > alpha + 1e-12]
-        low = float(inside.min()) if len(inside) else self.estimate
-        high = float(inside.max()) if len(inside) else self.estimate
+        low, high = (float(inside.min()), float(inside.max())) if len(inside) else (self.estimate, self.estimate)
         if pi[np.isneginf(lo)].sum() > alpha + 1e-12:
             low = -math.inf
         if pi[np.isposinf(hi)].sum() > alpha + 1e-12:
@@ -263,20 +228,13 @@ def holm_levels(pvalues: Sequence[float], alpha: float = 0.05) -> list[float]:
 def paired_decision(d: Sequence[float], w: Sequence[float], bounds: tuple[float, float] | None,
                     binary: bool = False, single_answers: bool = False,
                     counts: tuple[int, int, int] | None = None, levels: Sequence[float] = (0.05,)) -> dict:
-    """The test and its 95 % interval of a weighted paired difference (:class:`SignFlip`), with its label;
-    ``bounds`` - the range of one value - caps an interval that few clusters leave unbounded, and says so.
-
-    ``counts`` - (answers right under A only, under B only, answers), for binary answers of equal weight - makes
-    the interval the hull of Tango's and Agresti-Min's (metrics/paired.paired_interval; clustered on the effective counts where units hold several
-    answers) instead of the inverted sign-flip test.  ``levels``: the levels the p-value may be judged at (its
-    Holm steps); a Monte Carlo p near one of them is drawn again with more draws (:func:`p_at_zero`)."""
+    """The test of a weighted paired difference (:class:`SignFlip`) with its label, for :func:`decision_interval`;
+    ``bounds`` (the range of one value) caps an interval that few clusters leave unbounded.  ``counts`` (answers
+    right under A only, under B only, answers: binary answers of equal weight) makes the interval
+    metrics/paired's.  ``levels``: the levels the p-value may be judged at (its Holm steps, :func:`p_at_zero`)."""
     sf = SignFlip(d, w, levels=levels)
-    if binary and single_answers:
-        name = "McNemar exact"
-    elif binary:
-        name = "clustered McNemar (sign flips of whole clusters)"
-    else:
-        name = "cluster permutation (sign flips)"
+    name = ("McNemar exact" if binary and single_answers else
+            "clustered McNemar (sign flips of whole clusters)" if binary else "cluster permutation (sign flips)")
     out = {"difference": sf.estimate, "p_value": sf.p_value(0.0), "n_clusters": sf.n_clusters,
            "_engine": sf, "_bounds": bounds, "_counts": counts if binary else None, "_single": single_answers}
     if sf.exact:
@@ -307,13 +265,11 @@ def _agree(lo: float, hi: float, sf: SignFlip, alpha: float) -> tuple[float, flo
 def decision_interval(dec: dict, alpha: float = 0.05) -> tuple[list[float], str | None]:
     """The interval of a :func:`paired_decision` at ``alpha`` (its Holm level) and, when it is a bound, why.
 
-    Binary answers of equal weight get the hull of Tango's and Agresti-Min's intervals (one answer a unit) or its clustered form on the
-    effective counts (several), made to agree with the test (:func:`_agree`).  Otherwise the inverted test, and
-    two cases where it alone would mislead get a labelled bound instead: too few units to reject any difference
-    (the inverted interval is unbounded: the range a difference can take), and every unit with the same
-    difference (the inverted interval collapses to that point: 10 of 10 images right under A and wrong under B
-    do not show that the difference is exactly 1).  Then the Wilson interval of the rescaled difference on the
-    units (as :func:`widen_degenerate` for a mean), still made to hold 0 where the test does not reject."""
+    Binary answers of equal weight: metrics/paired's interval (clustered on the effective counts where units hold
+    several answers), made to agree with the test (:func:`_agree`).  Otherwise the inverted test, with a labelled
+    bound where it alone would mislead: too few units to reject anything (the range a difference can take), and
+    every unit with the same difference (the collapsed point: the Wilson interval of the rescaled difference on
+    the units, still holding 0 where the test does not reject)."""
     from .paired import paired_interval, paired_interval_clustered
 
     sf = dec["_engine"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .._lazy import lazy_module
@@ -30,6 +31,10 @@ def bootstrap_ci(values, statistic: Callable[[np.ndarray], float] | None = None,
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, x.size, size=(n_boot, x.size))
     stats = np.array([statistic(x[i]) for i in idx]) if statistic is not np.mean else x[idx].mean(axis=1)
+    return _percentiles(stats, level)
+
+
+def _percentiles(stats: np.ndarray, level: float) -> tuple[float, float]:
     alpha = (1 - level) / 2
     return (float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha)))
 
@@ -43,27 +48,12 @@ def _strata(values, strata) -> list[np.ndarray]:
     return [x[[i for i, k in enumerate(keys) if k == key]] for key in dict.fromkeys(keys)]
 
 
-def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95,
-                        seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of stratum means (see :func:`mean_of_means`).
-
-    Each resample draws with replacement *within* every stratum, so each
-    stratum keeps its size and weight, as the statistic does.  A stratum's
-    resampled mean is rescaled about its mean by sqrt(n_c / (n_c - 1)) (the
-    rescaled bootstrap of Rao and Wu, 1988): the plain one has the variance
-    of a mean of n_c values times (n_c - 1) / n_c, which with GenCeption's few
-    images per category made 95 % intervals cover 0.75 of the time on the
-    reference world (bench/decisions.py).
-
-    A stratum of one value has no spread of its own to resample (with
-    many one-image categories the intervals covered far less than 95 %, and
-    an interval could have zero width).  Its value is
-    moved by a residual drawn from all the values around their grand mean
-    (rescaled by sqrt(N / (N - 1))): the spread of one image about its
-    category's mean is taken to be at most the spread of all images, between
-    categories included - a conservative borrowing.  Only when every value is
-    equal is the interval of zero width (the caller's Wilson bound then says so).
-    """
+def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of stratum means (:func:`mean_of_means`), resampling within every
+    stratum.  A stratum's resampled mean is rescaled about its mean by sqrt(n_c / (n_c - 1)) (Rao and Wu, 1988):
+    the plain one's variance is (n_c - 1) / n_c too small, which matters at GenCeption's few images a category.
+    A stratum of one value, with no spread of its own, is moved by a residual drawn from all the values around
+    their grand mean (rescaled by sqrt(N / (N - 1))): a conservative borrowing of the spread of all images."""
     groups = _strata(values, strata)
     if not groups:
         return (float("nan"), float("nan"))
@@ -77,20 +67,15 @@ def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95,
                         * (g[rng.integers(0, g.size, size=(n_boot, g.size))].mean(axis=1) - g.mean()))
         else:
             cols.append(g[0] + resid[rng.integers(0, resid.size, size=n_boot)])
-    stats = np.stack(cols, axis=1).mean(axis=1)
-    alpha = (1 - level) / 2
-    return (float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha)))
+    return _percentiles(np.stack(cols, axis=1).mean(axis=1), level)
 
 
 def strata_level(values, strata, level: float = 0.95) -> float:
     """The level at which :func:`bootstrap_ci_strata`'s percentile interval is Hesterberg's expanded percentile
-    interval ("What teachers should know about the bootstrap", 2015, sec. 5) of the mean of stratum means: the
-    Rao-Wu rescaling already gives each stratum's resampled mean its unbiased variance s_c^2 / n_c (the factor
-    sqrt(n/(n-1)) of the expansion), so what is left is the t quantile in place of the normal one: the level
-    1 - 2 Phi(-t_{df, (1 + level)/2}), with df the Welch-Satterthwaite degrees of freedom of
-    sum_c s_c^2 / n_c (a one-image stratum: the spread of all N values it borrows, on N - 1 df).  Without it
-    categories of 2-5 images covered 0.88-0.93 at 6-60 images (bench/interval_coverage.py).  ``level`` itself
-    when no stratum has spread (df undefined)."""
+    interval of the mean of stratum means: Rao-Wu already carries the sqrt(n/(n-1)), so what is left is the t
+    quantile, 1 - 2 Phi(-t_{df, (1 + level)/2}), with df the Welch-Satterthwaite degrees of freedom of
+    sum_c s_c^2 / n_c (a one-image stratum: all N values' spread, on N - 1 df).  ``level`` itself when no
+    stratum has spread."""
     from statistics import NormalDist
 
     from scipy.stats import t
@@ -109,11 +94,8 @@ def strata_level(values, strata, level: float = 0.95) -> float:
 
 
 def mean_of_means(values, strata) -> float:
-    """Mean over strata of the within-stratum mean: every stratum weighs the same, whatever its size.
-
-    GenCeption's overall MMECeption score is this over categories (v1 section 3.1,
-    v2 Tables 2 and 4 "Overall Mean"), not the mean over images.
-    """
+    """Mean over strata of the within-stratum mean, every stratum weighing the same: GenCeption's overall
+    MMECeption score over categories (v1 section 3.1, v2 Tables 2 and 4 "Overall Mean"), not the mean over images."""
     groups = _strata(values, strata)
     if not groups:
         raise ValueError("mean_of_means of no values")
@@ -121,12 +103,8 @@ def mean_of_means(values, strata) -> float:
 
 
 def gc_at(similarities, t: int | None = None) -> float:
-    """GenCeption's GC@T (eq. 3): sum_t t*s(t) / sum_t t over t = 1..T.
-
-    ``similarities`` is [s(1), ..., s(T')]; ``t`` (default T') takes the first
-    t terms.  Fewer than ``t`` terms is an error: an incomplete chain has no
-    GC@t (the authors' code normalised over fewer terms; we do not).
-    """
+    """GenCeption's GC@T (eq. 3): sum_t t*s(t) / sum_t t over t = 1..T, over the first ``t`` (default all) of
+    [s(1), ..., s(T')].  Fewer than ``t`` terms is an error (the authors' code normalised over fewer terms)."""
     s = np.asarray(similarities, dtype=float)
     t = len(s) if t is None else t
     if t < 1 or len(s) < t:
@@ -136,13 +114,8 @@ def gc_at(similarities, t: int | None = None) -> float:
 
 
 def frechet_distance(x: np.ndarray, y: np.ndarray) -> float:
-    """Frechet distance between Gaussians fitted to two feature sets (rows = samples).
-
-    ||mu_x - mu_y||^2 + Tr(C_x + C_y - 2 (C_x C_y)^(1/2)), as in FID.  Written
-    here because our features are already computed (and cached) by whatever
-    encoder the run uses; torchmetrics' FID wants images and a module.  The
-    tests check it against torchmetrics on the same features.
-    """
+    """Frechet distance between Gaussians fitted to two feature sets (rows = samples): ||mu_x - mu_y||^2 +
+    Tr(C_x + C_y - 2 (C_x C_y)^(1/2)), as in FID (torchmetrics' FID wants images and a module; tested against it)."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if x.shape[0] < 2 or y.shape[0] < 2:
@@ -156,33 +129,32 @@ def frechet_distance(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def _trace_sqrt_product(xc: np.ndarray, yc: np.ndarray, k1: int, k2: int) -> float:
-    """Tr((C_x C_y)^(1/2)) for C_x = xc^T xc / k1 and C_y = yc^T yc / k2 (xc, yc centred).
-
-    Written by hand rather than with ``scipy.linalg.sqrtm(C_x @ C_y)``, which costs O(d^3) Schur steps (1.9 s
-    for d = 1280) and is inexact on the singular products that fewer samples than dimensions give.  C_x C_y
-    has real eigenvalues >= 0, and its trace root is the sum of their square roots: with fewer samples than
-    dimensions they are (the nonzero ones) the squared singular values of xc yc^T / sqrt(k1 k2), an
-    n_x x n_y matrix; otherwise those of C_x^(1/2) C_y C_x^(1/2), symmetric (``eigh``)."""
-    n, d = max(xc.shape[0], yc.shape[0]), xc.shape[1]
-    if n < d:
+    """Tr((C_x C_y)^(1/2)) for C_x = xc^T xc / k1 and C_y = yc^T yc / k2 (xc, yc centred), without
+    ``scipy.linalg.sqrtm`` (O(d^3) Schur steps, inexact on singular products).  C_x C_y has real eigenvalues
+    >= 0: with fewer samples than dimensions (the nonzero ones) the squared singular values of
+    xc yc^T / sqrt(k1 k2), an n_x x n_y matrix; otherwise :func:`_trace_root`'s."""
+    if max(xc.shape[0], yc.shape[0]) < xc.shape[1]:
         return float(np.linalg.svd(xc @ yc.T / np.sqrt(k1 * k2), compute_uv=False).sum())
-    c1, c2 = xc.T @ xc / k1, yc.T @ yc / k2
+    return _trace_root(xc.T @ xc / k1, yc.T @ yc / k2)
+
+
+def _trace_root(c1: np.ndarray, c2: np.ndarray) -> float:
+    """Tr((C_1 C_2)^(1/2)): the square roots of the eigenvalues of the symmetric C_1^(1/2) C_2 C_1^(1/2), summed."""
     w, v = np.linalg.eigh(c1)
     root = (v * np.sqrt(np.clip(w, 0.0, None))) @ v.T
-    ev = np.linalg.eigvalsh(root @ c2 @ root)
-    return float(np.sqrt(np.clip(ev, 0.0, None)).sum())
+    return float(np.sqrt(np.clip(np.linalg.eigvalsh(root @ c2 @ root), 0.0, None)).sum())
 
 
+@dataclass(eq=False)  # a set of rows is itself, never equal to another
 class FeatureSet:
     """A set of feature rows, added one at a time, for :func:`frechet_between`: kept as rows while there are no
     more of them than dimensions (the exact few-samples path of :func:`frechet_distance`), as moments (count,
     sum, sum of outer products, float64) beyond - so a million chains cost d x d numbers, not a million rows."""
 
-    def __init__(self) -> None:
-        self.n = 0
-        self.rows: list[np.ndarray] | None = []
-        self.total: np.ndarray | None = None
-        self.outer: np.ndarray | None = None
+    n: int = 0
+    rows: list[np.ndarray] | None = field(default_factory=list)
+    total: np.ndarray | None = None
+    outer: np.ndarray | None = None
 
     @property
     def dim(self) -> int:
@@ -194,21 +166,20 @@ class FeatureSet:
         if self.rows is not None:
             self.rows.append(x)
             if len(self.rows) > x.size:  # more rows than dimensions: moments from now on
-                m = np.array(self.rows)
-                self.total, self.outer, self.rows = m.sum(0), m.T @ m, None
+                (self.total, self.outer), self.rows = self._sums(), None
             return
         self.total += x
         self.outer += np.outer(x, x)
 
     def moments(self) -> tuple[np.ndarray, np.ndarray]:
         """Mean and covariance (divisor n - 1)."""
-        if self.rows is not None:
-            m = np.array(self.rows)
-            total, outer = m.sum(0), m.T @ m
-        else:
-            total, outer = self.total, self.outer
+        total, outer = self._sums() if self.rows is not None else (self.total, self.outer)
         mu = total / self.n
         return mu, (outer - self.n * np.outer(mu, mu)) / (self.n - 1)
+
+    def _sums(self) -> tuple[np.ndarray, np.ndarray]:
+        m = np.array(self.rows)
+        return m.sum(0), m.T @ m
 
 
 def frechet_between(a: FeatureSet, b: FeatureSet) -> float:
@@ -219,11 +190,7 @@ def frechet_between(a: FeatureSet, b: FeatureSet) -> float:
     if a.rows is not None and b.rows is not None:
         return frechet_distance(np.array(a.rows), np.array(b.rows))
     (mu1, c1), (mu2, c2) = a.moments(), b.moments()
-    w, v = np.linalg.eigh(c1)
-    root = (v * np.sqrt(np.clip(w, 0.0, None))) @ v.T
-    ev = np.linalg.eigvalsh(root @ c2 @ root)
-    trace_root = float(np.sqrt(np.clip(ev, 0.0, None)).sum())
-    return max(float(((mu1 - mu2) ** 2).sum() + np.trace(c1) + np.trace(c2) - 2 * trace_root), 0.0)
+    return max(float(((mu1 - mu2) ** 2).sum() + np.trace(c1) + np.trace(c2) - 2 * _trace_root(c1, c2)), 0.0)
 
 
 def correlations(x, y) -> dict[str, float]:
@@ -231,14 +198,10 @@ def correlations(x, y) -> dict[str, float]:
     from scipy import stats
 
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    nan = float("nan")
     out: dict[str, float] = {"n": int(x.size)}
-    for name in ("pearson", "spearman", "kendall"):
-        out[name], out[f"{name}_p"] = nan, nan
-    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:  # undefined for fewer than 3 points or a constant
-        return out
+    defined = x.size >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0  # undefined for fewer than 3 points or a constant
     for name, fn in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr), ("kendall", stats.kendalltau)):
-        res = fn(x, y)
+        res = fn(x, y) if defined else (float("nan"), float("nan"))
         out[name], out[f"{name}_p"] = float(res[0]), float(res[1])
     return out
 
@@ -261,14 +224,9 @@ UNREAD_WARN_SHARE = 0.10
 
 
 def symmetric_accuracy(pairs) -> float:
-    """Share of (case, negated case) pairs answered correctly both times (VHExpansion Def. 3).
-
-    ``pairs`` is an iterable of (correct_original, correct_negated) booleans.
-    """
+    """Share of (correct_original, correct_negated) pairs answered correctly both times (VHExpansion Def. 3)."""
     pairs = list(pairs)
-    if not pairs:
-        return float("nan")
-    return sum(1 for a, b in pairs if a and b) / len(pairs)
+    return sum(1 for a, b in pairs if a and b) / len(pairs) if pairs else float("nan")
 
 
 def iou(a, b) -> float:

@@ -1,14 +1,6 @@
-"""ChEF's cross-scenario columns: the "Avg." of Tables 9 and 10, Table 8's overall calibration score, and the
-seed-variance protocol of section F.
-
-* Each run (one recipe on one scenario) gives its desideratum's columns (:data:`COLUMNS`).
-* "Avg." is the weighted average over scenarios, weighted by the number of items (Tables 9 and 10: "Avg. is
-  the weighted average results on ScienceQA and MMBench").  The paper does not say whether RRM's average is
-  recomputed from averaged accuracies or averaged itself; the caption says every Avg. column is a weighted
-  average, so RRM is averaged like the others.
-* Calibration (Table 8): "the overall score is calculated through 1 - weighted average ECE".
-* Seeds (section F): runs of the same recipe on the same scenario with different seeds give the mean of the
-  desideratum's first column and, per seed, the absolute deviation from that mean.
+"""ChEF's cross-scenario columns (``chef aggregate``; docs/methods.md, "Across scenarios"): the weighted "Avg."
+of Tables 9 and 10 (RRM averaged like the other columns), Table 8's overall calibration score (1 - weighted
+average ECE) and section F's seed variance (the mean of the first column, each seed's absolute deviation).
 """
 
 from __future__ import annotations
@@ -18,19 +10,26 @@ from typing import Any
 
 from ...core.files import InputFileError, read_results
 
+
+def _at(*path: str) -> Any:
+    """What reads results.json's metrics at ``path`` (None where a step is missing)."""
+    def read(m: dict[str, Any]) -> Any:
+        for key in path:
+            m = (m or {}).get(key)
+        return m
+    return read
+
+
 # desideratum -> [(column, how to read it from results.json's metrics)]
 COLUMNS: dict[str, list[tuple[str, Any]]] = {
-    "calibration": [("accuracy", lambda m: m.get("accuracy")), ("ece", lambda m: m.get("ece"))],
-    "instruction_following": [("acc", lambda m: (m["settings"].get("original") or {}).get("accuracy")),
-                              ("acc_vm", lambda m: m.get("acc_vm")), ("mr", lambda m: m.get("mr_weighted"))],
-    "robustness": [("acc", lambda m: (m["settings"].get("original") or {}).get("accuracy")),
-                   ("acc_crp", lambda m: (m["settings"].get("corrupt:both") or {}).get("accuracy")),
-                   ("rrm", lambda m: (m.get("rrm") or {}).get("both"))],
-    "icl": [("riam", lambda m: m.get("riam")),
-            ("acc_0shot", lambda m: (m["settings"].get("shots=0") or {}).get("accuracy"))],
-    "hallucination": [("accuracy", lambda m: (m.get("pope") or {}).get("accuracy")),
-                      ("f1", lambda m: (m.get("pope") or {}).get("f1"))],
-    "language": [("score", lambda m: (m.get("language") or {}).get("score"))],
+    "calibration": [("accuracy", _at("accuracy")), ("ece", _at("ece"))],
+    "instruction_following": [("acc", _at("settings", "original", "accuracy")), ("acc_vm", _at("acc_vm")),
+                              ("mr", _at("mr_weighted"))],
+    "robustness": [("acc", _at("settings", "original", "accuracy")),
+                   ("acc_crp", _at("settings", "corrupt:both", "accuracy")), ("rrm", _at("rrm", "both"))],
+    "icl": [("riam", _at("riam")), ("acc_0shot", _at("settings", "shots=0", "accuracy"))],
+    "hallucination": [("accuracy", _at("pope", "accuracy")), ("f1", _at("pope", "f1"))],
+    "language": [("score", _at("language", "score"))],
     # a turn scenario's own accuracy where it has one (Omnibenchmark's WeightedACC, VOC2012's grounding)
     "accuracy": [("accuracy", lambda m: m[_turn_metric(m)] if _turn_metric(m) in m
                   else next(iter(m["settings"].values()), {}).get("accuracy"))],
@@ -50,8 +49,12 @@ def _load(folder: Path) -> dict[str, Any]:
     return res
 
 
+def _task_spec(res: dict[str, Any]) -> dict[str, Any]:
+    return (res.get("spec") or {}).get("task_spec") or {}
+
+
 def _scenario(res: dict[str, Any]) -> str:
-    ts = (res.get("spec") or {}).get("task_spec") or {}
+    ts = _task_spec(res)
     recipe = ts.get("recipe") or {}
     kind = ((recipe.get("scenario") or {}).get("type")) or "?"
     data = ts.get("data") or (recipe.get("scenario") or {}).get("path")
@@ -75,7 +78,7 @@ def aggregate(runs: list[str | Path]) -> dict[str, Any]:
     desideratum = kinds.pop()
     from ...core.spec import identity_of
 
-    models = {identity_of(str(((res.get("spec") or {}).get("task_spec") or {}).get("vlm"))) for _, res in loaded}
+    models = {identity_of(str(_task_spec(res).get("vlm"))) for _, res in loaded}
     if len(models) != 1:
         raise InputFileError(f"the runs are of different models ({', '.join(sorted(models))}); aggregate one "
                              "model's runs at a time")
@@ -83,9 +86,9 @@ def aggregate(runs: list[str | Path]) -> dict[str, Any]:
     rows = []
     for folder, res in loaded:
         m = res["metrics"]
+        seed = _task_spec(res).get("seed", (res.get("spec") or {}).get("seed"))
         row: dict[str, Any] = {"run": str(folder), "scenario": _scenario(res), "recipe": m.get("recipe"),
-                               "seed": ((res.get("spec") or {}).get("task_spec") or {}).get(
-                                   "seed", (res.get("spec") or {}).get("seed")), "n": m.get("n") or 0}
+                               "seed": seed, "n": m.get("n") or 0}
         for name, read in columns:
             try:
                 row[name] = read(m)
@@ -93,8 +96,8 @@ def aggregate(runs: list[str | Path]) -> dict[str, Any]:
                 row[name] = None
         rows.append(row)
     avg = {name: _weighted(rows, name) for name, _ in columns}
-    out: dict[str, Any] = {"desideratum": desideratum, "model": models.pop(), "columns": [c for c, _ in columns], "rows": rows,
-                           "avg": {**avg, "n": sum(r["n"] for r in rows)}}
+    out: dict[str, Any] = {"desideratum": desideratum, "model": models.pop(), "columns": [c for c, _ in columns],
+                           "rows": rows, "avg": {**avg, "n": sum(r["n"] for r in rows)}}
     if desideratum == "calibration" and avg.get("ece") is not None:
         out["overall"] = 1 - avg["ece"]  # Table 8
     # section F: the same recipe and scenario under several seeds

@@ -1,14 +1,6 @@
-"""A ChEF run's headline with its 95 % interval: which figure leads each desideratum and how its
-interval is made.
-
-The sampled unit is the item's image: its settings, ICE draws and (POPE) its questions move together.
-Proportions (accuracy, POPE accuracy, VanillaEval) use the clustered Wilson interval, which never has zero width;
-the ratios and composite scores (RRM, RIAM, match ratio, 1 - ECE, the turn scenarios' metrics, the judge's score)
-use a cluster bootstrap that recomputes the figure from the resampled items with the same functions as the run,
-read as Hesterberg's expanded percentile interval on the number of images (bench/interval_coverage.py measures
-it against the plain percentile one); a figure bounded in [0, 1] on 5 images or fewer gets
-the Wilson bound on the images instead, labelled (as CAST's cells); RRM on fewer than 15 images, where its
-bootstrap covered 0.73-0.88, a labelled conservative bound from both accuracies' intervals (:func:`rrm_bound`).
+"""A ChEF run's headline with its 95 % interval: which figure leads each desideratum and how its interval is made
+(docs/methods.md, "Every method").  The sampled unit is the item's image: its settings, ICE draws and (POPE) its
+questions move together.
 """
 
 from __future__ import annotations
@@ -17,11 +9,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...metrics.decisions import (expanded_percentile, headline_entry, krippendorff_alpha_interval,
+from ...metrics.decisions import (cluster_bootstrap_groups, headline_entry, krippendorff_alpha_interval,
                                  too_few_units, widen_degenerate, wilson_clustered)
 from ...metrics.measured import not_measured, share_headline, unread_reason
 from . import metrics as M
 from .items import Items, first_appearance, unit_counts
+from .turns import summarize_turns
 
 UNIT = "item (its image)"
 _NAMES = {"weighted_accuracy": "WeightedACC", "grounding_accuracy": "grounding accuracy (mAP@0.5)"}
@@ -29,30 +22,11 @@ _NAMES = {"weighted_accuracy": "WeightedACC", "grounding_accuracy": "grounding a
 
 def _cluster_bootstrap(it: Items, statistic: Callable[[Items], float | None], seed: int, n_boot: int = 1000,
                        alpha: float = 0.05) -> tuple[list[float] | None, int]:
-    """metrics.decisions.cluster_bootstrap on columns: each resample draws whole units (the same draws, in the
-    same order, as the list-based function) and ``statistic`` recomputes the figure from the drawn items; the
-    expanded percentile interval on the number of units, as there."""
+    """metrics.decisions.cluster_bootstrap on columns: the same draws of whole units, in the same order."""
     order = first_appearance(it.units)
     number = np.empty(int(it.units.max()) + 1 if len(it.units) else 0, dtype=np.int64)
     number[order] = np.arange(len(order))
-    group = number[it.units]  # each item's unit, numbered by first appearance
-    members = np.argsort(group, kind="stable")  # items unit by unit, in their order within the unit
-    sizes = np.bincount(group)
-    starts = np.cumsum(sizes) - sizes
-    if len(sizes) < 2:
-        return None, 0
-    rng = np.random.default_rng(seed)
-    vals = []
-    for _ in range(n_boot):
-        draw = rng.integers(0, len(sizes), size=len(sizes))
-        lens = sizes[draw]
-        pos = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens) + np.repeat(starts[draw], lens)
-        v = statistic(it.take(members[pos]))
-        if v is not None and np.isfinite(v):
-            vals.append(float(v))
-    if not vals:
-        return None, 0
-    return expanded_percentile(np.asarray(vals), len(sizes), alpha), len(vals)
+    return cluster_bootstrap_groups(number[it.units], lambda idx: statistic(it.take(idx)), n_boot, seed, alpha)
 
 
 def _boot(it: Items, name: str, value: float | None, statistic: Callable, seed: int,
@@ -61,9 +35,8 @@ def _boot(it: Items, name: str, value: float | None, statistic: Callable, seed: 
     item perfect) becomes the Wilson bound on the number of images (metrics/decisions.widen_degenerate)."""
     ci, n_ok = _cluster_bootstrap(it, statistic, seed)
     n_units = len(np.unique(it.units))
-    widened = False
-    if bounded:  # too few images, or every resample the same: the bound on the images, as CAST's cells
-        ci, widened = widen_degenerate(ci, value, n_units, few=True)
+    # bounded: too few images, or every resample the same, give the bound on the images, as CAST's cells
+    ci, widened = widen_degenerate(ci, value, n_units, few=True) if bounded else (ci, False)
     if widened:
         method = (f"{'clopper-pearson' if n_units < 2 else 'wilson'} bound on the {n_units} image(s) as units "
                   "(too few images for a bootstrap: fewer units than any test needs to reject anything)"
@@ -98,9 +71,7 @@ def _rrm_both(it: Items) -> float | None:
     return None if orig == rand else M.rrm(orig, _accuracy(it, "corrupt:both"), rand)
 
 
-#: below this many images RRM gets the bound of :func:`rrm_bound`, not the bootstrap (bench/interval_coverage.py,
-#: 200 datasets a cell: the bootstrap covered 0.74 / 0.88 / 0.925 / 0.96 / 0.965 at 6 / 10 / 12 / 14 / 15 images of
-#: one item, 0.895 / 0.945 / 0.95 / 0.94 / 0.96 with 4 items an image)
+#: below this many images RRM gets the bound of :func:`rrm_bound`, where its bootstrap undercovers (docs/world.md)
 RRM_BOUND_BELOW = 15
 
 
@@ -136,13 +107,9 @@ def rrm_headline(it: Items, value: float | None, seed: int, boot: Callable | Non
 
 
 def _mr_weighted(it: Items) -> float:
+    """MR over the verbalizer groups weighted by their number of verbalizers: the mean over every verbalizer."""
     base = it.cols["original"]["pred"]
-    groups: dict[str, list[float]] = {}
-    for name in it.names:
-        if name not in ("original", "blind"):
-            groups.setdefault(name.split(":")[0], []).append(float(np.mean(base == it.cols[name]["pred"])))
-    weights = {g: len(v) for g, v in groups.items()}
-    return float(sum(np.mean(v) * weights[g] for g, v in groups.items()) / sum(weights.values()))
+    return float(np.mean([np.mean(base == it.cols[n]["pred"]) for n in it.names if n not in ("original", "blind")]))
 
 
 def _unread(out: dict[str, Any], names: list[str]) -> str | None:
@@ -161,18 +128,14 @@ def _chance(out: dict[str, Any], setting: str, figure: str) -> str | None:
 
 
 def _why(*reasons: str | None) -> str | None:
-    found = [r for r in reasons if r]
-    return "; and ".join(found) if found else None
+    return "; and ".join(filter(None, reasons)) or None
 
 
 def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], desideratum: str, n_bins: int,
                   turn_task: str | None, seed: int = 0) -> dict[str, Any] | None:
-    """The headline entry of a ChEF run from its items (columns, or the item results) and its summary ``out``
-    (see the module docstring); the figure and its name are the ones :func:`vlmcheck.methods.headline.headline`
-    reads.  Where the headline is defined is decided here, once: RRM and RIAM only where the accuracy they divide
-    by is above chance, and every figure made from parsed answers only where the parser read at least
-    ``metrics.measured.READ_FLOOR`` of them in each setting it is made of; otherwise the entry is
-    ``metrics.measured.not_measured`` with the reason."""
+    """The headline entry of a ChEF run from its items (columns, or the item results) and its summary ``out``.
+    Where it is measured is decided here, once: RRM and RIAM only where the accuracy they divide by is above
+    chance, a figure of parsed answers only where the parser read ``READ_FLOOR`` of them in each of its settings."""
     it = res if isinstance(res, Items) else Items.of(res) if res else None
     if it is None or not len(it):
         return None
@@ -180,8 +143,6 @@ def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], deside
     names = list(out.get("settings") or {})
     turn_key = out.get("turn_metric")
     if turn_key in out:  # Omnibenchmark, VOC2012
-        from .turns import summarize_turns
-
         def turns_stat(sub: Items) -> float | None:
             return summarize_turns(sub.turns or [], turn_task or "")[turn_key]
 
@@ -242,10 +203,8 @@ def blank_unmeasured(out: dict[str, Any]) -> None:
 
 
 def judge_agreement(judged: list[dict[str, Any]]) -> dict[str, Any]:
-    """How far the judge's sampled judgements of one answer agree (ChEF E.4 averages 5 of them per item): their
-    spread (mean over items of the standard deviation of an item's scores) and Krippendorff's alpha (interval)
-    over items; with a second judge, judge-to-judge agreement on the item means (Spearman's rho, mean absolute
-    difference, alpha)."""
+    """How far the judge's sampled judgements of one answer agree (ChEF E.4 averages 5 an item): their spread and
+    Krippendorff's alpha (interval) over items; with a second judge, judge-to-judge agreement on the item means."""
     out: dict[str, Any] = {}
     many = [j["scores"] for j in judged if len(j.get("scores") or []) >= 2]
     if many:

@@ -1,20 +1,6 @@
-"""ChEF's Inferencers (supplementary B.3): how the model's answer to one question is obtained.
-
-The Scenario and the Instruction (``task.py``) make an :class:`Ask` - the in-context turns, the image, the
-question with its options, the answer pool as scored continuations, and how a generated answer is read; an
-Inferencer puts it to the model:
-
-1. :class:`Direct` - greedy generation, the answer read by the scenario's parser;
-2. :class:`CoT` - "Let's think step by step", the rationale, then the answer after it;
-3. :class:`PPL` - the likelihood of each member of the answer pool; the argmax is the answer and the softmax of
-   the scores its confidence (:func:`ppl_choice`);
-4. Multi-Turn - :class:`CoTPPL` (CoT in the first turn, PPL in the second: Table 7's recipe for every
-   desideratum but hallucination) and :class:`MultiTurnPPL` (each turn a PPL question: the turn scenarios of
-   Table 5, :mod:`.turns`).
-
-PPL needs the model's likelihoods (the ``loglikelihood`` capability); Direct and CoT only generation, at a cost
-to fidelity: no confidence (so no calibration), and an answer the parser cannot read counts as wrong (its share
-is reported per setting).
+"""ChEF's Inferencers (supplementary B.3; docs/methods.md, "Inferencers"): how the model's answer to one question
+is obtained.  The task makes an :class:`Ask` - the in-context turns, the image, the question, the answer pool as
+scored continuations, how a generated answer is read - and an Inferencer puts it to the model.
 """
 
 from __future__ import annotations
@@ -60,10 +46,6 @@ class Ask:
         return self.history + [Message.user(*self.parts, self.query + suffix)]
 
 
-async def _generate(vlm: Any, messages: list[Message], cfg: GenerationConfig) -> str:
-    return (await vlm.generate(messages, cfg, template=TEMPLATE_VERSION)).text
-
-
 async def _answer(vlm: Any, messages: list[Message], cfg: GenerationConfig) -> tuple[str, bool]:
     """A generated answer and whether it stopped at the token limit (what an unread answer's hint says)."""
     gen = await vlm.generate(messages, cfg, template=TEMPLATE_VERSION)
@@ -73,7 +55,7 @@ async def _answer(vlm: Any, messages: list[Message], cfg: GenerationConfig) -> t
 async def _think(vlm: Any, ask: Ask) -> tuple[str, list[Message]]:
     """CoT's first turn: the rationale, and the conversation that asks for the answer after it."""
     messages = ask.first_turn("\n" + COT_PROMPT)
-    rationale = await _generate(vlm, messages, ask.think_config)
+    rationale, _ = await _answer(vlm, messages, ask.think_config)
     return rationale, messages + [Message.assistant(rationale), Message.user(ask.then)]
 
 

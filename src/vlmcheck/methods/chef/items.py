@@ -1,20 +1,13 @@
-"""ChEF's item results as columns: what its summary and headline read of each finished item.
-
-Per item: its unit (the image, else the item id), its number of options, its MMBench group and whether it is
-rotation 0, and per setting whether it was right, whether an option was extracted (and by the rule) or the
-answer left unread, the
-predicted option (as a code: equal codes are equal predictions), the confidence, and whether the answer is
-option 0 (POPE's "yes").  About 20 bytes a setting and 30 an item, against 2-11 kB for a record in memory; the
-turn scenarios keep each item's turns and the language desideratum its judgements (both without free text),
-which their metrics read whole.
-
-Built by :class:`ItemsBuilder` one record at a time; :meth:`Items.take` gives a resample (the cluster
-bootstrap of methods/chef/headline.py), :meth:`Items.concat` the repeats pooled.
+"""ChEF's item results as columns: what its summary and headline read of each finished item (about 20 bytes a
+setting and 30 an item, against 2-11 kB for a record).  The turn scenarios keep each item's turns and the language
+desideratum its judgements (without free text), which their metrics read whole.
 """
 
 from __future__ import annotations
 
+import re
 from array import array
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -77,8 +70,7 @@ class Items:
         return Items(cat(lambda p: p.units), first.labels, cat(lambda p: p.n_options), first.names,
                      {n: {k: cat(lambda p: p.cols[n][k]) for k in c} for n, c in first.cols.items()}, first.pred0,
                      cat(lambda p: p.group), cat(lambda p: p.rot0), set().union(*(p.requests for p in parts)),
-                     joined(lambda p: p.turns), joined(lambda p: p.judge),
-                     _merged([p.unread_seen for p in parts]))
+                     joined(lambda p: p.turns), joined(lambda p: p.judge), _merged([p.unread_seen for p in parts]))
 
     @classmethod
     def of(cls, results: list[dict[str, Any]]) -> Items:
@@ -92,8 +84,6 @@ class Items:
 
 def opening(text: Any, words: int = 3) -> str:
     """An answer's first words, lower case, without punctuation: what unread answers have in common."""
-    import re
-
     return " ".join(re.findall(r"[\w']+", str(text or "").lower())[:words]) or "(empty)"
 
 
@@ -101,10 +91,9 @@ def _merged(parts: Sequence[dict[str, dict[str, Any]]]) -> dict[str, dict[str, A
     out: dict[str, dict[str, Any]] = {}
     for part in parts:
         for name, seen in part.items():
-            o = out.setdefault(name, {"openings": {}, "cut": 0})
+            o = out.setdefault(name, {"openings": Counter(), "cut": 0})
             o["cut"] += seen["cut"]
-            for k, v in seen["openings"].items():
-                o["openings"][k] = o["openings"].get(k, 0) + v
+            o["openings"].update(seen["openings"])
     return out
 
 
@@ -153,9 +142,8 @@ class ItemsBuilder:
             unread = bool(x.get("unread", not x.get("extracted", False)))  # unread: a generated answer
             c["unread"].append(unread)
             if unread and "answer_text" in x:
-                seen = self.unread_seen.setdefault(name, {"openings": {}, "cut": 0})
-                key = opening(x["answer_text"])
-                seen["openings"][key] = seen["openings"].get(key, 0) + 1
+                seen = self.unread_seen.setdefault(name, {"openings": Counter(), "cut": 0})
+                seen["openings"][opening(x["answer_text"])] += 1
                 seen["cut"] += bool(x.get("cut"))
             c["pred"].append(self._code(x.get("pred")))
             conf = x.get("confidence")

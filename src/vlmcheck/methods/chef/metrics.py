@@ -1,11 +1,9 @@
-"""ChEF's desiderata metrics (supplementary sections C.1-C.6), from per-item outcomes.
-
-All functions are pure and tested against hand-computed values.
-"""
+"""ChEF's desiderata metrics (supplementary sections C.1-C.6), from per-item outcomes."""
 
 from __future__ import annotations
 
 import re
+from itertools import takewhile
 
 import numpy as np
 
@@ -29,17 +27,9 @@ def ece_equal_count(confidences, correct, n_bins: int = 10) -> dict:
     if n == 0:
         return {"ece": float("nan"), "bins": []}
     order = np.argsort(conf, kind="stable")
-    base, extra = divmod(n, n_bins)
-    bins, start, ece = [], 0, 0.0
-    for b in range(n_bins):
-        size = base + (1 if b < extra else 0)
-        if size == 0:
-            continue
-        idx = order[start:start + size]
-        start += size
-        c, a = float(conf[idx].mean()), float(acc[idx].mean())
-        ece += size * abs(c - a) / n
-        bins.append({"n": int(size), "confidence": c, "accuracy": a})
+    bins = [{"n": int(idx.size), "confidence": float(conf[idx].mean()), "accuracy": float(acc[idx].mean())}
+            for idx in np.array_split(order, n_bins) if idx.size]
+    ece = sum(b["n"] * abs(b["confidence"] - b["accuracy"]) / n for b in bins)
     return {"ece": float(ece), "bins": bins}
 
 
@@ -81,38 +71,18 @@ def parse_judge_score(text: str) -> int | None:
     return v if 0 <= v <= 10 else None
 
 
-# ----------------------------------------------------------------------------- multi-turn scenarios (Table 5)
-
-
-def hierarchy_depth(level_correct) -> int:
-    """How many levels of a category chain are right before the first wrong one, from the coarsest."""
-    depth = 0
-    for ok in level_correct:
-        if not ok:
-            break
-        depth += 1
-    return depth
-
-
 def weighted_accuracy(chains) -> float:
     """Omnibenchmark's WeightedACC (ChEF D.2): mean over items of depth / chain length, where depth counts
     the levels answered right from the coarsest down to the first mistake (the authors' multi-turn PPL
     metric: a wrong level ends the credit, however the finer levels went)."""
     chains = [list(c) for c in chains]
-    return float(np.mean([hierarchy_depth(c) / len(c) for c in chains])) if chains else float("nan")
+    return float(np.mean([len(list(takewhile(bool, c))) / len(c) for c in chains])) if chains else float("nan")
 
 
 def detection_scores(items, threshold: float = 0.5) -> dict:
-    """VOC2012 multi-turn PPL scores (the authors' ``Detection.ppl_metric``).
-
-    ``items``: per image, ``{"categories": [(gt_label, predicted_label)], "boxes": [(label, predicted_box)],
-    "gt": [(label, box)]}``.  A category turn is right when its prediction is one of the image's labels;
-    a box turn counts only for a label some category turn got right, and is right when the predicted box
-    overlaps a ground-truth box of that label with IoU above ``threshold``.
-
-    classification_acc = right category turns / category turns; grounding_acc (= mAP) = right box turns /
-    counted box turns; mAR = right box turns / ground-truth objects.
-    """
+    """VOC2012 multi-turn PPL scores as the authors' ``Detection.ppl_metric`` (docs/methods.md, "VOC2012
+    detection"); ``items``: per image, ``{"categories": [(gt_label, predicted_label)], "boxes": [(label,
+    predicted_box)], "gt": [(label, box)]}``.  A box turn counts only for a label some category turn got right."""
     cls_right = cls_n = box_right = box_n = n_gt = 0
     for it in items:
         labels = {lab for lab, _ in it["gt"]}

@@ -55,8 +55,7 @@ JUDGE_SYSTEM = (
 
 
 class _Strict(BaseModel):
-    """A part of a recipe: a key it does not know is refused, naming it (before, ``metrc:`` or ``n_bin:`` was
-    dropped silently and the run used the defaults)."""
+    """A part of a recipe: a key it does not know (``metrc:``) is refused, naming it, never dropped silently."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -128,8 +127,7 @@ class Recipe(_Strict):
     def from_yaml(cls, path: str | Path) -> "Recipe":
         from ...core.files import read_yaml_mapping
 
-        data = read_yaml_mapping(path, "recipe", "name, scenario, ...")
-        return cls.model_validate(data)
+        return cls.model_validate(read_yaml_mapping(path, "recipe", "name, scenario, ..."))
 
 
 def usable_inferencers(recipe: "Recipe") -> list[str]:
@@ -176,9 +174,6 @@ def resolve_recipe(name_or_path: str) -> Recipe:
     if name_or_path in shipped:
         return Recipe.from_yaml(shipped[name_or_path])
     raise FileNotFoundError(f"no recipe file or shipped recipe {name_or_path!r}; shipped: {', '.join(shipped)}")
-
-
-# ----------------------------------------------------------------------------- prompts and extraction
 
 
 def format_query(question: str, options: list[str], labels: list[str]) -> str:

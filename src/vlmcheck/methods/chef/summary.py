@@ -1,16 +1,11 @@
-"""A ChEF run's summary (the ``metrics`` of results.json) from its items' columns (methods/chef/items.py).
-
-The inferencer that produced the numbers (and what it gives up against the recipe's default).  Per setting: accuracy
-with its clustered interval, the match ratios, the answers the parser could not read (a warning above
-:data:`UNREAD_WARN`); then the desideratum's metric (supplementary
-C.1-C.6): 1 - ECE for calibration, RIAM for in-context learning, match ratio and Acc_vm for instruction
-following, RRM for robustness, POPE's metrics for hallucination, the judge's score for language; MMBench's
-CircularEval and VanillaEval; the turn scenarios' metrics; the blind control; the headline with its interval.
-:class:`ChefSummary` folds a run's records one at a time; with repeats, each repeat's headline and the pooled one.
+"""A ChEF run's summary (the ``metrics`` of results.json) from its items' columns (``items.py``): per setting
+accuracy with its interval, match ratios and unread answers; the desideratum's metric (supplementary C.1-C.6);
+MMBench's CircularEval and VanillaEval; the turn scenarios' metrics; the blind control; the headline.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -21,8 +16,11 @@ from ...metrics.decisions import proportion_interval_counts
 from ..blind import blind_block_sums
 from ..repeats import spread
 from . import metrics as M
-from .headline import UNIT, blank_unmeasured, chef_headline, judge_agreement
+from .headline import UNIT, _mr_weighted, blank_unmeasured, chef_headline, judge_agreement
+from .inferencers import INFERENCERS
 from .items import Items, ItemsBuilder, primary_setting, unit_counts
+from .recipe import POOL_OF_SCENARIO
+from .turns import summarize_turns
 
 
 def _mean(x: np.ndarray) -> float:
@@ -36,41 +34,32 @@ UNREAD_WARN = 0.10
 
 def _inferencer_note(recipe: Any, used: str) -> str | None:
     """What a run gives up when its inferencer is not the recipe's (the paper's) default."""
-    from .inferencers import INFERENCERS
-
     default = recipe.inferencer.type
     if used == default:
         return None
-
     cost = (" - generated answers read by a parser: no confidence, and an answer it cannot read counts as wrong"
             if INFERENCERS[used].generates_answer and not INFERENCERS[default].generates_answer else "")
     return f"the {used} inferencer instead of the recipe's {default}{cost}"
 
 
-def _unread_warning(per: dict[str, Any], yes_no: bool, seen: dict[str, dict[str, Any]] | None = None,
-                    extractor: str | None = None) -> str | None:
+def _unread_warning(per: dict[str, Any], yes_no: bool, seen: dict[str, dict[str, Any]],
+                    extractor: str | None) -> str | None:
+    """The warning where the parser could not read over ``UNREAD_WARN`` of a setting's answers, with what the
+    unread answers have in common (their most common first words) and what would read them."""
     high = {n: v["unread_share"] for n, v in per.items() if v["unread_share"] > UNREAD_WARN}
     if not high:
         return None
     listing = ", ".join(f"{n} {v:.0%}" for n, v in high.items())
     counted = "as POPE's default, yes" if yes_no else "as wrong"
-    text = (f"the parser could not read over {UNREAD_WARN:.0%} of the answers ({listing}); they count {counted}, "
-            "so the accuracy says as much about the answer format as about the model")
-    return text + _unread_hint(high, yes_no, seen or {}, extractor)
-
-
-def _unread_hint(high: dict[str, float], yes_no: bool, seen: dict[str, dict[str, Any]],
-                 extractor: str | None) -> str:
-    """What the unread answers have in common (their most common first words) and what would read them."""
-    openings: dict[str, int] = {}
-    cut = unread = 0
+    out = (f"the parser could not read over {UNREAD_WARN:.0%} of the answers ({listing}); they count {counted}, "
+           "so the accuracy says as much about the answer format as about the model")
+    openings: Counter[str] = Counter()
+    cut = 0
     for name in high:
         s = seen.get(name) or {}
         cut += s.get("cut", 0)
-        for k, v in (s.get("openings") or {}).items():
-            openings[k] = openings.get(k, 0) + v
-            unread += v
-    out = ""
+        openings.update(s.get("openings") or {})
+    unread = sum(openings.values())
     if openings:
         top = sorted(openings.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         out += "; they most often begin " + ", ".join(f"'{k}' ({n} of {unread})" for k, n in top)
@@ -93,8 +82,6 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
                     inferencer: str | None = None) -> dict[str, Any]:
     d = recipe.desideratum
     used = inferencer or recipe.inferencer.type
-    from .inferencers import INFERENCERS
-
     out: dict[str, Any] = {"recipe": recipe.name, "desideratum": d, "inferencer": used,
                            "answers_generated": INFERENCERS[used].generates_answer, "n": len(it)}
     note = _inferencer_note(recipe, used)
@@ -111,8 +98,6 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
         per[name] = {"accuracy": _mean(c["correct"]), "accuracy_ci95": ci, "interval": how,
                      "match_ratio": _mean(c["extracted"]), "match_ratio_rule": _mean(c["rule"]),
                      "unread": int(c["unread"].sum()), "unread_share": _mean(c["unread"])}
-    from .recipe import POOL_OF_SCENARIO
-
     warning = _unread_warning(per, POOL_OF_SCENARIO.get(recipe.scenario.type) == "yesno", it.unread_seen,
                               recipe.metric.extractor)
     if warning:
@@ -135,8 +120,6 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
         out["vanilla_accuracy"] = _mean(right[it.rot0])
     first = it.primary
     if turn_task:
-        from .turns import summarize_turns
-
         out.update(summarize_turns(it.turns or [], turn_task))
     c = it.cols[first]
     if d == "calibration" and not c["has_conf"].any():  # a generation inferencer: answers without confidence
@@ -145,8 +128,7 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
                                     "ppl or cot_ppl, does)")
     elif d == "calibration":
         cal = M.ece_equal_count(c["conf"][c["has_conf"]], c["correct"][c["has_conf"]], recipe.metric.n_bins)
-        out.update(ece=cal["ece"], overall=1 - cal["ece"], reliability=cal["bins"],
-                   accuracy=per[first]["accuracy"])
+        out.update(ece=cal["ece"], overall=1 - cal["ece"], reliability=cal["bins"], accuracy=per[first]["accuracy"])
     elif d == "icl" or recipe.instruction.type == "ice":
         shots = {int(k.split("=")[1]): v["accuracy"] for k, v in per.items()}
         if 0 in shots and len(shots) > 1:
@@ -155,17 +137,12 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
             out["riam"] = M.riam(shots[0], icl, acc_random) if shots[0] > acc_random else None
     elif d == "instruction_following":
         base = it.cols["original"]["pred"]
-        mr: dict[str, Any] = {}
-        weights: dict[str, int] = {}
+        mr: dict[str, list[float]] = {}
         for name in per:
-            if name == "original":
-                continue
-            group = name.split(":")[0]
-            mr.setdefault(group, []).append(_mean(base == it.cols[name]["pred"]))
-            weights[group] = weights.get(group, 0) + 1
+            if name != "original":
+                mr.setdefault(name.split(":")[0], []).append(_mean(base == it.cols[name]["pred"]))
         out["match_ratio"] = {g: float(np.mean(v)) for g, v in mr.items()}
-        total = sum(weights.values())
-        out["mr_weighted"] = float(sum(np.mean(v) * weights[g] for g, v in mr.items()) / total)
+        out["mr_weighted"] = _mr_weighted(it)  # each group weighted by its verbalizers: their plain mean
         out["acc_vm"] = float(np.mean([per[n]["accuracy"] for n in per if n != "original"]))
     elif d == "robustness":
         orig = per["original"]["accuracy"]
@@ -179,11 +156,7 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
     elif d == "language":
         judges = it.judge or []
         judged = [j for j in judges if j.get("mean") is not None]
-        skipped: dict[str, int] = {}
-        for j in judges:
-            why = j.get("skipped")
-            if why:
-                skipped[why] = skipped.get(why, 0) + 1
+        skipped = dict(Counter(j["skipped"] for j in judges if j.get("skipped")))
         out["language"] = {"score": float(np.mean([j["mean"] for j in judged])) if judged else None,
                            "judged": len(judged), "skipped": skipped, **judge_agreement(judged)}
     out["headline"] = chef_headline(it, out, d, recipe.metric.n_bins, turn_task, seed)
@@ -220,33 +193,26 @@ class ChefSummary:
         units, codes, groups = Units(), {}, Units()
         self.tables = [ItemsBuilder(keep_turns=bool(turn_task), keep_judge=recipe.desideratum == "language",
                                     units=units, codes=codes, groups=groups) for _ in range(repeats)]
-
         self.official = Tally()
 
     def add(self, rec: dict[str, Any]) -> None:
         r = rec["result"]
         self.tables[0].add(r)
-        self._official(rec)
+        if (got := official_answer(rec)) is not None:
+            self.official.add(*got)
         for k, again in enumerate(r.get("repeats", ())[:self.repeats - 1], start=1):
             self.tables[k].add(again)
 
-    def _official(self, rec: dict[str, Any]) -> None:
-        got = official_answer(rec)
-        if got is not None:
-            self.official.add(*got)
-
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         tables = [b.items() for b in self.tables]
-        out = summarize_items(tables[0], self.recipe, self.turn_task, self.seed, self.inferencer)
-        official = self.official.result()
-        if official is not None:
+        summary = lambda it: summarize_items(it, self.recipe, self.turn_task, self.seed, self.inferencer)  # noqa: E731
+        out = summary(tables[0])
+        if (official := self.official.result()) is not None:
             out["official"] = official
         if self.repeats > 1 and len(tables[0]):  # the headline per repeat beside; the headline pools each item's
-            per = [summarize_items(t, self.recipe, self.turn_task, self.seed, self.inferencer).get("headline") or {}
-                   for t in tables]
+            per = [summary(t).get("headline") or {} for t in tables]
             out["repeats"] = spread([h.get("value") for h in per], self.temperature)
-            head = summarize_items(Items.concat([t for t in tables if len(t)]), self.recipe, self.turn_task,
-                                   self.seed, self.inferencer).get("headline")
+            head = summary(Items.concat([t for t in tables if len(t)])).get("headline")
             if head and head.get("interval") is not None:
                 out["headline"] = {**head, "interval": {**head["interval"], "repeats": self.repeats}}
             elif head:  # not measured over the pooled repeats: said, and its figure blanked

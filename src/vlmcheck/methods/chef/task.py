@@ -1,28 +1,6 @@
-"""ChEF recipes: Scenario + Instruction + Inferencer + Metric, and the six desiderata.
-
-Why this module is long: one task builds every desideratum's settings for one item, which share its image, its
-in-context examples and its inferencer; the rest of ChEF is in its own modules (named below).
-
-One task asks every inferencer under every desideratum's settings, and those share the item, its image and
-its in-context examples; the recipe, the scenarios, the turn scenarios, the metrics and the summary
-(``summary.py`` over the item columns of ``items.py``) are in their own modules.
-
-A :class:`Recipe` (YAML, validated by pydantic) names a scenario loader, an instruction (standard query, query
-pool, or in-context examples), an inferencer and the desideratum it measures.  :class:`ChefTask` runs every
-item under the *settings* its desideratum needs (shots 0..N for in-context learning; each verbalizer for
-instruction following; original / image / text / both corruptions for robustness); ``summary.py`` summarises
-with the paper's metric.  The recipe, the paper's prompts and answer extraction are in ``recipe.py``.
-
-The Inferencer (supplementary B.3) is a component of :mod:`.inferencers` - Direct, CoT, PPL, CoT+PPL and
-multi-turn PPL; the recipe names its default and the ones it allows, ``ChefSpec.inferencer`` (``--inferencer``)
-picks one per run, and the recorded spec says which produced the numbers.  The PPL answer pool (ChEF B.3, D.2)
-is the option labels for multiple choice - the continuation is the template with the label only, "The answer
-is (B", as the authors score it - the class names for classification and retrieval ("The answer is cat"), and
-"Yes" / "No" after the bare question for hallucination (POPE, C.6); the turn scenarios (:mod:`.turns`) ask
-each turn as a PPL question with its own pool.
-
-PPL needs the model's likelihoods; where the model has none, the run stops before any call with one sentence
-naming every way forward (a server option, a generation inferencer and its cost, a local model).
+"""ChEF's task: every item asked under the settings its recipe's desideratum needs (docs/methods.md, "ChEF"); the
+recipe, scenarios, inferencers, metrics and summary are in their own modules.  PPL needs the model's likelihoods:
+without them the run stops before any call, naming every way forward.
 """
 
 from __future__ import annotations
@@ -46,15 +24,12 @@ from ...run.task import Sample, SpecTask
 from . import metrics as M
 from .inferencers import INFERENCERS, Ask, likelihood_refusal
 from ..records import data_read, reading
-from .scenarios import LETTERS, load_scenario
+from .scenarios import LETTERS, ROW_KINDS, load_scenario
 
 from .recipe import (CLASS_POOL_QUERY, CLASS_POOL_TEMPLATE, CLASS_TEMPLATE, ICE_ANSWER, JUDGE_SYSTEM,
                      LABEL_TEMPLATE, POOL_OF_SCENARIO, TEMPLATE_VERSION, VERBALIZERS, InferencerName,
-                     Recipe, extract_choice, format_query, inferencer_refusal, verbalizer_instruction,
-                     verbalizer_labels)
-
-
-# ----------------------------------------------------------------------------- the task
+                     Recipe, extract_choice, format_query, inferencer_refusal, resolve_recipe,
+                     verbalizer_instruction, verbalizer_labels)
 
 
 async def _no_reading(text: str) -> dict[str, Any]:
@@ -66,7 +41,7 @@ class ChefSpec(BaseModel):
     recipe: Recipe
     data: str | None = None  # overrides recipe.scenario.path
     seed: int = 0
-    # the blind control: every item asked once more with its image withheld (setting "blind"): multiple-choice and yes/no
+    # the blind control: every multiple-choice and yes/no item asked once more with its image withheld ("blind")
     blind: bool = False
     # every item's settings asked `repeats` times at `temperature` (methods/repeats.py)
     repeats: int = Field(1, ge=1)
@@ -100,8 +75,6 @@ class ChefTask(SpecTask):
     def sweep_options(opts: dict[str, Any], base: Any) -> dict[str, Any]:
         """A sweep entry's options (``sweep.py``): a recipe named by a file beside the sweep file is read from
         there, else by its shipped name; the spec then records the whole recipe."""
-        from .recipe import resolve_recipe
-
         recipe = opts.get("recipe")
         if isinstance(recipe, str):
             local = base / recipe
@@ -112,8 +85,6 @@ class ChefTask(SpecTask):
     def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
         """A scenario of one item per row (ROW_KINDS) under the standard instruction: no in-context examples or
         query pools drawn from the other rows."""
-        from .scenarios import ROW_KINDS
-
         r = task_spec.get("recipe")
         r = r.model_dump() if hasattr(r, "model_dump") else r
         if not isinstance(r, dict):
@@ -136,17 +107,13 @@ class ChefTask(SpecTask):
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         if self.inferencer.needs_likelihood and not getattr(self.vlm.capabilities, "loglikelihood", False):
             raise CapabilityError(likelihood_refusal(r, spec.inferencer, getattr(self.vlm, "model_id", spec.vlm)))
+        # items have turns exactly when the scenario is a turn one: ChefSpec has refused any inferencer that
+        # cannot ask them, and multiturn_ppl elsewhere (recipe.inferencer_refusal)
         self.turn_task = next((it["meta"]["task"] for it in self.items if "turns" in it), None)
-        if self.turn_task and not self.inferencer.needs_likelihood:
-            raise ValueError(f"scenario {r.scenario.type!r} is asked in PPL turns: use the ppl or multiturn_ppl "
-                             "inferencer")
         if self.turn_task and (r.desideratum not in ("accuracy", "robustness") or r.instruction.type != "standard"
                                or (r.desideratum == "robustness" and r.metric.corrupt != ["image"])):
             raise ValueError(f"scenario {r.scenario.type!r} runs the accuracy desideratum, or robustness with "
                              "metric.corrupt: [image], under the standard instruction")
-        if not self.turn_task and self.inferencer.turns:
-            raise ValueError("the multiturn_ppl inferencer needs a turn scenario (counting, detection, hierarchical "
-                             "or turns)")
         if spec.blind and (self.turn_task or r.desideratum == "language"):
             raise ValueError("the blind control asks multiple-choice and yes/no questions; this recipe's "
                              f"{'turns' if self.turn_task else 'judged answers'} have none")
@@ -173,27 +140,18 @@ class ChefTask(SpecTask):
     def samples(self) -> list[Sample]:
         return [Sample(it["id"], it) for it in self.items]
 
-    # -- settings per desideratum -------------------------------------------------------
-
     def settings(self) -> list[tuple[str, dict[str, Any]]]:
-        return self._settings() + ([("blind", {"blind": True})] if self.cfg.blind else [])
-
-    def _settings(self) -> list[tuple[str, dict[str, Any]]]:
         r = self.cfg.recipe
-        d = r.desideratum
-        if d == "icl" or r.instruction.type == "ice":
-            return [(f"shots={k}", {"shots": k}) for k in r.instruction.ice.shots]
-        if d == "instruction_following":
-            out = [("original", {})]
-            for group, verbs in VERBALIZERS.items():
-                for i, labels in enumerate(verbs):
-                    out.append((f"{group}:{i}", {"verbalizer": group, "labels": labels}))
-            return out
-        if d == "robustness":
-            return [("original", {})] + [(f"corrupt:{c}", {"corrupt": c}) for c in r.metric.corrupt]
-        return [("standard", {})]
-
-    # -- in-context examples -----------------------------------------------------------
+        if r.desideratum == "icl" or r.instruction.type == "ice":
+            out = [(f"shots={k}", {"shots": k}) for k in r.instruction.ice.shots]
+        elif r.desideratum == "instruction_following":
+            out = [("original", {})] + [(f"{group}:{i}", {"verbalizer": group, "labels": labels})
+                                        for group, verbs in VERBALIZERS.items() for i, labels in enumerate(verbs)]
+        elif r.desideratum == "robustness":
+            out = [("original", {})] + [(f"corrupt:{c}", {"corrupt": c}) for c in r.metric.corrupt]
+        else:
+            out = [("standard", {})]
+        return out + ([("blind", {"blind": True})] if self.cfg.blind else [])
 
     async def _examples(self, item: dict[str, Any], k: int, session: Session) -> list[dict[str, Any]]:
         if k == 0:
@@ -217,8 +175,7 @@ class ChefTask(SpecTask):
                 self._text_emb = dict(zip([it["id"] for it in self.items],
                                           sentence_embeddings([it["question"] for it in self.items])))
             q = self._text_emb[item["id"]]
-            scored = sorted(pool, key=lambda it: -float(self._text_emb[it["id"]] @ q))
-            return scored[:k]
+            return sorted(pool, key=lambda it: -float(self._text_emb[it["id"]] @ q))[:k]
         # topk_image: every item's embedding once per task, not the whole pool again for each item
         async with self._image_emb_lock:
             if self._image_emb is None:
@@ -228,8 +185,7 @@ class ChefTask(SpecTask):
                 self._image_emb = dict(zip([it["id"] for it in self.items], e))
         q = self._image_emb[item["id"]]
         sims = np.array([self._image_emb[it["id"]] @ q for it in pool])
-        order = np.argsort(-sims, kind="stable")
-        return [pool[i] for i in order[:k]]
+        return [pool[i] for i in np.argsort(-sims, kind="stable")[:k]]
 
     async def _ice_messages(self, examples: list[dict[str, Any]], labels: list[str]) -> list[Message]:
         msgs: list[Message] = []
@@ -248,14 +204,13 @@ class ChefTask(SpecTask):
             msgs.append(Message.assistant(ICE_ANSWER.format(label=ex_labels[a], option=ex["options"][a])))
         return msgs
 
-    # -- one item ------------------------------------------------------------------------
-
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         return await repeated(lambda k: self._once(sample.payload, session, k), self.cfg.repeats)
 
     async def _once(self, item: dict[str, Any], session: Session, repeat: int) -> dict[str, Any]:
         # n_options: for a turn item, the number of ways to answer every turn (random accuracy = 1 / that)
-        n_options = int(np.prod([len(t["options"]) for t in item["turns"]])) if "turns" in item else len(item["options"])
+        n_options = (int(np.prod([len(t["options"]) for t in item["turns"]])) if "turns" in item
+                     else len(item["options"]))
         record: dict[str, Any] = {"question": item["question"], "options": item["options"], "answer": item["answer"],
                                   "n_options": n_options, "meta": item.get("meta", {}), "settings": {}}
         if item.get("image"):
@@ -310,9 +265,7 @@ class ChefTask(SpecTask):
             out["question"] = question  # what the model was asked
         ask, labels = await self._ask(item, setting, session, images, question, options, seed)
         out.update(await self.inferencer(session.vlm(self.vlm), ask))  # the Inferencer (B.3)
-        out["answer"] = answer
-        out["correct"] = out["pred"] == answer
-        out["labels"] = labels
+        out.update(answer=answer, correct=out["pred"] == answer, labels=labels)
         return out
 
     async def _ask(self, item: dict[str, Any], setting: dict[str, Any], session: Session, images: list[Any],
@@ -332,9 +285,8 @@ class ChefTask(SpecTask):
         if r.instruction.type == "query_pool" and r.instruction.query_pool:
             queries = r.instruction.query_pool
             question = queries[seed % len(queries)].format(question=question)
-        kind = self.inferencer.name
         # class names scored by PPL: the authors' query alone, as LAMM's ChEF asks CIFAR-10 and Flickr30k
-        lamm_classes = pool == "classes" and kind == "ppl" and r.scenario.type in CLASS_POOL_QUERY
+        lamm_classes = pool == "classes" and self.inferencer.name == "ppl" and r.scenario.type in CLASS_POOL_QUERY
         # POPE is asked as its bare yes/no question (C.6); every other scenario lists its options
         query = (question if pool == "yesno" else CLASS_POOL_QUERY[r.scenario.type] if lamm_classes else
                  format_query(question, options, labels) + extra)
@@ -351,8 +303,7 @@ class ChefTask(SpecTask):
         async def read(text: str) -> dict[str, Any]:
             return await self._read(session, question, options, labels, pool, text)
 
-        ask = Ask(history=await self._ice_messages(examples, labels), parts=list(images),
-                  query=query,
+        ask = Ask(history=await self._ice_messages(examples, labels), parts=list(images), query=query,
                   answer_prompt="" if pool == "yesno" or lamm_classes else "\nAnswer with the option's label.",
                   then=(f"{query}\nTherefore, the answer is" if pool == "yesno" else
                         f"{query}\nTherefore, among the options, the answer is"),
@@ -364,9 +315,8 @@ class ChefTask(SpecTask):
     async def _read(self, session: Session, question: str, options: list[str], labels: list[str], pool: str,
                     text: str) -> dict[str, Any]:
         """A generated answer read by the scenario's parser: ``pred`` (None: not read), how it was read, and
-        ``unread`` - the parser found no answer in it.  A yes/no answer is read by POPE's rule (metric.parser:
-        POPE's code or lenient), which says yes when it finds no no; ``unread`` then marks an answer whose part
-        the rule reads holds neither yes nor no (POPE's default counted, and its share reported beside it)."""
+        ``unread``.  A yes/no answer is read by POPE's rule (``metric.parser``), which says yes when it finds no no;
+        ``unread`` then marks an answer holding neither (POPE's default counted, its share reported)."""
         if pool == "yesno":
             said = read_yes_no(text, self.cfg.recipe.metric.parser)
             return {"pred": [o.lower() for o in options].index(said or "yes"), "extracted": True,
@@ -417,8 +367,6 @@ class ChefTask(SpecTask):
             out.update({f"scores{suffix}": scores, f"mean{suffix}": float(np.mean(scores)) if scores else None,
                         f"raw{suffix}": raws})
         return out
-
-    # -- summary ---------------------------------------------------------------------
 
     def summary_folder(self) -> ChefSummary:
         """The summary folded one item at a time, as columns (methods/chef/summary.py, items.py)."""

@@ -1,31 +1,11 @@
-"""ChEF's turn-based scenarios (Table 5, D.2): counting, detection, hierarchical classification, and any
-multi-turn data.
+"""ChEF's turn scenarios (Table 5, D.2): counting, detection, hierarchical classification, any multi-turn data.
 
-An item of these scenarios carries ``turns``; each turn is one PPL question about the image::
-
-    {"role", "prompt", "template", "options", "values", "answer", "accept", "label"}
-
-``options`` are what fills ``template`` (the scored continuation), ``values`` what the metric reads
-(a class name, a box, a number), ``accept`` the option indices that count as right (the answer, or for a
-box every candidate that overlaps a ground-truth box of the label).  As in the authors' multi-turn PPL
-inferencer, every turn is asked on its own, with the image; a later turn's ``{prefix}`` is the ground truth
-of the turn before it (the coarse class, the object's category) - the metric then credits a finer turn only
-where the coarser one was right.
-
-Prompts and answer templates are the authors' (``ChEF/instruction/prompt.py`` and ``template.py``).
-Answer pools:
-
-* counting (FSC147): the ground truth +- 2, clamped at 0 (the paper's pool; ``same_decade: true`` swaps
-  numbers of another tens digit for numbers beyond the other end, as the authors' code does);
-* detection (VOC2012): a category turn per class in the image - the class and 3 classes of the dataset not
-  in the image - then a box turn per object - its box and 3 candidates made by scaling (x0.5-1.5) and
-  translating (up to half the size) the image's boxes, kept where their IoU with every box of the class is
-  at most 0.5, topped up with random boxes;
-* hierarchical (Omnibenchmark): per level of the category chain, the level's class and 3 of its siblings
-  in the category tree (the Bamboo tree file, or the tree the chains themselves imply).
-
-Options are shuffled with a seed drawn from (seed, item id); the authors list the true box first, which
-an argmax over tied scores would always pick.
+An item carries ``turns``, each one PPL question about the image: ``{role, prompt, template, options, values,
+answer, accept, label}`` - ``options`` fill ``template`` (the scored continuation), ``values`` are what the metric
+reads (a class, a box, a number), ``accept`` the option indices that count as right (for a box, every candidate
+overlapping a ground-truth box of the label).  Prompts and templates are the authors' (``ChEF/instruction/
+prompt.py``, ``template.py``); the answer pools, how turns connect and where we depart from the authors' code
+(seeded option order, the counting pool) are in docs/methods.md, "Turn scenarios".
 """
 
 from __future__ import annotations
@@ -80,11 +60,8 @@ def _item(item_id: str, image: str | None, turns: list[dict], task: str, **meta)
 
 
 def resolve_image(base: Path, image: str | None) -> str | None:
-    """``image`` relative to ``base`` unless absolute; None for no image."""
-    if not image:
-        return None
-    p = Path(image)
-    return str(p if p.is_absolute() else base / p)
+    """``image`` relative to ``base`` unless absolute (pathlib's join keeps an absolute one); None for no image."""
+    return str(base / image) if image else None
 
 
 def _json(path: Path, root: Path | None = None) -> Any:
@@ -174,10 +151,7 @@ def article(name: str) -> str:
 
 def format_box(box) -> str:
     """The authors' box text: two decimals, one trailing zero dropped ("0.50" -> "0.5")."""
-    def v(x: float) -> str:
-        s = f"{x:.2f}"
-        return s[:-1] if s.endswith("0") else s
-    return "[" + ", ".join(v(x) for x in box) + "]"
+    return "[" + ", ".join(f"{x:.2f}".removesuffix("0") for x in box) + "]"
 
 
 def _scaled_translated(box, rng: np.random.Generator) -> list[float]:
@@ -230,10 +204,7 @@ def _voc_rows(folder: Path, split: str) -> list[dict[str, Any]]:
 def load_detection(path: Path, negatives: int = 3, split: str = "val", seed: int = 0, **_) -> list[dict]:
     """Detection: JSONL/JSON records ``{image, objects | object: [{label, bbox: [x1, y1, x2, y2]}]}`` with
     boxes as fractions of the image size, or the public VOC2012 folder (pixel boxes are normalised)."""
-    if path.is_dir():
-        rows, base = _voc_rows(path, split), path
-    else:
-        rows, base = _records(path), path.parent
+    rows, base = (_voc_rows(path, split), path) if path.is_dir() else (_records(path), path.parent)
     return detection_items(rows, base, negatives, seed)
 
 
@@ -318,11 +289,8 @@ def load_hierarchical(path: Path, tree: str | None = None, negatives: int = 3, s
 def hierarchy_items(rows: list[dict], base: Path, tree: str | None = None, negatives: int = 3,
                     seed: int = 0) -> list[dict[str, Any]]:
     chains = [list(r["chain"]) for r in rows]
-    tree_data = None
-    if tree:
-        tp = Path(tree)
-        tree_data = _json(tp if tp.is_absolute() else base / tp)  # a file the user named: not confined
-    cats = CategoryTree(chains, tree_data)
+    # a file the user named (relative to the data's folder unless absolute): not confined
+    cats = CategoryTree(chains, _json(base / tree) if tree else None)
     out = []
     for i, (r, chain) in enumerate(zip(rows, chains)):
         iid = str(r.get("id", i))
