@@ -1,18 +1,10 @@
 """Records into each method's items: the one place where a benchmark read by the dataset layer
 (:mod:`vlmcheck.datasets`) becomes GenCeption's images, ChEF's multiple-choice items, VHExpansion's yes/no
-cases and CAST's scenes and pairs.
+cases and CAST's scenes and pairs (:func:`dataset_for` says which sources the dataset layer reads).
 
-Which reader reads a source (:func:`dataset_for`): a source naming its benchmark or form (``mme:PATH``,
-``vlmeval-tsv:PATH``, what ``--benchmark NAME`` writes), any ``hfds:`` source, and any local path a registered
-form detects go to the dataset layer; a JSONL manifest, a folder holding ``manifest.jsonl`` (a world), a URL
-and whatever no form detects stay with the methods' own readers (``None`` here), as before.
-
-One image, one unit: records sharing an image name one file, so GenCeption gets one item per distinct image
-(:func:`image_items`), and ChEF and VHExpansion, which cluster by the item's image path, cluster by it.
-Rows a reader left out are said on stderr, how many and why (:func:`_said`).  What a task read is collected
-with :func:`reading` (each dataset's :meth:`~vlmcheck.datasets.Dataset.choices`, rows a method could not use
-included): the task keeps it as ``data_read``, which the runner prints at the start of the run and records in
-``results.json``.
+One image, one unit: records sharing an image name one file, so GenCeption gets one item per distinct image and
+ChEF and VHExpansion cluster by it.  Rows a reader left out are said on stderr; what a task read is collected
+with :func:`reading`, kept as the task's ``data_read``, printed at the run's start and recorded in results.json.
 """
 
 from __future__ import annotations
@@ -168,11 +160,6 @@ def image_items(ds: Dataset) -> list[ImageItem]:
 # ----------------------------------------------------------------------------- ChEF
 
 
-def _prompt(r: Record, hint_word: str) -> str:
-    q = r.question or ""
-    return f"{hint_word}: {r.hint}\n{q}" if r.hint else q
-
-
 def hint_word_of(ds: Dataset, kind: str | None = None) -> str:
     """The word a record's hint is shown under: "Context" for ScienceQA (its own and LAMM's wording), else
     "Hint" (MMBench's, VLMEvalKit's)."""
@@ -182,7 +169,8 @@ def hint_word_of(ds: Dataset, kind: str | None = None) -> str:
 def prompt_of(ds: Dataset, r: Record, kind: str | None = None) -> str:
     """A record's question as a run asks it: the hint under its word (:func:`hint_word_of`) above the question
     (ChEF's multiple-choice scenarios then list the options: ``chef.recipe.format_query``)."""
-    return _prompt(r, hint_word_of(ds, kind))
+    q = r.question or ""
+    return f"{hint_word_of(ds, kind)}: {r.hint}\n{q}" if r.hint else q
 
 
 def _image(r: Record) -> str | None:
@@ -191,8 +179,7 @@ def _image(r: Record) -> str | None:
 
 def _pictures(r: Record) -> dict[str, Any]:
     """A ChEF item's images: ``image`` the first (the cluster unit, the report's thumbnail), and ``images`` all
-    of them, in order, where a record has several (SEED-Bench-2's image lists: ChEF's loader passes the whole
-    ``data_id`` list as the item's images, and chef/task.py sends every one)."""
+    of them, in order, where a record has several (SEED-Bench-2's ``data_id`` lists, as ChEF's loader)."""
     return {"image": _image(r), **({"images": list(r.images)} if len(r.images) > 1 else {})}
 
 
@@ -250,13 +237,12 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
     # multiple choice: mc, scienceqa, mmbench, world
     recs = _require(ds, recs, "options and an answer among them",
                     lambda r: r.options and isinstance(r.answer, int) and 0 <= r.answer < len(r.options))
-    hint_word = hint_word_of(ds, kind)
     out = []
     copies = any("circular_copy" in r.meta for r in recs)  # the data's own copies: never rotated again
     grouped = kind == "mmbench" or ds.benchmark == "mmbench"
     for r in recs:
         copy_no = r.meta.get("circular_copy", 0)
-        base = {**_pictures(r), "question": _prompt(r, hint_word), "root": r.root,
+        base = {**_pictures(r), "question": prompt_of(ds, r, kind), "root": r.root,
                 "meta": {"category": r.category, **({"group": r.group or r.id} if grouped else {}),
                          **_official(ds, r, (r.group or r.id) if grouped else None)}}
         if copy_no and not circular:
@@ -285,13 +271,10 @@ def binary_question(question: str, option: str) -> str:
 
 
 def vhx_cases(ds: Dataset) -> list[Any]:
-    """Yes/no cases, one per record with an image and a question: a yes/no answer as it is (MME, POPE, VHTest's
-    yes/no rows); a multiple-choice record (MMVP) as ONE binary case, as VHExpansion counts them (Table 1: MMVP,
-    300 questions, 300 cases; section 3: "non-binary question-answer pairs can be rewritten as binary
-    counterparts"): options Yes/No ask the question as it is, any other options ask whether the first one is the
-    answer ("<question> Is the answer '<option a>'?", yes when (a) is right).  Asking about the same option on
-    both images of an MMVP pair keeps the pair's answers opposite, as MMVP built them; the pair id travels in
-    ``meta["pair"]`` so that MMVP's pair accuracy is reported beside symmetric accuracy."""
+    """Yes/no cases, one per record with an image and a question: a yes/no answer as it is (MME, POPE, VHTest); a
+    multiple-choice record (MMVP) as ONE binary case, as VHExpansion counts them (Table 1, section 3): options
+    Yes/No ask the question as it is, any others whether the first one is the answer (docs/methods.md); the MMVP
+    pair id travels in ``meta["pair"]`` for MMVP's pair accuracy."""
     from .vhx_case import Case
 
     def usable(r: Record) -> bool:
