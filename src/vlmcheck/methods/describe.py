@@ -1,11 +1,6 @@
-"""``describe``: ask a VLM one prompt per image and record its answers.
-
-The smallest end-to-end evaluation: every answer is kept with its status
-(ok / empty / refusal / truncated) and usage.  A manifest row may carry its
-own ``prompt``.  When the dataset gives expected
-keywords per image (a JSONL ``keywords`` list), the keyword recall of each
-description is scored: the share of expected keywords (any of a ``|``-separated
-set of synonyms) that appear as words in the answer.
+"""``describe``: ask a VLM one prompt per image (a manifest row may carry its own ``prompt``) and record its answers
+with their status and usage.  Where the dataset gives expected ``keywords`` per image (any of a ``|``-separated set
+of synonyms), each answer's keyword recall is scored: the share of them that appear as words in it.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """POPE (Li et al., 2023): balanced yes/no object-existence questions from object annotations.
 
-Per image the positives are its first three annotated objects (distinct, in
-annotation order); each positive gets one negative, an object absent from the
-image, chosen
-
-* ``random``: uniformly among the absent objects,
-* ``popular``: the most frequent objects over the sampled images, in order,
-* ``adversarial``: the objects that co-occur most often with that positive.
-
-Questions use "Is there a {} in the image?" with the article fixed per object
-("an apple"); the template itself is never rewritten (the authors'
-replace-based "an" variant produced "imange").  Answers are scored with the
-POPE rule in :func:`vlmcheck.core.answers.read_yes_no`.
+Positives are an image's first three annotated objects; each gets one absent object as its negative, ``random``,
+``popular`` or ``adversarial`` (co-occurring).  "Is there {} in the image?" takes its article per object ("an
+apple"): the template is never rewritten (the authors' replace-based "an" variant produced "imange").
 """
 
 from __future__ import annotations
@@ -56,11 +47,7 @@ def load_annotations(path: str | Path) -> list[dict[str, Any]]:
             row = json.loads(line)
             if not isinstance(row.get("image"), str) or not isinstance(row.get("objects"), list):
                 raise ValueError(f"{path}:{n}: needs 'image' and a list 'objects'")
-            seen: list[str] = []
-            for o in row["objects"]:
-                if o not in seen:
-                    seen.append(o)
-            rows.append({"image": row["image"], "objects": seen})
+            rows.append({"image": row["image"], "objects": list(dict.fromkeys(row["objects"]))})
     return rows
 
 
@@ -123,7 +110,6 @@ def write_pope_cases(annotations: str | Path, split: str, out: str | Path, n_ima
     """Build a POPE split and write it to ``out`` as VHExpansion cases (JSONL), image paths relative to ``out``'s
     folder as ``vhx run`` resolves them; returns (cases written, cases whose image lies outside that folder).
     ``images``: the folder of the images (COCO: val2014/), default beside the annotations."""
-    import json
     import os
 
     from ..core.files import InputFileError, write_text_atomic
