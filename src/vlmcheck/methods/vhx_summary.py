@@ -1,14 +1,7 @@
-"""VHExpansion's summary, folded one case at a time.
-
-Per variant (the original image, each perturbation, the adversarial image, the blind control): accuracy and
-symmetric accuracy (Def. 3: a case and its negation both answered right) with clustered Wilson intervals by
-source image, the yes ratio over every answer, the new VH test cases (expanded cases answered wrong), and with
-repeats each repetition's accuracy and symmetric accuracy with their mean and spread (Table 6e/6f).
-
-What it keeps while ``run/outputs.py`` streams a run's records: counters, and per source image the sums the
-intervals need (metrics/clusters.py); one float per case only for the adversarial cosine, whose mean numpy
-takes over the whole list.  A million cases on a few hundred thousand images fold in tens of MB, not the
-records' gigabytes.
+"""VHExpansion's summary, folded one case at a time: per variant, accuracy and symmetric accuracy (Def. 3) with
+clustered Wilson intervals by source image, the yes ratio, the new VH test cases and, with repeats, Table 6e/6f's
+spread.  It keeps counters and per source image the sums the intervals need (metrics/clusters.py), so a million
+cases fold in tens of MB, not the records' gigabytes.
 """
 
 from __future__ import annotations
