@@ -169,10 +169,6 @@ def _test(a: dict[str, Any], b: dict[str, Any], keep: list[str], levels: Sequenc
     return dec
 
 
-def _public(dec: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in dec.items() if not k.startswith("_")}
-
-
 def pairwise(runs: Sequence[dict[str, Any]], metric: str, pairs: Sequence[tuple[int, int]] | None = None,
              alpha: float = ALPHA, intervals: bool = True) -> dict[str, Any]:
     """The decision procedure over ``runs`` (each ``{sample id: Outcome}`` of ``metric``): each run's headline
@@ -195,7 +191,7 @@ def pairwise(runs: Sequence[dict[str, Any]], metric: str, pairs: Sequence[tuple[
             # the levels its Holm step may judge it at: a Monte Carlo p near one is drawn again
             dec = _test(runs[i], runs[j], keep, [alpha / k for k in range(1, len(pairs) + 1)])
             decs.append((row, dec))
-            row.update(_public(dec))
+            row.update({k: v for k, v in dec.items() if not k.startswith("_")})
         out["pairs"].append(row)
     ps = [d["p_value"] for _, d in decs]
     for (row, dec), p_h, level in zip(decs, holm(ps), holm_levels(ps, alpha)):

@@ -126,17 +126,12 @@ def _group(task: str, name: str, members: list[dict[str, Any]]) -> dict[str, Any
 
 
 def decide(runs: list[str | Path]) -> list[dict[str, Any]]:
-    """The decision rows, one per method group of two or more runs with a headline value.
-
-    Each row (what the report's first screen and the leaderboards render; a renderer lays these fields out):
-    ``method``, ``metric``; ``leader`` (model) and ``run``; ``value`` the leader's headline quantity on the
-    shared samples (``headline``: its run's own value and 95 % interval, also as ``ci95``); ``runner_up`` and
-    ``against`` (every other model, best first): ``model``, ``run``, ``value`` on the shared samples,
-    ``difference`` (leader minus it) with ``ci95`` (at ``ci_level``: its Holm step), ``p_value``, ``p_holm``,
-    ``test``, ``separated``, ``note`` when the interval is a bound; ``separated`` (leader vs runner-up after
-    Holm); ``n_shared`` (None when compared from intervals) and ``n_left_out``; ``tied_with`` (models not
-    separated from the leader); ``sentence``, the row said in one sentence.  A group whose comparison failed is
-    ``{"method", "error"}`` with the reason in one sentence; the other groups stay."""
+    """The decision rows, one per method group of two or more runs with a headline value: ``method``,
+    ``metric``, ``leader`` and its ``run``, ``value`` (on the shared samples; ``headline``, ``ci95``: its run's
+    own), ``runner_up`` and ``against`` (every other model, best first, with the ``difference`` leader minus it,
+    its ``ci95`` at ``ci_level``, ``p_value``, ``p_holm``, ``test``, ``separated``, ``note``), ``separated``,
+    ``n_shared`` (None when compared from intervals), ``n_left_out``, ``tied_with`` and ``sentence``.  A group
+    whose comparison failed is ``{"method", "metric", "error"}``, the reason in one sentence."""
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in runs:
         folder = Path(r)

@@ -53,12 +53,9 @@ def load_annotations(path: str | Path) -> list[dict[str, Any]]:
 
 def build_pope(annotations: list[dict[str, Any]], split: str = "random", n_images: int = 500, per_image: int = 3,
                seed: int = 0) -> list[dict[str, Any]]:
-    """POPE's three splits, as its code builds them: ``n_images`` images with at least ``per_image`` objects are
-    sampled; the vocabulary, the popularity and the co-occurrence counts come from the sampled images only.
-    Each of an image's first ``per_image`` objects is a "yes" question and gets one absent object as its "no"
-    question: at random (random), the most frequent absent object (popular), or the absent object that
-    co-occurs most with it (adversarial).  Ties, and an adversarial positive that co-occurs with no absent
-    object, fall back to a seeded random choice."""
+    """POPE's three splits, as its code builds them from ``n_images`` sampled images with at least ``per_image``
+    objects (the vocabulary, popularity and co-occurrence counts from those only); ties, and an adversarial
+    positive that co-occurs with no absent object, fall back to a seeded random choice."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}")
     rng = np.random.default_rng(seed)

@@ -68,10 +68,8 @@ def dataset_for(source: str | Path, benchmark_hint: str | None = None, **options
         if remote.is_url(rest):
             return None
         p = Path(path_options(rest)[0])  # PATH?split=..: the reader's options after the path
-        if (p.is_file() and p.suffix.lower() in (".jsonl", ".ndjson")) or (p.is_dir() and
-                                                                           (p / "manifest.jsonl").is_file()):
-            return None
-        if not p.exists():
+        if not p.exists() or (p.is_file() and p.suffix.lower() in (".jsonl", ".ndjson")) \
+                or (p.is_dir() and (p / "manifest.jsonl").is_file()):
             return None
         try:
             detect(p)

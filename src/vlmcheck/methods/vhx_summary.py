@@ -92,9 +92,8 @@ class _Variant:
 
 
 def _pair_accuracy(pairs: dict[str, list[int]]) -> dict[str, Any]:
-    """MMVP's own metric, beside symmetric accuracy: the share of its pairs (the same question on the two images
-    of a CLIP-blind pair) whose questions were all answered right; a pair with one question left (the other
-    failed or was not in the run) is not counted, and is reported."""
+    """MMVP's own metric, beside symmetric accuracy: the share of its pairs whose questions were all answered
+    right; a pair with one question left is not counted, and is reported."""
     whole = [right == n for n, right in pairs.values() if n >= 2]
     return {"pair_accuracy": sum(whole) / len(whole) if whole else None, "n_mmvp_pairs": len(whole),
             "mmvp_pairs_incomplete": len(pairs) - len(whole)}
