@@ -238,9 +238,6 @@ class CastTask(SpecTask):
         return CastSummary(self.cfg.k, self.cfg.seed, self.cfg.repeats, self.cfg.temperature, request)
 
 
-# ----------------------------------------------------------------------------- pairs
-
-
 def load_pairs(path: str | Path) -> list[dict[str, Any]]:
     """Scene pairs from a JSONL file, a local path or an fsspec URL; images relative to its folder, confined to
     it.  A side without an id gets ``<pair id or line index>-a`` / ``-b``.  Any form the dataset layer reads (the

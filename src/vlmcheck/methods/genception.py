@@ -215,8 +215,6 @@ class GenCeptionTask(SpecTask):
         record["gc"] = {f"GC@{t}": gc_at(record["s"], t) for t in range(1, cfg.T + 1)}
         return record
 
-    # ------------------------------------------------------------------ summary
-
     def summary_folder(self) -> "GenCeptionSummary":
         return GenCeptionSummary(self)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +39,8 @@ def benchmark_weights(categories, declared: str | None = None) -> tuple[str, dic
         return "world", BENCHMARK_GROUPS["world"]
     if cats and cats <= _MME:
         return "MME", BENCHMARK_GROUPS["MME"]
-    counts = {"visual": 0, "textual": 0}
-    for c in categories:
-        g = category_group(c)
-        if g:
-            counts[g] += 1
-    return "categories of these runs", counts
+    counts = Counter(map(category_group, categories))
+    return "categories of these runs", {"visual": counts["visual"], "textual": counts["textual"]}
 
 
 #: the GC@t columns v1 Table 2 ranks on (GC@2 and GC@4 are not among them)

@@ -129,9 +129,6 @@ def _require(ds: Dataset, records: list[Record], what: str, ok: Any) -> list[Rec
     return [r for r in records if ok(r)]
 
 
-# ----------------------------------------------------------------------------- GenCeption, describe
-
-
 def image_items(ds: Dataset) -> list[ImageItem]:
     """One item per distinct image (the first record naming it gives its category); its id is the image's path
     inside its root, stable across runs (a stored image's name is its content hash)."""
@@ -153,9 +150,6 @@ def image_items(ds: Dataset) -> list[ImageItem]:
         log.warning("%s: %d records without an image left out", ds.source, len(without))
         ds.skipped += [(w, "no image") for w in without]
     return list(seen.values())
-
-
-# ----------------------------------------------------------------------------- ChEF
 
 
 def hint_word_of(ds: Dataset, kind: str | None = None) -> str:
@@ -257,9 +251,6 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
     return out
 
 
-# ----------------------------------------------------------------------------- VHExpansion
-
-
 def binary_question(question: str, option: str) -> str:
     """A multiple-choice question asked as yes/no about one of its options (:func:`vhx_cases`)."""
     q = question.strip()
@@ -303,9 +294,6 @@ def vhx_cases(ds: Dataset) -> list[Any]:
     return out
 
 
-# ----------------------------------------------------------------------------- CAST
-
-
 def cast_corpus(ds: Dataset) -> list[dict[str, Any]]:
     """Scenes (image, description) for ``cast pairs``: DOCCI, Flickr30k, any record with both."""
     recs = _require(ds, ds.records, "an image and a description", lambda r: r.images and r.description)
@@ -334,9 +322,6 @@ def cast_pairs(ds: Dataset) -> list[dict[str, Any]]:
     if not pairs:
         raise InputFileError(f"{ds.source}: no scene pairs in it (records sharing a group, two to a group)")
     return pairs
-
-
-# ----------------------------------------------------------------------------- the methods' entry points
 
 
 def load_images(source: str | Path) -> list[ImageItem]:

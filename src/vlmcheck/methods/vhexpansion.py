@@ -101,8 +101,6 @@ class VHExpansionTask(SpecTask):
         # one case per record with an image and a question, in the dataset's order (methods/records.vhx_cases)
         return True
 
-    # ------------------------------------------------------------------ attack
-
     def _attack_batch(self, key, items):
         from ..perturb.adversarial import attack
 
@@ -136,8 +134,6 @@ class VHExpansionTask(SpecTask):
 
         out, _ = await session.cached("attack", self.target, request, TEMPLATE_VERSION, invoke)
         return out
-
-    # ------------------------------------------------------------------ sample
 
     async def _ask(self, session: Session, img, question: str, repeat: int = 0) -> dict[str, Any]:
         """``img``: the image, or the parts of a blind request (a list: none, or a grey image)."""
@@ -199,8 +195,6 @@ class VHExpansionTask(SpecTask):
             adv_img = await asyncio.to_thread(load_image, session.store.image_path(adv["artifact"]))
             await variant(f"adv_{self.cfg.attack}", adv_img, {k: v for k, v in adv.items() if k != "artifact"})
         return record
-
-    # ------------------------------------------------------------------ summary
 
     def summary_folder(self) -> VHXSummary:
         """The summary folded one case at a time (methods/vhx_summary.py; the runner streams a million)."""
