@@ -57,9 +57,8 @@ def blind_block_sums(per: UnitSums, unit: str, metric: str = "accuracy") -> dict
 
 
 class VHXBlind:
-    """VHExpansion's blind control folded one case's result at a time: ``result()`` gives accuracy and symmetric
-    accuracy asked blind, on the cases that have both, with the vision gain (sighted original minus blind, paired
-    by case, clustered by source image) and the cases a model gets right without the image."""
+    """VHExpansion's blind control folded one case at a time: accuracy and symmetric accuracy asked blind, and
+    the vision gain (sighted original minus blind, paired by case, clustered by source image)."""
 
     def __init__(self, units: Units) -> None:
         self.acc = UnitSums(2, units)  # per source image: sighted and blind answers right

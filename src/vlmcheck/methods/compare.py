@@ -66,13 +66,6 @@ def _as_outcome(v: Any) -> Outcome:
     return Outcome(float(value), str(cluster), source, binary=float(value) in (0.0, 1.0))
 
 
-def _pair(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[str], dict[str, int]]:
-    """The samples two runs share (with a seed hash, the same one) and what is left out, by reason."""
-    keep, left = shared([a, b])
-    return keep, {"only_in_a": left[0]["only_here"], "only_in_b": left[1]["only_here"],
-                  "different_source": left[0]["different_source"]}
-
-
 def shared(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, int]]]:
     """The sample ids every run finished, in the first run's order, with the same seed image wherever the runs
     record its hash; per run, how many of its samples are left out (not in every run, or another image)."""

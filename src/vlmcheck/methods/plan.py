@@ -20,7 +20,7 @@ import numpy as np
 from ..metrics.decisions import wilson
 from ..metrics.paired import n_clustered, n_mcnemar
 from ..metrics.pooled import linearised
-from .compare import _as_outcome, _pair, unit_values
+from .compare import _as_outcome, shared, unit_values
 
 _MAX_N = 10_000_000
 #: below this many units a pilot's plan is flagged: its n varies from pilot to pilot by a third or more
@@ -271,7 +271,7 @@ def plan_metric(metric: str, values: dict[str, Any], other: dict[str, Any] | Non
     if row["mde_at_pilot_n"] is None:
         row["mde_note"] = "no difference within the metric's range is detectable at the pilot's n"
     if other is not None:
-        keep, _ = _pair(values, other)
+        keep, _ = shared([values, other])
         if len(keep) >= 2:
             row.update(_paired(values, other, keep, binary, span, delta, power, alpha))
     if m < SMALL_PILOT:

@@ -17,9 +17,8 @@ from .vhx_case import Case  # noqa: F401 - the case type is part of this module'
 
 def load_cases(source: str | Path) -> list[Case]:
     """Cases from a JSONL (image, question, answer[, id]), a CSV with those columns (VHTest/MMVP-style,
-    headers matched case-insensitively, 'correct answer' accepted), or a world dataset folder.
-    Images stay inside the folder of the cases file (or the world folder).  A cases file at an fsspec URL
-    (``s3://.../pope.jsonl``) names its images relative to its folder URL (core/remote.py)."""
+    headers matched case-insensitively, 'correct answer' accepted), or a world dataset folder; images stay inside
+    the cases file's folder (an fsspec URL's: its folder URL, core/remote.py)."""
     if remote.is_url(source):
         return _url_cases(str(source))
     from .records import for_limit
