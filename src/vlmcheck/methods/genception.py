@@ -223,15 +223,12 @@ class GenCeptionTask(SpecTask):
         """The summary from each scored chain's scores (``scored``: s, category, refused_at, repeats' s) and the
         features of D(0)..D(T) over those chains."""
         T = self.cfg.T
-        failed_list = []
-        for f in failed:
-            part = f.get("result") or {}
-            failed_list.append({"image": part.get("image", f["sample_id"]), **part.get("stopped", {}),
-                                "error": f["error"]["type"]})
+        parts = [f.get("result") or {} for f in failed]  # what each failed chain did before it stopped
+        failed_list = [{"image": p.get("image", f["sample_id"]), **p.get("stopped", {}), "error": f["error"]["type"]}
+                       for f, p in zip(failed, parts)]
         reasons = Counter((inc.get("reason") or inc.get("error") or "unknown").split(":")[0] for inc in failed_list)
         refused = [r for r in scored if r.get("refused_at")]
-        empty = [(f.get("result") or {}) for f in failed
-                 if ((f.get("result") or {}).get("stopped") or {}).get("reason") == EMPTY_REASON]
+        empty = [p for p in parts if (p.get("stopped") or {}).get("reason") == EMPTY_REASON]
         total = len(scored) + len(failed_list)
         out: dict[str, Any] = {
             "T": T,

@@ -84,16 +84,11 @@ def build_pope(annotations: list[dict[str, Any]], split: str = "random", n_image
             absent = [o for o in vocab if o not in present and o not in used]
             if not absent:
                 raise ValueError(f"{a['image']}: no absent object left to ask about")
-            if split == "random":
+            counts = freq if split == "popular" else co.get(pos, Counter())  # every vocabulary object has a freq
+            if split == "random" or not any(counts[o] for o in absent):  # adversarial: no co-occurring absent one
                 neg = absent[int(rng.integers(len(absent)))]
-            elif split == "popular":
-                neg = best(absent, lambda o: freq[o])
             else:
-                counts = co.get(pos, Counter())
-                if any(counts[o] for o in absent):
-                    neg = best(absent, lambda o: counts[o])
-                else:  # it co-occurs with no absent object: a seeded random one
-                    neg = absent[int(rng.integers(len(absent)))]
+                neg = best(absent, lambda o: counts[o])
             used.add(neg)
             for obj, ans in ((pos, "yes"), (neg, "no")):
                 cases.append({"id": f"{Path(a['image']).stem}-{len(cases)}", "image": a["image"],

@@ -51,16 +51,12 @@ class _Variant:
             self.answers += 1
             self.yes += v["neg_parsed"] == "yes"
             self.unread += read_yes_no(str(v.get("neg_answer", ""))) is None
-        if self.reps is not None:
-            runs = v.get("repeats", ())
-            for k, tally in enumerate(self.reps):
-                if len(runs) > k:
-                    row = runs[k]
-                    tally[0] += 1
-                    tally[1] += bool(row["correct"])
-                    if "neg_correct" in row:
-                        tally[2] += 1
-                        tally[3] += bool(row["correct"] and row["neg_correct"])
+        for tally, row in zip(self.reps or (), v.get("repeats", ())):
+            tally[0] += 1
+            tally[1] += bool(row["correct"])
+            if "neg_correct" in row:
+                tally[2] += 1
+                tally[3] += bool(row["correct"] and row["neg_correct"])
         if self.name.startswith("adv_"):
             self.cosine.append(v["params"]["cosine_final"])
             linf = float(v["params"]["linf"])
