@@ -300,10 +300,8 @@ class CastSummary:
         if self.repeats > 1 and len(codes):  # the headline per repeat beside; the headline pools each pair's
             per = [self._codes(k) for k in range(self.repeats)]
             out["repeats"] = spread([headline_of_codes(c)["value"] for c in per], self.temperature)
-            # the clusters numbered in sorted label order, as np.unique numbers them
-            labels = np.array(self.units.labels(), dtype=object)
-            rank = np.empty(len(labels), dtype=np.int64)
-            rank[np.argsort(labels.astype(str), kind="stable")] = np.arange(len(labels))
+            # the clusters numbered in sorted label order, as np.unique numbers them (the labels are distinct)
+            rank = np.unique(np.asarray(self.units.labels(), dtype=str), return_inverse=True)[1]
             inverse = rank[np.concatenate([np.array(lab, dtype=np.int64) for lab in self.labels])]
             out["headline"] = headline_of_codes(np.concatenate(per), inverse=inverse)
             if out["headline"].get("interval") is not None:

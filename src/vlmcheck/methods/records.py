@@ -200,7 +200,7 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
                question: str | None = None, **options: Any) -> list[dict[str, Any]]:
     """ChEF's items of scenario ``kind`` from records (the item layout of chef/scenarios.py, which passes its
     row builders: ``turn_rows`` for the turn kinds, ``retrieval_items`` for caption retrieval)."""
-    recs, src = ds.records, ds.source
+    recs = ds.records
     if kind in turn_rows:
         recs = _require(ds, recs, "image", lambda r: r.images)
         rows = [{**r.meta, "id": r.id, "image": r.images[0]} for r in recs]
