@@ -209,38 +209,35 @@ def compare_two(a: dict[str, Any], b: dict[str, Any], metric: str, level: float 
 def compare_runs(runs: list[str | Path]) -> dict[str, Any]:
     """Every pair of ``runs`` (one method), every metric the method declares: see the module docstring.  A method
     that declares no per-sample outcomes gets a note, not an empty table."""
-    loaded = [(Path(r), *unit_values(r)) for r in runs]
-    methods = {t for _, t, _, _ in loaded}
+    folders = [Path(r) for r in runs]
+    loaded = [unit_values(f) for f in folders]
+    methods = {t for t, _, _ in loaded}
     if len(methods) != 1:
         raise ValueError(f"compare runs of one method; these are {', '.join(sorted(methods))}")
     method = methods.pop()
-    shown = run_labels((read_results(f, need_samples=False), f) for f, _, _, _ in loaded)  # told apart
-    loaded = [(f, t, label, v) for (f, t, _, v), label in zip(loaded, shown)]
+    infos = [read_results(f, need_samples=False) for f in folders]
+    labels = run_labels(zip(infos, folders))  # told apart
+    values = [v for _, _, v in loaded]
+    for folder, v in zip(folders, values):  # the official share figures, paired question by question (or group)
+        v.update(official_units(folder, method))
+    metrics = [m for m in values[0] if all(m in v for v in values)]
     comparisons: list[dict[str, Any]] = []
-    for folder, _, _, values in loaded:  # the official share figures, paired question by question (or group)
-        values.update(official_units(folder, method))
-    metrics = [m for m in loaded[0][3] if all(m in v for _, _, _, v in loaded)]
     for metric in metrics:
-        res = pairwise([v[metric] for _, _, _, v in loaded], metric)
-        for row in res["pairs"]:
+        for row in pairwise([v[metric] for v in values], metric)["pairs"]:
             i, j = row.pop("i"), row.pop("j")
-            comparisons.append({"metric": metric, **row, "a": loaded[i][2], "b": loaded[j][2],
-                                "run_a": str(loaded[i][0]), "run_b": str(loaded[j][0])})
+            comparisons.append({"metric": metric, **row, "a": labels[i], "b": labels[j],
+                                "run_a": str(folders[i]), "run_b": str(folders[j])})
     out: dict[str, Any] = {"method": method, "comparisons": comparisons}
     official = official_figures(runs)
     if official:
         out["official"] = official
-    unmeasured = []
-    for folder, _, model, _ in loaded:
-        info = read_results(folder, need_samples=False)
-        why = not_measured_reason(info)
-        if why:
-            unmeasured.append({"run": str(folder), "model": model, "metric": headline_of(info).get("name"),
-                               "reason": why})
+    unmeasured = [{"run": str(f), "model": label, "metric": headline_of(info).get("name"),
+                   "reason": not_measured_reason(info)}
+                  for f, label, info in zip(folders, labels, infos) if not_measured_reason(info)]
     if unmeasured:  # said in place of a number, and left out of every comparison of that metric
         out["not_measured"] = unmeasured
     if not metrics and unmeasured:
-        out["note"] = (f"nothing to compare: the headline of {len(unmeasured)} of these {len(loaded)} runs is not a "
+        out["note"] = (f"nothing to compare: the headline of {len(unmeasured)} of these {len(runs)} runs is not a "
                        "measurement")
     elif not metrics:
         out["note"] = (f"no metric with per-sample outcomes in every run ({method} declares "
