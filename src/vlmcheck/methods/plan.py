@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -45,11 +46,8 @@ def n_t(sd: float, delta: float, alpha: float, power: float, paired: bool) -> in
     """The smallest n (at least 2) whose t-test reaches ``power``; None beyond ten million."""
     if sd <= 0:
         return 2
-    z = float(np.sqrt(2.0)) if not paired else 1.0
-    from statistics import NormalDist
-
-    nd = NormalDist()
-    guess = ((nd.inv_cdf(1 - alpha / 2) + nd.inv_cdf(power)) * z * sd / delta) ** 2
+    q = NormalDist().inv_cdf
+    guess = ((q(1 - alpha / 2) + q(power)) * (1.0 if paired else math.sqrt(2.0)) * sd / delta) ** 2
     lo, hi = 2, max(3, int(math.ceil(guess)) + 2)
     while t_power(hi, sd, delta, alpha, paired) < power:  # the t-test needs at least the normal n
         lo, hi = hi, hi * 2
@@ -57,10 +55,7 @@ def n_t(sd: float, delta: float, alpha: float, power: float, paired: bool) -> in
             return None
     while lo < hi:  # power grows with n: bisect for the smallest n that reaches it
         mid = (lo + hi) // 2
-        if t_power(mid, sd, delta, alpha, paired) >= power:
-            hi = mid
-        else:
-            lo = mid + 1
+        lo, hi = (lo, mid) if t_power(mid, sd, delta, alpha, paired) >= power else (mid + 1, hi)
     return lo
 
 
