@@ -1,8 +1,6 @@
-"""Evaluation methods.  Each is a :class:`vlmcheck.run.task.Task` rebuilt from its spec.
-
-Importing this package registers the built-in tasks with the runner's registry (``run/registry.py``) by import
-path: a method's module is imported when the method is first used, so a describe run does not pay for
-VHExpansion's image corruptions (scipy, OpenCV) or CAST's text models at start-up.
+"""Evaluation methods, each a :class:`vlmcheck.run.task.Task` rebuilt from its spec.  Importing this package
+registers the built-in tasks with the runner's registry (``run/registry.py``) by import path, so a method's
+module (and its heavy imports) loads only when the method is first used.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
-"""The blind control: the same questions asked with the image withheld, and how much of a score
-needs the image.
+"""The blind control: the same questions asked with the image withheld, and how much of a score needs the image.
 
-A model that answers without an image (``Capabilities.text_only``, the default) gets a text-only request; one
-that requires an image gets a uniform grey image of the same size, and the record says which.  Blind requests go
-through the session like any other call: cached, and a rerun makes none.
-
-``vision_gain`` is the sighted score minus the blind one on the same items, with a 95 % interval from a cluster
-bootstrap of the paired per-item differences (resampling the sampled unit, as every interval does).
+A blind request carries no image, or a uniform grey image of the same size for a model that requires one (the
+record says which); it is cached like any other call.  ``vision_gain`` is the sighted score minus the blind one on
+the same items, with a 95 % interval from a cluster bootstrap of the paired per-item differences.
 """
 
 from __future__ import annotations
@@ -61,9 +57,8 @@ def blind_block_sums(per: UnitSums, unit: str, metric: str = "accuracy") -> dict
 
 
 class VHXBlind:
-    """VHExpansion's blind control folded one case's result at a time: ``result()`` gives accuracy and symmetric
-    accuracy asked blind, on the cases that have both, with the vision gain (sighted original minus blind, paired
-    by case, clustered by source image) and the cases a model gets right without the image."""
+    """VHExpansion's blind control folded one case at a time: accuracy and symmetric accuracy asked blind, and
+    the vision gain (sighted original minus blind, paired by case, clustered by source image)."""
 
     def __init__(self, units: Units) -> None:
         self.acc = UnitSums(2, units)  # per source image: sighted and blind answers right
@@ -89,8 +84,7 @@ class VHXBlind:
         out["request"] = sorted(self.requests)
         if self.sym.n:
             block = blind_block_sums(self.sym, "source image", "symmetric_accuracy")
-            out["symmetric_accuracy"], out["symmetric_accuracy_ci95"] = block["symmetric_accuracy"], \
-                block["symmetric_accuracy_ci95"]
+            out.update({k: block[k] for k in ("symmetric_accuracy", "symmetric_accuracy_ci95")})
             out["vision_gain_symmetric"] = block["vision_gain"]
         out["n"] = self.n
         return out

@@ -1,32 +1,10 @@
 """CAST (Dagan et al.): cross-modal self-consistency from similarity statements.
 
-Why this module is long: one pair's procedure (generation in three modalities, validation in three with three
-formats, prefill, repeats, the blind check) shares the pair's prompts and records; the scores and rows are
-already their own modules (cast_scores.py, cast_rows.py).
-
-A *scene* is an image with a detailed description.  For a pair of scenes the
-model lists up to five similarities in each generation modality (text: two
-descriptions; image: the two images side by side, or two images for models
-that take several; both: images and descriptions), then judges each of its
-own statements in each validation modality with each of three prompt
-formats (paper Fig. 5).  The score of a cell (generation modality x
-validation modality x format) is the share of parsed verdicts that confirm
-the statement, pooled over the statements with index < k of every pair, as
-the authors' analysis computes Top-k; unparseable verdicts are left out and
-their rate reported.  The format-averaged score is the mean of the three
-per-format scores.  Scores per statement position (appendix C.2) sit beside.
-
-Prompt layout as the authors': image(s) first, then the instruction, then
-"Scene 1: ... Scene 2: ..." where the modality has text, and the statement
-last.  Where the adapter can continue a pre-filled assistant turn (declared
-``prefill`` capability: local ``hf:`` models, Anthropic, ``openai:...?prefill=1``
-servers such as vLLM), generation is pre-filled with "Similarities:\n\n1."
-and validation with "Answer:", as the authors forced; each call records
-whether it was.
-
-Pairs (paper section 4.1, appendix E): image-encoder cosine in [0.75, 0.95),
-four equal-width bins sampled uniformly, descriptions of at least 500
-characters, disjoint images, and a recorded seed (the authors set none).
+For a pair of scenes (an image with a detailed description each) the model lists up to five similarities in each
+generation modality (text, image, both; Fig. 4), then judges each of its own statements in each validation
+modality with each of three prompt formats (Fig. 5).  Prompt layout and pre-filled turns are the authors'; pairs
+follow section 4.1 and appendix E, with a recorded seed (the authors set none).  The scores are cast_scores.py,
+the rows cast_rows.py; the details, and where we depart from the authors' code: docs/methods.md, "CAST".
 """
 
 from __future__ import annotations
@@ -104,11 +82,8 @@ def validation_prompt(fmt: str, modality: str, two_images: bool = False) -> str:
 
 
 def parse_statements(text: str, k: int = 5) -> list[str]:
-    """Numbered-list items ("1." / "1)" / "**1.**"), first k, markdown stripped.
-
-    The number may be followed by no space at all, as the authors' ``^\\d+\\.\\s*`` allows: a local model's
-    stripped continuation glued to the pre-filled "Similarities:\\n\\n1." reads "1.The two scenes ..." (a
-    decimal such as "1.5" is not an item)."""
+    """Numbered-list items ("1." / "1)" / "**1.**"), first k, markdown stripped.  No space is needed after the
+    number, as the authors' ``^\\d+\\.\\s*`` allows ("1.The two scenes ..."); a decimal ("1.5") is no item."""
     items = []
     for line in text.splitlines():
         m = re.match(r"^\s*[\*\-]*\s*\(?(\d{1,2})[\.\)](?!\d)\**\s*(.+)$", line)
@@ -120,12 +95,8 @@ def parse_statements(text: str, k: int = 5) -> list[str]:
 
 
 def parse_verdict(answer: str, fmt: str) -> int | None:
-    """Appendix A.3: strip '*', lower-case, first line; 1 = positive, 0 = negative, None = unparseable.
-
-    When the model writes "Answer:" (echoing the forced start), the text after it is parsed, as the
-    authors split on it (case-sensitively, ``pred.split("Answer:")[-1]``); after the last one, so an echoed
-    prompt before the answer does not count.
-    """
+    """Appendix A.3: strip '*', lower-case, first line; 1 = positive, 0 = negative, None = unparseable.  Only
+    the text after the last "Answer:" is read, as the authors split on it (``pred.split("Answer:")[-1]``)."""
     pos, neg = FORMAT_WORDS[fmt]
     parts = answer.split("Answer:")
     x = parts[-1].replace("*", "").strip().lower().split("\n")[0].strip()
@@ -156,8 +127,7 @@ class CastSpec(BaseModel):
     # every pair's generation and validation run `repeats` times at `temperature` (methods/repeats.py)
     repeats: int = Field(1, ge=1)
     temperature: float = Field(0.0, ge=0.0)
-    # the blind control: the Top-3 statements of the text and both generations validated again in the image modality with
-    # the images withheld (the blind control)
+    # the blind control: the Top-3 statements of the text and both generations validated again, images withheld
     blind: bool = False
 
 
@@ -186,9 +156,8 @@ class CastTask(SpecTask):
         return True
 
     def shown(self, imgs: tuple[Image.Image, Image.Image]) -> dict[bool, list[ImagePart]]:
-        """A pair's image parts, made once (a pair sends them in up to 100 requests): the side-by-side image or
-        the two images (key False), and with ``blind`` what a blind request carries instead (key True;
-        methods/blind.py)."""
+        """A pair's image parts, made once for its up to 100 requests: the side-by-side image or the two images
+        (key False), and with ``blind`` what a blind request carries instead (key True; methods/blind.py)."""
         shown = [imgs[0], imgs[1]] if self.cfg.two_images else [side_by_side(imgs[0], imgs[1], self.cfg.image_size)]
         blind = [p for im in shown for p in withheld(im, self.vlm)[0]] if self.cfg.blind else []
         return {False: [ImagePart.from_pil(im) for im in shown], True: [ImagePart.from_pil(p) for p in blind]}
@@ -196,8 +165,7 @@ class CastTask(SpecTask):
     def _messages(self, instruction: str, modality: str, pair: dict[str, Any], shown: dict[bool, list[ImagePart]],
                   statement: str | None, prefill: str | None, blind: bool = False) -> list[Message]:
         """The authors' layout: image(s), instruction, scene descriptions (text modalities), statement last;
-        then the pre-filled assistant turn where the adapter continues one.  ``shown``: the pair's image parts
-        (:meth:`shown`); ``blind``: the images withheld."""
+        then the pre-filled assistant turn where the adapter continues one."""
         parts: list = []
         if modality in ("image", "both"):
             parts += shown[blind]
@@ -234,38 +202,32 @@ class CastTask(SpecTask):
         """Statements in each modality, each validated in every modality and format (repeat ``repeat``)."""
         vlm = session.vlm(self.vlm)
         prefill = bool(getattr(self.vlm.capabilities, "prefill", False))
-        two = self.cfg.two_images
+        gen_pre, val_pre = (GEN_PREFILL, VAL_PREFILL) if prefill else (None, None)
+        c, two = self.cfg, self.cfg.two_images
         record: dict[str, Any] = {"a": pair["a"]["id"], "b": pair["b"]["id"],
                                   "images": {"a": str(pair["a"]["image"]), "b": str(pair["b"]["image"])},
                                   "image_cosine": pair.get("image_cosine"), "text_cosine": pair.get("text_cosine"),
                                   "prefill": prefill, "generation": {}}
-        c = self.cfg
         gen_cfg = generation_config(c.gen_max_tokens, c.repeats, c.temperature, repeat, c.seed)
         val_cfg = generation_config(c.val_max_tokens, c.repeats, c.temperature, repeat, c.seed)
+
+        async def judge(statement: str, v: str, fmt: str, blind: bool = False) -> dict[str, Any]:
+            msgs = self._messages(validation_prompt(fmt, v, two), v, pair, shown, statement, val_pre, blind=blind)
+            ans = await vlm.generate(msgs, val_cfg, template=TEMPLATE_VERSION)
+            return {"raw": ans.text, "verdict": parse_verdict(ans.text, fmt)}
+
         for g in MODALITIES:
-            msgs = self._messages(generation_prompt(g, two), g, pair, shown, None, GEN_PREFILL if prefill else None)
+            msgs = self._messages(generation_prompt(g, two), g, pair, shown, None, gen_pre)
             out = await vlm.generate(msgs, gen_cfg, template=TEMPLATE_VERSION)
             # with a pre-filled "Similarities:\n\n1." the reply continues item 1
-            full = (GEN_PREFILL + out.text) if prefill else out.text
-            statements = parse_statements(full, self.cfg.k)
-            entry: dict[str, Any] = {"raw": out.text, "prefill": GEN_PREFILL if prefill else None, "statements": []}
+            statements = parse_statements((gen_pre or "") + out.text, c.k)
+            entry: dict[str, Any] = {"raw": out.text, "prefill": gen_pre, "statements": []}
             for st in statements:
-                verdicts: dict[str, dict[str, Any]] = {}
-                for v in MODALITIES:
-                    for fmt in FORMATS:
-                        msgs = self._messages(validation_prompt(fmt, v, two), v, pair, shown, st,
-                                              VAL_PREFILL if prefill else None)
-                        ans = await vlm.generate(msgs, val_cfg, template=TEMPLATE_VERSION)
-                        verdicts[f"{v}|{fmt}"] = {"raw": ans.text, "verdict": parse_verdict(ans.text, fmt),
-                                                  "prefill": VAL_PREFILL if prefill else None}
+                verdicts = {f"{v}|{fmt}": {**await judge(st, v, fmt), "prefill": val_pre}
+                            for v in MODALITIES for fmt in FORMATS}
                 item: dict[str, Any] = {"text": st, "verdicts": verdicts}
                 if c.blind and g != "image" and len(entry["statements"]) < 3:  # the headline's Top-3
-                    item["blind"] = {}
-                    for fmt in FORMATS:
-                        msgs = self._messages(validation_prompt(fmt, "image", two), "image", pair, shown, st,
-                                              VAL_PREFILL if prefill else None, blind=True)
-                        ans = await vlm.generate(msgs, val_cfg, template=TEMPLATE_VERSION)
-                        item["blind"][fmt] = {"raw": ans.text, "verdict": parse_verdict(ans.text, fmt)}
+                    item["blind"] = {fmt: await judge(st, "image", fmt, blind=True) for fmt in FORMATS}
                 entry["statements"].append(item)
             record["generation"][g] = entry
         return record
@@ -274,9 +236,6 @@ class CastTask(SpecTask):
         """The summary folded one pair at a time (methods/cast_scores.py; the runner streams the records)."""
         request = withheld(Image.new("RGB", (1, 1)), self.vlm)[1] if self.cfg.blind else None
         return CastSummary(self.cfg.k, self.cfg.seed, self.cfg.repeats, self.cfg.temperature, request)
-
-
-# ----------------------------------------------------------------------------- pairs
 
 
 def load_pairs(path: str | Path) -> list[dict[str, Any]]:
@@ -330,14 +289,15 @@ def sample_pairs(items: list[dict[str, Any]], image_emb: np.ndarray, per_bin: in
     keep = [i for i, it in enumerate(items) if len(it["description"]) >= min_chars]
     E = image_emb / np.linalg.norm(image_emb, axis=1, keepdims=True)
     sims = E @ E.T
+    T = None if text_emb is None else text_emb / np.linalg.norm(text_emb, axis=1, keepdims=True)
     report = {"items": len(items), "long_enough": len(keep), "seed": seed, "bins": {}}
-    candidates: dict[int, list[tuple[int, int]]] = {b: [] for b in range(len(bins))}
-    for x, i in enumerate(keep):
-        for j in keep[x + 1:]:
-            c = sims[i, j]
-            for b, (lo, hi) in enumerate(bins):
-                if lo <= c < hi:
-                    candidates[b].append((i, j))
+    rows, cols = np.triu_indices(len(keep), 1)  # every pair of long-enough items, in the order i < j
+    first, second = np.asarray(keep, dtype=int)[rows], np.asarray(keep, dtype=int)[cols]
+    c = sims[first, second]
+    candidates = {}
+    for b, (lo, hi) in enumerate(bins):
+        inside = (lo <= c) & (c < hi)
+        candidates[b] = list(zip(first[inside].tolist(), second[inside].tolist()))
     used: set[int] = set()
     pairs = []
     for b, (lo, hi) in enumerate(bins):
@@ -352,7 +312,6 @@ def sample_pairs(items: list[dict[str, Any]], image_emb: np.ndarray, per_bin: in
             pair = {"id": f"{items[i]['id']}~{items[j]['id']}", "bin": [lo, hi], "image_cosine": float(sims[i, j]),
                     "a": items[i], "b": items[j]}
             if text_emb is not None:
-                T = text_emb / np.linalg.norm(text_emb, axis=1, keepdims=True)
                 pair["text_cosine"] = float(T[i] @ T[j])
             pairs.append(pair)
             got += 1
@@ -400,7 +359,6 @@ def write_pairs(data: str | Path, encoder: Any, out: str | Path, per_bin: int = 
     ``out`` (JSONL) and the sampling report beside it (``.report.json``).  Image paths become relative to the
     pairs file where they lie inside its folder (``cast run`` reads only there).  Returns (pairs, report, images
     left outside that folder)."""
-    import asyncio
     import json
     import os
 

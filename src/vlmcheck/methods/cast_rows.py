@@ -1,5 +1,4 @@
-"""CAST's verdicts as rows (the export's ``<run>-verdicts`` table and ``load_tables``' ``cast_verdicts``), declared
-by CAST's view (``methods/views.py``)."""
+"""CAST's verdicts as rows: the export's ``<run>-verdicts`` table and ``load_tables``' ``cast_verdicts``."""
 
 from __future__ import annotations
 
@@ -23,14 +22,11 @@ def cast_verdict_rows(folder: str | Path) -> Iterator[dict[str, Any]]:
         for repeat, r in enumerate([first, *first.get("repeats", [])]):
             for g, entry in (r.get("generation") or {}).items():
                 for k, st in enumerate(entry.get("statements") or []):
-                    for key, v in (st.get("verdicts") or {}).items():
-                        modality, _, fmt = key.partition("|")
+                    cells = [(key.partition("|"), False, v) for key, v in (st.get("verdicts") or {}).items()]
+                    # the blind control: validated in the image modality, the images withheld
+                    cells += [(("image", "|", fmt), True, v) for fmt, v in (st.get("blind") or {}).items()]
+                    for (modality, _, fmt), withheld, v in cells:
                         yield {**base, "sample_id": rec.get("sample_id"), "repeat": r.get("repeat", repeat),
                                "generation": g, "statement": k + 1, "validation": modality, "format": fmt,
-                               "blind": False, "verdict": v.get("verdict"), "raw": v.get("raw"),
-                               "text": st.get("text")}
-                    for fmt, v in (st.get("blind") or {}).items():  # the blind control: image withheld
-                        yield {**base, "sample_id": rec.get("sample_id"), "repeat": r.get("repeat", repeat),
-                               "generation": g, "statement": k + 1, "validation": "image", "format": fmt,
-                               "blind": True, "verdict": v.get("verdict"), "raw": v.get("raw"),
+                               "blind": withheld, "verdict": v.get("verdict"), "raw": v.get("raw"),
                                "text": st.get("text")}

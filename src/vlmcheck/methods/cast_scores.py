@@ -1,17 +1,9 @@
 """CAST's scores: consistency matrices, the headline and the blind control, from each pair's verdicts.
 
-A cell (generation modality x validation modality x format) is the share of parsed verdicts that confirm the
-statement, pooled over the statements with index < k of every pair, as the authors' analysis computes Top-k;
-unparseable verdicts are left out and their rate reported.  The format-averaged score is the mean of the three
-per-format scores.  A cell's interval resamples scene pairs (the sampled unit), every cell with the same draw;
-the headline's is the jackknife over pairs on the logit scale (:func:`jackknife_logit`: the bootstrap
-undercovered at 6-15 pairs).  On fewer pairs than any test needs to reject anything (5 or fewer), or where every
-pair has the same score, the Wilson bound on the pairs as units replaces either (Clopper-Pearson on one pair),
-and ``ci_method`` says so.
-
-Folded: each pair's verdicts become one small array of codes (:func:`verdict_codes`, 27 bytes
-a statement position), which is all the scores read, so :class:`CastSummary` holds a pair in about 150 bytes
-instead of its record's 25 kB; the cells' bootstraps weigh the pairs by how often each resample drew them (metrics/clusters.resampled_sums).
+A cell (generation x validation modality x format) pools the parsed verdicts of the statements with index < k
+over pairs, as the authors' analysis computes Top-k; how each interval is made: docs/methods.md, "CAST".  Folded:
+each pair's verdicts become one small array of codes (:func:`verdict_codes`), all the scores read, so
+:class:`CastSummary` holds a pair in about 150 bytes instead of its record's 25 kB.
 """
 
 from __future__ import annotations
@@ -34,6 +26,8 @@ FORMATS = ("one_both", "true_false", "yes_no")
 # a statement position's verdict, per (generation, validation, format)
 ABSENT, UNPARSED, PARSED, CONFIRMED = 0, 1, 2, 3
 UNIT = "scene pair"
+#: the headline's cells, generated in one modality and validated in another, in the order of its counts
+CROSS_CELLS = tuple((g, v) for g in MODALITIES for v in MODALITIES if g != v)
 
 
 def verdict_codes(result: dict[str, Any], positions: int) -> np.ndarray:
@@ -140,9 +134,8 @@ def scores_of_codes(codes: np.ndarray, statements: np.ndarray, k_values=(1, 3, 5
 
 def cast_headline(results: list[dict[str, Any]], k: int = 3, clusters: list[str] | None = None) -> dict[str, Any]:
     """The headline, Top-k cross-modal consistency: the mean of the six cells generated in one modality and
-    validated in another (each the mean over formats of its verdicts pooled over pairs), with a 95 % interval
-    over scene pairs (the sampled unit; :func:`headline_of_codes`).  ``clusters``: a label per result; results
-    with one label (repeats of one pair) are pooled and count as one unit."""
+    validated in another, with a 95 % interval over scene pairs (:func:`headline_of_codes`).  ``clusters``: a
+    label per result; results with one label (repeats of one pair) are pooled as one unit."""
     inverse = None
     if clusters is not None:
         _, inverse = np.unique(np.asarray(clusters), return_inverse=True)
@@ -155,10 +148,8 @@ JACKKNIFE = "jackknife over pairs on the logit scale, t quantile on pairs - 1 df
 
 def jackknife_logit(num: np.ndarray, den: np.ndarray, alpha: float = 0.05) -> list[float] | None:
     """The headline's interval from each pair's counts ``num``, ``den`` (pairs x cells and formats): the
-    jackknife standard error of logit(headline) - the headline recomputed without each pair in turn - at the t
-    quantile on pairs - 1 df, mapped back.  The bootstrap's expanded percentile interval covered 0.905-0.925 at
-    6-15 pairs where pairs differ a lot (a logit sd of 1 between pairs, bench/cast_coverage.py); this one
-    0.938-0.965 at 6-30.  None where it is undefined: the headline, or the headline without some pair, at 0 or 1."""
+    jackknife standard error of logit(headline) at the t quantile on pairs - 1 df, mapped back (it covers where
+    the bootstrap did not: docs/methods.md).  None where the headline, or it without some pair, is 0 or 1."""
     from scipy.stats import t
 
     n = len(num)
@@ -175,11 +166,9 @@ def jackknife_logit(num: np.ndarray, den: np.ndarray, alpha: float = 0.05) -> li
 
 def headline_of_codes(codes: np.ndarray, k: int = 3, inverse: np.ndarray | None = None) -> dict[str, Any]:
     """:func:`cast_headline` from verdict codes; ``inverse``: each row's cluster, numbered 0.. in sorted label
-    order (as ``np.unique`` numbers them).  The interval: :func:`jackknife_logit` over the pairs; on 5 pairs or
-    fewer (no test could reject anything), where every pair has the same score, or where the jackknife is
-    undefined, the Wilson bound on the pairs as units (Clopper-Pearson on one), labelled a bound."""
-    cells = [(g, v) for g in MODALITIES for v in MODALITIES if g != v]
-    counts = {(g, v, f): _counts(codes, g, v, f, range(k)) for g, v in cells for f in FORMATS}
+    order (as ``np.unique`` numbers them).  The interval: :func:`jackknife_logit`, or the labelled Wilson bound
+    on the pairs (on 5 pairs or fewer, every pair alike, or no jackknife)."""
+    counts = {(g, v, f): _counts(codes, g, v, f, range(k)) for g, v in CROSS_CELLS for f in FORMATS}
     name = f"CAST Top-{k} cross-modal consistency"
     asked = sum(float(c[:, 2].sum()) for c in counts.values())
     read = sum(float(c[:, 1].sum()) for c in counts.values())
@@ -196,10 +185,9 @@ def headline_of_codes(codes: np.ndarray, k: int = 3, inverse: np.ndarray | None 
             summed = np.zeros((n_keys, c.shape[1]))
             np.add.at(summed, inverse, c)
             counts[key] = summed
-    keys = [(g, v, f) for g, v in cells for f in FORMATS]
-    n = len(counts[keys[0]])
-    num = np.stack([counts[key][:, 0] for key in keys], -1)  # (pairs, cells x formats)
-    den = np.stack([counts[key][:, 1] for key in keys], -1)
+    n = len(next(iter(counts.values())))
+    num = np.stack([c[:, 0] for c in counts.values()], -1)  # (pairs, cells x formats)
+    den = np.stack([c[:, 1] for c in counts.values()], -1)
     point = float(headline_of_sums(num.sum(0), den.sum(0))) if n else float("nan")
     ci, undefined = None, False
     if not too_few_units(n) and not np.isnan(point):
@@ -220,20 +208,15 @@ def headline_of_codes(codes: np.ndarray, k: int = 3, inverse: np.ndarray | None 
     return headline_entry(name, point_value, ci, {"method": method, "unit": UNIT, "n_units": n})
 
 
-#: the headline's cells, generated in one modality and validated in another, in the order of its counts
-CROSS_CELLS = tuple((g, v) for g in MODALITIES for v in MODALITIES if g != v)
-
-
 def headline_of_sums(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """The headline from pooled counts: ``num`` the confirming and ``den`` the parsed verdicts of each cross-modal
-    cell and format (last axis: :data:`CROSS_CELLS` x :data:`FORMATS`, cells major), summed over pairs; each
-    format's share, their mean per cell, the mean of the cells (an empty format or cell left out).  Vectorised
-    over leading axes; the one definition the run's headline and every comparison of runs use."""
+    cell and format (last axis: :data:`CROSS_CELLS` x :data:`FORMATS`, cells major), summed over pairs; the mean
+    over cells of the mean over formats of each share.  The one definition the headline and comparisons use."""
     num, den = np.broadcast_arrays(np.asarray(num, dtype=float), np.asarray(den, dtype=float))
     shape = (*num.shape[:-1], len(CROSS_CELLS), len(FORMATS))
     num, den = num.reshape(shape), den.reshape(shape)
-    # nanmean twice, written out (it is what the paired test evaluates thousands of times): an empty format or
-    # cell is left out; a headline with no parsed verdict at all is NaN
+    # nanmean twice, written out (the paired test evaluates it thousands of times): an empty format or cell is
+    # left out; a headline with no parsed verdict at all is NaN
     has = den > 0
     ratio = np.divide(num, den, out=np.zeros(shape), where=has)
     formats = has.sum(-1)
@@ -317,10 +300,8 @@ class CastSummary:
         if self.repeats > 1 and len(codes):  # the headline per repeat beside; the headline pools each pair's
             per = [self._codes(k) for k in range(self.repeats)]
             out["repeats"] = spread([headline_of_codes(c)["value"] for c in per], self.temperature)
-            # the clusters numbered in sorted label order, as np.unique numbers them
-            labels = np.array(self.units.labels(), dtype=object)
-            rank = np.empty(len(labels), dtype=np.int64)
-            rank[np.argsort(labels.astype(str), kind="stable")] = np.arange(len(labels))
+            # the clusters numbered in sorted label order, as np.unique numbers them (the labels are distinct)
+            rank = np.unique(np.asarray(self.units.labels(), dtype=str), return_inverse=True)[1]
             inverse = rank[np.concatenate([np.array(lab, dtype=np.int64) for lab in self.labels])]
             out["headline"] = headline_of_codes(np.concatenate(per), inverse=inverse)
             if out["headline"].get("interval") is not None:

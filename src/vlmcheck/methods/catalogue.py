@@ -1,10 +1,7 @@
-"""What runs on what (``vlmcheck list``): the methods and what each reads and reports, ChEF's shipped recipes and
-scenarios, and every benchmark with the forms it is read in, the methods that take it and its official figure.
-
-Built from the registries that drive the runs, nothing copied: the task registry (a method's ``reads`` and
-``reports``, declared on its class), the dataset forms (what each form's records carry), the benchmarks' item rules
-and official-figure declarations, the shipped recipes and the scenario loaders.  A method takes a benchmark when
-it reads a kind of record the benchmark's forms carry (``datasets.RECORD_KINDS``)."""
+"""What runs on what (``vlmcheck list``): the methods, what each reads and reports, ChEF's shipped recipes and
+scenarios, and every benchmark with its forms, the methods that take it and its official figure.  Built from the
+registries that drive the runs, nothing copied: a method takes a benchmark when it reads a kind of record the
+benchmark's forms carry (``datasets.RECORD_KINDS``)."""
 
 from __future__ import annotations
 

@@ -1,28 +1,19 @@
 """Paired comparison of runs of one method: the one decision procedure that ``vlmcheck compare``,
 ``vhx compare``, the report's decisions and the leaderboards use.
 
-Per-sample outcomes come from the method's declaration (``run/task.py``: ``Outcome`` - value, sampled unit,
-stratum, whether it is binary, its range); nothing here names a method.  Runs are compared on the samples they
-all share (the sample id, and the seed image's pixel hash where both record one); the others are counted as left
-out.  On those samples each run's value is the headline's own quantity: the mean over samples, or - where the
-outcomes carry a stratum (GenCeption's categories) - the mean of the stratum means, or - where they carry counts
-(CAST: verdicts pooled per cell over pairs) - the headline recomputed from the counts pooled over the shared
-samples.  A difference A - B is that quantity's paired difference: each sample weighs w = 1/n, or 1/(strata x
-its stratum's n); a pooled headline is tested by swapping whole units between the runs and recomputing it
-(``metrics/pooled.py``).
-
-The test is the sign-flip test of the clusters' weighted differences (``metrics/decisions.SignFlip``): exact
-McNemar where every unit holds one binary answer, a clustered McNemar where several answers share an image, a
-cluster permutation test of means otherwise; exact up to 2^17 sign patterns.  Its 95 % interval is the test
-inverted, so a p above alpha never sits beside an interval without 0.  Several runs: every pair, Holm over the
-pairs of each metric, and each interval at the level of its Holm step (``holm_levels``), so the interval
-excludes 0 exactly when the Holm-corrected test rejects.  Too few units to reject anything give an interval
-that is the range a difference can take, labelled as such.
+Per-sample outcomes come from the method's declaration (``run/task.py``: ``Outcome``); nothing here names a
+method.  Runs are compared on the samples they all share (the sample id, and the seed image's hash where both
+record one), each on the headline's own quantity: the mean, the mean of stratum means, or the headline of counts
+pooled over the shared samples (``metrics/pooled.py``).  The test is the sign-flip test of the clusters' weighted
+differences (``metrics/decisions.SignFlip``: exact McNemar, clustered McNemar or a cluster permutation test), its
+95 % interval the test inverted; several runs: Holm over the pairs of each metric, each interval at its Holm
+step's level, so it excludes 0 exactly when the corrected test rejects.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -75,13 +66,6 @@ def _as_outcome(v: Any) -> Outcome:
     return Outcome(float(value), str(cluster), source, binary=float(value) in (0.0, 1.0))
 
 
-def _pair(a: dict[str, Any], b: dict[str, Any]) -> tuple[list[str], dict[str, int]]:
-    """The samples two runs share (with a seed hash, the same one) and what is left out, by reason."""
-    keep, left = shared([a, b])
-    return keep, {"only_in_a": left[0]["only_here"], "only_in_b": left[1]["only_here"],
-                  "different_source": left[0]["different_source"]}
-
-
 def shared(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, int]]]:
     """The sample ids every run finished, in the first run's order, with the same seed image wherever the runs
     record its hash; per run, how many of its samples are left out (not in every run, or another image)."""
@@ -107,9 +91,7 @@ def weights(outs: Sequence[Outcome]) -> np.ndarray:
     strata = [o.stratum for o in outs]
     if all(s is None for s in strata):
         return np.full(len(outs), 1.0 / max(len(outs), 1))
-    sizes: dict[Any, int] = {}
-    for s in strata:
-        sizes[s] = sizes.get(s, 0) + 1
+    sizes = Counter(strata)
     return np.array([1.0 / (len(sizes) * sizes[s]) for s in strata])
 
 
@@ -126,6 +108,11 @@ def quantity(values: dict[str, Any], keep: list[str]) -> float | None:
     return float(weights(outs) @ np.array([o.value for o in outs]))
 
 
+def _numbered(outs: Sequence[Outcome]) -> dict[str, int]:
+    """Each unit's number, in the order the outcomes first name it."""
+    return {u: i for i, u in enumerate(dict.fromkeys(o.unit for o in outs))}
+
+
 def _per_unit(outs: Sequence[Outcome], units: dict[str, int]) -> np.ndarray:
     """Each unit's summed counts, shape (units, K, 2), in ``units``' numbering."""
     out = np.zeros((len(units), *np.shape(outs[0].counts)))
@@ -137,9 +124,7 @@ def _per_unit(outs: Sequence[Outcome], units: dict[str, int]) -> np.ndarray:
 def _pooled_test(oa: Sequence[Outcome], ob: Sequence[Outcome]) -> dict[str, Any]:
     """The headline of pooled counts, A - B: whole units swapped between the runs and the headline recomputed
     (``metrics/pooled.py``)."""
-    units: dict[str, int] = {}
-    for o in oa:
-        units.setdefault(o.unit, len(units))
+    units = _numbered(oa)
     span = max(oa[0].high - oa[0].low, 0.0)
     dec = pooled_decision(_per_unit(oa, units), _per_unit(ob, units), oa[0].pooled, span=span)
     dec["effect_size"] = {"name": "difference of the headlines", "value": dec["difference"]}
@@ -155,22 +140,20 @@ def _test(a: dict[str, Any], b: dict[str, Any], keep: list[str], levels: Sequenc
         return _pooled_test(oa, ob)
     w = weights(oa)
     x, y = np.array([o.value for o in oa]), np.array([o.value for o in ob])
-    units: dict[str, int] = {}
-    for o in oa:
-        units.setdefault(o.unit, len(units))
+    units = _numbered(oa)
     idx = np.array([units[o.unit] for o in oa])
     D = np.bincount(idx, weights=w * (x - y), minlength=len(units))
     W = np.bincount(idx, weights=w, minlength=len(units))
     binary = all(o.binary for o in oa) and all(o.binary for o in ob)
-    single = len(units) == len(keep) and np.allclose(w, w[0])
-    span = max(oa[0].high - oa[0].low, 0.0)
     equal = bool(np.allclose(w, w[0]))
-    counts = (int(((x == 1) & (y == 0)).sum()), int(((x == 0) & (y == 1)).sum()), len(keep)) if binary and equal \
-        else None
-    dec = paired_decision(D, W, (-span, span), binary=binary, single_answers=single, counts=counts, levels=levels)
+    span = max(oa[0].high - oa[0].low, 0.0)
+    a_only, b_only = int(((x == 1) & (y == 0)).sum()), int(((x == 0) & (y == 1)).sum())
+    counts = (a_only, b_only, len(keep)) if binary and equal else None
+    dec = paired_decision(D, W, (-span, span), binary=binary, single_answers=len(units) == len(keep) and equal,
+                          counts=counts, levels=levels)
     d = x - y
     if binary:
-        dec["discordant"] = {"a_only": int(((x == 1) & (y == 0)).sum()), "b_only": int(((x == 0) & (y == 1)).sum())}
+        dec["discordant"] = {"a_only": a_only, "b_only": b_only}
         dec["effect_size"] = {"name": "difference of proportions", "value": dec["difference"]}
     else:
         sd = float(d.std(ddof=1)) if len(d) > 1 else 0.0
@@ -179,16 +162,11 @@ def _test(a: dict[str, Any], b: dict[str, Any], keep: list[str], levels: Sequenc
     return dec
 
 
-def _public(dec: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in dec.items() if not k.startswith("_")}
-
-
 def pairwise(runs: Sequence[dict[str, Any]], metric: str, pairs: Sequence[tuple[int, int]] | None = None,
              alpha: float = ALPHA, intervals: bool = True) -> dict[str, Any]:
-    """The decision procedure over ``runs`` (each ``{sample id: Outcome}`` of ``metric``): the samples they all
-    share, each run's headline quantity on them, and for every pair (i, j) - all of them unless ``pairs`` - the
-    difference i - j with its test, Holm-adjusted p over the pairs, and the interval at its Holm level
-    (``separated``: the corrected test rejects; ``intervals=False`` skips the intervals, for simulations)."""
+    """The decision procedure over ``runs`` (each ``{sample id: Outcome}`` of ``metric``): each run's headline
+    quantity on the samples all share, and for every pair (i, j) (or ``pairs``) the difference i - j with its
+    test, Holm-adjusted p and the interval at its Holm level (``intervals=False`` skips them, for simulations)."""
     keep, left = shared(runs)
     pairs = list(pairs) if pairs is not None else list(itertools.combinations(range(len(runs)), 2))
     out: dict[str, Any] = {"metric": metric, "n_shared": len(keep), "left_out": left,
@@ -206,7 +184,7 @@ def pairwise(runs: Sequence[dict[str, Any]], metric: str, pairs: Sequence[tuple[
             # the levels its Holm step may judge it at: a Monte Carlo p near one is drawn again
             dec = _test(runs[i], runs[j], keep, [alpha / k for k in range(1, len(pairs) + 1)])
             decs.append((row, dec))
-            row.update(_public(dec))
+            row.update({k: v for k, v in dec.items() if not k.startswith("_")})
         out["pairs"].append(row)
     ps = [d["p_value"] for _, d in decs]
     for (row, dec), p_h, level in zip(decs, holm(ps), holm_levels(ps, alpha)):
@@ -231,38 +209,35 @@ def compare_two(a: dict[str, Any], b: dict[str, Any], metric: str, level: float 
 def compare_runs(runs: list[str | Path]) -> dict[str, Any]:
     """Every pair of ``runs`` (one method), every metric the method declares: see the module docstring.  A method
     that declares no per-sample outcomes gets a note, not an empty table."""
-    loaded = [(Path(r), *unit_values(r)) for r in runs]
-    methods = {t for _, t, _, _ in loaded}
+    folders = [Path(r) for r in runs]
+    loaded = [unit_values(f) for f in folders]
+    methods = {t for t, _, _ in loaded}
     if len(methods) != 1:
         raise ValueError(f"compare runs of one method; these are {', '.join(sorted(methods))}")
     method = methods.pop()
-    shown = run_labels((read_results(f, need_samples=False), f) for f, _, _, _ in loaded)  # told apart
-    loaded = [(f, t, label, v) for (f, t, _, v), label in zip(loaded, shown)]
+    infos = [read_results(f, need_samples=False) for f in folders]
+    labels = run_labels(zip(infos, folders))  # told apart
+    values = [v for _, _, v in loaded]
+    for folder, v in zip(folders, values):  # the official share figures, paired question by question (or group)
+        v.update(official_units(folder, method))
+    metrics = [m for m in values[0] if all(m in v for v in values)]
     comparisons: list[dict[str, Any]] = []
-    for folder, _, _, values in loaded:  # the official share figures, paired question by question (or group)
-        values.update(official_units(folder, method))
-    metrics = [m for m in loaded[0][3] if all(m in v for _, _, _, v in loaded)]
     for metric in metrics:
-        res = pairwise([v[metric] for _, _, _, v in loaded], metric)
-        for row in res["pairs"]:
+        for row in pairwise([v[metric] for v in values], metric)["pairs"]:
             i, j = row.pop("i"), row.pop("j")
-            comparisons.append({"metric": metric, **row, "a": loaded[i][2], "b": loaded[j][2],
-                                "run_a": str(loaded[i][0]), "run_b": str(loaded[j][0])})
+            comparisons.append({"metric": metric, **row, "a": labels[i], "b": labels[j],
+                                "run_a": str(folders[i]), "run_b": str(folders[j])})
     out: dict[str, Any] = {"method": method, "comparisons": comparisons}
     official = official_figures(runs)
     if official:
         out["official"] = official
-    unmeasured = []
-    for folder, _, model, _ in loaded:
-        info = read_results(folder, need_samples=False)
-        why = not_measured_reason(info)
-        if why:
-            unmeasured.append({"run": str(folder), "model": model, "metric": headline_of(info).get("name"),
-                               "reason": why})
+    unmeasured = [{"run": str(f), "model": label, "metric": headline_of(info).get("name"),
+                   "reason": not_measured_reason(info)}
+                  for f, label, info in zip(folders, labels, infos) if not_measured_reason(info)]
     if unmeasured:  # said in place of a number, and left out of every comparison of that metric
         out["not_measured"] = unmeasured
     if not metrics and unmeasured:
-        out["note"] = (f"nothing to compare: the headline of {len(unmeasured)} of these {len(loaded)} runs is not a "
+        out["note"] = (f"nothing to compare: the headline of {len(unmeasured)} of these {len(runs)} runs is not a "
                        "measurement")
     elif not metrics:
         out["note"] = (f"no metric with per-sample outcomes in every run ({method} declares "
@@ -271,9 +246,8 @@ def compare_runs(runs: list[str | Path]) -> dict[str, Any]:
 
 
 def official_figures(runs: Sequence[str | Path]) -> list[dict[str, Any]]:
-    """Each run's official figures (``metrics["official"]``, datasets/official.py), side by side: the value and
-    its interval by image, as the run computed them (a figure that is a sum or ratio of shares, MME's scores or
-    POPE's F1, has no per-sample outcome to pair, so ``compare`` shows it beside rather than testing it)."""
+    """Each run's official figures (``metrics["official"]``, datasets/official.py) side by side, as the run
+    computed them: a sum or ratio of shares (MME's scores, POPE's F1) has no per-sample outcome to pair."""
     from ..datasets.official import rows
 
     out = []
@@ -290,9 +264,7 @@ def official_figures(runs: Sequence[str | Path]) -> list[dict[str, Any]]:
 
 def official_units(folder: str | Path, method: str) -> dict[str, Units]:
     """``{"official.<figure>": {key: Outcome}}``: a run's official share figures (datasets/official.py) as
-    per-question or per-group outcomes, read from its samples through the method's ``official_answer``, so that
-    ``compare`` tests them as it tests the method's own metrics (a sum or a ratio of shares - MME's scores,
-    POPE's precision and F1 - is not a mean of such outcomes and is only shown beside)."""
+    per-question or per-group outcomes, read through the method's ``official_answer``, for ``compare`` to test."""
     from ..datasets.official import Answer, official_for
     from ..run.registry import TASKS, task_class
 

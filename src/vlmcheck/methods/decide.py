@@ -1,14 +1,10 @@
-"""Which model leads, by how much, and which it cannot be separated from: the decision the
-report's first screen and the leaderboards show, made by the one procedure of :mod:`vlmcheck.methods.compare`.
+"""Which model leads, by how much, and which it cannot be separated from: the decision the report's first
+screen and the leaderboards show, made by the one procedure of :mod:`vlmcheck.methods.compare`.
 
-Runs are grouped by method and headline name (and the run's recipe, where it records one: two ChEF recipes
-measure different things).  Within a group, on the samples every run of the group finished (``compare.shared``),
-each run's headline quantity is recomputed (a mean, or a mean of stratum means as the method declares), the runs
-are ordered by it, and every pair is tested (sign-flip test of the weighted paired difference, Holm over the
-group's pairs, intervals at the Holm level).  The leader is the best on those shared samples; "separated" means
-the Holm-corrected test of the leader against that model rejects at 5 %.  A method whose runs declare no
-per-sample outcome (a ratio such as RRM) is compared from the runs' own intervals (a z-test of the difference of
-two independent estimates, Holm-corrected likewise), and says so.
+Runs are grouped by method and headline name (and recipe: two ChEF recipes measure different things), ordered by
+the headline quantity on the samples every run of the group finished, and every pair is tested (Holm over the
+group's pairs).  "Separated": the corrected test of the leader against that model rejects at 5 %.  A method with
+no per-sample outcome (a ratio such as RRM) is compared from the runs' own intervals (z-tests), and says so.
 """
 
 from __future__ import annotations
@@ -29,8 +25,6 @@ from .headline import headline_of
 _FAILS = (OSError, ValueError, KeyError, TypeError, ArithmeticError, IndexError)
 
 
-
-
 def _f(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
@@ -45,26 +39,21 @@ def _unpaired(members: list[dict[str, Any]]) -> dict[str, Any]:
     members.sort(key=lambda m: -m["headline"]["value"])
     se = [None if m["headline"].get("ci95") is None else (m["headline"]["ci95"][1] - m["headline"]["ci95"][0])
           / (2 * Z95) for m in members]
-    rows, ps = [], []
+    rows, ses = [], []
     for k, m in enumerate(members[1:], 1):
         d = members[0]["headline"]["value"] - m["headline"]["value"]
         s = math.hypot(se[0], se[k]) if se[0] is not None and se[k] is not None else None
-        p = None if not s else 2 * (1 - NormalDist().cdf(abs(d) / s))
+        ses.append(s)
         rows.append({"model": m["model"], "run": str(m["folder"]), "value": m["headline"]["value"],
-                     "difference": d, "p_value": p, "se": s,
-                     "test": "unpaired z-test from the two runs' intervals (no per-sample outcomes)"})
-        if p is not None:
-            ps.append(p)
-    tested = [r for r in rows if r["p_value"] is not None]
-    for r, ph, level in zip(tested, holm(ps), holm_levels(ps, ALPHA)):
+                     "difference": d, "p_value": None if not s else 2 * (1 - NormalDist().cdf(abs(d) / s)),
+                     "test": "unpaired z-test from the two runs' intervals (no per-sample outcomes)",
+                     "p_holm": None, "separated": False, "ci95": None})
+    tested = [(r, s) for r, s in zip(rows, ses) if r["p_value"] is not None]
+    ps = [r["p_value"] for r, _ in tested]
+    for (r, s), ph, level in zip(tested, holm(ps), holm_levels(ps, ALPHA)):
         z = NormalDist().inv_cdf(1 - level / 2)
-        r.update(p_holm=ph, separated=bool(ph <= ALPHA), ci95=[r["difference"] - z * r["se"],
-                                                               r["difference"] + z * r["se"]], ci_level=1 - level)
-    for r in rows:
-        r.pop("se", None)
-        r.setdefault("separated", False)
-        r.setdefault("ci95", None)
-        r.setdefault("p_holm", None)
+        r.update(p_holm=ph, separated=bool(ph <= ALPHA), ci95=[r["difference"] - z * s, r["difference"] + z * s],
+                 ci_level=1 - level)
     return {"members": members, "against": rows, "n_shared": None, "n_left_out": None,
             "values": [m["headline"]["value"] for m in members]}
 
@@ -137,17 +126,12 @@ def _group(task: str, name: str, members: list[dict[str, Any]]) -> dict[str, Any
 
 
 def decide(runs: list[str | Path]) -> list[dict[str, Any]]:
-    """The decision rows, one per method group of two or more runs with a headline value.
-
-    Each row (what the report's first screen and the leaderboards render; a renderer lays these fields out):
-    ``method``, ``metric``; ``leader`` (model) and ``run``; ``value`` the leader's headline quantity on the
-    shared samples (``headline``: its run's own value and 95 % interval, also as ``ci95``); ``runner_up`` and
-    ``against`` (every other model, best first): ``model``, ``run``, ``value`` on the shared samples,
-    ``difference`` (leader minus it) with ``ci95`` (at ``ci_level``: its Holm step), ``p_value``, ``p_holm``,
-    ``test``, ``separated``, ``note`` when the interval is a bound; ``separated`` (leader vs runner-up after
-    Holm); ``n_shared`` (None when compared from intervals) and ``n_left_out``; ``tied_with`` (models not
-    separated from the leader); ``sentence``, the row said in one sentence.  A group whose comparison failed is
-    ``{"method", "error"}`` with the reason in one sentence; the other groups stay."""
+    """The decision rows, one per method group of two or more runs with a headline value: ``method``,
+    ``metric``, ``leader`` and its ``run``, ``value`` (on the shared samples; ``headline``, ``ci95``: its run's
+    own), ``runner_up`` and ``against`` (every other model, best first, with the ``difference`` leader minus it,
+    its ``ci95`` at ``ci_level``, ``p_value``, ``p_holm``, ``test``, ``separated``, ``note``), ``separated``,
+    ``n_shared`` (None when compared from intervals), ``n_left_out``, ``tied_with`` and ``sentence``.  A group
+    whose comparison failed is ``{"method", "metric", "error"}``, the reason in one sentence."""
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in runs:
         folder = Path(r)

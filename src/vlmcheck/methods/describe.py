@@ -1,11 +1,6 @@
-"""``describe``: ask a VLM one prompt per image and record its answers.
-
-The smallest end-to-end evaluation: every answer is kept with its status
-(ok / empty / refusal / truncated) and usage.  A manifest row may carry its
-own ``prompt``.  When the dataset gives expected
-keywords per image (a JSONL ``keywords`` list), the keyword recall of each
-description is scored: the share of expected keywords (any of a ``|``-separated
-set of synonyms) that appear as words in the answer.
+"""``describe``: ask a VLM one prompt per image (a manifest row may carry its own ``prompt``) and record its answers
+with their status and usage.  Where the dataset gives expected ``keywords`` per image (any of a ``|``-separated set
+of synonyms), each answer's keyword recall is scored: the share of them that appear as words in it.
 """
 
 from __future__ import annotations
@@ -78,20 +73,12 @@ class DescribeTask(SpecTask):
         item = sample.payload
         image = await read_image_part(item.path, root=item.root)
         prompt = item.meta.get("prompt") or self.cfg.prompt
-        config = self._config
-        message = Message.user(image, prompt)
-        gen = await session.vlm(self.vlm).generate([message], config, template=TEMPLATE_VERSION)
-        record: dict[str, Any] = {
-            "image": item.id,
-            "image_path": str(item.path),  # for the report's thumbnails
-            "image_sha256": image.sha256,
-            "category": item.category,
-            "prompt": prompt,
-            "answer": gen.text,
-            "answer_status": answer_status(gen),
-            "finish_reason": gen.finish_reason,
-            "usage": gen.usage.model_dump(),
-        }
+        gen = await session.vlm(self.vlm).generate([Message.user(image, prompt)], self._config,
+                                                   template=TEMPLATE_VERSION)
+        record: dict[str, Any] = {  # image_path: for the report's thumbnails
+            "image": item.id, "image_path": str(item.path), "image_sha256": image.sha256, "category": item.category,
+            "prompt": prompt, "answer": gen.text, "answer_status": answer_status(gen),
+            "finish_reason": gen.finish_reason, "usage": gen.usage.model_dump()}
         keywords = item.meta.get("keywords")
         if keywords:
             record["keywords"] = keywords

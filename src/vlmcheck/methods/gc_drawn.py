@@ -36,25 +36,17 @@ class Drawn:
             self.add(st.get("description"), st.get("image_sha256"))
 
     def unmeasured(self, S: np.ndarray, seed_images: int, T: int) -> dict[str, Any] | None:
-        """What the summary holds in place of GC@T where :meth:`reason` finds it undefined: the headline not
-        measured, with the reason, and the mean s(t) per step (what the run did measure); None where defined."""
-        why = self.reason(S, seed_images)
-        if why is None:
+        """None where GC@T is a measurement; else what the summary holds in its place (the headline not measured,
+        with the reason, and the mean s(t) per step): where the generator returned one image for different
+        descriptions, or every s(t) (``S``, a row per scored chain) of two or more seed images is one value below
+        1 (docs/methods.md, "When a headline is measured"); identical scores of 1 are perfect chains."""
+        if self.said_differ and not self.drawn_differ:
+            why = (f"the generator returned one and the same image for all {self.steps} descriptions of this run "
+                   "(they differ), so s(t) compares each seed image with that one image, not with what the model "
+                   "said")
+        elif seed_images > 1 and S.size and np.ptp(S) == 0 and S.flat[0] < 1:
+            why = (f"every s(t) is {S.flat[0]:.4f} on all {seed_images} seed images, so the scores do not depend "
+                   "on the image: they measure the generator or the encoder, not the describer")
+        else:
             return None
         return {"s_mean": [float(x) for x in S.mean(axis=0)], "headline": not_measured(f"GC@{T}", why)}
-
-    def reason(self, S: np.ndarray, seed_images: int) -> str | None:
-        """None where GC@T is a measurement; the reason where the generator returned one and the same image for
-        different descriptions (a generator that cannot draw them: the reference renderer given prose it cannot
-        parse, a service that returns a placeholder), or where every s(t) of two or more seed images is one and
-        the same value below 1 (the scores then do not depend on the image, so they measure the generator or
-        the encoder).  ``S``: the scored chains' s(t), a row per chain.  Identical scores of 1 are perfect chains,
-        not a failure to draw."""
-        if self.said_differ and not self.drawn_differ:
-            return (f"the generator returned one and the same image for all {self.steps} descriptions of this run "
-                    "(they differ), so s(t) compares each seed image with that one image, not with what the model "
-                    "said")
-        if seed_images > 1 and S.size and np.ptp(S) == 0 and S.flat[0] < 1:
-            return (f"every s(t) is {S.flat[0]:.4f} on all {seed_images} seed images, so the scores do not depend "
-                    "on the image: they measure the generator or the encoder, not the describer")
-        return None

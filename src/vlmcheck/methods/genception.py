@@ -7,43 +7,15 @@ Algorithm 1 of the paper, per seed image X0 and t = 1..T::
     s(t) = cos(Enc(X0), Enc(X_t))
     GC@T = sum_t t*s(t) / sum_t t                        # eq. 3
 
-Why this module is long: the paper's whole protocol (spec, chain step, scoring, refusal handling and the
-summary fold) is one algorithm, read top to bottom against Algorithm 1; the leaderboard, the drawn-image check
-and the outcomes live in their own modules.
-
-Steps within a chain are sequential; chains run concurrently under the
-runner's limits.  Every model call is cached in the run store, so a chain
-killed after step 2 resumes at step 3 without asking any model again.
-
-Every description Q_t goes to the generator, whatever it says, as Algorithm 1
-does: GC@t, GC_FID@t, the leaderboard, ranks and correlations are the paper's
-procedure.  Beside the headline, not instead of it: ``refusal_rate`` (chains with
-a step that refused, by one structural rule: ``methods/refusals.py``), GC@T over
-the chains that never refused, and the penalised figure (s = -1 from a refused
-step on) as a sensitivity column.  An answer with no text at all (empty content,
-a content-filter stop) cannot be sent to a generator: its chain stops there, is
-counted apart (``chains.empty``) and left out of GC@T, and it counts at -1 in the
-penalised figure.  A chain is left out only when a model call failed after its
-retries (or the encoder returned NaN/inf): it is reported with its step and
-reason, never normalised over fewer terms (the authors' code did; see
-docs/methods.md).
-
-Dataset scores are MMECeption's overall score: the mean of the category means
-(v1 section 3.1; v2 Tables 2 and 4 "Overall Mean"); the mean over images is
-kept beside it as ``image_mean``.
-
-Kept per chain: every Q_t, X_t (a lossless PNG artifact), embedding and s(t).
-Also computed from the same run: GC@t for every t <= T, the unweighted s(T)
-ablation, fid(t) and GC_FID@t (v2 eq. 4, the t-weighted average of the
-set-level Frechet distances between the encoder features of D(0) and D(t),
-labelled with the encoder used), per-category and MMECeption group scores.
-
-``per_category=K`` draws K seeded random images per category: the human-baseline
-protocol of v2 section 3 (5 per MME category).
+Every Q_t goes to the generator, as Algorithm 1 does; refusals (``methods/refusals.py``) are counted beside GC@T,
+and an answer with no text stops its chain.  A chain is left out only when a model call failed after its retries
+(or the encoder gave NaN/inf), never normalised over fewer terms as the authors' code did.  Dataset scores are
+MMECeption's mean of the category means; GC_FID@t is v2 eq. 4.  What each figure means: docs/methods.md.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -134,8 +106,8 @@ class ChainIncomplete(RuntimeError):
 
 
 def per_category_sample(items: list, k: int, seed: int) -> list:
-    """K images per category drawn at random with ``seed`` (all of a category that has fewer), in dataset
-    order.  The draw depends only on the ids in each category, not on the order of the dataset."""
+    """K images per category drawn with ``seed`` (all of a smaller category), in dataset order; the draw
+    depends only on the ids in each category."""
     by_cat: dict[str, list] = {}
     for it in items:
         by_cat.setdefault(it.category or "(none)", []).append(it)
@@ -218,16 +190,14 @@ class GenCeptionTask(SpecTask):
                 raise ChainIncomplete(f"{label} stopped at t={t} (describe): {exc}", record) from exc
             step.update(description=g.text, answer_status=answer_status(g), finish_reason=g.finish_reason)
             kind = refusal_kind(g)
-            if kind == "empty":  # no text: nothing to send to the generator (docs/methods.md)
+            if kind:  # a refusal is a Q_t like any other (Algorithm 1); counted beside GC@T
                 step.update(refused=True)
-                record["steps"].append(step)
                 record["refused_at"] = record.get("refused_at") or t
+            if kind == "empty":  # no text: nothing to send to the generator
+                record["steps"].append(step)
                 record["stopped"] = {"t": t, "stage": "describe", "reason": EMPTY_REASON}
                 raise ChainIncomplete(f"{label} stopped at t={t}: the description is empty ({g.finish_reason})",
                                       record)
-            if kind == "refusal":  # a refusal is a Q_t like any other (Algorithm 1); counted beside GC@T
-                step.update(refused=True)
-                record["refused_at"] = record.get("refused_at") or t
             try:
                 xt, artifact = await gen.generate_image(cfg.prompt_gen.format(description=g.text),
                                                         seed=cfg.seed + repeat, template=TEMPLATE_VERSION)
@@ -245,10 +215,7 @@ class GenCeptionTask(SpecTask):
         record["gc"] = {f"GC@{t}": gc_at(record["s"], t) for t in range(1, cfg.T + 1)}
         return record
 
-    # ------------------------------------------------------------------ summary
-
     def summary_folder(self) -> "GenCeptionSummary":
-        """The summary folded one sample at a time (what run/outputs.py uses over a million chains)."""
         return GenCeptionSummary(self)
 
     def _summary(self, scored: list[dict[str, Any]], features: list[FeatureSet],
@@ -256,23 +223,17 @@ class GenCeptionTask(SpecTask):
         """The summary from each scored chain's scores (``scored``: s, category, refused_at, repeats' s) and the
         features of D(0)..D(T) over those chains."""
         T = self.cfg.T
-        failed_list = []
-        for f in failed:
-            part = f.get("result") or {}
-            failed_list.append({"image": part.get("image", f["sample_id"]), **part.get("stopped", {}),
-                                "error": f["error"]["type"]})
-        reasons: dict[str, int] = {}
-        for inc in failed_list:
-            key = (inc.get("reason") or inc.get("error") or "unknown").split(":")[0]
-            reasons[key] = reasons.get(key, 0) + 1
+        parts = [f.get("result") or {} for f in failed]  # what each failed chain did before it stopped
+        failed_list = [{"image": p.get("image", f["sample_id"]), **p.get("stopped", {}), "error": f["error"]["type"]}
+                       for f, p in zip(failed, parts)]
+        reasons = Counter((inc.get("reason") or inc.get("error") or "unknown").split(":")[0] for inc in failed_list)
         refused = [r for r in scored if r.get("refused_at")]
-        empty = [(f.get("result") or {}) for f in failed
-                 if ((f.get("result") or {}).get("stopped") or {}).get("reason") == EMPTY_REASON]
+        empty = [p for p in parts if (p.get("stopped") or {}).get("reason") == EMPTY_REASON]
         total = len(scored) + len(failed_list)
         out: dict[str, Any] = {
             "T": T,
             "chains": {"total": total, "scored": len(scored), "refused": len(refused), "empty": len(empty),
-                       "failed": len(failed_list), "failed_by_reason": reasons, "failed_list": failed_list},
+                       "failed": len(failed_list), "failed_by_reason": dict(reasons), "failed_list": failed_list},
             # chains with a refused step, among the chains that ran (an empty answer's chain included)
             "refusal_rate": (len(refused) + len(empty)) / (len(scored) + len(empty)) if scored or empty else None,
             "aggregate": "mean of the category means (MMECeption overall); image_mean: mean over images",
@@ -357,8 +318,7 @@ class GenCeptionTask(SpecTask):
 
     def _fid(self, features: list[FeatureSet], T: int) -> dict[str, Any]:
         """fid(t): Frechet distance between the features of D(0) and D(t); GC_FID@t (v2 eq. 4):
-        sum_{tau<=t} tau*fid(tau) / sum_{tau<=t} tau.  Lower is better.  Every scored chain has an image at
-        every step (a refused description is regenerated from, as Algorithm 1 does)."""
+        sum_{tau<=t} tau*fid(tau) / sum_{tau<=t} tau.  Lower is better."""
         n = features[0].n
         out: dict[str, Any] = {"features": f"encoder {self.cfg.encoder}", "n": n}
         if n < 2:
@@ -377,8 +337,7 @@ class GenCeptionTask(SpecTask):
 
 class GenCeptionSummary:
     """GenCeption's summary, folded one finished chain at a time: per scored chain its T scores, category and
-    refusal step (a few dozen bytes), and the features of D(0)..D(T) as :class:`FeatureSet` s (rows up to the
-    feature dimension, then moments), not the chains' descriptions and embeddings."""
+    refusal step, and the features of D(0)..D(T) as :class:`FeatureSet` s (rows, then moments)."""
 
     def __init__(self, task: GenCeptionTask) -> None:
         self.task = task
@@ -399,8 +358,7 @@ class GenCeptionSummary:
             self.features[t].add(r["steps"][t - 1]["embedding"])
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
-        # chains in order of (category, image): the bootstrap interval is the same whatever order the dataset's
-        # form lists its images in (MME's Hub copy, release folder and TSV give one interval; docs/datasets.md)
+        # chains in order of (category, image): one interval whatever order the dataset's form lists them in
         scored = sorted(self.scored, key=lambda r: (r["category"] or "", r["image"]))
         return self.task._summary(scored, self.features, failed, self.drawn)
 
@@ -409,10 +367,8 @@ def _score(per_image: np.ndarray, cats: list[str], seed: int) -> dict[str, Any]:
     """Headline ``score`` (mean of category means) with a bootstrap CI resampled within categories,
     beside the plain mean over images."""
     score = mean_of_means(per_image, cats)
-    # every chain with the same score (a perfect describer: s = 1 at every step) would give [1, 1]: then the
-    # Wilson bound for a mean of values in [-1, 1] on the n images (metrics/decisions.widen_degenerate); on 5
-    # images or fewer (too few for any test to reject anything) that bound replaces the bootstrap, as CAST's and
-    # ChEF's, on the Kish effective n of the category weights (a one-image category weighs more than its image)
+    # every chain alike (s = 1 throughout) or 5 images or fewer: the Wilson bound for a mean in [-1, 1]
+    # (metrics/decisions.widen_degenerate), on the Kish effective n of the category weights
     lo, hi = bootstrap_ci_strata(per_image, cats, seed=seed, level=strata_level(per_image, cats))  # expanded
     n, few = int(per_image.size), too_few_units(int(per_image.size))
     w = np.array([1.0 / cats.count(c) for c in cats] if few else [1.0])  # an image's weight in the mean of means

@@ -9,9 +9,8 @@ from ..metrics.measured import reason_of
 
 
 def headline_of(results: dict[str, Any]) -> dict[str, Any]:
-    """A run's headline as results.json records it (``metrics.headline``: name, value, ci95, interval).  A
-    results.json that records none gets an entry with no value and, as ``not_measured``, the sentence
-    :func:`unrecorded` says (every surface shows it in place of a number)."""
+    """A run's headline as results.json records it (``metrics.headline``: name, value, ci95, interval); where it
+    records none, an entry with no value and :func:`unrecorded`'s sentence as ``not_measured``."""
     m = results.get("metrics", {}) or {}
     entry = m.get("headline")
     if isinstance(entry, dict) and entry.get("name"):

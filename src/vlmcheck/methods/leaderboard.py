@@ -1,25 +1,16 @@
 """Leaderboards across GenCeption runs: ranks, MMECeption "GC rank", GC_FID ranking, correlations.
 
-Every model score here is the run's overall score: the mean of its category
-means (MMECeption's "Overall Mean"), never the mean over images.  The overall
-rank is taken on that score recomputed on the images every run scored
-(``on_shared``), the quantity ``vlmcheck compare`` and the report's decisions
-compare, so the leaderboard, its "cannot be separated from" and the decisions
-name one leader; each run's own score on all its images stays beside it.
-
-``GC rank`` (GenCeption v1, Table 2 and its footnote): within each group
-(visual-/textual-intensive), rank the models on the group mean of the paper's
-columns, GC@1, GC@3 and GC@5 as far as the runs reach (t <= T; which ones is
-recorded as ``gc_rank_columns``), and average those ranks; then GC rank = 10/14 x visual +
-4/14 x textual on MME.  The weights are the benchmark's category counts (MME:
-10 and 4; the reference world: 5 and 3), not the categories a run happened to
-complete.  Tied models share the best rank, as the papers' tables print them.
+Every model score is the run's mean of its category means (MMECeption's "Overall Mean"); the overall rank is
+taken on it recomputed on the images every run scored, the quantity ``compare`` and the report's decisions
+compare.  GC rank is v1 Table 2's (its columns GC@1, GC@3, GC@5; weights the benchmark's category counts; ties
+share the best rank): docs/methods.md, "GenCeption".
 """
 
 from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +29,8 @@ _WORLD = {_norm(c) for c in WORLD_VISUAL + WORLD_TEXTUAL}
 
 
 def benchmark_weights(categories, declared: str | None = None) -> tuple[str, dict[str, int]]:
-    """(benchmark name, categories per group).
-
-    The benchmark the runs' dataset declares (``dataset.json``'s name, a Hugging Face dataset's name: MME or
-    the reference world) decides; a run that covers only some of its categories keeps its weights.  A dataset
-    that declares no known benchmark falls back to its categories: MME or the world when every category
-    belongs to it, otherwise the number of distinct categories of each group across the runs."""
+    """(benchmark name, categories per group): the benchmark the runs' dataset declares, else MME or the world
+    where every category belongs to it, else the distinct categories of each group across the runs."""
     for name in BENCHMARK_GROUPS:
         if declared and _norm(declared) == _norm(name):
             return name, BENCHMARK_GROUPS[name]
@@ -52,12 +39,8 @@ def benchmark_weights(categories, declared: str | None = None) -> tuple[str, dic
         return "world", BENCHMARK_GROUPS["world"]
     if cats and cats <= _MME:
         return "MME", BENCHMARK_GROUPS["MME"]
-    counts = {"visual": 0, "textual": 0}
-    for c in categories:
-        g = category_group(c)
-        if g:
-            counts[g] += 1
-    return "categories of these runs", counts
+    counts = Counter(map(category_group, categories))
+    return "categories of these runs", {"visual": counts["visual"], "textual": counts["textual"]}
 
 
 #: the GC@t columns v1 Table 2 ranks on (GC@2 and GC@4 are not among them)
@@ -71,12 +54,8 @@ def gc_rank_columns(group_scores: dict[str, dict[str, dict[int, float]]], group:
 
 
 def gc_rank(group_scores: dict[str, dict[str, dict[int, float]]], weights: dict[str, int]) -> dict[str, dict]:
-    """GC rank from per-model group means per GC@t column (v1 Table 2).
-
-    ``group_scores[model][group][t]`` is the group mean of GC@t; the ranks are taken on GC@1, GC@3 and GC@5
-    where the runs have them (:func:`gc_rank_columns`), as the paper's table.  Returns, per model, the mean
-    rank in each group and the weighted GC rank.
-    """
+    """Per model, the mean rank in each group and the weighted GC rank (v1 Table 2), from
+    ``group_scores[model][group][t]``, the group mean of GC@t, on :func:`gc_rank_columns`."""
     out: dict[str, dict[str, float]] = {m: {} for m in group_scores}
     for group in ("visual", "textual"):
         columns = gc_rank_columns(group_scores, group)
@@ -170,11 +149,9 @@ def leaderboard(runs: list[str | Path], external_csv: str | Path | None = None) 
 
 
 def _on_shared_images(rows: dict[str, dict[str, Any]], key: str) -> dict[str, Any]:
-    """The decision procedure of ``vlmcheck compare`` (methods/compare.pairwise) over the runs: each model's
-    ``on_shared``, GC@T (mean of category means) on the images every scored run scored, and its ``tied_with``,
-    the models it cannot be separated from (the category-weighted paired difference, its sign-flip test
-    Holm-corrected over the pairs of models).  Returns the number of those images and each model's left out.
-    A run that scored no chain takes no part (its rank stays empty)."""
+    """:func:`~.compare.pairwise` over the runs: each model's ``on_shared`` (GC@T on the images every scored run
+    scored) and ``tied_with`` (the models it cannot be separated from); returns the number of those images and
+    each model's left out.  A run that scored no chain takes no part."""
     from ..core.files import InputFileError
     from .compare import pairwise, unit_values
 
@@ -218,8 +195,7 @@ def _chains(folder: str | Path, T: int) -> dict[tuple[str, str], dict[str, Any]]
 
 
 def _fid_on_common_images(rows: dict[str, dict[str, Any]], T: int) -> dict[str, Any]:
-    """GC_FID@T of every model on the seed images that every model completed (a Frechet distance is biased by
-    n, so models are compared on one image set); each run's own figure, with its n, stays beside it."""
+    """GC_FID@T of every model on the seed images every model completed (a Frechet distance is biased by n)."""
     chains = {m: _chains(r["run"], T) for m, r in rows.items()}
     common = set.intersection(*(set(c) for c in chains.values())) if chains else set()
     out: dict[str, Any] = {"n": len(common), "images": "seed images every model completed (id and pixel hash)"}

@@ -1,20 +1,9 @@
-"""The built-in methods' per-sample outcomes: what ``compare``, ``plan`` and the report's decisions
-test, registered with :func:`vlmcheck.run.task.register_outcomes` so that none of them names a method.
-
-Each reader takes one finished sample's result and the run's metrics and returns ``{metric: Outcome}``; the
-metric that carries the run's headline name is the one the decisions compare.  A new method instead gives its
-task class a static ``decision_outcomes`` (``run/task.py``, :class:`~vlmcheck.run.task.DecidableTask`).
-
-- describe: keyword recall per image (the headline, a mean over images).
-- GenCeption: GC@T per image, stratified by its category (the headline is the mean of category means).
-- VHExpansion: right or wrong per case, clustered by its image; symmetric accuracy (the question and its
-  negation both right) likewise.
-- ChEF: right or wrong per item in the standard setting, clustered by the item's image where the item records
-  one; named as the run's headline where that is an accuracy (POPE accuracy clusters by image, as its interval).
-- CAST: the headline itself, Top-3 cross-modal consistency: a pair's confirming and parsed verdicts per
-  cross-modal cell and format, pooled over the pairs compared and averaged as the headline averages them (the
-  pair is the unit; ``value`` is the pair's own share, shown but never compared; ``plan`` too reads the
-  pooled headline, through each pair's influence on it).
+"""The built-in methods' per-sample outcomes, what ``compare``, ``plan`` and the report's decisions test,
+registered with :func:`vlmcheck.run.task.register_outcomes` so that none of them names a method (a new method
+gives its task class a static ``decision_outcomes`` instead).  Each reader takes a finished sample's result and
+the run's metrics; the metric named as the run's headline is the one the decisions compare.  CAST's is the
+headline itself, a pair's verdict counts pooled over the pairs compared (``value``, the pair's own share, is shown
+but never compared).
 """
 
 from __future__ import annotations

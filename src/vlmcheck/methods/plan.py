@@ -1,39 +1,19 @@
 """How many samples a comparison needs (``vlmcheck plan --pilot RUN [--pilot RUN_B] --delta D``).
 
-From one pilot run: the spread of its per-sample outcomes (``methods/compare.unit_values``, as the method
-declares them) gives the n per run that detects a difference ``delta`` between two independent runs of that
-spread, and the smallest difference detectable at the pilot's own n.  From two pilot runs of one method: the
-spread of their paired differences gives the n of common samples.
-
-The n is that of the test `compare` will run.  One binary answer a unit, two pilots: the exact McNemar test,
-its power computed exactly (metrics/paired.mcnemar_power) at the pilots' share of discordant units.  Otherwise
-the t-test (the smallest n whose two-sided t-test at ``alpha`` has ``power``, from the noncentral t
-distribution; the normal formula undersizes small n - 8 where the t-test needs 10) on the units `compare` flips
-(the pilot's clusters: its source images): the spread of a unit's mean (the ratio estimator's residual per unit
-over the mean unit size, which carries the design effect of the clusters), n units on n - 1 degrees of freedom,
-times the mean unit size in samples; for right/wrong answers in such units, the clustered McNemar's power
-simulated from the pilot's units instead (metrics/paired.n_clustered: the sign-flip test of skewed unit sums
-needs more units than the t-test says).  Each n is given with the range it takes over the pilot's own uncertainty:
-for a share of independent answers, the spread at the ends of the pilot's Wilson interval (and 0.5 if inside
-it); for the discordant share, its Wilson interval; otherwise the chi-square interval of the sd on units - 1 df.
-A pilot where every answer is right (or wrong) has no spread of its own: the spread at its Wilson bound is used
-and labelled as a bound.  No n, nor the range's low end, is below the fewest units at which the sign-flip test
-can reject at ``alpha`` (6 at 0.05: two of 2^n sign patterns must weigh at most alpha).  The stated power
-holds on average over pilots, not for every one: the n from one pilot is an estimate, and a pilot of fewer
-than ``SMALL_PILOT`` units is flagged (``pilot_warning``), its n varying from pilot to pilot by a third or more.
-
-A headline of counts pooled over the samples (CAST: verdicts per cell pooled over pairs, the cells averaged) is
-planned on that headline, the quantity `compare` tests: each sample's value is the headline plus its influence
-on it (metrics/pooled.linearised), not the sample's own share; its paired n is the t-test's at the power averaged
-over the pilot's uncertainty about the sd, and at least its n at the sd's posterior 80th percentile
-(n_t_predictive): CAST's pilots are pairs, few, and its n small,
-where power falls steeply (bench/plan_power_cast.py).
+From one pilot run, the n per run for two independent runs of its spread (and the smallest difference detectable
+at its n); from two, the n of common samples from the spread of their paired differences.  Each n is that of the
+test ``compare`` runs (exact McNemar, the clustered McNemar's power simulated from the pilot's units, or the t-test
+on the units from the noncentral t), with its range over the pilot's uncertainty, never below the fewest units at
+which the sign-flip test can reject.  A headline of counts pooled over the samples (CAST) is planned on that
+headline through each sample's influence on it (metrics/pooled.linearised).  The stated power holds on average
+over pilots, not for each.  What each figure means: docs/usage.md, "Planning a run's size".
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -41,7 +21,7 @@ import numpy as np
 from ..metrics.decisions import wilson
 from ..metrics.paired import n_clustered, n_mcnemar
 from ..metrics.pooled import linearised
-from .compare import _as_outcome, _pair, unit_values
+from .compare import _as_outcome, shared, unit_values
 
 _MAX_N = 10_000_000
 #: below this many units a pilot's plan is flagged: its n varies from pilot to pilot by a third or more
@@ -66,11 +46,8 @@ def n_t(sd: float, delta: float, alpha: float, power: float, paired: bool) -> in
     """The smallest n (at least 2) whose t-test reaches ``power``; None beyond ten million."""
     if sd <= 0:
         return 2
-    z = float(np.sqrt(2.0)) if not paired else 1.0
-    from statistics import NormalDist
-
-    nd = NormalDist()
-    guess = ((nd.inv_cdf(1 - alpha / 2) + nd.inv_cdf(power)) * z * sd / delta) ** 2
+    q = NormalDist().inv_cdf
+    guess = ((q(1 - alpha / 2) + q(power)) * (1.0 if paired else math.sqrt(2.0)) * sd / delta) ** 2
     lo, hi = 2, max(3, int(math.ceil(guess)) + 2)
     while t_power(hi, sd, delta, alpha, paired) < power:  # the t-test needs at least the normal n
         lo, hi = hi, hi * 2
@@ -78,10 +55,7 @@ def n_t(sd: float, delta: float, alpha: float, power: float, paired: bool) -> in
             return None
     while lo < hi:  # power grows with n: bisect for the smallest n that reaches it
         mid = (lo + hi) // 2
-        if t_power(mid, sd, delta, alpha, paired) >= power:
-            hi = mid
-        else:
-            lo = mid + 1
+        lo, hi = (lo, mid) if t_power(mid, sd, delta, alpha, paired) >= power else (mid + 1, hi)
     return lo
 
 
@@ -110,11 +84,8 @@ def _spread(values: np.ndarray, binary: bool) -> tuple[float, list[float], str]:
             return max(sds), rng, (f"bound: every pilot answer is {'right' if p else 'wrong'}, so the spread at the "
                                    f"Wilson 95% limit of the share ({lo:.4f} to {hi:.4f}) is used")
         return math.sqrt(p * (1 - p)), rng, f"share {p:.4f} (Wilson 95% {lo:.4f} to {hi:.4f})"
-    from scipy.stats import chi2
-
     sd = float(values.std(ddof=1))
-    rng = [sd * math.sqrt((n - 1) / chi2.ppf(0.975, n - 1)), sd * math.sqrt((n - 1) / chi2.ppf(0.025, n - 1))]
-    return sd, rng, "sample sd (chi-square 95% interval of the sd for the range)"
+    return sd, _chi2_range(sd, n), "sample sd (chi-square 95% interval of the sd for the range)"
 
 
 UPPER_SD_QUANTILE = 0.2  # chi-square lower tail: the sd's upper 80 % posterior limit
@@ -122,12 +93,9 @@ UPPER_SD_QUANTILE = 0.2  # chi-square lower tail: the sd's upper 80 % posterior 
 
 def n_t_predictive(sd: float, m: int, delta: float, alpha: float, power: float, floor: int = 2) -> int | None:
     """The smallest n (at least ``floor``) whose paired t-test power, averaged over the pilot's uncertainty about
-    the sd (its 10 deciles' midpoints, 0.05 to 0.95, of the chi-square posterior sd^2 (m - 1) / chi2(m - 1) from
-    ``m`` units), reaches ``power`` (the predictive power).  Planned at the pilot's sd alone, CAST plans from
-    10-20 pairs gave n at which the swap test reached 0.68-0.74 on average (bench/plan_power_cast.py): the n
-    lies where power falls steeply, and a pilot's sd is as often too low as too high.  The n is also at least
-    the t-test's at the sd's posterior 80th percentile: averaging alone still gave 0.73-0.75 from 10-20 pairs.
-    None beyond ten million."""
+    the sd (the 10 deciles' midpoints of its chi-square posterior from ``m`` units), reaches ``power``, and at
+    least the t-test's n at the sd's posterior 80th percentile (CAST's small pilots: docs/world.md).  None
+    beyond ten million."""
     from scipy.stats import chi2
 
     if sd <= 0 or m < 2:
@@ -188,11 +156,9 @@ def _sizes(sd: float, rng: list[float], delta: float, alpha: float, power: float
 
 def _mcnemar_sizes(b: int, c: int, n: int, delta: float, alpha: float, power: float) -> dict:
     """n of the exact McNemar test from a paired pilot of one binary answer a unit, at a share of discordant
-    units q (p_b, p_c = (q + delta) / 2, (q - delta) / 2; q at least delta).  The n: the power averaged over the
-    pilot's uncertainty about q (10 quantiles of its Beta(b + c + 1/2, n - b - c + 1/2) posterior): planned at
-    the pilot's q alone, 100-unit pilots gave n at which the test reached 0.60-0.99 of the time.  The range: n at
-    the ends of q's Wilson interval.  A pilot with no discordant unit is planned at the interval's upper end,
-    labelled a bound."""
+    units q (p_b, p_c = (q + delta) / 2, (q - delta) / 2; q at least delta): the power averaged over the
+    Beta(b + c + 1/2, n - b - c + 1/2) posterior of q (at q alone, 100-unit pilots gave 0.60-0.99 power).  The
+    range: n at the ends of q's Wilson interval; no discordant unit: its upper end, labelled a bound."""
     from scipy.stats import beta
 
     q = (b + c) / n
@@ -300,7 +266,7 @@ def plan_metric(metric: str, values: dict[str, Any], other: dict[str, Any] | Non
     if row["mde_at_pilot_n"] is None:
         row["mde_note"] = "no difference within the metric's range is detectable at the pilot's n"
     if other is not None:
-        keep, _ = _pair(values, other)
+        keep, _ = shared([values, other])
         if len(keep) >= 2:
             row.update(_paired(values, other, keep, binary, span, delta, power, alpha))
     if m < SMALL_PILOT:

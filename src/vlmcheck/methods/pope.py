@@ -1,17 +1,8 @@
 """POPE (Li et al., 2023): balanced yes/no object-existence questions from object annotations.
 
-Per image the positives are its first three annotated objects (distinct, in
-annotation order); each positive gets one negative, an object absent from the
-image, chosen
-
-* ``random``: uniformly among the absent objects,
-* ``popular``: the most frequent objects over the sampled images, in order,
-* ``adversarial``: the objects that co-occur most often with that positive.
-
-Questions use "Is there a {} in the image?" with the article fixed per object
-("an apple"); the template itself is never rewritten (the authors'
-replace-based "an" variant produced "imange").  Answers are scored with the
-POPE rule in :func:`vlmcheck.core.answers.read_yes_no`.
+Positives are an image's first three annotated objects; each gets one absent object as its negative, ``random``,
+``popular`` or ``adversarial`` (co-occurring).  "Is there {} in the image?" takes its article per object ("an
+apple"): the template is never rewritten (the authors' replace-based "an" variant produced "imange").
 """
 
 from __future__ import annotations
@@ -56,22 +47,15 @@ def load_annotations(path: str | Path) -> list[dict[str, Any]]:
             row = json.loads(line)
             if not isinstance(row.get("image"), str) or not isinstance(row.get("objects"), list):
                 raise ValueError(f"{path}:{n}: needs 'image' and a list 'objects'")
-            seen: list[str] = []
-            for o in row["objects"]:
-                if o not in seen:
-                    seen.append(o)
-            rows.append({"image": row["image"], "objects": seen})
+            rows.append({"image": row["image"], "objects": list(dict.fromkeys(row["objects"]))})
     return rows
 
 
 def build_pope(annotations: list[dict[str, Any]], split: str = "random", n_images: int = 500, per_image: int = 3,
                seed: int = 0) -> list[dict[str, Any]]:
-    """POPE's three splits, as its code builds them: ``n_images`` images with at least ``per_image`` objects are
-    sampled; the vocabulary, the popularity and the co-occurrence counts come from the sampled images only.
-    Each of an image's first ``per_image`` objects is a "yes" question and gets one absent object as its "no"
-    question: at random (random), the most frequent absent object (popular), or the absent object that
-    co-occurs most with it (adversarial).  Ties, and an adversarial positive that co-occurs with no absent
-    object, fall back to a seeded random choice."""
+    """POPE's three splits, as its code builds them from ``n_images`` sampled images with at least ``per_image``
+    objects (the vocabulary, popularity and co-occurrence counts from those only); ties, and an adversarial
+    positive that co-occurs with no absent object, fall back to a seeded random choice."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}")
     rng = np.random.default_rng(seed)
@@ -100,16 +84,11 @@ def build_pope(annotations: list[dict[str, Any]], split: str = "random", n_image
             absent = [o for o in vocab if o not in present and o not in used]
             if not absent:
                 raise ValueError(f"{a['image']}: no absent object left to ask about")
-            if split == "random":
+            counts = freq if split == "popular" else co.get(pos, Counter())  # every vocabulary object has a freq
+            if split == "random" or not any(counts[o] for o in absent):  # adversarial: no co-occurring absent one
                 neg = absent[int(rng.integers(len(absent)))]
-            elif split == "popular":
-                neg = best(absent, lambda o: freq[o])
             else:
-                counts = co.get(pos, Counter())
-                if any(counts[o] for o in absent):
-                    neg = best(absent, lambda o: counts[o])
-                else:  # it co-occurs with no absent object: a seeded random one
-                    neg = absent[int(rng.integers(len(absent)))]
+                neg = best(absent, lambda o: counts[o])
             used.add(neg)
             for obj, ans in ((pos, "yes"), (neg, "no")):
                 cases.append({"id": f"{Path(a['image']).stem}-{len(cases)}", "image": a["image"],
@@ -123,7 +102,6 @@ def write_pope_cases(annotations: str | Path, split: str, out: str | Path, n_ima
     """Build a POPE split and write it to ``out`` as VHExpansion cases (JSONL), image paths relative to ``out``'s
     folder as ``vhx run`` resolves them; returns (cases written, cases whose image lies outside that folder).
     ``images``: the folder of the images (COCO: val2014/), default beside the annotations."""
-    import json
     import os
 
     from ..core.files import InputFileError, write_text_atomic

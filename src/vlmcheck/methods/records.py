@@ -1,18 +1,10 @@
 """Records into each method's items: the one place where a benchmark read by the dataset layer
 (:mod:`vlmcheck.datasets`) becomes GenCeption's images, ChEF's multiple-choice items, VHExpansion's yes/no
-cases and CAST's scenes and pairs.
+cases and CAST's scenes and pairs (:func:`dataset_for` says which sources the dataset layer reads).
 
-Which reader reads a source (:func:`dataset_for`): a source naming its benchmark or form (``mme:PATH``,
-``vlmeval-tsv:PATH``, what ``--benchmark NAME`` writes), any ``hfds:`` source, and any local path a registered
-form detects go to the dataset layer; a JSONL manifest, a folder holding ``manifest.jsonl`` (a world), a URL
-and whatever no form detects stay with the methods' own readers (``None`` here), as before.
-
-One image, one unit: records sharing an image name one file, so GenCeption gets one item per distinct image
-(:func:`image_items`), and ChEF and VHExpansion, which cluster by the item's image path, cluster by it.
-Rows a reader left out are said on stderr, how many and why (:func:`_said`).  What a task read is collected
-with :func:`reading` (each dataset's :meth:`~vlmcheck.datasets.Dataset.choices`, rows a method could not use
-included): the task keeps it as ``data_read``, which the runner prints at the start of the run and records in
-``results.json``.
+One image, one unit: records sharing an image name one file, so GenCeption gets one item per distinct image and
+ChEF and VHExpansion cluster by it.  Rows a reader left out are said on stderr; what a task read is collected
+with :func:`reading`, kept as the task's ``data_read``, printed at the run's start and recorded in results.json.
 """
 
 from __future__ import annotations
@@ -76,10 +68,8 @@ def dataset_for(source: str | Path, benchmark_hint: str | None = None, **options
         if remote.is_url(rest):
             return None
         p = Path(path_options(rest)[0])  # PATH?split=..: the reader's options after the path
-        if (p.is_file() and p.suffix.lower() in (".jsonl", ".ndjson")) or (p.is_dir() and
-                                                                           (p / "manifest.jsonl").is_file()):
-            return None
-        if not p.exists():
+        if not p.exists() or (p.is_file() and p.suffix.lower() in (".jsonl", ".ndjson")) \
+                or (p.is_dir() and (p / "manifest.jsonl").is_file()):
             return None
         try:
             detect(p)
@@ -139,9 +129,6 @@ def _require(ds: Dataset, records: list[Record], what: str, ok: Any) -> list[Rec
     return [r for r in records if ok(r)]
 
 
-# ----------------------------------------------------------------------------- GenCeption, describe
-
-
 def image_items(ds: Dataset) -> list[ImageItem]:
     """One item per distinct image (the first record naming it gives its category); its id is the image's path
     inside its root, stable across runs (a stored image's name is its content hash)."""
@@ -165,14 +152,6 @@ def image_items(ds: Dataset) -> list[ImageItem]:
     return list(seen.values())
 
 
-# ----------------------------------------------------------------------------- ChEF
-
-
-def _prompt(r: Record, hint_word: str) -> str:
-    q = r.question or ""
-    return f"{hint_word}: {r.hint}\n{q}" if r.hint else q
-
-
 def hint_word_of(ds: Dataset, kind: str | None = None) -> str:
     """The word a record's hint is shown under: "Context" for ScienceQA (its own and LAMM's wording), else
     "Hint" (MMBench's, VLMEvalKit's)."""
@@ -182,7 +161,8 @@ def hint_word_of(ds: Dataset, kind: str | None = None) -> str:
 def prompt_of(ds: Dataset, r: Record, kind: str | None = None) -> str:
     """A record's question as a run asks it: the hint under its word (:func:`hint_word_of`) above the question
     (ChEF's multiple-choice scenarios then list the options: ``chef.recipe.format_query``)."""
-    return _prompt(r, hint_word_of(ds, kind))
+    q = r.question or ""
+    return f"{hint_word_of(ds, kind)}: {r.hint}\n{q}" if r.hint else q
 
 
 def _image(r: Record) -> str | None:
@@ -191,8 +171,7 @@ def _image(r: Record) -> str | None:
 
 def _pictures(r: Record) -> dict[str, Any]:
     """A ChEF item's images: ``image`` the first (the cluster unit, the report's thumbnail), and ``images`` all
-    of them, in order, where a record has several (SEED-Bench-2's image lists: ChEF's loader passes the whole
-    ``data_id`` list as the item's images, and chef/task.py sends every one)."""
+    of them, in order, where a record has several (SEED-Bench-2's ``data_id`` lists, as ChEF's loader)."""
     return {"image": _image(r), **({"images": list(r.images)} if len(r.images) > 1 else {})}
 
 
@@ -221,7 +200,7 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
                question: str | None = None, **options: Any) -> list[dict[str, Any]]:
     """ChEF's items of scenario ``kind`` from records (the item layout of chef/scenarios.py, which passes its
     row builders: ``turn_rows`` for the turn kinds, ``retrieval_items`` for caption retrieval)."""
-    recs, src = ds.records, ds.source
+    recs = ds.records
     if kind in turn_rows:
         recs = _require(ds, recs, "image", lambda r: r.images)
         rows = [{**r.meta, "id": r.id, "image": r.images[0]} for r in recs]
@@ -250,13 +229,12 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
     # multiple choice: mc, scienceqa, mmbench, world
     recs = _require(ds, recs, "options and an answer among them",
                     lambda r: r.options and isinstance(r.answer, int) and 0 <= r.answer < len(r.options))
-    hint_word = hint_word_of(ds, kind)
     out = []
     copies = any("circular_copy" in r.meta for r in recs)  # the data's own copies: never rotated again
     grouped = kind == "mmbench" or ds.benchmark == "mmbench"
     for r in recs:
         copy_no = r.meta.get("circular_copy", 0)
-        base = {**_pictures(r), "question": _prompt(r, hint_word), "root": r.root,
+        base = {**_pictures(r), "question": prompt_of(ds, r, kind), "root": r.root,
                 "meta": {"category": r.category, **({"group": r.group or r.id} if grouped else {}),
                          **_official(ds, r, (r.group or r.id) if grouped else None)}}
         if copy_no and not circular:
@@ -273,9 +251,6 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
     return out
 
 
-# ----------------------------------------------------------------------------- VHExpansion
-
-
 def binary_question(question: str, option: str) -> str:
     """A multiple-choice question asked as yes/no about one of its options (:func:`vhx_cases`)."""
     q = question.strip()
@@ -285,13 +260,10 @@ def binary_question(question: str, option: str) -> str:
 
 
 def vhx_cases(ds: Dataset) -> list[Any]:
-    """Yes/no cases, one per record with an image and a question: a yes/no answer as it is (MME, POPE, VHTest's
-    yes/no rows); a multiple-choice record (MMVP) as ONE binary case, as VHExpansion counts them (Table 1: MMVP,
-    300 questions, 300 cases; section 3: "non-binary question-answer pairs can be rewritten as binary
-    counterparts"): options Yes/No ask the question as it is, any other options ask whether the first one is the
-    answer ("<question> Is the answer '<option a>'?", yes when (a) is right).  Asking about the same option on
-    both images of an MMVP pair keeps the pair's answers opposite, as MMVP built them; the pair id travels in
-    ``meta["pair"]`` so that MMVP's pair accuracy is reported beside symmetric accuracy."""
+    """Yes/no cases, one per record with an image and a question: a yes/no answer as it is (MME, POPE, VHTest); a
+    multiple-choice record (MMVP) as ONE binary case, as VHExpansion counts them (Table 1, section 3): options
+    Yes/No ask the question as it is, any others whether the first one is the answer (docs/methods.md); the MMVP
+    pair id travels in ``meta["pair"]`` for MMVP's pair accuracy."""
     from .vhx_case import Case
 
     def usable(r: Record) -> bool:
@@ -322,9 +294,6 @@ def vhx_cases(ds: Dataset) -> list[Any]:
     return out
 
 
-# ----------------------------------------------------------------------------- CAST
-
-
 def cast_corpus(ds: Dataset) -> list[dict[str, Any]]:
     """Scenes (image, description) for ``cast pairs``: DOCCI, Flickr30k, any record with both."""
     recs = _require(ds, ds.records, "an image and a description", lambda r: r.images and r.description)
@@ -353,9 +322,6 @@ def cast_pairs(ds: Dataset) -> list[dict[str, Any]]:
     if not pairs:
         raise InputFileError(f"{ds.source}: no scene pairs in it (records sharing a group, two to a group)")
     return pairs
-
-
-# ----------------------------------------------------------------------------- the methods' entry points
 
 
 def load_images(source: str | Path) -> list[ImageItem]:

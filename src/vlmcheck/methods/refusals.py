@@ -1,14 +1,8 @@
 """Is a description a refusal?  One structural rule, no word count (GenCeption's ``refusal_rate``).
 
-A text is a refusal when nothing descriptive is left once its refusal clauses are removed: the text is cut
-into clauses at sentence ends, semicolons, ", but" and ", however"; a clause that opens with a refusal phrase
-("I'm sorry", "I apologize", "I can't help ...", "I am unable", "As an AI" ...) or asks a question ("Is there
-anything else ...?") is removed; a clause with any word left is a description.  So "I'm sorry, but I can't help
-with that." and "I apologize, but I can't help with that." are refusals however long, and "I cannot read the
-small text, but the image shows a red circle." is a description.
-
-An answer with no text at all (empty content, a provider refusal or a content-filter stop without text) is
-``empty``: there is no description to send to a generator (docs/methods.md says what GenCeption does then).
+A text is a refusal when nothing descriptive is left once its clauses that open with a refusal phrase ("I'm
+sorry", "I can't help ...", "As an AI" ...) or ask a question are removed (docs/methods.md); an answer with no
+text at all is ``empty``.
 """
 
 from __future__ import annotations

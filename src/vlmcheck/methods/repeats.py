@@ -1,14 +1,8 @@
-"""Repeats for every method: a sample's whole procedure run ``repeats`` times at a temperature,
-each repeat with its own generation seed, and the between-repeat spread reported beside the between-sample
-interval.
-
-A sample's record is repeat 0, as without repeats; repeats 1.. go into its ``repeats`` list (without their
-embeddings).  The summary computes the method's headline once per repeat (``values``, their ``mean`` and
-population ``std``, as VHExpansion's Table 6e/6f do), and the headline itself pools every repeat with its unit
-(a repeat is resampled with its image or pair, never as a unit of its own).
-
-Cache keys do not change for a run without repeats: the seed and temperature go into a request only when
-``repeats > 1`` or ``temperature > 0``, so stores made before resume with no call.
+"""Repeats for every method: a sample's whole procedure run ``repeats`` times at a temperature, each repeat with
+its own generation seed.  Repeat 0 is the sample's record; repeats 1.. go into its ``repeats`` list (without
+embeddings).  The summary gives the headline per repeat (``values``, ``mean``, population ``std``, as
+VHExpansion's Table 6e/6f) beside the headline, which pools every repeat with its unit.  A run without repeats
+sends no seed or temperature, so its cache keys are unchanged.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """VHExpansion (Liu et al.): expand yes/no visual-hallucination test cases.
 
-For every case (image, question, yes/no answer) the task
-
-1. asks the VLM the question on the original image;
-2. negates the question (a ``TextModel`` with the paper's Fig. 3 prompt, or
-   the rule-based ``ref:negator``), checks the negation (well-formed, one
-   added negation, nothing lost) and records the check; a negation that fails
-   the check is not used for symmetric accuracy;
-3. asks both questions on each common perturbation of the image (the four
-   VHExpansion presets by default, or any corruption by name, ``name:severity``);
-4. optionally crafts an adversarial image (I-FGSM or PGD on the model's
-   visual embedding, or on a surrogate encoder) - minimising the cosine for
-   cases the model answered right, maximising it from a random start for
-   cases it got wrong - and asks both questions on it.
-
-Answers are read with POPE's rule (first sentence; "no"/"not" means no).
-Metrics per variant: accuracy, symmetric accuracy (Def. 3: both the question
-and its negation answered right), yes ratio, and the number of new
-successful VH test cases (expanded cases the model gets wrong).
+Per case (image, question, yes/no answer): ask the question on the original image; negate it (Fig. 3's prompt
+through a ``TextModel``, or ``ref:negator``) and check the negation (vhx_negation.py); ask both on each common
+perturbation and, optionally, on an adversarial image (I-FGSM or PGD on the visual embedding).  Answers are read
+with POPE's rule; the metrics per variant are in vhx_summary.py, the details in docs/methods.md.
 """
 
 from __future__ import annotations
@@ -26,14 +12,14 @@ import asyncio
 import csv
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ..core.answers import read_yes_no
-from ..core.files import (InputFileError, copy_atomic, read_jsonl, read_results,
-                          write_text_atomic)
+from ..core.files import InputFileError, copy_atomic, read_jsonl, read_results, write_text_atomic
 from ..core.images import image_hash, load_image
 from ..core.inputs import read_image
 from ..core.messages import Message
@@ -101,15 +87,10 @@ class VHExpansionTask(SpecTask):
         if spec.attack:
             if spec.attack not in ("ifgsm", "pgd"):
                 raise ValueError("attack must be 'ifgsm' or 'pgd'")
-            if attack_target is not None:
-                self.target = attack_target
-            elif spec.attack_target:
-                self.target = load_model(spec.attack_target, "encoder")
-            else:
-                self.target = self.vlm
+            self.target = attack_target if attack_target is not None else (
+                load_model(spec.attack_target, "encoder") if spec.attack_target else self.vlm)
             require(self.target, "vision_embedding", "an adversarial attack on the visual embedding")
-            cfg = spec.attack_config.model_copy(update={"method": spec.attack})
-            self._attack_cfg = cfg
+            self._attack_cfg = spec.attack_config.model_copy(update={"method": spec.attack})
             self._batcher = Batcher(self._attack_batch, batch_size=8)
 
     def samples(self) -> list[Sample]:
@@ -119,8 +100,6 @@ class VHExpansionTask(SpecTask):
     def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
         # one case per record with an image and a question, in the dataset's order (methods/records.vhx_cases)
         return True
-
-    # ------------------------------------------------------------------ attack
 
     def _attack_batch(self, key, items):
         from ..perturb.adversarial import attack
@@ -155,8 +134,6 @@ class VHExpansionTask(SpecTask):
 
         out, _ = await session.cached("attack", self.target, request, TEMPLATE_VERSION, invoke)
         return out
-
-    # ------------------------------------------------------------------ sample
 
     async def _ask(self, session: Session, img, question: str, repeat: int = 0) -> dict[str, Any]:
         """``img``: the image, or the parts of a blind request (a list: none, or a grey image)."""
@@ -219,8 +196,6 @@ class VHExpansionTask(SpecTask):
             await variant(f"adv_{self.cfg.attack}", adv_img, {k: v for k, v in adv.items() if k != "artifact"})
         return record
 
-    # ------------------------------------------------------------------ summary
-
     def summary_folder(self) -> VHXSummary:
         """The summary folded one case at a time (methods/vhx_summary.py; the runner streams a million)."""
         return VHXSummary(self.cfg.perturb, self.cfg.attack, self.cfg.repeats)
@@ -243,10 +218,7 @@ def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
         for name, v in r["variants"].items():
             if name == "blind":  # the blind control has no image: not an expanded test case
                 continue
-            if name == "original":
-                src = Path(r["image"])
-            else:
-                src = run_folder / v["image"]
+            src = Path(r["image"]) if name == "original" else run_folder / v["image"]
             dest = out / "images" / f"{_safe(sid)}__{_safe(name)}{src.suffix or '.png'}"
             copy_atomic(src, dest)
             prov = {"source_case": sid, "transformation": name, "parameters": v.get("params", {})}
@@ -273,7 +245,5 @@ def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
 
 
 def _safe(text: str) -> str:
-    import re
-
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80]
 

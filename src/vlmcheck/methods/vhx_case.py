@@ -1,5 +1,5 @@
-"""VHExpansion's test case, in a module of its own: both the cases' readers (vhx_cases.py) and the records'
-conversion (records.py) build it, and vhx_cases.py reads records through records.py."""
+"""VHExpansion's test case, in a module of its own: vhx_cases.py reads records through records.py, and both build
+it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
 """VHExpansion's test cases: yes/no questions on images, from a JSONL or CSV file (a local path or an fsspec
-URL), a world dataset folder, or a benchmark release the dataset layer reads (datasets/: MMVP's Questions.csv +
-``MMVP Images/``, POPE's ``coco_pope_*.json``, VHTest's workbooks, ...).
-
-Records become cases in methods/records.py (:func:`~.records.vhx_cases`: MMVP's multiple-choice questions as one
-binary case each, the pair id kept for MMVP's pair accuracy)."""
+URL), a world dataset folder, or a benchmark release the dataset layer reads (records.vhx_cases)."""
 
 from __future__ import annotations
 
@@ -19,20 +15,10 @@ from ..core.inputs import dataset_path
 from .vhx_case import Case  # noqa: F401 - the case type is part of this module's API
 
 
-def _yesno(value: Any) -> str:
-    v = str(value).strip().lower()
-    if v in ("yes", "y", "true", "1"):
-        return "yes"
-    if v in ("no", "n", "false", "0"):
-        return "no"
-    raise ValueError(f"answer {value!r} is not yes/no")
-
-
 def load_cases(source: str | Path) -> list[Case]:
     """Cases from a JSONL (image, question, answer[, id]), a CSV with those columns (VHTest/MMVP-style,
-    headers matched case-insensitively, 'correct answer' accepted), or a world dataset folder.
-    Images stay inside the folder of the cases file (or the world folder).  A cases file at an fsspec URL
-    (``s3://.../pope.jsonl``) names its images relative to its folder URL (core/remote.py)."""
+    headers matched case-insensitively, 'correct answer' accepted), or a world dataset folder; images stay inside
+    the cases file's folder (an fsspec URL's: its folder URL, core/remote.py)."""
     if remote.is_url(source):
         return _url_cases(str(source))
     from .records import for_limit
@@ -51,14 +37,12 @@ def _local_cases(source: str | Path) -> list[Case]:
         raise InputFileError(f"{src}: a folder that is neither a world folder nor a benchmark release vlmcheck "
                              "reads (docs/datasets.md); give a world folder, a .jsonl or .csv of cases, or the "
                              "release's folder")
-    root = str(src if src.is_dir() else src.parent)
-    cases = _load_cases(src)
+    return _rooted(_load_cases(src), str(src if src.is_dir() else src.parent), src)
+
+
+def _rooted(cases: list[Case], root: str, src: Any) -> list[Case]:
     if not cases:
         raise InputFileError(f"{src}: no yes/no cases in it")
-    return _rooted(cases, root)
-
-
-def _rooted(cases: list[Case], root: str) -> list[Case]:
     for c in cases:
         c.root = root
     return cases
@@ -72,9 +56,7 @@ def _url_cases(url: str) -> list[Case]:
         cases = _csv_cases(url, base, text)
     else:
         cases = _jsonl_cases(url, base, iter_jsonl_objects(url, "cases file", text=text))
-    if not cases:
-        raise InputFileError(f"{url}: no yes/no cases in it")
-    return _rooted(cases, base)
+    return _rooted(cases, base, url)
 
 
 def _csv_cases(src: Any, base: Any, text: str) -> list[Case]:
@@ -121,10 +103,12 @@ def _load_cases(src: Path) -> list[Case]:
 
 
 def _answer(value: Any, where: str) -> str:
-    try:
-        return _yesno(value)
-    except ValueError as exc:
-        raise InputFileError(f"{where}: {exc}") from None
+    v = str(value).strip().lower()
+    if v in ("yes", "y", "true", "1"):
+        return "yes"
+    if v in ("no", "n", "false", "0"):
+        return "no"
+    raise InputFileError(f"{where}: answer {value!r} is not yes/no")
 
 
 #: the task name VHExpansion's runs record (its task class's ``name``; kept here so that its fine-tuning steps

@@ -29,9 +29,7 @@ def _content(text: str) -> list[str]:
 
 
 def check_negation(original: str, negated: str | None) -> dict:
-    """Check a negated question; returns {'ok': bool, 'problems': [...]} (empty when ok).  A question with a
-    context (:func:`split_context`, MMVP's rewritten cases) must keep its context word for word; only its last,
-    yes/no question is checked as a negation."""
+    """Check a negated question (see the module docstring); returns {'ok': bool, 'problems': [...]}."""
     problems: list[str] = []
     if not negated or not negated.strip():
         return {"ok": False, "problems": ["no negated question"]}

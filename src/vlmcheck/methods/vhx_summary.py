@@ -1,14 +1,7 @@
-"""VHExpansion's summary, folded one case at a time.
-
-Per variant (the original image, each perturbation, the adversarial image, the blind control): accuracy and
-symmetric accuracy (Def. 3: a case and its negation both answered right) with clustered Wilson intervals by
-source image, the yes ratio over every answer, the new VH test cases (expanded cases answered wrong), and with
-repeats each repetition's accuracy and symmetric accuracy with their mean and spread (Table 6e/6f).
-
-What it keeps while ``run/outputs.py`` streams a run's records: counters, and per source image the sums the
-intervals need (metrics/clusters.py); one float per case only for the adversarial cosine, whose mean numpy
-takes over the whole list.  A million cases on a few hundred thousand images fold in tens of MB, not the
-records' gigabytes.
+"""VHExpansion's summary, folded one case at a time: per variant, accuracy and symmetric accuracy (Def. 3) with
+clustered Wilson intervals by source image, the yes ratio, the new VH test cases and, with repeats, Table 6e/6f's
+spread.  It keeps counters and per source image the sums the intervals need (metrics/clusters.py), so a million
+cases fold in tens of MB, not the records' gigabytes.
 """
 
 from __future__ import annotations
@@ -58,16 +51,12 @@ class _Variant:
             self.answers += 1
             self.yes += v["neg_parsed"] == "yes"
             self.unread += read_yes_no(str(v.get("neg_answer", ""))) is None
-        if self.reps is not None:
-            runs = v.get("repeats", ())
-            for k, tally in enumerate(self.reps):
-                if len(runs) > k:
-                    row = runs[k]
-                    tally[0] += 1
-                    tally[1] += bool(row["correct"])
-                    if "neg_correct" in row:
-                        tally[2] += 1
-                        tally[3] += bool(row["correct"] and row["neg_correct"])
+        for tally, row in zip(self.reps or (), v.get("repeats", ())):
+            tally[0] += 1
+            tally[1] += bool(row["correct"])
+            if "neg_correct" in row:
+                tally[2] += 1
+                tally[3] += bool(row["correct"] and row["neg_correct"])
         if self.name.startswith("adv_"):
             self.cosine.append(v["params"]["cosine_final"])
             linf = float(v["params"]["linf"])
@@ -99,9 +88,8 @@ class _Variant:
 
 
 def _pair_accuracy(pairs: dict[str, list[int]]) -> dict[str, Any]:
-    """MMVP's own metric, beside symmetric accuracy: the share of its pairs (the same question on the two images
-    of a CLIP-blind pair) whose questions were all answered right; a pair with one question left (the other
-    failed or was not in the run) is not counted, and is reported."""
+    """MMVP's own metric, beside symmetric accuracy: the share of its pairs whose questions were all answered
+    right; a pair with one question left is not counted, and is reported."""
     whole = [right == n for n, right in pairs.values() if n >= 2]
     return {"pair_accuracy": sum(whole) / len(whole) if whole else None, "n_mmvp_pairs": len(whole),
             "mmvp_pairs_incomplete": len(pairs) - len(whole)}

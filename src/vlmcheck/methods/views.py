@@ -1,9 +1,6 @@
 """The built-in methods' views (``run/views.py``): what the report, export, terminal and CLI show about their runs,
-registered here so that none of those names a method.  A new method gives its task class a ``report_view``
-instead (or nothing: the generic view).
-
-Light on purpose (no numpy): the report and ``vlmcheck --help`` import it.  The terminal's lines are in
-``methods/view_lines.py``; CAST's verdict rows in ``methods/cast_rows.py``.
+registered here so that none of those names a method (a new method gives its task class a ``report_view``).
+Light on purpose (no numpy): the report and ``vlmcheck --help`` import it.
 """
 
 from __future__ import annotations
