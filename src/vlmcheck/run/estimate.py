@@ -1,42 +1,41 @@
-"""What a run will cost before it starts: ``--dry-run`` and the prices behind ``--max-cost``.
+"""What a run will cost before it starts: ``--dry-run`` (docs/usage.md, "Before a run").
 
-A dry run reads the data and the run folder and makes no model call.  It makes the real command's refusals
-first (the same sentences), then runs every sample still to do through the method's own code, on the run's
-store read in place and read-only (nothing written in the run folder; what the simulation writes goes to a
-temp folder), with every model of the task replaced by an :class:`Estimator` that counts the request it is given and answers with a stand-in.  So the count follows the
-method exactly: cache hits are answered by the store before any model is reached, finished samples are skipped
-by the runner, and every call the method would make is counted once.  Where the number of calls depends on the
-answers (a GenCeption chain that stops at a refusal, CAST's statements), the stand-ins take the longest path
-(``Task.dry_run_reply``), so the count is an upper bound and the estimate says so.
-
-Tokens: text at 4 characters per token (OpenAI's rule of thumb), images by each provider's documented rule
-(:func:`image_tokens`); output tokens per call are the run's own mean once the store holds calls of that model,
-else the request's ``max_tokens`` (an upper bound).  Prices: a spec's ``?price_in=&price_out=`` (USD per 1M
-tokens), else ``prices.json`` (the date it was collected is in the file), batch APIs at half price.
+A dry run makes the real command's refusals first, then runs every sample still to do through the method's own
+code, on the run's store read in place and read-only (what the simulation writes goes to a temp store), with
+every model replaced by an :class:`Estimator` that counts each request and answers with a stand-in.  So cache
+hits and finished samples cost nothing and every call the method would make is counted once; where the calls
+depend on the answers, the stand-ins take the longest path (``Task.dry_run_reply``): an upper bound, said so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hashlib
 import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.request import pathname2url
 
 from PIL import Image
 
+from ..core import inputs
 from ..core.roles import Generation, Loglikelihood, Usage
-from ..core.tokens import image_tokens, text_tokens  # noqa: F401  (re-exported)
-from .prices import _spec, cost_of, image_rule, prices_for  # noqa: F401  (re-exported)
+from ..core.tokens import image_tokens, text_tokens
+from ..store.db import DB_NAME, RunStore
+from .calls import KEY_VERSION, Session
+from .folder import RunFolderExists, check_folder, check_replaceable
+from .loop_clients import close_loop_clients
+from .options import input_policy
+from .prices import _spec, cost_of, image_rule
+from .runner import _run_samples, check_spec, run_spec, select_samples
+from .scheduler import Scheduler
 
 #: a task attribute holding a model -> the role it is reported under
 ROLES = {"vlm": "describer", "generator": "generator", "encoder": "encoder", "judge": "judge", "judge2": "judge",
          "negator": "negator", "rewriter": "rewriter", "extractor": "extractor", "target": "attack target"}
 
-
-# ----------------------------------------------------------------------------- tokens and prices
-
-# ----------------------------------------------------------------------------- the stand-in models
 
 class Estimator:
     """Stands in for one model during a dry run: counts each request (calls, estimated tokens) and answers with
@@ -96,15 +95,13 @@ class Estimator:
         return img
 
     async def encode(self, images: list[Any]) -> Any:
-        import numpy as np
+        import numpy as np  # numpy loads on first use
 
         self.calls += 1
         return np.ones((len(images), 8), dtype=np.float32)
 
 
 def _digest(obj: Any) -> str:
-    import hashlib
-
     text = obj if isinstance(obj, str) else "\n".join(f"{m.role}:{m.text}:{[i.sha256 for i in m.images]}" for m in obj)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
@@ -116,8 +113,6 @@ def _mean_outputs(store_path: Path) -> dict[str, float]:
     # immutable where there is no WAL file: a read-only open would make -wal and -shm files beside the store
     immutable = "&immutable=1" if not Path(f"{store_path}-wal").exists() else ""
     try:
-        from urllib.request import pathname2url
-
         con = sqlite3.connect(f"file:{pathname2url(str(store_path.absolute()))}?mode=ro{immutable}", uri=True)
     except sqlite3.Error:
         return {}
@@ -133,17 +128,16 @@ def _mean_outputs(store_path: Path) -> dict[str, float]:
 
 async def dry_run_async(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
     """The estimate of what running ``task`` into ``folder`` with ``options`` still takes (module docstring)."""
-    from ..core import inputs
-
-    folder = Path(folder)
-
-    from .options import input_policy
-
+    folder = check_folder(folder)
     token = inputs.set_policy(input_policy(options))
     try:
         return await _dry_run(task, folder, options)
     finally:
         inputs.reset_policy(token)
+
+
+def dry_run(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
+    return asyncio.run(dry_run_async(task, folder, options))
 
 
 class _DryStore:
@@ -153,8 +147,6 @@ class _DryStore:
     store, never the temp one."""
 
     def __init__(self, folder: Path, scratch: Path, read_user_store: bool) -> None:
-        from ..store.db import DB_NAME, RunStore
-
         self.folder = folder
         self.user = RunStore(folder, read_only=True, untouched=True) if read_user_store and \
             (folder / DB_NAME).exists() else None
@@ -191,20 +183,8 @@ class _DryStore:
 
 def refuse_as_the_run_would(task: Any, folder: Path, options: Any, samples: list[Any], store: Any) -> None:
     """The refusals the real command makes before its first sample (run/runner.py), made without writing: a
-    folder that is a file or a broken link, a store without --resume or --overwrite, another shard, another
-    task spec (else a dry run on a folder holding a run with another prompt says "0 calls, $0")."""
-    from ..core.files import broken_link
-    from ..store.db import DB_NAME
-    from .calls import KEY_VERSION
-    from .folder import RunFolderExists, check_replaceable
-    from .runner import check_spec, run_spec
-
-    if not str(folder).strip():
-        raise RunFolderExists("the run folder is empty (an unset variable?); give a folder")
-    if broken_link(folder):
-        raise RunFolderExists(broken_link(folder))
-    if folder.exists() and not folder.is_dir():
-        raise RunFolderExists(f"{folder} is a file, not a run folder")
+    store without --resume or --overwrite, another shard, another task spec (else a dry run on a folder holding
+    a run with another prompt says "0 calls, $0")."""
     if not (folder / DB_NAME).exists():
         return
     if not (options.resume or options.overwrite):
@@ -220,15 +200,6 @@ def refuse_as_the_run_would(task: Any, folder: Path, options: Any, samples: list
 
 
 async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
-    import dataclasses
-
-    from ..core import inputs
-    from ..store.db import DB_NAME
-    from .calls import KEY_VERSION, Session
-    from .loop_clients import close_loop_clients
-    from .runner import _run_samples, select_samples
-    from .scheduler import Scheduler
-
     fresh = options.overwrite or not (folder / DB_NAME).exists()  # --overwrite: estimated as an empty folder
     means = {} if fresh else _mean_outputs(folder / DB_NAME)
     originals = {k: v for k, v in vars(task).items() if k in ROLES and hasattr(v, "model_id")}
@@ -261,25 +232,32 @@ async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
     return est
 
 
-def dry_run(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
-    return asyncio.run(dry_run_async(task, folder, options))
+def _role() -> dict[str, Any]:
+    return {"models": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "images": 0, "cost_usd": 0.0,
+            "upper_bound": False, "output_from": "the run's mean"}
+
+
+def _add(into: dict[str, Any], r: dict[str, Any]) -> None:
+    """Role figures ``r`` added to ``into``; the cost is unknown once a role that makes calls has none."""
+    into["models"] += [x for x in r["models"] if x not in into["models"]]
+    for k in ("calls", "input_tokens", "output_tokens", "images"):
+        into[k] += r[k]
+    into["cost_usd"] = None if into["cost_usd"] is None or (r["cost_usd"] is None and r["calls"]) else \
+        into["cost_usd"] + (r["cost_usd"] or 0.0)
+    into["upper_bound"] = into["upper_bound"] or r["upper_bound"]
+    if r["output_from"] == "max_tokens":
+        into["output_from"] = "max_tokens"
 
 
 def summarize_estimate(stand_ins: dict[str, Estimator], multi_step: bool) -> dict[str, Any]:
     roles: dict[str, dict[str, Any]] = {}
     for e in stand_ins.values():
-        role = ROLES[e.attr]
-        r = roles.setdefault(role, {"models": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "images": 0,
-                                    "cost_usd": 0.0, "upper_bound": multi_step, "output_from": "the run's mean"})
-        r["models"].append(e.model_id)
-        r["calls"] += e.calls
-        r["input_tokens"] += int(round(e.input_tokens))
-        r["output_tokens"] += int(round(e.output_tokens))
-        r["images"] += e.images
-        if e.output_from_max_tokens:
-            r["output_from"], r["upper_bound"] = "max_tokens", True
-        cost = cost_of(e.model_id, e.input_tokens, e.output_tokens, e.images) if e.calls else 0.0
-        r["cost_usd"] = None if cost is None or r["cost_usd"] is None else r["cost_usd"] + cost
+        _add(roles.setdefault(ROLES[e.attr], _role()), {
+            "models": [e.model_id], "calls": e.calls, "input_tokens": int(round(e.input_tokens)),
+            "output_tokens": int(round(e.output_tokens)), "images": e.images,
+            "cost_usd": cost_of(e.model_id, e.input_tokens, e.output_tokens, e.images) if e.calls else 0.0,
+            "upper_bound": multi_step or e.output_from_max_tokens,
+            "output_from": "max_tokens" if e.output_from_max_tokens else "the run's mean"})
     totals = _totals(roles)
     for r in roles.values():
         if r["cost_usd"] is not None:
@@ -303,17 +281,7 @@ def merge_estimates(estimates: list[dict[str, Any]]) -> dict[str, Any]:
     samples = {"total": 0, "finished": 0, "to_run": 0, "failed_in_simulation": 0}
     for est in estimates:
         for name, r in est["roles"].items():
-            m = roles.setdefault(name, {"models": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "images": 0,
-                                        "cost_usd": 0.0, "upper_bound": False, "output_from": "the run's mean"})
-            m["models"] += [x for x in r["models"] if x not in m["models"]]
-            for k in ("calls", "input_tokens", "output_tokens", "images"):
-                m[k] += r[k]
-            m["cost_usd"] = None if m["cost_usd"] is None or (r["cost_usd"] is None and r["calls"]) else \
-                m["cost_usd"] + (r["cost_usd"] or 0.0)
-            m["upper_bound"] = m["upper_bound"] or r["upper_bound"]
-            if r["output_from"] == "max_tokens":
-                m["output_from"] = "max_tokens"
+            _add(roles.setdefault(name, _role()), r)
         for k in samples:
             samples[k] += est.get("samples", {}).get(k, 0)
-    totals = _totals(roles)
-    return {"roles": roles, "totals": totals, "samples": samples, "runs": len(estimates)}
+    return {"roles": roles, "totals": _totals(roles), "samples": samples, "runs": len(estimates)}

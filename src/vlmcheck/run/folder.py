@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .._version import __version__
-from ..core.files import write_text_atomic
+from ..core.files import broken_link, write_text_atomic
 from ..store.db import DB_NAME
 
 
@@ -64,6 +64,18 @@ def folder_lock(folder: Path):
     folder.mkdir(parents=True, exist_ok=True)
     with lock_file(folder / LOCK_NAME, folder):
         yield
+
+
+def check_folder(folder: str | os.PathLike) -> Path:
+    """``folder`` as a Path; one sentence where no run can use it: an empty path, a broken link, a file."""
+    if not str(folder).strip():
+        raise RunFolderExists("the run folder is empty (an unset variable?); give a folder")
+    folder = Path(folder)
+    if broken_link(folder):
+        raise RunFolderExists(broken_link(folder))
+    if folder.exists() and not folder.is_dir():
+        raise RunFolderExists(f"{folder} is a file, not a run folder")
+    return folder
 
 
 def mark_run_folder(folder: Path) -> None:

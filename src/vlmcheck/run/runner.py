@@ -1,25 +1,7 @@
-"""The resumable runner.
-
-A :class:`~vlmcheck.run.task.Task` lists its samples and knows how to run one
-and how to summarise the finished ones.  :func:`run_task` runs the samples that
-the store's journal does not yet mark done or failed, concurrently, then writes
-
-* ``results.json`` - the run spec and the task's summary metrics,
-* ``samples.jsonl`` - every sample, in dataset order, with every intermediate
-  output (or its error).
-
-Both are rebuilt from the store, in dataset order, so an interrupted-and-resumed
-run writes the same files as an uninterrupted one.  Any exception in one sample
-(a bad image, a failed call, a parsing bug) is recorded for that sample; the
-run goes on.
-
-The runner returns the results; it writes no report (``vlmcheck.run_task``, the
-CLI, a sweep and the demo do, in ``api.py``).
-
-Why this module is long: a run's life is here in order (its options and their
-checks, the folder, the resume check against the recorded spec and data, the
-preflight, the sample loop with its budget, the outputs), so that what a resumed
-run keeps and what it may change is read in one place.
+"""The resumable runner: :func:`run_task` runs the samples of a :class:`~vlmcheck.run.task.Task` that the store's
+journal does not yet mark done or failed, concurrently, then rebuilds ``results.json`` and ``samples.jsonl`` from
+the store in dataset order (run/outputs.py), so an interrupted-and-resumed run writes what an uninterrupted one
+would.  An exception in one sample is that sample's error; the run goes on.  It writes no report (``api.py`` does).
 """
 
 from __future__ import annotations
@@ -39,7 +21,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from .._version import __version__
-from ..core.files import broken_link
 from ..core.images import DEFAULT_MAX_FILE_BYTES
 from ..core import inputs, remote
 from ..core.inputs import DEFAULT_PIXEL_BUDGET
@@ -50,7 +31,7 @@ from ..core.progress import Progress
 from ..datasets.base import choices_line
 from .scheduler import RetryPolicy, Scheduler
 from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: where callers have found them)
-from .folder import MARKER, RunFolderExists, _empty_run_folder, leave_nothing, mark_run_folder
+from .folder import MARKER, RunFolderExists, _empty_run_folder, check_folder, leave_nothing, mark_run_folder
 from . import options as options_table
 from .first_calls import FirstCalls, RunRefused
 from .outputs import write_outputs
@@ -182,15 +163,8 @@ def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str
 
 async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
     options = options or RunOptions()
-    if not str(folder).strip():
-        raise RunFolderExists("the run folder is empty (an unset variable?); give a folder")
-    folder = Path(folder)
-    if broken_link(folder):
-        raise RunFolderExists(broken_link(folder))
-    if folder.exists() and not folder.is_dir():
-        raise RunFolderExists(f"{folder} is a file, not a run folder")
-    policy = options_table.input_policy(options, dirs={})
-    token = inputs.set_policy(policy)
+    folder = check_folder(folder)
+    token = inputs.set_policy(options_table.input_policy(options, dirs={}))
     existed, held = folder.exists(), False
     try:
         with folder_lock(folder):
