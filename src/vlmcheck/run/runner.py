@@ -13,8 +13,7 @@ import platform
 import subprocess
 import sys
 import time
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,7 +35,7 @@ from . import options as options_table
 from .first_calls import FirstCalls, RunRefused
 from .outputs import write_outputs
 from .task import Sample, Task, execute_sample
-from .budget import BudgetStop, recorded_max_cost
+from .budget import Budget, BudgetStop, check_max_cost, recorded_max_cost
 from .data_pin import data_difference, data_pins, without_data_paths
 
 
@@ -48,10 +47,9 @@ class RunOptions(BaseModel):
     seed: int = 0
     progress: bool = True  # a bar on a terminal, a plain line every few seconds elsewhere (run/progress.py)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
-    # write report.html into the run folder at the end: read by whoever asked for the run (vlmcheck.run_task,
-    # the CLI, a sweep, the demo), never by this runner
+    # report.html at the end, and the experiment trackers the run is logged to (vlmcheck/track): both done by
+    # whoever asked for the run (vlmcheck.run_task, the CLI, a sweep, the demo), never by this runner
     report: bool = True
-    # experiment trackers the finished run is logged to (vlmcheck/track), by whoever asked for the run, like the report
     track: list[str] | None = None
     track_group: str | None = None
     clear_failed: bool = False  # forget failed samples first, so they run again (retry-failed)
@@ -97,8 +95,6 @@ def run_options(**values: Any):
     if unknown:
         raise ValueError(f"unknown run option(s) {', '.join(unknown)}")
     v = {**options_table.defaults(), **values}
-    from .budget import check_max_cost
-
     v["max_cost"] = check_max_cost(v["max_cost"])  # 0, NaN, infinity: one sentence, not a traceback
     if v["executor"] not in ("local", "ray"):
         raise ValueError(f"--executor {v['executor']!r}: use local or ray")
@@ -120,9 +116,8 @@ def in_shard(sample_id: str, shard: tuple[int, int] | None) -> bool:
 
 
 def git_commit(here: Path | None = None) -> str | None:
-    """The commit of the vlmcheck checkout this code runs from (a clone, an editable install), recorded in the run
-    spec; None for an installed copy (under ``site-packages``), without asking git: the repository such a copy
-    sits in is the user's (a project's ``.venv``), and its HEAD says nothing of vlmcheck's code."""
+    """The commit of the vlmcheck checkout this code runs from, for the run spec; None for an installed copy
+    (under ``site-packages``), without asking git: the repository around a ``.venv`` is the user's."""
     here = here or Path(__file__).resolve().parent
     if any(part in ("site-packages", "dist-packages") for part in here.parts):
         return None
@@ -213,7 +208,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
             store.set_meta("label", options.label.strip())
         key_version = store.get_meta("key_version")
         # a store from before key version 3 keys its files by their pixels: read them decoded, as it did
-        inputs.set_policy(dataclasses.replace(inputs.current_policy(), file_keys=file_keys(key_version)))
+        inputs.set_policy(replace(inputs.current_policy(), file_keys=file_keys(key_version)))
         sessions = store.get_meta("sessions") or []
         store.set_meta("sessions", sessions + [{"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                                 "models": sorted(_model_strings(spec["task_spec"])),
@@ -226,8 +221,6 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         todo = [s for s in samples if s.id not in status]
         budget = None
         if options.max_cost is not None:
-            from .budget import Budget
-
             if options.executor == "ray":
                 raise ValueError("--max-cost runs in this process; drop --executor ray or --max-cost")
             budget = session.budget = Budget(options.max_cost, store, session.counters)
@@ -269,17 +262,6 @@ def select_samples(task: Task, options: RunOptions) -> list[Sample]:
     return [s for s in samples if in_shard(s.id, options.shard)]  # seq stays the index in the whole run
 
 
-def _with_new_defaults(task_spec: Any, spec_model: Any) -> Any:
-    """A task spec recorded by an earlier vlmcheck, read through today's spec model: a field added since (with
-    its default, e.g. ``repeats=1``) is filled in, so that the run resumes instead of looking like another run."""
-    if spec_model is None or not isinstance(task_spec, dict):
-        return task_spec
-    try:
-        return spec_model.model_validate(task_spec).model_dump()
-    except ValueError:  # not a spec of this model: compared as recorded
-        return task_spec
-
-
 def _record_spec(store: RunStore, folder: Path, spec: dict[str, Any], spec_model: Any = None) -> None:
     """Check that a resumed store holds this run, then record the spec (and the key version of a new store)."""
     mark_run_folder(folder)
@@ -296,26 +278,28 @@ def check_spec(folder: Path, previous: dict[str, Any] | None, spec: dict[str, An
                key_version: int) -> None:
     """Refuse (one sentence) to resume a store whose recorded spec is another run's: another shard, other models
     (by identity), data or settings.  Writes nothing: ``--dry-run`` asks it too (run/estimate.py)."""
-    if previous:
-        previous = {**previous, "task_spec": _with_new_defaults(previous.get("task_spec"), spec_model)}
-    if previous and (previous.get("shard") or None) != spec["shard"]:
+    if not previous:
+        return
+    old_task = previous.get("task_spec")
+    if spec_model is not None and isinstance(old_task, dict):
+        # recorded by an earlier vlmcheck: a field added since (e.g. ``repeats=1``) takes its default, so the run
+        # resumes instead of looking like another run; a spec of another model is compared as recorded
+        try:
+            old_task = spec_model.model_validate(old_task).model_dump()
+        except ValueError:
+            pass
+    if (previous.get("shard") or None) != spec["shard"]:
         raise RunFolderExists(f"{folder} holds shard {_shard_text(previous.get('shard'))} of a run, not "
                               f"{_shard_text(spec.get('shard'))}; use that shard's own folder")
-    if previous:
-        # a resumed run must be the same run: the same models (by identity, key version 2: endpoints and
-        # placement parameters may change), data (by content where the run pinned it: run/data_pin.py) and
-        # settings
-        pins = previous.get("data") if spec.get("data") else None
-        if pins:
-            why = data_difference(previous, spec)
-            if why:
-                raise RunFolderExists(f"{folder} holds a run on other data: {why}; give that data, or use a new "
-                                      "folder or --overwrite")
-        old_spec, new_spec = without_data_paths(previous.get("task_spec"), pins), \
-            without_data_paths(spec["task_spec"], pins)
-        same = (identity_spec(old_spec) == identity_spec(new_spec) if key_version >= 2 else old_spec == new_spec)
-        if not same:
-            raise RunFolderExists(f"{folder} holds a run with a different task spec; use a new folder or --overwrite")
+    # the same models (by identity since key version 2: endpoints and placement may change), data (by
+    # content where the run pinned it: run/data_pin.py) and settings
+    pins = previous.get("data") if spec.get("data") else None
+    if pins and (why := data_difference(previous, spec)):
+        raise RunFolderExists(f"{folder} holds a run on other data: {why}; give that data, or use a new folder "
+                              "or --overwrite")
+    old_spec, new_spec = without_data_paths(old_task, pins), without_data_paths(spec["task_spec"], pins)
+    if (identity_spec(old_spec) != identity_spec(new_spec) if key_version >= 2 else old_spec != new_spec):
+        raise RunFolderExists(f"{folder} holds a run with a different task spec; use a new folder or --overwrite")
 
 
 def _shard_text(shard: Any) -> str:
@@ -354,9 +338,8 @@ def identity_spec(task_spec: Any) -> Any:
 
 
 async def preflight(task: Task) -> None:
-    """One cheap check of every model the task holds that can check itself (API adapters: ``GET /models``),
-    so an unreachable server, a rejected key or a model that is not served stops the run at once with one
-    sentence, instead of after every sample has used up its retries."""
+    """One cheap check of every model the task holds that can check itself (API adapters: ``GET /models``): an
+    unreachable server, a rejected key or a model not served stops the run at once, not after every retry."""
     from ..core.roles import SupportsPreflight
 
     seen: set[str] = set()
@@ -405,11 +388,9 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
             if first is not None and first.observe(outcome):
                 return
 
-    # A few more samples than call slots (an eighth, at least 2): while `max_concurrency` requests are out, these
-    # have read their inputs and wait at the scheduler, so a freed slot is refilled at once instead of after the
-    # next sample's file I/O.  An eighth keeps the slots as full as twice as many would (bench/api_throughput.py,
-    # docs/benchmarks.md) for less peak memory, which stays under the pixel budget (core/inputs.py).
-    # `--max-concurrency 1` keeps its plain meaning.
+    # An eighth more samples than call slots (at least 2; none for --max-concurrency 1): they wait at the
+    # scheduler with their inputs read, so a freed slot is refilled at once, not after a sample's file I/O; as
+    # full as twice as many keep it (docs/benchmarks.md), for less peak memory.
     ahead = 0 if options.max_concurrency == 1 else max(2, options.max_concurrency // 8)
     n_workers = max(1, min(options.max_concurrency + ahead, len(todo)))
     if any(getattr(m, "batch", None) is not None for m in vars(task).values()):
