@@ -23,6 +23,8 @@ from .._version import __version__
 from ..core.images import DEFAULT_MAX_FILE_BYTES
 from ..core import inputs, remote
 from ..core.inputs import DEFAULT_PIXEL_BUDGET
+from ..core.roles import SupportsPreflight
+from ..core.spec import PROVIDERS, identity_of
 from .loop_clients import close_loop_clients
 from ..store.db import DB_NAME, GROUP_COMMIT_S, RunStore
 from .calls import KEY_VERSION, Session, file_keys
@@ -186,9 +188,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     for d in getattr(task, "data_read", None) or ():  # what the run reads and what was chosen, said first
         print(choices_line(d), file=sys.stderr, flush=True)
     if options.resume and options.max_cost is None:  # the budget a run was started with holds on its resumes
-        kept = recorded_max_cost(folder / DB_NAME)
-        if kept is not None:
-            options = options.model_copy(update={"max_cost": kept})
+        options = options.model_copy(update={"max_cost": recorded_max_cost(folder / DB_NAME)})
     spec = run_spec(task, samples, options)  # before the store: a spec that cannot be made leaves no store
     new_store = not (folder / DB_NAME).exists()
     if new_store and samples and options.preflight:  # before the store: a refused run leaves no folder behind
@@ -244,10 +244,10 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
             await close_loop_clients()
         if first is not None and first.refusal is not None:  # the run's reason, not the samples': no folder left
             raise RunRefused(first.refusal)
-        extra = {"executor": executor} if executor is not None else None
+        extra = {"executor": executor} if executor is not None else {}
         if budget is not None:
             finished = sum(1 for v in store.sample_status(task.name).values() if v == "done")
-            extra = {**(extra or {}), "budget": budget.summary(finished, len(samples))}
+            extra["budget"] = budget.summary(finished, len(samples))
         results = write_outputs(store, task, samples, session, extra)
         return RunResult(folder, results, session.counters)
     finally:
@@ -308,19 +308,14 @@ def _shard_text(shard: Any) -> str:
 
 def _map_model_strings(obj: Any, fn: Any) -> Any:
     """``obj`` (a task spec) with ``fn`` applied to every model spec string in it (a string whose provider is
-    registered), the rest kept."""
-    from ..core.spec import PROVIDERS  # a built-in provider is found without scanning the installed packages
-
-    def walk(x: Any) -> Any:
-        if isinstance(x, dict):
-            return {k: walk(v) for k, v in x.items()}
-        if isinstance(x, list):
-            return [walk(v) for v in x]
-        if isinstance(x, str) and ":" in x and x.split(":", 1)[0] in PROVIDERS:
-            return fn(x)
-        return x
-
-    return walk(obj)
+    registered: a built-in one is found without scanning the installed packages), the rest kept."""
+    if isinstance(obj, dict):
+        return {k: _map_model_strings(v, fn) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_map_model_strings(v, fn) for v in obj]
+    if isinstance(obj, str) and ":" in obj and obj.split(":", 1)[0] in PROVIDERS:
+        return fn(obj)
+    return obj
 
 
 def _model_strings(obj: Any) -> set[str]:
@@ -332,16 +327,12 @@ def _model_strings(obj: Any) -> set[str]:
 
 def identity_spec(task_spec: Any) -> Any:
     """``task_spec`` with every model spec string replaced by the model's identity (ModelSpec.identity)."""
-    from ..core.spec import identity_of
-
     return _map_model_strings(task_spec, identity_of)
 
 
 async def preflight(task: Task) -> None:
     """One cheap check of every model the task holds that can check itself (API adapters: ``GET /models``): an
     unreachable server, a rejected key or a model not served stops the run at once, not after every retry."""
-    from ..core.roles import SupportsPreflight
-
     seen: set[str] = set()
     for model in vars(task).values():
         model_id = getattr(model, "model_id", None)
@@ -353,10 +344,7 @@ async def preflight(task: Task) -> None:
 
 async def _run_samples(task: Task, todo: list[Sample], session: Session, options: RunOptions,
                        already: int, total: int, budget: Any = None, first: Any = None) -> None:
-    store = session.store
-    queue: asyncio.Queue[Sample] = asyncio.Queue()
-    for s in todo:
-        queue.put_nowait(s)
+    store, pending = session.store, iter(todo)  # one event loop: the workers take turns without a lock
     progress = Progress(task.name, total, already, enabled=options.progress)
 
     async def worker() -> None:
@@ -365,9 +353,8 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
                 return
             if budget is not None and not budget.may_start():  # --max-cost: the rest waits for a resume
                 return
-            try:
-                sample = queue.get_nowait()
-            except asyncio.QueueEmpty:
+            sample = next(pending, None)
+            if sample is None:
                 if budget is not None:
                     budget.started -= 1  # counted as started by may_start, but there was none
                 return
@@ -378,13 +365,13 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
             finally:
                 if budget is not None:
                     budget.done()
-            if outcome["status"] == "error":
+            failed = outcome["status"] == "error"
+            if failed:
                 store.put_sample_error(task.name, sample.id, sample.seq, outcome["error_type"], outcome["message"],
                                        outcome["partial"])
-                progress.advance(failed=True)
             else:
                 store.put_sample(task.name, sample.id, sample.seq, outcome["result"])
-                progress.advance()
+            progress.advance(failed=failed)
             if first is not None and first.observe(outcome):
                 return
 
