@@ -1,20 +1,10 @@
 """Cached, scheduled access to models: what methods call instead of adapters.
 
-Why this module is long: the cache lookup, in-flight sharing of one request and the role wrappers share one
-cache key and one store discipline; split, each wrapper would reach into the session's internals.
-
-:class:`Session` ties a run store to a scheduler.  ``session.vlm(model)`` and
-friends return wrappers with the same methods as the role, plus a
-``template`` argument (the prompt-template version that produced the
-request).  Each call:
-
-1. builds a canonical request (images by pixel hash) and its cache key,
-2. returns the stored response on a hit - no model call,
-3. otherwise runs the call under the scheduler (limits, retries), stores the
-   response (or the final error) and returns it.
-
-A failed call raises :class:`~vlmcheck.run.scheduler.CallFailed`; the runner
-records it as that sample's error.
+:class:`Session` ties a run store to a scheduler.  ``session.vlm(model)`` and friends return wrappers with the
+role's methods plus a ``template`` argument (the prompt-template version).  Each call builds a canonical request
+(images by hash) and its cache key, returns the stored response on a hit, else runs the call under the scheduler
+(limits, retries) and stores the response or the final error: :class:`~vlmcheck.run.scheduler.CallFailed`, which
+the runner records as that sample's error.
 """
 
 from __future__ import annotations
@@ -234,24 +224,19 @@ class Session:
                 del self._flights[key]
         return response, hit
 
+    def _paid(self, model_id: str, tin: int, tout: int) -> None:
+        if self.budget is not None:
+            self.budget.paid(model_id, tin, tout)
+        self.counters.count(model_id, "calls")
+        self.counters.count(model_id, "input_tokens", tin)
+        self.counters.count(model_id, "output_tokens", tout)
+
     async def _call(self, key: str, role: str, model: Any, request: Any, invoke, batch_body,
                     request_text: str | None = None) -> tuple[Any, bool]:
         """The model called for ``key`` (a cache miss), directly or in a provider batch; its answer stored."""
         model_id = model.model_id
         started = time.perf_counter()
-        limit = getattr(model, "max_concurrency", None)
-        provider_key = getattr(model, "concurrency_key", model_id)
         held = await self.budget.acquire(model_id, request) if self.budget is not None else 0.0  # BudgetStop: not sent
-        try:
-            return await self._send(key, role, model, request, invoke, batch_body, request_text, started, limit,
-                                    provider_key)
-        finally:
-            if self.budget is not None:
-                self.budget.release(held)
-
-    async def _send(self, key, role, model, request, invoke, batch_body, request_text, started, limit,
-                    provider_key) -> tuple[Any, bool]:
-        model_id = model.model_id
         try:
             # a model without a batch backend (batch_body None) never looks at the journal
             if batch_body is not None and (getattr(model, "batch", None) is not None
@@ -261,30 +246,25 @@ class Session:
                 # the collector stores every answer of a batch itself (also those of a re-attached batch that
                 # no request of this session waits for)
                 response, attempts = await self.batch_for(model).call(key, role, request, body)
-                tin, tout = response.tokens  # checked by usage_of, as a direct call's usage is
-                if self.budget is not None:
-                    self.budget.paid(model_id, tin, tout)
-                self.counters.count(model_id, "calls")
-                self.counters.count(model_id, "input_tokens", tin)
-                self.counters.count(model_id, "output_tokens", tout)
+                self._paid(model_id, *response.tokens)  # checked by usage_of, as a direct call's usage is
                 return dict(response), False
-            (response, usage), attempts = await self.scheduler.call(provider_key, invoke, limit=limit,
-                                                                    timeout=getattr(model, "timeout", None))
+            (response, usage), attempts = await self.scheduler.call(
+                getattr(model, "concurrency_key", model_id), invoke, limit=getattr(model, "max_concurrency", None),
+                timeout=getattr(model, "timeout", None))
+            tin, tout = usage or (0, 0)
+            self._paid(model_id, tin, tout)
+            self.store.put_call(key, role=role, model=model_id, request=request, response=response,
+                                attempts=attempts, input_tokens=tin, output_tokens=tout,
+                                duration_s=time.perf_counter() - started, request_text=request_text)
+            return response, False
         except CallFailed as failed:
             self.counters.count(model_id, "failures")
             self.store.put_call_error(key, role=role, model=model_id, request=request,
                                       error_type=failed.kind, message=str(failed.error), attempts=failed.attempts)
             raise
-        self.counters.count(model_id, "calls")
-        tin, tout = usage if usage else (0, 0)
-        if self.budget is not None:
-            self.budget.paid(model_id, tin, tout)
-        self.counters.count(model_id, "input_tokens", tin)
-        self.counters.count(model_id, "output_tokens", tout)
-        self.store.put_call(key, role=role, model=model_id, request=request, response=response, attempts=attempts,
-                            input_tokens=tin, output_tokens=tout, duration_s=time.perf_counter() - started,
-                            request_text=request_text)
-        return response, False
+        finally:
+            if self.budget is not None:
+                self.budget.release(held)
 
 
 #: The reasoning of every generation made by the current sample (the runner keeps it in samples.jsonl).
