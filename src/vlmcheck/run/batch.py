@@ -1,26 +1,12 @@
-"""Provider batch APIs (``?batch=1`` on ``openai:`` and ``anthropic:`` specs): cache misses gathered into
-batches, at the providers' batch price.
+"""Provider batch APIs (``?batch=1`` on ``openai:`` and ``anthropic:`` specs; docs/usage.md, "Provider batch
+APIs"): cache misses gathered into batches, at the providers' batch price.
 
-:class:`BatchCollector` is what the session calls instead of the model on a cache miss.  Requests that
-arrive within ``batch_window`` seconds of each other (default 2) go into one batch; the call key is the
-item's ``custom_id``.  The batch id and every item's key and request are journaled in the run store
-*before* the first poll, so a run killed while a batch is in flight re-attaches to it on resume and
-resubmits nothing: a request whose key is in an open journaled batch waits for that batch.  Results land in
-the call cache as they would from a direct call.  A failed item follows the retry policy: a retryable
-error (rate limit, server error, timeout, an expired or cancelled item) is sent again in a later batch, up
-to ``max_attempts``; any other error fails the call.
-
-A batched answer's usage goes through the same check as a direct one (``usage_of``, the session's
-:meth:`~vlmcheck.run.calls.Session.usage_of`): usage that is missing, negative, not a number, NaN or nested is
-replaced by the estimate's counts with a ``UsageWarning``, in the store and in the answer's
-:attr:`BatchAnswer.tokens`, so a batch is never priced at $0 or less.
-
-The provider side (:class:`BatchBackend`) is three calls: submit items and get an id, ask whether the
-batch has ended, read its results.  The backends live with their adapters
-(:mod:`vlmcheck.models.batch_api`).
-
-Batches suit single-step methods (describe, VHExpansion, ChEF, CAST's generation): a method that waits for
-one answer before asking the next (GenCeption) makes one batch round trip per step.
+:class:`BatchCollector` is what the session calls instead of the model on a cache miss: requests that arrive
+within ``batch_window`` seconds of each other form one batch, each item's ``custom_id`` its call key.  The batch
+is journaled in the run store *before* the first poll, so a resumed run re-attaches to it and resubmits nothing.
+A failed item follows the retry policy.  A batched answer's usage goes through the session's check
+(:meth:`~vlmcheck.run.calls.Session.usage_of`), so a batch is never priced at $0 or less.  The provider side
+(:class:`BatchBackend`: submit, ended, results) lives with the adapters (:mod:`vlmcheck.models.batch_api`).
 """
 
 from __future__ import annotations

@@ -1,28 +1,12 @@
-"""``--max-cost USD``: no call goes out and no new sample starts once the cost already spent plus what is on its
-way would pass the cap.
+"""``--max-cost USD`` (docs/usage.md, "Before a run: dry run and cost cap"): no call goes out and no new sample
+starts once the cost spent plus what is on its way would pass the cap.
 
-Spent: every call the run's store holds from earlier sessions plus this session's, priced from the usage the
-providers returned (run/prices.prices_for: a spec's price_in/price_out, else prices.json; batch calls at
-half price).  A provider's usage, direct or batched (run/batch.py), is checked, never trusted
-(core/roles.Usage.reported): a count that is missing, negative, not a number, NaN or nested is replaced by the
-estimate's count for that request (text at 4 characters a token, images by the provider's rule, the output at
-``max_tokens``), with a :class:`UsageWarning`, so a server that reports nothing, or a negative number, cannot make a run free.
-
-Before each call (a cache miss) the budget is asked for it (:meth:`Budget.reserve`): the call's estimated cost
-(its input by the estimate's rule, its output at the run's mean output for that model, or ``max_tokens`` until
-one call is back) is held until the answer comes; a call that would pass the cap is not sent
-(:class:`BudgetStop`), its sample is left for a resume, and so is every sample not yet started.  So the first
-wave is priced before it is sent: 18 samples at $200 each never go out under a $1 cap.  Samples also stop
-starting once the spent cost plus the samples in flight at this session's mean cost per sample would pass it.
-
-The estimate can be far below what the server bills (a long system prompt added by a gateway, a provider that
-counts image tokens its own way), so the server's word is what holds the cap: until one answer of the session has
-been priced, calls go out one at a time (:meth:`Budget.acquire`), and every call is then held at the larger of
-its estimate and the dearest call priced so far.  The cap is then passed by at most the one call whose price was
-not yet known (or by what a call costs above the dearest seen before it).
-Models without a known price cost nothing here, and the results say which were not priced.
-
-The cap is recorded in the run's spec: ``vlmcheck resume`` (or ``--resume``) keeps it unless another is given.
+Spent is priced from the usage the providers returned (run/prices.py), checked, never trusted: an unusable count
+is replaced by the estimate's with a :class:`UsageWarning`.  Each call is held at the larger of its estimate and
+the dearest call priced so far (:meth:`Budget.reserve`), and until the server has priced one answer calls go out
+one at a time (:meth:`Budget.acquire`): the estimate can be far below what the server bills, so the server's word
+holds the cap, passed by at most one call.  Models without a known price cost nothing here, and the results say
+which were not priced.  The cap is recorded in the run's spec and kept by a resume that gives none.
 """
 
 from __future__ import annotations

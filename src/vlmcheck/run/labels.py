@@ -1,11 +1,7 @@
-"""The names people read for runs: a model's label, made here and nowhere else.
+"""The names people read for runs (docs/usage.md, "Labels"): a model's label, made here and nowhere else.
 
-A run is shown by its model's id (``openai:Qwen/Qwen2.5-VL-7B@http://host:8000/v1?key_env=K`` is
-``Qwen/Qwen2.5-VL-7B``; a local folder served by path, its last part): no provider, URL, port or parameter.  Runs
-shown together whose labels would collide are told apart by what differs, and only they: the provider, then the
-parameters that change answers (the identity's), then the run folder's name.  ``--label NAME`` (a sweep's
-``label:``) names a run outright; it is kept in the run's store and results.json.  The full spec stays in the run
-details (results.json, the report's run sections, the export's ``model`` column).
+A run is shown by ``--label`` where given, else its model's id (no provider, URL, port or parameter; a local
+folder, its last part); runs shown together whose labels collide are told apart by what differs, and only they.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""HTTP clients per event loop.
-
-The openai SDK's clients and aiohttp sessions keep connection pools bound to the event
-loop that first used them; reused from another loop (a second ``asyncio.run``
-in a notebook or script) they fail with "Event loop is closed".  Adapters
-therefore get their clients from :class:`PerLoopClients`, which builds a fresh
-set whenever the running loop changes, and hands them out round-robin.
-
-:func:`close_loop_clients` closes every client built on the running loop; the
-runner calls it before its loop ends.  Code that calls a model directly
-(``asyncio.run(vlm.generate(...))``) never does, so each set of clients also
-closes itself when its loop shuts down: see :func:`_close_at_shutdown`.
+"""HTTP clients per event loop: the openai SDK's clients and aiohttp sessions are bound to the loop that first used
+them (reused from another, a second ``asyncio.run``, they fail with "Event loop is closed"), so adapters get theirs
+from :class:`PerLoopClients`, which builds a fresh set whenever the running loop changes.  The runner closes them
+(:func:`close_loop_clients`) before its loop ends; otherwise they close themselves at the loop's shutdown.
 """
 
 from __future__ import annotations

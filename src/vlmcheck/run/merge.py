@@ -1,16 +1,9 @@
-"""``vlmcheck merge OUT SHARD...``: one run folder from the folders of ``--shard i/N`` runs.
+"""``vlmcheck merge OUT SHARD...`` (docs/usage.md, "Shards"): one run folder from the folders of ``--shard i/N``
+runs, their stores unioned (content-addressed: idempotent, any number of shards, finished or not) and
+``samples.jsonl`` and ``results.json`` written as the unsharded run would.  The caller writes the report.
 
-Shards are complete run folders of one run split by a hash of each sample id (``--shard i/N``; a SLURM
-array or any set of machines runs them, no cluster engine).  Merging unions their stores - call cache,
-sample journal and artifacts are content-addressed, so it is idempotent and takes any number of shards,
-even while some are unfinished (their samples are reported pending) - and writes ``samples.jsonl`` and
-``results.json`` from the union as the unsharded run would: samples in dataset order with their index in the
-whole run, metrics over all of them.  The caller writes the report (``vlmcheck.api.merge_runs``).
-
-Nothing is lost to a kill: the merge is built in a temporary folder beside OUT (shards opened read-only, an
-earlier merge in OUT absorbed first) and takes OUT's place only when it is complete, so OUT holds the old
-merge or the new one, never half of one; merging again always works.  Merges into one OUT take turns (a lock
-beside OUT), and a run working in OUT (its folder lock) keeps a merge out.
+The merge is built in a temporary folder beside OUT and takes OUT's place whole, so a kill leaves the old merge
+or the new one; merges into one OUT take turns (a lock beside OUT), and a run working in OUT keeps a merge out.
 """
 
 from __future__ import annotations

@@ -1,31 +1,10 @@
-"""The Ray executor (``--executor ray``): samples run in Ray Core actors; this process stays the only writer.
+"""The Ray executor (``--executor ray``; docs/usage.md, "Ray"): samples run in Ray Core actors
+(:mod:`.ray_worker`), handed out one at a time as slots free up; this process stays the only writer.
 
-For local models and white-box attacks on several GPUs or machines.  Never the default, never imported
-unless asked; ``pip install 'vlmcheck[ray]'``.  What runs inside Ray is in :mod:`.ray_worker`.
-
-* **Workers.**  ``--workers N`` actors (``--gpus-per-worker G`` each), each rebuilding the task from its
-  spec - so each loads the task's local models once - and running whole samples with its own session and
-  scheduler.  API concurrency budgets (``--max-concurrency``, a model's ``?concurrency=``) are divided
-  among the workers.  API keys come from the workers' environment, never through Ray.
-* **Dispatch.**  The driver hands out samples one at a time as slots free up (no static split), so a slow
-  worker or a slow sample holds back nothing else.  The run starts as soon as one worker is up; the others
-  join as they come up (an actor waiting for a node with free resources starts when one joins).
-* **A lost worker is replaced.**  Its samples go back to the queue and a new actor is asked for at once, on
-  any node with the resources (three starts that fail in a row stop the replacing).  Without ``--workers``
-  the pool also grows, up to 8, as nodes join the cluster mid-run.
-* **One writer.**  Workers never write the run store: they read its cache in place (or through reader actors
-  on nodes without the run folder), keep new calls and artifacts in memory and hand them back; the driver
-  commits a finished sample's calls, artifacts and journal row in one transaction.  Every few seconds it also
-  collects the calls of samples still running, so a worker that dies loses at most those few seconds.
-* **Counts.**  ``results.json`` ``session.requests`` is every request a worker started, repeats of a lost
-  worker's samples and retries included; ``executor`` records the workers lost and how long each took to
-  be replaced.
-* **Nothing left behind.**  A driver that starts Ray itself also starts :mod:`.ray_reaper`, which ends the
-  Ray processes of that session once the driver is gone, also after ``kill -9``.
-* **Resume.**  As for any run: a driver killed with ``kill -9`` resumes with the samples it had committed and
-  the calls it had collected.
-
-Results equal a local run's (tested byte for byte on the reference world, with nodes removed mid-run).
+A lost worker's samples go back to the queue and a new actor is asked for at once (three failed starts in a row
+stop the replacing); without ``--workers`` the pool grows, up to 8, as nodes join.  The driver commits a finished
+sample's calls, artifacts and journal row in one transaction, and every few seconds collects the calls of samples
+still running, so a lost worker or a killed driver loses at most those seconds.  Results equal a local run's.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """No Ray process outlives the driver that started it, also after ``kill -9``.
 
-Ray's own reaper stops the head processes when the driver dies, but its two agents (``ray::DashboardAgent``,
-``ray::RuntimeEnvAgent``) then try to report the raylet's death to the GCS that is gone and never exit
-(measured with Ray 2.60: 2 processes left per killed driver, for good).  So a driver that starts Ray itself
-also starts this watcher, in a session of its own so that a signal to the driver's process group does not
-stop it: it waits for its stdin to close - the driver exited, however it exited - gives Ray a moment to
-stop by itself, then ends every process that still holds a file of that Ray session open.
-
-Hand-written because no library watches a set of processes by what they hold open; ``/proc`` is Linux's,
-and elsewhere the watcher does nothing.
+Ray's own reaper stops the head processes when the driver dies, but its two agents then wait forever on the
+dead GCS.  So a driver that starts Ray also starts this watcher, in a session of its own (a signal to the
+driver's group does not stop it): once its stdin closes (the driver is gone, however it ended) it gives Ray a
+moment, then ends every process that still holds a file of that Ray session open.  Hand-written: no library
+watches processes by what they hold open; ``/proc`` is Linux's, elsewhere the watcher does nothing.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """What runs inside Ray (``--executor ray``): the sample workers and the two small actors on the driver's node.
 
-* :class:`SampleWorker` rebuilds the task from its spec and runs whole samples with its own scheduler.  It
-  never writes the run store: new calls and artifacts stay in its :class:`WorkerStore` until the driver
-  takes them.
-* Cache reads.  A worker whose node sees the run folder (the driver's node, or a shared filesystem) opens
-  ``store.sqlite`` read-only itself and reads it in place; a worker on a node without it asks a pool of
-  :class:`CacheReader` threads on the driver's node.  Either way no read waits for another worker's.
-* Inputs.  ``hfds:`` images live in the driver's cache folder; a worker on a node without them fetches the ones
-  a sample names from the reader actors before the sample runs, to the same path (:func:`fetch_missing`).
-  Manifests and folders at fsspec URLs need nothing: each process reads what it needs itself.
-* :class:`RequestTally` counts every request a worker starts, told as it starts, so that ``results.json``
-  counts what the servers saw, also the requests of a worker that was lost before it could report them.
+:class:`SampleWorker` rebuilds the task from its spec and runs whole samples; new calls and artifacts stay in its
+:class:`WorkerStore` until the driver takes them.  It reads the call cache in place where its node sees the run
+folder, else through :class:`CacheReader` threads on the driver's node, and fetches the ``hfds:`` images a sample
+names from there too (:func:`fetch_missing`).  :class:`RequestTally` hears of every request as it starts, so
+``results.json`` counts also those of a worker lost before it could report them.
 """
 
 from __future__ import annotations

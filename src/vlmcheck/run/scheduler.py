@@ -1,12 +1,6 @@
-"""Async scheduling of model calls: bounded concurrency per provider, retries.
-
-Retries use exponential backoff with full jitter (AWS architecture blog's
-"full jitter": sleep uniform(0, min(cap, base * 2**attempt))), and never less
-than a server's Retry-After.  Only error kinds listed as retryable in
-:mod:`vlmcheck.core.errors` are retried; a 400 fails at once.
-
-The concurrency slot is released while a call sleeps before its next try, so
-one throttled request does not hold back the others.
+"""Async scheduling of model calls: bounded concurrency per provider, and retries of the error kinds
+:mod:`vlmcheck.core.errors` marks retryable, with exponential backoff and full jitter (sleep uniform(0,
+min(cap, base * 2**attempt))), never sooner than a server's Retry-After.  A call's slot is free while it sleeps.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""What the server really returned, measured on a run's calls: sampling honoured, token
-log-probabilities present, usage reported.  The session (run/calls.py) feeds every generation to
-:class:`ServerChecks`; results.json keeps its ``result()`` as ``server_checks`` (run/outputs.py).  Only real
-answers from a server are checked (:func:`answers_from_a_server`): a dry run makes no claim about the server."""
+"""What the server really returned, measured on a run's calls (docs/usage.md, "Capabilities: declared, then
+measured"): sampling honoured, token log-probabilities present, usage reported; kept in results.json as
+``server_checks``.  Only real answers from a server are checked (:func:`answers_from_a_server`)."""
 
 from __future__ import annotations
 
