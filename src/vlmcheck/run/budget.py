@@ -17,6 +17,7 @@ import warnings
 from typing import Any
 
 from ..core.tokens import image_tokens, text_tokens
+from ..store.db import RunStore, StoreError
 from .prices import cost_of, image_rule, prices_for
 
 
@@ -71,6 +72,13 @@ def _finite(n: Any) -> float:
     return x if math.isfinite(x) and x > 0 else 0.0
 
 
+def _price(model_id: str, input_tokens: Any, output_tokens: Any, calls: Any = 1) -> float:
+    """USD of ``calls`` calls with these tokens (an image generator bills each call); 0 where no price is known."""
+    p = prices_for(model_id)
+    images = calls if p and p.get("image") else 0
+    return cost_of(model_id, _finite(input_tokens), _finite(output_tokens), images) or 0.0
+
+
 class Budget:
     def __init__(self, cap: float, store: Any, counters: Any) -> None:
         self.cap, self.counters = check_max_cost(cap), counters
@@ -87,12 +95,8 @@ class Budget:
 
     @staticmethod
     def _cost(by_model: dict[str, dict[str, Any]]) -> float:
-        total = 0.0
-        for model, e in by_model.items():
-            p = prices_for(model)
-            images = e.get("calls", 0) if p and p.get("image") else 0
-            total += cost_of(model, _finite(e.get("input_tokens")), _finite(e.get("output_tokens")), images) or 0.0
-        return total
+        return sum(_price(m, e.get("input_tokens"), e.get("output_tokens"), e.get("calls", 0))
+                   for m, e in by_model.items())
 
     def spent(self) -> float:
         return self.before + self._cost(self.counters.by_model)
@@ -110,10 +114,8 @@ class Budget:
 
     def paid(self, model_id: str, input_tokens: float, output_tokens: float) -> None:
         """The price of one answer as the server counted its tokens: the floor of every later reservation."""
-        p = prices_for(model_id)
-        cost = cost_of(model_id, _finite(input_tokens), _finite(output_tokens), 1 if p and p.get("image") else 0)
         self.priced += 1
-        self.dearest = max(self.dearest, cost or 0.0)
+        self.dearest = max(self.dearest, _price(model_id, input_tokens, output_tokens))
 
     def reserve(self, model_id: str, request: dict[str, Any]) -> float:
         """Hold the cost of one call before it is sent, its estimate or the dearest call priced so far, whichever
@@ -125,9 +127,7 @@ class Budget:
         entry = self.counters.by_model.get(model_id) or {}
         if entry.get("calls") and "config" in request:  # the run's own mean output for this model
             tout = _finite(entry.get("output_tokens")) / entry["calls"]
-        p = prices_for(model_id)
-        images = 1 if p and p.get("image") else 0
-        cost = max(cost_of(model_id, tin, tout, images) or 0.0, self.dearest)
+        cost = max(_price(model_id, tin, tout), self.dearest)
         if self.spent() + self.reserved + cost > self.cap:
             self.stopped = True
             raise BudgetStop()
@@ -179,21 +179,13 @@ def warn_usage(model_id: str, why: str, seen: set[str]) -> None:
 def recorded_max_cost(store_path: Any) -> float | None:
     """The ``--max-cost`` recorded in the spec of the run store at ``store_path`` (read only), or None: what a
     resume that gives none keeps."""
-    import json
-    import sqlite3
-    from urllib.request import pathname2url
-
     if not store_path.is_file():
         return None
     try:
-        con = sqlite3.connect(f"file:{pathname2url(str(store_path.absolute()))}?mode=ro", uri=True)
-        try:
-            row = con.execute("SELECT value FROM meta WHERE key = 'spec'").fetchone()
-        finally:
-            con.close()
-        value = json.loads(row[0]).get("max_cost") if row else None
-    except (sqlite3.Error, ValueError, TypeError, AttributeError):
-        return None  # the store's own checks say what is wrong with it
+        with RunStore(store_path.parent, read_only=True, untouched=True) as store:
+            value = store.get_meta("spec").get("max_cost")
+    except (StoreError, AttributeError):
+        return None  # the store's own checks say what is wrong with it when the run opens it
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 

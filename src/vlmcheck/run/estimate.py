@@ -12,11 +12,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
-from urllib.request import pathname2url
 
 from PIL import Image
 
@@ -106,26 +104,6 @@ def _digest(obj: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
-def _mean_outputs(store_path: Path) -> dict[str, float]:
-    """Per model: mean output tokens per call made so far (the run's own)."""
-    if not store_path.exists():
-        return {}
-    # immutable where there is no WAL file: a read-only open would make -wal and -shm files beside the store
-    immutable = "&immutable=1" if not Path(f"{store_path}-wal").exists() else ""
-    try:
-        con = sqlite3.connect(f"file:{pathname2url(str(store_path.absolute()))}?mode=ro{immutable}", uri=True)
-    except sqlite3.Error:
-        return {}
-    try:
-        rows = con.execute("SELECT model, COUNT(*), SUM(output_tokens) FROM calls WHERE status = 'ok' "
-                           "GROUP BY model").fetchall()
-    except sqlite3.Error:
-        return {}
-    finally:
-        con.close()
-    return {m: (tout or 0) / n for m, n, tout in rows if n and tout}
-
-
 async def dry_run_async(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
     """The estimate of what running ``task`` into ``folder`` with ``options`` still takes (module docstring)."""
     folder = check_folder(folder)
@@ -201,14 +179,16 @@ def refuse_as_the_run_would(task: Any, folder: Path, options: Any, samples: list
 
 async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
     fresh = options.overwrite or not (folder / DB_NAME).exists()  # --overwrite: estimated as an empty folder
-    means = {} if fresh else _mean_outputs(folder / DB_NAME)
     originals = {k: v for k, v in vars(task).items() if k in ROLES and hasattr(v, "model_id")}
-    stand_ins = {k: Estimator(v, k, task, means.get(v.model_id)) for k, v in originals.items()}
     samples = select_samples(task, options)
     with tempfile.TemporaryDirectory(prefix="vlmcheck-dry-run-") as tmp:
         store = _DryStore(folder, Path(tmp), read_user_store=not fresh)
         try:
             refuse_as_the_run_would(task, folder, options, samples, store)
+            # per model: the mean output tokens of the run's own calls so far
+            means = {m: e["output_tokens"] / e["ok"] for m, e in store.call_stats().items()
+                     if e.get("ok") and e.get("output_tokens")}
+            stand_ins = {k: Estimator(v, k, task, means.get(v.model_id)) for k, v in originals.items()}
             session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
                               key_version=store.get_meta("key_version") or KEY_VERSION)
             inputs.set_policy(dataclasses.replace(inputs.current_policy(), file_keys=session.file_keys))
