@@ -85,7 +85,8 @@ class Estimator:
         # width/height or size=WxH, else 1024 x 1024 (DALL-E 3's and most diffusion models' default)
         spec = _spec(self.model_id)
         params = spec.params if spec else {}
-        w, h = (params.get("size") or "x").split("x") if "size" in params else (params.get("width"), params.get("height"))
+        w, h = ((params.get("size") or "x").split("x") if "size" in params
+                else (params.get("width"), params.get("height")))
         size = (int(w or 1024), int(h or 1024))
         img = Image.new("RGB", size, (128, 128, 128))
         d = bytes.fromhex(_digest(prompt))

@@ -1,11 +1,7 @@
-"""samples.jsonl and results.json, rebuilt from a run's store (after a run, a resume, a merge).
-
-Streamed: records come from a cursor and go to the file as they are read; see :func:`write_outputs`.
-"""
+"""samples.jsonl and results.json, rebuilt from a run's store (after a run, a resume, a merge), streamed."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..core.errors import shorten_middle
@@ -20,14 +16,6 @@ EXAMPLE_CHARS = 400
 
 if TYPE_CHECKING:
     from .calls import Session
-
-
-def _line_json(obj: Any) -> str:
-    return json_text(obj, sort_keys=True)
-
-
-def _write_json_atomic(path: Path, obj: Any) -> None:
-    write_text_atomic(path, json_text(redact_obj(obj), indent=2, sort_keys=False) + "\n")
 
 
 def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: Session | None = None,
@@ -49,14 +37,12 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
         records = sorted((r for r in store.iter_samples(task.name) if r["sample_id"] in order),
                          key=lambda r: order[r["sample_id"]])
         write_lines_atomic(path, _lines(records, order, tally))
-    errors_by_type: dict[str, int] = {}
     failure_kinds: dict[str, dict[str, Any]] = {}  # per error type: its count and the first sample's message
     for r in tally.failed:
-        kind = r["error"]["type"]
-        errors_by_type[kind] = errors_by_type.get(kind, 0) + 1
-        entry = failure_kinds.setdefault(kind, {"count": 0, "example": shorten_middle(redact(" ".join(str(r["error"]["message"]).split())), EXAMPLE_CHARS),
-                                                "sample_id": r["sample_id"]})
-        entry["count"] += 1
+        said = shorten_middle(redact(" ".join(str(r["error"]["message"]).split())), EXAMPLE_CHARS)
+        failure_kinds.setdefault(r["error"]["type"], {"count": 0, "example": said, "sample_id": r["sample_id"]})
+        failure_kinds[r["error"]["type"]]["count"] += 1
+    errors_by_type = {kind: e["count"] for kind, e in failure_kinds.items()}
     results = {
         "task": task.name,
         "spec": store.get_meta("spec"),
@@ -85,7 +71,7 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
     if label:
         results["label"] = label
     results.update(extra or {})
-    _write_json_atomic(store.folder / "results.json", results)
+    write_text_atomic(store.folder / "results.json", json_text(redact_obj(results), indent=2, sort_keys=False) + "\n")
     return results
 
 
@@ -128,5 +114,5 @@ def _lines(records: Iterable[dict[str, Any]], order: dict[str, int], tally: _Tal
         if i < last:  # the store's order (seq) is not the run's
             raise _OutOfOrder
         last = i
-        yield redacted_json(rec, _line_json) + "\n"
+        yield redacted_json(rec, lambda obj: json_text(obj, sort_keys=True)) + "\n"
         tally.add(rec)
