@@ -1,10 +1,5 @@
-"""A run's data pinned in its spec by what is there, not by the path as typed.
-
-A task spec names its data by a path (``data``, ``cases``, ``pairs``) as the user typed it, often relative to
-where they stood.  ``vlmcheck resume`` from another folder then read another dataset under the same name: a
-run ended with 3 answers from dataset A and 2 from dataset B, exit 0; and the same data given by its absolute
-path was refused as "a different task spec".  So the spec also records, per data field, the real path (symbolic
-links resolved) and a fingerprint of the content:
+"""A run's data pinned in its spec by what is there, not by the path as typed (often relative to where the user
+stood): per data field, the real path (symbolic links resolved) and a fingerprint of the content:
 
 * a file (a manifest, a cases or pairs file): the SHA-256 of its bytes;
 * a folder: the SHA-256 over every file below it (sorted, links followed, hidden names skipped) of its relative
@@ -28,9 +23,8 @@ from ..core import remote
 
 #: the task spec fields that name data (every method's)
 DATA_FIELDS = ("data", "cases", "pairs")
-#: a data file inside a folder (a manifest, cases, a table) is hashed whole; any other (an image) by its size and
-#: its first 4 KiB (header and first data: two images of one size differ there), one read each: a 100,000-image
-#: folder costs 100,000 small reads at the start of a run, not its gigabytes
+#: a data file inside a folder is hashed whole; any other (an image) by its size and first 4 KiB, one read each: a
+#: 100,000-image folder costs 100,000 small reads at the start of a run, not its gigabytes
 _TEXT = {".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".txt", ".yaml", ".yml", ".parquet"}
 _HEAD = 4096
 
@@ -78,13 +72,8 @@ def fingerprint(value: str) -> str:
                 try:
                     size = full.stat().st_size
                     with open(full, "rb") as fh:
-                        if full.suffix.lower() in _TEXT:
-                            whole = hashlib.sha256()
-                            while chunk := fh.read(1 << 20):
-                                whole.update(chunk)
-                            head = whole.digest()
-                        else:
-                            head = hashlib.sha256(fh.read(_HEAD)).digest()
+                        whole = full.suffix.lower() in _TEXT
+                        head = (hashlib.file_digest(fh, "sha256") if whole else hashlib.sha256(fh.read(_HEAD))).digest()
                 except OSError:
                     continue  # unreadable: the run's own reads say why, per sample
                 rel = full.relative_to(path).as_posix()

@@ -15,10 +15,12 @@ import math
 import os
 import time
 from collections import deque
+from contextlib import suppress
 from typing import Any
 
 from ..core.data import hfds_cache_root
 from ..core.progress import Progress
+from . import ray_reaper
 from .calls import Session
 from .options import POLICY_FIELDS
 from .ray_worker import CacheReader, RequestTally, SampleWorker
@@ -58,6 +60,10 @@ def _write(store, got: dict[str, list]) -> None:
                              error_type=e["error_type"], message=e["message"], attempts=e["attempts"])
 
 
+def _said(exc: BaseException) -> str:
+    """An exception's message on one line, cut short: Ray's run over many."""
+    return " ".join(str(exc).split())[:300]
+
 
 def _init(ray, options) -> bool:
     """Ray started or joined; True when this process did it (and so must shut it down)."""
@@ -72,7 +78,7 @@ def _init(ray, options) -> bool:
     try:
         ray.init(**kwargs)
     except Exception as exc:  # noqa: BLE001 - Ray's own message names the cause
-        raise ExecutorError(f"could not start or join Ray ({' '.join(str(exc).split())[:300]})") from None
+        raise ExecutorError(f"could not start or join Ray ({_said(exc)})") from None
     return True
 
 
@@ -88,11 +94,7 @@ async def run_samples_ray(task, todo: list, session: Session, options, already: 
         raise ExecutorError("a provider batch API (batch=1) gathers requests in one process: use the local executor")
     ray = import_ray()
     started_here = _init(ray, options)
-    reaper = None
-    if started_here and not options.ray_address:
-        from . import ray_reaper
-
-        reaper = ray_reaper.start(_session_dir(ray))
+    reaper = ray_reaper.start(_session_dir(ray)) if started_here and not options.ray_address else None
     pool = None
     try:
         pool = _Pool(ray, task, session, options)
@@ -163,7 +165,7 @@ class _Pool:
         i, actor, lost_at = self.starting.pop(fut)
         if fut.exception() is not None:
             self.failed_starts += 1
-            log.warning("a Ray worker could not start (%s)", " ".join(str(fut.exception()).split())[:300])
+            log.warning("a Ray worker could not start (%s)", _said(fut.exception()))
             if self.failed_starts < 3 and lost_at is not None:
                 self.add(lost_at)
             return
@@ -188,20 +190,14 @@ class _Pool:
         each asked first to remove its temp folder, for at most :data:`CLEANUP_S` in all."""
         refs = []
         for actor in self.actors.values():
-            try:
+            with suppress(Exception):  # already gone
                 refs.append(actor.cleanup.remote())
-            except Exception:  # noqa: BLE001 - already gone
-                pass
         if refs:
-            try:
+            with suppress(Exception):  # a worker lost meanwhile: its node's temp folder is the OS's
                 self.ray.wait(refs, num_returns=len(refs), timeout=CLEANUP_S)
-            except Exception:  # noqa: BLE001 - a worker lost meanwhile: its node's temp folder is the OS's
-                pass
         for actor in [*self.actors.values(), *(a for _, a, _ in self.starting.values()), *self.helpers]:
-            try:
+            with suppress(Exception):  # already gone
                 self.ray.kill(actor)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
 
     def grow(self) -> None:
         """Without ``--workers``: more workers as nodes join (up to 8)."""
@@ -225,7 +221,7 @@ class _Pool:
                                     f"{self.options.gpus_per_worker:g} GPU(s) free per worker?")
             for fut in done:
                 if fut.exception() is not None:
-                    self.why = " ".join(str(fut.exception()).split())[:300]
+                    self.why = _said(fut.exception())
                 self.started(fut)
 
     async def summary(self) -> dict[str, Any]:
