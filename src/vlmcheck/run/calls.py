@@ -287,10 +287,10 @@ def final_answer(gen: Generation) -> Generation:
     return gen
 
 
+@dataclass(eq=False)  # compared and hashed by identity, as the model is
 class _Wrapper:
-    def __init__(self, session: Session, model: Any) -> None:
-        self.session = session
-        self.model = model
+    session: Session
+    model: Any
 
     @property
     def model_id(self) -> str:
@@ -301,10 +301,9 @@ class _Wrapper:
         return self.model.capabilities
 
 
+@dataclass(eq=False)
 class CachedVLM(_Wrapper):
-    def __init__(self, session: Session, model: Any, role: str) -> None:
-        super().__init__(session, model)
-        self.role = role
+    role: str = "vlm"
 
     async def generate(self, messages: list[Message], config: GenerationConfig | None = None,
                        *, template: str | None = None) -> Generation:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from contextlib import suppress
 from typing import Any, Callable
 
 _ALL: "weakref.WeakSet[PerLoopClients]" = weakref.WeakSet()
@@ -39,23 +40,16 @@ class PerLoopClients:
         for client in clients:
             close = getattr(client, "close", None) or getattr(client, "aclose", None)
             if close is not None:
-                try:
+                with suppress(Exception):  # closing is best effort
                     await close()
-                except Exception:  # noqa: BLE001 - closing is best effort
-                    pass
 
 
 def _close_at_shutdown(pool: PerLoopClients) -> Any:
-    """Close ``pool``'s clients when the running loop shuts down.
+    """Close ``pool``'s clients when the running loop shuts down (else aiohttp prints "Unclosed client session").
 
-    asyncio has no loop-shutdown callback, but ``asyncio.run`` (and any loop
-    owner that follows PEP 525) finalises every async generator that is still
-    suspended by calling ``loop.shutdown_asyncgens()`` while the loop can still
-    run coroutines.  So we start a generator that suspends at once and closes
-    the clients in its ``finally``.  The loop only holds it weakly; the pool
-    keeps the strong reference.  Without this, an aiohttp-based client left
-    open prints "Unclosed client session" when the program ends.
-    """
+    asyncio has no shutdown callback, but ``asyncio.run`` (any PEP 525 loop owner) finalises the async generators
+    still suspended while the loop can run coroutines: this one suspends at once and closes the clients in its
+    ``finally``.  The loop holds it weakly; the pool keeps the strong reference."""
 
     async def closer():
         try:

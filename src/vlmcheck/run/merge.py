@@ -18,8 +18,8 @@ from typing import Any
 from ..core.files import InputFileError, broken_link
 from ..store.db import DB_NAME, RunStore
 from .folder import RunFolderExists, check_replaceable, folder_lock, lock_file, mark_run_folder
-from .runner import identity_spec, write_outputs
-from .task import Sample, task_from_spec
+from .runner import RunOptions, identity_spec, select_samples, write_outputs
+from .task import task_from_spec
 
 
 def _same_or_inside(a: Path, b: Path) -> bool:
@@ -89,9 +89,7 @@ def merge_runs(shards: list[str | Path], out: str | Path, overwrite: bool = Fals
 def _build(tmp: Path, shards: list[Path], first: dict[str, Any], key_version: int,
            previous: Path | None) -> dict[str, Any]:
     task = task_from_spec(first["task"], first["task_spec"])
-    samples = [Sample(s.id, s.payload, i) for i, s in enumerate(task.samples())]
-    if first.get("limit") is not None:
-        samples = samples[: first["limit"]]
+    samples = select_samples(task, RunOptions(limit=first.get("limit")))
     with RunStore(tmp) as store:
         store.set_meta("spec", {**first, "shard": None, "n_samples": len(samples),
                                 "merged_from": [str(s) for s in shards]})

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 
@@ -40,10 +41,8 @@ def session_processes(session_dir: str) -> list[int]:
 
 def _stop(pids: list[int], sig: int) -> None:
     for pid in pids:
-        try:
+        with suppress(OSError):  # gone already
             os.kill(pid, sig)
-        except OSError:
-            pass
 
 
 def watch(session_dir: str, grace_s: float = 2.0) -> None:

@@ -43,14 +43,10 @@ def open_same_store(db_path: str, sessions: Any) -> sqlite3.Connection | None:
         row = db.execute("SELECT value FROM meta WHERE key = 'sessions'").fetchone()
     except sqlite3.Error:
         return None
-    try:
-        same = row is not None and json.loads(row[0]) == sessions
-    except (TypeError, ValueError):
-        same = False
-    if not same:
-        db.close()
-        return None
-    return db
+    if row is not None and _answer(row) == sessions:
+        return db
+    db.close()
+    return None
 
 
 def _answer(row: tuple | None) -> Any:
@@ -235,17 +231,17 @@ class CacheReader:
         return _answer(self._db().execute(_CALL_SQL, (key,)).fetchone())
 
     def artifact(self, rel: str) -> bytes | None:
-        path = (self.folder / rel).resolve()
-        if self.folder.resolve() not in path.parents or not path.is_file():
-            return None
-        return path.read_bytes()
+        return _read_under(self.folder.resolve(), self.folder / rel)
 
     def input_file(self, path: str) -> bytes | None:
         """A dataset file from the driver's ``hfds:`` cache (nothing outside it)."""
-        target = Path(path).resolve()
-        if self.inputs_root not in target.parents or not target.is_file():
-            return None
-        return target.read_bytes()
+        return _read_under(self.inputs_root, Path(path))
+
+
+def _read_under(root: Path, path: Path) -> bytes | None:
+    """The bytes of a file below ``root`` (resolved: no link leads out), else None."""
+    target = path.resolve()
+    return target.read_bytes() if root in target.parents and target.is_file() else None
 
 
 class RequestTally:

@@ -34,17 +34,9 @@ def answers_from_a_server(model: Any) -> bool:
 
 
 class ServerChecks:
-    """What the server really returned, measured on the run's calls, not assumed from the
-    adapter's declared capabilities:
-
-    * sampling: requests sent at a temperature above 0 with a seed are grouped by everything but the seed; when
-      the first :attr:`EARLY` groups answered by two or more seeds each gave one and the same answer, the server
-      ignores the temperature (``transformers serve`` samples only when the model's generation config does):
-      said at once, in one sentence, and marked in results.json;
-    * logprobs: calls that asked for token log-probabilities and got none;
-    * usage: fresh calls whose answer reported no token usage (cost and budget then count each at its estimate,
-      run/budget.py).
-    """
+    """What the server really returned, measured on the run's calls, not assumed from the adapter's declared
+    capabilities: sampling ignored (said at once when the first :attr:`EARLY` groups of requests that differ by
+    their seed alone each got one answer), token log-probabilities missing, usage not reported."""
 
     EARLY = 4  # groups of seeds compared before the warning (about one repeated sample per group)
     MAX_GROUPS = 256  # memory stays bounded on a long run: later groups are not followed
