@@ -70,8 +70,7 @@ class BatchCollector:
         # journal, so a resume with other placement settings still finds its open batches
         self.store, self.backend, self.model_id = store, backend, model_id
         self.journal_model = journal_model or model_id
-        # the provider's limits on one batch (OpenAI: 50,000 requests and a 200 MB input file; Anthropic: 100,000
-        # and 256 MB): a wave of cache misses larger than either goes as several batches, each within both
+        # the provider's limits on one batch (models/batch_api.py): a larger wave of misses goes as several batches
         self.max_items = max_items or getattr(backend, "max_items", 50_000)
         self.max_bytes = max_bytes or getattr(backend, "max_bytes", 200_000_000)
         self.window, self.poll, self.max_attempts = window, poll, max_attempts
@@ -174,7 +173,6 @@ class BatchCollector:
             if not fut.done():
                 fut.set_result(out)
         self.store.end_batch(batch_id)
-
 
     def _answer(self, request: Any, out: Any) -> BatchAnswer:
         """One item's answer as JSON, its usage checked as a direct call's is (never trusted)."""

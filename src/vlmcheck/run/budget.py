@@ -87,7 +87,6 @@ class Budget:
         self.reserved = 0.0  # estimated cost of the calls on their way
         self.stopped = False  # no call goes out any more
         self.closed = False  # no sample starts any more (the calls of those in flight are still asked for one by one)
-        self.usage_estimated = 0  # calls priced at their estimate: the provider's usage was missing or invalid
         self.in_flight = 0  # calls sent and not yet back
         self.priced = 0  # calls of this session whose answer came back and was priced
         self.dearest = 0.0  # the highest price of one call this session (the server's usage, not the estimate)

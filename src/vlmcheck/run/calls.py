@@ -176,28 +176,24 @@ class Session:
         request_text = request_json(request)  # encoded once, for the key and for the store
         key = call_key(role, cache_model_id(model, self.key_version), request, template, request_text)
         hit = await self.lookup(key)
+        loop = asyncio.get_running_loop()
+        if hit is None and (flight := self._flights.get(key)) is not None and flight.get_loop() is loop:
+            # the same request is on its way for another sample (a blind question asked of two images, one
+            # prompt of two repeats): one call, whose answer both get, as a cache hit would give it
+            hit = await asyncio.shield(flight)
+            if hit is _NO_ANSWER:
+                # that call's first try failed (or it was cancelled): this sample makes its own call now, as a
+                # sample with a request of its own would, never queued behind another sample's retries (a queue
+                # behind one failing request waits out all its backoffs)
+                hit = await self.lookup(key)  # unless that call's retry has answered since
+                if hit is None:
+                    return await self._call(key, role, model, request, invoke, batch_body, request_text)
         if hit is not None:
             self.counters.count(model_id, "hits")
             return hit, True
-        loop = asyncio.get_running_loop()
-        if (flight := self._flights.get(key)) is not None and flight.get_loop() is loop:
-            # the same request is on its way for another sample (a blind question asked of two images, one
-            # prompt of two repeats): one call, whose answer both get, as a cache hit would give it
-            answer = await asyncio.shield(flight)
-            if answer is not _NO_ANSWER:
-                self.counters.count(model_id, "hits")
-                return answer, True
-            # that call's first try failed (or it was cancelled): this sample makes its own call now, as a sample
-            # with a request of its own would, never queued behind another sample's retries (a queue behind one
-            # failing request waits out all its backoffs)
-            hit = await self.lookup(key)  # unless that call's retry has answered since
-            if hit is not None:
-                self.counters.count(model_id, "hits")
-                return hit, True
-            return await self._call(key, role, model, request, invoke, batch_body, request_text)
         flight = self._flights[key] = loop.create_future()
 
-        def release() -> None:  # the waiters go their own way
+        def release() -> None:  # the flight ends; after a failure its waiters go their own way
             if not flight.done():
                 flight.set_result(_NO_ANSWER)
             if self._flights.get(key) is flight:
@@ -213,16 +209,11 @@ class Session:
         try:
             response, hit = await self._call(key, role, model, request, first_try_releases, batch_body,
                                              request_text)
-        except BaseException:
-            release()
-            raise
-        else:
             if not flight.done():
                 flight.set_result(response)
+            return response, hit
         finally:
-            if self._flights.get(key) is flight:
-                del self._flights[key]
-        return response, hit
+            release()
 
     def _paid(self, model_id: str, tin: int, tout: int) -> None:
         if self.budget is not None:

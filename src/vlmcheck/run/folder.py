@@ -30,10 +30,8 @@ RUN_FILES = frozenset({LOCK_NAME, MARKER, DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}
 
 @contextmanager
 def lock_file(path: Path, what: Path):
-    """Hold an exclusive ``flock`` on ``path`` while the block runs.
-
-    The kernel releases it when the process dies (kill -9 included), so a stale lock never blocks a resume.  A
-    second process gets :class:`RunFolderInUse` naming the holder's PID and ``what`` it holds."""
+    """Hold an exclusive ``flock`` on ``path`` while the block runs (the kernel releases it when the process dies,
+    ``kill -9`` included); a second process gets :class:`RunFolderInUse` naming the holder's PID and ``what``."""
     try:
         import fcntl
     except ImportError:  # Windows: no flock; runs are not guarded there

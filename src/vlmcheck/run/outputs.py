@@ -20,13 +20,9 @@ if TYPE_CHECKING:
 
 def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: Session | None = None,
                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Rebuild samples.jsonl and results.json from the store.
-
-    Streamed: each record is read from a cursor, written to samples.jsonl and let go.  A task with a
-    ``summary_folder()`` (an object with ``add(record)`` and ``result(failed)``) folds its summary in the same
-    pass, keeping only what its statistics read: every method does (describe a few bytes a sample, VHExpansion
-    per-image sums, CAST per-pair verdict codes, ChEF per-item columns, GenCeption its features); a task
-    without one (a user's own ``Task``) gets its finished records as a list."""
+    """Rebuild samples.jsonl and results.json from the store, each record read from a cursor, written and let
+    go.  A task's ``summary_folder()`` (``add(record)``, ``result(failed)``) folds its metrics in the same pass,
+    keeping only what its statistics read; a task without one gets its finished records as a list."""
     order = {s.id: i for i, s in enumerate(samples)}
     path = store.folder / "samples.jsonl"
     tally = _Tally(task)

@@ -165,7 +165,8 @@ class _Pool:
         i, actor, lost_at = self.starting.pop(fut)
         if fut.exception() is not None:
             self.failed_starts += 1
-            log.warning("a Ray worker could not start (%s)", _said(fut.exception()))
+            self.why = _said(fut.exception())
+            log.warning("a Ray worker could not start (%s)", self.why)
             if self.failed_starts < 3 and lost_at is not None:
                 self.add(lost_at)
             return
@@ -201,12 +202,10 @@ class _Pool:
 
     def grow(self) -> None:
         """Without ``--workers``: more workers as nodes join (up to 8)."""
-        if self.auto:
-            cpus = int(self.ray.cluster_resources().get("CPU", 1))
-            want = max(1, min(8, cpus))
-            while self.target < want:
-                self.target += 1
-                self.add()
+        want = max(1, min(8, int(self.ray.cluster_resources().get("CPU", 1)))) if self.auto else 0
+        while self.target < want:
+            self.target += 1
+            self.add()
 
     async def wait_first(self) -> None:
         """Until one worker is up; one sentence when none can start."""
@@ -220,8 +219,6 @@ class _Pool:
                 raise ExecutorError(f"no Ray worker started within {START_TIMEOUT_S:.0f} s - does the cluster have "
                                     f"{self.options.gpus_per_worker:g} GPU(s) free per worker?")
             for fut in done:
-                if fut.exception() is not None:
-                    self.why = _said(fut.exception())
                 self.started(fut)
 
     async def summary(self) -> dict[str, Any]:

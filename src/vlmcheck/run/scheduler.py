@@ -79,12 +79,9 @@ class Scheduler:
 
     async def call(self, key: str, fn: Callable[[], Awaitable[T]], *, limit: int | None = None,
                    timeout: float | None = None) -> tuple[T, int]:
-        """Run ``fn`` with retries; return (result, attempts) or raise :class:`CallFailed`.
-
-        Each attempt has a total deadline - the model's own ``timeout`` or the policy's ``call_timeout``,
-        whichever is shorter - covering connect, queueing in the SDK and the whole body.  The SDKs' own
-        timeouts are idle timeouts: a server that trickles one byte at a time never trips them.
-        """
+        """Run ``fn`` with retries; return (result, attempts) or raise :class:`CallFailed`.  Each attempt has a total
+        deadline, the shorter of the model's ``timeout`` and the policy's ``call_timeout``: the SDKs' own timeouts
+        are idle timeouts, which a server that trickles one byte at a time never trips."""
         sem = self._semaphore(key, limit)
         deadlines = [t for t in (timeout, self.retry.call_timeout) if t]
         deadline = min(deadlines) if deadlines else None
