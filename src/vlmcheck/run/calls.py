@@ -27,8 +27,11 @@ from ..core.answers import split_reasoning
 from ..core.files import json_encoder
 from ..core.images import image_hash, load_image
 from ..core.messages import Message, canonical_messages
-from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood
+from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, require
+from ..core.spec import identity_of
 from ..store.db import RunStore
+from .batch import BatchCollector
+from .budget import request_tokens, warn_usage
 from .scheduler import CallFailed, Scheduler
 from .server_checks import ServerChecks, answers_from_a_server
 
@@ -82,11 +85,7 @@ def file_keys(key_version: int) -> bool:
     return key_version >= 3
 
 
-@functools.lru_cache(maxsize=256)
-def _identity(model_id: str) -> str:
-    from ..core.spec import identity_of
-
-    return identity_of(model_id)
+_identity = functools.lru_cache(maxsize=256)(identity_of)
 
 
 def cache_model_id(model: Any, key_version: int = KEY_VERSION) -> str:
@@ -118,8 +117,6 @@ class Session:
         why = getattr(usage, "invalid", None)
         if not why:
             return usage.input_tokens, usage.output_tokens
-        from .budget import request_tokens, warn_usage
-
         warn_usage(model_id, why, self._usage_warned)
         self.counters.count(model_id, "usage_estimated")
         tin, tout = request_tokens(model_id, request)
@@ -130,8 +127,6 @@ class Session:
         run's loop, where it re-attaches to the model's open journaled batches."""
         collector = self._batches.get(model.model_id)
         if collector is None:
-            from .batch import BatchCollector
-
             backend = getattr(model, "batch", None) or model.batch_backend
             collector = self._batches[model.model_id] = BatchCollector(
                 self.store, backend, model.model_id, journal_model=cache_model_id(model, self.key_version),
@@ -324,8 +319,6 @@ class CachedVLM(_Wrapper):
 
     async def loglikelihood(self, messages: list[Message], continuations: list[str],
                             *, template: str | None = None) -> list[Loglikelihood]:
-        from ..core.roles import require
-
         require(self.model, "loglikelihood", "loglikelihood scoring")
         request = {"messages": canonical_messages(messages, self.session.file_keys), "continuations": continuations}
 

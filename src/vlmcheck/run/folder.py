@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -96,8 +97,6 @@ def check_replaceable(folder: Path) -> None:
 
 def _empty_run_folder(folder: Path) -> None:
     """Remove a run's own files from ``folder`` (all but the lock we hold), after :func:`check_replaceable`."""
-    import shutil
-
     check_replaceable(folder)
     for child in folder.iterdir():
         if child.name == LOCK_NAME:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..core.spec import identity_of
+
 
 def model_label(spec: str | None) -> str:
     """The model id of a model spec string: no provider, endpoint or parameter; a path, its last part."""
@@ -38,8 +40,6 @@ def run_label(results: dict[str, Any], folder: str | Path | None = None) -> str:
 
 
 def _identity_params(spec: str) -> str:
-    from ..core.spec import identity_of
-
     ident = identity_of(spec)
     return ident.split("?", 1)[1] if "?" in ident else ""
 

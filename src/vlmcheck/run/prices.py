@@ -9,7 +9,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ..core.spec import ModelSpec, SpecError, registration
+from ..core.spec import ModelSpec, SpecError, identity_of, registration
+from .batch import BATCH_PRICE_FACTOR
 
 
 @lru_cache(maxsize=1)
@@ -27,8 +28,6 @@ def _spec(model_id: str) -> ModelSpec | None:
 def prices_for(model_id: str) -> dict[str, Any] | None:
     """{"in", "out" (USD per 1M tokens), "image" (USD per generated image), "source", "batch_factor"} of a model,
     or None where no price is known (local and reference models)."""
-    from .batch import BATCH_PRICE_FACTOR
-
     spec = _spec(model_id)
     if spec is None:
         return None
@@ -80,8 +79,6 @@ def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
     """Add ``cost_usd`` where the model spec gives prices (USD per 1M tokens:
     ``?price_in=2.5&price_out=10``).  Token counts are what the API reported.  Calls made through a provider
     batch API (``?batch=1``) cost the batch price, half the direct one (``batch_price_factor``)."""
-    from .batch import BATCH_PRICE_FACTOR
-
     for model, entry in stats.items():
         try:
             spec = ModelSpec.parse(model)
@@ -100,8 +97,6 @@ def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
 def by_identity(stats: dict[str, Any]) -> dict[str, Any]:
     """Usage per model identity: one model served by other endpoints, or moved, is one row (its placements in
     ``placements``), its counts and cost summed."""
-    from ..core.spec import identity_of
-
     out: dict[str, Any] = {}
     for model, entry in stats.items():
         key = identity_of(model)

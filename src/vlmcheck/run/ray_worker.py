@@ -22,6 +22,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from ..core import inputs
 from ..core.images import encode_image, image_hash
 from ..store.db import artifact_path
 from .calls import Session, file_keys
@@ -182,7 +183,6 @@ class SampleWorker:
         self.policy = run_input_policy(input_policy, file_keys=file_keys(key_version))
 
     async def run(self, sample_id: str, seq: int, payload: Any) -> dict[str, Any]:
-        from ..core import inputs
         _SAMPLE.set(sample_id)
         inputs.set_policy(self.policy)
         await fetch_missing(payload, self.inputs_root, lambda path: self.reader.input_file.remote(path))

@@ -11,14 +11,13 @@ from typing import Any
 
 from ..core.files import json_encoder
 from ..core.roles import Generation, GenerationConfig
+from ..core.spec import ModelSpec, SpecError, registration
 
 _key_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 @functools.lru_cache(maxsize=256)
 def _on_a_server(model_id: str) -> bool:
-    from ..core.spec import ModelSpec, SpecError, registration
-
     try:
         entry = registration(ModelSpec.parse(model_id).provider)
     except (SpecError, ValueError):
