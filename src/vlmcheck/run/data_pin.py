@@ -111,9 +111,7 @@ def data_difference(previous: dict[str, Any], spec: dict[str, Any]) -> str | Non
     """Why the data of ``spec`` is not the data the run in ``previous`` read (one phrase), or None."""
     before, now = previous.get("data") or {}, spec.get("data") or {}
     for field, pin in before.items():
-        if not isinstance(pin, dict) or field not in now:
-            continue
-        if pin.get("fingerprint") != now[field].get("fingerprint"):
+        if isinstance(pin, dict) and field in now and pin.get("fingerprint") != now[field].get("fingerprint"):
             where = now[field].get("real") or now[field].get("path")
             return (f"its {field} {now[field].get('path')!r} ({where}) is not the data the run read "
                     f"({pin.get('real') or pin.get('path')}, fingerprint {str(pin.get('fingerprint'))[:12]})")
@@ -123,13 +121,9 @@ def data_difference(previous: dict[str, Any], spec: dict[str, Any]) -> str | Non
 def resolve_recorded(task_spec: dict[str, Any], pins: dict[str, Any] | None) -> dict[str, Any]:
     """``task_spec`` with each relative data path replaced by its recorded real path where that still exists:
     ``vlmcheck resume`` finds the run's own data from any folder."""
-    if not pins:
-        return task_spec
     out = dict(task_spec)
-    for field, pin in pins.items():
-        if not isinstance(pin, dict):
-            continue
-        typed, real = out.get(field), pin.get("real")
+    for field, pin in (pins or {}).items():
+        typed, real = out.get(field), pin.get("real") if isinstance(pin, dict) else None
         if isinstance(typed, str) and _is_local(typed) and isinstance(real, str) and \
                 _split(real)[0] == _split(typed)[0] and os.path.exists(_split(real)[1]):
             out[field] = real

@@ -39,11 +39,6 @@ def run_label(results: dict[str, Any], folder: str | Path | None = None) -> str:
     return model_label(_spec_of(results)) or (Path(folder).name if folder is not None else "") or "run"
 
 
-def _identity_params(spec: str) -> str:
-    ident = identity_of(spec)
-    return ident.split("?", 1)[1] if "?" in ident else ""
-
-
 def run_labels(runs: Iterable[tuple[dict[str, Any], str | Path | None]]) -> list[str]:
     """The labels of runs shown together, ``(results, folder)`` each: each run's :func:`run_label`, told apart
     only where two runs of one method would read the same (runs of different methods are never in one
@@ -63,7 +58,7 @@ def run_labels(runs: Iterable[tuple[dict[str, Any], str | Path | None]]) -> list
 def _apart(runs: list[tuple[dict[str, Any], str | Path | None]], labels: list[str]) -> list[str]:
     specs = [_spec_of(r) for r, _ in runs]
     for extra in (lambda i: specs[i].partition(":")[0],  # the provider
-                  lambda i: _identity_params(specs[i]),  # the parameters that change answers
+                  lambda i: identity_of(specs[i]).partition("?")[2],  # the parameters that change answers
                   lambda i: Path(runs[i][1]).name if runs[i][1] is not None else ""):  # the run folder
         for label in {x for x in labels if labels.count(x) > 1}:
             group = [i for i, x in enumerate(labels) if x == label]

@@ -44,16 +44,13 @@ def prices_for(model_id: str) -> dict[str, Any] | None:
     if billing is None:
         return None
     table = builtin_prices()
+    rows = table["images" if billing == "images" else "tokens"]
     name = spec.name.lower().split("/")[-1]
-    if billing == "images":
-        hit = next((k for k in sorted(table["images"], key=len, reverse=True) if name.startswith(k)), None)
-        return None if hit is None else {"in": 0.0, "out": 0.0, "image": table["images"][hit],
-                                         "source": f"prices.json ({table['collected']})", "batch_factor": factor}
-    hit = next((k for k in sorted(table["tokens"], key=len, reverse=True) if name.startswith(k)), None)
+    hit = next((k for k in sorted(rows, key=len, reverse=True) if name.startswith(k)), None)  # the longest prefix
     if hit is None:
         return None
-    p_in, p_out = table["tokens"][hit]
-    return {"in": p_in, "out": p_out, "image": None, "source": f"prices.json ({table['collected']})",
+    p_in, p_out, image = (0.0, 0.0, rows[hit]) if billing == "images" else (*rows[hit], None)
+    return {"in": p_in, "out": p_out, "image": image, "source": f"prices.json ({table['collected']})",
             "batch_factor": factor}
 
 
@@ -67,11 +64,9 @@ def cost_of(model_id: str, input_tokens: float, output_tokens: float, images: in
 
 def image_rule(model_id: str) -> str:
     spec = _spec(model_id)
-    if spec is None:
-        return "openai"
-    if spec.params.get("image_tokens") in ("openai", "anthropic", "gemini"):
+    if spec is not None and spec.params.get("image_tokens") in ("openai", "anthropic", "gemini"):
         return spec.params["image_tokens"]
-    entry = registration(spec.provider)
+    entry = registration(spec.provider) if spec is not None else None
     return entry.image_tokens if entry else "openai"
 
 

@@ -52,11 +52,9 @@ def open_same_store(db_path: str, sessions: Any) -> sqlite3.Connection | None:
 
 def _answer(row: tuple | None) -> Any:
     """A stored answer, or None: none stored, or one that does not parse (a miss, as in RunStore.get_call)."""
-    if row is None:
-        return None
     try:
         return json.loads(row[0])
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # TypeError: no row
         return None
 
 

@@ -47,7 +47,7 @@ class RunOptions(BaseModel):
     limit: int | None = None
     max_concurrency: int = 16
     seed: int = 0
-    progress: bool = True  # a bar on a terminal, a plain line every few seconds elsewhere (run/progress.py)
+    progress: bool = True
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     # report.html at the end, and the experiment trackers the run is logged to (vlmcheck/track): both done by
     # whoever asked for the run (vlmcheck.run_task, the CLI, a sweep, the demo), never by this runner
@@ -55,7 +55,7 @@ class RunOptions(BaseModel):
     track: list[str] | None = None
     track_group: str | None = None
     clear_failed: bool = False  # forget failed samples first, so they run again (retry-failed)
-    preflight: bool = True  # check every API model (reachable, key accepted, model served) before the first sample
+    preflight: bool = True
     # Input safety (core/inputs.py): dataset images stay inside their dataset's folder unless allowed,
     # image files above max_image_bytes are refused unread, decoded pixels in flight stay under pixel_budget.
     allow_outside: bool = False
@@ -64,17 +64,14 @@ class RunOptions(BaseModel):
     # an image at an http(s) URL fails its own sample after this long without a byte, or this long in all
     url_read_timeout_s: float = Field(default=remote.READ_TIMEOUT_S, gt=0)
     url_total_timeout_s: float = Field(default=remote.TOTAL_TIMEOUT_S, gt=0)
-    # (i, N): run only shard i of N (samples assigned by a hash of their id); `vlmcheck merge` unions them
-    shard: tuple[int, int] | None = None
-    # where samples run: this process, or Ray actors (run/ray_executor.py; placement, never part of the spec)
+    # the options' meanings: run/options.py; the executor and Ray's are placement, never part of the spec
+    shard: tuple[int, int] | None = None  # (i, N)
     executor: Literal["local", "ray"] = "local"
-    # USD: no new sample starts once the cost spent plus the samples in flight would pass it (run/budget.py)
     max_cost: float | None = Field(None, gt=0, allow_inf_nan=False)
     ray_address: str | None = None  # None: a local Ray instance (or the cluster this process already joined)
-    workers: int | None = Field(default=None, ge=1)  # Ray actors; None: one per CPU of the cluster, at most 8
+    workers: int | None = Field(default=None, ge=1)
     gpus_per_worker: float = Field(default=0.0, ge=0.0)
-    # the name people read for this run (run/labels.py), kept in the store; None keeps the one it has, if any
-    label: str | None = None
+    label: str | None = None  # None keeps the one the store has, if any
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
