@@ -45,9 +45,8 @@ def check_max_cost(value: Any) -> float | None:
 
 
 def request_tokens(model_id: str, request: dict[str, Any]) -> tuple[float, float]:
-    """(input, output) tokens of a canonical request (run/calls.py) by the estimate's rules (run/estimate.py):
-    text at 4 characters a token, each image by the provider's rule, continuations counted as input, the output
-    at the request's ``max_tokens``."""
+    """(input, output) tokens of a canonical request (run/calls.py) by the estimate's rules (run/estimate.py),
+    continuations counted as input, the output at the request's ``max_tokens``."""
     rule = image_rule(model_id)
     tokens = 0.0
     for m in request.get("messages") or ():
@@ -117,9 +116,8 @@ class Budget:
         self.dearest = max(self.dearest, _price(model_id, input_tokens, output_tokens))
 
     def reserve(self, model_id: str, request: dict[str, Any]) -> float:
-        """Hold the cost of one call before it is sent, its estimate or the dearest call priced so far, whichever
-        is higher; :class:`BudgetStop` where it would pass the cap.  Give it back with :meth:`release` when the
-        call has ended (its real cost is then in ``spent``)."""
+        """Hold the cost of one call before it is sent (the higher of its estimate and the dearest call priced so
+        far) until :meth:`release`; :class:`BudgetStop` where it would pass the cap."""
         if self.stopped:
             raise BudgetStop()
         tin, tout = request_tokens(model_id, request)
@@ -189,9 +187,8 @@ def recorded_max_cost(store_path: Any) -> float | None:
 
 
 def budget_message(b: dict[str, Any]) -> str:
-    """What a stop by the budget means: what was spent (in all, on how many calls of this session, the dearest
-    one), how many samples are complete (a sample of several calls may have paid answers and not be complete:
-    they are kept for the resume)."""
+    """What a stop by the budget means: what was spent, on how many calls, the dearest; how many samples are
+    complete (an incomplete one's paid answers are kept for the resume)."""
     calls = b.get("calls")
     on = f" on {calls} call{'s' if calls != 1 else ''} this session" if calls is not None else ""
     dearest = f", the dearest ${b['dearest_call_usd']:.4f}" if b.get("dearest_call_usd") else ""

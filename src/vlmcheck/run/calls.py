@@ -40,9 +40,8 @@ _key_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":
 
 
 def call_key(role: str, model: str, request: Any, template: str | None, request_text: str | None = None) -> str:
-    """The sha256 of the call's JSON (keys sorted, no spaces, text as is).  ``request_text``: ``request``
-    already in that JSON (:func:`request_json`), put in place instead of encoded again; the same text, since
-    with sorted keys the payload is model, request, role, template."""
+    """The sha256 of the call's JSON (keys sorted, no spaces, text as is); ``request_text``, ``request`` already
+    in that JSON (:func:`request_json`), is put in place (sorted, the keys are model, request, role, template)."""
     if request_text is None:
         payload = _key_json({"role": role, "model": model, "request": request, "template": template})
     else:
@@ -78,6 +77,12 @@ class CallCounters:
 # they keep resuming with their cache.  Since version 3 a dataset file sent as it is is keyed by the hash of
 # its bytes, not of its decoded pixels (core/messages.py); stores of versions 1 and 2 keep pixel keys.
 KEY_VERSION = 3
+
+
+def key_version_of(store: Any) -> int:
+    """The key version of a run store: recorded, else 1 for a store that holds a run (from before version 2),
+    else :data:`KEY_VERSION` for a new one."""
+    return store.get_meta("key_version") or (1 if store.get_meta("spec") else KEY_VERSION)
 
 
 def file_keys(key_version: int) -> bool:
@@ -258,9 +263,8 @@ reasoning_trace: ContextVar[list[dict[str, Any]] | None] = ContextVar("vlmcheck_
 
 
 def final_answer(gen: Generation) -> Generation:
-    """``gen`` with its text reduced to the final answer: a reasoning model's thinking (``<think>`` blocks and
-    their variants, or the provider's own reasoning field) moves to ``reasoning``, so every method parses and
-    scores the answer only.  The cache keeps the raw reply; the split is made on every read."""
+    """``gen`` with its text reduced to the final answer: a reasoning model's thinking (``<think>`` blocks, or
+    the provider's reasoning field) moves to ``reasoning``.  The cache keeps the raw reply; each read splits it."""
     answer, thought = split_reasoning(gen.text)
     if thought is None and not gen.reasoning:  # the usual answer: nothing to split or keep
         return gen

@@ -10,7 +10,6 @@ depend on the answers, the stand-ins take the longest path (``Task.dry_run_reply
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import tempfile
 from pathlib import Path
@@ -22,13 +21,12 @@ from ..core import inputs
 from ..core.roles import Generation, Loglikelihood, Usage
 from ..core.tokens import image_tokens, text_tokens
 from ..store.db import DB_NAME, RunStore
-from .calls import KEY_VERSION, Session
+from .calls import key_version_of
 from .folder import RunFolderExists, check_folder, check_replaceable
 from .loop_clients import close_loop_clients
 from .options import input_policy
 from .prices import _spec, cost_of, image_rule
-from .runner import _run_samples, check_spec, run_spec, select_samples
-from .scheduler import Scheduler
+from .runner import _run_samples, check_spec, run_spec, select_samples, start_session
 
 #: a task attribute holding a model -> the role it is reported under
 ROLES = {"vlm": "describer", "generator": "generator", "encoder": "encoder", "judge": "judge", "judge2": "judge",
@@ -120,10 +118,8 @@ def dry_run(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
 
 
 class _DryStore:
-    """The run's store as a dry run sees it: the user's store read in place, read-only, nothing made
-    beside it (no ``-wal``/``-shm``: RunStore ``untouched``) and nothing copied; what the simulated samples write
-    (answers, sample rows, images) goes to a small store in a temp folder, read first.  Errors name the user's
-    store, never the temp one."""
+    """The run's store as a dry run sees it: the user's read in place (RunStore ``untouched``: nothing made
+    beside it), what the simulation writes in a temp store, read first.  Errors name the user's store."""
 
     def __init__(self, folder: Path, scratch: Path, read_user_store: bool) -> None:
         self.folder = folder
@@ -171,11 +167,8 @@ def refuse_as_the_run_would(task: Any, folder: Path, options: Any, samples: list
     if options.overwrite:
         check_replaceable(folder)
         return
-    previous = store.get_meta("spec")
-    key_version = store.get_meta("key_version")
-    if key_version is None:
-        key_version = 1 if previous else KEY_VERSION
-    check_spec(folder, previous, run_spec(task, samples, options), getattr(task, "spec_model", None), key_version)
+    check_spec(folder, store.get_meta("spec"), run_spec(task, samples, options), getattr(task, "spec_model", None),
+               key_version_of(store))
 
 
 async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
@@ -190,11 +183,8 @@ async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
             means = {m: e["output_tokens"] / e["ok"] for m, e in store.call_stats().items()
                      if e.get("ok") and e.get("output_tokens")}
             stand_ins = {k: Estimator(v, k, task, means.get(v.model_id)) for k, v in originals.items()}
-            session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
-                              key_version=store.get_meta("key_version") or KEY_VERSION)
-            inputs.set_policy(dataclasses.replace(inputs.current_policy(), file_keys=session.file_keys))
-            status = store.sample_status(task.name)
-            todo = [s for s in samples if s.id not in status]
+            session = start_session(store, options, key_version_of(store))
+            todo = [s for s in samples if s.id not in store.sample_status(task.name)]
             quiet = options.model_copy(update={"progress": False})
             for k, v in stand_ins.items():
                 setattr(task, k, v)

@@ -108,9 +108,8 @@ def _empty_run_folder(folder: Path) -> None:
 
 
 def leave_nothing(folder: Path, existed: bool) -> None:
-    """A run refused before its store was made (a preflight or spec check that failed) leaves no run folder
-    behind: the lock file it made goes, and the folder too when this run made it, so that the same command,
-    corrected, starts afresh without --resume or --overwrite."""
+    """A run refused before its store was made leaves no run folder behind (its lock file, and the folder it
+    made): the same command, corrected, starts afresh without --resume or --overwrite."""
     try:
         if folder.is_dir() and {p.name for p in folder.iterdir()} == {LOCK_NAME}:
             (folder / LOCK_NAME).unlink(missing_ok=True)

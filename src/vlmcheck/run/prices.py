@@ -71,9 +71,8 @@ def image_rule(model_id: str) -> str:
 
 
 def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
-    """Add ``cost_usd`` where the model spec gives prices (USD per 1M tokens:
-    ``?price_in=2.5&price_out=10``).  Token counts are what the API reported.  Calls made through a provider
-    batch API (``?batch=1``) cost the batch price, half the direct one (``batch_price_factor``)."""
+    """Add ``cost_usd`` where the model spec gives prices (``?price_in=2.5&price_out=10``, USD per 1M tokens) to
+    the tokens the API reported; a batch API's calls (``?batch=1``) at the batch price (``batch_price_factor``)."""
     for model, entry in stats.items():
         try:
             spec = ModelSpec.parse(model)

@@ -197,9 +197,8 @@ class SampleWorker:
         return {sid: self.store.take(sid) for sid in list(self.store.pending)}
 
     async def cleanup(self) -> bool:
-        """Remove this worker's temp folder (its artifacts were taken with each sample): the driver asks every
-        worker before ending it, since an actor ended by ``ray.kill`` runs no exit handler (the folders would be
-        left behind)."""
+        """Remove this worker's temp folder (its artifacts were taken with each sample): the driver asks before
+        it ends the actor, since one ended by ``ray.kill`` runs no exit handler."""
         if self.store.db is not None:
             self.store.db.close()
             self.store.db = None

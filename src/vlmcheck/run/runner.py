@@ -27,7 +27,7 @@ from ..core.roles import SupportsPreflight
 from ..core.spec import PROVIDERS, identity_of
 from .loop_clients import close_loop_clients
 from ..store.db import DB_NAME, GROUP_COMMIT_S, RunStore
-from .calls import KEY_VERSION, Session, file_keys
+from .calls import KEY_VERSION, Session, file_keys, key_version_of  # noqa: F401  (KEY_VERSION re-exported)
 from ..core.progress import Progress
 from ..datasets.base import choices_line
 from .scheduler import RetryPolicy, Scheduler
@@ -203,19 +203,14 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
             raise
         if options.label is not None and options.label.strip():
             store.set_meta("label", options.label.strip())
-        key_version = store.get_meta("key_version")
-        # a store from before key version 3 keys its files by their pixels: read them decoded, as it did
-        inputs.set_policy(replace(inputs.current_policy(), file_keys=file_keys(key_version)))
         sessions = store.get_meta("sessions") or []
         store.set_meta("sessions", sessions + [{"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                                 "models": sorted(_model_strings(spec["task_spec"])),
                                                 "executor": options.executor}])
         if options.clear_failed:
             store.clear_failed(task.name)
-        session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
-                          key_version=key_version)
-        status = store.sample_status(task.name)
-        todo = [s for s in samples if s.id not in status]
+        session = start_session(store, options, store.get_meta("key_version"))
+        todo = [s for s in samples if s.id not in store.sample_status(task.name)]
         budget = None
         if options.max_cost is not None:
             if options.executor == "ray":
@@ -251,6 +246,14 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
         store.close()
 
 
+def start_session(store: RunStore, options: RunOptions, key_version: int) -> Session:
+    """A session on the run's store; files read as its keys name them (a store from before key version 3 keys
+    them by their pixels: read decoded, as it did)."""
+    inputs.set_policy(replace(inputs.current_policy(), file_keys=file_keys(key_version)))
+    return Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
+                   key_version=key_version)
+
+
 def select_samples(task: Task, options: RunOptions) -> list[Sample]:
     """The run's samples: the task's, numbered, cut to ``--limit``, this shard's only."""
     samples = [Sample(s.id, s.payload, i) for i, s in enumerate(task.samples())]
@@ -262,12 +265,9 @@ def select_samples(task: Task, options: RunOptions) -> list[Sample]:
 def _record_spec(store: RunStore, folder: Path, spec: dict[str, Any], spec_model: Any = None) -> None:
     """Check that a resumed store holds this run, then record the spec (and the key version of a new store)."""
     mark_run_folder(folder)
-    previous = store.get_meta("spec")
-    key_version = store.get_meta("key_version")
-    if key_version is None:  # a store from before key version 2 keeps its keys (run/calls.py)
-        key_version = 1 if previous else KEY_VERSION
-        store.set_meta("key_version", key_version)
-    check_spec(folder, previous, spec, spec_model, key_version)
+    key_version = key_version_of(store)
+    store.set_meta("key_version", key_version)
+    check_spec(folder, store.get_meta("spec"), spec, spec_model, key_version)
     store.set_meta("spec", spec)
 
 

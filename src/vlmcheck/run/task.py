@@ -73,9 +73,8 @@ class SpecTask:
 
     @classmethod
     def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
-        """Whether the task's first N samples come from its dataset's first rows, in order (none drawn, paired
-        or sampled from the rest): then ``--limit N`` reads only the first rows of a streamed file
-        (core/dataset_files.first_rows).  False unless a method declares it."""
+        """Whether the task's first N samples come from its dataset's first N rows, in order: then ``--limit N``
+        reads only those rows of a streamed file (core/dataset_files.first_rows).  False unless declared."""
         return False
 
 
