@@ -1,12 +1,7 @@
 """Provider batch APIs (``?batch=1`` on ``openai:`` and ``anthropic:`` specs; docs/usage.md, "Provider batch
-APIs"): cache misses gathered into batches, at the providers' batch price.
-
-:class:`BatchCollector` is what the session calls instead of the model on a cache miss: requests that arrive
-within ``batch_window`` seconds of each other form one batch, each item's ``custom_id`` its call key.  The batch
-is journaled in the run store *before* the first poll, so a resumed run re-attaches to it and resubmits nothing.
-A failed item follows the retry policy.  A batched answer's usage goes through the session's check
-(:meth:`~vlmcheck.run.calls.Session.usage_of`), so a batch is never priced at $0 or less.  The provider side
-(:class:`BatchBackend`: submit, ended, results) lives with the adapters (:mod:`vlmcheck.models.batch_api`).
+APIs"): cache misses gathered into batches, at the providers' batch price.  A batch is journaled in the run store
+*before* its first poll, so a resumed run re-attaches to it and resubmits nothing; the provider side
+(:class:`BatchBackend`) lives with the adapters (:mod:`vlmcheck.models.batch_api`).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """``--max-cost USD`` (docs/usage.md, "Before a run: dry run and cost cap"): no call goes out and no new sample
-starts once the cost spent plus what is on its way would pass the cap.
-
-Spent is priced from the usage the providers returned (run/prices.py), checked, never trusted: an unusable count
-is replaced by the estimate's with a :class:`UsageWarning`.  Each call is held at the larger of its estimate and
-the dearest call priced so far (:meth:`Budget.reserve`), and until the server has priced one answer calls go out
-one at a time (:meth:`Budget.acquire`): the estimate can be far below what the server bills, so the server's word
-holds the cap, passed by at most one call.  Models without a known price cost nothing here, and the results say
-which were not priced.  The cap is recorded in the run's spec and kept by a resume that gives none.
+starts once the cost spent plus what is on its way would pass the cap.  The server's usage, checked, prices the
+calls, not the estimate, which can be far below what it bills: until one answer is priced calls go out one at a
+time, and each is then held at the dearest price seen, so the cap is passed by at most one call.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """A run's data pinned in its spec by what is there, not by the path as typed (often relative to where the user
-stood): per data field, the real path (symbolic links resolved) and a fingerprint of the content:
-
-* a file (a manifest, a cases or pairs file): the SHA-256 of its bytes;
-* a folder: the SHA-256 over every file below it (sorted, links followed, hidden names skipped) of its relative
-  path, its size and a digest: a data file (manifest, cases, table) whole, an image by its first 4 KiB (its
-  header and first data, which differ between two images of one size);
-* a URL or ``hfds:`` name: the text itself (its content is not read twice; hfds: rows are the datahub's).
-
-A resume compares fingerprints, not paths: the same data by another path resumes, other data under the same
-path is refused with one sentence; ``vlmcheck resume`` reads the data at its recorded real path, so it finds
-the same data from any folder.
+stood): per data field, the real path and a fingerprint of the content, compared by a resume (docs/usage.md,
+"The same data, by content").
 """
 
 from __future__ import annotations

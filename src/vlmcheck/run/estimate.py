@@ -58,11 +58,8 @@ class Estimator:
     async def generate(self, messages: list[Any], config: Any) -> Generation:
         self.calls += 1
         self._count_input(messages)
-        if self.mean_output is not None:
-            out = self.mean_output
-        else:
-            out, self.output_from_max_tokens = config.max_tokens, True
-        self.output_tokens += out
+        self.output_from_max_tokens |= self.mean_output is None
+        self.output_tokens += config.max_tokens if self.mean_output is None else self.mean_output
         reply = getattr(self.task, "dry_run_reply", lambda *a: None)(self.attr, messages, config)
         # "Yes." and a digest of the request: each stand-in answer differs, so a generator prompt made from it is
         # never a cache hit a real, different answer would not be
@@ -87,8 +84,7 @@ class Estimator:
                 else (params.get("width"), params.get("height")))
         size = (int(w or 1024), int(h or 1024))
         img = Image.new("RGB", size, (128, 128, 128))
-        d = bytes.fromhex(_digest(prompt))
-        img.putpixel((0, 0), (d[0], d[1], d[2]))  # one image per prompt, as a real generator's would be
+        img.putpixel((0, 0), tuple(bytes.fromhex(_digest(prompt))[:3]))  # one image per prompt, as a generator's
         return img
 
     async def encode(self, images: list[Any]) -> Any:

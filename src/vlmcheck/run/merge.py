@@ -22,11 +22,6 @@ from .runner import RunOptions, identity_spec, select_samples, write_outputs
 from .task import task_from_spec
 
 
-def _same_or_inside(a: Path, b: Path) -> bool:
-    a, b = a.resolve(), b.resolve()
-    return a == b or b in a.parents or a in b.parents
-
-
 def merge_runs(shards: list[str | Path], out: str | Path, overwrite: bool = False) -> dict[str, Any]:
     """Merge the shard folders into ``out`` (new, or an earlier merge of the same run, or with ``overwrite``
     any run folder); return the results."""
@@ -39,7 +34,8 @@ def merge_runs(shards: list[str | Path], out: str | Path, overwrite: bool = Fals
         raise InputFileError(broken_link(out))
     shards = [Path(s) for s in shards]
     for folder in shards:
-        if _same_or_inside(folder, out):
+        a, b = folder.resolve(), out.resolve()
+        if a == b or b in a.parents or a in b.parents:
             raise InputFileError(f"{out} is one of the shards to merge ({folder}) or holds one; merge into a new "
                                  "folder")
     specs = []
