@@ -76,9 +76,8 @@ class BatchCollector:
         self._tasks: set[asyncio.Task] = set()
         self._waiting: dict[str, asyncio.Future] = {}  # key -> its open (journaled) batch's answer
         for batch_id, items in store.open_batches(self.journal_model):
-            futures = {}
-            for key, _role, _request in items:
-                futures[key] = self._waiting[key] = asyncio.get_running_loop().create_future()
+            futures = {key: asyncio.get_running_loop().create_future() for key, _, _ in items}
+            self._waiting.update(futures)
             self._spawn(self._watch(batch_id, futures, {k: (r, q, 1) for k, r, q in items}))
             log.info("re-attached to %s batch %s (%d requests)", backend.provider, batch_id, len(items))
 

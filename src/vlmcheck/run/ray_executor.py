@@ -70,13 +70,9 @@ def _init(ray, options) -> bool:
     if ray.is_initialized():
         return False
     # ERROR: Ray's own warnings (e.g. that token authentication is on) are noise on a user's console
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
-    if options.ray_address:
-        kwargs["address"] = options.ray_address
-    else:
-        kwargs["_node_ip_address"] = "127.0.0.1"
+    where = {"address": options.ray_address} if options.ray_address else {"_node_ip_address": "127.0.0.1"}
     try:
-        ray.init(**kwargs)
+        ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, **where)
     except Exception as exc:  # noqa: BLE001 - Ray's own message names the cause
         raise ExecutorError(f"could not start or join Ray ({_said(exc)})") from None
     return True

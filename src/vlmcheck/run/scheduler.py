@@ -93,16 +93,15 @@ class Scheduler:
                     self.attempts += 1
                     if self.on_attempt is not None:
                         self.on_attempt(attempt)
-                    if deadline:
-                        try:
-                            # the deadline on this task itself: wait_for made a task per call to run it in
-                            async with asyncio.timeout(deadline):
-                                result = await fn()
-                        except (asyncio.TimeoutError, TimeoutError):
-                            raise ModelCallError("timeout", f"no complete answer within {deadline:g} s "
-                                                            "(the call's total deadline)") from None
-                    else:
-                        result = await fn()
+                    try:
+                        # the deadline on this task itself: wait_for made a task per call to run it in
+                        async with asyncio.timeout(deadline):
+                            result = await fn()
+                    except TimeoutError:
+                        if deadline is None:
+                            raise
+                        raise ModelCallError("timeout", f"no complete answer within {deadline:g} s "
+                                                        "(the call's total deadline)") from None
                 return result, attempt
             except asyncio.CancelledError:
                 raise
