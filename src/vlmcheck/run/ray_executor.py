@@ -69,7 +69,7 @@ def _init(ray, options) -> bool:
     """Ray started or joined; True when this process did it (and so must shut it down)."""
     if ray.is_initialized():
         return False
-    # ERROR: Ray's own warnings (e.g. that token authentication is on) are noise on a user's console
+    # logging ERROR: Ray's own warnings (e.g. that token authentication is on) are noise on a user's console
     where = {"address": options.ray_address} if options.ray_address else {"_node_ip_address": "127.0.0.1"}
     try:
         ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, **where)
