@@ -72,10 +72,8 @@ class CallCounters:
         entry[what] = entry.get(what, 0) + n
 
 
-# Call keys name the model by its identity (ModelSpec.identity: no endpoint, no placement parameters) since key
-# version 2; stores made before that (no ``key_version`` in their meta) keep version 1, the whole model id, so
-# they keep resuming with their cache.  Since version 3 a dataset file sent as it is is keyed by the hash of
-# its bytes, not of its decoded pixels (core/messages.py); stores of versions 1 and 2 keep pixel keys.
+# Version 2: call keys name the model by its identity (no endpoint, no placement); 3: a dataset file sent as it
+# is is keyed by its bytes, not its pixels (core/messages.py).  An older store keeps its keys, and its cache.
 KEY_VERSION = 3
 
 

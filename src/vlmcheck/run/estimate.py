@@ -234,12 +234,11 @@ def summarize_estimate(stand_ins: dict[str, Estimator], multi_step: bool) -> dic
 
 def _totals(roles: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Every role's calls, tokens and cost summed; the cost is unknown when a role that makes calls has none."""
-    return {"calls": sum(r["calls"] for r in roles.values()),
-            "input_tokens": sum(r["input_tokens"] for r in roles.values()),
-            "output_tokens": sum(r["output_tokens"] for r in roles.values()),
-            "cost_usd": (None if any(r["cost_usd"] is None and r["calls"] for r in roles.values())
-                         else round(sum(r["cost_usd"] or 0.0 for r in roles.values()), 6)),
-            "upper_bound": any(r["upper_bound"] for r in roles.values() if r["calls"])}
+    rs = roles.values()
+    return {**{k: sum(r[k] for r in rs) for k in ("calls", "input_tokens", "output_tokens")},
+            "cost_usd": (None if any(r["cost_usd"] is None and r["calls"] for r in rs)
+                         else round(sum(r["cost_usd"] or 0.0 for r in rs), 6)),
+            "upper_bound": any(r["upper_bound"] for r in rs if r["calls"])}
 
 
 def merge_estimates(estimates: list[dict[str, Any]]) -> dict[str, Any]:

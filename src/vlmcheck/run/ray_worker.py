@@ -58,28 +58,24 @@ def _answer(row: tuple | None) -> Any:
         return None
 
 
-def _paths_under(obj: Any, root: str, found: list[str]) -> list[str]:
+def _paths_under(obj: Any, root: str) -> list[str]:
     """The strings in ``obj`` (a sample's payload: dicts, lists, dataset items) naming a file under ``root``."""
     if isinstance(obj, str):
-        if obj.startswith(root):
-            found.append(obj)
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            _paths_under(v, root, found)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            _paths_under(v, root, found)
+        return [obj] if obj.startswith(root) else []
+    if isinstance(obj, dict):
+        obj = obj.values()
     elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):  # ImageItem and other records
-        for f in dataclasses.fields(obj):
-            _paths_under(getattr(obj, f.name), root, found)
-    return found
+        obj = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
+    elif not isinstance(obj, (list, tuple)):
+        return []
+    return [path for v in obj for path in _paths_under(v, root)]
 
 
 async def fetch_missing(payload: Any, root: str, fetch) -> int:
     """Write each file under ``root`` that ``payload`` names and this node lacks, from ``fetch(path)`` (the
     driver's bytes, or None); how many were fetched."""
     n = 0
-    for path in dict.fromkeys(_paths_under(payload, root.rstrip(os.sep) + os.sep, [])):
+    for path in dict.fromkeys(_paths_under(payload, root.rstrip(os.sep) + os.sep)):
         target = Path(path)
         if target.exists():
             continue
@@ -114,10 +110,8 @@ class WorkerStore:
     async def aget_call(self, key: str) -> Any:
         if key in self.calls:
             return self.calls[key]
-        if self.db is not None:
-            hit = _answer(self.db.execute(_CALL_SQL, (key,)).fetchone())
-        else:
-            hit = await self.reader.get.remote(key)
+        hit = (_answer(self.db.execute(_CALL_SQL, (key,)).fetchone()) if self.db is not None
+               else await self.reader.get.remote(key))
         if hit is not None:
             self.calls[key] = hit
         return hit

@@ -46,16 +46,14 @@ class Task(Protocol):
 
 
 class SpecTask:
-    """Base for tasks defined by one pydantic spec in ``self.cfg``: rebuilt from it on resume, recorded as is.
-
-    ``reads``: the kinds of dataset record the method makes its items of (``datasets.RECORD_KINDS``: "images",
-    "yes/no", "multiple choice", ...), which ``vlmcheck list`` matches against what each benchmark's forms carry;
-    ``reports``: its headline figure, in words."""
+    """Base for tasks defined by one pydantic spec in ``self.cfg``: rebuilt from it on resume, recorded as is."""
 
     spec_model: type[BaseModel]
     cfg: BaseModel
+    # the kinds of dataset record it makes its items of (datasets.RECORD_KINDS: "images", "yes/no", ...), which
+    # `vlmcheck list` matches against what each benchmark's forms carry
     reads: tuple[str, ...] = ()
-    reports: str = ""
+    reports: str = ""  # its headline figure, in words
 
     @classmethod
     def from_spec(cls, task_spec: dict[str, Any]):
