@@ -137,10 +137,8 @@ class Budget:
         """Whether one more sample may start; once it may not, none will in this session."""
         if self.stopped or self.closed:
             return False
-        spent_here = self.spent() - self.before
-        per_sample = spent_here / self.finished if self.finished else 0.0
-        in_flight = self.started - self.finished
-        if self.spent() + (in_flight + 1) * per_sample > self.cap:
+        per_sample = (self.spent() - self.before) / self.finished if self.finished else 0.0
+        if self.spent() + (self.started - self.finished + 1) * per_sample > self.cap:  # the ones in flight, and one
             self.closed = True
             return False
         self.started += 1

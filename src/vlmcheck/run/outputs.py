@@ -48,23 +48,19 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
         "metrics": tally.metrics(task),
         "usage": by_identity(usage_with_cost(store.call_stats())),
     }
-    read = getattr(task, "data_read", None)
-    if read:  # the data's form, config, split(s), rows read and left out, with the reasons (datasets/base.py)
+    # the data's form, config, split(s), rows read and left out, with the reasons (datasets/base.py)
+    if read := getattr(task, "data_read", None):
         results["data_read"] = read
     if session is not None:  # what this process did (a resumed run counts only its own calls)
         results["session"] = {"model_calls": session.counters.calls, "cache_hits": session.counters.hits,
                               "failed_calls": session.counters.failures, "retries": session.scheduler.retries,
                               "requests": session.scheduler.attempts}
-        checks = getattr(session, "checks", None)
-        measured = checks.result() if checks is not None else None
-        if measured is not None:  # what the server really returned (run/calls.py ServerChecks), kept in the store
+        if (measured := session.checks.result()) is not None:  # what the server really returned, kept in the store
             store.set_meta("server_checks", measured)
     # a resumed run that made no call keeps what the calls that made its answers showed
-    recorded = store.get_meta("server_checks")
-    if recorded is not None:
+    if (recorded := store.get_meta("server_checks")) is not None:
         results["server_checks"] = recorded
-    label = store.get_meta("label")  # the run's --label; without one its model's id is shown (run/labels.py)
-    if label:
+    if label := store.get_meta("label"):  # the run's --label; without one its model's id is shown (run/labels.py)
         results["label"] = label
     results.update(extra or {})
     write_text_atomic(store.folder / "results.json", json_text(redact_obj(results), indent=2, sort_keys=False) + "\n")
