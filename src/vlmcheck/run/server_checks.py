@@ -26,9 +26,8 @@ def _on_a_server(model_id: str) -> bool:
 
 
 def answers_from_a_server(model: Any) -> bool:
-    """Whether ``model``'s answers tell anything about a server: not a dry run's stand-in (its answers are made
-    up, no call was sent) nor a model that runs in this process (``ref:``, ``hf:``: registered as billed
-    "local"), whose answers say nothing about what a server did with the request."""
+    """Whether ``model``'s answers tell anything about a server: not a dry run's stand-in, nor a model that runs
+    in this process (``ref:``, ``hf:``: registered as billed "local")."""
     return not getattr(model, "dry_run", False) and _on_a_server(str(model.model_id))
 
 
