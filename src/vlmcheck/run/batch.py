@@ -173,9 +173,8 @@ class BatchCollector:
         if hasattr(out, "model_dump"):  # a Generation, as the backends give it: its usage read by Usage.reported
             usage, out = out.usage, out.model_dump(mode="json")
         else:  # an answer already as JSON: its counts through the same check
-            u = out.get("usage")
-            usage = Usage.reported(u.get("input_tokens"), u.get("output_tokens")) if isinstance(u, dict) \
-                else Usage.reported(None, None)
+            u = out.get("usage") if isinstance(out.get("usage"), dict) else {}
+            usage = Usage.reported(u.get("input_tokens"), u.get("output_tokens"))
         answer = BatchAnswer(out)
         answer.tokens = (self.usage_of(self.model_id, request, usage) if self.usage_of is not None
                          else (usage.input_tokens, usage.output_tokens))

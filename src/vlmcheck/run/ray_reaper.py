@@ -23,20 +23,18 @@ def session_processes(session_dir: str) -> list[int]:
     root = os.path.realpath(session_dir) + os.sep
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            fds = list((entry / "fd").iterdir())
-        except OSError:  # gone, or another user's
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(fd).startswith(root):
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with suppress(OSError):  # gone, or another user's
+                if any(_target(fd).startswith(root) for fd in (entry / "fd").iterdir()):
                     found.append(int(entry.name))
-                    break
-            except OSError:
-                continue
     return found
+
+
+def _target(fd: Path) -> str:
+    try:
+        return os.readlink(fd)
+    except OSError:  # closed meanwhile
+        return ""
 
 
 def _stop(pids: list[int], sig: int) -> None:
