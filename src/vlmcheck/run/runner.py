@@ -218,7 +218,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
             budget = session.budget = Budget(options.max_cost, store, session.counters)
         if todo and options.preflight and not new_store:
             await preflight(task)
-        executor = None
+        extra: dict[str, Any] = {}
         first = FirstCalls(len(todo)) if new_store and todo and options.preflight else None
         try:
             if options.executor == "ray" and todo:
@@ -226,7 +226,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
 
                 ran = await run_samples_ray(task, todo, session, options, already=len(samples) - len(todo),
                                             total=len(samples))
-                executor = ran["executor"]  # the workers' requests, repeats of a lost worker's included
+                extra["executor"] = ran["executor"]  # the workers' requests, repeats of a lost worker's included
                 session.scheduler.retries = ran["requests"]["retries"]
                 session.scheduler.attempts = ran["requests"]["first"] + ran["requests"]["retries"]
             else:
@@ -236,7 +236,6 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
             await close_loop_clients()
         if first is not None and first.refusal is not None:  # the run's reason, not the samples': no folder left
             raise RunRefused(first.refusal)
-        extra = {"executor": executor} if executor is not None else {}
         if budget is not None:
             finished = sum(1 for v in store.sample_status(task.name).values() if v == "done")
             extra["budget"] = budget.summary(finished, len(samples))
