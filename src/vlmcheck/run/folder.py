@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from .._version import __version__
@@ -110,10 +110,8 @@ def _empty_run_folder(folder: Path) -> None:
 def leave_nothing(folder: Path, existed: bool) -> None:
     """A run refused before its store was made leaves no run folder behind (its lock file, and the folder it
     made): the same command, corrected, starts afresh without --resume or --overwrite."""
-    try:
+    with suppress(OSError):  # another process made something there meanwhile: it is left as it is
         if folder.is_dir() and {p.name for p in folder.iterdir()} == {LOCK_NAME}:
             (folder / LOCK_NAME).unlink(missing_ok=True)
             if not existed:
                 folder.rmdir()
-    except OSError:  # another process made something there meanwhile: it is left as it is
-        pass

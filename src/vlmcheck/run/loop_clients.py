@@ -58,10 +58,8 @@ def _close_at_shutdown(pool: PerLoopClients) -> Any:
             await pool.aclose()
 
     gen = closer()
-    try:
+    with suppress(StopIteration):
         gen.asend(None).send(None)  # first step: registers with the loop, then suspends at the yield
-    except StopIteration:
-        pass
     return gen
 
 

@@ -345,9 +345,8 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
 
     async def worker() -> None:
         while True:
-            if first is not None and first.refusal is not None:  # the run is refused (run/first_calls.py)
-                return
-            if budget is not None and not budget.may_start():  # --max-cost: the rest waits for a resume
+            # the run refused (run/first_calls.py), or --max-cost reached: the rest waits for a resume
+            if (first is not None and first.refusal is not None) or (budget is not None and not budget.may_start()):
                 return
             sample = next(pending, None)
             if sample is None:

@@ -80,10 +80,8 @@ class SpecTask:
 
 
 class Outcome(NamedTuple):
-    """One finished sample's contribution to one headline metric: what ``compare``, the report's decisions and
-    ``plan`` read, so that none of them knows a method by name.
-
-    ``value`` the sample's per-sample outcome; ``unit`` the sampled unit it belongs to (the cluster a test
+    """One finished sample's contribution to one headline metric, read by ``compare``, the report's decisions and
+    ``plan``: ``value`` the sample's per-sample outcome; ``unit`` the sampled unit it belongs to (the cluster a test
     resamples or flips: the source image where several answers share one); ``source`` the seed image's pixel
     hash where the method records one (a pair whose hashes differ is left out); ``stratum`` the category when
     the headline is a mean of per-category means (GenCeption's MMECeption score), None when it is a mean over
