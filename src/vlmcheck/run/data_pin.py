@@ -53,8 +53,7 @@ def fingerprint(value: str) -> str:
         with open(path, "rb") as fh:
             while chunk := fh.read(1 << 20):
                 h.update(chunk)
-        return h.hexdigest()[:32]
-    if path.is_dir():
+    elif path.is_dir():
         h.update(b"folder\0")
         for root, dirs, files in os.walk(path, followlinks=True):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -69,8 +68,8 @@ def fingerprint(value: str) -> str:
                     continue  # unreadable: the run's own reads say why, per sample
                 rel = full.relative_to(path).as_posix()
                 h.update(rel.encode("utf-8", "surrogatepass") + b"\0" + str(size).encode() + b"\0" + head)
-        return h.hexdigest()[:32]
-    h.update(b"missing\0" + rest.encode("utf-8", "surrogatepass"))
+    else:
+        h.update(b"missing\0" + rest.encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:32]
 
 
