@@ -1,26 +1,7 @@
-"""Provider batch APIs (``?batch=1`` on ``openai:`` and ``anthropic:`` specs): cache misses gathered into
-batches, at the providers' batch price.
-
-:class:`BatchCollector` is what the session calls instead of the model on a cache miss.  Requests that
-arrive within ``batch_window`` seconds of each other (default 2) go into one batch; the call key is the
-item's ``custom_id``.  The batch id and every item's key and request are journaled in the run store
-*before* the first poll, so a run killed while a batch is in flight re-attaches to it on resume and
-resubmits nothing: a request whose key is in an open journaled batch waits for that batch.  Results land in
-the call cache as they would from a direct call.  A failed item follows the retry policy: a retryable
-error (rate limit, server error, timeout, an expired or cancelled item) is sent again in a later batch, up
-to ``max_attempts``; any other error fails the call.
-
-A batched answer's usage goes through the same check as a direct one (``usage_of``, the session's
-:meth:`~vlmcheck.run.calls.Session.usage_of`): usage that is missing, negative, not a number, NaN or nested is
-replaced by the estimate's counts with a ``UsageWarning``, in the store and in the answer's
-:attr:`BatchAnswer.tokens`, so a batch is never priced at $0 or less.
-
-The provider side (:class:`BatchBackend`) is three calls: submit items and get an id, ask whether the
-batch has ended, read its results.  The backends live with their adapters
-(:mod:`vlmcheck.models.batch_api`).
-
-Batches suit single-step methods (describe, VHExpansion, ChEF, CAST's generation): a method that waits for
-one answer before asking the next (GenCeption) makes one batch round trip per step.
+"""Provider batch APIs (``?batch=1`` on ``openai:`` and ``anthropic:`` specs; docs/usage.md, "Provider batch
+APIs"): cache misses gathered into batches, at the providers' batch price.  A batch is journaled in the run store
+*before* its first poll, so a resumed run re-attaches to it and resubmits nothing; the provider side
+(:class:`BatchBackend`) lives with the adapters (:mod:`vlmcheck.models.batch_api`).
 """
 
 from __future__ import annotations
@@ -84,8 +65,7 @@ class BatchCollector:
         # journal, so a resume with other placement settings still finds its open batches
         self.store, self.backend, self.model_id = store, backend, model_id
         self.journal_model = journal_model or model_id
-        # the provider's limits on one batch (OpenAI: 50,000 requests and a 200 MB input file; Anthropic: 100,000
-        # and 256 MB): a wave of cache misses larger than either goes as several batches, each within both
+        # the provider's limits on one batch (models/batch_api.py): a larger wave of misses goes as several batches
         self.max_items = max_items or getattr(backend, "max_items", 50_000)
         self.max_bytes = max_bytes or getattr(backend, "max_bytes", 200_000_000)
         self.window, self.poll, self.max_attempts = window, poll, max_attempts
@@ -96,9 +76,8 @@ class BatchCollector:
         self._tasks: set[asyncio.Task] = set()
         self._waiting: dict[str, asyncio.Future] = {}  # key -> its open (journaled) batch's answer
         for batch_id, items in store.open_batches(self.journal_model):
-            futures = {}
-            for key, _role, _request in items:
-                futures[key] = self._waiting[key] = asyncio.get_running_loop().create_future()
+            futures = {key: asyncio.get_running_loop().create_future() for key, _, _ in items}
+            self._waiting.update(futures)
             self._spawn(self._watch(batch_id, futures, {k: (r, q, 1) for k, r, q in items}))
             log.info("re-attached to %s batch %s (%d requests)", backend.provider, batch_id, len(items))
 
@@ -189,15 +168,13 @@ class BatchCollector:
                 fut.set_result(out)
         self.store.end_batch(batch_id)
 
-
     def _answer(self, request: Any, out: Any) -> BatchAnswer:
         """One item's answer as JSON, its usage checked as a direct call's is (never trusted)."""
         if hasattr(out, "model_dump"):  # a Generation, as the backends give it: its usage read by Usage.reported
             usage, out = out.usage, out.model_dump(mode="json")
         else:  # an answer already as JSON: its counts through the same check
-            u = out.get("usage")
-            usage = Usage.reported(u.get("input_tokens"), u.get("output_tokens")) if isinstance(u, dict) \
-                else Usage.reported(None, None)
+            u = out.get("usage") if isinstance(out.get("usage"), dict) else {}
+            usage = Usage.reported(u.get("input_tokens"), u.get("output_tokens"))
         answer = BatchAnswer(out)
         answer.tokens = (self.usage_of(self.model_id, request, usage) if self.usage_of is not None
                          else (usage.input_tokens, usage.output_tokens))

@@ -15,12 +15,8 @@ from typing import Any, Callable
 
 
 class Batcher:
-    """Collects concurrent requests into batches for one worker thread.
-
-    ``run_batch(key, items)`` returns one result per item, in order.  With ``prepare``, ``prepare(key, items)``
-    runs first in its own thread and ``run_batch(key, prepared)`` gets what it returned; the preparation of a
-    batch overlaps the run of the one before it.
-    """
+    """Collects concurrent requests into batches for one worker thread: ``run_batch(key, items)`` returns one
+    result per item, in order; with ``prepare``, ``run_batch(key, prepare(key, items))``."""
 
     def __init__(self, run_batch: Callable[[Any, Any], list], batch_size: int, wait_s: float = 0.005,
                  prepare: Callable[[Any, list], Any] | None = None) -> None:

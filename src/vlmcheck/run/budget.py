@@ -1,28 +1,7 @@
-"""``--max-cost USD``: no call goes out and no new sample starts once the cost already spent plus what is on its
-way would pass the cap.
-
-Spent: every call the run's store holds from earlier sessions plus this session's, priced from the usage the
-providers returned (run/prices.prices_for: a spec's price_in/price_out, else prices.json; batch calls at
-half price).  A provider's usage, direct or batched (run/batch.py), is checked, never trusted
-(core/roles.Usage.reported): a count that is missing, negative, not a number, NaN or nested is replaced by the
-estimate's count for that request (text at 4 characters a token, images by the provider's rule, the output at
-``max_tokens``), with a :class:`UsageWarning`, so a server that reports nothing, or a negative number, cannot make a run free.
-
-Before each call (a cache miss) the budget is asked for it (:meth:`Budget.reserve`): the call's estimated cost
-(its input by the estimate's rule, its output at the run's mean output for that model, or ``max_tokens`` until
-one call is back) is held until the answer comes; a call that would pass the cap is not sent
-(:class:`BudgetStop`), its sample is left for a resume, and so is every sample not yet started.  So the first
-wave is priced before it is sent: 18 samples at $200 each never go out under a $1 cap.  Samples also stop
-starting once the spent cost plus the samples in flight at this session's mean cost per sample would pass it.
-
-The estimate can be far below what the server bills (a long system prompt added by a gateway, a provider that
-counts image tokens its own way), so the server's word is what holds the cap: until one answer of the session has
-been priced, calls go out one at a time (:meth:`Budget.acquire`), and every call is then held at the larger of
-its estimate and the dearest call priced so far.  The cap is then passed by at most the one call whose price was
-not yet known (or by what a call costs above the dearest seen before it).
-Models without a known price cost nothing here, and the results say which were not priced.
-
-The cap is recorded in the run's spec: ``vlmcheck resume`` (or ``--resume``) keeps it unless another is given.
+"""``--max-cost USD`` (docs/usage.md, "Before a run: dry run and cost cap"): no call goes out and no new sample
+starts once the cost spent plus what is on its way would pass the cap.  The server's usage, checked, prices the
+calls, not the estimate, which can be far below what it bills: until one answer is priced calls go out one at a
+time, and each is then held at the dearest price seen, so the cap is passed by at most one call.
 """
 
 from __future__ import annotations
@@ -33,6 +12,7 @@ import warnings
 from typing import Any
 
 from ..core.tokens import image_tokens, text_tokens
+from ..store.db import RunStore, StoreError
 from .prices import cost_of, image_rule, prices_for
 
 
@@ -60,9 +40,8 @@ def check_max_cost(value: Any) -> float | None:
 
 
 def request_tokens(model_id: str, request: dict[str, Any]) -> tuple[float, float]:
-    """(input, output) tokens of a canonical request (run/calls.py) by the estimate's rules (run/estimate.py):
-    text at 4 characters a token, each image by the provider's rule, continuations counted as input, the output
-    at the request's ``max_tokens``."""
+    """(input, output) tokens of a canonical request (run/calls.py) by the estimate's rules (run/estimate.py),
+    continuations counted as input, the output at the request's ``max_tokens``."""
     rule = image_rule(model_id)
     tokens = 0.0
     for m in request.get("messages") or ():
@@ -87,6 +66,13 @@ def _finite(n: Any) -> float:
     return x if math.isfinite(x) and x > 0 else 0.0
 
 
+def _price(model_id: str, input_tokens: Any, output_tokens: Any, calls: Any = 1) -> float:
+    """USD of ``calls`` calls with these tokens (an image generator bills each call); 0 where no price is known."""
+    p = prices_for(model_id)
+    images = calls if p and p.get("image") else 0
+    return cost_of(model_id, _finite(input_tokens), _finite(output_tokens), images) or 0.0
+
+
 class Budget:
     def __init__(self, cap: float, store: Any, counters: Any) -> None:
         self.cap, self.counters = check_max_cost(cap), counters
@@ -95,7 +81,6 @@ class Budget:
         self.reserved = 0.0  # estimated cost of the calls on their way
         self.stopped = False  # no call goes out any more
         self.closed = False  # no sample starts any more (the calls of those in flight are still asked for one by one)
-        self.usage_estimated = 0  # calls priced at their estimate: the provider's usage was missing or invalid
         self.in_flight = 0  # calls sent and not yet back
         self.priced = 0  # calls of this session whose answer came back and was priced
         self.dearest = 0.0  # the highest price of one call this session (the server's usage, not the estimate)
@@ -103,12 +88,8 @@ class Budget:
 
     @staticmethod
     def _cost(by_model: dict[str, dict[str, Any]]) -> float:
-        total = 0.0
-        for model, e in by_model.items():
-            p = prices_for(model)
-            images = e.get("calls", 0) if p and p.get("image") else 0
-            total += cost_of(model, _finite(e.get("input_tokens")), _finite(e.get("output_tokens")), images) or 0.0
-        return total
+        return sum(_price(m, e.get("input_tokens"), e.get("output_tokens"), e.get("calls", 0))
+                   for m, e in by_model.items())
 
     def spent(self) -> float:
         return self.before + self._cost(self.counters.by_model)
@@ -126,24 +107,19 @@ class Budget:
 
     def paid(self, model_id: str, input_tokens: float, output_tokens: float) -> None:
         """The price of one answer as the server counted its tokens: the floor of every later reservation."""
-        p = prices_for(model_id)
-        cost = cost_of(model_id, _finite(input_tokens), _finite(output_tokens), 1 if p and p.get("image") else 0)
         self.priced += 1
-        self.dearest = max(self.dearest, cost or 0.0)
+        self.dearest = max(self.dearest, _price(model_id, input_tokens, output_tokens))
 
     def reserve(self, model_id: str, request: dict[str, Any]) -> float:
-        """Hold the cost of one call before it is sent, its estimate or the dearest call priced so far, whichever
-        is higher; :class:`BudgetStop` where it would pass the cap.  Give it back with :meth:`release` when the
-        call has ended (its real cost is then in ``spent``)."""
+        """Hold the cost of one call before it is sent (the higher of its estimate and the dearest call priced so
+        far) until :meth:`release`; :class:`BudgetStop` where it would pass the cap."""
         if self.stopped:
             raise BudgetStop()
         tin, tout = request_tokens(model_id, request)
         entry = self.counters.by_model.get(model_id) or {}
         if entry.get("calls") and "config" in request:  # the run's own mean output for this model
             tout = _finite(entry.get("output_tokens")) / entry["calls"]
-        p = prices_for(model_id)
-        images = 1 if p and p.get("image") else 0
-        cost = max(cost_of(model_id, tin, tout, images) or 0.0, self.dearest)
+        cost = max(_price(model_id, tin, tout), self.dearest)
         if self.spent() + self.reserved + cost > self.cap:
             self.stopped = True
             raise BudgetStop()
@@ -161,10 +137,8 @@ class Budget:
         """Whether one more sample may start; once it may not, none will in this session."""
         if self.stopped or self.closed:
             return False
-        spent_here = self.spent() - self.before
-        per_sample = spent_here / self.finished if self.finished else 0.0
-        in_flight = self.started - self.finished
-        if self.spent() + (in_flight + 1) * per_sample > self.cap:
+        per_sample = (self.spent() - self.before) / self.finished if self.finished else 0.0
+        if self.spent() + (self.started - self.finished + 1) * per_sample > self.cap:  # the ones in flight, and one
             self.closed = True
             return False
         self.started += 1
@@ -195,28 +169,19 @@ def warn_usage(model_id: str, why: str, seen: set[str]) -> None:
 def recorded_max_cost(store_path: Any) -> float | None:
     """The ``--max-cost`` recorded in the spec of the run store at ``store_path`` (read only), or None: what a
     resume that gives none keeps."""
-    import json
-    import sqlite3
-    from urllib.request import pathname2url
-
     if not store_path.is_file():
         return None
     try:
-        con = sqlite3.connect(f"file:{pathname2url(str(store_path.absolute()))}?mode=ro", uri=True)
-        try:
-            row = con.execute("SELECT value FROM meta WHERE key = 'spec'").fetchone()
-        finally:
-            con.close()
-        value = json.loads(row[0]).get("max_cost") if row else None
-    except (sqlite3.Error, ValueError, TypeError, AttributeError):
-        return None  # the store's own checks say what is wrong with it
+        with RunStore(store_path.parent, read_only=True, untouched=True) as store:
+            value = store.get_meta("spec").get("max_cost")
+    except (StoreError, AttributeError):
+        return None  # the store's own checks say what is wrong with it when the run opens it
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
 def budget_message(b: dict[str, Any]) -> str:
-    """What a stop by the budget means: what was spent (in all, on how many calls of this session, the dearest
-    one), how many samples are complete (a sample of several calls may have paid answers and not be complete:
-    they are kept for the resume)."""
+    """What a stop by the budget means: what was spent, on how many calls, the dearest; how many samples are
+    complete (an incomplete one's paid answers are kept for the resume)."""
     calls = b.get("calls")
     on = f" on {calls} call{'s' if calls != 1 else ''} this session" if calls is not None else ""
     dearest = f", the dearest ${b['dearest_call_usd']:.4f}" if b.get("dearest_call_usd") else ""

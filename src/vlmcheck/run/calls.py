@@ -1,20 +1,10 @@
 """Cached, scheduled access to models: what methods call instead of adapters.
 
-Why this module is long: the cache lookup, in-flight sharing of one request and the role wrappers share one
-cache key and one store discipline; split, each wrapper would reach into the session's internals.
-
-:class:`Session` ties a run store to a scheduler.  ``session.vlm(model)`` and
-friends return wrappers with the same methods as the role, plus a
-``template`` argument (the prompt-template version that produced the
-request).  Each call:
-
-1. builds a canonical request (images by pixel hash) and its cache key,
-2. returns the stored response on a hit - no model call,
-3. otherwise runs the call under the scheduler (limits, retries), stores the
-   response (or the final error) and returns it.
-
-A failed call raises :class:`~vlmcheck.run.scheduler.CallFailed`; the runner
-records it as that sample's error.
+:class:`Session` ties a run store to a scheduler.  ``session.vlm(model)`` and friends return wrappers with the
+role's methods plus a ``template`` argument (the prompt-template version).  Each call builds a canonical request
+(images by hash) and its cache key, returns the stored response on a hit, else runs the call under the scheduler
+(limits, retries) and stores the response or the final error: :class:`~vlmcheck.run.scheduler.CallFailed`, which
+the runner records as that sample's error.
 """
 
 from __future__ import annotations
@@ -37,8 +27,11 @@ from ..core.answers import split_reasoning
 from ..core.files import json_encoder
 from ..core.images import image_hash, load_image
 from ..core.messages import Message, canonical_messages
-from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood
+from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, require
+from ..core.spec import identity_of
 from ..store.db import RunStore
+from .batch import BatchCollector
+from .budget import request_tokens, warn_usage
 from .scheduler import CallFailed, Scheduler
 from .server_checks import ServerChecks, answers_from_a_server
 
@@ -47,9 +40,8 @@ _key_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":
 
 
 def call_key(role: str, model: str, request: Any, template: str | None, request_text: str | None = None) -> str:
-    """The sha256 of the call's JSON (keys sorted, no spaces, text as is).  ``request_text``: ``request``
-    already in that JSON (:func:`request_json`), put in place instead of encoded again; the same text, since
-    with sorted keys the payload is model, request, role, template."""
+    """The sha256 of the call's JSON (keys sorted, no spaces, text as is); ``request_text``, ``request`` already
+    in that JSON (:func:`request_json`), is put in place (sorted, the keys are model, request, role, template)."""
     if request_text is None:
         payload = _key_json({"role": role, "model": model, "request": request, "template": template})
     else:
@@ -80,11 +72,15 @@ class CallCounters:
         entry[what] = entry.get(what, 0) + n
 
 
-# Call keys name the model by its identity (ModelSpec.identity: no endpoint, no placement parameters) since key
-# version 2; stores made before that (no ``key_version`` in their meta) keep version 1, the whole model id, so
-# they keep resuming with their cache.  Since version 3 a dataset file sent as it is is keyed by the hash of
-# its bytes, not of its decoded pixels (core/messages.py); stores of versions 1 and 2 keep pixel keys.
+# Version 2: call keys name the model by its identity (no endpoint, no placement); 3: a dataset file sent as it
+# is is keyed by its bytes, not its pixels (core/messages.py).  An older store keeps its keys, and its cache.
 KEY_VERSION = 3
+
+
+def key_version_of(store: Any) -> int:
+    """The key version of a run store: recorded, else 1 for a store that holds a run (from before version 2),
+    else :data:`KEY_VERSION` for a new one."""
+    return store.get_meta("key_version") or (1 if store.get_meta("spec") else KEY_VERSION)
 
 
 def file_keys(key_version: int) -> bool:
@@ -92,11 +88,7 @@ def file_keys(key_version: int) -> bool:
     return key_version >= 3
 
 
-@functools.lru_cache(maxsize=256)
-def _identity(model_id: str) -> str:
-    from ..core.spec import identity_of
-
-    return identity_of(model_id)
+_identity = functools.lru_cache(maxsize=256)(identity_of)
 
 
 def cache_model_id(model: Any, key_version: int = KEY_VERSION) -> str:
@@ -128,8 +120,6 @@ class Session:
         why = getattr(usage, "invalid", None)
         if not why:
             return usage.input_tokens, usage.output_tokens
-        from .budget import request_tokens, warn_usage
-
         warn_usage(model_id, why, self._usage_warned)
         self.counters.count(model_id, "usage_estimated")
         tin, tout = request_tokens(model_id, request)
@@ -140,8 +130,6 @@ class Session:
         run's loop, where it re-attaches to the model's open journaled batches."""
         collector = self._batches.get(model.model_id)
         if collector is None:
-            from .batch import BatchCollector
-
             backend = getattr(model, "batch", None) or model.batch_backend
             collector = self._batches[model.model_id] = BatchCollector(
                 self.store, backend, model.model_id, journal_model=cache_model_id(model, self.key_version),
@@ -186,28 +174,24 @@ class Session:
         request_text = request_json(request)  # encoded once, for the key and for the store
         key = call_key(role, cache_model_id(model, self.key_version), request, template, request_text)
         hit = await self.lookup(key)
+        loop = asyncio.get_running_loop()
+        if hit is None and (flight := self._flights.get(key)) is not None and flight.get_loop() is loop:
+            # the same request is on its way for another sample (a blind question asked of two images, one
+            # prompt of two repeats): one call, whose answer both get, as a cache hit would give it
+            hit = await asyncio.shield(flight)
+            if hit is _NO_ANSWER:
+                # that call's first try failed (or it was cancelled): this sample makes its own call now, as a
+                # sample with a request of its own would, never queued behind another sample's retries (a queue
+                # behind one failing request waits out all its backoffs)
+                hit = await self.lookup(key)  # unless that call's retry has answered since
+                if hit is None:
+                    return await self._call(key, role, model, request, invoke, batch_body, request_text)
         if hit is not None:
             self.counters.count(model_id, "hits")
             return hit, True
-        loop = asyncio.get_running_loop()
-        if (flight := self._flights.get(key)) is not None and flight.get_loop() is loop:
-            # the same request is on its way for another sample (a blind question asked of two images, one
-            # prompt of two repeats): one call, whose answer both get, as a cache hit would give it
-            answer = await asyncio.shield(flight)
-            if answer is not _NO_ANSWER:
-                self.counters.count(model_id, "hits")
-                return answer, True
-            # that call's first try failed (or it was cancelled): this sample makes its own call now, as a sample
-            # with a request of its own would, never queued behind another sample's retries (a queue behind one
-            # failing request waits out all its backoffs)
-            hit = await self.lookup(key)  # unless that call's retry has answered since
-            if hit is not None:
-                self.counters.count(model_id, "hits")
-                return hit, True
-            return await self._call(key, role, model, request, invoke, batch_body, request_text)
         flight = self._flights[key] = loop.create_future()
 
-        def release() -> None:  # the waiters go their own way
+        def release() -> None:  # the flight ends; after a failure its waiters go their own way
             if not flight.done():
                 flight.set_result(_NO_ANSWER)
             if self._flights.get(key) is flight:
@@ -223,35 +207,25 @@ class Session:
         try:
             response, hit = await self._call(key, role, model, request, first_try_releases, batch_body,
                                              request_text)
-        except BaseException:
-            release()
-            raise
-        else:
             if not flight.done():
                 flight.set_result(response)
+            return response, hit
         finally:
-            if self._flights.get(key) is flight:
-                del self._flights[key]
-        return response, hit
+            release()
+
+    def _paid(self, model_id: str, tin: int, tout: int) -> None:
+        if self.budget is not None:
+            self.budget.paid(model_id, tin, tout)
+        self.counters.count(model_id, "calls")
+        self.counters.count(model_id, "input_tokens", tin)
+        self.counters.count(model_id, "output_tokens", tout)
 
     async def _call(self, key: str, role: str, model: Any, request: Any, invoke, batch_body,
                     request_text: str | None = None) -> tuple[Any, bool]:
         """The model called for ``key`` (a cache miss), directly or in a provider batch; its answer stored."""
         model_id = model.model_id
         started = time.perf_counter()
-        limit = getattr(model, "max_concurrency", None)
-        provider_key = getattr(model, "concurrency_key", model_id)
         held = await self.budget.acquire(model_id, request) if self.budget is not None else 0.0  # BudgetStop: not sent
-        try:
-            return await self._send(key, role, model, request, invoke, batch_body, request_text, started, limit,
-                                    provider_key)
-        finally:
-            if self.budget is not None:
-                self.budget.release(held)
-
-    async def _send(self, key, role, model, request, invoke, batch_body, request_text, started, limit,
-                    provider_key) -> tuple[Any, bool]:
-        model_id = model.model_id
         try:
             # a model without a batch backend (batch_body None) never looks at the journal
             if batch_body is not None and (getattr(model, "batch", None) is not None
@@ -261,30 +235,25 @@ class Session:
                 # the collector stores every answer of a batch itself (also those of a re-attached batch that
                 # no request of this session waits for)
                 response, attempts = await self.batch_for(model).call(key, role, request, body)
-                tin, tout = response.tokens  # checked by usage_of, as a direct call's usage is
-                if self.budget is not None:
-                    self.budget.paid(model_id, tin, tout)
-                self.counters.count(model_id, "calls")
-                self.counters.count(model_id, "input_tokens", tin)
-                self.counters.count(model_id, "output_tokens", tout)
+                self._paid(model_id, *response.tokens)  # checked by usage_of, as a direct call's usage is
                 return dict(response), False
-            (response, usage), attempts = await self.scheduler.call(provider_key, invoke, limit=limit,
-                                                                    timeout=getattr(model, "timeout", None))
+            (response, usage), attempts = await self.scheduler.call(
+                getattr(model, "concurrency_key", model_id), invoke, limit=getattr(model, "max_concurrency", None),
+                timeout=getattr(model, "timeout", None))
+            tin, tout = usage or (0, 0)
+            self._paid(model_id, tin, tout)
+            self.store.put_call(key, role=role, model=model_id, request=request, response=response,
+                                attempts=attempts, input_tokens=tin, output_tokens=tout,
+                                duration_s=time.perf_counter() - started, request_text=request_text)
+            return response, False
         except CallFailed as failed:
             self.counters.count(model_id, "failures")
             self.store.put_call_error(key, role=role, model=model_id, request=request,
                                       error_type=failed.kind, message=str(failed.error), attempts=failed.attempts)
             raise
-        self.counters.count(model_id, "calls")
-        tin, tout = usage if usage else (0, 0)
-        if self.budget is not None:
-            self.budget.paid(model_id, tin, tout)
-        self.counters.count(model_id, "input_tokens", tin)
-        self.counters.count(model_id, "output_tokens", tout)
-        self.store.put_call(key, role=role, model=model_id, request=request, response=response, attempts=attempts,
-                            input_tokens=tin, output_tokens=tout, duration_s=time.perf_counter() - started,
-                            request_text=request_text)
-        return response, False
+        finally:
+            if self.budget is not None:
+                self.budget.release(held)
 
 
 #: The reasoning of every generation made by the current sample (the runner keeps it in samples.jsonl).
@@ -292,9 +261,8 @@ reasoning_trace: ContextVar[list[dict[str, Any]] | None] = ContextVar("vlmcheck_
 
 
 def final_answer(gen: Generation) -> Generation:
-    """``gen`` with its text reduced to the final answer: a reasoning model's thinking (``<think>`` blocks and
-    their variants, or the provider's own reasoning field) moves to ``reasoning``, so every method parses and
-    scores the answer only.  The cache keeps the raw reply; the split is made on every read."""
+    """``gen`` with its text reduced to the final answer: a reasoning model's thinking (``<think>`` blocks, or
+    the provider's reasoning field) moves to ``reasoning``.  The cache keeps the raw reply; each read splits it."""
     answer, thought = split_reasoning(gen.text)
     if thought is None and not gen.reasoning:  # the usual answer: nothing to split or keep
         return gen
@@ -307,10 +275,10 @@ def final_answer(gen: Generation) -> Generation:
     return gen
 
 
+@dataclass(eq=False)  # compared and hashed by identity, as the model is
 class _Wrapper:
-    def __init__(self, session: Session, model: Any) -> None:
-        self.session = session
-        self.model = model
+    session: Session
+    model: Any
 
     @property
     def model_id(self) -> str:
@@ -321,10 +289,9 @@ class _Wrapper:
         return self.model.capabilities
 
 
+@dataclass(eq=False)
 class CachedVLM(_Wrapper):
-    def __init__(self, session: Session, model: Any, role: str) -> None:
-        super().__init__(session, model)
-        self.role = role
+    role: str = "vlm"
 
     async def generate(self, messages: list[Message], config: GenerationConfig | None = None,
                        *, template: str | None = None) -> Generation:
@@ -354,8 +321,6 @@ class CachedVLM(_Wrapper):
 
     async def loglikelihood(self, messages: list[Message], continuations: list[str],
                             *, template: str | None = None) -> list[Loglikelihood]:
-        from ..core.roles import require
-
         require(self.model, "loglikelihood", "loglikelihood scoring")
         request = {"messages": canonical_messages(messages, self.session.file_keys), "continuations": continuations}
 

@@ -1,20 +1,6 @@
-"""A run's data pinned in its spec by what is there, not by the path as typed.
-
-A task spec names its data by a path (``data``, ``cases``, ``pairs``) as the user typed it, often relative to
-where they stood.  ``vlmcheck resume`` from another folder then read another dataset under the same name: a
-run ended with 3 answers from dataset A and 2 from dataset B, exit 0; and the same data given by its absolute
-path was refused as "a different task spec".  So the spec also records, per data field, the real path (symbolic
-links resolved) and a fingerprint of the content:
-
-* a file (a manifest, a cases or pairs file): the SHA-256 of its bytes;
-* a folder: the SHA-256 over every file below it (sorted, links followed, hidden names skipped) of its relative
-  path, its size and a digest: a data file (manifest, cases, table) whole, an image by its first 4 KiB (its
-  header and first data, which differ between two images of one size);
-* a URL or ``hfds:`` name: the text itself (its content is not read twice; hfds: rows are the datahub's).
-
-A resume compares fingerprints, not paths: the same data by another path resumes, other data under the same
-path is refused with one sentence; ``vlmcheck resume`` reads the data at its recorded real path, so it finds
-the same data from any folder.
+"""A run's data pinned in its spec by what is there, not by the path as typed (often relative to where the user
+stood): per data field, the real path and a fingerprint of the content, compared by a resume (docs/usage.md,
+"The same data, by content").
 """
 
 from __future__ import annotations
@@ -28,9 +14,8 @@ from ..core import remote
 
 #: the task spec fields that name data (every method's)
 DATA_FIELDS = ("data", "cases", "pairs")
-#: a data file inside a folder (a manifest, cases, a table) is hashed whole; any other (an image) by its size and
-#: its first 4 KiB (header and first data: two images of one size differ there), one read each: a 100,000-image
-#: folder costs 100,000 small reads at the start of a run, not its gigabytes
+#: a data file inside a folder is hashed whole; any other (an image) by its size and first 4 KiB, one read each: a
+#: 100,000-image folder costs 100,000 small reads at the start of a run, not its gigabytes
 _TEXT = {".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".txt", ".yaml", ".yml", ".parquet"}
 _HEAD = 4096
 
@@ -68,8 +53,7 @@ def fingerprint(value: str) -> str:
         with open(path, "rb") as fh:
             while chunk := fh.read(1 << 20):
                 h.update(chunk)
-        return h.hexdigest()[:32]
-    if path.is_dir():
+    elif path.is_dir():
         h.update(b"folder\0")
         for root, dirs, files in os.walk(path, followlinks=True):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -78,19 +62,14 @@ def fingerprint(value: str) -> str:
                 try:
                     size = full.stat().st_size
                     with open(full, "rb") as fh:
-                        if full.suffix.lower() in _TEXT:
-                            whole = hashlib.sha256()
-                            while chunk := fh.read(1 << 20):
-                                whole.update(chunk)
-                            head = whole.digest()
-                        else:
-                            head = hashlib.sha256(fh.read(_HEAD)).digest()
+                        whole = full.suffix.lower() in _TEXT
+                        head = (hashlib.file_digest(fh, "sha256") if whole else hashlib.sha256(fh.read(_HEAD))).digest()
                 except OSError:
                     continue  # unreadable: the run's own reads say why, per sample
                 rel = full.relative_to(path).as_posix()
                 h.update(rel.encode("utf-8", "surrogatepass") + b"\0" + str(size).encode() + b"\0" + head)
-        return h.hexdigest()[:32]
-    h.update(b"missing\0" + rest.encode("utf-8", "surrogatepass"))
+    else:
+        h.update(b"missing\0" + rest.encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:32]
 
 
@@ -122,9 +101,7 @@ def data_difference(previous: dict[str, Any], spec: dict[str, Any]) -> str | Non
     """Why the data of ``spec`` is not the data the run in ``previous`` read (one phrase), or None."""
     before, now = previous.get("data") or {}, spec.get("data") or {}
     for field, pin in before.items():
-        if not isinstance(pin, dict) or field not in now:
-            continue
-        if pin.get("fingerprint") != now[field].get("fingerprint"):
+        if isinstance(pin, dict) and field in now and pin.get("fingerprint") != now[field].get("fingerprint"):
             where = now[field].get("real") or now[field].get("path")
             return (f"its {field} {now[field].get('path')!r} ({where}) is not the data the run read "
                     f"({pin.get('real') or pin.get('path')}, fingerprint {str(pin.get('fingerprint'))[:12]})")
@@ -134,13 +111,9 @@ def data_difference(previous: dict[str, Any], spec: dict[str, Any]) -> str | Non
 def resolve_recorded(task_spec: dict[str, Any], pins: dict[str, Any] | None) -> dict[str, Any]:
     """``task_spec`` with each relative data path replaced by its recorded real path where that still exists:
     ``vlmcheck resume`` finds the run's own data from any folder."""
-    if not pins:
-        return task_spec
     out = dict(task_spec)
-    for field, pin in pins.items():
-        if not isinstance(pin, dict):
-            continue
-        typed, real = out.get(field), pin.get("real")
+    for field, pin in (pins or {}).items():
+        typed, real = out.get(field), pin.get("real") if isinstance(pin, dict) else None
         if isinstance(typed, str) and _is_local(typed) and isinstance(real, str) and \
                 _split(real)[0] == _split(typed)[0] and os.path.exists(_split(real)[1]):
             out[field] = real

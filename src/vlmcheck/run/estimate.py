@@ -1,42 +1,37 @@
-"""What a run will cost before it starts: ``--dry-run`` and the prices behind ``--max-cost``.
+"""What a run will cost before it starts: ``--dry-run`` (docs/usage.md, "Before a run").
 
-A dry run reads the data and the run folder and makes no model call.  It makes the real command's refusals
-first (the same sentences), then runs every sample still to do through the method's own code, on the run's
-store read in place and read-only (nothing written in the run folder; what the simulation writes goes to a
-temp folder), with every model of the task replaced by an :class:`Estimator` that counts the request it is given and answers with a stand-in.  So the count follows the
-method exactly: cache hits are answered by the store before any model is reached, finished samples are skipped
-by the runner, and every call the method would make is counted once.  Where the number of calls depends on the
-answers (a GenCeption chain that stops at a refusal, CAST's statements), the stand-ins take the longest path
-(``Task.dry_run_reply``), so the count is an upper bound and the estimate says so.
-
-Tokens: text at 4 characters per token (OpenAI's rule of thumb), images by each provider's documented rule
-(:func:`image_tokens`); output tokens per call are the run's own mean once the store holds calls of that model,
-else the request's ``max_tokens`` (an upper bound).  Prices: a spec's ``?price_in=&price_out=`` (USD per 1M
-tokens), else ``prices.json`` (the date it was collected is in the file), batch APIs at half price.
+A dry run makes the real command's refusals first, then runs every sample still to do through the method's own
+code, on the run's store read in place and read-only (what the simulation writes goes to a temp store), with
+every model replaced by an :class:`Estimator` that counts each request and answers with a stand-in.  So cache
+hits and finished samples cost nothing and every call the method would make is counted once; where the calls
+depend on the answers, the stand-ins take the longest path (``Task.dry_run_reply``): an upper bound, said so.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
+import hashlib
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
+from ..core import inputs
 from ..core.roles import Generation, Loglikelihood, Usage
-from ..core.tokens import image_tokens, text_tokens  # noqa: F401  (re-exported)
-from .prices import _spec, cost_of, image_rule, prices_for  # noqa: F401  (re-exported)
+from ..core.tokens import image_tokens, text_tokens
+from ..store.db import DB_NAME, RunStore
+from .calls import key_version_of
+from .folder import RunFolderExists, check_folder, check_replaceable
+from .loop_clients import close_loop_clients
+from .options import input_policy
+from .prices import _spec, cost_of, image_rule
+from .runner import _run_samples, check_spec, run_spec, select_samples, start_session
 
 #: a task attribute holding a model -> the role it is reported under
 ROLES = {"vlm": "describer", "generator": "generator", "encoder": "encoder", "judge": "judge", "judge2": "judge",
          "negator": "negator", "rewriter": "rewriter", "extractor": "extractor", "target": "attack target"}
 
-
-# ----------------------------------------------------------------------------- tokens and prices
-
-# ----------------------------------------------------------------------------- the stand-in models
 
 class Estimator:
     """Stands in for one model during a dry run: counts each request (calls, estimated tokens) and answers with
@@ -63,11 +58,8 @@ class Estimator:
     async def generate(self, messages: list[Any], config: Any) -> Generation:
         self.calls += 1
         self._count_input(messages)
-        if self.mean_output is not None:
-            out = self.mean_output
-        else:
-            out, self.output_from_max_tokens = config.max_tokens, True
-        self.output_tokens += out
+        self.output_from_max_tokens |= self.mean_output is None
+        self.output_tokens += config.max_tokens if self.mean_output is None else self.mean_output
         reply = getattr(self.task, "dry_run_reply", lambda *a: None)(self.attr, messages, config)
         # "Yes." and a digest of the request: each stand-in answer differs, so a generator prompt made from it is
         # never a cache hit a real, different answer would not be
@@ -88,57 +80,28 @@ class Estimator:
         # width/height or size=WxH, else 1024 x 1024 (DALL-E 3's and most diffusion models' default)
         spec = _spec(self.model_id)
         params = spec.params if spec else {}
-        w, h = (params.get("size") or "x").split("x") if "size" in params else (params.get("width"), params.get("height"))
+        w, h = ((params.get("size") or "x").split("x") if "size" in params
+                else (params.get("width"), params.get("height")))
         size = (int(w or 1024), int(h or 1024))
         img = Image.new("RGB", size, (128, 128, 128))
-        d = bytes.fromhex(_digest(prompt))
-        img.putpixel((0, 0), (d[0], d[1], d[2]))  # one image per prompt, as a real generator's would be
+        img.putpixel((0, 0), tuple(bytes.fromhex(_digest(prompt))[:3]))  # one image per prompt, as a generator's
         return img
 
     async def encode(self, images: list[Any]) -> Any:
-        import numpy as np
+        import numpy as np  # numpy loads on first use
 
         self.calls += 1
         return np.ones((len(images), 8), dtype=np.float32)
 
 
 def _digest(obj: Any) -> str:
-    import hashlib
-
     text = obj if isinstance(obj, str) else "\n".join(f"{m.role}:{m.text}:{[i.sha256 for i in m.images]}" for m in obj)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
-def _mean_outputs(store_path: Path) -> dict[str, float]:
-    """Per model: mean output tokens per call made so far (the run's own)."""
-    if not store_path.exists():
-        return {}
-    # immutable where there is no WAL file: a read-only open would make -wal and -shm files beside the store
-    immutable = "&immutable=1" if not Path(f"{store_path}-wal").exists() else ""
-    try:
-        from urllib.request import pathname2url
-
-        con = sqlite3.connect(f"file:{pathname2url(str(store_path.absolute()))}?mode=ro{immutable}", uri=True)
-    except sqlite3.Error:
-        return {}
-    try:
-        rows = con.execute("SELECT model, COUNT(*), SUM(output_tokens) FROM calls WHERE status = 'ok' "
-                           "GROUP BY model").fetchall()
-    except sqlite3.Error:
-        return {}
-    finally:
-        con.close()
-    return {m: (tout or 0) / n for m, n, tout in rows if n and tout}
-
-
 async def dry_run_async(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
     """The estimate of what running ``task`` into ``folder`` with ``options`` still takes (module docstring)."""
-    from ..core import inputs
-
-    folder = Path(folder)
-
-    from .options import input_policy
-
+    folder = check_folder(folder)
     token = inputs.set_policy(input_policy(options))
     try:
         return await _dry_run(task, folder, options)
@@ -146,15 +109,15 @@ async def dry_run_async(task: Any, folder: str | Path, options: Any) -> dict[str
         inputs.reset_policy(token)
 
 
+def dry_run(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
+    return asyncio.run(dry_run_async(task, folder, options))
+
+
 class _DryStore:
-    """The run's store as a dry run sees it: the user's store read in place, read-only, nothing made
-    beside it (no ``-wal``/``-shm``: RunStore ``untouched``) and nothing copied; what the simulated samples write
-    (answers, sample rows, images) goes to a small store in a temp folder, read first.  Errors name the user's
-    store, never the temp one."""
+    """The run's store as a dry run sees it: the user's read in place (RunStore ``untouched``: nothing made
+    beside it), what the simulation writes in a temp store, read first.  Errors name the user's store."""
 
     def __init__(self, folder: Path, scratch: Path, read_user_store: bool) -> None:
-        from ..store.db import DB_NAME, RunStore
-
         self.folder = folder
         self.user = RunStore(folder, read_only=True, untouched=True) if read_user_store and \
             (folder / DB_NAME).exists() else None
@@ -191,20 +154,8 @@ class _DryStore:
 
 def refuse_as_the_run_would(task: Any, folder: Path, options: Any, samples: list[Any], store: Any) -> None:
     """The refusals the real command makes before its first sample (run/runner.py), made without writing: a
-    folder that is a file or a broken link, a store without --resume or --overwrite, another shard, another
-    task spec (else a dry run on a folder holding a run with another prompt says "0 calls, $0")."""
-    from ..core.files import broken_link
-    from ..store.db import DB_NAME
-    from .calls import KEY_VERSION
-    from .folder import RunFolderExists, check_replaceable
-    from .runner import check_spec, run_spec
-
-    if not str(folder).strip():
-        raise RunFolderExists("the run folder is empty (an unset variable?); give a folder")
-    if broken_link(folder):
-        raise RunFolderExists(broken_link(folder))
-    if folder.exists() and not folder.is_dir():
-        raise RunFolderExists(f"{folder} is a file, not a run folder")
+    store without --resume or --overwrite, another shard, another task spec (else a dry run on a folder holding
+    a run with another prompt says "0 calls, $0")."""
     if not (folder / DB_NAME).exists():
         return
     if not (options.resume or options.overwrite):
@@ -212,37 +163,24 @@ def refuse_as_the_run_would(task: Any, folder: Path, options: Any, samples: list
     if options.overwrite:
         check_replaceable(folder)
         return
-    previous = store.get_meta("spec")
-    key_version = store.get_meta("key_version")
-    if key_version is None:
-        key_version = 1 if previous else KEY_VERSION
-    check_spec(folder, previous, run_spec(task, samples, options), getattr(task, "spec_model", None), key_version)
+    check_spec(folder, store.get_meta("spec"), run_spec(task, samples, options), getattr(task, "spec_model", None),
+               key_version_of(store))
 
 
 async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
-    import dataclasses
-
-    from ..core import inputs
-    from ..store.db import DB_NAME
-    from .calls import KEY_VERSION, Session
-    from .loop_clients import close_loop_clients
-    from .runner import _run_samples, select_samples
-    from .scheduler import Scheduler
-
     fresh = options.overwrite or not (folder / DB_NAME).exists()  # --overwrite: estimated as an empty folder
-    means = {} if fresh else _mean_outputs(folder / DB_NAME)
     originals = {k: v for k, v in vars(task).items() if k in ROLES and hasattr(v, "model_id")}
-    stand_ins = {k: Estimator(v, k, task, means.get(v.model_id)) for k, v in originals.items()}
     samples = select_samples(task, options)
     with tempfile.TemporaryDirectory(prefix="vlmcheck-dry-run-") as tmp:
         store = _DryStore(folder, Path(tmp), read_user_store=not fresh)
         try:
             refuse_as_the_run_would(task, folder, options, samples, store)
-            session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
-                              key_version=store.get_meta("key_version") or KEY_VERSION)
-            inputs.set_policy(dataclasses.replace(inputs.current_policy(), file_keys=session.file_keys))
-            status = store.sample_status(task.name)
-            todo = [s for s in samples if s.id not in status]
+            # per model: the mean output tokens of the run's own calls so far
+            means = {m: e["output_tokens"] / e["ok"] for m, e in store.call_stats().items()
+                     if e.get("ok") and e.get("output_tokens")}
+            stand_ins = {k: Estimator(v, k, task, means.get(v.model_id)) for k, v in originals.items()}
+            session = start_session(store, options, key_version_of(store))
+            todo = [s for s in samples if s.id not in store.sample_status(task.name)]
             quiet = options.model_copy(update={"progress": False})
             for k, v in stand_ins.items():
                 setattr(task, k, v)
@@ -261,25 +199,32 @@ async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
     return est
 
 
-def dry_run(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
-    return asyncio.run(dry_run_async(task, folder, options))
+def _role() -> dict[str, Any]:
+    return {"models": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "images": 0, "cost_usd": 0.0,
+            "upper_bound": False, "output_from": "the run's mean"}
+
+
+def _add(into: dict[str, Any], r: dict[str, Any]) -> None:
+    """Role figures ``r`` added to ``into``; the cost is unknown once a role that makes calls has none."""
+    into["models"] += [x for x in r["models"] if x not in into["models"]]
+    for k in ("calls", "input_tokens", "output_tokens", "images"):
+        into[k] += r[k]
+    into["cost_usd"] = None if into["cost_usd"] is None or (r["cost_usd"] is None and r["calls"]) else \
+        into["cost_usd"] + (r["cost_usd"] or 0.0)
+    into["upper_bound"] = into["upper_bound"] or r["upper_bound"]
+    if r["output_from"] == "max_tokens":
+        into["output_from"] = "max_tokens"
 
 
 def summarize_estimate(stand_ins: dict[str, Estimator], multi_step: bool) -> dict[str, Any]:
     roles: dict[str, dict[str, Any]] = {}
     for e in stand_ins.values():
-        role = ROLES[e.attr]
-        r = roles.setdefault(role, {"models": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "images": 0,
-                                    "cost_usd": 0.0, "upper_bound": multi_step, "output_from": "the run's mean"})
-        r["models"].append(e.model_id)
-        r["calls"] += e.calls
-        r["input_tokens"] += int(round(e.input_tokens))
-        r["output_tokens"] += int(round(e.output_tokens))
-        r["images"] += e.images
-        if e.output_from_max_tokens:
-            r["output_from"], r["upper_bound"] = "max_tokens", True
-        cost = cost_of(e.model_id, e.input_tokens, e.output_tokens, e.images) if e.calls else 0.0
-        r["cost_usd"] = None if cost is None or r["cost_usd"] is None else r["cost_usd"] + cost
+        _add(roles.setdefault(ROLES[e.attr], _role()), {
+            "models": [e.model_id], "calls": e.calls, "input_tokens": int(round(e.input_tokens)),
+            "output_tokens": int(round(e.output_tokens)), "images": e.images,
+            "cost_usd": cost_of(e.model_id, e.input_tokens, e.output_tokens, e.images) if e.calls else 0.0,
+            "upper_bound": multi_step or e.output_from_max_tokens,
+            "output_from": "max_tokens" if e.output_from_max_tokens else "the run's mean"})
     totals = _totals(roles)
     for r in roles.values():
         if r["cost_usd"] is not None:
@@ -289,12 +234,11 @@ def summarize_estimate(stand_ins: dict[str, Estimator], multi_step: bool) -> dic
 
 def _totals(roles: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Every role's calls, tokens and cost summed; the cost is unknown when a role that makes calls has none."""
-    return {"calls": sum(r["calls"] for r in roles.values()),
-            "input_tokens": sum(r["input_tokens"] for r in roles.values()),
-            "output_tokens": sum(r["output_tokens"] for r in roles.values()),
-            "cost_usd": (None if any(r["cost_usd"] is None and r["calls"] for r in roles.values())
-                         else round(sum(r["cost_usd"] or 0.0 for r in roles.values()), 6)),
-            "upper_bound": any(r["upper_bound"] for r in roles.values() if r["calls"])}
+    rs = roles.values()
+    return {**{k: sum(r[k] for r in rs) for k in ("calls", "input_tokens", "output_tokens")},
+            "cost_usd": (None if any(r["cost_usd"] is None and r["calls"] for r in rs)
+                         else round(sum(r["cost_usd"] or 0.0 for r in rs), 6)),
+            "upper_bound": any(r["upper_bound"] for r in rs if r["calls"])}
 
 
 def merge_estimates(estimates: list[dict[str, Any]]) -> dict[str, Any]:
@@ -303,17 +247,7 @@ def merge_estimates(estimates: list[dict[str, Any]]) -> dict[str, Any]:
     samples = {"total": 0, "finished": 0, "to_run": 0, "failed_in_simulation": 0}
     for est in estimates:
         for name, r in est["roles"].items():
-            m = roles.setdefault(name, {"models": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "images": 0,
-                                        "cost_usd": 0.0, "upper_bound": False, "output_from": "the run's mean"})
-            m["models"] += [x for x in r["models"] if x not in m["models"]]
-            for k in ("calls", "input_tokens", "output_tokens", "images"):
-                m[k] += r[k]
-            m["cost_usd"] = None if m["cost_usd"] is None or (r["cost_usd"] is None and r["calls"]) else \
-                m["cost_usd"] + (r["cost_usd"] or 0.0)
-            m["upper_bound"] = m["upper_bound"] or r["upper_bound"]
-            if r["output_from"] == "max_tokens":
-                m["output_from"] = "max_tokens"
+            _add(roles.setdefault(name, _role()), r)
         for k in samples:
             samples[k] += est.get("samples", {}).get(k, 0)
-    totals = _totals(roles)
-    return {"roles": roles, "totals": totals, "samples": samples, "runs": len(estimates)}
+    return {"roles": roles, "totals": _totals(roles), "samples": samples, "runs": len(estimates)}

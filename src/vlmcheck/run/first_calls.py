@@ -1,8 +1,6 @@
-"""The preflight's second half: a new run whose first samples all fail for a reason that is the run's, not the
-samples' (the server or a gateway in front of it refused the key, or has no such endpoint or model), is refused
-in one sentence quoting the server and leaves no run folder, as a refused ``GET /models`` does.  A server
-without ``GET /models`` (nginx routing only the chat path) or one whose model list says nothing of keys is
-checked this way on its real requests; no extra request is made."""
+"""The preflight's second half, on a new run's real requests (a server without ``GET /models``, or whose model
+list says nothing of keys): a run whose first samples all fail for the run's reason (a key refused, no such
+endpoint or model) is refused in one sentence quoting the server and leaves no run folder."""
 
 from __future__ import annotations
 

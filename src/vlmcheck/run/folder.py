@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import contextmanager
+import shutil
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from .._version import __version__
-from ..core.files import write_text_atomic
+from ..core.files import broken_link, write_text_atomic
 from ..store.db import DB_NAME
 
 
@@ -30,10 +31,8 @@ RUN_FILES = frozenset({LOCK_NAME, MARKER, DB_NAME, f"{DB_NAME}-wal", f"{DB_NAME}
 
 @contextmanager
 def lock_file(path: Path, what: Path):
-    """Hold an exclusive ``flock`` on ``path`` while the block runs.
-
-    The kernel releases it when the process dies (kill -9 included), so a stale lock never blocks a resume.  A
-    second process gets :class:`RunFolderInUse` naming the holder's PID and ``what`` it holds."""
+    """Hold an exclusive ``flock`` on ``path`` while the block runs (the kernel releases it when the process dies,
+    ``kill -9`` included); a second process gets :class:`RunFolderInUse` naming the holder's PID and ``what``."""
     try:
         import fcntl
     except ImportError:  # Windows: no flock; runs are not guarded there
@@ -66,6 +65,18 @@ def folder_lock(folder: Path):
         yield
 
 
+def check_folder(folder: str | os.PathLike) -> Path:
+    """``folder`` as a Path; one sentence where no run can use it: an empty path, a broken link, a file."""
+    if not str(folder).strip():
+        raise RunFolderExists("the run folder is empty (an unset variable?); give a folder")
+    folder = Path(folder)
+    if broken_link(folder):
+        raise RunFolderExists(broken_link(folder))
+    if folder.exists() and not folder.is_dir():
+        raise RunFolderExists(f"{folder} is a file, not a run folder")
+    return folder
+
+
 def mark_run_folder(folder: Path) -> None:
     """Say that ``folder`` holds a vlmcheck run (what ``--overwrite`` may empty)."""
     marker = folder / MARKER
@@ -86,8 +97,6 @@ def check_replaceable(folder: Path) -> None:
 
 def _empty_run_folder(folder: Path) -> None:
     """Remove a run's own files from ``folder`` (all but the lock we hold), after :func:`check_replaceable`."""
-    import shutil
-
     check_replaceable(folder)
     for child in folder.iterdir():
         if child.name == LOCK_NAME:
@@ -99,13 +108,10 @@ def _empty_run_folder(folder: Path) -> None:
 
 
 def leave_nothing(folder: Path, existed: bool) -> None:
-    """A run refused before its store was made (a preflight or spec check that failed) leaves no run folder
-    behind: the lock file it made goes, and the folder too when this run made it, so that the same command,
-    corrected, starts afresh without --resume or --overwrite."""
-    try:
+    """A run refused before its store was made leaves no run folder behind (its lock file, and the folder it
+    made): the same command, corrected, starts afresh without --resume or --overwrite."""
+    with suppress(OSError):  # another process made something there meanwhile: it is left as it is
         if folder.is_dir() and {p.name for p in folder.iterdir()} == {LOCK_NAME}:
             (folder / LOCK_NAME).unlink(missing_ok=True)
             if not existed:
                 folder.rmdir()
-    except OSError:  # another process made something there meanwhile: it is left as it is
-        pass

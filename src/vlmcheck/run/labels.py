@@ -1,17 +1,15 @@
-"""The names people read for runs: a model's label, made here and nowhere else.
+"""The names people read for runs (docs/usage.md, "Labels"): a model's label, made here and nowhere else.
 
-A run is shown by its model's id (``openai:Qwen/Qwen2.5-VL-7B@http://host:8000/v1?key_env=K`` is
-``Qwen/Qwen2.5-VL-7B``; a local folder served by path, its last part): no provider, URL, port or parameter.  Runs
-shown together whose labels would collide are told apart by what differs, and only they: the provider, then the
-parameters that change answers (the identity's), then the run folder's name.  ``--label NAME`` (a sweep's
-``label:``) names a run outright; it is kept in the run's store and results.json.  The full spec stays in the run
-details (results.json, the report's run sections, the export's ``model`` column).
+A run is shown by ``--label`` where given, else its model's id (no provider, URL, port or parameter; a local
+folder, its last part); runs shown together whose labels collide are told apart by what differs, and only they.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Iterable
+
+from ..core.spec import identity_of
 
 
 def model_label(spec: str | None) -> str:
@@ -41,13 +39,6 @@ def run_label(results: dict[str, Any], folder: str | Path | None = None) -> str:
     return model_label(_spec_of(results)) or (Path(folder).name if folder is not None else "") or "run"
 
 
-def _identity_params(spec: str) -> str:
-    from ..core.spec import identity_of
-
-    ident = identity_of(spec)
-    return ident.split("?", 1)[1] if "?" in ident else ""
-
-
 def run_labels(runs: Iterable[tuple[dict[str, Any], str | Path | None]]) -> list[str]:
     """The labels of runs shown together, ``(results, folder)`` each: each run's :func:`run_label`, told apart
     only where two runs of one method would read the same (runs of different methods are never in one
@@ -67,7 +58,7 @@ def run_labels(runs: Iterable[tuple[dict[str, Any], str | Path | None]]) -> list
 def _apart(runs: list[tuple[dict[str, Any], str | Path | None]], labels: list[str]) -> list[str]:
     specs = [_spec_of(r) for r, _ in runs]
     for extra in (lambda i: specs[i].partition(":")[0],  # the provider
-                  lambda i: _identity_params(specs[i]),  # the parameters that change answers
+                  lambda i: identity_of(specs[i]).partition("?")[2],  # the parameters that change answers
                   lambda i: Path(runs[i][1]).name if runs[i][1] is not None else ""):  # the run folder
         for label in {x for x in labels if labels.count(x) > 1}:
             group = [i for i, x in enumerate(labels) if x == label]

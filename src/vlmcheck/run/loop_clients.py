@@ -1,21 +1,14 @@
-"""HTTP clients per event loop.
-
-The openai SDK's clients and aiohttp sessions keep connection pools bound to the event
-loop that first used them; reused from another loop (a second ``asyncio.run``
-in a notebook or script) they fail with "Event loop is closed".  Adapters
-therefore get their clients from :class:`PerLoopClients`, which builds a fresh
-set whenever the running loop changes, and hands them out round-robin.
-
-:func:`close_loop_clients` closes every client built on the running loop; the
-runner calls it before its loop ends.  Code that calls a model directly
-(``asyncio.run(vlm.generate(...))``) never does, so each set of clients also
-closes itself when its loop shuts down: see :func:`_close_at_shutdown`.
+"""HTTP clients per event loop: the openai SDK's clients and aiohttp sessions are bound to the loop that first used
+them (reused from another, a second ``asyncio.run``, they fail with "Event loop is closed"), so adapters get theirs
+from :class:`PerLoopClients`, which builds a fresh set whenever the running loop changes.  The runner closes them
+(:func:`close_loop_clients`) before its loop ends; otherwise they close themselves at the loop's shutdown.
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
+from contextlib import suppress
 from typing import Any, Callable
 
 _ALL: "weakref.WeakSet[PerLoopClients]" = weakref.WeakSet()
@@ -47,23 +40,16 @@ class PerLoopClients:
         for client in clients:
             close = getattr(client, "close", None) or getattr(client, "aclose", None)
             if close is not None:
-                try:
+                with suppress(Exception):  # closing is best effort
                     await close()
-                except Exception:  # noqa: BLE001 - closing is best effort
-                    pass
 
 
 def _close_at_shutdown(pool: PerLoopClients) -> Any:
-    """Close ``pool``'s clients when the running loop shuts down.
+    """Close ``pool``'s clients when the running loop shuts down (else aiohttp prints "Unclosed client session").
 
-    asyncio has no loop-shutdown callback, but ``asyncio.run`` (and any loop
-    owner that follows PEP 525) finalises every async generator that is still
-    suspended by calling ``loop.shutdown_asyncgens()`` while the loop can still
-    run coroutines.  So we start a generator that suspends at once and closes
-    the clients in its ``finally``.  The loop only holds it weakly; the pool
-    keeps the strong reference.  Without this, an aiohttp-based client left
-    open prints "Unclosed client session" when the program ends.
-    """
+    asyncio has no shutdown callback, but ``asyncio.run`` (any PEP 525 loop owner) finalises the async generators
+    still suspended while the loop can run coroutines: this one suspends at once and closes the clients in its
+    ``finally``.  The loop holds it weakly; the pool keeps the strong reference."""
 
     async def closer():
         try:
@@ -72,10 +58,8 @@ def _close_at_shutdown(pool: PerLoopClients) -> Any:
             await pool.aclose()
 
     gen = closer()
-    try:
+    with suppress(StopIteration):
         gen.asend(None).send(None)  # first step: registers with the loop, then suspends at the yield
-    except StopIteration:
-        pass
     return gen
 
 

@@ -1,16 +1,9 @@
-"""``vlmcheck merge OUT SHARD...``: one run folder from the folders of ``--shard i/N`` runs.
+"""``vlmcheck merge OUT SHARD...`` (docs/usage.md, "Shards"): one run folder from the folders of ``--shard i/N``
+runs, their stores unioned (content-addressed: idempotent, any number of shards, finished or not) and
+``samples.jsonl`` and ``results.json`` written as the unsharded run would.  The caller writes the report.
 
-Shards are complete run folders of one run split by a hash of each sample id (``--shard i/N``; a SLURM
-array or any set of machines runs them, no cluster engine).  Merging unions their stores - call cache,
-sample journal and artifacts are content-addressed, so it is idempotent and takes any number of shards,
-even while some are unfinished (their samples are reported pending) - and writes ``samples.jsonl`` and
-``results.json`` from the union as the unsharded run would: samples in dataset order with their index in the
-whole run, metrics over all of them.  The caller writes the report (``vlmcheck.api.merge_runs``).
-
-Nothing is lost to a kill: the merge is built in a temporary folder beside OUT (shards opened read-only, an
-earlier merge in OUT absorbed first) and takes OUT's place only when it is complete, so OUT holds the old
-merge or the new one, never half of one; merging again always works.  Merges into one OUT take turns (a lock
-beside OUT), and a run working in OUT (its folder lock) keeps a merge out.
+The merge is built in a temporary folder beside OUT and takes OUT's place whole, so a kill leaves the old merge
+or the new one; merges into one OUT take turns (a lock beside OUT), and a run working in OUT keeps a merge out.
 """
 
 from __future__ import annotations
@@ -25,13 +18,8 @@ from typing import Any
 from ..core.files import InputFileError, broken_link
 from ..store.db import DB_NAME, RunStore
 from .folder import RunFolderExists, check_replaceable, folder_lock, lock_file, mark_run_folder
-from .runner import identity_spec, write_outputs
-from .task import Sample, task_from_spec
-
-
-def _same_or_inside(a: Path, b: Path) -> bool:
-    a, b = a.resolve(), b.resolve()
-    return a == b or b in a.parents or a in b.parents
+from .runner import RunOptions, identity_spec, select_samples, write_outputs
+from .task import task_from_spec
 
 
 def merge_runs(shards: list[str | Path], out: str | Path, overwrite: bool = False) -> dict[str, Any]:
@@ -46,7 +34,8 @@ def merge_runs(shards: list[str | Path], out: str | Path, overwrite: bool = Fals
         raise InputFileError(broken_link(out))
     shards = [Path(s) for s in shards]
     for folder in shards:
-        if _same_or_inside(folder, out):
+        a, b = folder.resolve(), out.resolve()
+        if a == b or b in a.parents or a in b.parents:
             raise InputFileError(f"{out} is one of the shards to merge ({folder}) or holds one; merge into a new "
                                  "folder")
     specs = []
@@ -96,9 +85,7 @@ def merge_runs(shards: list[str | Path], out: str | Path, overwrite: bool = Fals
 def _build(tmp: Path, shards: list[Path], first: dict[str, Any], key_version: int,
            previous: Path | None) -> dict[str, Any]:
     task = task_from_spec(first["task"], first["task_spec"])
-    samples = [Sample(s.id, s.payload, i) for i, s in enumerate(task.samples())]
-    if first.get("limit") is not None:
-        samples = samples[: first["limit"]]
+    samples = select_samples(task, RunOptions(limit=first.get("limit")))
     with RunStore(tmp) as store:
         store.set_meta("spec", {**first, "shard": None, "n_samples": len(samples),
                                 "merged_from": [str(s) for s in shards]})

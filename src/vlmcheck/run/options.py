@@ -1,10 +1,9 @@
 """The run options, in one table: what each is, its default, and which entry point that runs samples takes it.
 
-The method commands (``cli/_common.run_command``), ``vlmcheck resume``, ``vlmcheck retry-failed``, a sweep's
-``options:`` (``sweep.py``) and the Ray workers (``run/ray_worker.py``) all read this table; an entry point that
-does not take an option says why here (``refused``).  tests/test_run_options.py checks every option is taken by
-every entry point or refused there with a reason.  ``run_options`` turns the table's values into the runner's
-:class:`~vlmcheck.run.runner.RunOptions` (``runner.run_options``); :func:`input_policy` builds the one input policy of a run from them.
+The method commands, ``vlmcheck resume``, ``vlmcheck retry-failed``, a sweep's ``options:`` and the Ray workers
+all read it; an entry point that does not take an option says why (``refused``), which tests/test_run_options.py
+checks.  ``runner.run_options`` makes the runner's ``RunOptions`` of its values; :func:`input_policy` the run's
+input policy.
 """
 
 from __future__ import annotations
@@ -82,7 +81,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("max_failures", float, 0.0, "Share of failed samples the run may have and still exit 0.",
               cli={"min": 0.0, "max": 1.0, "metavar": "RATE"}),
     RunOption("executor", str, "local", "local (this process) or ray (Ray actors; pip install 'vlmcheck[ray]').",
-              cli={"metavar": "local|ray"}, refused={SWEEP: _SWEEP_ONE_FOLDER + "; give a method command --executor ray"}),
+              cli={"metavar": "local|ray"},
+              refused={SWEEP: _SWEEP_ONE_FOLDER + "; give a method command --executor ray"}),
     RunOption("ray_address", Optional[str], None, "Ray cluster to join (auto, or HOST:PORT); default: a local one.",
               flags=("--address",), cli={"metavar": "ADDRESS"}, refused={SWEEP: _SWEEP_ONE_FOLDER}),
     RunOption("workers", Optional[int], None, "Ray actors (default: one per CPU of the cluster, at most 8).",

@@ -1,11 +1,7 @@
-"""samples.jsonl and results.json, rebuilt from a run's store (after a run, a resume, a merge).
-
-Streamed: records come from a cursor and go to the file as they are read; see :func:`write_outputs`.
-"""
+"""samples.jsonl and results.json, rebuilt from a run's store (after a run, a resume, a merge), streamed."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..core.errors import shorten_middle
@@ -22,23 +18,11 @@ if TYPE_CHECKING:
     from .calls import Session
 
 
-def _line_json(obj: Any) -> str:
-    return json_text(obj, sort_keys=True)
-
-
-def _write_json_atomic(path: Path, obj: Any) -> None:
-    write_text_atomic(path, json_text(redact_obj(obj), indent=2, sort_keys=False) + "\n")
-
-
 def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: Session | None = None,
                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Rebuild samples.jsonl and results.json from the store.
-
-    Streamed: each record is read from a cursor, written to samples.jsonl and let go.  A task with a
-    ``summary_folder()`` (an object with ``add(record)`` and ``result(failed)``) folds its summary in the same
-    pass, keeping only what its statistics read: every method does (describe a few bytes a sample, VHExpansion
-    per-image sums, CAST per-pair verdict codes, ChEF per-item columns, GenCeption its features); a task
-    without one (a user's own ``Task``) gets its finished records as a list."""
+    """Rebuild samples.jsonl and results.json from the store, each record read from a cursor, written and let
+    go.  A task's ``summary_folder()`` (``add(record)``, ``result(failed)``) folds its metrics in the same pass,
+    keeping only what its statistics read; a task without one gets its finished records as a list."""
     order = {s.id: i for i, s in enumerate(samples)}
     path = store.folder / "samples.jsonl"
     tally = _Tally(task)
@@ -49,14 +33,12 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
         records = sorted((r for r in store.iter_samples(task.name) if r["sample_id"] in order),
                          key=lambda r: order[r["sample_id"]])
         write_lines_atomic(path, _lines(records, order, tally))
-    errors_by_type: dict[str, int] = {}
     failure_kinds: dict[str, dict[str, Any]] = {}  # per error type: its count and the first sample's message
     for r in tally.failed:
-        kind = r["error"]["type"]
-        errors_by_type[kind] = errors_by_type.get(kind, 0) + 1
-        entry = failure_kinds.setdefault(kind, {"count": 0, "example": shorten_middle(redact(" ".join(str(r["error"]["message"]).split())), EXAMPLE_CHARS),
-                                                "sample_id": r["sample_id"]})
-        entry["count"] += 1
+        said = shorten_middle(redact(" ".join(str(r["error"]["message"]).split())), EXAMPLE_CHARS)
+        failure_kinds.setdefault(r["error"]["type"], {"count": 0, "example": said, "sample_id": r["sample_id"]})
+        failure_kinds[r["error"]["type"]]["count"] += 1
+    errors_by_type = {kind: e["count"] for kind, e in failure_kinds.items()}
     results = {
         "task": task.name,
         "spec": store.get_meta("spec"),
@@ -66,26 +48,22 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
         "metrics": tally.metrics(task),
         "usage": by_identity(usage_with_cost(store.call_stats())),
     }
-    read = getattr(task, "data_read", None)
-    if read:  # the data's form, config, split(s), rows read and left out, with the reasons (datasets/base.py)
+    # the data's form, config, split(s), rows read and left out, with the reasons (datasets/base.py)
+    if read := getattr(task, "data_read", None):
         results["data_read"] = read
     if session is not None:  # what this process did (a resumed run counts only its own calls)
         results["session"] = {"model_calls": session.counters.calls, "cache_hits": session.counters.hits,
                               "failed_calls": session.counters.failures, "retries": session.scheduler.retries,
                               "requests": session.scheduler.attempts}
-        checks = getattr(session, "checks", None)
-        measured = checks.result() if checks is not None else None
-        if measured is not None:  # what the server really returned (run/calls.py ServerChecks), kept in the store
+        if (measured := session.checks.result()) is not None:  # what the server really returned, kept in the store
             store.set_meta("server_checks", measured)
     # a resumed run that made no call keeps what the calls that made its answers showed
-    recorded = store.get_meta("server_checks")
-    if recorded is not None:
+    if (recorded := store.get_meta("server_checks")) is not None:
         results["server_checks"] = recorded
-    label = store.get_meta("label")  # the run's --label; without one its model's id is shown (run/labels.py)
-    if label:
+    if label := store.get_meta("label"):  # the run's --label; without one its model's id is shown (run/labels.py)
         results["label"] = label
     results.update(extra or {})
-    _write_json_atomic(store.folder / "results.json", results)
+    write_text_atomic(store.folder / "results.json", json_text(redact_obj(results), indent=2, sort_keys=False) + "\n")
     return results
 
 
@@ -128,5 +106,5 @@ def _lines(records: Iterable[dict[str, Any]], order: dict[str, int], tally: _Tal
         if i < last:  # the store's order (seq) is not the run's
             raise _OutOfOrder
         last = i
-        yield redacted_json(rec, _line_json) + "\n"
+        yield redacted_json(rec, lambda obj: json_text(obj, sort_keys=True)) + "\n"
         tally.add(rec)

@@ -9,7 +9,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ..core.spec import ModelSpec, SpecError, registration
+from ..core.spec import ModelSpec, SpecError, identity_of, registration
+from .batch import BATCH_PRICE_FACTOR
 
 
 @lru_cache(maxsize=1)
@@ -27,8 +28,6 @@ def _spec(model_id: str) -> ModelSpec | None:
 def prices_for(model_id: str) -> dict[str, Any] | None:
     """{"in", "out" (USD per 1M tokens), "image" (USD per generated image), "source", "batch_factor"} of a model,
     or None where no price is known (local and reference models)."""
-    from .batch import BATCH_PRICE_FACTOR
-
     spec = _spec(model_id)
     if spec is None:
         return None
@@ -45,16 +44,13 @@ def prices_for(model_id: str) -> dict[str, Any] | None:
     if billing is None:
         return None
     table = builtin_prices()
+    rows = table["images" if billing == "images" else "tokens"]
     name = spec.name.lower().split("/")[-1]
-    if billing == "images":
-        hit = next((k for k in sorted(table["images"], key=len, reverse=True) if name.startswith(k)), None)
-        return None if hit is None else {"in": 0.0, "out": 0.0, "image": table["images"][hit],
-                                         "source": f"prices.json ({table['collected']})", "batch_factor": factor}
-    hit = next((k for k in sorted(table["tokens"], key=len, reverse=True) if name.startswith(k)), None)
+    hit = next((k for k in sorted(rows, key=len, reverse=True) if name.startswith(k)), None)  # the longest prefix
     if hit is None:
         return None
-    p_in, p_out = table["tokens"][hit]
-    return {"in": p_in, "out": p_out, "image": None, "source": f"prices.json ({table['collected']})",
+    p_in, p_out, image = (0.0, 0.0, rows[hit]) if billing == "images" else (*rows[hit], None)
+    return {"in": p_in, "out": p_out, "image": image, "source": f"prices.json ({table['collected']})",
             "batch_factor": factor}
 
 
@@ -68,20 +64,15 @@ def cost_of(model_id: str, input_tokens: float, output_tokens: float, images: in
 
 def image_rule(model_id: str) -> str:
     spec = _spec(model_id)
-    if spec is None:
-        return "openai"
-    if spec.params.get("image_tokens") in ("openai", "anthropic", "gemini"):
+    if spec is not None and spec.params.get("image_tokens") in ("openai", "anthropic", "gemini"):
         return spec.params["image_tokens"]
-    entry = registration(spec.provider)
+    entry = registration(spec.provider) if spec is not None else None
     return entry.image_tokens if entry else "openai"
 
 
 def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
-    """Add ``cost_usd`` where the model spec gives prices (USD per 1M tokens:
-    ``?price_in=2.5&price_out=10``).  Token counts are what the API reported.  Calls made through a provider
-    batch API (``?batch=1``) cost the batch price, half the direct one (``batch_price_factor``)."""
-    from .batch import BATCH_PRICE_FACTOR
-
+    """Add ``cost_usd`` where the model spec gives prices (``?price_in=2.5&price_out=10``, USD per 1M tokens) to
+    the tokens the API reported; a batch API's calls (``?batch=1``) at the batch price (``batch_price_factor``)."""
     for model, entry in stats.items():
         try:
             spec = ModelSpec.parse(model)
@@ -100,8 +91,6 @@ def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
 def by_identity(stats: dict[str, Any]) -> dict[str, Any]:
     """Usage per model identity: one model served by other endpoints, or moved, is one row (its placements in
     ``placements``), its counts and cost summed."""
-    from ..core.spec import identity_of
-
     out: dict[str, Any] = {}
     for model, entry in stats.items():
         key = identity_of(model)

@@ -1,31 +1,10 @@
-"""The Ray executor (``--executor ray``): samples run in Ray Core actors; this process stays the only writer.
+"""The Ray executor (``--executor ray``; docs/usage.md, "Ray"): samples run in Ray Core actors
+(:mod:`.ray_worker`), handed out one at a time as slots free up; this process stays the only writer.
 
-For local models and white-box attacks on several GPUs or machines.  Never the default, never imported
-unless asked; ``pip install 'vlmcheck[ray]'``.  What runs inside Ray is in :mod:`.ray_worker`.
-
-* **Workers.**  ``--workers N`` actors (``--gpus-per-worker G`` each), each rebuilding the task from its
-  spec - so each loads the task's local models once - and running whole samples with its own session and
-  scheduler.  API concurrency budgets (``--max-concurrency``, a model's ``?concurrency=``) are divided
-  among the workers.  API keys come from the workers' environment, never through Ray.
-* **Dispatch.**  The driver hands out samples one at a time as slots free up (no static split), so a slow
-  worker or a slow sample holds back nothing else.  The run starts as soon as one worker is up; the others
-  join as they come up (an actor waiting for a node with free resources starts when one joins).
-* **A lost worker is replaced.**  Its samples go back to the queue and a new actor is asked for at once, on
-  any node with the resources (three starts that fail in a row stop the replacing).  Without ``--workers``
-  the pool also grows, up to 8, as nodes join the cluster mid-run.
-* **One writer.**  Workers never write the run store: they read its cache in place (or through reader actors
-  on nodes without the run folder), keep new calls and artifacts in memory and hand them back; the driver
-  commits a finished sample's calls, artifacts and journal row in one transaction.  Every few seconds it also
-  collects the calls of samples still running, so a worker that dies loses at most those few seconds.
-* **Counts.**  ``results.json`` ``session.requests`` is every request a worker started, repeats of a lost
-  worker's samples and retries included; ``executor`` records the workers lost and how long each took to
-  be replaced.
-* **Nothing left behind.**  A driver that starts Ray itself also starts :mod:`.ray_reaper`, which ends the
-  Ray processes of that session once the driver is gone, also after ``kill -9``.
-* **Resume.**  As for any run: a driver killed with ``kill -9`` resumes with the samples it had committed and
-  the calls it had collected.
-
-Results equal a local run's (tested byte for byte on the reference world, with nodes removed mid-run).
+A lost worker's samples go back to the queue and a new actor is asked for at once (three failed starts in a row
+stop the replacing); without ``--workers`` the pool grows, up to 8, as nodes join.  The driver commits a finished
+sample's calls, artifacts and journal row in one transaction, and every few seconds collects the calls of samples
+still running, so a lost worker or a killed driver loses at most those seconds.  Results equal a local run's.
 """
 
 from __future__ import annotations
@@ -36,10 +15,12 @@ import math
 import os
 import time
 from collections import deque
+from contextlib import suppress
 from typing import Any
 
 from ..core.data import hfds_cache_root
 from ..core.progress import Progress
+from . import ray_reaper
 from .calls import Session
 from .options import POLICY_FIELDS
 from .ray_worker import CacheReader, RequestTally, SampleWorker
@@ -79,21 +60,21 @@ def _write(store, got: dict[str, list]) -> None:
                              error_type=e["error_type"], message=e["message"], attempts=e["attempts"])
 
 
+def _said(exc: BaseException) -> str:
+    """An exception's message on one line, cut short: Ray's run over many."""
+    return " ".join(str(exc).split())[:300]
+
 
 def _init(ray, options) -> bool:
     """Ray started or joined; True when this process did it (and so must shut it down)."""
     if ray.is_initialized():
         return False
-    # ERROR: Ray's own warnings (e.g. that token authentication is on) are noise on a user's console
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
-    if options.ray_address:
-        kwargs["address"] = options.ray_address
-    else:
-        kwargs["_node_ip_address"] = "127.0.0.1"
+    # logging ERROR: Ray's own warnings (e.g. that token authentication is on) are noise on a user's console
+    where = {"address": options.ray_address} if options.ray_address else {"_node_ip_address": "127.0.0.1"}
     try:
-        ray.init(**kwargs)
+        ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, **where)
     except Exception as exc:  # noqa: BLE001 - Ray's own message names the cause
-        raise ExecutorError(f"could not start or join Ray ({' '.join(str(exc).split())[:300]})") from None
+        raise ExecutorError(f"could not start or join Ray ({_said(exc)})") from None
     return True
 
 
@@ -109,11 +90,7 @@ async def run_samples_ray(task, todo: list, session: Session, options, already: 
         raise ExecutorError("a provider batch API (batch=1) gathers requests in one process: use the local executor")
     ray = import_ray()
     started_here = _init(ray, options)
-    reaper = None
-    if started_here and not options.ray_address:
-        from . import ray_reaper
-
-        reaper = ray_reaper.start(_session_dir(ray))
+    reaper = ray_reaper.start(_session_dir(ray)) if started_here and not options.ray_address else None
     pool = None
     try:
         pool = _Pool(ray, task, session, options)
@@ -184,7 +161,8 @@ class _Pool:
         i, actor, lost_at = self.starting.pop(fut)
         if fut.exception() is not None:
             self.failed_starts += 1
-            log.warning("a Ray worker could not start (%s)", " ".join(str(fut.exception()).split())[:300])
+            self.why = _said(fut.exception())
+            log.warning("a Ray worker could not start (%s)", self.why)
             if self.failed_starts < 3 and lost_at is not None:
                 self.add(lost_at)
             return
@@ -209,29 +187,21 @@ class _Pool:
         each asked first to remove its temp folder, for at most :data:`CLEANUP_S` in all."""
         refs = []
         for actor in self.actors.values():
-            try:
+            with suppress(Exception):  # already gone
                 refs.append(actor.cleanup.remote())
-            except Exception:  # noqa: BLE001 - already gone
-                pass
         if refs:
-            try:
+            with suppress(Exception):  # a worker lost meanwhile: its node's temp folder is the OS's
                 self.ray.wait(refs, num_returns=len(refs), timeout=CLEANUP_S)
-            except Exception:  # noqa: BLE001 - a worker lost meanwhile: its node's temp folder is the OS's
-                pass
         for actor in [*self.actors.values(), *(a for _, a, _ in self.starting.values()), *self.helpers]:
-            try:
+            with suppress(Exception):  # already gone
                 self.ray.kill(actor)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
 
     def grow(self) -> None:
         """Without ``--workers``: more workers as nodes join (up to 8)."""
-        if self.auto:
-            cpus = int(self.ray.cluster_resources().get("CPU", 1))
-            want = max(1, min(8, cpus))
-            while self.target < want:
-                self.target += 1
-                self.add()
+        want = max(1, min(8, int(self.ray.cluster_resources().get("CPU", 1)))) if self.auto else 0
+        while self.target < want:
+            self.target += 1
+            self.add()
 
     async def wait_first(self) -> None:
         """Until one worker is up; one sentence when none can start."""
@@ -245,8 +215,6 @@ class _Pool:
                 raise ExecutorError(f"no Ray worker started within {START_TIMEOUT_S:.0f} s - does the cluster have "
                                     f"{self.options.gpus_per_worker:g} GPU(s) free per worker?")
             for fut in done:
-                if fut.exception() is not None:
-                    self.why = " ".join(str(fut.exception()).split())[:300]
                 self.started(fut)
 
     async def summary(self) -> dict[str, Any]:

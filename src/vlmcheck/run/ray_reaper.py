@@ -1,14 +1,10 @@
 """No Ray process outlives the driver that started it, also after ``kill -9``.
 
-Ray's own reaper stops the head processes when the driver dies, but its two agents (``ray::DashboardAgent``,
-``ray::RuntimeEnvAgent``) then try to report the raylet's death to the GCS that is gone and never exit
-(measured with Ray 2.60: 2 processes left per killed driver, for good).  So a driver that starts Ray itself
-also starts this watcher, in a session of its own so that a signal to the driver's process group does not
-stop it: it waits for its stdin to close - the driver exited, however it exited - gives Ray a moment to
-stop by itself, then ends every process that still holds a file of that Ray session open.
-
-Hand-written because no library watches a set of processes by what they hold open; ``/proc`` is Linux's,
-and elsewhere the watcher does nothing.
+Ray's own reaper stops the head processes when the driver dies, but its two agents then wait forever on the
+dead GCS.  So a driver that starts Ray also starts this watcher, in a session of its own (a signal to the
+driver's group does not stop it): once its stdin closes (the driver is gone, however it ended) it gives Ray a
+moment, then ends every process that still holds a file of that Ray session open.  Hand-written: no library
+watches processes by what they hold open; ``/proc`` is Linux's, elsewhere the watcher does nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 
@@ -26,28 +23,24 @@ def session_processes(session_dir: str) -> list[int]:
     root = os.path.realpath(session_dir) + os.sep
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            fds = list((entry / "fd").iterdir())
-        except OSError:  # gone, or another user's
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(fd).startswith(root):
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with suppress(OSError):  # gone, or another user's
+                if any(_target(fd).startswith(root) for fd in (entry / "fd").iterdir()):
                     found.append(int(entry.name))
-                    break
-            except OSError:
-                continue
     return found
+
+
+def _target(fd: Path) -> str:
+    try:
+        return os.readlink(fd)
+    except OSError:  # closed meanwhile
+        return ""
 
 
 def _stop(pids: list[int], sig: int) -> None:
     for pid in pids:
-        try:
+        with suppress(OSError):  # gone already
             os.kill(pid, sig)
-        except OSError:
-            pass
 
 
 def watch(session_dir: str, grace_s: float = 2.0) -> None:

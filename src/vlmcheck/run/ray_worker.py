@@ -1,16 +1,10 @@
 """What runs inside Ray (``--executor ray``): the sample workers and the two small actors on the driver's node.
 
-* :class:`SampleWorker` rebuilds the task from its spec and runs whole samples with its own scheduler.  It
-  never writes the run store: new calls and artifacts stay in its :class:`WorkerStore` until the driver
-  takes them.
-* Cache reads.  A worker whose node sees the run folder (the driver's node, or a shared filesystem) opens
-  ``store.sqlite`` read-only itself and reads it in place; a worker on a node without it asks a pool of
-  :class:`CacheReader` threads on the driver's node.  Either way no read waits for another worker's.
-* Inputs.  ``hfds:`` images live in the driver's cache folder; a worker on a node without them fetches the ones
-  a sample names from the reader actors before the sample runs, to the same path (:func:`fetch_missing`).
-  Manifests and folders at fsspec URLs need nothing: each process reads what it needs itself.
-* :class:`RequestTally` counts every request a worker starts, told as it starts, so that ``results.json``
-  counts what the servers saw, also the requests of a worker that was lost before it could report them.
+:class:`SampleWorker` rebuilds the task from its spec and runs whole samples; new calls and artifacts stay in its
+:class:`WorkerStore` until the driver takes them.  It reads the call cache in place where its node sees the run
+folder, else through :class:`CacheReader` threads on the driver's node, and fetches the ``hfds:`` images a sample
+names from there too (:func:`fetch_missing`).  :class:`RequestTally` hears of every request as it starts, so
+``results.json`` counts also those of a worker lost before it could report them.
 """
 
 from __future__ import annotations
@@ -28,6 +22,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from ..core import inputs
 from ..core.images import encode_image, image_hash
 from ..store.db import artifact_path
 from .calls import Session, file_keys
@@ -49,48 +44,38 @@ def open_same_store(db_path: str, sessions: Any) -> sqlite3.Connection | None:
         row = db.execute("SELECT value FROM meta WHERE key = 'sessions'").fetchone()
     except sqlite3.Error:
         return None
-    try:
-        same = row is not None and json.loads(row[0]) == sessions
-    except (TypeError, ValueError):
-        same = False
-    if not same:
-        db.close()
-        return None
-    return db
+    if row is not None and _answer(row) == sessions:
+        return db
+    db.close()
+    return None
 
 
 def _answer(row: tuple | None) -> Any:
     """A stored answer, or None: none stored, or one that does not parse (a miss, as in RunStore.get_call)."""
-    if row is None:
-        return None
     try:
         return json.loads(row[0])
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # TypeError: no row
         return None
 
 
-def _paths_under(obj: Any, root: str, found: list[str]) -> list[str]:
+def _paths_under(obj: Any, root: str) -> list[str]:
     """The strings in ``obj`` (a sample's payload: dicts, lists, dataset items) naming a file under ``root``."""
     if isinstance(obj, str):
-        if obj.startswith(root):
-            found.append(obj)
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            _paths_under(v, root, found)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            _paths_under(v, root, found)
+        return [obj] if obj.startswith(root) else []
+    if isinstance(obj, dict):
+        obj = obj.values()
     elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):  # ImageItem and other records
-        for f in dataclasses.fields(obj):
-            _paths_under(getattr(obj, f.name), root, found)
-    return found
+        obj = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
+    elif not isinstance(obj, (list, tuple)):
+        return []
+    return [path for v in obj for path in _paths_under(v, root)]
 
 
 async def fetch_missing(payload: Any, root: str, fetch) -> int:
     """Write each file under ``root`` that ``payload`` names and this node lacks, from ``fetch(path)`` (the
     driver's bytes, or None); how many were fetched."""
     n = 0
-    for path in dict.fromkeys(_paths_under(payload, root.rstrip(os.sep) + os.sep, [])):
+    for path in dict.fromkeys(_paths_under(payload, root.rstrip(os.sep) + os.sep)):
         target = Path(path)
         if target.exists():
             continue
@@ -125,10 +110,8 @@ class WorkerStore:
     async def aget_call(self, key: str) -> Any:
         if key in self.calls:
             return self.calls[key]
-        if self.db is not None:
-            hit = _answer(self.db.execute(_CALL_SQL, (key,)).fetchone())
-        else:
-            hit = await self.reader.get.remote(key)
+        hit = (_answer(self.db.execute(_CALL_SQL, (key,)).fetchone()) if self.db is not None
+               else await self.reader.get.remote(key))
         if hit is not None:
             self.calls[key] = hit
         return hit
@@ -192,7 +175,6 @@ class SampleWorker:
         self.policy = run_input_policy(input_policy, file_keys=file_keys(key_version))
 
     async def run(self, sample_id: str, seq: int, payload: Any) -> dict[str, Any]:
-        from ..core import inputs
         _SAMPLE.set(sample_id)
         inputs.set_policy(self.policy)
         await fetch_missing(payload, self.inputs_root, lambda path: self.reader.input_file.remote(path))
@@ -209,9 +191,8 @@ class SampleWorker:
         return {sid: self.store.take(sid) for sid in list(self.store.pending)}
 
     async def cleanup(self) -> bool:
-        """Remove this worker's temp folder (its artifacts were taken with each sample): the driver asks every
-        worker before ending it, since an actor ended by ``ray.kill`` runs no exit handler (the folders would be
-        left behind)."""
+        """Remove this worker's temp folder (its artifacts were taken with each sample): the driver asks before
+        it ends the actor, since one ended by ``ray.kill`` runs no exit handler."""
         if self.store.db is not None:
             self.store.db.close()
             self.store.db = None
@@ -241,17 +222,17 @@ class CacheReader:
         return _answer(self._db().execute(_CALL_SQL, (key,)).fetchone())
 
     def artifact(self, rel: str) -> bytes | None:
-        path = (self.folder / rel).resolve()
-        if self.folder.resolve() not in path.parents or not path.is_file():
-            return None
-        return path.read_bytes()
+        return _read_under(self.folder.resolve(), self.folder / rel)
 
     def input_file(self, path: str) -> bytes | None:
         """A dataset file from the driver's ``hfds:`` cache (nothing outside it)."""
-        target = Path(path).resolve()
-        if self.inputs_root not in target.parents or not target.is_file():
-            return None
-        return target.read_bytes()
+        return _read_under(self.inputs_root, Path(path))
+
+
+def _read_under(root: Path, path: Path) -> bytes | None:
+    """The bytes of a file below ``root`` (resolved: no link leads out), else None."""
+    target = path.resolve()
+    return target.read_bytes() if root in target.parents and target.is_file() else None
 
 
 class RequestTally:

@@ -1,25 +1,7 @@
-"""The resumable runner.
-
-A :class:`~vlmcheck.run.task.Task` lists its samples and knows how to run one
-and how to summarise the finished ones.  :func:`run_task` runs the samples that
-the store's journal does not yet mark done or failed, concurrently, then writes
-
-* ``results.json`` - the run spec and the task's summary metrics,
-* ``samples.jsonl`` - every sample, in dataset order, with every intermediate
-  output (or its error).
-
-Both are rebuilt from the store, in dataset order, so an interrupted-and-resumed
-run writes the same files as an uninterrupted one.  Any exception in one sample
-(a bad image, a failed call, a parsing bug) is recorded for that sample; the
-run goes on.
-
-The runner returns the results; it writes no report (``vlmcheck.run_task``, the
-CLI, a sweep and the demo do, in ``api.py``).
-
-Why this module is long: a run's life is here in order (its options and their
-checks, the folder, the resume check against the recorded spec and data, the
-preflight, the sample loop with its budget, the outputs), so that what a resumed
-run keeps and what it may change is read in one place.
+"""The resumable runner: :func:`run_task` runs the samples of a :class:`~vlmcheck.run.task.Task` that the store's
+journal does not yet mark done or failed, concurrently, then rebuilds ``results.json`` and ``samples.jsonl`` from
+the store in dataset order (run/outputs.py), so an interrupted-and-resumed run writes what an uninterrupted one
+would.  An exception in one sample is that sample's error; the run goes on.  It writes no report (``api.py`` does).
 """
 
 from __future__ import annotations
@@ -31,31 +13,31 @@ import platform
 import subprocess
 import sys
 import time
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from .._version import __version__
-from ..core.files import broken_link
 from ..core.images import DEFAULT_MAX_FILE_BYTES
 from ..core import inputs, remote
 from ..core.inputs import DEFAULT_PIXEL_BUDGET
+from ..core.roles import SupportsPreflight
+from ..core.spec import PROVIDERS, identity_of
 from .loop_clients import close_loop_clients
 from ..store.db import DB_NAME, GROUP_COMMIT_S, RunStore
-from .calls import KEY_VERSION, Session, file_keys
+from .calls import KEY_VERSION, Session, file_keys, key_version_of  # noqa: F401  (KEY_VERSION re-exported)
 from ..core.progress import Progress
 from ..datasets.base import choices_line
 from .scheduler import RetryPolicy, Scheduler
 from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: where callers have found them)
-from .folder import MARKER, RunFolderExists, _empty_run_folder, leave_nothing, mark_run_folder
+from .folder import MARKER, RunFolderExists, _empty_run_folder, check_folder, leave_nothing, mark_run_folder
 from . import options as options_table
 from .first_calls import FirstCalls, RunRefused
 from .outputs import write_outputs
 from .task import Sample, Task, execute_sample
-from .budget import BudgetStop, recorded_max_cost
+from .budget import Budget, BudgetStop, check_max_cost, recorded_max_cost
 from .data_pin import data_difference, data_pins, without_data_paths
 
 
@@ -65,16 +47,15 @@ class RunOptions(BaseModel):
     limit: int | None = None
     max_concurrency: int = 16
     seed: int = 0
-    progress: bool = True  # a bar on a terminal, a plain line every few seconds elsewhere (run/progress.py)
+    progress: bool = True
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
-    # write report.html into the run folder at the end: read by whoever asked for the run (vlmcheck.run_task,
-    # the CLI, a sweep, the demo), never by this runner
+    # report.html at the end, and the experiment trackers the run is logged to (vlmcheck/track): both done by
+    # whoever asked for the run (vlmcheck.run_task, the CLI, a sweep, the demo), never by this runner
     report: bool = True
-    # experiment trackers the finished run is logged to (vlmcheck/track), by whoever asked for the run, like the report
     track: list[str] | None = None
     track_group: str | None = None
     clear_failed: bool = False  # forget failed samples first, so they run again (retry-failed)
-    preflight: bool = True  # check every API model (reachable, key accepted, model served) before the first sample
+    preflight: bool = True
     # Input safety (core/inputs.py): dataset images stay inside their dataset's folder unless allowed,
     # image files above max_image_bytes are refused unread, decoded pixels in flight stay under pixel_budget.
     allow_outside: bool = False
@@ -83,17 +64,14 @@ class RunOptions(BaseModel):
     # an image at an http(s) URL fails its own sample after this long without a byte, or this long in all
     url_read_timeout_s: float = Field(default=remote.READ_TIMEOUT_S, gt=0)
     url_total_timeout_s: float = Field(default=remote.TOTAL_TIMEOUT_S, gt=0)
-    # (i, N): run only shard i of N (samples assigned by a hash of their id); `vlmcheck merge` unions them
-    shard: tuple[int, int] | None = None
-    # where samples run: this process, or Ray actors (run/ray_executor.py; placement, never part of the spec)
+    # the options' meanings: run/options.py; the executor and Ray's are placement, never part of the spec
+    shard: tuple[int, int] | None = None  # (i, N)
     executor: Literal["local", "ray"] = "local"
-    # USD: no new sample starts once the cost spent plus the samples in flight would pass it (run/budget.py)
     max_cost: float | None = Field(None, gt=0, allow_inf_nan=False)
     ray_address: str | None = None  # None: a local Ray instance (or the cluster this process already joined)
-    workers: int | None = Field(default=None, ge=1)  # Ray actors; None: one per CPU of the cluster, at most 8
+    workers: int | None = Field(default=None, ge=1)
     gpus_per_worker: float = Field(default=0.0, ge=0.0)
-    # the name people read for this run (run/labels.py), kept in the store; None keeps the one it has, if any
-    label: str | None = None
+    label: str | None = None  # None keeps the one the store has, if any
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -116,8 +94,6 @@ def run_options(**values: Any):
     if unknown:
         raise ValueError(f"unknown run option(s) {', '.join(unknown)}")
     v = {**options_table.defaults(), **values}
-    from .budget import check_max_cost
-
     v["max_cost"] = check_max_cost(v["max_cost"])  # 0, NaN, infinity: one sentence, not a traceback
     if v["executor"] not in ("local", "ray"):
         raise ValueError(f"--executor {v['executor']!r}: use local or ray")
@@ -139,9 +115,8 @@ def in_shard(sample_id: str, shard: tuple[int, int] | None) -> bool:
 
 
 def git_commit(here: Path | None = None) -> str | None:
-    """The commit of the vlmcheck checkout this code runs from (a clone, an editable install), recorded in the run
-    spec; None for an installed copy (under ``site-packages``), without asking git: the repository such a copy
-    sits in is the user's (a project's ``.venv``), and its HEAD says nothing of vlmcheck's code."""
+    """The commit of the vlmcheck checkout this code runs from, for the run spec; None for an installed copy
+    (under ``site-packages``), without asking git: the repository around a ``.venv`` is the user's."""
     here = here or Path(__file__).resolve().parent
     if any(part in ("site-packages", "dist-packages") for part in here.parts):
         return None
@@ -182,15 +157,8 @@ def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str
 
 async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
     options = options or RunOptions()
-    if not str(folder).strip():
-        raise RunFolderExists("the run folder is empty (an unset variable?); give a folder")
-    folder = Path(folder)
-    if broken_link(folder):
-        raise RunFolderExists(broken_link(folder))
-    if folder.exists() and not folder.is_dir():
-        raise RunFolderExists(f"{folder} is a file, not a run folder")
-    policy = options_table.input_policy(options, dirs={})
-    token = inputs.set_policy(policy)
+    folder = check_folder(folder)
+    token = inputs.set_policy(options_table.input_policy(options, dirs={}))
     existed, held = folder.exists(), False
     try:
         with folder_lock(folder):
@@ -217,9 +185,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     for d in getattr(task, "data_read", None) or ():  # what the run reads and what was chosen, said first
         print(choices_line(d), file=sys.stderr, flush=True)
     if options.resume and options.max_cost is None:  # the budget a run was started with holds on its resumes
-        kept = recorded_max_cost(folder / DB_NAME)
-        if kept is not None:
-            options = options.model_copy(update={"max_cost": kept})
+        options = options.model_copy(update={"max_cost": recorded_max_cost(folder / DB_NAME)})
     spec = run_spec(task, samples, options)  # before the store: a spec that cannot be made leaves no store
     new_store = not (folder / DB_NAME).exists()
     if new_store and samples and options.preflight:  # before the store: a refused run leaves no folder behind
@@ -237,29 +203,22 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
             raise
         if options.label is not None and options.label.strip():
             store.set_meta("label", options.label.strip())
-        key_version = store.get_meta("key_version")
-        # a store from before key version 3 keys its files by their pixels: read them decoded, as it did
-        inputs.set_policy(dataclasses.replace(inputs.current_policy(), file_keys=file_keys(key_version)))
         sessions = store.get_meta("sessions") or []
         store.set_meta("sessions", sessions + [{"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                                 "models": sorted(_model_strings(spec["task_spec"])),
                                                 "executor": options.executor}])
         if options.clear_failed:
             store.clear_failed(task.name)
-        session = Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
-                          key_version=key_version)
-        status = store.sample_status(task.name)
-        todo = [s for s in samples if s.id not in status]
+        session = start_session(store, options, store.get_meta("key_version"))
+        todo = [s for s in samples if s.id not in store.sample_status(task.name)]
         budget = None
         if options.max_cost is not None:
-            from .budget import Budget
-
             if options.executor == "ray":
                 raise ValueError("--max-cost runs in this process; drop --executor ray or --max-cost")
             budget = session.budget = Budget(options.max_cost, store, session.counters)
         if todo and options.preflight and not new_store:
             await preflight(task)
-        executor = None
+        extra: dict[str, Any] = {}
         first = FirstCalls(len(todo)) if new_store and todo and options.preflight else None
         try:
             if options.executor == "ray" and todo:
@@ -267,7 +226,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
 
                 ran = await run_samples_ray(task, todo, session, options, already=len(samples) - len(todo),
                                             total=len(samples))
-                executor = ran["executor"]  # the workers' requests, repeats of a lost worker's included
+                extra["executor"] = ran["executor"]  # the workers' requests, repeats of a lost worker's included
                 session.scheduler.retries = ran["requests"]["retries"]
                 session.scheduler.attempts = ran["requests"]["first"] + ran["requests"]["retries"]
             else:
@@ -277,14 +236,21 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
             await close_loop_clients()
         if first is not None and first.refusal is not None:  # the run's reason, not the samples': no folder left
             raise RunRefused(first.refusal)
-        extra = {"executor": executor} if executor is not None else None
         if budget is not None:
             finished = sum(1 for v in store.sample_status(task.name).values() if v == "done")
-            extra = {**(extra or {}), "budget": budget.summary(finished, len(samples))}
+            extra["budget"] = budget.summary(finished, len(samples))
         results = write_outputs(store, task, samples, session, extra)
         return RunResult(folder, results, session.counters)
     finally:
         store.close()
+
+
+def start_session(store: RunStore, options: RunOptions, key_version: int) -> Session:
+    """A session on the run's store; files read as its keys name them (a store from before key version 3 keys
+    them by their pixels: read decoded, as it did)."""
+    inputs.set_policy(replace(inputs.current_policy(), file_keys=file_keys(key_version)))
+    return Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
+                   key_version=key_version)
 
 
 def select_samples(task: Task, options: RunOptions) -> list[Sample]:
@@ -295,26 +261,12 @@ def select_samples(task: Task, options: RunOptions) -> list[Sample]:
     return [s for s in samples if in_shard(s.id, options.shard)]  # seq stays the index in the whole run
 
 
-def _with_new_defaults(task_spec: Any, spec_model: Any) -> Any:
-    """A task spec recorded by an earlier vlmcheck, read through today's spec model: a field added since (with
-    its default, e.g. ``repeats=1``) is filled in, so that the run resumes instead of looking like another run."""
-    if spec_model is None or not isinstance(task_spec, dict):
-        return task_spec
-    try:
-        return spec_model.model_validate(task_spec).model_dump()
-    except ValueError:  # not a spec of this model: compared as recorded
-        return task_spec
-
-
 def _record_spec(store: RunStore, folder: Path, spec: dict[str, Any], spec_model: Any = None) -> None:
     """Check that a resumed store holds this run, then record the spec (and the key version of a new store)."""
     mark_run_folder(folder)
-    previous = store.get_meta("spec")
-    key_version = store.get_meta("key_version")
-    if key_version is None:  # a store from before key version 2 keeps its keys (run/calls.py)
-        key_version = 1 if previous else KEY_VERSION
-        store.set_meta("key_version", key_version)
-    check_spec(folder, previous, spec, spec_model, key_version)
+    key_version = key_version_of(store)
+    store.set_meta("key_version", key_version)
+    check_spec(folder, store.get_meta("spec"), spec, spec_model, key_version)
     store.set_meta("spec", spec)
 
 
@@ -322,26 +274,28 @@ def check_spec(folder: Path, previous: dict[str, Any] | None, spec: dict[str, An
                key_version: int) -> None:
     """Refuse (one sentence) to resume a store whose recorded spec is another run's: another shard, other models
     (by identity), data or settings.  Writes nothing: ``--dry-run`` asks it too (run/estimate.py)."""
-    if previous:
-        previous = {**previous, "task_spec": _with_new_defaults(previous.get("task_spec"), spec_model)}
-    if previous and (previous.get("shard") or None) != spec["shard"]:
+    if not previous:
+        return
+    old_task = previous.get("task_spec")
+    if spec_model is not None and isinstance(old_task, dict):
+        # recorded by an earlier vlmcheck: a field added since (e.g. ``repeats=1``) takes its default, so the run
+        # resumes instead of looking like another run; a spec of another model is compared as recorded
+        try:
+            old_task = spec_model.model_validate(old_task).model_dump()
+        except ValueError:
+            pass
+    if (previous.get("shard") or None) != spec["shard"]:
         raise RunFolderExists(f"{folder} holds shard {_shard_text(previous.get('shard'))} of a run, not "
                               f"{_shard_text(spec.get('shard'))}; use that shard's own folder")
-    if previous:
-        # a resumed run must be the same run: the same models (by identity, key version 2: endpoints and
-        # placement parameters may change), data (by content where the run pinned it: run/data_pin.py) and
-        # settings
-        pins = previous.get("data") if spec.get("data") else None
-        if pins:
-            why = data_difference(previous, spec)
-            if why:
-                raise RunFolderExists(f"{folder} holds a run on other data: {why}; give that data, or use a new "
-                                      "folder or --overwrite")
-        old_spec, new_spec = without_data_paths(previous.get("task_spec"), pins), \
-            without_data_paths(spec["task_spec"], pins)
-        same = (identity_spec(old_spec) == identity_spec(new_spec) if key_version >= 2 else old_spec == new_spec)
-        if not same:
-            raise RunFolderExists(f"{folder} holds a run with a different task spec; use a new folder or --overwrite")
+    # the same models (by identity since key version 2: endpoints and placement may change), data (by
+    # content where the run pinned it: run/data_pin.py) and settings
+    pins = previous.get("data") if spec.get("data") else None
+    if pins and (why := data_difference(previous, spec)):
+        raise RunFolderExists(f"{folder} holds a run on other data: {why}; give that data, or use a new folder "
+                              "or --overwrite")
+    old_spec, new_spec = without_data_paths(old_task, pins), without_data_paths(spec["task_spec"], pins)
+    if (identity_spec(old_spec) != identity_spec(new_spec) if key_version >= 2 else old_spec != new_spec):
+        raise RunFolderExists(f"{folder} holds a run with a different task spec; use a new folder or --overwrite")
 
 
 def _shard_text(shard: Any) -> str:
@@ -350,19 +304,14 @@ def _shard_text(shard: Any) -> str:
 
 def _map_model_strings(obj: Any, fn: Any) -> Any:
     """``obj`` (a task spec) with ``fn`` applied to every model spec string in it (a string whose provider is
-    registered), the rest kept."""
-    from ..core.spec import PROVIDERS  # a built-in provider is found without scanning the installed packages
-
-    def walk(x: Any) -> Any:
-        if isinstance(x, dict):
-            return {k: walk(v) for k, v in x.items()}
-        if isinstance(x, list):
-            return [walk(v) for v in x]
-        if isinstance(x, str) and ":" in x and x.split(":", 1)[0] in PROVIDERS:
-            return fn(x)
-        return x
-
-    return walk(obj)
+    registered: a built-in one is found without scanning the installed packages), the rest kept."""
+    if isinstance(obj, dict):
+        return {k: _map_model_strings(v, fn) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_map_model_strings(v, fn) for v in obj]
+    if isinstance(obj, str) and ":" in obj and obj.split(":", 1)[0] in PROVIDERS:
+        return fn(obj)
+    return obj
 
 
 def _model_strings(obj: Any) -> set[str]:
@@ -374,17 +323,12 @@ def _model_strings(obj: Any) -> set[str]:
 
 def identity_spec(task_spec: Any) -> Any:
     """``task_spec`` with every model spec string replaced by the model's identity (ModelSpec.identity)."""
-    from ..core.spec import identity_of
-
     return _map_model_strings(task_spec, identity_of)
 
 
 async def preflight(task: Task) -> None:
-    """One cheap check of every model the task holds that can check itself (API adapters: ``GET /models``),
-    so an unreachable server, a rejected key or a model that is not served stops the run at once with one
-    sentence, instead of after every sample has used up its retries."""
-    from ..core.roles import SupportsPreflight
-
+    """One cheap check of every model the task holds that can check itself (API adapters: ``GET /models``): an
+    unreachable server, a rejected key or a model not served stops the run at once, not after every retry."""
     seen: set[str] = set()
     for model in vars(task).values():
         model_id = getattr(model, "model_id", None)
@@ -396,21 +340,16 @@ async def preflight(task: Task) -> None:
 
 async def _run_samples(task: Task, todo: list[Sample], session: Session, options: RunOptions,
                        already: int, total: int, budget: Any = None, first: Any = None) -> None:
-    store = session.store
-    queue: asyncio.Queue[Sample] = asyncio.Queue()
-    for s in todo:
-        queue.put_nowait(s)
+    store, pending = session.store, iter(todo)  # one event loop: the workers take turns without a lock
     progress = Progress(task.name, total, already, enabled=options.progress)
 
     async def worker() -> None:
         while True:
-            if first is not None and first.refusal is not None:  # the run is refused (run/first_calls.py)
+            # the run refused (run/first_calls.py), or --max-cost reached: the rest waits for a resume
+            if (first is not None and first.refusal is not None) or (budget is not None and not budget.may_start()):
                 return
-            if budget is not None and not budget.may_start():  # --max-cost: the rest waits for a resume
-                return
-            try:
-                sample = queue.get_nowait()
-            except asyncio.QueueEmpty:
+            sample = next(pending, None)
+            if sample is None:
                 if budget is not None:
                     budget.started -= 1  # counted as started by may_start, but there was none
                 return
@@ -421,21 +360,19 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
             finally:
                 if budget is not None:
                     budget.done()
-            if outcome["status"] == "error":
+            failed = outcome["status"] == "error"
+            if failed:
                 store.put_sample_error(task.name, sample.id, sample.seq, outcome["error_type"], outcome["message"],
                                        outcome["partial"])
-                progress.advance(failed=True)
             else:
                 store.put_sample(task.name, sample.id, sample.seq, outcome["result"])
-                progress.advance()
+            progress.advance(failed=failed)
             if first is not None and first.observe(outcome):
                 return
 
-    # A few more samples than call slots (an eighth, at least 2): while `max_concurrency` requests are out, these
-    # have read their inputs and wait at the scheduler, so a freed slot is refilled at once instead of after the
-    # next sample's file I/O.  An eighth keeps the slots as full as twice as many would (bench/api_throughput.py,
-    # docs/benchmarks.md) for less peak memory, which stays under the pixel budget (core/inputs.py).
-    # `--max-concurrency 1` keeps its plain meaning.
+    # An eighth more samples than call slots (at least 2; none for --max-concurrency 1): they wait at the
+    # scheduler with their inputs read, so a freed slot is refilled at once, not after a sample's file I/O; as
+    # full as twice as many keep it (docs/benchmarks.md), for less peak memory.
     ahead = 0 if options.max_concurrency == 1 else max(2, options.max_concurrency // 8)
     n_workers = max(1, min(options.max_concurrency + ahead, len(todo)))
     if any(getattr(m, "batch", None) is not None for m in vars(task).values()):

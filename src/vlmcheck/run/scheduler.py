@@ -1,12 +1,6 @@
-"""Async scheduling of model calls: bounded concurrency per provider, retries.
-
-Retries use exponential backoff with full jitter (AWS architecture blog's
-"full jitter": sleep uniform(0, min(cap, base * 2**attempt))), and never less
-than a server's Retry-After.  Only error kinds listed as retryable in
-:mod:`vlmcheck.core.errors` are retried; a 400 fails at once.
-
-The concurrency slot is released while a call sleeps before its next try, so
-one throttled request does not hold back the others.
+"""Async scheduling of model calls: bounded concurrency per provider, and retries of the error kinds
+:mod:`vlmcheck.core.errors` marks retryable, with exponential backoff and full jitter (sleep uniform(0,
+min(cap, base * 2**attempt))), never sooner than a server's Retry-After.  A call's slot is free while it sleeps.
 """
 
 from __future__ import annotations
@@ -85,12 +79,9 @@ class Scheduler:
 
     async def call(self, key: str, fn: Callable[[], Awaitable[T]], *, limit: int | None = None,
                    timeout: float | None = None) -> tuple[T, int]:
-        """Run ``fn`` with retries; return (result, attempts) or raise :class:`CallFailed`.
-
-        Each attempt has a total deadline - the model's own ``timeout`` or the policy's ``call_timeout``,
-        whichever is shorter - covering connect, queueing in the SDK and the whole body.  The SDKs' own
-        timeouts are idle timeouts: a server that trickles one byte at a time never trips them.
-        """
+        """Run ``fn`` with retries; return (result, attempts) or raise :class:`CallFailed`.  Each attempt has a total
+        deadline, the shorter of the model's ``timeout`` and the policy's ``call_timeout``: the SDKs' own timeouts
+        are idle timeouts, which a server that trickles one byte at a time never trips."""
         sem = self._semaphore(key, limit)
         deadlines = [t for t in (timeout, self.retry.call_timeout) if t]
         deadline = min(deadlines) if deadlines else None
@@ -102,16 +93,15 @@ class Scheduler:
                     self.attempts += 1
                     if self.on_attempt is not None:
                         self.on_attempt(attempt)
-                    if deadline:
-                        try:
-                            # the deadline on this task itself: wait_for made a task per call to run it in
-                            async with asyncio.timeout(deadline):
-                                result = await fn()
-                        except (asyncio.TimeoutError, TimeoutError):
-                            raise ModelCallError("timeout", f"no complete answer within {deadline:g} s "
-                                                            "(the call's total deadline)") from None
-                    else:
-                        result = await fn()
+                    try:
+                        # the deadline on this task itself: wait_for made a task per call to run it in
+                        async with asyncio.timeout(deadline):
+                            result = await fn()
+                    except TimeoutError:
+                        if deadline is None:
+                            raise
+                        raise ModelCallError("timeout", f"no complete answer within {deadline:g} s "
+                                                        "(the call's total deadline)") from None
                 return result, attempt
             except asyncio.CancelledError:
                 raise

@@ -1,7 +1,6 @@
-"""What the server really returned, measured on a run's calls: sampling honoured, token
-log-probabilities present, usage reported.  The session (run/calls.py) feeds every generation to
-:class:`ServerChecks`; results.json keeps its ``result()`` as ``server_checks`` (run/outputs.py).  Only real
-answers from a server are checked (:func:`answers_from_a_server`): a dry run makes no claim about the server."""
+"""What the server really returned, measured on a run's calls (docs/usage.md, "Capabilities: declared, then
+measured"): sampling honoured, token log-probabilities present, usage reported; kept in results.json as
+``server_checks``.  Only real answers from a server are checked (:func:`answers_from_a_server`)."""
 
 from __future__ import annotations
 
@@ -12,14 +11,13 @@ from typing import Any
 
 from ..core.files import json_encoder
 from ..core.roles import Generation, GenerationConfig
+from ..core.spec import ModelSpec, SpecError, registration
 
 _key_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 @functools.lru_cache(maxsize=256)
 def _on_a_server(model_id: str) -> bool:
-    from ..core.spec import ModelSpec, SpecError, registration
-
     try:
         entry = registration(ModelSpec.parse(model_id).provider)
     except (SpecError, ValueError):
@@ -28,24 +26,15 @@ def _on_a_server(model_id: str) -> bool:
 
 
 def answers_from_a_server(model: Any) -> bool:
-    """Whether ``model``'s answers tell anything about a server: not a dry run's stand-in (its answers are made
-    up, no call was sent) nor a model that runs in this process (``ref:``, ``hf:``: registered as billed
-    "local"), whose answers say nothing about what a server did with the request."""
+    """Whether ``model``'s answers tell anything about a server: not a dry run's stand-in, nor a model that runs
+    in this process (``ref:``, ``hf:``: registered as billed "local")."""
     return not getattr(model, "dry_run", False) and _on_a_server(str(model.model_id))
 
 
 class ServerChecks:
-    """What the server really returned, measured on the run's calls, not assumed from the
-    adapter's declared capabilities:
-
-    * sampling: requests sent at a temperature above 0 with a seed are grouped by everything but the seed; when
-      the first :attr:`EARLY` groups answered by two or more seeds each gave one and the same answer, the server
-      ignores the temperature (``transformers serve`` samples only when the model's generation config does):
-      said at once, in one sentence, and marked in results.json;
-    * logprobs: calls that asked for token log-probabilities and got none;
-    * usage: fresh calls whose answer reported no token usage (cost and budget then count each at its estimate,
-      run/budget.py).
-    """
+    """What the server really returned, measured on the run's calls, not assumed from the adapter's declared
+    capabilities: sampling ignored (said at once when the first :attr:`EARLY` groups of requests that differ by
+    their seed alone each got one answer), token log-probabilities missing, usage not reported."""
 
     EARLY = 4  # groups of seeds compared before the warning (about one repeated sample per group)
     MAX_GROUPS = 256  # memory stays bounded on a long run: later groups are not followed

@@ -1,15 +1,9 @@
 """What the runner asks of a method: the :class:`Task` protocol, its samples, one sample's execution, and the
-registry of task names.
-
-The runner, ``merge`` and the Ray executor know methods only through this module: a method registers its
-task class under a name (``methods/__init__.py`` does so for the built-in ones, by import path so that a
-method's heavy dependencies load when it is first used), and a stored run spec is turned back into a task
-with :func:`task_from_spec`.  Nothing in ``run/`` imports a method.
+registry of task names (run/registry.py), through which alone ``run/`` knows a method: it imports none.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Protocol
 
@@ -52,16 +46,14 @@ class Task(Protocol):
 
 
 class SpecTask:
-    """Base for tasks defined by one pydantic spec in ``self.cfg``: rebuilt from it on resume, recorded as is.
-
-    ``reads``: the kinds of dataset record the method makes its items of (``datasets.RECORD_KINDS``: "images",
-    "yes/no", "multiple choice", ...), which ``vlmcheck list`` matches against what each benchmark's forms carry;
-    ``reports``: its headline figure, in words."""
+    """Base for tasks defined by one pydantic spec in ``self.cfg``: rebuilt from it on resume, recorded as is."""
 
     spec_model: type[BaseModel]
     cfg: BaseModel
+    # the kinds of dataset record it makes its items of (datasets.RECORD_KINDS: "images", "yes/no", ...), which
+    # `vlmcheck list` matches against what each benchmark's forms carry
     reads: tuple[str, ...] = ()
-    reports: str = ""
+    reports: str = ""  # its headline figure, in words
 
     @classmethod
     def from_spec(cls, task_spec: dict[str, Any]):
@@ -79,9 +71,8 @@ class SpecTask:
 
     @classmethod
     def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
-        """Whether the task's first N samples come from its dataset's first rows, in order (none drawn, paired
-        or sampled from the rest): then ``--limit N`` reads only the first rows of a streamed file
-        (core/dataset_files.first_rows).  False unless a method declares it."""
+        """Whether the task's first N samples come from its dataset's first N rows, in order: then ``--limit N``
+        reads only those rows of a streamed file (core/dataset_files.first_rows).  False unless declared."""
         return False
 
 
@@ -89,25 +80,19 @@ class SpecTask:
 
 
 class Outcome(NamedTuple):
-    """One finished sample's contribution to one headline metric: what ``compare``, the report's decisions and
-    ``plan`` read, so that none of them knows a method by name.
-
-    ``value`` the sample's per-sample outcome; ``unit`` the sampled unit it belongs to (the cluster a test
+    """One finished sample's contribution to one headline metric, read by ``compare``, the report's decisions and
+    ``plan``: ``value`` the sample's per-sample outcome; ``unit`` the sampled unit it belongs to (the cluster a test
     resamples or flips: the source image where several answers share one); ``source`` the seed image's pixel
     hash where the method records one (a pair whose hashes differ is left out); ``stratum`` the category when
     the headline is a mean of per-category means (GenCeption's MMECeption score), None when it is a mean over
     the samples; ``binary`` the value is right (1) or wrong (0); ``low``, ``high`` the range one value can take
-    (it caps an interval that too few units leave unbounded).  The first three fields keep the order of the
-    (value, cluster, source) tuples they replace.
+    (it caps an interval that too few units leave unbounded).
 
-    Where the headline is not a mean of per-sample values but a mean of ratios of counts pooled over the samples
-    (CAST: verdicts pooled per cell over pairs, the cells averaged), ``counts`` holds the sample's
-    (numerator, denominator) of each ratio, an array of shape (K, 2), and ``pooled(num, den)`` the headline
-    from the summed numerators and denominators (arrays (..., K), vectorised over leading axes; a mean of the
-    ratios num / den, so adding delta x den to every numerator adds delta to it).  Then every surface compares
-    that headline recomputed on the shared samples, and the paired test swaps whole units between the runs
-    and recomputes it (``metrics/pooled.py``), and ``plan`` plans it from each sample's influence on it
-    (``metrics/pooled.linearised``); ``value`` stays the sample's own share."""
+    Where the headline is a mean of ratios of counts pooled over the samples (CAST: verdicts pooled per cell,
+    the cells averaged), ``counts`` holds the sample's (numerator, denominator) of each ratio, shape (K, 2), and
+    ``pooled(num, den)`` the headline from the summed counts (arrays (..., K), vectorised over leading axes; a
+    mean of the ratios num / den).  Every surface then compares that headline recomputed on the shared samples
+    (``metrics/pooled.py``); ``value`` stays the sample's own share."""
 
     value: float
     unit: str
@@ -127,8 +112,7 @@ OutcomesFn = Callable[[dict[str, Any], dict[str, Any]], dict[str, Outcome]]
 
 class DecidableTask(Protocol):
     """A task whose runs ``compare``, ``plan`` and the report's decisions can test: its class has
-    ``decision_outcomes`` (a static :data:`OutcomesFn`).  A method without it is listed by them as "no
-    per-sample outcomes" (and its headline compared from the runs' intervals), never silently dropped."""
+    ``decision_outcomes`` (a static :data:`OutcomesFn`)."""
 
     decision_outcomes: OutcomesFn
 
@@ -140,7 +124,8 @@ register_outcomes = OUTCOMES.add
 
 
 def outcomes_for(name: str) -> OutcomesFn | None:
-    """How to read task ``name``'s per-sample outcomes: registered, or its class's ``decision_outcomes``."""
+    """How to read task ``name``'s per-sample outcomes: registered, or its class's static ``decision_outcomes``;
+    None: ``compare``, ``plan`` and the report list its runs as "no per-sample outcomes", never drop them."""
     return declared(name, OUTCOMES, "decision_outcomes", callable)
 
 
@@ -166,8 +151,6 @@ async def execute_sample(task: Task, sample: Sample, session: Session) -> dict[s
         if trace and isinstance(result, dict):
             result = {**result, "reasoning_trace": trace}
         return {"status": "done", "result": result}
-    except asyncio.CancelledError:
-        raise
     except Exception as exc:  # noqa: BLE001 - every failure is recorded per sample
         return {"status": "error", "error_type": error_type(exc), "message": str(exc),
                 "partial": getattr(exc, "partial", None)}

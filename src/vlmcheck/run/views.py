@@ -1,30 +1,8 @@
 """What the report, export, terminal and CLI show about a method's runs: a small per-method view, declared by the
-method and looked up by the run's task name, so that nothing above the methods switches on a method's name.
-
-A method gives its task class a ``report_view`` (a :class:`MethodView`), or registers one with
-:func:`register_view` (the built-in methods do so in ``methods/views.py``).  A method without one gets
-:data:`GENERIC`: its samples one row each (its ``answer``, its numeric fields), its headline in the summary, the
-first screen and the leaderboards, its records in the export - never silently absent.
-
-Every field is optional; what a field is for:
-
-- ``label``: the method's name as a reader writes it ("GenCeption"); the task name where empty.
-- ``row(result, folder) -> {"summary", "answer", "correct", "images"}``: a finished (or failed) sample's row in
-  the report's samples table; ``images`` a list of ``{"path", "label", ...}`` (path relative to the run folder
-  or absolute; the other keys are shown beside the thumbnail: ``answer``, ``ok``, ``neg_answer``, ``neg_ok``,
-  ``note``).
-- ``key_answer(result)``: what two runs of the method are compared on where they disagree (the report marks it).
-- ``panels``: the report's per-run sections the method fills, by name (``report/panels.py``: ``chains``,
-  ``heatmaps``, ``settings``, ``variants``); ``together``: its sections over several runs of the method
-  (``s_curve``).
-- ``leaderboard(folders, external_csv) -> board``: the method's leaderboard over several runs (``compare``, the
-  report, a sweep), None where it has none.
-- ``units``: (field, column): the export explodes a sample into one row per entry of ``result[field]``, naming
-  it in ``column``; None: one row per sample.
-- ``tables``: further export tables per run, ``{suffix: rows(folder)}`` (CAST's verdicts: ``<run>-verdicts``).
-- ``summary(model, metrics) -> [Line]``: what the terminal prints after a run; None: the headline.
-- ``columns``: the export's names for columns whose field names would mislead in a tidy row (ChEF's two
-  ``answer`` fields, the item's and the setting's, are both the right option's index: ``truth``).
+method (its task class's ``report_view``, or :func:`register_view`: ``methods/views.py`` for the built-in ones)
+and looked up by the run's task name, so that nothing above the methods switches on a method's name.  A method
+without one gets :data:`GENERIC`: one row per sample (its ``answer``, its numeric fields), its headline, its
+records in the export - never silently absent.
 """
 
 from __future__ import annotations
@@ -52,15 +30,26 @@ class Line(NamedTuple):
 
 @dataclass(frozen=True)
 class MethodView:
-    label: str = ""
+    """Every field is optional."""
+
+    label: str = ""  # the method's name as a reader writes it ("GenCeption"); the task name where empty
+    # a sample's row in the report's samples table, {"summary", "answer", "correct", "images"}: images a list of
+    # {"path" (relative to the run folder, or absolute), "label", and answer/ok/neg_answer/neg_ok/note shown beside}
     row: Callable[[dict[str, Any], Path], dict[str, Any]] | None = None
-    key_answer: Callable[[dict[str, Any]], Any] | None = None
+    key_answer: Callable[[dict[str, Any]], Any] | None = None  # what two runs are compared on where they disagree
+    # the report's per-run sections it fills, by name (report/panels.py: chains, heatmaps, settings, variants), and
+    # its sections over several runs of the method (s_curve)
     panels: tuple[str, ...] = ()
     together: tuple[str, ...] = ()
+    # (folders, external_csv) -> its leaderboard over several runs (compare, the report, a sweep); None: none
     leaderboard: Callable[..., dict[str, Any]] | None = None
+    # (field, column): the export's one row per entry of result[field], named in column; None: one per sample
     units: tuple[str, str] | None = None
+    # further export tables per run, {suffix: rows(folder)} (CAST's verdicts: <run>-verdicts)
     tables: Mapping[str, Callable[[Path], Iterator[dict[str, Any]]]] = field(default_factory=dict)
-    summary: Callable[[str, dict[str, Any]], list[Line]] | None = None
+    summary: Callable[[str, dict[str, Any]], list[Line]] | None = None  # what the terminal prints; None: headline
+    # the export's names for columns whose field names would mislead in a tidy row (ChEF's two ``answer`` fields,
+    # the item's and the setting's, are both the right option's index: ``truth``)
     columns: Mapping[str, str] = field(default_factory=dict)
 
 
