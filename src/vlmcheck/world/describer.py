@@ -1,35 +1,12 @@
-"""``ref:describer``: a reference VLM that sees only pixels.
+"""``ref:describer``: a reference VLM that sees only pixels (docs/world.md: what it answers, its error knobs).
 
-It perceives a world scene with :func:`~vlmcheck.world.perceive.perceive`
-(never the scene graph), then applies its *error knobs* to what it saw, then
-answers from that belief:
-
-* describe an image (any prompt that asks for a description, e.g. GenCeption's
-  P_Desc) with the canonical description of its belief;
-* yes/no, count, colour, shape, size, position, text, arithmetic and code
-  questions, with or without lettered options;
-* ``loglikelihood`` of answer continuations, with confidences taken from the
-  perception margins (so they are neither all 0 nor all 1, and errors made
-  by the knobs stay confidently wrong, as in real models);
-* CAST: list similarities between two scenes, and judge a statement about two
-  scenes, given as descriptions (text), as images (one side-by-side image or
-  two images), or both.
-
-Error knobs (spec parameters, probabilities in [0, 1]): ``omit`` (drop an
-object), ``hallucinate`` (per empty cell, add an object), ``confuse``
-(colour), ``misplace`` (move to a free cell), ``misread`` (one character of
-the text), ``yes_bias`` (say yes when it believes no); ``level=L`` sets them
-all at once (omit=confuse=misread=yes_bias=L, hallucinate=misplace=L/2);
-``seed`` picks which objects are affected.  The random draws are fixed per
-image and object, so raising a knob only adds errors to those of a lower
-setting: models of one family are strictly ordered by quality.
-
-On an image that is not a world scene (a photograph) it falls back to a
-pipeline description: EfficientNet-Lite0 labels, OCR text, dominant colours.
-When it does not understand a request it says so, like a weak model would.
+It perceives a world scene with :func:`~vlmcheck.world.perceive.perceive` (never the scene graph), applies its
+error knobs to what it saw, and answers from that belief, with confidences taken from the perception margins (so
+errors made by the knobs stay confidently wrong, as in real models). On a photograph it falls back to
+EfficientNet-Lite0 labels, OCR text and dominant colours; a request it does not understand it says so.
 
 Split by job: ``knobs.py`` (what it believes it saw), ``answering.py`` (answering each kind of question),
-``similarity.py`` (CAST's similarities and statements), this module (the model: requests in, text and
+``blind.py`` (asked without the image), ``similarity.py`` (CAST), this module (requests in, text and
 likelihoods out).
 """
 
@@ -54,9 +31,6 @@ from .answering import Answer, WorldAnswerer, _option_matches, soft_match
 from .knobs import Knobs, _uniforms, apply_knobs
 from .scene import Scene
 from .similarity import _CAST_FORMATS, _CAST_GEN, _CAST_WORDS, similarities, statement_holds
-
-
-# ----------------------------------------------------------------------------- the model
 
 
 #: What was perceived in an image, by the image's key (the pixels are needed only to perceive it, never to find
@@ -176,20 +150,13 @@ class RefDescriber:
         belief, conf, tconf, key, soft = seen
         q = lang.parse_question(prompt)
         ans = WorldAnswerer(belief, conf, tconf, self.knobs, key, soft).answer(q, prompt)
-        if q.options:
-            for letter, opt in self._option_scores(q, ans, belief):
-                return f"{letter}. {opt}"
-            return "None of the options matches what I see."
-        return ans.text
-
-    @staticmethod
-    def _option_scores(q: lang.Question, ans: Answer, belief: Scene) -> list[tuple[str, str]]:
-        """Options consistent with the belief: by the answer value, or (for 'which of these ...'
-        questions) each option read as a claim about the image."""
+        if not q.options:
+            return ans.text
+        # the first option that agrees with the answer's value, or ('which of these ...') that holds as a claim
         hits = [(letter, opt) for letter, opt in q.options if _option_matches(ans, opt)]
         if not hits and ans.value is None:
             hits = [(letter, opt) for letter, opt in q.options if statement_holds(opt, belief)]
-        return hits
+        return f"{hits[0][0]}. {hits[0][1]}" if hits else "None of the options matches what I see."
 
     def _loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
         prompt, images = self._request(messages)
@@ -361,7 +328,3 @@ def _union(a: Scene | None, b: Scene | None) -> Scene:
     cells = {(o.row, o.col): o for o in b.objects}
     cells.update({(o.row, o.col): o for o in a.objects})
     return Scene(background=a.background, objects=[cells[k] for k in sorted(cells)], text=a.text or b.text)
-
-
-def make_describer(spec: ModelSpec, role: str) -> RefDescriber:
-    return RefDescriber(spec)

@@ -145,7 +145,3 @@ class RefNegator(RuleTextModel):
             question = question[:-1]
         neg = negate_question(question)
         return neg if neg else "I cannot negate this question: it is not a yes/no question I can rephrase."
-
-
-def make_negator(spec: ModelSpec, role: str) -> RefNegator:
-    return RefNegator(spec)

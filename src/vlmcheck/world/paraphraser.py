@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 
-from ..core.spec import ModelSpec
 from .negator import RuleTextModel
 from .rewriter import _lower_first
 
@@ -66,7 +65,3 @@ class RefParaphraser(RuleTextModel):
         if not m:
             return "I can only rephrase a question given in the VHExpansion rephrasing prompt."
         return paraphrase(m.group(3).strip(), int(m.group(1)))
-
-
-def make_paraphraser(spec: ModelSpec, role: str) -> RefParaphraser:
-    return RefParaphraser(spec)

@@ -4,22 +4,13 @@ Steps: estimate the background from the border; label every pixel with the neare
 colours, black (text) or the background; take connected components per colour; classify each component's shape
 from its geometry (fill of its bounding box, aspect ratio, solidity, where its widest row is); put it on the
 3x3 grid by its centre and call it large or small by its extent. Text: the black pixels are cropped to one
-line and read with RapidOCR's recognition model (PP-OCRv4, ONNX weights shipped in the PyPI package).
+line and read with RapidOCR's recognition model.
 
 An image whose border is not one flat colour, or whose pixels are not explained by the palette, is not a clean
-world scene. With ``robust=True`` (``ref:describer?robust=1``), :func:`perceive` then tries
-:func:`perceive_degraded`, which reads a corrupted scene (noise, blur, fog, brightness, crop, rotation -
-ChEF's composite chain): a stronger median filter, the background as the most frequent colour rather than the
-border's, a von Kries gain that maps it to the nearest world background (brightness and tint), saturation
-rescaled by its 95th percentile among foreground pixels (fog and contrast), and each pixel named by the
-nearest palette colour in hue, saturation and value with hue weighted most. Its confidences are scaled down by
-how much of the coloured foreground its objects explain. A reading that explains too little of the foreground,
-or finds a coloured region larger than a grid cell, is not taken for a scene: ``None``, and the describer
-falls back to its photo pipeline. These checks do not tell every photograph from a corrupted scene (a cat's
-fur passes), which is why the robust reading is a knob of the describer, off by default: a model with sturdier
-eyes that can also be fooled. Measured on 40 world scenes under the composite chain: 14 read by the strict
-path alone, 39 with the degraded one; objects right (colour, shape and cell) 5 -> 40 of 167. On clean scenes
-both paths read every object.
+world scene. With ``robust=True`` (``ref:describer?robust=1``, docs/world.md), :func:`perceive` then tries
+:func:`perceive_degraded`, which reads a scene under ChEF's corruptions; a reading that explains too little of
+the coloured foreground, or finds a coloured region larger than a grid cell, is no scene (``None``), and the
+describer falls back to its photo pipeline.
 """
 
 from __future__ import annotations
@@ -268,7 +259,8 @@ def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Percei
             extent = max(ys.max() - ys.min(), xs.max() - xs.min()) + 1
             size = "large" if extent > 0.55 * cell else "small"
             shape, c = classify_shape(mask)  # moving the mask moves no shape measure
-            found[(row, col)] = (float(areas[k]), SceneObject(shape=shape, color=cname, size=size, row=row, col=col), c)
+            obj = SceneObject(shape=shape, color=cname, size=size, row=row, col=col)
+            found[(row, col)] = (float(areas[k]), obj, c)
     cells = sorted(found)
     objects = [found[rc][1] for rc in cells]
     confidence = {i: found[rc][2] for i, rc in enumerate(cells)}
@@ -280,7 +272,8 @@ def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Percei
         cols = np.nonzero(dark.sum(axis=0) >= 2)[0]
         if rows.size and cols.size:
             pad = max(4, int(0.02 * H))
-            crop = arr[max(rows.min() - pad, 0): rows.max() + pad + 1, max(cols.min() - pad, 0): cols.max() + pad + 1]
+            crop = arr[max(rows.min() - pad, 0): rows.max() + pad + 1,
+                       max(cols.min() - pad, 0): cols.max() + pad + 1]
             read, tconf = read_text(np.ascontiguousarray(crop))
             text = read or None
     scene = Scene(background=bg_name, objects=objects, text=text)
@@ -347,7 +340,8 @@ def perceive_degraded(img: Image.Image) -> Perceived | None:
     fg &= (s_n > 0.25) & (v > 0.25)  # grey and near-black pixels (text, a rotation's corners) are no object
     dh = np.abs(h[..., None] - _PH)
     dh = np.minimum(dh, 1 - dh)
-    label = ((dh / 0.08) ** 2 + ((s_n[..., None] - _PS) / 0.35) ** 2 + ((v[..., None] - _PV) / 0.3) ** 2).argmin(-1)
+    label = ((dh / 0.08) ** 2 + ((s_n[..., None] - _PS) / 0.35) ** 2
+             + ((v[..., None] - _PV) / 0.3) ** 2).argmin(-1)
     cell = min(H, W) / 3.0
     min_area = (0.2 * 0.5 * cell) ** 2
     found: dict[tuple[int, int], tuple[float, SceneObject, float]] = {}
@@ -380,7 +374,8 @@ def perceive_degraded(img: Image.Image) -> Perceived | None:
                 continue
             shape, c = classify_shape_by_template(mask)
             size = "large" if extent > 0.55 * cell else "small"
-            found[(row, col)] = (float(areas[k]), SceneObject(shape=shape, color=cname, size=size, row=row, col=col), c)
+            obj = SceneObject(shape=shape, color=cname, size=size, row=row, col=col)
+            found[(row, col)] = (float(areas[k]), obj, c)
     coverage = kept / float(fg.sum()) if fg.sum() else 0.0
     if not found or coverage < MIN_COVERAGE or big > kept:
         return None  # mostly regions larger than a cell: a photograph, not a world scene

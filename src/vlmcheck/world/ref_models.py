@@ -109,15 +109,3 @@ class PhotoDescriber:
         text = " ".join(words[: config.max_tokens])
         return Generation(text=text, finish_reason="length" if truncated else "stop",
                           usage=Usage(input_tokens=len(prompt.split()), output_tokens=len(text.split())))
-
-
-def make_pixels(spec: ModelSpec, role: str) -> PixelEncoder:
-    return PixelEncoder(spec)
-
-
-def make_effnet(spec: ModelSpec, role: str) -> EffNetEncoder:
-    return EffNetEncoder(spec)
-
-
-def make_photo(spec: ModelSpec, role: str) -> PhotoDescriber:
-    return PhotoDescriber(spec)

@@ -36,7 +36,3 @@ class RefRenderer:
 
     async def generate_image(self, prompt: str, seed: int | None = None) -> Image.Image:
         return await asyncio.to_thread(self.render, prompt)
-
-
-def make_renderer(spec: ModelSpec, role: str) -> RefRenderer:
-    return RefRenderer(spec)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 
-from ..core.spec import ModelSpec
 from .negator import RuleTextModel
 
 _BACK = [(r"\bcolou?r\b", "hue"), (r"\bimage\b", "picture"), (r"\bpicture\b", "photo"),
@@ -115,7 +114,3 @@ class RefRewriter(RuleTextModel):
             if key in low:
                 return RULES[name](question)
         return question
-
-
-def make_rewriter(spec: ModelSpec, role: str) -> RefRewriter:
-    return RefRewriter(spec)
