@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .api import run_task
+from .api import results_state, run_task
 from .core.files import read_jsonl, write_text_atomic
 from .report import terminal
 from .run.runner import RunFolderExists, RunOptions
@@ -170,10 +170,7 @@ def _runs(out: Path) -> list[Path]:
 def _digest(runs: list[Path]) -> str:
     h = hashlib.sha256()
     for run in runs:
-        h.update(str(run).encode() + b"\0")
-        results = json.loads((run / "results.json").read_text(encoding="utf-8"))
-        results.pop("session", None)  # this process's call counts: not part of what the report shows
-        h.update(json.dumps(results, sort_keys=True).encode() + b"\0")
+        h.update(str(run).encode() + b"\0" + results_state(run).encode() + b"\0")
     return h.hexdigest()
 
 
@@ -204,6 +201,5 @@ def _report(out: Path, screenshots: bool) -> tuple[Path, list[Path], bool]:
             console.print(f"[yellow]note:[/yellow] no screenshots of the report: {why}")
     if shots:
         console.print(f"Screenshots of the report (first screen, samples, chains; desktop and phone): {shots_dir} "
-                      f"({len(shots)} files)",
-                      highlight=False)
+                      f"({len(shots)} files)", highlight=False)
     return page, shots, reused
