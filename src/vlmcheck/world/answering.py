@@ -13,7 +13,7 @@ import numpy as np
 
 from . import language as lang
 from .knobs import Knobs, _uniforms
-from .scene import Scene, SceneObject, canonical_text, describe_scene, position_name
+from .scene import POSITIONS, Scene, SceneObject, canonical_text, describe_scene, position_name
 
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -56,9 +56,6 @@ def _eval(node):
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS and not node.keywords:
         return _FUNCS[node.func.id](*[_eval(a) for a in node.args])
     raise ValueError("unsupported expression")
-
-
-# ----------------------------------------------------------------------------- answers
 
 
 @dataclass
@@ -199,13 +196,7 @@ def _option_matches(ans: Answer, option: str) -> bool:
         nums = re.findall(r"-?\d+(?:\.\d+)?", opt) or [str(lang.NUMBERS[w]) for w in lang.words(opt)
                                                       if w in lang.NUMBERS and w not in ("a", "an")]
         return bool(nums) and nums[0] == val
-    if ans.kind == "value" and val in POSITION_WORDS:
+    if ans.kind == "value" and val in POSITIONS:
         pos = lang.find_position(opt)
         return pos is not None and position_name(*pos) == val
     return canonical_text(val) == canonical_text(opt) or re.search(rf"\b{re.escape(val)}\b", opt) is not None
-
-
-POSITION_WORDS = {position_name(r, c) for r in range(3) for c in range(3)}
-
-
-# ----------------------------------------------------------------------------- CAST

@@ -22,10 +22,11 @@ from PIL import Image
 
 from ..core.images import BoundedCache, image_hash, to_rgb
 from ..core.messages import ImagePart, Message
-from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, Usage
+from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood
 from ..core.spec import ModelSpec
 from . import language as lang
 from .perceive import Perceived, perceive, read_photo_text
+from .ref_models import RefModel, describe_photo, generation
 from .blind import blind_answer
 from .answering import Answer, WorldAnswerer, _option_matches, soft_match
 from .knobs import Knobs, _uniforms, apply_knobs
@@ -66,19 +67,17 @@ def _decoded(part: ImagePart) -> Image.Image:
     return img
 
 
-class RefDescriber:
+class RefDescriber(RefModel):
     """The ``ref:describer`` VLM (see module docstring)."""
 
+    name, capabilities = "describer", Capabilities(multi_image=True, loglikelihood=True, seeded=True)
+
     def __init__(self, spec: ModelSpec | None = None) -> None:
-        params = dict(spec.params) if spec else {}
-        self.knobs = Knobs.from_params(params)
+        self.knobs = Knobs.from_params(dict(spec.params) if spec else {})
         # robust=1: also read corrupted scenes (perceive_degraded); such a describer may take a photograph's
         # coloured regions for a scene's objects, so it is a knob, off by default
         self.robust = spec.get_bool("robust", False) if spec else False
-        self.model_id = spec.canonical() if spec else "ref:describer"
-        self.capabilities = Capabilities(multi_image=True, loglikelihood=True, seeded=True)
-        self.concurrency_key = "ref:describer"
-        self.max_concurrency = 2
+        super().__init__(spec)
 
     # -- perception ---------------------------------------------------------------
 
@@ -108,14 +107,8 @@ class RefDescriber:
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         text = await asyncio.to_thread(self._respond, messages)
-        words = text.split()
-        truncated = len(words) > config.max_tokens
-        if truncated:
-            text = " ".join(words[: config.max_tokens])
-        prompt_words = sum(len(m.text.split()) for m in messages)
-        n_images = sum(len(m.images) for m in messages)
-        return Generation(text=text, finish_reason="length" if truncated else "stop",
-                          usage=Usage(input_tokens=prompt_words + 64 * n_images, output_tokens=len(text.split())))
+        prompt_tokens = sum(len(m.text.split()) + 64 * len(m.images) for m in messages)
+        return generation(text, config.max_tokens, prompt_tokens)
 
     async def loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
         return await asyncio.to_thread(self._loglikelihood, messages, continuations)
@@ -252,8 +245,6 @@ class RefDescriber:
         return pos if both else neg
 
     def _photo_answer(self, prompt: str, img: Image.Image) -> str:
-        from .ref_models import describe_photo
-
         q = lang.parse_question(prompt)
         if q.kind == "describe":
             text = describe_photo(img)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core.spec import SpecError
 from .perceive import Perceived
-from .scene import COLORS, SHAPES, SIZES, Scene, SceneObject
+from .scene import COLORS, SHAPES, SIZES, Scene, SceneObject, shifted
 
 
 KNOBS = ("omit", "hallucinate", "confuse", "misplace", "misread", "yes_bias")
@@ -117,13 +117,4 @@ def _misread(text: str, pos: int, alt: int) -> str:
     if not idx:
         return text
     i = idx[pos % len(idx)]
-    ch = text[i]
-    if ch.isdigit():
-        new = str((int(ch) + alt) % 10)
-    else:
-        base = "a" if ch.islower() else "A"
-        new = chr((ord(ch) - ord(base) + alt) % 26 + ord(base))
-    return text[:i] + new + text[i + 1:]
-
-
-# ----------------------------------------------------------------------------- arithmetic and code
+    return text[:i] + shifted(text[i], alt) + text[i + 1:]

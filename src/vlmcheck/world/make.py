@@ -31,7 +31,8 @@ import numpy as np
 from ..core.files import staged_folder, write_bytes_atomic, write_text_atomic
 from ..core.images import encode_image
 from .scene import (BACKGROUNDS, CATEGORIES, COLORS, POSITIONS, SHAPES, Scene, SceneObject, describe_scene,
-                    generate_scene, number_word, plural, position_name, render_scene)
+                    generate_scene, number_word, plural, position_name, render_scene, shifted)
+from .ref_models import article
 from .answering import evaluate
 
 
@@ -65,9 +66,9 @@ def scene_questions(scene: Scene, rng: np.random.Generator) -> list[dict]:
     o = unique[int(rng.integers(len(unique)))] if unique else None
     if cat in ("existence", "shape") or (cat in CATEGORIES[:5] and o is None):
         if o is not None:
-            qs.append(_yn(f"Is there {_a(o.color)} {o.color} {o.shape} in the image?", True, "existence"))
+            qs.append(_yn(f"Is there {article(o.color)} {o.color} {o.shape} in the image?", True, "existence"))
         c, s = _absent_kind(scene, rng)
-        qs.append(_yn(f"Is there {_a(c)} {c} {s} in the image?", False, "existence"))
+        qs.append(_yn(f"Is there {article(c)} {c} {s} in the image?", False, "existence"))
         if o is not None and cat == "shape":
             qs.append(_mc(f"What shape is the {o.color} object in the {o.position}?", o.shape,
                           list(rng.permutation([x for x in SHAPES if x != o.shape])), rng, "shape"))
@@ -93,9 +94,9 @@ def scene_questions(scene: Scene, rng: np.random.Generator) -> list[dict]:
                       "position"))
     elif cat == "color":
         wrong = str(rng.choice([c for c in COLORS if c != o.color]))
-        qs.append(_yn(f"Is there {_a(o.color)} {o.color} {o.shape} in the {o.position} of the image?", True,
+        qs.append(_yn(f"Is there {article(o.color)} {o.color} {o.shape} in the {o.position} of the image?", True,
                       "color"))
-        qs.append(_yn(f"Is there {_a(wrong)} {wrong} {o.shape} in the {o.position} of the image?", False, "color"))
+        qs.append(_yn(f"Is there {article(wrong)} {wrong} {o.shape} in the {o.position} of the image?", False, "color"))
         qs.append(_mc(f"What color is the {o.shape} in the {o.position}?", o.color,
                       list(rng.permutation([c for c in COLORS if c != o.color])), rng, "color"))
     elif cat == "ocr":
@@ -117,22 +118,13 @@ def scene_questions(scene: Scene, rng: np.random.Generator) -> list[dict]:
     return qs
 
 
-def _a(word: str) -> str:
-    return "an" if word[:1] in "aeiou" else "a"
-
-
 def _fake_text(text: str, rng: np.random.Generator) -> str:
     chars = list(text)
     idx = [i for i, ch in enumerate(chars) if ch.isalnum()]
     if not idx:
         return text + "x"
     i = int(rng.choice(idx))
-    ch = chars[i]
-    if ch.isdigit():
-        chars[i] = str((int(ch) + int(rng.integers(1, 10))) % 10)
-    else:
-        base = "a" if ch.islower() else "A"
-        chars[i] = chr((ord(ch) - ord(base) + int(rng.integers(1, 26))) % 26 + ord(base))
+    chars[i] = shifted(chars[i], int(rng.integers(1, 10 if chars[i].isdigit() else 26)))
     return "".join(chars)
 
 

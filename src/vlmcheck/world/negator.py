@@ -18,8 +18,8 @@ import re
 
 from ..core.messages import Message
 from ..core.questions import ARTICLE_RE, DETS, FUNCTION_WORDS, past, split_context, third_person
-from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
-from ..core.spec import ModelSpec
+from ..core.roles import Capabilities, Generation, GenerationConfig
+from .ref_models import RefModel, generation
 
 _BE = {"is", "are", "was", "were"}
 _DO = {"does", "do", "did"}
@@ -112,16 +112,10 @@ def _looks_like_verb(w: str) -> bool:
     return w.lower() in _VERBS
 
 
-class RuleTextModel:
+class RuleTextModel(RefModel):
     """A rule-based reference ``TextModel``: ``respond(prompt) -> text`` on the user turns, in a worker thread."""
 
-    name = "rule"
-
-    def __init__(self, spec: ModelSpec | None = None) -> None:
-        self.model_id = spec.canonical() if spec else f"ref:{self.name}"
-        self.capabilities = Capabilities(multi_image=False, seeded=True)
-        self.concurrency_key = f"ref:{self.name}"
-        self.max_concurrency = 4
+    name, capabilities, max_concurrency = "rule", Capabilities(multi_image=False, seeded=True), 4
 
     def respond(self, prompt: str) -> str:
         raise NotImplementedError
@@ -129,8 +123,7 @@ class RuleTextModel:
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         prompt = " ".join(m.text for m in messages if m.role == "user")
         text = await asyncio.to_thread(self.respond, prompt)
-        return Generation(text=text, finish_reason="stop",
-                          usage=Usage(input_tokens=len(prompt.split()), output_tokens=len(text.split())))
+        return generation(text, None, len(prompt.split()))
 
 
 class RefNegator(RuleTextModel):

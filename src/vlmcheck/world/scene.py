@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from typing import Literal
 
 import numpy as np
@@ -118,15 +119,20 @@ def canonical_text(text: str) -> str:
         elif tok in ")]":
             out = out.rstrip() + tok
         elif tok in "([":
-            if out and out[-1].isalnum():
-                out += tok  # call: print(
-            else:
-                out += tok
+            out += tok
         else:
             if out and (out[-1].isalnum() or out[-1] in ")]"):
                 out += " "
             out += tok
     return re.sub(r"\s+", " ", out).strip()
+
+
+def shifted(ch: str, step: int) -> str:
+    """The digit or letter ``step`` places after ``ch`` (cyclic, same case): a misread character."""
+    if ch.isdigit():
+        return str((int(ch) + step) % 10)
+    base = ord("a" if ch.islower() else "A")
+    return chr((ord(ch) - base + step) % 26 + base)
 
 
 _WORDS = ("apple", "river", "cat", "house", "green tea", "sunset", "robot", "piano", "garden", "winter",
@@ -272,9 +278,7 @@ def describe_scene(scene: Scene) -> str:
         where = "In the center" if obj.position == "center" else f"In the {obj.position}"
         parts.append(f"{where} there is a {obj.phrase()}.")
     if scene.objects:
-        counts: dict[str, int] = {}
-        for o in scene.objects:
-            counts[o.shape] = counts.get(o.shape, 0) + 1
+        counts = Counter(o.shape for o in scene.objects)
         items = [f"{number_word(k)} {s if k == 1 else plural(s)}" for s, k in sorted(counts.items())]
         parts.append(f"In total there {'is' if n == 1 else 'are'} {_join(items)}.")
         colors = sorted({o.color for o in scene.objects})
