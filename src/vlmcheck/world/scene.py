@@ -178,14 +178,14 @@ def generate_scene(rng: np.random.Generator, category: str) -> Scene:
             if i < k:
                 objects.append(SceneObject(shape=shape, color=color, size=str(rng.choice(SIZES)), row=r, col=c))
             else:
-                objects.append(_random_object(rng, r, c))
+                objects.append(random_object(rng, r, c))
     else:
-        objects = [_random_object(rng, r, c) for r, c in chosen]
+        objects = [random_object(rng, r, c) for r, c in chosen]
     text = _make_text(category, rng) if textual else None
     return Scene(background=background, objects=objects, text=text, category=category)
 
 
-def _random_object(rng: np.random.Generator, r: int, c: int) -> SceneObject:
+def random_object(rng: np.random.Generator, r: int, c: int) -> SceneObject:
     return SceneObject(shape=str(rng.choice(SHAPES)), color=str(rng.choice(COLORS)),
                        size=str(rng.choice(SIZES)), row=r, col=c)
 
