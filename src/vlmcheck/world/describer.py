@@ -25,7 +25,7 @@ from ..core.messages import ImagePart, Message
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood
 from ..core.spec import ModelSpec
 from . import language as lang
-from .perceive import Perceived, perceive, read_photo_text
+from .perceive import perceive, read_photo_text
 from .ref_models import RefModel, describe_photo, generation
 from .blind import blind_answer
 from .answering import Answer, WorldAnswerer, _option_matches, soft_match
@@ -39,14 +39,6 @@ from .similarity import _CAST_FORMATS, _CAST_GEN, _CAST_WORDS, similarities, sta
 _PERCEPTIONS = BoundedCache(512)
 _KEY = "_vlmcheck_key"  # an attribute of a request's decoded image: the key its part was sent with
 _UNSEEN = object()
-
-
-def _perceived(key: str, img: Image.Image, robust: bool) -> Perceived | None:
-    p = _PERCEPTIONS.get((key, robust), _UNSEEN)
-    if p is _UNSEEN:  # two threads may both perceive it: the same reading
-        p = perceive(img.convert("RGB"), robust=robust)
-        _PERCEPTIONS.put((key, robust), p)
-    return p
 
 
 #: Request images decoded once, by their part's key, within 128 MB of pixels (a 4000-px photo is 48 MB): CAST
@@ -79,11 +71,12 @@ class RefDescriber(RefModel):
         self.robust = spec.get_bool("robust", False) if spec else False
         super().__init__(spec)
 
-    # -- perception ---------------------------------------------------------------
-
     def _see(self, img: Image.Image) -> tuple[Scene, dict[int, float], float, str, bool] | None:
-        key = getattr(img, _KEY, None) or f"pixels:{image_hash(img.convert('RGB'))}"
-        p = _perceived(key, img, self.robust)
+        key = (getattr(img, _KEY, None) or f"pixels:{image_hash(img.convert('RGB'))}", self.robust)
+        p = _PERCEPTIONS.get(key, _UNSEEN)
+        if p is _UNSEEN:  # two threads may both perceive it: the same reading
+            p = perceive(img.convert("RGB"), robust=self.robust)
+            _PERCEPTIONS.put(key, p)
         if p is None:
             return None
         # errors are drawn per perceived content, not per pixel hash: a perturbed copy that looks the same
@@ -97,13 +90,7 @@ class RefDescriber(RefModel):
             im = images[0]
             half = im.width // 2
             images = [im.crop((0, 0, half, im.height)), im.crop((im.width - half, 0, im.width, im.height))]
-        out = []
-        for im in images[:2]:
-            seen = self._see(im)
-            out.append(seen[0] if seen else None)
-        return out
-
-    # -- role methods ----------------------------------------------------------------
+        return [seen[0] if (seen := self._see(im)) else None for im in images[:2]]
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         text = await asyncio.to_thread(self._respond, messages)
@@ -113,20 +100,13 @@ class RefDescriber(RefModel):
     async def loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
         return await asyncio.to_thread(self._loglikelihood, messages, continuations)
 
-    # -- internals ---------------------------------------------------------------------
-
     def _request(self, messages: list[Message]) -> tuple[str, list[Image.Image]]:
         users = [m for m in messages if m.role == "user"]
         if not users:
             return "", []
-        last = users[-1]
-        images = [_decoded(im) for im in last.images]
-        if not images:  # the image may sit in an earlier turn of the same conversation
-            for m in reversed(users[:-1]):
-                if m.images:
-                    images = [_decoded(im) for im in m.images]
-                    break
-        return last.text, images
+        # the images of the last turn that has any: they may sit in an earlier turn of the same conversation
+        shown = [m for m in users if m.images]
+        return users[-1].text, [_decoded(im) for im in shown[-1].images] if shown else []
 
     def _respond(self, messages: list[Message]) -> str:
         prompt, images = self._request(messages)

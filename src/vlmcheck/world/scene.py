@@ -1,14 +1,6 @@
-"""Scenes of the reference world: scene graphs, seeded generation, rendering.
-
-A scene is a background colour, up to nine objects on a 3x3 grid (one per
-cell) and optionally one line of black text in the bottom row.  Objects have
-one of six shapes, eight named colours and two sizes.  Rendering is
-deterministic (no anti-aliasing, Pillow's bundled font), so the same scene
-gives the same pixels on every machine with the same Pillow version.
-
-The canonical English description (:func:`describe_scene`) is what an
-error-free describer says and what :mod:`vlmcheck.world.language` parses back
-into the same scene graph.
+"""Scenes of the reference world (docs/world.md): scene graphs, seeded generation, rendering (deterministic: no
+anti-aliasing, Pillow's bundled font), and the canonical English description (:func:`describe_scene`), which is
+what an error-free describer says and what :mod:`vlmcheck.world.language` parses back into the same scene.
 """
 
 from __future__ import annotations
@@ -209,13 +201,10 @@ def shape_polygon(shape: str, cx: float, cy: float, r: float) -> list[tuple[floa
         return [(cx, cy - r), (cx + 0.75 * r, cy), (cx, cy + r), (cx - 0.75 * r, cy)]
     if shape == "hexagon":  # flat top and bottom: height/width = 0.866
         return [(cx + r * math.cos(a), cy + r * math.sin(a)) for a in np.arange(6) * math.pi / 3]
-    if shape == "star":
-        pts = []
-        for i in range(10):
-            rad = r if i % 2 == 0 else 0.42 * r
-            a = -math.pi / 2 + i * math.pi / 5
-            pts.append((cx + rad * math.cos(a), cy + rad * math.sin(a)))
-        return pts
+    if shape == "star":  # outer and inner (0.42 r) points in turn, the first at the top
+        radii = [r if i % 2 == 0 else 0.42 * r for i in range(10)]
+        angles = [-math.pi / 2 + i * math.pi / 5 for i in range(10)]
+        return [(cx + q * math.cos(a), cy + q * math.sin(a)) for q, a in zip(radii, angles)]
     raise ValueError(f"unknown shape {shape!r}")
 
 
@@ -230,11 +219,6 @@ def object_box(obj: SceneObject) -> list[float]:
     poly = shape_polygon(obj.shape, cx, cy, r) or [(cx - r, cy - r), (cx + r, cy + r)]
     xs, ys = [x for x, _ in poly], [y for _, y in poly]
     return [min(xs), min(ys), max(xs), max(ys)]
-
-
-def font(size: int) -> ImageFont.FreeTypeFont:
-    """Pillow's bundled font (no system fonts: identical on every machine)."""
-    return ImageFont.load_default(size=size)
 
 
 def render_scene(scene: Scene, size: int = 384) -> Image.Image:
@@ -252,7 +236,7 @@ def render_scene(scene: Scene, size: int = 384) -> Image.Image:
         else:
             draw.polygon([(round(x), round(y)) for x, y in poly], fill=fill)
     if scene.text:
-        fnt = font(max(10, round(size * 0.075)))
+        fnt = ImageFont.load_default(size=max(10, round(size * 0.075)))  # bundled: the same on every machine
         box = draw.textbbox((0, 0), scene.text, font=fnt)
         w, h = box[2] - box[0], box[3] - box[1]
         x = (size - w) / 2 - box[0]
