@@ -26,8 +26,9 @@ from scipy import ndimage
 from .colors import NAMED_COLORS
 from .scene import BACKGROUNDS, Scene, SceneObject, canonical_text
 
-_PALETTE_NAMES = list(NAMED_COLORS) + ["_text"]
 _PALETTE = np.array(list(NAMED_COLORS.values()) + [(15, 15, 15)], dtype=np.float32)
+_BG_NAMES = list(BACKGROUNDS)
+_BG_RGB = np.array(list(BACKGROUNDS.values()), dtype=np.float32)
 
 
 @dataclass
@@ -86,10 +87,7 @@ _ocr_lock = threading.Lock()
 
 def read_text(crop: np.ndarray) -> tuple[str, float]:
     """Recognise one line of text in an RGB crop; returns (text, score)."""
-    lines = _ocr(crop, rec_only=True)
-    if not lines:
-        return "", 0.0
-    text, score = lines[0]
+    text, score = next(iter(_ocr(crop, rec_only=True)), ("", 0.0))
     return canonical_text(text), score
 
 
@@ -198,10 +196,7 @@ def _background(arr: np.ndarray) -> tuple[str, np.ndarray] | None:
     med = np.median(border, axis=0)
     if np.mean(np.abs(border - med).sum(axis=1) < 40) < 0.9:
         return None
-    names = list(BACKGROUNDS)
-    ref = np.array([BACKGROUNDS[n] for n in names], dtype=np.float32)
-    d = ((ref - med) ** 2).sum(axis=1)
-    return names[int(np.argmin(d))], med
+    return _BG_NAMES[int(np.argmin(((_BG_RGB - med) ** 2).sum(axis=1)))], med
 
 
 def perceive(img: Image.Image, *, read_text_lines: bool = True, robust: bool = False) -> Perceived | None:
@@ -240,7 +235,7 @@ def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Percei
     cell = min(H, W) / 3.0
     min_area = (0.2 * 0.5 * cell) ** 2  # well under a small object's area
     found: dict[tuple[int, int], tuple[float, SceneObject, float]] = {}  # cell -> (area, object, conf)
-    for ci, cname in enumerate(_PALETTE_NAMES[:-1]):
+    for ci, cname in enumerate(NAMED_COLORS):
         comp, n = ndimage.label(label == ci)
         if n == 0:
             continue
@@ -282,8 +277,7 @@ def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Percei
 
 # ----------------------------------------------------------------------------- degraded scenes
 
-_NAMES = list(NAMED_COLORS)
-_PAL01 = np.array([NAMED_COLORS[n] for n in _NAMES], dtype=np.float32) / 255.0
+_PAL01 = _PALETTE[:-1] / 255.0
 MIN_COVERAGE = 0.6  # share of the coloured foreground the objects must explain to be a scene
 
 
@@ -325,10 +319,8 @@ def perceive_degraded(img: Image.Image) -> Perceived | None:
     q = (sm // 16).reshape(-1, 3).astype(np.int32)
     keys = q[:, 0] * 256 + q[:, 1] * 16 + q[:, 2]
     bg_obs = np.median(sm.reshape(-1, 3)[keys == np.bincount(keys).argmax()].astype(np.float32), axis=0)
-    names = list(BACKGROUNDS)
-    ref = np.array([BACKGROUNDS[n] for n in names], dtype=np.float32)
     chroma = bg_obs / max(float(bg_obs.sum()), 1.0)
-    bg_name = names[int(np.argmin(((ref / ref.sum(1, keepdims=True) - chroma) ** 2).sum(1)))]
+    bg_name = _BG_NAMES[int(np.argmin(((_BG_RGB / _BG_RGB.sum(1, keepdims=True) - chroma) ** 2).sum(1)))]
     bg_ref = np.asarray(BACKGROUNDS[bg_name], np.float32)
     corr = np.clip(sm.astype(np.float32) * (bg_ref / np.maximum(bg_obs, 1.0)) / 255.0, 0, 1)
     fg = np.sqrt(((corr - bg_ref / 255.0) ** 2).sum(-1)) > 0.12
@@ -346,7 +338,7 @@ def perceive_degraded(img: Image.Image) -> Perceived | None:
     min_area = (0.2 * 0.5 * cell) ** 2
     found: dict[tuple[int, int], tuple[float, SceneObject, float]] = {}
     kept = big = 0
-    for ci, cname in enumerate(_NAMES):
+    for ci, cname in enumerate(NAMED_COLORS):
         # the morphology runs in a window around this colour's pixels, PAD px wider than they reach: outside
         # it everything is 0 before and after, so the window gives the same components as the whole image
         sel = fg & (label == ci)
