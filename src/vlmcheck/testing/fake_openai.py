@@ -78,7 +78,6 @@ class FakeOpenAI:
 
         self.batches = FakeBatches(batch_delay, _completion, _anthropic_message, _prompt_text, self.log)
 
-    # ----------------------------------------------------------------- http
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:

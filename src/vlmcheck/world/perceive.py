@@ -275,8 +275,6 @@ def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Percei
     return Perceived(scene=scene, confidence=confidence, text_confidence=tconf)
 
 
-# ----------------------------------------------------------------------------- degraded scenes
-
 _PAL01 = _PALETTE[:-1] / 255.0
 MIN_COVERAGE = 0.6  # share of the coloured foreground the objects must explain to be a scene
 

@@ -89,8 +89,6 @@ class Scene(BaseModel):
         return [(r, c) for r in range(rows) for c in range(3) if (r, c) not in used]
 
 
-# --------------------------------------------------------------------------- text
-
 _TOKEN = re.compile(r"\d+|[A-Za-z_]+|\*\*|[^\sA-Za-z0-9_]")
 _BINARY = {"+", "-", "*", "/", "=", "**", "%"}
 
@@ -149,8 +147,6 @@ def _make_text(category: str, rng: np.random.Generator) -> str:
     return " ".join(str(w) for w in rng.choice(_WORDS, size=n, replace=False))
 
 
-# --------------------------------------------------------------------------- generation
-
 def generate_scene(rng: np.random.Generator, category: str) -> Scene:
     """A random scene whose content suits ``category`` (see :data:`CATEGORIES`)."""
     if category not in CATEGORIES:
@@ -181,8 +177,6 @@ def random_object(rng: np.random.Generator, r: int, c: int) -> SceneObject:
     return SceneObject(shape=str(rng.choice(SHAPES)), color=str(rng.choice(COLORS)),
                        size=str(rng.choice(SIZES)), row=r, col=c)
 
-
-# --------------------------------------------------------------------------- rendering
 
 LARGE_RADIUS = 0.38  # of the cell size
 SMALL_RADIUS = 0.20
@@ -244,8 +238,6 @@ def render_scene(scene: Scene, size: int = 384) -> Image.Image:
         draw.text((round(x), round(y)), scene.text, fill=TEXT_RGB, font=fnt)
     return img
 
-
-# --------------------------------------------------------------------------- description
 
 def _join(items: list[str]) -> str:
     if len(items) <= 1:
