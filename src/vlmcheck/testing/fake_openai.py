@@ -26,14 +26,9 @@ Faults are asked for by a marker in the prompt text, ``[fault=SPEC]``:
 Batches: the OpenAI Batch API and Anthropic Message Batches (:mod:`.fake_batches`); a batch ends
 ``--batch-delay`` seconds after it was created.
 
-``--dialect transformers``: what ``transformers serve`` does that an OpenAI server does not, as measured against
-it (tests/test_real_server.py, docs/usage.md "Server dialects"): a request field it does not know gets HTTP 422
-``{"detail": "Unexpected fields in the request: {'prompt_logprobs'}"}``; errors come as FastAPI's
-``{"detail": ...}``; ``logprobs`` is accepted and none returned; a model other than ``--models``' first gets
-HTTP 400 "Server is pinned to ...". ``--dialect litellm``: a LiteLLM proxy (1.108, without a database) in front
-of it: with ``--require-key``, any other key gets HTTP 400 ``"No connected db."`` (GET /v1/models included) and
-a request without one HTTP 500 in plain text; a model it does not route HTTP 400 "Invalid model name passed in
-model=..."; the backend's 422 comes back in the proxy's words, without the field's name.
+``--dialect transformers`` and ``--dialect litellm`` (a LiteLLM proxy without a database in front of it): what
+those servers do that an OpenAI server does not, as measured by tests/test_real_server.py and listed in
+docs/usage.md "Server dialects" (``--models``' first is the model transformers serve is pinned to).
 
 ``--no-usage``: answers without a ``usage`` object. ``--sampling``: the answer depends on the seed when the
 temperature is above 0 (by default, like transformers serve with a greedy generation config, both are ignored).
@@ -58,6 +53,8 @@ import re
 import sys
 import time
 
+from .fake_batches import FakeBatches
+
 _FAULT = re.compile(r"\[fault=([a-z0-9]+?)(?:x(\d+))?\]")
 
 
@@ -65,17 +62,14 @@ class FakeOpenAI:
     def __init__(self, latency: float = 0.0, log_path: str | None = None, models: list[str] | None = None,
                  require_key: str | None = None, batch_delay: float = 1.0, capacity: int | None = None,
                  dialect: str | None = None, usage: bool = True, sampling: bool = False) -> None:
-        self.dialect, self.usage, self.sampling = dialect, usage, sampling
+        self.dialect, self.usage, self.sampling, self.latency = dialect, usage, sampling, latency
         # at most `capacity` requests served at once (a GPU server's batch slots); more wait in a queue
         self.capacity = asyncio.Semaphore(capacity) if capacity else None
         self.in_flight = 0
         self.models = models  # served by GET /v1/models when given (else 404, as some servers do)
         self.require_key = require_key  # every request without "Bearer KEY" gets HTTP 401
-        self.latency = latency
         self.attempts: dict[str, int] = {}
         self.log = open(log_path, "a", buffering=1) if log_path else None
-        from .fake_batches import FakeBatches
-
         self.batches = FakeBatches(batch_delay, _completion, _anthropic_message, _prompt_text, self.log)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
