@@ -209,6 +209,20 @@ def perceive(img: Image.Image, *, read_text_lines: bool = True, robust: bool = F
     return perceive_degraded(img) or strict
 
 
+def _place(found: dict[tuple[int, int], tuple[float, SceneObject, float]], ys: np.ndarray, xs: np.ndarray,
+           area: float, color: str, classify, H: int, W: int) -> None:
+    """Read a component (its pixels ``ys``, ``xs``) as an object in its grid cell: ``found[cell] = (area, object,
+    confidence)``, unless a bigger one is there (one object per cell). ``classify()``: its shape and confidence."""
+    cy, cx = (ys.min() + ys.max()) / 2.0, (xs.min() + xs.max()) / 2.0
+    row, col = min(int(cy / (H / 3.0)), 2), min(int(cx / (W / 3.0)), 2)
+    if (row, col) in found and found[(row, col)][0] >= area:
+        return
+    extent = max(ys.max() - ys.min(), xs.max() - xs.min()) + 1
+    shape, c = classify()
+    size = "large" if extent > 0.55 * (min(H, W) / 3.0) else "small"
+    found[(row, col)] = (float(area), SceneObject(shape=shape, color=color, size=size, row=row, col=col), c)
+
+
 def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Perceived | None:
     import cv2
 
@@ -246,16 +260,8 @@ def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Percei
             box = boxes[k]  # the component's bounding box: its mask, pixels and shape read there
             mask = comp[box] == (k + 1)
             ys, xs = np.nonzero(mask)
-            ys, xs = ys + box[0].start, xs + box[1].start
-            cy, cx = (ys.min() + ys.max()) / 2.0, (xs.min() + xs.max()) / 2.0
-            row, col = min(int(cy / (H / 3.0)), 2), min(int(cx / (W / 3.0)), 2)
-            if (row, col) in found and found[(row, col)][0] >= areas[k]:
-                continue  # one object per cell: keep the biggest
-            extent = max(ys.max() - ys.min(), xs.max() - xs.min()) + 1
-            size = "large" if extent > 0.55 * cell else "small"
-            shape, c = classify_shape(mask)  # moving the mask moves no shape measure
-            obj = SceneObject(shape=shape, color=cname, size=size, row=row, col=col)
-            found[(row, col)] = (float(areas[k]), obj, c)
+            # moving the mask moves no shape measure
+            _place(found, ys + box[0].start, xs + box[1].start, areas[k], cname, lambda: classify_shape(mask), H, W)
     cells = sorted(found)
     objects = [found[rc][1] for rc in cells]
     confidence = {i: found[rc][2] for i, rc in enumerate(cells)}
@@ -358,14 +364,7 @@ def perceive_degraded(img: Image.Image) -> Perceived | None:
                 big += int(areas[k])  # a coloured region larger than a grid cell: no object (a tinted patch)
                 continue
             kept += int(areas[k])
-            cy, cx = (ys.min() + ys.max()) / 2.0, (xs.min() + xs.max()) / 2.0
-            row, col = min(int(cy / (H / 3.0)), 2), min(int(cx / (W / 3.0)), 2)
-            if (row, col) in found and found[(row, col)][0] >= areas[k]:
-                continue
-            shape, c = classify_shape_by_template(mask)
-            size = "large" if extent > 0.55 * cell else "small"
-            obj = SceneObject(shape=shape, color=cname, size=size, row=row, col=col)
-            found[(row, col)] = (float(areas[k]), obj, c)
+            _place(found, ys, xs, areas[k], cname, lambda: classify_shape_by_template(mask), H, W)
     coverage = kept / float(fg.sum()) if fg.sum() else 0.0
     if not found or coverage < MIN_COVERAGE or big > kept:
         return None  # mostly regions larger than a cell: a photograph, not a world scene
