@@ -22,12 +22,9 @@ _FUNCS = {"max": max, "min": min, "abs": abs, "sum": sum, "len": len, "print": l
 
 
 def evaluate(text: str) -> str | None:
-    """Value of an arithmetic line ("3 x 4 =") or a one-line code snippet; None if not computable.
-
-    A tiny AST interpreter (numbers, + - * / // % **, lists, and the
-    functions max/min/abs/sum/len/print) instead of ``eval``: the text comes
-    from an image.
-    """
+    """Value of an arithmetic line ("3 x 4 =") or a one-line code snippet; None if not computable. A tiny AST
+    interpreter (numbers, + - * / // % **, lists, max/min/abs/sum/len/print), not ``eval``: the text comes from
+    an image."""
     src = text.strip().rstrip("=").strip()
     src = re.sub(r"(?<=\d)\s*[x×]\s*(?=\d)", " * ", src)
     if re.fullmatch(r"[A-Za-z_]\w*\s*=\s*.+", src):
@@ -147,8 +144,7 @@ class WorldAnswerer:
         if k == "size":
             return Answer(f"It is {o.size}.", o.size, c)
         if k == "position":
-            where = position_name(o.row, o.col)
-            return Answer(f"It is in the {where}." if where != "center" else "It is in the center.", where, c)
+            return Answer(f"It is in the {o.position}.", o.position, c)
         if k == "position_check":
             return _yes(any((b.objects[i].row, b.objects[i].col) == q.position for i in idx), c)
         if k == "size_check":

@@ -157,9 +157,7 @@ def find_background(text: str) -> str | None:
     """Background name from phrases like 'on a light grey background' or 'the background is beige'."""
     low = " ".join(words(text.replace("grey", "gray")))
     for m in re.finditer(r"\bbackground\b", low):
-        before = low[max(0, m.start() - 30): m.start()]
-        after = low[m.end(): m.end() + 40]
-        for window in (before[-20:], after):
+        for window in (low[max(0, m.start() - 20): m.start()], low[m.end(): m.end() + 40]):
             for name in sorted(BACKGROUNDS, key=len, reverse=True):
                 if re.search(rf"\b{name}\b", window):
                     return name

@@ -251,8 +251,7 @@ def describe_scene(scene: Scene) -> str:
     noun = "object" if n == 1 else "objects"
     parts = [f"The image shows {number_word(n)} {noun} on a {scene.background} background."]
     for obj in sorted(scene.objects, key=lambda o: (o.row, o.col)):
-        where = "In the center" if obj.position == "center" else f"In the {obj.position}"
-        parts.append(f"{where} there is a {obj.phrase()}.")
+        parts.append(f"In the {obj.position} there is a {obj.phrase()}.")
     if scene.objects:
         counts = Counter(o.shape for o in scene.objects)
         items = [f"{number_word(k)} {s if k == 1 else plural(s)}" for s, k in sorted(counts.items())]

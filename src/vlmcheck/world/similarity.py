@@ -64,14 +64,11 @@ def statement_holds(statement: str, scene: Scene) -> bool | None:
         known = True
         n = int(m.group(1)) if m.group(1).isdigit() else lang.NUMBERS[m.group(1)]
         ok = ok and len(scene.objects) == n
-        phrases = [p for p in phrases if p.shape or p.color or p.size]
     if re.search(r"\b(text|writing|written|words?)\b", low) and not phrases:
         known = True
         ok = ok and scene.text is not None
     pos = lang.find_position(low)
-    for ph in phrases:
-        if ph.shape is None and ph.color is None and ph.size is None:
-            continue
+    for ph in phrases:  # each names a shape, a colour or a size (object_phrases)
         known = True
         need = ph.count if (ph.count and ph.count > 1) else 1
         hits = [o for o in scene.objects if ph.matches(o) and (pos is None or (o.row, o.col) == pos)]
