@@ -153,22 +153,19 @@ class RefDescriber(RefModel):
         by_claim = ans is not None and ans.value is None and bool(q.options)
         if by_claim:  # "which of these ...": options read as claims
             ans = Answer("", None, 0.85, "claim")
-        matched, claim_targets = [], []
+        targets = []
         for cont in continuations:
             c = re.sub(r"^(the )?answer is:?\s*", "", cont.strip(), flags=re.I)
             m = re.fullmatch(r"\(?([A-Z])(?:[\.\)]\s*.*)?", c)  # "B" or "B. text": the option labelled B
-            opt = letters.get(m.group(1)) if m and (m.group(1) in letters) else None
-            target = opt if opt is not None else c
-            if ans is None:
-                matched.append(False)
-            elif by_claim:
-                matched.append(bool(statement_holds(target, belief)))
-                claim_targets.append(target)
-            else:
-                matched.append(ans.value is not None and _option_matches(ans, target))
-        if by_claim and soft and not any(matched) and claim_targets:
-            matched = _closest_claims(claim_targets, belief)
-            ans = Answer("", None, 0.6, "claim")
+            targets.append(letters.get(m.group(1), c) if m else c)
+        if ans is None:
+            matched = [False] * len(targets)
+        elif by_claim:
+            matched = [bool(statement_holds(target, belief)) for target in targets]
+        else:
+            matched = [_option_matches(ans, target) for target in targets]
+        if by_claim and soft and not any(matched):
+            matched, ans = _closest_claims(targets, belief), Answer("", None, 0.6, "claim")
         return _scores(continuations, matched, ans)
 
     def _two_scenes(self, prompt: str, images: list[Image.Image]) -> tuple[list[Scene | None], list[Scene | None]]:
