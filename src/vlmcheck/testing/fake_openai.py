@@ -159,10 +159,8 @@ class FakeOpenAI:
         attempt = self.attempts[digest] = self.attempts.get(digest, 0) + 1
         fault = _FAULT.search(text)
         kind, times = (fault.group(1), int(fault.group(2) or 1)) if fault else (None, 0)
-        if kind == "nologprobs":
-            active = bool(req.get("logprobs"))
-        else:
-            active = kind is not None and (kind in ("400", "401echo", "think", "reasoning") or attempt <= times)
+        active = (bool(req.get("logprobs")) if kind == "nologprobs"
+                  else kind is not None and (kind in ("400", "401echo", "think", "reasoning") or attempt <= times))
         self.in_flight += 1  # requests being served now, this one included (the log records it)
         if self.log:
             self.log.write(json.dumps({"digest": digest, "attempt": attempt, "fault": kind if active else None,

@@ -28,8 +28,7 @@ def _yn(question: str, answer: bool, kind: str) -> dict:
 
 def _mc(question: str, correct: str, distractors: list[str], rng: np.random.Generator, kind: str) -> dict:
     options = [correct] + [d for d in dict.fromkeys(distractors) if d != correct][:3]
-    order = rng.permutation(len(options))
-    options = [options[i] for i in order]
+    options = [options[i] for i in rng.permutation(len(options))]
     return {"type": "mc", "kind": kind, "question": question, "options": options,
             "answer": chr(ord("A") + options.index(correct)), "answer_text": correct}
 
