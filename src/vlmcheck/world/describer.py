@@ -173,10 +173,8 @@ class RefDescriber(RefModel):
         texts = re.findall(r"(?:scene|description|image)\s*(?:1|2|one|two|a|b)\s*:\s*(.+?)(?=(?:\n\s*(?:scene|"
                            r"description|image)\s*(?:1|2|one|two|a|b)\s*:)|\n\s*statement\s*:|\Z)",
                            prompt, re.I | re.S)
-        text_scenes: list[Scene | None] = []
-        for t in texts[:2]:
-            s, notes = lang.parse_description(t)
-            text_scenes.append(s if (s.objects or s.text) else None)
+        parsed = (lang.parse_description(t)[0] for t in texts[:2])
+        text_scenes: list[Scene | None] = [s if (s.objects or s.text) else None for s in parsed]
         image_scenes = self._scenes_from_images(images) if images else []
         return text_scenes, image_scenes
 
@@ -188,8 +186,7 @@ class RefDescriber(RefModel):
         a, b = scenes
         if len(text_scenes) == 2 and len(image_scenes) == 2 and all(text_scenes):
             # both modalities: what the descriptions say, plus what the images show
-            a = _union(text_scenes[0], image_scenes[0])
-            b = _union(text_scenes[1], image_scenes[1])
+            a, b = (_union(t, i) for t, i in zip(text_scenes, image_scenes))
         sims = similarities(a, b)
         if not sims:
             return "The two scenes have nothing in common."
