@@ -36,12 +36,12 @@ class DemoResult:
     report_reused: bool
 
 
+@dataclass
 class _Runner:
     """Runs the demo's tasks: each resumed in its folder (made anew when the task changed), its report written."""
 
-    def __init__(self, progress: bool) -> None:
-        self.progress = progress
-        self.calls = 0
+    progress: bool
+    calls: int = 0
 
     def __call__(self, task: Task, folder: Path) -> dict[str, Any]:
         try:

@@ -288,19 +288,14 @@ def _fault_response(kind: str, req: dict, digest: str, headers: dict[str, str]
         return 200, b'{"id": "x", "choices": [ {"message": ', None
     if kind == "empty":
         return 200, json.dumps(_completion(req, digest, choices=False)).encode(), None
-    if kind == "long":
-        body = _completion(req, digest)
-        body["choices"][0]["message"]["content"] = "a" * 2_000_000
-        return 200, json.dumps(body).encode(), None
-    if kind in ("think", "reasoning"):
-        body = _completion(req, digest)
-        message = body["choices"][0]["message"]
-        if kind == "think":
-            message["content"] = "<think>\nThe picture shows no cat, so the answer is no.\n</think>\n\nYes"
-        else:
-            message["content"], message["reasoning_content"] = "Yes", "The picture shows no cat: no."
-        return 200, json.dumps(body).encode(), None
-    return None
+    changed = {"long": {"content": "a" * 2_000_000},
+               "think": {"content": "<think>\nThe picture shows no cat, so the answer is no.\n</think>\n\nYes"},
+               "reasoning": {"content": "Yes", "reasoning_content": "The picture shows no cat: no."}}.get(kind)
+    if changed is None:
+        return None
+    body = _completion(req, digest)
+    body["choices"][0]["message"].update(changed)
+    return 200, json.dumps(body).encode(), None
 
 
 def _prompt_text(req: dict) -> str:
