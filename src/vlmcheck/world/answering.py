@@ -103,14 +103,11 @@ class WorldAnswerer:
     def answer(self, q: lang.Question, question_text: str) -> Answer:
         ans = self._answer(q)
         if ans.kind == "yesno":
-            flag = ans.value == "yes"
-            if q.negated:
-                flag = not flag
-            ans = _yes(flag, ans.confidence)
+            flag = (ans.value == "yes") != q.negated
             if not flag and self.knobs.yes_bias > 0:
                 u = _uniforms(self.knobs.seed, self.key, "yes", question_text.strip().lower()).random()
-                if u < self.knobs.yes_bias:
-                    ans = _yes(True, ans.confidence)
+                flag = u < self.knobs.yes_bias
+            ans = _yes(flag, ans.confidence)
         return ans
 
     def _answer(self, q: lang.Question) -> Answer:

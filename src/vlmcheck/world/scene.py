@@ -163,10 +163,8 @@ def generate_scene(rng: np.random.Generator, category: str) -> Scene:
         shape, color = str(rng.choice(SHAPES)), str(rng.choice(COLORS))
         k = min(int(rng.integers(2, 5)), n)
         for i, (r, c) in enumerate(chosen):
-            if i < k:
-                objects.append(SceneObject(shape=shape, color=color, size=str(rng.choice(SIZES)), row=r, col=c))
-            else:
-                objects.append(random_object(rng, r, c))
+            objects.append(SceneObject(shape=shape, color=color, size=str(rng.choice(SIZES)), row=r, col=c)
+                           if i < k else random_object(rng, r, c))
     else:
         objects = [random_object(rng, r, c) for r, c in chosen]
     text = _make_text(category, rng) if textual else None
