@@ -207,11 +207,8 @@ def parse_description(text: str) -> tuple[Scene, list[str]]:
         positions = find_positions(sent_wo_quotes)
         counts = [max(p.count or 1, 1) for p in phrases]
         if positions and sum(counts) == len(positions):
-            it = iter(positions)
-            for ph, k in zip(phrases, counts):
-                for _ in range(k):
-                    pos = next(it)
-                    placed[pos] = _object(ph, pos)
+            each = [ph for ph, k in zip(phrases, counts) for _ in range(k)]  # a phrase per object, in order
+            placed.update({pos: _object(ph, pos) for ph, pos in zip(each, positions)})
         else:
             unplaced.extend(phrases)
     if not placed and not unplaced:
@@ -357,10 +354,8 @@ def parse_question(prompt: str) -> Question:
 
 def _classify(text: str) -> Question:
     low = re.sub(r"^\s*(question|q)\s*:\s*", "", text.lower().strip())
-    negated = False
-    m = re.search(r"\bis it (?:false|not true|untrue) that\b", low)
-    if m:
-        negated = True
+    negated = (m := re.search(r"\bis it (?:false|not true|untrue) that\b", low)) is not None
+    if negated:
         low = low[m.end():]
     if re.search(r"\b(describe|description|caption)\b", low):
         return Question("describe")
