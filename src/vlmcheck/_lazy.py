@@ -1,14 +1,12 @@
-"""Modules imported on first use (to keep start-up short).  ``np = lazy_module("numpy")`` returns a stand-in at once;
-the module is imported when one of its attributes is first read, so a one-image run that never computes with numpy
-never loads it (about 0.1 s of CPU).  Use the result as a module (``np.mean(...)``), never ``from ... import name``
-(that loads it at once); a default argument or a module-level constant that reads an attribute loads it at import
-time too.
+"""Modules imported on first use (to keep start-up short): ``np = lazy_module("numpy")`` returns a stand-in at
+once, and the module is imported when one of its attributes is first read. Use the result as a module, never
+``from ... import name``, a default argument or a module-level constant that reads an attribute (each loads it
+at once).
 
-Not the standard library's :class:`importlib.util.LazyLoader`: on Python 3.11 its first attribute read is not
-thread-safe (a second thread sees the module half executed: ``module 'PIL.Image' has no attribute 'open'``), and
-images are read in threads.  The stand-in is never put in ``sys.modules``: the real module is imported by
-:func:`importlib.import_module`, under the import system's own lock, and every read, write and deletion of an
-attribute goes to it."""
+Not :class:`importlib.util.LazyLoader`: on Python 3.11 its first attribute read is not thread-safe (a second
+thread sees the module half executed), and images are read in threads. The stand-in is never put in
+``sys.modules``: the real module is imported by :func:`importlib.import_module`, under the import system's own
+lock, and every read, write and deletion of an attribute goes to it."""
 
 from __future__ import annotations
 

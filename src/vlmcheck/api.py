@@ -20,7 +20,7 @@ from .run.task import Task
 log = logging.getLogger(__name__)
 
 
-def _results_state(folder: str | os.PathLike) -> str | None:
+def results_state(folder: str | os.PathLike) -> str | None:
     """What the report shows of a run: its results.json less this process's call counts (None: no results)."""
     import json
 
@@ -32,21 +32,32 @@ def _results_state(folder: str | os.PathLike) -> str | None:
     return json.dumps(results, sort_keys=True)
 
 
-class _ReportAfter:
-    """Writes the run's report after the run, unless its results are what they were and the report exists (a
-    resume of a finished run then costs no report; a new vlmcheck version changes the recorded spec)."""
+class _After:
+    """What follows a run: its report, unless its results are what they were and the report exists (a resume of a
+    finished run then costs no report; a new vlmcheck version changes the recorded spec); then the run logged to
+    ``RunOptions.track``'s trackers. Each tracker is checked before the run starts (a tracker that cannot log is
+    one sentence, a :class:`~vlmcheck.track.TrackerError`, and no run); one that fails after the run loses
+    nothing: the run folder holds every result, and the warning names the command that logs it later."""
 
     def __init__(self, folder: str | os.PathLike, options: RunOptions) -> None:
-        self.folder, self.on = Path(folder), options.report
-        self.before = _results_state(folder) if self.on else None
+        from .track import check_trackers
+
+        self.folder, self.report, self.group = Path(folder), options.report, options.track_group
+        self.before = results_state(folder) if self.report else None
+        self.trackers = check_trackers(options.track) if options.track else []
 
     def __call__(self) -> None:
-        if not self.on:
-            return
-        if self.before is not None and (self.folder / "report.html").is_file() and \
-                _results_state(self.folder) == self.before:
-            return
-        write_run_report(self.folder)
+        if self.report and not (self.before is not None and (self.folder / "report.html").is_file()
+                                and results_state(self.folder) == self.before):
+            write_run_report(self.folder)
+        from .track import _sentence, track_runs
+
+        for t in self.trackers:
+            try:
+                track_runs([self.folder], [t.name], self.group, trackers=[t])
+            except Exception as exc:  # noqa: BLE001 (the tracker's own errors: the results are safe on disk)
+                log.warning("could not log %s to %s (%s); the run folder holds every result: `vlmcheck track %s "
+                            "--to %s` logs it", self.folder, t.name, _sentence(exc), self.folder, t.name)
 
 
 def write_run_report(folder: str | os.PathLike) -> None:
@@ -59,50 +70,21 @@ def write_run_report(folder: str | os.PathLike) -> None:
         log.warning("could not write %s/report.html: %s", folder, exc)
 
 
-class _TrackAfter:
-    """Logs the finished run to ``RunOptions.track``'s trackers: each is checked before the run starts (a tracker
-    that cannot log is one sentence, a :class:`~vlmcheck.track.TrackerError`, and no run), and a tracker that fails
-    after the run loses nothing: the run folder holds every result, and the warning names the command that logs
-    it later."""
-
-    def __init__(self, folder: str | os.PathLike, options: RunOptions) -> None:
-        from .track import check_trackers
-
-        self.folder, self.group = Path(folder), options.track_group
-        self.trackers = check_trackers(options.track) if options.track else []
-
-    def __call__(self) -> None:
-        from .track import track_runs
-
-        for t in self.trackers:
-            try:
-                track_runs([self.folder], [t.name], self.group, trackers=[t])
-            except Exception as exc:  # noqa: BLE001 (the tracker's own errors: the results are safe on disk)
-                from .track import _sentence
-
-                log.warning("could not log %s to %s (%s); the run folder holds every result: `vlmcheck track %s "
-                            "--to %s` logs it", self.folder, t.name, _sentence(exc), self.folder, t.name)
-
-
 async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
     """Run ``task`` into ``folder`` (resumable; see :mod:`vlmcheck.run.runner`), then write its report and log it
     to the trackers asked for."""
     options = options or RunOptions()
-    track = _TrackAfter(folder, options)
-    report = _ReportAfter(folder, options)
+    after = _After(folder, options)
     result = await _runner.run_task_async(task, folder, options)
-    report()
-    track()
+    after()
     return result
 
 
 def _reported(run: Any, task: Task, folder: str | os.PathLike, options: RunOptions | None) -> RunResult:
     options = options or RunOptions()
-    track = _TrackAfter(folder, options)
-    report = _ReportAfter(folder, options)
+    after = _After(folder, options)
     result = run(task, folder, options)
-    report()
-    track()
+    after()
     return result
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .api import run_task
+from .api import results_state, run_task
 from .core.files import read_jsonl, write_text_atomic
 from .report import terminal
 from .run.runner import RunFolderExists, RunOptions
@@ -36,12 +36,12 @@ class DemoResult:
     report_reused: bool
 
 
+@dataclass
 class _Runner:
     """Runs the demo's tasks: each resumed in its folder (made anew when the task changed), its report written."""
 
-    def __init__(self, progress: bool) -> None:
-        self.progress = progress
-        self.calls = 0
+    progress: bool
+    calls: int = 0
 
     def __call__(self, task: Task, folder: Path) -> dict[str, Any]:
         try:
@@ -73,7 +73,7 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
     started = time.perf_counter()
     run = _Runner(progress)
 
-    # 1. describe real photographs (two broken files show per-sample errors)
+    # two broken files show per-sample errors
     manifest = make_photo_dataset(out / "data", include_broken=True)
     console.rule("[bold]1. describe: scikit-image photos with ref:photo (EfficientNet-Lite0)")
     console.print(f"reference OCR: {ocr_backend()}")
@@ -86,7 +86,6 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
             console.print(f"  {r['sample_id']:<11} [yellow]error[/yellow] {r['error']['type']}: "
                           f"{r['error']['message']}", highlight=False)
 
-    # 2. GenCeption on the reference world, three describers of increasing error
     console.rule(f"[bold]2. GenCeption (T=3) on {n} world scenes: ref:describer at error levels {LEVELS}")
     world = out / "world"
     make_world(world, n=n, seed=0)
@@ -104,7 +103,6 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
         folders.append(folder)
     terminal.leaderboard(write_leaderboard(folders, out / "genception" / "leaderboard.json"))
 
-    # 3. CAST on world scene pairs that share objects
     console.rule("[bold]3. CAST: similarities in 3 modalities, each validated in 3 modalities x 3 prompt formats")
     pairs = make_world_pairs(out / "world-pairs", n=8, seed=0)
     for lv in LEVELS:
@@ -112,7 +110,6 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
         res = run(CastTask(CastSpec(vlm=spec, pairs=str(pairs))), out / "cast" / f"level-{lv}")
         terminal.cast(spec, res["metrics"])
 
-    # 4. ChEF desiderata on the world
     console.rule("[bold]4. ChEF on the world: calibration, robustness, hallucination (POPE), and FSC147 counting, "
                  "VOC2012 detection and Omnibenchmark chains by multi-turn PPL")
     # robustness: RRM is a ratio of accuracies over one question per scene; 24 scenes leave it to chance,
@@ -141,7 +138,6 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
                       out / "chef" / f"{name}-{lv}")
             terminal.chef(spec, res["metrics"])
 
-    # 5. VHExpansion on the world's yes/no questions
     console.rule("[bold]5. VHExpansion: negation (ref:negator), 4 common perturbations, I-FGSM transfer attack "
                  "from ref:effnet, and the blind control (the questions without the image)")
     for lv in LEVELS:
@@ -170,10 +166,7 @@ def _runs(out: Path) -> list[Path]:
 def _digest(runs: list[Path]) -> str:
     h = hashlib.sha256()
     for run in runs:
-        h.update(str(run).encode() + b"\0")
-        results = json.loads((run / "results.json").read_text(encoding="utf-8"))
-        results.pop("session", None)  # this process's call counts: not part of what the report shows
-        h.update(json.dumps(results, sort_keys=True).encode() + b"\0")
+        h.update(str(run).encode() + b"\0" + results_state(run).encode() + b"\0")
     return h.hexdigest()
 
 
@@ -204,6 +197,5 @@ def _report(out: Path, screenshots: bool) -> tuple[Path, list[Path], bool]:
             console.print(f"[yellow]note:[/yellow] no screenshots of the report: {why}")
     if shots:
         console.print(f"Screenshots of the report (first screen, samples, chains; desktop and phone): {shots_dir} "
-                      f"({len(shots)} files)",
-                      highlight=False)
+                      f"({len(shots)} files)", highlight=False)
     return page, shots, reused

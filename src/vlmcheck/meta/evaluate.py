@@ -1,17 +1,9 @@
-"""Meta-evaluation: do annotation-free metrics rank describers by their true error?
+"""Meta-evaluation (docs/world.md): do annotation-free metrics rank describers by their true error?
 
-Builds a family of ``ref:describer`` models of increasing error (``level``),
-runs each available metric on the same world scenes, and reports Kendall's
-tau between the error level and the metric, sign-adjusted so that 1.0 means
-the metric ranks the models exactly by quality.
-
-Metrics so far, each from its method's own task: GenCeption GC@3
-(ref:renderer, ref:effnet); from VHExpansion on the world's yes/no questions,
-accuracy with POPE's answer rule and symmetric accuracy over (question,
-negated question) pairs with negations from ``ref:negator``; from CAST on
-world scene pairs that share objects, the mean of the off-diagonal cells of
-the top-5 consistency matrix (statements generated in one modality and
-judged in another).
+A family of ``ref:describer`` models of increasing error (``level``) runs GenCeption (GC@T), VHExpansion on the
+world's yes/no questions (POPE-rule and symmetric accuracy) and CAST on world scene pairs (the mean off-diagonal
+top-5 consistency: statements made in one modality, judged in another) on the same scenes; Kendall's tau
+between level and metric, sign-adjusted so that 1.0 means the metric ranks the models exactly by quality.
 """
 
 from __future__ import annotations
@@ -42,28 +34,23 @@ def meta_evaluate(out: str | Path, n: int = 50, levels=DEFAULT_LEVELS, seed: int
     from ..methods.vhexpansion import VHExpansionTask, VHXSpec
 
     table: dict[str, dict[str, float]] = {}
+    opts = RunOptions(overwrite=True, progress=progress)
     for lv in levels:
         spec = f"ref:describer?level={lv}&seed={seed}"
         task = GenCeptionTask(GenCeptionSpec(vlm=spec, generator="ref:renderer", encoder="ref:effnet",
                                              data=str(world), T=T, seed=seed))
-        res = run_task(task, out / f"genception-level{lv}", RunOptions(overwrite=True, progress=progress))
-        row = {f"GC@{T}": res.results["metrics"][f"GC@{T}"]["score"]}
+        gc = run_task(task, out / f"genception-level{lv}", opts).results["metrics"][f"GC@{T}"]["score"]
         vhx = VHExpansionTask(VHXSpec(vlm=spec, cases=str(world), perturb=[], seed=seed))
-        orig = run_task(vhx, out / f"vhexpansion-level{lv}", RunOptions(overwrite=True, progress=progress)
-                        ).results["metrics"]["variants"]["original"]
-        row["pope_accuracy"] = orig["accuracy"]
-        row["symmetric_accuracy"] = orig["symmetric_accuracy"]
+        orig = run_task(vhx, out / f"vhexpansion-level{lv}", opts).results["metrics"]["variants"]["original"]
         cast = run_task(CastTask(CastSpec(vlm=spec, pairs=str(pairs), seed=seed)), out / f"cast-level{lv}",
-                        RunOptions(overwrite=True, progress=progress)).results["metrics"]["topk"]["top5"]["mean"]
+                        opts).results["metrics"]["topk"]["top5"]["mean"]
         off = [cast[g][v]["score"] for g in cast for v in cast[g] if g != v and cast[g][v]["score"] is not None]
-        row["cast_cross_modal_consistency"] = float(np.mean(off))
-        table[str(lv)] = row
-    metrics = list(next(iter(table.values())))
-    taus = {}
-    for m in metrics:
-        vals = [table[str(lv)][m] for lv in levels]
-        tau = kendalltau(levels, vals).statistic
-        taus[m] = float(-tau)  # higher metric = better model = lower error level
+        table[str(lv)] = {f"GC@{T}": gc, "pope_accuracy": orig["accuracy"],
+                          "symmetric_accuracy": orig["symmetric_accuracy"],
+                          "cast_cross_modal_consistency": float(np.mean(off))}
+    # higher metric = better model = lower error level
+    taus = {m: float(-kendalltau(levels, [table[str(lv)][m] for lv in levels]).statistic)
+            for m in next(iter(table.values()))}
     result = {"n_scenes": n, "levels": list(levels), "table": table, "kendall_tau": taus}
     write_text_atomic(out / "meta.json", json.dumps(result, indent=2))
     return result

@@ -39,8 +39,8 @@ class FakeBatches:
                             "filename": "batch.jsonl", "purpose": "batch", "status": "processed"})
         m = re.fullmatch(r"/v1/files/([\w-]+)/content", path)
         if method == "GET" and m:
-            return (200, self.files[m.group(1)]) if m.group(1) in self.files else (404, _j({"error": {
-                "message": "no such file"}}))
+            found = self.files.get(m.group(1))
+            return (200, found) if found is not None else (404, _j({"error": {"message": "no such file"}}))
         if method == "POST" and path == "/v1/batches":
             req = json.loads(body)
             lines = [json.loads(x) for x in self.files.get(req["input_file_id"], b"").decode().splitlines() if x]
@@ -61,8 +61,6 @@ class FakeBatches:
                 return 200, _j(self._anthropic_view(b, headers))
             return 200, "".join(json.dumps(r) + "\n" for r in self._anthropic_results(b)).encode()
         return None
-
-    # -- batches ---------------------------------------------------------------------------
 
     def _create(self, prefix: str, provider: str, items: list[tuple[str, dict]]) -> dict[str, Any]:
         bid = prefix + hashlib.sha256(f"{time.time_ns()}{len(self.batches)}".encode()).hexdigest()[:16]
@@ -91,8 +89,7 @@ class FakeBatches:
         if done:
             ok, bad = [], []
             for cid, (status, req) in b["items"].items():
-                digest = hashlib.sha256(json.dumps(req.get("messages"), sort_keys=True).encode()).hexdigest()[:12]
-                body = self.completion(req, digest) if status == 200 else {"error": {"message": f"fake {status}"}}
+                body = self.completion(req, _digest(req)) if status == 200 else {"error": {"message": f"fake {status}"}}
                 row = {"id": f"batch_req_{cid[:8]}", "custom_id": cid, "error": None,
                        "response": {"status_code": status, "request_id": "req", "body": body}}
                 (ok if status == 200 else bad).append(row)
@@ -117,9 +114,8 @@ class FakeBatches:
     def _anthropic_results(self, b: dict[str, Any]) -> list[dict[str, Any]]:
         rows = []
         for cid, (status, req) in b["items"].items():
-            digest = hashlib.sha256(json.dumps(req.get("messages"), sort_keys=True).encode()).hexdigest()[:12]
             if status == 200:
-                result = {"type": "succeeded", "message": self.message(req, digest, b.get("headers", {}))}
+                result = {"type": "succeeded", "message": self.message(req, _digest(req), b.get("headers", {}))}
             else:
                 etype = "invalid_request_error" if status == 400 else "api_error"
                 result = {"type": "errored", "error": {"type": "error", "error": {"type": etype,
@@ -130,6 +126,11 @@ class FakeBatches:
 
 def _j(obj: Any) -> bytes:
     return json.dumps(obj).encode()
+
+
+def _digest(req: dict) -> str:
+    """The digest the direct endpoints would answer this request with."""
+    return hashlib.sha256(json.dumps(req.get("messages"), sort_keys=True).encode()).hexdigest()[:12]
 
 
 def _multipart_file(content_type: str, body: bytes) -> bytes:

@@ -1,60 +1,43 @@
-"""A local server that speaks the OpenAI chat-completions and images protocol
-(why this module is long: one server, several dialects and every injected fault, kept in one place so that a
-test names what it asks for in one marker or flag)
-(and the Anthropic Messages and Gemini generateContent endpoints, for those
-adapters' tests; and vLLM's ``prompt_logprobs`` extension, for PPL scoring).
+"""A local server that speaks the OpenAI chat-completions and images protocol, the Anthropic Messages and Gemini
+generateContent endpoints (for those adapters' tests) and vLLM's ``prompt_logprobs`` extension (PPL scoring).
 
-For tests and benchmarks only: it binds to 127.0.0.1, answers
-deterministically, injects a fixed latency, and injects faults on request.
+Why this module is long: one server, several dialects and every injected fault, kept in one place so that a test
+names what it asks for in one marker or flag.
 
-Answers: ``/v1/chat/completions`` returns ``"Answer <digest>"`` where the
-digest is a hash of the request's messages, so the same request always gets
-the same answer.  ``/v1/images/generations`` returns a small PNG whose colour
-is a hash of the prompt.
+For tests and benchmarks only: it binds to 127.0.0.1, answers deterministically, injects a fixed latency, and
+injects faults on request. ``/v1/chat/completions`` answers ``"Answer <digest>"``, the digest a hash of the
+request's messages; ``/v1/images/generations`` a small PNG whose colour is a hash of the prompt.
 
 Faults are asked for by a marker in the prompt text, ``[fault=SPEC]``:
 
-* ``429xN`` - the first N attempts of this request get HTTP 429 with
-  ``Retry-After: 0.2`` (``500xN``, ``503xN`` likewise, without Retry-After);
-* ``400`` - always HTTP 400;  ``401echo`` - HTTP 401 whose message echoes
-  the Authorization header (to test redaction);
-* ``malformedxN`` - invalid JSON body; ``emptyxN`` - a response with no choices;
-* ``resetxN`` - the connection is closed without an answer;
-* ``slowxN`` - the answer comes after 3 s (to trigger client timeouts);
-* ``tricklexN`` - the answer's body is sent one byte every 0.1 s (an idle
-  timeout never fires; a total deadline does);
+* ``429xN`` - the first N attempts of this request get HTTP 429 with ``Retry-After: 0.2`` (``500xN``,
+  ``503xN`` likewise, without Retry-After); ``400`` - always HTTP 400; ``401echo`` - HTTP 401 whose message
+  echoes the Authorization header (to test redaction);
+* ``malformedxN`` - invalid JSON body; ``emptyxN`` - a response with no choices; ``resetxN`` - the connection
+  is closed without an answer; ``slowxN`` - the answer comes after 3 s (client timeouts); ``tricklexN`` - the
+  body is sent one byte every 0.1 s (an idle timeout never fires; a total deadline does);
 * ``nologprobs`` - HTTP 400 for every request that asks for logprobs, naming the parameter only in the
   error's ``param`` field, as a server without logprobs does;
 * ``gzipbomb`` - a 1 MB gzip body (``Content-Encoding: gzip``) that inflates to 1 GB; ``huge`` - an answer of
   200 MB, streamed; ``long`` - an answer of 2,000,000 characters (to test the reply and answer caps);
-* ``think`` - a reasoning model's answer: ``<think>`` block saying "no", then
-  "Yes"; ``reasoning`` - "Yes" with a ``reasoning_content`` field saying "no".
+* ``think`` - a reasoning model's answer: ``<think>`` block saying "no", then "Yes"; ``reasoning`` - "Yes"
+  with a ``reasoning_content`` field saying "no".
 
 Batches: the OpenAI Batch API and Anthropic Message Batches (:mod:`.fake_batches`); a batch ends
 ``--batch-delay`` seconds after it was created.
 
-Dialects (``--dialect transformers``): what ``transformers serve`` does that an OpenAI server does not, as
-measured against it (tests/test_real_server.py, docs/usage.md "Server dialects"): a request field it does not
-know gets HTTP 422 ``{"detail": "Unexpected fields in the request: {'prompt_logprobs'}"}``; errors come as
-FastAPI's ``{"detail": ...}``, not ``{"error": {"message"}}``; ``logprobs`` is accepted and none returned; a model
-other than the one served (``--models``' first) gets HTTP 400 "Server is pinned to ...".  ``--no-usage``: answers
-without a ``usage`` object (some servers' streaming or older versions).  ``--sampling``: the answer depends on
-the seed when the temperature is above 0 (a server that samples; by default, like transformers serve with a
-greedy generation config, it ignores both).
+``--dialect transformers`` and ``--dialect litellm`` (a LiteLLM proxy without a database in front of it): what
+those servers do that an OpenAI server does not, as measured by tests/test_real_server.py and listed in
+docs/usage.md "Server dialects" (``--models``' first is the model transformers serve is pinned to).
 
-``--dialect litellm``: a LiteLLM proxy (1.108, without a database) in front of transformers serve, as measured
-(tests/test_real_server.py): with ``--require-key``, any other key gets HTTP 400 ``"No connected db."`` (GET
-/v1/models included) and a request without one HTTP 500 in plain text; a model it does not route gets HTTP 400
-"Invalid model name passed in model=..."; the backend's 422 for an unknown field comes back wrapped in the
-proxy's words, without the field's name ("litellm.BadRequestError: OpenAIException - Error code: 422 ...").
+``--no-usage``: answers without a ``usage`` object. ``--sampling``: the answer depends on the seed when the
+temperature is above 0 (by default, like transformers serve with a greedy generation config, both are ignored).
+``--capacity K``: at most K requests served at once (each for ``--latency`` seconds), the rest queue, as on a
+GPU server with K batch slots.
 
-``--capacity K`` makes the server serve at most K requests at once (each for ``--latency`` seconds); the rest
-queue, as on a GPU server with K batch slots, so that several endpoints show load balancing, not extra capacity.
-
-Every request is appended to ``--log`` (JSONL: digest, attempt, fault, path,
-query string, Authorization header) so tests
-can count what the server saw.  Run: ``python -m vlmcheck.testing.fake_openai
---port 0 --latency 0.05 --log FILE``; the chosen port is printed on stdout.
+Every request is appended to ``--log`` (JSONL: digest, attempt, fault, path, query string, Authorization
+header) so tests can count what the server saw. Run: ``python -m vlmcheck.testing.fake_openai --port 0
+--latency 0.05 --log FILE``; the chosen port is printed on stdout.
 """
 
 from __future__ import annotations
@@ -62,12 +45,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import hashlib
 import io
 import json
 import re
 import sys
 import time
+
+from .fake_batches import FakeBatches
 
 _FAULT = re.compile(r"\[fault=([a-z0-9]+?)(?:x(\d+))?\]")
 
@@ -76,20 +62,16 @@ class FakeOpenAI:
     def __init__(self, latency: float = 0.0, log_path: str | None = None, models: list[str] | None = None,
                  require_key: str | None = None, batch_delay: float = 1.0, capacity: int | None = None,
                  dialect: str | None = None, usage: bool = True, sampling: bool = False) -> None:
-        self.dialect, self.usage, self.sampling = dialect, usage, sampling
+        self.dialect, self.usage, self.sampling, self.latency = dialect, usage, sampling, latency
         # at most `capacity` requests served at once (a GPU server's batch slots); more wait in a queue
         self.capacity = asyncio.Semaphore(capacity) if capacity else None
         self.in_flight = 0
         self.models = models  # served by GET /v1/models when given (else 404, as some servers do)
         self.require_key = require_key  # every request without "Bearer KEY" gets HTTP 401
-        self.latency = latency
         self.attempts: dict[str, int] = {}
         self.log = open(log_path, "a", buffering=1) if log_path else None
-        from .fake_batches import FakeBatches
-
         self.batches = FakeBatches(batch_delay, _completion, _anthropic_message, _prompt_text, self.log)
 
-    # ----------------------------------------------------------------- http
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
@@ -127,45 +109,21 @@ class FakeOpenAI:
 
     @staticmethod
     async def _reply(writer, status: int, payload: bytes, extra: dict[str, str] | None = None) -> bool:
-        reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
-                  500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "Status")
-        head = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json",
-                f"Content-Length: {len(payload)}", "Connection: keep-alive"]
-        for k, v in (extra or {}).items():
-            head.append(f"{k}: {v}")
-        writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
+        writer.write(_head(status, len(payload), extra) + payload)
         await writer.drain()
         return True
 
     @staticmethod
-    async def _stream(writer, kind: str) -> bool:
-        """A body far larger than any answer, written a chunk at a time (this server holds little of it)."""
-        if kind == "gzipbomb":
-            body, extra = [_gzip_bomb()], ["Content-Encoding: gzip"]
-        else:
-            head, tail = b'{"id": "x", "object": "chat.completion", "choices": [{"message": {"content": "', b'"}}]}'
-            body, extra = [head] + [b"a" * (1 << 20)] * 200 + [tail], []
-        size = sum(len(b) for b in body)
-        writer.write(("\r\n".join(["HTTP/1.1 200 OK", "Content-Type: application/json", f"Content-Length: {size}",
-                                    "Connection: close", *extra]) + "\r\n\r\n").encode())
+    async def _stream(writer, body: list[bytes], extra: dict[str, str] | None = None, pause: float = 0.0) -> bool:
+        """A body written a chunk at a time, ``pause`` seconds apart; then the connection is closed."""
+        writer.write(_head(200, sum(len(b) for b in body), extra, keep=False))
         try:
             for chunk in body:
                 writer.write(chunk)
                 await writer.drain()
+                await asyncio.sleep(pause)
         except (ConnectionError, OSError):  # the client gave up reading: as it should
             pass
-        return False
-
-    @staticmethod
-    async def _trickle(writer, payload: bytes) -> bool:
-        head = ["HTTP/1.1 200 OK", "Content-Type: application/json", f"Content-Length: {len(payload)}",
-                "Connection: close"]
-        writer.write(("\r\n".join(head) + "\r\n\r\n").encode())
-        await writer.drain()
-        for i in range(len(payload)):
-            writer.write(payload[i:i + 1])
-            await writer.drain()
-            await asyncio.sleep(0.1)
         return False
 
     async def respond(self, method: str, path: str, headers: dict[str, str], body: bytes, writer) -> bool:
@@ -201,10 +159,8 @@ class FakeOpenAI:
         attempt = self.attempts[digest] = self.attempts.get(digest, 0) + 1
         fault = _FAULT.search(text)
         kind, times = (fault.group(1), int(fault.group(2) or 1)) if fault else (None, 0)
-        if kind == "nologprobs":
-            active = bool(req.get("logprobs"))
-        else:
-            active = kind is not None and (kind in ("400", "401echo", "think", "reasoning") or attempt <= times)
+        active = (bool(req.get("logprobs")) if kind == "nologprobs"
+                  else kind is not None and (kind in ("400", "401echo", "think", "reasoning") or attempt <= times))
         self.in_flight += 1  # requests being served now, this one included (the log records it)
         if self.log:
             self.log.write(json.dumps({"digest": digest, "attempt": attempt, "fault": kind if active else None,
@@ -213,10 +169,7 @@ class FakeOpenAI:
                                        "continue_final_message": req.get("continue_final_message"),
                                        "last_role": (req.get("messages") or [{}])[-1].get("role")}) + "\n")
         try:
-            if self.capacity is not None:  # serves at most `capacity` requests at once; the rest queue
-                async with self.capacity:
-                    await asyncio.sleep(self.latency)
-            elif self.latency:
+            async with self.capacity or contextlib.nullcontext():
                 await asyncio.sleep(self.latency)
         finally:
             self.in_flight -= 1
@@ -227,9 +180,13 @@ class FakeOpenAI:
             if kind == "slow":
                 await asyncio.sleep(3.0)
             elif kind == "trickle":
-                return await self._trickle(writer, json.dumps(_completion(req, digest)).encode())
-            elif kind in ("gzipbomb", "huge"):
-                return await self._stream(writer, kind)
+                payload = json.dumps(_completion(req, digest)).encode()
+                return await self._stream(writer, [payload[i:i + 1] for i in range(len(payload))], pause=0.1)
+            elif kind == "gzipbomb":  # bodies far larger than any answer (this server holds little of them)
+                return await self._stream(writer, [_gzip_bomb()], {"Content-Encoding": "gzip"})
+            elif kind == "huge":
+                head = [b'{"id": "x", "object": "chat.completion", "choices": [{"message": {"content": "']
+                return await self._stream(writer, head + [b"a" * (1 << 20)] * 200 + [b'"}}]}'])
             elif (response := _fault_response(kind, req, digest, headers)) is not None:
                 return await self._reply(writer, *response)
         if gemini:
@@ -284,6 +241,17 @@ _TRANSFORMERS_FIELDS = frozenset({
     "stream_options", "temperature", "tool_choice", "tools", "top_logprobs", "top_p", "user", "web_search_options",
     "generation_config", "chat_template_kwargs"})
 
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
+            500: "Internal Server Error", 503: "Service Unavailable"}
+
+
+def _head(status: int, length: int, extra: dict[str, str] | None = None, keep: bool = True) -> bytes:
+    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}", "Content-Type: application/json",
+             f"Content-Length: {length}", f"Connection: {'keep-alive' if keep else 'close'}",
+             *(f"{k}: {v}" for k, v in (extra or {}).items())]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
 _BOMB: list[bytes] = []
 
 
@@ -320,19 +288,14 @@ def _fault_response(kind: str, req: dict, digest: str, headers: dict[str, str]
         return 200, b'{"id": "x", "choices": [ {"message": ', None
     if kind == "empty":
         return 200, json.dumps(_completion(req, digest, choices=False)).encode(), None
-    if kind == "long":
-        body = _completion(req, digest)
-        body["choices"][0]["message"]["content"] = "a" * 2_000_000
-        return 200, json.dumps(body).encode(), None
-    if kind in ("think", "reasoning"):
-        body = _completion(req, digest)
-        message = body["choices"][0]["message"]
-        if kind == "think":
-            message["content"] = "<think>\nThe picture shows no cat, so the answer is no.\n</think>\n\nYes"
-        else:
-            message["content"], message["reasoning_content"] = "Yes", "The picture shows no cat: no."
-        return 200, json.dumps(body).encode(), None
-    return None
+    changed = {"long": {"content": "a" * 2_000_000},
+               "think": {"content": "<think>\nThe picture shows no cat, so the answer is no.\n</think>\n\nYes"},
+               "reasoning": {"content": "Yes", "reasoning_content": "The picture shows no cat: no."}}.get(kind)
+    if changed is None:
+        return None
+    body = _completion(req, digest)
+    body["choices"][0]["message"].update(changed)
+    return 200, json.dumps(body).encode(), None
 
 
 def _prompt_text(req: dict) -> str:
@@ -380,9 +343,6 @@ def _usage(req: dict, answer: str) -> dict | None:
         return BROKEN_USAGE[USAGE_RULE]
     if USAGE_RULE is None:
         return {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
-    import base64
-    import io
-
     from PIL import Image
 
     from ..core.tokens import image_tokens, text_tokens
@@ -477,16 +437,10 @@ def _image_response(req: dict, digest: str) -> dict:
     return {"created": 0, "data": [{"b64_json": base64.b64encode(buf.getvalue()).decode()}]}
 
 
-async def serve(port: int, latency: float, log_path: str | None, ready=None, models: list[str] | None = None,
-                require_key: str | None = None, batch_delay: float = 1.0, capacity: int | None = None,
-                dialect: str | None = None, usage: bool = True, sampling: bool = False) -> None:
-    app = FakeOpenAI(latency, log_path, models, require_key, batch_delay, capacity, dialect, usage, sampling)
-    server = await asyncio.start_server(app.handle, "127.0.0.1", port, backlog=1024)
-    actual = server.sockets[0].getsockname()[1]
-    if ready is not None:
-        ready(actual)
-    else:
-        print(actual, flush=True)
+async def serve(port: int, **options) -> None:
+    """Serve a :class:`FakeOpenAI` made with ``options``; the port it listens on is printed on stdout."""
+    server = await asyncio.start_server(FakeOpenAI(**options).handle, "127.0.0.1", port, backlog=1024)
+    print(server.sockets[0].getsockname()[1], flush=True)
     async with server:
         await server.serve_forever()
 
@@ -503,7 +457,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="serve at most this many requests at once; the rest queue (a server's batch slots)")
     parser.add_argument("--usage", default=None, choices=["openai", *BROKEN_USAGE],
                         help="count usage by OpenAI's rules instead of a fixed 10 + 2 tokens per request; or a "
-                             "broken usage (missing, negative, string, nan, nested), or one far above the estimate (inflated)")
+                             "broken usage (missing, negative, string, nan, nested), or one far above the estimate "
+                             "(inflated)")
     parser.add_argument("--dialect", default=None, choices=["transformers", "litellm"],
                         help="answer as transformers serve does (422 for unknown fields, no logprobs, one model), "
                              "or as a LiteLLM proxy in front of it (400 'No connected db.' for a wrong key, its "
@@ -518,9 +473,9 @@ def main(argv: list[str] | None = None) -> None:
     USAGE_RULE, PROSE = args.usage, args.prose
     models = args.models.split(",") if args.models is not None else None
     try:
-        asyncio.run(serve(args.port, args.latency, args.log, models=models, require_key=args.require_key,
-                          batch_delay=args.batch_delay, capacity=args.capacity, dialect=args.dialect,
-                          usage=not args.no_usage, sampling=args.sampling))
+        asyncio.run(serve(args.port, latency=args.latency, log_path=args.log, models=models,
+                          require_key=args.require_key, batch_delay=args.batch_delay, capacity=args.capacity,
+                          dialect=args.dialect, usage=not args.no_usage, sampling=args.sampling))
     except KeyboardInterrupt:  # pragma: no cover
         sys.exit(0)
 

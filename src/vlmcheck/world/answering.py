@@ -13,7 +13,7 @@ import numpy as np
 
 from . import language as lang
 from .knobs import Knobs, _uniforms
-from .scene import Scene, SceneObject, canonical_text, describe_scene, position_name
+from .scene import POSITIONS, Scene, SceneObject, canonical_text, describe_scene, position_name
 
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -22,12 +22,9 @@ _FUNCS = {"max": max, "min": min, "abs": abs, "sum": sum, "len": len, "print": l
 
 
 def evaluate(text: str) -> str | None:
-    """Value of an arithmetic line ("3 x 4 =") or a one-line code snippet; None if not computable.
-
-    A tiny AST interpreter (numbers, + - * / // % **, lists, and the
-    functions max/min/abs/sum/len/print) instead of ``eval``: the text comes
-    from an image.
-    """
+    """Value of an arithmetic line ("3 x 4 =") or a one-line code snippet; None if not computable. A tiny AST
+    interpreter (numbers, + - * / // % **, lists, max/min/abs/sum/len/print), not ``eval``: the text comes from
+    an image."""
     src = text.strip().rstrip("=").strip()
     src = re.sub(r"(?<=\d)\s*[x×]\s*(?=\d)", " * ", src)
     if re.fullmatch(r"[A-Za-z_]\w*\s*=\s*.+", src):
@@ -56,9 +53,6 @@ def _eval(node):
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS and not node.keywords:
         return _FUNCS[node.func.id](*[_eval(a) for a in node.args])
     raise ValueError("unsupported expression")
-
-
-# ----------------------------------------------------------------------------- answers
 
 
 @dataclass
@@ -109,14 +103,11 @@ class WorldAnswerer:
     def answer(self, q: lang.Question, question_text: str) -> Answer:
         ans = self._answer(q)
         if ans.kind == "yesno":
-            flag = ans.value == "yes"
-            if q.negated:
-                flag = not flag
-            ans = _yes(flag, ans.confidence)
+            flag = (ans.value == "yes") != q.negated
             if not flag and self.knobs.yes_bias > 0:
                 u = _uniforms(self.knobs.seed, self.key, "yes", question_text.strip().lower()).random()
-                if u < self.knobs.yes_bias:
-                    ans = _yes(True, ans.confidence)
+                flag = u < self.knobs.yes_bias
+            ans = _yes(flag, ans.confidence)
         return ans
 
     def _answer(self, q: lang.Question) -> Answer:
@@ -150,8 +141,7 @@ class WorldAnswerer:
         if k == "size":
             return Answer(f"It is {o.size}.", o.size, c)
         if k == "position":
-            where = position_name(o.row, o.col)
-            return Answer(f"It is in the {where}." if where != "center" else "It is in the center.", where, c)
+            return Answer(f"It is in the {o.position}.", o.position, c)
         if k == "position_check":
             return _yes(any((b.objects[i].row, b.objects[i].col) == q.position for i in idx), c)
         if k == "size_check":
@@ -199,13 +189,7 @@ def _option_matches(ans: Answer, option: str) -> bool:
         nums = re.findall(r"-?\d+(?:\.\d+)?", opt) or [str(lang.NUMBERS[w]) for w in lang.words(opt)
                                                       if w in lang.NUMBERS and w not in ("a", "an")]
         return bool(nums) and nums[0] == val
-    if ans.kind == "value" and val in POSITION_WORDS:
+    if ans.kind == "value" and val in POSITIONS:
         pos = lang.find_position(opt)
         return pos is not None and position_name(*pos) == val
     return canonical_text(val) == canonical_text(opt) or re.search(rf"\b{re.escape(val)}\b", opt) is not None
-
-
-POSITION_WORDS = {position_name(r, c) for r in range(3) for c in range(3)}
-
-
-# ----------------------------------------------------------------------------- CAST

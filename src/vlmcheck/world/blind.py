@@ -1,12 +1,8 @@
-"""How a ``ref:describer`` answers a question asked without its image (the blind control): from its
-language prior only, as a real model that sees no image could - never from the scene.
-
-* yes/no questions: "yes" with the describer's base rate of yes, 0.5 plus half its ``yes_bias`` (a describer at
-  error level 0.3 leans to yes), drawn per question from a seeded hash so a rerun gives the same answer;
-* what-colour, what-shape, how-many and which-size questions: the world's most common value (the world draws
-  colours, shapes and sizes uniformly, so its first value; scenes hold 1 to 3 objects of a kind, so 1);
-* lettered options: the option that matches that prior answer, else the first option;
-* anything else: it says it cannot tell.
+"""How a ``ref:describer`` answers a question asked without its image (the blind control, docs/world.md): from
+its language prior only, as a real model that sees no image could - never from the scene. Yes/no: "yes" at its
+base rate (0.5 plus half its ``yes_bias``), drawn per question from a seeded hash; colour, shape, size and count:
+the world's most common value (uniform draws: the first value; 1 to 3 objects of a kind: 1); options: the one
+that matches that guess, else the first.
 """
 
 from __future__ import annotations

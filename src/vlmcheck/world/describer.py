@@ -1,35 +1,12 @@
-"""``ref:describer``: a reference VLM that sees only pixels.
+"""``ref:describer``: a reference VLM that sees only pixels (docs/world.md: what it answers, its error knobs).
 
-It perceives a world scene with :func:`~vlmcheck.world.perceive.perceive`
-(never the scene graph), then applies its *error knobs* to what it saw, then
-answers from that belief:
-
-* describe an image (any prompt that asks for a description, e.g. GenCeption's
-  P_Desc) with the canonical description of its belief;
-* yes/no, count, colour, shape, size, position, text, arithmetic and code
-  questions, with or without lettered options;
-* ``loglikelihood`` of answer continuations, with confidences taken from the
-  perception margins (so they are neither all 0 nor all 1, and errors made
-  by the knobs stay confidently wrong, as in real models);
-* CAST: list similarities between two scenes, and judge a statement about two
-  scenes, given as descriptions (text), as images (one side-by-side image or
-  two images), or both.
-
-Error knobs (spec parameters, probabilities in [0, 1]): ``omit`` (drop an
-object), ``hallucinate`` (per empty cell, add an object), ``confuse``
-(colour), ``misplace`` (move to a free cell), ``misread`` (one character of
-the text), ``yes_bias`` (say yes when it believes no); ``level=L`` sets them
-all at once (omit=confuse=misread=yes_bias=L, hallucinate=misplace=L/2);
-``seed`` picks which objects are affected.  The random draws are fixed per
-image and object, so raising a knob only adds errors to those of a lower
-setting: models of one family are strictly ordered by quality.
-
-On an image that is not a world scene (a photograph) it falls back to a
-pipeline description: EfficientNet-Lite0 labels, OCR text, dominant colours.
-When it does not understand a request it says so, like a weak model would.
+It perceives a world scene with :func:`~vlmcheck.world.perceive.perceive` (never the scene graph), applies its
+error knobs to what it saw, and answers from that belief, with confidences taken from the perception margins (so
+errors made by the knobs stay confidently wrong, as in real models). On a photograph it falls back to
+EfficientNet-Lite0 labels, OCR text and dominant colours; a request it does not understand it says so.
 
 Split by job: ``knobs.py`` (what it believes it saw), ``answering.py`` (answering each kind of question),
-``similarity.py`` (CAST's similarities and statements), this module (the model: requests in, text and
+``blind.py`` (asked without the image), ``similarity.py`` (CAST), this module (requests in, text and
 likelihoods out).
 """
 
@@ -45,10 +22,11 @@ from PIL import Image
 
 from ..core.images import BoundedCache, image_hash, to_rgb
 from ..core.messages import ImagePart, Message
-from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, Usage
+from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood
 from ..core.spec import ModelSpec
 from . import language as lang
-from .perceive import Perceived, perceive, read_photo_text
+from .perceive import perceive, read_photo_text
+from .ref_models import RefModel, describe_photo, generation
 from .blind import blind_answer
 from .answering import Answer, WorldAnswerer, _option_matches, soft_match
 from .knobs import Knobs, _uniforms, apply_knobs
@@ -56,22 +34,11 @@ from .scene import Scene
 from .similarity import _CAST_FORMATS, _CAST_GEN, _CAST_WORDS, similarities, statement_holds
 
 
-# ----------------------------------------------------------------------------- the model
-
-
 #: What was perceived in an image, by the image's key (the pixels are needed only to perceive it, never to find
 #: it: a functools.lru_cache key would hold them, hashed on every lookup).
 _PERCEPTIONS = BoundedCache(512)
 _KEY = "_vlmcheck_key"  # an attribute of a request's decoded image: the key its part was sent with
 _UNSEEN = object()
-
-
-def _perceived(key: str, img: Image.Image, robust: bool) -> Perceived | None:
-    p = _PERCEPTIONS.get((key, robust), _UNSEEN)
-    if p is _UNSEEN:  # two threads may both perceive it: the same reading
-        p = perceive(img.convert("RGB"), robust=robust)
-        _PERCEPTIONS.put((key, robust), p)
-    return p
 
 
 #: Request images decoded once, by their part's key, within 128 MB of pixels (a 4000-px photo is 48 MB): CAST
@@ -92,25 +59,24 @@ def _decoded(part: ImagePart) -> Image.Image:
     return img
 
 
-class RefDescriber:
+class RefDescriber(RefModel):
     """The ``ref:describer`` VLM (see module docstring)."""
 
+    name, capabilities = "describer", Capabilities(multi_image=True, loglikelihood=True, seeded=True)
+
     def __init__(self, spec: ModelSpec | None = None) -> None:
-        params = dict(spec.params) if spec else {}
-        self.knobs = Knobs.from_params(params)
+        self.knobs = Knobs.from_params(dict(spec.params) if spec else {})
         # robust=1: also read corrupted scenes (perceive_degraded); such a describer may take a photograph's
         # coloured regions for a scene's objects, so it is a knob, off by default
         self.robust = spec.get_bool("robust", False) if spec else False
-        self.model_id = spec.canonical() if spec else "ref:describer"
-        self.capabilities = Capabilities(multi_image=True, loglikelihood=True, seeded=True)
-        self.concurrency_key = "ref:describer"
-        self.max_concurrency = 2
-
-    # -- perception ---------------------------------------------------------------
+        super().__init__(spec)
 
     def _see(self, img: Image.Image) -> tuple[Scene, dict[int, float], float, str, bool] | None:
-        key = getattr(img, _KEY, None) or f"pixels:{image_hash(img.convert('RGB'))}"
-        p = _perceived(key, img, self.robust)
+        key = (getattr(img, _KEY, None) or f"pixels:{image_hash(img.convert('RGB'))}", self.robust)
+        p = _PERCEPTIONS.get(key, _UNSEEN)
+        if p is _UNSEEN:  # two threads may both perceive it: the same reading
+            p = perceive(img.convert("RGB"), robust=self.robust)
+            _PERCEPTIONS.put(key, p)
         if p is None:
             return None
         # errors are drawn per perceived content, not per pixel hash: a perturbed copy that looks the same
@@ -124,42 +90,23 @@ class RefDescriber:
             im = images[0]
             half = im.width // 2
             images = [im.crop((0, 0, half, im.height)), im.crop((im.width - half, 0, im.width, im.height))]
-        out = []
-        for im in images[:2]:
-            seen = self._see(im)
-            out.append(seen[0] if seen else None)
-        return out
-
-    # -- role methods ----------------------------------------------------------------
+        return [seen[0] if (seen := self._see(im)) else None for im in images[:2]]
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         text = await asyncio.to_thread(self._respond, messages)
-        words = text.split()
-        truncated = len(words) > config.max_tokens
-        if truncated:
-            text = " ".join(words[: config.max_tokens])
-        prompt_words = sum(len(m.text.split()) for m in messages)
-        n_images = sum(len(m.images) for m in messages)
-        return Generation(text=text, finish_reason="length" if truncated else "stop",
-                          usage=Usage(input_tokens=prompt_words + 64 * n_images, output_tokens=len(text.split())))
+        prompt_tokens = sum(len(m.text.split()) + 64 * len(m.images) for m in messages)
+        return generation(text, config.max_tokens, prompt_tokens)
 
     async def loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
         return await asyncio.to_thread(self._loglikelihood, messages, continuations)
-
-    # -- internals ---------------------------------------------------------------------
 
     def _request(self, messages: list[Message]) -> tuple[str, list[Image.Image]]:
         users = [m for m in messages if m.role == "user"]
         if not users:
             return "", []
-        last = users[-1]
-        images = [_decoded(im) for im in last.images]
-        if not images:  # the image may sit in an earlier turn of the same conversation
-            for m in reversed(users[:-1]):
-                if m.images:
-                    images = [_decoded(im) for im in m.images]
-                    break
-        return last.text, images
+        # the images of the last turn that has any: they may sit in an earlier turn of the same conversation
+        shown = [m for m in users if m.images]
+        return users[-1].text, [_decoded(im) for im in shown[-1].images] if shown else []
 
     def _respond(self, messages: list[Message]) -> str:
         prompt, images = self._request(messages)
@@ -176,20 +123,13 @@ class RefDescriber:
         belief, conf, tconf, key, soft = seen
         q = lang.parse_question(prompt)
         ans = WorldAnswerer(belief, conf, tconf, self.knobs, key, soft).answer(q, prompt)
-        if q.options:
-            for letter, opt in self._option_scores(q, ans, belief):
-                return f"{letter}. {opt}"
-            return "None of the options matches what I see."
-        return ans.text
-
-    @staticmethod
-    def _option_scores(q: lang.Question, ans: Answer, belief: Scene) -> list[tuple[str, str]]:
-        """Options consistent with the belief: by the answer value, or (for 'which of these ...'
-        questions) each option read as a claim about the image."""
+        if not q.options:
+            return ans.text
+        # the first option that agrees with the answer's value, or ('which of these ...') that holds as a claim
         hits = [(letter, opt) for letter, opt in q.options if _option_matches(ans, opt)]
         if not hits and ans.value is None:
             hits = [(letter, opt) for letter, opt in q.options if statement_holds(opt, belief)]
-        return hits
+        return f"{hits[0][0]}. {hits[0][1]}" if hits else "None of the options matches what I see."
 
     def _loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
         prompt, images = self._request(messages)
@@ -213,22 +153,19 @@ class RefDescriber:
         by_claim = ans is not None and ans.value is None and bool(q.options)
         if by_claim:  # "which of these ...": options read as claims
             ans = Answer("", None, 0.85, "claim")
-        matched, claim_targets = [], []
+        targets = []
         for cont in continuations:
             c = re.sub(r"^(the )?answer is:?\s*", "", cont.strip(), flags=re.I)
             m = re.fullmatch(r"\(?([A-Z])(?:[\.\)]\s*.*)?", c)  # "B" or "B. text": the option labelled B
-            opt = letters.get(m.group(1)) if m and (m.group(1) in letters) else None
-            target = opt if opt is not None else c
-            if ans is None:
-                matched.append(False)
-            elif by_claim:
-                matched.append(bool(statement_holds(target, belief)))
-                claim_targets.append(target)
-            else:
-                matched.append(ans.value is not None and _option_matches(ans, target))
-        if by_claim and soft and not any(matched) and claim_targets:
-            matched = _closest_claims(claim_targets, belief)
-            ans = Answer("", None, 0.6, "claim")
+            targets.append(letters.get(m.group(1), c) if m else c)
+        if ans is None:
+            matched = [False] * len(targets)
+        elif by_claim:
+            matched = [bool(statement_holds(target, belief)) for target in targets]
+        else:
+            matched = [_option_matches(ans, target) for target in targets]
+        if by_claim and soft and not any(matched):
+            matched, ans = _closest_claims(targets, belief), Answer("", None, 0.6, "claim")
         return _scores(continuations, matched, ans)
 
     def _two_scenes(self, prompt: str, images: list[Image.Image]) -> tuple[list[Scene | None], list[Scene | None]]:
@@ -236,10 +173,8 @@ class RefDescriber:
         texts = re.findall(r"(?:scene|description|image)\s*(?:1|2|one|two|a|b)\s*:\s*(.+?)(?=(?:\n\s*(?:scene|"
                            r"description|image)\s*(?:1|2|one|two|a|b)\s*:)|\n\s*statement\s*:|\Z)",
                            prompt, re.I | re.S)
-        text_scenes: list[Scene | None] = []
-        for t in texts[:2]:
-            s, notes = lang.parse_description(t)
-            text_scenes.append(s if (s.objects or s.text) else None)
+        parsed = (lang.parse_description(t)[0] for t in texts[:2])
+        text_scenes: list[Scene | None] = [s if (s.objects or s.text) else None for s in parsed]
         image_scenes = self._scenes_from_images(images) if images else []
         return text_scenes, image_scenes
 
@@ -251,8 +186,7 @@ class RefDescriber:
         a, b = scenes
         if len(text_scenes) == 2 and len(image_scenes) == 2 and all(text_scenes):
             # both modalities: what the descriptions say, plus what the images show
-            a = _union(text_scenes[0], image_scenes[0])
-            b = _union(text_scenes[1], image_scenes[1])
+            a, b = (_union(t, i) for t, i in zip(text_scenes, image_scenes))
         sims = similarities(a, b)
         if not sims:
             return "The two scenes have nothing in common."
@@ -285,8 +219,6 @@ class RefDescriber:
         return pos if both else neg
 
     def _photo_answer(self, prompt: str, img: Image.Image) -> str:
-        from .ref_models import describe_photo
-
         q = lang.parse_question(prompt)
         if q.kind == "describe":
             text = describe_photo(img)
@@ -361,7 +293,3 @@ def _union(a: Scene | None, b: Scene | None) -> Scene:
     cells = {(o.row, o.col): o for o in b.objects}
     cells.update({(o.row, o.col): o for o in a.objects})
     return Scene(background=a.background, objects=[cells[k] for k in sorted(cells)], text=a.text or b.text)
-
-
-def make_describer(spec: ModelSpec, role: str) -> RefDescriber:
-    return RefDescriber(spec)

@@ -21,16 +21,12 @@ MEAN = 127.0 / 255.0
 STD = 128.0 / 255.0
 
 
-def _timm_info_dir() -> Path:
+@functools.lru_cache(maxsize=1)
+def imagenet_labels() -> list[str]:
     spec = find_spec("timm")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("timm is not installed: its bundled ImageNet synset lists give the class names")
-    return Path(list(spec.submodule_search_locations)[0]) / "data" / "_info"
-
-
-@functools.lru_cache(maxsize=1)
-def imagenet_labels() -> list[str]:
-    info = _timm_info_dir()
+    info = Path(list(spec.submodule_search_locations)[0]) / "data" / "_info"
     synsets = (info / "imagenet_synsets.txt").read_text().split()
     lemmas = dict(line.split("\t", 1) for line in (info / "imagenet_synset_to_lemma.txt").read_text().splitlines()
                   if "\t" in line)

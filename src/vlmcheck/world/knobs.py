@@ -8,13 +8,14 @@ setting (see ``describer.py``).
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..core.spec import SpecError
 from .perceive import Perceived
-from .scene import COLORS, SHAPES, SIZES, Scene, SceneObject
+from .scene import COLORS, SHAPES, SIZES, Scene, SceneObject, shifted
 
 
 KNOBS = ("omit", "hallucinate", "confuse", "misplace", "misread", "yes_bias")
@@ -92,15 +93,12 @@ def apply_knobs(p: Perceived, knobs: Knobs, image_key: str) -> tuple[Scene, dict
                 r, c = free[int(_uniforms(knobs.seed, image_key, "move", o.row, o.col).integers(len(free)))]
                 objs[i] = o.model_copy(update={"row": r, "col": c})
     used = {(x.row, x.col) for x in objs}
-    for r in range(rows):
-        for c in range(3):
-            rng = _uniforms(knobs.seed, image_key, "cell", r, c)
-            u = rng.random()
-            shape, color, size = SHAPES[rng.integers(len(SHAPES))], COLORS[rng.integers(len(COLORS))], \
-                SIZES[rng.integers(2)]
-            if (r, c) not in used and u < knobs.hallucinate:
-                objs.append(SceneObject(shape=shape, color=color, size=size, row=r, col=c))
-                conf.append(0.8)
+    for r, c in itertools.product(range(rows), range(3)):
+        rng = _uniforms(knobs.seed, image_key, "cell", r, c)
+        if (r, c) not in used and rng.random() < knobs.hallucinate:
+            objs.append(SceneObject(shape=SHAPES[rng.integers(len(SHAPES))], color=COLORS[rng.integers(len(COLORS))],
+                                    size=SIZES[rng.integers(2)], row=r, col=c))
+            conf.append(0.8)
     text = scene.text
     if text:
         rng = _uniforms(knobs.seed, image_key, "text")
@@ -117,13 +115,4 @@ def _misread(text: str, pos: int, alt: int) -> str:
     if not idx:
         return text
     i = idx[pos % len(idx)]
-    ch = text[i]
-    if ch.isdigit():
-        new = str((int(ch) + alt) % 10)
-    else:
-        base = "a" if ch.islower() else "A"
-        new = chr((ord(ch) - ord(base) + alt) % 26 + ord(base))
-    return text[:i] + new + text[i + 1:]
-
-
-# ----------------------------------------------------------------------------- arithmetic and code
+    return text[:i] + shifted(text[i], alt) + text[i + 1:]

@@ -1,17 +1,11 @@
-"""Reading English about world scenes: descriptions, object phrases, questions.
+"""Reading English about world scenes: descriptions (``ref:renderer``), object phrases, questions and CAST
+statements (``ref:describer``).
 
 Why this module is long: it is one small grammar (word lists, phrase and question patterns) that the renderer,
 the describer and the question builder must read alike; split, the three would drift apart.
 
-Used by ``ref:renderer`` (description -> scene), by ``ref:describer`` (to
-understand questions and CAST statements, and to read scene descriptions in
-the text modality) and by the world's question builder.
-
-The grammar is deliberately small but tolerant: synonyms (big/large,
-little/tiny/small, upper/top, lower/bottom, centre/middle, grey/gray,
-violet/purple, rhombus/diamond, disc/circle ...), plurals, number words and
-digits, and negation ("no", "not", "without").  What it cannot read it
-ignores; callers decide how to say so.
+The grammar is small but tolerant: synonyms, plurals, number words and digits, negation ("no", "not",
+"without"). What it cannot read it ignores; callers decide how to say so.
 """
 
 from __future__ import annotations
@@ -58,17 +52,13 @@ def words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.lower())
 
 
-def find_position(text: str) -> tuple[int, int] | None:
-    """The first grid position named in ``text`` (e.g. 'upper-left corner' -> (0, 0))."""
-    for m in _POS_RE.finditer(text):
-        pos = _position_from_match(m)
-        if pos is not None:
-            return pos
-    return None
-
-
 def find_positions(text: str) -> list[tuple[int, int]]:
+    """The grid positions named in ``text``, in order (e.g. 'upper-left corner' -> (0, 0))."""
     return [p for p in (_position_from_match(m) for m in _POS_RE.finditer(text)) if p is not None]
+
+
+def find_position(text: str) -> tuple[int, int] | None:
+    return next(iter(find_positions(text)), None)
 
 
 def _position_from_match(m: re.Match) -> tuple[int, int] | None:
@@ -104,8 +94,7 @@ class ObjectPhrase:
                 and (self.size is None or obj.size == self.size))
 
     def noun(self) -> str:
-        base = self.shape or "object"
-        return base + ("s" if self.plural else "")
+        return (self.shape or "object") + ("s" if self.plural else "")
 
     def text(self) -> str:
         return " ".join(x for x in (self.size, self.color, self.noun()) if x)
@@ -168,9 +157,7 @@ def find_background(text: str) -> str | None:
     """Background name from phrases like 'on a light grey background' or 'the background is beige'."""
     low = " ".join(words(text.replace("grey", "gray")))
     for m in re.finditer(r"\bbackground\b", low):
-        before = low[max(0, m.start() - 30): m.start()]
-        after = low[m.end(): m.end() + 40]
-        for window in (before[-20:], after):
+        for window in (low[max(0, m.start() - 20): m.start()], low[m.end(): m.end() + 40]):
             for name in sorted(BACKGROUNDS, key=len, reverse=True):
                 if re.search(rf"\b{name}\b", window):
                     return name
@@ -207,10 +194,9 @@ def parse_description(text: str) -> tuple[Scene, list[str]]:
     text_item = None
     for sent in split_sentences(text):
         q = quoted_text(sent)
-        if q and re.search(r"\b(text|written|reads|says|word|words|label|caption|number|code|line)\b", sent, re.I):
-            low = sent.lower()
-            if not re.search(r"\bno (text|writing|words)\b", low):
-                text_item = text_item or canonical_text(q)
+        if (q and re.search(r"\b(text|written|reads|says|word|words|label|caption|number|code|line)\b", sent, re.I)
+                and not re.search(r"\bno (text|writing|words)\b", sent, re.I)):
+            text_item = text_item or canonical_text(q)
         sent_wo_quotes = _QUOTED.sub(" ", sent)
         phrases = [p for p in object_phrases(sent_wo_quotes) if not p.negated]
         if not phrases:
@@ -221,11 +207,8 @@ def parse_description(text: str) -> tuple[Scene, list[str]]:
         positions = find_positions(sent_wo_quotes)
         counts = [max(p.count or 1, 1) for p in phrases]
         if positions and sum(counts) == len(positions):
-            it = iter(positions)
-            for ph, k in zip(phrases, counts):
-                for _ in range(k):
-                    pos = next(it)
-                    placed[pos] = _object(ph, pos)
+            each = [ph for ph, k in zip(phrases, counts) for _ in range(k)]  # a phrase per object, in order
+            placed.update({pos: _object(ph, pos) for ph, pos in zip(each, positions)})
         else:
             unplaced.extend(phrases)
     if not placed and not unplaced:
@@ -312,12 +295,8 @@ _SYNONYMS = {"numerous": "many", "form": "shape", "forms": "shapes", "hue": "col
              "positioned": "located", "photo": "image", "picture": "image"}
 
 
-def _vocabulary() -> set[str]:
-    return (set(SHAPE_WORDS) | GENERIC_WORDS | set(COLOR_WORDS) | set(SIZE_WORDS) | set(NUMBER_WORDS)
-            | set(_ROW_WORDS) | set(_COL_WORDS) | _QUESTION_WORDS | set(_SYNONYMS))
-
-
-_VOCAB = _vocabulary()
+_VOCAB = (set(SHAPE_WORDS) | GENERIC_WORDS | set(COLOR_WORDS) | set(SIZE_WORDS) | set(NUMBER_WORDS)
+          | set(_ROW_WORDS) | set(_COL_WORDS) | _QUESTION_WORDS | set(_SYNONYMS))
 
 
 def _edits(a: str, b: str) -> int:
@@ -375,10 +354,8 @@ def parse_question(prompt: str) -> Question:
 
 def _classify(text: str) -> Question:
     low = re.sub(r"^\s*(question|q)\s*:\s*", "", text.lower().strip())
-    negated = False
-    m = re.search(r"\bis it (?:false|not true|untrue) that\b", low)
-    if m:
-        negated = True
+    negated = (m := re.search(r"\bis it (?:false|not true|untrue) that\b", low)) is not None
+    if negated:
         low = low[m.end():]
     if re.search(r"\b(describe|description|caption)\b", low):
         return Question("describe")
@@ -412,18 +389,20 @@ def _classify(text: str) -> Question:
         return Question("color", subject=subject, position=pos, negated=negated)
     if re.search(r"\bwhat\s+(shape|kind of shape|type of shape|object)\b|\bwhich\s+shape\b|\bshape of\b", low):
         return Question("shape", subject=subject, position=pos, negated=negated)
-    if re.search(r"\bwhere\b|\bwhich (position|cell|part)\b|\bposition of\b|\blocated\b(?!.*\b(top|bottom|left|right|center|centre|middle)\b)", low):
+    if re.search(r"\bwhere\b|\bwhich (position|cell|part)\b|\bposition of\b"
+                 r"|\blocated\b(?!.*\b(top|bottom|left|right|center|centre|middle)\b)", low):
         return Question("position", subject=subject, negated=negated)
     if re.search(r"\bwhat size\b|\bhow (big|large)\b", low):
         return Question("size", subject=subject, position=pos, negated=negated)
     if subject is None:
         return Question("unknown", negated=negated)
-    if re.search(r"\b(are there|is there|there are|there is)\b", low) and subject.plural and nm and nm.group(2) not in ("one",) \
-            and (subject.count or 0) > 1:
+    if (re.search(r"\b(are there|is there|there are|there is)\b", low) and subject.plural and nm
+            and nm.group(2) != "one" and (subject.count or 0) > 1):
         return Question("count_check", subject=subject, number=subject.count, position=pos, negated=negated)
     if re.match(r"\s*(is|are)\s+(the|this|that)\b", low):
         # "Is the red circle in the top left?" / "Is the red circle large?"
-        rest = low[low.find(subject.noun().split()[-1]) + len(subject.noun().split()[-1]):] if subject else low
+        noun = subject.noun()
+        rest = low[low.find(noun) + len(noun):]
         if re.search(r"\b(large|big|small|little|tiny)\b", rest):
             size = "large" if re.search(r"\b(large|big)\b", rest) else "small"
             return Question("size_check", subject=subject, value=size, negated=negated)

@@ -1,29 +1,14 @@
-"""``vlmcheck world make``: write a world dataset every method can read.
+"""``vlmcheck world make`` and ``world pairs``: world datasets every method can read (layout: docs/world.md).
 
-Layout of ``OUT``::
-
-    images/<category>/<id>.png     rendered scenes (sub-folders = categories)
-    scenes/<id>.json               ground-truth scene graphs
-    manifest.jsonl                 one row per image: id, image, category,
-                                   description, scene, questions
-    objects.jsonl                  object annotations for the POPE builder
-    counting.jsonl, detection.jsonl, hierarchy/
-                                   ChEF's counting, detection and hierarchical
-                                   scenarios (chef/turns.py)
-
-Questions come from the ground truth: for each scene a yes-question and a
-no-question (used by VHExpansion and POPE-style scoring) and a
-multiple-choice question with four options (ChEF's world scenario), all in
-the scene's category.  Everything is a function of ``seed``.
-
-Written whole or not at all (core/files.py ``staged_folder``): a new world is built under a hidden name beside
-``OUT`` and renamed at the end, so a killed ``world make`` leaves no half world for a later run to read as data;
-into a folder that already holds files, every file goes by temp file and rename, ``manifest.jsonl`` last.
+Questions come from the ground truth: for each scene a yes-question and a no-question (VHExpansion, POPE-style
+scoring) and a four-option question (ChEF's world scenario), all in the scene's category. Everything is a
+function of ``seed``. Written whole or not at all (core/files.py ``staged_folder``), ``manifest.jsonl`` last.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +16,9 @@ import numpy as np
 from ..core.files import staged_folder, write_bytes_atomic, write_text_atomic
 from ..core.images import encode_image
 from .scene import (BACKGROUNDS, CATEGORIES, COLORS, POSITIONS, SHAPES, Scene, SceneObject, describe_scene,
-                    generate_scene, number_word, plural, position_name, render_scene)
+                    generate_scene, number_word, object_box, plural, position_name, random_object, render_scene,
+                    shifted)
+from .ref_models import article
 from .answering import evaluate
 
 
@@ -41,8 +28,7 @@ def _yn(question: str, answer: bool, kind: str) -> dict:
 
 def _mc(question: str, correct: str, distractors: list[str], rng: np.random.Generator, kind: str) -> dict:
     options = [correct] + [d for d in dict.fromkeys(distractors) if d != correct][:3]
-    order = rng.permutation(len(options))
-    options = [options[i] for i in order]
+    options = [options[i] for i in rng.permutation(len(options))]
     return {"type": "mc", "kind": kind, "question": question, "options": options,
             "answer": chr(ord("A") + options.index(correct)), "answer_text": correct}
 
@@ -65,9 +51,9 @@ def scene_questions(scene: Scene, rng: np.random.Generator) -> list[dict]:
     o = unique[int(rng.integers(len(unique)))] if unique else None
     if cat in ("existence", "shape") or (cat in CATEGORIES[:5] and o is None):
         if o is not None:
-            qs.append(_yn(f"Is there {_a(o.color)} {o.color} {o.shape} in the image?", True, "existence"))
+            qs.append(_yn(f"Is there {article(o.color)} {o.color} {o.shape} in the image?", True, "existence"))
         c, s = _absent_kind(scene, rng)
-        qs.append(_yn(f"Is there {_a(c)} {c} {s} in the image?", False, "existence"))
+        qs.append(_yn(f"Is there {article(c)} {c} {s} in the image?", False, "existence"))
         if o is not None and cat == "shape":
             qs.append(_mc(f"What shape is the {o.color} object in the {o.position}?", o.shape,
                           list(rng.permutation([x for x in SHAPES if x != o.shape])), rng, "shape"))
@@ -75,10 +61,7 @@ def scene_questions(scene: Scene, rng: np.random.Generator) -> list[dict]:
             qs.append(_mc("Which of these objects is in the image?", f"{o.color} {o.shape}",
                           [" ".join(_absent_kind(scene, rng)) for _ in range(6)], rng, "existence"))
     elif cat == "count":
-        kinds: dict[tuple[str, str], int] = {}
-        for x in objs:
-            kinds[(x.color, x.shape)] = kinds.get((x.color, x.shape), 0) + 1
-        (c, s), n = max(kinds.items(), key=lambda kv: kv[1])
+        (c, s), n = max(Counter((x.color, x.shape) for x in objs).items(), key=lambda kv: kv[1])
         wrong = n + int(rng.choice([-1, 1])) if n > 2 else n + 1  # never "one ... circles"
         qs.append(_yn(f"Are there {number_word(n)} {c} {plural(s)} in the image?", True, "count"))
         qs.append(_yn(f"Are there {number_word(wrong)} {c} {plural(s)} in the image?", False, "count"))
@@ -93,9 +76,9 @@ def scene_questions(scene: Scene, rng: np.random.Generator) -> list[dict]:
                       "position"))
     elif cat == "color":
         wrong = str(rng.choice([c for c in COLORS if c != o.color]))
-        qs.append(_yn(f"Is there {_a(o.color)} {o.color} {o.shape} in the {o.position} of the image?", True,
+        qs.append(_yn(f"Is there {article(o.color)} {o.color} {o.shape} in the {o.position} of the image?", True,
                       "color"))
-        qs.append(_yn(f"Is there {_a(wrong)} {wrong} {o.shape} in the {o.position} of the image?", False, "color"))
+        qs.append(_yn(f"Is there {article(wrong)} {wrong} {o.shape} in the {o.position} of the image?", False, "color"))
         qs.append(_mc(f"What color is the {o.shape} in the {o.position}?", o.color,
                       list(rng.permutation([c for c in COLORS if c != o.color])), rng, "color"))
     elif cat == "ocr":
@@ -117,22 +100,13 @@ def scene_questions(scene: Scene, rng: np.random.Generator) -> list[dict]:
     return qs
 
 
-def _a(word: str) -> str:
-    return "an" if word[:1] in "aeiou" else "a"
-
-
 def _fake_text(text: str, rng: np.random.Generator) -> str:
     chars = list(text)
     idx = [i for i, ch in enumerate(chars) if ch.isalnum()]
     if not idx:
         return text + "x"
     i = int(rng.choice(idx))
-    ch = chars[i]
-    if ch.isdigit():
-        chars[i] = str((int(ch) + int(rng.integers(1, 10))) % 10)
-    else:
-        base = "a" if ch.islower() else "A"
-        chars[i] = chr((ord(ch) - ord(base) + int(rng.integers(1, 26))) % 26 + ord(base))
+    chars[i] = shifted(chars[i], int(rng.integers(1, 10 if chars[i].isdigit() else 26)))
     return "".join(chars)
 
 
@@ -159,9 +133,9 @@ def _make_world(out: Path, n: int, seed: int, size: int, categories: tuple[str, 
         rows.append({"id": sid, "image": img_rel, "category": cat, "description": describe_scene(scene),
                      "scene": scene.model_dump(), "questions": scene_questions(scene, rng)})
     # object annotations in the POPE builder's format: objects named "<colour> <shape>", in reading order
-    write_text_atomic(out / "objects.jsonl", "".join(json.dumps({"image": r["image"], "objects": list(dict.fromkeys(
-        f"{o['color']} {o['shape']}" for o in sorted(r["scene"]["objects"], key=lambda o: (o["row"], o["col"]))))})
-        + "\n" for r in rows))
+    write_text_atomic(out / "objects.jsonl", _lines([{"image": r["image"], "objects": list(dict.fromkeys(
+        f"{o['color']} {o['shape']}" for o in sorted(r["scene"]["objects"], key=lambda o: (o["row"], o["col"]))))}
+        for r in rows]))
     _write_turn_sets(out, rows, n, seed, size)
     # the dataset's declared name: what benchmark its categories belong to (methods/leaderboard.py)
     write_text_atomic(out / "dataset.json", json.dumps({"name": "world", "n": n, "seed": seed, "size": size}) + "\n")
@@ -177,25 +151,15 @@ def _lines(rows: list[dict]) -> str:
 
 
 def _write_turn_sets(out: Path, rows: list[dict], n: int, seed: int, size: int) -> None:
-    """Data for ChEF's counting, detection and hierarchical scenarios, in the formats their loaders read.
-
-    * ``counting.jsonl`` - per scene, "How many <shape>s are there in this image?" about its most frequent
-      shape, with the count (FSC147's question form);
-    * ``detection.jsonl`` - per scene, every object labelled by its shape with its box as fractions of the
-      image side (VOC-style labels; boxes from the drawing geometry);
-    * ``hierarchy/`` - ``items.jsonl`` of single-object scenes, each with the chain [shape, "colour shape"],
-      and ``tree.json``, the whole world's tree (6 shapes, each with 8 colours).
-    """
-    from .scene import object_box
-
+    """Data for ChEF's counting (a scene's most frequent shape and its count, FSC147's question form),
+    detection (objects labelled by shape, boxes as fractions of the image side) and hierarchical scenarios
+    (single-object scenes with the chain [shape, "colour shape"], and the world's tree), as their loaders read."""
     counting, detection = [], []
     for r in rows:
         scene = Scene.model_validate(r["scene"])
         if not scene.objects:
             continue
-        counts: dict[str, int] = {}
-        for o in scene.objects:
-            counts[o.shape] = counts.get(o.shape, 0) + 1
+        counts = Counter(o.shape for o in scene.objects)
         shape = max(sorted(counts), key=lambda k: counts[k])
         counting.append({"id": r["id"], "image": r["image"], "object": plural(shape), "count": counts[shape]})
         detection.append({"id": r["id"], "image": r["image"], "objects": [
@@ -230,8 +194,6 @@ def make_world_pairs(out: str | Path, n: int = 20, seed: int = 0, size: int = 38
 
 
 def _make_world_pairs(out: Path, n: int, seed: int, size: int) -> None:
-    from .scene import _random_object
-
     (out / "images").mkdir(parents=True, exist_ok=True)
     rows = []
     for i in range(n):
@@ -246,7 +208,7 @@ def _make_world_pairs(out: Path, n: int, seed: int, size: int) -> None:
         free = b.free_cells()
         for j in rng.choice(len(free), size=min(len(free), int(rng.integers(1, 4))), replace=False):
             r, c = free[j]
-            b.objects.append(_random_object(rng, r, c))
+            b.objects.append(random_object(rng, r, c))
         b.objects.sort(key=lambda o: (o.row, o.col))
         sides = {}
         for name, scene in (("a", a), ("b", b)):

@@ -18,8 +18,8 @@ import re
 
 from ..core.messages import Message
 from ..core.questions import ARTICLE_RE, DETS, FUNCTION_WORDS, past, split_context, third_person
-from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
-from ..core.spec import ModelSpec
+from ..core.roles import Capabilities, Generation, GenerationConfig
+from .ref_models import RefModel, generation
 
 _BE = {"is", "are", "was", "were"}
 _DO = {"does", "do", "did"}
@@ -31,6 +31,8 @@ _BOUNDARY = {
     "placed", "drawn", "colored", "coloured", "large", "small", "big", "empty", "there", "both", "all",
     "part", "closer", "further", "facing", "open", "closed", "true", "correct",
 }
+_VERBS = {"show", "contain", "have", "depict", "say", "read", "print", "output", "return", "appear", "look",
+          "include", "display", "mention", "equal", "hold", "feature", "seem", "exist", "make", "give"}
 
 
 def negate_question(question: str) -> str | None:
@@ -40,40 +42,26 @@ def negate_question(question: str) -> str | None:
     if context:
         neg = negate_question(last)
         return context + neg if neg else None
-    q = last
-    body = q.rstrip("?").rstrip().rstrip(".")
-    words = body.split()
+    words = last.rstrip("?").rstrip().rstrip(".").split()
     if len(words) < 2:
         return None
     first = words[0].lower()
     # simple case: "Is there a/an/any X ...?" -> "Is there no X ...?"; every a/an becomes no, as the paper's
     # prompt says ("change all occurrences of a/an to no"), e.g. "a cat and a dog" -> "no cat and no dog"
     if first in _BE and words[1].lower() == "there" and len(words) > 2 and words[2].lower() in ("a", "an", "any"):
-        rest = " ".join(words[2:])
-        return f"{words[0]} there {ARTICLE_RE.sub('no', rest)}?"
+        return f"{words[0]} there {ARTICLE_RE.sub('no', ' '.join(words[2:]))}?"
     if first in _BE and words[1].lower() == "there":
         return f"Is it false that there {first} {' '.join(words[2:])}?"
-    if first in _BE:
-        subj, pred = _split_subject(words[1:])
-        if not subj or not pred:
-            return None
-        return f"Is it false that {_lower_first(' '.join(subj))} {first} {' '.join(pred)}?"
-    if first in _DO:
-        subj, pred = _split_subject(words[1:], verb_follows=True)
-        if not subj or not pred:
-            return None
-        verb = pred[0]
-        if first == "does":
-            verb = third_person(verb)
-        elif first == "did":
-            verb = past(verb)
-        return f"Is it false that {_lower_first(' '.join(subj))} {' '.join([verb] + pred[1:])}?"
-    if first in _MODAL:
-        subj, pred = _split_subject(words[1:], verb_follows=True)
-        if not subj or not pred:
-            return None
-        return f"Is it false that {_lower_first(' '.join(subj))} {first} {' '.join(pred)}?"
-    return None
+    if first not in _BE | _DO | _MODAL:
+        return None
+    subj, pred = _split_subject(words[1:], verb_follows=first not in _BE)
+    if not subj or not pred:
+        return None
+    if first in _DO:  # "does X show" -> "X shows", "did X show" -> "X showed", "do X show" -> "X show"
+        pred = [{"does": third_person, "did": past}.get(first, str)(pred[0])] + pred[1:]
+    else:
+        pred = [first] + pred
+    return f"Is it false that {_lower_first(' '.join(subj))} {' '.join(pred)}?"
 
 
 def _lower_first(s: str) -> str:
@@ -89,39 +77,27 @@ def _split_subject(words: list[str], verb_follows: bool = False) -> tuple[list[s
     if verb_follows:
         # subject: everything before the first known verb; else determiner + up to three words
         for n in range(1, len(words)):
-            if _looks_like_verb(words[n]):
+            if words[n].lower() in _VERBS:
                 return words[:n], words[n:]
         if words[0].lower() in DETS:
             for n in range(2, min(5, len(words))):
-                if words[n].lower() in _BOUNDARY or _looks_like_verb(words[n]):
+                if words[n].lower() in _BOUNDARY | _VERBS:
                     return words[:n], words[n:]
             return words[:2], words[2:]
         return words[:1], words[1:]
     for i, w in enumerate(words):
         lw = w.lower().strip(",")
-        if i > 0 and (lw in _BOUNDARY or w[:1] in "'\"\u2018\u201c" or (lw.endswith("ed") and len(lw) > 4) or (i > 1 and lw in DETS and words[i - 1].lower() not in FUNCTION_WORDS)):
+        # the predicate starts at a boundary word, a quote, a participle, or a determiner after a content word
+        if i > 0 and (lw in _BOUNDARY or w[:1] in "'\"\u2018\u201c" or (lw.endswith("ed") and len(lw) > 4)
+                      or (i > 1 and lw in DETS and words[i - 1].lower() not in FUNCTION_WORDS)):
             return words[:i], words[i:]
     return [], []
 
 
-_VERBS = {"show", "contain", "have", "depict", "say", "read", "print", "output", "return", "appear", "look",
-          "include", "display", "mention", "equal", "hold", "feature", "seem", "exist", "make", "give"}
-
-
-def _looks_like_verb(w: str) -> bool:
-    return w.lower() in _VERBS
-
-
-class RuleTextModel:
+class RuleTextModel(RefModel):
     """A rule-based reference ``TextModel``: ``respond(prompt) -> text`` on the user turns, in a worker thread."""
 
-    name = "rule"
-
-    def __init__(self, spec: ModelSpec | None = None) -> None:
-        self.model_id = spec.canonical() if spec else f"ref:{self.name}"
-        self.capabilities = Capabilities(multi_image=False, seeded=True)
-        self.concurrency_key = f"ref:{self.name}"
-        self.max_concurrency = 4
+    name, capabilities, max_concurrency = "rule", Capabilities(multi_image=False, seeded=True), 4
 
     def respond(self, prompt: str) -> str:
         raise NotImplementedError
@@ -129,8 +105,7 @@ class RuleTextModel:
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         prompt = " ".join(m.text for m in messages if m.role == "user")
         text = await asyncio.to_thread(self.respond, prompt)
-        return Generation(text=text, finish_reason="stop",
-                          usage=Usage(input_tokens=len(prompt.split()), output_tokens=len(text.split())))
+        return generation(text, None, len(prompt.split()))
 
 
 class RefNegator(RuleTextModel):
@@ -145,7 +120,3 @@ class RefNegator(RuleTextModel):
             question = question[:-1]
         neg = negate_question(question)
         return neg if neg else "I cannot negate this question: it is not a yes/no question I can rephrase."
-
-
-def make_negator(spec: ModelSpec, role: str) -> RefNegator:
-    return RefNegator(spec)

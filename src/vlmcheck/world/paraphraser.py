@@ -1,25 +1,16 @@
 """``ref:paraphraser``: a rule-based stand-in for the LLM that rephrases VH questions for fine-tuning.
 
 VHExpansion section 5.4 has GPT-4o "rephrase the questions four times for each VH test case, generating four
-additional versions of each".  Offline there is no LLM, so this ``TextModel`` answers the
-:data:`PARAPHRASE_PROMPT` with version ``i`` of ``k`` of the question, each built by rules that keep the
-question's meaning and its yes/no answer:
-
-1. "Looking at the image, " + the question;
-2. "Based on what you can see, " + the question;
-3. the word swaps a round trip through another language makes (image/picture, colour/color ...), or, when no
-   swap applies, "In this picture, " + the question;
-4. "Please answer yes or no. " + the question;
-
-and from version 5 on the same four shapes with the word swaps applied.  A version that would repeat an
-earlier one comes back unchanged; the dataset builder records and skips it (never silent).
+additional versions of each". Offline there is no LLM, so this ``TextModel`` answers :data:`PARAPHRASE_PROMPT`
+with version ``i`` of ``k`` of the question, built by rules that keep its meaning and its yes/no answer
+(:func:`paraphrase`). A version that would repeat an earlier one comes back unchanged; the dataset builder
+records and skips it (never silent).
 """
 
 from __future__ import annotations
 
 import re
 
-from ..core.spec import ModelSpec
 from .negator import RuleTextModel
 from .rewriter import _lower_first
 
@@ -42,7 +33,9 @@ def _swap(question: str) -> str:
 
 
 def paraphrase(question: str, version: int) -> str:
-    """Version ``version`` (1-based) of ``question``; the question itself when the rules give nothing new."""
+    """Version ``version`` (1-based) of ``question``: "Looking at the image, ", "Based on what you can see, ",
+    the word swaps of a round trip through another language (else "In this picture, "), "Please answer yes or
+    no. " + the question; from version 5 on the same four with the swaps applied."""
     q = question.strip()
     base = _swap(q) if version > 4 else q
     shape = (version - 1) % 4
@@ -66,7 +59,3 @@ class RefParaphraser(RuleTextModel):
         if not m:
             return "I can only rephrase a question given in the VHExpansion rephrasing prompt."
         return paraphrase(m.group(3).strip(), int(m.group(1)))
-
-
-def make_paraphraser(spec: ModelSpec, role: str) -> RefParaphraser:
-    return RefParaphraser(spec)

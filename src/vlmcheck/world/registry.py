@@ -1,22 +1,27 @@
-"""The ``ref:`` provider: one table from model name to (roles, factory)."""
+"""The ``ref:`` provider: one table from model name to (roles, class, what it is)."""
 
 from __future__ import annotations
 
 from ..core.spec import ModelSpec, SpecError
-from . import describer, negator, paraphraser, ref_models, renderer, rewriter
+from .describer import RefDescriber
+from .negator import RefNegator
+from .paraphraser import RefParaphraser
+from .ref_models import EffNetEncoder, PhotoDescriber, PixelEncoder
+from .renderer import RefRenderer
+from .rewriter import RefRewriter
 
 REFERENCE_MODELS = {
-    "pixels": (("encoder",), ref_models.make_pixels, "pixel-statistics encoder (fast, for tests)"),
-    "effnet": (("encoder",), ref_models.make_effnet, "EfficientNet-Lite0 ImageNet features, 1280-d"),
-    "photo": (("vlm",), ref_models.make_photo, "photo describer: EfficientNet-Lite0 labels + colours"),
-    "describer": (("vlm",), describer.make_describer,
+    "pixels": (("encoder",), PixelEncoder, "pixel-statistics encoder (fast, for tests)"),
+    "effnet": (("encoder",), EffNetEncoder, "EfficientNet-Lite0 ImageNet features, 1280-d"),
+    "photo": (("vlm",), PhotoDescriber, "photo describer: EfficientNet-Lite0 labels + colours"),
+    "describer": (("vlm",), RefDescriber,
                   "world-scene VLM from pixels (shapes, colours, grid, OCR); error knobs "
                   "omit/hallucinate/confuse/misplace/misread/yes_bias/level"),
-    "renderer": (("generator",), renderer.make_renderer, "text-to-image for world scenes (parses English)"),
-    "negator": (("text",), negator.make_negator, "rule-based yes/no question negation (VHExpansion rules)"),
-    "rewriter": (("text",), rewriter.make_rewriter,
+    "renderer": (("generator",), RefRenderer, "text-to-image for world scenes (parses English)"),
+    "negator": (("text",), RefNegator, "rule-based yes/no question negation (VHExpansion rules)"),
+    "rewriter": (("text",), RefRewriter,
                  "rule-based sentence rewriting for ChEF's passive/active/casual/formal/back-translation"),
-    "paraphraser": (("text",), paraphraser.make_paraphraser,
+    "paraphraser": (("text",), RefParaphraser,
                     "rule-based question rephrasing for VHExpansion fine-tuning data (k versions)"),
 }
 
@@ -26,7 +31,7 @@ def make(spec: ModelSpec, role: str):
     if entry is None:
         raise SpecError(f"unknown reference model 'ref:{spec.name}'; known: "
                         + ", ".join(f"ref:{n}" for n in REFERENCE_MODELS))
-    roles, factory, _ = entry
+    roles, model, _ = entry
     if role not in roles:
         raise SpecError(f"ref:{spec.name} serves the {'/'.join(roles)} role, not {role!r}")
-    return factory(spec, role)
+    return model(spec)

@@ -15,20 +15,20 @@ from PIL import Image
 from ..core.roles import Capabilities
 from ..core.spec import ModelSpec, SpecError
 from .language import parse_description
+from .ref_models import RefModel
 from .scene import render_scene
 
 
-class RefRenderer:
+class RefRenderer(RefModel):
+    name, capabilities = "renderer", Capabilities(seeded=True)
+
     def __init__(self, spec: ModelSpec | None = None) -> None:
         params = dict(spec.params) if spec else {}
         unknown = set(params) - {"size", "concurrency"}
         if unknown:
             raise SpecError(f"ref:renderer: unknown parameter(s) {sorted(unknown)}; known: size")
         self.size = int(params.get("size", 384))
-        self.model_id = spec.canonical() if spec else "ref:renderer"
-        self.capabilities = Capabilities(seeded=True)
-        self.concurrency_key = "ref:renderer"
-        self.max_concurrency = 2
+        super().__init__(spec)
 
     def render(self, prompt: str) -> Image.Image:
         scene, _notes = parse_description(prompt)
@@ -36,7 +36,3 @@ class RefRenderer:
 
     async def generate_image(self, prompt: str, seed: int | None = None) -> Image.Image:
         return await asyncio.to_thread(self.render, prompt)
-
-
-def make_renderer(spec: ModelSpec, role: str) -> RefRenderer:
-    return RefRenderer(spec)

@@ -1,29 +1,16 @@
 """``ref:rewriter``: a rule-based stand-in for the LLM that ChEF's sentence-level text corruptions need.
 
-ChEF Table 2's five sentence-level methods (passive, active, casual, formal,
-back-translation) rewrite a question through a language model.  Offline there
-is none, so this ``TextModel`` applies rules that keep the question's meaning
-and its answer, for the question shapes vlmcheck's own data use and common
-VQA phrasing:
-
-* passive: "What colour is the X?" -> "What colour is shown for the X?",
-  "Is there a X ...?" -> "Is a X shown ...?", "Which X is Y?" -> "Which X is
-  seen to be Y?";
-* active: the passive forms back, "Is X shown?" -> "Does the image show X?";
-* casual: "Hey, quick one: " + the question with a lower-case opening;
-* formal: "Could you please tell me: " + the question;
-* back-translation: word swaps a round trip through another language makes
-  (colour/color, picture/image, how many/what number of, located/placed ...).
-
-When no rule applies, the question comes back unchanged and the corruption
-chain records that the method changed nothing (it is never silent).
+ChEF Table 2's five sentence-level methods (passive, active, casual, formal, back-translation) rewrite a question
+through a language model. Offline there is none, so this ``TextModel`` applies rules that keep the question's
+meaning and its answer, for the question shapes vlmcheck's own data use and common VQA phrasing (the rules
+below; back-translation: the word swaps a round trip through another language makes). When no rule applies,
+the question comes back unchanged and the corruption chain records that the method changed nothing.
 """
 
 from __future__ import annotations
 
 import re
 
-from ..core.spec import ModelSpec
 from .negator import RuleTextModel
 
 _BACK = [(r"\bcolou?r\b", "hue"), (r"\bimage\b", "picture"), (r"\bpicture\b", "photo"),
@@ -36,33 +23,26 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
 
 
-# (pattern over the question without its "?", the rewrite) - the first rule that matches applies
+# (pattern over the question without its "?", case ignored; the rewrite, its first word capitalised) - the
+# first rule that matches applies
 _PASSIVE = [
-    (re.compile(r"(?i)^(is|are) there (a|an|any|some|\d+)\s+(.+?)(\s+(?:in|on) the (?:image|picture|photo))?$"),
-     lambda m: f"{m.group(1).capitalize()} {m.group(2)} {m.group(3)} shown{m.group(4) or ''}?"),
-    (re.compile(r"(?i)^what (colou?r|shape|size) (is|are) (the .+)$"),
-     lambda m: f"What {m.group(1)} {m.group(2)} shown for {m.group(3)}?"),
-    (re.compile(r"(?i)^does the (image|picture|photo) (show|contain) (.+)$"),
-     lambda m: f"Is {m.group(3)} shown in the {m.group(1)}?"),
-    (re.compile(r"(?i)^which (.+?) (is|are) (.+)$"),
-     lambda m: f"Which {m.group(1)} {m.group(2)} seen to be {m.group(3)}?"),
+    (r"^(is|are) there (a|an|any|some|\d+)\s+(.+?)(\s+(?:in|on) the (?:image|picture|photo))?$", r"\1 \2 \3 shown\4?"),
+    (r"^what (colou?r|shape|size) (is|are) (the .+)$", r"What \1 \2 shown for \3?"),
+    (r"^does the (image|picture|photo) (show|contain) (.+)$", r"Is \3 shown in the \1?"),
+    (r"^which (.+?) (is|are) (.+)$", r"Which \1 \2 seen to be \3?"),
 ]
 _ACTIVE = [
-    (re.compile(r"(?i)^(is|are) (a|an|any|some|\d+)\s+(.+?) shown(.*)$"),
-     lambda m: f"Does the image show {m.group(2)} {m.group(3)}{m.group(4)}?"),
-    (re.compile(r"(?i)^(is|are) there (.+?)(?:\s+(?:in|on) the (?:image|picture|photo))?$"),
-     lambda m: f"Does the image contain {m.group(2)}?"),
-    (re.compile(r"(?i)^what (colou?r|shape|size) (is|are) (the .+)$"),
-     lambda m: f"What {m.group(1)} does {m.group(3)} have?"),
+    (r"^(is|are) (a|an|any|some|\d+)\s+(.+?) shown(.*)$", r"Does the image show \2 \3\4?"),
+    (r"^(is|are) there (.+?)(?:\s+(?:in|on) the (?:image|picture|photo))?$", r"Does the image contain \2?"),
+    (r"^what (colou?r|shape|size) (is|are) (the .+)$", r"What \1 does \3 have?"),
 ]
 
 
-def _rewrite(q: str, rules: list) -> str:
-    body = q.rstrip("?").rstrip()
-    for pattern, build in rules:
-        m = pattern.match(body)
-        if m:
-            return build(m)
+def _rewrite(q: str, rules: list[tuple[str, str]]) -> str:
+    for pattern, template in rules:
+        if m := re.match(pattern, q.rstrip("?").rstrip(), re.IGNORECASE):
+            first, _, rest = m.expand(template).partition(" ")
+            return f"{first.capitalize()} {rest}"
     return q
 
 
@@ -82,17 +62,16 @@ def formal(q: str) -> str:
     return f"Could you please tell me: {_lower_first(q.strip())}"
 
 
+_BACK_RE = re.compile("|".join(f"({p})" for p, _ in _BACK), re.IGNORECASE)  # group i + 1: swap i
+
+
 def back_translation(q: str) -> str:
     """Every listed word swapped once, in one pass (a swap's output is never swapped again)."""
-    table = [(re.compile(p, re.IGNORECASE), r) for p, r in _BACK]
-    combined = re.compile("|".join(f"(?:{p})" for p, _ in _BACK), re.IGNORECASE)
-
     def swap(m: re.Match) -> str:
-        word = m.group(0)
-        rep = next(r for pat, r in table if pat.fullmatch(word))
-        return rep.capitalize() if word[:1].isupper() else rep
+        rep = _BACK[m.lastindex - 1][1]
+        return rep.capitalize() if m.group(0)[:1].isupper() else rep
 
-    return combined.sub(swap, q)
+    return _BACK_RE.sub(swap, q)
 
 
 RULES = {"passive": passive, "active": active, "casual": casual, "formal": formal,
@@ -115,7 +94,3 @@ class RefRewriter(RuleTextModel):
             if key in low:
                 return RULES[name](question)
         return question
-
-
-def make_rewriter(spec: ModelSpec, role: str) -> RefRewriter:
-    return RefRewriter(spec)

@@ -1,20 +1,13 @@
-"""Scenes of the reference world: scene graphs, seeded generation, rendering.
-
-A scene is a background colour, up to nine objects on a 3x3 grid (one per
-cell) and optionally one line of black text in the bottom row.  Objects have
-one of six shapes, eight named colours and two sizes.  Rendering is
-deterministic (no anti-aliasing, Pillow's bundled font), so the same scene
-gives the same pixels on every machine with the same Pillow version.
-
-The canonical English description (:func:`describe_scene`) is what an
-error-free describer says and what :mod:`vlmcheck.world.language` parses back
-into the same scene graph.
+"""Scenes of the reference world (docs/world.md): scene graphs, seeded generation, rendering (deterministic: no
+anti-aliasing, Pillow's bundled font), and the canonical English description (:func:`describe_scene`), which is
+what an error-free describer says and what :mod:`vlmcheck.world.language` parses back into the same scene.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from typing import Literal
 
 import numpy as np
@@ -96,8 +89,6 @@ class Scene(BaseModel):
         return [(r, c) for r in range(rows) for c in range(3) if (r, c) not in used]
 
 
-# --------------------------------------------------------------------------- text
-
 _TOKEN = re.compile(r"\d+|[A-Za-z_]+|\*\*|[^\sA-Za-z0-9_]")
 _BINARY = {"+", "-", "*", "/", "=", "**", "%"}
 
@@ -118,15 +109,20 @@ def canonical_text(text: str) -> str:
         elif tok in ")]":
             out = out.rstrip() + tok
         elif tok in "([":
-            if out and out[-1].isalnum():
-                out += tok  # call: print(
-            else:
-                out += tok
+            out += tok
         else:
             if out and (out[-1].isalnum() or out[-1] in ")]"):
                 out += " "
             out += tok
     return re.sub(r"\s+", " ", out).strip()
+
+
+def shifted(ch: str, step: int) -> str:
+    """The digit or letter ``step`` places after ``ch`` (cyclic, same case): a misread character."""
+    if ch.isdigit():
+        return str((int(ch) + step) % 10)
+    base = ord("a" if ch.islower() else "A")
+    return chr((ord(ch) - base + step) % 26 + base)
 
 
 _WORDS = ("apple", "river", "cat", "house", "green tea", "sunset", "robot", "piano", "garden", "winter",
@@ -151,8 +147,6 @@ def _make_text(category: str, rng: np.random.Generator) -> str:
     return " ".join(str(w) for w in rng.choice(_WORDS, size=n, replace=False))
 
 
-# --------------------------------------------------------------------------- generation
-
 def generate_scene(rng: np.random.Generator, category: str) -> Scene:
     """A random scene whose content suits ``category`` (see :data:`CATEGORIES`)."""
     if category not in CATEGORIES:
@@ -169,22 +163,18 @@ def generate_scene(rng: np.random.Generator, category: str) -> Scene:
         shape, color = str(rng.choice(SHAPES)), str(rng.choice(COLORS))
         k = min(int(rng.integers(2, 5)), n)
         for i, (r, c) in enumerate(chosen):
-            if i < k:
-                objects.append(SceneObject(shape=shape, color=color, size=str(rng.choice(SIZES)), row=r, col=c))
-            else:
-                objects.append(_random_object(rng, r, c))
+            objects.append(SceneObject(shape=shape, color=color, size=str(rng.choice(SIZES)), row=r, col=c)
+                           if i < k else random_object(rng, r, c))
     else:
-        objects = [_random_object(rng, r, c) for r, c in chosen]
+        objects = [random_object(rng, r, c) for r, c in chosen]
     text = _make_text(category, rng) if textual else None
     return Scene(background=background, objects=objects, text=text, category=category)
 
 
-def _random_object(rng: np.random.Generator, r: int, c: int) -> SceneObject:
+def random_object(rng: np.random.Generator, r: int, c: int) -> SceneObject:
     return SceneObject(shape=str(rng.choice(SHAPES)), color=str(rng.choice(COLORS)),
                        size=str(rng.choice(SIZES)), row=r, col=c)
 
-
-# --------------------------------------------------------------------------- rendering
 
 LARGE_RADIUS = 0.38  # of the cell size
 SMALL_RADIUS = 0.20
@@ -203,13 +193,10 @@ def shape_polygon(shape: str, cx: float, cy: float, r: float) -> list[tuple[floa
         return [(cx, cy - r), (cx + 0.75 * r, cy), (cx, cy + r), (cx - 0.75 * r, cy)]
     if shape == "hexagon":  # flat top and bottom: height/width = 0.866
         return [(cx + r * math.cos(a), cy + r * math.sin(a)) for a in np.arange(6) * math.pi / 3]
-    if shape == "star":
-        pts = []
-        for i in range(10):
-            rad = r if i % 2 == 0 else 0.42 * r
-            a = -math.pi / 2 + i * math.pi / 5
-            pts.append((cx + rad * math.cos(a), cy + rad * math.sin(a)))
-        return pts
+    if shape == "star":  # outer and inner (0.42 r) points in turn, the first at the top
+        radii = [r if i % 2 == 0 else 0.42 * r for i in range(10)]
+        angles = [-math.pi / 2 + i * math.pi / 5 for i in range(10)]
+        return [(cx + q * math.cos(a), cy + q * math.sin(a)) for q, a in zip(radii, angles)]
     raise ValueError(f"unknown shape {shape!r}")
 
 
@@ -224,11 +211,6 @@ def object_box(obj: SceneObject) -> list[float]:
     poly = shape_polygon(obj.shape, cx, cy, r) or [(cx - r, cy - r), (cx + r, cy + r)]
     xs, ys = [x for x, _ in poly], [y for _, y in poly]
     return [min(xs), min(ys), max(xs), max(ys)]
-
-
-def font(size: int) -> ImageFont.FreeTypeFont:
-    """Pillow's bundled font (no system fonts: identical on every machine)."""
-    return ImageFont.load_default(size=size)
 
 
 def render_scene(scene: Scene, size: int = 384) -> Image.Image:
@@ -246,7 +228,7 @@ def render_scene(scene: Scene, size: int = 384) -> Image.Image:
         else:
             draw.polygon([(round(x), round(y)) for x, y in poly], fill=fill)
     if scene.text:
-        fnt = font(max(10, round(size * 0.075)))
+        fnt = ImageFont.load_default(size=max(10, round(size * 0.075)))  # bundled: the same on every machine
         box = draw.textbbox((0, 0), scene.text, font=fnt)
         w, h = box[2] - box[0], box[3] - box[1]
         x = (size - w) / 2 - box[0]
@@ -254,8 +236,6 @@ def render_scene(scene: Scene, size: int = 384) -> Image.Image:
         draw.text((round(x), round(y)), scene.text, fill=TEXT_RGB, font=fnt)
     return img
 
-
-# --------------------------------------------------------------------------- description
 
 def _join(items: list[str]) -> str:
     if len(items) <= 1:
@@ -269,12 +249,9 @@ def describe_scene(scene: Scene) -> str:
     noun = "object" if n == 1 else "objects"
     parts = [f"The image shows {number_word(n)} {noun} on a {scene.background} background."]
     for obj in sorted(scene.objects, key=lambda o: (o.row, o.col)):
-        where = "In the center" if obj.position == "center" else f"In the {obj.position}"
-        parts.append(f"{where} there is a {obj.phrase()}.")
+        parts.append(f"In the {obj.position} there is a {obj.phrase()}.")
     if scene.objects:
-        counts: dict[str, int] = {}
-        for o in scene.objects:
-            counts[o.shape] = counts.get(o.shape, 0) + 1
+        counts = Counter(o.shape for o in scene.objects)
         items = [f"{number_word(k)} {s if k == 1 else plural(s)}" for s, k in sorted(counts.items())]
         parts.append(f"In total there {'is' if n == 1 else 'are'} {_join(items)}.")
         colors = sorted({o.color for o in scene.objects})

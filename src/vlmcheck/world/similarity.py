@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import re
 
-
 from . import language as lang
+from .ref_models import article
 from .scene import Scene
-
-
-
 
 _CAST_GEN = re.compile(r"\bsimilarit(y|ies)\b", re.I)
 _CAST_FORMATS = {
@@ -37,13 +34,13 @@ def similarities(a: Scene, b: Scene, k: int = 5) -> list[str]:
             covered |= {(color, shape), shape, color}
     for shape in sorted({o.shape for o in a.objects} & {o.shape for o in b.objects}):
         if shape not in covered:
-            out.append(f"Both scenes contain {'an' if shape[0] in 'aeiou' else 'a'} {shape}.")
+            out.append(f"Both scenes contain {article(shape)} {shape}.")
             covered.add(shape)
     if a.background == b.background:
         out.append(f"Both scenes have a {a.background} background.")
     for color in sorted({o.color for o in a.objects} & {o.color for o in b.objects}):
         if color not in covered:
-            out.append(f"Both scenes contain {'an' if color[0] in 'aeiou' else 'a'} {color} object.")
+            out.append(f"Both scenes contain {article(color)} {color} object.")
     if a.objects and len(a.objects) == len(b.objects):
         out.append(f"Both scenes show {len(a.objects)} objects.")
     if a.text and b.text:
@@ -67,14 +64,11 @@ def statement_holds(statement: str, scene: Scene) -> bool | None:
         known = True
         n = int(m.group(1)) if m.group(1).isdigit() else lang.NUMBERS[m.group(1)]
         ok = ok and len(scene.objects) == n
-        phrases = [p for p in phrases if p.shape or p.color or p.size]
     if re.search(r"\b(text|writing|written|words?)\b", low) and not phrases:
         known = True
         ok = ok and scene.text is not None
     pos = lang.find_position(low)
-    for ph in phrases:
-        if ph.shape is None and ph.color is None and ph.size is None:
-            continue
+    for ph in phrases:  # each names a shape, a colour or a size (object_phrases)
         known = True
         need = ph.count if (ph.count and ph.count > 1) else 1
         hits = [o for o in scene.objects if ph.matches(o) and (pos is None or (o.row, o.col) == pos)]
