@@ -38,6 +38,11 @@ pytest_plugins = ("pytester",)  # tests/test_lanes.py runs this file's hooks on 
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# One math thread a process (torch, OpenMP, BLAS; inherited by the CLI and servers the tests start): the suite is
+# parallel across processes (xdist, one worker a core), and a second pool of threads a worker would only contend
+# for the same cores, its threads spinning while they wait (the demo took 2.3 times the CPU on a loaded machine).
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 
 def pytest_addoption(parser):

@@ -16,6 +16,7 @@ describer falls back to its photo pipeline.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from dataclasses import dataclass
 
@@ -51,7 +52,10 @@ def _ocr_engine():
 
         # its default log level is info: a line for every model file it opens; and it warns of every image with
         # no text in it ("The text detection result is empty"), which for a photo is the expected answer
-        engine, name = RapidOCR(params={"Global.log_level": "error"}), "rapidocr"
+        params = {"Global.log_level": "error"}
+        if os.environ.get("OMP_NUM_THREADS", "").isdigit():  # one setting for every math thread pool, as torch's
+            params["EngineConfig.onnxruntime.intra_op_num_threads"] = int(os.environ["OMP_NUM_THREADS"])
+        engine, name = RapidOCR(params=params), "rapidocr"
     except ImportError:
         try:
             from rapidocr_onnxruntime import RapidOCR
