@@ -1,5 +1,5 @@
 """Code that explains itself and carries nothing dead: no issue number in src/'s comments or docstrings, no
-module-level function or class without a caller (tests/test_architecture.py holds the rules on imports, module
+module-level function or class without a caller, no line wider than the house's 120 characters (tests/test_architecture.py holds the rules on imports, module
 length and switches on a method's name).  Static scans of the source with ``ast`` and ``tokenize``: fast, no
 import of the package."""
 
@@ -141,3 +141,23 @@ def test_a_planted_dead_function_is_found():
                        "    pass\n"}
     # dead() calls only itself; Gone has no reference; Target is a registry's string; cmd is registered
     assert sorted(uncalled(sources)) == ["a.py:Gone", "a.py:dead"]
+
+
+# ----------------------------------------------------------------------------- lines a reader sees whole
+
+#: the width the code is written to; a shorter house is not one with more on each line
+MAX_LINE = 120
+
+
+def long_lines(source: str) -> list[int]:
+    """Numbers of the lines of ``source`` longer than :data:`MAX_LINE` characters."""
+    return [n for n, line in enumerate(source.splitlines(), 1) if len(line) > MAX_LINE]
+
+
+def test_no_line_in_src_is_longer_than_the_house_width():
+    found = {p.relative_to(SRC).as_posix(): lines for p in _py_files() if (lines := long_lines(p.read_text("utf-8")))}
+    assert found == {}
+
+
+def test_a_planted_long_line_is_found():
+    assert long_lines("x = 1\n" + "y = '" + "a" * 120 + "'\n" + "z = 2\n") == [2]
