@@ -1,7 +1,7 @@
 """Code that explains itself and carries nothing dead: no issue number in src/'s comments or docstrings, no
-module-level function or class without a caller, no line wider than the house's 120 characters (tests/test_architecture.py holds the rules on imports, module
-length and switches on a method's name).  Static scans of the source with ``ast`` and ``tokenize``: fast, no
-import of the package."""
+module-level function or class without a caller, no line wider than the house's 120 characters
+(tests/test_architecture.py holds the rules on imports, module length and switches on a method's name).  Static
+scans of the source with ``ast`` and ``tokenize``: fast, no import of the package."""
 
 from __future__ import annotations
 
