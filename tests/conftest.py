@@ -241,6 +241,30 @@ def pytest_terminal_summary(terminalreporter, config):
             terminalreporter.write_line(f"{cpu:7.2f}  {nodeid}")
 
 
+class HalfThenFull:
+    """A file written to a full disk: the first write lands half its bytes, then fails with ENOSPC; everything
+    else is the wrapped file's."""
+
+    def __init__(self, fh):
+        self.fh = fh
+
+    def write(self, data):
+        import errno
+
+        self.fh.write(data[:len(data) // 2])
+        self.fh.flush()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.fh.close()
+
+    def __getattr__(self, name):
+        return getattr(self.fh, name)
+
+
 #: the CLI as a real process: for what only a process shows (kill -9, Ctrl-C, permissions, start-up, real servers)
 CLI = [sys.executable, "-m", "vlmcheck.cli"]
 

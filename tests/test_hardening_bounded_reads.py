@@ -16,6 +16,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from conftest import HalfThenFull
 from PIL import Image
 from typer.testing import CliRunner
 
@@ -229,7 +230,6 @@ def test_a_cifar_reuse_encodes_no_image_and_still_checks_each_file(tmp_path, mon
 
 def test_a_full_cache_during_cifar_writes_leaves_no_temp_file_and_names_the_cache(tmp_path, monkeypatch):
     """Before: "resume the run" where no run existed, and .tmp files left in the cache."""
-    import errno
 
     from vlmcheck.core import files
     from vlmcheck.datasets import DatasetFormError, load
@@ -239,25 +239,10 @@ def test_a_full_cache_during_cifar_writes_leaves_no_temp_file_and_names_the_cach
     folder = _cifar(tmp_path)
     real, writes = files.os.fdopen, [0]
 
-    class Full:
-        def __init__(self, fh):
-            self.fh = fh
-
-        def write(self, data):
-            self.fh.write(data[:len(data) // 2])
-            self.fh.flush()
-            raise OSError(errno.ENOSPC, "No space left on device")
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.fh.close()
-
     def fdopen(fd, mode="r", *a, **k):
         fh = real(fd, mode, *a, **k)
         writes[0] += "w" in mode
-        return Full(fh) if "w" in mode and writes[0] == 3 else fh  # the third image: the disk fills
+        return HalfThenFull(fh) if "w" in mode and writes[0] == 3 else fh  # the third image: the disk fills
 
     monkeypatch.setattr(files.os, "fdopen", fdopen)
     with pytest.raises(DatasetFormError) as err:

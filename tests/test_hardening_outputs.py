@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import HalfThenFull
 
 from vlmcheck.core.files import InputFileError
 from vlmcheck.sweep import run_sweep
@@ -169,28 +170,9 @@ def test_damaged_run_outputs_are_one_sentence_in_every_command(tmp_path, finishe
 def _fail_the_nth_write(monkeypatch, root, nth: int):
     """The ``nth`` file opened for writing under ``root`` (by name, or by descriptor: a temp file's) gets half its
     bytes, then the disk is full: a write interrupted mid-way, whatever way the file is written."""
-    import errno
     import io
 
     real_open, seen = io.open, [0]
-
-    class HalfThenFull:
-        def __init__(self, fh):
-            self.fh = fh
-
-        def write(self, data):
-            self.fh.write(data[:len(data) // 2])
-            self.fh.flush()
-            raise OSError(errno.ENOSPC, "No space left on device")
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.fh.close()
-
-        def __getattr__(self, name):
-            return getattr(self.fh, name)
 
     def fake_open(file, mode="r", *args, **kwargs):
         fh = real_open(file, mode, *args, **kwargs)
