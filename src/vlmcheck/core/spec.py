@@ -301,7 +301,8 @@ def resolve_url_auth(spec: ModelSpec) -> None:
 def register(provider: str, target: str, roles: tuple[RoleName, ...], description: str = "", *,
              params: dict[str, ParamKind] | None = None, billing: Literal["tokens", "images", "local"] | None = None,
              image_tokens: Literal["openai", "anthropic", "gemini"] = "openai", replace: bool = False) -> None:
-    """Register a factory ``target`` ("module:function") for ``provider``: ``params``, the ``?parameters`` it
+    """Register a factory ``target`` ("module:attr": a class called with the spec, or a function called with the
+    spec and the role) for ``provider``: ``params``, the ``?parameters`` it
     reads, each :data:`IDENTITY` or :data:`PLACEMENT` (so that a misspelt one is an error, not ignored);
     ``billing`` and ``image_tokens`` (see :class:`_Entry`).  A provider registered twice is an error unless
     ``replace`` (core/registry.py)."""
@@ -366,7 +367,7 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
     from .progress import loading
 
     with loading(spec.canonical()):  # local checkpoints can take minutes to load: say so when they do
-        model = factory(spec, role)
+        model = factory(spec) if isinstance(factory, type) else factory(spec, role)
     protocol = {"vlm": R.VLM, "text": R.TextModel, "generator": R.ImageGenerator, "encoder": R.ImageEncoder}[role]
     if not isinstance(model, protocol):
         raise SpecError(f"adapter for {spec.canonical()!r} does not implement the {role!r} role")

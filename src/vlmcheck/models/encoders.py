@@ -146,9 +146,5 @@ class TimmEncoder(TorchEncoder):
                          device=device, preprocess_tensor=preprocess_tensor, input_size=(h, w))
 
 
-def make_hf(spec: ModelSpec, role: str) -> HFEncoder:
-    return HFEncoder(spec)
-
-
 def make_timm(spec: ModelSpec, role: str) -> TimmEncoder:
     return TimmEncoder(spec)
