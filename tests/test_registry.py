@@ -171,3 +171,25 @@ def test_the_generic_hub_reader_names_no_benchmark():
         text = (SRC / "datasets" / module).read_text().lower()
         found = sorted(n for n in names if re.search(rf"(?<![a-z0-9]){re.escape(n)}(?![a-z0-9])", text))
         assert not found, f"datasets/{module} names {found}: a benchmark's quirk belongs in its own module"
+
+
+def test_a_provider_target_may_be_an_adapter_class_taking_the_spec_alone(tmp_path, monkeypatch):
+    (tmp_path / "toy_adapter_64.py").write_text(
+        "from vlmcheck.core.roles import Capabilities, Generation\n\n"
+        "SEEN = []\n\n"
+        "class Toy:\n"
+        "    capabilities = Capabilities()\n\n"
+        "    def __init__(self, spec):\n"
+        "        self.model_id = spec.canonical()\n\n"
+        "    async def generate(self, messages, config):\n"
+        "        return Generation(text='')\n\n"
+        "def make(spec, role):\n"
+        "    SEEN.append(role)\n"
+        "    return Toy(spec)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    isolate(monkeypatch, spec.PROVIDERS)
+    spec.register("toycls", "toy_adapter_64:Toy", ("vlm",))
+    spec.register("toyfn", "toy_adapter_64:make", ("vlm", "text"))
+    assert spec.load_model("toycls:m").model_id == "toycls:m"
+    assert spec.load_model("toyfn:m", "text").model_id == "toyfn:m"
+    assert sys.modules["toy_adapter_64"].SEEN == ["text"]

@@ -10,6 +10,7 @@ the ``vlmcheck.adapters`` entry-point group), so heavy dependencies load only wh
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -301,7 +302,8 @@ def resolve_url_auth(spec: ModelSpec) -> None:
 def register(provider: str, target: str, roles: tuple[RoleName, ...], description: str = "", *,
              params: dict[str, ParamKind] | None = None, billing: Literal["tokens", "images", "local"] | None = None,
              image_tokens: Literal["openai", "anthropic", "gemini"] = "openai", replace: bool = False) -> None:
-    """Register a factory ``target`` ("module:function") for ``provider``: ``params``, the ``?parameters`` it
+    """Register a factory ``target`` ("module:attr": called with the spec and the role, or with the spec alone
+    where it takes one argument, as an adapter class does) for ``provider``: ``params``, the ``?parameters`` it
     reads, each :data:`IDENTITY` or :data:`PLACEMENT` (so that a misspelt one is an error, not ignored);
     ``billing`` and ``image_tokens`` (see :class:`_Entry`).  A provider registered twice is an error unless
     ``replace`` (core/registry.py)."""
@@ -365,8 +367,15 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
                         f"Install the matching extra, e.g. pip install 'vlmcheck[local]' or 'vlmcheck[apis]'.") from exc
     from .progress import loading
 
+    args: tuple[Any, ...] = (spec, role)
+    try:
+        inspect.signature(factory).bind(*args)
+    except TypeError:  # it takes the spec alone (an adapter class)
+        args = (spec,)
+    except ValueError:  # no signature to read (a builtin): the (spec, role) call
+        pass
     with loading(spec.canonical()):  # local checkpoints can take minutes to load: say so when they do
-        model = factory(spec, role)
+        model = factory(*args)
     protocol = {"vlm": R.VLM, "text": R.TextModel, "generator": R.ImageGenerator, "encoder": R.ImageEncoder}[role]
     if not isinstance(model, protocol):
         raise SpecError(f"adapter for {spec.canonical()!r} does not implement the {role!r} role")

@@ -35,12 +35,6 @@ def dataset_of(result: dict[str, Any], default: str = "cases") -> str:
     return default
 
 
-def _datasets(r: dict[str, Any], pooled: bool) -> tuple[str, ...]:
-    """The rows a case counts in: its dataset's, and "all" where the cases come from several datasets (with one,
-    "all" would repeat its rows: each test counted twice in Holm, two intervals for one difference)."""
-    return (dataset_of(r), "all") if pooled else (dataset_of(r),)
-
-
 def _pooled(results: dict[str, dict[str, Any]], ids: list[str]) -> bool:
     return len({dataset_of(results[sid]) for sid in ids}) > 1
 
@@ -51,8 +45,11 @@ def _units(results: dict[str, dict[str, Any]], ids: list[str],
     out: dict[tuple[str, str, str], dict[str, tuple]] = {}
     for sid in ids:
         r = results[sid]
+        # its dataset's rows, and "all" where the cases come from several datasets (with one, "all" would repeat
+        # its rows: each test counted twice in Holm, two intervals for one difference)
+        datasets = (dataset_of(r), "all") if pooled else (dataset_of(r),)
         for variant, v in r["variants"].items():
-            for ds in _datasets(r, pooled):
+            for ds in datasets:
                 out.setdefault((ds, variant, "accuracy"), {})[sid] = (float(v["correct"]), str(r.get("image")), None)
                 if "neg_correct" in v:
                     out.setdefault((ds, variant, "symmetric_accuracy"), {})[sid] = (

@@ -94,16 +94,21 @@ async def _rephrase_all(model: Any, questions: list[str], k: int, concurrency: i
     return dict(zip(questions, results)), skipped
 
 
-def _read_vqa(path: Path, n: int, seed: int) -> list[dict[str, Any]]:
-    """``n`` seeded samples of a LLaVA-format JSON list (``image`` relative to the file's folder, and
-    ``conversations`` of human/gpt turns); rows without an image are kept (text-only turns)."""
+def read_llava(path: Path, what: str) -> list[dict[str, Any]]:
+    """A LLaVA-format JSON list (``image`` relative to the file's folder, ``conversations`` of human/gpt turns)."""
     try:
-        rows = json.loads(read_text_input(path, "VQA file"))
+        rows = json.loads(read_text_input(path, what))
     except ValueError as exc:
         raise InputFileError(f"{path}: not JSON ({exc})") from None
     if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("conversations"), list)
                                             for r in rows):
         raise InputFileError(f"{path}: expected a JSON list of LLaVA records with 'conversations'")
+    return rows
+
+
+def _read_vqa(path: Path, n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` seeded samples of a LLaVA JSON list; rows without an image are kept (text-only turns)."""
+    rows = read_llava(path, "VQA file")
     idx = np.random.default_rng(seed).permutation(len(rows))[:n]
     return [rows[i] for i in sorted(idx)]
 

@@ -18,9 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..core.files import InputFileError, read_text_input, write_text_atomic
+from ..core.files import InputFileError, write_text_atomic
 from ..core.messages import Message, to_hf
 from ..core.spec import ModelSpec, SpecError
+from .data import read_llava
 
 IGNORE = -100
 _NOT_LANGUAGE = {"vision_tower", "vision_model", "visual", "multi_modal_projector", "mm_projector", "connector",
@@ -84,15 +85,11 @@ def read_rows(data: Path) -> list[dict[str, Any]]:
     path = data / "llava.json" if data.is_dir() else data
     if not path.is_file():
         raise InputFileError(f"{data}: no llava.json; build the data with `vlmcheck vhx dataset`")
-    try:
-        rows = json.loads(read_text_input(path, "training data"))
-    except ValueError as exc:
-        raise InputFileError(f"{path}: not JSON ({exc})") from None
-    if not isinstance(rows, list) or not rows:
+    rows = read_llava(path, "training data")
+    if not rows:
         raise InputFileError(f"{path}: expected a non-empty JSON list of LLaVA records")
     for i, row in enumerate(rows):
-        turns = row.get("conversations") if isinstance(row, dict) else None
-        if not isinstance(turns, list) or not any(t.get("from") == "gpt" for t in turns if isinstance(t, dict)):
+        if not any(t.get("from") == "gpt" for t in row["conversations"] if isinstance(t, dict)):
             raise InputFileError(f"{path}: record {i} has no conversations with an answer ('from': 'gpt')")
     return rows
 

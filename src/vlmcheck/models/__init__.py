@@ -22,26 +22,27 @@ GEMINI = dict(_TRANSPORT)
 ENCODER = {"batch_size": P, "device": P, "checkpoint": I, "dtype": I, "pool": I, "pretrained": I}
 HF = {"batch_size": P, "device": P, "adapter": I, "dtype": I, "merge": I, "vision_size": I}
 
-register("openai", "vlmcheck.models.openai_compat:make_chat", ("vlm", "text"),
+register("openai", "vlmcheck.models.openai_compat:OpenAIChat", ("vlm", "text"),
          "OpenAI API and OpenAI-compatible servers (vLLM, SGLang, Ollama, LM Studio, llama.cpp)", params=OPENAI,
          billing="tokens")
-register("openai-image", "vlmcheck.models.openai_images:make_images", ("generator",),
+register("openai-image", "vlmcheck.models.openai_images:OpenAIImages", ("generator",),
          "OpenAI-compatible image generation (DALL-E 3, gpt-image)",
          params={**_TRANSPORT, "b64": I, "quality": I, "size": I}, billing="images")
-register("anthropic", "vlmcheck.models.anthropic_api:make", ("vlm", "text"), "Anthropic Messages API", params=ANTHROPIC,
-         billing="tokens", image_tokens="anthropic")
-register("gemini", "vlmcheck.models.gemini_api:make", ("vlm", "text"), "Google Gemini API", params=GEMINI,
+register("anthropic", "vlmcheck.models.anthropic_api:AnthropicChat", ("vlm", "text"), "Anthropic Messages API",
+         params=ANTHROPIC, billing="tokens", image_tokens="anthropic")
+register("gemini", "vlmcheck.models.gemini_api:GeminiChat", ("vlm", "text"), "Google Gemini API", params=GEMINI,
          billing="tokens", image_tokens="gemini")
-register("hf", "vlmcheck.models.hf:make", ("vlm", "text"), "local transformers image-text-to-text model", params=HF,
+register("hf", "vlmcheck.models.hf:HFVLM", ("vlm", "text"), "local transformers image-text-to-text model", params=HF,
          billing="local")
-register("diffusers", "vlmcheck.models.diffusers_gen:make", ("generator",), "local diffusers text-to-image pipeline",
+register("diffusers", "vlmcheck.models.diffusers_gen:DiffusersGenerator", ("generator",),
+         "local diffusers text-to-image pipeline",
          params={"device": P, "dtype": I, "guidance": I, "height": I, "steps": I, "width": I}, billing="local")
-register("hf-encoder", "vlmcheck.models.encoders:make_hf", ("encoder",),
+register("hf-encoder", "vlmcheck.models.encoders:HFEncoder", ("encoder",),
          "transformers vision encoder (ViT, CLIP, SigLIP)", params=ENCODER, billing="local")
-register("timm", "vlmcheck.models.encoders:make_timm", ("encoder",), "timm image model, pooled features",
+register("timm", "vlmcheck.models.encoders:TimmEncoder", ("encoder",), "timm image model, pooled features",
          params=ENCODER, billing="local")
 # ref: and human: models take their own parameters (ref:describer?omit=0.2 ...): unchecked, all identity
 register("ref", "vlmcheck.world.registry:make", ("vlm", "text", "generator", "encoder"),
          "offline reference models (ref:photo, ref:effnet, ref:pixels, ...)", billing="local")
-register("human", "vlmcheck.models.human:make_human", ("vlm",),
+register("human", "vlmcheck.models.human:HumanDescriptions", ("vlm",),
          "human-written descriptions from a CSV/JSONL file (GenCeption human baseline)", billing="local")

@@ -74,7 +74,3 @@ def _parse_message(resp: dict[str, Any]) -> Generation:
     usage = Usage.reported(u.get("input_tokens"), u.get("output_tokens")) if isinstance(u, dict) else \
         Usage.reported(None, None) if u is None else Usage.reported(u, u)
     return Generation(text=text, finish_reason=_FINISH.get(resp.get("stop_reason") or "", "unknown"), usage=usage)
-
-
-def make(spec: ModelSpec, role: str) -> AnthropicChat:
-    return AnthropicChat(spec)

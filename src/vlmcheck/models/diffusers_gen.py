@@ -50,7 +50,3 @@ class DiffusersGenerator:
         with self._lock, torch.inference_mode():
             image = self.pipe(**kwargs).images[0]
         return to_rgb(image)
-
-
-def make(spec: ModelSpec, role: str) -> DiffusersGenerator:
-    return DiffusersGenerator(spec)

@@ -144,11 +144,3 @@ class TimmEncoder(TorchEncoder):
 
         super().__init__(model, preprocess, model_id=spec.canonical(), batch_size=spec.get_int("batch_size", 32),
                          device=device, preprocess_tensor=preprocess_tensor, input_size=(h, w))
-
-
-def make_hf(spec: ModelSpec, role: str) -> HFEncoder:
-    return HFEncoder(spec)
-
-
-def make_timm(spec: ModelSpec, role: str) -> TimmEncoder:
-    return TimmEncoder(spec)

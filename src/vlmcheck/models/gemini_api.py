@@ -60,7 +60,3 @@ class GeminiChat(KeyedChat):
         usage = Usage.reported(meta.get("promptTokenCount"), meta.get("candidatesTokenCount", 0) or 0)
         return Generation(text=text, finish_reason=_FINISH.get(cand.get("finishReason") or "", "unknown"),
                           usage=usage)
-
-
-def make(spec: ModelSpec, role: str) -> GeminiChat:
-    return GeminiChat(spec)

@@ -240,7 +240,3 @@ class HFVLM:
         if not self.capabilities.vision_embedding:
             raise NotImplementedError(f"{self.model_id}: this model has no get_image_features")
         return _vision.embed(self.model, self._image_processor(), pixels, self._packing, self.dtype)
-
-
-def make(spec: ModelSpec, role: str) -> HFVLM:
-    return HFVLM(spec)

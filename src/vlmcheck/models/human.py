@@ -49,7 +49,3 @@ class HumanDescriptions:
                                                 "seed images they were given: use -T 1 and the same --per-category "
                                                 "draw)")
         return Generation(text=text, finish_reason="stop", usage=Usage(output_tokens=len(text.split())))
-
-
-def make_human(spec: ModelSpec, role: str) -> HumanDescriptions:
-    return HumanDescriptions(spec)

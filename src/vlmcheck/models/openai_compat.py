@@ -366,7 +366,3 @@ def _parse_chat(resp: dict[str, Any]) -> Generation:
     return Generation(text=text, finish_reason=finish, usage=usage, logprobs=logprobs, refusal=refusal,
                       reasoning=reasoning, endpoint=resp.get("_endpoint"))
 
-
-def make_chat(spec: ModelSpec, role: str) -> OpenAIChat:
-    return OpenAIChat(spec)
-

@@ -72,7 +72,3 @@ async def _download(url: str) -> Image.Image:
         raise ModelCallError("server" if r.status_code >= 500 else "bad_request",
                              f"downloading the generated image gave HTTP {r.status_code}", status=r.status_code)
     return load_image(r.content)
-
-
-def make_images(spec: ModelSpec, role: str) -> OpenAIImages:
-    return OpenAIImages(spec)

@@ -129,12 +129,11 @@ def plasma_fractal(size: int, decay: float, rng: np.random.Generator) -> Array:
     return maparray / max(maparray.max(), 1e-12)
 
 
-def _hsv(x: Array) -> Array:
-    return cv2.cvtColor(x.astype(np.float32), cv2.COLOR_RGB2HSV)  # H in degrees, S and V in [0, 1]
-
-
-def _rgb(hsv: Array) -> Array:
-    return cv2.cvtColor(hsv.astype(np.float32), cv2.COLOR_HSV2RGB)
+def _in_hsv(x: Array, channel: int, fn: Callable[[Array], Array]) -> Array:
+    """``x`` with ``fn`` applied to one HSV channel (1: S, 2: V, both in [0, 1]), clipped."""
+    hsv = cv2.cvtColor(x.astype(np.float32), cv2.COLOR_RGB2HSV)
+    hsv[..., channel] = np.clip(fn(hsv[..., channel]), 0, 1)
+    return np.clip(cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB), 0, 1)
 
 
 # ----------------------------------------------------------------------------- noise
@@ -239,8 +238,7 @@ def motion_blur(x, s, rng):
 
 @_register("zoom_blur", "blur")
 def zoom_blur(x, s, rng):
-    zooms = [np.arange(1, 1.11, 0.01), np.arange(1, 1.16, 0.01), np.arange(1, 1.21, 0.02),
-             np.arange(1, 1.26, 0.02), np.arange(1, 1.31, 0.03)][s - 1]
+    zooms = np.arange(1, *[(1.11, 0.01), (1.16, 0.01), (1.21, 0.02), (1.26, 0.02), (1.31, 0.03)][s - 1])
     out = x.copy()
     for z in zooms:
         out += clipped_zoom(x, float(z))
@@ -307,9 +305,7 @@ def fog(x, s, rng):
 @_register("brightness", "weather")
 def brightness(x, s, rng, c: float | None = None):
     c = c if c is not None else [0.1, 0.2, 0.3, 0.4, 0.5][s - 1]
-    hsv = _hsv(x)
-    hsv[..., 2] = np.clip(hsv[..., 2] + c, 0, 1)
-    return np.clip(_rgb(hsv), 0, 1)
+    return _in_hsv(x, 2, lambda v: v + c)
 
 
 @_register("spatter", "weather")
@@ -355,8 +351,8 @@ def elastic_transform(x, s, rng):
     h, w = x.shape[:2]
     sigma = (h * 0.01, w * 0.01)
     max_d = h * 0.005
-    dx = (ndimage.gaussian_filter(rng.uniform(-max_d, max_d, (h, w)), sigma, mode="reflect", truncate=3) * alpha)
-    dy = (ndimage.gaussian_filter(rng.uniform(-max_d, max_d, (h, w)), sigma, mode="reflect", truncate=3) * alpha)
+    dx, dy = (ndimage.gaussian_filter(rng.uniform(-max_d, max_d, (h, w)), sigma, mode="reflect", truncate=3) * alpha
+              for _ in range(2))
     gx, gy = np.meshgrid(np.arange(w, dtype=np.float32), np.arange(h, dtype=np.float32))
     out = cv2.remap(x, (gx + dx).astype(np.float32), (gy + dy).astype(np.float32), interpolation=cv2.INTER_LINEAR,
                     borderMode=cv2.BORDER_REFLECT)
@@ -384,9 +380,7 @@ def jpeg_compression(img, s, rng, quality: int | None = None):
 @_register("saturate", "digital")
 def saturate(x, s, rng):
     mul, add = [(0.3, 0), (0.1, 0), (2, 0), (5, 0.1), (20, 0.2)][s - 1]
-    hsv = _hsv(x)
-    hsv[..., 1] = np.clip(hsv[..., 1] * mul + add, 0, 1)
-    return np.clip(_rgb(hsv), 0, 1)
+    return _in_hsv(x, 1, lambda sat: sat * mul + add)
 
 
 # ----------------------------------------------------------------------------- other (ChEF)
