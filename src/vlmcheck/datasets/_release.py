@@ -127,8 +127,4 @@ def first_json_keys(path: Path) -> set[str]:
 
 
 def image_in(folder: Path, stem: str, suffixes: tuple[str, ...] = (".jpg", ".jpeg", ".png")) -> Path | None:
-    for s in suffixes:
-        p = folder / f"{stem}{s}"
-        if p.is_file():
-            return p
-    return None
+    return next((p for s in suffixes if (p := folder / f"{stem}{s}").is_file()), None)
