@@ -35,7 +35,7 @@ def shown(ds: Any, r: Any) -> str:
 
 
 def _unopenable(paths: Any, embedded: dict[str, str | None] | None) -> dict[str, Any]:
-    from ..datasets.image_check import unopenable
+    from ..datasets.imagestore import unopenable
 
     bad = unopenable(paths, embedded)
     return {"count": len(bad), "examples": [{"path": p, "why": why} for p, why in bad[:20]]}

@@ -7,7 +7,7 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..core import dataset_files
 from ..core.files import InputFileError
@@ -17,6 +17,18 @@ from .base import DatasetFormError
 def refuse(path: str | Path, expected: str) -> DatasetFormError:
     """The one sentence for a file that cannot be read as its form: the file, and what was expected there."""
     return DatasetFormError(f"{path}: expected {expected}")
+
+
+def once(path: str | Path, rule: str) -> Callable[..., None]:
+    """A check that each of a file's ids comes once (``rule``: "one line per id"): ``check(id, said, where)``
+    refuses the file where ``id`` was met before, ``said`` naming it as the sentence shows it."""
+    seen: set[str] = set()
+
+    def check(key: str, said: str, where: str = "") -> None:
+        if key in seen:
+            raise refuse(path, f"{rule} ({said} is repeated{where})")
+        seen.add(key)
+    return check
 
 
 def reason(path: str | Path, exc: BaseException) -> str:
@@ -115,8 +127,4 @@ def first_json_keys(path: Path) -> set[str]:
 
 
 def image_in(folder: Path, stem: str, suffixes: tuple[str, ...] = (".jpg", ".jpeg", ".png")) -> Path | None:
-    for s in suffixes:
-        p = folder / f"{stem}{s}"
-        if p.is_file():
-            return p
-    return None
+    return next((p for s in suffixes if (p := folder / f"{stem}{s}").is_file()), None)

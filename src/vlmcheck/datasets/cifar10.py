@@ -10,11 +10,11 @@ import hashlib
 import io
 import json
 import logging
-import os
 import pickle
 from pathlib import Path
 from typing import Any
 
+from ..core.data import hfds_cache_root
 from ..core.dataset_files import current_root, read_bytes
 from ..core.files import InputFileError, write_text_atomic
 from ._release import reason, refuse
@@ -58,11 +58,6 @@ def _load(file: Path) -> tuple[dict[str, Any], str]:
     if not isinstance(raw, dict):
         raise refuse(file, "a CIFAR-10 python batch (a pickled dict)")
     return {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}, hashlib.sha256(data).hexdigest()
-
-
-def _cache() -> Path:
-    base = Path(os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck"))
-    return base / "releases" / "cifar10"
 
 
 def _index(cache: Path, batch_sha: str) -> list[str | None]:
@@ -112,7 +107,7 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) 
     missing = [f.name for f in files if not f.is_file()]
     if missing:
         raise refuse(folder, f"the batch file(s) {', '.join(missing)}")
-    store = ImageStore(_cache())
+    store = ImageStore(hfds_cache_root().parent / "releases" / "cifar10")  # $VLMCHECK_CACHE/releases/cifar10
     cache = store.root
     ds = Dataset("cifar10", "cifar10", str(folder), [], notes=[f"split {split!r}; images in {cache}"])
     for f in files:

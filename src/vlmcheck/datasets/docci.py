@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._release import json_lines, refuse
+from ._release import json_lines, once, refuse
 from .base import Benchmark, Dataset, Record, register_benchmark, register_form
 
 FILE = "docci_descriptions.jsonlines"
@@ -38,7 +38,7 @@ def read(path: Path, *, benchmark: str | None = None, split: str = SPLIT, **_) -
         raise refuse(file, "DOCCI's images/ folder beside it")
     every = split == "all"
     ds = Dataset("docci", "docci", str(file), [], splits=[] if every else [split])
-    seen: set[str] = set()
+    unique = once(file, "one line per example_id")
     for n, r in rows:
         if not every and r.get("split") != split:
             ds.skipped.append((f"line {n}", f"in split {r.get('split')!r}, not {split!r} (pass ?split=NAME or "
@@ -48,9 +48,7 @@ def read(path: Path, *, benchmark: str | None = None, split: str = SPLIT, **_) -
         if not all(isinstance(x, str) and x for x in (eid, name, desc)):
             ds.skipped.append((f"line {n}", "needs example_id, image_file and description"))
             continue
-        if eid in seen:
-            raise refuse(file, f"one line per example_id ({eid} is repeated at line {n})")
-        seen.add(eid)
+        unique(eid, eid, f" at line {n}")
         img = folder / name
         if not img.is_file():
             ds.skipped.append((eid, f"image images/{name} not found"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ._release import head, json_file, refuse
+from ._release import head, json_file, once, refuse
 from .base import Dataset, Record, register_form
 
 _NAME = re.compile(r"dataset_(flickr30k|flickr8k|coco)\.json$")
@@ -43,7 +43,7 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", image
     folder = Path(images) if images else next(
         (d for d in (file.parent / f"{name}-images", file.parent / "images", file.parent) if d.is_dir()), file.parent)
     ds = Dataset("karpathy", name or None, str(file), [], notes=[f"split {split!r}"])
-    seen: set[str] = set()
+    unique = once(file, "one entry per imgid")
     for i, im in enumerate(data["images"]):
         if not isinstance(im, dict) or im.get("split") != split:
             continue
@@ -53,9 +53,7 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", image
         if not isinstance(fname, str) or not caps:
             ds.skipped.append((rid, "needs a filename and at least one sentence"))
             continue
-        if rid in seen:
-            raise refuse(file, f"one entry per imgid ({rid} is repeated)")
-        seen.add(rid)
+        unique(rid, rid)
         img = folder / str(im.get("filepath") or "") / fname
         if not img.is_file():
             ds.skipped.append((rid, f"image {fname} not in {folder}"))

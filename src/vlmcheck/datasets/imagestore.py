@@ -10,7 +10,7 @@ import os
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from ..core.data import hfds_cache_root
 from ..core.files import write_bytes_atomic
@@ -58,6 +58,29 @@ def image_problem(data: bytes, label: str) -> str | None:
     except Exception as exc:  # every way an image fails: the run fails the sample with this message
         return str(exc) or type(exc).__name__
     return None
+
+
+def unopenable(paths: Iterable[str], embedded: dict[str, str | None] | None = None) -> list[tuple[str, str]]:
+    """(path, why) of each distinct image that cannot be opened as a run opens it (``data inspect``); ``embedded``:
+    the verdicts on embedded images, checked from their bytes as the reader met them."""
+    from ..core import remote
+    from ..core.images import BadImageError, read_file_bytes
+
+    embedded = embedded or {}
+    bad: list[tuple[str, str]] = []
+    for p in dict.fromkeys(paths):
+        if p in embedded:
+            why = embedded[p]
+        elif remote.is_url(p):
+            continue  # a URL is fetched by the run, not here (data inspect never goes on the network)
+        else:
+            try:
+                why = image_problem(read_file_bytes(p), p)
+            except BadImageError as exc:
+                why = str(exc)
+        if why:
+            bad.append((p, why))
+    return bad
 
 
 class ImageStore:

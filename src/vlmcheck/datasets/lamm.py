@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._release import json_file, refuse
+from ._release import json_file, once, refuse
 from .base import Benchmark, Dataset, Record, benchmarks, register_benchmark, register_form
 
 for _name in ("fsc147", "voc2012"):  # ChEF's counting and detection data, read from LAMM's meta files only
@@ -46,15 +46,13 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
         # toward (datasets/official.py)
         bench = (name or task).replace("-", "").replace("_", "").lower()
         bench = bench if bench in benchmarks() else None
-        seen: set[str] = set()
+        unique = once(f, "one item per id")
         for i, it in enumerate(items):
             rid = f"{f.stem}/{it.get('id', i) if isinstance(it, dict) else i}"
             if not isinstance(it, dict) or not isinstance(it.get("image"), str):
                 ds.skipped.append((rid, "needs an image"))
                 continue
-            if rid in seen:
-                raise refuse(f, f"one item per id ({rid} is repeated)")
-            seen.add(rid)
+            unique(rid, rid)
             img = root / it["image"]
             if not img.is_file():
                 ds.skipped.append((rid, f"image {it['image']} not under the data root {root}"))

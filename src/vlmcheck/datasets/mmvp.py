@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ._release import csv_rows, head, image_in, refuse
+from ._release import csv_rows, head, image_in, once, refuse
 from .base import Benchmark, Dataset, Record, register_benchmark, register_form
 from .official import Answer, declare, grouped, per_group, share
 
@@ -45,7 +45,7 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     if not folder.is_dir():
         raise refuse(csv, f"the folder '{IMAGES}' beside Questions.csv (MMVP's release layout)")
     ds = Dataset("mmvp", "mmvp", str(csv), [])
-    seen: set[str] = set()
+    unique = once(csv, "one row per Index")
     questions: dict[str, str] = {}
     for n, r in enumerate(rows, 2):
         idx = r["Index"]
@@ -53,9 +53,7 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
         if not idx.isdigit():
             ds.skipped.append((where, f"Index {idx!r} is not a number"))
             continue
-        if idx in seen:
-            raise refuse(csv, f"one row per Index (Index {idx} is repeated at row {n})")
-        seen.add(idx)
+        unique(idx, f"Index {idx}", f" at row {n}")
         opts = options(r["Options"])
         letter = re.sub(r"[^a-z]", "", r["Correct Answer"].lower())
         letters = [k for k, _ in opts]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._release import json_file, refuse, text
+from ._release import json_file, once, refuse, text
 from .base import Dataset, Record, register_form
 
 NAMES = ("trainid2name.json", "trainid2name_v2.json")
@@ -93,7 +93,6 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", tree:
             raise refuse(tree_file, f"Bamboo's label tree of lists of ids and names ({exc})") from None
         tree = str(tree_file.resolve())
     ds = Dataset("omnibenchmark", "omnibenchmark", str(folder), [])
-    seen: set[str] = set()
     no_chain: dict[str, int] = {}
     for realm, classes in realms.items():
         meta_file = folder / "annotation" / realm / "meta" / f"{split}.txt"
@@ -101,6 +100,7 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", tree:
             ds.skipped.append((realm, f"no annotation/{realm}/meta/{split}.txt"))
             continue
         lines = text(meta_file, "OmniBenchmark's meta file ('<image path> <trainid>' per line)").splitlines()
+        unique = once(meta_file, "one line per image")
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -115,9 +115,7 @@ def read(path: Path, *, benchmark: str | None = None, split: str = "test", tree:
                 ds.skipped.append((where, f"trainid {trainid} not in {names_file.name}[{realm!r}]"))
                 continue
             rid = f"{realm}/{Path(image).name}"
-            if rid in seen:
-                raise refuse(meta_file, f"one line per image ({Path(image).name} is repeated at line {n})")
-            seen.add(rid)
+            unique(rid, Path(image).name, f" at line {n}")
             base = folder / "data" / realm
             img = next((p for p in (base / "images" / Path(image).name, base / image) if p.is_file()), None)
             if img is None:

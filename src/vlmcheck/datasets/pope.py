@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ._release import first_json_keys, json_lines, refuse
+from ._release import first_json_keys, json_lines, once, refuse
 from .base import Dataset, Record, register_form
 from .official import Answer, declare, per_question, share
 
@@ -60,13 +60,11 @@ def read(path: Path, *, benchmark: str | None = None, images: str | Path | None 
         if missing:
             raise refuse(file, f"{expected}; line {rows[0][0]} lacks {', '.join(sorted(missing))}")
         folder = _image_folder(file, str(rows[0][1]["image"]), images)
-        seen: set[str] = set()
+        unique = once(file, "one line per question_id")
         for n, r in rows:
             where = f"{file.name}:{n}"
             rid = f"{name}-{r.get('question_id')}"
-            if rid in seen:
-                raise refuse(file, f"one line per question_id ({r.get('question_id')} is repeated at line {n})")
-            seen.add(rid)
+            unique(rid, str(r.get('question_id')), f" at line {n}")
             label = str(r.get("label", "")).strip().lower()
             if label not in ("yes", "no") or not isinstance(r.get("image"), str) or not r.get("text"):
                 ds.skipped.append((where, f"needs an image, a text and a yes/no label (label {r.get('label')!r})"))

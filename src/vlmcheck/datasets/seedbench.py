@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._release import json_file, refuse
+from ._release import json_file, once, refuse
 from .base import Benchmark, Dataset, Record, register_benchmark, register_form
 from .official import accuracy, accuracy_outcomes, declare
 
@@ -69,7 +69,7 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     names = {str(v): k for k, v in types.items()}
     folder = file.parent
     ds = Dataset("seedbench", "seedbench", str(file), [])
-    seen: set[str] = set()
+    unique = once(file, "one question per question_id")
     for i, q in enumerate(data["questions"]):
         if not isinstance(q, dict):
             ds.skipped.append((f"questions[{i}]", "not an object"))
@@ -79,9 +79,7 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
         if why:
             ds.skipped.append((qid, why))
             continue
-        if qid in seen:
-            raise refuse(file, f"one question per question_id ({qid} is repeated)")
-        seen.add(qid)
+        unique(qid, qid)
         choices = [str(q.get(f"choice_{c}") or "").strip() for c in "abcd"]
         letter = str(q.get("answer", "")).strip().upper()
         if letter not in "ABCD" or not letter or not choices["ABCD".index(letter)]:

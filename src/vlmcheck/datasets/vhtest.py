@@ -6,6 +6,7 @@ Needs openpyxl (``vlmcheck[vhtest]``)."""
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 from ..core import dataset_files
@@ -78,22 +79,17 @@ def _rows(book: Path) -> list[dict[str, object]]:
         raise refuse(book, "a VHTest workbook, read with openpyxl, which is not installed (pip install "
                            "'vlmcheck[vhtest]')") from None
     _check_parts(book)
+    rows = []
+    window = dataset_files.row_window()
     try:
-        wb = openpyxl.load_workbook(book, read_only=True, data_only=True)
-    except Exception as exc:  # openpyxl raises zipfile, KeyError and its own errors for a damaged file
+        with closing(openpyxl.load_workbook(book, read_only=True, data_only=True)) as wb:
+            for row in wb.worksheets[0].iter_rows(values_only=True):  # streamed (read_only): a row at a time
+                if window is not None and window.full(len(rows) - 1):
+                    break
+                rows.append(row)
+    except Exception as exc:  # a damaged file (zipfile, KeyError, openpyxl's own errors) or the sheet's XML parsed
+        # as rows are read (expat's errors: entity loops, external entities; a wrong type): all one sentence
         raise refuse(book, f"an .xlsx workbook ({type(exc).__name__}: {exc})") from None
-    try:
-        rows = []
-        window = dataset_files.row_window()
-        for row in wb.worksheets[0].iter_rows(values_only=True):  # streamed (read_only): a row at a time
-            if window is not None and window.full(len(rows) - 1):
-                break
-            rows.append(row)
-    except Exception as exc:  # the sheet's XML, parsed as rows are read: expat's errors (entity loops, external
-        # entities), a damaged zip member, a wrong type; all one sentence
-        raise refuse(book, f"an .xlsx workbook ({type(exc).__name__}: {exc})") from None
-    finally:
-        wb.close()
     if not rows:
         raise refuse(book, "a VHTest workbook with a header row")
     header = [str(h).strip() if h is not None else "" for h in rows[0]]

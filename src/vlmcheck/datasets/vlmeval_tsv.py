@@ -109,14 +109,10 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
                     else:
                         try:
                             images[idx] = [store.put(b) for b in _decode(cell, limits, max_image)]
-                        except Refused as exc:
-                            skipped.append((f"line {n}", str(exc)))
-                            continue
-                        except (ValueError, SyntaxError, binascii.Error):
-                            skipped.append((f"line {n}", "image field is neither base64 nor another row's index"))
-                            continue
-                        except OSError as exc:
-                            skipped.append((f"line {n}", f"image not stored ({exc.strerror or exc})"))
+                        except (ValueError, SyntaxError, binascii.Error, OSError) as exc:  # Refused: a ValueError
+                            skipped.append((f"line {n}", str(exc) if isinstance(exc, Refused) else
+                                            f"image not stored ({exc.strerror or exc})" if isinstance(exc, OSError)
+                                            else "image field is neither base64 nor another row's index"))
                             continue
                 elif not blank(row.get("image_path")):
                     try:

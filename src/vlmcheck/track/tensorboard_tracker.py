@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 from . import TrackedRun, TrackerError
@@ -24,9 +25,7 @@ class TensorBoardTracker:
     def check(self) -> None:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            probe = self.root / ".vlmcheck-write-check"
-            probe.write_text("")
-            probe.unlink()
+            tempfile.TemporaryFile(dir=self.root).close()  # a file can be written there
         except OSError as exc:
             raise TrackerError(f"tracker tensorboard: cannot write the log folder {self.root}: "
                                f"{exc.strerror or exc}") from None

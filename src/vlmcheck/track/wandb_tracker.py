@@ -4,6 +4,7 @@ figures with a step in the run's history, the others in its summary, the artifac
 from __future__ import annotations
 
 import os
+import shutil
 from collections import defaultdict
 from pathlib import Path
 
@@ -54,8 +55,6 @@ class WandbTracker:
         import wandb
 
         for stale in self._offline_runs(run.key) if self.mode == "offline" else ():  # an attempt that did not end
-            import shutil
-
             shutil.rmtree(stale, ignore_errors=True)
         w = wandb.init(project=self.project, group=run.group, name=run.name, id=run.key, config=run.params,
                        tags=[run.tags.get("vlmcheck.method", "vlmcheck")], mode=self.mode, dir=str(self.dir),
