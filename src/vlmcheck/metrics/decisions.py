@@ -19,8 +19,7 @@ Z95 = 1.959963984540054  # the two-sided 95 % normal quantile
 
 
 def _z(alpha: float) -> float:
-    # the normal quantile from the standard library: importing scipy.stats would cost a short API run a large
-    # share of its client CPU
+    # the standard library's normal quantile: importing scipy.stats would cost a short API run much of its CPU
     return NormalDist().inv_cdf(1 - alpha / 2)
 
 
@@ -184,7 +183,8 @@ def cluster_bootstrap_mean_sums(sums: np.ndarray, sizes: np.ndarray, n_boot: int
 def proportion_interval(hits: Sequence[float], units: Sequence[str], unit: str) -> tuple[list[float], dict]:
     """A 95 % interval of a share of right answers that never collapses at 0/n or n/n - Wilson on the effective n
     of answers clustered by ``units`` - and how it was made (what results.json records beside it)."""
-    return proportion_interval_sums(UnitSums.of(units, hits), unit)
+    per = UnitSums.of(units, hits)
+    return proportion_interval_counts(per.sums(), per.sizes(), unit)
 
 
 #: how a share's interval is made when its units have spread: what results.json records as its method
@@ -199,11 +199,6 @@ def proportion_interval_independent(hits: int, n: int, unit: str) -> tuple[list[
     x = hits / n * n  # as the clustered path computes it (share x effective n), so the two agree to the bit
     lo, hi = clopper_pearson(x, n) if n < 2 else wilson(x, n)
     return [lo, hi], _proportion_record(hits / n, float(n), 1.0, WILSON_CLUSTERED, unit, n, n)
-
-
-def proportion_interval_sums(per: UnitSums, unit: str, column: int = 0) -> tuple[list[float], dict]:
-    """:func:`proportion_interval` from the right answers folded per unit (column ``column`` of ``per``)."""
-    return proportion_interval_counts(per.sums(column), per.sizes(), unit)
 
 
 def proportion_interval_counts(k: np.ndarray, n: np.ndarray, unit: str) -> tuple[list[float], dict]:
@@ -293,9 +288,8 @@ def widen_degenerate(ci: Sequence[float] | None, value: float | None, n_units: i
     taken as one yes/no answer, the conservative bound.  ``few``: so does the interval (or its absence) on
     :func:`too_few_units` units, where a bootstrap spans little more than the units' own values; one unit then
     gets Clopper-Pearson."""
-    if value is None or n_units <= 0 or not low <= value <= high:
-        return (list(ci) if ci is not None else None), False
-    if not (few and too_few_units(n_units)) and (ci is None or ci[1] - ci[0] > 1e-12):
+    collapsed = ci is not None and ci[1] - ci[0] <= 1e-12
+    if value is None or n_units <= 0 or not low <= value <= high or not (collapsed or few and too_few_units(n_units)):
         return (list(ci) if ci is not None else None), False
     span = high - low
     x = (value - low) / span * n_units
