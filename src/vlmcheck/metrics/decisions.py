@@ -45,19 +45,23 @@ def design_effect(successes: Sequence[float], totals: Sequence[float]) -> float:
     clusters (successes_i, totals_i) over the binomial one; at least 1.  One cluster of N answers: N (the effective
     n is the one unit that was sampled)."""
     k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
-    m, N = len(n), n.sum()
-    if N <= 0:
-        return 1.0
-    if m < 2:
-        return max(1.0, float(N))
-    if np.all(n == 1):  # one answer per cluster: independent answers, the binomial variance itself
+    N = n.sum()
+    if N <= 0 or len(n) >= 2 and np.all(n == 1):  # one answer per cluster: the binomial variance itself
         return 1.0
     p = k.sum() / N
-    binomial = p * (1 - p) / N
+    return ratio_design_effect(k / N, n / N, p * (1 - p) / N, N)
+
+
+def ratio_design_effect(D: np.ndarray, W: np.ndarray, binomial: float, n: float) -> float:
+    """The variance of a ratio estimator over m clusters - contributions ``D``, weights ``W`` summing to 1:
+    m / (m - 1) sum (D_i - sum(D) W_i)^2 - over ``binomial``, that of ``n`` independent answers; at least 1, and
+    ``n`` for one cluster (the effective n is the one unit that was sampled)."""
+    m = len(D)
+    if m < 2:
+        return max(1.0, float(n))
     if binomial <= 0:
         return 1.0
-    clustered = m / (m - 1) * float(((k - p * n) ** 2).sum()) / (N * N)
-    return max(1.0, clustered / binomial)
+    return max(1.0, m / (m - 1) * float(((D - D.sum() * W) ** 2).sum()) / binomial)
 
 
 #: below this many units of several answers, a clustered share's interval is the bound of one answer a unit
