@@ -75,23 +75,36 @@ def wilson_clustered(successes: Sequence[float], totals: Sequence[float], alpha:
     ``FEW_CLUSTERS`` clusters of several answers, where the estimated deff is too unstable, the effective n is at
     most the number of clusters (each one answer: a bound); below an effective n of 2, Clopper-Pearson.  The
     coverage measured is in docs/world.md."""
-    k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
-    deff = design_effect(k, n)
-    several = len(n) >= 2 and not np.all(n == 1)
-    if several and len(n) < FEW_CLUSTERS:
-        deff = max(deff, float(n.sum()) / len(n))
+    return _wilson_clustered(np.asarray(successes, dtype=float), np.asarray(totals, dtype=float), alpha)[:3]
+
+
+#: how a share's interval is made when its units have spread: what results.json records as its method
+WILSON_CLUSTERED = "wilson, clustered (effective n = n / design effect)"
+
+
+def _wilson_clustered(k: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[float, float, float, str]:
+    """:func:`wilson_clustered` and how its interval was made (the method results.json records)."""
+    deff, m = design_effect(k, n), len(n)
+    several = m >= 2 and not np.all(n == 1)
+    method = WILSON_CLUSTERED
+    if several and m < FEW_CLUSTERS:
+        deff = max(deff, float(n.sum()) / m)
+        method = (f"wilson bound on the {m} units as single answers (fewer than {FEW_CLUSTERS} units of several "
+                  "answers: too few to estimate their design effect)")
     n_eff = n.sum() / deff
     x = k.sum() / n.sum() * n_eff
     if n_eff < 2:
         lo, hi = clopper_pearson(x, n_eff, alpha)
-    elif several and len(n) >= FEW_CLUSTERS:
+    elif several and m >= FEW_CLUSTERS:
         from scipy.stats import t
 
-        m = len(n)
         lo, hi = wilson(x, n_eff, z=float(t.ppf(1 - alpha / 2, m - 1)) * math.sqrt(m / (m - 1)))
+        method += ", t quantile on units - 1 df x sqrt(units / (units - 1))"
     else:
         lo, hi = wilson(x, n_eff, alpha)
-    return lo, hi, deff
+    if m == 1 and n.sum() > 1:
+        method = "clopper-pearson on one unit (a bound: one sampled unit has no spread to estimate; effective n 1)"
+    return lo, hi, deff, method
 
 
 def _betainc(a: float, b: float, x: float) -> float:
@@ -191,10 +204,6 @@ def proportion_interval(hits: Sequence[float], units: Sequence[str], unit: str) 
     return proportion_interval_counts(per.sums(), per.sizes(), unit)
 
 
-#: how a share's interval is made when its units have spread: what results.json records as its method
-WILSON_CLUSTERED = "wilson, clustered (effective n = n / design effect)"
-
-
 def proportion_interval_independent(hits: int, n: int, unit: str) -> tuple[list[float], dict]:
     """:func:`proportion_interval` of ``n`` >= 1 answers each its own unit (design effect 1), ``hits`` of them
     right: the same interval and record, without numpy (a one-image run need not load it)."""
@@ -208,17 +217,8 @@ def proportion_interval_independent(hits: int, n: int, unit: str) -> tuple[list[
 def proportion_interval_counts(k: np.ndarray, n: np.ndarray, unit: str) -> tuple[list[float], dict]:
     """:func:`proportion_interval` from each unit's right answers ``k`` and answers ``n`` (in the order the units
     first appeared)."""
-    lo, hi, deff = wilson_clustered(k, n)
-    p, n_eff = k.sum() / n.sum(), n.sum() / deff
-    method = WILSON_CLUSTERED
-    if 2 <= len(n) < FEW_CLUSTERS and not np.all(n == 1):
-        method = (f"wilson bound on the {len(n)} units as single answers (fewer than {FEW_CLUSTERS} units of "
-                  "several answers: too few to estimate their design effect)")
-    elif len(n) >= 2 and n_eff >= 2 and not np.all(n == 1):
-        method += ", t quantile on units - 1 df x sqrt(units / (units - 1))"
-    if len(n) == 1 and n.sum() > 1:
-        method = "clopper-pearson on one unit (a bound: one sampled unit has no spread to estimate; effective n 1)"
-    return [lo, hi], _proportion_record(p, n_eff, deff, method, unit, len(n), int(n.sum()))
+    lo, hi, deff, method = _wilson_clustered(k, n)
+    return [lo, hi], _proportion_record(k.sum() / n.sum(), n.sum() / deff, deff, method, unit, len(n), int(n.sum()))
 
 
 def _proportion_record(p: float, n_eff: float, deff: float, method: str, unit: str, n_units: int, n: int) -> dict:
