@@ -27,7 +27,7 @@ def _inspect(*args: str) -> dict:
 
 def test_inspect_shows_the_scienceqa_prompt_the_run_sends(tmp_path):
     from vlmcheck.methods.chef.recipe import format_query
-    from vlmcheck.methods.chef.scenarios import LETTERS, load_scenario
+    from vlmcheck.methods.chef.scenarios import load_scenario
 
     root = tmp_path / "scienceqa"
     root.mkdir()
@@ -41,7 +41,7 @@ def test_inspect_shows_the_scienceqa_prompt_the_run_sends(tmp_path):
     assert text == ("Context: Figure: a map.\nWhich of these states is farthest north?\nOptions:\nA. West Virginia\n"
                     "B. Louisiana")                                   # was "Hint: Figure: a map." and no "Options:"
     item = load_scenario("scienceqa", str(root))[0]                 # what ChEF's scienceqa recipe asks
-    assert text == format_query(item["question"], item["options"], list(LETTERS[:2]))
+    assert text == format_query(item["question"], item["options"])
     assert info["unopenable_images"] == {"count": 0, "examples": []}
     assert info["official_figure"].startswith("ScienceQA accuracy")  # what a run will report beside its own
 

@@ -15,8 +15,6 @@ from . import _common as C
 
 data_app = typer.Typer(no_args_is_help=True, help="Datasets: what vlmcheck reads from them.")
 
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
 
 def shown(ds: Any, r: Any) -> str:
     """A record's text as a run sends it: a multiple-choice record as ChEF's standard instruction asks it (the
@@ -28,7 +26,7 @@ def shown(ds: Any, r: Any) -> str:
 
     text = prompt_of(ds, r)
     if r.options:
-        text = format_query(text, list(r.options), list(LETTERS[:len(r.options)]))
+        text = format_query(text, list(r.options))
     if not text and r.description:
         return f"(description) {r.description[:200]}"
     return text

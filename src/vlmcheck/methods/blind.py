@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from PIL import Image
 
 from ..metrics.clusters import UnitSums, Units
-from ..metrics.decisions import cluster_bootstrap_mean_sums, proportion_interval_sums, widen_degenerate
+from ..metrics.decisions import cluster_bootstrap_mean_sums, proportion_interval_counts, widen_degenerate
 
 GREY = (128, 128, 128)
 
@@ -50,7 +50,7 @@ def blind_block_sums(per: UnitSums, unit: str, metric: str = "accuracy") -> dict
     if not per.n:  # nothing to compare (no blind answer could be read)
         return {metric: None, f"{metric}_ci95": None, "share_right_blind": None, "n": 0,
                 "vision_gain": {"difference": None, "ci95": None}}
-    ci, how = proportion_interval_sums(per, unit, column=1)
+    ci, how = proportion_interval_counts(per.sums(1), per.sizes(), unit)
     share = float(per.sums(1).sum() / per.n)
     return {metric: share, f"{metric}_ci95": ci, "interval": how, "share_right_blind": share,
             "vision_gain": vision_gain_sums(per)}

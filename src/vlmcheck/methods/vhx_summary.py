@@ -13,7 +13,7 @@ import numpy as np
 
 from ..datasets.official import Tally, answer_of
 from ..metrics.clusters import UnitSums, Units
-from ..metrics.decisions import proportion_interval_sums
+from ..metrics.decisions import proportion_interval_counts
 from ..metrics.measured import share_headline, unread_reason
 from ..core.answers import read_yes_no
 from ..metrics.stats import UNREAD_WARN_SHARE
@@ -68,8 +68,8 @@ class _Variant:
         # control, not an expanded test case
         wrong = 0 if self.name == "blind" else self.neg_wrong + (int(n - right) if self.name != "original" else 0)
         pairs = self.sym.n
-        acc_ci, acc_how = proportion_interval_sums(self.acc, UNIT)
-        sym_ci, sym_how = proportion_interval_sums(self.sym, UNIT) if pairs else (None, None)
+        acc_ci, acc_how = proportion_interval_counts(self.acc.sums(), self.acc.sizes(), UNIT)
+        sym_ci, sym_how = proportion_interval_counts(self.sym.sums(), self.sym.sizes(), UNIT) if pairs else (None, None)
         entry: dict[str, Any] = {
             "n": n, "accuracy": right / n, "accuracy_ci95": acc_ci,
             "symmetric_accuracy": self.sym.total() / pairs if pairs else None, "symmetric_accuracy_ci95": sym_ci,

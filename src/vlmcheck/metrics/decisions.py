@@ -19,8 +19,7 @@ Z95 = 1.959963984540054  # the two-sided 95 % normal quantile
 
 
 def _z(alpha: float) -> float:
-    # the normal quantile from the standard library: importing scipy.stats would cost a short API run a large
-    # share of its client CPU
+    # the standard library's normal quantile: importing scipy.stats would cost a short API run much of its CPU
     return NormalDist().inv_cdf(1 - alpha / 2)
 
 
@@ -46,19 +45,23 @@ def design_effect(successes: Sequence[float], totals: Sequence[float]) -> float:
     clusters (successes_i, totals_i) over the binomial one; at least 1.  One cluster of N answers: N (the effective
     n is the one unit that was sampled)."""
     k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
-    m, N = len(n), n.sum()
-    if N <= 0:
-        return 1.0
-    if m < 2:
-        return max(1.0, float(N))
-    if np.all(n == 1):  # one answer per cluster: independent answers, the binomial variance itself
+    N = n.sum()
+    if N <= 0 or len(n) >= 2 and np.all(n == 1):  # one answer per cluster: the binomial variance itself
         return 1.0
     p = k.sum() / N
-    binomial = p * (1 - p) / N
+    return ratio_design_effect(k / N, n / N, p * (1 - p) / N, N)
+
+
+def ratio_design_effect(D: np.ndarray, W: np.ndarray, binomial: float, n: float) -> float:
+    """The variance of a ratio estimator over m clusters - contributions ``D``, weights ``W`` summing to 1:
+    m / (m - 1) sum (D_i - sum(D) W_i)^2 - over ``binomial``, that of ``n`` independent answers; at least 1, and
+    ``n`` for one cluster (the effective n is the one unit that was sampled)."""
+    m = len(D)
+    if m < 2:
+        return max(1.0, float(n))
     if binomial <= 0:
         return 1.0
-    clustered = m / (m - 1) * float(((k - p * n) ** 2).sum()) / (N * N)
-    return max(1.0, clustered / binomial)
+    return max(1.0, m / (m - 1) * float(((D - D.sum() * W) ** 2).sum()) / binomial)
 
 
 #: below this many units of several answers, a clustered share's interval is the bound of one answer a unit
@@ -72,23 +75,36 @@ def wilson_clustered(successes: Sequence[float], totals: Sequence[float], alpha:
     ``FEW_CLUSTERS`` clusters of several answers, where the estimated deff is too unstable, the effective n is at
     most the number of clusters (each one answer: a bound); below an effective n of 2, Clopper-Pearson.  The
     coverage measured is in docs/world.md."""
-    k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
-    deff = design_effect(k, n)
-    several = len(n) >= 2 and not np.all(n == 1)
-    if several and len(n) < FEW_CLUSTERS:
-        deff = max(deff, float(n.sum()) / len(n))
+    return _wilson_clustered(np.asarray(successes, dtype=float), np.asarray(totals, dtype=float), alpha)[:3]
+
+
+#: how a share's interval is made when its units have spread: what results.json records as its method
+WILSON_CLUSTERED = "wilson, clustered (effective n = n / design effect)"
+
+
+def _wilson_clustered(k: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[float, float, float, str]:
+    """:func:`wilson_clustered` and how its interval was made (the method results.json records)."""
+    deff, m = design_effect(k, n), len(n)
+    several = m >= 2 and not np.all(n == 1)
+    method = WILSON_CLUSTERED
+    if several and m < FEW_CLUSTERS:
+        deff = max(deff, float(n.sum()) / m)
+        method = (f"wilson bound on the {m} units as single answers (fewer than {FEW_CLUSTERS} units of several "
+                  "answers: too few to estimate their design effect)")
     n_eff = n.sum() / deff
     x = k.sum() / n.sum() * n_eff
     if n_eff < 2:
         lo, hi = clopper_pearson(x, n_eff, alpha)
-    elif several and len(n) >= FEW_CLUSTERS:
+    elif several and m >= FEW_CLUSTERS:
         from scipy.stats import t
 
-        m = len(n)
         lo, hi = wilson(x, n_eff, z=float(t.ppf(1 - alpha / 2, m - 1)) * math.sqrt(m / (m - 1)))
+        method += ", t quantile on units - 1 df x sqrt(units / (units - 1))"
     else:
         lo, hi = wilson(x, n_eff, alpha)
-    return lo, hi, deff
+    if m == 1 and n.sum() > 1:
+        method = "clopper-pearson on one unit (a bound: one sampled unit has no spread to estimate; effective n 1)"
+    return lo, hi, deff, method
 
 
 def _betainc(a: float, b: float, x: float) -> float:
@@ -184,11 +200,8 @@ def cluster_bootstrap_mean_sums(sums: np.ndarray, sizes: np.ndarray, n_boot: int
 def proportion_interval(hits: Sequence[float], units: Sequence[str], unit: str) -> tuple[list[float], dict]:
     """A 95 % interval of a share of right answers that never collapses at 0/n or n/n - Wilson on the effective n
     of answers clustered by ``units`` - and how it was made (what results.json records beside it)."""
-    return proportion_interval_sums(UnitSums.of(units, hits), unit)
-
-
-#: how a share's interval is made when its units have spread: what results.json records as its method
-WILSON_CLUSTERED = "wilson, clustered (effective n = n / design effect)"
+    per = UnitSums.of(units, hits)
+    return proportion_interval_counts(per.sums(), per.sizes(), unit)
 
 
 def proportion_interval_independent(hits: int, n: int, unit: str) -> tuple[list[float], dict]:
@@ -201,25 +214,11 @@ def proportion_interval_independent(hits: int, n: int, unit: str) -> tuple[list[
     return [lo, hi], _proportion_record(hits / n, float(n), 1.0, WILSON_CLUSTERED, unit, n, n)
 
 
-def proportion_interval_sums(per: UnitSums, unit: str, column: int = 0) -> tuple[list[float], dict]:
-    """:func:`proportion_interval` from the right answers folded per unit (column ``column`` of ``per``)."""
-    return proportion_interval_counts(per.sums(column), per.sizes(), unit)
-
-
 def proportion_interval_counts(k: np.ndarray, n: np.ndarray, unit: str) -> tuple[list[float], dict]:
     """:func:`proportion_interval` from each unit's right answers ``k`` and answers ``n`` (in the order the units
     first appeared)."""
-    lo, hi, deff = wilson_clustered(k, n)
-    p, n_eff = k.sum() / n.sum(), n.sum() / deff
-    method = WILSON_CLUSTERED
-    if 2 <= len(n) < FEW_CLUSTERS and not np.all(n == 1):
-        method = (f"wilson bound on the {len(n)} units as single answers (fewer than {FEW_CLUSTERS} units of "
-                  "several answers: too few to estimate their design effect)")
-    elif len(n) >= 2 and n_eff >= 2 and not np.all(n == 1):
-        method += ", t quantile on units - 1 df x sqrt(units / (units - 1))"
-    if len(n) == 1 and n.sum() > 1:
-        method = "clopper-pearson on one unit (a bound: one sampled unit has no spread to estimate; effective n 1)"
-    return [lo, hi], _proportion_record(p, n_eff, deff, method, unit, len(n), int(n.sum()))
+    lo, hi, deff, method = _wilson_clustered(k, n)
+    return [lo, hi], _proportion_record(k.sum() / n.sum(), n.sum() / deff, deff, method, unit, len(n), int(n.sum()))
 
 
 def _proportion_record(p: float, n_eff: float, deff: float, method: str, unit: str, n_units: int, n: int) -> dict:
@@ -293,9 +292,8 @@ def widen_degenerate(ci: Sequence[float] | None, value: float | None, n_units: i
     taken as one yes/no answer, the conservative bound.  ``few``: so does the interval (or its absence) on
     :func:`too_few_units` units, where a bootstrap spans little more than the units' own values; one unit then
     gets Clopper-Pearson."""
-    if value is None or n_units <= 0 or not low <= value <= high:
-        return (list(ci) if ci is not None else None), False
-    if not (few and too_few_units(n_units)) and (ci is None or ci[1] - ci[0] > 1e-12):
+    collapsed = ci is not None and ci[1] - ci[0] <= 1e-12
+    if value is None or n_units <= 0 or not low <= value <= high or not (collapsed or few and too_few_units(n_units)):
         return (list(ci) if ci is not None else None), False
     span = high - low
     x = (value - low) / span * n_units

@@ -15,12 +15,12 @@ from .._lazy import lazy_module
 
 np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 
+from .decisions import ratio_design_effect
+
 
 def agresti_min(b: float, c: float, n: float, alpha: float = 0.05, q: float | None = None) -> tuple[float, float]:
-    """Interval of p_b - p_c, the share of units right under A only minus under B only, from ``b`` and ``c``
-    such units among ``n``: estimate (b* - c*) / n*, variance ((b* + c*) - (b* - c*)^2 / n*) / n*^2, with
-    b* = b + 1/2, c* = c + 1/2, n* = n + 2; ``q`` the quantile (the normal one at ``alpha`` unless given),
-    clipped to [-1, 1].  n = 20, b = 1, c = 0 -> [-0.0791, 0.1700]."""
+    """Interval of p_b - p_c from ``b`` units right under A only and ``c`` under B only, of ``n``: the Wald interval
+    on b + 1/2, c + 1/2, n + 2, at quantile ``q`` (normal at ``alpha`` unless given), clipped to [-1, 1]."""
     q = NormalDist().inv_cdf(1 - alpha / 2) if q is None else q
     bs, cs, ns = b + 0.5, c + 0.5, n + 2.0
     est = (bs - cs) / ns
@@ -67,22 +67,11 @@ def paired_interval(b: float, c: float, n: float, alpha: float = 0.05, q: float 
 
 
 def paired_design_effect(b: float, c: float, n: float, D: Sequence[float], W: Sequence[float]) -> float:
-    """Design effect of a difference of matched shares whose answers are clustered: the ratio estimator's
-    variance over clusters (contributions ``D`` to the difference, weights ``W`` summing to 1: m / (m - 1)
-    sum (D_i - d W_i)^2) over the binomial variance of n independent answers ((p_b + p_c - (p_b - p_c)^2) / n);
-    at least 1.  One cluster: n (one sampled unit)."""
+    """Design effect of a difference of matched shares of clustered answers: the ratio estimator's variance over
+    clusters (contributions ``D``, weights ``W``) over the binomial one of n answers; at least 1, n for one cluster."""
     D, W = np.asarray(D, dtype=float), np.asarray(W, dtype=float)
-    W = W / W.sum()
-    m = len(D)
-    if m < 2:
-        return max(1.0, float(n))
-    d = float(D.sum())
-    clustered = m / (m - 1) * float(((D - d * W) ** 2).sum())
     pb, pc = b / n, c / n
-    binomial = (pb + pc - (pb - pc) ** 2) / n
-    if binomial <= 0:
-        return 1.0
-    return max(1.0, clustered / binomial)
+    return ratio_design_effect(D, W / W.sum(), (pb + pc - (pb - pc) ** 2) / n, n)
 
 
 def paired_interval_clustered(b: float, c: float, n: float, D: Sequence[float], W: Sequence[float],
@@ -121,10 +110,9 @@ def _reject_below(kmax: int, alpha: float) -> np.ndarray:
 
 
 def mcnemar_power(n: int, p_b: float, p_c: float, alpha: float = 0.05) -> float:
-    """Power of the two-sided exact McNemar test (binomial on the discordant units) on ``n`` units, each right
-    under A only with probability ``p_b`` and under B only with ``p_c``: the sum over the number k of discordant
-    units (Binomial(n, p_b + p_c)) of the chance that min(b, c) falls in the rejection region, b given k being
-    Binomial(k, p_b / (p_b + p_c))."""
+    """Power of the two-sided exact McNemar test on ``n`` units, each right under A only with probability ``p_b``
+    and under B only with ``p_c``: over k ~ Binomial(n, p_b + p_c) discordant units, the chance that b given k
+    (Binomial(k, p_b / (p_b + p_c))) falls in the rejection region."""
     from scipy.stats import binom
 
     q = p_b + p_c

@@ -46,16 +46,17 @@ class Ask:
         return self.history + [Message.user(*self.parts, self.query + suffix)]
 
 
-async def _answer(vlm: Any, messages: list[Message], cfg: GenerationConfig) -> tuple[str, bool]:
-    """A generated answer and whether it stopped at the token limit (what an unread answer's hint says)."""
-    gen = await vlm.generate(messages, cfg, template=TEMPLATE_VERSION)
-    return gen.text, gen.finish_reason == "length"
+async def _generated(vlm: Any, messages: list[Message], ask: Ask) -> dict[str, Any]:
+    """A generated answer read by the parser; ``cut``: it stopped at the token limit (an unread answer's hint)."""
+    gen = await vlm.generate(messages, ask.answer_config, template=TEMPLATE_VERSION)
+    return {"answer_text": gen.text, "cut": gen.finish_reason == "length", "confidence": None,
+            **await ask.read(gen.text)}
 
 
 async def _think(vlm: Any, ask: Ask) -> tuple[str, list[Message]]:
     """CoT's first turn: the rationale, and the conversation that asks for the answer after it."""
     messages = ask.first_turn("\n" + COT_PROMPT)
-    rationale, _ = await _answer(vlm, messages, ask.think_config)
+    rationale = (await vlm.generate(messages, ask.think_config, template=TEMPLATE_VERSION)).text
     return rationale, messages + [Message.assistant(rationale), Message.user(ask.then)]
 
 
@@ -81,8 +82,7 @@ class Direct(Inferencer):
     name, generates_answer = "direct", True
 
     async def __call__(self, vlm: Any, ask: Ask) -> dict[str, Any]:
-        text, cut = await _answer(vlm, ask.first_turn(ask.answer_prompt), ask.answer_config)
-        return {"answer_text": text, "cut": cut, "confidence": None, **await ask.read(text)}
+        return await _generated(vlm, ask.first_turn(ask.answer_prompt), ask)
 
 
 class CoT(Inferencer):
@@ -92,8 +92,7 @@ class CoT(Inferencer):
 
     async def __call__(self, vlm: Any, ask: Ask) -> dict[str, Any]:
         rationale, messages = await _think(vlm, ask)
-        text, cut = await _answer(vlm, messages, ask.answer_config)
-        return {"rationale": rationale, "answer_text": text, "cut": cut, "confidence": None, **await ask.read(text)}
+        return {"rationale": rationale, **await _generated(vlm, messages, ask)}
 
 
 class PPL(Inferencer):

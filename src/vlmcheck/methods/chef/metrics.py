@@ -51,8 +51,7 @@ def match_ratio(original_positions, manipulated_positions) -> float:
 
 
 def pope_metrics(predicted_yes, truth_yes) -> dict:
-    p = np.asarray(predicted_yes, dtype=bool)
-    t = np.asarray(truth_yes, dtype=bool)
+    p, t = np.asarray(predicted_yes, dtype=bool), np.asarray(truth_yes, dtype=bool)
     tp, fp = int((p & t).sum()), int((p & ~t).sum())
     fn, tn = int((~p & t).sum()), int((~p & ~t).sum())
     precision = tp / (tp + fp) if tp + fp else 0.0
@@ -85,20 +84,13 @@ def detection_scores(items, threshold: float = 0.5) -> dict:
     predicted_box)], "gt": [(label, box)]}``.  A box turn counts only for a label some category turn got right."""
     cls_right = cls_n = box_right = box_n = n_gt = 0
     for it in items:
-        labels = {lab for lab, _ in it["gt"]}
         n_gt += len(it["gt"])
-        found = set()
-        for _, pred in it["categories"]:
-            cls_n += 1
-            if pred in labels:
-                cls_right += 1
-                found.add(pred)
-        for lab, box in it["boxes"]:
-            if lab not in found:
-                continue
-            box_n += 1
-            if any(g_lab == lab and iou(g_box, box) > threshold for g_lab, g_box in it["gt"]):
-                box_right += 1
+        cls_n += len(it["categories"])
+        found = {pred for _, pred in it["categories"]} & {lab for lab, _ in it["gt"]}
+        cls_right += sum(pred in found for _, pred in it["categories"])
+        boxes = [(lab, box) for lab, box in it["boxes"] if lab in found]
+        box_n += len(boxes)
+        box_right += sum(any(g == lab and iou(g_box, box) > threshold for g, g_box in it["gt"]) for lab, box in boxes)
     return {"classification_acc": cls_right / cls_n if cls_n else float("nan"),
             "grounding_acc": box_right / box_n if box_n else float("nan"),
             "mAR": box_right / n_gt if n_gt else float("nan"),

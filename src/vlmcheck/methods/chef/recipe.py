@@ -176,9 +176,9 @@ def resolve_recipe(name_or_path: str) -> Recipe:
     raise FileNotFoundError(f"no recipe file or shipped recipe {name_or_path!r}; shipped: {', '.join(shipped)}")
 
 
-def format_query(question: str, options: list[str], labels: list[str]) -> str:
-    lines = [question, "Options:"] + [f"{LETTERS[i]}. {o}" for i, o in enumerate(options)]
-    return "\n".join(lines)
+def format_query(question: str, options: list[str]) -> str:
+    """The question and its lettered options (a verbalizer's labels are asked for in an added instruction)."""
+    return "\n".join([question, "Options:"] + [f"{LETTERS[i]}. {o}" for i, o in enumerate(options)])
 
 
 def verbalizer_labels(group: str, labels: list[str], n: int) -> list[str]:

@@ -123,13 +123,10 @@ def retrieval_items(rows: list[dict[str, Any]], k: int = 4, seed: int = 0,
         else:
             chosen = [others[j] for j in rng.choice(len(others), size=min(k - 1, len(others)), replace=False)]
         opts = [rows[j]["caption"] for j in chosen] + [r["caption"]]
-        perm = rng.permutation(len(opts))
-        opts = [opts[p] for p in perm]
-        item = {"id": str(r.get("id", i)), "image": r["image"], "question": question,
-                "options": opts, "answer": opts.index(r["caption"]), "meta": {"negatives": negatives}}
-        if r.get("root"):
-            item["root"] = r["root"]
-        out.append(item)
+        opts = [opts[p] for p in rng.permutation(len(opts))]
+        out.append({"id": str(r.get("id", i)), "image": r["image"], "question": question, "options": opts,
+                    "answer": opts.index(r["caption"]), "meta": {"negatives": negatives},
+                    **({"root": r["root"]} if r.get("root") else {})})
     return out
 
 
@@ -145,14 +142,9 @@ def load_mmbench(path: Path, circular: bool = False, **_) -> list[dict]:
 
 def load_world(path: Path, **_) -> list[dict]:
     manifest = path / "manifest.jsonl" if path.is_dir() else path
-    out = []
-    for r in _jsonl(manifest):
-        for q in r["questions"]:
-            if q["type"] == "mc":
-                out.append({"id": f"{r['id']}-mc", "image": _resolve(manifest, r["image"]), "question": q["question"],
-                            "options": q["options"], "answer": LETTERS.index(q["answer"]),
-                            "meta": {"category": r["category"]}})
-    return out
+    return [{"id": f"{r['id']}-mc", "image": _resolve(manifest, r["image"]), "question": q["question"],
+             "options": q["options"], "answer": LETTERS.index(q["answer"]), "meta": {"category": r["category"]}}
+            for r in _jsonl(manifest) for q in r["questions"] if q["type"] == "mc"]
 
 
 from .turns import FROM_ROWS as TURN_ROWS, LOADERS as TURN_LOADERS, resolve_image  # noqa: E402

@@ -16,7 +16,7 @@ from ...metrics.decisions import proportion_interval_counts
 from ..blind import blind_block_sums
 from ..repeats import spread
 from . import metrics as M
-from .headline import UNIT, _mr_weighted, blank_unmeasured, chef_headline, judge_agreement
+from .headline import UNIT, _mr_weighted, _riam, blank_unmeasured, chef_headline, judge_agreement
 from .inferencers import INFERENCERS
 from .items import Items, ItemsBuilder, primary_setting, unit_counts
 from .recipe import POOL_OF_SCENARIO
@@ -130,11 +130,9 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
         cal = M.ece_equal_count(c["conf"][c["has_conf"]], c["correct"][c["has_conf"]], recipe.metric.n_bins)
         out.update(ece=cal["ece"], overall=1 - cal["ece"], reliability=cal["bins"], accuracy=per[first]["accuracy"])
     elif d == "icl" or recipe.instruction.type == "ice":
-        shots = {int(k.split("=")[1]): v["accuracy"] for k, v in per.items()}
-        if 0 in shots and len(shots) > 1:
-            icl = [shots[k] for k in sorted(shots) if k > 0]
+        if "shots=0" in per and len(per) > 1:
             # defined above chance only: its normalisation divides by (acc_0 - chance), which flips sign below
-            out["riam"] = M.riam(shots[0], icl, acc_random) if shots[0] > acc_random else None
+            out["riam"] = _riam(it) if per["shots=0"]["accuracy"] > acc_random else None
     elif d == "instruction_following":
         base = it.cols["original"]["pred"]
         mr: dict[str, list[float]] = {}

@@ -196,7 +196,7 @@ class ChefTask(SpecTask):
         for ex in examples:
             # an example with more options than the question (ScienceQA: 2 to 5) labels its extra ones on
             ex_labels = list(labels) + list(LETTERS[len(labels):len(ex["options"])])
-            q = format_query(ex["question"], ex["options"], ex_labels)
+            q = format_query(ex["question"], ex["options"])
             shown = (ex.get("images") or [ex["image"]]) if ice.with_images and ex.get("image") else []
             parts: list = [await read_image(p, root=ex.get("root")) for p in shown]  # an example's every image
             msgs.append(Message.user(*parts, q))
@@ -289,7 +289,7 @@ class ChefTask(SpecTask):
         lamm_classes = pool == "classes" and self.inferencer.name == "ppl" and r.scenario.type in CLASS_POOL_QUERY
         # POPE is asked as its bare yes/no question (C.6); every other scenario lists its options
         query = (question if pool == "yesno" else CLASS_POOL_QUERY[r.scenario.type] if lamm_classes else
-                 format_query(question, options, labels) + extra)
+                 format_query(question, options) + extra)
         if pool == "yesno":
             conts = list(options)  # "Yes", "No"
         else:

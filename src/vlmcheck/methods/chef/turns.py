@@ -89,9 +89,6 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return read_jsonl(path)
 
 
-# ----------------------------------------------------------------------------- counting (FSC147)
-
-
 def count_pool(gt: int, width: int = 2, same_decade: bool = False) -> list[int]:
     """The ground truth +- ``width``, from 0 up.  ``same_decade``: the authors' variant, where a number of
     another tens digit is replaced by the next number beyond the other end of the range."""
@@ -140,9 +137,6 @@ def counting_items(rows: list[dict], base: Path, width: int = 2, same_decade: bo
         turn = _turn("count", q, COUNT_TEMPLATE, pool, pool.index(gt), _rng(seed, iid))
         out.append(_item(iid, resolve_image(base, r["image"]), [turn], "counting", count=gt))
     return out
-
-
-# ----------------------------------------------------------------------------- detection (VOC2012)
 
 
 def article(name: str) -> str:
@@ -237,9 +231,6 @@ def detection_items(rows: list[dict], base: Path, negatives: int = 3, seed: int 
     return out
 
 
-# ----------------------------------------------------------------------------- hierarchical (Omnibenchmark)
-
-
 class CategoryTree:
     """Siblings of a category: from a Bamboo tree file (``id2name``, ``father2child``, ``child2father``), a
     ``{parent: [children]}`` mapping, or - with no file - the tree the items' chains imply."""
@@ -305,9 +296,6 @@ def hierarchy_items(rows: list[dict], base: Path, tree: str | None = None, negat
         out.append(_item(iid, resolve_image(base, r["image"]), turns, "hierarchical", chain=chain,
                          **({"realm": r["realm_name"]} if "realm_name" in r else {})))
     return out
-
-
-# ----------------------------------------------------------------------------- any multi-turn data
 
 
 def load_turns(path: Path, seed: int = 0, **_) -> list[dict[str, Any]]:
