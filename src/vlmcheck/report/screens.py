@@ -32,12 +32,16 @@ def screenshot_sections(report: str | Path, out_dir: str | Path) -> tuple[list[P
     files: list[Path] = []
 
     def element(page, locator, path: Path) -> None:
-        box = locator.bounding_box()
-        if box is None:
+        # scrolled to, then shot from a window MAX_HEIGHT tall: a full-page shot of a long report lays out and
+        # paints the whole page each time (seconds a shot), where the window is a fraction of that
+        if locator.bounding_box() is None:
             return
-        width = page.viewport_size["width"]
-        page.screenshot(path=str(path), full_page=True, clip={
-            "x": 0, "y": max(0, box["y"] - 8), "width": width, "height": min(box["height"] + 16, MAX_HEIGHT)})
+        locator.evaluate("(e) => window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 8)")
+        box = locator.bounding_box()
+        top = max(0, box["y"] - 8)
+        width, height = page.viewport_size["width"], page.viewport_size["height"]
+        page.screenshot(path=str(path), clip={
+            "x": 0, "y": top, "width": width, "height": min(box["height"] + 16, MAX_HEIGHT, height - top)})
         files.append(path)
 
     try:
@@ -52,6 +56,7 @@ def screenshot_sections(report: str | Path, out_dir: str | Path) -> tuple[list[P
                 path = out_dir / f"{size}-first-screen.png"
                 page.screenshot(path=str(path))  # the window as it opens
                 files.append(path)
+                page.set_viewport_size({"width": width, "height": MAX_HEIGHT})
                 runs = page.locator("section.run")
                 for k in range(runs.count()):
                     run = runs.nth(k)
