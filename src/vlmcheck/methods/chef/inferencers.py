@@ -36,7 +36,7 @@ class Ask:
     answer_prompt: str = ""  # what asks for the answer directly ("" for a bare yes/no question or a class prompt)
     then: str = ""  # the second turn after a chain of thought ("...Therefore, among the options, the answer is")
     continuations: list[str] = field(default_factory=list)
-    read: Callable[[str], Awaitable[dict[str, Any]]]
+    read: Callable[[str], Awaitable[dict[str, Any]]] | None = None  # None: turn questions, scored only
     think_config: GenerationConfig = field(default_factory=GenerationConfig)  # the rationale
     answer_config: GenerationConfig = field(default_factory=GenerationConfig)  # a generated answer
     turns: list[dict[str, Any]] = field(default_factory=list)  # a turn scenario's PPL turns

@@ -32,10 +32,6 @@ from .recipe import (CLASS_POOL_QUERY, CLASS_POOL_TEMPLATE, CLASS_TEMPLATE, ICE_
                      verbalizer_instruction, verbalizer_labels)
 
 
-async def _no_reading(text: str) -> dict[str, Any]:
-    raise AssertionError("turn questions are scored by likelihood, never read from text")
-
-
 class ChefSpec(BaseModel):
     vlm: str
     recipe: Recipe
@@ -61,10 +57,8 @@ class ChefSpec(BaseModel):
 
 
 class ChefTask(SpecTask):
-    # the record kinds its items are made of and its headline (vlmcheck list: run/task.py SpecTask)
     recipes = True  # runs the shipped recipes (vlmcheck list: a recipe named after a benchmark takes it)
-    reads = ('multiple choice', 'yes/no', 'classes', 'counts', 'boxes', 'captions', 'hierarchy',
-             'turns')
+    reads = ("multiple choice", "yes/no", "classes", "counts", "boxes", "captions", "hierarchy", "turns")
     reports = "its recipe's desideratum metric (accuracy, ECE, RRM, RIAM, MR, ...)"
     spec_model = ChefSpec
     name = "chef"
@@ -246,7 +240,7 @@ class ChefTask(SpecTask):
             out["image_chain"] = chain
             images, out["image"] = made["image"]  # out["image"]: what the model saw (the first), for the report
         if "turns" in item:  # the turn scenarios: every turn its own PPL question (inferencers.MultiTurnPPL)
-            ask = Ask(parts=list(images), query=item["question"], read=_no_reading, turns=item["turns"],
+            ask = Ask(parts=list(images), query=item["question"], turns=item["turns"],
                       history_turns=r.inferencer.history)
             return {**out, **await self.inferencer(session.vlm(self.vlm), ask), "answer": item["answer"],
                     "labels": list(LETTERS[:len(item["options"])])}
@@ -314,9 +308,8 @@ class ChefTask(SpecTask):
 
     async def _read(self, session: Session, question: str, options: list[str], labels: list[str], pool: str,
                     text: str) -> dict[str, Any]:
-        """A generated answer read by the scenario's parser: ``pred`` (None: not read), how it was read, and
-        ``unread``.  A yes/no answer is read by POPE's rule (``metric.parser``), which says yes when it finds no no;
-        ``unread`` then marks an answer holding neither (POPE's default counted, its share reported)."""
+        """A generated answer read by the scenario's parser: ``pred`` (None: not read), how, and ``unread`` (a yes/no
+        answer holding neither, which POPE's rule, ``metric.parser``, counts as yes)."""
         if pool == "yesno":
             said = read_yes_no(text, self.cfg.recipe.metric.parser)
             return {"pred": [o.lower() for o in options].index(said or "yes"), "extracted": True,
