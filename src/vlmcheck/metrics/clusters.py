@@ -1,8 +1,5 @@
-"""Per-unit sums folded one answer at a time, and bootstrap draws in bounded memory.
-
-A clustered interval needs, per sampled unit, only the sums of its answers and their number; :class:`UnitSums`
-keeps those in flat arrays (8 bytes a unit and column), so a summary streamed over a million records holds
-numbers per unit, not the records (pandas' ``groupby`` and numpy's ``add.at`` need every answer in memory first).
+"""Per-unit sums folded one answer at a time (flat arrays: a summary streamed over a million records holds
+numbers per unit, where pandas' ``groupby`` would need every answer first), and bootstrap draws in bounded memory.
 Units keep the order in which they first appeared, so a bootstrap draws the same units as the list-based functions.
 """
 
@@ -95,8 +92,7 @@ class UnitSums:
 
 def draws(rng: np.random.Generator, n_units: int, n_boot: int, cells: int | None = None) -> Iterator[np.ndarray]:
     """The bootstrap's resamples (``n_boot`` rows of ``n_units`` unit indices) in chunks of at most ``cells``
-    indices: numpy draws them one after another, so the chunks are the rows of one ``(n_boot, n_units)`` draw
-    (a test checks this) without its 16 GB at a million units."""
+    indices: the rows of one ``(n_boot, n_units)`` draw, without its 16 GB at a million units."""
     step = max(1, (DRAW_CELLS if cells is None else cells) // max(n_units, 1))
     for done in range(0, n_boot, step):
         yield rng.integers(0, n_units, size=(min(step, n_boot - done), n_units))
@@ -121,9 +117,8 @@ def _weight_chunks(seed: int, n_units: int, n_boot: int) -> Iterator[np.ndarray]
 
 
 def resampled_sums(values: np.ndarray, seed: int, n_boot: int) -> np.ndarray:
-    """Per resample of ``draws(default_rng(seed), len(values), n_boot)``, each column of ``values`` summed over
-    the drawn units (``values[idx].sum(1)``) as one product (times each unit was drawn) @ values instead of a
-    gather per column; exactly equal for counts (integer sums below 2**53 come out the same in any order)."""
+    """Per resample of ``draws(default_rng(seed), len(values), n_boot)``, ``values[idx].sum(1)`` as one product
+    (times each unit was drawn) @ values; exactly equal for counts (integer sums below 2**53)."""
     n = len(values)
     if n_boot * n <= WEIGHT_CELLS:
         return _weights(seed, n, n_boot) @ values

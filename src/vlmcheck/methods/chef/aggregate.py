@@ -1,6 +1,5 @@
-"""ChEF's cross-scenario columns (``chef aggregate``; docs/methods.md, "Across scenarios"): the weighted "Avg."
-of Tables 9 and 10 (RRM averaged like the other columns), Table 8's overall calibration score (1 - weighted
-average ECE) and section F's seed variance (the mean of the first column, each seed's absolute deviation).
+"""ChEF's cross-scenario columns (``chef aggregate``; docs/methods.md, "Across scenarios"): the weighted "Avg.",
+Table 8's overall calibration score and section F's seed variance.
 """
 
 from __future__ import annotations

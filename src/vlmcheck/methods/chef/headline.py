@@ -20,16 +20,21 @@ UNIT = "item (its image)"
 _NAMES = {"weighted_accuracy": "WeightedACC", "grounding_accuracy": "grounding accuracy (mAP@0.5)"}
 
 
-def _boot(it: Items, name: str, value: float | None, statistic: Callable[[Items], float | None], seed: int,
-          bounded: bool = False) -> dict[str, Any]:
-    """The cluster bootstrap of ``statistic`` over the items' images (units numbered by first appearance, as
-    metrics.decisions.cluster_bootstrap numbers them); ``bounded``: the figure lies in [0, 1] (WeightedACC, mAP,
-    1 - ECE), so a bootstrap of zero width or on too few images becomes the Wilson bound on the images."""
+def _cluster_bootstrap(it: Items, statistic: Callable[[Items], float | None],
+                       seed: int) -> tuple[list[float] | None, int]:
+    """metrics.decisions.cluster_bootstrap on columns: the same draws of whole units, in the same order."""
     order = first_appearance(it.units)
     number = np.empty(int(it.units.max()) + 1 if len(it.units) else 0, dtype=np.int64)
     number[order] = np.arange(len(order))
-    ci, n_ok = cluster_bootstrap_groups(number[it.units], lambda idx: statistic(it.take(idx)), seed=seed)
-    n_units = len(order)
+    return cluster_bootstrap_groups(number[it.units], lambda idx: statistic(it.take(idx)), seed=seed)
+
+
+def _boot(it: Items, name: str, value: float | None, statistic: Callable, seed: int,
+          bounded: bool = False) -> dict[str, Any]:
+    """``bounded``: the figure lies in [0, 1] (WeightedACC, mAP, 1 - ECE), so a bootstrap of zero width or on too
+    few images becomes the Wilson bound on the images (metrics/decisions.widen_degenerate)."""
+    ci, n_ok = _cluster_bootstrap(it, statistic, seed)
+    n_units = len(np.unique(it.units))
     # bounded: too few images, or every resample the same, give the bound on the images, as CAST's cells
     ci, widened = widen_degenerate(ci, value, n_units, few=True) if bounded else (ci, False)
     if widened:

@@ -131,9 +131,8 @@ class Recipe(_Strict):
 
 
 def usable_inferencers(recipe: "Recipe") -> list[str]:
-    """The inferencers a run of ``recipe`` may use: those it allows (all five where it names none) that its
-    scenario and desideratum can run - a turn scenario only PPL ones, language only those that write a chain
-    of thought (the judge reads it)."""
+    """The inferencers a run of ``recipe`` may use: those it allows (all where it names none) that its scenario
+    and desideratum can run (docs/methods.md, "Choosing the inferencer per run")."""
     names = list(recipe.inferencer.allowed or ("direct", "cot", "ppl", "cot_ppl", "multiturn_ppl"))
     if recipe.scenario.type in TURN_SCENARIOS:
         names = [n for n in names if n in ("ppl", "multiturn_ppl")]
