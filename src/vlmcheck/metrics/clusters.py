@@ -39,7 +39,7 @@ class UnitSums:
         self.cols = [array("d") for _ in range(width)]
         self.count = array("q")
         self.first = array("q")  # the order in which each unit first appeared here (-1: never)
-        self.seen = 0
+        self.n_units = 0
         self.n = 0
 
     @classmethod
@@ -55,8 +55,8 @@ class UnitSums:
         if i >= len(self.count):
             self._grow(i + 1)
         if self.first[i] < 0:
-            self.first[i] = self.seen
-            self.seen += 1
+            self.first[i] = self.n_units
+            self.n_units += 1
         self.count[i] += 1
         self.n += 1
         for col, v in zip(self.cols, values):
@@ -84,10 +84,6 @@ class UnitSums:
 
     def total(self, column: int = 0) -> float:
         return float(sum(self.cols[column]))
-
-    @property
-    def n_units(self) -> int:
-        return self.seen
 
 
 def draws(rng: np.random.Generator, n_units: int, n_boot: int, cells: int | None = None) -> Iterator[np.ndarray]:

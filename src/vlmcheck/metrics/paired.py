@@ -28,11 +28,10 @@ def agresti_min(b: float, c: float, n: float, alpha: float = 0.05, q: float | No
     return max(-1.0, est - q * se), min(1.0, est + q * se)
 
 
-def tango(b: float, c: float, n: float, alpha: float = 0.05, q: float | None = None) -> tuple[float, float]:
+def tango(b: float, c: float, n: float, q: float) -> tuple[float, float]:
     """Tango's score interval (Statistics in Medicine 17, 1998) of p_b - p_c: the deltas whose score statistic
     Z(delta) = (b - c - n delta) / sqrt(n (2 p~_c + delta (1 - delta))) lies within +/- ``q``, p~_c the ML p_c
     under delta; Z falls with delta, so each end is a bisection."""
-    q = NormalDist().inv_cdf(1 - alpha / 2) if q is None else q
 
     def score(d: float) -> float:
         A, B, C = 2.0 * n, -(b + c) + (2.0 * n - b + c) * d, -c * d * (1.0 - d)
@@ -59,7 +58,7 @@ def paired_interval(b: float, c: float, n: float, alpha: float = 0.05, q: float 
     sqrt(n / (n - 1)) unless ``q`` is given (n units on n - 1 degrees of freedom)."""
     if q is None:
         q = NormalDist().inv_cdf(1 - alpha / 2) * (math.sqrt(n / (n - 1)) if n > 1 else 1.0)
-    t_lo, t_hi = tango(b, c, n, alpha, q)
+    t_lo, t_hi = tango(b, c, n, q)
     a_lo, a_hi = agresti_min(b, c, n, alpha, q)
     return min(t_lo, a_lo), max(t_hi, a_hi)
 

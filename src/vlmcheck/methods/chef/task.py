@@ -86,7 +86,7 @@ class ChefTask(SpecTask):
         return ((r.get("scenario") or {}).get("type") in ROW_KINDS and r.get("desideratum") != "icl"
                 and (r.get("instruction") or {}).get("type", "standard") == "standard")
 
-    def __init__(self, spec: ChefSpec, vlm: Any = None, judge: Any = None, rewriter: Any = None) -> None:
+    def __init__(self, spec: ChefSpec, vlm: Any = None, judge: Any = None) -> None:
         self.cfg = spec
         r = spec.recipe
         path = spec.data or r.scenario.path
@@ -111,11 +111,10 @@ class ChefTask(SpecTask):
         if spec.blind and (self.turn_task or r.desideratum == "language"):
             raise ValueError("the blind control asks multiple-choice and yes/no questions; this recipe's "
                              f"{'turns' if self.turn_task else 'judged answers'} have none")
-        self.judge = judge if judge is not None else (load_model(r.metric.judge, "text") if r.metric.judge else None)
-        self.judge2 = load_model(r.metric.judge2, "text") if r.metric.judge2 else None
-        self.rewriter = rewriter if rewriter is not None else (load_model(r.metric.rewriter, "text")
-                                                               if r.metric.rewriter else None)
-        self.extractor = load_model(r.metric.extractor, "text") if r.metric.extractor else None
+        m = r.metric
+        self.judge = judge if judge is not None else (load_model(m.judge, "text") if m.judge else None)
+        self.judge2, self.rewriter, self.extractor = (load_model(s, "text") if s else None
+                                                      for s in (m.judge2, m.rewriter, m.extractor))
         if r.instruction.type == "ice" and r.instruction.ice.with_images and not self.vlm.capabilities.multi_image:
             raise ValueError(f"{self.vlm.model_id} does not declare multi-image support; set ice.with_images false")
         several = [it["id"] for it in self.items if len(it.get("images") or ()) > 1]
