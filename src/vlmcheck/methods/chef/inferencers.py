@@ -133,13 +133,12 @@ INFERENCERS: dict[str, Inferencer] = {i.name: i for i in (
     Inferencer("direct", _direct, generates_answer=True), Inferencer("cot", _cot, generates_answer=True),
     Inferencer("ppl", _ppl, needs_likelihood=True), Inferencer("cot_ppl", _cot_ppl, needs_likelihood=True),
     Inferencer("multiturn_ppl", _multiturn_ppl, needs_likelihood=True))}
-GENERATION = tuple(n for n, i in INFERENCERS.items() if not i.needs_likelihood)
 
 
 def likelihood_refusal(recipe: Any, inferencer: str, model_id: str) -> str:
     """One sentence for a run whose inferencer scores answers by likelihood on a model that gives none: every way
     forward, the generation inferencers only where the recipe allows them, with their cost to fidelity."""
-    gen = [n for n in usable_inferencers(recipe) if n in GENERATION]
+    gen = [n for n in usable_inferencers(recipe) if not INFERENCERS[n].needs_likelihood]
     ways = ["a server that returns prompt log-probabilities (vLLM: add ?prompt_logprobs=1 to the model spec)"]
     if gen:
         cost = ("generated answers read by a parser: no confidence, so no ECE" +
