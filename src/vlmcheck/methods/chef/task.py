@@ -6,6 +6,7 @@ without them the run stops before any call, naming every way forward.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -121,9 +122,8 @@ class ChefTask(SpecTask):
         if several and not getattr(self.vlm.capabilities, "multi_image", True):
             raise ValueError(f"{len(several)} items show several images (e.g. {several[0]!r}, SEED-Bench-2's image "
                              f"lists) and {self.vlm.model_id} does not declare multi-image support")
-        self._text_emb = None
-        self._image_emb = None
-        self._image_emb_lock = asyncio.Lock()
+        self._emb: dict[str, Any] | None = None  # the topk retrievers' embeddings, by item id
+        self._emb_lock = asyncio.Lock()
 
     @property
     def calls_depend_on_answers(self) -> bool:
@@ -161,24 +161,20 @@ class ChefTask(SpecTask):
 
             rng = np.random.default_rng(sample_seed(self.cfg.seed, item["id"]))
             return [pool[i] for i in rng.choice(len(pool), size=min(k, len(pool)), replace=False)]
-        if ice.retriever == "topk_text":
-            if self._text_emb is None:
-                from ..cast import sentence_embeddings
+        # topk_text, topk_image: every item's embedding once per task, not the whole pool again for each item
+        async with self._emb_lock:
+            if self._emb is None:
+                ids = [it["id"] for it in self.items]
+                if ice.retriever == "topk_text":
+                    from ..cast import sentence_embeddings
 
-                self._text_emb = dict(zip([it["id"] for it in self.items],
-                                          sentence_embeddings([it["question"] for it in self.items])))
-            q = self._text_emb[item["id"]]
-            return sorted(pool, key=lambda it: -float(self._text_emb[it["id"]] @ q))[:k]
-        # topk_image: every item's embedding once per task, not the whole pool again for each item
-        async with self._image_emb_lock:
-            if self._image_emb is None:
-                enc = session.encoder(load_model(ice.encoder, "encoder"))
-                mats = await enc.encode([await read_image(it["image"], root=it.get("root")) for it in self.items])
-                e = mats / (np.linalg.norm(mats, axis=1, keepdims=True) + 1e-12)
-                self._image_emb = dict(zip([it["id"] for it in self.items], e))
-        q = self._image_emb[item["id"]]
-        sims = np.array([self._image_emb[it["id"]] @ q for it in pool])
-        return [pool[i] for i in np.argsort(-sims, kind="stable")[:k]]
+                    self._emb = dict(zip(ids, sentence_embeddings([it["question"] for it in self.items])))
+                else:
+                    enc = session.encoder(load_model(ice.encoder, "encoder"))
+                    mats = await enc.encode([await read_image(it["image"], root=it.get("root")) for it in self.items])
+                    self._emb = dict(zip(ids, mats / (np.linalg.norm(mats, axis=1, keepdims=True) + 1e-12)))
+        q = self._emb[item["id"]]
+        return sorted(pool, key=lambda it: -float(self._emb[it["id"]] @ q))[:k]  # stable: ties keep pool order
 
     async def _ice_messages(self, examples: list[dict[str, Any]], labels: list[str]) -> list[Message]:
         msgs: list[Message] = []
@@ -292,15 +288,11 @@ class ChefTask(SpecTask):
             conts = [template.format(label=labels[i], option=options[i]) for i in range(n)]
         examples = await self._examples(item, setting.get("shots", 0), session)
         c, k = self.cfg, setting.get("repeat", 0)
-
-        async def read(text: str) -> dict[str, Any]:
-            return await self._read(session, question, options, labels, pool, text)
-
         ask = Ask(history=await self._ice_messages(examples, labels), parts=list(images), query=query,
                   answer_prompt="" if pool == "yesno" or lamm_classes else "\nAnswer with the option's label.",
                   then=(f"{query}\nTherefore, the answer is" if pool == "yesno" else
                         f"{query}\nTherefore, among the options, the answer is"),
-                  continuations=conts, read=read,
+                  continuations=conts, read=partial(self._read, session, question, options, labels, pool),
                   think_config=generation_config(r.inferencer.max_tokens, c.repeats, c.temperature, k),
                   answer_config=generation_config(32, c.repeats, c.temperature, k))
         return ask, labels
@@ -347,15 +339,11 @@ class ChefTask(SpecTask):
             if model is None:
                 continue
             judge = session.text(model)
-            scores, raws = [], []
-            for k in range(self.cfg.recipe.metric.judge_samples):
-                g = await judge.generate([Message.system(JUDGE_SYSTEM), Message.user(body)],
-                                         GenerationConfig(max_tokens=512, temperature=1.0, seed=self.cfg.seed + k),
-                                         template=TEMPLATE_VERSION)
-                raws.append(g.text)
-                s = M.parse_judge_score(g.text)
-                if s is not None:
-                    scores.append(s)
+            raws = [(await judge.generate([Message.system(JUDGE_SYSTEM), Message.user(body)],
+                                          GenerationConfig(max_tokens=512, temperature=1.0, seed=self.cfg.seed + k),
+                                          template=TEMPLATE_VERSION)).text
+                    for k in range(self.cfg.recipe.metric.judge_samples)]
+            scores = [s for s in map(M.parse_judge_score, raws) if s is not None]
             out.update({f"scores{suffix}": scores, f"mean{suffix}": float(np.mean(scores)) if scores else None,
                         f"raw{suffix}": raws})
         return out
