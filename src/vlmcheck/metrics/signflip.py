@@ -280,8 +280,7 @@ def decision_interval(dec: dict, alpha: float = 0.05) -> tuple[list[float], str 
             # the inverted test's end is the collapsed point itself; the bound stops just short of 0 instead
             tiny = 1e-12 * abs(sf.estimate)
             lo, hi = (tiny, hi) if sf.estimate > 0 else (lo, -tiny)
-            return [lo + 0.0, hi + 0.0], note
-    lo, hi = _agree(lo, hi, sf, alpha)
+    lo, hi = _agree(lo, hi, sf, alpha)  # a rejecting test's bound already excludes 0: left as it is
     return [lo + 0.0, hi + 0.0], note
 
 

@@ -53,12 +53,9 @@ def _unread_warning(per: dict[str, Any], yes_no: bool, seen: dict[str, dict[str,
     counted = "as POPE's default, yes" if yes_no else "as wrong"
     out = (f"the parser could not read over {UNREAD_WARN:.0%} of the answers ({listing}); they count {counted}, "
            "so the accuracy says as much about the answer format as about the model")
-    openings: Counter[str] = Counter()
-    cut = 0
-    for name in high:
-        s = seen.get(name) or {}
-        cut += s.get("cut", 0)
-        openings.update(s.get("openings") or {})
+    parts = [seen.get(name) or {} for name in high]
+    cut = sum(p.get("cut", 0) for p in parts)
+    openings = sum((Counter(p.get("openings") or {}) for p in parts), Counter())
     unread = sum(openings.values())
     if openings:
         top = sorted(openings.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
