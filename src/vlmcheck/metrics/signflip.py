@@ -133,8 +133,7 @@ class SignFlip:
 
         k = self.k_t
         if self.rows_exact:
-            grids = np.meshgrid(*[np.arange(n + 1) for n in k], indexing="ij")
-            X = np.stack([g.ravel() for g in grids], 1).astype(float)
+            X = np.indices(tuple(k + 1)).reshape(len(k), -1).T.astype(float)  # every (X_1, ..., X_T), row-major
             pi = np.prod(binom.pmf(X, k[None, :], 0.5), axis=1)
             S = 2 * X - k[None, :]
             return S @ self.d_t, S @ self.w_t, pi / pi.sum()

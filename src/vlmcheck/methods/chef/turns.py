@@ -244,13 +244,11 @@ class CategoryTree:
                     self.parent[k] = p
         else:
             for chain in chains:
-                prev = None
-                for name in chain:
+                for prev, name in zip([None, *chain], chain):
                     kids = self.children.setdefault(prev, [])
                     if name not in kids:
                         kids.append(name)
                     self.parent.setdefault(name, prev)
-                    prev = name
 
     def siblings(self, name: str, parent: str | None) -> list[str]:
         p = parent if parent is not None else self.parent.get(name)
