@@ -6,6 +6,7 @@ Units keep the order in which they first appeared, so a bootstrap draws the same
 from __future__ import annotations
 
 from array import array
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
 from typing import Iterable, Iterator, Sequence
@@ -18,11 +19,11 @@ np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 DRAW_CELLS = 1 << 20
 
 
+@dataclass(eq=False)  # shared by identity
 class Units:
     """Unit labels numbered once, shared by every :class:`UnitSums` of one summary (a label is held once)."""
 
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
+    ids: dict[str, int] = field(default_factory=dict)
 
     def __call__(self, label: str) -> int:
         return self.ids.setdefault(label, len(self.ids))

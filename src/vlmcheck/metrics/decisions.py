@@ -133,10 +133,7 @@ def _beta_ppf(q: float, a: float, b: float) -> float:
     lo, hi = 0.0, 1.0
     for _ in range(200):
         mid = (lo + hi) / 2
-        if _betainc(a, b, mid) < q:
-            lo = mid
-        else:
-            hi = mid
+        lo, hi = (mid, hi) if _betainc(a, b, mid) < q else (lo, mid)
         if hi - lo < 1e-15 * max(hi, 1e-300):
             break
     return (lo + hi) / 2
