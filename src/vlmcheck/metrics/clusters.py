@@ -1,14 +1,12 @@
-"""Per-unit sums folded one answer at a time, and bootstrap draws in bounded memory.
-
-A clustered interval needs, per sampled unit, only the sums of its answers and their number; :class:`UnitSums`
-keeps those in flat arrays (8 bytes a unit and column), so a summary streamed over a million records holds
-numbers per unit, not the records (pandas' ``groupby`` and numpy's ``add.at`` need every answer in memory first).
+"""Per-unit sums folded one answer at a time (flat arrays: a summary streamed over a million records holds
+numbers per unit, where pandas' ``groupby`` would need every answer first), and bootstrap draws in bounded memory.
 Units keep the order in which they first appeared, so a bootstrap draws the same units as the list-based functions.
 """
 
 from __future__ import annotations
 
 from array import array
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
 from typing import Iterable, Iterator, Sequence
@@ -21,11 +19,11 @@ np = lazy_module("numpy")  # loaded on first use (vlmcheck/_lazy.py)
 DRAW_CELLS = 1 << 20
 
 
+@dataclass(eq=False)  # shared by identity
 class Units:
     """Unit labels numbered once, shared by every :class:`UnitSums` of one summary (a label is held once)."""
 
-    def __init__(self) -> None:
-        self.ids: dict[str, int] = {}
+    ids: dict[str, int] = field(default_factory=dict)
 
     def __call__(self, label: str) -> int:
         return self.ids.setdefault(label, len(self.ids))
@@ -42,7 +40,7 @@ class UnitSums:
         self.cols = [array("d") for _ in range(width)]
         self.count = array("q")
         self.first = array("q")  # the order in which each unit first appeared here (-1: never)
-        self.seen = 0
+        self.n_units = 0
         self.n = 0
 
     @classmethod
@@ -58,8 +56,8 @@ class UnitSums:
         if i >= len(self.count):
             self._grow(i + 1)
         if self.first[i] < 0:
-            self.first[i] = self.seen
-            self.seen += 1
+            self.first[i] = self.n_units
+            self.n_units += 1
         self.count[i] += 1
         self.n += 1
         for col, v in zip(self.cols, values):
@@ -88,15 +86,10 @@ class UnitSums:
     def total(self, column: int = 0) -> float:
         return float(sum(self.cols[column]))
 
-    @property
-    def n_units(self) -> int:
-        return self.seen
-
 
 def draws(rng: np.random.Generator, n_units: int, n_boot: int, cells: int | None = None) -> Iterator[np.ndarray]:
     """The bootstrap's resamples (``n_boot`` rows of ``n_units`` unit indices) in chunks of at most ``cells``
-    indices: numpy draws them one after another, so the chunks are the rows of one ``(n_boot, n_units)`` draw
-    (a test checks this) without its 16 GB at a million units."""
+    indices: the rows of one ``(n_boot, n_units)`` draw, without its 16 GB at a million units."""
     step = max(1, (DRAW_CELLS if cells is None else cells) // max(n_units, 1))
     for done in range(0, n_boot, step):
         yield rng.integers(0, n_units, size=(min(step, n_boot - done), n_units))
@@ -121,9 +114,8 @@ def _weight_chunks(seed: int, n_units: int, n_boot: int) -> Iterator[np.ndarray]
 
 
 def resampled_sums(values: np.ndarray, seed: int, n_boot: int) -> np.ndarray:
-    """Per resample of ``draws(default_rng(seed), len(values), n_boot)``, each column of ``values`` summed over
-    the drawn units (``values[idx].sum(1)``) as one product (times each unit was drawn) @ values instead of a
-    gather per column; exactly equal for counts (integer sums below 2**53 come out the same in any order)."""
+    """Per resample of ``draws(default_rng(seed), len(values), n_boot)``, ``values[idx].sum(1)`` as one product
+    (times each unit was drawn) @ values; exactly equal for counts (integer sums below 2**53)."""
     n = len(values)
     if n_boot * n <= WEIGHT_CELLS:
         return _weights(seed, n, n_boot) @ values

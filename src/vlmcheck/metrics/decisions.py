@@ -24,9 +24,8 @@ def _z(alpha: float) -> float:
 
 
 def wilson(successes: float, n: float, alpha: float = 0.05, z: float | None = None) -> tuple[float, float]:
-    """Wilson score interval for a proportion; ``n`` may be fractional (an effective sample size); ``z`` the
-    quantile (the normal one at ``alpha`` unless given).  Never of zero width at 0/n or n/n: 0 of 10 ->
-    [0, 0.2775], 60 of 60 -> [0.9398, 1]."""
+    """Wilson score interval for a proportion (``n`` may be an effective, fractional, sample size) at quantile
+    ``z`` (the normal one at ``alpha`` unless given); never of zero width at 0/n or n/n."""
     if n <= 0:
         return (float("nan"), float("nan"))
     z = _z(alpha) if z is None else z
@@ -41,9 +40,8 @@ def wilson(successes: float, n: float, alpha: float = 0.05, z: float | None = No
 
 
 def design_effect(successes: Sequence[float], totals: Sequence[float]) -> float:
-    """How much clustering inflates the variance of a pooled proportion: the variance of the ratio estimator over
-    clusters (successes_i, totals_i) over the binomial one; at least 1.  One cluster of N answers: N (the effective
-    n is the one unit that was sampled)."""
+    """How much clustering inflates the variance of a pooled proportion of clusters (successes_i, totals_i):
+    :func:`ratio_design_effect` over the binomial variance."""
     k, n = np.asarray(successes, dtype=float), np.asarray(totals, dtype=float)
     N = n.sum()
     if N <= 0 or len(n) >= 2 and np.all(n == 1):  # one answer per cluster: the binomial variance itself
@@ -53,9 +51,8 @@ def design_effect(successes: Sequence[float], totals: Sequence[float]) -> float:
 
 
 def ratio_design_effect(D: np.ndarray, W: np.ndarray, binomial: float, n: float) -> float:
-    """The variance of a ratio estimator over m clusters - contributions ``D``, weights ``W`` summing to 1:
-    m / (m - 1) sum (D_i - sum(D) W_i)^2 - over ``binomial``, that of ``n`` independent answers; at least 1, and
-    ``n`` for one cluster (the effective n is the one unit that was sampled)."""
+    """The variance of a ratio estimator over m clusters (contributions ``D``, weights ``W`` summing to 1),
+    m / (m - 1) sum (D_i - sum(D) W_i)^2, over ``binomial``; at least 1, and ``n`` for one cluster."""
     m = len(D)
     if m < 2:
         return max(1.0, float(n))
@@ -70,11 +67,9 @@ FEW_CLUSTERS = 10
 
 def wilson_clustered(successes: Sequence[float], totals: Sequence[float], alpha: float = 0.05
                      ) -> tuple[float, float, float]:
-    """(low, high, design effect): Wilson on the effective n = N / deff of clustered answers, at the t quantile
-    on clusters - 1 df times sqrt(m / (m - 1)) for m clusters (t alone undercovered at 10-12 units).  Below
-    ``FEW_CLUSTERS`` clusters of several answers, where the estimated deff is too unstable, the effective n is at
-    most the number of clusters (each one answer: a bound); below an effective n of 2, Clopper-Pearson.  The
-    coverage measured is in docs/world.md."""
+    """(low, high, design effect): Wilson on the effective n = N / deff of clustered answers, at the t quantile on
+    m - 1 df times sqrt(m / (m - 1)) for m clusters; at most m below ``FEW_CLUSTERS`` clusters of several answers
+    (a bound); Clopper-Pearson below an effective n of 2 (coverage: docs/world.md)."""
     return _wilson_clustered(np.asarray(successes, dtype=float), np.asarray(totals, dtype=float), alpha)[:3]
 
 
@@ -108,8 +103,7 @@ def _wilson_clustered(k: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tupl
 
 
 def _betainc(a: float, b: float, x: float) -> float:
-    """The regularised incomplete beta function I_x(a, b), by its continued fraction (modified Lentz; Numerical
-    Recipes' ``betai``/``betacf``), to about 1e-15."""
+    """I_x(a, b) by its continued fraction (modified Lentz; Numerical Recipes' ``betai``/``betacf``)."""
     if x <= 0.0:
         return 0.0
     if x >= 1.0:
@@ -139,27 +133,22 @@ def _beta_ppf(q: float, a: float, b: float) -> float:
     lo, hi = 0.0, 1.0
     for _ in range(200):
         mid = (lo + hi) / 2
-        if _betainc(a, b, mid) < q:
-            lo = mid
-        else:
-            hi = mid
+        lo, hi = (mid, hi) if _betainc(a, b, mid) < q else (lo, mid)
         if hi - lo < 1e-15 * max(hi, 1e-300):
             break
     return (lo + hi) / 2
 
 
 def clopper_pearson(x: float, n: float, alpha: float = 0.05) -> tuple[float, float]:
-    """The exact (Clopper-Pearson) interval of x successes in n (may be fractional), by the beta quantiles: computed
-    here (``_beta_ppf``, equal to scipy's to 1e-12, tested), as importing scipy.stats would cost a one-image run
-    several times its whole start-up."""
+    """Clopper-Pearson's interval of x successes in n (may be fractional), by beta quantiles computed here: importing
+    scipy.stats would cost a one-image run several times its whole start-up."""
     lo = 0.0 if x <= 0 else _beta_ppf(alpha / 2, x, n - x + 1)
     hi = 1.0 if x >= n else _beta_ppf(1 - alpha / 2, x + 1, n - x)
     return lo, hi
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values, in the input order: sorted ascending, p_(i) x (m - i + 1), made
-    monotone, capped at 1."""
+    """Holm's step-down adjusted p-values, in the input order."""
     p = list(pvalues)
     m = len(p)
     order = sorted(range(m), key=lambda i: p[i])
@@ -186,9 +175,8 @@ def mde_proportion(p: float, n: int, alpha: float = 0.05, power: float = 0.8) ->
 
 def cluster_bootstrap_mean_sums(sums: np.ndarray, sizes: np.ndarray, n_boot: int = 2000, seed: int = 0,
                                 alpha: float = 0.05) -> tuple[float, float]:
-    """Percentile interval of the mean of answers whose clusters (the sampled units) have sums ``sums`` and
-    sizes ``sizes`` (in the order the clusters first appeared), resampling whole clusters; the resamples are
-    drawn in chunks (metrics/clusters.draws), so a million clusters fit."""
+    """Percentile interval of the mean of answers in clusters of sums ``sums`` and sizes ``sizes`` (in order of
+    first appearance), resampling whole clusters in chunks (metrics/clusters.draws)."""
     if len(sums) < 2:
         mean = float(sums.sum() / sizes.sum()) if len(sums) else float("nan")
         return mean, mean
@@ -235,9 +223,8 @@ def _proportion_record(p: float, n_eff: float, deff: float, method: str, unit: s
 
 def cluster_bootstrap(records: Sequence, clusters: Sequence[str], statistic, n_boot: int = 1000, seed: int = 0,
                       alpha: float = 0.05) -> tuple[list[float] | None, int]:
-    """Expanded percentile interval (:func:`expanded_percentile`, on the number of clusters) of any
-    ``statistic(list of records) -> float | None`` (a ratio such as RRM, a calibration error), resampling whole
-    clusters of records: :func:`cluster_bootstrap_groups` of the records."""
+    """:func:`cluster_bootstrap_groups` of ``statistic(list of records) -> float | None``, records clustered by
+    ``clusters``."""
     records, units = list(records), Units()
     group = np.array([units(str(c)) for c in clusters], dtype=np.int64)
     return cluster_bootstrap_groups(group, lambda idx: statistic([records[i] for i in idx]), n_boot, seed, alpha)
@@ -245,10 +232,9 @@ def cluster_bootstrap(records: Sequence, clusters: Sequence[str], statistic, n_b
 
 def cluster_bootstrap_groups(group: np.ndarray, statistic, n_boot: int = 1000, seed: int = 0,
                              alpha: float = 0.05) -> tuple[list[float] | None, int]:
-    """(interval or None, resamples on which the statistic was defined) of ``statistic(record indices)``, whole
-    clusters resampled: ``group`` is each record's cluster, numbered by first appearance; a resample's records are
-    its clusters' in the drawn order, each cluster's in theirs.  A resample where the statistic is undefined (RIAM
-    when the 0-shot accuracy equals chance) is left out and counted."""
+    """(expanded percentile interval or None, resamples where it was defined) of ``statistic(record indices)``,
+    whole clusters resampled (``group``: each record's cluster, numbered by first appearance); a resample where the
+    statistic is undefined (None, or not finite) is left out."""
     members = np.argsort(group, kind="stable")
     sizes = np.bincount(group)
     starts = np.cumsum(sizes) - sizes
@@ -269,16 +255,12 @@ def cluster_bootstrap_groups(group: np.ndarray, statistic, n_boot: int = 1000, s
 
 
 def too_few_units(n_units: int, alpha: float = 0.05) -> bool:
-    """Fewer units than any sign-flip test needs to reject anything at ``alpha``: the two patterns with every
-    sign alike weigh 2 / 2^n > alpha (n <= 5 at 0.05) - the case where metrics/signflip's inverted interval is
-    unbounded and ``decision_interval`` gives its "too few units" bound."""
+    """Fewer units than any sign-flip test needs to reject anything at ``alpha``: 2 / 2^n > alpha (n <= 5 at 0.05)."""
     return n_units < 1 or 2.0 ** (1 - n_units) > alpha
 
 
 def expanded_percentile(boots: np.ndarray, n_units: int, alpha: float = 0.05) -> list[float]:
-    """The expanded percentile interval of bootstrap replicates on ``n_units`` units (Hesterberg, "What teachers
-    should know about the bootstrap", 2015, sec. 5): the percentile interval at the level whose normal quantile is
-    sqrt(n / (n - 1)) t_{n-1, 1 - alpha/2}, correcting the plain one's narrowness at small n."""
+    """Hesterberg's expanded percentile interval of bootstrap replicates on ``n_units`` units (docs/methods.md)."""
     from scipy.stats import t
 
     q = NormalDist().cdf(-math.sqrt(n_units / (n_units - 1)) * float(t.ppf(1 - alpha / 2, n_units - 1)))
@@ -287,11 +269,9 @@ def expanded_percentile(boots: np.ndarray, n_units: int, alpha: float = 0.05) ->
 
 def widen_degenerate(ci: Sequence[float] | None, value: float | None, n_units: int, low: float = 0.0,
                      high: float = 1.0, few: bool = False) -> tuple[list[float] | None, bool]:
-    """(interval, whether widened): a bootstrap interval of a mean of values in [low, high] that has zero width
-    (every unit the same value) becomes the Wilson interval of the rescaled mean on ``n_units`` units - each unit
-    taken as one yes/no answer, the conservative bound.  ``few``: so does the interval (or its absence) on
-    :func:`too_few_units` units, where a bootstrap spans little more than the units' own values; one unit then
-    gets Clopper-Pearson."""
+    """(interval, whether widened): a zero-width bootstrap interval of a mean of values in [low, high] becomes the
+    Wilson bound of the rescaled mean on ``n_units`` units as yes/no answers; ``few``: so does any interval on
+    :func:`too_few_units` units (Clopper-Pearson on one)."""
     collapsed = ci is not None and ci[1] - ci[0] <= 1e-12
     if value is None or n_units <= 0 or not low <= value <= high or not (collapsed or few and too_few_units(n_units)):
         return (list(ci) if ci is not None else None), False
@@ -304,9 +284,8 @@ def widen_degenerate(ci: Sequence[float] | None, value: float | None, n_units: i
 def mde_from_interval(ci: Sequence[float] | None, alpha: float = 0.05, power: float = 0.8,
                       span: float | None = None) -> float | None:
     """The minimum detectable difference between two independent runs of this size, from a run's own 95 %
-    interval: its standard error is (high - low) / (2 x 1.96); the difference of two such runs has sqrt(2)
-    times it; (z_{1-alpha/2} + z_power) of that is detected with ``power``.  None when it exceeds ``span``, the
-    largest difference the metric can show (a share's MDE of 1.40 says only that no difference is detectable)."""
+    interval (standard error (high - low) / (2 x 1.96), sqrt(2) times it for a difference); None above ``span``,
+    the largest difference the metric can show."""
     if ci is None:
         return None
     se = (ci[1] - ci[0]) / (2 * Z95)
@@ -330,9 +309,7 @@ def headline_entry(name: str, value: float | None, ci: Sequence[float] | None, h
 
 
 def krippendorff_alpha_interval(units: Sequence[Sequence[float]]) -> float | None:
-    """Krippendorff's alpha for interval data: 1 - D_o / D_e, with D_o the mean squared difference between
-    values of one unit (each unit's pairs weighted 1 / (m_u - 1)) and D_e the mean squared difference between any
-    two pairable values (units of two values or more)."""
+    """Krippendorff's alpha for interval data, 1 - D_o / D_e, over units of two values or more."""
     pairable = [np.asarray(u, dtype=float) for u in units if len(u) >= 2]
     if not pairable:
         return None

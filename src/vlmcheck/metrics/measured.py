@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 #: the least share of a figure's answers the parser must have read for the figure to be a measurement: below it,
-#: the unread answers (counted as wrong, or as POPE's "yes") could move it more than the read ones.  Between this
-#: floor and the warning (ChEF's ``UNREAD_WARN``, VHExpansion's ``UNREAD_WARN_SHARE``) it stands, warned.
+#: the unread answers (counted as wrong, or as POPE's "yes") could move it more than the read ones
 READ_FLOOR = 0.5
 
 #: the field of a headline entry that holds why it is not a measurement
@@ -39,9 +38,8 @@ def reason_of(entry: Any) -> str | None:
 
 
 def unread_reason(read_shares: Mapping[str, float], what: str = "answers") -> str | None:
-    """The reason a figure made from these settings' answers is not measured, where the share the parser read
-    is below :data:`READ_FLOOR` in any of them (``read_shares``: setting -> share read); None where every
-    setting reaches it."""
+    """Why a figure of these settings' answers is not measured (``read_shares``: setting -> share read), where
+    any is below :data:`READ_FLOOR`; else None."""
     low = {k: v for k, v in read_shares.items() if v < READ_FLOOR}
     if not low:
         return None

@@ -28,13 +28,10 @@ def agresti_min(b: float, c: float, n: float, alpha: float = 0.05, q: float | No
     return max(-1.0, est - q * se), min(1.0, est + q * se)
 
 
-def tango(b: float, c: float, n: float, alpha: float = 0.05, q: float | None = None) -> tuple[float, float]:
-    """Tango's score interval ("Equivalence test and confidence interval for the difference in proportions for
-    the paired-sample design", Statistics in Medicine 17, 1998) of p_b - p_c: the deltas whose score statistic
-    Z(delta) = (b - c - n delta) / sqrt(n (2 p~_c + delta (1 - delta))) lies within +/- ``q`` (the normal
-    quantile at ``alpha`` unless given), p~_c the maximum-likelihood p_c under delta (the root of a quadratic).
-    Z falls with delta, so each end is a bisection.  Counts may be fractional (effective counts)."""
-    q = NormalDist().inv_cdf(1 - alpha / 2) if q is None else q
+def tango(b: float, c: float, n: float, q: float) -> tuple[float, float]:
+    """Tango's score interval (Statistics in Medicine 17, 1998) of p_b - p_c: the deltas whose score statistic
+    Z(delta) = (b - c - n delta) / sqrt(n (2 p~_c + delta (1 - delta))) lies within +/- ``q``, p~_c the ML p_c
+    under delta; Z falls with delta, so each end is a bisection."""
 
     def score(d: float) -> float:
         A, B, C = 2.0 * n, -(b + c) + (2.0 * n - b + c) * d, -c * d * (1.0 - d)
@@ -61,30 +58,23 @@ def paired_interval(b: float, c: float, n: float, alpha: float = 0.05, q: float 
     sqrt(n / (n - 1)) unless ``q`` is given (n units on n - 1 degrees of freedom)."""
     if q is None:
         q = NormalDist().inv_cdf(1 - alpha / 2) * (math.sqrt(n / (n - 1)) if n > 1 else 1.0)
-    t_lo, t_hi = tango(b, c, n, alpha, q)
+    t_lo, t_hi = tango(b, c, n, q)
     a_lo, a_hi = agresti_min(b, c, n, alpha, q)
     return min(t_lo, a_lo), max(t_hi, a_hi)
-
-
-def paired_design_effect(b: float, c: float, n: float, D: Sequence[float], W: Sequence[float]) -> float:
-    """Design effect of a difference of matched shares of clustered answers: the ratio estimator's variance over
-    clusters (contributions ``D``, weights ``W``) over the binomial one of n answers; at least 1, n for one cluster."""
-    D, W = np.asarray(D, dtype=float), np.asarray(W, dtype=float)
-    pb, pc = b / n, c / n
-    return ratio_design_effect(D, W / W.sum(), (pb + pc - (pb - pc) ** 2) / n, n)
 
 
 def paired_interval_clustered(b: float, c: float, n: float, D: Sequence[float], W: Sequence[float],
                               alpha: float = 0.05) -> tuple[float, float, float]:
     """(low, high, design effect): :func:`paired_interval` on the effective counts b / deff, c / deff, n / deff of
-    answers clustered in len(D) units (:func:`paired_design_effect`), at the t quantile on units - 1 degrees
-    of freedom.  Needs two units or more."""
+    answers clustered in len(D) >= 2 units (contributions ``D``, weights ``W``), at the t quantile on units - 1 df."""
     from scipy.stats import t
 
     m = len(D)
     if m < 2:
         raise ValueError("a clustered interval needs two units or more")
-    deff = paired_design_effect(b, c, n, D, W)
+    D, W = np.asarray(D, dtype=float), np.asarray(W, dtype=float)
+    pb, pc = b / n, c / n
+    deff = ratio_design_effect(D, W / W.sum(), (pb + pc - (pb - pc) ** 2) / n, n)
     lo, hi = paired_interval(b / deff, c / deff, n / deff, q=float(t.ppf(1 - alpha / 2, m - 1)))
     return lo, hi, deff
 
@@ -128,11 +118,9 @@ def mcnemar_power(n: int, p_b: float, p_c: float, alpha: float = 0.05) -> float:
 
 def n_mcnemar(p_b: float, p_c: float, alpha: float = 0.05, power: float = 0.8, limit: int = 1_000_000,
               mix: Sequence[tuple[float, float]] | None = None) -> int | None:
-    """The smallest n at which the exact McNemar test has ``power`` against (p_b, p_c) and keeps it over the next
-    tenth of n (the exact test's power saw-tooths in n: a lucky n just below would not survive one more
-    unit); never below 6, the fewest units at which it can reject at 0.05.  ``mix``: the power averaged over
-    these (p_b, p_c) instead (a pilot's uncertainty about them); (p_b, p_c) then only starts the search.  None
-    beyond ``limit``."""
+    """The smallest n (at least 6) at which the exact McNemar test has ``power`` against (p_b, p_c) and keeps it
+    over the next tenth of n (its power saw-tooths in n); ``mix``: the power averaged over these (p_b, p_c)
+    instead (a pilot's uncertainty).  None beyond ``limit``."""
     if p_b == p_c:
         return None
     pairs = list(mix) if mix else [(p_b, p_c)]
@@ -153,12 +141,9 @@ def n_mcnemar(p_b: float, p_c: float, alpha: float = 0.05, power: float = 0.8, l
 
 def clustered_power(a: Sequence[int], c: Sequence[int], n: Sequence[int], delta: float, units: int,
                     alpha: float = 0.05, draws: int = 1000, seed: int = 0) -> float:
-    """Power of `compare`'s clustered McNemar test (sign flips of whole units, metrics/signflip.p_at_zero) on
-    ``units`` units drawn with replacement from a pilot's units - answers right under A only ``a``, under B only
-    ``c``, of ``n`` - moved to a true difference ``delta`` per answer: above it, A-only answers turned B-only;
-    below it, B-only answers turned A-only, then concordant answers made A-only in proportion to each unit's
-    A-only rate.  The pilot's units carry the shape the test meets (how lopsided the units are), which a t
-    approximation misses."""
+    """Power of `compare`'s clustered McNemar test on ``units`` units drawn from a pilot's units (answers right
+    under A only ``a``, under B only ``c``, of ``n``) moved to a true difference ``delta`` per answer: A-only
+    answers turned B-only, or B-only turned A-only and then concordant ones made A-only at each unit's A-only rate."""
     a, c, n = (np.asarray(v, dtype=np.int64) for v in (a, c, n))
     N, A, C, K = int(n.sum()), int(a.sum()), int(c.sum()), int((n - a - c).sum())
     d = (A - C) / N
@@ -184,9 +169,8 @@ def clustered_power(a: Sequence[int], c: Sequence[int], n: Sequence[int], delta:
 
 
 def _integer_p(D: np.ndarray) -> np.ndarray:
-    """Per row of integer unit sums ``D`` (datasets x units), the exact two-sided sign-flip p-value (as
-    metrics/signflip.p_at_zero, which a test checks it against): the null distribution of sum s_i |D_i|, built
-    by convolving each unit's +/-|D_i| on the integers, all rows at once."""
+    """Per row of integer unit sums ``D`` (datasets x units), signflip.p_at_zero's exact p-value, by convolving
+    each unit's +/-|D_i| on the integers, all rows at once."""
     D = np.atleast_2d(np.asarray(D, dtype=np.int64))
     v = np.abs(D)
     total = int(v.sum(1).max()) if D.size else 0
@@ -206,9 +190,8 @@ def _integer_p(D: np.ndarray) -> np.ndarray:
 def n_clustered(a: Sequence[int], c: Sequence[int], n: Sequence[int], delta: float, start: int,
                 alpha: float = 0.05, power: float = 0.8, floor: int = 6, draws: int = 1000,
                 limit: int = 100_000) -> int | None:
-    """The fewest units (at least ``floor``) at which :func:`clustered_power` reaches ``power``, searched from
-    ``start`` (the t approximation's units): up by a quarter at a time until it does, then bisected (the same
-    draws' seed at every size, so the curve is smooth enough to bisect).  None beyond ``limit`` units."""
+    """The fewest units (at least ``floor``) at which :func:`clustered_power` reaches ``power``: up from ``start`` by
+    a quarter at a time, then bisected (one seed at every size keeps the curve smooth).  None beyond ``limit``."""
     lo, hi = floor - 1, max(floor, int(start))
     while clustered_power(a, c, n, delta, hi, alpha, draws) < power:
         lo, hi = hi, int(hi * 1.25) + 1

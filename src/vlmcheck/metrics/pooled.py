@@ -1,11 +1,6 @@
-"""The paired test of a headline that is a mean of ratios of counts pooled over units (CAST: confirming over
-parsed verdicts per cell, pooled over scene pairs, the cells averaged), and the interval that inverts it.
-
-A mean of per-unit differences cannot stand for such a headline (a pair with many verdicts weighs more in the
-pooled ratio), so the test recomputes the headline itself under every pattern of units' counts swapped between
-the runs (a Monte Carlo draw of them, the observed one counted, beyond ``EXACT_UNITS``).  The interval is the
-connected set of deltas around the estimate whose test of "A and B + delta are exchangeable" does not reject
-(B + delta: B's numerators plus delta x its denominators), extended to 0 where the test at 0 does not reject.
+"""The paired swap test of a headline that is a mean of ratios of counts pooled over units (CAST), and the
+interval that inverts it (docs/methods.md, "Runs compared on the headline"): the headline is recomputed under
+every pattern of units swapped between the runs (Monte Carlo beyond ``EXACT_UNITS``).
 """
 
 from __future__ import annotations
@@ -25,12 +20,9 @@ MC_DRAWS = 10_000
 
 
 class PooledSwap:
-    """The swap test of ``pooled(num, den)`` between runs A and B on the same units.
-
-    ``a`` and ``b``: per unit, its (numerator, denominator) of each ratio, arrays of shape (units, K, 2), the
-    units in the same order.  ``pooled``: the headline from summed numerators and denominators (arrays (..., K)),
-    a mean of the ratios.  Duck-types :class:`~vlmcheck.metrics.signflip.SignFlip` (``estimate``,
-    ``n_clusters``, ``exact``, ``p_value``, ``interval``) for ``decision_interval``."""
+    """The swap test of ``pooled(num, den)`` (the headline from summed counts, arrays (..., K)) between runs A
+    and B: ``a``, ``b`` each unit's (numerator, denominator) of each ratio, shape (units, K, 2).  Duck-types
+    :class:`~vlmcheck.metrics.signflip.SignFlip` for ``decision_interval``."""
 
     def __init__(self, a: Any, b: Any, pooled: Callable[[Any, Any], Any], seed: int = 0, span: float = 1.0) -> None:
         a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -55,8 +47,8 @@ class PooledSwap:
         self._sb = [self.S @ b[..., j] for j in (0, 1)]
 
     def _stats(self, delta: float) -> tuple[float, Any]:
-        """(observed statistic, the statistic under every swap pattern) of the test of ``delta``."""
-        # B + delta: delta x its denominators added to its numerators, delta added to each of its ratios
+        """(observed statistic, the statistic under every swap pattern) of the test of ``delta``: B + delta is
+        B's numerators plus delta x its denominators."""
         move_num = self._sb[0] + delta * self._sb[1] - self._sa[0]  # what a pattern's swaps move, (patterns, K)
         move_den = self._sb[1] - self._sa[1]
         num_a, den_a = self.A[:, 0] + move_num, self.A[:, 1] + move_den
@@ -99,8 +91,7 @@ class PooledSwap:
 
 
 def pooled_decision(a: Any, b: Any, pooled: Callable[[Any, Any], Any], span: float = 1.0) -> dict:
-    """The swap test of a pooled headline's difference A - B, labelled as ``paired_decision`` labels its test
-    (``metrics/signflip.py``), for ``decision_interval``."""
+    """:class:`PooledSwap`'s test of A - B, labelled as ``signflip.paired_decision`` labels its own."""
     sf = PooledSwap(a, b, pooled, span=span)
     p = sf.p_value(0.0)
     name = "paired swap of whole units, the pooled headline recomputed"
@@ -112,9 +103,8 @@ def pooled_decision(a: Any, b: Any, pooled: Callable[[Any, Any], Any], span: flo
 
 def linearised(counts: Any, pooled: Callable[[Any, Any], Any]) -> Any:
     """Per sample, the pooled headline plus the sample's influence on it: H + M grad H . (c_s - c_mean), H the
-    headline of the summed counts ``counts`` (shape (samples, K, 2)), M the samples: their spread over sqrt(M) is
-    the headline's delta-method standard error, so a plan made from them plans the pooled headline itself.  The
-    gradient is a central difference of ``pooled`` (smooth: an error of order 1e-12 at a step of 1e-6)."""
+    headline of the summed ``counts`` (samples, K, 2), M the samples (the delta method); grad H a central
+    difference."""
     c = np.asarray(counts, dtype=float)
     m = len(c)
     total = c.sum(0)

@@ -30,9 +30,8 @@ _CHUNK_CELLS = 1 << 22
 
 
 def _null_sums(a: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The exact null distribution of sum_t (2 X_t - k_t) a_t, X_t ~ Binomial(k_t, 1/2) independent: (values,
-    probabilities), sums equal to 1e-12 of sum(k a) merged, so lattice sums (binary answers) stay few; None when
-    more than ``EXACT_SUMS`` distinct sums remain."""
+    """(values, probabilities) of sum_t (2 X_t - k_t) a_t, X_t ~ Binomial(k_t, 1/2), equal sums merged (so binary
+    answers' lattice sums stay few); None beyond ``EXACT_SUMS`` distinct sums."""
     from scipy.stats import binom
 
     scale = float((k * a).sum()) or 1.0
@@ -56,8 +55,7 @@ def reach(t: float) -> float:
 
 
 def _sign_rows(rng: np.random.Generator, k: np.ndarray, draws: int) -> Iterator[np.ndarray]:
-    """``draws`` random rows of each group's sign sum, 2 Binomial(k_t, 1/2) - k_t, in chunks of bounded size (a
-    group of one: a random bit, far cheaper than a binomial draw)."""
+    """``draws`` random rows of each group's sign sum, 2 Binomial(k_t, 1/2) - k_t, in chunks of bounded size."""
     one, step = k == 1, max(1, _CHUNK_CELLS // len(k))
     for done in range(0, draws, step):
         r = min(step, draws - done)
@@ -74,11 +72,9 @@ def _mc_count(a: np.ndarray, k: np.ndarray, t: float, draws: int, rng: np.random
 
 
 def p_at_zero(d: np.ndarray, levels: Sequence[float] = (0.05,), seed: int = 0) -> tuple[float, int | None, float]:
-    """(p, Monte Carlo draws or None where exact, Monte Carlo error of p) of "no difference" by sign flips of
-    the clusters' contributions ``d``: the null distribution depends only on the nonzero |d|, clusters of equal
-    |d| one binomial (one binary answer a unit: McNemar's exact test).  Exact while the distinct sums stay within
-    ``EXACT_SUMS``; else Monte Carlo (p = (1 + count) / (1 + B)), drawn again with ``MC_GROWTH`` times the draws
-    while p lies within ``MC_SE_MARGIN`` errors of any of ``levels`` (those its Holm steps may judge it at)."""
+    """(p, Monte Carlo draws or None where exact, Monte Carlo error of p) of "no difference" by sign flips of the
+    clusters' contributions ``d`` (docs/usage.md, "Comparing runs"): clusters of equal |d| are one binomial; Monte
+    Carlo p = (1 + count) / (1 + B), redrawn while within ``MC_SE_MARGIN`` errors of any of ``levels``."""
     a = np.abs(np.asarray(d, dtype=float))
     t = float(abs(np.asarray(d, dtype=float).sum()))
     scale = float(a.sum())
@@ -105,19 +101,12 @@ def p_at_zero(d: np.ndarray, levels: Sequence[float] = (0.05,), seed: int = 0) -
 
 
 class SignFlip:
-    """The cluster-level sign-flip test of a weighted paired difference, and the interval that inverts it.
+    """The sign-flip test of sum(d), ``d[c]`` cluster c's weighted contribution and ``w[c]`` its weight, and the
+    interval that inverts it.  Clusters of equal (d, w) are grouped: prod(k_t + 1) exact rows, not 2^K.
 
-    ``d[c]``: cluster c's contribution to the difference (sum over its answers of weight x (A - B)), ``w[c]`` its
-    weight (the weights sum to 1); the difference is sum(d), and under exchangeability within every cluster each
-    contribution is as likely to have either sign.  One binary answer per cluster: McNemar's exact test; several:
-    a clustered McNemar; GenCeption's category weights: the stratified permutation test.  Clusters of equal
-    (d, w) are grouped (k equal signs sum to 2 Binomial(k, 1/2) - k): prod(k_t + 1) exact rows, not 2^K; beyond
-    ``EXACT_ROWS``, ``MC_RESAMPLES`` random rows and the observed one.
-
-    The interval: row r (A_r = sum s d, B_r = sum s w) is as extreme as the observed T - delta when
-    (A_r - delta B_r)^2 >= (T - delta)^2, a quadratic in delta with leading coefficient B_r^2 - 1 <= 0: a closed
-    interval of delta.  p(delta) is the weight of the intervals holding delta; the interval is the hull of
-    {delta: p(delta) > alpha}, found exactly by sweeping their ends, and holds 0 whenever p(0) > alpha.
+    Row r (A_r = sum s d, B_r = sum s w) is as extreme as the observed T - delta when (A_r - delta B_r)^2 >=
+    (T - delta)^2, a closed interval of delta (leading coefficient B_r^2 - 1 <= 0); the interval is the hull of
+    {delta: p(delta) > alpha}, found exactly by sweeping those intervals' ends.
     """
 
     def __init__(self, d: Sequence[float], w: Sequence[float], seed: int = 0,
@@ -132,23 +121,19 @@ class SignFlip:
         self.n_clusters = int(len(d))
         self.estimate = float(d.sum())
         self.d, self.w = d, w
-        # the p-value of "no difference" (p_at_zero): exact unless it says how many draws it took
         self.p0, self.draws, self.mc_error = p_at_zero(d, levels, seed)
         self.exact = self.draws is None
-        # the rows of the (d, w) sign distribution, for p(delta) at other shifts and the inverted interval
         self.rows_exact = float(np.log(self.k_t + 1.0).sum()) <= math.log(EXACT_ROWS)
         self._seed = seed
 
     @cached_property
     def _table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(A, B, pi): each row's sums of d and w and its weight; built only when an interval or a shifted p is
-        asked for."""
+        """(A, B, pi): each row's sums of d and w and its weight, built on first use."""
         from scipy.stats import binom
 
         k = self.k_t
         if self.rows_exact:
-            grids = np.meshgrid(*[np.arange(n + 1) for n in k], indexing="ij")
-            X = np.stack([g.ravel() for g in grids], 1).astype(float)
+            X = np.indices(tuple(k + 1)).reshape(len(k), -1).T.astype(float)  # every (X_1, ..., X_T), row-major
             pi = np.prod(binom.pmf(X, k[None, :], 0.5), axis=1)
             S = 2 * X - k[None, :]
             return S @ self.d_t, S @ self.w_t, pi / pi.sum()
@@ -163,8 +148,7 @@ class SignFlip:
         return np.abs(A - delta * B) >= reach(abs(self.estimate - delta))
 
     def p_value(self, delta: float = 0.0) -> float:
-        """Two-sided p-value of "the difference is ``delta``" (exact sum of the rows as extreme); at 0 the
-        p-value of :func:`p_at_zero`."""
+        """Two-sided p-value of "the difference is ``delta``"; at 0 :func:`p_at_zero`'s."""
         if delta == 0.0:
             return self.p0
         return float(min(1.0, self._table[2][self._extreme(delta)].sum()))
@@ -228,10 +212,9 @@ def holm_levels(pvalues: Sequence[float], alpha: float = 0.05) -> list[float]:
 def paired_decision(d: Sequence[float], w: Sequence[float], bounds: tuple[float, float] | None,
                     binary: bool = False, single_answers: bool = False,
                     counts: tuple[int, int, int] | None = None, levels: Sequence[float] = (0.05,)) -> dict:
-    """The test of a weighted paired difference (:class:`SignFlip`) with its label, for :func:`decision_interval`;
-    ``bounds`` (the range of one value) caps an interval that few clusters leave unbounded.  ``counts`` (answers
-    right under A only, under B only, answers: binary answers of equal weight) makes the interval
-    metrics/paired's.  ``levels``: the levels the p-value may be judged at (its Holm steps, :func:`p_at_zero`)."""
+    """The :class:`SignFlip` test with its label, for :func:`decision_interval`: ``bounds`` (the range of one
+    value) caps an unbounded interval; ``counts`` (right under A only, under B only, answers) of binary answers of
+    equal weight make the interval metrics/paired's; ``levels``: its Holm steps' levels."""
     sf = SignFlip(d, w, levels=levels)
     name = ("McNemar exact" if binary and single_answers else
             "clustered McNemar (sign flips of whole clusters)" if binary else "cluster permutation (sign flips)")
@@ -263,13 +246,9 @@ def _agree(lo: float, hi: float, sf: SignFlip, alpha: float) -> tuple[float, flo
 
 
 def decision_interval(dec: dict, alpha: float = 0.05) -> tuple[list[float], str | None]:
-    """The interval of a :func:`paired_decision` at ``alpha`` (its Holm level) and, when it is a bound, why.
-
-    Binary answers of equal weight: metrics/paired's interval (clustered on the effective counts where units hold
-    several answers), made to agree with the test (:func:`_agree`).  Otherwise the inverted test, with a labelled
-    bound where it alone would mislead: too few units to reject anything (the range a difference can take), and
-    every unit with the same difference (the collapsed point: the Wilson interval of the rescaled difference on
-    the units, still holding 0 where the test does not reject)."""
+    """The interval of a :func:`paired_decision` at ``alpha`` (its Holm level) and, when it is a bound, why
+    (docs/usage.md, "Comparing runs"): metrics/paired's for binary answers of equal weight, made to agree with
+    the test; else the inverted test, bounded where too few units reject nothing or every unit has one difference."""
     from .paired import paired_interval, paired_interval_clustered
 
     sf = dec["_engine"]
@@ -300,20 +279,16 @@ def decision_interval(dec: dict, alpha: float = 0.05) -> tuple[list[float], str 
             # the inverted test's end is the collapsed point itself; the bound stops just short of 0 instead
             tiny = 1e-12 * abs(sf.estimate)
             lo, hi = (tiny, hi) if sf.estimate > 0 else (lo, -tiny)
-            return [lo + 0.0, hi + 0.0], note
-    lo, hi = _agree(lo, hi, sf, alpha)
+    lo, hi = _agree(lo, hi, sf, alpha)  # a rejecting test's bound already excludes 0: left as it is
     return [lo + 0.0, hi + 0.0], note
 
 
-#: relative to the range of one difference: per-unit differences this close are one value, an inverted
-#: interval this narrow is a point (the sweep's round-off leaves widths of 1e-12 to 1e-8 of the range)
+#: relative to the range: differences this close are one value (the sweep's round-off leaves 1e-12 to 1e-8 of it)
 SAME_TOL = 1e-8
 
 
 def _same_difference(sf: SignFlip, lo: float, hi: float, span: float) -> bool:
-    """Whether every unit has the same difference (its contribution over its weight), or the inverted interval
-    collapsed to a point, to ``SAME_TOL`` of the range: the sign-flip test then rejects every other shift, so
-    its inverted interval is that point, not an interval."""
+    """Whether every unit has the same difference, or the inverted interval collapsed to that point."""
     d, w = getattr(sf, "d", None), getattr(sf, "w", None)  # a pooled swap test has no per-unit differences
     if d is not None and w is not None:
         per_unit = np.divide(d, w, out=np.zeros_like(d), where=w > 0)[w > 0]

@@ -30,7 +30,8 @@ def bootstrap_ci(values, n_boot: int = 2000, level: float = 0.95, seed: int = 0)
 
 def _percentiles(stats: np.ndarray, level: float) -> tuple[float, float]:
     alpha = (1 - level) / 2
-    return (float(np.quantile(stats, alpha)), float(np.quantile(stats, 1 - alpha)))
+    lo, hi = np.quantile(stats, [alpha, 1 - alpha])
+    return float(lo), float(hi)
 
 
 def _strata(values, strata) -> list[np.ndarray]:
@@ -44,10 +45,8 @@ def _strata(values, strata) -> list[np.ndarray]:
 
 def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of stratum means (:func:`mean_of_means`), resampling within every
-    stratum.  A stratum's resampled mean is rescaled about its mean by sqrt(n_c / (n_c - 1)) (Rao and Wu, 1988):
-    the plain one's variance is (n_c - 1) / n_c too small, which matters at GenCeption's few images a category.
-    A stratum of one value, with no spread of its own, is moved by a residual drawn from all the values around
-    their grand mean (rescaled by sqrt(N / (N - 1))): a conservative borrowing of the spread of all images."""
+    stratum, each resampled mean rescaled about its own by sqrt(n_c / (n_c - 1)) (Rao and Wu, 1988); a stratum of
+    one value is moved by a residual drawn from all values around their grand mean (docs/methods.md, GenCeption)."""
     groups = _strata(values, strata)
     if not groups:
         return (float("nan"), float("nan"))
@@ -65,11 +64,9 @@ def bootstrap_ci_strata(values, strata, n_boot: int = 2000, level: float = 0.95,
 
 
 def strata_level(values, strata, level: float = 0.95) -> float:
-    """The level at which :func:`bootstrap_ci_strata`'s percentile interval is Hesterberg's expanded percentile
-    interval of the mean of stratum means: Rao-Wu already carries the sqrt(n/(n-1)), so what is left is the t
-    quantile, 1 - 2 Phi(-t_{df, (1 + level)/2}), with df the Welch-Satterthwaite degrees of freedom of
-    sum_c s_c^2 / n_c (a one-image stratum: all N values' spread, on N - 1 df).  ``level`` itself when no
-    stratum has spread."""
+    """The level at which :func:`bootstrap_ci_strata`'s interval is the expanded percentile one: 1 - 2
+    Phi(-t_{df, (1 + level)/2}), df the Welch-Satterthwaite df of sum_c s_c^2 / n_c (a one-image stratum: all
+    values' spread, on N - 1 df); ``level`` itself when no stratum has spread."""
     from statistics import NormalDist
 
     from scipy.stats import t
@@ -123,10 +120,8 @@ def frechet_distance(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def _trace_sqrt_product(xc: np.ndarray, yc: np.ndarray, k1: int, k2: int) -> float:
-    """Tr((C_x C_y)^(1/2)) for C_x = xc^T xc / k1 and C_y = yc^T yc / k2 (xc, yc centred), without
-    ``scipy.linalg.sqrtm`` (O(d^3) Schur steps, inexact on singular products).  C_x C_y has real eigenvalues
-    >= 0: with fewer samples than dimensions (the nonzero ones) the squared singular values of
-    xc yc^T / sqrt(k1 k2), an n_x x n_y matrix; otherwise :func:`_trace_root`'s."""
+    """Tr((C_x C_y)^(1/2)) for C_x = xc^T xc / k1, C_y = yc^T yc / k2, without ``scipy.linalg.sqrtm`` (inexact on
+    singular products): with fewer samples than dimensions, the singular values of xc yc^T / sqrt(k1 k2)."""
     if max(xc.shape[0], yc.shape[0]) < xc.shape[1]:
         return float(np.linalg.svd(xc @ yc.T / np.sqrt(k1 * k2), compute_uv=False).sum())
     return _trace_root(xc.T @ xc / k1, yc.T @ yc / k2)
@@ -141,9 +136,8 @@ def _trace_root(c1: np.ndarray, c2: np.ndarray) -> float:
 
 @dataclass(eq=False)  # a set of rows is itself, never equal to another
 class FeatureSet:
-    """A set of feature rows, added one at a time, for :func:`frechet_between`: kept as rows while there are no
-    more of them than dimensions (the exact few-samples path of :func:`frechet_distance`), as moments (count,
-    sum, sum of outer products, float64) beyond - so a million chains cost d x d numbers, not a million rows."""
+    """Feature rows added one at a time, for :func:`frechet_between`: kept as rows while no more than dimensions
+    (:func:`frechet_distance`'s exact few-samples path), as moments beyond (d x d numbers, not a million rows)."""
 
     n: int = 0
     rows: list[np.ndarray] | None = field(default_factory=list)

@@ -1,10 +1,10 @@
-"""ChEF's cross-scenario columns (``chef aggregate``; docs/methods.md, "Across scenarios"): the weighted "Avg."
-of Tables 9 and 10 (RRM averaged like the other columns), Table 8's overall calibration score (1 - weighted
-average ECE) and section F's seed variance (the mean of the first column, each seed's absolute deviation).
+"""ChEF's cross-scenario columns (``chef aggregate``; docs/methods.md, "Across scenarios"): the weighted "Avg.",
+Table 8's overall calibration score and section F's seed variance.
 """
 
 from __future__ import annotations
 
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +13,7 @@ from ...core.files import InputFileError, read_results
 
 def _at(*path: str) -> Any:
     """What reads results.json's metrics at ``path`` (None where a step is missing)."""
-    def read(m: dict[str, Any]) -> Any:
-        for key in path:
-            m = (m or {}).get(key)
-        return m
-    return read
+    return lambda m: reduce(lambda node, key: (node or {}).get(key), path, m)
 
 
 # desideratum -> [(column, how to read it from results.json's metrics)]

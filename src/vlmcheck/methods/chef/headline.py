@@ -20,19 +20,19 @@ UNIT = "item (its image)"
 _NAMES = {"weighted_accuracy": "WeightedACC", "grounding_accuracy": "grounding accuracy (mAP@0.5)"}
 
 
-def _cluster_bootstrap(it: Items, statistic: Callable[[Items], float | None], seed: int, n_boot: int = 1000,
-                       alpha: float = 0.05) -> tuple[list[float] | None, int]:
+def _cluster_bootstrap(it: Items, statistic: Callable[[Items], float | None],
+                       seed: int) -> tuple[list[float] | None, int]:
     """metrics.decisions.cluster_bootstrap on columns: the same draws of whole units, in the same order."""
     order = first_appearance(it.units)
     number = np.empty(int(it.units.max()) + 1 if len(it.units) else 0, dtype=np.int64)
     number[order] = np.arange(len(order))
-    return cluster_bootstrap_groups(number[it.units], lambda idx: statistic(it.take(idx)), n_boot, seed, alpha)
+    return cluster_bootstrap_groups(number[it.units], lambda idx: statistic(it.take(idx)), seed=seed)
 
 
 def _boot(it: Items, name: str, value: float | None, statistic: Callable, seed: int,
           bounded: bool = False) -> dict[str, Any]:
-    """``bounded``: the figure lies in [0, 1] (WeightedACC, mAP, 1 - ECE), so a bootstrap of zero width (every
-    item perfect) becomes the Wilson bound on the number of images (metrics/decisions.widen_degenerate)."""
+    """``bounded``: the figure lies in [0, 1] (WeightedACC, mAP, 1 - ECE), so a bootstrap of zero width or on too
+    few images becomes the Wilson bound on the images (metrics/decisions.widen_degenerate)."""
     ci, n_ok = _cluster_bootstrap(it, statistic, seed)
     n_units = len(np.unique(it.units))
     # bounded: too few images, or every resample the same, give the bound on the images, as CAST's cells
@@ -76,11 +76,9 @@ RRM_BOUND_BELOW = 15
 
 
 def rrm_bound(it: Items, alpha: float = 0.05) -> tuple[list[float] | None, str]:
-    """A conservative interval for RRM = (c - r) / (o - r) x 100 (o, c: original and corrupted accuracy, r:
-    chance): the clustered Wilson intervals of o and c at alpha / 2 each (Bonferroni: both hold at once with
-    probability >= 1 - alpha), and RRM's range over that box - increasing in c, and in o decreasing where
-    c > r, increasing where c < r, so the extremes lie at the box's corners.  Where o's interval reaches chance
-    the denominator can be 0 and RRM is unbounded: (None, the reason)."""
+    """A conservative interval for RRM = (c - r) / (o - r) x 100 (docs/methods.md): its range over the clustered
+    Wilson intervals of o and c at alpha / 2 each, at the box's corners (RRM is monotone in each); (None, the
+    reason) where o's interval reaches chance r."""
     rand = M.random_accuracy(it.n_options)
     o_lo, o_hi, _ = wilson_clustered(*unit_counts(it.units, it.cols["original"]["correct"]), alpha / 2)
     c_lo, c_hi, _ = wilson_clustered(*unit_counts(it.units, it.cols["corrupt:both"]["correct"]), alpha / 2)
@@ -133,9 +131,8 @@ def _why(*reasons: str | None) -> str | None:
 
 def chef_headline(res: Items | list[dict[str, Any]], out: dict[str, Any], desideratum: str, n_bins: int,
                   turn_task: str | None, seed: int = 0) -> dict[str, Any] | None:
-    """The headline entry of a ChEF run from its items (columns, or the item results) and its summary ``out``.
-    Where it is measured is decided here, once: RRM and RIAM only where the accuracy they divide by is above
-    chance, a figure of parsed answers only where the parser read ``READ_FLOOR`` of them in each of its settings."""
+    """The headline entry of a ChEF run from its items (columns, or the item results) and its summary ``out``:
+    RRM and RIAM measured only above chance, a figure of parsed answers only above the read floor."""
     it = res if isinstance(res, Items) else Items.of(res) if res else None
     if it is None or not len(it):
         return None

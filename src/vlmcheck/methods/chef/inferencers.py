@@ -36,7 +36,7 @@ class Ask:
     answer_prompt: str = ""  # what asks for the answer directly ("" for a bare yes/no question or a class prompt)
     then: str = ""  # the second turn after a chain of thought ("...Therefore, among the options, the answer is")
     continuations: list[str] = field(default_factory=list)
-    read: Callable[[str], Awaitable[dict[str, Any]]]
+    read: Callable[[str], Awaitable[dict[str, Any]]] | None = None  # None: turn questions, scored only
     think_config: GenerationConfig = field(default_factory=GenerationConfig)  # the rationale
     answer_config: GenerationConfig = field(default_factory=GenerationConfig)  # a generated answer
     turns: list[dict[str, Any]] = field(default_factory=list)  # a turn scenario's PPL turns
@@ -65,96 +65,80 @@ async def _score(vlm: Any, messages: list[Message], continuations: list[str]) ->
     return {**ppl_choice([ll.mean for ll in lls]), "extracted": True}
 
 
+@dataclass(frozen=True)
 class Inferencer:
-    name: str = ""
-    needs_likelihood = False  # scores the answer pool (the model's loglikelihood capability)
-    generates_answer = False  # the answer is generated text, read by a parser
-    reasons = False  # writes a chain of thought first (what the language judge reads)
-    turns = False  # asks a turn scenario's questions
+    """One of B.3's ways to put an :class:`Ask` to the model (``ask``, awaited by calling the inferencer)."""
 
-    async def __call__(self, vlm: Any, ask: Ask) -> dict[str, Any]:
-        raise NotImplementedError
+    name: str
+    ask: Callable[[Any, Ask], Awaitable[dict[str, Any]]]
+    needs_likelihood: bool = False  # scores the answer pool (the model's loglikelihood capability)
+    generates_answer: bool = False  # the answer is generated text, read by a parser
+
+    def __call__(self, vlm: Any, ask: Ask) -> Awaitable[dict[str, Any]]:
+        return self.ask(vlm, ask)
 
 
-class Direct(Inferencer):
+async def _direct(vlm: Any, ask: Ask) -> dict[str, Any]:
     """B.3 (1): the greedy answer, read by the scenario's parser."""
-
-    name, generates_answer = "direct", True
-
-    async def __call__(self, vlm: Any, ask: Ask) -> dict[str, Any]:
-        return await _generated(vlm, ask.first_turn(ask.answer_prompt), ask)
+    return await _generated(vlm, ask.first_turn(ask.answer_prompt), ask)
 
 
-class CoT(Inferencer):
+async def _cot(vlm: Any, ask: Ask) -> dict[str, Any]:
     """B.3 (2): "Let's think step by step", then the answer after the rationale, read by the parser."""
-
-    name, generates_answer, reasons = "cot", True, True
-
-    async def __call__(self, vlm: Any, ask: Ask) -> dict[str, Any]:
-        rationale, messages = await _think(vlm, ask)
-        return {"rationale": rationale, **await _generated(vlm, messages, ask)}
+    rationale, messages = await _think(vlm, ask)
+    return {"rationale": rationale, **await _generated(vlm, messages, ask)}
 
 
-class PPL(Inferencer):
+async def _ppl(vlm: Any, ask: Ask) -> dict[str, Any]:
     """B.3 (3): the answer pool's likelihoods; the most likely member is the answer."""
-
-    name, needs_likelihood = "ppl", True
-
-    async def __call__(self, vlm: Any, ask: Ask) -> dict[str, Any]:
-        if ask.turns:  # a turn scenario under PPL is asked as multi-turn PPL
-            return await MultiTurnPPL()(vlm, ask)
-        return await _score(vlm, ask.first_turn(ask.answer_prompt), ask.continuations)
+    if ask.turns:  # a turn scenario under PPL is asked as multi-turn PPL
+        return await _multiturn_ppl(vlm, ask)
+    return await _score(vlm, ask.first_turn(ask.answer_prompt), ask.continuations)
 
 
-class CoTPPL(Inferencer):
+async def _cot_ppl(vlm: Any, ask: Ask) -> dict[str, Any]:
     """B.3 (4), Table 7: Multi-Turn with CoT in the first turn and PPL in the second."""
-
-    name, needs_likelihood, reasons = "cot_ppl", True, True
-
-    async def __call__(self, vlm: Any, ask: Ask) -> dict[str, Any]:
-        rationale, messages = await _think(vlm, ask)
-        return {"rationale": rationale, **await _score(vlm, messages, ask.continuations)}
+    rationale, messages = await _think(vlm, ask)
+    return {"rationale": rationale, **await _score(vlm, messages, ask.continuations)}
 
 
-class MultiTurnPPL(Inferencer):
-    """B.3 (4), D.2: each turn a PPL question with its own answer pool (counting, detection, hierarchical
-    classification); asked on its own with the image, as in the authors' code, or after the earlier turns and
-    their predicted answers (``history: true``).  The item is right when every turn is."""
+async def _multiturn_ppl(vlm: Any, ask: Ask) -> dict[str, Any]:
+    """B.3 (4), D.2: each turn a PPL question with its own answer pool, asked on its own with the image (the
+    authors' code) or after the earlier turns and their predicted answers (``history: true``); the item is right
+    when every turn is."""
+    async def one(turn: dict[str, Any], history: list[Message]) -> dict[str, Any]:
+        conts = [turn["template"].format(option=o) for o in turn["options"]]
+        msgs = history + [Message.user(*([] if history else ask.parts), turn["prompt"])]
+        c = await _score(vlm, msgs, conts)
+        return {"role": turn["role"], "label": turn["label"], "pred": c["pred"], "answer": turn["answer"],
+                "correct": c["pred"] in turn["accept"], "confidence": c["confidence"], "probs": c["probs"],
+                "values": turn["values"], "continuation": conts[c["pred"]]}
 
-    name, needs_likelihood, turns = "multiturn_ppl", True, True
-
-    async def __call__(self, vlm: Any, ask: Ask) -> dict[str, Any]:
-        async def one(turn: dict[str, Any], history: list[Message]) -> dict[str, Any]:
-            conts = [turn["template"].format(option=o) for o in turn["options"]]
-            msgs = history + [Message.user(*([] if history else ask.parts), turn["prompt"])]
-            c = await _score(vlm, msgs, conts)
-            return {"role": turn["role"], "label": turn["label"], "pred": c["pred"], "answer": turn["answer"],
-                    "correct": c["pred"] in turn["accept"], "confidence": c["confidence"], "probs": c["probs"],
-                    "values": turn["values"], "continuation": conts[c["pred"]]}
-
-        if ask.history_turns:
-            done: list[dict[str, Any]] = []
-            history: list[Message] = []
-            for t in ask.turns:
-                res = await one(t, history)
-                done.append(res)
-                history = history + [Message.user(*([] if history else ask.parts), t["prompt"]),
-                                     Message.assistant(res["continuation"])]
-        else:  # independent questions, as the authors ask them: all at once
-            done = list(await asyncio.gather(*(one(t, []) for t in ask.turns)))
-        first = done[0]
-        return {"turns": done, "pred": first["pred"], "confidence": first["confidence"], "probs": first["probs"],
-                "extracted": True, "correct": all(t["correct"] for t in done)}
+    if ask.history_turns:
+        done: list[dict[str, Any]] = []
+        history: list[Message] = []
+        for t in ask.turns:
+            res = await one(t, history)
+            done.append(res)
+            history = history + [Message.user(*([] if history else ask.parts), t["prompt"]),
+                                 Message.assistant(res["continuation"])]
+    else:  # independent questions, as the authors ask them: all at once
+        done = list(await asyncio.gather(*(one(t, []) for t in ask.turns)))
+    first = done[0]
+    return {"turns": done, "pred": first["pred"], "confidence": first["confidence"], "probs": first["probs"],
+            "extracted": True, "correct": all(t["correct"] for t in done)}
 
 
-INFERENCERS: dict[str, Inferencer] = {i.name: i for i in (Direct(), CoT(), PPL(), CoTPPL(), MultiTurnPPL())}
-GENERATION = tuple(n for n, i in INFERENCERS.items() if not i.needs_likelihood)
+INFERENCERS: dict[str, Inferencer] = {i.name: i for i in (
+    Inferencer("direct", _direct, generates_answer=True), Inferencer("cot", _cot, generates_answer=True),
+    Inferencer("ppl", _ppl, needs_likelihood=True), Inferencer("cot_ppl", _cot_ppl, needs_likelihood=True),
+    Inferencer("multiturn_ppl", _multiturn_ppl, needs_likelihood=True))}
 
 
 def likelihood_refusal(recipe: Any, inferencer: str, model_id: str) -> str:
     """One sentence for a run whose inferencer scores answers by likelihood on a model that gives none: every way
     forward, the generation inferencers only where the recipe allows them, with their cost to fidelity."""
-    gen = [n for n in usable_inferencers(recipe) if n in GENERATION]
+    gen = [n for n in usable_inferencers(recipe) if not INFERENCERS[n].needs_likelihood]
     ways = ["a server that returns prompt log-probabilities (vLLM: add ?prompt_logprobs=1 to the model spec)"]
     if gen:
         cost = ("generated answers read by a parser: no confidence, so no ECE" +

@@ -22,10 +22,8 @@ _PRIMARY = ("original", "standard", "shots=0")
 
 
 def primary_setting(names: Sequence[str]) -> str:
-    """The setting a desideratum's own metric reads (and the blind control is compared with): the unmanipulated
-    question - "original" (robustness, instruction following), "standard", "shots=0" (in-context learning) - else
-    the first setting other than "blind".  Chosen by name, never by position: samples.jsonl stores a record's
-    settings with sorted keys, so a run read back from its store lists "blind" before "standard"."""
+    """The setting a desideratum's own metric reads (and the blind control is compared with), by name, never by
+    position (docs/methods.md, "--blind"): the unmanipulated question, else the first setting but "blind"."""
     for name in _PRIMARY:
         if name in names:
             return name

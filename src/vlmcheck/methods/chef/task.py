@@ -6,6 +6,7 @@ without them the run stops before any call, naming every way forward.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -30,10 +31,6 @@ from .recipe import (CLASS_POOL_QUERY, CLASS_POOL_TEMPLATE, CLASS_TEMPLATE, ICE_
                      LABEL_TEMPLATE, POOL_OF_SCENARIO, TEMPLATE_VERSION, VERBALIZERS, InferencerName,
                      Recipe, extract_choice, format_query, inferencer_refusal, resolve_recipe,
                      verbalizer_instruction, verbalizer_labels)
-
-
-async def _no_reading(text: str) -> dict[str, Any]:
-    raise AssertionError("turn questions are scored by likelihood, never read from text")
 
 
 class ChefSpec(BaseModel):
@@ -61,10 +58,8 @@ class ChefSpec(BaseModel):
 
 
 class ChefTask(SpecTask):
-    # the record kinds its items are made of and its headline (vlmcheck list: run/task.py SpecTask)
     recipes = True  # runs the shipped recipes (vlmcheck list: a recipe named after a benchmark takes it)
-    reads = ('multiple choice', 'yes/no', 'classes', 'counts', 'boxes', 'captions', 'hierarchy',
-             'turns')
+    reads = ("multiple choice", "yes/no", "classes", "counts", "boxes", "captions", "hierarchy", "turns")
     reports = "its recipe's desideratum metric (accuracy, ECE, RRM, RIAM, MR, ...)"
     spec_model = ChefSpec
     name = "chef"
@@ -92,7 +87,7 @@ class ChefTask(SpecTask):
         return ((r.get("scenario") or {}).get("type") in ROW_KINDS and r.get("desideratum") != "icl"
                 and (r.get("instruction") or {}).get("type", "standard") == "standard")
 
-    def __init__(self, spec: ChefSpec, vlm: Any = None, judge: Any = None, rewriter: Any = None) -> None:
+    def __init__(self, spec: ChefSpec, vlm: Any = None, judge: Any = None) -> None:
         self.cfg = spec
         r = spec.recipe
         path = spec.data or r.scenario.path
@@ -117,20 +112,18 @@ class ChefTask(SpecTask):
         if spec.blind and (self.turn_task or r.desideratum == "language"):
             raise ValueError("the blind control asks multiple-choice and yes/no questions; this recipe's "
                              f"{'turns' if self.turn_task else 'judged answers'} have none")
-        self.judge = judge if judge is not None else (load_model(r.metric.judge, "text") if r.metric.judge else None)
-        self.judge2 = load_model(r.metric.judge2, "text") if r.metric.judge2 else None
-        self.rewriter = rewriter if rewriter is not None else (load_model(r.metric.rewriter, "text")
-                                                               if r.metric.rewriter else None)
-        self.extractor = load_model(r.metric.extractor, "text") if r.metric.extractor else None
+        m = r.metric
+        self.judge = judge if judge is not None else (load_model(m.judge, "text") if m.judge else None)
+        self.judge2, self.rewriter, self.extractor = (load_model(s, "text") if s else None
+                                                      for s in (m.judge2, m.rewriter, m.extractor))
         if r.instruction.type == "ice" and r.instruction.ice.with_images and not self.vlm.capabilities.multi_image:
             raise ValueError(f"{self.vlm.model_id} does not declare multi-image support; set ice.with_images false")
         several = [it["id"] for it in self.items if len(it.get("images") or ()) > 1]
         if several and not getattr(self.vlm.capabilities, "multi_image", True):
             raise ValueError(f"{len(several)} items show several images (e.g. {several[0]!r}, SEED-Bench-2's image "
                              f"lists) and {self.vlm.model_id} does not declare multi-image support")
-        self._text_emb = None
-        self._image_emb = None
-        self._image_emb_lock = asyncio.Lock()
+        self._emb: dict[str, Any] | None = None  # the topk retrievers' embeddings, by item id
+        self._emb_lock = asyncio.Lock()
 
     @property
     def calls_depend_on_answers(self) -> bool:
@@ -168,24 +161,20 @@ class ChefTask(SpecTask):
 
             rng = np.random.default_rng(sample_seed(self.cfg.seed, item["id"]))
             return [pool[i] for i in rng.choice(len(pool), size=min(k, len(pool)), replace=False)]
-        if ice.retriever == "topk_text":
-            if self._text_emb is None:
-                from ..cast import sentence_embeddings
+        # topk_text, topk_image: every item's embedding once per task, not the whole pool again for each item
+        async with self._emb_lock:
+            if self._emb is None:
+                ids = [it["id"] for it in self.items]
+                if ice.retriever == "topk_text":
+                    from ..cast import sentence_embeddings
 
-                self._text_emb = dict(zip([it["id"] for it in self.items],
-                                          sentence_embeddings([it["question"] for it in self.items])))
-            q = self._text_emb[item["id"]]
-            return sorted(pool, key=lambda it: -float(self._text_emb[it["id"]] @ q))[:k]
-        # topk_image: every item's embedding once per task, not the whole pool again for each item
-        async with self._image_emb_lock:
-            if self._image_emb is None:
-                enc = session.encoder(load_model(ice.encoder, "encoder"))
-                mats = await enc.encode([await read_image(it["image"], root=it.get("root")) for it in self.items])
-                e = mats / (np.linalg.norm(mats, axis=1, keepdims=True) + 1e-12)
-                self._image_emb = dict(zip([it["id"] for it in self.items], e))
-        q = self._image_emb[item["id"]]
-        sims = np.array([self._image_emb[it["id"]] @ q for it in pool])
-        return [pool[i] for i in np.argsort(-sims, kind="stable")[:k]]
+                    self._emb = dict(zip(ids, sentence_embeddings([it["question"] for it in self.items])))
+                else:
+                    enc = session.encoder(load_model(ice.encoder, "encoder"))
+                    mats = await enc.encode([await read_image(it["image"], root=it.get("root")) for it in self.items])
+                    self._emb = dict(zip(ids, mats / (np.linalg.norm(mats, axis=1, keepdims=True) + 1e-12)))
+        q = self._emb[item["id"]]
+        return sorted(pool, key=lambda it: -float(self._emb[it["id"]] @ q))[:k]  # stable: ties keep pool order
 
     async def _ice_messages(self, examples: list[dict[str, Any]], labels: list[str]) -> list[Message]:
         msgs: list[Message] = []
@@ -246,7 +235,7 @@ class ChefTask(SpecTask):
             out["image_chain"] = chain
             images, out["image"] = made["image"]  # out["image"]: what the model saw (the first), for the report
         if "turns" in item:  # the turn scenarios: every turn its own PPL question (inferencers.MultiTurnPPL)
-            ask = Ask(parts=list(images), query=item["question"], read=_no_reading, turns=item["turns"],
+            ask = Ask(parts=list(images), query=item["question"], turns=item["turns"],
                       history_turns=r.inferencer.history)
             return {**out, **await self.inferencer(session.vlm(self.vlm), ask), "answer": item["answer"],
                     "labels": list(LETTERS[:len(item["options"])])}
@@ -299,24 +288,19 @@ class ChefTask(SpecTask):
             conts = [template.format(label=labels[i], option=options[i]) for i in range(n)]
         examples = await self._examples(item, setting.get("shots", 0), session)
         c, k = self.cfg, setting.get("repeat", 0)
-
-        async def read(text: str) -> dict[str, Any]:
-            return await self._read(session, question, options, labels, pool, text)
-
         ask = Ask(history=await self._ice_messages(examples, labels), parts=list(images), query=query,
                   answer_prompt="" if pool == "yesno" or lamm_classes else "\nAnswer with the option's label.",
                   then=(f"{query}\nTherefore, the answer is" if pool == "yesno" else
                         f"{query}\nTherefore, among the options, the answer is"),
-                  continuations=conts, read=read,
+                  continuations=conts, read=partial(self._read, session, question, options, labels, pool),
                   think_config=generation_config(r.inferencer.max_tokens, c.repeats, c.temperature, k),
                   answer_config=generation_config(32, c.repeats, c.temperature, k))
         return ask, labels
 
     async def _read(self, session: Session, question: str, options: list[str], labels: list[str], pool: str,
                     text: str) -> dict[str, Any]:
-        """A generated answer read by the scenario's parser: ``pred`` (None: not read), how it was read, and
-        ``unread``.  A yes/no answer is read by POPE's rule (``metric.parser``), which says yes when it finds no no;
-        ``unread`` then marks an answer holding neither (POPE's default counted, its share reported)."""
+        """A generated answer read by the scenario's parser: ``pred`` (None: not read), how, and ``unread`` (a yes/no
+        answer holding neither, which POPE's rule, ``metric.parser``, counts as yes)."""
         if pool == "yesno":
             said = read_yes_no(text, self.cfg.recipe.metric.parser)
             return {"pred": [o.lower() for o in options].index(said or "yes"), "extracted": True,
@@ -355,15 +339,11 @@ class ChefTask(SpecTask):
             if model is None:
                 continue
             judge = session.text(model)
-            scores, raws = [], []
-            for k in range(self.cfg.recipe.metric.judge_samples):
-                g = await judge.generate([Message.system(JUDGE_SYSTEM), Message.user(body)],
-                                         GenerationConfig(max_tokens=512, temperature=1.0, seed=self.cfg.seed + k),
-                                         template=TEMPLATE_VERSION)
-                raws.append(g.text)
-                s = M.parse_judge_score(g.text)
-                if s is not None:
-                    scores.append(s)
+            raws = [(await judge.generate([Message.system(JUDGE_SYSTEM), Message.user(body)],
+                                          GenerationConfig(max_tokens=512, temperature=1.0, seed=self.cfg.seed + k),
+                                          template=TEMPLATE_VERSION)).text
+                    for k in range(self.cfg.recipe.metric.judge_samples)]
+            scores = [s for s in map(M.parse_judge_score, raws) if s is not None]
             out.update({f"scores{suffix}": scores, f"mean{suffix}": float(np.mean(scores)) if scores else None,
                         f"raw{suffix}": raws})
         return out

@@ -1,11 +1,7 @@
-"""ChEF's turn scenarios (Table 5, D.2): counting, detection, hierarchical classification, any multi-turn data.
-
-An item carries ``turns``, each one PPL question about the image: ``{role, prompt, template, options, values,
-answer, accept, label}`` - ``options`` fill ``template`` (the scored continuation), ``values`` are what the metric
-reads (a class, a box, a number), ``accept`` the option indices that count as right (for a box, every candidate
-overlapping a ground-truth box of the label).  Prompts and templates are the authors' (``ChEF/instruction/
-prompt.py``, ``template.py``); the answer pools, how turns connect and where we depart from the authors' code
-(seeded option order, the counting pool) are in docs/methods.md, "Turn scenarios".
+"""ChEF's turn scenarios (Table 5, D.2; their data, pools and departures from the authors' code: docs/methods.md,
+"Turn scenarios").  An item carries ``turns``, each one PPL question about the image: ``{role, prompt, template,
+options, values, answer, accept, label}`` - ``options`` fill ``template``, ``values`` are what the metric reads,
+``accept`` the option indices that count as right.  Prompts and templates are the authors' (``ChEF/instruction/``).
 """
 
 from __future__ import annotations
@@ -108,26 +104,20 @@ def count_pool(gt: int, width: int = 2, same_decade: bool = False) -> list[int]:
     return out
 
 
-def load_counting(path: Path, width: int = 2, same_decade: bool = False, split: str = "test", seed: int = 0,
-                  **_) -> list[dict[str, Any]]:
-    """Counting questions: JSONL/JSON records ``{image, count | num, question | query | object}``, or the
-    public FSC147 folder (``annotation_FSC147_384.json``, ``ImageClasses_FSC147.txt``,
-    ``Train_Test_Val_FSC_147.json``, ``images_384_VarV2/``; the count is the number of annotated points)."""
-    if path.is_dir():
-        ann = _json(path / "annotation_FSC147_384.json", path)
-        classes = dict(line.split("\t", 1) for line in read_text(path / "ImageClasses_FSC147.txt", path).splitlines()
-                       if "\t" in line)
-        names = _json(path / "Train_Test_Val_FSC_147.json", path)[split]
-        rows = [{"id": n, "image": f"images_384_VarV2/{n}", "count": len(ann[n]["points"]),
-                 "object": classes[n].strip()} for n in names]
-        base = path
-    else:
-        rows, base = _records(path), path.parent
-    return counting_items(rows, base, width, same_decade, seed)
+def load_counting(path: Path, split: str = "test", **options) -> list[dict[str, Any]]:
+    """Counting: JSONL/JSON records ``{image, count | num, question | query | object}``, or the FSC147 folder."""
+    if not path.is_dir():
+        return counting_items(_records(path), path.parent, **options)
+    ann = _json(path / "annotation_FSC147_384.json", path)
+    classes = dict(line.split("\t", 1) for line in read_text(path / "ImageClasses_FSC147.txt", path).splitlines()
+                   if "\t" in line)
+    rows = [{"id": n, "image": f"images_384_VarV2/{n}", "count": len(ann[n]["points"]), "object": classes[n].strip()}
+            for n in _json(path / "Train_Test_Val_FSC_147.json", path)[split]]
+    return counting_items(rows, path, **options)
 
 
-def counting_items(rows: list[dict], base: Path, width: int = 2, same_decade: bool = False,
-                   seed: int = 0) -> list[dict[str, Any]]:
+def counting_items(rows: list[dict], base: Path, width: int = 2, same_decade: bool = False, seed: int = 0,
+                   **_) -> list[dict[str, Any]]:
     out = []
     for i, r in enumerate(rows):
         gt = int(r["count"] if "count" in r else r["num"])
@@ -195,14 +185,14 @@ def _voc_rows(folder: Path, split: str) -> list[dict[str, Any]]:
     return rows
 
 
-def load_detection(path: Path, negatives: int = 3, split: str = "val", seed: int = 0, **_) -> list[dict]:
-    """Detection: JSONL/JSON records ``{image, objects | object: [{label, bbox: [x1, y1, x2, y2]}]}`` with
-    boxes as fractions of the image size, or the public VOC2012 folder (pixel boxes are normalised)."""
+def load_detection(path: Path, split: str = "val", **options) -> list[dict]:
+    """Detection: JSONL/JSON records ``{image, objects | object: [{label, bbox}]}`` (boxes as fractions of the
+    image size), or the VOC2012 folder."""
     rows, base = (_voc_rows(path, split), path) if path.is_dir() else (_records(path), path.parent)
-    return detection_items(rows, base, negatives, seed)
+    return detection_items(rows, base, **options)
 
 
-def detection_items(rows: list[dict], base: Path, negatives: int = 3, seed: int = 0) -> list[dict[str, Any]]:
+def detection_items(rows: list[dict], base: Path, negatives: int = 3, seed: int = 0, **_) -> list[dict[str, Any]]:
     rows = [{**r, "objects": r.get("objects", r.get("object", []))} for r in rows]
     classes = sorted({o["label"] for r in rows for o in r["objects"]})
     out = []
@@ -254,31 +244,28 @@ class CategoryTree:
                     self.parent[k] = p
         else:
             for chain in chains:
-                prev = None
-                for name in chain:
+                for prev, name in zip([None, *chain], chain):
                     kids = self.children.setdefault(prev, [])
                     if name not in kids:
                         kids.append(name)
                     self.parent.setdefault(name, prev)
-                    prev = name
 
     def siblings(self, name: str, parent: str | None) -> list[str]:
         p = parent if parent is not None else self.parent.get(name)
         return [c for c in self.children.get(p, []) if c != name]
 
 
-def load_hierarchical(path: Path, tree: str | None = None, negatives: int = 3, seed: int = 0, **_) -> list[dict]:
-    """Hierarchical classification: JSONL/JSON records ``{image, chain: [coarse, ..., fine]}`` (the authors'
-    Omnibenchmark meta file), with ``tree`` the Bamboo tree file or a ``{parent: [children]}`` JSON; or a
-    folder holding ``items.jsonl`` and ``tree.json``."""
+def load_hierarchical(path: Path, tree: str | None = None, **options) -> list[dict]:
+    """Hierarchical classification: JSONL/JSON records ``{image, chain: [coarse, ..., fine]}`` with ``tree`` the
+    Bamboo tree file or a ``{parent: [children]}`` JSON; or a folder holding ``items.jsonl`` and ``tree.json``."""
     if path.is_dir():
         tree = tree or (str((path / "tree.json").resolve()) if (path / "tree.json").is_file() else None)
         path = path / "items.jsonl"
-    return hierarchy_items(_records(path), path.parent, tree, negatives, seed)
+    return hierarchy_items(_records(path), path.parent, tree, **options)
 
 
-def hierarchy_items(rows: list[dict], base: Path, tree: str | None = None, negatives: int = 3,
-                    seed: int = 0) -> list[dict[str, Any]]:
+def hierarchy_items(rows: list[dict], base: Path, tree: str | None = None, negatives: int = 3, seed: int = 0,
+                    **_) -> list[dict[str, Any]]:
     chains = [list(r["chain"]) for r in rows]
     # a file the user named (relative to the data's folder unless absolute): not confined
     cats = CategoryTree(chains, _json(base / tree) if tree else None)
@@ -298,10 +285,9 @@ def hierarchy_items(rows: list[dict], base: Path, tree: str | None = None, negat
     return out
 
 
-def load_turns(path: Path, seed: int = 0, **_) -> list[dict[str, Any]]:
-    """Generic multi-turn PPL: JSONL records ``{image, turns: [{prompt, options, answer, template?}]}``;
-    ``answer`` is an index or the option's text, ``template`` defaults to ``{option}``.  Options keep their
-    order."""
+def load_turns(path: Path, **_) -> list[dict[str, Any]]:
+    """Generic multi-turn PPL: JSONL records ``{image, turns: [{prompt, options, answer (index or text),
+    template = "{option}"}]}``; options keep their order."""
     return turn_items(read_jsonl(path), path.parent)
 
 
@@ -329,9 +315,7 @@ FROM_ROWS = {"counting": counting_items, "detection": detection_items, "hierarch
 
 
 def summarize_turns(results: list[dict[str, Any]], task: str) -> dict[str, Any]:
-    """Per-role accuracy, and the scenario's own metric (weighted accuracy, detection scores).
-
-    ``results``: per item, ``{"turns": [turn results], "meta": item meta}``."""
+    """Per-role accuracy, and the scenario's own metric, of ``results``: per item ``{"turns": [...], "meta": ...}``."""
     by_role: dict[str, list[bool]] = {}
     for r in results:
         for t in r["turns"]:
