@@ -24,7 +24,7 @@ from typing import Any
 
 from ..core import inputs
 from ..core.images import encode_image, image_hash
-from ..store.db import artifact_path
+from ..store.artifacts import artifact_path
 from .calls import Session, file_keys
 from .scheduler import RetryPolicy, Scheduler
 from .options import input_policy as run_input_policy
