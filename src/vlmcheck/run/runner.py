@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from .._version import __version__
 from ..core.images import DEFAULT_MAX_FILE_BYTES
@@ -41,37 +41,30 @@ from .budget import Budget, BudgetStop, check_max_cost, recorded_max_cost
 from .data_pin import data_difference, data_pins, without_data_paths
 
 
-class RunOptions(BaseModel):
-    resume: bool = False
-    overwrite: bool = False
-    limit: int | None = None
-    max_concurrency: int = 16
-    seed: int = 0
-    progress: bool = True
+class _RunOptions(BaseModel):
+    """The runner's options that the table (run/options.py) does not have, or has in another form."""
+
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
-    # report.html at the end, and the experiment trackers the run is logged to (vlmcheck/track): both done by
-    # whoever asked for the run (vlmcheck.run_task, the CLI, a sweep, the demo), never by this runner
-    report: bool = True
-    track: list[str] | None = None
-    track_group: str | None = None
     clear_failed: bool = False  # forget failed samples first, so they run again (retry-failed)
-    preflight: bool = True
-    # Input safety (core/inputs.py): dataset images stay inside their dataset's folder unless allowed,
-    # image files above max_image_bytes are refused unread, decoded pixels in flight stay under pixel_budget.
-    allow_outside: bool = False
+    # the input policy (core/inputs.py): image files above max_image_bytes are refused unread, decoded pixels in
+    # flight stay under pixel_budget; an image at an http(s) URL fails its own sample after url_read_timeout_s
+    # without a byte, or url_total_timeout_s in all
     max_image_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
     pixel_budget: int = Field(default=DEFAULT_PIXEL_BUDGET, ge=1)
-    # an image at an http(s) URL fails its own sample after this long without a byte, or this long in all
     url_read_timeout_s: float = Field(default=remote.READ_TIMEOUT_S, gt=0)
     url_total_timeout_s: float = Field(default=remote.TOTAL_TIMEOUT_S, gt=0)
-    # the options' meanings: run/options.py; the executor and Ray's are placement, never part of the spec
     shard: tuple[int, int] | None = None  # (i, N)
     executor: Literal["local", "ray"] = "local"
     max_cost: float | None = Field(None, gt=0, allow_inf_nan=False)
-    ray_address: str | None = None  # None: a local Ray instance (or the cluster this process already joined)
-    workers: int | None = Field(default=None, ge=1)
-    gpus_per_worker: float = Field(default=0.0, ge=0.0)
-    label: str | None = None  # None keeps the one the store has, if any
+
+
+#: The runner's options: the fields above, and every option of the table that is not the command line's alone
+#: (``CLI_ONLY``), with the table's type, default and bounds.  The executor and Ray's options are placement,
+#: never part of the run's spec; report and track are done by whoever asked for the run, never by this runner.
+RunOptions = create_model("RunOptions", __base__=_RunOptions, __module__=__name__, **{
+    o.name: (o.kind, Field(o.default, ge=o.cli.get("min"), le=o.cli.get("max")))
+    for o in options_table.RUN_OPTIONS if o.name not in (*options_table.CLI_ONLY, *_RunOptions.model_fields)
+    and not o.name.endswith("_mb")})
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
