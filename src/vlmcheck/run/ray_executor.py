@@ -51,13 +51,10 @@ def import_ray():
 def _write(store, got: dict[str, list]) -> None:
     for rel, data in got["artifacts"]:
         store.put_artifact_bytes(rel, data)
-    for c in got["calls"]:
-        store.put_call(c["key"], role=c["role"], model=c["model"], request=c["request"], response=c["response"],
-                       attempts=c["attempts"], input_tokens=c.get("input_tokens", 0),
-                       output_tokens=c.get("output_tokens", 0), duration_s=c.get("duration_s"))
+    for c in got["calls"]:  # as the worker's store was given them (ray_worker.WorkerStore)
+        store.put_call(**c)
     for e in got["errors"]:
-        store.put_call_error(e["key"], role=e["role"], model=e["model"], request=e["request"],
-                             error_type=e["error_type"], message=e["message"], attempts=e["attempts"])
+        store.put_call_error(**e)
 
 
 def _said(exc: BaseException) -> str:
