@@ -13,6 +13,7 @@ import asyncio
 import functools
 import hashlib
 import time
+from collections import Counter, defaultdict
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,13 +64,11 @@ class CallCounters:
     input_tokens: int = 0
     output_tokens: int = 0
     usage_estimated: int = 0  # calls whose provider usage was unusable, counted at the estimate (run/budget.py)
-    by_model: dict[str, dict[str, int]] = field(default_factory=dict)
+    by_model: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
 
     def count(self, model: str, what: str, n: int = 1) -> None:
-        setattr(self, what, getattr(self, what, 0) + n)
-        entry = self.by_model.setdefault(model, {"hits": 0, "calls": 0, "failures": 0,
-                                                 "input_tokens": 0, "output_tokens": 0})
-        entry[what] = entry.get(what, 0) + n
+        setattr(self, what, getattr(self, what) + n)
+        self.by_model[model][what] += n
 
 
 # Version 2: call keys name the model by its identity (no endpoint, no placement); 3: a dataset file sent as it

@@ -99,18 +99,9 @@ def _digest(obj: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
-async def dry_run_async(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
-    """The estimate of what running ``task`` into ``folder`` with ``options`` still takes (module docstring)."""
-    folder = check_folder(folder)
-    token = inputs.set_policy(input_policy(options))
-    try:
-        return await _dry_run(task, folder, options)
-    finally:
-        inputs.reset_policy(token)
-
-
 def dry_run(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
-    return asyncio.run(dry_run_async(task, folder, options))
+    """The estimate of what running ``task`` into ``folder`` with ``options`` still takes (module docstring)."""
+    return asyncio.run(_dry_run(task, check_folder(folder), options))
 
 
 class _DryStore:
@@ -168,6 +159,7 @@ def refuse_as_the_run_would(task: Any, folder: Path, options: Any, samples: list
 
 
 async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
+    inputs.set_policy(input_policy(options))  # in asyncio.run's task: its context ends with the dry run
     fresh = options.overwrite or not (folder / DB_NAME).exists()  # --overwrite: estimated as an empty folder
     originals = {k: v for k, v in vars(task).items() if k in ROLES and hasattr(v, "model_id")}
     samples = select_samples(task, options)

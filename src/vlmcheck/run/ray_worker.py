@@ -239,13 +239,10 @@ class RequestTally:
     """A Ray actor (async, one loop: no lock) on the driver's node: the requests the workers started."""
 
     def __init__(self) -> None:
-        self.first = self.retries = 0
+        self.counts = {"first": 0, "retries": 0}
 
     async def add(self, retry: bool) -> None:
-        if retry:
-            self.retries += 1
-        else:
-            self.first += 1
+        self.counts["retries" if retry else "first"] += 1
 
     async def total(self) -> dict[str, int]:
-        return {"first": self.first, "retries": self.retries}
+        return dict(self.counts)

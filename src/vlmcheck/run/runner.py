@@ -186,8 +186,12 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     # a resumed store must hold a run: an empty or half-made one says so instead of silently starting over
     store = RunStore(folder, existing=options.resume and not new_store, group_commit=GROUP_COMMIT_S)
     try:
-        try:
-            _record_spec(store, folder, spec, getattr(task, "spec_model", None))
+        try:  # a resumed store must hold this run; then the spec (and a new store's key version) recorded
+            mark_run_folder(folder)
+            key_version = key_version_of(store)
+            store.set_meta("key_version", key_version)
+            check_spec(folder, store.get_meta("spec"), spec, getattr(task, "spec_model", None), key_version)
+            store.set_meta("spec", spec)
         except BaseException:
             if new_store:  # never leave a store without a spec, which no resume could use
                 store.close()
@@ -252,15 +256,6 @@ def select_samples(task: Task, options: RunOptions) -> list[Sample]:
     if options.limit is not None:
         samples = samples[: options.limit]
     return [s for s in samples if in_shard(s.id, options.shard)]  # seq stays the index in the whole run
-
-
-def _record_spec(store: RunStore, folder: Path, spec: dict[str, Any], spec_model: Any = None) -> None:
-    """Check that a resumed store holds this run, then record the spec (and the key version of a new store)."""
-    mark_run_folder(folder)
-    key_version = key_version_of(store)
-    store.set_meta("key_version", key_version)
-    check_spec(folder, store.get_meta("spec"), spec, spec_model, key_version)
-    store.set_meta("spec", spec)
 
 
 def check_spec(folder: Path, previous: dict[str, Any] | None, spec: dict[str, Any], spec_model: Any,
