@@ -303,7 +303,6 @@ def _map_model_strings(obj: Any, fn: Any) -> Any:
 
 
 def _model_strings(obj: Any) -> set[str]:
-    """Every model spec string in a task spec."""
     out: set[str] = set()
     _map_model_strings(obj, lambda x: out.add(x) or x)
     return out
@@ -371,7 +370,6 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
 
 
 def run_task(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
-    """Synchronous entry point for :func:`run_task_async`."""
     return asyncio.run(run_task_async(task, folder, options))
 
 

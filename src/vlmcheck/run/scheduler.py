@@ -37,12 +37,7 @@ class CallFailed(RuntimeError):
 
     def __init__(self, error: ModelCallError, attempts: int) -> None:
         super().__init__(f"{error} (after {attempts} attempt{'s' if attempts != 1 else ''})")
-        self.error = error
-        self.attempts = attempts
-
-    @property
-    def kind(self) -> str:
-        return self.error.kind
+        self.error, self.kind, self.attempts = error, error.kind, attempts
 
 
 def classify_exception(exc: BaseException) -> ModelCallError:
@@ -57,8 +52,6 @@ def classify_exception(exc: BaseException) -> ModelCallError:
 
 
 class Scheduler:
-    """Runs model calls under per-provider concurrency limits with retries."""
-
     def __init__(self, max_concurrency: int = 16, retry: RetryPolicy | None = None, seed: int = 0,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.max_concurrency = max_concurrency

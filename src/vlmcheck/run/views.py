@@ -30,8 +30,6 @@ class Line(NamedTuple):
 
 @dataclass(frozen=True)
 class MethodView:
-    """Every field is optional."""
-
     label: str = ""  # the method's name as a reader writes it ("GenCeption"); the task name where empty
     # a sample's row in the report's samples table, {"summary", "answer", "correct", "images"}: images a list of
     # {"path" (relative to the run folder, or absolute), "label", and answer/ok/neg_answer/neg_ok/note shown beside}
