@@ -37,23 +37,17 @@ from .scheduler import CallFailed, Scheduler
 from .server_checks import ServerChecks, answers_from_a_server
 
 
-_key_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+#: a request as it is in its call key (and, valid UTF-8, as the store keeps it)
+request_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def call_key(role: str, model: str, request: Any, template: str | None, request_text: str | None = None) -> str:
-    """The sha256 of the call's JSON (keys sorted, no spaces, text as is); ``request_text``, ``request`` already
-    in that JSON (:func:`request_json`), is put in place (sorted, the keys are model, request, role, template)."""
-    if request_text is None:
-        payload = _key_json({"role": role, "model": model, "request": request, "template": template})
-    else:
-        payload = (f'{{"model":{_key_json(model)},"request":{request_text},"role":{_key_json(role)},'
-                   f'"template":{_key_json(template)}}}')
+    """The sha256 of the call's JSON, {model, request, role, template} with keys sorted, no spaces, text as is
+    (:data:`request_json`); ``request_text``: ``request`` already in that JSON."""
+    text = request_json(request) if request_text is None else request_text
+    payload = (f'{{"model":{request_json(model)},"request":{text},"role":{request_json(role)},'
+               f'"template":{request_json(template)}}}')
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()  # same key for valid text
-
-
-def request_json(request: Any) -> str:
-    """``request`` as it is in its call key (and, valid UTF-8, as the store keeps it)."""
-    return _key_json(request)
 
 
 @dataclass
