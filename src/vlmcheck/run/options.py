@@ -38,9 +38,7 @@ class RunOption:
         return self.flags or ("--" + self.name.replace("_", "-"),)
 
     def takes(self, entry: str) -> bool:
-        if entry == WORKER:
-            return self.worker
-        return entry not in self.refused
+        return self.worker if entry == WORKER else entry not in self.refused
 
     def why_not(self, entry: str) -> str | None:
         if self.takes(entry):
