@@ -1,8 +1,6 @@
 """``--max-cost USD`` (docs/usage.md, "Before a run: dry run and cost cap"): no call goes out and no new sample
-starts once the cost spent plus what is on its way would pass the cap.  The server's usage, checked, prices the
-calls, not the estimate, which can be far below what it bills: until one answer is priced calls go out one at a
-time, and each is then held at the dearest price seen, so the cap is passed by at most one call.
-"""
+starts once the cost spent plus what is on its way would pass the cap, priced by the server's usage, not the
+estimate, which can be far below what it bills."""
 
 from __future__ import annotations
 

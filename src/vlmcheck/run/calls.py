@@ -1,11 +1,7 @@
-"""Cached, scheduled access to models: what methods call instead of adapters.
-
-:class:`Session` ties a run store to a scheduler.  ``session.vlm(model)`` and friends return wrappers with the
-role's methods plus a ``template`` argument (the prompt-template version).  Each call builds a canonical request
-(images by hash) and its cache key, returns the stored response on a hit, else runs the call under the scheduler
-(limits, retries) and stores the response or the final error: :class:`~vlmcheck.run.scheduler.CallFailed`, which
-the runner records as that sample's error.
-"""
+"""Cached, scheduled access to models: what methods call instead of adapters.  ``session.vlm(model)`` and the
+other wrappers key each call by its canonical request (images by hash), return the stored answer on a hit, else
+call under the scheduler (limits, retries) and store the answer or the final error,
+:class:`~vlmcheck.run.scheduler.CallFailed`, which the runner records as that sample's error."""
 
 from __future__ import annotations
 

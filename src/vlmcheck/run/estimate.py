@@ -1,11 +1,5 @@
-"""What a run will cost before it starts: ``--dry-run`` (docs/usage.md, "Before a run").
-
-A dry run makes the real command's refusals first, then runs every sample still to do through the method's own
-code, on the run's store read in place and read-only (what the simulation writes goes to a temp store), with
-every model replaced by an :class:`Estimator` that counts each request and answers with a stand-in.  So cache
-hits and finished samples cost nothing and every call the method would make is counted once; where the calls
-depend on the answers, the stand-ins take the longest path (``Task.dry_run_reply``): an upper bound, said so.
-"""
+"""What a run will cost before it starts: ``--dry-run`` (docs/usage.md, "Before a run"): the remaining samples
+run through the method's own code on the run's store read in place, each model an :class:`Estimator`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The Ray executor (``--executor ray``; docs/usage.md, "Ray"): samples run in Ray Core actors
-(:mod:`.ray_worker`), handed out one at a time as slots free up; this process stays the only writer.
-
-A lost worker's samples go back to the queue and a new actor is asked for at once (three failed starts in a row
-stop the replacing); without ``--workers`` the pool grows, up to 8, as nodes join.  The driver commits a finished
-sample's calls, artifacts and journal row in one transaction, and every few seconds collects the calls of samples
-still running, so a lost worker or a killed driver loses at most those seconds.  Results equal a local run's.
-"""
+"""The Ray executor's driver (``--executor ray``; docs/usage.md, "Ray", says how it hands out samples, replaces
+lost workers and grows): samples run in Ray actors (:mod:`.ray_worker`); this process stays the only writer."""
 
 from __future__ import annotations
 

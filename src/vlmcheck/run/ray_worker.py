@@ -1,11 +1,6 @@
-"""What runs inside Ray (``--executor ray``): the sample workers and the two small actors on the driver's node.
-
-:class:`SampleWorker` rebuilds the task from its spec and runs whole samples; new calls and artifacts stay in its
-:class:`WorkerStore` until the driver takes them.  It reads the call cache in place where its node sees the run
-folder, else through :class:`CacheReader` threads on the driver's node, and fetches the ``hfds:`` images a sample
-names from there too (:func:`fetch_missing`).  :class:`RequestTally` hears of every request as it starts, so
-``results.json`` counts also those of a worker lost before it could report them.
-"""
+"""What runs inside Ray (``--executor ray``; docs/usage.md, "Ray"): :class:`SampleWorker`, which runs whole
+samples of the task rebuilt from its spec, and the two small actors on the driver's node (:class:`CacheReader`,
+:class:`RequestTally`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""The resumable runner: :func:`run_task` runs the samples of a :class:`~vlmcheck.run.task.Task` that the store's
-journal does not yet mark done or failed, concurrently, then rebuilds ``results.json`` and ``samples.jsonl`` from
-the store in dataset order (run/outputs.py), so an interrupted-and-resumed run writes what an uninterrupted one
-would.  An exception in one sample is that sample's error; the run goes on.  It writes no report (``api.py`` does).
-"""
+"""The resumable runner: :func:`run_task` runs, concurrently, the samples of a task the store's journal does not
+mark done or failed, then rebuilds ``results.json`` and ``samples.jsonl`` from the store (run/outputs.py), so an
+interrupted-and-resumed run writes what an uninterrupted one would.  It writes no report (``api.py`` does)."""
 
 from __future__ import annotations
 
