@@ -1,8 +1,6 @@
-"""Provider batch APIs (``?batch=1`` on ``openai:`` and ``anthropic:`` specs; docs/usage.md, "Provider batch
-APIs"): cache misses gathered into batches, at the providers' batch price.  A batch is journaled in the run store
-*before* its first poll, so a resumed run re-attaches to it and resubmits nothing; the provider side
-(:class:`BatchBackend`) lives with the adapters (:mod:`vlmcheck.models.batch_api`).
-"""
+"""Provider batch APIs (``?batch=1``; docs/usage.md, "Provider batch APIs"): cache misses gathered into batches,
+each journaled in the run store before its first poll, so a resumed run re-attaches to it and resubmits nothing;
+the provider side (:class:`BatchBackend`) lives with the adapters (:mod:`vlmcheck.models.batch_api`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The names people read for runs (docs/usage.md, "Labels"): a model's label, made here and nowhere else.
-
-A run is shown by ``--label`` where given, else its model's id (no provider, URL, port or parameter; a local
-folder, its last part); runs shown together whose labels collide are told apart by what differs, and only they.
-"""
+"""The names people read for runs (docs/usage.md, "Labels"): a model's label, made here and nowhere else."""
 
 from __future__ import annotations
 
