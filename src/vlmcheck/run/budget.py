@@ -142,9 +142,6 @@ class Budget:
         self.started += 1
         return True
 
-    def done(self) -> None:
-        self.finished += 1
-
     def summary(self, done: int, total: int) -> dict[str, Any]:
         unpriced = sorted(m for m in self.counters.by_model if prices_for(m) is None)
         calls = sum(int(e.get("calls", 0) or 0) for e in self.counters.by_model.values())

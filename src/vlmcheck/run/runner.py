@@ -314,12 +314,8 @@ def identity_spec(task_spec: Any) -> Any:
 async def preflight(task: Task) -> None:
     """One cheap check of every model the task holds that can check itself (API adapters: ``GET /models``): an
     unreachable server, a rejected key or a model not served stops the run at once, not after every retry."""
-    seen: set[str] = set()
-    for model in vars(task).values():
-        model_id = getattr(model, "model_id", None)
-        if not isinstance(model, SupportsPreflight) or model_id in seen:
-            continue
-        seen.add(model_id)
+    by_id = {getattr(m, "model_id", None): m for m in vars(task).values() if isinstance(m, SupportsPreflight)}
+    for model in by_id.values():  # a model held twice (a judge that is also the describer) checked once
         await model.preflight()
 
 
@@ -344,7 +340,7 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
                 return
             finally:
                 if budget is not None:
-                    budget.done()
+                    budget.finished += 1
             failed = outcome["status"] == "error"
             if failed:
                 store.put_sample_error(task.name, sample.id, sample.seq, outcome["error_type"], outcome["message"],
