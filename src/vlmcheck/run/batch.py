@@ -79,8 +79,6 @@ class BatchCollector:
             self._spawn(self._watch(batch_id, futures, {k: (r, q, 1) for k, r, q in items}))
             log.info("re-attached to %s batch %s (%d requests)", backend.provider, batch_id, len(items))
 
-    # -- what the session calls ----------------------------------------------------------------
-
     async def call(self, key: str, role: str, request: Any, body: dict[str, Any]) -> tuple[BatchAnswer, int]:
         """The answer for one request (a Generation as JSON, with its checked :attr:`~BatchAnswer.tokens`) and
         the attempts it took."""
@@ -96,8 +94,6 @@ class BatchCollector:
                 return outcome, attempt
             if not outcome.retryable or attempt >= self.max_attempts:
                 raise CallFailed(outcome, attempt)
-
-    # -- batching ---------------------------------------------------------------------------
 
     def _enqueue(self, item: _Item) -> None:
         size = approx_json_bytes(item.body) + ITEM_OVERHEAD

@@ -39,9 +39,6 @@ def import_ray():
     return ray
 
 
-# ----------------------------------------------------------------------------- the driver
-
-
 def _write(store, got: dict[str, list]) -> None:
     for rel, data in got["artifacts"]:
         store.put_artifact_bytes(rel, data)

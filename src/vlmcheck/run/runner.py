@@ -56,9 +56,8 @@ class _RunOptions(BaseModel):
     max_cost: float | None = Field(None, gt=0, allow_inf_nan=False)
 
 
-#: The runner's options: the fields above, and every option of the table that is not the command line's alone
-#: (``CLI_ONLY``), with the table's type, default and bounds.  The executor and Ray's options are placement,
-#: never part of the run's spec; report and track are done by whoever asked for the run, never by this runner.
+#: The runner's options: the fields above, and the table's options but the command line's own (``CLI_ONLY``),
+#: with the table's type, default and bounds (report and track: done by whoever asked for the run).
 RunOptions = create_model("RunOptions", __base__=_RunOptions, __module__=__name__, **{
     o.name: (o.kind, Field(o.default, ge=o.cli.get("min"), le=o.cli.get("max")))
     for o in options_table.RUN_OPTIONS if o.name not in (*options_table.CLI_ONLY, *_RunOptions.model_fields)
