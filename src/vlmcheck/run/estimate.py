@@ -43,15 +43,15 @@ class Estimator:
         self.input_tokens = self.output_tokens = 0.0
         self.output_from_max_tokens = False
 
-    def _count_input(self, messages: list[Any]) -> None:
+    def _count_call(self, messages: list[Any]) -> None:
+        self.calls += 1
         for m in messages:
             self.input_tokens += text_tokens(m.text)
             for im in m.images:  # an ImagePart knows its size: nothing is decoded
                 self.input_tokens += image_tokens(im.width, im.height, self.rule)
 
     async def generate(self, messages: list[Any], config: Any) -> Generation:
-        self.calls += 1
-        self._count_input(messages)
+        self._count_call(messages)
         self.output_from_max_tokens |= self.mean_output is None
         self.output_tokens += config.max_tokens if self.mean_output is None else self.mean_output
         reply = getattr(self.task, "dry_run_reply", lambda *a: None)(self.attr, messages, config)
@@ -61,8 +61,7 @@ class Estimator:
                           usage=Usage(input_tokens=0, output_tokens=0))
 
     async def loglikelihood(self, messages: list[Any], continuations: list[str]) -> list[Loglikelihood]:
-        self.calls += 1
-        self._count_input(messages)
+        self._count_call(messages)
         self.input_tokens += sum(text_tokens(c) for c in continuations)
         return [Loglikelihood(sum=-1.0, n_tokens=1) for _ in continuations]
 

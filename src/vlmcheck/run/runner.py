@@ -88,11 +88,10 @@ def run_options(**values: Any):
     if v["executor"] not in ("local", "ray"):
         raise ValueError(f"--executor {v['executor']!r}: use local or ray")
     shard = v["shard"]
-    shard = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
-    fields = {k: x for k, x in v.items()
-              if k not in options_table.CLI_ONLY and k not in ("max_image_mb", "pixel_budget_mb")}
-    return RunOptions(**{**fields, "shard": shard, "max_image_bytes": int(v["max_image_mb"] * 1e6),
-                         "pixel_budget": int(v["pixel_budget_mb"] * 1e6)})
+    v["shard"] = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
+    fields = {k: x for k, x in v.items() if k not in options_table.CLI_ONLY and not k.endswith("_mb")}
+    return RunOptions(**fields, max_image_bytes=int(v["max_image_mb"] * 1e6),
+                      pixel_budget=int(v["pixel_budget_mb"] * 1e6))
 
 
 def in_shard(sample_id: str, shard: tuple[int, int] | None) -> bool:
