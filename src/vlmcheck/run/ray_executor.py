@@ -28,17 +28,6 @@ class ExecutorError(RuntimeError):
     """The Ray executor cannot go on (Ray missing, no worker left); one sentence for the user."""
 
 
-def import_ray():
-    """Ray, kept on the loopback interface on machines where Ray would look for another (see Ray's
-    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``); a clear sentence when the extra is not installed."""
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    try:
-        import ray
-    except ImportError:
-        raise ExecutorError("--executor ray needs Ray: pip install 'vlmcheck[ray]'") from None
-    return ray
-
-
 def _write(store, got: dict[str, list]) -> None:
     for rel, data in got["artifacts"]:
         store.put_artifact_bytes(rel, data)
@@ -53,19 +42,6 @@ def _said(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
 
 
-def _init(ray, options) -> bool:
-    """Ray started or joined; True when this process did it (and so must shut it down)."""
-    if ray.is_initialized():
-        return False
-    # logging ERROR: Ray's own warnings (e.g. that token authentication is on) are noise on a user's console
-    where = {"address": options.ray_address} if options.ray_address else {"_node_ip_address": "127.0.0.1"}
-    try:
-        ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, **where)
-    except Exception as exc:  # noqa: BLE001 - Ray's own message names the cause
-        raise ExecutorError(f"could not start or join Ray ({_said(exc)})") from None
-    return True
-
-
 def _session_dir(ray) -> str | None:
     node = getattr(getattr(ray, "_private", None), "worker", None)
     node = getattr(getattr(node, "_global_node", None), "get_session_dir_path", None)
@@ -76,8 +52,20 @@ async def run_samples_ray(task, todo: list, session: Session, options, already: 
     """Run ``todo`` on Ray actors; returns what ``results.json`` records of the executor."""
     if any(getattr(m, "batch", None) is not None for m in vars(task).values()):
         raise ExecutorError("a provider batch API (batch=1) gathers requests in one process: use the local executor")
-    ray = import_ray()
-    started_here = _init(ray, options)
+    # Ray kept on the loopback interface on machines where it would look for another interface
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    try:
+        import ray
+    except ImportError:
+        raise ExecutorError("--executor ray needs Ray: pip install 'vlmcheck[ray]'") from None
+    started_here = not ray.is_initialized()  # then this process starts Ray, and shuts it down
+    if started_here:
+        # logging ERROR: Ray's own warnings (e.g. that token authentication is on) are noise on a user's console
+        where = {"address": options.ray_address} if options.ray_address else {"_node_ip_address": "127.0.0.1"}
+        try:
+            ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, **where)
+        except Exception as exc:  # noqa: BLE001 - Ray's own message names the cause
+            raise ExecutorError(f"could not start or join Ray ({_said(exc)})") from None
     reaper = ray_reaper.start(_session_dir(ray)) if started_here and not options.ray_address else None
     pool = None
     try:
