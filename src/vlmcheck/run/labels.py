@@ -45,8 +45,7 @@ def run_labels(runs: Iterable[tuple[dict[str, Any], str | Path | None]]) -> list
     for i, (r, _) in enumerate(runs):
         by_task.setdefault(str(r.get("task")), []).append(i)
     for members in by_task.values():
-        shown = _apart([runs[i] for i in members], [labels[i] for i in members])
-        for i, label in zip(members, shown):
+        for i, label in zip(members, _apart([runs[i] for i in members], [labels[i] for i in members])):
             labels[i] = label
     return labels
 

@@ -27,5 +27,4 @@ def declared(name: str, registry: Registry, attr: str, ok: Callable[[Any], bool]
 
 
 def task_from_spec(name: str, task_spec: dict[str, Any]) -> Any:
-    """The task (a ``run.task.Task``) rebuilt from a stored run spec."""
     return task_class(name).from_spec(task_spec)

@@ -95,10 +95,9 @@ class GroupCommit:
             raise failed
 
     def _write(self, sql: str, args: tuple) -> None:
-        """One answer's or sample's row, committed at once, or (``group_commit`` on, on a running event loop,
-        within ``group_commit`` seconds of the last commit) in a group committed ``group_commit`` seconds after
-        it opened.  A slow run thus commits each answer as it comes.  A commit that fails in the timer (a full
-        disk) is raised by the next write or by close; a resume runs the group's samples again."""
+        """One answer's or sample's row, committed at once unless it comes within ``group_commit`` seconds of the
+        last commit (the class docstring); a commit that fails in the timer (a full disk) is raised by the next
+        write or by close, and a resume runs the group's samples again."""
         if not self.group_commit:
             self._exec(sql, args)
             return
