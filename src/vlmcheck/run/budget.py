@@ -144,12 +144,9 @@ class Budget:
 
     def summary(self, done: int, total: int) -> dict[str, Any]:
         unpriced = sorted(m for m in self.counters.by_model if prices_for(m) is None)
-        calls = sum(int(e.get("calls", 0) or 0) for e in self.counters.by_model.values())
-        return {"max_cost_usd": self.cap, "spent_usd": round(self.spent(), 6),
-                "stopped": self.stopped or self.closed,
-                "done": done, "samples": total, "unpriced_models": unpriced, "calls": calls,
-                "dearest_call_usd": round(self.dearest, 6),
-                "usage_estimated_calls": sum(e.get("usage_estimated", 0) for e in self.counters.by_model.values())}
+        return {"max_cost_usd": self.cap, "spent_usd": round(self.spent(), 6), "stopped": self.stopped or self.closed,
+                "done": done, "samples": total, "unpriced_models": unpriced, "calls": self.counters.calls,
+                "dearest_call_usd": round(self.dearest, 6), "usage_estimated_calls": self.counters.usage_estimated}
 
 
 def warn_usage(model_id: str, why: str, seen: set[str]) -> None:

@@ -196,10 +196,11 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
             raise
         if options.label is not None and options.label.strip():
             store.set_meta("label", options.label.strip())
+        models: set[str] = set()
+        _map_model_strings(spec["task_spec"], lambda x: models.add(x) or x)
         sessions = store.get_meta("sessions") or []
         store.set_meta("sessions", sessions + [{"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                                "models": sorted(_model_strings(spec["task_spec"])),
-                                                "executor": options.executor}])
+                                                "models": sorted(models), "executor": options.executor}])
         if options.clear_failed:
             store.clear_failed(task.name)
         session = start_session(store, options, store.get_meta("key_version"))
@@ -296,12 +297,6 @@ def _map_model_strings(obj: Any, fn: Any) -> Any:
     if isinstance(obj, str) and ":" in obj and obj.split(":", 1)[0] in PROVIDERS:
         return fn(obj)
     return obj
-
-
-def _model_strings(obj: Any) -> set[str]:
-    out: set[str] = set()
-    _map_model_strings(obj, lambda x: out.add(x) or x)
-    return out
 
 
 def identity_spec(task_spec: Any) -> Any:
