@@ -36,9 +36,7 @@ class RunOption:
         return self.worker if entry == WORKER else entry not in self.refused
 
     def why_not(self, entry: str) -> str | None:
-        if self.takes(entry):
-            return None
-        return self.refused.get(entry) or (_DRIVER if entry == WORKER else None)
+        return None if self.takes(entry) else self.refused.get(entry) or (_DRIVER if entry == WORKER else None)
 
 
 RUN_OPTIONS: tuple[RunOption, ...] = (

@@ -5,6 +5,7 @@ interrupted-and-resumed run writes what an uninterrupted one would.  It writes n
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import platform
@@ -265,10 +266,8 @@ def check_spec(folder: Path, previous: dict[str, Any] | None, spec: dict[str, An
     if spec_model is not None and isinstance(old_task, dict):
         # recorded by an earlier vlmcheck: a field added since (e.g. ``repeats=1``) takes its default, so the run
         # resumes instead of looking like another run; a spec of another model is compared as recorded
-        try:
+        with contextlib.suppress(ValueError):
             old_task = spec_model.model_validate(old_task).model_dump()
-        except ValueError:
-            pass
     if (previous.get("shard") or None) != spec["shard"]:
         raise RunFolderExists(f"{folder} holds shard {_shard_text(previous.get('shard'))} of a run, not "
                               f"{_shard_text(spec.get('shard'))}; use that shard's own folder")

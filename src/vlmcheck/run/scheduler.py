@@ -27,9 +27,7 @@ class RetryPolicy(BaseModel):
 
     def delay(self, attempt: int, rng: random.Random, retry_after: float | None) -> float:
         backoff = rng.uniform(0, min(self.max_delay, self.base_delay * (2 ** (attempt - 1))))
-        if retry_after is not None:
-            return max(min(retry_after, self.max_retry_after), backoff)
-        return backoff
+        return backoff if retry_after is None else max(min(retry_after, self.max_retry_after), backoff)
 
 
 class CallFailed(RuntimeError):
