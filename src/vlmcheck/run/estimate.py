@@ -103,8 +103,7 @@ class _DryStore:
 
     def __init__(self, folder: Path, scratch: Path, read_user_store: bool) -> None:
         self.folder = folder
-        self.user = RunStore(folder, read_only=True, untouched=True) if read_user_store and \
-            (folder / DB_NAME).exists() else None
+        self.user = RunStore(folder, read_only=True, untouched=True) if read_user_store else None
         self.scratch = RunStore(scratch)
 
     def __getattr__(self, name: str) -> Any:  # every write, and what only this session made

@@ -11,8 +11,6 @@ from ..core.spec import identity_of
 def model_label(spec: str | None) -> str:
     """The model id of a model spec string: no provider, endpoint or parameter; a path, its last part."""
     text = str(spec or "").strip()
-    if not text:
-        return ""
     provider, sep, rest = text.partition(":")
     if not sep:
         return text
