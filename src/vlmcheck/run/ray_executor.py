@@ -18,6 +18,7 @@ from . import ray_reaper
 from .calls import Session
 from .options import POLICY_FIELDS
 from .ray_worker import CacheReader, RequestTally, SampleWorker
+from .runner import record
 
 DRAIN_EVERY_S = 2.0
 START_TIMEOUT_S = 300.0
@@ -249,11 +250,7 @@ async def _dispatch(pool: _Pool, task, todo, session, options, already, total) -
                     continue
                 with store.transaction():  # the sample's calls, artifacts and journal row together
                     _write(store, out)
-                    if out["status"] == "error":
-                        store.put_sample_error(task.name, s.id, s.seq, out["error_type"], out["message"],
-                                               out["partial"])
-                    else:
-                        store.put_sample(task.name, s.id, s.seq, out["result"])
+                    record(store, task.name, s, out)
                 for what, n in out["counts"].items():
                     setattr(session.counters, what, getattr(session.counters, what) + n)
                 progress.advance(failed=out["status"] == "error")

@@ -333,13 +333,8 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
             finally:
                 if budget is not None:
                     budget.finished += 1
-            failed = outcome["status"] == "error"
-            if failed:
-                store.put_sample_error(task.name, sample.id, sample.seq, outcome["error_type"], outcome["message"],
-                                       outcome["partial"])
-            else:
-                store.put_sample(task.name, sample.id, sample.seq, outcome["result"])
-            progress.advance(failed=failed)
+            record(store, task.name, sample, outcome)
+            progress.advance(failed=outcome["status"] == "error")
             if first is not None and first.observe(outcome):
                 return
 
@@ -353,6 +348,15 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
         n_workers = max(1, min(len(todo), 50_000))
     with progress:
         await asyncio.gather(*(worker() for _ in range(n_workers)))
+
+
+def record(store: RunStore, task_name: str, sample: Sample, outcome: dict[str, Any]) -> None:
+    """A sample's outcome (``execute_sample``'s) in the store's journal: its result, or its error."""
+    if outcome["status"] == "error":
+        store.put_sample_error(task_name, sample.id, sample.seq, outcome["error_type"], outcome["message"],
+                               outcome["partial"])
+    else:
+        store.put_sample(task_name, sample.id, sample.seq, outcome["result"])
 
 
 def run_task(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
