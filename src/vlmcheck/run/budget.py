@@ -161,8 +161,6 @@ def warn_usage(model_id: str, why: str, seen: set[str]) -> None:
 def recorded_max_cost(store_path: Any) -> float | None:
     """The ``--max-cost`` recorded in the spec of the run store at ``store_path`` (read only), or None: what a
     resume that gives none keeps."""
-    if not store_path.is_file():
-        return None
     try:
         with RunStore(store_path.parent, read_only=True, untouched=True) as store:
             value = store.get_meta("spec").get("max_cost")

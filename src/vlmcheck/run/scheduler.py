@@ -74,8 +74,7 @@ class Scheduler:
         deadline, the shorter of the model's ``timeout`` and the policy's ``call_timeout``: the SDKs' own timeouts
         are idle timeouts, which a server that trickles one byte at a time never trips."""
         sem = self._semaphore(key, limit)
-        deadlines = [t for t in (timeout, self.retry.call_timeout) if t]
-        deadline = min(deadlines) if deadlines else None
+        deadline = min((t for t in (timeout, self.retry.call_timeout) if t), default=None)
         attempt = malformed = 0
         while True:
             attempt += 1
@@ -94,9 +93,7 @@ class Scheduler:
                         raise ModelCallError("timeout", f"no complete answer within {deadline:g} s "
                                                         "(the call's total deadline)") from None
                 return result, attempt
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - classified below
+            except Exception as exc:  # noqa: BLE001 - classified below (a cancellation is no Exception)
                 err = classify_exception(exc)
                 malformed += err.kind == "malformed"
                 if (not err.retryable or attempt >= self.retry.max_attempts
