@@ -1,8 +1,6 @@
-"""Provider batch APIs (``?batch=1`` on ``openai:`` and ``anthropic:`` specs; docs/usage.md, "Provider batch
-APIs"): cache misses gathered into batches, at the providers' batch price.  A batch is journaled in the run store
-*before* its first poll, so a resumed run re-attaches to it and resubmits nothing; the provider side
-(:class:`BatchBackend`) lives with the adapters (:mod:`vlmcheck.models.batch_api`).
-"""
+"""Provider batch APIs (``?batch=1``; docs/usage.md, "Provider batch APIs"): cache misses gathered into batches,
+each journaled in the run store before its first poll, so a resumed run re-attaches to it and resubmits nothing;
+the provider side (:class:`BatchBackend`) lives with the adapters (:mod:`vlmcheck.models.batch_api`)."""
 
 from __future__ import annotations
 
@@ -58,15 +56,14 @@ class BatchCollector:
     run's event loop: it re-attaches to the model's open journaled batches at once."""
 
     def __init__(self, store: RunStore, backend: BatchBackend, model_id: str, *, journal_model: str | None = None,
-                 window: float = 2.0, poll: float = 30.0, max_items: int | None = None, max_bytes: int | None = None,
-                 max_attempts: int = 6,
+                 window: float = 2.0, poll: float = 30.0, max_bytes: int | None = None, max_attempts: int = 6,
                  usage_of: Callable[[str, Any, Usage], tuple[int, int]] | None = None) -> None:
         # model_id names the model in the call cache; journal_model (its identity, no placement) in the
         # journal, so a resume with other placement settings still finds its open batches
         self.store, self.backend, self.model_id = store, backend, model_id
         self.journal_model = journal_model or model_id
         # the provider's limits on one batch (models/batch_api.py): a larger wave of misses goes as several batches
-        self.max_items = max_items or getattr(backend, "max_items", 50_000)
+        self.max_items = getattr(backend, "max_items", 50_000)
         self.max_bytes = max_bytes or getattr(backend, "max_bytes", 200_000_000)
         self.window, self.poll, self.max_attempts = window, poll, max_attempts
         self.usage_of = usage_of  # (model_id, request, Usage) -> (input, output) tokens: the session's check
@@ -80,8 +77,6 @@ class BatchCollector:
             self._waiting.update(futures)
             self._spawn(self._watch(batch_id, futures, {k: (r, q, 1) for k, r, q in items}))
             log.info("re-attached to %s batch %s (%d requests)", backend.provider, batch_id, len(items))
-
-    # -- what the session calls ----------------------------------------------------------------
 
     async def call(self, key: str, role: str, request: Any, body: dict[str, Any]) -> tuple[BatchAnswer, int]:
         """The answer for one request (a Generation as JSON, with its checked :attr:`~BatchAnswer.tokens`) and
@@ -98,8 +93,6 @@ class BatchCollector:
                 return outcome, attempt
             if not outcome.retryable or attempt >= self.max_attempts:
                 raise CallFailed(outcome, attempt)
-
-    # -- batching ---------------------------------------------------------------------------
 
     def _enqueue(self, item: _Item) -> None:
         size = approx_json_bytes(item.body) + ITEM_OVERHEAD

@@ -46,13 +46,12 @@ class Batcher:
         assert self._queue is not None
         key, item, fut = await self._queue.get()
         batch = [(item, fut)]
-        busy = running is not None and not running.done()
-        if not busy:
+        if running is None or running.done():
             await asyncio.sleep(self.wait_s)
         held = []
         while len(batch) < self.batch_size:
             if self._queue.empty():
-                if not (running is not None and not running.done()):
+                if running is None or running.done():
                     break
                 getter = asyncio.ensure_future(self._queue.get())
                 await asyncio.wait({getter, running}, return_when=asyncio.FIRST_COMPLETED)

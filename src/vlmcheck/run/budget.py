@@ -1,8 +1,6 @@
 """``--max-cost USD`` (docs/usage.md, "Before a run: dry run and cost cap"): no call goes out and no new sample
-starts once the cost spent plus what is on its way would pass the cap.  The server's usage, checked, prices the
-calls, not the estimate, which can be far below what it bills: until one answer is priced calls go out one at a
-time, and each is then held at the dearest price seen, so the cap is passed by at most one call.
-"""
+starts once the cost spent plus what is on its way would pass the cap, priced by the server's usage, not the
+estimate, which can be far below what it bills."""
 
 from __future__ import annotations
 
@@ -144,17 +142,11 @@ class Budget:
         self.started += 1
         return True
 
-    def done(self) -> None:
-        self.finished += 1
-
     def summary(self, done: int, total: int) -> dict[str, Any]:
         unpriced = sorted(m for m in self.counters.by_model if prices_for(m) is None)
-        calls = sum(int(e.get("calls", 0) or 0) for e in self.counters.by_model.values())
-        return {"max_cost_usd": self.cap, "spent_usd": round(self.spent(), 6),
-                "stopped": self.stopped or self.closed,
-                "done": done, "samples": total, "unpriced_models": unpriced, "calls": calls,
-                "dearest_call_usd": round(self.dearest, 6),
-                "usage_estimated_calls": sum(e.get("usage_estimated", 0) for e in self.counters.by_model.values())}
+        return {"max_cost_usd": self.cap, "spent_usd": round(self.spent(), 6), "stopped": self.stopped or self.closed,
+                "done": done, "samples": total, "unpriced_models": unpriced, "calls": self.counters.calls,
+                "dearest_call_usd": round(self.dearest, 6), "usage_estimated_calls": self.counters.usage_estimated}
 
 
 def warn_usage(model_id: str, why: str, seen: set[str]) -> None:
@@ -169,8 +161,6 @@ def warn_usage(model_id: str, why: str, seen: set[str]) -> None:
 def recorded_max_cost(store_path: Any) -> float | None:
     """The ``--max-cost`` recorded in the spec of the run store at ``store_path`` (read only), or None: what a
     resume that gives none keeps."""
-    if not store_path.is_file():
-        return None
     try:
         with RunStore(store_path.parent, read_only=True, untouched=True) as store:
             value = store.get_meta("spec").get("max_cost")

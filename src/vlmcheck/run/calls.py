@@ -1,11 +1,7 @@
-"""Cached, scheduled access to models: what methods call instead of adapters.
-
-:class:`Session` ties a run store to a scheduler.  ``session.vlm(model)`` and friends return wrappers with the
-role's methods plus a ``template`` argument (the prompt-template version).  Each call builds a canonical request
-(images by hash) and its cache key, returns the stored response on a hit, else runs the call under the scheduler
-(limits, retries) and stores the response or the final error: :class:`~vlmcheck.run.scheduler.CallFailed`, which
-the runner records as that sample's error.
-"""
+"""Cached, scheduled access to models: what methods call instead of adapters.  ``session.vlm(model)`` and the
+other wrappers key each call by its canonical request (images by hash), return the stored answer on a hit, else
+call under the scheduler (limits, retries) and store the answer or the final error,
+:class:`~vlmcheck.run.scheduler.CallFailed`, which the runner records as that sample's error."""
 
 from __future__ import annotations
 
@@ -13,6 +9,7 @@ import asyncio
 import functools
 import hashlib
 import time
+from collections import Counter, defaultdict
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,23 +33,17 @@ from .scheduler import CallFailed, Scheduler
 from .server_checks import ServerChecks, answers_from_a_server
 
 
-_key_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+#: a request as it is in its call key (and, valid UTF-8, as the store keeps it)
+request_json = json_encoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def call_key(role: str, model: str, request: Any, template: str | None, request_text: str | None = None) -> str:
-    """The sha256 of the call's JSON (keys sorted, no spaces, text as is); ``request_text``, ``request`` already
-    in that JSON (:func:`request_json`), is put in place (sorted, the keys are model, request, role, template)."""
-    if request_text is None:
-        payload = _key_json({"role": role, "model": model, "request": request, "template": template})
-    else:
-        payload = (f'{{"model":{_key_json(model)},"request":{request_text},"role":{_key_json(role)},'
-                   f'"template":{_key_json(template)}}}')
+    """The sha256 of the call's JSON, {model, request, role, template} with keys sorted, no spaces, text as is
+    (:data:`request_json`); ``request_text``: ``request`` already in that JSON."""
+    text = request_json(request) if request_text is None else request_text
+    payload = (f'{{"model":{request_json(model)},"request":{text},"role":{request_json(role)},'
+               f'"template":{request_json(template)}}}')
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()  # same key for valid text
-
-
-def request_json(request: Any) -> str:
-    """``request`` as it is in its call key (and, valid UTF-8, as the store keeps it)."""
-    return _key_json(request)
 
 
 @dataclass
@@ -63,13 +54,11 @@ class CallCounters:
     input_tokens: int = 0
     output_tokens: int = 0
     usage_estimated: int = 0  # calls whose provider usage was unusable, counted at the estimate (run/budget.py)
-    by_model: dict[str, dict[str, int]] = field(default_factory=dict)
+    by_model: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
 
     def count(self, model: str, what: str, n: int = 1) -> None:
-        setattr(self, what, getattr(self, what, 0) + n)
-        entry = self.by_model.setdefault(model, {"hits": 0, "calls": 0, "failures": 0,
-                                                 "input_tokens": 0, "output_tokens": 0})
-        entry[what] = entry.get(what, 0) + n
+        setattr(self, what, getattr(self, what) + n)
+        self.by_model[model][what] += n
 
 
 # Version 2: call keys name the model by its identity (no endpoint, no placement); 3: a dataset file sent as it

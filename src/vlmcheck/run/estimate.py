@@ -1,11 +1,5 @@
-"""What a run will cost before it starts: ``--dry-run`` (docs/usage.md, "Before a run").
-
-A dry run makes the real command's refusals first, then runs every sample still to do through the method's own
-code, on the run's store read in place and read-only (what the simulation writes goes to a temp store), with
-every model replaced by an :class:`Estimator` that counts each request and answers with a stand-in.  So cache
-hits and finished samples cost nothing and every call the method would make is counted once; where the calls
-depend on the answers, the stand-ins take the longest path (``Task.dry_run_reply``): an upper bound, said so.
-"""
+"""What a run will cost before it starts: ``--dry-run`` (docs/usage.md, "Before a run"): the remaining samples
+run through the method's own code on the run's store read in place, each model an :class:`Estimator`."""
 
 from __future__ import annotations
 
@@ -49,15 +43,15 @@ class Estimator:
         self.input_tokens = self.output_tokens = 0.0
         self.output_from_max_tokens = False
 
-    def _count_input(self, messages: list[Any]) -> None:
+    def _count_call(self, messages: list[Any]) -> None:
+        self.calls += 1
         for m in messages:
             self.input_tokens += text_tokens(m.text)
             for im in m.images:  # an ImagePart knows its size: nothing is decoded
                 self.input_tokens += image_tokens(im.width, im.height, self.rule)
 
     async def generate(self, messages: list[Any], config: Any) -> Generation:
-        self.calls += 1
-        self._count_input(messages)
+        self._count_call(messages)
         self.output_from_max_tokens |= self.mean_output is None
         self.output_tokens += config.max_tokens if self.mean_output is None else self.mean_output
         reply = getattr(self.task, "dry_run_reply", lambda *a: None)(self.attr, messages, config)
@@ -67,8 +61,7 @@ class Estimator:
                           usage=Usage(input_tokens=0, output_tokens=0))
 
     async def loglikelihood(self, messages: list[Any], continuations: list[str]) -> list[Loglikelihood]:
-        self.calls += 1
-        self._count_input(messages)
+        self._count_call(messages)
         self.input_tokens += sum(text_tokens(c) for c in continuations)
         return [Loglikelihood(sum=-1.0, n_tokens=1) for _ in continuations]
 
@@ -99,18 +92,9 @@ def _digest(obj: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
-async def dry_run_async(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
-    """The estimate of what running ``task`` into ``folder`` with ``options`` still takes (module docstring)."""
-    folder = check_folder(folder)
-    token = inputs.set_policy(input_policy(options))
-    try:
-        return await _dry_run(task, folder, options)
-    finally:
-        inputs.reset_policy(token)
-
-
 def dry_run(task: Any, folder: str | Path, options: Any) -> dict[str, Any]:
-    return asyncio.run(dry_run_async(task, folder, options))
+    """The estimate of what running ``task`` into ``folder`` with ``options`` still takes (module docstring)."""
+    return asyncio.run(_dry_run(task, check_folder(folder), options))
 
 
 class _DryStore:
@@ -119,8 +103,7 @@ class _DryStore:
 
     def __init__(self, folder: Path, scratch: Path, read_user_store: bool) -> None:
         self.folder = folder
-        self.user = RunStore(folder, read_only=True, untouched=True) if read_user_store and \
-            (folder / DB_NAME).exists() else None
+        self.user = RunStore(folder, read_only=True, untouched=True) if read_user_store else None
         self.scratch = RunStore(scratch)
 
     def __getattr__(self, name: str) -> Any:  # every write, and what only this session made
@@ -168,6 +151,7 @@ def refuse_as_the_run_would(task: Any, folder: Path, options: Any, samples: list
 
 
 async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
+    inputs.set_policy(input_policy(options))  # in asyncio.run's task: its context ends with the dry run
     fresh = options.overwrite or not (folder / DB_NAME).exists()  # --overwrite: estimated as an empty folder
     originals = {k: v for k, v in vars(task).items() if k in ROLES and hasattr(v, "model_id")}
     samples = select_samples(task, options)

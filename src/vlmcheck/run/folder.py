@@ -59,7 +59,6 @@ def lock_file(path: Path, what: Path):
 
 @contextmanager
 def folder_lock(folder: Path):
-    """Hold an exclusive lock on the run folder for the life of this process's run (a file in the folder)."""
     folder.mkdir(parents=True, exist_ok=True)
     with lock_file(folder / LOCK_NAME, folder):
         yield

@@ -1,8 +1,4 @@
-"""The names people read for runs (docs/usage.md, "Labels"): a model's label, made here and nowhere else.
-
-A run is shown by ``--label`` where given, else its model's id (no provider, URL, port or parameter; a local
-folder, its last part); runs shown together whose labels collide are told apart by what differs, and only they.
-"""
+"""The names people read for runs (docs/usage.md, "Labels"): a model's label, made here and nowhere else."""
 
 from __future__ import annotations
 
@@ -15,8 +11,6 @@ from ..core.spec import identity_of
 def model_label(spec: str | None) -> str:
     """The model id of a model spec string: no provider, endpoint or parameter; a path, its last part."""
     text = str(spec or "").strip()
-    if not text:
-        return ""
     provider, sep, rest = text.partition(":")
     if not sep:
         return text
@@ -49,8 +43,7 @@ def run_labels(runs: Iterable[tuple[dict[str, Any], str | Path | None]]) -> list
     for i, (r, _) in enumerate(runs):
         by_task.setdefault(str(r.get("task")), []).append(i)
     for members in by_task.values():
-        shown = _apart([runs[i] for i in members], [labels[i] for i in members])
-        for i, label in zip(members, shown):
+        for i, label in zip(members, _apart([runs[i] for i in members], [labels[i] for i in members])):
             labels[i] = label
     return labels
 

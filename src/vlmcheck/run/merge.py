@@ -1,10 +1,5 @@
 """``vlmcheck merge OUT SHARD...`` (docs/usage.md, "Shards"): one run folder from the folders of ``--shard i/N``
-runs, their stores unioned (content-addressed: idempotent, any number of shards, finished or not) and
-``samples.jsonl`` and ``results.json`` written as the unsharded run would.  The caller writes the report.
-
-The merge is built in a temporary folder beside OUT and takes OUT's place whole, so a kill leaves the old merge
-or the new one; merges into one OUT take turns (a lock beside OUT), and a run working in OUT keeps a merge out.
-"""
+runs, built in a temporary folder beside OUT that takes OUT's place whole.  The caller writes the report."""
 
 from __future__ import annotations
 

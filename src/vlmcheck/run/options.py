@@ -1,10 +1,5 @@
-"""The run options, in one table: what each is, its default, and which entry point that runs samples takes it.
-
-The method commands, ``vlmcheck resume``, ``vlmcheck retry-failed``, a sweep's ``options:`` and the Ray workers
-all read it; an entry point that does not take an option says why (``refused``), which tests/test_run_options.py
-checks.  ``runner.run_options`` makes the runner's ``RunOptions`` of its values; :func:`input_policy` the run's
-input policy.
-"""
+"""The run options, in one table: what each is, its default, and which entry point that runs samples takes it, or
+why it does not (``refused``; tests/test_run_options.py checks every entry point against it)."""
 
 from __future__ import annotations
 
@@ -38,14 +33,10 @@ class RunOption:
         return self.flags or ("--" + self.name.replace("_", "-"),)
 
     def takes(self, entry: str) -> bool:
-        if entry == WORKER:
-            return self.worker
-        return entry not in self.refused
+        return self.worker if entry == WORKER else entry not in self.refused
 
     def why_not(self, entry: str) -> str | None:
-        if self.takes(entry):
-            return None
-        return self.refused.get(entry) or (_DRIVER if entry == WORKER else None)
+        return None if self.takes(entry) else self.refused.get(entry) or (_DRIVER if entry == WORKER else None)
 
 
 RUN_OPTIONS: tuple[RunOption, ...] = (

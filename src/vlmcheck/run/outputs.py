@@ -81,10 +81,7 @@ class _Tally:
     def add(self, rec: dict[str, Any]) -> None:
         if rec["status"] == "done":
             self.n_done += 1
-            if self.folder is not None:
-                self.folder.add(rec)
-            else:
-                self.done.append(rec)
+            (self.folder.add if self.folder is not None else self.done.append)(rec)
         elif rec["status"] == "error":
             self.failed.append(rec)
 

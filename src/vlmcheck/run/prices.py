@@ -31,7 +31,7 @@ def prices_for(model_id: str) -> dict[str, Any] | None:
     spec = _spec(model_id)
     if spec is None:
         return None
-    factor = BATCH_PRICE_FACTOR if spec.params.get("batch") in ("1", "true", "yes") else 1.0
+    factor = BATCH_PRICE_FACTOR if spec.get_bool("batch", False) else 1.0  # as the adapters read it
     if "price_in" in spec.params and "price_out" in spec.params:
         # get_float refuses text, NaN, infinity and negative prices with one sentence (a SpecError): a price
         # that would turn the cap off is an error, not a free model
@@ -75,16 +75,13 @@ def usage_with_cost(stats: dict[str, Any]) -> dict[str, Any]:
     the tokens the API reported; a batch API's calls (``?batch=1``) at the batch price (``batch_price_factor``)."""
     for model, entry in stats.items():
         try:
-            spec = ModelSpec.parse(model)
-            price_in, price_out = spec.get_float("price_in", -1.0), spec.get_float("price_out", -1.0)
-            factor = BATCH_PRICE_FACTOR if spec.get_bool("batch", False) else 1.0
+            p = prices_for(model)
         except SpecError:
             continue
-        if price_in >= 0 and price_out >= 0:
-            entry["cost_usd"] = round(factor * (entry["input_tokens"] * price_in + entry["output_tokens"] * price_out)
-                                      / 1e6, 6)
-            if factor != 1.0:
-                entry["batch_price_factor"] = factor
+        if p is not None and p["source"] == "the model spec":
+            entry["cost_usd"] = round(cost_of(model, entry["input_tokens"], entry["output_tokens"]), 6)
+            if p["batch_factor"] != 1.0:
+                entry["batch_price_factor"] = p["batch_factor"]
     return stats
 
 

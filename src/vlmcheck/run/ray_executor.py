@@ -1,11 +1,5 @@
-"""The Ray executor (``--executor ray``; docs/usage.md, "Ray"): samples run in Ray Core actors
-(:mod:`.ray_worker`), handed out one at a time as slots free up; this process stays the only writer.
-
-A lost worker's samples go back to the queue and a new actor is asked for at once (three failed starts in a row
-stop the replacing); without ``--workers`` the pool grows, up to 8, as nodes join.  The driver commits a finished
-sample's calls, artifacts and journal row in one transaction, and every few seconds collects the calls of samples
-still running, so a lost worker or a killed driver loses at most those seconds.  Results equal a local run's.
-"""
+"""The Ray executor's driver (``--executor ray``; docs/usage.md, "Ray", says how it hands out samples, replaces
+lost workers and grows): samples run in Ray actors (:mod:`.ray_worker`); this process stays the only writer."""
 
 from __future__ import annotations
 
@@ -24,6 +18,7 @@ from . import ray_reaper
 from .calls import Session
 from .options import POLICY_FIELDS
 from .ray_worker import CacheReader, RequestTally, SampleWorker
+from .runner import record
 
 DRAIN_EVERY_S = 2.0
 START_TIMEOUT_S = 300.0
@@ -34,48 +29,18 @@ class ExecutorError(RuntimeError):
     """The Ray executor cannot go on (Ray missing, no worker left); one sentence for the user."""
 
 
-def import_ray():
-    """Ray, kept on the loopback interface on machines where Ray would look for another (see Ray's
-    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``); a clear sentence when the extra is not installed."""
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    try:
-        import ray
-    except ImportError:
-        raise ExecutorError("--executor ray needs Ray: pip install 'vlmcheck[ray]'") from None
-    return ray
-
-
-# ----------------------------------------------------------------------------- the driver
-
-
 def _write(store, got: dict[str, list]) -> None:
     for rel, data in got["artifacts"]:
         store.put_artifact_bytes(rel, data)
-    for c in got["calls"]:
-        store.put_call(c["key"], role=c["role"], model=c["model"], request=c["request"], response=c["response"],
-                       attempts=c["attempts"], input_tokens=c.get("input_tokens", 0),
-                       output_tokens=c.get("output_tokens", 0), duration_s=c.get("duration_s"))
+    for c in got["calls"]:  # as the worker's store was given them (ray_worker.WorkerStore)
+        store.put_call(**c)
     for e in got["errors"]:
-        store.put_call_error(e["key"], role=e["role"], model=e["model"], request=e["request"],
-                             error_type=e["error_type"], message=e["message"], attempts=e["attempts"])
+        store.put_call_error(**e)
 
 
 def _said(exc: BaseException) -> str:
     """An exception's message on one line, cut short: Ray's run over many."""
     return " ".join(str(exc).split())[:300]
-
-
-def _init(ray, options) -> bool:
-    """Ray started or joined; True when this process did it (and so must shut it down)."""
-    if ray.is_initialized():
-        return False
-    # logging ERROR: Ray's own warnings (e.g. that token authentication is on) are noise on a user's console
-    where = {"address": options.ray_address} if options.ray_address else {"_node_ip_address": "127.0.0.1"}
-    try:
-        ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, **where)
-    except Exception as exc:  # noqa: BLE001 - Ray's own message names the cause
-        raise ExecutorError(f"could not start or join Ray ({_said(exc)})") from None
-    return True
 
 
 def _session_dir(ray) -> str | None:
@@ -88,8 +53,20 @@ async def run_samples_ray(task, todo: list, session: Session, options, already: 
     """Run ``todo`` on Ray actors; returns what ``results.json`` records of the executor."""
     if any(getattr(m, "batch", None) is not None for m in vars(task).values()):
         raise ExecutorError("a provider batch API (batch=1) gathers requests in one process: use the local executor")
-    ray = import_ray()
-    started_here = _init(ray, options)
+    # Ray kept on the loopback interface on machines where it would look for another interface
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    try:
+        import ray
+    except ImportError:
+        raise ExecutorError("--executor ray needs Ray: pip install 'vlmcheck[ray]'") from None
+    started_here = not ray.is_initialized()  # then this process starts Ray, and shuts it down
+    if started_here:
+        # logging ERROR: Ray's own warnings (e.g. that token authentication is on) are noise on a user's console
+        where = {"address": options.ray_address} if options.ray_address else {"_node_ip_address": "127.0.0.1"}
+        try:
+            ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR, **where)
+        except Exception as exc:  # noqa: BLE001 - Ray's own message names the cause
+            raise ExecutorError(f"could not start or join Ray ({_said(exc)})") from None
     reaper = ray_reaper.start(_session_dir(ray)) if started_here and not options.ray_address else None
     pool = None
     try:
@@ -273,11 +250,7 @@ async def _dispatch(pool: _Pool, task, todo, session, options, already, total) -
                     continue
                 with store.transaction():  # the sample's calls, artifacts and journal row together
                     _write(store, out)
-                    if out["status"] == "error":
-                        store.put_sample_error(task.name, s.id, s.seq, out["error_type"], out["message"],
-                                               out["partial"])
-                    else:
-                        store.put_sample(task.name, s.id, s.seq, out["result"])
+                    record(store, task.name, s, out)
                 for what, n in out["counts"].items():
                     setattr(session.counters, what, getattr(session.counters, what) + n)
                 progress.advance(failed=out["status"] == "error")

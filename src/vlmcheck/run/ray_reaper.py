@@ -1,11 +1,6 @@
-"""No Ray process outlives the driver that started it, also after ``kill -9``.
-
-Ray's own reaper stops the head processes when the driver dies, but its two agents then wait forever on the
-dead GCS.  So a driver that starts Ray also starts this watcher, in a session of its own (a signal to the
-driver's group does not stop it): once its stdin closes (the driver is gone, however it ended) it gives Ray a
-moment, then ends every process that still holds a file of that Ray session open.  Hand-written: no library
-watches processes by what they hold open; ``/proc`` is Linux's, elsewhere the watcher does nothing.
-"""
+"""No Ray process outlives the driver that started it, also after ``kill -9`` (docs/usage.md, "Ray"): once its
+stdin closes, this watcher ends every process that still holds a file of that Ray session open.  Hand-written: no
+library watches processes by what they hold open; ``/proc`` is Linux's, elsewhere the watcher does nothing."""
 
 from __future__ import annotations
 

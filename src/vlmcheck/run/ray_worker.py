@@ -1,11 +1,6 @@
-"""What runs inside Ray (``--executor ray``): the sample workers and the two small actors on the driver's node.
-
-:class:`SampleWorker` rebuilds the task from its spec and runs whole samples; new calls and artifacts stay in its
-:class:`WorkerStore` until the driver takes them.  It reads the call cache in place where its node sees the run
-folder, else through :class:`CacheReader` threads on the driver's node, and fetches the ``hfds:`` images a sample
-names from there too (:func:`fetch_missing`).  :class:`RequestTally` hears of every request as it starts, so
-``results.json`` counts also those of a worker lost before it could report them.
-"""
+"""What runs inside Ray (``--executor ray``; docs/usage.md, "Ray"): :class:`SampleWorker`, which runs whole
+samples of the task rebuilt from its spec, and the two small actors on the driver's node (:class:`CacheReader`,
+:class:`RequestTally`)."""
 
 from __future__ import annotations
 
@@ -24,7 +19,7 @@ from typing import Any
 
 from ..core import inputs
 from ..core.images import encode_image, image_hash
-from ..store.db import artifact_path
+from ..store.artifacts import artifact_path
 from .calls import Session, file_keys
 from .scheduler import RetryPolicy, Scheduler
 from .options import input_policy as run_input_policy
@@ -239,13 +234,10 @@ class RequestTally:
     """A Ray actor (async, one loop: no lock) on the driver's node: the requests the workers started."""
 
     def __init__(self) -> None:
-        self.first = self.retries = 0
+        self.counts = {"first": 0, "retries": 0}
 
     async def add(self, retry: bool) -> None:
-        if retry:
-            self.retries += 1
-        else:
-            self.first += 1
+        self.counts["retries" if retry else "first"] += 1
 
     async def total(self) -> dict[str, int]:
-        return {"first": self.first, "retries": self.retries}
+        return dict(self.counts)

@@ -1,8 +1,5 @@
-"""The registry of task names (re-exported by ``run/task.py``): name -> Task class or ``"module:Class"``.
-
-Kept apart from ``run/task.py`` so that registering the built-in methods (``methods/__init__.py``, imported by
-``import vlmcheck``) costs no import of the runner, images or numpy: ``vlmcheck --help`` stays cheap.
-"""
+"""The registry of task names (re-exported by ``run/task.py``), kept apart from it so that registering the
+built-in methods costs no import of the runner, images or numpy: ``vlmcheck --help`` stays cheap."""
 
 from __future__ import annotations
 
@@ -30,5 +27,4 @@ def declared(name: str, registry: Registry, attr: str, ok: Callable[[Any], bool]
 
 
 def task_from_spec(name: str, task_spec: dict[str, Any]) -> Any:
-    """The task (a ``run.task.Task``) rebuilt from a stored run spec."""
     return task_class(name).from_spec(task_spec)

@@ -1,12 +1,11 @@
-"""The resumable runner: :func:`run_task` runs the samples of a :class:`~vlmcheck.run.task.Task` that the store's
-journal does not yet mark done or failed, concurrently, then rebuilds ``results.json`` and ``samples.jsonl`` from
-the store in dataset order (run/outputs.py), so an interrupted-and-resumed run writes what an uninterrupted one
-would.  An exception in one sample is that sample's error; the run goes on.  It writes no report (``api.py`` does).
-"""
+"""The resumable runner: :func:`run_task` runs, concurrently, the samples of a task the store's journal does not
+mark done or failed, then rebuilds ``results.json`` and ``samples.jsonl`` from the store (run/outputs.py), so an
+interrupted-and-resumed run writes what an uninterrupted one would.  It writes no report (``api.py`` does)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import platform
@@ -17,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from .._version import __version__
 from ..core.images import DEFAULT_MAX_FILE_BYTES
@@ -41,37 +40,29 @@ from .budget import Budget, BudgetStop, check_max_cost, recorded_max_cost
 from .data_pin import data_difference, data_pins, without_data_paths
 
 
-class RunOptions(BaseModel):
-    resume: bool = False
-    overwrite: bool = False
-    limit: int | None = None
-    max_concurrency: int = 16
-    seed: int = 0
-    progress: bool = True
+class _RunOptions(BaseModel):
+    """The runner's options that the table (run/options.py) does not have, or has in another form."""
+
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
-    # report.html at the end, and the experiment trackers the run is logged to (vlmcheck/track): both done by
-    # whoever asked for the run (vlmcheck.run_task, the CLI, a sweep, the demo), never by this runner
-    report: bool = True
-    track: list[str] | None = None
-    track_group: str | None = None
     clear_failed: bool = False  # forget failed samples first, so they run again (retry-failed)
-    preflight: bool = True
-    # Input safety (core/inputs.py): dataset images stay inside their dataset's folder unless allowed,
-    # image files above max_image_bytes are refused unread, decoded pixels in flight stay under pixel_budget.
-    allow_outside: bool = False
+    # the input policy (core/inputs.py): image files above max_image_bytes are refused unread, decoded pixels in
+    # flight stay under pixel_budget; an image at an http(s) URL fails its own sample after url_read_timeout_s
+    # without a byte, or url_total_timeout_s in all
     max_image_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
     pixel_budget: int = Field(default=DEFAULT_PIXEL_BUDGET, ge=1)
-    # an image at an http(s) URL fails its own sample after this long without a byte, or this long in all
     url_read_timeout_s: float = Field(default=remote.READ_TIMEOUT_S, gt=0)
     url_total_timeout_s: float = Field(default=remote.TOTAL_TIMEOUT_S, gt=0)
-    # the options' meanings: run/options.py; the executor and Ray's are placement, never part of the spec
     shard: tuple[int, int] | None = None  # (i, N)
     executor: Literal["local", "ray"] = "local"
     max_cost: float | None = Field(None, gt=0, allow_inf_nan=False)
-    ray_address: str | None = None  # None: a local Ray instance (or the cluster this process already joined)
-    workers: int | None = Field(default=None, ge=1)
-    gpus_per_worker: float = Field(default=0.0, ge=0.0)
-    label: str | None = None  # None keeps the one the store has, if any
+
+
+#: The runner's options: the fields above, and the table's options but the command line's own (``CLI_ONLY``),
+#: with the table's type, default and bounds (report and track: done by whoever asked for the run).
+RunOptions = create_model("RunOptions", __base__=_RunOptions, __module__=__name__, **{
+    o.name: (o.kind, Field(o.default, ge=o.cli.get("min"), le=o.cli.get("max")))
+    for o in options_table.RUN_OPTIONS if o.name not in (*options_table.CLI_ONLY, *_RunOptions.model_fields)
+    and not o.name.endswith("_mb")})
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -98,11 +89,10 @@ def run_options(**values: Any):
     if v["executor"] not in ("local", "ray"):
         raise ValueError(f"--executor {v['executor']!r}: use local or ray")
     shard = v["shard"]
-    shard = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
-    fields = {k: x for k, x in v.items()
-              if k not in options_table.CLI_ONLY and k not in ("max_image_mb", "pixel_budget_mb")}
-    return RunOptions(**{**fields, "shard": shard, "max_image_bytes": int(v["max_image_mb"] * 1e6),
-                         "pixel_budget": int(v["pixel_budget_mb"] * 1e6)})
+    v["shard"] = parse_shard(shard) if isinstance(shard, str) or shard is None else tuple(shard)
+    fields = {k: x for k, x in v.items() if k not in options_table.CLI_ONLY and not k.endswith("_mb")}
+    return RunOptions(**fields, max_image_bytes=int(v["max_image_mb"] * 1e6),
+                      pixel_budget=int(v["pixel_budget_mb"] * 1e6))
 
 
 def in_shard(sample_id: str, shard: tuple[int, int] | None) -> bool:
@@ -193,8 +183,12 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
     # a resumed store must hold a run: an empty or half-made one says so instead of silently starting over
     store = RunStore(folder, existing=options.resume and not new_store, group_commit=GROUP_COMMIT_S)
     try:
-        try:
-            _record_spec(store, folder, spec, getattr(task, "spec_model", None))
+        try:  # a resumed store must hold this run; then the spec (and a new store's key version) recorded
+            mark_run_folder(folder)
+            key_version = key_version_of(store)
+            store.set_meta("key_version", key_version)
+            check_spec(folder, store.get_meta("spec"), spec, getattr(task, "spec_model", None), key_version)
+            store.set_meta("spec", spec)
         except BaseException:
             if new_store:  # never leave a store without a spec, which no resume could use
                 store.close()
@@ -203,10 +197,11 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
             raise
         if options.label is not None and options.label.strip():
             store.set_meta("label", options.label.strip())
+        models: set[str] = set()
+        _map_model_strings(spec["task_spec"], lambda x: models.add(x) or x)
         sessions = store.get_meta("sessions") or []
         store.set_meta("sessions", sessions + [{"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                                "models": sorted(_model_strings(spec["task_spec"])),
-                                                "executor": options.executor}])
+                                                "models": sorted(models), "executor": options.executor}])
         if options.clear_failed:
             store.clear_failed(task.name)
         session = start_session(store, options, store.get_meta("key_version"))
@@ -261,15 +256,6 @@ def select_samples(task: Task, options: RunOptions) -> list[Sample]:
     return [s for s in samples if in_shard(s.id, options.shard)]  # seq stays the index in the whole run
 
 
-def _record_spec(store: RunStore, folder: Path, spec: dict[str, Any], spec_model: Any = None) -> None:
-    """Check that a resumed store holds this run, then record the spec (and the key version of a new store)."""
-    mark_run_folder(folder)
-    key_version = key_version_of(store)
-    store.set_meta("key_version", key_version)
-    check_spec(folder, store.get_meta("spec"), spec, spec_model, key_version)
-    store.set_meta("spec", spec)
-
-
 def check_spec(folder: Path, previous: dict[str, Any] | None, spec: dict[str, Any], spec_model: Any,
                key_version: int) -> None:
     """Refuse (one sentence) to resume a store whose recorded spec is another run's: another shard, other models
@@ -280,10 +266,8 @@ def check_spec(folder: Path, previous: dict[str, Any] | None, spec: dict[str, An
     if spec_model is not None and isinstance(old_task, dict):
         # recorded by an earlier vlmcheck: a field added since (e.g. ``repeats=1``) takes its default, so the run
         # resumes instead of looking like another run; a spec of another model is compared as recorded
-        try:
+        with contextlib.suppress(ValueError):
             old_task = spec_model.model_validate(old_task).model_dump()
-        except ValueError:
-            pass
     if (previous.get("shard") or None) != spec["shard"]:
         raise RunFolderExists(f"{folder} holds shard {_shard_text(previous.get('shard'))} of a run, not "
                               f"{_shard_text(spec.get('shard'))}; use that shard's own folder")
@@ -314,13 +298,6 @@ def _map_model_strings(obj: Any, fn: Any) -> Any:
     return obj
 
 
-def _model_strings(obj: Any) -> set[str]:
-    """Every model spec string in a task spec."""
-    out: set[str] = set()
-    _map_model_strings(obj, lambda x: out.add(x) or x)
-    return out
-
-
 def identity_spec(task_spec: Any) -> Any:
     """``task_spec`` with every model spec string replaced by the model's identity (ModelSpec.identity)."""
     return _map_model_strings(task_spec, identity_of)
@@ -329,12 +306,8 @@ def identity_spec(task_spec: Any) -> Any:
 async def preflight(task: Task) -> None:
     """One cheap check of every model the task holds that can check itself (API adapters: ``GET /models``): an
     unreachable server, a rejected key or a model not served stops the run at once, not after every retry."""
-    seen: set[str] = set()
-    for model in vars(task).values():
-        model_id = getattr(model, "model_id", None)
-        if not isinstance(model, SupportsPreflight) or model_id in seen:
-            continue
-        seen.add(model_id)
+    by_id = {getattr(m, "model_id", None): m for m in vars(task).values() if isinstance(m, SupportsPreflight)}
+    for model in by_id.values():  # a model held twice (a judge that is also the describer) checked once
         await model.preflight()
 
 
@@ -359,14 +332,9 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
                 return
             finally:
                 if budget is not None:
-                    budget.done()
-            failed = outcome["status"] == "error"
-            if failed:
-                store.put_sample_error(task.name, sample.id, sample.seq, outcome["error_type"], outcome["message"],
-                                       outcome["partial"])
-            else:
-                store.put_sample(task.name, sample.id, sample.seq, outcome["result"])
-            progress.advance(failed=failed)
+                    budget.finished += 1
+            record(store, task.name, sample, outcome)
+            progress.advance(failed=outcome["status"] == "error")
             if first is not None and first.observe(outcome):
                 return
 
@@ -382,8 +350,16 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
         await asyncio.gather(*(worker() for _ in range(n_workers)))
 
 
+def record(store: RunStore, task_name: str, sample: Sample, outcome: dict[str, Any]) -> None:
+    """A sample's outcome (``execute_sample``'s) in the store's journal: its result, or its error."""
+    if outcome["status"] == "error":
+        store.put_sample_error(task_name, sample.id, sample.seq, outcome["error_type"], outcome["message"],
+                               outcome["partial"])
+    else:
+        store.put_sample(task_name, sample.id, sample.seq, outcome["result"])
+
+
 def run_task(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
-    """Synchronous entry point for :func:`run_task_async`."""
     return asyncio.run(run_task_async(task, folder, options))
 
 

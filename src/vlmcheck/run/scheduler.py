@@ -27,9 +27,7 @@ class RetryPolicy(BaseModel):
 
     def delay(self, attempt: int, rng: random.Random, retry_after: float | None) -> float:
         backoff = rng.uniform(0, min(self.max_delay, self.base_delay * (2 ** (attempt - 1))))
-        if retry_after is not None:
-            return max(min(retry_after, self.max_retry_after), backoff)
-        return backoff
+        return backoff if retry_after is None else max(min(retry_after, self.max_retry_after), backoff)
 
 
 class CallFailed(RuntimeError):
@@ -37,12 +35,7 @@ class CallFailed(RuntimeError):
 
     def __init__(self, error: ModelCallError, attempts: int) -> None:
         super().__init__(f"{error} (after {attempts} attempt{'s' if attempts != 1 else ''})")
-        self.error = error
-        self.attempts = attempts
-
-    @property
-    def kind(self) -> str:
-        return self.error.kind
+        self.error, self.kind, self.attempts = error, error.kind, attempts
 
 
 def classify_exception(exc: BaseException) -> ModelCallError:
@@ -57,8 +50,6 @@ def classify_exception(exc: BaseException) -> ModelCallError:
 
 
 class Scheduler:
-    """Runs model calls under per-provider concurrency limits with retries."""
-
     def __init__(self, max_concurrency: int = 16, retry: RetryPolicy | None = None, seed: int = 0,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.max_concurrency = max_concurrency
@@ -83,8 +74,7 @@ class Scheduler:
         deadline, the shorter of the model's ``timeout`` and the policy's ``call_timeout``: the SDKs' own timeouts
         are idle timeouts, which a server that trickles one byte at a time never trips."""
         sem = self._semaphore(key, limit)
-        deadlines = [t for t in (timeout, self.retry.call_timeout) if t]
-        deadline = min(deadlines) if deadlines else None
+        deadline = min((t for t in (timeout, self.retry.call_timeout) if t), default=None)
         attempt = malformed = 0
         while True:
             attempt += 1
@@ -103,9 +93,7 @@ class Scheduler:
                         raise ModelCallError("timeout", f"no complete answer within {deadline:g} s "
                                                         "(the call's total deadline)") from None
                 return result, attempt
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - classified below
+            except Exception as exc:  # noqa: BLE001 - classified below (a cancellation is no Exception)
                 err = classify_exception(exc)
                 malformed += err.kind == "malformed"
                 if (not err.retryable or attempt >= self.retry.max_attempts

@@ -103,7 +103,4 @@ class ServerChecks:
             if self.no_usage == self.fresh:
                 warnings.append(f"none of the {self.fresh} answers reported token usage: costs, --max-cost and "
                                 "the usage table count each call at its estimate for this server")
-        if not out:
-            return None
-        out["warnings"] = warnings
-        return out
+        return {**out, "warnings": warnings} if out else None

@@ -1,9 +1,6 @@
 """What the report, export, terminal and CLI show about a method's runs: a small per-method view, declared by the
-method (its task class's ``report_view``, or :func:`register_view`: ``methods/views.py`` for the built-in ones)
-and looked up by the run's task name, so that nothing above the methods switches on a method's name.  A method
-without one gets :data:`GENERIC`: one row per sample (its ``answer``, its numeric fields), its headline, its
-records in the export - never silently absent.
-"""
+method (docs/architecture.md, "Where to add things"), so that nothing above the methods switches on its name; a
+method without one gets :data:`GENERIC`, never silently absent."""
 
 from __future__ import annotations
 
@@ -30,8 +27,6 @@ class Line(NamedTuple):
 
 @dataclass(frozen=True)
 class MethodView:
-    """Every field is optional."""
-
     label: str = ""  # the method's name as a reader writes it ("GenCeption"); the task name where empty
     # a sample's row in the report's samples table, {"summary", "answer", "correct", "images"}: images a list of
     # {"path" (relative to the run folder, or absolute), "label", and answer/ok/neg_answer/neg_ok/note shown beside}

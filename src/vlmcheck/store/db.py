@@ -1,37 +1,31 @@
-"""The run store: one SQLite database (WAL mode) per run folder: the call cache, the sample journal, artifacts,
-the run spec and provider batches in flight.
-
-Why this module is long: every SQL statement of a run is here, next to the schema it reads and writes, so the
-store's guarantees (first writer wins, one transaction per sample, key versions) can be checked in one file.
-
-First writer wins: a stored answer or finished sample is never replaced, and an error never overwrites an answer.
-Every write commits at once, except in a run's store (``group_commit``, :meth:`RunStore._write`): there the
-answers and samples that finish within 50 ms of the last commit are committed together, at most 50 ms later
-(``GROUP_COMMIT_S``), so a SIGKILL loses the calls in flight and at most the last 50 ms of answers (a resume asks
-for those again).  WAL with ``synchronous=NORMAL`` is durable against process crashes (not power loss).
+"""The run store: one SQLite database (WAL mode) per run folder: the call cache, the sample journal, artifacts
+(store/artifacts.py), the run spec and provider batches in flight.  Every statement that writes a call or a sample
+is here, next to the schema, so the store's guarantees can be checked in one file: first writer wins, and a run's
+answers and samples are committed at once or, under load, in groups (docs/architecture.md, "Invariants";
+:meth:`RunStore._write`).  WAL with ``synchronous=NORMAL`` is durable against process crashes (not power loss).
 Everything stored is redacted JSON text, never pickle; a store that cannot be used raises :class:`StoreError`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import json
 import logging
+import operator
 import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
-
-from .._lazy import lazy_module
-
-Image = lazy_module("PIL.Image")  # Pillow on first use (vlmcheck/_lazy.py)
+from typing import Any, Iterator
 
 from ..core.files import json_text_encoder, printable, utf8_text
-from ..core.images import TRANSPORT_PNG_LEVEL, encode_image, image_hash, transport_bytes
 from ..core.secrets import redact, redacted_json
-from .errors import StoreError, store_error  # noqa: F401  (re-exported: where callers have found them)
+from . import artifacts
+from .artifacts import Artifacts
+from .errors import StoreError, check_store_file, store_error  # noqa: F401  (StoreError, store_error re-exported)
 from .group_commit import GROUP_COMMIT_S, GroupCommit  # noqa: F401  (re-exported)
 
 SCHEMA = """
@@ -62,13 +56,6 @@ CREATE TABLE IF NOT EXISTS samples (
     PRIMARY KEY (task, sample_id)
 );
 CREATE INDEX IF NOT EXISTS samples_order ON samples(task, seq, sample_id);
-CREATE TABLE IF NOT EXISTS artifacts (
-    sha256 TEXT PRIMARY KEY,
-    path TEXT NOT NULL,
-    width INTEGER,
-    height INTEGER,
-    created_at REAL NOT NULL
-);
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -91,7 +78,6 @@ CREATE TABLE IF NOT EXISTS batch_items (
 
 DB_NAME = "store.sqlite"
 log = logging.getLogger(__name__)
-_SQLITE_HEADER = b"SQLite format 3\x00"
 _DAMAGED = object()  # a stored value that is not JSON
 
 
@@ -100,11 +86,6 @@ def _uri(path: Path, read_only: bool, immutable: bool = False) -> str:
 
     return f"file:{pathname2url(str(path.absolute()))}" + (
         "?mode=ro&immutable=1" if immutable else "?mode=ro" if read_only else "")
-
-
-def artifact_path(digest: str) -> str:
-    """Where the artifact with this pixel hash lives, relative to the run folder (content-addressed)."""
-    return f"artifacts/{digest[:2]}/{digest}.png"
 
 
 _compact_json = json_text_encoder(sort_keys=True, separators=(",", ":"))
@@ -122,7 +103,18 @@ def _request_dumps(request: Any, text: str | None) -> str:
     return redacted_json(request, lambda obj: text if obj is request else _compact_json(obj))
 
 
-class RunStore(GroupCommit):
+#: the columns that name a row of a table that :meth:`RunStore._upsert` writes
+_ROW_KEYS = {"calls": "key", "samples": "task, sample_id"}
+
+
+@functools.cache
+def _upsert_sql(table: str, columns: tuple[str, ...], kept: int) -> str:
+    return (f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
+            f"ON CONFLICT({_ROW_KEYS[table]}) DO UPDATE SET "
+            + ", ".join(f"{c} = excluded.{c}" for c in columns[kept:]) + f" WHERE {table}.status = 'error'")
+
+
+class RunStore(GroupCommit, Artifacts, contextlib.AbstractContextManager):
     """Thread-safe handle on a run folder's store."""
 
     def __init__(self, folder: str | os.PathLike, *, existing: bool = False, read_only: bool = False,
@@ -142,7 +134,7 @@ class RunStore(GroupCommit):
                 self.folder.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise store_error(self.path, exc) from None
-        self._check_file(existing)
+        check_store_file(self.path, existing)
         try:
             # immutable where nothing is in a WAL file and nothing may (--dry-run) or can (a read-only folder,
             # where SQLite could not make the -shm file and refuses to open it) be made beside it
@@ -164,37 +156,13 @@ class RunStore(GroupCommit):
                 raise StoreError(f"{self.path} holds no run spec (the first run stopped before it began); "
                                  "start the run again with --overwrite")
             if not read_only:
-                self._db.executescript(SCHEMA)
+                self._db.executescript(SCHEMA + artifacts.SCHEMA)
         except StoreError:
             self._db.close()
             raise
         except (sqlite3.Error, OSError) as exc:
             self._db.close()
             raise store_error(self.path, exc) from None
-
-    def _check_file(self, existing: bool) -> None:
-        """Refuse an empty or non-SQLite file before SQLite sees it: SQLite would treat a 0-byte file as a new,
-        empty store, and a resume would silently redo every call."""
-        if self.path.is_dir():
-            raise StoreError(f"{self.path} is a folder, not a run store; move it aside and start the run again "
-                             "with --overwrite")
-        try:
-            with open(self.path, "rb") as fh:
-                head = fh.read(len(_SQLITE_HEADER))
-        except FileNotFoundError:
-            if existing:
-                if not self.folder.exists():  # mistyped: missing, not some other folder
-                    raise StoreError(f"{self.folder}: no such folder") from None
-                raise StoreError(f"{self.folder} is not a run folder (no {DB_NAME})") from None
-            return
-        except OSError as exc:
-            raise store_error(self.path, exc) from None
-        if not head:
-            raise StoreError(f"{self.path} is empty (0 bytes), so the run's journal is lost; start the run again "
-                             "with --overwrite")
-        if head != _SQLITE_HEADER:
-            raise StoreError(f"{self.path} is not an SQLite database (overwritten or damaged); move it aside and "
-                             "start the run again with --overwrite")
 
     def close(self) -> None:
         """Commit the open group of writes (if any) and close; a commit that failed is raised after closing."""
@@ -205,9 +173,6 @@ class RunStore(GroupCommit):
             finally:
                 self._db.close()
             self._raise_failed_commit()  # the last group's commit failed in its timer
-
-    def __enter__(self) -> "RunStore":
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -268,32 +233,28 @@ class RunStore(GroupCommit):
                        "'the stored answer was not JSON' WHERE key = ? AND status = 'ok'", (key,))
         return None
 
+    def _upsert(self, table: str, row: dict[str, Any], kept: int) -> None:
+        """Insert ``row``, or write it over a failed one (first writer wins): every column after its first
+        ``kept`` (which name the call or sample)."""
+        self._write(_upsert_sql(table, tuple(row), kept), tuple(row.values()))
+
     def put_call(self, key: str, *, role: str, model: str, request: Any, response: Any, attempts: int,
                  input_tokens: int = 0, output_tokens: int = 0, duration_s: float | None = None,
                  request_text: str | None = None) -> None:
         """Store an answer; ``request_text``: ``request`` already as compact sorted JSON (its call key's,
         run/calls.py), kept as it is when it is valid UTF-8 instead of encoded again."""
-        self._write(
-            "INSERT INTO calls(key, role, model, request, status, response, attempts, "
-            "input_tokens, output_tokens, duration_s, created_at) VALUES (?, ?, ?, ?, 'ok', ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET status = 'ok', response = excluded.response, "
-            "attempts = excluded.attempts, input_tokens = excluded.input_tokens, "
-            "output_tokens = excluded.output_tokens, duration_s = excluded.duration_s, error_type = NULL, "
-            "error_message = NULL, created_at = excluded.created_at WHERE calls.status = 'error'",
-            (key, role, model, _request_dumps(request, request_text), _dumps(response), attempts, input_tokens,
-             output_tokens, duration_s, time.time()),
-        )
+        self._upsert("calls", {
+            "key": key, "role": role, "model": model, "request": _request_dumps(request, request_text),
+            "status": "ok", "response": _dumps(response), "attempts": attempts, "input_tokens": input_tokens,
+            "output_tokens": output_tokens, "duration_s": duration_s, "error_type": None, "error_message": None,
+            "created_at": time.time()}, kept=4)
 
     def put_call_error(self, key: str, *, role: str, model: str, request: Any, error_type: str,
                        message: str, attempts: int) -> None:
-        self._write(
-            "INSERT INTO calls(key, role, model, request, status, error_type, error_message, "
-            "attempts, created_at) VALUES (?, ?, ?, ?, 'error', ?, ?, ?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET error_type = excluded.error_type, "
-            "error_message = excluded.error_message, attempts = excluded.attempts, "
-            "created_at = excluded.created_at WHERE calls.status = 'error'",
-            (key, role, model, _dumps(request), error_type, printable(redact(message)), attempts, time.time()),
-        )
+        self._upsert("calls", {
+            "key": key, "role": role, "model": model, "request": _dumps(request), "status": "error",
+            "error_type": error_type, "error_message": printable(redact(message)), "attempts": attempts,
+            "created_at": time.time()}, kept=4)
 
     def call_stats(self) -> dict[str, Any]:
         keys = ("ok", "error", "attempts", "input_tokens", "output_tokens")
@@ -302,29 +263,19 @@ class RunStore(GroupCommit):
         return {model: dict(zip(keys, map(int, sums))) for model, *sums in rows}
 
     def sample_status(self, task: str) -> dict[str, str]:
-        rows = self._rows("SELECT sample_id, status FROM samples WHERE task = ?", (task,))
-        return dict(rows)
+        return dict(self._rows("SELECT sample_id, status FROM samples WHERE task = ?", (task,)))
 
     def put_sample(self, task: str, sample_id: str, seq: int, result: Any) -> None:
-        self._write(
-            "INSERT INTO samples(task, sample_id, seq, status, result, updated_at) VALUES (?, ?, ?, 'done', ?, ?) "
-            "ON CONFLICT(task, sample_id) DO UPDATE SET status = 'done', result = excluded.result, "
-            "error_type = NULL, error_message = NULL, updated_at = excluded.updated_at "
-            "WHERE samples.status = 'error'",
-            (task, sample_id, seq, _dumps(result), time.time()),
-        )
+        self._upsert("samples", {"task": task, "sample_id": sample_id, "seq": seq, "status": "done",
+                                 "result": _dumps(result), "error_type": None, "error_message": None,
+                                 "updated_at": time.time()}, kept=3)
 
     def put_sample_error(self, task: str, sample_id: str, seq: int, error_type: str, message: str,
                          partial: Any = None) -> None:
-        self._write(
-            "INSERT INTO samples(task, sample_id, seq, status, result, error_type, error_message, "
-            "updated_at) VALUES (?, ?, ?, 'error', ?, ?, ?, ?) "
-            "ON CONFLICT(task, sample_id) DO UPDATE SET result = excluded.result, "
-            "error_type = excluded.error_type, error_message = excluded.error_message, "
-            "updated_at = excluded.updated_at WHERE samples.status = 'error'",
-            (task, sample_id, seq, _dumps(partial) if partial is not None else None, error_type,
-             printable(redact(message)), time.time()),
-        )
+        self._upsert("samples", {"task": task, "sample_id": sample_id, "seq": seq, "status": "error",
+                                 "result": _dumps(partial) if partial is not None else None,
+                                 "error_type": error_type, "error_message": printable(redact(message)),
+                                 "updated_at": time.time()}, kept=3)
 
     def clear_failed(self, task: str | None = None) -> int:
         """Forget failed samples (and failed calls) so that they run again."""
@@ -370,42 +321,6 @@ class RunStore(GroupCommit):
         finally:
             cur.close()
 
-    def put_image(self, img: Image.Image) -> str:
-        """Save ``img`` losslessly under ``artifacts/``; return its path relative to the run folder."""
-        digest = image_hash(img)
-        rel = artifact_path(digest)
-        # PNG level 1, as sent to a model: the bytes are then the ones a request with this image sends
-        # (transport_bytes keeps them), so a perturbed image is encoded once, not once here and once to send
-        self._write_file(rel, lambda: transport_bytes(img, digest, "PNG") if img.mode == "RGB" else
-                         encode_image(img, "PNG", compress_level=TRANSPORT_PNG_LEVEL))
-        self._add_artifact(digest, rel, img.size)
-        return rel
-
-    def _write_file(self, rel: str, data: Callable[[], bytes]) -> None:
-        """Write ``data()`` at ``rel`` unless a file is there, by temp file + rename (never half a file)."""
-        target = self.folder / rel
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-            tmp.write_bytes(data())
-            os.replace(tmp, target)
-
-    def _add_artifact(self, digest: str, rel: str, size: tuple[int, int]) -> None:
-        self._exec("INSERT OR IGNORE INTO artifacts(sha256, path, width, height, created_at) VALUES (?, ?, ?, ?, ?)",
-                   (digest, rel, size[0], size[1], time.time()))
-
-    def image_path(self, rel: str) -> Path:
-        return self.folder / rel
-
-    def put_artifact_bytes(self, rel: str, data: bytes) -> None:
-        """Save an artifact another process made (a Ray worker's PNG), at its content-addressed path."""
-        digest = Path(rel).stem
-        if rel != artifact_path(digest) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-            raise ValueError(f"not an artifact path: {rel!r}")
-        self._write_file(rel, lambda: data)
-        with Image.open(self.folder / rel) as img:
-            self._add_artifact(digest, rel, img.size)
-
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """Everything written inside lands together or not at all (the Ray executor's sample)."""
@@ -430,13 +345,11 @@ class RunStore(GroupCommit):
 
     def open_batches(self, model: str) -> list[tuple[str, list[tuple[str, str, Any]]]]:
         """The model's journaled batches that have not been read back: (batch id, [(key, role, request)])."""
-        out = []
-        for (bid,) in self._rows("SELECT batch_id FROM batches WHERE model = ? AND status = 'open' "
-                                 "ORDER BY created_at", (model,)):
-            items = [(k, role, json.loads(req)) for k, role, req in
-                     self._rows("SELECT key, role, request FROM batch_items WHERE batch_id = ?", (bid,))]
-            out.append((bid, items))
-        return out
+        rows = self._rows("SELECT b.batch_id, i.key, i.role, i.request FROM batches b JOIN batch_items i "
+                          "ON i.batch_id = b.batch_id WHERE b.model = ? AND b.status = 'open' "
+                          "ORDER BY b.created_at, b.batch_id", (model,))
+        return [(bid, [(k, role, json.loads(req)) for _, k, role, req in items])
+                for bid, items in itertools.groupby(rows, key=operator.itemgetter(0))]
 
     def open_batch_keys(self, model: str) -> set[str]:
         """The keys of the model's open journaled batches (requests not read)."""

@@ -1,10 +1,12 @@
-"""The run store's one error: :class:`StoreError`, one sentence that names the file and what to do."""
+"""The run store's one error: :class:`StoreError`, one sentence that names the file and what to do; and the
+check of a store's file before SQLite opens it (:func:`check_store_file`)."""
 
 from __future__ import annotations
 
 import errno
 from pathlib import Path
 
+_SQLITE_HEADER = b"SQLite format 3\x00"
 _DISK_FULL = (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC))
 
 
@@ -27,3 +29,27 @@ def store_error(path: Path, exc: BaseException) -> StoreError:
                           "run folder somewhere writable")
     reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return StoreError(f"{path} is damaged ({reason}); move it aside and start the run again with --overwrite")
+
+
+def check_store_file(path: Path, existing: bool) -> None:
+    """Refuse an empty or non-SQLite file before SQLite sees it: SQLite would treat a 0-byte file as a new,
+    empty store, and a resume would silently redo every call."""
+    if path.is_dir():
+        raise StoreError(f"{path} is a folder, not a run store; move it aside and start the run again with --overwrite")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_SQLITE_HEADER))
+    except FileNotFoundError:
+        if existing:
+            if not path.parent.exists():  # mistyped: missing, not some other folder
+                raise StoreError(f"{path.parent}: no such folder") from None
+            raise StoreError(f"{path.parent} is not a run folder (no {path.name})") from None
+        return
+    except OSError as exc:
+        raise store_error(path, exc) from None
+    if not head:
+        raise StoreError(f"{path} is empty (0 bytes), so the run's journal is lost; start the run again "
+                         "with --overwrite")
+    if head != _SQLITE_HEADER:
+        raise StoreError(f"{path} is not an SQLite database (overwritten or damaged); move it aside and "
+                         "start the run again with --overwrite")

@@ -36,22 +36,22 @@ class GroupCommit:
     _lock: Any
     path: Any
     _exec: Any
+    _group: Any = None  # True while a group of writes is open
+    _group_opened = 0.0
+    _last_commit = 0.0
+    _failed: StoreError | None = None  # a group's commit that failed in its timer, raised at the next write
+    _due: float | None = None
+    # a thread, not a timer of the event loop, which would wait as long as the loop is busy
+    _committer: threading.Thread | None = None
+    _closing = False
+    # when the committer's wait ends (inf: it waits to be told); only a write that opens a group due earlier
+    # wakes it: after a commit it looks again one ``group_commit`` later unwoken, so a fast run's loop does
+    # not pay a futex wake under the GIL at every group
+    _wake_at = math.inf
 
     def _init_group_commit(self, seconds: float) -> None:
         self.group_commit = seconds
-        self._group: Any = None  # True while a group of writes is open
-        self._group_opened = 0.0
-        self._last_commit = 0.0
-        self._failed: StoreError | None = None  # a group's commit that failed in its timer, raised at the next write
-        # a thread, not a timer of the event loop, which would wait as long as the loop is busy
-        self._due: float | None = None
         self._wake = threading.Condition(threading.Lock())
-        self._committer: threading.Thread | None = None
-        self._closing = False
-        # when the committer's wait ends (inf: it waits to be told); only a write that opens a group due earlier
-        # wakes it: after a commit it looks again one ``group_commit`` later unwoken, so a fast run's loop does
-        # not pay a futex wake under the GIL at every group
-        self._wake_at = math.inf
 
     def _start_committer(self) -> None:
         if self._committer is None or not self._committer.is_alive():
@@ -95,10 +95,9 @@ class GroupCommit:
             raise failed
 
     def _write(self, sql: str, args: tuple) -> None:
-        """One answer's or sample's row, committed at once, or (``group_commit`` on, on a running event loop,
-        within ``group_commit`` seconds of the last commit) in a group committed ``group_commit`` seconds after
-        it opened.  A slow run thus commits each answer as it comes.  A commit that fails in the timer (a full
-        disk) is raised by the next write or by close; a resume runs the group's samples again."""
+        """One answer's or sample's row, committed at once unless it comes within ``group_commit`` seconds of the
+        last commit (the class docstring); a commit that fails in the timer (a full disk) is raised by the next
+        write or by close, and a resume runs the group's samples again."""
         if not self.group_commit:
             self._exec(sql, args)
             return
