@@ -123,7 +123,12 @@ def test_a_built_in_provider_needs_no_entry_point_scan_and_a_plugin_is_still_fou
 
     from conftest import isolate_registry
     from vlmcheck.core import spec
-    from vlmcheck.run.runner import _model_strings
+    from vlmcheck.run.runner import _map_model_strings
+
+    def _model_strings(task_spec):  # the model spec strings a run records
+        found: set[str] = set()
+        _map_model_strings(task_spec, lambda x: found.add(x) or x)
+        return found
 
     scans = []
 
