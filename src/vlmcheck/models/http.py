@@ -198,24 +198,43 @@ class JSONHTTP:
 
 
 class KeyedChat:
-    """The common part of a chat adapter over one keyed dialect: the key (``api_key=``, else ``?key_env``, by
-    default ``key_envs[0]``, else the provider's other variables in order), its client (``client(**options)``
-    makes another), the model's names and its concurrency bound."""
+    """The common part of an adapter over one keyed dialect: the model's names, its deadline and concurrency
+    bound, the key (``api_key=``, else ``?key_env``, by default ``key_envs[0]``, else the provider's other
+    variables in order) and its client (``client(**options)`` makes another; ``http`` is the default one)."""
 
     dialect: type[JSONHTTP]
     provider: str  # as an error message names it
     key_envs: tuple[str, ...]
+    #: the key for a server the spec names by URL when none is set (local servers such as vLLM take any), or None
+    local_key: str | None = None
 
     def __init__(self, spec: ModelSpec) -> None:
-        names = (spec.get_str("key_env", self.key_envs[0]), *self.key_envs[1:])
-        key = spec.secret("api_key") or next(filter(None, map(secret_from_env, names)), None)
-        if not key:
-            raise SpecError(f"the {self.provider} API needs a key: set {self.key_envs[0]} (or ?key_env=NAME)")
-        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
-        self.client = functools.partial(self.dialect, spec, key, timeout=self.timeout)
-        self.http = self.client()
+        self.spec = spec
         self.model_id, self.model = spec.canonical(), spec.name
+        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
         self.max_concurrency = spec.get_int("concurrency", 0) or None
+        names = (spec.get_str("key_env", self.key_envs[0]), *self.key_envs[1:])
+        key = spec.secret("api_key") or next(filter(None, map(secret_from_env, names)), None) \
+            or (self.local_key if spec.base_url else None)
+        if not key:
+            raise SpecError(f"the {self.provider} API needs a key: set {self.key_envs[0]} (or ?key_env=NAME, "
+                            "or --api-key)")
+        register_secret(key)
+        self._key = key
+        self.client = functools.partial(self.dialect, spec, key, timeout=self.timeout)
+
+    @functools.cached_property
+    def http(self) -> JSONHTTP:
+        return self.client()
+
+    def batch_api(self, backend: Any) -> None:
+        """``?batch=1``: cache misses go through ``backend``, the provider's batch API, at the batch price
+        (run/batch.py).  Without it the backend is still there for a resume to re-attach to batches an earlier
+        session journaled."""
+        self.batch_backend = backend
+        self.batch = backend if self.spec.get_bool("batch", False) else None
+        self.batch_window = self.spec.get_float("batch_window", 2.0)
+        self.batch_poll = self.spec.get_float("batch_poll", 30.0)
 
 
 def _joined(pieces: list[bytes | str]) -> bytes:

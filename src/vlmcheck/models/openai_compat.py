@@ -22,12 +22,12 @@ from typing import Any
 from ..core.errors import ModelCallError, read_capped
 from ..core.messages import Message, to_openai
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, TokenLogprob, Usage
-from ..core.secrets import redact, register_secret, secret_from_env
+from ..core.secrets import redact
 from ..core.spec import ModelSpec, SpecError
 from ..run.loop_clients import PerLoopClients
 from ._http_errors import name_sent_fields, translate
 from .batch_api import OpenAIBatches
-from .http import JSONHTTP, json_body, json_object
+from .http import JSONHTTP, KeyedChat, json_body, json_object
 from .openai_preflight import preflight
 
 DEFAULT_MAX_RESPONSE_MB = 8.0
@@ -47,17 +47,6 @@ class OpenAIHTTP(JSONHTTP):
     def dialect_headers(self) -> dict[str, str]:
         named = (("OpenAI-Organization", "OPENAI_ORG_ID"), ("OpenAI-Project", "OPENAI_PROJECT_ID"))
         return {header: os.environ[env] for header, env in named if os.environ.get(env)}
-
-
-def _api_key(spec: ModelSpec) -> str:
-    """The key for ``spec``'s server, registered as a secret; local servers (vLLM, Ollama...) accept any key."""
-    key = spec.secret("api_key") or secret_from_env(spec.get_str("key_env", "OPENAI_API_KEY"))
-    if not key:
-        if not spec.base_url:
-            raise SpecError("the OpenAI API needs a key: set OPENAI_API_KEY (or ?key_env=NAME, or --api-key)")
-        key = "EMPTY"
-    register_secret(key)
-    return key
 
 
 def _transport(spec: ModelSpec) -> str:
@@ -106,18 +95,17 @@ class _Endpoint:
         return self._slots.setdefault(id(asyncio.get_running_loop()), asyncio.Semaphore(limit))
 
 
-class OpenAIChat:
+class OpenAIChat(KeyedChat):
     """``VLM`` and ``TextModel`` role over ``/chat/completions``."""
 
+    dialect, provider, key_envs, local_key = OpenAIHTTP, "OpenAI", ("OPENAI_API_KEY",), "EMPTY"
+
     def __init__(self, spec: ModelSpec) -> None:
-        self.spec = spec
-        self.model_id = spec.canonical()
-        self.model = spec.name
+        super().__init__(spec)
         # clients > 1: clients (HTTP sessions) used round-robin.  With ?http=httpx, httpcore's pool scans
         # every pooled connection on each request, so several small pools beat one large one.
         n_clients = spec.get_int("clients", 1)
         direct = _transport(spec) == "aiohttp"
-        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
         # a reply is read up to max_response_mb (decompressed) and an answer kept up to max_answer_chars: beyond,
         # the sample fails with a too_large error, and memory stays bounded whatever the server sends
         self.max_response_bytes = int(spec.get_float("max_response_mb", DEFAULT_MAX_RESPONSE_MB) * 1e6)
@@ -125,10 +113,9 @@ class OpenAIChat:
 
         def endpoint(url: str | None) -> _Endpoint:
             at = spec.at(url) if url else spec
-            key = _api_key(at)
-            http = OpenAIHTTP(at, key, timeout=self.timeout, n_sessions=n_clients,
+            http = OpenAIHTTP(at, self._key, timeout=self.timeout, n_sessions=n_clients,
                               max_bytes=self.max_response_bytes) if direct else None
-            return _Endpoint(url, _clients(at, n_clients, key), http)
+            return _Endpoint(url, _clients(at, n_clients, self._key), http)
 
         self._endpoints = [endpoint(url) for url in spec.endpoints] or [endpoint(None)]
         self._cooldown = spec.get_float("cooldown", 10.0)
@@ -144,17 +131,10 @@ class OpenAIChat:
                                          loglikelihood=spec.get_bool("prompt_logprobs", False), seeded=False,
                                          prefill=spec.get_bool("prefill", False))
         self._extra = _body_extras(spec)
-        # ?batch=1: cache misses go through the Batch API at the batch price (run/batch.py).  Without it the
-        # backend is still there for a resume to re-attach to batches an earlier session journaled
         single = len(self._endpoints) == 1
-        self.batch_backend = OpenAIBatches(self._endpoints[0].clients, _parse_chat) if single else None
-        self.batch = None
-        if spec.get_bool("batch", False):
-            if not single:
-                raise SpecError(f"{spec.canonical()}: batch=1 sends batches to one API; give one base URL")
-            self.batch = self.batch_backend
-        self.batch_window = spec.get_float("batch_window", 2.0)
-        self.batch_poll = spec.get_float("batch_poll", 30.0)
+        if spec.get_bool("batch", False) and not single:
+            raise SpecError(f"{spec.canonical()}: batch=1 sends batches to one API; give one base URL")
+        self.batch_api(OpenAIBatches(self._endpoints[0].clients, _parse_chat) if single else None)
 
     async def preflight(self) -> None:
         for ep in self._endpoints:  # every endpoint answers and serves this model
@@ -163,7 +143,7 @@ class OpenAIChat:
                 await preflight(ep.http, spec)
                 continue
             ep.clients.get()  # the SDK imported and its client built now, not inside the first call's deadline
-            http = OpenAIHTTP(spec, _api_key(spec), timeout=self.timeout)
+            http = OpenAIHTTP(spec, self._key, timeout=self.timeout)
             try:
                 await preflight(http, spec)
             finally:
