@@ -93,18 +93,15 @@ def attack(model: Any, images: list[Image.Image], hallucinated: list[bool], cfg:
     # each image's random draws are seeded by (seed, its pixels): its result never depends on which images
     # share its batch, nor on concurrency
     seeds = [int(image_hash(im.convert("RGB"))[:8], 16) ^ cfg.seed for im in images]
-    results: list[AttackResult | None] = [None] * len(images)
-    groups = [(flag, [i for i, hflag in enumerate(hallucinated) if bool(hflag) == flag]) for flag in (False, True)]
-    total = sum(cfg.steps_hallucinated if flag else cfg.steps_clean for flag, idx in groups if idx)
+    results: dict[int, AttackResult] = {}
+    groups = [(flag, idx) for flag in (False, True)
+              if (idx := [i for i, hflag in enumerate(hallucinated) if bool(hflag) == flag])]
+    total = sum(cfg.steps_hallucinated if flag else cfg.steps_clean for flag, _ in groups)
     # plain lines every few seconds, and only when the attack takes that long (the run's own bar is live)
     with Progress(f"attack {cfg.method}, {len(images)} images", total, plain=True, quiet_if_fast=True) as progress:
         for flag, idx in groups:
-            if not idx:
-                continue
-            out = _run(model, x[idx], flag, cfg, device, progress, [seeds[i] for i in idx])
-            for i, result in zip(idx, out):
-                results[i] = result
-    return results  # type: ignore[return-value]
+            results.update(zip(idx, _run(model, x[idx], flag, cfg, device, progress, [seeds[i] for i in idx])))
+    return [results[i] for i in range(len(images))]
 
 
 def _noise(seeds: list[int], shape, kind: str):
@@ -146,16 +143,13 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
     used = torch.zeros(x.shape[0], dtype=torch.long)
     gamma = cfg.step if cfg.step is not None else 0.5 / 255 if cfg.method == "ifgsm" else 1.0
     start = None
-    first_step = True
     for _ in range(steps):
         delta.requires_grad_(True)
         cos = _cos(e0, model.vision_embedding(x + delta), cfg.cosine)
-        if start is None:
-            start = cos.detach().cpu()  # the cosine before any step, from the first forward pass
         (grad,) = torch.autograd.grad(cos.sum(), delta)
         flat = None
-        if first_step:
-            first_step = False
+        if start is None:
+            start = cos.detach().cpu()  # the cosine before any step, from the first forward pass
             # exactly zero gradient at the start (a cosine at its maximum, a saturated model): sign() and the raw
             # gradient would never move; those images restart from seeded tiny noise, and it is recorded
             flat = grad.detach().flatten(1).abs().amax(dim=1) == 0
