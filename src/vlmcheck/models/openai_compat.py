@@ -1,9 +1,6 @@
 """OpenAI-compatible chat: the OpenAI API and servers that speak its protocol (vLLM, SGLang, Ollama, LM Studio,
 llama.cpp server); ``openai:MODEL[@URL[,URL...]][?params]``, parameters and endpoints in docs/usage.md.
 
-Why this module is long: one adapter whose request body, endpoint balancing and failover, reply bounds and
-parsing share the same state; split, each part would reach into the others.
-
 Requests go out through the neutral JSON client (:class:`OpenAIHTTP`, ``models/http.py``) unless ``?http=sdk|httpx``
 sends them through the ``openai`` SDK, which always serves the Batch API.  No retries here (the SDK's are off,
 ``max_retries=0``): the scheduler retries with backoff, honours Retry-After and counts attempts.
