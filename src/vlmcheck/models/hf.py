@@ -129,6 +129,7 @@ class HFVLM:
         self._prep_lock = threading.Lock()  # one caller of the processor (its fast tokenizer) at a time
         self._torch = torch
         self._packing = _vision.packing_of(self.model)
+        self._image_proc = getattr(self.processor, "image_processor", None)
         self.capabilities = Capabilities(multi_image=True, loglikelihood=True,
                                          vision_embedding=self._packing is not None, seeded=True, prefill=True)
         self.concurrency_key = f"hf:{spec.name}"
@@ -156,8 +157,7 @@ class HFVLM:
             return self.processor(**kwargs).to(self.device)
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
-        key = config.model_dump_json()
-        return await self._batcher.submit(key, messages)
+        return await self._batcher.submit(config.model_dump_json(), messages)
 
     def _prepare_batch(self, config_json: str, conversations: list[list[Message]]):
         """The batch's model inputs; the batcher runs this for the next batch while the current one generates."""
@@ -216,12 +216,9 @@ class HFVLM:
                 results.append(Loglikelihood(sum=float(token_lp.sum()), n_tokens=n))
         return results
 
-    def _image_processor(self):
-        return getattr(self.processor, "image_processor", None)
-
     def vision_pad_colour(self) -> tuple[int, int, int]:
         """The processor's mean colour in 8 bits: what LLaVA's expand2square pads with."""
-        mean = _vision._get(self._image_processor(), "image_mean", [0.5] * 3)
+        mean = _vision._get(self._image_proc, "image_mean", [0.5] * 3)
         return tuple(int(round(float(m) * 255)) for m in list(mean)[:3])  # type: ignore[return-value]
 
     def vision_input_size(self) -> tuple[int, int]:
@@ -232,11 +229,11 @@ class HFVLM:
                 requested = (int(h), int(w or h))
             except ValueError:
                 raise SpecError(f"vision_size={size!r}: use HxW, e.g. 448x448") from None
-        return _vision.input_size(self._packing, self._image_processor(), self.model.config, requested)
+        return _vision.input_size(self._packing, self._image_proc, self.model.config, requested)
 
     def vision_embedding(self, pixels):
         """Connector output for ``pixels`` in [0, 1], (B, 3, H, W) -> (B, tokens, dim), differentiable: normalisation
         and the family's packing happen here, after any perturbation (see ``_vision``)."""
         if not self.capabilities.vision_embedding:
             raise NotImplementedError(f"{self.model_id}: this model has no get_image_features")
-        return _vision.embed(self.model, self._image_processor(), pixels, self._packing, self.dtype)
+        return _vision.embed(self.model, self._image_proc, pixels, self._packing, self.dtype)

@@ -1,8 +1,8 @@
 """A neutral JSON-over-HTTP client: the base every HTTP dialect (OpenAI, Anthropic, Gemini, a new one) builds on
 (docs/usage.md, "Your models: specs").  No retries here: the scheduler retries and counts them.  Requests go out with
 aiohttp: through the ``openai`` SDK (httpx underneath) a chat request costs several times the client CPU
-(``bench/api_throughput.py``).  Tests give a client an httpx transport instead (``transport=``, or
-:func:`in_process`), so the adapter's own code builds the request with no socket.
+(``bench/api_throughput.py``).  Tests send a client's requests to an httpx transport instead (:func:`in_process`), so
+the adapter's own code builds the request with no socket.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class JSONHTTP:
     base_url_env: str | None = None
 
     def __init__(self, spec: ModelSpec, key: str | None = None, *, timeout: float = 600.0, n_sessions: int = 1,
-                 max_bytes: int = 8_000_000, transport: Any = None) -> None:
+                 max_bytes: int = 8_000_000) -> None:
         base = spec.base_url or (os.environ.get(self.base_url_env) if self.base_url_env else None) \
             or self.default_base_url
         if not base:
@@ -121,7 +121,7 @@ class JSONHTTP:
         auth = spec.request_auth()
         self.headers.update(auth.get("default_headers", {}))
         self.query = auth.get("default_query") or None
-        self.transport = transport if transport is not None else _IN_PROCESS
+        self.transport = _IN_PROCESS
         self.proxy, self.proxy_headers = (None, None) if self.transport is not None else env_proxy(self.base_url)
         https = self.base_url.startswith("https:")
         self.sessions = PerLoopClients(lambda: _session(https, self.transport), n_sessions)
