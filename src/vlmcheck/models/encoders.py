@@ -124,11 +124,10 @@ class TimmEncoder(TorchEncoder):
         from timm.data import resolve_data_config
 
         device = resolve_device(spec.get_str("device"))
-        kwargs: dict[str, Any] = {"pretrained": spec.get_bool("pretrained", False), "num_classes": 0}
-        if spec.get_str("checkpoint"):
-            kwargs["pretrained"] = True
-            kwargs["pretrained_cfg_overlay"] = {"file": spec.get_str("checkpoint")}
-        model = timm.create_model(spec.name, **kwargs)
+        checkpoint = spec.get_str("checkpoint")  # a local weights file: pretrained, from that file
+        overlay = {"pretrained_cfg_overlay": {"file": checkpoint}} if checkpoint else {}
+        model = timm.create_model(spec.name, pretrained=bool(checkpoint) or spec.get_bool("pretrained", False),
+                                  num_classes=0, **overlay)
         cfg = resolve_data_config({}, model=model)
         _, h, w = cfg["input_size"]
         stats = {"image_mean": cfg["mean"], "image_std": cfg["std"]}

@@ -126,18 +126,16 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
     restarted = torch.zeros(x.shape[0], dtype=torch.bool)
     with torch.no_grad():
         e0 = model.vision_embedding(x).detach()
+    # hallucinated images: maximise the cosine; the others: minimise it
+    steps, direction = (cfg.steps_hallucinated, 1.0) if hallucinated else (cfg.steps_clean, -1.0)
     if hallucinated:
-        sign = _noise(seeds, x.shape[1:], "sign").to(device)
-        delta = sign * cfg.init_hallucinated
-        steps, direction = cfg.steps_hallucinated, 1.0  # maximise cosine
+        delta = _noise(seeds, x.shape[1:], "sign").to(device) * cfg.init_hallucinated
     elif cfg.method == "pgd":
         # The cosine is at its maximum at delta = 0, so its raw gradient there is zero and PGD could
         # never leave; start it from tiny uniform noise instead (I-FGSM's sign() breaks the tie itself).
         delta = _noise(seeds, x.shape[1:], "uniform").to(device) * cfg.pgd_init
-        steps, direction = cfg.steps_clean, -1.0
     else:
         delta = torch.zeros_like(x)
-        steps, direction = cfg.steps_clean, -1.0  # minimise cosine
     delta = (torch.clamp(x + delta, 0, 1) - x).clamp(-eps_q, eps_q)
     active = torch.ones(x.shape[0], dtype=torch.bool, device=device)
     used = torch.zeros(x.shape[0], dtype=torch.long)
@@ -171,10 +169,9 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
             break
     if not hallucinated:
         used += steps
-    if start is None:
-        with torch.no_grad():
-            start = _cos(e0, model.vision_embedding(x + delta), cfg.cosine).cpu()
     with torch.no_grad():
+        if start is None:  # no step taken
+            start = _cos(e0, model.vision_embedding(x + delta), cfg.cosine).cpu()
         q = torch.round((x + delta) * 255).clamp(0, 255)
         x8 = torch.round(x * 255)
         q = torch.minimum(torch.maximum(q, x8 - round(eps_q * 255)), x8 + round(eps_q * 255))
