@@ -247,10 +247,7 @@ def jpeg_compression(img, s, rng, quality: int | None = None):
     q = quality if quality is not None else [25, 18, 15, 10, 7][s - 1]
     buf = io.BytesIO()
     img.save(buf, "JPEG", quality=q)
-    buf.seek(0)
-    out = Image.open(buf)
-    out.load()
-    return out if out.mode == "RGB" else out.convert("RGB")
+    return Image.open(buf).convert("RGB")  # decoded whole, as a copy
 
 
 @_register("saturate", "digital")
