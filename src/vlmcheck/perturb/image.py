@@ -35,7 +35,6 @@ class Corruption:
 
 
 CORRUPTIONS: Registry[Corruption] = Registry("corruption")
-CATEGORY_ORDER = ("noise", "blur", "weather", "digital", "other")
 
 
 def _register(name: str, category: str, keeps_size: bool = True, pil: bool = False, *, replace: bool = False):

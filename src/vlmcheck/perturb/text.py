@@ -203,7 +203,7 @@ TEXT_METHODS: dict[str, TextMethod] = {m.name: m for m in [
     TextMethod("circular_options", "choice", 1, circular_options),
     TextMethod("reverse_options", "choice", 1, reverse_options),
 ]}
-TEXT_CATEGORY_ORDER = ("basic", "sentence", "word", "character", "choice")
+#: the categories in ChEF's order, each applying one random method or all of them in turn
 TEXT_STRATEGY = {"basic": "sequential", "sentence": "random", "word": "random", "character": "random",
                  "choice": "random"}
 
@@ -211,16 +211,15 @@ Rewriter = Callable[[str, str], Awaitable[str]]  # (instruction, question) -> re
 
 
 async def corrupt_question(question: str, options: list[str] | None, answer: int | None, seed: int,
-                           rewriter: Rewriter | None = None,
-                           categories: tuple[str, ...] = TEXT_CATEGORY_ORDER) -> dict:
+                           rewriter: Rewriter | None = None) -> dict:
     """ChEF's composite text corruption of one multiple-choice item: ``{"question", "options", "answer", "chain"}``,
     ``chain`` listing every step with its method, severity and parameters, or why it was skipped."""
     rng = np.random.default_rng(seed)
     chain: list[dict] = []
     q, opts, ans = question, list(options or []), answer
-    for cat in categories:
+    for cat, strategy in TEXT_STRATEGY.items():
         methods = [m for m in TEXT_METHODS.values() if m.category == cat]
-        picked = methods if TEXT_STRATEGY[cat] == "sequential" else [methods[int(rng.integers(len(methods)))]]
+        picked = methods if strategy == "sequential" else [methods[int(rng.integers(len(methods)))]]
         for m in picked:
             sev = int(rng.integers(1, m.severities + 1))
             step = {"method": m.name, "category": cat, "severity": sev}
