@@ -77,11 +77,12 @@ def _clients(spec: ModelSpec, n: int, key: str) -> PerLoopClients:
 @dataclass(eq=False)
 class _Endpoint:
     """One server of a model: its clients, requests in flight, and a cooldown after it failed.  ``http`` sends
-    the chat requests; None with ``?http=sdk|httpx``, when the SDK's ``clients`` do (they also serve the Batch API)."""
+    the chat requests, or only the preflight with ``?http=sdk|httpx``, when the SDK's ``clients`` send them (they
+    also serve the Batch API)."""
 
     url: str | None
     clients: PerLoopClients
-    http: OpenAIHTTP | None
+    http: OpenAIHTTP
     in_flight: int = 0
     cool_until: float = 0.0
     _slots: dict[int, asyncio.Semaphore] = field(default_factory=dict)  # per event loop: `concurrency` at once
@@ -102,7 +103,7 @@ class OpenAIChat(KeyedChat):
         # clients > 1: clients (HTTP sessions) used round-robin.  With ?http=httpx, httpcore's pool scans
         # every pooled connection on each request, so several small pools beat one large one.
         n_clients = spec.get_int("clients", 1)
-        direct = _transport(spec) == "aiohttp"
+        self._direct = _transport(spec) == "aiohttp"
         # a reply is read up to max_response_mb (decompressed) and an answer kept up to max_answer_chars: beyond,
         # the sample fails with a too_large error, and memory stays bounded whatever the server sends
         self.max_response_bytes = int(spec.get_float("max_response_mb", DEFAULT_MAX_RESPONSE_MB) * 1e6)
@@ -110,8 +111,8 @@ class OpenAIChat(KeyedChat):
 
         def endpoint(url: str | None) -> _Endpoint:
             at = spec.at(url) if url else spec
-            http = OpenAIHTTP(at, self._key, timeout=self.timeout, n_sessions=n_clients,
-                              max_bytes=self.max_response_bytes) if direct else None
+            http = OpenAIHTTP(at, self._key, timeout=self.timeout, n_sessions=n_clients if self._direct else 1,
+                              max_bytes=self.max_response_bytes)
             return _Endpoint(url, _clients(at, n_clients, self._key), http)
 
         self._endpoints = [endpoint(url) for url in spec.endpoints] or [endpoint(None)]
@@ -135,16 +136,9 @@ class OpenAIChat(KeyedChat):
 
     async def preflight(self) -> None:
         for ep in self._endpoints:  # every endpoint answers and serves this model
-            spec = self.spec.at(ep.url) if ep.url else self.spec
-            if ep.http is not None:
-                await preflight(ep.http, spec)
-                continue
-            ep.clients.get()  # the SDK imported and its client built now, not inside the first call's deadline
-            http = OpenAIHTTP(spec, self._key, timeout=self.timeout)
-            try:
-                await preflight(http, spec)
-            finally:
-                await http.sessions.aclose()
+            if not self._direct:
+                ep.clients.get()  # the SDK imported and its client built now, not inside the first call's deadline
+            await preflight(ep.http, self.spec.at(ep.url) if ep.url else self.spec)
 
     def _pick(self, tried: set[str | None]) -> "_Endpoint":
         """The endpoint for the next request: fewest in flight among those not cooling down and not yet tried
@@ -186,7 +180,7 @@ class OpenAIChat(KeyedChat):
         """POST /chat/completions; the answer as plain JSON.  Through the SDK, its low-level ``post()``: its auth,
         timeouts and status mapping without ``chat.completions.create()``'s TypedDict transform, which walks every
         base64 image string, nor the response's pydantic objects (our messages are already plain JSON)."""
-        if ep.http is not None:
+        if self._direct:
             return await ep.http.post_json("/chat/completions", body)
         import httpx
 
