@@ -28,12 +28,8 @@ class TorchEncoder:
                  preprocess_tensor: Callable[[Any], Any] | None = None,
                  input_size: tuple[int, int] | None = None) -> None:
         self.module = module.to(device).eval()
-        self.preprocess = preprocess
-        self.preprocess_tensor = preprocess_tensor
-        self.model_id = model_id
-        self.batch_size = batch_size
-        self.device = device
-        self.input_size = input_size
+        self.preprocess, self.preprocess_tensor, self.input_size = preprocess, preprocess_tensor, input_size
+        self.model_id, self.batch_size, self.device = model_id, batch_size, device
         self.capabilities = Capabilities(multi_image=True, vision_embedding=preprocess_tensor is not None)
         self.concurrency_key = model_id
         self.max_concurrency = 1

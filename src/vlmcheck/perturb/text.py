@@ -113,8 +113,8 @@ def insert_adverb(text: str, severity: int, rng: np.random.Generator) -> str:
     adv = str(rng.choice(ADVERBS))
     if m and m.start() > 0:
         return text[:m.end()] + f" {adv}" + text[m.end():]
-    parts = text.split(" ", 1)
-    return parts[0] + f" {adv} " + (parts[1] if len(parts) > 1 else "")
+    head, _, tail = text.partition(" ")
+    return f"{head} {adv} {tail}"
 
 
 def add_irrelevant(text: str, severity: int, rng: np.random.Generator) -> str:
@@ -223,21 +223,19 @@ async def corrupt_question(question: str, options: list[str] | None, answer: int
         for m in picked:
             sev = int(rng.integers(1, m.severities + 1))
             step = {"method": m.name, "category": cat, "severity": sev}
-            if cat == "sentence":
-                if rewriter is None:
-                    step["skipped"] = "no TextModel given: sentence-level rewriting needs an LLM (metric.rewriter)"
+            if cat == "sentence" and rewriter is None:
+                step["skipped"] = "no TextModel given: sentence-level rewriting needs an LLM (metric.rewriter)"
+            elif cat == "sentence":
+                new = (await rewriter(SENTENCE_PROMPTS[m.name], q)).strip()
+                if not new or new == q:
+                    step["skipped"] = "the rewriter returned the question unchanged"
                 else:
-                    new = (await rewriter(SENTENCE_PROMPTS[m.name], q)).strip()
-                    if not new or new == q:
-                        step["skipped"] = "the rewriter returned the question unchanged"
-                    else:
-                        step["from"], q = q, new
+                    step["from"], q = q, new
+            elif cat == "choice" and (len(opts) < 2 or ans is None):
+                step["skipped"] = "not a multiple-choice item"
             elif cat == "choice":
-                if len(opts) < 2 or ans is None:
-                    step["skipped"] = "not a multiple-choice item"
-                else:
-                    opts, ans, params = m.fn(opts, ans, rng)
-                    step.update(params)
+                opts, ans, params = m.fn(opts, ans, rng)
+                step.update(params)
             else:
                 q = m.fn(q, sev, rng)
             chain.append(step)
