@@ -108,14 +108,10 @@ def _noise(seeds: list[int], shape, kind: str):
     """Per-image random tensors (CPU, then moved): 'sign' in {-1, 1}, 'uniform' in [-1, 1]."""
     import torch
 
-    out = []
-    for sd in seeds:
-        gen = torch.Generator(device="cpu").manual_seed(sd)
-        if kind == "sign":
-            out.append(torch.randint(0, 2, shape, generator=gen).float().mul(2).sub(1))
-        else:
-            out.append(torch.rand(shape, generator=gen) * 2 - 1)
-    return torch.stack(out)
+    gens = [torch.Generator(device="cpu").manual_seed(sd) for sd in seeds]
+    if kind == "sign":
+        return torch.stack([torch.randint(0, 2, shape, generator=g) for g in gens]).float().mul(2).sub(1)
+    return torch.stack([torch.rand(shape, generator=g) for g in gens]) * 2 - 1
 
 
 def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Progress,
