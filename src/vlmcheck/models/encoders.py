@@ -33,9 +33,8 @@ class TorchEncoder:
         self.capabilities = Capabilities(multi_image=True, vision_embedding=preprocess_tensor is not None)
         self.concurrency_key = model_id
         self.max_concurrency = 1
-        # one forward pass at a time, on the encoder's own thread: a sample waiting for its turn waits as a queued
-        # future, not as a thread of the loop's shared pool blocked on a lock (those blocked threads held
-        # up the run's other threaded work: image reading and decoding)
+        # one forward pass at a time, on the encoder's own thread: a sample waits for its turn as a queued future,
+        # not as a thread of the loop's shared pool blocked on a lock (the pool also reads and decodes images)
         self._forward_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"encoder-{model_id}")
 
     async def encode(self, images: list[Image.Image]) -> np.ndarray:

@@ -194,10 +194,7 @@ class OpenAIChat(KeyedChat):
         return json_object(content)
 
     def batch_body(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:
-        """The ``/chat/completions`` body of one request, as a batch item carries it."""
-        return self._body(messages, config, config.logprobs and self._logprobs)
-
-    def _body(self, messages: list[Message], config: GenerationConfig, want_logprobs: bool) -> dict[str, Any]:
+        """The ``/chat/completions`` body of one request, as sent and as a batch item carries it."""
         kwargs: dict[str, Any] = {"model": self.model, "messages": to_openai(messages),
                                   "temperature": config.temperature, self._max_tokens_param: config.max_tokens}
         optional = {"top_p": config.top_p, "seed": config.seed, "stop": config.stop or None}
@@ -205,7 +202,7 @@ class OpenAIChat(KeyedChat):
         if messages and messages[-1].role == "assistant" and self.capabilities.prefill:
             # vLLM / SGLang: continue the pre-filled assistant turn instead of opening a new one
             kwargs.update(continue_final_message=True, add_generation_prompt=False)
-        if want_logprobs:
+        if config.logprobs and self._logprobs:
             kwargs["logprobs"] = True
             if config.top_logprobs:
                 kwargs["top_logprobs"] = config.top_logprobs
@@ -225,13 +222,12 @@ class OpenAIChat(KeyedChat):
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         want_logprobs = config.logprobs and self._logprobs
-        kwargs = self._body(messages, config, want_logprobs)
+        kwargs = self.batch_body(messages, config)
         try:
             resp = await self._post_chat(kwargs)
         except ModelCallError as exc:
             if (want_logprobs and exc.status in (400, 422) and "prompt_logprobs" not in str(exc)
                     and "logprob" in (str(exc) + getattr(exc, "body", "")).lower()):
-                # The server does not offer logprobs: stop asking, answer without them (said once).
                 self._withdraw_logprobs("refused them")
                 return await self.generate(messages, config.model_copy(update={"logprobs": False}))
             raise
