@@ -33,7 +33,6 @@ class AnthropicChat(KeyedChat):
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__(spec)
-        self.concurrency_key = f"anthropic@{spec.base_url or 'api.anthropic.com'}"
         self.send_sampling = spec.get_bool("send_temperature", False)
         # the Messages API continues a trailing assistant turn (a pre-filled answer start)
         self.capabilities = Capabilities(multi_image=True, prefill=True)

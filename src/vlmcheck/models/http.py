@@ -14,6 +14,7 @@ import json
 import os
 import re
 from typing import Any, Callable, Iterator
+from urllib.parse import unquote, urlsplit
 
 from .._version import __version__
 from ..core.errors import ModelCallError, SpecError, read_capped
@@ -60,7 +61,6 @@ def env_proxy(url: str) -> tuple[str | None, dict[str, str] | None]:
     aiohttp reads the environment and ``~/.netrc`` again on every request, in a worker thread."""
     import base64
     import urllib.request
-    from urllib.parse import unquote, urlsplit
 
     parts = urlsplit(url)
     if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
@@ -213,6 +213,8 @@ class KeyedChat:
         self.model_id, self.model = spec.canonical(), spec.name
         self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
         self.max_concurrency = spec.get_int("concurrency", 0) or None
+        # calls to one server share a limit: the provider's own, or the one at the spec's URL
+        self.concurrency_key = f"{spec.provider}@{spec.base_url or urlsplit(self.dialect.default_base_url).netloc}"
         names = (spec.get_str("key_env", self.key_envs[0]), *self.key_envs[1:])
         key = spec.secret("api_key") or next(filter(None, map(secret_from_env, names)), None) \
             or (self.local_key if spec.base_url else None)

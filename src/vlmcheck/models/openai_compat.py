@@ -117,7 +117,6 @@ class OpenAIChat(KeyedChat):
 
         self._endpoints = [endpoint(url) for url in spec.endpoints] or [endpoint(None)]
         self._cooldown = spec.get_float("cooldown", 10.0)
-        self.concurrency_key = f"openai@{spec.base_url or 'api.openai.com'}"
         per_endpoint = self._per_endpoint = spec.get_int("concurrency", 0)
         self.max_concurrency = per_endpoint * len(self._endpoints) if per_endpoint else None
         self._logprobs = spec.get_bool("logprobs", True)

@@ -31,7 +31,6 @@ class OpenAIImages(KeyedChat):
         super().__init__(spec)
         # an answer carries the image in base64: a large one (an HD PNG) passes the chat replies' 8-MB cap
         self.http = self.client(max_bytes=64_000_000)
-        self.concurrency_key = f"openai-image@{spec.base_url or 'api.openai.com'}"
         self.size = spec.get_str("size", "1024x1024")
         self.quality = spec.get_str("quality", "standard")
         self.capabilities = Capabilities(multi_image=False, seeded=False)
