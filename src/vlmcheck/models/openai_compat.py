@@ -46,25 +46,16 @@ class OpenAIHTTP(JSONHTTP):
         return {header: os.environ[env] for header, env in named if os.environ.get(env)}
 
 
-def _transport(spec: ModelSpec) -> str:
-    transport = spec.get_str("http", "aiohttp")
-    if transport not in ("aiohttp", "sdk", "httpx"):
-        raise SpecError(f"http={transport!r}: use aiohttp (the default), sdk or httpx")
-    return transport
-
-
-def _clients(spec: ModelSpec, n: int, key: str) -> PerLoopClients:
-    """SDK clients, built lazily per event loop (the SDK is imported on first use, not before)."""
-    timeout = spec.get_float("timeout", 600.0)
-    # The SDK's aiohttp transport (``openai[aiohttp]``), which the SDK documents for high concurrency, unless
-    # ?http=httpx asks for its default httpx transport (about twice the CPU per request).
-    use_aiohttp = _transport(spec) != "httpx"
+def _clients(spec: ModelSpec, n: int, key: str, timeout: float, aiohttp: bool) -> PerLoopClients:
+    """SDK clients, built lazily per event loop (the SDK is imported on first use, not before).  ``aiohttp``: the
+    SDK's aiohttp transport (``openai[aiohttp]``), which the SDK documents for high concurrency, else its default
+    httpx transport (``?http=httpx``, about twice the CPU per request)."""
 
     def make() -> Any:
         import openai
 
         extra: dict[str, Any] = {}
-        if use_aiohttp and hasattr(openai, "DefaultAioHttpClient"):  # openai[aiohttp], a dependency
+        if aiohttp and hasattr(openai, "DefaultAioHttpClient"):  # openai[aiohttp], a dependency
             extra["http_client"] = openai.DefaultAioHttpClient(timeout=timeout)
         # URL userinfo and credential query parameters travel with each request only (ModelSpec.request_auth);
         # aiohttp refuses a URL with userinfo next to the SDK's Authorization header, so none reaches it.
@@ -103,7 +94,10 @@ class OpenAIChat(KeyedChat):
         # clients > 1: clients (HTTP sessions) used round-robin.  With ?http=httpx, httpcore's pool scans
         # every pooled connection on each request, so several small pools beat one large one.
         n_clients = spec.get_int("clients", 1)
-        self._direct = _transport(spec) == "aiohttp"
+        transport = spec.get_str("http", "aiohttp")
+        if transport not in ("aiohttp", "sdk", "httpx"):
+            raise SpecError(f"http={transport!r}: use aiohttp (the default), sdk or httpx")
+        self._direct = transport == "aiohttp"
         # a reply is read up to max_response_mb (decompressed) and an answer kept up to max_answer_chars: beyond,
         # the sample fails with a too_large error, and memory stays bounded whatever the server sends
         self.max_response_bytes = int(spec.get_float("max_response_mb", DEFAULT_MAX_RESPONSE_MB) * 1e6)
@@ -113,7 +107,7 @@ class OpenAIChat(KeyedChat):
             at = spec.at(url) if url else spec
             http = OpenAIHTTP(at, self._key, timeout=self.timeout, n_sessions=n_clients if self._direct else 1,
                               max_bytes=self.max_response_bytes)
-            return _Endpoint(url, _clients(at, n_clients, self._key), http)
+            return _Endpoint(url, _clients(at, n_clients, self._key, self.timeout, transport != "httpx"), http)
 
         self._endpoints = [endpoint(url) for url in spec.endpoints] or [endpoint(None)]
         self._cooldown = spec.get_float("cooldown", 10.0)
