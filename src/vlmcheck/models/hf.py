@@ -150,11 +150,8 @@ class HFVLM:
                     conv, add_generation_prompt=not prefilled, continue_final_message=prefilled, tokenize=False)
             texts.append(rendered[key])
             images.extend(imgs)
-        kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
-        if images:
-            kwargs["images"] = images
         with self._prep_lock:
-            return self.processor(**kwargs).to(self.device)
+            return self.processor(text=texts, images=images or None, return_tensors="pt", padding=True).to(self.device)
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         return await self._batcher.submit(config.model_dump_json(), messages)
