@@ -138,10 +138,9 @@ def name_sent_fields(err: ModelCallError, body: dict[str, Any]) -> ModelCallErro
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    seen, chain = set(), []
+    chain: list[BaseException] = []
     e: BaseException | None = exc
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
+    while e is not None and all(e is not x for x in chain):  # a cycle ends it
         chain.append(e)
         e = e.__cause__ or e.__context__
     return chain

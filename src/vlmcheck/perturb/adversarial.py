@@ -154,8 +154,7 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
                 active &= cos.detach() < cfg.early_stop_cosine
                 upd = upd * active.view(-1, 1, 1, 1).to(upd.dtype)
                 used += active.cpu().long()
-            delta = delta.detach() + direction * gamma * upd
-            delta = delta.clamp(-eps_q, eps_q)
+            delta = (delta.detach() + direction * gamma * upd).clamp(-eps_q, eps_q)
             if flat is not None and bool(flat.any()):
                 noise = _noise(seeds, x.shape[1:], "uniform").to(device) * cfg.pgd_init
                 delta = torch.where(flat.view(-1, 1, 1, 1).to(device), noise, delta)
@@ -171,8 +170,7 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
         q = torch.round((x + delta) * 255).clamp(0, 255)
         x8 = torch.round(x * 255)
         q = torch.minimum(torch.maximum(q, x8 - round(eps_q * 255)), x8 + round(eps_q * 255))
-        adv = q / 255
-        final = _cos(e0, model.vision_embedding(adv), cfg.cosine).cpu()
+        final = _cos(e0, model.vision_embedding(q / 255), cfg.cosine).cpu()
         linf = (q - x8).abs().flatten(1).max(dim=1).values.cpu() / 255
     arr = q.permute(0, 2, 3, 1).to("cpu", torch.uint8).numpy()
     return [AttackResult(Image.fromarray(arr[i], "RGB"), hallucinated, float(start[i]), float(final[i]),
