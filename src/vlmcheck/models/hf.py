@@ -10,8 +10,13 @@ thread so the event loop stays responsive.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import os
+import socket
 import threading
+import warnings
+from pathlib import Path
 from typing import Any
 
 from ..core.messages import Message, to_hf
@@ -39,10 +44,6 @@ def resolve_device(name: str | None) -> str:
 def ensure_available(name: str, marker: str = "config.json") -> None:
     """Say at once when a checkpoint is neither a folder nor in the local Hugging Face cache and the Hub cannot
     be reached (offline mode or no network): ``from_pretrained`` would otherwise retry for minutes."""
-    import os
-    import socket
-    from pathlib import Path
-
     from huggingface_hub import constants, try_to_load_from_cache
 
     if Path(name).exists() or isinstance(try_to_load_from_cache(name, marker), str):
@@ -62,9 +63,6 @@ def ensure_available(name: str, marker: str = "config.json") -> None:
 
 def adapter_digest(path: str) -> str:
     """The first 16 hex digits of a SHA-256 over an adapter folder's config and weight files."""
-    import hashlib
-    from pathlib import Path
-
     folder = Path(path)
     if not (folder / "adapter_config.json").is_file():
         raise SpecError(f"adapter={path}: not a PEFT adapter folder (no adapter_config.json); give the folder "
@@ -86,8 +84,6 @@ def load_adapter(model, path: str, merge: bool):
         from peft import PeftModel
     except ImportError:
         raise SpecError("adapter= needs peft: pip install 'vlmcheck[finetune]'") from None
-    import warnings
-
     with warnings.catch_warnings():  # peft asks transformers a deprecated question (is_gradient_checkpointing)
         warnings.simplefilter("ignore", FutureWarning)
         model = PeftModel.from_pretrained(model, path, is_trainable=False)

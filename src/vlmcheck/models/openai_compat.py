@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -204,8 +205,6 @@ class OpenAIChat(KeyedChat):
     def _withdraw_logprobs(self, how: str) -> None:
         """The server gives no token log-probabilities: never ask again, declare none, and say so once."""
         if self._logprobs:
-            import logging
-
             logging.getLogger("vlmcheck").warning(
                 "%s: asked for token log-probabilities, the server %s; answers come without them from now on "
                 "(add ?logprobs=0 to ask for none, or use a server that returns them: vLLM, OpenAI)",
