@@ -168,7 +168,7 @@ def test_http_clients_are_closed_when_their_loop_ends(fake_server, transport):
     async def call():
         gen = await vlm.generate([Message.user("Describe.")], GenerationConfig())
         ep = vlm._endpoints[0]
-        seen.append(ep.http.sessions.get() if ep.http else ep.clients.get())
+        seen.append(ep.http.sessions.get() if vlm._direct else ep.clients.get())
         return gen
 
     asyncio.run(call())

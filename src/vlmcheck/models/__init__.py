@@ -17,7 +17,6 @@ OPENAI = {**_TRANSPORT, **_BATCH_API, "clients": P, "cooldown": P, "http": P, "m
           "enable_thinking": I, "extra_body": I, "logprobs": I, "multi_image": I, "prefill": I, "prompt_logprobs": I,
           "reasoning_effort": I}
 ANTHROPIC = {**_TRANSPORT, **_BATCH_API, "send_temperature": I}
-GEMINI = dict(_TRANSPORT)
 #: the encoders of models/encoders.py (hf-encoder reads dtype and pool, timm pretrained and checkpoint)
 ENCODER = {"batch_size": P, "device": P, "checkpoint": I, "dtype": I, "pool": I, "pretrained": I}
 HF = {"batch_size": P, "device": P, "adapter": I, "dtype": I, "merge": I, "vision_size": I}
@@ -30,7 +29,7 @@ register("openai-image", "vlmcheck.models.openai_images:OpenAIImages", ("generat
          params={**_TRANSPORT, "b64": I, "quality": I, "size": I}, billing="images")
 register("anthropic", "vlmcheck.models.anthropic_api:AnthropicChat", ("vlm", "text"), "Anthropic Messages API",
          params=ANTHROPIC, billing="tokens", image_tokens="anthropic")
-register("gemini", "vlmcheck.models.gemini_api:GeminiChat", ("vlm", "text"), "Google Gemini API", params=GEMINI,
+register("gemini", "vlmcheck.models.gemini_api:GeminiChat", ("vlm", "text"), "Google Gemini API", params=_TRANSPORT,
          billing="tokens", image_tokens="gemini")
 register("hf", "vlmcheck.models.hf:HFVLM", ("vlm", "text"), "local transformers image-text-to-text model", params=HF,
          billing="local")

@@ -1,5 +1,5 @@
 """Translate HTTP error statuses (the neutral client's, ``models/http.py``) and the ``openai`` SDK's exceptions
-(``?http=sdk``, its Batch API and image generation) into :class:`ModelCallError`."""
+(``?http=sdk`` and its Batch API) into :class:`ModelCallError`."""
 
 from __future__ import annotations
 
@@ -17,8 +17,6 @@ REFUSED = "connection refused (is the server running at that address?)"
 
 
 def translate(exc: BaseException, sdk: ModuleType) -> ModelCallError:
-    if isinstance(exc, ModelCallError):
-        return exc
     if isinstance(exc, sdk.APIConnectionError) and _refused(exc):
         # before the timeout check: the SDK's aiohttp transport reports a refused connection as ConnectTimeout
         return ModelCallError("connection", REFUSED)
@@ -140,10 +138,9 @@ def name_sent_fields(err: ModelCallError, body: dict[str, Any]) -> ModelCallErro
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    seen, chain = set(), []
+    chain: list[BaseException] = []
     e: BaseException | None = exc
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
+    while e is not None and all(e is not x for x in chain):  # a cycle ends it
         chain.append(e)
         e = e.__cause__ or e.__context__
     return chain

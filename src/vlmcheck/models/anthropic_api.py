@@ -33,17 +33,11 @@ class AnthropicChat(KeyedChat):
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__(spec)
-        self.concurrency_key = f"anthropic@{spec.base_url or 'api.anthropic.com'}"
         self.send_sampling = spec.get_bool("send_temperature", False)
         # the Messages API continues a trailing assistant turn (a pre-filled answer start)
         self.capabilities = Capabilities(multi_image=True, prefill=True)
-        # ?batch=1: cache misses go through Message Batches at the batch price (run/batch.py).  Without it the
-        # backend is still there for a resume to re-attach to batches an earlier session journaled; its results
-        # are read up to the batch's own size limit
-        self.batch_backend = AnthropicBatches(self.client(max_bytes=AnthropicBatches.max_bytes), _parse_message)
-        self.batch = self.batch_backend if spec.get_bool("batch", False) else None
-        self.batch_window = spec.get_float("batch_window", 2.0)
-        self.batch_poll = spec.get_float("batch_poll", 30.0)
+        # Message Batches' results are read up to the batch's own size limit
+        self.batch_api(AnthropicBatches(self.client(max_bytes=AnthropicBatches.max_bytes), _parse_message))
 
     def batch_body(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:
         """The Messages API body of one request, as sent and as a batch item carries it."""

@@ -57,13 +57,10 @@ class OpenAIBatches:
         out: dict[str, Any] = {}
         with _sdk_errors():
             batch = await client.batches.retrieve(batch_id)
-            for file_id in (batch.output_file_id, batch.error_file_id):
-                if file_id:
-                    text = (await client.files.content(file_id)).text
-                    for line in text.splitlines():
-                        if line.strip():
-                            row = json.loads(line)
-                            out[row["custom_id"]] = self._item(row)
+            for file_id in filter(None, (batch.output_file_id, batch.error_file_id)):
+                text = (await client.files.content(file_id)).text
+                rows = (json.loads(line) for line in text.splitlines() if line.strip())
+                out.update((row["custom_id"], self._item(row)) for row in rows)
         # a batch that failed, expired or was cancelled: the items it did not answer are retried by the collector
         return out
 

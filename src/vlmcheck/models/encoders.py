@@ -28,18 +28,13 @@ class TorchEncoder:
                  preprocess_tensor: Callable[[Any], Any] | None = None,
                  input_size: tuple[int, int] | None = None) -> None:
         self.module = module.to(device).eval()
-        self.preprocess = preprocess
-        self.preprocess_tensor = preprocess_tensor
-        self.model_id = model_id
-        self.batch_size = batch_size
-        self.device = device
-        self.input_size = input_size
+        self.preprocess, self.preprocess_tensor, self.input_size = preprocess, preprocess_tensor, input_size
+        self.model_id, self.batch_size, self.device = model_id, batch_size, device
         self.capabilities = Capabilities(multi_image=True, vision_embedding=preprocess_tensor is not None)
         self.concurrency_key = model_id
         self.max_concurrency = 1
-        # one forward pass at a time, on the encoder's own thread: a sample waiting for its turn waits as a queued
-        # future, not as a thread of the loop's shared pool blocked on a lock (those blocked threads held
-        # up the run's other threaded work: image reading and decoding)
+        # one forward pass at a time, on the encoder's own thread: a sample waits for its turn as a queued future,
+        # not as a thread of the loop's shared pool blocked on a lock (the pool also reads and decodes images)
         self._forward_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"encoder-{model_id}")
 
     async def encode(self, images: list[Image.Image]) -> np.ndarray:
@@ -124,11 +119,10 @@ class TimmEncoder(TorchEncoder):
         from timm.data import resolve_data_config
 
         device = resolve_device(spec.get_str("device"))
-        kwargs: dict[str, Any] = {"pretrained": spec.get_bool("pretrained", False), "num_classes": 0}
-        if spec.get_str("checkpoint"):
-            kwargs["pretrained"] = True
-            kwargs["pretrained_cfg_overlay"] = {"file": spec.get_str("checkpoint")}
-        model = timm.create_model(spec.name, **kwargs)
+        checkpoint = spec.get_str("checkpoint")  # a local weights file: pretrained, from that file
+        overlay = {"pretrained_cfg_overlay": {"file": checkpoint}} if checkpoint else {}
+        model = timm.create_model(spec.name, pretrained=bool(checkpoint) or spec.get_bool("pretrained", False),
+                                  num_classes=0, **overlay)
         cfg = resolve_data_config({}, model=model)
         _, h, w = cfg["input_size"]
         stats = {"image_mean": cfg["mean"], "image_std": cfg["std"]}

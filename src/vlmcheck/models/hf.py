@@ -10,8 +10,13 @@ thread so the event loop stays responsive.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import os
+import socket
 import threading
+import warnings
+from pathlib import Path
 from typing import Any
 
 from ..core.messages import Message, to_hf
@@ -39,10 +44,6 @@ def resolve_device(name: str | None) -> str:
 def ensure_available(name: str, marker: str = "config.json") -> None:
     """Say at once when a checkpoint is neither a folder nor in the local Hugging Face cache and the Hub cannot
     be reached (offline mode or no network): ``from_pretrained`` would otherwise retry for minutes."""
-    import os
-    import socket
-    from pathlib import Path
-
     from huggingface_hub import constants, try_to_load_from_cache
 
     if Path(name).exists() or isinstance(try_to_load_from_cache(name, marker), str):
@@ -62,9 +63,6 @@ def ensure_available(name: str, marker: str = "config.json") -> None:
 
 def adapter_digest(path: str) -> str:
     """The first 16 hex digits of a SHA-256 over an adapter folder's config and weight files."""
-    import hashlib
-    from pathlib import Path
-
     folder = Path(path)
     if not (folder / "adapter_config.json").is_file():
         raise SpecError(f"adapter={path}: not a PEFT adapter folder (no adapter_config.json); give the folder "
@@ -86,8 +84,6 @@ def load_adapter(model, path: str, merge: bool):
         from peft import PeftModel
     except ImportError:
         raise SpecError("adapter= needs peft: pip install 'vlmcheck[finetune]'") from None
-    import warnings
-
     with warnings.catch_warnings():  # peft asks transformers a deprecated question (is_gradient_checkpointing)
         warnings.simplefilter("ignore", FutureWarning)
         model = PeftModel.from_pretrained(model, path, is_trainable=False)
@@ -129,6 +125,7 @@ class HFVLM:
         self._prep_lock = threading.Lock()  # one caller of the processor (its fast tokenizer) at a time
         self._torch = torch
         self._packing = _vision.packing_of(self.model)
+        self._image_proc = getattr(self.processor, "image_processor", None)
         self.capabilities = Capabilities(multi_image=True, loglikelihood=True,
                                          vision_embedding=self._packing is not None, seeded=True, prefill=True)
         self.concurrency_key = f"hf:{spec.name}"
@@ -149,15 +146,11 @@ class HFVLM:
                     conv, add_generation_prompt=not prefilled, continue_final_message=prefilled, tokenize=False)
             texts.append(rendered[key])
             images.extend(imgs)
-        kwargs: dict[str, Any] = {"text": texts, "return_tensors": "pt", "padding": True}
-        if images:
-            kwargs["images"] = images
         with self._prep_lock:
-            return self.processor(**kwargs).to(self.device)
+            return self.processor(text=texts, images=images or None, return_tensors="pt", padding=True).to(self.device)
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
-        key = config.model_dump_json()
-        return await self._batcher.submit(key, messages)
+        return await self._batcher.submit(config.model_dump_json(), messages)
 
     def _prepare_batch(self, config_json: str, conversations: list[list[Message]]):
         """The batch's model inputs; the batcher runs this for the next batch while the current one generates."""
@@ -216,12 +209,9 @@ class HFVLM:
                 results.append(Loglikelihood(sum=float(token_lp.sum()), n_tokens=n))
         return results
 
-    def _image_processor(self):
-        return getattr(self.processor, "image_processor", None)
-
     def vision_pad_colour(self) -> tuple[int, int, int]:
         """The processor's mean colour in 8 bits: what LLaVA's expand2square pads with."""
-        mean = _vision._get(self._image_processor(), "image_mean", [0.5] * 3)
+        mean = _vision._get(self._image_proc, "image_mean", [0.5] * 3)
         return tuple(int(round(float(m) * 255)) for m in list(mean)[:3])  # type: ignore[return-value]
 
     def vision_input_size(self) -> tuple[int, int]:
@@ -232,11 +222,11 @@ class HFVLM:
                 requested = (int(h), int(w or h))
             except ValueError:
                 raise SpecError(f"vision_size={size!r}: use HxW, e.g. 448x448") from None
-        return _vision.input_size(self._packing, self._image_processor(), self.model.config, requested)
+        return _vision.input_size(self._packing, self._image_proc, self.model.config, requested)
 
     def vision_embedding(self, pixels):
         """Connector output for ``pixels`` in [0, 1], (B, 3, H, W) -> (B, tokens, dim), differentiable: normalisation
         and the family's packing happen here, after any perturbation (see ``_vision``)."""
         if not self.capabilities.vision_embedding:
             raise NotImplementedError(f"{self.model_id}: this model has no get_image_features")
-        return _vision.embed(self.model, self._image_processor(), pixels, self._packing, self.dtype)
+        return _vision.embed(self.model, self._image_proc, pixels, self._packing, self.dtype)

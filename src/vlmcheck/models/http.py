@@ -1,8 +1,8 @@
 """A neutral JSON-over-HTTP client: the base every HTTP dialect (OpenAI, Anthropic, Gemini, a new one) builds on
 (docs/usage.md, "Your models: specs").  No retries here: the scheduler retries and counts them.  Requests go out with
 aiohttp: through the ``openai`` SDK (httpx underneath) a chat request costs several times the client CPU
-(``bench/api_throughput.py``).  Tests give a client an httpx transport instead (``transport=``, or
-:func:`in_process`), so the adapter's own code builds the request with no socket.
+(``bench/api_throughput.py``).  Tests send a client's requests to an httpx transport instead (:func:`in_process`), so
+the adapter's own code builds the request with no socket.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import json
 import os
 import re
 from typing import Any, Callable, Iterator
+from urllib.parse import unquote, urlsplit
 
 from .._version import __version__
 from ..core.errors import ModelCallError, SpecError, read_capped
@@ -60,7 +61,6 @@ def env_proxy(url: str) -> tuple[str | None, dict[str, str] | None]:
     aiohttp reads the environment and ``~/.netrc`` again on every request, in a worker thread."""
     import base64
     import urllib.request
-    from urllib.parse import unquote, urlsplit
 
     parts = urlsplit(url)
     if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
@@ -106,7 +106,7 @@ class JSONHTTP:
     base_url_env: str | None = None
 
     def __init__(self, spec: ModelSpec, key: str | None = None, *, timeout: float = 600.0, n_sessions: int = 1,
-                 max_bytes: int = 8_000_000, transport: Any = None) -> None:
+                 max_bytes: int = 8_000_000) -> None:
         base = spec.base_url or (os.environ.get(self.base_url_env) if self.base_url_env else None) \
             or self.default_base_url
         if not base:
@@ -121,7 +121,7 @@ class JSONHTTP:
         auth = spec.request_auth()
         self.headers.update(auth.get("default_headers", {}))
         self.query = auth.get("default_query") or None
-        self.transport = transport if transport is not None else _IN_PROCESS
+        self.transport = _IN_PROCESS
         self.proxy, self.proxy_headers = (None, None) if self.transport is not None else env_proxy(self.base_url)
         https = self.base_url.startswith("https:")
         self.sessions = PerLoopClients(lambda: _session(https, self.transport), n_sessions)
@@ -198,24 +198,45 @@ class JSONHTTP:
 
 
 class KeyedChat:
-    """The common part of a chat adapter over one keyed dialect: the key (``api_key=``, else ``?key_env``, by
-    default ``key_envs[0]``, else the provider's other variables in order), its client (``client(**options)``
-    makes another), the model's names and its concurrency bound."""
+    """The common part of an adapter over one keyed dialect: the model's names, its deadline and concurrency
+    bound, the key (``api_key=``, else ``?key_env``, by default ``key_envs[0]``, else the provider's other
+    variables in order) and its client (``client(**options)`` makes another; ``http`` is the default one)."""
 
     dialect: type[JSONHTTP]
     provider: str  # as an error message names it
     key_envs: tuple[str, ...]
+    #: the key for a server the spec names by URL when none is set (local servers such as vLLM take any), or None
+    local_key: str | None = None
 
     def __init__(self, spec: ModelSpec) -> None:
-        names = (spec.get_str("key_env", self.key_envs[0]), *self.key_envs[1:])
-        key = spec.secret("api_key") or next(filter(None, map(secret_from_env, names)), None)
-        if not key:
-            raise SpecError(f"the {self.provider} API needs a key: set {self.key_envs[0]} (or ?key_env=NAME)")
-        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
-        self.client = functools.partial(self.dialect, spec, key, timeout=self.timeout)
-        self.http = self.client()
+        self.spec = spec
         self.model_id, self.model = spec.canonical(), spec.name
+        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
         self.max_concurrency = spec.get_int("concurrency", 0) or None
+        # calls to one server share a limit: the provider's own, or the one at the spec's URL
+        self.concurrency_key = f"{spec.provider}@{spec.base_url or urlsplit(self.dialect.default_base_url).netloc}"
+        names = (spec.get_str("key_env", self.key_envs[0]), *self.key_envs[1:])
+        key = spec.secret("api_key") or next(filter(None, map(secret_from_env, names)), None) \
+            or (self.local_key if spec.base_url else None)
+        if not key:
+            raise SpecError(f"the {self.provider} API needs a key: set {self.key_envs[0]} (or ?key_env=NAME, "
+                            "or --api-key)")
+        register_secret(key)
+        self._key = key
+        self.client = functools.partial(self.dialect, spec, key, timeout=self.timeout)
+
+    @functools.cached_property
+    def http(self) -> JSONHTTP:
+        return self.client()
+
+    def batch_api(self, backend: Any) -> None:
+        """``?batch=1``: cache misses go through ``backend``, the provider's batch API, at the batch price
+        (run/batch.py).  Without it the backend is still there for a resume to re-attach to batches an earlier
+        session journaled."""
+        self.batch_backend = backend
+        self.batch = backend if self.spec.get_bool("batch", False) else None
+        self.batch_window = self.spec.get_float("batch_window", 2.0)
+        self.batch_poll = self.spec.get_float("batch_poll", 30.0)
 
 
 def _joined(pieces: list[bytes | str]) -> bytes:

@@ -1,9 +1,6 @@
 """OpenAI-compatible chat: the OpenAI API and servers that speak its protocol (vLLM, SGLang, Ollama, LM Studio,
 llama.cpp server); ``openai:MODEL[@URL[,URL...]][?params]``, parameters and endpoints in docs/usage.md.
 
-Why this module is long: one adapter whose request body, endpoint balancing and failover, reply bounds and
-parsing share the same state; split, each part would reach into the others.
-
 Requests go out through the neutral JSON client (:class:`OpenAIHTTP`, ``models/http.py``) unless ``?http=sdk|httpx``
 sends them through the ``openai`` SDK, which always serves the Batch API.  No retries here (the SDK's are off,
 ``max_retries=0``): the scheduler retries with backoff, honours Retry-After and counts attempts.
@@ -14,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -22,12 +20,12 @@ from typing import Any
 from ..core.errors import ModelCallError, read_capped
 from ..core.messages import Message, to_openai
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, TokenLogprob, Usage
-from ..core.secrets import redact, register_secret, secret_from_env
+from ..core.secrets import redact
 from ..core.spec import ModelSpec, SpecError
 from ..run.loop_clients import PerLoopClients
 from ._http_errors import name_sent_fields, translate
 from .batch_api import OpenAIBatches
-from .http import JSONHTTP, json_body, json_object
+from .http import JSONHTTP, KeyedChat, json_body, json_object
 from .openai_preflight import preflight
 
 DEFAULT_MAX_RESPONSE_MB = 8.0
@@ -49,36 +47,16 @@ class OpenAIHTTP(JSONHTTP):
         return {header: os.environ[env] for header, env in named if os.environ.get(env)}
 
 
-def _api_key(spec: ModelSpec) -> str:
-    """The key for ``spec``'s server, registered as a secret; local servers (vLLM, Ollama...) accept any key."""
-    key = spec.secret("api_key") or secret_from_env(spec.get_str("key_env", "OPENAI_API_KEY"))
-    if not key:
-        if not spec.base_url:
-            raise SpecError("the OpenAI API needs a key: set OPENAI_API_KEY (or ?key_env=NAME, or --api-key)")
-        key = "EMPTY"
-    register_secret(key)
-    return key
-
-
-def _transport(spec: ModelSpec) -> str:
-    transport = spec.get_str("http", "aiohttp")
-    if transport not in ("aiohttp", "sdk", "httpx"):
-        raise SpecError(f"http={transport!r}: use aiohttp (the default), sdk or httpx")
-    return transport
-
-
-def _clients(spec: ModelSpec, n: int, key: str) -> PerLoopClients:
-    """SDK clients, built lazily per event loop (the SDK is imported on first use, not before)."""
-    timeout = spec.get_float("timeout", 600.0)
-    # The SDK's aiohttp transport (``openai[aiohttp]``), which the SDK documents for high concurrency, unless
-    # ?http=httpx asks for its default httpx transport (about twice the CPU per request).
-    use_aiohttp = _transport(spec) != "httpx"
+def _clients(spec: ModelSpec, n: int, key: str, timeout: float, aiohttp: bool) -> PerLoopClients:
+    """SDK clients, built lazily per event loop (the SDK is imported on first use, not before).  ``aiohttp``: the
+    SDK's aiohttp transport (``openai[aiohttp]``), which the SDK documents for high concurrency, else its default
+    httpx transport (``?http=httpx``, about twice the CPU per request)."""
 
     def make() -> Any:
         import openai
 
         extra: dict[str, Any] = {}
-        if use_aiohttp and hasattr(openai, "DefaultAioHttpClient"):  # openai[aiohttp], a dependency
+        if aiohttp and hasattr(openai, "DefaultAioHttpClient"):  # openai[aiohttp], a dependency
             extra["http_client"] = openai.DefaultAioHttpClient(timeout=timeout)
         # URL userinfo and credential query parameters travel with each request only (ModelSpec.request_auth);
         # aiohttp refuses a URL with userinfo next to the SDK's Authorization header, so none reaches it.
@@ -91,11 +69,12 @@ def _clients(spec: ModelSpec, n: int, key: str) -> PerLoopClients:
 @dataclass(eq=False)
 class _Endpoint:
     """One server of a model: its clients, requests in flight, and a cooldown after it failed.  ``http`` sends
-    the chat requests; None with ``?http=sdk|httpx``, when the SDK's ``clients`` do (they also serve the Batch API)."""
+    the chat requests, or only the preflight with ``?http=sdk|httpx``, when the SDK's ``clients`` send them (they
+    also serve the Batch API)."""
 
     url: str | None
     clients: PerLoopClients
-    http: OpenAIHTTP | None
+    http: OpenAIHTTP
     in_flight: int = 0
     cool_until: float = 0.0
     _slots: dict[int, asyncio.Semaphore] = field(default_factory=dict)  # per event loop: `concurrency` at once
@@ -106,18 +85,20 @@ class _Endpoint:
         return self._slots.setdefault(id(asyncio.get_running_loop()), asyncio.Semaphore(limit))
 
 
-class OpenAIChat:
+class OpenAIChat(KeyedChat):
     """``VLM`` and ``TextModel`` role over ``/chat/completions``."""
 
+    dialect, provider, key_envs, local_key = OpenAIHTTP, "OpenAI", ("OPENAI_API_KEY",), "EMPTY"
+
     def __init__(self, spec: ModelSpec) -> None:
-        self.spec = spec
-        self.model_id = spec.canonical()
-        self.model = spec.name
+        super().__init__(spec)
         # clients > 1: clients (HTTP sessions) used round-robin.  With ?http=httpx, httpcore's pool scans
         # every pooled connection on each request, so several small pools beat one large one.
         n_clients = spec.get_int("clients", 1)
-        direct = _transport(spec) == "aiohttp"
-        self.timeout = spec.get_float("timeout", 600.0)  # the scheduler's total deadline per call
+        transport = spec.get_str("http", "aiohttp")
+        if transport not in ("aiohttp", "sdk", "httpx"):
+            raise SpecError(f"http={transport!r}: use aiohttp (the default), sdk or httpx")
+        self._direct = transport == "aiohttp"
         # a reply is read up to max_response_mb (decompressed) and an answer kept up to max_answer_chars: beyond,
         # the sample fails with a too_large error, and memory stays bounded whatever the server sends
         self.max_response_bytes = int(spec.get_float("max_response_mb", DEFAULT_MAX_RESPONSE_MB) * 1e6)
@@ -125,14 +106,12 @@ class OpenAIChat:
 
         def endpoint(url: str | None) -> _Endpoint:
             at = spec.at(url) if url else spec
-            key = _api_key(at)
-            http = OpenAIHTTP(at, key, timeout=self.timeout, n_sessions=n_clients,
-                              max_bytes=self.max_response_bytes) if direct else None
-            return _Endpoint(url, _clients(at, n_clients, key), http)
+            http = OpenAIHTTP(at, self._key, timeout=self.timeout, n_sessions=n_clients if self._direct else 1,
+                              max_bytes=self.max_response_bytes)
+            return _Endpoint(url, _clients(at, n_clients, self._key, self.timeout, transport != "httpx"), http)
 
         self._endpoints = [endpoint(url) for url in spec.endpoints] or [endpoint(None)]
         self._cooldown = spec.get_float("cooldown", 10.0)
-        self.concurrency_key = f"openai@{spec.base_url or 'api.openai.com'}"
         per_endpoint = self._per_endpoint = spec.get_int("concurrency", 0)
         self.max_concurrency = per_endpoint * len(self._endpoints) if per_endpoint else None
         self._logprobs = spec.get_bool("logprobs", True)
@@ -144,30 +123,16 @@ class OpenAIChat:
                                          loglikelihood=spec.get_bool("prompt_logprobs", False), seeded=False,
                                          prefill=spec.get_bool("prefill", False))
         self._extra = _body_extras(spec)
-        # ?batch=1: cache misses go through the Batch API at the batch price (run/batch.py).  Without it the
-        # backend is still there for a resume to re-attach to batches an earlier session journaled
         single = len(self._endpoints) == 1
-        self.batch_backend = OpenAIBatches(self._endpoints[0].clients, _parse_chat) if single else None
-        self.batch = None
-        if spec.get_bool("batch", False):
-            if not single:
-                raise SpecError(f"{spec.canonical()}: batch=1 sends batches to one API; give one base URL")
-            self.batch = self.batch_backend
-        self.batch_window = spec.get_float("batch_window", 2.0)
-        self.batch_poll = spec.get_float("batch_poll", 30.0)
+        if spec.get_bool("batch", False) and not single:
+            raise SpecError(f"{spec.canonical()}: batch=1 sends batches to one API; give one base URL")
+        self.batch_api(OpenAIBatches(self._endpoints[0].clients, _parse_chat) if single else None)
 
     async def preflight(self) -> None:
         for ep in self._endpoints:  # every endpoint answers and serves this model
-            spec = self.spec.at(ep.url) if ep.url else self.spec
-            if ep.http is not None:
-                await preflight(ep.http, spec)
-                continue
-            ep.clients.get()  # the SDK imported and its client built now, not inside the first call's deadline
-            http = OpenAIHTTP(spec, _api_key(spec), timeout=self.timeout)
-            try:
-                await preflight(http, spec)
-            finally:
-                await http.sessions.aclose()
+            if not self._direct:
+                ep.clients.get()  # the SDK imported and its client built now, not inside the first call's deadline
+            await preflight(ep.http, self.spec.at(ep.url) if ep.url else self.spec)
 
     def _pick(self, tried: set[str | None]) -> "_Endpoint":
         """The endpoint for the next request: fewest in flight among those not cooling down and not yet tried
@@ -209,7 +174,7 @@ class OpenAIChat:
         """POST /chat/completions; the answer as plain JSON.  Through the SDK, its low-level ``post()``: its auth,
         timeouts and status mapping without ``chat.completions.create()``'s TypedDict transform, which walks every
         base64 image string, nor the response's pydantic objects (our messages are already plain JSON)."""
-        if ep.http is not None:
+        if self._direct:
             return await ep.http.post_json("/chat/completions", body)
         import httpx
 
@@ -223,10 +188,7 @@ class OpenAIChat:
         return json_object(content)
 
     def batch_body(self, messages: list[Message], config: GenerationConfig) -> dict[str, Any]:
-        """The ``/chat/completions`` body of one request, as a batch item carries it."""
-        return self._body(messages, config, config.logprobs and self._logprobs)
-
-    def _body(self, messages: list[Message], config: GenerationConfig, want_logprobs: bool) -> dict[str, Any]:
+        """The ``/chat/completions`` body of one request, as sent and as a batch item carries it."""
         kwargs: dict[str, Any] = {"model": self.model, "messages": to_openai(messages),
                                   "temperature": config.temperature, self._max_tokens_param: config.max_tokens}
         optional = {"top_p": config.top_p, "seed": config.seed, "stop": config.stop or None}
@@ -234,7 +196,7 @@ class OpenAIChat:
         if messages and messages[-1].role == "assistant" and self.capabilities.prefill:
             # vLLM / SGLang: continue the pre-filled assistant turn instead of opening a new one
             kwargs.update(continue_final_message=True, add_generation_prompt=False)
-        if want_logprobs:
+        if config.logprobs and self._logprobs:
             kwargs["logprobs"] = True
             if config.top_logprobs:
                 kwargs["top_logprobs"] = config.top_logprobs
@@ -243,8 +205,6 @@ class OpenAIChat:
     def _withdraw_logprobs(self, how: str) -> None:
         """The server gives no token log-probabilities: never ask again, declare none, and say so once."""
         if self._logprobs:
-            import logging
-
             logging.getLogger("vlmcheck").warning(
                 "%s: asked for token log-probabilities, the server %s; answers come without them from now on "
                 "(add ?logprobs=0 to ask for none, or use a server that returns them: vLLM, OpenAI)",
@@ -254,13 +214,12 @@ class OpenAIChat:
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         want_logprobs = config.logprobs and self._logprobs
-        kwargs = self._body(messages, config, want_logprobs)
+        kwargs = self.batch_body(messages, config)
         try:
             resp = await self._post_chat(kwargs)
         except ModelCallError as exc:
             if (want_logprobs and exc.status in (400, 422) and "prompt_logprobs" not in str(exc)
                     and "logprob" in (str(exc) + getattr(exc, "body", "")).lower()):
-                # The server does not offer logprobs: stop asking, answer without them (said once).
                 self._withdraw_logprobs("refused them")
                 return await self.generate(messages, config.model_copy(update={"logprobs": False}))
             raise

@@ -15,24 +15,22 @@ from ..core.errors import ModelCallError
 from ..core.images import load_image
 from ..core.roles import Capabilities
 from ..core.spec import ModelSpec, SpecError
-from .openai_compat import OpenAIHTTP, _api_key, preflight
+from .http import KeyedChat
+from .openai_compat import OpenAIChat, preflight
 
 
-class OpenAIImages:
+class OpenAIImages(KeyedChat):
     """``ImageGenerator`` role over ``/images/generations`` (DALL-E 3, gpt-image)."""
 
+    dialect, provider, key_envs, local_key = OpenAIChat.dialect, "OpenAI", OpenAIChat.key_envs, OpenAIChat.local_key
+
     def __init__(self, spec: ModelSpec) -> None:
-        self.spec = spec
-        self.model_id = spec.canonical()
-        self.model = spec.name
         if len(spec.endpoints) > 1:
             raise SpecError(f"{spec.canonical()}: several endpoints are supported for chat models; give an image "
                             "model one base URL")
-        self.timeout = spec.get_float("timeout", 600.0)
+        super().__init__(spec)
         # an answer carries the image in base64: a large one (an HD PNG) passes the chat replies' 8-MB cap
-        self.http = OpenAIHTTP(spec, _api_key(spec), timeout=self.timeout, max_bytes=64_000_000)
-        self.concurrency_key = f"openai-image@{spec.base_url or 'api.openai.com'}"
-        self.max_concurrency = spec.get_int("concurrency", 0) or None
+        self.http = self.client(max_bytes=64_000_000)
         self.size = spec.get_str("size", "1024x1024")
         self.quality = spec.get_str("quality", "standard")
         self.capabilities = Capabilities(multi_image=False, seeded=False)

@@ -93,32 +93,25 @@ def attack(model: Any, images: list[Image.Image], hallucinated: list[bool], cfg:
     # each image's random draws are seeded by (seed, its pixels): its result never depends on which images
     # share its batch, nor on concurrency
     seeds = [int(image_hash(im.convert("RGB"))[:8], 16) ^ cfg.seed for im in images]
-    results: list[AttackResult | None] = [None] * len(images)
-    groups = [(flag, [i for i, hflag in enumerate(hallucinated) if bool(hflag) == flag]) for flag in (False, True)]
-    total = sum(cfg.steps_hallucinated if flag else cfg.steps_clean for flag, idx in groups if idx)
+    results: dict[int, AttackResult] = {}
+    groups = [(flag, idx) for flag in (False, True)
+              if (idx := [i for i, hflag in enumerate(hallucinated) if bool(hflag) == flag])]
+    total = sum(cfg.steps_hallucinated if flag else cfg.steps_clean for flag, _ in groups)
     # plain lines every few seconds, and only when the attack takes that long (the run's own bar is live)
     with Progress(f"attack {cfg.method}, {len(images)} images", total, plain=True, quiet_if_fast=True) as progress:
         for flag, idx in groups:
-            if not idx:
-                continue
-            out = _run(model, x[idx], flag, cfg, device, progress, [seeds[i] for i in idx])
-            for i, result in zip(idx, out):
-                results[i] = result
-    return results  # type: ignore[return-value]
+            results.update(zip(idx, _run(model, x[idx], flag, cfg, device, progress, [seeds[i] for i in idx])))
+    return [results[i] for i in range(len(images))]
 
 
 def _noise(seeds: list[int], shape, kind: str):
     """Per-image random tensors (CPU, then moved): 'sign' in {-1, 1}, 'uniform' in [-1, 1]."""
     import torch
 
-    out = []
-    for sd in seeds:
-        gen = torch.Generator(device="cpu").manual_seed(sd)
-        if kind == "sign":
-            out.append(torch.randint(0, 2, shape, generator=gen).float().mul(2).sub(1))
-        else:
-            out.append(torch.rand(shape, generator=gen) * 2 - 1)
-    return torch.stack(out)
+    gens = [torch.Generator(device="cpu").manual_seed(sd) for sd in seeds]
+    if kind == "sign":
+        return torch.stack([torch.randint(0, 2, shape, generator=g) for g in gens]).float().mul(2).sub(1)
+    return torch.stack([torch.rand(shape, generator=g) for g in gens]) * 2 - 1
 
 
 def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Progress,
@@ -129,33 +122,28 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
     restarted = torch.zeros(x.shape[0], dtype=torch.bool)
     with torch.no_grad():
         e0 = model.vision_embedding(x).detach()
+    # hallucinated images: maximise the cosine; the others: minimise it
+    steps, direction = (cfg.steps_hallucinated, 1.0) if hallucinated else (cfg.steps_clean, -1.0)
     if hallucinated:
-        sign = _noise(seeds, x.shape[1:], "sign").to(device)
-        delta = sign * cfg.init_hallucinated
-        steps, direction = cfg.steps_hallucinated, 1.0  # maximise cosine
+        delta = _noise(seeds, x.shape[1:], "sign").to(device) * cfg.init_hallucinated
     elif cfg.method == "pgd":
         # The cosine is at its maximum at delta = 0, so its raw gradient there is zero and PGD could
         # never leave; start it from tiny uniform noise instead (I-FGSM's sign() breaks the tie itself).
         delta = _noise(seeds, x.shape[1:], "uniform").to(device) * cfg.pgd_init
-        steps, direction = cfg.steps_clean, -1.0
     else:
         delta = torch.zeros_like(x)
-        steps, direction = cfg.steps_clean, -1.0  # minimise cosine
     delta = (torch.clamp(x + delta, 0, 1) - x).clamp(-eps_q, eps_q)
     active = torch.ones(x.shape[0], dtype=torch.bool, device=device)
     used = torch.zeros(x.shape[0], dtype=torch.long)
     gamma = cfg.step if cfg.step is not None else 0.5 / 255 if cfg.method == "ifgsm" else 1.0
     start = None
-    first_step = True
     for _ in range(steps):
         delta.requires_grad_(True)
         cos = _cos(e0, model.vision_embedding(x + delta), cfg.cosine)
-        if start is None:
-            start = cos.detach().cpu()  # the cosine before any step, from the first forward pass
         (grad,) = torch.autograd.grad(cos.sum(), delta)
         flat = None
-        if first_step:
-            first_step = False
+        if start is None:
+            start = cos.detach().cpu()  # the cosine before any step, from the first forward pass
             # exactly zero gradient at the start (a cosine at its maximum, a saturated model): sign() and the raw
             # gradient would never move; those images restart from seeded tiny noise, and it is recorded
             flat = grad.detach().flatten(1).abs().amax(dim=1) == 0
@@ -166,8 +154,7 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
                 active &= cos.detach() < cfg.early_stop_cosine
                 upd = upd * active.view(-1, 1, 1, 1).to(upd.dtype)
                 used += active.cpu().long()
-            delta = delta.detach() + direction * gamma * upd
-            delta = delta.clamp(-eps_q, eps_q)
+            delta = (delta.detach() + direction * gamma * upd).clamp(-eps_q, eps_q)
             if flat is not None and bool(flat.any()):
                 noise = _noise(seeds, x.shape[1:], "uniform").to(device) * cfg.pgd_init
                 delta = torch.where(flat.view(-1, 1, 1, 1).to(device), noise, delta)
@@ -177,15 +164,13 @@ def _run(model, x, hallucinated: bool, cfg: AttackConfig, device, progress: Prog
             break
     if not hallucinated:
         used += steps
-    if start is None:
-        with torch.no_grad():
-            start = _cos(e0, model.vision_embedding(x + delta), cfg.cosine).cpu()
     with torch.no_grad():
+        if start is None:  # no step taken
+            start = _cos(e0, model.vision_embedding(x + delta), cfg.cosine).cpu()
         q = torch.round((x + delta) * 255).clamp(0, 255)
         x8 = torch.round(x * 255)
         q = torch.minimum(torch.maximum(q, x8 - round(eps_q * 255)), x8 + round(eps_q * 255))
-        adv = q / 255
-        final = _cos(e0, model.vision_embedding(adv), cfg.cosine).cpu()
+        final = _cos(e0, model.vision_embedding(q / 255), cfg.cosine).cpu()
         linf = (q - x8).abs().flatten(1).max(dim=1).values.cpu() / 255
     arr = q.permute(0, 2, 3, 1).to("cpu", torch.uint8).numpy()
     return [AttackResult(Image.fromarray(arr[i], "RGB"), hallucinated, float(start[i]), float(final[i]),

@@ -10,8 +10,9 @@ import hashlib
 import numpy as np
 from PIL import Image
 
-from .image import CATEGORY_ORDER, CORRUPTIONS, corrupt
+from .image import CORRUPTIONS, corrupt
 
+#: the categories in ChEF's order, each applying one random method or all of them in turn
 IMAGE_STRATEGY = {"noise": "random", "blur": "random", "weather": "random", "digital": "random",
                   "other": "sequential"}
 
@@ -20,15 +21,13 @@ def sample_seed(seed: int, sample_id: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{sample_id}".encode()).digest()[:8], "little")
 
 
-def composite_chain(seed: int, categories: tuple[str, ...] = CATEGORY_ORDER,
-                    strategy: dict[str, str] | None = None) -> list[dict]:
-    """The list of {name, severity, seed} steps for one sample."""
-    strategy = {**IMAGE_STRATEGY, **(strategy or {})}
+def composite_chain(seed: int) -> list[dict]:
+    """The list of {name, category, severity, seed} steps for one sample."""
     rng = np.random.default_rng(seed)
     chain = []
-    for cat in categories:
+    for cat, strategy in IMAGE_STRATEGY.items():
         methods = [n for n, c in CORRUPTIONS.items() if c.category == cat]
-        picked = methods if strategy[cat] == "sequential" else [methods[int(rng.integers(len(methods)))]]
+        picked = methods if strategy == "sequential" else [methods[int(rng.integers(len(methods)))]]
         for name in picked:
             chain.append({"name": name, "category": cat, "severity": int(rng.integers(1, 6)),
                           "seed": int(rng.integers(2 ** 31))})

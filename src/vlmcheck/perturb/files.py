@@ -26,8 +26,7 @@ def corruption_names(names: list[str]) -> list[str]:
     return names
 
 
-def perturb_files(source: Path, names: list[str], severities: list[int], out: Path, seed: int = 0,
-                  progress: bool = True) -> Written:
+def perturb_files(source: Path, names: list[str], severities: list[int], out: Path, seed: int = 0) -> Written:
     """Write every image of ``source`` (a file or a folder) under every corruption and severity, losslessly;
     each file is written whole or not at all (temp file, then rename)."""
     names = corruption_names(names)
@@ -36,7 +35,7 @@ def perturb_files(source: Path, names: list[str], severities: list[int], out: Pa
     files = [source] if source.is_file() else iter_image_files(source)
     base = source.parent if source.is_file() else source
     done = Written()
-    for path in track(files, "perturb", enabled=progress):
+    for path in track(files, "perturb"):
         rel = path.relative_to(base).with_suffix(".png")
         try:
             img = load_image(path)

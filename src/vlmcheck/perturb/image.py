@@ -1,8 +1,5 @@
 """Image corruptions: ImageNet-C (Hendrycks & Dietterich, 2019) plus ChEF's "other" category (docs/perturbations.md).
 
-Why this module is long: it is one table, 19 corruptions and their severity constants, each a short function;
-kept together it reads against ImageNet-C's own table, and no corruption depends on another module's.
-
 Every corruption takes a float32 RGB array in [0, 1] (H, W, 3), a severity 1..5 and a numpy Generator, and returns
 an array of the same kind.  Severity tables are ImageNet-C's (its reference code and ``imagecorruptions``); the code
 is our own, vectorised.  :func:`corrupt` is the public entry point: any PIL mode in, the same mode out (alpha kept),
@@ -24,8 +21,8 @@ from PIL import Image
 from scipy import ndimage
 
 from ..core.registry import Registry
-
-Array = np.ndarray
+from .kernels import (Array, clipped_zoom, disk_kernel, glass_offsets, glass_shuffle, in_hsv, motion_filter,
+                      motion_kernel, plasma_fractal)
 
 
 @dataclass(frozen=True)
@@ -33,107 +30,18 @@ class Corruption:
     name: str
     category: str
     fn: Callable[[Array, int, np.random.Generator], Array]
-    severities: int = 5
     keeps_size: bool = True
     pil: bool = False  # works on an RGB PIL image directly (no float round trip)
 
 
 CORRUPTIONS: Registry[Corruption] = Registry("corruption")
-CATEGORY_ORDER = ("noise", "blur", "weather", "digital", "other")
 
 
 def _register(name: str, category: str, keeps_size: bool = True, pil: bool = False, *, replace: bool = False):
     def deco(fn):
-        CORRUPTIONS.add(name, Corruption(name, category, fn, 5, keeps_size, pil), replace=replace, stacklevel=2)
+        CORRUPTIONS.add(name, Corruption(name, category, fn, keeps_size, pil), replace=replace, stacklevel=2)
         return fn
     return deco
-
-
-# ----------------------------------------------------------------------------- helpers
-
-def disk_kernel(radius: float, alias_blur: float = 0.0) -> Array:
-    """A normalised disk; ImageNet-C smooths it with a small Gaussian (``alias_blur``)."""
-    r = int(math.ceil(radius))
-    size = max(8, r) if radius <= 8 else r
-    ax = np.arange(-size, size + 1)
-    xx, yy = np.meshgrid(ax, ax)
-    k = (xx ** 2 + yy ** 2 <= radius ** 2).astype(np.float32)
-    k /= k.sum()
-    if alias_blur > 0:
-        ksize = (3, 3) if radius <= 8 else (5, 5)
-        k = cv2.GaussianBlur(k, ksize=ksize, sigmaX=alias_blur)
-    return k
-
-
-def motion_kernel(radius: int, sigma: float, angle_deg: float) -> Array:
-    """ImageMagick's motion blur (used by ImageNet-C, and re-implemented by ``imagecorruptions``):
-    a one-sided line of ``2 * radius + 1`` taps weighted by a Gaussian of ``sigma`` from its
-    start, at ``angle_deg``; tap offsets rounded half down, as in the reference."""
-    width = 2 * radius + 1
-    t = np.arange(width, dtype=np.float64)
-    w = np.exp(-(t ** 2) / (2 * sigma ** 2))
-    a = math.radians(angle_deg)
-    dy = np.ceil(t * math.sin(a) - 0.5).astype(int)
-    dx = np.ceil(t * math.cos(a) - 0.5).astype(int)
-    half = int(max(np.abs(dy).max(), np.abs(dx).max()))
-    k = np.zeros((2 * half + 1, 2 * half + 1), np.float64)
-    np.add.at(k, (half + dy, half + dx), w)
-    return (k / k.sum()).astype(np.float32)
-
-
-def _motion_filter(x: Array, kernel: Array) -> Array:
-    # The reference shifts the image with its edge pixels repeated: replicate, not reflect.
-    return cv2.filter2D(x, -1, kernel, borderType=cv2.BORDER_REPLICATE)
-
-
-def clipped_zoom(x: Array, factor: float) -> Array:
-    """Zoom in by ``factor`` about the centre, keeping the size."""
-    h, w = x.shape[:2]
-    ch, cw = int(math.ceil(h / factor)), int(math.ceil(w / factor))
-    top, left = (h - ch) // 2, (w - cw) // 2
-    crop = x[top: top + ch, left: left + cw]
-    out = cv2.resize(crop, (int(round(cw * factor)), int(round(ch * factor))), interpolation=cv2.INTER_LINEAR)
-    if out.ndim == 2 and x.ndim == 3:
-        out = out[..., None]
-    th, tw = (out.shape[0] - h) // 2, (out.shape[1] - w) // 2
-    return out[th: th + h, tw: tw + w]
-
-
-def plasma_fractal(size: int, decay: float, rng: np.random.Generator) -> Array:
-    """Diamond-square fractal noise on a size x size grid (size a power of two), values in [0, 1]."""
-    maparray = np.zeros((size, size), np.float64)
-    step = size
-    scale = 100.0
-
-    def wibbled(a):
-        return a / 4 + scale * rng.uniform(-scale, scale, a.shape)
-
-    while step >= 2:
-        half = step // 2
-        # squares: centres from the four corners
-        corners = maparray[0:size:step, 0:size:step]
-        total = corners + np.roll(corners, -1, 0) + np.roll(corners, -1, 1) + np.roll(np.roll(corners, -1, 0), -1, 1)
-        maparray[half:size:step, half:size:step] = wibbled(total)
-        # diamonds
-        drgrid = maparray[half:size:step, half:size:step]
-        ulgrid = maparray[0:size:step, 0:size:step]
-        ldrsum = drgrid + np.roll(drgrid, 1, axis=0)
-        lulsum = ulgrid + np.roll(ulgrid, -1, axis=1)
-        maparray[0:size:step, half:size:step] = wibbled(ldrsum + lulsum)
-        tdrsum = drgrid + np.roll(drgrid, 1, axis=1)
-        tulsum = ulgrid + np.roll(ulgrid, -1, axis=0)
-        maparray[half:size:step, 0:size:step] = wibbled(tdrsum + tulsum)
-        step //= 2
-        scale /= decay
-    maparray -= maparray.min()
-    return maparray / max(maparray.max(), 1e-12)
-
-
-def _in_hsv(x: Array, channel: int, fn: Callable[[Array], Array]) -> Array:
-    """``x`` with ``fn`` applied to one HSV channel (1: S, 2: V, both in [0, 1]), clipped."""
-    hsv = cv2.cvtColor(x.astype(np.float32), cv2.COLOR_RGB2HSV)
-    hsv[..., channel] = np.clip(fn(hsv[..., channel]), 0, 1)
-    return np.clip(cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB), 0, 1)
 
 
 # ----------------------------------------------------------------------------- noise
@@ -188,39 +96,6 @@ def glass_blur(x, s, rng):
     return np.clip(ndimage.gaussian_filter(y, sigma=(sigma, sigma, 0), mode="nearest"), 0, 1).astype(np.float32)
 
 
-def glass_offsets(h: int, w: int, delta: int, rng) -> tuple[Array, Array]:
-    """One pass's random offsets, in [-delta, delta), for the visited pixels (rows and columns
-    delta+1 .. side-delta, as in the reference), indexed [row - delta - 1, column - delta - 1]."""
-    shape = (max(h - 2 * delta, 0), max(w - 2 * delta, 0))
-    return rng.integers(-delta, delta, size=shape), rng.integers(-delta, delta, size=shape)
-
-
-def glass_shuffle(order: Array, h: int, w: int, delta: int, dy: Array, dx: Array) -> Array:
-    """One pass of ImageNet-C's glass-blur pixel moves, applied to a flat index map ``order``.
-
-    The reference visits pixels from the bottom-right corner, row by row, right to left, and each takes the value
-    of the pixel at a random offset in [-delta, delta) (its "swap" of numpy views copies: docs/perturbations.md);
-    values copied earlier are copied on, a chain of dependent steps.  We keep its exact result by wavefronts: visit
-    (r, c) gets the time ``t = 2*delta*(last_row - r) + (last_col - c)``.  Visits whose windows can overlap always
-    get times in scan order and visits with equal times never overlap, so all copies of one time at once, time
-    after time, give the sequential result (tests/test_perturb.py checks it against the plain loop).
-    """
-    rows = np.arange(h - delta, delta, -1)  # the reference: range(h - delta, delta, -1)
-    cols = np.arange(w - delta, delta, -1)
-    if rows.size == 0 or cols.size == 0:
-        return order
-    rr, cc = np.meshgrid(rows, cols, indexing="ij")
-    t = 2 * delta * (rows[0] - rr) + (cols[0] - cc)
-    p = (rr * w + cc).ravel()
-    q = ((rr + dy[rr - delta - 1, cc - delta - 1]) * w + (cc + dx[rr - delta - 1, cc - delta - 1])).ravel()
-    by_time = np.argsort(t.ravel(), kind="stable")
-    bounds = np.flatnonzero(np.diff(t.ravel()[by_time])) + 1
-    order = order.copy()
-    for idx in np.split(by_time, bounds):
-        order[p[idx]] = order[q[idx]]
-    return order
-
-
 @_register("defocus_blur", "blur")
 def defocus_blur(x, s, rng, radius: float | None = None, alias_blur: float | None = None):
     r, a = [(3, 0.1), (4, 0.5), (6, 0.5), (8, 0.5), (10, 0.5)][s - 1]
@@ -233,7 +108,7 @@ def defocus_blur(x, s, rng, radius: float | None = None, alias_blur: float | Non
 def motion_blur(x, s, rng):
     radius, sigma = [(10, 3), (15, 5), (15, 8), (15, 12), (20, 15)][s - 1]
     angle = rng.uniform(-45, 45)
-    return np.clip(_motion_filter(x, motion_kernel(radius, sigma, angle)), 0, 1)
+    return np.clip(motion_filter(x, motion_kernel(radius, sigma, angle)), 0, 1)
 
 
 @_register("zoom_blur", "blur")
@@ -257,7 +132,7 @@ def snow(x, s, rng):
     layer = clipped_zoom(layer, zoom)
     layer[layer < thr] = 0
     layer = np.clip(layer, 0, 1)
-    layer = _motion_filter(layer, motion_kernel(radius, sigma, rng.uniform(-135, -45)))
+    layer = motion_filter(layer, motion_kernel(radius, sigma, rng.uniform(-135, -45)))
     layer = (np.round(layer * 255) / 255)[..., None]
     gray = cv2.cvtColor(x.astype(np.float32), cv2.COLOR_RGB2GRAY)[..., None]
     y = blend * x + (1 - blend) * np.maximum(x, gray * 1.5 + 0.5)
@@ -305,7 +180,7 @@ def fog(x, s, rng):
 @_register("brightness", "weather")
 def brightness(x, s, rng, c: float | None = None):
     c = c if c is not None else [0.1, 0.2, 0.3, 0.4, 0.5][s - 1]
-    return _in_hsv(x, 2, lambda v: v + c)
+    return in_hsv(x, 2, lambda v: v + c)
 
 
 @_register("spatter", "weather")
@@ -371,16 +246,13 @@ def jpeg_compression(img, s, rng, quality: int | None = None):
     q = quality if quality is not None else [25, 18, 15, 10, 7][s - 1]
     buf = io.BytesIO()
     img.save(buf, "JPEG", quality=q)
-    buf.seek(0)
-    out = Image.open(buf)
-    out.load()
-    return out if out.mode == "RGB" else out.convert("RGB")
+    return Image.open(buf).convert("RGB")  # decoded whole, as a copy
 
 
 @_register("saturate", "digital")
 def saturate(x, s, rng):
     mul, add = [(0.3, 0), (0.1, 0), (2, 0), (5, 0.1), (20, 0.2)][s - 1]
-    return _in_hsv(x, 1, lambda sat: sat * mul + add)
+    return in_hsv(x, 1, lambda sat: sat * mul + add)
 
 
 # ----------------------------------------------------------------------------- other (ChEF)
@@ -459,8 +331,8 @@ def corrupt(img: Image.Image, name: str, severity: int = 1, seed: int = 0, **par
     if name not in CORRUPTIONS:
         raise KeyError(f"unknown corruption {name!r}; known: {', '.join(sorted(CORRUPTIONS) + sorted(PRESETS))}")
     corruption = CORRUPTIONS[name]
-    if not 1 <= severity <= corruption.severities:
-        raise ValueError(f"severity must be 1..{corruption.severities}, got {severity}")
+    if not 1 <= severity <= 5:
+        raise ValueError(f"severity must be 1..5, got {severity}")
     name_id = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
     rng = np.random.default_rng([seed, severity, name_id])
     if corruption.pil and img.mode in ("RGB", "L", "P", "CMYK", "RGBA", "LA"):

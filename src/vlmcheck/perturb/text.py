@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Container
 
 import numpy as np
 
@@ -91,22 +91,20 @@ def contraction_expansion(text: str, severity: int, rng: np.random.Generator) ->
     return out
 
 
-def _touch_words(text: str, share: float, rng: np.random.Generator, eligible: Callable[[str], bool],
-                 change: Callable[[str, np.random.Generator], str]) -> str:
-    matches = [m for m in _WORD.finditer(text) if eligible(m.group(0))]
-    if not matches:
-        return text
-    k = max(1, int(round(share * len(matches))))
-    chosen = {matches[i].start() for i in rng.choice(len(matches), size=min(k, len(matches)), replace=False)}
-    return _WORD.sub(lambda m: change(m.group(0), rng) if m.start() in chosen else m.group(0), text)
-
-
 _SHARE = [0.1, 0.2, 0.3, 0.4, 0.5]
 
 
-def swap_synonym(text: str, severity: int, rng: np.random.Generator) -> str:
-    return _touch_words(text, _SHARE[severity - 1], rng, lambda w: w.lower() in SYNONYMS,
-                        lambda w, r: _keep_case(w, str(r.choice(SYNONYMS[w.lower()]))))
+def _word_edit(edit: Callable[[str, np.random.Generator], str],
+               eligible: Callable[[str], bool] = lambda w: len(w) >= 3) -> Callable:
+    """A corruption that applies ``edit`` to a share of the eligible words (10% at severity 1 .. 50% at 5)."""
+    def fn(text: str, severity: int, rng: np.random.Generator) -> str:
+        matches = [m for m in _WORD.finditer(text) if eligible(m.group(0))]
+        if not matches:
+            return text
+        k = min(max(1, int(round(_SHARE[severity - 1] * len(matches)))), len(matches))
+        chosen = {matches[i].start() for i in rng.choice(len(matches), size=k, replace=False)}
+        return _WORD.sub(lambda m: edit(m.group(0), rng) if m.start() in chosen else m.group(0), text)
+    return fn
 
 
 def insert_adverb(text: str, severity: int, rng: np.random.Generator) -> str:
@@ -115,8 +113,8 @@ def insert_adverb(text: str, severity: int, rng: np.random.Generator) -> str:
     adv = str(rng.choice(ADVERBS))
     if m and m.start() > 0:
         return text[:m.end()] + f" {adv}" + text[m.end():]
-    parts = text.split(" ", 1)
-    return parts[0] + f" {adv} " + (parts[1] if len(parts) > 1 else "")
+    head, _, tail = text.partition(" ")
+    return f"{head} {adv} {tail}"
 
 
 def add_irrelevant(text: str, severity: int, rng: np.random.Generator) -> str:
@@ -124,18 +122,17 @@ def add_irrelevant(text: str, severity: int, rng: np.random.Generator) -> str:
     return f"{sentence} {text}" if rng.random() < 0.5 else f"{text} {sentence}"
 
 
-def _char_edit(edit: Callable[[str, np.random.Generator], str]) -> Callable:
-    def fn(text: str, severity: int, rng: np.random.Generator) -> str:
-        return _touch_words(text, _SHARE[severity - 1], rng, lambda w: len(w) >= 3, edit)
-    return fn
-
-
-def _ocr(word: str, rng: np.random.Generator) -> str:
-    idx = [i for i, ch in enumerate(word.lower()) if ch in OCR_CONFUSIONS]
+def _edit_letter(word: str, rng: np.random.Generator, letters: Container[str], new: Callable[[str], str]) -> str:
+    """``word`` with one of its ``letters`` (lowercased), drawn at random, replaced by ``new(letter)``."""
+    idx = [i for i, ch in enumerate(word.lower()) if ch in letters]
     if not idx:
         return word
     i = int(rng.choice(idx))
-    return word[:i] + OCR_CONFUSIONS[word[i].lower()] + word[i + 1:]
+    return word[:i] + new(word[i]) + word[i + 1:]
+
+
+def _ocr(word: str, rng: np.random.Generator) -> str:
+    return _edit_letter(word, rng, OCR_CONFUSIONS, lambda ch: OCR_CONFUSIONS[ch.lower()])
 
 
 def _typo(word: str, rng: np.random.Generator) -> str:
@@ -152,25 +149,13 @@ def _spelling(word: str, rng: np.random.Generator) -> str:
     known = COMMON_MISSPELLINGS.get(word.lower())
     if known:
         return _keep_case(word, known)
-    vowels = [i for i, ch in enumerate(word) if ch.lower() in "aeiou"]
-    if not vowels:
-        return word
-    i = int(rng.choice(vowels))
-    repl = str(rng.choice([v for v in "aeiou" if v != word[i].lower()]))
-    return word[:i] + _keep_case(word[i], repl) + word[i + 1:]
+    return _edit_letter(word, rng, "aeiou",
+                        lambda ch: _keep_case(ch, str(rng.choice([v for v in "aeiou" if v != ch.lower()]))))
 
 
 def _keyboard(word: str, rng: np.random.Generator) -> str:
-    idx = [i for i, ch in enumerate(word.lower()) if ch in KEYBOARD]
-    if not idx:
-        return word
-    i = int(rng.choice(idx))
-    near = KEYBOARD[word[i].lower()]
-    return word[:i] + _keep_case(word[i], str(rng.choice(list(near)))) + word[i + 1:]
+    return _edit_letter(word, rng, KEYBOARD, lambda ch: _keep_case(ch, str(rng.choice(list(KEYBOARD[ch.lower()])))))
 
-
-ocr_errors, typos, spelling_errors, keyboard = (_char_edit(_ocr), _char_edit(_typo), _char_edit(_spelling),
-                                                _char_edit(_keyboard))
 
 # ----------------------------------------------------------------------------- options
 
@@ -209,17 +194,16 @@ TEXT_METHODS: dict[str, TextMethod] = {m.name: m for m in [
     TextMethod("lowercase", "basic", 1, lowercase),
     TextMethod("contraction_expansion", "basic", 1, contraction_expansion),
     *[TextMethod(n, "sentence", 1, None) for n in SENTENCE_PROMPTS],
-    TextMethod("swap_synonym", "word", 5, swap_synonym),
+    TextMethod("swap_synonym", "word", 5, _word_edit(lambda w, rng: _keep_case(w, str(rng.choice(SYNONYMS[w.lower()]))),
+                                                     lambda w: w.lower() in SYNONYMS)),
     TextMethod("insert_adverb", "word", 1, insert_adverb),
     TextMethod("add_irrelevant", "word", 1, add_irrelevant),
-    TextMethod("ocr", "character", 5, ocr_errors),
-    TextMethod("typos", "character", 5, typos),
-    TextMethod("spelling_error", "character", 5, spelling_errors),
-    TextMethod("keyboard", "character", 5, keyboard),
+    *[TextMethod(name, "character", 5, _word_edit(edit)) for name, edit in
+      (("ocr", _ocr), ("typos", _typo), ("spelling_error", _spelling), ("keyboard", _keyboard))],
     TextMethod("circular_options", "choice", 1, circular_options),
     TextMethod("reverse_options", "choice", 1, reverse_options),
 ]}
-TEXT_CATEGORY_ORDER = ("basic", "sentence", "word", "character", "choice")
+#: the categories in ChEF's order, each applying one random method or all of them in turn
 TEXT_STRATEGY = {"basic": "sequential", "sentence": "random", "word": "random", "character": "random",
                  "choice": "random"}
 
@@ -227,34 +211,31 @@ Rewriter = Callable[[str, str], Awaitable[str]]  # (instruction, question) -> re
 
 
 async def corrupt_question(question: str, options: list[str] | None, answer: int | None, seed: int,
-                           rewriter: Rewriter | None = None,
-                           categories: tuple[str, ...] = TEXT_CATEGORY_ORDER) -> dict:
+                           rewriter: Rewriter | None = None) -> dict:
     """ChEF's composite text corruption of one multiple-choice item: ``{"question", "options", "answer", "chain"}``,
     ``chain`` listing every step with its method, severity and parameters, or why it was skipped."""
     rng = np.random.default_rng(seed)
     chain: list[dict] = []
     q, opts, ans = question, list(options or []), answer
-    for cat in categories:
+    for cat, strategy in TEXT_STRATEGY.items():
         methods = [m for m in TEXT_METHODS.values() if m.category == cat]
-        picked = methods if TEXT_STRATEGY[cat] == "sequential" else [methods[int(rng.integers(len(methods)))]]
+        picked = methods if strategy == "sequential" else [methods[int(rng.integers(len(methods)))]]
         for m in picked:
             sev = int(rng.integers(1, m.severities + 1))
             step = {"method": m.name, "category": cat, "severity": sev}
-            if cat == "sentence":
-                if rewriter is None:
-                    step["skipped"] = "no TextModel given: sentence-level rewriting needs an LLM (metric.rewriter)"
+            if cat == "sentence" and rewriter is None:
+                step["skipped"] = "no TextModel given: sentence-level rewriting needs an LLM (metric.rewriter)"
+            elif cat == "sentence":
+                new = (await rewriter(SENTENCE_PROMPTS[m.name], q)).strip()
+                if not new or new == q:
+                    step["skipped"] = "the rewriter returned the question unchanged"
                 else:
-                    new = (await rewriter(SENTENCE_PROMPTS[m.name], q)).strip()
-                    if not new or new == q:
-                        step["skipped"] = "the rewriter returned the question unchanged"
-                    else:
-                        step["from"], q = q, new
+                    step["from"], q = q, new
+            elif cat == "choice" and (len(opts) < 2 or ans is None):
+                step["skipped"] = "not a multiple-choice item"
             elif cat == "choice":
-                if len(opts) < 2 or ans is None:
-                    step["skipped"] = "not a multiple-choice item"
-                else:
-                    opts, ans, params = m.fn(opts, ans, rng)
-                    step.update(params)
+                opts, ans, params = m.fn(opts, ans, rng)
+                step.update(params)
             else:
                 q = m.fn(q, sev, rng)
             chain.append(step)
