@@ -260,10 +260,6 @@ def show(lines: list[Any]) -> None:
         con.print(text, **kw)
 
 
-def genception(model: str, m: dict[str, Any]) -> None:
-    show(_lines.genception(model, m))
-
-
 def leaderboard(board: dict[str, Any]) -> None:
     """GenCeption's leaderboard: ranked on the images every run scored (``on_shared``, as ``compare``), each
     run's own score and interval beside; a run that scored no chain has no rank and "-" for its figures."""
@@ -286,19 +282,6 @@ def leaderboard(board: dict[str, Any]) -> None:
         tables.print(table(columns, rows, keys=["model"]))
     for model, why in (board.get("not_measured") or {}).items():  # left out of the ranks, with the reason
         tables.print(f"{model}: {key} not measured: {why}", highlight=False, markup=False, soft_wrap=True)
-
-
-def vhexpansion(model: str, m: dict[str, Any]) -> None:
-    show(_lines.vhexpansion(model, m))
-
-
-def cast(model: str, m: dict[str, Any]) -> None:
-    show(_lines.cast(model, m))
-
-
-def chef(model: str, m: dict[str, Any]) -> None:
-    """The recipe's headline metrics and the accuracy of each setting, as a table (4 decimals)."""
-    show(_lines.chef(model, m))
 
 
 def chef_aggregate(agg: dict[str, Any]) -> None:
@@ -388,13 +371,13 @@ def comparisons(cmp: dict[str, Any]) -> None:
         tables.print(f"  official figures, {o['model']}: {figs}", highlight=False, soft_wrap=True)
 
 
-def results(results: dict[str, Any]) -> None:
+def results(results: dict[str, Any], model: str | None = None) -> None:
     """The table a finished run's command prints (``resume`` and ``retry-failed`` too): the lines its method's
-    view declares (``methods/views.py``), else its headline."""
+    view declares (``methods/views.py``), else its headline; titled ``model``, else the run's label."""
     from ..run.labels import run_label
 
     if not (results.get("counts") or {}).get("done"):  # nothing measured: no table of nothing (the failures
         return                                          # and the exit status have said why, on stderr)
-    model = run_label(results)
+    model = model or run_label(results)
     lines = view_for(results.get("task")).summary or _lines.headline_lines
     show(lines(model, results.get("metrics") or {}))
