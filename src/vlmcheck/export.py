@@ -18,7 +18,6 @@ from typing import Any, Iterable, Iterator
 
 from .core.files import (InputFileError, JsonlRecords, SampleRecords, atomic_path, printable,  # noqa: F401
                          read_results, read_text_input, write_lines_atomic)
-from .methods.cast_rows import cast_verdict_rows  # noqa: F401 (re-exported: part of the export's API)
 from .methods.views import view_for
 from .run.labels import run_label
 
@@ -114,6 +113,13 @@ def _how(node: dict[str, Any], key: str | None) -> dict[str, Any]:
     return node.get("interval") if isinstance(node.get("interval"), dict) else {}
 
 
+def _row(metric: str, value: float | None, ci: Any, how: dict[str, Any], n: Any = None, headline: bool = False,
+         **more: Any) -> dict[str, Any]:
+    low, high = ci if isinstance(ci, list) and len(ci) == 2 else (None, None)
+    return {"metric": metric, "value": value, "ci_low": low, "ci_high": high, "n": how.get("n_units", n),
+            "unit": how.get("unit"), "headline": headline, **more}
+
+
 def _metric_rows(node: Any, path: str, out: list[dict[str, Any]]) -> None:
     if not isinstance(node, dict):
         return
@@ -125,12 +131,9 @@ def _metric_rows(node: Any, path: str, out: list[dict[str, Any]]) -> None:
         if isinstance(v, dict):
             _metric_rows(v, name, out)
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            ci = node.get("ci95") if k == own else node.get(f"{k}_ci95")
-            how = _how(node, None if k == own else k)
-            out.append({"metric": path if k == own and path else name, "value": float(v),
-                        "ci_low": ci[0] if isinstance(ci, list) and len(ci) == 2 else None,
-                        "ci_high": ci[1] if isinstance(ci, list) and len(ci) == 2 else None,
-                        "n": how.get("n_units", node.get("n")), "unit": how.get("unit"), "headline": False})
+            out.append(_row(path if k == own and path else name, float(v),
+                            node.get("ci95") if k == own else node.get(f"{k}_ci95"),
+                            _how(node, None if k == own else k), node.get("n")))
 
 
 def metric_rows(folder: str | Path, info: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -146,11 +149,10 @@ def metric_rows(folder: str | Path, info: dict[str, Any] | None = None) -> list[
     rows: list[dict[str, Any]] = []
     h = headline_of(info)
     why = reason_of(h)  # the headline's row says why it is no number (value null)
-    if why or h.get("value") is not None:
-        ci, how = (None, {}) if why else (h.get("ci95"), h.get("interval") or {})
-        rows.append({"metric": h["name"], "value": None if why else float(h["value"]), "ci_low": ci[0] if ci else None,
-                     "ci_high": ci[1] if ci else None, "n": how.get("n_units"), "unit": how.get("unit"),
-                     "headline": True, **({"not_measured": why} if why else {})})
+    if why:
+        rows.append(_row(h["name"], None, None, {}, headline=True, not_measured=why))
+    elif h.get("value") is not None:
+        rows.append(_row(h["name"], float(h["value"]), h.get("ci95"), h.get("interval") or {}, headline=True))
     _metric_rows(info.get("metrics") or {}, "", rows)
     return [{**base, **r} for r in rows]
 
@@ -162,10 +164,8 @@ def load_runs(folders: Iterable[str | Path]):
 
     samples, metrics = [], []
     for f in folders:
-        f = Path(f)
-        info = read_results(f)
         samples.extend(sample_rows(f))
-        metrics.extend(metric_rows(f, info))
+        metrics.extend(metric_rows(f))
     return pd.DataFrame(samples), pd.DataFrame(metrics, columns=METRIC_COLUMNS)
 
 

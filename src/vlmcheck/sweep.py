@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from .api import run_task
 from .core import remote
@@ -20,6 +20,7 @@ from .core.files import InputFileError, read_yaml_mapping, write_text_atomic
 from .core.spec import public_spec
 from .datasets import parse_source
 from .run.labels import run_labels
+from .run.options import SWEEP, taken_by
 from .run.runner import RunOptions
 
 _METHODS = """\
@@ -100,18 +101,11 @@ class SweepModel(BaseModel):
     label: str | None = None  # the name tables and reports show (run/labels.py; default: the model's id)
 
 
-class SweepOptions(BaseModel):
-    """The run options a sweep's ``options:`` takes (run/options.py says why it takes no other; ``progress``,
-    ``report``, ``dry_run`` and ``json_output`` are flags of ``vlmcheck run``)."""
-    model_config = ConfigDict(extra="forbid")
-    max_concurrency: int = Field(16, ge=1)
-    limit: int | None = Field(None, ge=1)
-    seed: int = 0
-    max_failures: float = Field(0.0, ge=0.0, le=1.0)
-    allow_outside: bool = False
-    preflight: bool = True
-    max_image_mb: float = Field(256.0, gt=0)
-    pixel_budget_mb: float = Field(2000.0, ge=1.0)
+#: the run options a sweep's ``options:`` takes, with the CLI's defaults and bounds (run/options.py says why it
+#: takes no other; ``progress``, ``report``, ``dry_run`` and ``json_output`` are flags of ``vlmcheck run``)
+SweepOptions = create_model("SweepOptions", __config__=ConfigDict(extra="forbid"), **{
+    o.name: (o.kind, Field(o.default, ge=o.cli.get("min"), le=o.cli.get("max"))) for o in taken_by(SWEEP)
+    if o.name not in ("progress", "report", "dry_run", "json_output")})
 
 
 class Sweep(BaseModel):
