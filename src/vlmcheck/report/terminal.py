@@ -197,18 +197,13 @@ def run_done(out: Any, results: dict[str, Any]) -> None:
     say(f"{counts['done']}/{counts['samples']} samples, {counts['failed']} failed; "
         f"{session.get('model_calls', 0)} model calls, {session.get('cache_hits', 0)} cache hits. "
         f"Results: {out}/results.json", "done", "green")
-    failures(counts)
+    # why samples failed: each failure kind with its count and one example message (already redacted)
+    for kind, k in sorted((counts.get("failure_kinds") or {}).items(), key=lambda kv: -kv[1]["count"]):
+        say(f"{k['count']} x {kind}, e.g. {k['sample_id']}: {k['example']}", "failed:", "red")
     checks = results.get("server_checks") or {}
     for w in checks.get("warnings", []):
         if w not in (checks.get("said") or []):  # a warning the run gave as it happened is not repeated
             say(w, "warning:", "yellow")
-
-
-def failures(counts: dict[str, Any]) -> None:
-    """Why samples failed: each failure kind with its count and one example message (already redacted)."""
-    kinds = counts.get("failure_kinds") or {}
-    for kind, k in sorted(kinds.items(), key=lambda kv: -kv[1]["count"]):
-        say(f"{k['count']} x {kind}, e.g. {k['sample_id']}: {k['example']}", "failed:", "red")
 
 
 def estimate(est: dict[str, Any]) -> None:
