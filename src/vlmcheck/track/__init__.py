@@ -56,14 +56,12 @@ class Tracker(Protocol):
 
 def tracker(name: str) -> Tracker:
     """The tracker registered as ``name``, made (:class:`TrackerError` where unknown or not installed)."""
-    from importlib import import_module
+    from pkgutil import resolve_name
 
-    target = TRACKERS.get(name)
-    if target is None:
+    if name not in TRACKERS:
         raise TrackerError(f"{name!r} is not a tracker; choose from {', '.join(TRACKERS)}")
-    module, _, attr = target.partition(":")
     try:
-        return getattr(import_module(module), attr)()
+        return resolve_name(TRACKERS[name])()
     except ModuleNotFoundError as exc:
         raise TrackerError(f"tracker {name}: {exc.name} is not installed; pip install 'vlmcheck[{name}]'") from None
 
