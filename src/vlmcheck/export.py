@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .core.files import (InputFileError, JsonlRecords, SampleRecords, atomic_path, printable,  # noqa: F401
+from .core.files import (InputFileError, JsonlRecords, SampleRecords, _atomic, printable,  # noqa: F401
                          read_results, read_text_input, write_lines_atomic)
 from .methods.views import view_for
 from .run.labels import run_label
@@ -294,52 +294,33 @@ def _cell(v: Any, as_text: bool) -> Any:
 
 
 def _write_rows(rows, path: Path, fmt: str, columns: Iterable[str] = ()) -> Path:
-    """A table written in chunks of :data:`CHUNK_ROWS`: ``rows()`` is walked twice (its columns and their types
-    first, so every chunk has the same schema), never held whole.  ``columns``: those it has even without rows."""
-    import csv
-    import io
-
+    """A table written as its rows come: ``rows()`` is walked twice (its columns and their types first, so every
+    line and every Parquet chunk of :data:`CHUNK_ROWS` has the same schema), never held whole.  ``columns``:
+    those it has even without rows."""
     cols = _columns(rows(), columns)
     names = list(cols)
-
-    def chunks() -> Iterator[list[dict[str, Any]]]:
-        it = iter(rows())
-        while chunk := list(islice(it, CHUNK_ROWS)):
-            yield chunk
-
     if fmt == "jsonl":
-        def lines() -> Iterator[str]:
-            for row in rows():
-                yield json.dumps({k: row.get(k) for k in names}, ensure_ascii=False) + "\n"
-        write_lines_atomic(path, lines())
-    elif fmt == "csv":
-        def text() -> Iterator[str]:
-            buf = io.StringIO(newline="")
-            w = csv.writer(buf, lineterminator="\n")
-            w.writerow(names)
-            for chunk in chunks():
-                w.writerows([["" if row.get(k) is None else row.get(k) for k in names] for row in chunk])
-                yield buf.getvalue()
-                buf.seek(0)
-                buf.truncate()
-            yield buf.getvalue()
-        write_lines_atomic(path, text())
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        return write_lines_atomic(path, (json.dumps({k: row.get(k) for k in names}, ensure_ascii=False) + "\n"
+                                         for row in rows()))
+    if fmt == "csv":
+        import csv
+        from types import SimpleNamespace
 
-        schema = pa.schema([(k, _arrow_type(kinds)) for k, kinds in cols.items()])
-        text_cols = {k for k, kinds in cols.items() if _arrow_type(kinds) == pa.string()}
+        line = csv.writer(SimpleNamespace(write=str), lineterminator="\n")  # writerow returns the line it wrote
+        return write_lines_atomic(path, chain([line.writerow(names)], (
+            line.writerow(["" if row.get(k) is None else row.get(k) for k in names]) for row in rows())))
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-        fd, tmp = atomic_path(path)  # whole or not at all
+    schema = pa.schema([(k, _arrow_type(kinds)) for k, kinds in cols.items()])
+    text_cols = {k for k, kinds in cols.items() if _arrow_type(kinds) == pa.string()}
+
+    def write(fd: int, tmp: str) -> None:
         os.close(fd)
-        try:
-            with pq.ParquetWriter(tmp, schema) as writer:
-                for chunk in chunks():
-                    writer.write_table(pa.Table.from_pylist([{k: _cell(row.get(k), k in text_cols) for k in names}
-                                                             for row in chunk], schema=schema))
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return path
+        it = iter(rows())
+        with pq.ParquetWriter(tmp, schema) as writer:
+            while chunk := list(islice(it, CHUNK_ROWS)):
+                writer.write_table(pa.Table.from_pylist([{k: _cell(row.get(k), k in text_cols) for k in names}
+                                                         for row in chunk], schema=schema))
+
+    return _atomic(path, write)  # whole or not at all
