@@ -73,8 +73,13 @@ RUN_FOLDER = typer.Option(..., "--out", metavar="OUT", help="Run folder")
 BENCHMARK = typer.Option(None, "--benchmark", metavar="NAME",
                          help="The benchmark the data is (mme, pope, scienceqa, mmbench, ...) where its form is "
                               "ambiguous; the same as NAME:PATH (vlmcheck data inspect says what is read)")
-DATA_HELP = ("; or any form `vlmcheck data inspect` reads: hfds:ORG/NAME (local HF cache), a Hub snapshot or "
-             "save_to_disk folder, a VLMEvalKit TSV, a benchmark's release (NAME:PATH)")
+
+
+def source(flag: str, help: str, default: Any = ...) -> Any:
+    """A dataset option (``--data``, ``--cases``, ``--pairs``): ``help``, then the forms every such option reads."""
+    return typer.Option(default, flag, metavar="SOURCE", help=help + (
+        "; or any form `vlmcheck data inspect` reads: hfds:ORG/NAME (local HF cache), a Hub snapshot or save_to_disk "
+        "folder, a VLMEvalKit TSV, a benchmark's release (NAME:PATH)"))
 
 
 def with_benchmark(source: str | None, benchmark: str | None) -> str | None:
