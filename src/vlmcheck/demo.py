@@ -154,25 +154,14 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
     return DemoResult(out, report, shots, run.calls, seconds, reused)
 
 
-def _runs(out: Path) -> list[Path]:
-    return sorted(p.parent for p in out.glob("*/*/results.json")) + [out / "describe"]
-
-
-def _digest(runs: list[Path]) -> str:
-    h = hashlib.sha256()
-    for run in runs:
-        h.update(str(run).encode() + b"\0" + results_state(run).encode() + b"\0")
-    return h.hexdigest()
-
-
 def _report(out: Path, screenshots: bool) -> tuple[Path, list[Path], bool]:
     """The report over every run (and its screenshots), kept when no run's results changed since it was made."""
     from .report.html import build_report
     from .report.screens import screenshot_sections
 
-    runs = _runs(out)
+    runs = sorted(p.parent for p in out.glob("*/*/results.json")) + [out / "describe"]
     page, shots_dir = out / "report.html", out / "screenshots"
-    digest = _digest(runs)
+    digest = hashlib.sha256(b"".join(f"{run}\0{results_state(run)}\0".encode() for run in runs)).hexdigest()
     stamp = out / STAMP
     reused = page.is_file() and stamp.is_file() and stamp.read_text().strip() == digest
     if reused:
