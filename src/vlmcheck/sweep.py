@@ -129,11 +129,6 @@ def _models(sweep: Sweep) -> list[tuple[SweepModel, str]]:
     return [(m, m.name or folder_name(public_spec(m.spec))) for m in models]
 
 
-def load_sweep(path: str | Path) -> Sweep:
-    data = read_yaml_mapping(path, "sweep config", "out, models and methods")
-    return Sweep.model_validate(data)
-
-
 SWEEP_MARKER = ".vlmcheck-sweep"  # written into a sweep's folder: its summary.json and report.html are the sweep's
 _SWEEP_FILES = ("summary.json", "report.html")
 
@@ -211,6 +206,14 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
     return runs
 
 
+def _load(config: Path) -> tuple[Sweep, list[tuple[Path, str, dict[str, Any]]], Path]:
+    """The sweep ``config`` holds, its runs (:func:`plan`) and its folder, checked (:func:`check_out`)."""
+    sweep = Sweep.model_validate(read_yaml_mapping(config, "sweep config", "out, models and methods"))
+    runs = plan(sweep, config.parent)
+    check_out(runs[0][0].parent.parent)
+    return sweep, runs, runs[0][0].parent.parent
+
+
 def options_of(sweep: Sweep, progress: bool = True) -> RunOptions:
     from .run.runner import run_options
 
@@ -243,14 +246,11 @@ def run_sweep(config: str | Path, progress: bool = True,
     from .run.task import task_class, task_from_spec
 
     config = Path(config)
-    sweep = load_sweep(config)
-    runs = plan(sweep, config.parent)
-    out = runs[0][0].parent.parent
+    sweep, runs, out = _load(config)
     if sweep.track:
         from .track import check_trackers
 
         check_trackers(sweep.track)  # one sentence before the first run, not after the last
-    check_out(out)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / SWEEP_MARKER, json.dumps({"vlmcheck_sweep": config.name}) + "\n")
     results, summary = [], []
@@ -289,9 +289,6 @@ def estimate_sweep(config: str | Path) -> dict[str, Any]:
     from .run.estimate import dry_run, merge_estimates
     from .run.task import task_from_spec
 
-    config = Path(config)
-    sweep = load_sweep(config)
-    runs = plan(sweep, config.parent)
-    check_out(runs[0][0].parent.parent)
+    sweep, runs, _ = _load(Path(config))
     return merge_estimates([dry_run(task_from_spec(method, spec), folder, options_of(sweep, False))
                             for folder, method, spec in runs])
