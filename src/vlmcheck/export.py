@@ -181,21 +181,17 @@ def load_tables(folders: Iterable[str | Path]) -> dict[str, Any]:
     :func:`cast_verdict_rows`); and ``metrics`` (:func:`load_runs`).  A method without a run is absent."""
     import pandas as pd
 
-    by_task: dict[str, list[dict[str, Any]]] = {}
-    extra: dict[str, list[dict[str, Any]]] = {}
+    rows: dict[str, list[dict[str, Any]]] = {}  # by table name
     metrics: list[dict[str, Any]] = []
-    for f in folders:
-        f = Path(f)
+    for f in map(Path, folders):
         info = read_results(f)
-        rows = by_task.setdefault(str(info["task"]), [])
-        rows.extend({k: v for k, v in r.items() if k != "task"} for r in iter_sample_rows(f))
-        for suffix, extra_rows in view_for(info["task"]).tables.items():  # CAST's verdicts, and the like
-            extra.setdefault(f"{info['task']}_{suffix}", []).extend(extra_rows(f))
+        task = str(info["task"])
+        rows.setdefault(task, []).extend({k: v for k, v in r.items() if k != "task"} for r in iter_sample_rows(f))
+        for suffix, extra_rows in view_for(task).tables.items():  # CAST's verdicts, and the like
+            if extra := list(extra_rows(f)):
+                rows.setdefault(f"{task}_{suffix}", []).extend(extra)
         metrics.extend(metric_rows(f, info))
-    tables = {task: _typed(pd.DataFrame(rows)) for task, rows in by_task.items()}
-    for name, rows in extra.items():
-        if rows:
-            tables[name] = _typed(pd.DataFrame(rows))
+    tables = {name: _typed(pd.DataFrame(table)) for name, table in rows.items()}
     tables["metrics"] = pd.DataFrame(metrics, columns=METRIC_COLUMNS)
     return tables
 
