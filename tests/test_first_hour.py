@@ -417,17 +417,19 @@ def test_a_result_table_titled_by_a_long_spec_keeps_its_numbers(width):
 
     from rich.console import Console
 
+    from vlmcheck.methods import view_lines
     from vlmcheck.report import terminal
 
     buf = io.StringIO()
     old, terminal.tables = terminal.tables, Console(file=buf, width=width)  # where results are printed
     try:
-        terminal.vhexpansion(LONG_SPEC, {"variants": {
+        terminal.show(view_lines.vhexpansion(LONG_SPEC, {"variants": {
             "original": {"accuracy": 0.8123, "symmetric_accuracy": 0.7, "yes_ratio": 0.5, "new_vh_cases": 3},
             "vhx_gaussian_noise": {"accuracy": 0.7, "symmetric_accuracy": None, "yes_ratio": 0.45,
-                                   "new_vh_cases": 12}}})
-        terminal.chef(LONG_SPEC, {"recipe": "calibration", "desideratum": "calibration", "accuracy": 0.61234,
-                                  "ece": 0.04321, "overall": 0.95679, "settings": {}})
+                                   "new_vh_cases": 12}}}))
+        terminal.show(view_lines.chef(LONG_SPEC, {"recipe": "calibration", "desideratum": "calibration",
+                                                  "accuracy": 0.61234, "ece": 0.04321, "overall": 0.95679,
+                                                  "settings": {}}))
     finally:
         terminal.tables = old
     text = buf.getvalue()

@@ -8,10 +8,11 @@ through the functions here, unless ``RunOptions.report`` is off.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .run import runner as _runner
 from .run.runner import RunOptions, RunResult
@@ -32,32 +33,28 @@ def results_state(folder: str | os.PathLike) -> str | None:
     return json.dumps(results, sort_keys=True)
 
 
-class _After:
-    """What follows a run: its report, unless its results are what they were and the report exists (a resume of a
-    finished run then costs no report; a new vlmcheck version changes the recorded spec); then the run logged to
-    ``RunOptions.track``'s trackers. Each tracker is checked before the run starts (a tracker that cannot log is
-    one sentence, a :class:`~vlmcheck.track.TrackerError`, and no run); one that fails after the run loses
-    nothing: the run folder holds every result, and the warning names the command that logs it later."""
+@contextlib.contextmanager
+def _reported(folder: str | os.PathLike, options: RunOptions) -> Iterator[None]:
+    """What follows a run that returned: its report, unless its results are what they were and the report exists
+    (a resume of a finished run then costs no report; a new vlmcheck version changes the recorded spec); then the
+    run logged to ``RunOptions.track``'s trackers. Each tracker is checked before the run starts (a tracker that
+    cannot log is one sentence, a :class:`~vlmcheck.track.TrackerError`, and no run); one that fails after the run
+    loses nothing: the run folder holds every result, and the warning names the command that logs it later."""
+    from .track import _sentence, check_trackers, track_runs
 
-    def __init__(self, folder: str | os.PathLike, options: RunOptions) -> None:
-        from .track import check_trackers
-
-        self.folder, self.report, self.group = Path(folder), options.report, options.track_group
-        self.before = results_state(folder) if self.report else None
-        self.trackers = check_trackers(options.track) if options.track else []
-
-    def __call__(self) -> None:
-        if self.report and not (self.before is not None and (self.folder / "report.html").is_file()
-                                and results_state(self.folder) == self.before):
-            write_run_report(self.folder)
-        from .track import _sentence, track_runs
-
-        for t in self.trackers:
-            try:
-                track_runs([self.folder], [t.name], self.group, trackers=[t])
-            except Exception as exc:  # noqa: BLE001 (the tracker's own errors: the results are safe on disk)
-                log.warning("could not log %s to %s (%s); the run folder holds every result: `vlmcheck track %s "
-                            "--to %s` logs it", self.folder, t.name, _sentence(exc), self.folder, t.name)
+    folder = Path(folder)
+    before = results_state(folder) if options.report else None
+    trackers = check_trackers(options.track) if options.track else []
+    yield
+    if options.report and not (before is not None and (folder / "report.html").is_file()
+                               and results_state(folder) == before):
+        write_run_report(folder)
+    for t in trackers:
+        try:
+            track_runs([folder], [t.name], options.track_group, trackers=[t])
+        except Exception as exc:  # noqa: BLE001 (the tracker's own errors: the results are safe on disk)
+            log.warning("could not log %s to %s (%s); the run folder holds every result: `vlmcheck track %s "
+                        "--to %s` logs it", folder, t.name, _sentence(exc), folder, t.name)
 
 
 def write_run_report(folder: str | os.PathLike) -> None:
@@ -74,28 +71,22 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
     """Run ``task`` into ``folder`` (resumable; see :mod:`vlmcheck.run.runner`), then write its report and log it
     to the trackers asked for."""
     options = options or RunOptions()
-    after = _After(folder, options)
-    result = await _runner.run_task_async(task, folder, options)
-    after()
-    return result
-
-
-def _reported(run: Any, task: Task, folder: str | os.PathLike, options: RunOptions | None) -> RunResult:
-    options = options or RunOptions()
-    after = _After(folder, options)
-    result = run(task, folder, options)
-    after()
-    return result
+    with _reported(folder, options):
+        return await _runner.run_task_async(task, folder, options)
 
 
 def run_task(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
     """Synchronous :func:`run_task_async`."""
-    return _reported(_runner.run_task, task, folder, options)
+    options = options or RunOptions()
+    with _reported(folder, options):
+        return _runner.run_task(task, folder, options)
 
 
 def retry_failed(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
     """Run again only the failed samples of ``folder`` (finished ones are kept), then write the report."""
-    return _reported(_runner.retry_failed, task, folder, options)
+    options = options or RunOptions()
+    with _reported(folder, options):
+        return _runner.retry_failed(task, folder, options)
 
 
 def merge_runs(shards: list[str | Path], out: str | Path, report: bool = True, overwrite: bool = False

@@ -38,18 +38,21 @@ class DemoResult:
 
 @dataclass
 class _Runner:
-    """Runs the demo's tasks: each resumed in its folder (made anew when the task changed), its report written."""
+    """Runs the demo's tasks: each resumed in its folder (made anew when the task changed), its report written,
+    its results table printed titled by its VLM spec (``table``)."""
 
     progress: bool
     calls: int = 0
 
-    def __call__(self, task: Task, folder: Path) -> dict[str, Any]:
+    def __call__(self, task: Task, folder: Path, table: bool = True) -> dict[str, Any]:
         try:
             result = run_task(task, folder, RunOptions(resume=True, progress=self.progress))
         except RunFolderExists:  # a run of another version of the demo: start it again
             result = run_task(task, folder, RunOptions(overwrite=True, progress=self.progress))
         self.calls += result.results.get("session", {}).get("model_calls", 0)
         terminal.run_done(folder, result.results)
+        if table:
+            terminal.results(result.results, task.cfg.vlm)
         return result.results
 
 
@@ -77,7 +80,7 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
     manifest = make_photo_dataset(out / "data", include_broken=True)
     console.rule("[bold]1. describe: scikit-image photos with ref:photo (EfficientNet-Lite0)")
     console.print(f"reference OCR: {ocr_backend()}")
-    run(DescribeTask(DescribeSpec(vlm="ref:photo", data=str(manifest))), out / "describe")
+    run(DescribeTask(DescribeSpec(vlm="ref:photo", data=str(manifest))), out / "describe", table=False)
     for r in read_jsonl(out / "describe" / "samples.jsonl"):
         if r["status"] == "done":
             console.print(f"  {r['sample_id']:<11} recall={r['result'].get('keyword_recall', 0):.2f}  "
@@ -95,20 +98,15 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
     write_text_atomic(world / "pope-adversarial.jsonl", "".join(json.dumps(c) + "\n" for c in pope))
     folders = []
     for lv in LEVELS:
-        spec = f"ref:describer?level={lv}"
-        folder = out / "genception" / f"level-{lv}"
-        res = run(GenCeptionTask(GenCeptionSpec(vlm=spec, generator="ref:renderer", encoder="ref:effnet",
-                                                data=str(world), T=3)), folder)
-        terminal.genception(spec, res["metrics"])
-        folders.append(folder)
+        folders.append(out / "genception" / f"level-{lv}")
+        run(GenCeptionTask(GenCeptionSpec(vlm=f"ref:describer?level={lv}", generator="ref:renderer",
+                                          encoder="ref:effnet", data=str(world), T=3)), folders[-1])
     terminal.leaderboard(write_leaderboard(folders, out / "genception" / "leaderboard.json"))
 
     console.rule("[bold]3. CAST: similarities in 3 modalities, each validated in 3 modalities x 3 prompt formats")
     pairs = make_world_pairs(out / "world-pairs", n=8, seed=0)
     for lv in LEVELS:
-        spec = f"ref:describer?level={lv}"
-        res = run(CastTask(CastSpec(vlm=spec, pairs=str(pairs))), out / "cast" / f"level-{lv}")
-        terminal.cast(spec, res["metrics"])
+        run(CastTask(CastSpec(vlm=f"ref:describer?level={lv}", pairs=str(pairs))), out / "cast" / f"level-{lv}")
 
     console.rule("[bold]4. ChEF on the world: calibration, robustness, hallucination (POPE), and FSC147 counting, "
                  "VOC2012 detection and Omnibenchmark chains by multi-turn PPL")
@@ -128,15 +126,13 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
                 r.scenario.type = "world"
             vlm = f"{spec}&robust=1" if name == "robustness" else spec
             # POPE with the blind control: how much of its accuracy needs the image
-            res = run(ChefTask(ChefSpec(vlm=vlm, recipe=r, data=str(data), blind=name == "hallucination")),
-                      out / "chef" / f"{name}-{lv}")
-            terminal.chef(vlm, res["metrics"])
+            run(ChefTask(ChefSpec(vlm=vlm, recipe=r, data=str(data), blind=name == "hallucination")),
+                out / "chef" / f"{name}-{lv}")
         # Table 5's turn scenarios on the world's counting, detection and category-chain data
         for name, data in (("fsc147", world / "counting.jsonl"), ("voc2012", world / "detection.jsonl"),
                            ("omnibenchmark", world / "hierarchy")):
-            res = run(ChefTask(ChefSpec(vlm=spec, recipe=resolve_recipe(name), data=str(data))),
-                      out / "chef" / f"{name}-{lv}")
-            terminal.chef(spec, res["metrics"])
+            run(ChefTask(ChefSpec(vlm=spec, recipe=resolve_recipe(name), data=str(data))),
+                out / "chef" / f"{name}-{lv}")
 
     console.rule("[bold]5. VHExpansion: negation (ref:negator), 4 common perturbations, I-FGSM transfer attack "
                  "from ref:effnet, and the blind control (the questions without the image)")
@@ -147,8 +143,7 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
                                        attack_target="ref:effnet" if attack else None,
                                        attack_config=AttackConfig(steps_clean=5, steps_hallucinated=3),
                                        blind=True))  # the blind control: the vision gain drops with the error
-        res = run(task, out / "vhexpansion" / f"level-{lv}")
-        terminal.vhexpansion(spec, res["metrics"])
+        run(task, out / "vhexpansion" / f"level-{lv}")
 
     report, shots, reused = _report(out, screenshots)
     seconds = time.perf_counter() - started
@@ -159,25 +154,14 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
     return DemoResult(out, report, shots, run.calls, seconds, reused)
 
 
-def _runs(out: Path) -> list[Path]:
-    return sorted(p.parent for p in out.glob("*/*/results.json")) + [out / "describe"]
-
-
-def _digest(runs: list[Path]) -> str:
-    h = hashlib.sha256()
-    for run in runs:
-        h.update(str(run).encode() + b"\0" + results_state(run).encode() + b"\0")
-    return h.hexdigest()
-
-
 def _report(out: Path, screenshots: bool) -> tuple[Path, list[Path], bool]:
     """The report over every run (and its screenshots), kept when no run's results changed since it was made."""
     from .report.html import build_report
     from .report.screens import screenshot_sections
 
-    runs = _runs(out)
+    runs = sorted(p.parent for p in out.glob("*/*/results.json")) + [out / "describe"]
     page, shots_dir = out / "report.html", out / "screenshots"
-    digest = _digest(runs)
+    digest = hashlib.sha256(b"".join(f"{run}\0{results_state(run)}\0".encode() for run in runs)).hexdigest()
     stamp = out / STAMP
     reused = page.is_file() and stamp.is_file() and stamp.read_text().strip() == digest
     if reused:

@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .core.files import (InputFileError, JsonlRecords, SampleRecords, atomic_path, printable,  # noqa: F401
+from .core.files import (InputFileError, JsonlRecords, SampleRecords, _atomic, printable,  # noqa: F401
                          read_results, read_text_input, write_lines_atomic)
-from .methods.cast_rows import cast_verdict_rows  # noqa: F401 (re-exported: part of the export's API)
 from .methods.views import view_for
 from .run.labels import run_label
 
@@ -114,6 +113,13 @@ def _how(node: dict[str, Any], key: str | None) -> dict[str, Any]:
     return node.get("interval") if isinstance(node.get("interval"), dict) else {}
 
 
+def _row(metric: str, value: float | None, ci: Any, how: dict[str, Any], n: Any = None, headline: bool = False,
+         **more: Any) -> dict[str, Any]:
+    low, high = ci if isinstance(ci, list) and len(ci) == 2 else (None, None)
+    return {"metric": metric, "value": value, "ci_low": low, "ci_high": high, "n": how.get("n_units", n),
+            "unit": how.get("unit"), "headline": headline, **more}
+
+
 def _metric_rows(node: Any, path: str, out: list[dict[str, Any]]) -> None:
     if not isinstance(node, dict):
         return
@@ -125,12 +131,9 @@ def _metric_rows(node: Any, path: str, out: list[dict[str, Any]]) -> None:
         if isinstance(v, dict):
             _metric_rows(v, name, out)
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            ci = node.get("ci95") if k == own else node.get(f"{k}_ci95")
-            how = _how(node, None if k == own else k)
-            out.append({"metric": path if k == own and path else name, "value": float(v),
-                        "ci_low": ci[0] if isinstance(ci, list) and len(ci) == 2 else None,
-                        "ci_high": ci[1] if isinstance(ci, list) and len(ci) == 2 else None,
-                        "n": how.get("n_units", node.get("n")), "unit": how.get("unit"), "headline": False})
+            out.append(_row(path if k == own and path else name, float(v),
+                            node.get("ci95") if k == own else node.get(f"{k}_ci95"),
+                            _how(node, None if k == own else k), node.get("n")))
 
 
 def metric_rows(folder: str | Path, info: dict[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -146,11 +149,10 @@ def metric_rows(folder: str | Path, info: dict[str, Any] | None = None) -> list[
     rows: list[dict[str, Any]] = []
     h = headline_of(info)
     why = reason_of(h)  # the headline's row says why it is no number (value null)
-    if why or h.get("value") is not None:
-        ci, how = (None, {}) if why else (h.get("ci95"), h.get("interval") or {})
-        rows.append({"metric": h["name"], "value": None if why else float(h["value"]), "ci_low": ci[0] if ci else None,
-                     "ci_high": ci[1] if ci else None, "n": how.get("n_units"), "unit": how.get("unit"),
-                     "headline": True, **({"not_measured": why} if why else {})})
+    if why:
+        rows.append(_row(h["name"], None, None, {}, headline=True, not_measured=why))
+    elif h.get("value") is not None:
+        rows.append(_row(h["name"], float(h["value"]), h.get("ci95"), h.get("interval") or {}, headline=True))
     _metric_rows(info.get("metrics") or {}, "", rows)
     return [{**base, **r} for r in rows]
 
@@ -162,10 +164,8 @@ def load_runs(folders: Iterable[str | Path]):
 
     samples, metrics = [], []
     for f in folders:
-        f = Path(f)
-        info = read_results(f)
         samples.extend(sample_rows(f))
-        metrics.extend(metric_rows(f, info))
+        metrics.extend(metric_rows(f))
     return pd.DataFrame(samples), pd.DataFrame(metrics, columns=METRIC_COLUMNS)
 
 
@@ -181,21 +181,17 @@ def load_tables(folders: Iterable[str | Path]) -> dict[str, Any]:
     :func:`cast_verdict_rows`); and ``metrics`` (:func:`load_runs`).  A method without a run is absent."""
     import pandas as pd
 
-    by_task: dict[str, list[dict[str, Any]]] = {}
-    extra: dict[str, list[dict[str, Any]]] = {}
+    rows: dict[str, list[dict[str, Any]]] = {}  # by table name
     metrics: list[dict[str, Any]] = []
-    for f in folders:
-        f = Path(f)
+    for f in map(Path, folders):
         info = read_results(f)
-        rows = by_task.setdefault(str(info["task"]), [])
-        rows.extend({k: v for k, v in r.items() if k != "task"} for r in iter_sample_rows(f))
-        for suffix, extra_rows in view_for(info["task"]).tables.items():  # CAST's verdicts, and the like
-            extra.setdefault(f"{info['task']}_{suffix}", []).extend(extra_rows(f))
+        task = str(info["task"])
+        rows.setdefault(task, []).extend({k: v for k, v in r.items() if k != "task"} for r in iter_sample_rows(f))
+        for suffix, extra_rows in view_for(task).tables.items():  # CAST's verdicts, and the like
+            if extra := list(extra_rows(f)):
+                rows.setdefault(f"{task}_{suffix}", []).extend(extra)
         metrics.extend(metric_rows(f, info))
-    tables = {task: _typed(pd.DataFrame(rows)) for task, rows in by_task.items()}
-    for name, rows in extra.items():
-        if rows:
-            tables[name] = _typed(pd.DataFrame(rows))
+    tables = {name: _typed(pd.DataFrame(table)) for name, table in rows.items()}
     tables["metrics"] = pd.DataFrame(metrics, columns=METRIC_COLUMNS)
     return tables
 
@@ -294,52 +290,33 @@ def _cell(v: Any, as_text: bool) -> Any:
 
 
 def _write_rows(rows, path: Path, fmt: str, columns: Iterable[str] = ()) -> Path:
-    """A table written in chunks of :data:`CHUNK_ROWS`: ``rows()`` is walked twice (its columns and their types
-    first, so every chunk has the same schema), never held whole.  ``columns``: those it has even without rows."""
-    import csv
-    import io
-
+    """A table written as its rows come: ``rows()`` is walked twice (its columns and their types first, so every
+    line and every Parquet chunk of :data:`CHUNK_ROWS` has the same schema), never held whole.  ``columns``:
+    those it has even without rows."""
     cols = _columns(rows(), columns)
     names = list(cols)
-
-    def chunks() -> Iterator[list[dict[str, Any]]]:
-        it = iter(rows())
-        while chunk := list(islice(it, CHUNK_ROWS)):
-            yield chunk
-
     if fmt == "jsonl":
-        def lines() -> Iterator[str]:
-            for row in rows():
-                yield json.dumps({k: row.get(k) for k in names}, ensure_ascii=False) + "\n"
-        write_lines_atomic(path, lines())
-    elif fmt == "csv":
-        def text() -> Iterator[str]:
-            buf = io.StringIO(newline="")
-            w = csv.writer(buf, lineterminator="\n")
-            w.writerow(names)
-            for chunk in chunks():
-                w.writerows([["" if row.get(k) is None else row.get(k) for k in names] for row in chunk])
-                yield buf.getvalue()
-                buf.seek(0)
-                buf.truncate()
-            yield buf.getvalue()
-        write_lines_atomic(path, text())
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        return write_lines_atomic(path, (json.dumps({k: row.get(k) for k in names}, ensure_ascii=False) + "\n"
+                                         for row in rows()))
+    if fmt == "csv":
+        import csv
+        from types import SimpleNamespace
 
-        schema = pa.schema([(k, _arrow_type(kinds)) for k, kinds in cols.items()])
-        text_cols = {k for k, kinds in cols.items() if _arrow_type(kinds) == pa.string()}
+        line = csv.writer(SimpleNamespace(write=str), lineterminator="\n")  # writerow returns the line it wrote
+        return write_lines_atomic(path, chain([line.writerow(names)], (
+            line.writerow(["" if row.get(k) is None else row.get(k) for k in names]) for row in rows())))
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-        fd, tmp = atomic_path(path)  # whole or not at all
+    schema = pa.schema([(k, _arrow_type(kinds)) for k, kinds in cols.items()])
+    text_cols = {k for k, kinds in cols.items() if _arrow_type(kinds) == pa.string()}
+
+    def write(fd: int, tmp: str) -> None:
         os.close(fd)
-        try:
-            with pq.ParquetWriter(tmp, schema) as writer:
-                for chunk in chunks():
-                    writer.write_table(pa.Table.from_pylist([{k: _cell(row.get(k), k in text_cols) for k in names}
-                                                             for row in chunk], schema=schema))
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return path
+        it = iter(rows())
+        with pq.ParquetWriter(tmp, schema) as writer:
+            while chunk := list(islice(it, CHUNK_ROWS)):
+                writer.write_table(pa.Table.from_pylist([{k: _cell(row.get(k), k in text_cols) for k in names}
+                                                         for row in chunk], schema=schema))
+
+    return _atomic(path, write)  # whole or not at all

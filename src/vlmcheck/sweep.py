@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from .api import run_task
 from .core import remote
@@ -20,6 +20,7 @@ from .core.files import InputFileError, read_yaml_mapping, write_text_atomic
 from .core.spec import public_spec
 from .datasets import parse_source
 from .run.labels import run_labels
+from .run.options import SWEEP, taken_by
 from .run.runner import RunOptions
 
 _METHODS = """\
@@ -100,18 +101,11 @@ class SweepModel(BaseModel):
     label: str | None = None  # the name tables and reports show (run/labels.py; default: the model's id)
 
 
-class SweepOptions(BaseModel):
-    """The run options a sweep's ``options:`` takes (run/options.py says why it takes no other; ``progress``,
-    ``report``, ``dry_run`` and ``json_output`` are flags of ``vlmcheck run``)."""
-    model_config = ConfigDict(extra="forbid")
-    max_concurrency: int = Field(16, ge=1)
-    limit: int | None = Field(None, ge=1)
-    seed: int = 0
-    max_failures: float = Field(0.0, ge=0.0, le=1.0)
-    allow_outside: bool = False
-    preflight: bool = True
-    max_image_mb: float = Field(256.0, gt=0)
-    pixel_budget_mb: float = Field(2000.0, ge=1.0)
+#: the run options a sweep's ``options:`` takes, with the CLI's defaults and bounds (run/options.py says why it
+#: takes no other; ``progress``, ``report``, ``dry_run`` and ``json_output`` are flags of ``vlmcheck run``)
+SweepOptions = create_model("SweepOptions", __config__=ConfigDict(extra="forbid"), **{
+    o.name: (o.kind, Field(o.default, ge=o.cli.get("min"), le=o.cli.get("max"))) for o in taken_by(SWEEP)
+    if o.name not in ("progress", "report", "dry_run", "json_output")})
 
 
 class Sweep(BaseModel):
@@ -133,11 +127,6 @@ def _models(sweep: Sweep) -> list[tuple[SweepModel, str]]:
     """Each model of the sweep and its folder's name (a credential never names a folder)."""
     models = [m if isinstance(m, SweepModel) else SweepModel(spec=m) for m in sweep.models]
     return [(m, m.name or folder_name(public_spec(m.spec))) for m in models]
-
-
-def load_sweep(path: str | Path) -> Sweep:
-    data = read_yaml_mapping(path, "sweep config", "out, models and methods")
-    return Sweep.model_validate(data)
 
 
 SWEEP_MARKER = ".vlmcheck-sweep"  # written into a sweep's folder: its summary.json and report.html are the sweep's
@@ -217,6 +206,14 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
     return runs
 
 
+def _load(config: Path) -> tuple[Sweep, list[tuple[Path, str, dict[str, Any]]], Path]:
+    """The sweep ``config`` holds, its runs (:func:`plan`) and its folder, checked (:func:`check_out`)."""
+    sweep = Sweep.model_validate(read_yaml_mapping(config, "sweep config", "out, models and methods"))
+    runs = plan(sweep, config.parent)
+    check_out(runs[0][0].parent.parent)
+    return sweep, runs, runs[0][0].parent.parent
+
+
 def options_of(sweep: Sweep, progress: bool = True) -> RunOptions:
     from .run.runner import run_options
 
@@ -249,14 +246,11 @@ def run_sweep(config: str | Path, progress: bool = True,
     from .run.task import task_class, task_from_spec
 
     config = Path(config)
-    sweep = load_sweep(config)
-    runs = plan(sweep, config.parent)
-    out = runs[0][0].parent.parent
+    sweep, runs, out = _load(config)
     if sweep.track:
         from .track import check_trackers
 
         check_trackers(sweep.track)  # one sentence before the first run, not after the last
-    check_out(out)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / SWEEP_MARKER, json.dumps({"vlmcheck_sweep": config.name}) + "\n")
     results, summary = [], []
@@ -295,9 +289,6 @@ def estimate_sweep(config: str | Path) -> dict[str, Any]:
     from .run.estimate import dry_run, merge_estimates
     from .run.task import task_from_spec
 
-    config = Path(config)
-    sweep = load_sweep(config)
-    runs = plan(sweep, config.parent)
-    check_out(runs[0][0].parent.parent)
+    sweep, runs, _ = _load(Path(config))
     return merge_estimates([dry_run(task_from_spec(method, spec), folder, options_of(sweep, False))
                             for folder, method, spec in runs])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import errno
 import functools
-import importlib
+import pkgutil
 import sys
 from typing import Any
 
@@ -55,8 +55,7 @@ def _new_app(names: list[str]) -> typer.Typer:
                       help="Annotation-free evaluation of vision-language models.")
     new.callback()(_options)
     for name in names:
-        module, _, attr = COMMANDS[name].partition(":")
-        target = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+        target = pkgutil.resolve_name(f"{__name__}.{COMMANDS[name]}")
         if isinstance(target, typer.Typer):
             new.add_typer(target, name=name)
         else:

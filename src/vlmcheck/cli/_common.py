@@ -73,8 +73,13 @@ RUN_FOLDER = typer.Option(..., "--out", metavar="OUT", help="Run folder")
 BENCHMARK = typer.Option(None, "--benchmark", metavar="NAME",
                          help="The benchmark the data is (mme, pope, scienceqa, mmbench, ...) where its form is "
                               "ambiguous; the same as NAME:PATH (vlmcheck data inspect says what is read)")
-DATA_HELP = ("; or any form `vlmcheck data inspect` reads: hfds:ORG/NAME (local HF cache), a Hub snapshot or "
-             "save_to_disk folder, a VLMEvalKit TSV, a benchmark's release (NAME:PATH)")
+
+
+def source(flag: str, help: str, default: Any = ...) -> Any:
+    """A dataset option (``--data``, ``--cases``, ``--pairs``): ``help``, then the forms every such option reads."""
+    return typer.Option(default, flag, metavar="SOURCE", help=help + (
+        "; or any form `vlmcheck data inspect` reads: hfds:ORG/NAME (local HF cache), a Hub snapshot or save_to_disk "
+        "folder, a VLMEvalKit TSV, a benchmark's release (NAME:PATH)"))
 
 
 def with_benchmark(source: str | None, benchmark: str | None) -> str | None:
@@ -284,11 +289,12 @@ def refused():
         fail(one_line(exc))
 
 
-def execute(task, out: Path, opts: "runner.RunOptions | RunArgs",
-            again: tuple[str, ...] = ()) -> dict[str, Any] | None:
-    """Run ``task`` into ``out`` (and write its report) and print one line of counts.  Under ``--dry-run``
-    (``opts`` the command's :class:`RunArgs`): estimate the run instead, for the command to print, and return
-    None.  Interrupted: the command that goes on is ``again`` (a sweep's), else ``vlmcheck resume OUT``."""
+def execute(task, out: Path, opts: "runner.RunOptions | RunArgs", again: tuple[str, ...] = (),
+            retry: bool = False) -> dict[str, Any] | None:
+    """Run ``task`` into ``out`` (``retry``: only its failed samples again; and write its report) and print one
+    line of counts.  Under ``--dry-run`` (``opts`` the command's :class:`RunArgs`): estimate the run instead, for
+    the command to print, and return None.  Interrupted: the command that goes on is ``again`` (a sweep's), else
+    ``vlmcheck resume OUT`` (``retry-failed OUT``)."""
     args = opts if isinstance(opts, RunArgs) else None
     opts = args.options() if args is not None else opts
     if args is not None and args.dry_run:
@@ -298,24 +304,19 @@ def execute(task, out: Path, opts: "runner.RunOptions | RunArgs",
             args.estimates.append(dry_run(task, out, opts))
         return None
     freeze("run")
-    with refused(), interrupted(*(again or ("resume", out))):
-        result = api.run_task(task, out, opts)
+    with refused(), interrupted(*(again or ("retry-failed" if retry else "resume", out))):
+        result = (api.retry_failed if retry else api.run_task)(task, out, opts)
     terminal.run_done(out, result.results)
     result.results["_folder"] = str(out)
     if args is not None:
         args.results.append(result.results)
-    check_budget(result.results)
-    return result.results
-
-
-def check_budget(results: dict[str, Any]) -> None:
-    """Exit 1 with one sentence when ``--max-cost`` stopped the run."""
-    budget = results.get("budget") or {}
-    if budget.get("stopped"):
+    budget = result.results.get("budget") or {}
+    if budget.get("stopped"):  # --max-cost stopped the run: exit 1
         from ..run.budget import budget_message
 
         say_error(budget_message(budget))
         raise typer.Exit(1)
+    return result.results
 
 
 def method_task(task_cls: Any, vlm: str, run: RunArgs, *errors: type[BaseException], **fields: Any) -> Any:
@@ -334,10 +335,11 @@ def method_task(task_cls: Any, vlm: str, run: RunArgs, *errors: type[BaseExcepti
         return task_cls(task_cls.spec_model(vlm=spec.canonical(), **fields), vlm=load_model(spec, "vlm"))
 
 
-def run_method(task: Any, out: Path, run: RunArgs, check: bool = True, **recorded: Any) -> dict[str, Any] | None:
-    """A command's run of ``task`` into ``out`` (``recorded``: what a resumed run keeps): its results printed
-    and, with ``check``, exit 1 past --max-failures; None under --dry-run."""
-    results = execute(task, out, run.options(**recorded) if recorded else run)
+def run_method(task: Any, out: Path, run: RunArgs, check: bool = True, retry: bool = False,
+               **recorded: Any) -> dict[str, Any] | None:
+    """A command's run of ``task`` into ``out`` (``recorded``: what a resumed run keeps; ``retry``: its failed
+    samples only): its results printed and, with ``check``, exit 1 past --max-failures; None under --dry-run."""
+    results = execute(task, out, run.options(**recorded) if recorded else run, retry=retry)
     if results is not None:
         terminal.results(results)
         if check:

@@ -15,9 +15,8 @@ cast_app = typer.Typer(no_args_is_help=True, help="CAST: cross-modal self-consis
 
 @cast_app.command("pairs")
 def cast_pairs(
-    data: str = typer.Option(..., "--data", metavar="SOURCE",
-                             help="JSONL of scenes (image, description[, id]), a world folder, "
-                                  "or hfds:NAME?split=...&description_column=..." + C.DATA_HELP),
+    data: str = C.source("--data", "JSONL of scenes (image, description[, id]), a world folder, "
+                                   "or hfds:NAME?split=...&description_column=..."),
     benchmark: Optional[str] = C.BENCHMARK,
     encoder: str = typer.Option(..., "--encoder", metavar="SPEC",
                                 help="Image encoder spec (CLIP image features where available)"),
@@ -48,8 +47,7 @@ def cast_pairs(
 @C.run_command
 def cast_run(
     vlm: str = C.VLM,
-    pairs: str = typer.Option(..., "--pairs", metavar="SOURCE",
-                              help="Pairs JSONL (cast pairs, or world pairs; a path or an fsspec URL)" + C.DATA_HELP),
+    pairs: str = C.source("--pairs", "Pairs JSONL (cast pairs, or world pairs; a path or an fsspec URL)"),
     benchmark: Optional[str] = C.BENCHMARK,
     out: Path = C.RUN_FOLDER,
     two_images: bool = typer.Option(False, "--two-images", help="Send two images instead of one side-by-side"),

@@ -42,9 +42,8 @@ def chef_run(
                                help="Recipe YAML file or shipped recipe name (chef list)"),
     vlm: str = C.VLM,
     out: Path = C.RUN_FOLDER,
-    data: Optional[str] = typer.Option(None, "--data", metavar="SOURCE",
-                                       help="Scenario data (overrides the recipe's path; JSONL kinds also at an "
-                                            "fsspec URL)" + C.DATA_HELP),
+    data: Optional[str] = C.source("--data", "Scenario data (overrides the recipe's path; JSONL kinds also at an "
+                                             "fsspec URL)", None),
     benchmark: Optional[str] = C.BENCHMARK,
     scenario: Optional[str] = typer.Option(None, "--scenario", metavar="NAME",
                                            help="How --data is read, overriding the recipe's: " + ", ".join(

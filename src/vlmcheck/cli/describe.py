@@ -12,9 +12,7 @@ from . import _common as C
 @C.run_command
 def describe(
     vlm: str = C.VLM,
-    data: str = typer.Option(..., "--data", metavar="SOURCE",
-                             help="Image folder or JSONL manifest: a path or a URL (s3://, gs://, https://)"
-                                  + C.DATA_HELP),
+    data: str = C.source("--data", "Image folder or JSONL manifest: a path or a URL (s3://, gs://, https://)"),
     benchmark: Optional[str] = C.BENCHMARK,
     out: Path = C.RUN_FOLDER,
     prompt: str = typer.Option("Describe this image in detail.", "--prompt", metavar="TEXT",

@@ -17,9 +17,7 @@ def genception(
                                   help="Image generator spec, e.g. openai-image:dall-e-3"),
     encoder: str = typer.Option(..., "--encoder", metavar="SPEC",
                                 help="Image encoder spec, e.g. hf-encoder:google/vit-base-patch16-224-in21k"),
-    data: str = typer.Option(..., "--data", metavar="SOURCE",
-                             help="Image folder (categories = sub-folders) or JSONL manifest: a path or a URL"
-                                  + C.DATA_HELP),
+    data: str = C.source("--data", "Image folder (categories = sub-folders) or JSONL manifest: a path or a URL"),
     benchmark: Optional[str] = C.BENCHMARK,
     out: Path = typer.Option(..., "--out", metavar="OUT", help="Run folder (one sub-folder per VLM when several)"),
     T: int = typer.Option(3, "-T", "--iterations", metavar="T", help="Iterations T"),

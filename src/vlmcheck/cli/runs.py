@@ -74,15 +74,7 @@ def retry_failed_cmd(run_folder: Path = typer.Argument(..., metavar="RUN", help=
     """Run again only the samples that failed; finished ones are kept."""
     C.setup_logging()
     task, spec = C.task_of(run_folder)
-    opts = run.options(**_recorded(spec))
-    with C.refused(), C.interrupted("retry-failed", run_folder):
-        result = C.api.retry_failed(task, run_folder, opts)
-    counts = result.results["counts"]
-    C.console.print(f"[green]done[/green] {counts['done']}/{counts['samples']} samples, {counts['failed']} failed")
-    C.terminal.failures(counts)
-    C.terminal.results(result.results)  # the table the run command prints
-    C.check_budget(result.results)
-    C.check_failures([{**result.results, "_folder": str(run_folder)}], run.max_failures)
+    C.run_method(task, run_folder, run, retry=True, **_recorded(spec))
 
 
 def merge(

@@ -19,9 +19,7 @@ vhx_app = typer.Typer(no_args_is_help=True, help="VHExpansion: expand yes/no hal
 @C.run_command
 def vhx_run(
     vlm: str = C.VLM,
-    cases: str = typer.Option(..., "--cases", metavar="SOURCE",
-                              help="JSONL/CSV (image, question, answer; a path or an fsspec URL) or a world folder"
-                                   + C.DATA_HELP),
+    cases: str = C.source("--cases", "JSONL/CSV (image, question, answer; a path or an fsspec URL) or a world folder"),
     benchmark: Optional[str] = C.BENCHMARK,
     out: Path = C.RUN_FOLDER,
     negator: str = typer.Option("ref:negator", "--negator", metavar="SPEC",

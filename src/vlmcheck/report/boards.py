@@ -3,6 +3,7 @@ method, each row saying whether it can be separated from the leader (:mod:`vlmch
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -88,9 +89,8 @@ def leaderboards(views: list[dict[str, Any]], decisions: list[dict[str, Any]] = 
                 r["value"] = value
         rows.sort(key=lambda r: (rank.get(r["run"], len(rank)),
                                  -(r["value"] if r["value"] is not None else float("-inf"))))
-        for rank, r in enumerate([r for r in rows if not r["not_measured"]], 1):
-            r["rank"] = rank
+        ranks = itertools.count(1)
         for r in rows:  # a headline that is not a measurement has no rank
-            r.setdefault("rank", "-")
+            r["rank"] = "-" if r["not_measured"] else next(ranks)
         out.append({"method": key, "rows": rows})
     return out

@@ -118,13 +118,6 @@ def _heatmap_svg(fmt: str, scores: tuple[tuple[float | None, ...], ...]) -> str:
     return _svg(fig)
 
 
-def _reliability(run: dict[str, Any]) -> str | None:
-    bins = run["results"]["metrics"].get("reliability")
-    if not bins:
-        return None
-    return _svg(reliability_figure(bins))
-
-
 def reliability_figure(bins: list[dict[str, Any]]):
     """Reliability diagram: each equal-count bin's accuracy against its mean confidence, both on [0, 1], the
     diagonal of perfect calibration from (0, 0) to (1, 1), each point labelled with its bin's item count."""

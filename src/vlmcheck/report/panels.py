@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .charts import _cast_heatmaps, _reliability, _s_curve, cast_k
+from .charts import _cast_heatmaps, _s_curve, _svg, cast_k, reliability_figure
 from .thumbs import _Thumbs
 SHOWN_CHAINS = 30
 
@@ -78,7 +78,9 @@ def _heatmaps(run: dict[str, Any], thumbs: _Thumbs) -> dict[str, Any]:
 
 def _settings(run: dict[str, Any], thumbs: _Thumbs) -> dict[str, Any]:
     m = run["results"]["metrics"]
-    out = {"reliability": _reliability(run), "pope": m.get("pope"), "chef_settings": chef_settings(m)}
+    bins = m.get("reliability")
+    out = {"reliability": _svg(reliability_figure(bins)) if bins else None, "pope": m.get("pope"),
+           "chef_settings": chef_settings(m)}
     if m.get("vanilla_accuracy") is not None:
         out["mmbench"] = {"vanilla": m["vanilla_accuracy"], "circular": m.get("circular_accuracy")}
     return out

@@ -178,8 +178,8 @@ def _blocks(columns: Sequence[str], rows: list[list[str]], keys: Sequence[str], 
     return Group(*parts)
 
 
-def f4(x: Any) -> str:
-    return "-" if x is None else f"{x:.4f}"
+def num(x: Any, spec: str = ".4f") -> str:
+    return "-" if x is None else format(x, spec)
 
 
 def rank_text(rank: float | None, all_ranks: Iterable[float | None]) -> str:
@@ -197,18 +197,13 @@ def run_done(out: Any, results: dict[str, Any]) -> None:
     say(f"{counts['done']}/{counts['samples']} samples, {counts['failed']} failed; "
         f"{session.get('model_calls', 0)} model calls, {session.get('cache_hits', 0)} cache hits. "
         f"Results: {out}/results.json", "done", "green")
-    failures(counts)
+    # why samples failed: each failure kind with its count and one example message (already redacted)
+    for kind, k in sorted((counts.get("failure_kinds") or {}).items(), key=lambda kv: -kv[1]["count"]):
+        say(f"{k['count']} x {kind}, e.g. {k['sample_id']}: {k['example']}", "failed:", "red")
     checks = results.get("server_checks") or {}
     for w in checks.get("warnings", []):
         if w not in (checks.get("said") or []):  # a warning the run gave as it happened is not repeated
             say(w, "warning:", "yellow")
-
-
-def failures(counts: dict[str, Any]) -> None:
-    """Why samples failed: each failure kind with its count and one example message (already redacted)."""
-    kinds = counts.get("failure_kinds") or {}
-    for kind, k in sorted(kinds.items(), key=lambda kv: -kv[1]["count"]):
-        say(f"{k['count']} x {kind}, e.g. {k['sample_id']}: {k['example']}", "failed:", "red")
 
 
 def estimate(est: dict[str, Any]) -> None:
@@ -260,10 +255,6 @@ def show(lines: list[Any]) -> None:
         con.print(text, **kw)
 
 
-def genception(model: str, m: dict[str, Any]) -> None:
-    show(_lines.genception(model, m))
-
-
 def leaderboard(board: dict[str, Any]) -> None:
     """GenCeption's leaderboard: ranked on the images every run scored (``on_shared``, as ``compare``), each
     run's own score and interval beside; a run that scored no chain has no rank and "-" for its figures."""
@@ -275,8 +266,8 @@ def leaderboard(board: dict[str, Any]) -> None:
         ci = r.get("ci95")
         row = [rank_text(r["rank"], ranks), model]
         if n:
-            row.append(f4(r.get("on_shared")))
-        row += [f4(r.get(key)), "-" if not ci else f"[{ci[0]:.4f}, {ci[1]:.4f}]",
+            row.append(num(r.get("on_shared")))
+        row += [num(r.get(key)), "-" if not ci else f"[{ci[0]:.4f}, {ci[1]:.4f}]",
                 f"{r['gc_rank']:.2f}" if r.get("gc_rank") is not None else "-",
                 ", ".join(r.get("tied_with") or []) or "-"]
         rows.append(row)
@@ -288,24 +279,11 @@ def leaderboard(board: dict[str, Any]) -> None:
         tables.print(f"{model}: {key} not measured: {why}", highlight=False, markup=False, soft_wrap=True)
 
 
-def vhexpansion(model: str, m: dict[str, Any]) -> None:
-    show(_lines.vhexpansion(model, m))
-
-
-def cast(model: str, m: dict[str, Any]) -> None:
-    show(_lines.cast(model, m))
-
-
-def chef(model: str, m: dict[str, Any]) -> None:
-    """The recipe's headline metrics and the accuracy of each setting, as a table (4 decimals)."""
-    show(_lines.chef(model, m))
-
-
 def chef_aggregate(agg: dict[str, Any]) -> None:
     cols = agg["columns"]
-    rows = [[r["scenario"], str(r["recipe"]), str(r["seed"]), str(r["n"]), *(f4(r[c]) for c in cols)]
+    rows = [[r["scenario"], str(r["recipe"]), str(r["seed"]), str(r["n"]), *(num(r[c]) for c in cols)]
             for r in agg["rows"]]
-    rows.append(["Avg. (weighted by n)", "", "", str(agg["avg"]["n"]), *(f4(agg["avg"][c]) for c in cols)])
+    rows.append(["Avg. (weighted by n)", "", "", str(agg["avg"]["n"]), *(num(agg["avg"][c]) for c in cols)])
     tables.print(table(["scenario", "recipe", "seed", "n", *cols], rows, keys=["scenario", "recipe"],
                         title=f"ChEF {agg['desideratum']}: {agg['model']}"))
     if "overall" in agg:
@@ -317,27 +295,25 @@ def chef_aggregate(agg: dict[str, Any]) -> None:
 
 
 def vhx_compare(cmp: dict[str, Any]) -> None:
-    f = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
-    d = lambda x: "-" if x is None else f"{x:+.3f}"  # noqa: E731
-    p = lambda c: "" if c.get("p_holm") is None else f" (p {c['p_holm']:.3g})"  # noqa: E731  Holm-adjusted
-    rows = []
-    for r in cmp["rows"]:
-        a, s_ = r["accuracy"], r["symmetric_accuracy"]
-        rows.append([r["dataset"], r["variant"], str(r["n"]), f(a["before"]), f(a["after"]), d(a["delta"]) + p(a),
-                     f(s_["before"]), f(s_["after"]), d(s_["delta"]) + p(s_)])
+    def pair(m: dict[str, Any]) -> list[str]:  # before, after, and the change with its Holm-adjusted p
+        p = "" if m.get("p_holm") is None else f" (p {m['p_holm']:.3g})"
+        return [num(m["before"], ".3f"), num(m["after"], ".3f"), num(m["delta"], "+.3f") + p]
+
+    rows = [[r["dataset"], r["variant"], str(r["n"]), *pair(r["accuracy"]), *pair(r["symmetric_accuracy"])]
+            for r in cmp["rows"]]
     tables.print(table(["dataset", "variant", "n", "acc. before", "after", "Δ (p, Holm)", "sym. before", "after",
-                         "Δ (p, Holm)"], rows,
-                        keys=["dataset", "variant"], title=f"{cmp['before']['model']} -> {cmp['after']['model']}"))
+                        "Δ (p, Holm)"], rows,
+                       keys=["dataset", "variant"], title=f"{cmp['before']['model']} -> {cmp['after']['model']}"))
     for g in cmp["general"]:
-        tables.print(f"general ability: {g['task']} {g['metric']} {f(g['before'])} -> {f(g['after'])} "
-                      f"({d(g['delta'])})")
+        before, after, delta = pair(g)
+        tables.print(f"general ability: {g['task']} {g['metric']} {before} -> {after} ({delta})")
     tables.print(f"{cmp['cases']['compared']} cases compared; {cmp['cases']['only_before']} only before, "
-                  f"{cmp['cases']['only_after']} only after (left out)")
+                 f"{cmp['cases']['only_after']} only after (left out)")
 
 
 def sweep_summary(summary: list[dict[str, Any]], title: str) -> None:
     rows = [[r["method"], r["model"], r["metric"],
-             f"not measured: {r['not_measured']}" if r.get("not_measured") else f4(r["value"]),
+             f"not measured: {r['not_measured']}" if r.get("not_measured") else num(r["value"]),
              f"{r['failed']}/{r['samples']}"] for r in summary]
     tables.print(table(["method", "model", "metric", "value", "failed"], rows, keys=["method", "model"],
                         title=title))
@@ -368,7 +344,6 @@ def recipes(rows: list[list[str]], long: bool = False) -> None:
 
 def comparisons(cmp: dict[str, Any]) -> None:
     """``vlmcheck compare``: one line per pair of runs and metric (A minus B); lines wrap, nothing is cut."""
-    p = lambda x: "-" if x is None else f"{x:.4g}"  # noqa: E731
     if not cmp["comparisons"]:
         return
     tables.print(f"[bold]{cmp['method']}: paired comparisons[/bold] (A - B on the samples all the runs finished; "
@@ -379,22 +354,22 @@ def comparisons(cmp: dict[str, Any]) -> None:
               f", {'%g' % round(100 * (level or 0.95), 2)}% CI [{c['ci95'][0]:.4f}, {c['ci95'][1]:.4f}]")
         judged = "" if level is None else f" against its Holm level {1 - level:.4g}"
         verdict = "separated" if c.get("separated") else "cannot be separated"
-        tables.print(f"  {c['metric']}: {c['a']} - {c['b']} = {f4(c['difference'])}{ci}; p {p(c['p_value'])}"
-                      f"{judged} (Holm-adjusted p {p(c.get('p_holm'))}; {c['test'] or '-'}): {verdict}; "
+        tables.print(f"  {c['metric']}: {c['a']} - {c['b']} = {num(c['difference'])}{ci}; p {num(c['p_value'], '.4g')}"
+                      f"{judged} (Holm-adjusted p {num(c.get('p_holm'), '.4g')}; {c['test'] or '-'}): {verdict}; "
                       f"{c['n_paired']} shared, {c['n_left_out']} left out", highlight=False, soft_wrap=True)
     for o in cmp.get("official") or ():  # the benchmark's official figures of each run, side by side
-        figs = "; ".join(f"{k} {f4(v['value'])}" + (f" [{v['ci95'][0]:.4f}, {v['ci95'][1]:.4f}]" if v.get("ci95")
+        figs = "; ".join(f"{k} {num(v['value'])}" + (f" [{v['ci95'][0]:.4f}, {v['ci95'][1]:.4f}]" if v.get("ci95")
                                                      else "") for k, v in o["figures"].items())
         tables.print(f"  official figures, {o['model']}: {figs}", highlight=False, soft_wrap=True)
 
 
-def results(results: dict[str, Any]) -> None:
+def results(results: dict[str, Any], model: str | None = None) -> None:
     """The table a finished run's command prints (``resume`` and ``retry-failed`` too): the lines its method's
-    view declares (``methods/views.py``), else its headline."""
+    view declares (``methods/views.py``), else its headline; titled ``model``, else the run's label."""
     from ..run.labels import run_label
 
     if not (results.get("counts") or {}).get("done"):  # nothing measured: no table of nothing (the failures
         return                                          # and the exit status have said why, on stderr)
-    model = run_label(results)
+    model = model or run_label(results)
     lines = view_for(results.get("task")).summary or _lines.headline_lines
     show(lines(model, results.get("metrics") or {}))

@@ -54,32 +54,25 @@ class Tracker(Protocol):
         """Log ``run``; where it is kept (a run id, a folder)."""
 
 
-def tracker(name: str) -> Tracker:
-    """The tracker registered as ``name``, made (:class:`TrackerError` where unknown or not installed)."""
-    from importlib import import_module
-
-    target = TRACKERS.get(name)
-    if target is None:
-        raise TrackerError(f"{name!r} is not a tracker; choose from {', '.join(TRACKERS)}")
-    module, _, attr = target.partition(":")
-    try:
-        return getattr(import_module(module), attr)()
-    except ModuleNotFoundError as exc:
-        raise TrackerError(f"tracker {name}: {exc.name} is not installed; pip install 'vlmcheck[{name}]'") from None
-
-
 def check_trackers(names: Iterable[str]) -> list[Tracker]:
-    """Every tracker in ``names`` made and checked before a run starts (the first that cannot log raises)."""
+    """Every tracker in ``names`` made and checked before a run starts: the first that is unknown, not installed
+    or cannot log raises :class:`TrackerError`."""
+    from pkgutil import resolve_name
+
     made = []
     for name in dict.fromkeys(names):
-        t = tracker(name)
+        if name not in TRACKERS:
+            raise TrackerError(f"{name!r} is not a tracker; choose from {', '.join(TRACKERS)}")
         try:
-            t.check()
+            made.append(resolve_name(TRACKERS[name])())
+        except ModuleNotFoundError as exc:
+            raise TrackerError(f"tracker {name}: {exc.name} is not installed; pip install 'vlmcheck[{name}]'") from None
+        try:
+            made[-1].check()
         except TrackerError:
             raise
         except Exception as exc:  # the tracker's own error (a refused connection, a bad URI): one sentence
             raise TrackerError(f"tracker {name}: {_sentence(exc)}") from None
-        made.append(t)
     return made
 
 
