@@ -144,17 +144,7 @@ class Message(BaseModel):
 
     @classmethod
     def make(cls, role: Role, *items: str | Image.Image | ImagePart) -> "Message":
-        parts: list[TextPart | ImagePart] = []
-        for item in items:
-            if isinstance(item, str):
-                parts.append(TextPart(text=item))
-            elif isinstance(item, ImagePart):
-                parts.append(item)
-            elif isinstance(item, Image.Image):
-                parts.append(ImagePart.from_pil(item))
-            else:
-                raise TypeError(f"unsupported message item {type(item).__name__}")
-        return cls(role=role, content=parts)
+        return cls(role=role, content=[_part(item) for item in items])
 
     @classmethod
     def user(cls, *items: str | Image.Image | ImagePart) -> "Message":
@@ -175,6 +165,16 @@ class Message(BaseModel):
     @property
     def images(self) -> list[ImagePart]:
         return [p for p in self.content if isinstance(p, ImagePart)]
+
+
+def _part(item: str | Image.Image | ImagePart) -> TextPart | ImagePart:
+    if isinstance(item, str):
+        return TextPart(text=item)
+    if isinstance(item, ImagePart):
+        return item
+    if isinstance(item, Image.Image):
+        return ImagePart.from_pil(item)
+    raise TypeError(f"unsupported message item {type(item).__name__}")
 
 
 def canonical_messages(messages: list[Message], file_keys: bool = True) -> list[dict[str, Any]]:
@@ -232,15 +232,6 @@ def to_gemini(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]
 
 def to_hf(messages: list[Message]) -> tuple[list[dict[str, Any]], list[Image.Image]]:
     """Hugging Face chat-template format: (conversation, images in order of appearance)."""
-    conversation: list[dict[str, Any]] = []
-    images: list[Image.Image] = []
-    for m in messages:
-        parts: list[dict[str, Any]] = []
-        for p in m.content:
-            if isinstance(p, TextPart):
-                parts.append({"type": "text", "text": p.text})
-            else:
-                parts.append({"type": "image"})
-                images.append(p.to_pil())
-        conversation.append({"role": m.role, "content": parts})
-    return conversation, images
+    conversation = [{"role": m.role, "content": [{"type": "text", "text": p.text} if isinstance(p, TextPart)
+                                                 else {"type": "image"} for p in m.content]} for m in messages]
+    return conversation, [p.to_pil() for m in messages for p in m.images]
