@@ -3,13 +3,13 @@ turned into an RGB image raises :class:`BadImageError` naming the problem, which
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
 import threading
 import warnings
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -45,10 +45,8 @@ def _wide_to_8bit(img: Image.Image) -> Image.Image:
 def to_rgb(img: Image.Image) -> Image.Image:
     """An 8-bit RGB copy of ``img`` whatever its mode: transparency composited on white, EXIF orientation
     applied."""
-    try:
+    with contextlib.suppress(Exception):  # a broken EXIF block must not sink an otherwise fine image
         img = ImageOps.exif_transpose(img)
-    except Exception:  # a broken EXIF block must not sink an otherwise fine image
-        pass
     mode = img.mode
     if mode == "RGB":
         return img.copy()
@@ -112,7 +110,7 @@ def source_file(img: Image.Image) -> SourceFile | None:
     return getattr(img, "_vlmcheck_source", None)
 
 
-@contextmanager
+@contextlib.contextmanager
 def _pillow_errors(label: str, bomb_warning: str):
     """Pillow's failures inside the block as one :class:`BadImageError` sentence naming ``label``; Pillow's
     decompression-bomb warning is an error (``"error"``) or ignored (``"ignore"``: the pixel limit is ours)."""
