@@ -463,9 +463,8 @@ def read_results(folder: str | os.PathLike, need_samples: bool = True) -> dict[s
     if not results.is_file() or (need_samples and not (folder / "samples.jsonl").is_file()):
         what = "results.json and samples.jsonl" if need_samples else "results.json"
         raise InputFileError(f"{folder}: not a finished run folder (no {what})")
-    text = read_text_input(results, "results file")
     try:
-        info = json.loads(text)
+        info = json.loads(read_text_input(results, "results file"))
     except ValueError as exc:
         raise InputFileError(f"{results}: not valid JSON ({exc}); {_rebuild(results)}") from None
     if not isinstance(info, dict) or "task" not in info:

@@ -170,18 +170,16 @@ def load_image(source: str | os.PathLike | bytes, *, max_pixels: int = DEFAULT_M
     return decode_image(read_file_bytes(source, max_bytes=max_bytes), str(source), max_pixels=max_pixels)
 
 
+#: Pillow's save options by format (a PNG's level is the caller's)
+_SAVE_OPTIONS: dict[str, dict[str, Any]] = {"JPEG": {"quality": 95, "subsampling": 0}, "WEBP": {"lossless": True}}
+
+
 def encode_image(img: Image.Image, fmt: str = DEFAULT_FORMAT, *, compress_level: int = 6) -> bytes:
-    """Encode deterministically: the same pixels always give the same bytes."""
-    buf = io.BytesIO()
-    fmt = fmt.upper()
-    if fmt == "PNG":  # Pillow writes no timestamp or text chunk: a function of the pixels
-        img.save(buf, format="PNG", compress_level=compress_level)
-    elif fmt in ("JPEG", "JPG"):
-        img.convert("RGB").save(buf, format="JPEG", quality=95, subsampling=0)
-    elif fmt == "WEBP":
-        img.save(buf, format="WEBP", lossless=True)
-    else:
-        img.save(buf, format=fmt)
+    """Encode deterministically: the same pixels always give the same bytes (Pillow writes a PNG with no
+    timestamp or text chunk)."""
+    buf, fmt = io.BytesIO(), "JPEG" if fmt.upper() == "JPG" else fmt.upper()
+    options = {"compress_level": compress_level} if fmt == "PNG" else _SAVE_OPTIONS.get(fmt, {})
+    (img.convert("RGB") if fmt == "JPEG" else img).save(buf, format=fmt, **options)
     return buf.getvalue()
 
 
