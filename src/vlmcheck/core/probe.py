@@ -37,15 +37,8 @@ class Header:
 def probe(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Header:
     """Format, size and whether the file can be sent as it is, from its header and structure only (0.7 ms for
     a 1-MB PNG against 25 ms to decode it); :class:`BadImageError` for what no decoder would take."""
-    if data[:4] == b"RIFF":
-        plain = _plain_webp(data, max_pixels)
-    elif data[:2] == b"\xff\xd8":
-        plain = _plain_jpeg(data, max_pixels)
-    else:
-        plain = _plain_png(data, max_pixels)
-    if plain is not None:
-        return plain
-    return _probe_with_pillow(data, label, max_pixels)
+    plain = _plain_webp if data[:4] == b"RIFF" else _plain_jpeg if data[:2] == b"\xff\xd8" else _plain_png
+    return plain(data, max_pixels) or _probe_with_pillow(data, label, max_pixels)
 
 
 #: Chunks that may come before a plain PNG's pixels: Pillow reads them without a way to fail (see _plain_png)

@@ -85,17 +85,13 @@ class ModelSpec(BaseModel):
         secrets: dict[str, str] = {}
         if base_url:
             # several endpoints of one model: "@URL1,URL2" or "@file:endpoints.txt" (one URL per line)
-            urls = _endpoint_list(base_url, f"{provider}:{name}")
-            clean, infos = [], set()
-            for url in urls:
-                _check_url(url, f"{provider}:{name}")
-                url, userinfo = _split_userinfo(url)
-                clean.append(url)
-                infos.add(userinfo)
+            where = f"{provider}:{name}"
+            split = [_split_userinfo(_checked_url(url, where)) for url in _endpoint_list(base_url, where)]
+            infos = {userinfo for _, userinfo in split}
             if len(infos) > 1:
                 raise SpecError(f"model spec {provider}:{name}: the endpoints carry different credentials; give "
                                 "them one user:password (or none)")
-            base_url = ",".join(clean)
+            base_url = ",".join(url for url, _ in split)
             userinfo = infos.pop()
             if userinfo:
                 secrets["userinfo"] = userinfo
@@ -208,7 +204,7 @@ def _endpoint_list(text: str, where: str) -> list[str]:
     return urls
 
 
-def _check_url(url: str, where: str) -> None:
+def _checked_url(url: str, where: str) -> str:
     if "://" not in url or url.split("://", 1)[0].lower() not in ("http", "https"):
         raise SpecError(f"model spec {where}: the base URL after '@' must start with http:// or https://")
     try:
@@ -218,6 +214,7 @@ def _check_url(url: str, where: str) -> None:
         raise SpecError(f"model spec {where}: the base URL is not a valid URL ({exc})") from None
     if not parts.hostname:
         raise SpecError(f"model spec {where}: the base URL names no host")
+    return url
 
 
 def _split_userinfo(url: str) -> tuple[str, str | None]:
