@@ -26,7 +26,6 @@ from typing import Any, Callable, Iterable, Iterator
 
 @functools.cache
 def _umask() -> int:
-    """The process's umask, read once a process."""
     mask = None
     with contextlib.suppress(OSError):  # Linux: read it without changing it
         with open("/proc/self/status", encoding="ascii") as fh:
@@ -199,7 +198,6 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
 
 
 def copy_atomic(src: str | os.PathLike, dest: str | os.PathLike) -> Path:
-    """Copy ``src`` to ``dest`` whole or not at all."""
     import shutil
 
     def write(fd: int, tmp: str) -> None:
@@ -359,7 +357,6 @@ def read_text_input(path: str | os.PathLike, what: str = "file") -> str:
 
 
 def jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file") -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every record of a user's JSON Lines file (:func:`iter_jsonl_objects`)."""
     return list(iter_jsonl_objects(path, what))
 
 

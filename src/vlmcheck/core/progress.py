@@ -77,7 +77,6 @@ class Progress:
 
 
 def track(items: Iterable[T], label: str, total: int | None = None, enabled: bool = True) -> Iterator[T]:
-    """Iterate over ``items`` with progress (see the module docstring)."""
     items = list(items) if total is None else items
     with Progress(label, total if total is not None else len(items), enabled=enabled) as p:  # type: ignore[arg-type]
         for item in items:

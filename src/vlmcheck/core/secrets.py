@@ -120,7 +120,6 @@ def redact(text: str) -> str:
 
 
 def redact_obj(obj):
-    """Redact every string inside a JSON-like structure."""
     if isinstance(obj, str):
         return redact(obj)
     if isinstance(obj, dict):
@@ -145,8 +144,6 @@ def redacted_json(obj: Any, dumps: Callable[[Any], str]) -> str:
 
 
 class RedactingFilter(logging.Filter):
-    """Logging filter that redacts secrets from every record's final message."""
-
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             msg = record.getMessage()

@@ -315,7 +315,6 @@ def register(provider: str, target: str, roles: tuple[RoleName, ...], descriptio
 
 
 def registration(provider: str) -> _Entry | None:
-    """The registration of ``provider`` (None: not registered)."""
     return PROVIDERS.get(provider.lower())
 
 
