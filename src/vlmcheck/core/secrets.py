@@ -12,6 +12,8 @@ import re
 import threading
 from typing import Any, Callable
 
+from .printable import inert, map_strings
+
 _lock = threading.Lock()
 _secrets: set[str] = set()
 REDACTED = "[REDACTED]"
@@ -119,14 +121,8 @@ def redact(text: str) -> str:
     return text
 
 
-def redact_obj(obj):
-    if isinstance(obj, str):
-        return redact(obj)
-    if isinstance(obj, dict):
-        return {k: redact_obj(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [redact_obj(v) for v in obj]
-    return obj
+def redact_obj(obj: Any) -> Any:
+    return map_strings(obj, redact)
 
 
 def redacted_json(obj: Any, dumps: Callable[[Any], str]) -> str:
@@ -149,8 +145,6 @@ class RedactingFilter(logging.Filter):
             msg = record.getMessage()
         except Exception:
             return True
-        from .printable import inert
-
         record.msg = inert(redact(msg))  # a log line holds servers' and datasets' text: no escape sequence of theirs
         record.args = None
         return True
