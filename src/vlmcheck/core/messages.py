@@ -195,15 +195,12 @@ def to_openai(messages: list[Message]) -> list[dict[str, Any]]:
     """OpenAI chat-completions format (also vLLM, SGLang, Ollama, LM Studio, llama.cpp)."""
     out: list[dict[str, Any]] = []
     for m in messages:
-        if m.role != "user" or not m.images:
-            # other turns are plain strings: some servers (llama.cpp, older vLLM) refuse content arrays there
-            if m.images:
-                raise ValueError(f"images are only supported in user messages, not {m.role!r}")
-            out.append({"role": m.role, "content": m.text})
-        else:
-            out.append({"role": "user", "content": [{"type": "text", "text": p.text} if isinstance(p, TextPart)
-                                                     else {"type": "image_url", "image_url": {"url": p.data_url()}}
-                                                     for p in m.content]})
+        if m.images and m.role != "user":
+            raise ValueError(f"images are only supported in user messages, not {m.role!r}")
+        # turns without images are plain strings: some servers (llama.cpp, older vLLM) refuse content arrays there
+        out.append({"role": m.role, "content": m.text if not m.images else [
+            {"type": "text", "text": p.text} if isinstance(p, TextPart)
+            else {"type": "image_url", "image_url": {"url": p.data_url()}} for p in m.content]})
     return out
 
 

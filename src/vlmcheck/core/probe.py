@@ -176,18 +176,14 @@ def _probe_with_pillow(data: bytes, label: str, max_pixels: int) -> Header:
         width, height = img.size
         fmt = img.format or ""
         sendable = fmt in SENDABLE_FORMATS and img.mode == "RGB" and not getattr(img, "is_animated", False)
-        if sendable and fmt == "PNG":  # whole (every chunk's CRC up to IEND) and no eXIf chunk (see _upright)
+        # upright: no EXIF orientation other than 1.  A PNG's eXIf chunk may follow its pixels, where reading it
+        # would mean decoding them, so a PNG with one is decoded (rare); it must also be whole (png_chunks)
+        if sendable and fmt == "PNG":
             chunks = png_chunks(data)
             sendable = chunks is not None and b"eXIf" not in chunks
         elif sendable:
-            sendable = _upright(img) and _intact(img, data)
+            sendable = img.getexif().get(0x0112, 1) == 1 and _intact(img, data)
     return Header(fmt, width, height, sendable)
-
-
-def _upright(img: Image.Image) -> bool:
-    """A JPEG or WebP with no EXIF orientation other than 1.  (A PNG's eXIf chunk may follow its pixels, where
-    reading it would mean decoding them, so a PNG with one counts as not upright and is decoded: rare.)"""
-    return img.getexif().get(0x0112, 1) == 1
 
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
