@@ -228,9 +228,7 @@ class JsonlRecords:
         if self.missing_ok and not self.path.exists():
             return
         with open(self.path, encoding="utf-8", newline="\n") as fh:
-            for line in fh:
-                if line.strip():
-                    yield json.loads(line)
+            yield from (json.loads(line) for line in fh if line.strip())
 
 
 class InputFileError(ValueError):
