@@ -317,10 +317,7 @@ def open_regular(path: str | os.PathLike, what: str, error: type[Exception] = In
     except OSError as exc:
         raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
-        fst = os.fstat(fd)
-        if not stat.S_ISREG(fst.st_mode):
-            raise error(f"{path}: not a regular file (a FIFO, device or socket is never read as {what})")
-        return fd, fst
+        return fd, stat_regular(path, what, error, st=os.fstat(fd))
     except BaseException:
         os.close(fd)
         raise
