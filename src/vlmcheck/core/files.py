@@ -18,6 +18,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -54,8 +55,6 @@ def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
     under ``out``'s name.  Where ``out`` is missing or empty: a hidden ``.NAME.XXXX.partial`` beside it, renamed
     to ``out`` once the block ends, removed if it raises.  Where ``out`` already holds files: ``out`` itself,
     whose files the caller writes by temp file and rename, its index file last."""
-    import shutil
-
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         yield out
@@ -198,8 +197,6 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
 
 
 def copy_atomic(src: str | os.PathLike, dest: str | os.PathLike) -> Path:
-    import shutil
-
     def write(fd: int, tmp: str) -> None:
         os.close(fd)
         shutil.copyfile(src, tmp)

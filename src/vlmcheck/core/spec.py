@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 from pydantic import BaseModel, Field, PrivateAttr
 
 from .errors import SpecError
+from .progress import loading
 from .registry import Registry, plugins, resolve
 from .secrets import is_secret_param, register_secret
 
@@ -361,8 +362,6 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
     except ImportError as exc:
         raise SpecError(f"provider {spec.provider!r} needs an optional dependency that is not installed ({exc}). "
                         f"Install the matching extra, e.g. pip install 'vlmcheck[local]' or 'vlmcheck[apis]'.") from exc
-    from .progress import loading
-
     args: tuple[Any, ...] = (spec, role)
     try:
         inspect.signature(factory).bind(*args)
