@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 from typing import Iterable, Iterator, TypeVar
 
@@ -88,8 +89,6 @@ def track(items: Iterable[T], label: str, total: int | None = None, enabled: boo
 def loading(label: str, after: float = 2.0, stream=None) -> Iterator[None]:
     """``with loading("hf:llava-..."):`` - says what is loading when it takes more than ``after`` seconds (a
     line when it starts to take long, one when it is ready), and nothing for a quick load."""
-    import threading
-
     stream, t0, state, said = stream or sys.stderr, time.monotonic(), "failed", threading.Event()
 
     def say() -> None:

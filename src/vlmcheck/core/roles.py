@@ -7,6 +7,7 @@ declaration (:func:`require`) instead of probing with try/except.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .._lazy import lazy_module
@@ -57,8 +58,6 @@ class Usage(BaseModel):
 
 
 def _token_count(value: Any) -> tuple[int, str | None]:
-    import math
-
     if value is None:
         return 0, "missing"
     if isinstance(value, str):

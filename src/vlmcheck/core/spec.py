@@ -10,6 +10,7 @@ the ``vlmcheck.adapters`` entry-point group), so heavy dependencies load only wh
 
 from __future__ import annotations
 
+import base64
 import inspect
 import os
 from pathlib import Path
@@ -132,8 +133,6 @@ class ModelSpec(BaseModel):
         """SDK client arguments that carry the spec's credentials other than the API key, for requests only:
         ``default_query`` for credential query parameters, ``default_headers`` with HTTP Basic auth for URL
         userinfo (replacing a Bearer key, as httpx does for a URL with userinfo)."""
-        import base64
-
         out: dict[str, dict[str, str]] = {}
         query = {k: v for k, v in self._secrets.items() if k not in ("api_key", "userinfo")}
         if query:
