@@ -298,8 +298,7 @@ class _Inline:
 
     def took(self, seconds: float) -> None:
         self.slow = self.slow + 1 if seconds > INLINE_SLOW_S else 0
-        if self.slow >= INLINE_SLOW_RUN:
-            self.ok = False
+        self.ok = self.slow < INLINE_SLOW_RUN  # never called again once False
 
 
 _inline = _Inline()
