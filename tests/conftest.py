@@ -300,7 +300,7 @@ def _process_state(env, cwd, umask):
         object.__setattr__(c, "_made", None)
         object.__setattr__(c, "_quiet", False)
     old_mask = os.umask(umask) if umask is not None else None
-    saved_mask, files._MASK = files._MASK, None  # the process's umask, read once a process
+    files._umask.cache_clear()  # the process's umask, read once a process
     try:
         if env is not None:
             os.environ.clear()
@@ -314,7 +314,7 @@ def _process_state(env, cwd, umask):
         os.environ.update(saved_env)
         if old_mask is not None:
             os.umask(old_mask)
-        files._MASK = saved_mask
+        files._umask.cache_clear()
         for sig, handler in saved_signals.items():
             signal.signal(sig, handler)
         _common._FROZEN.clear()

@@ -160,7 +160,7 @@ def test_redacted_json_equals_the_walk_without_walking_clean_records(monkeypatch
     from vlmcheck.core import secrets
     from vlmcheck.core.secrets import REDACTED, redact_obj, redacted_json, register_secret
 
-    for name, value in (("_secrets", set()), ("_by_length", ()), ("_parts", None), ("_verbatim", True)):
+    for name, value in (("_secrets", set()), ("_by_length", ()), ("_parts", ((), {})), ("_verbatim", True)):
         monkeypatch.setattr(secrets, name, value)  # a registry of this test's own
     walks = []
     real_walk = secrets.redact_obj

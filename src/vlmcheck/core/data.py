@@ -12,9 +12,11 @@ a broken file becomes that sample's error when it is used, not a crash at start-
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import posixpath
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -48,8 +50,6 @@ class DatasetError(ValueError):
 def dataset_name(source: str | Path) -> str | None:
     """The name a dataset declares: ``name`` in a ``dataset.json`` in its folder (or beside its manifest), or a
     Hugging Face dataset's name (``hfds:lmms-lab/MME`` -> ``MME``); None when it declares none."""
-    import json
-
     text = str(source)
     if text.startswith("hfds:"):
         return text[5:].split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] or None
@@ -94,8 +94,6 @@ def genception_outputs(folder: Path) -> set[Path]:
     inside a dataset's category folder: their images are the chains' generated ``<seed>_<t>.<ext>``, beside a
     ``<seed>_result.pkl``.  A ``results_*`` folder is one of them when it holds such a pickle, or when every image
     in it is named ``<stem>_<number>`` after an image of the folder above it."""
-    import re
-
     out = set()
     for d in folder.rglob("results_*"):
         if not d.is_dir():

@@ -184,8 +184,7 @@ class RowWindow:
 
     def full(self, taken: int) -> bool:
         """Whether a reader holding ``taken`` rows, with another row in hand, stops here (and marks the cut)."""
-        if taken >= self.rows:
-            self.cut = True
+        self.cut = self.cut or taken >= self.rows
         return self.cut
 
 

@@ -13,33 +13,28 @@ one sentence); splitting writers from readers would part the helpers that share 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import re
+import shutil
 import stat
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 
-_MASK: int | None = None
-
-
+@functools.cache
 def _umask() -> int:
-    global _MASK
-    if _MASK is None:
-        mask = None
-        try:  # Linux: read it without changing it
-            with open("/proc/self/status", encoding="ascii") as fh:
-                mask = next((int(line.split()[1], 8) for line in fh if line.startswith("Umask:")), None)
-        except OSError:
-            pass
-        if mask is None:
-            mask = os.umask(0o022)
-            os.umask(mask)
-        _MASK = mask
-    return _MASK
+    mask = None
+    with contextlib.suppress(OSError):  # Linux: read it without changing it
+        with open("/proc/self/status", encoding="ascii") as fh:
+            mask = next((int(line.split()[1], 8) for line in fh if line.startswith("Umask:")), None)
+    if mask is None:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
 
 
 def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
@@ -49,21 +44,17 @@ def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:  # named by the file the user asked for, never by a temp name they never gave
         raise _named(exc, path) from None
-    try:
+    with contextlib.suppress(AttributeError, OSError):  # Windows: no fchmod; mkstemp's mode stands
         os.fchmod(fd, 0o666 & ~_umask())
-    except (AttributeError, OSError):  # Windows: no fchmod; mkstemp's mode stands
-        pass
     return fd, tmp
 
 
-@contextmanager
+@contextlib.contextmanager
 def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
     """The folder to write a dataset into (``world make``), so that a kill or an error never leaves half of one
     under ``out``'s name.  Where ``out`` is missing or empty: a hidden ``.NAME.XXXX.partial`` beside it, renamed
     to ``out`` once the block ends, removed if it raises.  Where ``out`` already holds files: ``out`` itself,
     whose files the caller writes by temp file and rename, its index file last."""
-    import shutil
-
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         yield out
@@ -109,28 +100,23 @@ def printable(name: str) -> str:
     return name if utf8_text(name) else name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-#: json.dumps makes a C encoder for every call; made once per set of keyword arguments instead (about half the
-#: time for a sample's record, of which a fast API run encodes five per request)
-_DUMPS: dict[tuple, Callable[[Any], str]] = {}
-
-
 def json_encoder(**kwargs: Any) -> Callable[[Any], str]:
-    """``functools.partial(json.dumps, **kwargs)``, the same text (tested), its encoder made once."""
-    key = tuple(kwargs.items())
+    """``functools.partial(json.dumps, **kwargs)``, the same text (tested), its encoder made once per set of
+    arguments: json.dumps makes a C encoder for every call (about half the time for a sample's record, of which
+    a fast API run encodes five per request)."""
     try:
-        fn = _DUMPS.get(key)
+        hash(tuple(kwargs.items()))
     except TypeError:  # an unhashable argument (a list of separators): json.dumps itself
         return lambda obj: json.dumps(obj, **kwargs)
-    if fn is None:
-        fn = _DUMPS[key] = _dumps_for(json.JSONEncoder(**kwargs))
-    return fn
+    return _encoder(**kwargs)
 
 
-def _dumps_for(enc: json.JSONEncoder) -> Callable[[Any], str]:
-    """``enc.encode`` with the C encoder ``iterencode`` makes per call made once, without ``check_circular``'s
-    per-call dict (so one encoder serves every call and thread; a circular object, which vlmcheck never
-    encodes, fails with RecursionError instead of ValueError)."""
-    make = json.encoder.c_make_encoder
+@functools.cache
+def _encoder(**kwargs: Any) -> Callable[[Any], str]:
+    """``JSONEncoder(**kwargs).encode`` with the C encoder ``iterencode`` makes per call made once, without
+    ``check_circular``'s per-call dict (so one encoder serves every call and thread; a circular object, which
+    vlmcheck never encodes, fails with RecursionError instead of ValueError)."""
+    enc, make = json.JSONEncoder(**kwargs), json.encoder.c_make_encoder
     if make is None or enc.indent is not None:  # no C encoder (another Python), or indented: as json does
         return enc.encode
     quote = json.encoder.encode_basestring_ascii if enc.ensure_ascii else json.encoder.encode_basestring
@@ -162,15 +148,12 @@ def json_text_encoder(**kwargs: Any) -> Callable[[Any], str]:
     return encode
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def utf8_text(text: str) -> bool:
     """Whether ``text`` can be written as UTF-8 (it holds no lone surrogate); ASCII, most records, at once."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return text.isascii() or not _SURROGATE.search(text)
 
 
 def _atomic(path: str | os.PathLike, write: Callable[[int, str], None]) -> Path:
@@ -182,10 +165,8 @@ def _atomic(path: str | os.PathLike, write: Callable[[int, str], None]) -> Path:
         write(fd, tmp)
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     return path
 
@@ -216,9 +197,6 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
 
 
 def copy_atomic(src: str | os.PathLike, dest: str | os.PathLike) -> Path:
-    """Copy ``src`` to ``dest`` whole or not at all."""
-    import shutil
-
     def write(fd: int, tmp: str) -> None:
         os.close(fd)
         shutil.copyfile(src, tmp)
@@ -247,9 +225,7 @@ class JsonlRecords:
         if self.missing_ok and not self.path.exists():
             return
         with open(self.path, encoding="utf-8", newline="\n") as fh:
-            for line in fh:
-                if line.strip():
-                    yield json.loads(line)
+            yield from (json.loads(line) for line in fh if line.strip())
 
 
 class InputFileError(ValueError):
@@ -290,30 +266,23 @@ def _sample_problem(rec: Any) -> str | None:
     for key in ("sample_id", "status"):
         if not isinstance(rec.get(key), (str, int)) or isinstance(rec.get(key), bool):
             return f"no {key}" if key not in rec else f"its {key} is {_kind(rec[key])}"
-    for key in ("result", "error"):
-        if rec.get(key) is not None and not isinstance(rec[key], dict):
-            return f"its {key} is {_kind(rec[key])}, not an object"
-    if rec["status"] == "error" and not isinstance(rec.get("error"), dict):
-        return "a failed sample without its error"
-    return None
+    failed_bare = rec["status"] == "error" and rec.get("error") is None
+    return _not_object(rec, "result", "error") or ("a failed sample without its error" if failed_bare else None)
 
 
-def _results_problem(info: Any) -> str | None:
+def _not_object(rec: dict, *keys: str, prefix: str = "") -> str | None:
+    """Which of ``rec[key]`` (where present and not null) is not a JSON object, as a phrase, or None."""
+    bad = next((key for key in keys if rec.get(key) is not None and not isinstance(rec[key], dict)), None)
+    return None if bad is None else f"its {prefix}{bad} is {_kind(rec[bad])}, not an object"
+
+
+def _results_problem(info: dict) -> str | None:
     """Why a results.json's content is not a run's results (its shape), or None."""
-    if not isinstance(info, dict) or "task" not in info:
-        return "not a vlmcheck results file"
     if not isinstance(info["task"], str):
         return f"its task is {_kind(info['task'])}, not a name"
-    for key in ("spec", "metrics", "counts", "usage"):
-        if info.get(key) is not None and not isinstance(info[key], dict):
-            return f"its {key} is {_kind(info[key])}, not an object"
-    spec = info.get("spec") or {}
-    if spec.get("task_spec") is not None and not isinstance(spec["task_spec"], dict):
-        return f"its spec.task_spec is {_kind(spec['task_spec'])}, not an object"
-    headline = (info.get("metrics") or {}).get("headline")
-    if headline is not None and not isinstance(headline, dict):
-        return f"its metrics.headline is {_kind(headline)}, not an object"
-    return None
+    return (_not_object(info, "spec", "metrics", "counts", "usage")
+            or _not_object(info.get("spec") or {}, "task_spec", prefix="spec.")
+            or _not_object(info.get("metrics") or {}, "headline", prefix="metrics."))
 
 
 def stat_regular(path: str | os.PathLike, what: str, error: type[Exception] = InputFileError, *,
@@ -345,10 +314,7 @@ def open_regular(path: str | os.PathLike, what: str, error: type[Exception] = In
     except OSError as exc:
         raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
-        fst = os.fstat(fd)
-        if not stat.S_ISREG(fst.st_mode):
-            raise error(f"{path}: not a regular file (a FIFO, device or socket is never read as {what})")
-        return fd, fst
+        return fd, stat_regular(path, what, error, st=os.fstat(fd))
     except BaseException:
         os.close(fd)
         raise
@@ -383,7 +349,6 @@ def read_text_input(path: str | os.PathLike, what: str = "file") -> str:
 
 
 def jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file") -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every record of a user's JSON Lines file (:func:`iter_jsonl_objects`)."""
     return list(iter_jsonl_objects(path, what))
 
 
@@ -427,14 +392,7 @@ def _file_lines(path: Path, what: str) -> Iterator[str]:
 
 
 def _text_lines(text: str) -> Iterator[str]:
-    start, size = 0, len(text)
-    while start < size:
-        end = text.find("\n", start)
-        if end < 0:
-            yield text[start:]
-            return
-        yield text[start:end + 1]
-        start = end + 1
+    return (m.group() for m in re.finditer(r"[^\n]*\n|[^\n]+\Z", text))
 
 
 def require_str(row: dict[str, Any], key: str, where: str) -> str:
@@ -494,14 +452,13 @@ def read_results(folder: str | os.PathLike, need_samples: bool = True) -> dict[s
     if not results.is_file() or (need_samples and not (folder / "samples.jsonl").is_file()):
         what = "results.json and samples.jsonl" if need_samples else "results.json"
         raise InputFileError(f"{folder}: not a finished run folder (no {what})")
-    text = read_text_input(results, "results file")
     try:
-        info = json.loads(text)
+        info = json.loads(read_text_input(results, "results file"))
     except ValueError as exc:
         raise InputFileError(f"{results}: not valid JSON ({exc}); {_rebuild(results)}") from None
-    why = _results_problem(info)
-    if why == "not a vlmcheck results file":
+    if not isinstance(info, dict) or "task" not in info:
         raise InputFileError(f"{results}: not a vlmcheck results file")
+    why = _results_problem(info)
     if why:
         raise InputFileError(f"{results}: damaged ({why}); {_rebuild(results)}")
     return info

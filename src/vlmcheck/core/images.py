@@ -3,13 +3,13 @@ turned into an RGB image raises :class:`BadImageError` naming the problem, which
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
 import threading
 import warnings
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -45,10 +45,8 @@ def _wide_to_8bit(img: Image.Image) -> Image.Image:
 def to_rgb(img: Image.Image) -> Image.Image:
     """An 8-bit RGB copy of ``img`` whatever its mode: transparency composited on white, EXIF orientation
     applied."""
-    try:
+    with contextlib.suppress(Exception):  # a broken EXIF block must not sink an otherwise fine image
         img = ImageOps.exif_transpose(img)
-    except Exception:  # a broken EXIF block must not sink an otherwise fine image
-        pass
     mode = img.mode
     if mode == "RGB":
         return img.copy()
@@ -112,7 +110,7 @@ def source_file(img: Image.Image) -> SourceFile | None:
     return getattr(img, "_vlmcheck_source", None)
 
 
-@contextmanager
+@contextlib.contextmanager
 def _pillow_errors(label: str, bomb_warning: str):
     """Pillow's failures inside the block as one :class:`BadImageError` sentence naming ``label``; Pillow's
     decompression-bomb warning is an error (``"error"``) or ignored (``"ignore"``: the pixel limit is ours)."""
@@ -172,18 +170,16 @@ def load_image(source: str | os.PathLike | bytes, *, max_pixels: int = DEFAULT_M
     return decode_image(read_file_bytes(source, max_bytes=max_bytes), str(source), max_pixels=max_pixels)
 
 
+#: Pillow's save options by format (a PNG's level is the caller's)
+_SAVE_OPTIONS: dict[str, dict[str, Any]] = {"JPEG": {"quality": 95, "subsampling": 0}, "WEBP": {"lossless": True}}
+
+
 def encode_image(img: Image.Image, fmt: str = DEFAULT_FORMAT, *, compress_level: int = 6) -> bytes:
-    """Encode deterministically: the same pixels always give the same bytes."""
-    buf = io.BytesIO()
-    fmt = fmt.upper()
-    if fmt == "PNG":  # Pillow writes no timestamp or text chunk: a function of the pixels
-        img.save(buf, format="PNG", compress_level=compress_level)
-    elif fmt in ("JPEG", "JPG"):
-        img.convert("RGB").save(buf, format="JPEG", quality=95, subsampling=0)
-    elif fmt == "WEBP":
-        img.save(buf, format="WEBP", lossless=True)
-    else:
-        img.save(buf, format=fmt)
+    """Encode deterministically: the same pixels always give the same bytes (Pillow writes a PNG with no
+    timestamp or text chunk)."""
+    buf, fmt = io.BytesIO(), "JPEG" if fmt.upper() == "JPG" else fmt.upper()
+    options = {"compress_level": compress_level} if fmt == "PNG" else _SAVE_OPTIONS.get(fmt, {})
+    (img.convert("RGB") if fmt == "JPEG" else img).save(buf, format=fmt, **options)
     return buf.getvalue()
 
 

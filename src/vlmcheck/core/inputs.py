@@ -12,6 +12,7 @@ without waiting, so two samples can never wait on each other.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import posixpath
@@ -245,13 +246,10 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
             if not confined:
                 _check_inside(path, root, policy.allow_outside, policy.dirs)
             if inline_max is not None:
-                try:
+                with contextlib.suppress(OSError):  # read_file_bytes says why, in one sentence
                     st = os.stat(path)  # read_file_bytes checks this stat, not one of its own
-                except OSError:
-                    pass  # read_file_bytes says why, in one sentence
-                else:
-                    if st.st_size > inline_max:
-                        return None  # too large for the loop's thread: read in a worker
+                if st is not None and st.st_size > inline_max:
+                    return None  # too large for the loop's thread: read in a worker
             data = read_file_bytes(path, max_bytes=policy.max_file_bytes, st=st)
         header = probe(data, label, max_pixels=policy.max_pixels)
         if not header.sendable:
@@ -300,8 +298,7 @@ class _Inline:
 
     def took(self, seconds: float) -> None:
         self.slow = self.slow + 1 if seconds > INLINE_SLOW_S else 0
-        if self.slow >= INLINE_SLOW_RUN:
-            self.ok = False
+        self.ok = self.slow < INLINE_SLOW_RUN  # never called again once False
 
 
 _inline = _Inline()
@@ -361,7 +358,3 @@ def _reader_pool() -> ThreadPoolExecutor:
 if hasattr(os, "register_at_fork"):  # a forked child has none of its parent's threads: a copied pool waits forever
     os.register_at_fork(after_in_child=_reader_pool.cache_clear)
 
-
-__all__ = ["BadImageError", "DEFAULT_PIXEL_BUDGET", "InputPolicy", "PixelBudget", "confine", "current_policy",
-           "dataset_path", "read_image", "read_image_part", "release_for_batch", "sample_lease", "set_policy",
-           "reset_policy"]

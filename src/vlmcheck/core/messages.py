@@ -144,17 +144,7 @@ class Message(BaseModel):
 
     @classmethod
     def make(cls, role: Role, *items: str | Image.Image | ImagePart) -> "Message":
-        parts: list[TextPart | ImagePart] = []
-        for item in items:
-            if isinstance(item, str):
-                parts.append(TextPart(text=item))
-            elif isinstance(item, ImagePart):
-                parts.append(item)
-            elif isinstance(item, Image.Image):
-                parts.append(ImagePart.from_pil(item))
-            else:
-                raise TypeError(f"unsupported message item {type(item).__name__}")
-        return cls(role=role, content=parts)
+        return cls(role=role, content=[_part(item) for item in items])
 
     @classmethod
     def user(cls, *items: str | Image.Image | ImagePart) -> "Message":
@@ -177,6 +167,16 @@ class Message(BaseModel):
         return [p for p in self.content if isinstance(p, ImagePart)]
 
 
+def _part(item: str | Image.Image | ImagePart) -> TextPart | ImagePart:
+    if isinstance(item, str):
+        return TextPart(text=item)
+    if isinstance(item, ImagePart):
+        return item
+    if isinstance(item, Image.Image):
+        return ImagePart.from_pil(item)
+    raise TypeError(f"unsupported message item {type(item).__name__}")
+
+
 def canonical_messages(messages: list[Message], file_keys: bool = True) -> list[dict[str, Any]]:
     """JSON-able form used in cache keys and logs: images by hash (``file_sha256`` or ``sha256``, so the key
     records its kind), never bytes.  ``file_keys=False``: by pixels, as stores before key version 3 did."""
@@ -195,15 +195,12 @@ def to_openai(messages: list[Message]) -> list[dict[str, Any]]:
     """OpenAI chat-completions format (also vLLM, SGLang, Ollama, LM Studio, llama.cpp)."""
     out: list[dict[str, Any]] = []
     for m in messages:
-        if m.role != "user" or not m.images:
-            # other turns are plain strings: some servers (llama.cpp, older vLLM) refuse content arrays there
-            if m.images:
-                raise ValueError(f"images are only supported in user messages, not {m.role!r}")
-            out.append({"role": m.role, "content": m.text})
-        else:
-            out.append({"role": "user", "content": [{"type": "text", "text": p.text} if isinstance(p, TextPart)
-                                                     else {"type": "image_url", "image_url": {"url": p.data_url()}}
-                                                     for p in m.content]})
+        if m.images and m.role != "user":
+            raise ValueError(f"images are only supported in user messages, not {m.role!r}")
+        # turns without images are plain strings: some servers (llama.cpp, older vLLM) refuse content arrays there
+        out.append({"role": m.role, "content": m.text if not m.images else [
+            {"type": "text", "text": p.text} if isinstance(p, TextPart)
+            else {"type": "image_url", "image_url": {"url": p.data_url()}} for p in m.content]})
     return out
 
 
@@ -232,15 +229,6 @@ def to_gemini(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]
 
 def to_hf(messages: list[Message]) -> tuple[list[dict[str, Any]], list[Image.Image]]:
     """Hugging Face chat-template format: (conversation, images in order of appearance)."""
-    conversation: list[dict[str, Any]] = []
-    images: list[Image.Image] = []
-    for m in messages:
-        parts: list[dict[str, Any]] = []
-        for p in m.content:
-            if isinstance(p, TextPart):
-                parts.append({"type": "text", "text": p.text})
-            else:
-                parts.append({"type": "image"})
-                images.append(p.to_pil())
-        conversation.append({"role": m.role, "content": parts})
-    return conversation, images
+    conversation = [{"role": m.role, "content": [{"type": "text", "text": p.text} if isinstance(p, TextPart)
+                                                 else {"type": "image"} for p in m.content]} for m in messages]
+    return conversation, [p.to_pil() for m in messages for p in m.images]

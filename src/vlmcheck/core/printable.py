@@ -6,7 +6,7 @@ kept.  Written by hand: ``repr`` escapes every non-ASCII letter, and rich strips
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 #: what JSON's encoder leaves as it is (it escapes the C0 controls itself)
@@ -23,15 +23,20 @@ def inert(text: str) -> str:
     return _UNSAFE.sub(_escape, text) if _UNSAFE.search(text) else text
 
 
+def map_strings(obj: Any, fn: Callable[[str], str], keys: bool = False) -> Any:
+    """``fn`` on every string of a JSON-like object (with ``keys``, its keys' too); tuples come back as lists."""
+    if isinstance(obj, str):
+        return fn(obj)
+    if isinstance(obj, dict):
+        return {fn(k) if keys and isinstance(k, str) else k: map_strings(v, fn, keys) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [map_strings(v, fn, keys) for v in obj]
+    return obj
+
+
 def inert_obj(obj: Any) -> Any:
     """:func:`inert` on every string of a JSON-like object (keys included)."""
-    if isinstance(obj, str):
-        return inert(obj)
-    if isinstance(obj, dict):
-        return {inert_obj(k): inert_obj(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [inert_obj(v) for v in obj]
-    return obj
+    return map_strings(obj, inert, keys=True)
 
 
 def json_inert(text: str) -> str:

@@ -6,8 +6,10 @@ at the end, leaving a batch job's log silent for hours).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 import time
 from typing import Iterable, Iterator, TypeVar
 
@@ -76,7 +78,6 @@ class Progress:
 
 
 def track(items: Iterable[T], label: str, total: int | None = None, enabled: bool = True) -> Iterator[T]:
-    """Iterate over ``items`` with progress (see the module docstring)."""
     items = list(items) if total is None else items
     with Progress(label, total if total is not None else len(items), enabled=enabled) as p:  # type: ignore[arg-type]
         for item in items:
@@ -84,29 +85,23 @@ def track(items: Iterable[T], label: str, total: int | None = None, enabled: boo
             p.advance()
 
 
-class loading:
+@contextlib.contextmanager
+def loading(label: str, after: float = 2.0, stream=None) -> Iterator[None]:
     """``with loading("hf:llava-..."):`` - says what is loading when it takes more than ``after`` seconds (a
     line when it starts to take long, one when it is ready), and nothing for a quick load."""
+    stream, t0, state, said = stream or sys.stderr, time.monotonic(), "failed", threading.Event()
 
-    def __init__(self, label: str, after: float = 2.0, stream=None) -> None:
-        self.label, self.after, self.stream = label, after, stream or sys.stderr
-        self._said = False
+    def say() -> None:
+        said.set()
+        print(f"[load] {label} ...", file=stream, flush=True)
 
-    def _say(self) -> None:
-        self._said = True
-        print(f"[load] {self.label} ...", file=self.stream, flush=True)
-
-    def __enter__(self) -> "loading":
-        import threading
-
-        self._t0 = time.monotonic()
-        self._timer = threading.Timer(self.after, self._say)
-        self._timer.daemon = True
-        self._timer.start()
-        return self
-
-    def __exit__(self, exc_type, *exc: object) -> None:
-        self._timer.cancel()
-        if self._said:
-            state = "ready" if exc_type is None else "failed"
-            print(f"[load] {self.label} {state} in {time.monotonic() - self._t0:.1f} s", file=self.stream, flush=True)
+    timer = threading.Timer(after, say)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+        state = "ready"
+    finally:
+        timer.cancel()
+        if said.is_set():
+            print(f"[load] {label} {state} in {time.monotonic() - t0:.1f} s", file=stream, flush=True)

@@ -12,6 +12,7 @@ is read on the event loop under a per-read and a total deadline, so a slow serve
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import posixpath
 import re
@@ -155,15 +156,13 @@ def _too_large(url: str, max_bytes: int) -> BadImageError:
 
 
 async def fetch(url: str, max_bytes: int, *, root: str | None = None, allow_outside: bool = False,
-                read_timeout: float | None = None, total_timeout: float | None = None) -> bytes:
+                read_timeout: float = READ_TIMEOUT_S, total_timeout: float = TOTAL_TIMEOUT_S) -> bytes:
     """The bytes at the http(s) ``url``, read to the end and at most ``max_bytes``; redirects followed only
     within ``url``'s origin and (unless ``allow_outside``) under the folder URL ``root``; a
     :class:`BadImageError` naming the URL otherwise (see the module docstring)."""
     import aiohttp
     import yarl
 
-    read_timeout = READ_TIMEOUT_S if read_timeout is None else float(read_timeout)
-    total_timeout = TOTAL_TIMEOUT_S if total_timeout is None else float(total_timeout)
     current = normalize(url)
     home = origin(current)
     if root is not None and not allow_outside and not inside(current, root):
@@ -235,12 +234,11 @@ def _run(coro):
         return pool.submit(asyncio.run, coro).result()
 
 
-def read_bytes(url: str, max_bytes: int, *, root: str | None = None, allow_outside: bool = False,
-               read_timeout: float | None = None, total_timeout: float | None = None) -> bytes:
-    """The bytes at ``url``, at most ``max_bytes``; a :class:`BadImageError` naming the URL otherwise."""
+def read_bytes(url: str, max_bytes: int, *, root: str | None = None) -> bytes:
+    """The bytes at ``url``, at most ``max_bytes``, redirects staying under ``root``; a :class:`BadImageError`
+    naming the URL otherwise."""
     if is_http(url):
-        return _run(fetch(url, max_bytes, root=root, allow_outside=allow_outside, read_timeout=read_timeout,
-                          total_timeout=total_timeout))
+        return _run(fetch(url, max_bytes, root=root))
     import fsspec
 
     try:
@@ -255,34 +253,31 @@ def read_bytes(url: str, max_bytes: int, *, root: str | None = None, allow_outsi
     return data
 
 
-def _new_pool() -> None:
+@functools.cache
+def _pool() -> ThreadPoolExecutor:
     """Threads for the fsspec URLs (s3://, gs://...): not the decoding threads of core/inputs.py, so a slow
-    bucket never holds the readers that local files and other samples need (none is started before a read)."""
-    global _pool
-    _pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="vlmcheck-url")
+    bucket never holds the readers that local files and other samples need."""
+    return ThreadPoolExecutor(max_workers=16, thread_name_prefix="vlmcheck-url")
 
 
-_new_pool()
 if hasattr(os, "register_at_fork"):  # a forked child has none of its parent's threads: a copied pool waits forever
-    os.register_at_fork(after_in_child=_new_pool)
+    os.register_at_fork(after_in_child=_pool.cache_clear)
 
 
 async def read_bytes_async(url: str, max_bytes: int, *, root: str | None = None, allow_outside: bool = False,
-                           read_timeout: float | None = None, total_timeout: float | None = None) -> bytes:
+                           read_timeout: float = READ_TIMEOUT_S, total_timeout: float = TOTAL_TIMEOUT_S) -> bytes:
     """:func:`read_bytes` for the event loop: http(s) read on the loop itself (no thread held while a server is
     slow), other protocols on threads of their own."""
     if is_http(url):
         return await fetch(url, max_bytes, root=root, allow_outside=allow_outside, read_timeout=read_timeout,
                            total_timeout=total_timeout)
-    return await asyncio.get_running_loop().run_in_executor(_pool, lambda: read_bytes(url, max_bytes))
+    return await asyncio.get_running_loop().run_in_executor(_pool(), lambda: read_bytes(url, max_bytes))
 
 
-def read_text(url: str, what: str = "file", *, read_timeout: float | None = None,
-              total_timeout: float | None = None) -> str:
+def read_text(url: str, what: str = "file") -> str:
     """The UTF-8 text at ``url`` (a manifest), or one sentence saying why not.  Redirects stay in its folder."""
     try:
-        data = read_bytes(url, 1 << 30, root=parent(url) if is_http(url) else None, read_timeout=read_timeout,
-                          total_timeout=total_timeout)
+        data = read_bytes(url, 1 << 30, root=parent(url) if is_http(url) else None)
     except BadImageError as exc:
         raise InputFileError(str(exc).replace("image file size", f"{what} size")) from None
     try:

@@ -7,6 +7,7 @@ declaration (:func:`require`) instead of probing with try/except.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .._lazy import lazy_module
@@ -48,21 +49,15 @@ class Usage(BaseModel):
     def reported(cls, input_tokens: Any, output_tokens: Any) -> "Usage":
         """The usage a provider reported, checked: each count a whole number >= 0 (or a float or numeric string
         holding one); anything else gives zero counts marked :attr:`invalid`, never a negative or silent zero."""
-        counts, problems = [], []
-        for name, value in (("input", input_tokens), ("output", output_tokens)):
-            n, why = _token_count(value)
-            counts.append(n)
-            if why:
-                problems.append(f"{name} tokens {why}")
-        usage = cls(input_tokens=counts[0], output_tokens=counts[1])
+        (n_in, why_in), (n_out, why_out) = _token_count(input_tokens), _token_count(output_tokens)
+        usage = cls(input_tokens=n_in, output_tokens=n_out)
+        problems = [f"{name} tokens {why}" for name, why in (("input", why_in), ("output", why_out)) if why]
         if problems:  # else None already: pydantic's setattr skipped on every valid answer
             usage._invalid = "; ".join(problems)
         return usage
 
 
 def _token_count(value: Any) -> tuple[int, str | None]:
-    import math
-
     if value is None:
         return 0, "missing"
     if isinstance(value, str):

@@ -12,6 +12,8 @@ import re
 import threading
 from typing import Any, Callable
 
+from .printable import inert, map_strings
+
 _lock = threading.Lock()
 _secrets: set[str] = set()
 REDACTED = "[REDACTED]"
@@ -49,7 +51,7 @@ _PART_MIN_KEY = 12
 # (aligned chunks, part -> [(key, offset)]), replaced whole on registration.  Any _PART-long run of a key holds
 # one of its chunks of _PART // 2 characters at multiples of _PART // 2, so a text holding none of them holds no
 # part: a clean string costs a few substring searches, not a regex alternation of every part.
-_parts: tuple[tuple[str, ...], dict[str, tuple[tuple[str, int], ...]]] | None = None
+_parts: tuple[tuple[str, ...], dict[str, tuple[tuple[str, int], ...]]] = ((), {})
 
 
 # Whether every registered key appears in JSON text as in its string (see redacted_json), and what may need
@@ -75,7 +77,7 @@ def register_secret(value: str | None) -> None:
                     for i in range(len(s) - _PART + 1):
                         parts.setdefault(s[i:i + _PART], []).append((s, i))
                     chunks.update(s[i:i + half] for i in range(0, len(s) - half + 1, half))
-            _parts = (tuple(sorted(chunks)), {k: tuple(v) for k, v in parts.items()}) if parts else None
+            _parts = (tuple(sorted(chunks)), {k: tuple(v) for k, v in parts.items()})
 
 
 def _mask_parts(text: str, parts_of: dict[str, tuple[tuple[str, int], ...]]) -> str:
@@ -109,26 +111,18 @@ def redact(text: str) -> str:
     if not text or len(text) < _MIN_LEN:  # shorter than any key or key shape
         return text
     for s in _by_length:
-        if s in text:
-            text = text.replace(s, REDACTED)
-    snapshot = _parts
-    if snapshot is not None and any(c in text for c in snapshot[0]):
-        text = _mask_parts(text, snapshot[1])
+        text = text.replace(s, REDACTED)
+    chunks, parts_of = _parts
+    if any(c in text for c in chunks):
+        text = _mask_parts(text, parts_of)
     if _ANY_PATTERN.search(text):
         for pat in _PATTERNS:
             text = pat.sub(lambda m: (m.group(1) if m.lastindex else "") + REDACTED, text)
     return text
 
 
-def redact_obj(obj):
-    """Redact every string inside a JSON-like structure."""
-    if isinstance(obj, str):
-        return redact(obj)
-    if isinstance(obj, dict):
-        return {k: redact_obj(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [redact_obj(v) for v in obj]
-    return obj
+def redact_obj(obj: Any) -> Any:
+    return map_strings(obj, redact)
 
 
 def redacted_json(obj: Any, dumps: Callable[[Any], str]) -> str:
@@ -138,27 +132,19 @@ def redacted_json(obj: Any, dumps: Callable[[Any], str]) -> str:
     the string that held them; a Bearer token's whitespace may be escaped, so "bearer" alone sends the object the
     long way."""
     text = dumps(obj)
-    if not _verbatim or any(s in text for s in _by_length):
-        return dumps(redact_obj(obj))
-    snapshot = _parts
-    if snapshot is not None and any(c in text for c in snapshot[0]):
-        return dumps(redact_obj(obj))
     low = text.lower()  # a plain copy: faster than a case-insensitive regex over the text
-    if any(t in low for t in _JSON_TRIGGERS):
+    if (not _verbatim or any(s in text for s in _by_length) or any(c in text for c in _parts[0])
+            or any(t in low for t in _JSON_TRIGGERS)):
         return dumps(redact_obj(obj))
     return text
 
 
 class RedactingFilter(logging.Filter):
-    """Logging filter that redacts secrets from every record's final message."""
-
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             msg = record.getMessage()
         except Exception:
             return True
-        from .printable import inert
-
         record.msg = inert(redact(msg))  # a log line holds servers' and datasets' text: no escape sequence of theirs
         record.args = None
         return True

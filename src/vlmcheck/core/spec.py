@@ -10,6 +10,7 @@ the ``vlmcheck.adapters`` entry-point group), so heavy dependencies load only wh
 
 from __future__ import annotations
 
+import base64
 import inspect
 import os
 from pathlib import Path
@@ -19,6 +20,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 from pydantic import BaseModel, Field, PrivateAttr
 
 from .errors import SpecError
+from .progress import loading
 from .registry import Registry, plugins, resolve
 from .secrets import is_secret_param, register_secret
 
@@ -85,17 +87,13 @@ class ModelSpec(BaseModel):
         secrets: dict[str, str] = {}
         if base_url:
             # several endpoints of one model: "@URL1,URL2" or "@file:endpoints.txt" (one URL per line)
-            urls = _endpoint_list(base_url, f"{provider}:{name}")
-            clean, infos = [], set()
-            for url in urls:
-                _check_url(url, f"{provider}:{name}")
-                url, userinfo = _split_userinfo(url)
-                clean.append(url)
-                infos.add(userinfo)
+            where = f"{provider}:{name}"
+            split = [_split_userinfo(_checked_url(url, where)) for url in _endpoint_list(base_url, where)]
+            infos = {userinfo for _, userinfo in split}
             if len(infos) > 1:
                 raise SpecError(f"model spec {provider}:{name}: the endpoints carry different credentials; give "
                                 "them one user:password (or none)")
-            base_url = ",".join(clean)
+            base_url = ",".join(url for url, _ in split)
             userinfo = infos.pop()
             if userinfo:
                 secrets["userinfo"] = userinfo
@@ -135,8 +133,6 @@ class ModelSpec(BaseModel):
         """SDK client arguments that carry the spec's credentials other than the API key, for requests only:
         ``default_query`` for credential query parameters, ``default_headers`` with HTTP Basic auth for URL
         userinfo (replacing a Bearer key, as httpx does for a URL with userinfo)."""
-        import base64
-
         out: dict[str, dict[str, str]] = {}
         query = {k: v for k, v in self._secrets.items() if k not in ("api_key", "userinfo")}
         if query:
@@ -208,7 +204,7 @@ def _endpoint_list(text: str, where: str) -> list[str]:
     return urls
 
 
-def _check_url(url: str, where: str) -> None:
+def _checked_url(url: str, where: str) -> str:
     if "://" not in url or url.split("://", 1)[0].lower() not in ("http", "https"):
         raise SpecError(f"model spec {where}: the base URL after '@' must start with http:// or https://")
     try:
@@ -218,6 +214,7 @@ def _check_url(url: str, where: str) -> None:
         raise SpecError(f"model spec {where}: the base URL is not a valid URL ({exc})") from None
     if not parts.hostname:
         raise SpecError(f"model spec {where}: the base URL names no host")
+    return url
 
 
 def _split_userinfo(url: str) -> tuple[str, str | None]:
@@ -318,7 +315,6 @@ def register(provider: str, target: str, roles: tuple[RoleName, ...], descriptio
 
 
 def registration(provider: str) -> _Entry | None:
-    """The registration of ``provider`` (None: not registered)."""
     return PROVIDERS.get(provider.lower())
 
 
@@ -365,8 +361,6 @@ def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
     except ImportError as exc:
         raise SpecError(f"provider {spec.provider!r} needs an optional dependency that is not installed ({exc}). "
                         f"Install the matching extra, e.g. pip install 'vlmcheck[local]' or 'vlmcheck[apis]'.") from exc
-    from .progress import loading
-
     args: tuple[Any, ...] = (spec, role)
     try:
         inspect.signature(factory).bind(*args)
