@@ -46,12 +46,14 @@ import argparse
 import asyncio
 import base64
 import contextlib
+import functools
 import hashlib
 import io
 import json
 import re
 import sys
 import time
+import zlib
 
 from .fake_batches import FakeBatches
 
@@ -252,21 +254,15 @@ def _head(status: int, length: int, extra: dict[str, str] | None = None, keep: b
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
-_BOMB: list[bytes] = []
-
-
+@functools.lru_cache(maxsize=1)
 def _gzip_bomb() -> bytes:
     """1 GB of a JSON answer's letters, gzip-compressed to about 1 MB (made once)."""
-    if not _BOMB:
-        import zlib
-
-        z = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: a gzip wrapper
-        parts = [z.compress(b'{"choices": [{"message": {"content": "')]
-        block = b"a" * (1 << 20)
-        parts += [z.compress(block) for _ in range(1024)]
-        parts.append(z.flush())
-        _BOMB.append(b"".join(parts))
-    return _BOMB[0]
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: a gzip wrapper
+    parts = [z.compress(b'{"choices": [{"message": {"content": "')]
+    block = b"a" * (1 << 20)
+    parts += [z.compress(block) for _ in range(1024)]
+    parts.append(z.flush())
+    return b"".join(parts)
 
 
 def _error(message: str) -> bytes:
