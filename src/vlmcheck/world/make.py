@@ -106,36 +106,33 @@ def make_world(out: str | Path, n: int = 200, seed: int = 0, size: int = 384,
                categories: tuple[str, ...] = CATEGORIES) -> Path:
     """Write ``n`` scenes (categories in turn) under ``out``; returns the manifest path."""
     with staged_folder(out) as folder:
-        _make_world(folder, n, seed, size, categories)
+        (folder / "scenes").mkdir(parents=True, exist_ok=True)
+        rows = []
+        for i in range(n):
+            cat = categories[i % len(categories)]
+            rng = np.random.default_rng([seed, i])
+            scene = generate_scene(rng, cat)
+            sid = f"{cat}-{i:04d}"
+            img_rel = f"images/{cat}/{sid}.png"
+            (folder / "images" / cat).mkdir(parents=True, exist_ok=True)
+            write_bytes_atomic(folder / img_rel, encode_image(render_scene(scene, size), "PNG"))
+            write_text_atomic(folder / "scenes" / f"{sid}.json", scene.model_dump_json(indent=1))
+            rows.append({"id": sid, "image": img_rel, "category": cat, "description": describe_scene(scene),
+                         "scene": scene.model_dump(), "questions": scene_questions(scene, rng)})
+        # object annotations in the POPE builder's format: objects named "<colour> <shape>", in reading order
+        write_text_atomic(folder / "objects.jsonl", _lines([{"image": r["image"], "objects": list(dict.fromkeys(
+            f"{o['color']} {o['shape']}" for o in sorted(r["scene"]["objects"], key=lambda o: (o["row"], o["col"])))
+        )} for r in rows]))
+        _write_turn_sets(folder, rows, n, seed, size)
+        # the dataset's declared name: what benchmark its categories belong to (methods/leaderboard.py)
+        write_text_atomic(folder / "dataset.json",
+                          json.dumps({"name": "world", "n": n, "seed": seed, "size": size}) + "\n")
+        write_text_atomic(folder / "README.txt",
+                          f"vlmcheck reference world: {n} scenes, seed {seed}, {size}x{size} px.\n"
+                          "manifest.jsonl: id, image, category, description (canonical), scene (ground truth), "
+                          "questions.\n")
+        write_text_atomic(folder / "manifest.jsonl", _lines(rows))  # last: the file that makes the folder a world
     return Path(out) / "manifest.jsonl"
-
-
-def _make_world(out: Path, n: int, seed: int, size: int, categories: tuple[str, ...]) -> None:
-    (out / "scenes").mkdir(parents=True, exist_ok=True)
-    rows = []
-    for i in range(n):
-        cat = categories[i % len(categories)]
-        rng = np.random.default_rng([seed, i])
-        scene = generate_scene(rng, cat)
-        sid = f"{cat}-{i:04d}"
-        img_rel = f"images/{cat}/{sid}.png"
-        (out / "images" / cat).mkdir(parents=True, exist_ok=True)
-        write_bytes_atomic(out / img_rel, encode_image(render_scene(scene, size), "PNG"))
-        write_text_atomic(out / "scenes" / f"{sid}.json", scene.model_dump_json(indent=1))
-        rows.append({"id": sid, "image": img_rel, "category": cat, "description": describe_scene(scene),
-                     "scene": scene.model_dump(), "questions": scene_questions(scene, rng)})
-    # object annotations in the POPE builder's format: objects named "<colour> <shape>", in reading order
-    write_text_atomic(out / "objects.jsonl", _lines([{"image": r["image"], "objects": list(dict.fromkeys(
-        f"{o['color']} {o['shape']}" for o in sorted(r["scene"]["objects"], key=lambda o: (o["row"], o["col"]))))}
-        for r in rows]))
-    _write_turn_sets(out, rows, n, seed, size)
-    # the dataset's declared name: what benchmark its categories belong to (methods/leaderboard.py)
-    write_text_atomic(out / "dataset.json", json.dumps({"name": "world", "n": n, "seed": seed, "size": size}) + "\n")
-    write_text_atomic(out / "README.txt",
-                      f"vlmcheck reference world: {n} scenes, seed {seed}, {size}x{size} px.\n"
-                      "manifest.jsonl: id, image, category, description (canonical), scene (ground truth), "
-                      "questions.\n")
-    write_text_atomic(out / "manifest.jsonl", _lines(rows))  # last: the file that makes the folder a world
 
 
 def _lines(rows: list[dict]) -> str:
@@ -181,35 +178,31 @@ def make_world_pairs(out: str | Path, n: int = 20, seed: int = 0, size: int = 38
     with random objects and keeps A's background half of the time.
     """
     with staged_folder(out) as folder:
-        _make_world_pairs(folder, n, seed, size)
+        (folder / "images").mkdir(parents=True, exist_ok=True)
+        rows = []
+        for i in range(n):
+            rng = np.random.default_rng([seed, 10_000 + i])
+            a = generate_scene(rng, str(rng.choice(["existence", "color", "position", "shape"])))
+            while len(a.objects) < 3:
+                a = generate_scene(rng, "existence")
+            keep_n = int(rng.integers(1, 4))
+            keep = [a.objects[j] for j in rng.choice(len(a.objects), size=keep_n, replace=False)]
+            b = Scene(background=a.background if rng.random() < 0.5 else str(rng.choice(list(BACKGROUNDS))),
+                      objects=list(keep))
+            free = b.free_cells()
+            for j in rng.choice(len(free), size=min(len(free), int(rng.integers(1, 4))), replace=False):
+                r, c = free[j]
+                b.objects.append(random_object(rng, r, c))
+            b.objects.sort(key=lambda o: (o.row, o.col))
+            sides = {}
+            for name, scene in (("a", a), ("b", b)):
+                sid = f"pair{i:03d}-{name}"
+                write_bytes_atomic(folder / "images" / f"{sid}.png", encode_image(render_scene(scene, size), "PNG"))
+                sides[name] = {"id": sid, "image": f"images/{sid}.png", "description": describe_scene(scene),
+                               "scene": scene.model_dump()}
+            rows.append({"id": f"pair{i:03d}", **sides, "shared_objects": keep_n})
+        write_text_atomic(folder / "pairs.jsonl", _lines(rows))  # last: the file that makes the folder a dataset
     return Path(out) / "pairs.jsonl"
-
-
-def _make_world_pairs(out: Path, n: int, seed: int, size: int) -> None:
-    (out / "images").mkdir(parents=True, exist_ok=True)
-    rows = []
-    for i in range(n):
-        rng = np.random.default_rng([seed, 10_000 + i])
-        a = generate_scene(rng, str(rng.choice(["existence", "color", "position", "shape"])))
-        while len(a.objects) < 3:
-            a = generate_scene(rng, "existence")
-        keep_n = int(rng.integers(1, 4))
-        keep = [a.objects[j] for j in rng.choice(len(a.objects), size=keep_n, replace=False)]
-        b = Scene(background=a.background if rng.random() < 0.5 else str(rng.choice(list(BACKGROUNDS))),
-                  objects=list(keep))
-        free = b.free_cells()
-        for j in rng.choice(len(free), size=min(len(free), int(rng.integers(1, 4))), replace=False):
-            r, c = free[j]
-            b.objects.append(random_object(rng, r, c))
-        b.objects.sort(key=lambda o: (o.row, o.col))
-        sides = {}
-        for name, scene in (("a", a), ("b", b)):
-            sid = f"pair{i:03d}-{name}"
-            write_bytes_atomic(out / "images" / f"{sid}.png", encode_image(render_scene(scene, size), "PNG"))
-            sides[name] = {"id": sid, "image": f"images/{sid}.png", "description": describe_scene(scene),
-                           "scene": scene.model_dump()}
-        rows.append({"id": f"pair{i:03d}", **sides, "shared_objects": keep_n})
-    write_text_atomic(out / "pairs.jsonl", _lines(rows))  # last: the file that makes the folder a dataset
 
 
 __all__ = ["make_world", "make_world_pairs", "scene_questions", "position_name"]
