@@ -61,17 +61,17 @@ _FAULT = re.compile(r"\[fault=([a-z0-9]+?)(?:x(\d+))?\]")
 
 
 class FakeOpenAI:
-    def __init__(self, latency: float = 0.0, log_path: str | None = None, models: list[str] | None = None,
+    def __init__(self, latency: float = 0.0, log: str | None = None, models: list[str] | None = None,
                  require_key: str | None = None, batch_delay: float = 1.0, capacity: int | None = None,
-                 dialect: str | None = None, usage: bool = True, sampling: bool = False) -> None:
-        self.dialect, self.usage, self.sampling, self.latency = dialect, usage, sampling, latency
+                 dialect: str | None = None, no_usage: bool = False, sampling: bool = False) -> None:
+        self.dialect, self.usage, self.sampling, self.latency = dialect, not no_usage, sampling, latency
         # at most `capacity` requests served at once (a GPU server's batch slots); more wait in a queue
         self.capacity = asyncio.Semaphore(capacity) if capacity else None
         self.in_flight = 0
         self.models = models  # served by GET /v1/models when given (else 404, as some servers do)
         self.require_key = require_key  # every request without "Bearer KEY" gets HTTP 401
         self.attempts: dict[str, int] = {}
-        self.log = open(log_path, "a", buffering=1) if log_path else None
+        self.log = open(log, "a", buffering=1) if log else None
         self.batches = FakeBatches(batch_delay, _completion, _anthropic_message, _prompt_text, self.log)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -446,7 +446,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--log", default=None)
-    parser.add_argument("--models", default=None, help="comma-separated ids that GET /v1/models lists")
+    parser.add_argument("--models", default=None, type=lambda ids: ids.split(","),
+                        help="comma-separated ids that GET /v1/models lists")
     parser.add_argument("--require-key", default=None, help="answer 401 to requests without this key")
     parser.add_argument("--batch-delay", type=float, default=1.0, help="seconds until a batch ends")
     parser.add_argument("--capacity", type=int, default=None,
@@ -464,14 +465,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="answer every question with a paragraph that names no option (a chat model's prose)")
     parser.add_argument("--sampling", action="store_true",
                         help="honour the temperature: the answer depends on the seed when temperature > 0")
-    args = parser.parse_args(argv)
+    options = vars(parser.parse_args(argv))  # the rest are FakeOpenAI's own options, by the same names
     global USAGE_RULE, PROSE
-    USAGE_RULE, PROSE = args.usage, args.prose
-    models = args.models.split(",") if args.models is not None else None
+    USAGE_RULE, PROSE = options.pop("usage"), options.pop("prose")
     try:
-        asyncio.run(serve(args.port, latency=args.latency, log_path=args.log, models=models,
-                          require_key=args.require_key, batch_delay=args.batch_delay, capacity=args.capacity,
-                          dialect=args.dialect, usage=not args.no_usage, sampling=args.sampling))
+        asyncio.run(serve(**options))
     except KeyboardInterrupt:  # pragma: no cover
         sys.exit(0)
 
