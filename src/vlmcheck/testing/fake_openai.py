@@ -314,16 +314,9 @@ def word_logprob(word: str) -> float:
     return -((sum(map(ord, word)) % 7) + 1) / 10.0
 
 
-#: ``--usage openai``: usage counted by OpenAI's documented rules (run/estimate.py: text at 4 characters a token,
-#: images by their 512-px tiles) instead of the fixed 10 prompt and 2 completion tokens, so that a cost estimate can
-#: be checked against what the server bills
+#: ``--usage openai``: usage by OpenAI's rules (run/estimate.py), so that a cost estimate can be checked against
+#: the bill; else one of BROKEN_USAGE (--max-cost must hold on a broken server's usage, or an inflated one)
 USAGE_RULE: str | None = None
-
-
-#: ``--usage missing|negative|string|nan|nested``: a broken server's usage, to test that --max-cost holds
-#: (run/budget.py): no usage field at all, negative counts, counts as text, NaN counts, counts as objects;
-#: ``--usage inflated``: valid counts far above any estimate (a gateway's hidden system prompt, a provider's own
-#: image rule), to test that the cap holds on the server's word
 BROKEN_USAGE = {
     "inflated": {"prompt_tokens": 1_000_000, "completion_tokens": 2, "total_tokens": 1_000_002},
     "missing": None,
@@ -356,9 +349,7 @@ def _usage(req: dict, answer: str) -> dict | None:
     return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
 
 
-#: ``--prose``: every answer is a paragraph that names no option and says neither yes nor no, as a chat model
-#: that describes the picture instead of answering; cut (finish_reason "length") where max_tokens is under its
-#: 60 words
+#: ``--prose``: every answer a paragraph that names no option (cut, finish_reason "length", under 60 max_tokens)
 PROSE: bool = False
 PROSE_ANSWER = ("The image shows a quiet scene with several objects arranged on a surface, lit from the left; "
                 "the colours are muted and the background is slightly blurred, so it is worth looking closely at "
