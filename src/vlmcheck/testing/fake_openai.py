@@ -46,12 +46,14 @@ import argparse
 import asyncio
 import base64
 import contextlib
+import functools
 import hashlib
 import io
 import json
 import re
 import sys
 import time
+import zlib
 
 from .fake_batches import FakeBatches
 
@@ -59,17 +61,17 @@ _FAULT = re.compile(r"\[fault=([a-z0-9]+?)(?:x(\d+))?\]")
 
 
 class FakeOpenAI:
-    def __init__(self, latency: float = 0.0, log_path: str | None = None, models: list[str] | None = None,
+    def __init__(self, latency: float = 0.0, log: str | None = None, models: list[str] | None = None,
                  require_key: str | None = None, batch_delay: float = 1.0, capacity: int | None = None,
-                 dialect: str | None = None, usage: bool = True, sampling: bool = False) -> None:
-        self.dialect, self.usage, self.sampling, self.latency = dialect, usage, sampling, latency
+                 dialect: str | None = None, no_usage: bool = False, sampling: bool = False) -> None:
+        self.dialect, self.usage, self.sampling, self.latency = dialect, not no_usage, sampling, latency
         # at most `capacity` requests served at once (a GPU server's batch slots); more wait in a queue
         self.capacity = asyncio.Semaphore(capacity) if capacity else None
         self.in_flight = 0
         self.models = models  # served by GET /v1/models when given (else 404, as some servers do)
         self.require_key = require_key  # every request without "Bearer KEY" gets HTTP 401
         self.attempts: dict[str, int] = {}
-        self.log = open(log_path, "a", buffering=1) if log_path else None
+        self.log = open(log, "a", buffering=1) if log else None
         self.batches = FakeBatches(batch_delay, _completion, _anthropic_message, _prompt_text, self.log)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -252,21 +254,15 @@ def _head(status: int, length: int, extra: dict[str, str] | None = None, keep: b
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
-_BOMB: list[bytes] = []
-
-
+@functools.lru_cache(maxsize=1)
 def _gzip_bomb() -> bytes:
     """1 GB of a JSON answer's letters, gzip-compressed to about 1 MB (made once)."""
-    if not _BOMB:
-        import zlib
-
-        z = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: a gzip wrapper
-        parts = [z.compress(b'{"choices": [{"message": {"content": "')]
-        block = b"a" * (1 << 20)
-        parts += [z.compress(block) for _ in range(1024)]
-        parts.append(z.flush())
-        _BOMB.append(b"".join(parts))
-    return _BOMB[0]
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: a gzip wrapper
+    parts = [z.compress(b'{"choices": [{"message": {"content": "')]
+    block = b"a" * (1 << 20)
+    parts += [z.compress(block) for _ in range(1024)]
+    parts.append(z.flush())
+    return b"".join(parts)
 
 
 def _error(message: str) -> bytes:
@@ -318,16 +314,9 @@ def word_logprob(word: str) -> float:
     return -((sum(map(ord, word)) % 7) + 1) / 10.0
 
 
-#: ``--usage openai``: usage counted by OpenAI's documented rules (run/estimate.py: text at 4 characters a token,
-#: images by their 512-px tiles) instead of the fixed 10 prompt and 2 completion tokens, so that a cost estimate can
-#: be checked against what the server bills
+#: ``--usage openai``: usage by OpenAI's rules (run/estimate.py), so that a cost estimate can be checked against
+#: the bill; else one of BROKEN_USAGE (--max-cost must hold on a broken server's usage, or an inflated one)
 USAGE_RULE: str | None = None
-
-
-#: ``--usage missing|negative|string|nan|nested``: a broken server's usage, to test that --max-cost holds
-#: (run/budget.py): no usage field at all, negative counts, counts as text, NaN counts, counts as objects;
-#: ``--usage inflated``: valid counts far above any estimate (a gateway's hidden system prompt, a provider's own
-#: image rule), to test that the cap holds on the server's word
 BROKEN_USAGE = {
     "inflated": {"prompt_tokens": 1_000_000, "completion_tokens": 2, "total_tokens": 1_000_002},
     "missing": None,
@@ -360,9 +349,7 @@ def _usage(req: dict, answer: str) -> dict | None:
     return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
 
 
-#: ``--prose``: every answer is a paragraph that names no option and says neither yes nor no, as a chat model
-#: that describes the picture instead of answering; cut (finish_reason "length") where max_tokens is under its
-#: 60 words
+#: ``--prose``: every answer a paragraph that names no option (cut, finish_reason "length", under 60 max_tokens)
 PROSE: bool = False
 PROSE_ANSWER = ("The image shows a quiet scene with several objects arranged on a surface, lit from the left; "
                 "the colours are muted and the background is slightly blurred, so it is worth looking closely at "
@@ -450,7 +437,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--log", default=None)
-    parser.add_argument("--models", default=None, help="comma-separated ids that GET /v1/models lists")
+    parser.add_argument("--models", default=None, type=lambda ids: ids.split(","),
+                        help="comma-separated ids that GET /v1/models lists")
     parser.add_argument("--require-key", default=None, help="answer 401 to requests without this key")
     parser.add_argument("--batch-delay", type=float, default=1.0, help="seconds until a batch ends")
     parser.add_argument("--capacity", type=int, default=None,
@@ -468,14 +456,11 @@ def main(argv: list[str] | None = None) -> None:
                         help="answer every question with a paragraph that names no option (a chat model's prose)")
     parser.add_argument("--sampling", action="store_true",
                         help="honour the temperature: the answer depends on the seed when temperature > 0")
-    args = parser.parse_args(argv)
+    options = vars(parser.parse_args(argv))  # the rest are FakeOpenAI's own options, by the same names
     global USAGE_RULE, PROSE
-    USAGE_RULE, PROSE = args.usage, args.prose
-    models = args.models.split(",") if args.models is not None else None
+    USAGE_RULE, PROSE = options.pop("usage"), options.pop("prose")
     try:
-        asyncio.run(serve(args.port, latency=args.latency, log_path=args.log, models=models,
-                          require_key=args.require_key, batch_delay=args.batch_delay, capacity=args.capacity,
-                          dialect=args.dialect, usage=not args.no_usage, sampling=args.sampling))
+        asyncio.run(serve(**options))
     except KeyboardInterrupt:  # pragma: no cover
         sys.exit(0)
 

@@ -63,6 +63,10 @@ class Answer:
     kind: str = "value"  # value | yesno | number | none
 
 
+#: how an answer about one of the object's attributes is said
+_SAYS = {"color": "{}.", "shape": "It is a {}.", "size": "It is {}.", "position": "It is in the {}."}
+
+
 def _yes(flag: bool, conf: float) -> Answer:
     return Answer("Yes." if flag else "No.", "yes" if flag else "no", conf, "yesno")
 
@@ -134,14 +138,9 @@ class WorldAnswerer:
                 return _yes(False, 0.85)
             return Answer("I cannot find such an object in the image.", None, 0.5, "none")
         o, c = b.objects[idx[0]], self._c(idx[:1])
-        if k == "color":
-            return Answer(o.color.capitalize() + ".", o.color, c)
-        if k == "shape":
-            return Answer(f"It is a {o.shape}.", o.shape, c)
-        if k == "size":
-            return Answer(f"It is {o.size}.", o.size, c)
-        if k == "position":
-            return Answer(f"It is in the {o.position}.", o.position, c)
+        if k in _SAYS:  # an attribute of the object: color, shape, size or position
+            said = _SAYS[k].format(getattr(o, k))
+            return Answer(said[:1].upper() + said[1:], getattr(o, k), c)
         if k == "position_check":
             return _yes(any((b.objects[i].row, b.objects[i].col) == q.position for i in idx), c)
         if k == "size_check":

@@ -85,13 +85,6 @@ class RefDescriber(RefModel):
         belief, conf = apply_knobs(p, self.knobs, content)
         return belief, conf, p.text_confidence, content, p.degraded
 
-    def _scenes_from_images(self, images: list[Image.Image]) -> list[Scene | None]:
-        if len(images) == 1 and images[0].width >= 1.8 * images[0].height:
-            im = images[0]
-            half = im.width // 2
-            images = [im.crop((0, 0, half, im.height)), im.crop((im.width - half, 0, im.width, im.height))]
-        return [seen[0] if (seen := self._see(im)) else None for im in images[:2]]
-
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         text = await asyncio.to_thread(self._respond, messages)
         prompt_tokens = sum(len(m.text.split()) + 64 * len(m.images) for m in messages)
@@ -117,11 +110,13 @@ class RefDescriber(RefModel):
             return self._cast_generate(prompt, images)
         if not images:  # asked blind (the blind control): its language prior only
             return blind_answer(prompt, self.knobs)
-        seen = self._see(images[-1])
-        if seen is None:
-            return self._photo_answer(prompt, images[-1])
+        seen, q = self._see(images[-1]), lang.parse_question(prompt)
+        if seen is None:  # a photograph: it can only describe it
+            if q.kind != "describe":
+                return "I cannot answer this question about a photograph; I can only describe it."
+            words = read_photo_text(images[-1])
+            return describe_photo(images[-1]) + (f' Text visible in the image: "{words}".' if words else "")
         belief, conf, tconf, key, soft = seen
-        q = lang.parse_question(prompt)
         ans = WorldAnswerer(belief, conf, tconf, self.knobs, key, soft).answer(q, prompt)
         if not q.options:
             return ans.text
@@ -175,7 +170,10 @@ class RefDescriber(RefModel):
                            prompt, re.I | re.S)
         parsed = (lang.parse_description(t)[0] for t in texts[:2])
         text_scenes: list[Scene | None] = [s if (s.objects or s.text) else None for s in parsed]
-        image_scenes = self._scenes_from_images(images) if images else []
+        if len(images) == 1 and images[0].width >= 1.8 * images[0].height:  # side by side in one image
+            im, half = images[0], images[0].width // 2
+            images = [im.crop((0, 0, half, im.height)), im.crop((im.width - half, 0, im.width, im.height))]
+        image_scenes = [seen[0] if (seen := self._see(im)) else None for im in images[:2]]
         return text_scenes, image_scenes
 
     def _cast_generate(self, prompt: str, images: list[Image.Image]) -> str:
@@ -217,14 +215,6 @@ class RefDescriber(RefModel):
             both = u < self.knobs.yes_bias
         pos, neg = _CAST_WORDS[fmt]
         return pos if both else neg
-
-    def _photo_answer(self, prompt: str, img: Image.Image) -> str:
-        q = lang.parse_question(prompt)
-        if q.kind == "describe":
-            text = describe_photo(img)
-            words = read_photo_text(img)
-            return text + (f' Text visible in the image: "{words}".' if words else "")
-        return "I cannot answer this question about a photograph; I can only describe it."
 
 
 def _scores(continuations: list[str], matched: list[bool], ans: Answer | None) -> list[Loglikelihood]:

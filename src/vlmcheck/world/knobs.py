@@ -103,16 +103,10 @@ def apply_knobs(p: Perceived, knobs: Knobs, image_key: str) -> tuple[Scene, dict
     if text:
         rng = _uniforms(knobs.seed, image_key, "text")
         u, pos, alt = rng.random(), int(rng.integers(len(text))), int(rng.integers(1, 9))
-        if u < knobs.misread:
-            text = _misread(text, pos, alt)
+        idx = [i for i, ch in enumerate(text) if ch.isalnum()]
+        if u < knobs.misread and idx:  # one letter or digit read as another
+            i = idx[pos % len(idx)]
+            text = text[:i] + shifted(text[i], alt) + text[i + 1:]
     order = sorted(range(len(objs)), key=lambda k: (objs[k].row, objs[k].col))
     belief = Scene(background=scene.background, objects=[objs[k] for k in order], text=text)
     return belief, {n: conf[k] for n, k in enumerate(order)}
-
-
-def _misread(text: str, pos: int, alt: int) -> str:
-    idx = [i for i, ch in enumerate(text) if ch.isalnum()]
-    if not idx:
-        return text
-    i = idx[pos % len(idx)]
-    return text[:i] + shifted(text[i], alt) + text[i + 1:]

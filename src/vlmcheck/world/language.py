@@ -1,9 +1,6 @@
 """Reading English about world scenes: descriptions (``ref:renderer``), object phrases, questions and CAST
 statements (``ref:describer``).
 
-Why this module is long: it is one small grammar (word lists, phrase and question patterns) that the renderer,
-the describer and the question builder must read alike; split, the three would drift apart.
-
 The grammar is small but tolerant: synonyms, plurals, number words and digits, negation ("no", "not",
 "without"). What it cannot read it ignores; callers decide how to say so.
 """
@@ -67,13 +64,11 @@ def _position_from_match(m: re.Match) -> tuple[int, int] | None:
         return (1, 1)
     if side:
         return (1, _COL_WORDS[side])
-    if a:
-        row = _ROW_WORDS[a]
-        if b:
-            return (row, _COL_WORDS[b])
-        # "top" alone: a row, not a cell; "middle"/"center" alone: the centre
-        return (1, 1) if row == 1 else None
-    return None
+    row = _ROW_WORDS[a]  # the pattern's only other alternative
+    if b:
+        return (row, _COL_WORDS[b])
+    # "top" alone: a row, not a cell; "middle"/"center" alone: the centre
+    return (1, 1) if row == 1 else None
 
 
 @dataclass
@@ -164,20 +159,12 @@ def find_background(text: str) -> str | None:
     return None
 
 
+# a sentence ends at . ! ? ; or a line break, except inside quoted text (which may contain ".")
+_SENTENCE = re.compile(r'(?:[^"“”.!?;\n]|["“”][^"“”]*(?:["“”]|\Z))*[.!?;\n]?')
+
+
 def split_sentences(text: str) -> list[str]:
-    # keep quoted text (which may contain ".") inside its sentence
-    parts, buf, quote = [], "", False
-    for ch in text:
-        buf += ch
-        if ch in "\"“”":
-            quote = not quote
-        if ch in ".!?;\n" and not quote:
-            if buf.strip():
-                parts.append(buf.strip())
-            buf = ""
-    if buf.strip():
-        parts.append(buf.strip())
-    return parts
+    return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
 
 
 def parse_description(text: str) -> tuple[Scene, list[str]]:
@@ -311,22 +298,18 @@ def _edits(a: str, b: str) -> int:
 
 
 @functools.lru_cache(maxsize=4096)  # every question of a run goes through here, with the same few words
-def _repair_word(tok: str) -> str:
+def _reader_word(tok: str) -> str:
+    """A word as the grammar reads it: repaired, then a paraphrase's word replaced by the grammar's own."""
     low = tok.lower()
     if any(c.isdigit() for c in low) and any(c.isalpha() for c in low):
         low = low.translate(_OCR_DIGITS)  # OCR-style noise: "c0l0r" -> "color"
     if low in _VOCAB or len(low) < 4 or not low.isalpha():
-        return low if low != tok.lower() and low in _VOCAB else tok
-    limit = 1 if len(low) <= 5 else 2
-    scored = sorted((_edits(low, w), w) for w in _VOCAB if abs(len(w) - len(low)) <= limit)
-    if scored and scored[0][0] <= limit and (len(scored) == 1 or scored[1][0] > scored[0][0]):
-        return scored[0][1]
-    return tok
-
-
-def _reader_word(tok: str) -> str:
-    """A word as the grammar reads it: repaired, then a paraphrase's word replaced by the grammar's own."""
-    fixed = _repair_word(tok)
+        fixed = low if low != tok.lower() and low in _VOCAB else tok
+    else:
+        limit = 1 if len(low) <= 5 else 2
+        scored = sorted((_edits(low, w), w) for w in _VOCAB if abs(len(w) - len(low)) <= limit)
+        unique = scored and scored[0][0] <= limit and (len(scored) == 1 or scored[1][0] > scored[0][0])
+        fixed = scored[0][1] if unique else tok
     return _SYNONYMS.get(fixed.lower(), fixed)
 
 
@@ -350,6 +333,17 @@ def parse_question(prompt: str) -> Question:
     q = _classify(repair_typos(head))
     q.options = options
     return q
+
+
+#: what a question about an object asks for, by the phrase that asks it (the first that matches)
+_ASKS = {
+    "count": r"\bhow many\b",
+    "color": r"\bwhat\s+(colou?r)\b|\bwhich\s+colou?r\b|\bcolou?r of\b",
+    "shape": r"\bwhat\s+(shape|kind of shape|type of shape|object)\b|\bwhich\s+shape\b|\bshape of\b",
+    "position": r"\bwhere\b|\bwhich (position|cell|part)\b|\bposition of\b"
+                r"|\blocated\b(?!.*\b(top|bottom|left|right|center|centre|middle)\b)",
+    "size": r"\bwhat size\b|\bhow (big|large)\b",
+}
 
 
 def _classify(text: str) -> Question:
@@ -383,17 +377,9 @@ def _classify(text: str) -> Question:
     if subject is not None and subject.negated and not re.match(r"\s*how many", low):
         negated = not negated
         subject.negated = False
-    if re.search(r"\bhow many\b", low):
-        return Question("count", subject=subject, position=pos, negated=negated)
-    if re.search(r"\bwhat\s+(colou?r)\b|\bwhich\s+colou?r\b|\bcolou?r of\b", low):
-        return Question("color", subject=subject, position=pos, negated=negated)
-    if re.search(r"\bwhat\s+(shape|kind of shape|type of shape|object)\b|\bwhich\s+shape\b|\bshape of\b", low):
-        return Question("shape", subject=subject, position=pos, negated=negated)
-    if re.search(r"\bwhere\b|\bwhich (position|cell|part)\b|\bposition of\b"
-                 r"|\blocated\b(?!.*\b(top|bottom|left|right|center|centre|middle)\b)", low):
-        return Question("position", subject=subject, negated=negated)
-    if re.search(r"\bwhat size\b|\bhow (big|large)\b", low):
-        return Question("size", subject=subject, position=pos, negated=negated)
+    for kind, rx in _ASKS.items():
+        if re.search(rx, low):  # a position question's cell is its answer, not part of the question
+            return Question(kind, subject=subject, position=None if kind == "position" else pos, negated=negated)
     if subject is None:
         return Question("unknown", negated=negated)
     if (re.search(r"\b(are there|is there|there are|there is)\b", low) and subject.plural and nm

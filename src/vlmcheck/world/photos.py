@@ -45,22 +45,18 @@ def _load(name: str) -> Image.Image:
 def make_photo_dataset(out: str | Path, include_broken: bool = False) -> Path:
     """Write the photos (in their original modes: RGBA, greyscale, 1-bit...) and a manifest, whole or not at all
     (as ``world make``: core/files.py ``staged_folder``, each file by temp file and rename, the manifest last)."""
-    with staged_folder(out) as folder:
-        _write_photos(folder, include_broken)
-    return Path(out) / "manifest.jsonl"
-
-
-def _write_photos(out: Path, include_broken: bool) -> None:
-    (out / "images").mkdir(parents=True, exist_ok=True)
-    rows = []
-    for name, keywords in PHOTOS.items():
-        write_bytes_atomic(out / "images" / f"{name}.png", encode_image(_load(name), "PNG"))
-        rows.append({"id": name, "image": f"images/{name}.png", "keywords": keywords, "category": "photo"})
+    rows = [{"id": name, "image": f"images/{name}.png", "keywords": keywords, "category": "photo"}
+            for name, keywords in PHOTOS.items()]
     if include_broken:
-        write_bytes_atomic(out / "images" / "empty.png", b"")  # broken on purpose: each fails its own sample
-        coffee = encode_image(_load("coffee"), "PNG")
-        write_bytes_atomic(out / "images" / "truncated.png", coffee[: len(coffee) // 3])
-        rows.append({"id": "empty", "image": "images/empty.png", "keywords": ["anything"], "category": "broken"})
-        rows.append({"id": "truncated", "image": "images/truncated.png", "keywords": ["coffee"],
-                     "category": "broken"})
-    write_text_atomic(out / "manifest.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+        rows += [{"id": "empty", "image": "images/empty.png", "keywords": ["anything"], "category": "broken"},
+                 {"id": "truncated", "image": "images/truncated.png", "keywords": ["coffee"], "category": "broken"}]
+    with staged_folder(out) as folder:
+        (folder / "images").mkdir(parents=True, exist_ok=True)
+        for name in PHOTOS:
+            write_bytes_atomic(folder / "images" / f"{name}.png", encode_image(_load(name), "PNG"))
+        if include_broken:
+            write_bytes_atomic(folder / "images" / "empty.png", b"")  # broken on purpose: each fails its own sample
+            coffee = encode_image(_load("coffee"), "PNG")
+            write_bytes_atomic(folder / "images" / "truncated.png", coffee[: len(coffee) // 3])
+        write_text_atomic(folder / "manifest.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    return Path(out) / "manifest.jsonl"

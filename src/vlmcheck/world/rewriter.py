@@ -46,22 +46,6 @@ def _rewrite(q: str, rules: list[tuple[str, str]]) -> str:
     return q
 
 
-def passive(q: str) -> str:
-    return _rewrite(q, _PASSIVE)
-
-
-def active(q: str) -> str:
-    return _rewrite(q, _ACTIVE)
-
-
-def casual(q: str) -> str:
-    return f"Hey, quick one: {_lower_first(q.strip())}"
-
-
-def formal(q: str) -> str:
-    return f"Could you please tell me: {_lower_first(q.strip())}"
-
-
 _BACK_RE = re.compile("|".join(f"({p})" for p, _ in _BACK), re.IGNORECASE)  # group i + 1: swap i
 
 
@@ -74,11 +58,14 @@ def back_translation(q: str) -> str:
     return _BACK_RE.sub(swap, q)
 
 
-RULES = {"passive": passive, "active": active, "casual": casual, "formal": formal,
-         "back_translation": back_translation}
-# The instruction each rule answers (perturb.text.SENTENCE_PROMPTS), recognised by a key phrase.
-_INSTRUCTION = [("passive voice", "passive"), ("active voice", "active"), ("casual", "casual"),
-                ("formal style", "formal"), ("translate", "back_translation")]
+#: each rule by the instruction that asks for it (perturb.text.SENTENCE_PROMPTS), recognised by a key phrase
+_RULES = {
+    "passive voice": lambda q: _rewrite(q, _PASSIVE),
+    "active voice": lambda q: _rewrite(q, _ACTIVE),
+    "casual": lambda q: f"Hey, quick one: {_lower_first(q.strip())}",
+    "formal style": lambda q: f"Could you please tell me: {_lower_first(q.strip())}",
+    "translate": back_translation,
+}
 
 
 class RefRewriter(RuleTextModel):
@@ -89,8 +76,4 @@ class RefRewriter(RuleTextModel):
     def respond(self, prompt: str) -> str:
         m = re.search(r"question\s*:\s*(.+)$", prompt.strip(), re.I | re.S)
         question = (m.group(1) if m else prompt).strip()
-        low = prompt.lower()
-        for key, name in _INSTRUCTION:
-            if key in low:
-                return RULES[name](question)
-        return question
+        return next((rule(question) for key, rule in _RULES.items() if key in prompt.lower()), question)
