@@ -206,9 +206,13 @@ def plan(sweep: Sweep, base: Path) -> list[tuple[Path, str, dict[str, Any]]]:
     return runs
 
 
+def load_sweep(path: str | Path) -> Sweep:
+    return Sweep.model_validate(read_yaml_mapping(path, "sweep config", "out, models and methods"))
+
+
 def _load(config: Path) -> tuple[Sweep, list[tuple[Path, str, dict[str, Any]]], Path]:
     """The sweep ``config`` holds, its runs (:func:`plan`) and its folder, checked (:func:`check_out`)."""
-    sweep = Sweep.model_validate(read_yaml_mapping(config, "sweep config", "out, models and methods"))
+    sweep = load_sweep(config)
     runs = plan(sweep, config.parent)
     check_out(runs[0][0].parent.parent)
     return sweep, runs, runs[0][0].parent.parent
