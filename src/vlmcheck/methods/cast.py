@@ -140,20 +140,15 @@ class CastTask(SpecTask):
     def __init__(self, spec: CastSpec, vlm: Any = None) -> None:
         self.cfg = spec
         with reading() as got:
-            self.pairs = load_pairs(spec.pairs)
+            self.items = load_pairs(spec.pairs)
         self.data_read = data_read(got)  # what was read and chosen: printed at the run's start, in results.json
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         if spec.two_images and not self.vlm.capabilities.multi_image:
             raise ValueError(f"{self.vlm.model_id} does not declare multi-image support; drop --two-images")
 
-    def samples(self) -> list[Sample]:
-        return [Sample(p["id"], p) for p in self.pairs]
-
-    @classmethod
-    def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
-        # one pair per group of two rows (or per row of a pairs file), in the order its first row comes; rows
-        # are read until N pairs are whole (methods/records.cast_pairs)
-        return True
+    # one pair per group of two rows (or per row of a pairs file), in the order its first row comes; rows are
+    # read until N pairs are whole (methods/records.cast_pairs)
+    follows_rows = True
 
     def shown(self, imgs: tuple[Image.Image, Image.Image]) -> dict[bool, list[ImagePart]]:
         """A pair's image parts, made once for its up to 100 requests: the side-by-side image or the two images

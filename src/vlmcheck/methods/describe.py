@@ -62,12 +62,7 @@ class DescribeTask(SpecTask):
         # one for every sample (no sample changes it): a pydantic model validated once, not once per sample
         self._config = GenerationConfig(max_tokens=spec.max_tokens, temperature=spec.temperature)
 
-    def samples(self) -> list[Sample]:
-        return [Sample(item.id, item) for item in self.items]
-
-    @classmethod
-    def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
-        return True  # one sample per distinct image, in the dataset's order (methods/records.load_images)
+    follows_rows = True  # one sample per distinct image, in the dataset's order (methods/records.load_images)
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         item = sample.payload

@@ -155,9 +155,6 @@ class GenCeptionTask(SpecTask):
 
     calls_depend_on_answers = True  # a refusal or an empty description ends a chain early
 
-    def samples(self) -> list[Sample]:
-        return [Sample(item.id, item) for item in self.items]
-
     @classmethod
     def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
         # one chain per distinct image in the dataset's order, unless images are sampled per category

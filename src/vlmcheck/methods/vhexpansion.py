@@ -76,7 +76,7 @@ class VHExpansionTask(SpecTask):
     def __init__(self, spec: VHXSpec, vlm: Any = None, negator: Any = None, attack_target: Any = None) -> None:
         self.cfg = spec
         with reading() as got:
-            self.cases = load_cases(spec.cases)
+            self.items = load_cases(spec.cases)
         self.data_read = data_read(got)  # what was read and chosen: printed at the run's start, in results.json
         for p in spec.perturb:
             _parse_perturbation(p)
@@ -93,13 +93,8 @@ class VHExpansionTask(SpecTask):
             self._attack_cfg = spec.attack_config.model_copy(update={"method": spec.attack})
             self._batcher = Batcher(self._attack_batch, batch_size=8)
 
-    def samples(self) -> list[Sample]:
-        return [Sample(c.id, c) for c in self.cases]
-
-    @classmethod
-    def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
-        # one case per record with an image and a question, in the dataset's order (methods/records.vhx_cases)
-        return True
+    # one case per record with an image and a question, in the dataset's order (methods/records.vhx_cases)
+    follows_rows = True
 
     def _attack_batch(self, key, items):
         from ..perturb.adversarial import attack
