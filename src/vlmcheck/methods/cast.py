@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 from PIL import Image
-from pydantic import BaseModel, Field
 
 from ..core import remote
 from ..core.dataset_files import within_window
@@ -31,7 +30,7 @@ from .blind import withheld
 # the scores are part of this method's API
 from .cast_scores import FORMATS, MODALITIES, CastSummary, cast_headline, cast_scores  # noqa: F401
 from .records import data_read, reading
-from .repeats import generation_config, repeated
+from .repeats import RepeatsSpec, generation_config, repeated
 
 TEMPLATE_VERSION = "cast-v2"  # v2: the authors' line breaks (one text: "\n\nScene 1:\n\n...\n\nStatement:...")
 #: (positive, negative) word per validation format (appendix A.3).
@@ -115,7 +114,7 @@ def side_by_side(a: Image.Image, b: Image.Image, size: int = 512) -> Image.Image
     return out
 
 
-class CastSpec(BaseModel):
+class CastSpec(RepeatsSpec):
     vlm: str
     pairs: str
     image_size: int = 512
@@ -124,11 +123,6 @@ class CastSpec(BaseModel):
     val_max_tokens: int = 16
     k: int = 5
     seed: int = 0
-    # every pair's generation and validation run `repeats` times at `temperature` (methods/repeats.py)
-    repeats: int = Field(1, ge=1)
-    temperature: float = Field(0.0, ge=0.0)
-    # the blind control: the Top-3 statements of the text and both generations validated again, images withheld
-    blind: bool = False
 
 
 class CastTask(SpecTask):

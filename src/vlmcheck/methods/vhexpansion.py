@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..core.answers import read_yes_no
 from ..core.files import InputFileError, copy_atomic, read_jsonl, read_results, write_text_atomic
@@ -27,6 +27,7 @@ from ..core.roles import GenerationConfig, require
 from ..core.spec import load_model
 from .blind import withheld
 from .records import data_read, reading
+from .repeats import RepeatsSpec
 from .vhx_cases import VHX_TASK, Case, load_cases  # noqa: F401 - re-exported: the cases are part of this method's API
 from ..perturb.adversarial import AttackConfig
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
@@ -40,7 +41,7 @@ TEMPLATE_VERSION = "vhexpansion-v1"
 DEFAULT_PERTURB = ["vhx_gaussian_noise", "vhx_brightness", "vhx_defocus_blur", "vhx_jpeg"]
 
 
-class VHXSpec(BaseModel):
+class VHXSpec(RepeatsSpec):
     vlm: str
     cases: str
     negator: str | None = "ref:negator"
@@ -50,12 +51,6 @@ class VHXSpec(BaseModel):
     attack_config: AttackConfig = Field(default_factory=AttackConfig)
     max_tokens: int = 32
     seed: int = 0
-    # Table 6e/6f: each question asked `repeats` times (seeds 0..repeats-1) at `temperature`; the summary
-    # gives the mean and standard deviation over the repetitions, the variant's other fields are repetition 0
-    repeats: int = Field(1, ge=1)
-    temperature: float = Field(0.0, ge=0.0)
-    # the blind control: the original question and its negation asked again with the image withheld (variant "blind")
-    blind: bool = False
 
 
 def _parse_perturbation(name: str) -> tuple[str, int]:
