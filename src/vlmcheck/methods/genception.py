@@ -216,7 +216,7 @@ class GenCeptionTask(SpecTask):
         return GenCeptionSummary(self)
 
     def _summary(self, scored: list[dict[str, Any]], features: list[FeatureSet],
-                 failed: list[dict[str, Any]] = (), drawn: Drawn | None = None) -> dict[str, Any]:
+                 failed: list[dict[str, Any]], drawn: Drawn) -> dict[str, Any]:
         """The summary from each scored chain's scores (``scored``: s, category, refused_at, repeats' s) and the
         features of D(0)..D(T) over those chains."""
         T = self.cfg.T
@@ -240,7 +240,7 @@ class GenCeptionTask(SpecTask):
             out["warning"] = "no scored chains: every chain failed, GC@T is undefined"
             return out
         S = np.array([r["s"][:T] for r in scored], dtype=float)
-        gone = drawn.unmeasured(S, len({r["image"] for r in scored}), T) if drawn is not None else None
+        gone = drawn.unmeasured(S, len({r["image"] for r in scored}), T)
         if gone:  # the generator drew nothing that differs: no figure (methods/gc_drawn.py)
             return {**out, **gone}
         cats = [r.get("category") or "(none)" for r in scored]
@@ -349,7 +349,7 @@ class GenCeptionSummary:
         self.scored.append({"s": r["s"], "category": r.get("category"), "refused_at": r.get("refused_at"),
                             "repeats": [{"s": x["s"]} for x in r.get("repeats", ())],
                             "image": (r.get("image_sha256") or "")[:16]})  # its order key (result())
-        self.drawn.add_steps(r["steps"])
+        self.drawn.add(r["steps"])
         self.features[0].add(r["embedding0"])
         for t in range(1, self.task.cfg.T + 1):
             self.features[t].add(r["steps"][t - 1]["embedding"])
