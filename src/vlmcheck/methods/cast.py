@@ -222,7 +222,6 @@ class CastTask(SpecTask):
         return record
 
     def summary_folder(self) -> CastSummary:
-        """The summary folded one pair at a time (methods/cast_scores.py; the runner streams the records)."""
         request = withheld(Image.new("RGB", (1, 1)), self.vlm)[1] if self.cfg.blind else None
         return CastSummary(self.cfg.k, self.cfg.seed, self.cfg.repeats, self.cfg.temperature, request)
 
@@ -283,17 +282,13 @@ def sample_pairs(items: list[dict[str, Any]], image_emb: np.ndarray, per_bin: in
     rows, cols = np.triu_indices(len(keep), 1)  # every pair of long-enough items, in the order i < j
     first, second = np.asarray(keep, dtype=int)[rows], np.asarray(keep, dtype=int)[cols]
     c = sims[first, second]
-    candidates = {}
-    for b, (lo, hi) in enumerate(bins):
-        inside = (lo <= c) & (c < hi)
-        candidates[b] = list(zip(first[inside].tolist(), second[inside].tolist()))
     used: set[int] = set()
     pairs = []
-    for b, (lo, hi) in enumerate(bins):
-        cand = candidates[b]
-        order = rng.permutation(len(cand))
+    for lo, hi in bins:
+        inside = (lo <= c) & (c < hi)
+        cand = list(zip(first[inside].tolist(), second[inside].tolist()))
         got = 0
-        for o in order:
+        for o in rng.permutation(len(cand)):
             i, j = cand[o]
             if i in used or j in used:
                 continue

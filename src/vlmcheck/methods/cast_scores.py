@@ -263,9 +263,8 @@ class CastSummary:
         r = rec["result"]
         self.statements.extend(len(r["generation"].get(g, {}).get("statements", [])) for g in MODALITIES)
         self._add(0, r)
-        if self.repeats > 1:
-            for k, again in enumerate(r.get("repeats", ())[:self.repeats - 1], start=1):
-                self._add(k, again)
+        for k, again in enumerate(r.get("repeats", ())[:self.repeats - 1], start=1):
+            self._add(k, again)
         if self.blind_request is None:
             return
         for st in (st for entry in r["generation"].values() for st in entry["statements"]):

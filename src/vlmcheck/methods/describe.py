@@ -82,7 +82,6 @@ class DescribeTask(SpecTask):
 
     @staticmethod
     def summary_folder() -> "DescribeSummary":
-        """The summary folded one finished sample at a time (the runner streams a million of them)."""
         return DescribeSummary()
 
 

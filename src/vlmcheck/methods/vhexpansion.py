@@ -187,7 +187,6 @@ class VHExpansionTask(SpecTask):
         return record
 
     def summary_folder(self) -> VHXSummary:
-        """The summary folded one case at a time (methods/vhx_summary.py; the runner streams a million)."""
         return VHXSummary(self.cfg.perturb, self.cfg.attack, self.cfg.repeats)
 
 

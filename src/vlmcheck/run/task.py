@@ -71,7 +71,8 @@ class SpecTask:
         return self.cfg.model_dump()
 
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
-        """The method's ``summary_folder()`` fed every record: what the runner streams, over a list."""
+        """The method's ``summary_folder()`` (``add(record)``, then ``result(failed)``: the summary folded one
+        record at a time, as the runner streams a million of them) fed every record of a list."""
         fold = self.summary_folder()
         for r in records:
             fold.add(r)
