@@ -117,6 +117,13 @@ class Outcome(NamedTuple):
 OutcomesFn = Callable[[dict[str, Any], dict[str, Any]], dict[str, Outcome]]
 
 
+class DecidableTask(Protocol):
+    """A task whose runs ``compare``, ``plan`` and the report's decisions can test: its class has
+    ``decision_outcomes`` (a static :data:`OutcomesFn`)."""
+
+    decision_outcomes: OutcomesFn
+
+
 #: ``register_outcomes(name, fn)``: the per-sample outcomes of task ``name``'s results, for a task class that does
 #: not carry ``decision_outcomes`` itself (the built-in methods register theirs in ``methods/outcomes.py``)
 OUTCOMES: Registry[OutcomesFn] = Registry("task outcomes")
