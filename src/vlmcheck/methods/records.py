@@ -264,7 +264,7 @@ def vhx_cases(ds: Dataset) -> list[Any]:
     multiple-choice record (MMVP) as ONE binary case, as VHExpansion counts them (Table 1, section 3): options
     Yes/No ask the question as it is, any others whether the first one is the answer (docs/methods.md); the MMVP
     pair id travels in ``meta["pair"]`` for MMVP's pair accuracy."""
-    from .vhx_cases import Case
+    from .vhx_case import Case
 
     def usable(r: Record) -> bool:
         if len(r.images) != 1 or not r.question:

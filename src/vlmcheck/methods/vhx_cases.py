@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,18 +12,7 @@ from ..core import remote
 from ..core.dataset_files import within_window
 from ..core.files import InputFileError, iter_jsonl_objects, read_text_input, require_str
 from ..core.inputs import dataset_path
-
-
-@dataclass(slots=True)
-class Case:
-    """A yes/no test case.  A slotted dataclass: a million of them are a run's sample list (about 0.5 kB each,
-    against 1.1 kB as a pydantic model), and Ray's workers find the image it names (run/ray_worker.py)."""
-    id: str
-    image: str
-    question: str
-    answer: str
-    meta: dict[str, Any] = field(default_factory=dict)
-    root: str | None = None  # the folder the image must stay inside (core/inputs.py)
+from .vhx_case import Case  # noqa: F401 - the case type is part of this module's API
 
 
 def load_cases(source: str | Path) -> list[Case]:
