@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import re
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from .blind import withheld
 from .records import data_read, reading
 from .repeats import RepeatsSpec
 from .vhx_cases import VHX_TASK, Case, load_cases  # noqa: F401 - re-exported: the cases are part of this method's API
-from ..perturb.adversarial import AttackConfig
+from ..perturb.adversarial import AttackConfig, AttackResult
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
 from ..run.batching import Batcher
 from ..run.calls import Session
@@ -108,19 +109,16 @@ class VHExpansionTask(SpecTask):
         return None
 
     async def _adversarial(self, session: Session, img, hallucinated: bool) -> dict[str, Any]:
-        store = session.store
+        def entry(res: AttackResult) -> dict[str, Any]:
+            return {"artifact": session.store.put_image(res.image),
+                    **{f.name: getattr(res, f.name) for f in fields(res) if f.name != "image"}}
+
         if getattr(self.target, "dry_run", False):  # a dry run computes no attack; its two questions still count
-            return {"artifact": store.put_image(img), "cosine_start": 0.0, "cosine_final": 0.0, "linf": 0.0,
-                    "steps": 0, "hallucinated": hallucinated, "random_start": False}
-        request = {"image": image_hash(img), "hallucinated": hallucinated,
-                   "config": self._attack_cfg.model_dump()}
+            return entry(AttackResult(img, hallucinated, cosine_start=0.0, cosine_final=0.0, linf=0.0, steps=0))
+        request = {"image": image_hash(img), "hallucinated": hallucinated, "config": self._attack_cfg.model_dump()}
 
         async def invoke():
-            res = await self._batcher.submit("attack", (img, hallucinated))
-            rel = store.put_image(res.image)
-            return {"artifact": rel, "cosine_start": res.cosine_start, "cosine_final": res.cosine_final,
-                    "linf": res.linf, "steps": res.steps, "hallucinated": hallucinated,
-                    "random_start": res.random_start}, None
+            return entry(await self._batcher.submit("attack", (img, hallucinated))), None
 
         out, _ = await session.cached("attack", self.target, request, TEMPLATE_VERSION, invoke)
         return out
@@ -227,8 +225,7 @@ def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
     buf = io.StringIO(newline="")
     w = csv.writer(buf)
     w.writerow(["case", "original", "negated", "check_ok", "problems", "human_ok"])
-    for row in negs:
-        w.writerow(row + [""])
+    w.writerows(row + [""] for row in negs)
     write_text_atomic(out / "negations.csv", buf.getvalue())  # a kill never leaves half the review sheet
     return manifest
 
