@@ -72,17 +72,10 @@ def shared(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, in
     if not runs:
         return [], []
     common = [s for s in runs[0] if all(s in r for r in runs[1:])]
-    keep, bad = [], set()
-    for s in common:
-        hashes = {_as_outcome(r[s]).source for r in runs} - {None}
-        if len(hashes) <= 1:
-            keep.append(s)
-        else:
-            bad.add(s)
+    keep = [s for s in common if len({_as_outcome(r[s]).source for r in runs} - {None}) <= 1]
     both = set(common)
-    left = [{"only_here": sum(s not in both for s in r), "different_source": len(bad)}
-            for r in runs]
-    return keep, left
+    return keep, [{"only_here": sum(s not in both for s in r), "different_source": len(common) - len(keep)}
+                  for r in runs]
 
 
 def weights(outs: Sequence[Outcome]) -> np.ndarray:
@@ -200,10 +193,8 @@ def pairwise(runs: Sequence[dict[str, Any]], metric: str, pairs: Sequence[tuple[
 def compare_two(a: dict[str, Any], b: dict[str, Any], metric: str, level: float = ALPHA) -> dict[str, Any]:
     """A minus B on the samples both finished: :func:`pairwise` of two runs; ``level`` the interval's level
     where a caller corrects for several comparisons itself (its Holm step: ``metrics.signflip.holm_levels``)."""
-    res = pairwise([a, b], metric, alpha=level)
-    (row,) = res["pairs"]
-    row = {k: v for k, v in row.items() if k not in ("i", "j")}
-    return {"metric": metric, **row}
+    (row,) = pairwise([a, b], metric, alpha=level)["pairs"]
+    return {"metric": metric, **{k: v for k, v in row.items() if k not in ("i", "j")}}
 
 
 def compare_runs(runs: list[str | Path]) -> dict[str, Any]:
