@@ -61,10 +61,9 @@ def _unpaired(members: list[dict[str, Any]]) -> dict[str, Any]:
 def _paired(members: list[dict[str, Any]], units: list[dict[str, Any]], metric: str) -> dict[str, Any]:
     res = pairwise(units, metric)
     values = res["values"]
-    if res["n_shared"] == 0:  # nothing shared: order by the runs' own headlines, nothing tested
-        order = sorted(range(len(members)), key=lambda i: -members[i]["headline"]["value"])
-    else:
-        order = sorted(range(len(members)), key=lambda i: -values[i])
+    # nothing shared: ordered by the runs' own headlines, nothing tested
+    by = values if res["n_shared"] else [m["headline"]["value"] for m in members]
+    order = sorted(range(len(members)), key=lambda i: -by[i])
     lead = order[0]
     by_pair = {(r["i"], r["j"]): r for r in res["pairs"]}
     rows = []
