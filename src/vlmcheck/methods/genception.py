@@ -289,8 +289,8 @@ class GenCeptionTask(SpecTask):
         for group in ("visual", "textual"):
             members = [v for v in by_cat.values() if v["group"] == group]
             if members:
-                out[group] = {f"GC@{t}": float(np.mean([v[f"GC@{t}"] for v in members])) for t in range(1, T + 1)}
-                out[group]["categories"] = len(members)
+                out[group] = {**{f"GC@{t}": float(np.mean([v[f"GC@{t}"] for v in members])) for t in range(1, T + 1)},
+                              "categories": len(members)}
         return out
 
     @staticmethod
@@ -324,10 +324,9 @@ class GenCeptionTask(SpecTask):
         if n < max(self.cfg.fid_min_images, 2):
             out["warning"] = (f"only {n} images: a set-level Frechet distance is unreliable below "
                               f"{self.cfg.fid_min_images} images (the feature dimension is {features[0].dim})")
-        fids = []
+        fids = [frechet_between(features[0], features[t]) for t in range(1, T + 1)]
         for t in range(1, T + 1):
-            fids.append(frechet_between(features[0], features[t]))
-            out[f"fid@{t}"] = fids[-1]
+            out[f"fid@{t}"] = fids[t - 1]
             out[f"GC_FID@{t}"] = gc_at(fids, t)  # the same t-weighting as eq. 3
         return out
 
