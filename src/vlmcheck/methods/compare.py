@@ -1,13 +1,7 @@
 """Paired comparison of runs of one method: the one decision procedure that ``vlmcheck compare``,
-``vhx compare``, the report's decisions and the leaderboards use.
-
-Per-sample outcomes come from the method's declaration (``run/task.py``: ``Outcome``); nothing here names a
-method.  Runs are compared on the samples they all share (the sample id, and the seed image's hash where both
-record one), each on the headline's own quantity: the mean, the mean of stratum means, or the headline of counts
-pooled over the shared samples (``metrics/pooled.py``).  The test is the sign-flip test of the clusters' weighted
-differences (``metrics/decisions.SignFlip``: exact McNemar, clustered McNemar or a cluster permutation test), its
-95 % interval the test inverted; several runs: Holm over the pairs of each metric, each interval at its Holm
-step's level, so it excludes 0 exactly when the corrected test rejects.
+``vhx compare``, the report's decisions and the leaderboards use, on the samples all runs share and each
+headline's own quantity, from the per-sample outcomes the method declares (``run/task.py``: ``Outcome``;
+nothing here names a method).  The test, its interval and Holm's correction: docs/usage.md, "Comparing runs".
 """
 
 from __future__ import annotations
