@@ -158,14 +158,10 @@ def prompt_of(ds: Dataset, r: Record, kind: str | None = None) -> str:
     return f"{word}: {r.hint}\n{q}" if r.hint else q
 
 
-def _image(r: Record) -> str | None:
-    return r.images[0] if r.images else None
-
-
 def _pictures(r: Record) -> dict[str, Any]:
     """A ChEF item's images: ``image`` the first (the cluster unit, the report's thumbnail), and ``images`` all
     of them, in order, where a record has several (SEED-Bench-2's ``data_id`` lists, as ChEF's loader)."""
-    return {"image": _image(r), **({"images": list(r.images)} if len(r.images) > 1 else {})}
+    return {"image": r.images[0] if r.images else None, **({"images": list(r.images)} if len(r.images) > 1 else {})}
 
 
 def official_benchmark(ds: Dataset, r: Record) -> str | None:
@@ -217,7 +213,7 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
                  "meta": {}, "root": r.root} for r, lab in zip(recs, labels)]
     if kind == "retrieval":
         recs = _require(ds, recs, "a caption", lambda r: r.description and r.images)
-        rows = [{"id": r.id, "image": _image(r), "caption": r.description, "root": r.root} for r in recs]
+        rows = [{"id": r.id, "image": r.images[0], "caption": r.description, "root": r.root} for r in recs]
         return retrieval_items(rows, question=question or "Which caption describes the image?", **options)
     # multiple choice: mc, scienceqa, mmbench, world
     recs = _require(ds, recs, "options and an answer among them",
