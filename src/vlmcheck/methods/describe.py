@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections import Counter
 from typing import Any
 
 from .._lazy import lazy_module
@@ -90,22 +91,21 @@ class DescribeSummary:
     keyword recall (about 16 bytes a sample, where the records are about 2 kB)."""
 
     def __init__(self) -> None:
-        self.statuses: dict[str, int] = {}
+        self.statuses: Counter[str] = Counter()
         self.lengths: array = array("l")
         self.recalls: array = array("d")
 
     def add(self, record: dict[str, Any]) -> None:
         r = record["result"]
-        status = r["answer_status"]
-        self.statuses[status] = self.statuses.get(status, 0) + 1
+        self.statuses[r["answer_status"]] += 1
         self.lengths.append(len(r["answer"].split()))
         if "keyword_recall" in r:
             self.recalls.append(r["keyword_recall"])
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         n = len(self.lengths)
-        out: dict[str, Any] = {"n": n, "answer_status": dict(self.statuses)}
-        out["mean_answer_words"] = sum(self.lengths) / n if n else None  # integers: exact, as np.mean was
+        out: dict[str, Any] = {"n": n, "answer_status": dict(self.statuses),
+                               "mean_answer_words": sum(self.lengths) / n if n else None}  # integers: exact
         if self.recalls:
             recalls = np.asarray(self.recalls, dtype=float)
             mean = float(recalls.mean())
