@@ -349,9 +349,8 @@ class GenCeptionSummary:
                             "repeats": [{"s": x["s"]} for x in r.get("repeats", ())],
                             "image": (r.get("image_sha256") or "")[:16]})  # its order key (result())
         self.drawn.add(r["steps"])
-        self.features[0].add(r["embedding0"])
-        for t in range(1, self.task.cfg.T + 1):
-            self.features[t].add(r["steps"][t - 1]["embedding"])
+        for features, e in zip(self.features, [r["embedding0"], *(st["embedding"] for st in r["steps"])]):
+            features.add(e)  # D(0), then D(1)..D(T)
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         # chains in order of (category, image): one interval whatever order the dataset's form lists them in
