@@ -263,9 +263,7 @@ class GenCeptionTask(SpecTask):
                                              {**pooled["interval"], "repeats": self.cfg.repeats,
                                               "unit": "image (its repeats averaged; stratified by category)"})
         out["fid"] = self._fid(features, T)
-        for key, val in out["fid"].items():  # also at the top level: GC_FID@1..GC_FID@T
-            if key.startswith("GC_FID@"):
-                out[key] = val
+        out.update({k: v for k, v in out["fid"].items() if k.startswith("GC_FID@")})  # also at the top level
         return out
 
     @staticmethod
