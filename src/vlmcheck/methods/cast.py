@@ -249,9 +249,8 @@ def _read_pairs(path: str | Path) -> list[dict[str, Any]]:
         path = Path(path)
         base, lines = path.parent, within_window(iter_jsonl_objects(path, "pairs file"))
     rows = []
-    for n, r in lines:
+    for i, (n, r) in enumerate(lines):
         rows.append(r)
-        i = len(rows) - 1
         for side in ("a", "b"):
             s = r.get(side)
             if not isinstance(s, dict):

@@ -121,9 +121,8 @@ def vhexpansion(model: str, m: dict[str, Any]) -> list[Line]:
 
 def cast(model: str, m: dict[str, Any]) -> list[Line]:
     top = m.get("topk", {}).get("top3", {}).get("mean")  # Top-3: the paper's headline
-    out = []
-    if m.get("empty_reason"):
-        out.append(Line(m["empty_reason"], err=True, kind="warning", highlight=False, soft_wrap=True))
+    out = [Line(m["empty_reason"], err=True, kind="warning", highlight=False, soft_wrap=True)] \
+        if m.get("empty_reason") else []
     if not top:
         return out + unmeasured(model, m)
     rows = [[g, *["-" if row[v]["score"] is None else f"{row[v]['score']:.3f}" for v in ("text", "image", "both")]]
