@@ -181,7 +181,7 @@ def test_prompt_layout_and_prefill(tmp_path, prefill):
             assert msgs[-1].role == "assistant" and msgs[-1].text in ("Similarities:\n\n1.", "Answer:")
         assert (len(msgs) > 1) is prefill
     # every request with an image sends the same one: the pair's side-by-side image, made once for the pair
-    pair = task.pairs[0]
+    pair = task.items[0]
     imgs = [Image.open(Path(pair[s].get("root") or "") / pair[s]["image"]).convert("RGB") for s in "ab"]
     sent = [p for msgs in vlm.seen for p in msgs[0].content if isinstance(p, ImagePart)]
     assert len(sent) >= 8 and all(p == ImagePart.from_pil(side_by_side(*imgs)) for p in sent)

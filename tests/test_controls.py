@@ -301,7 +301,7 @@ def test_cast_blind_validation_withholds_the_images_and_reports_the_gain(world, 
 
     pairs = make_world_pairs(tmp_path / "pairs", n=3, seed=0)
     task = CastTask(CastSpec(vlm="ref:describer", pairs=str(pairs), blind=True))
-    pair = task.pairs[0]
+    pair = task.items[0]
     imgs = (Image.new("RGB", (30, 20), "red"), Image.new("RGB", (30, 20), "blue"))
     seen = task._messages(validation_prompt("yes_no", "image"), "image", pair, task.shown(imgs), "Both are red.",
                           None)

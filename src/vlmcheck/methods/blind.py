@@ -7,7 +7,7 @@ the same items, with a 95 % interval from a cluster bootstrap of the paired per-
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 from PIL import Image
 
@@ -26,13 +26,9 @@ def withheld(image: Any, model: Any) -> tuple[list[Any], str]:
     return [grey], f"grey image {image.size[0]}x{image.size[1]}"
 
 
-def vision_gain(sighted: Sequence[float], blind: Sequence[float], units: Sequence[str]) -> dict[str, Any]:
-    """Mean of sighted minus blind (each 1 right, 0 wrong) over paired items, with its clustered interval."""
-    return vision_gain_sums(UnitSums.of(units, sighted, blind))
-
-
-def vision_gain_sums(per: UnitSums) -> dict[str, Any]:
-    """:func:`vision_gain` from the sighted (column 0) and blind (column 1) answers folded per unit."""
+def vision_gain(per: UnitSums) -> dict[str, Any]:
+    """Mean of sighted minus blind (each 1 right, 0 wrong) over paired items, with its clustered interval, from
+    the sighted (column 0) and blind (column 1) answers folded per unit."""
     if not per.n:
         return {"difference": None, "ci95": None}
     sums, sizes = per.sums(0) - per.sums(1), per.sizes()
@@ -53,7 +49,7 @@ def blind_block_sums(per: UnitSums, unit: str, metric: str = "accuracy") -> dict
     ci, how = proportion_interval_counts(per.sums(1), per.sizes(), unit)
     share = float(per.sums(1).sum() / per.n)
     return {metric: share, f"{metric}_ci95": ci, "interval": how, "share_right_blind": share,
-            "vision_gain": vision_gain_sums(per)}
+            "vision_gain": vision_gain(per)}
 
 
 class VHXBlind:

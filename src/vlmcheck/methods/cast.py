@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 from PIL import Image
-from pydantic import BaseModel, Field
 
 from ..core import remote
 from ..core.dataset_files import within_window
@@ -31,7 +30,7 @@ from .blind import withheld
 # the scores are part of this method's API
 from .cast_scores import FORMATS, MODALITIES, CastSummary, cast_headline, cast_scores  # noqa: F401
 from .records import data_read, reading
-from .repeats import generation_config, repeated
+from .repeats import RepeatsSpec, generation_config, repeated
 
 TEMPLATE_VERSION = "cast-v2"  # v2: the authors' line breaks (one text: "\n\nScene 1:\n\n...\n\nStatement:...")
 #: (positive, negative) word per validation format (appendix A.3).
@@ -115,7 +114,7 @@ def side_by_side(a: Image.Image, b: Image.Image, size: int = 512) -> Image.Image
     return out
 
 
-class CastSpec(BaseModel):
+class CastSpec(RepeatsSpec):
     vlm: str
     pairs: str
     image_size: int = 512
@@ -124,11 +123,6 @@ class CastSpec(BaseModel):
     val_max_tokens: int = 16
     k: int = 5
     seed: int = 0
-    # every pair's generation and validation run `repeats` times at `temperature` (methods/repeats.py)
-    repeats: int = Field(1, ge=1)
-    temperature: float = Field(0.0, ge=0.0)
-    # the blind control: the Top-3 statements of the text and both generations validated again, images withheld
-    blind: bool = False
 
 
 class CastTask(SpecTask):
@@ -140,20 +134,15 @@ class CastTask(SpecTask):
     def __init__(self, spec: CastSpec, vlm: Any = None) -> None:
         self.cfg = spec
         with reading() as got:
-            self.pairs = load_pairs(spec.pairs)
+            self.items = load_pairs(spec.pairs)
         self.data_read = data_read(got)  # what was read and chosen: printed at the run's start, in results.json
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         if spec.two_images and not self.vlm.capabilities.multi_image:
             raise ValueError(f"{self.vlm.model_id} does not declare multi-image support; drop --two-images")
 
-    def samples(self) -> list[Sample]:
-        return [Sample(p["id"], p) for p in self.pairs]
-
-    @classmethod
-    def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
-        # one pair per group of two rows (or per row of a pairs file), in the order its first row comes; rows
-        # are read until N pairs are whole (methods/records.cast_pairs)
-        return True
+    # one pair per group of two rows (or per row of a pairs file), in the order its first row comes; rows are
+    # read until N pairs are whole (methods/records.cast_pairs)
+    follows_rows = True
 
     def shown(self, imgs: tuple[Image.Image, Image.Image]) -> dict[bool, list[ImagePart]]:
         """A pair's image parts, made once for its up to 100 requests: the side-by-side image or the two images
@@ -233,7 +222,6 @@ class CastTask(SpecTask):
         return record
 
     def summary_folder(self) -> CastSummary:
-        """The summary folded one pair at a time (methods/cast_scores.py; the runner streams the records)."""
         request = withheld(Image.new("RGB", (1, 1)), self.vlm)[1] if self.cfg.blind else None
         return CastSummary(self.cfg.k, self.cfg.seed, self.cfg.repeats, self.cfg.temperature, request)
 
@@ -261,9 +249,8 @@ def _read_pairs(path: str | Path) -> list[dict[str, Any]]:
         path = Path(path)
         base, lines = path.parent, within_window(iter_jsonl_objects(path, "pairs file"))
     rows = []
-    for n, r in lines:
+    for i, (n, r) in enumerate(lines):
         rows.append(r)
-        i = len(rows) - 1
         for side in ("a", "b"):
             s = r.get(side)
             if not isinstance(s, dict):
@@ -294,17 +281,13 @@ def sample_pairs(items: list[dict[str, Any]], image_emb: np.ndarray, per_bin: in
     rows, cols = np.triu_indices(len(keep), 1)  # every pair of long-enough items, in the order i < j
     first, second = np.asarray(keep, dtype=int)[rows], np.asarray(keep, dtype=int)[cols]
     c = sims[first, second]
-    candidates = {}
-    for b, (lo, hi) in enumerate(bins):
-        inside = (lo <= c) & (c < hi)
-        candidates[b] = list(zip(first[inside].tolist(), second[inside].tolist()))
     used: set[int] = set()
     pairs = []
-    for b, (lo, hi) in enumerate(bins):
-        cand = candidates[b]
-        order = rng.permutation(len(cand))
+    for lo, hi in bins:
+        inside = (lo <= c) & (c < hi)
+        cand = list(zip(first[inside].tolist(), second[inside].tolist()))
         got = 0
-        for o in order:
+        for o in rng.permutation(len(cand)):
             i, j = cand[o]
             if i in used or j in used:
                 continue

@@ -244,22 +244,6 @@ def pair_counts(result: dict[str, Any], k: int = 3) -> np.ndarray:
     return out
 
 
-def _add_blind(per: UnitSums, r: dict[str, Any]) -> None:
-    for entry in r["generation"].values():
-        for st in entry["statements"]:
-            for fmt, b in (st.get("blind") or {}).items():
-                seen = st["verdicts"].get(f"image|{fmt}", {}).get("verdict")
-                if seen is not None and b["verdict"] is not None:
-                    per.add(f"{r['a']}|{r['b']}", float(seen == 1), float(b["verdict"] == 1))
-
-
-def _blind_result(per: UnitSums, request: str) -> dict[str, Any]:
-    out = blind_block_sums(per, UNIT, metric="consistency")
-    out.update(request=[request.split(" ")[0] + " image" if request != "no image" else request],
-               n=per.n, sighted_consistency=float(per.sums(0).sum() / per.n) if per.n else None)
-    return out
-
-
 class CastSummary:
     """``add(record)`` each finished pair, then ``result(failed)``: the ``metrics`` of results.json.  Keeps each
     pair's (and repeat's) verdict codes, its statement counts and, for the blind control, its per-pair sums."""
@@ -279,11 +263,15 @@ class CastSummary:
         r = rec["result"]
         self.statements.extend(len(r["generation"].get(g, {}).get("statements", [])) for g in MODALITIES)
         self._add(0, r)
-        if self.repeats > 1:
-            for k, again in enumerate(r.get("repeats", ())[:self.repeats - 1], start=1):
-                self._add(k, again)
-        if self.blind_request is not None:
-            _add_blind(self.blind, r)
+        for k, again in enumerate(r.get("repeats", ())[:self.repeats - 1], start=1):
+            self._add(k, again)
+        if self.blind_request is None:
+            return
+        for st in (st for entry in r["generation"].values() for st in entry["statements"]):
+            for fmt, b in (st.get("blind") or {}).items():
+                seen = st["verdicts"].get(f"image|{fmt}", {}).get("verdict")
+                if seen is not None and b["verdict"] is not None:
+                    self.blind.add(f"{r['a']}|{r['b']}", float(seen == 1), float(b["verdict"] == 1))
 
     def _add(self, repeat: int, r: dict[str, Any]) -> None:
         self.codes[repeat] += verdict_codes(r, self.positions).tobytes()
@@ -307,7 +295,10 @@ class CastSummary:
             if out["headline"].get("interval") is not None:
                 out["headline"]["interval"]["repeats"] = self.repeats
         if self.blind_request is not None and len(codes):
-            out["blind"] = _blind_result(self.blind, self.blind_request)
+            per, request = self.blind, self.blind_request
+            out["blind"] = blind_block_sums(per, UNIT, metric="consistency")
+            out["blind"].update(request=[request.split(" ")[0] + " image" if request != "no image" else request],
+                                n=per.n, sighted_consistency=float(per.sums(0).sum() / per.n) if per.n else None)
         written = int(statements.sum())
         out["statements_written"] = written
         if len(statements) and not written:  # a matrix of "-" says nothing by itself: say why

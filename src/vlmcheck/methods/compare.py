@@ -1,13 +1,7 @@
 """Paired comparison of runs of one method: the one decision procedure that ``vlmcheck compare``,
-``vhx compare``, the report's decisions and the leaderboards use.
-
-Per-sample outcomes come from the method's declaration (``run/task.py``: ``Outcome``); nothing here names a
-method.  Runs are compared on the samples they all share (the sample id, and the seed image's hash where both
-record one), each on the headline's own quantity: the mean, the mean of stratum means, or the headline of counts
-pooled over the shared samples (``metrics/pooled.py``).  The test is the sign-flip test of the clusters' weighted
-differences (``metrics/decisions.SignFlip``: exact McNemar, clustered McNemar or a cluster permutation test), its
-95 % interval the test inverted; several runs: Holm over the pairs of each metric, each interval at its Holm
-step's level, so it excludes 0 exactly when the corrected test rejects.
+``vhx compare``, the report's decisions and the leaderboards use, on the samples all runs share and each
+headline's own quantity, from the per-sample outcomes the method declares (``run/task.py``: ``Outcome``;
+nothing here names a method).  The test, its interval and Holm's correction: docs/usage.md, "Comparing runs".
 """
 
 from __future__ import annotations
@@ -72,17 +66,10 @@ def shared(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[dict[str, in
     if not runs:
         return [], []
     common = [s for s in runs[0] if all(s in r for r in runs[1:])]
-    keep, bad = [], set()
-    for s in common:
-        hashes = {_as_outcome(r[s]).source for r in runs} - {None}
-        if len(hashes) <= 1:
-            keep.append(s)
-        else:
-            bad.add(s)
+    keep = [s for s in common if len({_as_outcome(r[s]).source for r in runs} - {None}) <= 1]
     both = set(common)
-    left = [{"only_here": sum(s not in both for s in r), "different_source": len(bad)}
-            for r in runs]
-    return keep, left
+    return keep, [{"only_here": sum(s not in both for s in r), "different_source": len(common) - len(keep)}
+                  for r in runs]
 
 
 def weights(outs: Sequence[Outcome]) -> np.ndarray:
@@ -200,10 +187,8 @@ def pairwise(runs: Sequence[dict[str, Any]], metric: str, pairs: Sequence[tuple[
 def compare_two(a: dict[str, Any], b: dict[str, Any], metric: str, level: float = ALPHA) -> dict[str, Any]:
     """A minus B on the samples both finished: :func:`pairwise` of two runs; ``level`` the interval's level
     where a caller corrects for several comparisons itself (its Holm step: ``metrics.signflip.holm_levels``)."""
-    res = pairwise([a, b], metric, alpha=level)
-    (row,) = res["pairs"]
-    row = {k: v for k, v in row.items() if k not in ("i", "j")}
-    return {"metric": metric, **row}
+    (row,) = pairwise([a, b], metric, alpha=level)["pairs"]
+    return {"metric": metric, **{k: v for k, v in row.items() if k not in ("i", "j")}}
 
 
 def compare_runs(runs: list[str | Path]) -> dict[str, Any]:

@@ -1,10 +1,7 @@
-"""Which model leads, by how much, and which it cannot be separated from: the decision the report's first
-screen and the leaderboards show, made by the one procedure of :mod:`vlmcheck.methods.compare`.
-
-Runs are grouped by method and headline name (and recipe: two ChEF recipes measure different things), ordered by
-the headline quantity on the samples every run of the group finished, and every pair is tested (Holm over the
-group's pairs).  "Separated": the corrected test of the leader against that model rejects at 5 %.  A method with
-no per-sample outcome (a ratio such as RRM) is compared from the runs' own intervals (z-tests), and says so.
+"""Which model leads, by how much, and which it cannot be separated from (the report's first screen, the
+leaderboards): runs grouped by method, headline and recipe (two ChEF recipes measure different things), ordered
+on the samples all share, every pair tested by :mod:`vlmcheck.methods.compare` (Holm over the group's pairs).  A
+method with no per-sample outcome (a ratio such as RRM) is compared from the runs' own intervals (z-tests).
 """
 
 from __future__ import annotations
@@ -61,10 +58,9 @@ def _unpaired(members: list[dict[str, Any]]) -> dict[str, Any]:
 def _paired(members: list[dict[str, Any]], units: list[dict[str, Any]], metric: str) -> dict[str, Any]:
     res = pairwise(units, metric)
     values = res["values"]
-    if res["n_shared"] == 0:  # nothing shared: order by the runs' own headlines, nothing tested
-        order = sorted(range(len(members)), key=lambda i: -members[i]["headline"]["value"])
-    else:
-        order = sorted(range(len(members)), key=lambda i: -values[i])
+    # nothing shared: ordered by the runs' own headlines, nothing tested
+    by = values if res["n_shared"] else [m["headline"]["value"] for m in members]
+    order = sorted(range(len(members)), key=lambda i: -by[i])
     lead = order[0]
     by_pair = {(r["i"], r["j"]): r for r in res["pairs"]}
     rows = []

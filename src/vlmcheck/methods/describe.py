@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from collections import Counter
 from typing import Any
 
 from .._lazy import lazy_module
@@ -62,12 +63,7 @@ class DescribeTask(SpecTask):
         # one for every sample (no sample changes it): a pydantic model validated once, not once per sample
         self._config = GenerationConfig(max_tokens=spec.max_tokens, temperature=spec.temperature)
 
-    def samples(self) -> list[Sample]:
-        return [Sample(item.id, item) for item in self.items]
-
-    @classmethod
-    def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
-        return True  # one sample per distinct image, in the dataset's order (methods/records.load_images)
+    follows_rows = True  # one sample per distinct image, in the dataset's order (methods/records.load_images)
 
     async def run_sample(self, sample: Sample, session: Session) -> dict[str, Any]:
         item = sample.payload
@@ -87,7 +83,6 @@ class DescribeTask(SpecTask):
 
     @staticmethod
     def summary_folder() -> "DescribeSummary":
-        """The summary folded one finished sample at a time (the runner streams a million of them)."""
         return DescribeSummary()
 
 
@@ -96,22 +91,21 @@ class DescribeSummary:
     keyword recall (about 16 bytes a sample, where the records are about 2 kB)."""
 
     def __init__(self) -> None:
-        self.statuses: dict[str, int] = {}
+        self.statuses: Counter[str] = Counter()
         self.lengths: array = array("l")
         self.recalls: array = array("d")
 
     def add(self, record: dict[str, Any]) -> None:
         r = record["result"]
-        status = r["answer_status"]
-        self.statuses[status] = self.statuses.get(status, 0) + 1
+        self.statuses[r["answer_status"]] += 1
         self.lengths.append(len(r["answer"].split()))
         if "keyword_recall" in r:
             self.recalls.append(r["keyword_recall"])
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         n = len(self.lengths)
-        out: dict[str, Any] = {"n": n, "answer_status": dict(self.statuses)}
-        out["mean_answer_words"] = sum(self.lengths) / n if n else None  # integers: exact, as np.mean was
+        out: dict[str, Any] = {"n": n, "answer_status": dict(self.statuses),
+                               "mean_answer_words": sum(self.lengths) / n if n else None}  # integers: exact
         if self.recalls:
             recalls = np.asarray(self.recalls, dtype=float)
             mean = float(recalls.mean())

@@ -21,19 +21,16 @@ class Drawn:
         self.said_differ = self.drawn_differ = False
         self.steps = 0
 
-    def add(self, description: Any, image_sha256: str | None) -> None:
-        said = hashlib.sha256(str(description).encode("utf-8", "surrogatepass")).hexdigest()
-        drawn = image_sha256 or ""
-        self.steps += 1
-        if self.first is None:
-            self.first = (said, drawn)
-            return
-        self.said_differ = self.said_differ or said != self.first[0]
-        self.drawn_differ = self.drawn_differ or drawn != self.first[1]
-
-    def add_steps(self, steps: list[dict[str, Any]]) -> None:
+    def add(self, steps: list[dict[str, Any]]) -> None:
         for st in steps:
-            self.add(st.get("description"), st.get("image_sha256"))
+            said = hashlib.sha256(str(st.get("description")).encode("utf-8", "surrogatepass")).hexdigest()
+            drawn = st.get("image_sha256") or ""
+            self.steps += 1
+            if self.first is None:
+                self.first = (said, drawn)
+                continue
+            self.said_differ = self.said_differ or said != self.first[0]
+            self.drawn_differ = self.drawn_differ or drawn != self.first[1]
 
     def unmeasured(self, S: np.ndarray, seed_images: int, T: int) -> dict[str, Any] | None:
         """None where GC@T is a measurement; else what the summary holds in its place (the headline not measured,

@@ -155,9 +155,6 @@ class GenCeptionTask(SpecTask):
 
     calls_depend_on_answers = True  # a refusal or an empty description ends a chain early
 
-    def samples(self) -> list[Sample]:
-        return [Sample(item.id, item) for item in self.items]
-
     @classmethod
     def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
         # one chain per distinct image in the dataset's order, unless images are sampled per category
@@ -219,7 +216,7 @@ class GenCeptionTask(SpecTask):
         return GenCeptionSummary(self)
 
     def _summary(self, scored: list[dict[str, Any]], features: list[FeatureSet],
-                 failed: list[dict[str, Any]] = (), drawn: Drawn | None = None) -> dict[str, Any]:
+                 failed: list[dict[str, Any]], drawn: Drawn) -> dict[str, Any]:
         """The summary from each scored chain's scores (``scored``: s, category, refused_at, repeats' s) and the
         features of D(0)..D(T) over those chains."""
         T = self.cfg.T
@@ -243,7 +240,7 @@ class GenCeptionTask(SpecTask):
             out["warning"] = "no scored chains: every chain failed, GC@T is undefined"
             return out
         S = np.array([r["s"][:T] for r in scored], dtype=float)
-        gone = drawn.unmeasured(S, len({r["image"] for r in scored}), T) if drawn is not None else None
+        gone = drawn.unmeasured(S, len({r["image"] for r in scored}), T)
         if gone:  # the generator drew nothing that differs: no figure (methods/gc_drawn.py)
             return {**out, **gone}
         cats = [r.get("category") or "(none)" for r in scored]
@@ -266,9 +263,7 @@ class GenCeptionTask(SpecTask):
                                              {**pooled["interval"], "repeats": self.cfg.repeats,
                                               "unit": "image (its repeats averaged; stratified by category)"})
         out["fid"] = self._fid(features, T)
-        for key, val in out["fid"].items():  # also at the top level: GC_FID@1..GC_FID@T
-            if key.startswith("GC_FID@"):
-                out[key] = val
+        out.update({k: v for k, v in out["fid"].items() if k.startswith("GC_FID@")})  # also at the top level
         return out
 
     @staticmethod
@@ -292,8 +287,8 @@ class GenCeptionTask(SpecTask):
         for group in ("visual", "textual"):
             members = [v for v in by_cat.values() if v["group"] == group]
             if members:
-                out[group] = {f"GC@{t}": float(np.mean([v[f"GC@{t}"] for v in members])) for t in range(1, T + 1)}
-                out[group]["categories"] = len(members)
+                out[group] = {**{f"GC@{t}": float(np.mean([v[f"GC@{t}"] for v in members])) for t in range(1, T + 1)},
+                              "categories": len(members)}
         return out
 
     @staticmethod
@@ -327,10 +322,9 @@ class GenCeptionTask(SpecTask):
         if n < max(self.cfg.fid_min_images, 2):
             out["warning"] = (f"only {n} images: a set-level Frechet distance is unreliable below "
                               f"{self.cfg.fid_min_images} images (the feature dimension is {features[0].dim})")
-        fids = []
+        fids = [frechet_between(features[0], features[t]) for t in range(1, T + 1)]
         for t in range(1, T + 1):
-            fids.append(frechet_between(features[0], features[t]))
-            out[f"fid@{t}"] = fids[-1]
+            out[f"fid@{t}"] = fids[t - 1]
             out[f"GC_FID@{t}"] = gc_at(fids, t)  # the same t-weighting as eq. 3
         return out
 
@@ -352,10 +346,9 @@ class GenCeptionSummary:
         self.scored.append({"s": r["s"], "category": r.get("category"), "refused_at": r.get("refused_at"),
                             "repeats": [{"s": x["s"]} for x in r.get("repeats", ())],
                             "image": (r.get("image_sha256") or "")[:16]})  # its order key (result())
-        self.drawn.add_steps(r["steps"])
-        self.features[0].add(r["embedding0"])
-        for t in range(1, self.task.cfg.T + 1):
-            self.features[t].add(r["steps"][t - 1]["embedding"])
+        self.drawn.add(r["steps"])
+        for features, e in zip(self.features, [r["embedding0"], *(st["embedding"] for st in r["steps"])]):
+            features.add(e)  # D(0), then D(1)..D(T)
 
     def result(self, failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
         # chains in order of (category, image): one interval whatever order the dataset's form lists them in

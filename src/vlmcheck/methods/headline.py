@@ -34,7 +34,6 @@ def not_measured_reason(results: dict[str, Any]) -> str | None:
 
 
 def headline(results: dict[str, Any]) -> tuple[str, float | None]:
-    """(name, value) of a run's headline metric, from its results.json (:func:`headline_of`)."""
     entry = headline_of(results)
     return entry["name"], entry.get("value")
 

@@ -255,7 +255,6 @@ def external_correlations(rows: dict[str, dict[str, Any]], metrics: list[tuple[s
 
 def write_leaderboard(runs: list[str | Path], path: str | Path, external_csv: str | Path | None = None
                       ) -> dict[str, Any]:
-    """:func:`leaderboard` of ``runs``, written to ``path`` as JSON; returned."""
     from ..core.files import write_text_atomic
 
     board = leaderboard(runs, external_csv)

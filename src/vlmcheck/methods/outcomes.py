@@ -1,9 +1,7 @@
 """The built-in methods' per-sample outcomes, what ``compare``, ``plan`` and the report's decisions test,
 registered with :func:`vlmcheck.run.task.register_outcomes` so that none of them names a method (a new method
-gives its task class a static ``decision_outcomes`` instead).  Each reader takes a finished sample's result and
-the run's metrics; the metric named as the run's headline is the one the decisions compare.  CAST's is the
-headline itself, a pair's verdict counts pooled over the pairs compared (``value``, the pair's own share, is shown
-but never compared).
+gives its task class a static ``decision_outcomes``: docs/architecture.md).  Each reader takes a finished
+sample's result and the run's metrics; the metric named as the run's headline is the one the decisions compare.
 """
 
 from __future__ import annotations
@@ -69,6 +67,7 @@ def _cast(r: dict[str, Any], m: dict[str, Any]) -> dict[str, Outcome]:
 
     v = cast_unit(r)
     # the headline pools verdicts per cell over pairs: compared as that ratio, recomputed on the shared pairs
+    # (``value``, the pair's own share, is shown but never compared)
     return {} if v is None else {"CAST Top-3 cross-modal consistency": Outcome(
         v, "", counts=pair_counts(r, 3), pooled=headline_of_sums)}
 

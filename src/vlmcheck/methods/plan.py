@@ -1,12 +1,7 @@
-"""How many samples a comparison needs (``vlmcheck plan --pilot RUN [--pilot RUN_B] --delta D``).
-
-From one pilot run, the n per run for two independent runs of its spread (and the smallest difference detectable
-at its n); from two, the n of common samples from the spread of their paired differences.  Each n is that of the
-test ``compare`` runs (exact McNemar, the clustered McNemar's power simulated from the pilot's units, or the t-test
-on the units from the noncentral t), with its range over the pilot's uncertainty, never below the fewest units at
-which the sign-flip test can reject.  A headline of counts pooled over the samples (CAST) is planned on that
-headline through each sample's influence on it (metrics/pooled.linearised).  The stated power holds on average
-over pilots, not for each.  What each figure means: docs/usage.md, "Planning a run's size".
+"""How many samples a comparison needs (``vlmcheck plan --pilot RUN [--pilot RUN_B] --delta D``): from one
+pilot, the n per run of two independent runs; from two, the n of common samples; each for the test ``compare``
+runs, with its range over the pilot's uncertainty.  The stated power holds on average over pilots, not for
+each.  What each figure means: docs/usage.md, "Planning a run's size".
 """
 
 from __future__ import annotations

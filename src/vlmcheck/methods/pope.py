@@ -20,12 +20,8 @@ TEMPLATE = "Is there {article} {obj} in the image?"
 SPLITS = ("random", "popular", "adversarial")
 
 
-def article(word: str) -> str:
-    return "an" if word[:1].lower() in "aeiou" else "a"
-
-
 def question(obj: str) -> str:
-    return TEMPLATE.format(article=article(obj), obj=obj)
+    return TEMPLATE.format(article="an" if obj[:1].lower() in "aeiou" else "a", obj=obj)
 
 
 def load_annotations(path: str | Path) -> list[dict[str, Any]]:

@@ -79,9 +79,18 @@ def dataset_for(source: str | Path, benchmark_hint: str | None = None, **options
             and not _copy_of_another(text, benchmark_hint):
         options = {"benchmark": benchmark_hint, **options}
     try:
-        return _said(load(text, **options))
+        ds = load(text, **options)
     except DatasetFormError as exc:
         raise InputFileError(str(exc)) from None
+    got = _READ.get()
+    if got is not None:
+        got.append(ds)
+    line = ds.say_skipped()
+    if line:
+        log.warning("%s", line)
+    for n in ds.notes:
+        log.info("%s: %s", ds.source, n)
+    return ds
 
 
 def _generic(rest: str) -> bool:
@@ -101,18 +110,6 @@ def _copy_of_another(text: str, benchmark: str) -> bool:
     probe = Dataset("", None, path_options(text)[0], [])
     rule = base.recognise(probe)
     return rule is not None and rule.benchmark != benchmark
-
-
-def _said(ds: Dataset) -> Dataset:
-    got = _READ.get()
-    if got is not None:
-        got.append(ds)
-    line = ds.say_skipped()
-    if line:
-        log.warning("%s", line)
-    for n in ds.notes:
-        log.info("%s: %s", ds.source, n)
-    return ds
 
 
 def _require(ds: Dataset, records: list[Record], what: str, ok: Any) -> list[Record]:
@@ -152,27 +149,19 @@ def image_items(ds: Dataset) -> list[ImageItem]:
     return list(seen.values())
 
 
-def hint_word_of(ds: Dataset, kind: str | None = None) -> str:
-    """The word a record's hint is shown under: "Context" for ScienceQA (its own and LAMM's wording), else
-    "Hint" (MMBench's, VLMEvalKit's)."""
-    return "Context" if kind == "scienceqa" or ds.benchmark == "scienceqa" else "Hint"
-
-
 def prompt_of(ds: Dataset, r: Record, kind: str | None = None) -> str:
-    """A record's question as a run asks it: the hint under its word (:func:`hint_word_of`) above the question
-    (ChEF's multiple-choice scenarios then list the options: ``chef.recipe.format_query``)."""
+    """A record's question as a run asks it: the hint above the question, under "Context" for ScienceQA (its own
+    and LAMM's wording), else "Hint" (MMBench's, VLMEvalKit's); ChEF's multiple-choice scenarios then list the
+    options (``chef.recipe.format_query``)."""
     q = r.question or ""
-    return f"{hint_word_of(ds, kind)}: {r.hint}\n{q}" if r.hint else q
-
-
-def _image(r: Record) -> str | None:
-    return r.images[0] if r.images else None
+    word = "Context" if kind == "scienceqa" or ds.benchmark == "scienceqa" else "Hint"
+    return f"{word}: {r.hint}\n{q}" if r.hint else q
 
 
 def _pictures(r: Record) -> dict[str, Any]:
     """A ChEF item's images: ``image`` the first (the cluster unit, the report's thumbnail), and ``images`` all
     of them, in order, where a record has several (SEED-Bench-2's ``data_id`` lists, as ChEF's loader)."""
-    return {"image": _image(r), **({"images": list(r.images)} if len(r.images) > 1 else {})}
+    return {"image": r.images[0] if r.images else None, **({"images": list(r.images)} if len(r.images) > 1 else {})}
 
 
 def official_benchmark(ds: Dataset, r: Record) -> str | None:
@@ -224,7 +213,7 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
                  "meta": {}, "root": r.root} for r, lab in zip(recs, labels)]
     if kind == "retrieval":
         recs = _require(ds, recs, "a caption", lambda r: r.description and r.images)
-        rows = [{"id": r.id, "image": _image(r), "caption": r.description, "root": r.root} for r in recs]
+        rows = [{"id": r.id, "image": r.images[0], "caption": r.description, "root": r.root} for r in recs]
         return retrieval_items(rows, question=question or "Which caption describes the image?", **options)
     # multiple choice: mc, scienceqa, mmbench, world
     recs = _require(ds, recs, "options and an answer among them",
@@ -251,14 +240,6 @@ def chef_items(ds: Dataset, kind: str, *, turn_rows: dict[str, Any], retrieval_i
     return out
 
 
-def binary_question(question: str, option: str) -> str:
-    """A multiple-choice question asked as yes/no about one of its options (:func:`vhx_cases`)."""
-    q = question.strip()
-    if not q.endswith(("?", ".")):
-        q += "?"
-    return f"{q} Is the answer '{option.strip()}'?"
-
-
 def vhx_cases(ds: Dataset) -> list[Any]:
     """Yes/no cases, one per record with an image and a question: a yes/no answer as it is (MME, POPE, VHTest); a
     multiple-choice record (MMVP) as ONE binary case, as VHExpansion counts them (Table 1, section 3): options
@@ -282,7 +263,8 @@ def vhx_cases(ds: Dataset) -> list[Any]:
             if sorted(said) == ["no", "yes"]:
                 question, answer = r.question, said[r.answer]
             else:
-                question, answer = binary_question(r.question, r.options[0]), "yes" if r.answer == 0 else "no"
+                q = r.question.strip() + ("" if r.question.strip().endswith(("?", ".")) else "?")
+                question, answer = f"{q} Is the answer '{r.options[0].strip()}'?", "yes" if r.answer == 0 else "no"
                 meta["asked_option"] = r.options[0]
             meta.update(options=list(r.options), correct_option=r.options[r.answer])
         else:

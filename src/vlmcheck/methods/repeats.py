@@ -11,9 +11,20 @@ from typing import Any, Awaitable, Callable
 
 import numpy as np
 
+from pydantic import BaseModel, Field
+
 from ..core.roles import GenerationConfig
 
 _BULKY = ("embedding",)
+
+
+class RepeatsSpec(BaseModel):
+    """The spec fields CAST and VHExpansion share: each sample run ``repeats`` times at ``temperature``, and the
+    blind control (methods/blind.py; what each method asks blind: docs/methods.md)."""
+
+    repeats: int = Field(1, ge=1)
+    temperature: float = Field(0.0, ge=0.0)
+    blind: bool = False
 
 
 def generation_config(max_tokens: int, repeats: int, temperature: float, repeat: int, base_seed: int = 0,

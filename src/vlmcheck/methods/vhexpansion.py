@@ -13,10 +13,11 @@ import csv
 import io
 import json
 import re
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ..core.answers import read_yes_no
 from ..core.files import InputFileError, copy_atomic, read_jsonl, read_results, write_text_atomic
@@ -27,8 +28,9 @@ from ..core.roles import GenerationConfig, require
 from ..core.spec import load_model
 from .blind import withheld
 from .records import data_read, reading
+from .repeats import RepeatsSpec
 from .vhx_cases import VHX_TASK, Case, load_cases  # noqa: F401 - re-exported: the cases are part of this method's API
-from ..perturb.adversarial import AttackConfig
+from ..perturb.adversarial import AttackConfig, AttackResult
 from ..perturb.image import CORRUPTIONS, PRESETS, corrupt
 from ..run.batching import Batcher
 from ..run.calls import Session
@@ -40,7 +42,7 @@ TEMPLATE_VERSION = "vhexpansion-v1"
 DEFAULT_PERTURB = ["vhx_gaussian_noise", "vhx_brightness", "vhx_defocus_blur", "vhx_jpeg"]
 
 
-class VHXSpec(BaseModel):
+class VHXSpec(RepeatsSpec):
     vlm: str
     cases: str
     negator: str | None = "ref:negator"
@@ -50,12 +52,6 @@ class VHXSpec(BaseModel):
     attack_config: AttackConfig = Field(default_factory=AttackConfig)
     max_tokens: int = 32
     seed: int = 0
-    # Table 6e/6f: each question asked `repeats` times (seeds 0..repeats-1) at `temperature`; the summary
-    # gives the mean and standard deviation over the repetitions, the variant's other fields are repetition 0
-    repeats: int = Field(1, ge=1)
-    temperature: float = Field(0.0, ge=0.0)
-    # the blind control: the original question and its negation asked again with the image withheld (variant "blind")
-    blind: bool = False
 
 
 def _parse_perturbation(name: str) -> tuple[str, int]:
@@ -76,7 +72,7 @@ class VHExpansionTask(SpecTask):
     def __init__(self, spec: VHXSpec, vlm: Any = None, negator: Any = None, attack_target: Any = None) -> None:
         self.cfg = spec
         with reading() as got:
-            self.cases = load_cases(spec.cases)
+            self.items = load_cases(spec.cases)
         self.data_read = data_read(got)  # what was read and chosen: printed at the run's start, in results.json
         for p in spec.perturb:
             _parse_perturbation(p)
@@ -93,13 +89,8 @@ class VHExpansionTask(SpecTask):
             self._attack_cfg = spec.attack_config.model_copy(update={"method": spec.attack})
             self._batcher = Batcher(self._attack_batch, batch_size=8)
 
-    def samples(self) -> list[Sample]:
-        return [Sample(c.id, c) for c in self.cases]
-
-    @classmethod
-    def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
-        # one case per record with an image and a question, in the dataset's order (methods/records.vhx_cases)
-        return True
+    # one case per record with an image and a question, in the dataset's order (methods/records.vhx_cases)
+    follows_rows = True
 
     def _attack_batch(self, key, items):
         from ..perturb.adversarial import attack
@@ -118,19 +109,16 @@ class VHExpansionTask(SpecTask):
         return None
 
     async def _adversarial(self, session: Session, img, hallucinated: bool) -> dict[str, Any]:
-        store = session.store
+        def entry(res: AttackResult) -> dict[str, Any]:
+            return {"artifact": session.store.put_image(res.image),
+                    **{f.name: getattr(res, f.name) for f in fields(res) if f.name != "image"}}
+
         if getattr(self.target, "dry_run", False):  # a dry run computes no attack; its two questions still count
-            return {"artifact": store.put_image(img), "cosine_start": 0.0, "cosine_final": 0.0, "linf": 0.0,
-                    "steps": 0, "hallucinated": hallucinated, "random_start": False}
-        request = {"image": image_hash(img), "hallucinated": hallucinated,
-                   "config": self._attack_cfg.model_dump()}
+            return entry(AttackResult(img, hallucinated, cosine_start=0.0, cosine_final=0.0, linf=0.0, steps=0))
+        request = {"image": image_hash(img), "hallucinated": hallucinated, "config": self._attack_cfg.model_dump()}
 
         async def invoke():
-            res = await self._batcher.submit("attack", (img, hallucinated))
-            rel = store.put_image(res.image)
-            return {"artifact": rel, "cosine_start": res.cosine_start, "cosine_final": res.cosine_final,
-                    "linf": res.linf, "steps": res.steps, "hallucinated": hallucinated,
-                    "random_start": res.random_start}, None
+            return entry(await self._batcher.submit("attack", (img, hallucinated))), None
 
         out, _ = await session.cached("attack", self.target, request, TEMPLATE_VERSION, invoke)
         return out
@@ -197,7 +185,6 @@ class VHExpansionTask(SpecTask):
         return record
 
     def summary_folder(self) -> VHXSummary:
-        """The summary folded one case at a time (methods/vhx_summary.py; the runner streams a million)."""
         return VHXSummary(self.cfg.perturb, self.cfg.attack, self.cfg.repeats)
 
 
@@ -238,8 +225,7 @@ def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
     buf = io.StringIO(newline="")
     w = csv.writer(buf)
     w.writerow(["case", "original", "negated", "check_ok", "problems", "human_ok"])
-    for row in negs:
-        w.writerow(row + [""])
+    w.writerows(row + [""] for row in negs)
     write_text_atomic(out / "negations.csv", buf.getvalue())  # a kill never leaves half the review sheet
     return manifest
 

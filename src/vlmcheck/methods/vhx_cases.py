@@ -37,7 +37,17 @@ def _local_cases(source: str | Path) -> list[Case]:
         raise InputFileError(f"{src}: a folder that is neither a world folder nor a benchmark release vlmcheck "
                              "reads (docs/datasets.md); give a world folder, a .jsonl or .csv of cases, or the "
                              "release's folder")
-    return _rooted(_load_cases(src), str(src if src.is_dir() else src.parent), src)
+    if src.is_dir():
+        cases = []
+        for _, row in iter_jsonl_objects(src / "manifest.jsonl", "world manifest"):
+            for k, q in enumerate(x for x in row.get("questions", []) if x["type"] == "yesno"):
+                cases.append(Case(id=f"{row['id']}-q{k}", image=str(src / row["image"]), question=q["question"],
+                                  answer=q["answer"], meta={"category": row.get("category"), "kind": q["kind"]}))
+    elif src.suffix.lower() == ".csv":
+        cases = _csv_cases(src, src.parent, read_text_input(src, "cases file"))
+    else:
+        cases = _jsonl_cases(src, src.parent, within_window(iter_jsonl_objects(src, "cases file")))
+    return _rooted(cases, str(src if src.is_dir() else src.parent), src)
 
 
 def _rooted(cases: list[Case], root: str, src: Any) -> list[Case]:
@@ -87,19 +97,6 @@ def _jsonl_cases(src: Any, base: Any, rows) -> list[Case]:
         out.append(Case(id=str(row.get("id", n)), image=dataset_path(base, img), question=question,
                         answer=_answer(row["answer"], where), meta=meta))
     return out
-
-
-def _load_cases(src: Path) -> list[Case]:
-    if src.is_dir():
-        out = []
-        for _, row in iter_jsonl_objects(src / "manifest.jsonl", "world manifest"):
-            for k, q in enumerate(x for x in row.get("questions", []) if x["type"] == "yesno"):
-                out.append(Case(id=f"{row['id']}-q{k}", image=str(src / row["image"]), question=q["question"],
-                                answer=q["answer"], meta={"category": row.get("category"), "kind": q["kind"]}))
-        return out
-    if src.suffix.lower() == ".csv":
-        return _csv_cases(src, src.parent, read_text_input(src, "cases file"))
-    return _jsonl_cases(src, src.parent, within_window(iter_jsonl_objects(src, "cases file")))
 
 
 def _answer(value: Any, where: str) -> str:

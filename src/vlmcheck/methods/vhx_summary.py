@@ -77,30 +77,20 @@ class _Variant:
             "yes_ratio": self.yes / self.answers, "new_vh_cases": wrong,
             # answers whose first sentence had no yes/no word: POPE's rule scored them "yes" (its default)
             "n_answers": self.answers, "unread": self.unread, "unread_share": self.unread / self.answers}
-        if self.pairs:
-            entry.update(_pair_accuracy(self.pairs))
-        if self.reps is not None:
-            entry["repeats"] = _spread(self.reps)
+        if self.pairs:  # MMVP's own metric: the share of its pairs whose questions were all answered right
+            whole = [right == n for n, right in self.pairs.values() if n >= 2]  # a pair left incomplete: reported
+            entry.update(pair_accuracy=sum(whole) / len(whole) if whole else None, n_mmvp_pairs=len(whole),
+                         mmvp_pairs_incomplete=len(self.pairs) - len(whole))
+        if self.reps is not None:  # each repetition's accuracy and symmetric accuracy, their mean and std (6e/6f)
+            acc = [right / n if n else float("nan") for n, right, _, _ in self.reps]
+            sym = [both / pairs if pairs else float("nan") for _, _, pairs, both in self.reps]
+            entry["repeats"] = {"n": len(self.reps)}
+            for key, xs in (("accuracy", acc), ("symmetric_accuracy", sym)):
+                entry["repeats"][key] = {"values": xs, "mean": float(np.mean(xs)), "std": float(np.std(xs))}
         if self.name.startswith("adv_"):
             entry["cosine_final_mean"] = float(np.mean(np.frombuffer(self.cosine)))
             entry["linf_max"] = self.linf
         return entry
-
-
-def _pair_accuracy(pairs: dict[str, list[int]]) -> dict[str, Any]:
-    """MMVP's own metric, beside symmetric accuracy: the share of its pairs whose questions were all answered
-    right; a pair with one question left is not counted, and is reported."""
-    whole = [right == n for n, right in pairs.values() if n >= 2]
-    return {"pair_accuracy": sum(whole) / len(whole) if whole else None, "n_mmvp_pairs": len(whole),
-            "mmvp_pairs_incomplete": len(pairs) - len(whole)}
-
-
-def _spread(reps: list[list[int]]) -> dict[str, Any]:
-    """Accuracy and symmetric accuracy of each repetition, with their mean and standard deviation (6e/6f)."""
-    acc = [right / n if n else float("nan") for n, right, _, _ in reps]
-    sym = [both / pairs if pairs else float("nan") for _, _, pairs, both in reps]
-    spread = lambda xs: {"values": xs, "mean": float(np.mean(xs)), "std": float(np.std(xs))}  # noqa: E731
-    return {"n": len(reps), "accuracy": spread(acc), "symmetric_accuracy": spread(sym)}
 
 
 def official_answer(rec: dict[str, Any]) -> tuple[str | None, Any] | None:

@@ -100,9 +100,8 @@ def vhexpansion(model: str, m: dict[str, Any]) -> list[Line]:
         sym = v["symmetric_accuracy"]
         acc_s, sym_s = f"{v['accuracy']:.3f}", "-" if sym is None else f"{sym:.3f}"
         if "repeats" in v:  # Table 6e/6f: mean +- std over the repetitions
-            ra, rs = v["repeats"]["accuracy"], v["repeats"]["symmetric_accuracy"]
-            acc_s = f"{ra['mean']:.3f} ± {ra['std']:.3f}"
-            sym_s = f"{rs['mean']:.3f} ± {rs['std']:.3f}"
+            acc_s, sym_s = (f"{x['mean']:.3f} ± {x['std']:.3f}" for x in (v["repeats"]["accuracy"],
+                                                                         v["repeats"]["symmetric_accuracy"]))
         unread = "-" if v.get("unread_share") is None else f"{v['unread_share']:.2f}"
         rows.append([name, acc_s, sym_s, f"{v['yes_ratio']:.2f}", unread, str(v["new_vh_cases"])])
     out = [Line((["variant", "accuracy", "symmetric acc.", "yes ratio", "unread", "new VH cases"], rows,
@@ -122,9 +121,8 @@ def vhexpansion(model: str, m: dict[str, Any]) -> list[Line]:
 
 def cast(model: str, m: dict[str, Any]) -> list[Line]:
     top = m.get("topk", {}).get("top3", {}).get("mean")  # Top-3: the paper's headline
-    out = []
-    if m.get("empty_reason"):
-        out.append(Line(m["empty_reason"], err=True, kind="warning", highlight=False, soft_wrap=True))
+    out = [Line(m["empty_reason"], err=True, kind="warning", highlight=False, soft_wrap=True)] \
+        if m.get("empty_reason") else []
     if not top:
         return out + unmeasured(model, m)
     rows = [[g, *["-" if row[v]["score"] is None else f"{row[v]['score']:.3f}" for v in ("text", "image", "both")]]

@@ -32,8 +32,7 @@ def generic_row(r: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 def _describe_row(r: dict[str, Any], folder: Path) -> dict[str, Any]:
     summary = f"keyword recall {r['keyword_recall']:.2f}" if r.get("keyword_recall") is not None else ""
-    images = [_image(r["image_path"], str(r.get("image", "")))] if r.get("image_path") else []
-    return _row(summary, r.get("answer", ""), None, images)
+    return {**generic_row(r, folder), "summary": summary}
 
 
 def _genception_row(r: dict[str, Any], folder: Path) -> dict[str, Any]:

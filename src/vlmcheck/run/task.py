@@ -54,16 +54,25 @@ class SpecTask:
     # `vlmcheck list` matches against what each benchmark's forms carry
     reads: tuple[str, ...] = ()
     reports: str = ""  # its headline figure, in words
+    # what it makes one sample of each, in order: an object with an ``id`` or a dict with an "id"
+    items: list[Any]
+    # its first N samples come from its dataset's first N rows, in order: then ``--limit N`` reads only those
+    # rows of a streamed file (core/dataset_files.first_rows)
+    follows_rows: bool = False
 
     @classmethod
     def from_spec(cls, task_spec: dict[str, Any]):
         return cls(cls.spec_model.model_validate(task_spec))
 
+    def samples(self) -> list[Sample]:
+        return [Sample(x["id"] if isinstance(x, dict) else x.id, x) for x in self.items]
+
     def spec(self) -> dict[str, Any]:
         return self.cfg.model_dump()
 
     def summarize(self, records: list[dict[str, Any]], failed: list[dict[str, Any]] = ()) -> dict[str, Any]:
-        """The method's ``summary_folder()`` fed every record: what the runner streams, over a list."""
+        """The method's ``summary_folder()`` (``add(record)``, then ``result(failed)``: the summary folded one
+        record at a time, as the runner streams a million of them) fed every record of a list."""
         fold = self.summary_folder()
         for r in records:
             fold.add(r)
@@ -71,9 +80,7 @@ class SpecTask:
 
     @classmethod
     def samples_follow_rows(cls, task_spec: dict[str, Any]) -> bool:
-        """Whether the task's first N samples come from its dataset's first N rows, in order: then ``--limit N``
-        reads only those rows of a streamed file (core/dataset_files.first_rows).  False unless declared."""
-        return False
+        return cls.follows_rows
 
 
 # ----------------------------------------------------------------------------- what a decision needs
