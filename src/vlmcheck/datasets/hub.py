@@ -5,6 +5,9 @@ Shards are read with pyarrow a batch at a time; an Image column (``struct<bytes,
 found from the arrow type, so ``datasets`` need not be installed.  Embedded image bytes go to the content store
 (:mod:`.imagestore`) as they are; an image cell holding only a path stays in the dataset's folder, confined to
 it.  Every shard and JSON file is opened under the rule for dataset files (core/dataset_files.py).
+
+Why this module is long: both Hugging Face forms and the ``hfds:`` scheme share one table reader (splits,
+image columns, the caps on rows and images), which would otherwise be split from the forms that call it.
 """
 
 from __future__ import annotations
@@ -69,21 +72,17 @@ def _readme_configs(folder: Path) -> dict[str, dict[str, list[str]]]:
     for cfg in meta.get("configs") or [] if isinstance(meta, dict) else []:
         if not isinstance(cfg, dict):
             continue
-        name = str(cfg.get("config_name", "default"))
         files = cfg.get("data_files")
+        if isinstance(files, dict):  # {split: pattern(s)}, the short form of [{split, path}, ...]
+            files = [{"split": k, "path": v} for k, v in files.items()]
         splits: dict[str, list[str]] = {}
-        if isinstance(files, str):
-            splits["train"] = [files]
-        elif isinstance(files, list):
-            for f in files:
-                if isinstance(f, dict) and "split" in f:
-                    p = f.get("path")
-                    splits[str(f["split"])] = [p] if isinstance(p, str) else [str(x) for x in p or []]
-                elif isinstance(f, str):
-                    splits.setdefault("train", []).append(f)
-        elif isinstance(files, dict):
-            splits = {str(k): [v] if isinstance(v, str) else list(v) for k, v in files.items()}
-        out[name] = splits
+        for f in [files] if isinstance(files, str) else files if isinstance(files, list) else []:
+            if isinstance(f, dict) and "split" in f:
+                p = f.get("path")
+                splits[str(f["split"])] = [p] if isinstance(p, str) else [str(x) for x in p or []]
+            elif isinstance(f, str):
+                splits.setdefault("train", []).append(f)
+        out[str(cfg.get("config_name", "default"))] = splits
     return out
 
 
