@@ -107,6 +107,18 @@ def csv_rows(path: Path, expected: str, required: tuple[str, ...]) -> list[dict[
     return rows
 
 
+def named_file(path: Path, names: tuple[str, ...]) -> Path | None:
+    """The release file of ``names`` that ``path`` is or holds, else None."""
+    if path.is_file():
+        return path if path.name in names else None
+    return next((path / n for n in names if (path / n).is_file()), None)
+
+
+def inner(path: Path, name: str) -> Path:
+    """``path``'s sub-folder ``name`` where the release unpacks into one, else ``path``."""
+    return path / name if (path / name).is_dir() else path
+
+
 def head(path: Path, n: int = 512) -> bytes:
     """A file's first bytes, for detection (never the whole file)."""
     try:
