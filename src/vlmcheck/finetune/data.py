@@ -33,13 +33,6 @@ def _file_digest(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def _cases_name(results: dict[str, Any]) -> str:
-    """The name of a run's cases file: the dataset of its cases that name none of their own."""
-    spec = results.get("spec") or {}
-    p = Path(str((spec.get("task_spec") or spec).get("cases") or "cases"))
-    return p.name if p.is_dir() else p.stem
-
-
 def split_images(digests: list[str], train_fraction: float, seed: int) -> tuple[list[str], list[str]]:
     """Seeded split of source images: (train, held-out), each sorted.  At least one image on each side when
     there are two or more."""
@@ -102,10 +95,6 @@ def read_llava(path: Path, what: str) -> list[dict[str, Any]]:
 DEFAULT_VARIANTS = ("original", "adversarial")
 
 
-def _wanted(name: str, variants: tuple[str, ...]) -> bool:
-    return name in variants or (name.startswith("adv_") and "adversarial" in variants)
-
-
 def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None, k: int = DEFAULT_K,
                   train_fraction: float = 0.5, seed: int = 0, vqa: str | Path | None = None, vqa_n: int = 4000,
                   variants: list[str] | tuple[str, ...] | None = None) -> dict[str, Any]:
@@ -127,7 +116,9 @@ def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None
     for run in map(Path, runs):
         results = read_results(run)
         require_vhx_run(results, run, "vhx dataset takes VHExpansion runs (vlmcheck vhx run)")
-        cases_name = _cases_name(results)
+        spec = results.get("spec") or {}
+        cases_file = Path(str((spec.get("task_spec") or spec).get("cases") or "cases"))
+        cases_name = cases_file.name if cases_file.is_dir() else cases_file.stem  # cases naming no dataset of theirs
         for rec in done_records(run):
             r = rec["result"]
             src = Path(r["image"])
@@ -160,7 +151,8 @@ def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None
             continue
         neg = r.get("negation") or {}
         for name, v in r["variants"].items():
-            if name == "blind" or not _wanted(name, variants):  # the blind control carries no image to train on
+            # the blind control carries no image to train on
+            if name == "blind" or not (name in variants or name.startswith("adv_") and "adversarial" in variants):
                 continue
             image = copy_image(Path(r["image"]) if name == "original" else c["run"] / v["image"])
             questions = [(r["question"], r["answer"], "original")]
