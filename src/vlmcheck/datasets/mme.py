@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._release import image_in, inner, refuse, text
+from ._release import found, image_in, inner, refuse, text
 from .base import Dataset, Record, register_form
 from .official import Answer, declare, grouped
 
@@ -70,10 +70,7 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
                 ds.records.append(Record(id=f"{cat.name}/{img.name}#{k}", images=[str(img)],
                                          question=question.strip(), answer=answer, category=cat.name,
                                          group=f"{cat.name}/{img.name}", root=str(root)))
-    if not ds.records:
-        raise refuse(path, f"MME questions ({len(ds.skipped)} files left out, e.g. "
-                           f"{ds.skipped[0][1] if ds.skipped else 'none'})")
-    return ds
+    return found(path, ds, "MME questions", "files ")
 
 
 #: MME's two scores: the first ten categories are perception, the last four cognition (MME's calculation script)
