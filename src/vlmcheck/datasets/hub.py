@@ -252,6 +252,8 @@ def _cell_images(cell: Any, folder: Path, store: ImageStore) -> tuple[list[str],
         elif path:
             out.append(str(folder / path))  # an absolute path stays itself
             from_paths = True
+    if from_paths and len(out) != len(cells):
+        raise Refused("mixes embedded images and image paths")
     return out, from_paths
 
 
@@ -294,9 +296,6 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
             continue
         except OSError as exc:
             skipped.append((where, f"image not stored ({exc.strerror or exc})"))
-            continue
-        if from_paths and len(images) != len(row.get(image_col) if isinstance(row.get(image_col), list) else [1]):
-            skipped.append((where, "mixes embedded images and image paths"))
             continue
         root = str(folder) if from_paths else str(store.root)
         ids.append(row.get(id_col) if id_col else None)
