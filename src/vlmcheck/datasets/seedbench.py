@@ -44,7 +44,7 @@ def _image_dir(folder: Path, q: dict) -> Path:
     return folder / "SEED-Bench-image"
 
 
-@register_form("seedbench", detect=lambda path: named_file(path, FILES) is not None, benchmarks=("seedbench", "seed-bench"),
+@register_form("seedbench", detect=lambda p: named_file(p, FILES) is not None, benchmarks=("seedbench", "seed-bench"),
                schema="github.com/AILab-CVC/SEED-Bench (SEED-Bench.json + SEED-Bench-image/; SEED-Bench-2 "
                       "SEED-Bench_v2_level1_2_3.json + image/)",
                carries=('images', 'multiple choice'))
