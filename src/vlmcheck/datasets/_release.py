@@ -11,12 +11,21 @@ from typing import Any, Callable
 
 from ..core import dataset_files
 from ..core.files import InputFileError
-from .base import DatasetFormError
+from .base import Dataset, DatasetFormError
 
 
 def refuse(path: str | Path, expected: str) -> DatasetFormError:
     """The one sentence for a file that cannot be read as its form: the file, and what was expected there."""
     return DatasetFormError(f"{path}: expected {expected}")
+
+
+def found(path: str | Path, ds: Dataset, expected: str, what: str = "", none: str = "none") -> Dataset:
+    """``ds``, or the refusal of a release none of whose rows made an item: ``expected``, how many ``what`` were
+    left out and the first reason."""
+    if not ds.records:
+        first = ds.skipped[0][1] if ds.skipped else none
+        raise refuse(path, f"{expected} ({len(ds.skipped)} {what}left out, e.g. {first})")
+    return ds
 
 
 def once(path: str | Path, rule: str) -> Callable[..., None]:
@@ -105,6 +114,18 @@ def csv_rows(path: Path, expected: str, required: tuple[str, ...]) -> list[dict[
     if missing:
         raise refuse(path, f"{expected} (missing column(s) {', '.join(missing)}; found {', '.join(rows[0])})")
     return rows
+
+
+def named_file(path: Path, names: tuple[str, ...]) -> Path | None:
+    """The release file of ``names`` that ``path`` is or holds, else None."""
+    if path.is_file():
+        return path if path.name in names else None
+    return next((path / n for n in names if (path / n).is_file()), None)
+
+
+def inner(path: Path, name: str) -> Path:
+    """``path``'s sub-folder ``name`` where the release unpacks into one, else ``path``."""
+    return path / name if (path / name).is_dir() else path
 
 
 def head(path: Path, n: int = 512) -> bytes:

@@ -7,7 +7,7 @@ unpadded, its DOCCI index and the authors' similarities in ``meta``."""
 from __future__ import annotations
 
 from pathlib import Path
-from ._release import json_file, refuse
+from ._release import found, json_file, refuse
 from .base import Dataset, Record, register_form
 
 
@@ -53,8 +53,5 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
                                      group=rid, root=str(folder), meta={
                                          "docci_idx": p.get(f"docci_idx_{k}"), "image_cosine": p.get(
                                              "img_pair_similarity"), "text_cosine": p.get("desc_pair_similarity")}))
-    if not ds.records:
-        raise refuse(folder, f"CAST pairs whose images exist ({len(ds.skipped)} left out, e.g. "
-                             f"{ds.skipped[0][1] if ds.skipped else 'none'})")
-    return ds
+    return found(folder, ds, "CAST pairs whose images exist")
 

@@ -17,7 +17,7 @@ from typing import Any
 from ..core.data import hfds_cache_root
 from ..core.dataset_files import current_root, read_bytes
 from ..core.files import InputFileError, write_text_atomic
-from ._release import reason, refuse
+from ._release import inner, reason, refuse
 from .base import Dataset, Record, register_form
 from .imagestore import ImageStore
 
@@ -33,13 +33,8 @@ class _SafeUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-def _folder(path: Path) -> Path:
-    inner = path / "cifar-10-batches-py"
-    return inner if inner.is_dir() else path
-
-
 def detect(path: Path) -> bool:
-    folder = _folder(path)
+    folder = inner(path, "cifar-10-batches-py")
     return path.is_dir() and (folder / "batches.meta").is_file() and (folder / "test_batch").is_file()
 
 
@@ -95,7 +90,7 @@ def _png(pixels: Any) -> bytes:
 def read(path: Path, *, benchmark: str | None = None, split: str = "test", **_) -> Dataset:
     import numpy as np
 
-    folder = _folder(path)
+    folder = inner(path, "cifar-10-batches-py")
     if split not in ("test", "train"):
         raise refuse(folder, f"split test or train (not {split!r})")
     label_names = _load(folder / "batches.meta")[0].get("label_names", [])

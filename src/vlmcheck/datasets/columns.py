@@ -118,12 +118,11 @@ def record(row: dict[str, Any], cols: Columns, rid: str, images: list[str], root
                   description=None if blank(desc) else str(desc), meta=meta, root=root)
 
 
-def check_unique(records: list[Record], source: str, column: str | None) -> None:
+def check_unique(records: list[Record], source: str, column: str) -> None:
     """Duplicate ids refused, in one sentence."""
     seen: dict[str, int] = {}
     for n, r in enumerate(records):
         if r.id in seen:
-            raise DatasetFormError(
-                f"{source}: duplicate id {r.id!r} (rows {seen[r.id] + 1} and {n + 1}"
-                + (f" of column {column!r}; name a unique id column with ?id_column=..." if column else "") + ")")
+            raise DatasetFormError(f"{source}: duplicate id {r.id!r} (rows {seen[r.id] + 1} and {n + 1} of column "
+                                   f"{column!r}; name a unique id column with ?id_column=...)")
         seen[r.id] = n

@@ -12,6 +12,7 @@ image columns, the caps on rows and images), which would otherwise be split from
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
@@ -71,21 +72,17 @@ def _readme_configs(folder: Path) -> dict[str, dict[str, list[str]]]:
     for cfg in meta.get("configs") or [] if isinstance(meta, dict) else []:
         if not isinstance(cfg, dict):
             continue
-        name = str(cfg.get("config_name", "default"))
         files = cfg.get("data_files")
+        if isinstance(files, dict):  # {split: pattern(s)}, the short form of [{split, path}, ...]
+            files = [{"split": k, "path": v} for k, v in files.items()]
         splits: dict[str, list[str]] = {}
-        if isinstance(files, str):
-            splits["train"] = [files]
-        elif isinstance(files, list):
-            for f in files:
-                if isinstance(f, dict) and "split" in f:
-                    p = f.get("path")
-                    splits[str(f["split"])] = [p] if isinstance(p, str) else [str(x) for x in p or []]
-                elif isinstance(f, str):
-                    splits.setdefault("train", []).append(f)
-        elif isinstance(files, dict):
-            splits = {str(k): [v] if isinstance(v, str) else list(v) for k, v in files.items()}
-        out[name] = splits
+        for f in [files] if isinstance(files, str) else files if isinstance(files, list) else []:
+            if isinstance(f, dict) and "split" in f:
+                p = f.get("path")
+                splits[str(f["split"])] = [p] if isinstance(p, str) else [str(x) for x in p or []]
+            elif isinstance(f, str):
+                splits.setdefault("train", []).append(f)
+        out[str(cfg.get("config_name", "default"))] = splits
     return out
 
 
@@ -131,8 +128,6 @@ def saved_splits(folder: Path) -> dict[str, dict[str, list[Path]]]:
         try:
             names = _json(folder / "dataset_dict.json")["splits"]
             names = list(names) if isinstance(names, list) else names["?"]
-        except DatasetFormError:
-            raise
         except (OSError, ValueError, KeyError, TypeError):
             raise DatasetFormError(f"{folder / 'dataset_dict.json'}: expected {{\"splits\": [...]}} as "
                                    "datasets.DatasetDict.save_to_disk writes it") from None
@@ -140,31 +135,22 @@ def saved_splits(folder: Path) -> dict[str, dict[str, list[Path]]]:
     try:
         state = _json(folder / "state.json")
         files = [folder / f["filename"] for f in state["_data_files"]]
-    except DatasetFormError:
-        raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise DatasetFormError(f"{folder / 'state.json'}: expected the _data_files list that "
                                "datasets.Dataset.save_to_disk writes") from None
     return {"default": {str(state.get("_split") or "train") if isinstance(state, dict) else "train": files}}
 
 
-def _is_image_type(t: Any) -> bool:
-    import pyarrow as pa
-
-    return pa.types.is_struct(t) and {t.field(i).name for i in range(t.num_fields)} == {"bytes", "path"}
-
-
 def image_columns(schema: Any) -> tuple[list[str], list[str]]:
-    """(Image columns, list-of-Image columns) of an arrow schema."""
+    """(Image columns, list-of-Image columns) of an arrow schema (an Image is ``struct<bytes, path>``)."""
     import pyarrow as pa
 
-    single, lists = [], []
-    for f in schema:
-        if _is_image_type(f.type):
-            single.append(f.name)
-        elif (pa.types.is_list(f.type) or pa.types.is_large_list(f.type)) and _is_image_type(f.type.value_type):
-            lists.append(f.name)
-    return single, lists
+    def is_image(t: Any) -> bool:
+        return isinstance(t, pa.StructType) and {f.name for f in t} == {"bytes", "path"}
+
+    return ([f.name for f in schema if is_image(f.type)],
+            [f.name for f in schema if isinstance(f.type, (pa.ListType, pa.LargeListType))
+             and is_image(f.type.value_type)])
 
 
 def class_names(schema: Any) -> dict[str, list[str]]:
@@ -178,28 +164,32 @@ def class_names(schema: Any) -> dict[str, list[str]]:
             if isinstance(f, dict) and f.get("_type") == "ClassLabel" and isinstance(f.get("names"), list)}
 
 
-def _checked(path: Path) -> Path:
-    """A shard under the rule for dataset files (a regular file inside the dataset; streamed, so no size cap)."""
+@contextlib.contextmanager
+def _shard(path: Path) -> Iterator[None]:
+    """Reading a shard under the rule for dataset files (a regular file inside the dataset; streamed, so no size
+    cap), pyarrow's errors told with the file's name (a truncated shard: pyarrow's sentence names no file)."""
+    import pyarrow as pa
+
     root = dataset_files.current_root()  # the folder being read (datasets.load, read_hfds)
     try:
         dataset_files.check_file(path, _repo_root(Path(root) if root is not None else path.parent), "shard")
     except InputFileError as exc:
         raise DatasetFormError(str(exc)) from None
-    return path
+    try:
+        yield
+    except (OSError, pa.ArrowException) as exc:
+        raise DatasetFormError(f"{path}: not a readable {path.suffix[1:]} shard ({exc})") from None
 
 
 def _schema(path: Path) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    _checked(path)
-    try:
+    with _shard(path):
         if path.suffix == ".parquet":
             return pq.read_schema(path)
         with pa.memory_map(str(path)) as src:
             return _arrow_reader(src).schema
-    except (OSError, pa.ArrowException) as exc:  # a truncated shard: pyarrow's sentence names no file
-        raise DatasetFormError(f"{path}: not a readable {path.suffix[1:]} shard ({exc})") from None
 
 
 def _arrow_reader(src: Any) -> Any:
@@ -219,8 +209,7 @@ def iter_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
 
     cap = dataset_files.limits().rows
     for path in files:
-        _checked(path)
-        try:
+        with _shard(path):
             if path.suffix == ".parquet":
                 shard = pq.ParquetFile(path)
                 if shard.metadata.num_rows > cap:  # the shard's own claim, told before a row is read
@@ -242,8 +231,6 @@ def iter_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
                             raise DatasetFormError(f"{path}: more than the {cap} rows a dataset file may hold "
                                                    f"(raise it with {dataset_files.ENV['rows'][0]})")
                         yield from batch.to_pylist()
-        except (OSError, pa.ArrowException) as exc:
-            raise DatasetFormError(f"{path}: not a readable {path.suffix[1:]} shard ({exc})") from None
 
 
 def _cell_images(cell: Any, folder: Path, store: ImageStore) -> tuple[list[str], bool]:
@@ -265,6 +252,8 @@ def _cell_images(cell: Any, folder: Path, store: ImageStore) -> tuple[list[str],
         elif path:
             out.append(str(folder / path))  # an absolute path stays itself
             from_paths = True
+    if from_paths and len(out) != len(cells):
+        raise Refused("mixes embedded images and image paths")
     return out, from_paths
 
 
@@ -307,9 +296,6 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
             continue
         except OSError as exc:
             skipped.append((where, f"image not stored ({exc.strerror or exc})"))
-            continue
-        if from_paths and len(images) != len(row.get(image_col) if isinstance(row.get(image_col), list) else [1]):
-            skipped.append((where, "mixes embedded images and image paths"))
             continue
         root = str(folder) if from_paths else str(store.root)
         ids.append(row.get(id_col) if id_col else None)
@@ -402,21 +388,14 @@ def hub_cache_snapshot(repo: str) -> Path:
 
 def _hub_cache() -> Path:
     env = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
-    if env:
-        return Path(env)
-    return Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
-
-
-def parse_hfds(source: str) -> tuple[str, dict[str, str]]:
-    """``hfds:NAME?k=v&...`` -> (NAME, params)."""
-    name, _, query = source[len("hfds:"):].partition("?")
-    return name.rstrip("/"), dict(parse_qsl(query))
+    return Path(env) if env else Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")) / "hub"
 
 
 @register_scheme("hfds")
 def read_hfds(source: str, *, benchmark: str | None = None, **options: Any) -> Dataset:
     """``hfds:`` as a local folder in either form, or a Hub id from the local cache."""
-    name, given = parse_hfds(source)
+    name, _, query = source[len("hfds:"):].partition("?")
+    name, given = name.rstrip("/"), dict(parse_qsl(query))
     params = {**given, **{k: str(v) for k, v in options.items() if v is not None}}
     if not name:
         raise DatasetFormError(f"{source}: name a dataset (hfds:ORG/NAME or hfds:PATH)")

@@ -84,35 +84,28 @@ def unopenable(paths: Iterable[str], embedded: dict[str, str | None] | None = No
 
 
 class ImageStore:
-    """Writes images by content into ``root`` (with ``write=False`` only says where they would go)."""
+    """Writes images by content into ``root`` (inside :func:`read_only` only says where they would go)."""
 
-    def __init__(self, root: str | os.PathLike | None = None, write: bool | None = None) -> None:
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
         self.root = Path(root) if root is not None else hfds_cache_root()
-        self.write = _WRITES.get() if write is None else write
+        self.write = _WRITES.get()
         self._known: dict[str, str] = {}  # sha -> path, checked this process
-        self.written = 0
-        self.rewritten = 0
 
     def put(self, data: bytes) -> str:
         """The path of the file holding ``data`` (written if missing or different)."""
         sha = hashlib.sha256(data).hexdigest()
-        known = self._known.get(sha)
-        if known is not None:
-            return known
+        if sha in self._known:
+            return self._known[sha]
         path = self.root / sha[:2] / f"{sha}{suffix_of(data)}"
-        checked = _CHECKED.get()
-        if not self.write and checked is not None:
-            checked[str(path)] = image_problem(data, "embedded image")
         if self.write:
             try:
                 same = path.stat().st_size == len(data) and path.read_bytes() == data
             except OSError:
                 same = False
             if not same:
-                if path.exists():
-                    self.rewritten += 1
                 path.parent.mkdir(parents=True, exist_ok=True)
                 write_bytes_atomic(path, data)
-                self.written += 1
+        elif (checked := _CHECKED.get()) is not None:
+            checked[str(path)] = image_problem(data, "embedded image")
         self._known[sha] = str(path)
         return str(path)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._release import json_file, once, refuse
+from ._release import found, json_file, once, refuse
 from .base import Benchmark, Dataset, Record, benchmarks, register_benchmark, register_form
 
 for _name in ("fsc147", "voc2012"):  # ChEF's counting and detection data, read from LAMM's meta files only
@@ -71,7 +71,4 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
             elif isinstance(it.get("sentences"), list) and it["sentences"]:
                 rec.description, rec.meta["captions"] = str(it["sentences"][0]), list(it["sentences"])
             ds.records.append(rec)
-    if not ds.records:
-        raise refuse(path, f"LAMM items whose images exist under the data root {root} ({len(ds.skipped)} left "
-                           f"out, e.g. {ds.skipped[0][1] if ds.skipped else 'none'})")
-    return ds
+    return found(path, ds, f"LAMM items whose images exist under the data root {root}")

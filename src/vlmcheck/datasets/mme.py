@@ -9,17 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._release import image_in, refuse, text
+from ._release import found, image_in, inner, refuse, text
 from .base import Dataset, Record, register_form
 from .official import Answer, declare, grouped
 
 CATEGORIES = ("existence", "count", "position", "color", "posters", "celebrity", "scene", "landmark", "artwork",
               "OCR", "commonsense_reasoning", "numerical_calculation", "text_translation", "code_reasoning")
-
-
-def _root(path: Path) -> Path:
-    inner = path / "MME_Benchmark"
-    return inner if inner.is_dir() else path
 
 
 def _laid_out(folder: Path) -> bool:
@@ -35,7 +30,7 @@ def _categories(root: Path) -> list[Path]:
 
 
 def detect(path: Path) -> bool:
-    root = _root(path)
+    root = inner(path, "MME_Benchmark")
     return path.is_dir() and any((root / c).is_dir() and _laid_out(root / c) for c in CATEGORIES)
 
 
@@ -44,7 +39,7 @@ def detect(path: Path) -> bool:
                       "Models, Evaluation): <category>/[images/]*.jpg + [questions_answers_YN/]*.txt",
                carries=('images', 'yes/no'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
-    root = _root(path)
+    root = inner(path, "MME_Benchmark")
     cats = _categories(root)
     if not cats:
         raise refuse(path, f"MME's release folder (category folders such as {', '.join(CATEGORIES[:4])}, ...)")
@@ -75,10 +70,7 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
                 ds.records.append(Record(id=f"{cat.name}/{img.name}#{k}", images=[str(img)],
                                          question=question.strip(), answer=answer, category=cat.name,
                                          group=f"{cat.name}/{img.name}", root=str(root)))
-    if not ds.records:
-        raise refuse(path, f"MME questions ({len(ds.skipped)} files left out, e.g. "
-                           f"{ds.skipped[0][1] if ds.skipped else 'none'})")
-    return ds
+    return found(path, ds, "MME questions", "files ")
 
 
 #: MME's two scores: the first ten categories are perception, the last four cognition (MME's calculation script)

@@ -46,7 +46,6 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
         raise refuse(csv, f"the folder '{IMAGES}' beside Questions.csv (MMVP's release layout)")
     ds = Dataset("mmvp", "mmvp", str(csv), [])
     unique = once(csv, "one row per Index")
-    questions: dict[str, str] = {}
     for n, r in enumerate(rows, 2):
         idx = r["Index"]
         where = f"row {n} (Index {idx or '?'})"
@@ -67,16 +66,22 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
         if img is None:
             ds.skipped.append((where, f"no image {IMAGES}/{idx}.jpg"))
             continue
-        pair = f"pair-{(int(idx) + 1) // 2}"
-        if questions.setdefault(pair, r["Question"]) != r["Question"]:
-            ds.notes.append(f"{pair}: its two rows ask different questions")
         ds.records.append(Record(id=idx, images=[str(img)], question=r["Question"], options=[t for _, t in opts],
-                                 answer=letters.index(letter), group=pair, root=str(csv.parent),
-                                 meta={"letters": letters}))
+                                 answer=letters.index(letter), root=str(csv.parent), meta={"letters": letters}))
     if not ds.records:
         raise refuse(csv, f"{expected} with at least one usable row ({len(ds.skipped)} skipped: "
                           f"{ds.skipped[0][1] if ds.skipped else 'no rows'})")
+    _pair(ds, [int(r.id) for r in ds.records])
     return ds
+
+
+def _pair(ds: Dataset, index: list[int]) -> None:
+    """Questions ``index`` 2k-1 and 2k share group pair-k; a pair whose two rows ask different questions is said."""
+    questions: dict[str, str | None] = {}
+    for k, r in zip(index, ds.records):
+        r.group = f"pair-{(k + 1) // 2}"
+        if questions.setdefault(r.group, r.question) != r.question:
+            ds.notes.append(f"{r.group}: its two rows ask different questions")
 
 
 def pair_hub_copy(ds: Dataset) -> None:
@@ -86,12 +91,7 @@ def pair_hub_copy(ds: Dataset) -> None:
     rows' order (said in the notes)."""
     index = [r.meta.get("Index", r.id) for r in ds.records] if "Index" in ds.columns else []
     whole = bool(index) and all(str(v).strip().isdigit() and int(v) >= 1 for v in index)
-    questions: dict[str, str | None] = {}
-    for n, r in enumerate(ds.records):
-        k = int(index[n]) if whole else n + 1
-        r.group = f"pair-{(k + 1) // 2}"
-        if questions.setdefault(r.group, r.question) != r.question:
-            ds.notes.append(f"{r.group}: its two rows ask different questions")
+    _pair(ds, [int(v) for v in index] if whole else list(range(1, len(ds.records) + 1)))
     ds.notes.append("MMVP pairs: " + ("Index 2k-1 and 2k" if whole else "rows 2k-1 and 2k (no usable Index column)")
                     + " share pair-k")
 

@@ -9,21 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._release import json_file, once, refuse, text
+from ._release import json_file, named_file, once, refuse, text
 from .base import Dataset, Record, register_form
 
 NAMES = ("trainid2name.json", "trainid2name_v2.json")
 SPLITS = ("train", "val", "test")
 
 
-def _names_file(path: Path) -> Path | None:
-    if path.is_file():
-        return path if path.name in NAMES else None
-    return next((path / n for n in NAMES if (path / n).is_file()), None)
-
-
 def detect(path: Path) -> bool:
-    f = _names_file(path)
+    f = named_file(path, NAMES)
     return f is not None and (f.parent / "annotation").is_dir()
 
 
@@ -68,7 +62,7 @@ class _Bamboo:
                carries=('images', 'classes', 'hierarchy'))
 def read(path: Path, *, benchmark: str | None = None, split: str = "test", tree: str | Path | None = None,
          levels: int | str = 4, **_) -> Dataset:
-    names_file = _names_file(path)
+    names_file = named_file(path, NAMES)
     if names_file is None:
         raise refuse(path, f"OmniBenchmark's {' or '.join(NAMES)} beside annotation/ and data/")
     folder = names_file.parent

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ._release import first_json_keys, json_lines, once, refuse
+from ._release import first_json_keys, found, json_lines, once, refuse
 from .base import Dataset, Record, register_form
 from .official import Answer, declare, per_question, share
 
@@ -77,10 +77,7 @@ def read(path: Path, *, benchmark: str | None = None, images: str | Path | None 
                                      group=r["image"], root=str(folder)))
         if images is None and folder != file.parent:
             ds.notes.append(f"{file.name}: images read from {folder}")
-    if not ds.records:
-        raise refuse(path, f"POPE questions whose images exist ({len(ds.skipped)} left out, e.g. "
-                           f"{ds.skipped[0][1] if ds.skipped else 'none'})")
-    return ds
+    return found(path, ds, "POPE questions whose images exist")
 
 
 def pope_outcomes(answers: list[Answer]) -> dict:

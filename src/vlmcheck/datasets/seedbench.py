@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._release import json_file, once, refuse
+from ._release import json_file, named_file, once, refuse
 from .base import Benchmark, Dataset, Record, register_benchmark, register_form
 from .official import accuracy, accuracy_outcomes, declare
 
@@ -35,16 +35,6 @@ RULE = register_benchmark(Benchmark(
     recognise=lambda ds: {"data_type", "question_type_id"} <= {c.lower() for c in ds.columns}))
 
 
-def _file(path: Path) -> Path | None:
-    if path.is_file():
-        return path if path.name in FILES else None
-    return next((path / f for f in FILES if (path / f).is_file()), None)
-
-
-def detect(path: Path) -> bool:
-    return _file(path) is not None
-
-
 def _image_dir(folder: Path, q: dict) -> Path:
     if q.get("data_source") == "cc3m":
         return folder / "image" / "cc3m-image"
@@ -54,12 +44,12 @@ def _image_dir(folder: Path, q: dict) -> Path:
     return folder / "SEED-Bench-image"
 
 
-@register_form("seedbench", detect=detect, benchmarks=("seedbench", "seed-bench"),
+@register_form("seedbench", detect=lambda p: named_file(p, FILES) is not None, benchmarks=("seedbench", "seed-bench"),
                schema="github.com/AILab-CVC/SEED-Bench (SEED-Bench.json + SEED-Bench-image/; SEED-Bench-2 "
                       "SEED-Bench_v2_level1_2_3.json + image/)",
                carries=('images', 'multiple choice'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
-    file = _file(path)
+    file = named_file(path, FILES)
     if file is None:
         raise refuse(path, f"SEED-Bench's {' or '.join(FILES)}")
     data = json_file(file, "SEED-Bench's JSON ({\"questions\": [...]})")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..core import dataset_files
 from ..core.files import InputFileError
-from ._release import reason, refuse
+from ._release import found, reason, refuse
 from .base import Dataset, Record, register_form
 
 MODES = ("counting", "shape", "color", "orientation", "size", "position", "OCR", "existence")
@@ -127,7 +127,4 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
                 continue
             ds.records.append(Record(id=f"{mode}-{n - 1}", images=[str(file)], question=str(q).strip(),
                                      answer=answer, category=mode, group=f"{mode}/{img}", root=str(images)))
-    if not ds.records:
-        raise refuse(path, f"VHTest yes/no rows whose images exist ({len(ds.skipped)} left out, e.g. "
-                           f"{ds.skipped[0][1] if ds.skipped else 'no rows'})")
-    return ds
+    return found(path, ds, "VHTest yes/no rows whose images exist", none="no rows")

@@ -35,10 +35,6 @@ def dataset_of(result: dict[str, Any], default: str = "cases") -> str:
     return default
 
 
-def _pooled(results: dict[str, dict[str, Any]], ids: list[str]) -> bool:
-    return len({dataset_of(results[sid]) for sid in ids}) > 1
-
-
 def _units(results: dict[str, dict[str, Any]], ids: list[str],
            pooled: bool) -> dict[tuple[str, str, str], dict[str, tuple]]:
     """(dataset, variant, metric) -> {case id: (right or not, its image, None)}: what the paired test reads."""
@@ -82,7 +78,7 @@ def compare_vhx(before: str | Path, after: str | Path,
     if not ids:
         raise InputFileError(f"{before} and {after} share no finished case; run both on the same cases file "
                              "(the held-out heldout.jsonl of `vhx dataset`)")
-    pooled = _pooled(done_b, ids) or _pooled(done_a, ids)
+    pooled = any(len({dataset_of(done[sid]) for sid in ids}) > 1 for done in (done_b, done_a))
     units_b, units_a = _units(done_b, ids, pooled), _units(done_a, ids, pooled)
     table_b, table_a = _table(units_b), _table(units_a)
     rows = []

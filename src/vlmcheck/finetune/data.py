@@ -33,20 +33,6 @@ def _file_digest(path: Path) -> str:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
-def _vhx_records(run: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(results, finished sample records) of a VHExpansion run folder; a clear error for anything else."""
-    results = read_results(run)
-    require_vhx_run(results, run, "vhx dataset takes VHExpansion runs (vlmcheck vhx run)")
-    return results, done_records(run)
-
-
-def _cases_name(results: dict[str, Any]) -> str:
-    """The name of a run's cases file: the dataset of its cases that name none of their own."""
-    spec = results.get("spec") or {}
-    p = Path(str((spec.get("task_spec") or spec).get("cases") or "cases"))
-    return p.name if p.is_dir() else p.stem
-
-
 def split_images(digests: list[str], train_fraction: float, seed: int) -> tuple[list[str], list[str]]:
     """Seeded split of source images: (train, held-out), each sorted.  At least one image on each side when
     there are two or more."""
@@ -59,10 +45,9 @@ def split_images(digests: list[str], train_fraction: float, seed: int) -> tuple[
     return train, sorted(unique[i] for i in order[n_train:])
 
 
-async def _rephrase_all(model: Any, questions: list[str], k: int, concurrency: int = 8
-                        ) -> tuple[dict[str, list[str]], dict[str, int]]:
+async def _rephrase_all(model: Any, questions: list[str], k: int) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """``k`` rephrasings of every question; counts of what was left out and why."""
-    sem = asyncio.Semaphore(concurrency)
+    sem = asyncio.Semaphore(8)
     skipped: dict[str, Any] = {"failed": 0, "unchanged_or_repeated": 0, "first_error": None}
 
     async def one(q: str, version: int) -> str | None:
@@ -106,19 +91,8 @@ def read_llava(path: Path, what: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_vqa(path: Path, n: int, seed: int) -> list[dict[str, Any]]:
-    """``n`` seeded samples of a LLaVA JSON list; rows without an image are kept (text-only turns)."""
-    rows = read_llava(path, "VQA file")
-    idx = np.random.default_rng(seed).permutation(len(rows))[:n]
-    return [rows[i] for i in sorted(idx)]
-
-
 #: the paper's expansion for fine-tuning: negation x {original, adversarial} ("adversarial": any adv_* variant)
 DEFAULT_VARIANTS = ("original", "adversarial")
-
-
-def _wanted(name: str, variants: tuple[str, ...]) -> bool:
-    return name in variants or (name.startswith("adv_") and "adversarial" in variants)
 
 
 def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None, k: int = DEFAULT_K,
@@ -140,9 +114,12 @@ def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None
     # folder leaves nothing behind)
     cases: list[dict[str, Any]] = []
     for run in map(Path, runs):
-        results, records = _vhx_records(run)
-        cases_name = _cases_name(results)
-        for rec in records:
+        results = read_results(run)
+        require_vhx_run(results, run, "vhx dataset takes VHExpansion runs (vlmcheck vhx run)")
+        spec = results.get("spec") or {}
+        cases_file = Path(str((spec.get("task_spec") or spec).get("cases") or "cases"))
+        cases_name = cases_file.name if cases_file.is_dir() else cases_file.stem  # cases naming no dataset of theirs
+        for rec in done_records(run):
             r = rec["result"]
             src = Path(r["image"])
             if not src.is_file():
@@ -174,7 +151,8 @@ def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None
             continue
         neg = r.get("negation") or {}
         for name, v in r["variants"].items():
-            if name == "blind" or not _wanted(name, variants):  # the blind control carries no image to train on
+            # the blind control carries no image to train on
+            if name == "blind" or not (name in variants or name.startswith("adv_") and "adversarial" in variants):
                 continue
             image = copy_image(Path(r["image"]) if name == "original" else c["run"] / v["image"])
             questions = [(r["question"], r["answer"], "original")]
@@ -210,7 +188,9 @@ def build_dataset(runs: list[str | Path], out: str | Path, rephraser: Any = None
         vqa = Path(vqa)
         from ..core.inputs import confine
 
-        for j, rec in enumerate(_read_vqa(vqa, vqa_n, seed)):
+        mix = read_llava(vqa, "VQA file")  # vqa_n seeded samples; rows without an image are kept (text-only)
+        for j, i in enumerate(sorted(np.random.default_rng(seed).permutation(len(mix))[:vqa_n])):
+            rec = mix[i]
             item = {"id": f"vqa-{j}", "conversations": rec["conversations"], "dataset": f"vqa:{vqa.stem}"}
             if rec.get("image"):
                 src = vqa.parent / str(rec["image"])

@@ -58,17 +58,13 @@ LLAVA_PROJECTOR_LR = 2e-5
 _PROJECTORS = {"multi_modal_projector", "mm_projector"}
 
 
-def projector_modules(model: Any) -> list[str]:
-    """Names of the multimodal projector modules (LLaVA's ``multi_modal_projector``, ``mm_projector``)."""
-    return sorted(name for name, _ in model.named_modules() if name.split(".")[-1] in _PROJECTORS)
-
-
-def projector_lr_for(cfg: FinetuneConfig, model: Any) -> float:
-    """The projector's learning rate (0: frozen): given, else LLaVA-1.5's for a LLaVA-family model."""
-    if cfg.projector_lr is not None:
-        return cfg.projector_lr
-    model_type = str(getattr(model.config, "model_type", "")).lower()
-    return LLAVA_PROJECTOR_LR if model_type.startswith("llava") else 0.0
+def _projector(cfg: FinetuneConfig, model: Any) -> tuple[float, list[str]]:
+    """The projector's learning rate (0: frozen; given, else LLaVA-1.5's for a LLaVA-family model) and the names
+    of its modules to train (LLaVA's ``multi_modal_projector``, ``mm_projector``)."""
+    lr = cfg.projector_lr
+    if lr is None:
+        lr = LLAVA_PROJECTOR_LR if str(getattr(model.config, "model_type", "")).lower().startswith("llava") else 0.0
+    return lr, sorted(name for name, _ in model.named_modules() if lr > 0 and name.split(".")[-1] in _PROJECTORS)
 
 
 def lora_targets(model: Any) -> list[str]:
@@ -186,12 +182,6 @@ class AnswerOnlyCollator:
         return batch
 
 
-def _fingerprint(cfg: FinetuneConfig, data_file: Path) -> str:
-    h = hashlib.sha256(data_file.read_bytes())
-    h.update(cfg.model_dump_json(exclude={"out", "max_steps", "save_steps"}).encode())
-    return h.hexdigest()[:16]
-
-
 def _probe_loss(model: Any, collator: AnswerOnlyCollator, rows: list[dict[str, Any]], device: str) -> float | None:
     """Mean answer-token loss over ``rows`` (one batch), without gradients."""
     import torch
@@ -238,11 +228,11 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
         raise SpecError(f"{cfg.model}: give the base model; the adapter is what fine-tuning writes")
     data = Path(cfg.data)
     rows = read_rows(data)
-    root = data if data.is_dir() else data.parent
     data_file = data / "llava.json" if data.is_dir() else data
     out = Path(cfg.out)
     ckpt_dir = out / "checkpoints"
-    fingerprint = _fingerprint(cfg, data_file)
+    fingerprint = hashlib.sha256(data_file.read_bytes() + cfg.model_dump_json(
+        exclude={"out", "max_steps", "save_steps"}).encode()).hexdigest()[:16]
     last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
     state_file = out / "finetune.json"
     if last:
@@ -268,8 +258,7 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
     if not targets:
         raise SpecError(f"{cfg.model}: found no linear layers in the language model to adapt")
     set_seed(cfg.seed)  # LoRA's A matrices start random: the same seed gives the same adapter, resumed or not
-    proj_lr = projector_lr_for(cfg, model)
-    projectors = projector_modules(model) if proj_lr > 0 else []
+    proj_lr, projectors = _projector(cfg, model)
     with _quiet_deprecations():
         # the projector, trained in full at its own rate as LLaVA-1.5's LoRA recipe does (modules_to_save: saved
         # with the adapter, loaded with it by hf:MODEL?adapter=)
@@ -278,7 +267,7 @@ def finetune(cfg: FinetuneConfig, callbacks: list[Any] | None = None, progress: 
                                                             target_modules=targets,
                                                             modules_to_save=projectors or None))
     trainable, total = model.get_nb_trainable_parameters()
-    collator = AnswerOnlyCollator(processor, root, cfg.model_max_length)
+    collator = AnswerOnlyCollator(processor, data_file.parent, cfg.model_max_length)
     probe = rows[:cfg.probe_rows]
     model.to(device)
     probe_before = _probe_loss(model, collator, probe, device)
