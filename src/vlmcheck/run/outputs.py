@@ -105,3 +105,12 @@ def _lines(records: Iterable[dict[str, Any]], order: dict[str, int], tally: _Tal
         last = i
         yield redacted_json(rec, lambda obj: json_text(obj, sort_keys=True)) + "\n"
         tally.add(rec)
+
+
+def record(store: RunStore, task_name: str, sample: Sample, outcome: dict[str, Any]) -> None:
+    """A sample's outcome (``execute_sample``'s) in the store's journal: its result, or its error."""
+    if outcome["status"] == "error":
+        store.put_sample_error(task_name, sample.id, sample.seq, outcome["error_type"], outcome["message"],
+                               outcome["partial"])
+    else:
+        store.put_sample(task_name, sample.id, sample.seq, outcome["result"])

@@ -18,7 +18,7 @@ from . import ray_reaper
 from .calls import Session
 from .options import POLICY_FIELDS
 from .ray_worker import CacheReader, RequestTally, SampleWorker
-from .runner import record
+from .outputs import record
 
 DRAIN_EVERY_S = 2.0
 START_TIMEOUT_S = 300.0

@@ -34,7 +34,7 @@ from .folder import RunFolderInUse, folder_lock  # noqa: F401  (re-exported: whe
 from .folder import MARKER, RunFolderExists, _empty_run_folder, check_folder, leave_nothing, mark_run_folder
 from . import options as options_table
 from .first_calls import FirstCalls, RunRefused
-from .outputs import write_outputs
+from .outputs import record, write_outputs
 from .task import Sample, Task, execute_sample
 from .budget import Budget, BudgetStop, check_max_cost, recorded_max_cost
 from .data_pin import data_difference, data_pins, without_data_paths
@@ -348,15 +348,6 @@ async def _run_samples(task: Task, todo: list[Sample], session: Session, options
         n_workers = max(1, min(len(todo), 50_000))
     with progress:
         await asyncio.gather(*(worker() for _ in range(n_workers)))
-
-
-def record(store: RunStore, task_name: str, sample: Sample, outcome: dict[str, Any]) -> None:
-    """A sample's outcome (``execute_sample``'s) in the store's journal: its result, or its error."""
-    if outcome["status"] == "error":
-        store.put_sample_error(task_name, sample.id, sample.seq, outcome["error_type"], outcome["message"],
-                               outcome["partial"])
-    else:
-        store.put_sample(task_name, sample.id, sample.seq, outcome["result"])
 
 
 def run_task(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
