@@ -11,7 +11,7 @@ import pytest
 
 from conftest import FakeServer
 from vlmcheck.core import spec as spec_module
-from vlmcheck.core.spec import IDENTITY, PLACEMENT, ModelSpec, SpecError, load_model, providers, register
+from vlmcheck.core.spec import IDENTITY, PLACEMENT, ModelSpec, SpecError, load_model, register
 from vlmcheck.methods.describe import DescribeSpec, DescribeTask
 from vlmcheck.run import calls, runner
 from vlmcheck.run.runner import RunFolderExists, RunOptions, run_task
@@ -45,7 +45,7 @@ def unclassified(entry) -> list[str]:
 
 
 def test_every_declared_provider_parameter_is_classified_and_every_read_one_declared():
-    checked = {name: e for name, e in providers().items() if e.params is not None}
+    checked = {name: e for name, e in spec_module.PROVIDERS.items() if e.params is not None}
     assert {"openai", "anthropic", "gemini", "hf", "diffusers", "openai-image", "hf-encoder", "timm"} <= set(checked)
     for name, entry in checked.items():
         assert not unclassified(entry), (name, unclassified(entry))

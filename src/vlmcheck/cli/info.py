@@ -7,7 +7,7 @@ import json
 import typer
 
 from .._version import __version__
-from ..core.spec import providers
+from ..core.spec import PROVIDERS
 from . import _common as C
 
 
@@ -18,7 +18,7 @@ def version() -> None:
 
 def list_models() -> None:
     """List model providers and the roles they serve."""
-    C.terminal.providers(providers())
+    C.terminal.providers(dict(sorted(PROVIDERS.items())))
 
 
 def list_all(as_json: bool = typer.Option(False, "--json", help="Everything as one JSON object on stdout")) -> None:

@@ -140,11 +140,6 @@ def _open(data: bytes, label: str, max_pixels: int) -> Image.Image:
     return img
 
 
-def file_sha256(data: bytes) -> str:
-    """The key of an image sent as its file: the sha256 of its bytes (0.6 ms per MB)."""
-    return hashlib.sha256(data).hexdigest()
-
-
 def decode_image(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
     """Decode image bytes to 8-bit RGB (see :func:`load_image` for what is rejected)."""
     with _pillow_errors(label, bomb_warning="error"):

@@ -8,6 +8,7 @@ the sha256 of its RGB pixels (``pixels``), so the same picture in another encodi
 
 from __future__ import annotations
 
+import hashlib
 import io
 from typing import Annotated, Any, Literal, Union
 
@@ -17,7 +18,7 @@ from .._lazy import lazy_module
 
 Image = lazy_module("PIL.Image")  # Pillow on first use (vlmcheck/_lazy.py)
 
-from .images import (DEFAULT_FORMAT, SourceFile, decode_image, file_sha256, image_hash, mime_type, source_file,
+from .images import (DEFAULT_FORMAT, SourceFile, decode_image, image_hash, mime_type, source_file,
                      to_rgb, transport_bytes)
 from .probe import Header
 
@@ -67,7 +68,7 @@ class ImagePart(BaseModel):
     @classmethod
     def from_file(cls, data: bytes, header: Header) -> "ImagePart":
         """A file sent as it is (``header.sendable``, see :func:`~vlmcheck.core.probe.probe`), keyed by its bytes."""
-        return cls(data=data, format=header.format, sha256=file_sha256(data), width=header.width,
+        return cls(data=data, format=header.format, sha256=hashlib.sha256(data).hexdigest(), width=header.width,
                    height=header.height, key="file")
 
     def pixel_sha256(self) -> str:

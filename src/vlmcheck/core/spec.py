@@ -337,10 +337,6 @@ def check_params(spec: ModelSpec, entry: _Entry) -> None:
                         f"{', '.join(sorted(known))}{extra}")
 
 
-def providers() -> dict[str, _Entry]:
-    return dict(sorted(PROVIDERS.items()))
-
-
 def load_model(spec: str | ModelSpec, role: RoleName = "vlm") -> Any:
     """Build the adapter for ``spec`` in ``role``; a :class:`SpecError` for an unknown provider, a provider that
     does not serve ``role``, or an adapter that does not satisfy the role's Protocol."""
