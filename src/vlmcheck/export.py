@@ -43,13 +43,8 @@ def _model_of(info: dict[str, Any]) -> str | None:
     return spec.get("vlm") or spec.get("model")
 
 
-def sample_rows(folder: str | Path) -> list[dict[str, Any]]:
-    """The tidy rows of one run folder."""
-    return list(iter_sample_rows(folder))
-
-
 def iter_sample_rows(folder: str | Path) -> Iterator[dict[str, Any]]:
-    """:func:`sample_rows` one at a time, from samples.jsonl a line at a time."""
+    """The tidy rows of one run folder one at a time, from samples.jsonl a line at a time."""
     folder = Path(folder)
     info = read_results(folder)
     task = info["task"]
@@ -164,7 +159,7 @@ def load_runs(folders: Iterable[str | Path]):
 
     samples, metrics = [], []
     for f in folders:
-        samples.extend(sample_rows(f))
+        samples.extend(iter_sample_rows(f))
         metrics.extend(metric_rows(f))
     return pd.DataFrame(samples), pd.DataFrame(metrics, columns=METRIC_COLUMNS)
 
