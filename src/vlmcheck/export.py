@@ -1,10 +1,7 @@
 """Runs as tidy tables, for pandas and every tool that reads Parquet or CSV (docs/usage.md, "Results in pandas").
 
-One row per sample and unit of the method (a GenCeption step, a VHExpansion variant, a ChEF setting, a CAST
-generation modality, a described image), the run's identity (``run``, ``task``, ``model``) and the sample's
-fields as dotted columns; lists as JSON text; embeddings left out (they stay in samples.jsonl); failed samples
-are rows too (``status`` error, the error's type and message).  The sample rows, the metrics table and the run
-table share one flattening and one streaming writer.
+Lists become JSON text; embeddings are left out (they stay in samples.jsonl); failed samples are rows too (``status``
+error, the error's type and message).  Sample, metric and run tables share one flattening and one streaming writer.
 """
 
 from __future__ import annotations

@@ -45,9 +45,7 @@ class _RunOptions(BaseModel):
 
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     clear_failed: bool = False  # forget failed samples first, so they run again (retry-failed)
-    # the input policy (core/inputs.py): image files above max_image_bytes are refused unread, decoded pixels in
-    # flight stay under pixel_budget; an image at an http(s) URL fails its own sample after url_read_timeout_s
-    # without a byte, or url_total_timeout_s in all
+    # the input policy (core/inputs.py; docs/usage.md): file size, pixels in flight, http(s) read/total timeouts
     max_image_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
     pixel_budget: int = Field(default=DEFAULT_PIXEL_BUDGET, ge=1)
     url_read_timeout_s: float = Field(default=remote.READ_TIMEOUT_S, gt=0)
