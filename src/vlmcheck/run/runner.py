@@ -26,7 +26,7 @@ from ..core.roles import SupportsPreflight
 from ..core.spec import PROVIDERS, identity_of
 from .loop_clients import close_loop_clients
 from ..store.db import DB_NAME, GROUP_COMMIT_S, RunStore
-from .calls import KEY_VERSION, Session, file_keys, key_version_of  # noqa: F401  (KEY_VERSION re-exported)
+from .calls import FILE_KEYS_SINCE, KEY_VERSION, Session, key_version_of  # noqa: F401  (KEY_VERSION re-exported)
 from ..core.progress import Progress
 from ..datasets.base import choices_line
 from .scheduler import RetryPolicy, Scheduler
@@ -241,7 +241,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
 def start_session(store: RunStore, options: RunOptions, key_version: int) -> Session:
     """A session on the run's store; files read as its keys name them (a store from before key version 3 keys
     them by their pixels: read decoded, as it did)."""
-    inputs.set_policy(replace(inputs.current_policy(), file_keys=file_keys(key_version)))
+    inputs.set_policy(replace(inputs.current_policy(), file_keys=key_version >= FILE_KEYS_SINCE))
     return Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
                    key_version=key_version)
 
