@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from vlmcheck import export
-from vlmcheck.export import export_runs, sample_rows
+from vlmcheck.export import export_runs, iter_sample_rows
 
 
 def _run(folder, records):
@@ -40,7 +40,7 @@ def test_a_table_written_in_chunks_reads_back_as_the_in_memory_one(tmp_path, mon
     monkeypatch.setattr(export, "CHUNK_ROWS", 4)  # 23 rows: six chunks, the last one short
     run = _run(tmp_path / "r", _records(23))
     (path,) = [p for p in export_runs([run], tmp_path / "out", fmt) if p.name == f"{export.table_names([run])[0]}.{fmt}"]
-    ref = pd.DataFrame(sample_rows(run))
+    ref = pd.DataFrame(list(iter_sample_rows(run)))
     back = (pd.read_parquet(path) if fmt == "parquet" else pd.read_csv(path) if fmt == "csv"
             else pd.read_json(path, lines=True))
     assert list(back.columns) == list(ref.columns) and len(back) == 23

@@ -99,7 +99,7 @@ def test_the_readme_sends_people_to_load_tables():
 
 
 def test_chefs_tidy_table_names_its_truths(tmp_path):
-    from vlmcheck.export import sample_rows
+    from vlmcheck.export import iter_sample_rows
 
     run = tmp_path / "chef"
     run.mkdir()
@@ -109,6 +109,6 @@ def test_chefs_tidy_table_names_its_truths(tmp_path):
                                                    "result": {"answer": 2, "options": ["a", "b", "c"],
                                                               "settings": {"shuffled": {"answer": 0, "pred": 1}}}})
                                        + "\n")
-    (row,) = sample_rows(run)
+    (row,) = iter_sample_rows(run)
     assert row["truth"] == 0 and row["sample.truth"] == 2 and row["pred"] == 1 and row["setting"] == "shuffled"
     assert "answer" not in row and "sample.answer" not in row

@@ -1,10 +1,7 @@
 """Runs as tidy tables, for pandas and every tool that reads Parquet or CSV (docs/usage.md, "Results in pandas").
 
-One row per sample and unit of the method (a GenCeption step, a VHExpansion variant, a ChEF setting, a CAST
-generation modality, a described image), the run's identity (``run``, ``task``, ``model``) and the sample's
-fields as dotted columns; lists as JSON text; embeddings left out (they stay in samples.jsonl); failed samples
-are rows too (``status`` error, the error's type and message).  The sample rows, the metrics table and the run
-table share one flattening and one streaming writer.
+Lists become JSON text; embeddings are left out (they stay in samples.jsonl); failed samples are rows too (``status``
+error, the error's type and message).  Sample, metric and run tables share one flattening and one streaming writer.
 """
 
 from __future__ import annotations
@@ -43,13 +40,8 @@ def _model_of(info: dict[str, Any]) -> str | None:
     return spec.get("vlm") or spec.get("model")
 
 
-def sample_rows(folder: str | Path) -> list[dict[str, Any]]:
-    """The tidy rows of one run folder."""
-    return list(iter_sample_rows(folder))
-
-
 def iter_sample_rows(folder: str | Path) -> Iterator[dict[str, Any]]:
-    """:func:`sample_rows` one at a time, from samples.jsonl a line at a time."""
+    """The tidy rows of one run folder one at a time, from samples.jsonl a line at a time."""
     folder = Path(folder)
     info = read_results(folder)
     task = info["task"]
@@ -164,7 +156,7 @@ def load_runs(folders: Iterable[str | Path]):
 
     samples, metrics = [], []
     for f in folders:
-        samples.extend(sample_rows(f))
+        samples.extend(iter_sample_rows(f))
         metrics.extend(metric_rows(f))
     return pd.DataFrame(samples), pd.DataFrame(metrics, columns=METRIC_COLUMNS)
 

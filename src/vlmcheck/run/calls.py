@@ -72,9 +72,8 @@ def key_version_of(store: Any) -> int:
     return store.get_meta("key_version") or (1 if store.get_meta("spec") else KEY_VERSION)
 
 
-def file_keys(key_version: int) -> bool:
-    """Whether a store of ``key_version`` keys files sent as they are by their bytes."""
-    return key_version >= 3
+#: the first key version that keys files sent as they are by their bytes
+FILE_KEYS_SINCE = 3
 
 
 _identity = functools.lru_cache(maxsize=256)(identity_of)
@@ -95,7 +94,7 @@ class Session:
         self.counters = CallCounters()
         self.checks = ServerChecks()
         self.key_version = key_version
-        self.file_keys = file_keys(key_version)
+        self.file_keys = key_version >= FILE_KEYS_SINCE
         self._batches: dict[str, Any] = {}
         self._journal_keys: dict[str, set[str]] = {}
         self._flights: dict[str, asyncio.Future] = {}  # call key -> the answer of the call on its way

@@ -20,7 +20,7 @@ from typing import Any
 from ..core import inputs
 from ..core.images import encode_image, image_hash
 from ..store.artifacts import artifact_path
-from .calls import Session, file_keys
+from .calls import FILE_KEYS_SINCE, Session
 from .scheduler import RetryPolicy, Scheduler
 from .options import input_policy as run_input_policy
 from .task import Sample, execute_sample
@@ -167,7 +167,7 @@ class SampleWorker:
         self.scheduler.on_attempt = lambda attempt: tally.add.remote(attempt > 1)
         self.key_version = key_version
         self.reader, self.inputs_root = reader, inputs_root
-        self.policy = run_input_policy(input_policy, file_keys=file_keys(key_version))
+        self.policy = run_input_policy(input_policy, file_keys=key_version >= FILE_KEYS_SINCE)
 
     async def run(self, sample_id: str, seq: int, payload: Any) -> dict[str, Any]:
         _SAMPLE.set(sample_id)

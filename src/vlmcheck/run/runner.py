@@ -26,7 +26,7 @@ from ..core.roles import SupportsPreflight
 from ..core.spec import PROVIDERS, identity_of
 from .loop_clients import close_loop_clients
 from ..store.db import DB_NAME, GROUP_COMMIT_S, RunStore
-from .calls import KEY_VERSION, Session, file_keys, key_version_of  # noqa: F401  (KEY_VERSION re-exported)
+from .calls import FILE_KEYS_SINCE, KEY_VERSION, Session, key_version_of  # noqa: F401  (KEY_VERSION re-exported)
 from ..core.progress import Progress
 from ..datasets.base import choices_line
 from .scheduler import RetryPolicy, Scheduler
@@ -45,9 +45,7 @@ class _RunOptions(BaseModel):
 
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     clear_failed: bool = False  # forget failed samples first, so they run again (retry-failed)
-    # the input policy (core/inputs.py): image files above max_image_bytes are refused unread, decoded pixels in
-    # flight stay under pixel_budget; an image at an http(s) URL fails its own sample after url_read_timeout_s
-    # without a byte, or url_total_timeout_s in all
+    # the input policy (core/inputs.py; docs/usage.md): file size, pixels in flight, http(s) read/total timeouts
     max_image_bytes: int = Field(default=DEFAULT_MAX_FILE_BYTES, ge=1)
     pixel_budget: int = Field(default=DEFAULT_PIXEL_BUDGET, ge=1)
     url_read_timeout_s: float = Field(default=remote.READ_TIMEOUT_S, gt=0)
@@ -243,7 +241,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
 def start_session(store: RunStore, options: RunOptions, key_version: int) -> Session:
     """A session on the run's store; files read as its keys name them (a store from before key version 3 keys
     them by their pixels: read decoded, as it did)."""
-    inputs.set_policy(replace(inputs.current_policy(), file_keys=file_keys(key_version)))
+    inputs.set_policy(replace(inputs.current_policy(), file_keys=key_version >= FILE_KEYS_SINCE))
     return Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
                    key_version=key_version)
 

@@ -91,8 +91,7 @@ def _uri(path: Path, read_only: bool, immutable: bool = False) -> str:
 _compact_json = json_text_encoder(sort_keys=True, separators=(",", ":"))
 
 
-def _dumps(obj: Any) -> str:
-    return redacted_json(obj, _compact_json)
+_dumps = functools.partial(redacted_json, dumps=_compact_json)
 
 
 def _request_dumps(request: Any, text: str | None) -> str:
