@@ -236,9 +236,11 @@ def test_a_worker_killed_mid_run_is_replaced_and_every_request_is_counted(tmp_pa
     ex = results["executor"]
     assert ex["lost"] == 1 and len(ex["replaced_after_s"]) == 1 and ex["replaced_after_s"][0] < 30
     assert ex["cache_reads"] == {"in place": 3}  # two at the start and the replacement, all on this node
-    # every request the server saw is counted, the repeat of the killed worker's sample included
+    # every request the server saw is counted, the repeat of the killed worker's sample included; the tally hears
+    # of a request before the server does (ray_worker), so a kill between the two counts its one slot's request
+    # that never reached the server
     seen = server.requests()
-    assert results["session"]["requests"] == len(seen)
+    assert len(seen) <= results["session"]["requests"] <= len(seen) + 1
     assert len({r["digest"] for r in seen}) == 16 and len(seen) <= 17
 
 
