@@ -214,8 +214,9 @@ def _load(config: Path) -> tuple[Sweep, list[tuple[Path, str, dict[str, Any]]], 
     """The sweep ``config`` holds, its runs (:func:`plan`) and its folder, checked (:func:`check_out`)."""
     sweep = load_sweep(config)
     runs = plan(sweep, config.parent)
-    check_out(runs[0][0].parent.parent)
-    return sweep, runs, runs[0][0].parent.parent
+    out = runs[0][0].parent.parent
+    check_out(out)
+    return sweep, runs, out
 
 
 def options_of(sweep: Sweep, progress: bool = True) -> RunOptions:
