@@ -11,6 +11,13 @@ from pathlib import Path
 
 SIZES = {"desktop": (1440, 900), "phone": (390, 844)}
 MAX_HEIGHT = 1800
+# scrolls a section to the window's top and returns its box there, or null where it has none (hidden)
+_SCROLL_TO = """(e) => {
+    if (!e.getClientRects().length) return null;
+    window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 8);
+    const r = e.getBoundingClientRect();
+    return {y: r.top, height: r.height};
+}"""
 
 
 def browser_path() -> str | None:
@@ -33,11 +40,11 @@ def screenshot_sections(report: str | Path, out_dir: str | Path) -> tuple[list[P
 
     def element(page, locator, path: Path) -> None:
         # scrolled to, then shot from a window MAX_HEIGHT tall: a full-page shot of a long report lays out and
-        # paints the whole page each time (seconds a shot), where the window is a fraction of that
-        if locator.bounding_box() is None:
+        # paints the whole page each time (seconds a shot), where the window is a fraction of that; a hidden
+        # section (no box) is skipped
+        box = locator.evaluate(_SCROLL_TO)
+        if box is None:
             return
-        locator.evaluate("(e) => window.scrollTo(0, e.getBoundingClientRect().top + window.scrollY - 8)")
-        box = locator.bounding_box()
         top = max(0, box["y"] - 8)
         width, height = page.viewport_size["width"], page.viewport_size["height"]
         page.screenshot(path=str(path), clip={
