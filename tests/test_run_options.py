@@ -28,8 +28,8 @@ def entry_points() -> dict[str, list[tuple[str, set[str]]]]:
         entry = getattr(cmd.callback, "run_entry", None)
         if entry:
             found[entry].append((name, {p.name for p in cmd.params}))
-    sweep = set(SweepOptions.model_fields) | {p for p in ("progress", "report", "dry_run", "json_output")
-                                               if p in run_cmd.__code__.co_varnames}
+    sweep = set(SweepOptions.model_fields) | {o.name for o in O.RUN_OPTIONS
+                                               if o.shown and o.name in run_cmd.__code__.co_varnames}
     found[O.SWEEP].append(("sweep options", sweep))
     # a Ray worker gets the input policy's fields, the seed and its share of the concurrency (ray_executor.py)
     as_option = {"allow_outside": "allow_outside", "max_image_bytes": "max_image_mb", "pixel_budget": "pixel_budget_mb"}

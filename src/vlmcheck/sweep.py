@@ -102,10 +102,10 @@ class SweepModel(BaseModel):
 
 
 #: the run options a sweep's ``options:`` takes, with the CLI's defaults and bounds (run/options.py says why it
-#: takes no other; ``progress``, ``report``, ``dry_run`` and ``json_output`` are flags of ``vlmcheck run``)
+#: takes no other, and which are flags of ``vlmcheck run`` instead: ``shown``)
 SweepOptions = create_model("SweepOptions", __config__=ConfigDict(extra="forbid"), **{
     o.name: (o.kind, Field(o.default, ge=o.cli.get("min"), le=o.cli.get("max"))) for o in taken_by(SWEEP)
-    if o.name not in ("progress", "report", "dry_run", "json_output")})
+    if not o.shown})
 
 
 class Sweep(BaseModel):

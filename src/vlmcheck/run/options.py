@@ -27,6 +27,8 @@ class RunOption:
     cli: dict[str, Any] = field(default_factory=dict)  # typer.Option's min/max/metavar/envvar
     refused: dict[str, str] = field(default_factory=dict)  # entry point -> why it does not take this option
     worker: bool = False  # read by each Ray worker (the others are the driver's)
+    # shapes what the command shows, not the run: a sweep takes it as a flag of ``vlmcheck run``, not in its file
+    shown: bool = False
 
     @property
     def flag_names(self) -> tuple[str, ...]:
@@ -60,7 +62,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               cli={"min": 1, "max": 100_000, "metavar": "N"}, worker=True),
     RunOption("seed", int, 0, "Seed for every random choice of the run.", refused={RESUME: _RECORDED, RETRY: _RECORDED},
               worker=True),
-    RunOption("progress", bool, True, "Show a progress bar.", flags=("--progress/--no-progress",)),
+    RunOption("progress", bool, True, "Show a progress bar.", flags=("--progress/--no-progress",), shown=True),
     RunOption("allow_outside", bool, False, "Read dataset images that resolve outside the dataset's folder.",
               worker=True),
     RunOption("max_image_mb", float, 256.0, "Refuse image files larger than this, unread.",
@@ -88,13 +90,13 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("dry_run", bool, False, "Make no model call: print the calls still to make per role, their "
                                       "estimated tokens and cost.",
               refused={RESUME: "estimate a resume with the method's command and --resume --dry-run",
-                       RETRY: "estimate with the method's command and --resume --dry-run"}),
+                       RETRY: "estimate with the method's command and --resume --dry-run"}, shown=True),
     RunOption("json_output", bool, False, "Print the results (with --dry-run: the estimate) as one JSON object on "
                                           "stdout instead of tables.",
               flags=("--json",), refused={RESUME: "a resumed run's results are in its folder's results.json",
-                                          RETRY: "the run's results are in its folder's results.json"}),
+                                          RETRY: "the run's results are in its folder's results.json"}, shown=True),
     RunOption("report", bool, True, "Write report.html at the end (`vlmcheck report RUN` makes it later).",
-              flags=("--report/--no-report",)),
+              flags=("--report/--no-report",), shown=True),
     RunOption("track", Optional[list[str]], None, "Log the finished run to an experiment tracker: mlflow, wandb or "
                                                   "tensorboard (repeat for several; `vlmcheck track RUN` later).",
               cli={"metavar": "TRACKER"},
