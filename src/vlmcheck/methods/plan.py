@@ -132,6 +132,11 @@ def unit_spread(values: np.ndarray, units: list[str]) -> tuple[float, float, int
     return (float(resid.std(ddof=1)) if m > 1 else 0.0), size, m
 
 
+def _samples(units: float | None, size: float) -> int | None:
+    """Units times their mean size in samples, rounded up (less a float's error: 3 units of 1.0 are 3 samples)."""
+    return None if units is None else int(math.ceil(units * size - 1e-9))
+
+
 def _sizes(sd: float, rng: list[float], delta: float, alpha: float, power: float, paired: bool,
            size: float = 1.0) -> dict:
     """n in samples: the t-test's n in units (at least :func:`min_units`) times the mean unit size ``size``;
@@ -142,11 +147,7 @@ def _sizes(sd: float, rng: list[float], delta: float, alpha: float, power: float
         u = n_t(s, delta, alpha, power, paired) if s > 0 else floor
         return None if u is None else max(u, floor)
 
-    def n(s: float) -> int | None:
-        u = units(s)
-        return None if u is None else int(math.ceil(u * size - 1e-9))
-
-    return {"n": n(sd), "range": [n(rng[0]), n(rng[1])], "units": units(sd)}
+    return {"n": _samples(units(sd), size), "range": [_samples(units(r), size) for r in rng], "units": units(sd)}
 
 
 def _mcnemar_sizes(b: int, c: int, n: int, delta: float, alpha: float, power: float) -> dict:
@@ -305,7 +306,7 @@ def _paired(values: dict[str, Any], other: dict[str, Any], keep: list[str], bina
         # a pooled headline (CAST): its n is planned from few, noisy pairs where power falls steeply: the power
         # averaged over the pilot's uncertainty about the sd
         u = n_t_predictive(sd_diff, m, delta, alpha, power, floor=min_units(alpha))
-        ds = {**ds, "units": u, "n": None if u is None else int(math.ceil(u * size - 1e-9))}
+        ds = {**ds, "units": u, "n": _samples(u, size)}
         test = ("paired t-test on the pairs' influence values (the swap test's power approximated), averaged over "
                 "the pilot's uncertainty about their sd")
     if binary and sd_u > 0 and ds["units"] is not None:
@@ -317,9 +318,8 @@ def _paired(values: dict[str, Any], other: dict[str, Any], keep: list[str], bina
         sim = n_clustered(*per, delta / span, ds["units"], alpha, power, floor=min_units(alpha))
         if sim is not None:
             scale = sim / ds["units"]
-            ds = {"n": int(math.ceil(sim * size - 1e-9)), "units": sim,
-                  "range": [None if r is None else max(int(math.ceil(r * scale - 1e-9)),
-                                                       int(math.ceil(min_units(alpha) * size - 1e-9)))
+            ds = {"n": _samples(sim, size), "units": sim,
+                  "range": [None if r is None else max(_samples(r, scale), _samples(min_units(alpha), size))
                             for r in ds["range"]]}
             test = ("clustered McNemar (sign flips of whole units): power simulated on 1,000 datasets of the "
                     "pilot's units a size; range the t-test's, scaled alike")

@@ -130,9 +130,6 @@ class ChefTask(SpecTask):
         """The judge reads only right answers, the extractor only unparsed ones: a dry run counts both always."""
         return self.cfg.recipe.desideratum == "language" or self.extractor is not None
 
-    def samples(self) -> list[Sample]:
-        return [Sample(it["id"], it) for it in self.items]
-
     def settings(self) -> list[tuple[str, dict[str, Any]]]:
         r = self.cfg.recipe
         if r.desideratum == "icl" or r.instruction.type == "ice":
