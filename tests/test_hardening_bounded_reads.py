@@ -166,8 +166,8 @@ def test_a_limit_widens_the_rows_read_until_its_samples_are_whole(tmp_path, monk
     monkeypatch.setattr(records, "dataset_for", spy)
     whole_cases, whole_pairs = load_cases(str(cases_tsv)), load_pairs(str(pairs_tsv))
     held.clear()
-    with records.reading() as got, first_rows(3):
-        cases = load_cases(str(cases_tsv))
+    with first_rows(3):
+        cases, got = records.read_items(load_cases, str(cases_tsv))
     assert [c.id for c in cases[:3]] == [c.id for c in whole_cases[:3]] == ["5", "6", "7"]
     assert max(held) <= 24 and len(got) == 1  # 3, 6, 12 rows: not the 1005; one dataset said read
     held.clear()

@@ -29,7 +29,7 @@ from ..run.task import Sample, SpecTask
 from .blind import withheld
 # the scores are part of this method's API
 from .cast_scores import FORMATS, MODALITIES, CastSummary, cast_headline, cast_scores  # noqa: F401
-from .records import data_read, reading
+from .records import read_items
 from .repeats import RepeatsSpec, generation_config, repeated
 
 TEMPLATE_VERSION = "cast-v2"  # v2: the authors' line breaks (one text: "\n\nScene 1:\n\n...\n\nStatement:...")
@@ -133,9 +133,7 @@ class CastTask(SpecTask):
 
     def __init__(self, spec: CastSpec, vlm: Any = None) -> None:
         self.cfg = spec
-        with reading() as got:
-            self.items = load_pairs(spec.pairs)
-        self.data_read = data_read(got)  # what was read and chosen: printed at the run's start, in results.json
+        self.items, self.data_read = read_items(load_pairs, spec.pairs)
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         if spec.two_images and not self.vlm.capabilities.multi_image:
             raise ValueError(f"{self.vlm.model_id} does not declare multi-image support; drop --two-images")
@@ -318,13 +316,15 @@ def corpus_from(source: str | Path) -> list[dict[str, Any]]:
     dataset such as DOCCI (``hfds:NAME?split=train&description_column=description``)."""
     from .records import cast_corpus, dataset_for
 
-    with reading() as got:
+    def scenes_of(source: str | Path) -> list[dict[str, Any]] | None:
         ds = dataset_for(source)  # hfds: (description column: ?description_column=...), DOCCI, Flickr30k, ...
-        scenes = cast_corpus(ds) if ds is not None else None
-    if ds is not None:
+        return cast_corpus(ds) if ds is not None else None
+
+    scenes, got = read_items(scenes_of, source)
+    if scenes is not None:
         from ..datasets.base import choices_line
 
-        print(choices_line(data_read(got)[0]), file=sys.stderr, flush=True)  # which split, what was left out
+        print(choices_line(got[0]), file=sys.stderr, flush=True)  # which split, what was left out
         return scenes
     src = Path(source)
     manifest = src / "manifest.jsonl" if src.is_dir() else src

@@ -24,7 +24,7 @@ from ..metrics.decisions import headline_entry, proportion_interval_independent,
 from ..metrics.stats import bootstrap_ci
 from ..run.calls import Session
 from ..run.task import Sample, SpecTask
-from .records import data_read, load_images, reading
+from .records import load_images, read_items
 
 DEFAULT_PROMPT = "Describe this image in detail."
 TEMPLATE_VERSION = "describe-v1"
@@ -56,9 +56,7 @@ class DescribeTask(SpecTask):
 
     def __init__(self, spec: DescribeSpec, vlm: Any = None) -> None:
         self.cfg = spec
-        with reading() as got:
-            self.items = load_images(spec.data)
-        self.data_read = data_read(got)  # what was read and chosen: printed at the run's start, in results.json
+        self.items, self.data_read = read_items(load_images, spec.data)
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")
         # one for every sample (no sample changes it): a pydantic model validated once, not once per sample
         self._config = GenerationConfig(max_tokens=spec.max_tokens, temperature=spec.temperature)

@@ -34,7 +34,7 @@ from ..run.task import Sample, SpecTask
 from .gc_drawn import Drawn
 from .refusals import refusal_kind
 from .repeats import generation_config, per_repeat, repeated, spread
-from .records import data_read, load_images, reading, source_name
+from .records import load_images, read_items, source_name
 
 #: P_Desc, GenCeption Table 1 (verbatim).
 P_DESC = (
@@ -138,9 +138,7 @@ class GenCeptionTask(SpecTask):
         if spec.per_category is not None and spec.per_category < 1:
             raise ValueError("per_category must be at least 1")
         self.cfg = spec
-        with reading() as got:
-            self.items = load_images(spec.data)
-        self.data_read = data_read(got)  # what was read and chosen: printed at the run's start, in results.json
+        self.items, self.data_read = read_items(load_images, spec.data)
         if spec.per_category:
             self.items = per_category_sample(self.items, spec.per_category, spec.seed)
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")

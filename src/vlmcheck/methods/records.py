@@ -4,17 +4,16 @@ cases and CAST's scenes and pairs (:func:`dataset_for` says which sources the da
 
 One image, one unit: records sharing an image name one file, so GenCeption gets one item per distinct image and
 ChEF and VHExpansion cluster by it.  Rows a reader left out are said on stderr; what a task read is collected
-with :func:`reading`, kept as the task's ``data_read``, printed at the run's start and recorded in results.json.
+with :func:`read_items`, kept as the task's ``data_read``, printed at the run's start and recorded in results.json.
 """
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import logging
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, TypeVar
 
 from ..core import remote
 from ..core.data import ImageItem
@@ -25,6 +24,7 @@ from ..datasets import Dataset, DatasetFormError, Record, detect, load, parse_so
 log = logging.getLogger("vlmcheck")
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+T = TypeVar("T")
 
 
 def with_benchmark(source: str, benchmark: str | None) -> str:
@@ -42,20 +42,16 @@ def with_benchmark(source: str, benchmark: str | None) -> str:
 _READ: contextvars.ContextVar[list[Dataset] | None] = contextvars.ContextVar("vlmcheck_data_read", default=None)
 
 
-@contextlib.contextmanager
-def reading() -> Iterator[list[Dataset]]:
-    """Collect the datasets read inside the block (a task's constructor): ``[ds.choices() for ds in got]`` after
-    it is what the task read, rows its method could not use included."""
+def read_items(load: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T, list[dict[str, Any]]]:
+    """``load(*args, **kwargs)`` (a task's reader), and what it read: each dataset's ``choices()``, the rows its
+    method could not use included (printed at the run's start, kept in results.json as ``data_read``)."""
     got: list[Dataset] = []
     token = _READ.set(got)
     try:
-        yield got
+        items = load(*args, **kwargs)
     finally:
         _READ.reset(token)
-
-
-def data_read(got: list[Dataset]) -> list[dict[str, Any]]:
-    return [ds.choices() for ds in got]
+    return items, [ds.choices() for ds in got]
 
 
 def dataset_for(source: str | Path, benchmark_hint: str | None = None, **options: Any) -> Dataset | None:

@@ -27,7 +27,7 @@ from ..core.messages import Message
 from ..core.roles import GenerationConfig, require
 from ..core.spec import load_model
 from .blind import withheld
-from .records import data_read, reading
+from .records import read_items
 from .repeats import RepeatsSpec
 from .vhx_cases import VHX_TASK, Case, load_cases  # noqa: F401 - re-exported: the cases are part of this method's API
 from ..perturb.adversarial import AttackConfig, AttackResult
@@ -71,9 +71,7 @@ class VHExpansionTask(SpecTask):
 
     def __init__(self, spec: VHXSpec, vlm: Any = None, negator: Any = None, attack_target: Any = None) -> None:
         self.cfg = spec
-        with reading() as got:
-            self.items = load_cases(spec.cases)
-        self.data_read = data_read(got)  # what was read and chosen: printed at the run's start, in results.json
+        self.items, self.data_read = read_items(load_cases, spec.cases)
         for p in spec.perturb:
             _parse_perturbation(p)
         self.vlm = vlm if vlm is not None else load_model(spec.vlm, "vlm")

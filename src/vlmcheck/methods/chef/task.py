@@ -24,7 +24,7 @@ from ...run.calls import Session
 from ...run.task import Sample, SpecTask
 from . import metrics as M
 from .inferencers import INFERENCERS, Ask, likelihood_refusal
-from ..records import data_read, reading
+from ..records import read_items
 from .scenarios import LETTERS, ROW_KINDS, load_scenario
 
 from .recipe import (CLASS_POOL_QUERY, CLASS_POOL_TEMPLATE, CLASS_TEMPLATE, ICE_ANSWER, JUDGE_SYSTEM,
@@ -93,9 +93,7 @@ class ChefTask(SpecTask):
         path = spec.data or r.scenario.path
         if path is None:
             raise ValueError(f"recipe {r.name}: no scenario path; pass --data")
-        with reading() as got:
-            self.items = load_scenario(r.scenario.type, path, **r.scenario.options)
-        self.data_read = data_read(got)  # what was read and chosen: printed at the run's start, in results.json
+        self.items, self.data_read = read_items(load_scenario, r.scenario.type, path, **r.scenario.options)
         self.inferencer = INFERENCERS[spec.inferencer]
         if spec.repeats > 1 and spec.inferencer in ("ppl", "multiturn_ppl"):
             raise ValueError("repeats need a generation inferencer (direct or cot): PPL scores do not vary")
