@@ -86,10 +86,13 @@ def _cell_images(cell: Any, folder: Path, store: ImageStore) -> tuple[list[str],
     return out, from_paths
 
 
-def read_table(files: list[Path], *, source: str, folder: Path, form: str, benchmark: str | None, split: str,
-               notes: list[str], params: dict[str, str]) -> Dataset:
-    """Records from the shards of one split (shared by both Hugging Face forms)."""
-    store = ImageStore()
+def read_table(folder: Path, form: str, benchmark: str | None, params: dict[str, str],
+               chosen: tuple[str, str, list[Path], list[str]]) -> Dataset:
+    """Records from the shards of the split :func:`~.shards.choose` chose (shared by both Hugging Face forms)."""
+    config, split, files, notes = chosen
+    if config != "default":
+        notes.insert(0, f"config {config!r}")
+    source, store = str(folder), ImageStore()
     schema = shard_schema(files[0])
     names = list(schema.names)
     single, lists = image_columns(schema)
@@ -127,18 +130,16 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
             skipped.append((where, f"image not stored ({exc.strerror or exc})"))
             continue
         root = str(folder) if from_paths else str(store.root)
-        ids.append(row.get(id_col) if id_col else None)
+        ids.append(str(row.get(id_col)))
         records.append(record(row, cols, str(i), images, root, split=split))
-    if id_col and ids:
-        values = [str(v) for v in ids]
-        if explicit_id or len(set(values)) == len(values):
-            for r, v in zip(records, values):
-                r.id = v
-            check_unique(records, source, id_col)
-        else:
-            notes.append(f"ids: row numbers ({id_col!r} repeats: {len(values)} rows, {len(set(values))} values)")
-            for r, v in zip(records, values):
-                r.meta[id_col] = v
+    if id_col and (explicit_id or len(set(ids)) == len(ids)):
+        for r, v in zip(records, ids):
+            r.id = v
+        check_unique(records, source, id_col)
+    elif id_col:
+        notes.append(f"ids: row numbers ({id_col!r} repeats: {len(ids)} rows, {len(set(ids))} values)")
+        for r, v in zip(records, ids):
+            r.meta[id_col] = v
     if not records:
         raise DatasetFormError(f"{source}: split {split!r} has no rows" + (
             f" that could be read ({len(skipped)} skipped: {skipped[0][1]})" if skipped else ""))
@@ -146,7 +147,7 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
     if no_image:
         notes.append(f"{no_image} rows without an image (text-only)")
     ds = Dataset(form=form, benchmark=benchmark, source=source, records=records, skipped=skipped, notes=notes,
-                 splits=[split], columns=names)
+                 splits=[split], columns=names, config=None if config == "default" else config)
     # what a benchmark's Hub copies need beyond this reader: the benchmark named, else one its columns or rows show
     rule = items_rule(benchmark) if benchmark else next((r for r in item_rules().values() if r.hub_copy is not None
                                                          and r.recognise is not None and r.recognise(ds)), None)
@@ -172,26 +173,18 @@ def read_snapshot(path: Path, *, benchmark: str | None = None, **params: Any) ->
     params = {k: str(v) for k, v in params.items() if v is not None}
     splits = snapshot_splits(path)
     rule = items_rule(benchmark) if benchmark else _recognised(splits, str(path))
-    config, split, files, notes = choose(splits, params.pop("config", None) or params.pop("name", None),
-                                         params.pop("split", None), str(path), rule)
-    if config != "default":
-        notes.insert(0, f"config {config!r}")
-    ds = read_table(files, source=str(path), folder=path, form="hf-snapshot", benchmark=benchmark, split=split,
-                    notes=notes, params=params)
-    ds.config = None if config == "default" else config
-    return ds
+    config, split = params.pop("config", None) or params.pop("name", None), params.pop("split", None)
+    return read_table(path, "hf-snapshot", benchmark, params, choose(splits, config, split, str(path), rule))
 
 
 @register_form("hf-saved", detect=is_saved, schema=SCHEMA_SAVED, options=("split", "*_column"))
 def read_saved(path: Path, *, benchmark: str | None = None, **params: Any) -> Dataset:
     params = {k: str(v) for k, v in params.items() if v is not None}
     params.pop("config", None)
-    _, split, files, notes = choose(saved_splits(path), None, params.pop("split", None), str(path),
-                                   items_rule(benchmark))
-    if not files:
-        raise DatasetFormError(f"{path}: split {split!r} has no data-*.arrow shards")
-    return read_table(files, source=str(path), folder=path, form="hf-saved", benchmark=benchmark, split=split,
-                      notes=notes, params=params)
+    chosen = choose(saved_splits(path), None, params.pop("split", None), str(path), items_rule(benchmark))
+    if not chosen[2]:
+        raise DatasetFormError(f"{path}: split {chosen[1]!r} has no data-*.arrow shards")
+    return read_table(path, "hf-saved", benchmark, params, chosen)
 
 
 def hub_cache_snapshot(repo: str) -> Path:
