@@ -39,19 +39,12 @@ def _json(path: Path) -> Any:
 
 def _readme_configs(folder: Path) -> dict[str, dict[str, list[str]]]:
     """config -> split -> file patterns, from the README's YAML front matter (empty when it names none)."""
-    readme = folder / "README.md"
-    try:
-        text = dataset_files.read_text(readme, _repo_root(folder), "dataset card")
-    except (OSError, InputFileError):
-        return {}
-    if not text.startswith("---"):
-        return {}
-    front = text[3:].split("\n---", 1)[0]
     try:
         import yaml
 
-        meta = yaml.safe_load(front) or {}
-    except Exception:  # a damaged card: the files' names still say the splits
+        text = dataset_files.read_text(folder / "README.md", _repo_root(folder), "dataset card")
+        meta = yaml.safe_load(text[3:].split("\n---", 1)[0]) if text.startswith("---") else {}
+    except Exception:  # no card, or a damaged one: the files' names still say the splits
         return {}
     out: dict[str, dict[str, list[str]]] = {}
     for cfg in meta.get("configs") or [] if isinstance(meta, dict) else []:
