@@ -285,6 +285,20 @@ def test_a_shard_claiming_more_rows_than_the_cap_is_refused(tmp_path, monkeypatc
         load(snap)
 
 
+
+def test_an_arrow_file_shard_is_refused_on_the_rows_it_declares(tmp_path, monkeypatch):
+    import pyarrow as pa
+
+    snap = tmp_path / "snap"
+    (snap / "data").mkdir(parents=True)
+    table = pa.Table.from_pylist([{"id": str(i), "question": "Q?"} for i in range(30)])
+    with pa.ipc.new_file(snap / "data" / "test-00000-of-00001.arrow", table.schema) as w:
+        w.write_table(table, max_chunksize=10)
+    (snap / "README.md").write_text("# replica\n")
+    monkeypatch.setenv("VLMCHECK_MAX_ROWS", "20")
+    with pytest.raises(DatasetFormError, match=r"test-00000-of-00001\.arrow: 30 rows, more than the 20"):
+        load(snap)
+
 def _xlsx(path: Path, cell: str, edit=None) -> Path:
     """A workbook whose question cell is ``cell`` (written into the sheet's XML as it is: openpyxl itself
     stops at Excel's 32,767 characters), its sheet's XML then passed through ``edit``."""

@@ -30,8 +30,7 @@ def suffix_of(data: bytes) -> str:
     return ".bin"
 
 
-_WRITES: ContextVar[bool] = ContextVar("vlmcheck_image_store_writes", default=True)
-#: inside :func:`read_only`: the path each embedded image would have -> why it cannot be opened (None: it can)
+#: inside :func:`read_only` (no store writes): the path each embedded image would have -> why it cannot be opened
 _CHECKED: ContextVar[dict[str, str | None] | None] = ContextVar("vlmcheck_image_store_checked", default=None)
 
 
@@ -39,12 +38,11 @@ _CHECKED: ContextVar[dict[str, str | None] | None] = ContextVar("vlmcheck_image_
 def read_only() -> Iterator[dict[str, str | None]]:
     """No store writes inside (``data inspect``); it yields the embedded images met: path -> why not openable."""
     checked: dict[str, str | None] = {}
-    token, token2 = _WRITES.set(False), _CHECKED.set(checked)
+    token = _CHECKED.set(checked)
     try:
         yield checked
     finally:
-        _WRITES.reset(token)
-        _CHECKED.reset(token2)
+        _CHECKED.reset(token)
 
 
 def image_problem(data: bytes, label: str) -> str | None:
@@ -88,7 +86,8 @@ class ImageStore:
 
     def __init__(self, root: str | os.PathLike | None = None) -> None:
         self.root = Path(root) if root is not None else hfds_cache_root()
-        self.write = _WRITES.get()
+        self.checked = _CHECKED.get()
+        self.write = self.checked is None
         self._known: dict[str, str] = {}  # sha -> path, checked this process
 
     def put(self, data: bytes) -> str:
@@ -97,7 +96,7 @@ class ImageStore:
         if sha in self._known:
             return self._known[sha]
         path = self.root / sha[:2] / f"{sha}{suffix_of(data)}"
-        if self.write:
+        if self.checked is None:
             try:
                 same = path.stat().st_size == len(data) and path.read_bytes() == data
             except OSError:
@@ -105,7 +104,7 @@ class ImageStore:
             if not same:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 write_bytes_atomic(path, data)
-        elif (checked := _CHECKED.get()) is not None:
-            checked[str(path)] = image_problem(data, "embedded image")
+        else:
+            self.checked[str(path)] = image_problem(data, "embedded image")
         self._known[sha] = str(path)
         return str(path)

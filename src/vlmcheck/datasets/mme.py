@@ -22,13 +22,6 @@ def _laid_out(folder: Path) -> bool:
     return (folder / "questions_answers_YN").is_dir() or any(folder.glob("*.txt"))
 
 
-def _categories(root: Path) -> list[Path]:
-    """MME's category folders (its 14 first, in the paper's order), then any other sub-folder laid out as one."""
-    known = [root / c for c in CATEGORIES if (root / c).is_dir()]
-    other = sorted(p for p in root.iterdir() if p.is_dir() and p.name not in CATEGORIES and _laid_out(p))
-    return known + other
-
-
 def detect(path: Path) -> bool:
     root = inner(path, "MME_Benchmark")
     return path.is_dir() and any((root / c).is_dir() and _laid_out(root / c) for c in CATEGORIES)
@@ -40,13 +33,15 @@ def detect(path: Path) -> bool:
                carries=('images', 'yes/no'))
 def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     root = inner(path, "MME_Benchmark")
-    cats = _categories(root)
+    # MME's 14 category folders first, in the paper's order, then any other sub-folder laid out as one
+    others = sorted(p for p in root.iterdir() if p.is_dir() and p.name not in CATEGORIES and _laid_out(p))
+    cats = [root / c for c in CATEGORIES if (root / c).is_dir()] + others
     if not cats:
         raise refuse(path, f"MME's release folder (category folders such as {', '.join(CATEGORIES[:4])}, ...)")
     ds = Dataset("mme", "mme", str(path), [])
-    others = [p.name for p in cats if p.name not in CATEGORIES]
     if others:
-        ds.notes.append(f"categories that are not among MME's 14, read as laid out: {', '.join(others)}")
+        ds.notes.append("categories that are not among MME's 14, read as laid out: "
+                        + ", ".join(p.name for p in others))
     for cat in cats:
         qa = cat / "questions_answers_YN"
         txts, pics = (sorted(qa.glob("*.txt")), cat / "images") if qa.is_dir() else (sorted(cat.glob("*.txt")), cat)

@@ -8,7 +8,7 @@ pairs two runs on."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Callable, Iterable, Sequence
 
@@ -121,11 +121,11 @@ def accuracy_outcomes(answers: list[Answer]) -> dict[str, dict[str, tuple[float,
     return {"accuracy": per_question(answers)}
 
 
+@dataclass
 class Tally:
     """The answers of a run's questions whose benchmark has an official figure; :meth:`result`: the figures."""
 
-    def __init__(self) -> None:
-        self.answers: dict[str, list[Answer]] = {}
+    answers: dict[str, list[Answer]] = field(default_factory=dict)
 
     def add(self, benchmark: str | None, answer: Answer) -> None:
         if benchmark and (benchmark in self.answers or official_for(benchmark) is not None):

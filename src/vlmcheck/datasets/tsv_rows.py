@@ -10,6 +10,7 @@ or line break inside quotes, text after a closing quote) is parsed by ``csv`` it
 from __future__ import annotations
 
 import csv
+import functools
 import itertools
 import re
 from typing import Any, BinaryIO, Iterator
@@ -39,8 +40,6 @@ class TsvRows:
         self._limit = field_bytes + 2  # a line's bytes: one field and its line break until the header is read
         self._lines = self._read_lines()
         self._pieces = self._read_pieces()
-        self._names: list[str] | None = None
-        self._read_header = False
 
     def _read_lines(self) -> Iterator[bytes]:
         while True:
@@ -93,14 +92,12 @@ class TsvRows:
             return fields  # type: ignore[return-value]
         return None
 
-    @property
+    @functools.cached_property
     def fieldnames(self) -> list[str] | None:
-        if not self._read_header:
-            self._read_header = True
-            self._names = self._record(header=True)
-            if self._names:
-                self._limit = self.cap * len(self._names) + 2
-        return self._names
+        names = self._record(header=True)
+        if names:
+            self._limit = self.cap * len(names) + 2
+        return names
 
     def __iter__(self) -> Iterator[dict[Any, Any]]:
         names = self.fieldnames

@@ -32,10 +32,6 @@ def detect(path: Path) -> bool:
     return tables is not None and any(tables.glob("*.xlsx"))
 
 
-def _images(tables: Path) -> Path:
-    return tables.parent / "Images"
-
-
 def _check_parts(book: Path) -> None:
     """The workbook under the rule for dataset files, and each of its XML parts no larger than a field may be
     (a part holds the cells; checked from the zip's directory, before anything is inflated or parsed)."""
@@ -107,7 +103,7 @@ def read(path: Path, *, benchmark: str | None = None, **_) -> Dataset:
     if tables is None:
         raise refuse(path, "VHTest's Benchmark/YNQ_Benchmark/ folder of <mode>.xlsx workbooks")
     books = [path] if path.is_file() else sorted(tables.glob("*.xlsx"))
-    images = _images(tables)
+    images = tables.parent / "Images"
     ds = Dataset("vhtest", "vhtest", str(path), [])
     for book in books:
         mode = next((m for m in MODES if book.stem.startswith(m)), book.stem)
