@@ -90,21 +90,9 @@ class _Lease:
     held: int = 0
 
 
-_policy: ContextVar[InputPolicy] = ContextVar("vlmcheck_input_policy", default=InputPolicy())
+#: the run's input policy in this context (``active_policy.set(...)`` returns the token for ``reset``)
+active_policy: ContextVar[InputPolicy] = ContextVar("vlmcheck_input_policy", default=InputPolicy())
 _lease: ContextVar[_Lease | None] = ContextVar("vlmcheck_sample_lease", default=None)
-
-
-def current_policy() -> InputPolicy:
-    return _policy.get()
-
-
-def set_policy(policy: InputPolicy):
-    """Install ``policy`` for the current context; returns the token for ``_policy.reset``."""
-    return _policy.set(policy)
-
-
-def reset_policy(token) -> None:
-    _policy.reset(token)
 
 
 class sample_lease:  # noqa: N801 - used as `async with sample_lease():`, as the generator it replaced
@@ -118,7 +106,7 @@ class sample_lease:  # noqa: N801 - used as `async with sample_lease():`, as the
 
     async def __aexit__(self, *exc: object) -> None:
         _lease.reset(self.token)
-        budget = _policy.get().budget
+        budget = active_policy.get().budget
         if budget is not None:
             await budget.release(self.lease.held)
 
@@ -128,7 +116,7 @@ async def release_for_batch() -> None:
     batch forms only from the samples that reach it within its window, so a sample waiting for one (minutes to
     hours) must not keep later samples from being read (its request bodies are in the batch's file by then)."""
     lease = _lease.get()
-    budget = _policy.get().budget
+    budget = active_policy.get().budget
     if lease is not None and budget is not None and lease.held:
         held, lease.held = lease.held, 0
         await budget.release(held)
@@ -138,7 +126,7 @@ def confine(path: str | os.PathLike, root: str | os.PathLike | None, allow_outsi
             ) -> Path | str:
     """``path`` if it resolves inside ``root`` (or no root is given, or outside paths are allowed); a URL must
     lie under its dataset's folder URL (core/remote.py)."""
-    _check_inside(path, root, allow_outside, _policy.get().dirs)
+    _check_inside(path, root, allow_outside, active_policy.get().dirs)
     return str(path) if remote.is_url(path) or (root is not None and remote.is_url(root)) else Path(path)
 
 
@@ -235,7 +223,7 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
     the budget instead of pixels.  Any other file is decoded as :func:`read_image` does.  A local file up to
     :data:`INLINE_MAX_BYTES` is read on the event loop's thread until such reads are slow; a larger one, a URL,
     and every file after slow reads go to a worker, so the loop's thread never waits on a slow disk."""
-    policy = _policy.get()
+    policy = active_policy.get()
     if not policy.file_keys:
         return await _read(path, root, _part)
     label = str(path)
@@ -314,7 +302,7 @@ def _part(img: Image.Image) -> ImagePart:
 
 async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: Callable[[Image.Image], Any] | None,
                 read_already: tuple[bytes, tuple[int, int]] | None = None):
-    policy = _policy.get()
+    policy = active_policy.get()
     label = str(path)
     lease = _lease.get()
     budgeted = policy.budget is not None and lease is not None

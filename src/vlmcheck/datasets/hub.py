@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl
 
 from ..core import dataset_files
 from ..core.files import InputFileError
-from ..core.inputs import current_policy
+from ..core.inputs import active_policy
 from .base import (Dataset, DatasetFormError, _check_options, detect, forms, item_rules, items_rule, recognise,
                    register_form, register_scheme)
 from .columns import Columns, Refused, check_unique, record
@@ -236,7 +236,7 @@ def iter_rows(files: list[Path]) -> Iterator[dict[str, Any]]:
 def _cell_images(cell: Any, folder: Path, store: ImageStore) -> tuple[list[str], bool]:
     """(paths, from_paths) of one Image cell or list of them; ``from_paths``: a cell held a path, not bytes."""
     cells = cell if isinstance(cell, list) else [cell]
-    limits, max_image = dataset_files.limits(), current_policy().max_file_bytes
+    limits, max_image = dataset_files.limits(), active_policy.get().max_file_bytes
     if len(cells) > limits.images_per_item:  # refused before any is stored
         raise Refused(f"lists {len(cells)} images, more than the {limits.images_per_item} an item may hold "
                        f"(raise it with {dataset_files.ENV['images_per_item'][0]})")

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core import dataset_files
 from ..core.files import InputFileError
-from ..core.inputs import current_policy
+from ..core.inputs import active_policy
 from ._release import head
 from .base import Dataset, DatasetFormError, register_form
 from .columns import Columns, Refused, blank, check_unique, record
@@ -77,7 +77,7 @@ def _decode(field: str, limits: dataset_files.Limits, max_bytes: int) -> list[by
 def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Dataset:
     limits = dataset_files.limits()
     csv.field_size_limit(limits.field_bytes)
-    max_image = current_policy().max_file_bytes
+    max_image = active_policy.get().max_file_bytes
     store = ImageStore()
     try:  # streamed a row at a time: no size cap on the file, one on each field
         raw = dataset_files.open_file(path, dataset_files.current_root(), "TSV file")
