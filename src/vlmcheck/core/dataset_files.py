@@ -154,25 +154,20 @@ def json_depth(data: Any, stop: int) -> int:
     return deepest
 
 
-_ROOT: ContextVar[str | None] = ContextVar("vlmcheck_dataset_root", default=None)
+current_root: ContextVar[str | None] = ContextVar("vlmcheck_dataset_root", default=None)
 
 
 @contextmanager
 def reading(source: str | os.PathLike) -> Iterator[Path]:
-    """Inside this block :func:`current_root` is the folder a source's files must stay inside: the folder named,
+    """Inside this block :data:`current_root` is the folder a source's files must stay inside: the folder named,
     or the folder the named file really is in (a file the user names is read where its link points; what it
     refers to must stay beside it)."""
     root = Path(source) if Path(source).is_dir() else Path(os.path.realpath(source)).parent
-    token = _ROOT.set(str(root))
+    token = current_root.set(str(root))
     try:
         yield root
     finally:
-        _ROOT.reset(token)
-
-
-def current_root() -> str | None:
-    """The folder of the dataset being read (:func:`reading`), or None outside a read."""
-    return _ROOT.get()
+        current_root.reset(token)
 
 
 @dataclass
@@ -188,7 +183,8 @@ class RowWindow:
         return self.cut
 
 
-_WINDOW: ContextVar[RowWindow | None] = ContextVar("vlmcheck_row_window", default=None)
+#: the row window of :func:`first_rows`, or None: every row
+row_window: ContextVar[RowWindow | None] = ContextVar("vlmcheck_row_window", default=None)
 
 
 @contextmanager
@@ -196,15 +192,11 @@ def first_rows(n: int | None) -> Iterator[RowWindow | None]:
     """Inside this block the streamed readers (parquet and arrow shards, TSV, JSON Lines, workbooks) stop after
     ``n`` records (None: every row).  The caller checks ``window.cut`` and reads again whole where the records
     read do not give it the ``n`` samples it needs."""
-    token = _WINDOW.set(RowWindow(n) if n else None)
+    token = row_window.set(RowWindow(n) if n else None)
     try:
-        yield _WINDOW.get()
+        yield row_window.get()
     finally:
-        _WINDOW.reset(token)
-
-
-def row_window() -> RowWindow | None:
-    return _WINDOW.get()
+        row_window.reset(token)
 
 
 T = TypeVar("T")
@@ -212,7 +204,7 @@ T = TypeVar("T")
 
 def within_window(rows: Iterable[T]) -> Iterator[T]:
     """``rows`` (a reader's records, one per row) up to the row window's end (:func:`first_rows`)."""
-    window = row_window()
+    window = row_window.get()
     for taken, row in enumerate(rows):
         if window is not None and window.full(taken):
             return
@@ -229,7 +221,7 @@ def read_samples(read: Callable[[], T], count: Callable[[T], int] = len) -> T:
     window is doubled and ``read()`` called again, up to :data:`WIDENINGS` times, then the whole dataset is read.
     The readers keep the dataset's order, so the samples are those a whole read gives first (a method whose
     samples do not follow its rows never sets a window: ``Task.samples_follow_rows``)."""
-    window = row_window()
+    window = row_window.get()
     if window is None:
         return read()
     rows = window.rows

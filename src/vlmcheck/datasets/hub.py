@@ -170,7 +170,7 @@ def _shard(path: Path) -> Iterator[None]:
     cap), pyarrow's errors told with the file's name (a truncated shard: pyarrow's sentence names no file)."""
     import pyarrow as pa
 
-    root = dataset_files.current_root()  # the folder being read (datasets.load, read_hfds)
+    root = dataset_files.current_root.get()  # the folder being read (datasets.load, read_hfds)
     try:
         dataset_files.check_file(path, _repo_root(Path(root) if root is not None else path.parent), "shard")
     except InputFileError as exc:
@@ -279,7 +279,7 @@ def read_table(files: list[Path], *, source: str, folder: Path, form: str, bench
     if labels:
         notes.append("class labels named: " + ", ".join(f"{c} ({len(n)} classes)" for c, n in labels.items()))
     records, skipped, ids = [], [], []
-    window = dataset_files.row_window()
+    window = dataset_files.row_window.get()
     for i, row in enumerate(iter_rows(files)):
         if window is not None and window.full(len(records)):
             notes.append(f"the first {len(records)} rows read, the rest not")
