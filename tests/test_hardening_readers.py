@@ -387,12 +387,12 @@ def test_a_tampered_cached_png_is_rewritten_never_reused(tmp_path, monkeypatch):
 
 
 def test_a_manifest_that_is_a_fifo_or_a_device_is_refused_at_once(tmp_path):
-    from vlmcheck.core.files import InputFileError, jsonl_objects, read_text_input
+    from vlmcheck.core.files import InputFileError, iter_jsonl_objects, read_text_input
 
     os.mkfifo(tmp_path / "m.jsonl")
     os.symlink("/dev/zero", tmp_path / "z.jsonl")
     for name in ("m.jsonl", "z.jsonl"):
-        for read in (jsonl_objects, read_text_input):
+        for read in (lambda p: list(iter_jsonl_objects(p)), read_text_input):
             with pytest.raises(InputFileError, match=rf"{name}: not a regular file"):
                 read(tmp_path / name)
 

@@ -3,7 +3,7 @@
 * :func:`write_text_atomic` and its kin: a temp file with a unique name beside the target, then ``os.replace``:
   a reader (or a kill) never sees half a file.  The file gets the mode the umask gives a new file (``mkstemp``
   alone would make every output 0600, unreadable to colleagues and web servers).
-* :func:`read_jsonl` - JSON Lines split on ``"\\n"`` only: ``str.splitlines`` also splits on U+2028 and other
+* :class:`JsonlRecords` - JSON Lines split on ``"\\n"`` only: ``str.splitlines`` also splits on U+2028 and other
   separators that JSON strings may hold unescaped (we write ``ensure_ascii=False``).
 
 Why this module is long: it is the one place where user files are written (atomically, with the umask's mode,
@@ -209,11 +209,6 @@ def jsonl_lines(text: str) -> list[tuple[int, str]]:
     return [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
 
 
-def read_jsonl(path: str | os.PathLike) -> list[Any]:
-    """Every record of a JSON Lines file (blank lines skipped)."""
-    return list(JsonlRecords(path))
-
-
 class JsonlRecords:
     """The records of a JSON Lines file, read a line at a time each time they are iterated: what the report and
     ``compare`` walk over a million samples with."""
@@ -346,10 +341,6 @@ def read_text_input(path: str | os.PathLike, what: str = "file") -> str:
         raise InputFileError(f"{path}: not UTF-8 text (byte {exc.start}); save the {what} as UTF-8") from None
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
-
-def jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file") -> list[tuple[int, dict[str, Any]]]:
-    return list(iter_jsonl_objects(path, what))
 
 
 def iter_jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file", text: str | None = None,
