@@ -37,18 +37,6 @@ def _umask() -> int:
     return mask
 
 
-def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
-    """(fd, name) of a new temp file beside ``path`` with the umask's mode: write it, then ``os.replace``."""
-    path = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:  # named by the file the user asked for, never by a temp name they never gave
-        raise _named(exc, path) from None
-    with contextlib.suppress(AttributeError, OSError):  # Windows: no fchmod; mkstemp's mode stands
-        os.fchmod(fd, 0o666 & ~_umask())
-    return fd, tmp
-
-
 @contextlib.contextmanager
 def staged_folder(out: str | os.PathLike) -> Iterator[Path]:
     """The folder to write a dataset into (``world make``), so that a kill or an error never leaves half of one
@@ -157,10 +145,15 @@ def utf8_text(text: str) -> bool:
 
 
 def _atomic(path: str | os.PathLike, write: Callable[[int, str], None]) -> Path:
-    """``write(fd, tmp)`` fills a temp file beside ``path``, which then replaces ``path``; on any failure the temp
-    file goes and ``path`` is as it was."""
+    """``write(fd, tmp)`` fills a temp file beside ``path`` (with the umask's mode), which then replaces ``path``;
+    on any failure the temp file goes and ``path`` is as it was."""
     path = Path(path)
-    fd, tmp = atomic_path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # named by the file the user asked for, never by a temp name they never gave
+        raise _named(exc, path) from None
+    with contextlib.suppress(AttributeError, OSError):  # Windows: no fchmod; mkstemp's mode stands
+        os.fchmod(fd, 0o666 & ~_umask())
     try:
         write(fd, tmp)
         os.replace(tmp, path)
@@ -182,14 +175,11 @@ def _write_atomic(path: str | os.PathLike, data: str | bytes | Iterable[str], mo
     return _atomic(path, write)
 
 
-def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8", errors: str = "strict") -> Path:
+def write_text_atomic(path: str | os.PathLike, text: str | Iterable[str], encoding: str = "utf-8",
+                      errors: str = "strict") -> Path:
+    """``text``, or the strings of an iterable as they come (a million records never sit in memory as one text),
+    whole or not at all."""
     return _write_atomic(path, text, "w", encoding=encoding, errors=errors, newline="")
-
-
-def write_lines_atomic(path: str | os.PathLike, lines: Any, encoding: str = "utf-8") -> Path:
-    """Write the strings of the iterable ``lines`` as they come (a million records never sit in memory as one
-    text), whole or not at all."""
-    return _write_atomic(path, lines, "w", encoding=encoding, newline="")
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
