@@ -220,7 +220,7 @@ def test_a_parts_data_url_is_made_once_and_is_the_files_bytes(tmp_path):
 
 
 def test_json_encoder_gives_json_dumps_text_for_every_argument_set():
-    from vlmcheck.core.files import json_encoder, json_text
+    from vlmcheck.core.printable import json_encoder, json_text
 
     objs = [{"b": 1, "a": [1.5, None, True, "é\u2028", -0.0, 1e-05, 1e16, 10 ** 30], "c": {"z": "x", "y": float("inf")}},
             [], "s\"\\\x00", 3, 2.5, None, {1: 2, "1": 3}, ("t", [("u",)]), {"k": ["\x1f\ud800"]}, {"n": float("nan")}]

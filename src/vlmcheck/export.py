@@ -13,8 +13,9 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .core.files import (InputFileError, JsonlRecords, SampleRecords, _atomic, printable,  # noqa: F401
+from .core.files import (InputFileError, JsonlRecords, SampleRecords, _atomic,  # noqa: F401
                          read_results, read_text_input, write_text_atomic)
+from .core.printable import printable
 from .methods.views import view_for
 from .run.labels import run_label
 

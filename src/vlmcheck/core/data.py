@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .dataset_files import within_window
-from .files import iter_jsonl_objects, printable
+from .files import iter_jsonl_objects
+from .printable import printable
 from . import remote
 from .images import IMAGE_SUFFIXES, iter_image_files
 from .inputs import dataset_path

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..core.errors import shorten_middle
-from ..core.files import json_text, write_text_atomic
+from ..core.files import write_text_atomic
+from ..core.printable import json_text
 from ..core.secrets import redact, redact_obj, redacted_json
 from ..store.db import RunStore
 from .prices import by_identity, usage_with_cost

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..core.files import json_text_encoder, printable, utf8_text
+from ..core.printable import json_text_encoder, printable, utf8_text
 from ..core.secrets import redact, redacted_json
 from . import artifacts
 from .artifacts import Artifacts
