@@ -346,7 +346,7 @@ def test_a_calls_request_is_encoded_once_for_its_key_and_its_store_row(tmp_path)
             assert call_key("vlm", "openai:m", request, template, text) == call_key("vlm", "openai:m", request, template)
         store.put_call(f"k{i}", role="vlm", model="m", request=request, response={"a": 1}, attempts=1,
                        request_text=text)
-        stored = store._row("SELECT request FROM calls WHERE key = ?", (f"k{i}",))[0]
+        stored = store._rows("SELECT request FROM calls WHERE key = ?", (f"k{i}",))[0][0]
         assert stored == _dumps(request)
         assert "sk-hotpath-secret" not in stored
     store.close()

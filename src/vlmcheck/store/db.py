@@ -193,15 +193,11 @@ class RunStore(GroupCommit, Artifacts, contextlib.AbstractContextManager):
         with self._guarded() as db:
             return db.execute(sql, args).fetchall()
 
-    def _row(self, sql: str, args: tuple = ()) -> tuple | None:
-        rows = self._rows(sql, args)
-        return rows[0] if rows else None
-
     def _json(self, sql: str, args: tuple) -> tuple[bool, Any]:
         """(found, value) of the first row's JSON text; value :data:`_DAMAGED` where it is not JSON."""
-        row = self._row(sql, args)
+        rows = self._rows(sql, args)
         try:
-            return bool(row), json.loads(row[0]) if row else None
+            return bool(rows), json.loads(rows[0][0]) if rows else None
         except (TypeError, ValueError):
             return True, _DAMAGED
 
