@@ -174,9 +174,7 @@ def _load_jsonl(path: Path | str) -> list[ImageItem]:
             raise DatasetError(f"{path}:{lineno}: 'keywords' must be a list of words (strings), e.g. "
                                "[\"cat|kitten\", \"mat\"]")
         items.append(ImageItem(id=item_id, path=full, category=category, meta=row or _NO_META, root=root))
-    if not items:
-        raise DatasetError(f"{path}: manifest is empty")
-    return items
+    return items  # never empty: iter_jsonl_objects refuses a manifest without a row
 
 
 #: the fields of a manifest row that vlmcheck reads; any other is kept as the item's metadata, unread
