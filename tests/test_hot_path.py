@@ -273,13 +273,13 @@ def test_a_run_resolves_its_dataset_folders_once_and_still_checks_each_file(tmp_
     monkeypatch.setattr(inputs, "_real_root", lambda root, dev, ino: resolved.append(root) or real(root))
     dirs: dict[str, str] = {}
     for i in range(3):
-        inputs._check_inside(str(data / "imgs" / f"{i}.png"), data, False, dirs)
+        inputs.confine(str(data / "imgs" / f"{i}.png"), data, False, dirs)
     assert sorted(resolved) == sorted([str(data), str(data / "imgs")])  # each folder once, not once per file
     with pytest.raises(BadImageError, match="outside the dataset folder"):  # each file's own link still checked
-        inputs._check_inside(str(data / "imgs" / "link.png"), data, False, dirs)
+        inputs.confine(str(data / "imgs" / "link.png"), data, False, dirs)
     resolved.clear()
     for i in range(2):  # without a run's cache (outside a run): resolved on every read, as before
-        inputs._check_inside(str(data / "imgs" / f"{i}.png"), data, False, None)
+        inputs.confine(str(data / "imgs" / f"{i}.png"), data, False, None)
     assert len(resolved) == 4
 
 

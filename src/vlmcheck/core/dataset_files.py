@@ -74,7 +74,8 @@ def check_file(path: str | os.PathLike, root: str | os.PathLike | None = None, w
     st = stat_regular(path, f"a {what}", DatasetFileError, missing=f"no such {what}")
     if root is not None:
         try:
-            inputs.confine(path, root, inputs.active_policy.get().allow_outside)
+            policy = inputs.active_policy.get()
+            inputs.confine(path, root, policy.allow_outside, policy.dirs)
         except BadImageError as exc:
             raise DatasetFileError(str(exc).replace("read images outside it", f"read a {what} outside it")) from None
     if max_bytes is not None and st.st_size > max_bytes:

@@ -122,17 +122,11 @@ async def release_for_batch() -> None:
         await budget.release(held)
 
 
-def confine(path: str | os.PathLike, root: str | os.PathLike | None, allow_outside: bool = False
-            ) -> Path | str:
-    """``path`` if it resolves inside ``root`` (or no root is given, or outside paths are allowed); a URL must
-    lie under its dataset's folder URL (core/remote.py)."""
-    _check_inside(path, root, allow_outside, active_policy.get().dirs)
-    return str(path) if remote.is_url(path) or (root is not None and remote.is_url(root)) else Path(path)
-
-
-def _check_inside(path: str | os.PathLike, root: str | os.PathLike | None, allow_outside: bool,
-                  dirs: dict[str, str] | None) -> None:
-    """:func:`confine`'s check, without making a Path (the reader's hot path)."""
+def confine(path: str | os.PathLike, root: str | os.PathLike | None, allow_outside: bool = False,
+            dirs: dict[str, str] | None = None) -> None:
+    """A :class:`BadImageError` unless ``path`` resolves inside ``root`` (or no root is given, or outside paths
+    are allowed); a URL must lie under its dataset's folder URL (core/remote.py).  ``dirs``: the run's resolved
+    folders (:attr:`InputPolicy.dirs`)."""
     if remote.is_url(path) or (root is not None and remote.is_url(root)):
         if root is None or allow_outside or remote.inside(str(path), str(root)):
             return
@@ -150,7 +144,7 @@ def _check_inside(path: str | os.PathLike, root: str | os.PathLike | None, allow
 async def _read_url(path: str | os.PathLike, root: str | os.PathLike | None, policy: InputPolicy) -> bytes:
     """A dataset image at a URL, confined, read on the loop (http) or on threads of its own (other protocols):
     never on the decoding threads, so a slow server fails its own sample and holds no reader others need."""
-    _check_inside(path, root, policy.allow_outside, policy.dirs)
+    confine(path, root, policy.allow_outside, policy.dirs)
     return await remote.read_bytes_async(
         str(path), policy.max_file_bytes, root=None if root is None else str(root),
         allow_outside=policy.allow_outside, read_timeout=policy.url_read_timeout_s,
@@ -232,7 +226,7 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
         data, st = fetched, None
         if data is None:  # a local file (a URL was fetched on the loop)
             if not confined:
-                _check_inside(path, root, policy.allow_outside, policy.dirs)
+                confine(path, root, policy.allow_outside, policy.dirs)
             if inline_max is not None:
                 with contextlib.suppress(OSError):  # read_file_bytes says why, in one sentence
                     st = os.stat(path)  # read_file_bytes checks this stat, not one of its own
@@ -309,7 +303,7 @@ async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: C
 
     def read() -> tuple[bytes, tuple[int, int]]:
         # confinement, the read and the header's size in one trip to a worker thread (each trip costs the loop)
-        _check_inside(path, root, policy.allow_outside, policy.dirs)
+        confine(path, root, policy.allow_outside, policy.dirs)
         data = read_file_bytes(path, max_bytes=policy.max_file_bytes)  # a URL was fetched on the loop
         return data, (image_size(data, label) if budgeted and data else (0, 0))
 
