@@ -65,9 +65,9 @@ def _size(n: int) -> str:
 
 
 def check_file(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",
-               max_bytes: int | None = None) -> os.stat_result:
-    """``stat(path)`` of a regular file inside ``root`` (unless the run allows outside paths) no larger than
-    ``max_bytes`` (None: no size cap, for a file streamed a row at a time); else :class:`DatasetFileError`."""
+               max_bytes: int | None = None) -> None:
+    """A :class:`DatasetFileError` unless ``path`` is a regular file inside ``root`` (unless the run allows
+    outside paths) no larger than ``max_bytes`` (None: no size cap, for a file streamed a row at a time)."""
     from . import inputs
     from .images import BadImageError
 
@@ -82,7 +82,6 @@ def check_file(path: str | os.PathLike, root: str | os.PathLike | None = None, w
         var = ENV["text_bytes"][0]
         raise DatasetFileError(f"{path}: {st.st_size} bytes exceeds the {_size(max_bytes)} limit on a {what} read "
                                f"whole (raise it with {var}=MB)")
-    return st
 
 
 def open_file(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",
