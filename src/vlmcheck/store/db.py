@@ -354,7 +354,7 @@ class RunStore(GroupCommit, Artifacts, contextlib.AbstractContextManager):
     def end_batch(self, batch_id: str) -> None:
         self._exec("UPDATE batches SET status = 'ended' WHERE batch_id = ?", (batch_id,))
 
-    def absorb(self, other: "RunStore") -> dict[str, int]:
+    def absorb(self, other: "RunStore") -> None:
         """Union ``other``'s calls, samples and artifacts into this store (``vlmcheck merge``), idempotently: a row
         already here is kept, but a finished sample replaces a failed one."""
         with self._lock:
@@ -362,19 +362,15 @@ class RunStore(GroupCommit, Artifacts, contextlib.AbstractContextManager):
             self._exec("ATTACH DATABASE ? AS other", (_uri(other.path, True, getattr(other, "immutable", False)),))
             try:
                 with self.transaction():
-                    counts = {
-                        "calls": self._exec("INSERT OR IGNORE INTO calls SELECT * FROM other.calls").rowcount,
-                        "samples": self._exec(
-                            "INSERT INTO samples SELECT * FROM other.samples WHERE true "
-                            "ON CONFLICT(task, sample_id) DO UPDATE SET status = excluded.status, "
-                            "result = excluded.result, error_type = excluded.error_type, "
-                            "error_message = excluded.error_message, updated_at = excluded.updated_at "
-                            "WHERE samples.status = 'error' AND excluded.status = 'done'").rowcount,
-                        "artifacts": self._exec(
-                            "INSERT OR IGNORE INTO artifacts SELECT * FROM other.artifacts").rowcount}
+                    self._exec("INSERT OR IGNORE INTO calls SELECT * FROM other.calls")
+                    self._exec("INSERT INTO samples SELECT * FROM other.samples WHERE true "
+                               "ON CONFLICT(task, sample_id) DO UPDATE SET status = excluded.status, "
+                               "result = excluded.result, error_type = excluded.error_type, "
+                               "error_message = excluded.error_message, updated_at = excluded.updated_at "
+                               "WHERE samples.status = 'error' AND excluded.status = 'done'")
+                    self._exec("INSERT OR IGNORE INTO artifacts SELECT * FROM other.artifacts")
             finally:
                 self._exec("DETACH DATABASE other")
         for (rel,) in other._rows("SELECT path FROM artifacts"):
             if (other.folder / rel).is_file():
                 self._write_file(rel, (other.folder / rel).read_bytes)
-        return counts
