@@ -202,6 +202,6 @@ def _warn_unknown_fields(path: Any, lineno: int, row: dict[str, Any], warned: se
                         "unread", path, lineno, key, close[0])
 
 
-def hfds_cache_root(cache_dir: str | Path | None = None) -> Path:
+def hfds_cache_root() -> Path:
     """Where ``hfds:`` images are written (``$VLMCHECK_CACHE/hfds``, by default ``~/.cache/vlmcheck/hfds``)."""
-    return Path(cache_dir or os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck")) / "hfds"
+    return Path(os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck")) / "hfds"

@@ -112,21 +112,20 @@ def read_bytes(path: str | os.PathLike, root: str | os.PathLike | None = None, w
     return data
 
 
-def read_text(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",
-              max_bytes: int | None = None) -> str:
+def read_text(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file") -> str:
     """The UTF-8 text of ``path`` under the rule (a leading byte-order mark accepted)."""
-    data = read_bytes(path, root, what, max_bytes)
+    data = read_bytes(path, root, what)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DatasetFileError(f"{path}: not UTF-8 text (byte {exc.start}); save the {what} as UTF-8") from None
 
 
-def parse_json(text: str | bytes, label: str, max_depth: int | None = None) -> Any:
-    """``json.loads(text)`` nested no deeper than ``max_depth`` (default :data:`LIMITS.json_depth`), whether the
-    parser's recursion stops it or the walk after it (so a value kept never sends a later walk past Python's
-    recursion limit); else one sentence naming ``label``."""
-    depth = limits().json_depth if max_depth is None else max_depth
+def parse_json(text: str | bytes, label: str) -> Any:
+    """``json.loads(text)`` nested no deeper than the ``json_depth`` limit, whether the parser's recursion stops
+    it or the walk after it (so a value kept never sends a later walk past Python's recursion limit); else one
+    sentence naming ``label``."""
+    depth = limits().json_depth
     try:
         data = json.loads(text)
         deep = json_depth(data, depth) > depth

@@ -109,11 +109,10 @@ def _write_atomic(path: str | os.PathLike, data: str | bytes | Iterable[str], mo
     return _atomic(path, write)
 
 
-def write_text_atomic(path: str | os.PathLike, text: str | Iterable[str], encoding: str = "utf-8",
-                      errors: str = "strict") -> Path:
+def write_text_atomic(path: str | os.PathLike, text: str | Iterable[str], errors: str = "strict") -> Path:
     """``text``, or the strings of an iterable as they come (a million records never sit in memory as one text),
-    whole or not at all."""
-    return _write_atomic(path, text, "w", encoding=encoding, errors=errors, newline="")
+    as UTF-8, whole or not at all."""
+    return _write_atomic(path, text, "w", encoding="utf-8", errors=errors, newline="")
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
