@@ -102,7 +102,7 @@ def open_file(path: str | os.PathLike, root: str | os.PathLike | None = None, wh
 
 def read_bytes(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",
                max_bytes: int | None = None) -> bytes:
-    """The bytes of ``path`` under the rule, read whole within ``max_bytes`` (default :data:`LIMITS.text_bytes`);
+    """The bytes of ``path`` under the rule, read whole within ``max_bytes`` (default: the ``text_bytes`` limit);
     a file that grows past the cap while read is refused too."""
     cap = limits().text_bytes if max_bytes is None else max_bytes
     with open_file(path, root, what, cap) as fh:
