@@ -42,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 
 from vlmcheck import RunOptions, run_task
-from vlmcheck.core.files import read_jsonl, write_text_atomic
+from vlmcheck.core.files import JsonlRecords, write_text_atomic
 from vlmcheck.methods.cast import CastSpec, CastTask, cast_headline
 from vlmcheck.methods.chef import ChefSpec, ChefTask, resolve_recipe
 from vlmcheck.methods.chef.headline import _rrm_both, chef_headline
@@ -64,7 +64,7 @@ T = 3
 
 def _run(task, folder: Path) -> list[dict[str, Any]]:
     run_task(task, folder, RunOptions(resume=True, progress=False, report=False))
-    return [r for r in read_jsonl(folder / "samples.jsonl") if r["status"] == "done"]
+    return [r for r in JsonlRecords(folder / "samples.jsonl") if r["status"] == "done"]
 
 
 def populations(root: Path, n_pop: int) -> dict[str, dict[str, list[dict[str, Any]]]]:

@@ -16,7 +16,7 @@ from conftest import run_cli
 from PIL import Image
 
 from vlmcheck.core.errors import ModelCallError
-from vlmcheck.core.files import read_jsonl, write_text_atomic
+from vlmcheck.core.files import JsonlRecords, write_text_atomic
 from vlmcheck.methods.describe import DescribeSpec, DescribeTask
 from vlmcheck import RunOptions, run_task
 from vlmcheck.run.runner import RunFolderInUse, folder_lock
@@ -160,7 +160,7 @@ def test_any_text_survives_samples_jsonl_and_the_report(tmp_path):
     res = run_task(DescribeTask(DescribeSpec(vlm=vlm.model_id, data=str(manifest)), vlm=vlm), tmp_path / "run",
                    RunOptions(progress=False))
     assert res.results["counts"]["done"] == 3
-    rows = read_jsonl(tmp_path / "run" / "samples.jsonl")
+    rows = list(JsonlRecords(tmp_path / "run" / "samples.jsonl"))
     assert [r["result"]["answer"] for r in rows] == ["a\u2028b\u2029c\u0085d\x1ce\x1df\x1eg\x0bh\x0ci"] * 3
     assert (tmp_path / "run" / "report.html").stat().st_size > 1000  # written, not silently skipped
     proc = run_cli("report", str(tmp_path / "run"), "-o", str(tmp_path / "r.html"))
@@ -282,7 +282,7 @@ def test_kill9_while_a_resume_writes_results_samples_and_report(tmp_path):
         time.sleep(rng.uniform(0.6, 2.6))
         child.kill()
         child.wait()
-        rows = read_jsonl(run / "samples.jsonl")
+        rows = list(JsonlRecords(run / "samples.jsonl"))
         assert len(rows) == 30 and all(r["status"] == "done" for r in rows), f"kill {i}"
         assert json.loads((run / "results.json").read_text())["counts"]["done"] == 30, f"kill {i}"
         assert (run / "report.html").read_text(encoding="utf-8").rstrip().endswith("</html>"), f"kill {i}"

@@ -170,11 +170,11 @@ def test_a_meta_file_linked_outside_the_release_is_refused_unless_allowed(tmp_pa
     os.symlink(secret, root / "meta_file" / "VQA_X.json")
     with pytest.raises(DatasetFormError, match=r"VQA_X\.json: .*outside the dataset folder.*--allow-outside"):
         load(root)
-    token = inputs.set_policy(inputs.InputPolicy(allow_outside=True))
+    token = inputs.active_policy.set(inputs.InputPolicy(allow_outside=True))
     try:
         assert load(root).records[0].question == "PRIVATE TEXT"
     finally:
-        inputs.reset_policy(token)
+        inputs.active_policy.reset(token)
 
 
 def test_a_text_file_over_the_cap_is_refused_naming_it(tmp_path, monkeypatch):
@@ -218,14 +218,14 @@ def test_a_base64_image_over_max_image_mb_is_never_decoded_or_stored(tmp_path, m
     decoded = []
     real = vlmeval_tsv.base64.b64decode
     monkeypatch.setattr(vlmeval_tsv.base64, "b64decode", lambda x, **k: decoded.append(len(x)) or real(x, **k))
-    token = inputs.set_policy(inputs.InputPolicy(max_file_bytes=1 << 20))  # --max-image-mb 1
+    token = inputs.active_policy.set(inputs.InputPolicy(max_file_bytes=1 << 20))  # --max-image-mb 1
     tracemalloc.start()
     try:
         ds = load(tsv)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-        inputs.reset_policy(token)
+        inputs.active_policy.reset(token)
     assert [r.id for r in ds.records] == ["1"]
     assert any("exceeds the image file size limit" in why for _, why in ds.skipped)
     assert _files(tmp_path / "cache") == 1  # the small image only
@@ -401,12 +401,12 @@ def test_a_tampered_cached_png_is_rewritten_never_reused(tmp_path, monkeypatch):
 
 
 def test_a_manifest_that_is_a_fifo_or_a_device_is_refused_at_once(tmp_path):
-    from vlmcheck.core.files import InputFileError, jsonl_objects, read_text_input
+    from vlmcheck.core.files import InputFileError, iter_jsonl_objects, read_text_input
 
     os.mkfifo(tmp_path / "m.jsonl")
     os.symlink("/dev/zero", tmp_path / "z.jsonl")
     for name in ("m.jsonl", "z.jsonl"):
-        for read in (jsonl_objects, read_text_input):
+        for read in (lambda p: list(iter_jsonl_objects(p)), read_text_input):
             with pytest.raises(InputFileError, match=rf"{name}: not a regular file"):
                 read(tmp_path / name)
 

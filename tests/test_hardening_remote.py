@@ -187,7 +187,7 @@ def test_slow_servers_fail_their_own_sample_and_hold_no_reader(site):
     policy = inputs.InputPolicy(url_read_timeout_s=0.5, url_total_timeout_s=1.5)
 
     async def main():
-        token = inputs.set_policy(policy)
+        token = inputs.active_policy.set(policy)
         started = time.monotonic()
         done: dict[str, float] = {}
 
@@ -203,7 +203,7 @@ def test_slow_servers_fail_their_own_sample_and_hold_no_reader(site):
             names = [f"slow{i}" for i in range(3)] + ["mute"] + [f"g{i}" for i in range(20)]
             errors = dict(zip(names, await asyncio.gather(*(one(n) for n in names))))
         finally:
-            inputs.reset_policy(token)
+            inputs.active_policy.reset(token)
         return errors, done
 
     errors, done = asyncio.run(main())

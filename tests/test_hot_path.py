@@ -220,7 +220,7 @@ def test_a_parts_data_url_is_made_once_and_is_the_files_bytes(tmp_path):
 
 
 def test_json_encoder_gives_json_dumps_text_for_every_argument_set():
-    from vlmcheck.core.files import json_encoder, json_text
+    from vlmcheck.core.printable import json_encoder, json_text
 
     objs = [{"b": 1, "a": [1.5, None, True, "é\u2028", -0.0, 1e-05, 1e16, 10 ** 30], "c": {"z": "x", "y": float("inf")}},
             [], "s\"\\\x00", 3, 2.5, None, {1: 2, "1": 3}, ("t", [("u",)]), {"k": ["\x1f\ud800"]}, {"n": float("nan")}]
@@ -273,13 +273,13 @@ def test_a_run_resolves_its_dataset_folders_once_and_still_checks_each_file(tmp_
     monkeypatch.setattr(inputs, "_real_root", lambda root, dev, ino: resolved.append(root) or real(root))
     dirs: dict[str, str] = {}
     for i in range(3):
-        inputs._check_inside(str(data / "imgs" / f"{i}.png"), data, False, dirs)
+        inputs.confine(str(data / "imgs" / f"{i}.png"), data, False, dirs)
     assert sorted(resolved) == sorted([str(data), str(data / "imgs")])  # each folder once, not once per file
     with pytest.raises(BadImageError, match="outside the dataset folder"):  # each file's own link still checked
-        inputs._check_inside(str(data / "imgs" / "link.png"), data, False, dirs)
+        inputs.confine(str(data / "imgs" / "link.png"), data, False, dirs)
     resolved.clear()
     for i in range(2):  # without a run's cache (outside a run): resolved on every read, as before
-        inputs._check_inside(str(data / "imgs" / f"{i}.png"), data, False, None)
+        inputs.confine(str(data / "imgs" / f"{i}.png"), data, False, None)
     assert len(resolved) == 4
 
 
@@ -346,7 +346,7 @@ def test_a_calls_request_is_encoded_once_for_its_key_and_its_store_row(tmp_path)
             assert call_key("vlm", "openai:m", request, template, text) == call_key("vlm", "openai:m", request, template)
         store.put_call(f"k{i}", role="vlm", model="m", request=request, response={"a": 1}, attempts=1,
                        request_text=text)
-        stored = store._row("SELECT request FROM calls WHERE key = ?", (f"k{i}",))[0]
+        stored = store._rows("SELECT request FROM calls WHERE key = ?", (f"k{i}",))[0][0]
         assert stored == _dumps(request)
         assert "sk-hotpath-secret" not in stored
     store.close()

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vlmcheck.core.inputs import InputPolicy, PixelBudget, read_image, sample_lease, set_policy, reset_policy
+from vlmcheck.core.inputs import InputPolicy, PixelBudget, read_image, sample_lease, active_policy
 from vlmcheck.core.images import BadImageError, read_file_bytes
 from vlmcheck.core.roles import Capabilities, Generation
 from vlmcheck.methods.describe import DescribeSpec, DescribeTask
@@ -230,11 +230,11 @@ def test_the_pixel_budget_bounds_decoded_images_in_flight(tmp_path):
             return img.getpixel((0, 0))[0]
 
     async def main():
-        token = set_policy(InputPolicy(budget=budget))
+        token = active_policy.set(InputPolicy(budget=budget))
         try:
             return await asyncio.gather(*(sample(i) for i in range(8)))
         finally:
-            reset_policy(token)
+            active_policy.reset(token)
 
     assert asyncio.run(main()) == list(range(8))
     assert budget.peak == 6_000_000 and held_max <= 7_000_000
@@ -246,14 +246,14 @@ def test_an_image_larger_than_the_budget_still_runs_alone_and_a_sample_never_wai
     budget = PixelBudget(10_000)
 
     async def main():
-        token = set_policy(InputPolicy(budget=budget))
+        token = active_policy.set(InputPolicy(budget=budget))
         try:
             async with sample_lease():
                 await read_image(tmp_path / "a.png")
                 await read_image(tmp_path / "a.png")  # the same sample's second image: charged, no wait
                 return budget.used
         finally:
-            reset_policy(token)
+            active_policy.reset(token)
 
     assert asyncio.run(asyncio.wait_for(main(), 5)) == 60_000
     assert budget.used == 0
@@ -309,11 +309,11 @@ def test_read_image_part_is_the_file_keyed_by_its_bytes_made_off_the_loop(tmp_pa
     assert part.pixel_sha256() == hashlib.sha256(b"7x5:" + pixels.tobytes()).hexdigest()
 
     async def old_store():  # a run whose store has pixel keys reads the file decoded, keyed by its pixels
-        token = set_policy(InputPolicy(file_keys=False))
+        token = active_policy.set(InputPolicy(file_keys=False))
         try:
             return await read_image_part(tmp_path / "a.png", root=tmp_path)
         finally:
-            reset_policy(token)
+            active_policy.reset(token)
 
     old = asyncio.run(old_store())
     assert (old.key, old.sha256, old.data) == ("pixels", hashlib.sha256(b"7x5:" + pixels.tobytes()).hexdigest(), raw)

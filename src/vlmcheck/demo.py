@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .api import results_state, run_task
-from .core.files import read_jsonl, write_text_atomic
+from .core.files import JsonlRecords, write_text_atomic
 from .report import terminal
 from .run.runner import RunFolderExists, RunOptions
 from .run.task import Task
@@ -81,7 +81,7 @@ def run_demo(out: str | Path = "demo-run", n: int = 24, progress: bool = True,
     console.rule("[bold]1. describe: scikit-image photos with ref:photo (EfficientNet-Lite0)")
     console.print(f"reference OCR: {ocr_backend()}")
     run(DescribeTask(DescribeSpec(vlm="ref:photo", data=str(manifest))), out / "describe", table=False)
-    for r in read_jsonl(out / "describe" / "samples.jsonl"):
+    for r in JsonlRecords(out / "describe" / "samples.jsonl"):
         if r["status"] == "done":
             console.print(f"  {r['sample_id']:<11} recall={r['result'].get('keyword_recall', 0):.2f}  "
                           f"{r['result']['answer']}", highlight=False)

@@ -13,8 +13,9 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .core.files import (InputFileError, JsonlRecords, SampleRecords, _atomic, printable,  # noqa: F401
-                         read_results, read_text_input, write_lines_atomic)
+from .core.files import (InputFileError, JsonlRecords, SampleRecords, _atomic,  # noqa: F401
+                         read_results, read_text_input, write_text_atomic)
+from .core.printable import printable
 from .methods.views import view_for
 from .run.labels import run_label
 
@@ -288,14 +289,14 @@ def _write_rows(rows, path: Path, fmt: str, columns: Iterable[str] = ()) -> Path
     cols = _columns(rows(), columns)
     names = list(cols)
     if fmt == "jsonl":
-        return write_lines_atomic(path, (json.dumps({k: row.get(k) for k in names}, ensure_ascii=False) + "\n"
-                                         for row in rows()))
+        return write_text_atomic(path, (json.dumps({k: row.get(k) for k in names}, ensure_ascii=False) + "\n"
+                                        for row in rows()))
     if fmt == "csv":
         import csv
         from types import SimpleNamespace
 
         line = csv.writer(SimpleNamespace(write=str), lineterminator="\n")  # writerow returns the line it wrote
-        return write_lines_atomic(path, chain([line.writerow(names)], (
+        return write_text_atomic(path, chain([line.writerow(names)], (
             line.writerow(["" if row.get(k) is None else row.get(k) for k in names]) for row in rows())))
     import pyarrow as pa
     import pyarrow.parquet as pq

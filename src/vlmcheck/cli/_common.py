@@ -162,7 +162,7 @@ def print_results(run: "RunArgs") -> None:
     """``--json``: the results.json of every run the command made, as one JSON object (a list for several)."""
     if not run.json_output or run.dry_run or not run.results:
         return
-    from ..core.files import json_text
+    from ..core.printable import json_text
     from ..core.printable import json_inert
     from ..core.secrets import redact_obj
 

@@ -111,14 +111,14 @@ def inspect(
     from ..methods.records import dataset_for
 
     source = C.with_benchmark(path, benchmark)
-    token = inputs.set_policy(inputs.InputPolicy(allow_outside=allow_outside))
+    token = inputs.active_policy.set(inputs.InputPolicy(allow_outside=allow_outside))
     # --rows N: the first N rows of a streamed file (shards, TSV, JSON Lines, workbooks, manifests), not all
     with C.user_errors(FileNotFoundError), read_only() as embedded, first_rows(None if every else rows) as window:
         try:
             ds = dataset_for(source)
             info = summary(ds, 3 if rows is None else rows, embedded) if ds is not None else _legacy(source)
         finally:
-            inputs.reset_policy(token)
+            inputs.active_policy.reset(token)
     if window is not None and window.cut:
         info["notes"].append(f"the first {rows} rows read (--rows {rows}): the counts are of those; --all reads "
                              "every row")

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .dataset_files import within_window
-from .files import iter_jsonl_objects, printable
+from .files import iter_jsonl_objects
+from .printable import printable
 from . import remote
 from .images import IMAGE_SUFFIXES, iter_image_files
 from .inputs import dataset_path
@@ -173,9 +174,7 @@ def _load_jsonl(path: Path | str) -> list[ImageItem]:
             raise DatasetError(f"{path}:{lineno}: 'keywords' must be a list of words (strings), e.g. "
                                "[\"cat|kitten\", \"mat\"]")
         items.append(ImageItem(id=item_id, path=full, category=category, meta=row or _NO_META, root=root))
-    if not items:
-        raise DatasetError(f"{path}: manifest is empty")
-    return items
+    return items  # never empty: iter_jsonl_objects refuses a manifest without a row
 
 
 #: the fields of a manifest row that vlmcheck reads; any other is kept as the item's metadata, unread
@@ -203,6 +202,6 @@ def _warn_unknown_fields(path: Any, lineno: int, row: dict[str, Any], warned: se
                         "unread", path, lineno, key, close[0])
 
 
-def hfds_cache_root(cache_dir: str | Path | None = None) -> Path:
+def hfds_cache_root() -> Path:
     """Where ``hfds:`` images are written (``$VLMCHECK_CACHE/hfds``, by default ``~/.cache/vlmcheck/hfds``)."""
-    return Path(cache_dir or os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck")) / "hfds"
+    return Path(os.environ.get("VLMCHECK_CACHE", Path.home() / ".cache" / "vlmcheck")) / "hfds"

@@ -65,23 +65,23 @@ def _size(n: int) -> str:
 
 
 def check_file(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",
-               max_bytes: int | None = None) -> os.stat_result:
-    """``stat(path)`` of a regular file inside ``root`` (unless the run allows outside paths) no larger than
-    ``max_bytes`` (None: no size cap, for a file streamed a row at a time); else :class:`DatasetFileError`."""
+               max_bytes: int | None = None) -> None:
+    """A :class:`DatasetFileError` unless ``path`` is a regular file inside ``root`` (unless the run allows
+    outside paths) no larger than ``max_bytes`` (None: no size cap, for a file streamed a row at a time)."""
     from . import inputs
     from .images import BadImageError
 
     st = stat_regular(path, f"a {what}", DatasetFileError, missing=f"no such {what}")
     if root is not None:
         try:
-            inputs.confine(path, root, inputs.current_policy().allow_outside)
+            policy = inputs.active_policy.get()
+            inputs.confine(path, root, policy.allow_outside, policy.dirs)
         except BadImageError as exc:
             raise DatasetFileError(str(exc).replace("read images outside it", f"read a {what} outside it")) from None
     if max_bytes is not None and st.st_size > max_bytes:
         var = ENV["text_bytes"][0]
         raise DatasetFileError(f"{path}: {st.st_size} bytes exceeds the {_size(max_bytes)} limit on a {what} read "
                                f"whole (raise it with {var}=MB)")
-    return st
 
 
 def open_file(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",
@@ -102,7 +102,7 @@ def open_file(path: str | os.PathLike, root: str | os.PathLike | None = None, wh
 
 def read_bytes(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",
                max_bytes: int | None = None) -> bytes:
-    """The bytes of ``path`` under the rule, read whole within ``max_bytes`` (default :data:`LIMITS.text_bytes`);
+    """The bytes of ``path`` under the rule, read whole within ``max_bytes`` (default: the ``text_bytes`` limit);
     a file that grows past the cap while read is refused too."""
     cap = limits().text_bytes if max_bytes is None else max_bytes
     with open_file(path, root, what, cap) as fh:
@@ -112,21 +112,20 @@ def read_bytes(path: str | os.PathLike, root: str | os.PathLike | None = None, w
     return data
 
 
-def read_text(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file",
-              max_bytes: int | None = None) -> str:
+def read_text(path: str | os.PathLike, root: str | os.PathLike | None = None, what: str = "dataset file") -> str:
     """The UTF-8 text of ``path`` under the rule (a leading byte-order mark accepted)."""
-    data = read_bytes(path, root, what, max_bytes)
+    data = read_bytes(path, root, what)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DatasetFileError(f"{path}: not UTF-8 text (byte {exc.start}); save the {what} as UTF-8") from None
 
 
-def parse_json(text: str | bytes, label: str, max_depth: int | None = None) -> Any:
-    """``json.loads(text)`` nested no deeper than ``max_depth`` (default :data:`LIMITS.json_depth`), whether the
-    parser's recursion stops it or the walk after it (so a value kept never sends a later walk past Python's
-    recursion limit); else one sentence naming ``label``."""
-    depth = limits().json_depth if max_depth is None else max_depth
+def parse_json(text: str | bytes, label: str) -> Any:
+    """``json.loads(text)`` nested no deeper than the ``json_depth`` limit, whether the parser's recursion stops
+    it or the walk after it (so a value kept never sends a later walk past Python's recursion limit); else one
+    sentence naming ``label``."""
+    depth = limits().json_depth
     try:
         data = json.loads(text)
         deep = json_depth(data, depth) > depth
@@ -154,25 +153,20 @@ def json_depth(data: Any, stop: int) -> int:
     return deepest
 
 
-_ROOT: ContextVar[str | None] = ContextVar("vlmcheck_dataset_root", default=None)
+current_root: ContextVar[str | None] = ContextVar("vlmcheck_dataset_root", default=None)
 
 
 @contextmanager
 def reading(source: str | os.PathLike) -> Iterator[Path]:
-    """Inside this block :func:`current_root` is the folder a source's files must stay inside: the folder named,
+    """Inside this block :data:`current_root` is the folder a source's files must stay inside: the folder named,
     or the folder the named file really is in (a file the user names is read where its link points; what it
     refers to must stay beside it)."""
     root = Path(source) if Path(source).is_dir() else Path(os.path.realpath(source)).parent
-    token = _ROOT.set(str(root))
+    token = current_root.set(str(root))
     try:
         yield root
     finally:
-        _ROOT.reset(token)
-
-
-def current_root() -> str | None:
-    """The folder of the dataset being read (:func:`reading`), or None outside a read."""
-    return _ROOT.get()
+        current_root.reset(token)
 
 
 @dataclass
@@ -188,7 +182,8 @@ class RowWindow:
         return self.cut
 
 
-_WINDOW: ContextVar[RowWindow | None] = ContextVar("vlmcheck_row_window", default=None)
+#: the row window of :func:`first_rows`, or None: every row
+row_window: ContextVar[RowWindow | None] = ContextVar("vlmcheck_row_window", default=None)
 
 
 @contextmanager
@@ -196,15 +191,11 @@ def first_rows(n: int | None) -> Iterator[RowWindow | None]:
     """Inside this block the streamed readers (parquet and arrow shards, TSV, JSON Lines, workbooks) stop after
     ``n`` records (None: every row).  The caller checks ``window.cut`` and reads again whole where the records
     read do not give it the ``n`` samples it needs."""
-    token = _WINDOW.set(RowWindow(n) if n else None)
+    token = row_window.set(RowWindow(n) if n else None)
     try:
-        yield _WINDOW.get()
+        yield row_window.get()
     finally:
-        _WINDOW.reset(token)
-
-
-def row_window() -> RowWindow | None:
-    return _WINDOW.get()
+        row_window.reset(token)
 
 
 T = TypeVar("T")
@@ -212,7 +203,7 @@ T = TypeVar("T")
 
 def within_window(rows: Iterable[T]) -> Iterator[T]:
     """``rows`` (a reader's records, one per row) up to the row window's end (:func:`first_rows`)."""
-    window = row_window()
+    window = row_window.get()
     for taken, row in enumerate(rows):
         if window is not None and window.full(taken):
             return
@@ -229,7 +220,7 @@ def read_samples(read: Callable[[], T], count: Callable[[T], int] = len) -> T:
     window is doubled and ``read()`` called again, up to :data:`WIDENINGS` times, then the whole dataset is read.
     The readers keep the dataset's order, so the samples are those a whole read gives first (a method whose
     samples do not follow its rows never sets a window: ``Task.samples_follow_rows``)."""
-    window = row_window()
+    window = row_window.get()
     if window is None:
         return read()
     rows = window.rows

@@ -16,14 +16,14 @@ ErrorKind = Literal[
 ]
 
 
-async def read_capped(chunks, max_bytes: int, what: str = "the reply") -> bytes:
+async def read_capped(chunks, max_bytes: int) -> bytes:
     """The bytes of an async iterator of (decompressed) chunks, refused with a ``too_large`` error as soon as they
     pass ``max_bytes``: memory stays bounded whatever a server sends, a gzip bomb included."""
     parts, size = [], 0
     async for chunk in chunks:
         size += len(chunk)
         if size > max_bytes:
-            raise ModelCallError("too_large", f"{what} is larger than {max_bytes / 1e6:g} MB (max_response_mb); "
+            raise ModelCallError("too_large", f"the reply is larger than {max_bytes / 1e6:g} MB (max_response_mb); "
                                               "raise ?max_response_mb= if the server's replies are that large")
         parts.append(chunk)
     return b"".join(parts)

@@ -3,12 +3,8 @@
 * :func:`write_text_atomic` and its kin: a temp file with a unique name beside the target, then ``os.replace``:
   a reader (or a kill) never sees half a file.  The file gets the mode the umask gives a new file (``mkstemp``
   alone would make every output 0600, unreadable to colleagues and web servers).
-* :func:`read_jsonl` - JSON Lines split on ``"\\n"`` only: ``str.splitlines`` also splits on U+2028 and other
+* :class:`JsonlRecords` - JSON Lines split on ``"\\n"`` only: ``str.splitlines`` also splits on U+2028 and other
   separators that JSON strings may hold unescaped (we write ``ensure_ascii=False``).
-
-Why this module is long: it is the one place where user files are written (atomically, with the umask's mode,
-named by the user's path when they cannot be) and read (JSON Lines, YAML mappings, results files, each failing in
-one sentence); splitting writers from readers would part the helpers that share those rules.
 """
 
 from __future__ import annotations
@@ -35,18 +31,6 @@ def _umask() -> int:
         mask = os.umask(0o022)
         os.umask(mask)
     return mask
-
-
-def atomic_path(path: str | os.PathLike) -> tuple[int, str]:
-    """(fd, name) of a new temp file beside ``path`` with the umask's mode: write it, then ``os.replace``."""
-    path = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:  # named by the file the user asked for, never by a temp name they never gave
-        raise _named(exc, path) from None
-    with contextlib.suppress(AttributeError, OSError):  # Windows: no fchmod; mkstemp's mode stands
-        os.fchmod(fd, 0o666 & ~_umask())
-    return fd, tmp
 
 
 @contextlib.contextmanager
@@ -94,73 +78,16 @@ def broken_link(path: str | os.PathLike) -> str | None:
     return None
 
 
-def printable(name: str) -> str:
-    """A file name as text that any UTF-8 file or database holds: a name that is not valid UTF-8 (Python reads
-    its bad bytes as lone surrogates) keeps them as ``\\xff`` escapes, so the id stays unique and names the file."""
-    return name if utf8_text(name) else name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def json_encoder(**kwargs: Any) -> Callable[[Any], str]:
-    """``functools.partial(json.dumps, **kwargs)``, the same text (tested), its encoder made once per set of
-    arguments: json.dumps makes a C encoder for every call (about half the time for a sample's record, of which
-    a fast API run encodes five per request)."""
-    try:
-        hash(tuple(kwargs.items()))
-    except TypeError:  # an unhashable argument (a list of separators): json.dumps itself
-        return lambda obj: json.dumps(obj, **kwargs)
-    return _encoder(**kwargs)
-
-
-@functools.cache
-def _encoder(**kwargs: Any) -> Callable[[Any], str]:
-    """``JSONEncoder(**kwargs).encode`` with the C encoder ``iterencode`` makes per call made once, without
-    ``check_circular``'s per-call dict (so one encoder serves every call and thread; a circular object, which
-    vlmcheck never encodes, fails with RecursionError instead of ValueError)."""
-    enc, make = json.JSONEncoder(**kwargs), json.encoder.c_make_encoder
-    if make is None or enc.indent is not None:  # no C encoder (another Python), or indented: as json does
-        return enc.encode
-    quote = json.encoder.encode_basestring_ascii if enc.ensure_ascii else json.encoder.encode_basestring
-    encoder = make(None, enc.default, quote, None, enc.key_separator, enc.item_separator, enc.sort_keys,
-                   enc.skipkeys, enc.allow_nan)
-
-    def encode(obj: Any) -> str:
-        if isinstance(obj, str):  # JSONEncoder.encode's own case for a bare string
-            return quote(obj)
-        return "".join(encoder(obj, 0))
-
-    return encode
-
-
-def json_text(obj: Any, **kwargs: Any) -> str:
-    """``json.dumps`` with non-ASCII text as is, and escaped (``\\udcff``, lossless) where a string holds lone
-    surrogates (a file name that is not valid UTF-8), which no UTF-8 file or SQLite text can hold."""
-    return json_text_encoder(**kwargs)(obj)
-
-
-def json_text_encoder(**kwargs: Any) -> Callable[[Any], str]:
-    """:func:`json_text` with these arguments, as a function made once (see :func:`json_encoder`)."""
-    plain, ascii_only = json_encoder(ensure_ascii=False, **kwargs), json_encoder(ensure_ascii=True, **kwargs)
-
-    def encode(obj: Any) -> str:
-        text = plain(obj)
-        return text if utf8_text(text) else ascii_only(obj)
-
-    return encode
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def utf8_text(text: str) -> bool:
-    """Whether ``text`` can be written as UTF-8 (it holds no lone surrogate); ASCII, most records, at once."""
-    return text.isascii() or not _SURROGATE.search(text)
-
-
 def _atomic(path: str | os.PathLike, write: Callable[[int, str], None]) -> Path:
-    """``write(fd, tmp)`` fills a temp file beside ``path``, which then replaces ``path``; on any failure the temp
-    file goes and ``path`` is as it was."""
+    """``write(fd, tmp)`` fills a temp file beside ``path`` (with the umask's mode), which then replaces ``path``;
+    on any failure the temp file goes and ``path`` is as it was."""
     path = Path(path)
-    fd, tmp = atomic_path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # named by the file the user asked for, never by a temp name they never gave
+        raise _named(exc, path) from None
+    with contextlib.suppress(AttributeError, OSError):  # Windows: no fchmod; mkstemp's mode stands
+        os.fchmod(fd, 0o666 & ~_umask())
     try:
         write(fd, tmp)
         os.replace(tmp, path)
@@ -182,14 +109,10 @@ def _write_atomic(path: str | os.PathLike, data: str | bytes | Iterable[str], mo
     return _atomic(path, write)
 
 
-def write_text_atomic(path: str | os.PathLike, text: str, encoding: str = "utf-8", errors: str = "strict") -> Path:
-    return _write_atomic(path, text, "w", encoding=encoding, errors=errors, newline="")
-
-
-def write_lines_atomic(path: str | os.PathLike, lines: Any, encoding: str = "utf-8") -> Path:
-    """Write the strings of the iterable ``lines`` as they come (a million records never sit in memory as one
-    text), whole or not at all."""
-    return _write_atomic(path, lines, "w", encoding=encoding, newline="")
+def write_text_atomic(path: str | os.PathLike, text: str | Iterable[str], errors: str = "strict") -> Path:
+    """``text``, or the strings of an iterable as they come (a million records never sit in memory as one text),
+    as UTF-8, whole or not at all."""
+    return _write_atomic(path, text, "w", encoding="utf-8", errors=errors, newline="")
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
@@ -207,11 +130,6 @@ def copy_atomic(src: str | os.PathLike, dest: str | os.PathLike) -> Path:
 def jsonl_lines(text: str) -> list[tuple[int, str]]:
     """(line number, line) for the non-blank lines of a JSON Lines text, split on "\\n" only."""
     return [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
-
-
-def read_jsonl(path: str | os.PathLike) -> list[Any]:
-    """Every record of a JSON Lines file (blank lines skipped)."""
-    return list(JsonlRecords(path))
 
 
 class JsonlRecords:
@@ -346,10 +264,6 @@ def read_text_input(path: str | os.PathLike, what: str = "file") -> str:
         raise InputFileError(f"{path}: not UTF-8 text (byte {exc.start}); save the {what} as UTF-8") from None
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
-
-def jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file") -> list[tuple[int, dict[str, Any]]]:
-    return list(iter_jsonl_objects(path, what))
 
 
 def iter_jsonl_objects(path: str | os.PathLike, what: str = "JSON Lines file", text: str | None = None,

@@ -155,14 +155,13 @@ def decode_image(data: bytes, label: str = "<bytes>", *, max_pixels: int = DEFAU
     return to_rgb(img)
 
 
-def load_image(source: str | os.PathLike | bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS,
-               max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Image.Image:
+def load_image(source: str | os.PathLike | bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
     """An image file (or bytes) as 8-bit RGB (an animation's first frame); :class:`BadImageError` for anything
     missing, empty, truncated, oversized, not regular or undecodable.  Dataset images in a run go through
     :func:`vlmcheck.core.inputs.read_image` instead (confinement, a memory budget, off the event loop)."""
     if isinstance(source, (bytes, bytearray)):
         return decode_image(bytes(source), "<bytes>", max_pixels=max_pixels)
-    return decode_image(read_file_bytes(source, max_bytes=max_bytes), str(source), max_pixels=max_pixels)
+    return decode_image(read_file_bytes(source), str(source), max_pixels=max_pixels)
 
 
 #: Pillow's save options by format (a PNG's level is the caller's)

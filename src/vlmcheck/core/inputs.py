@@ -90,21 +90,9 @@ class _Lease:
     held: int = 0
 
 
-_policy: ContextVar[InputPolicy] = ContextVar("vlmcheck_input_policy", default=InputPolicy())
+#: the run's input policy in this context (``active_policy.set(...)`` returns the token for ``reset``)
+active_policy: ContextVar[InputPolicy] = ContextVar("vlmcheck_input_policy", default=InputPolicy())
 _lease: ContextVar[_Lease | None] = ContextVar("vlmcheck_sample_lease", default=None)
-
-
-def current_policy() -> InputPolicy:
-    return _policy.get()
-
-
-def set_policy(policy: InputPolicy):
-    """Install ``policy`` for the current context; returns the token for ``_policy.reset``."""
-    return _policy.set(policy)
-
-
-def reset_policy(token) -> None:
-    _policy.reset(token)
 
 
 class sample_lease:  # noqa: N801 - used as `async with sample_lease():`, as the generator it replaced
@@ -118,7 +106,7 @@ class sample_lease:  # noqa: N801 - used as `async with sample_lease():`, as the
 
     async def __aexit__(self, *exc: object) -> None:
         _lease.reset(self.token)
-        budget = _policy.get().budget
+        budget = active_policy.get().budget
         if budget is not None:
             await budget.release(self.lease.held)
 
@@ -128,23 +116,17 @@ async def release_for_batch() -> None:
     batch forms only from the samples that reach it within its window, so a sample waiting for one (minutes to
     hours) must not keep later samples from being read (its request bodies are in the batch's file by then)."""
     lease = _lease.get()
-    budget = _policy.get().budget
+    budget = active_policy.get().budget
     if lease is not None and budget is not None and lease.held:
         held, lease.held = lease.held, 0
         await budget.release(held)
 
 
-def confine(path: str | os.PathLike, root: str | os.PathLike | None, allow_outside: bool = False
-            ) -> Path | str:
-    """``path`` if it resolves inside ``root`` (or no root is given, or outside paths are allowed); a URL must
-    lie under its dataset's folder URL (core/remote.py)."""
-    _check_inside(path, root, allow_outside, _policy.get().dirs)
-    return str(path) if remote.is_url(path) or (root is not None and remote.is_url(root)) else Path(path)
-
-
-def _check_inside(path: str | os.PathLike, root: str | os.PathLike | None, allow_outside: bool,
-                  dirs: dict[str, str] | None) -> None:
-    """:func:`confine`'s check, without making a Path (the reader's hot path)."""
+def confine(path: str | os.PathLike, root: str | os.PathLike | None, allow_outside: bool = False,
+            dirs: dict[str, str] | None = None) -> None:
+    """A :class:`BadImageError` unless ``path`` resolves inside ``root`` (or no root is given, or outside paths
+    are allowed); a URL must lie under its dataset's folder URL (core/remote.py).  ``dirs``: the run's resolved
+    folders (:attr:`InputPolicy.dirs`)."""
     if remote.is_url(path) or (root is not None and remote.is_url(root)):
         if root is None or allow_outside or remote.inside(str(path), str(root)):
             return
@@ -162,7 +144,7 @@ def _check_inside(path: str | os.PathLike, root: str | os.PathLike | None, allow
 async def _read_url(path: str | os.PathLike, root: str | os.PathLike | None, policy: InputPolicy) -> bytes:
     """A dataset image at a URL, confined, read on the loop (http) or on threads of its own (other protocols):
     never on the decoding threads, so a slow server fails its own sample and holds no reader others need."""
-    _check_inside(path, root, policy.allow_outside, policy.dirs)
+    confine(path, root, policy.allow_outside, policy.dirs)
     return await remote.read_bytes_async(
         str(path), policy.max_file_bytes, root=None if root is None else str(root),
         allow_outside=policy.allow_outside, read_timeout=policy.url_read_timeout_s,
@@ -235,7 +217,7 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
     the budget instead of pixels.  Any other file is decoded as :func:`read_image` does.  A local file up to
     :data:`INLINE_MAX_BYTES` is read on the event loop's thread until such reads are slow; a larger one, a URL,
     and every file after slow reads go to a worker, so the loop's thread never waits on a slow disk."""
-    policy = _policy.get()
+    policy = active_policy.get()
     if not policy.file_keys:
         return await _read(path, root, _part)
     label = str(path)
@@ -244,7 +226,7 @@ async def read_image_part(path: str | os.PathLike, *, root: str | os.PathLike | 
         data, st = fetched, None
         if data is None:  # a local file (a URL was fetched on the loop)
             if not confined:
-                _check_inside(path, root, policy.allow_outside, policy.dirs)
+                confine(path, root, policy.allow_outside, policy.dirs)
             if inline_max is not None:
                 with contextlib.suppress(OSError):  # read_file_bytes says why, in one sentence
                     st = os.stat(path)  # read_file_bytes checks this stat, not one of its own
@@ -314,14 +296,14 @@ def _part(img: Image.Image) -> ImagePart:
 
 async def _read(path: str | os.PathLike, root: str | os.PathLike | None, then: Callable[[Image.Image], Any] | None,
                 read_already: tuple[bytes, tuple[int, int]] | None = None):
-    policy = _policy.get()
+    policy = active_policy.get()
     label = str(path)
     lease = _lease.get()
     budgeted = policy.budget is not None and lease is not None
 
     def read() -> tuple[bytes, tuple[int, int]]:
         # confinement, the read and the header's size in one trip to a worker thread (each trip costs the loop)
-        _check_inside(path, root, policy.allow_outside, policy.dirs)
+        confine(path, root, policy.allow_outside, policy.dirs)
         data = read_file_bytes(path, max_bytes=policy.max_file_bytes)  # a URL was fetched on the loop
         return data, (image_size(data, label) if budgeted and data else (0, 0))
 

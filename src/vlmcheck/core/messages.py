@@ -49,16 +49,16 @@ class ImagePart(BaseModel):
     _pixel_sha256: str | None = PrivateAttr(default=None)
 
     @classmethod
-    def from_pil(cls, img: Image.Image, fmt: str = DEFAULT_FORMAT) -> "ImagePart":
+    def from_pil(cls, img: Image.Image) -> "ImagePart":
         """``img`` as RGB, keyed by its pixels' hash: sent as the file it was read from where that decodes to
-        exactly these pixels (:func:`~vlmcheck.core.images.source_file`), else encoded as ``fmt`` once per process."""
+        exactly these pixels (:func:`~vlmcheck.core.images.source_file`), else encoded as PNG once per process."""
         source = source_file(img)
         if source is not None and img.mode == "RGB" and image_hash(img) == source.sha256:
             return cls.from_source(source, img.width, img.height)
         rgb = to_rgb(img)
         digest = image_hash(rgb)
-        return cls(data=transport_bytes(rgb, digest, fmt), format=fmt.upper(), sha256=digest, width=rgb.width,
-                   height=rgb.height)
+        return cls(data=transport_bytes(rgb, digest, DEFAULT_FORMAT), format=DEFAULT_FORMAT, sha256=digest,
+                   width=rgb.width, height=rgb.height)
 
     @classmethod
     def from_source(cls, source: SourceFile, width: int, height: int) -> "ImagePart":

@@ -1,10 +1,17 @@
-"""Text from outside (a dataset's questions, a server's messages, file names) made inert for a terminal or a log:
-control characters (ESC, and so every ANSI/OSC sequence; C1 controls; carriage return) and the bidirectional
-overrides that reorder what is shown are written as visible escapes (``\\x1b``, ``\\u202e``); newline and tab are
-kept.  Written by hand: ``repr`` escapes every non-ASCII letter, and rich strips only a few controls, leaving ESC."""
+"""Text made safe for where it goes.
+
+* A terminal or a log: text from outside (a dataset's questions, a server's messages, file names) made inert:
+  control characters (ESC, and so every ANSI/OSC sequence; C1 controls; carriage return) and the bidirectional
+  overrides that reorder what is shown are written as visible escapes (``\\x1b``, ``\\u202e``); newline and tab
+  are kept.  Written by hand: ``repr`` escapes every non-ASCII letter, and rich strips only a few controls, leaving ESC.
+* A UTF-8 file or database: a file name that is not valid UTF-8 (Python reads its bad bytes as lone surrogates)
+  kept as escapes (:func:`printable`, :func:`json_text`); JSON encoders made once (:func:`json_encoder`).
+"""
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from typing import Any, Callable
 
@@ -43,3 +50,65 @@ def json_inert(text: str) -> str:
     """JSON text whose C1 controls and bidi characters are JSON ``\\uXXXX`` escapes: the same value, inert on a
     terminal (they can stand only inside strings, where the escape means the same character)."""
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def printable(name: str) -> str:
+    """A file name as text that any UTF-8 file or database holds: its lone surrogates as ``\\xff`` escapes, so
+    the id stays unique and names the file."""
+    return name if utf8_text(name) else name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def json_encoder(**kwargs: Any) -> Callable[[Any], str]:
+    """``functools.partial(json.dumps, **kwargs)``, the same text (tested), its encoder made once per set of
+    arguments: json.dumps makes a C encoder for every call (about half the time for a sample's record, of which
+    a fast API run encodes five per request)."""
+    try:
+        hash(tuple(kwargs.items()))
+    except TypeError:  # an unhashable argument (a list of separators): json.dumps itself
+        return lambda obj: json.dumps(obj, **kwargs)
+    return _encoder(**kwargs)
+
+
+@functools.cache
+def _encoder(**kwargs: Any) -> Callable[[Any], str]:
+    """``JSONEncoder(**kwargs).encode`` with the C encoder ``iterencode`` makes per call made once, without
+    ``check_circular``'s per-call dict (so one encoder serves every call and thread; a circular object, which
+    vlmcheck never encodes, fails with RecursionError instead of ValueError)."""
+    enc, make = json.JSONEncoder(**kwargs), json.encoder.c_make_encoder
+    if make is None or enc.indent is not None:  # no C encoder (another Python), or indented: as json does
+        return enc.encode
+    quote = json.encoder.encode_basestring_ascii if enc.ensure_ascii else json.encoder.encode_basestring
+    encoder = make(None, enc.default, quote, None, enc.key_separator, enc.item_separator, enc.sort_keys,
+                   enc.skipkeys, enc.allow_nan)
+
+    def encode(obj: Any) -> str:
+        if isinstance(obj, str):  # JSONEncoder.encode's own case for a bare string
+            return quote(obj)
+        return "".join(encoder(obj, 0))
+
+    return encode
+
+
+def json_text(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps`` with non-ASCII text as is, and escaped (``\\udcff``, lossless) where a string holds lone
+    surrogates (a file name that is not valid UTF-8), which no UTF-8 file or SQLite text can hold."""
+    return json_text_encoder(**kwargs)(obj)
+
+
+def json_text_encoder(**kwargs: Any) -> Callable[[Any], str]:
+    """:func:`json_text` with these arguments, as a function made once (see :func:`json_encoder`)."""
+    plain, ascii_only = json_encoder(ensure_ascii=False, **kwargs), json_encoder(ensure_ascii=True, **kwargs)
+
+    def encode(obj: Any) -> str:
+        text = plain(obj)
+        return text if utf8_text(text) else ascii_only(obj)
+
+    return encode
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def utf8_text(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8 (it holds no lone surrogate); ASCII, most records, at once."""
+    return text.isascii() or not _SURROGATE.search(text)

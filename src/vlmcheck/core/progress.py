@@ -77,9 +77,9 @@ class Progress:
         print(self.line(), file=self.stream, flush=True)
 
 
-def track(items: Iterable[T], label: str, total: int | None = None, enabled: bool = True) -> Iterator[T]:
-    items = list(items) if total is None else items
-    with Progress(label, total if total is not None else len(items), enabled=enabled) as p:  # type: ignore[arg-type]
+def track(items: Iterable[T], label: str, enabled: bool = True) -> Iterator[T]:
+    items = list(items)
+    with Progress(label, len(items), enabled=enabled) as p:
         for item in items:
             yield item
             p.advance()

@@ -49,7 +49,7 @@ def reason(path: str | Path, exc: BaseException) -> str:
 def text(path: Path, expected: str, confined: bool = True) -> str:
     """A release file's text under the rule for dataset files (``confined=False``: a file named in an option)."""
     try:
-        return dataset_files.read_text(path, dataset_files.current_root() if confined else None, "dataset file")
+        return dataset_files.read_text(path, dataset_files.current_root.get() if confined else None, "dataset file")
     except (InputFileError, OSError) as exc:
         raise refuse(path, f"{expected} ({reason(path, exc)})") from None
 
@@ -67,7 +67,7 @@ def json_file(path: Path, expected: str, confined: bool = True) -> Any:
 def json_lines(path: Path, expected: str) -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) of a JSON Lines file whatever its suffix (POPE names them .json)."""
     out = []
-    window = dataset_files.row_window()
+    window = dataset_files.row_window.get()
     for n, line in enumerate(_lines(path, expected), 1):
         if not line.strip():
             continue
@@ -91,7 +91,7 @@ def _lines(path: Path, expected: str):
     """A JSON Lines file's lines, streamed under the rule for dataset files (each line within the field cap)."""
     cap = dataset_files.limits().field_bytes
     try:
-        with dataset_files.open_file(path, dataset_files.current_root(), "dataset file") as raw:
+        with dataset_files.open_file(path, dataset_files.current_root.get(), "dataset file") as raw:
             fh = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
             for n, line in enumerate(iter(lambda: fh.readline(cap + 1), ""), 1):
                 if len(line) > cap:

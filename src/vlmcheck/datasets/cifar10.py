@@ -41,7 +41,7 @@ def detect(path: Path) -> bool:
 def _load(file: Path) -> tuple[dict[str, Any], str]:
     """The batch's dict and the SHA-256 of its bytes."""
     try:
-        data = read_bytes(file, current_root(), "CIFAR-10 batch")  # a regular file, inside, within the cap
+        data = read_bytes(file, current_root.get(), "CIFAR-10 batch")  # a regular file, inside, within the cap
     except InputFileError as exc:
         raise refuse(file, f"a CIFAR-10 python batch ({reason(file, exc)})") from None
     try:

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from ..core import dataset_files
-from ..core.inputs import current_policy
+from ..core.inputs import active_policy
 from .base import (Dataset, DatasetFormError, _check_options, detect, forms, item_rules, items_rule, recognise,
                    register_form, register_scheme)
 from .columns import Columns, Refused, check_unique, record
@@ -65,7 +65,7 @@ def class_names(schema: Any) -> dict[str, list[str]]:
 def _cell_images(cell: Any, folder: Path, store: ImageStore) -> tuple[list[str], bool]:
     """(paths, from_paths) of one Image cell or list of them; ``from_paths``: a cell held a path, not bytes."""
     cells = cell if isinstance(cell, list) else [cell]
-    limits, max_image = dataset_files.limits(), current_policy().max_file_bytes
+    limits, max_image = dataset_files.limits(), active_policy.get().max_file_bytes
     if len(cells) > limits.images_per_item:  # refused before any is stored
         raise Refused(f"lists {len(cells)} images, more than the {limits.images_per_item} an item may hold "
                        f"(raise it with {dataset_files.ENV['images_per_item'][0]})")
@@ -111,7 +111,7 @@ def read_table(folder: Path, form: str, benchmark: str | None, params: dict[str,
     if labels:
         notes.append("class labels named: " + ", ".join(f"{c} ({len(n)} classes)" for c, n in labels.items()))
     records, skipped, ids = [], [], []
-    window = dataset_files.row_window()
+    window = dataset_files.row_window.get()
     for i, row in enumerate(iter_rows(files)):
         if window is not None and window.full(len(records)):
             notes.append(f"the first {len(records)} rows read, the rest not")

@@ -111,7 +111,7 @@ def open_shard(path: Path) -> Iterator[tuple[Any, int | None, Iterator[Any]]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    root = dataset_files.current_root()  # the folder being read (datasets.load, read_hfds)
+    root = dataset_files.current_root.get()  # the folder being read (datasets.load, read_hfds)
     try:
         dataset_files.check_file(path, _repo_root(Path(root) if root is not None else path.parent), "shard")
     except InputFileError as exc:

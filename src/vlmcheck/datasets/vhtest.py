@@ -38,7 +38,7 @@ def _check_parts(book: Path) -> None:
     import zipfile
 
     try:
-        dataset_files.check_file(book, dataset_files.current_root(), "workbook", dataset_files.limits().text_bytes)
+        dataset_files.check_file(book, dataset_files.current_root.get(), "workbook", dataset_files.limits().text_bytes)
     except InputFileError as exc:
         raise refuse(book, f"a VHTest workbook ({reason(book, exc)})") from None
     cap = dataset_files.limits().field_bytes
@@ -76,7 +76,7 @@ def _rows(book: Path) -> list[dict[str, object]]:
                            "'vlmcheck[vhtest]')") from None
     _check_parts(book)
     rows = []
-    window = dataset_files.row_window()
+    window = dataset_files.row_window.get()
     try:
         with closing(openpyxl.load_workbook(book, read_only=True, data_only=True)) as wb:
             for row in wb.worksheets[0].iter_rows(values_only=True):  # streamed (read_only): a row at a time

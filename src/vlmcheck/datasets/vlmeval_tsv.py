@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core import dataset_files
 from ..core.files import InputFileError
-from ..core.inputs import current_policy
+from ..core.inputs import active_policy
 from ._release import head
 from .base import Dataset, DatasetFormError, register_form
 from .columns import Columns, Refused, blank, check_unique, record
@@ -77,10 +77,10 @@ def _decode(field: str, limits: dataset_files.Limits, max_bytes: int) -> list[by
 def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Dataset:
     limits = dataset_files.limits()
     csv.field_size_limit(limits.field_bytes)
-    max_image = current_policy().max_file_bytes
+    max_image = active_policy.get().max_file_bytes
     store = ImageStore()
     try:  # streamed a row at a time: no size cap on the file, one on each field
-        raw = dataset_files.open_file(path, dataset_files.current_root(), "TSV file")
+        raw = dataset_files.open_file(path, dataset_files.current_root.get(), "TSV file")
     except InputFileError as exc:
         raise DatasetFormError(str(exc)) from None
     with raw:
@@ -96,7 +96,7 @@ def read_tsv(path: Path, *, benchmark: str | None = None, **params: Any) -> Data
         from_files: set[str] = set()  # rows whose images are files named by image_path
         refs: dict[str, str] = {}
         skipped: list[tuple[str, str]] = []
-        window = dataset_files.row_window()
+        window = dataset_files.row_window.get()
         try:
             for n, row in enumerate(reader, 2):
                 if window is not None and window.full(len(rows)):

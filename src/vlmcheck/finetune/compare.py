@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..core.files import InputFileError, read_jsonl, read_results
+from ..core.files import InputFileError, JsonlRecords, read_results
 from ..methods.compare import compare_two
 from ..methods.vhx_cases import require_vhx_run
 from ..metrics.decisions import holm
@@ -19,7 +19,7 @@ from ..run.labels import run_labels
 
 def done_records(folder: Path) -> list[dict[str, Any]]:
     """The finished samples' records of a run folder's samples.jsonl."""
-    return [r for r in read_jsonl(folder / "samples.jsonl") if r.get("status") == "done"]
+    return [r for r in JsonlRecords(folder / "samples.jsonl") if r.get("status") == "done"]
 
 
 def _run(folder: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:

@@ -20,7 +20,7 @@ from PIL import Image
 
 from ..core import remote
 from ..core.dataset_files import within_window
-from ..core.files import InputFileError, iter_jsonl_objects, jsonl_objects, require_str
+from ..core.files import InputFileError, iter_jsonl_objects, require_str
 from ..core.inputs import dataset_path, read_image
 from ..core.messages import ImagePart, Message
 from ..core.spec import load_model
@@ -329,7 +329,7 @@ def corpus_from(source: str | Path) -> list[dict[str, Any]]:
     src = Path(source)
     manifest = src / "manifest.jsonl" if src.is_dir() else src
     rows = []
-    for n, r in jsonl_objects(manifest, "scenes file"):
+    for n, r in iter_jsonl_objects(manifest, "scenes file"):
         img = require_str(r, "image", f"{manifest}:{n}")
         rows.append({"id": str(r.get("id", n)), "image": dataset_path(manifest.parent, img),
                      "description": require_str(r, "description", f"{manifest}:{n}")})

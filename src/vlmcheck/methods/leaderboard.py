@@ -181,13 +181,13 @@ def _on_shared_images(rows: dict[str, dict[str, Any]], key: str) -> dict[str, An
 
 def _chains(folder: str | Path, T: int) -> dict[tuple[str, str], dict[str, Any]]:
     """A run's complete chains by (image id, seed image hash): X0's embedding and each step's."""
-    from ..core.files import read_jsonl
+    from ..core.files import JsonlRecords
 
     out: dict[tuple[str, str], dict[str, Any]] = {}
     path = Path(folder) / "samples.jsonl"
     if not path.is_file():  # a results.json alone (a run copied without its samples): no common FID
         return out
-    for rec in read_jsonl(path):
+    for rec in JsonlRecords(path):
         r = rec.get("result") or {}
         if rec.get("status") == "done" and r.get("complete") and len(r.get("steps", [])) >= T:
             out[(str(r.get("image")), str(r.get("image_sha256")))] = r

@@ -286,7 +286,7 @@ def cast_pairs(ds: Dataset) -> list[dict[str, Any]]:
         if r.group is not None:
             groups.setdefault(r.group, []).append(r)
     pairs = []
-    window = row_window()
+    window = row_window.get()
     for gid, members in groups.items():
         if len(members) == 1 and window is not None and window.cut:
             break  # its other side may lie in the rows not read: the pairs after it wait for a wider read

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import Field
 
 from ..core.answers import read_yes_no
-from ..core.files import InputFileError, copy_atomic, read_jsonl, read_results, write_text_atomic
+from ..core.files import InputFileError, JsonlRecords, copy_atomic, read_results, write_text_atomic
 from ..core.images import image_hash, load_image
 from ..core.inputs import read_image
 from ..core.messages import Message
@@ -194,7 +194,7 @@ def export_expanded(run_folder: str | Path, out: str | Path) -> Path:
         raise InputFileError(f"{run_folder}: a {task!r} run; vhx export takes a VHExpansion run (vlmcheck vhx run)")
     (out / "images").mkdir(parents=True, exist_ok=True)
     rows, negs = [], []
-    for rec in read_jsonl(run_folder / "samples.jsonl"):
+    for rec in JsonlRecords(run_folder / "samples.jsonl"):
         if rec["status"] != "done":
             continue
         r, sid = rec["result"], rec["sample_id"]

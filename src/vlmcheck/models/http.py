@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 
 from .._version import __version__
 from ..core.errors import ModelCallError, SpecError, read_capped
-from ..core.files import json_encoder
+from ..core.printable import json_encoder
 from ..core.secrets import redact, register_secret, secret_from_env
 from ..core.spec import ModelSpec
 from ..run.loop_clients import PerLoopClients

@@ -10,7 +10,7 @@ import csv
 from pathlib import Path
 
 from ..core.errors import ModelCallError
-from ..core.files import read_jsonl
+from ..core.files import JsonlRecords
 from ..core.images import image_hash, load_image
 from ..core.messages import Message
 from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
@@ -32,7 +32,7 @@ class HumanDescriptions:
     @staticmethod
     def _read(path: Path) -> list[dict[str, str]]:
         if path.suffix.lower() in (".jsonl", ".ndjson"):
-            rows = read_jsonl(path)
+            rows = list(JsonlRecords(path))
         else:
             with path.open(newline="", encoding="utf-8") as fh:
                 rows = list(csv.DictReader(fh))

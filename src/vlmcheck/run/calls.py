@@ -21,7 +21,7 @@ Image = lazy_module("PIL.Image")  # Pillow on first use (vlmcheck/_lazy.py)
 
 from ..core import inputs
 from ..core.answers import split_reasoning
-from ..core.files import json_encoder
+from ..core.printable import json_encoder
 from ..core.images import image_hash, load_image
 from ..core.messages import Message, canonical_messages
 from ..core.roles import Capabilities, Generation, GenerationConfig, Loglikelihood, require

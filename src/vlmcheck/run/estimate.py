@@ -151,7 +151,7 @@ def refuse_as_the_run_would(task: Any, folder: Path, options: Any, samples: list
 
 
 async def _dry_run(task: Any, folder: Path, options: Any) -> dict[str, Any]:
-    inputs.set_policy(input_policy(options))  # in asyncio.run's task: its context ends with the dry run
+    inputs.active_policy.set(input_policy(options))  # in asyncio.run's task: its context ends with the dry run
     fresh = options.overwrite or not (folder / DB_NAME).exists()  # --overwrite: estimated as an empty folder
     originals = {k: v for k, v in vars(task).items() if k in ROLES and hasattr(v, "model_id")}
     samples = select_samples(task, options)

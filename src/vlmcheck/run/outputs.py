@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..core.errors import shorten_middle
-from ..core.files import json_text, write_lines_atomic, write_text_atomic
+from ..core.files import write_text_atomic
+from ..core.printable import json_text
 from ..core.secrets import redact, redact_obj, redacted_json
 from ..store.db import RunStore
 from .prices import by_identity, usage_with_cost
@@ -27,12 +28,12 @@ def write_outputs(store: RunStore, task: Task, samples: list[Sample], session: S
     path = store.folder / "samples.jsonl"
     tally = _Tally(task)
     try:
-        write_lines_atomic(path, _lines(store.iter_samples(task.name), order, tally))
+        write_text_atomic(path, _lines(store.iter_samples(task.name), order, tally))
     except _OutOfOrder:  # seen only in stores whose samples were renumbered; the whole run in memory, sorted
         tally = _Tally(task)
         records = sorted((r for r in store.iter_samples(task.name) if r["sample_id"] in order),
                          key=lambda r: order[r["sample_id"]])
-        write_lines_atomic(path, _lines(records, order, tally))
+        write_text_atomic(path, _lines(records, order, tally))
     failure_kinds: dict[str, dict[str, Any]] = {}  # per error type: its count and the first sample's message
     for r in tally.failed:
         said = shorten_middle(redact(" ".join(str(r["error"]["message"]).split())), EXAMPLE_CHARS)

@@ -171,7 +171,7 @@ class SampleWorker:
 
     async def run(self, sample_id: str, seq: int, payload: Any) -> dict[str, Any]:
         _SAMPLE.set(sample_id)
-        inputs.set_policy(self.policy)
+        inputs.active_policy.set(self.policy)
         await fetch_missing(payload, self.inputs_root, lambda path: self.reader.input_file.remote(path))
         # a session per sample (one scheduler for all): its counters are this sample's own
         session = Session(self.store, self.scheduler, key_version=self.key_version)

@@ -146,7 +146,7 @@ def run_spec(task: Task, samples: list[Sample], options: RunOptions) -> dict[str
 async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOptions | None = None) -> RunResult:
     options = options or RunOptions()
     folder = check_folder(folder)
-    token = inputs.set_policy(options_table.input_policy(options, dirs={}))
+    token = inputs.active_policy.set(options_table.input_policy(options, dirs={}))
     existed, held = folder.exists(), False
     try:
         with folder_lock(folder):
@@ -159,7 +159,7 @@ async def run_task_async(task: Task, folder: str | os.PathLike, options: RunOpti
             leave_nothing(folder, existed)
         raise
     finally:
-        inputs.reset_policy(token)
+        inputs.active_policy.reset(token)
 
 
 async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResult:
@@ -241,7 +241,7 @@ async def _run_locked(task: Task, folder: Path, options: RunOptions) -> RunResul
 def start_session(store: RunStore, options: RunOptions, key_version: int) -> Session:
     """A session on the run's store; files read as its keys name them (a store from before key version 3 keys
     them by their pixels: read decoded, as it did)."""
-    inputs.set_policy(replace(inputs.current_policy(), file_keys=key_version >= FILE_KEYS_SINCE))
+    inputs.active_policy.set(replace(inputs.active_policy.get(), file_keys=key_version >= FILE_KEYS_SINCE))
     return Session(store, Scheduler(options.max_concurrency, options.retry, seed=options.seed),
                    key_version=key_version)
 

@@ -9,7 +9,7 @@ import hashlib
 import logging
 from typing import Any
 
-from ..core.files import json_encoder
+from ..core.printable import json_encoder
 from ..core.roles import Generation, GenerationConfig
 from ..core.spec import ModelSpec, SpecError, registration
 

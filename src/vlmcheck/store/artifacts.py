@@ -3,13 +3,12 @@ named by their pixel hash, each with a row in the store's ``artifacts`` table.""
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from .._lazy import lazy_module
+from ..core.files import write_bytes_atomic
 from ..core.images import TRANSPORT_PNG_LEVEL, encode_image, image_hash, transport_bytes
 
 Image = lazy_module("PIL.Image")  # Pillow on first use (vlmcheck/_lazy.py)
@@ -48,13 +47,11 @@ class Artifacts:
         return rel
 
     def _write_file(self, rel: str, data: Callable[[], bytes]) -> None:
-        """Write ``data()`` at ``rel`` unless a file is there, by temp file + rename (never half a file)."""
+        """Write ``data()`` at ``rel`` unless a file is there, whole or not at all."""
         target = self.folder / rel
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(f".tmp{os.getpid()}.{threading.get_ident()}")
-            tmp.write_bytes(data())
-            os.replace(tmp, target)
+            write_bytes_atomic(target, data())
 
     def _add_artifact(self, digest: str, rel: str, size: tuple[int, int]) -> None:
         self._exec("INSERT OR IGNORE INTO artifacts(sha256, path, width, height, created_at) VALUES (?, ?, ?, ?, ?)",

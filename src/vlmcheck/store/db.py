@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..core.files import json_text_encoder, printable, utf8_text
+from ..core.printable import json_text_encoder, printable, utf8_text
 from ..core.secrets import redact, redacted_json
 from . import artifacts
 from .artifacts import Artifacts
@@ -193,15 +193,11 @@ class RunStore(GroupCommit, Artifacts, contextlib.AbstractContextManager):
         with self._guarded() as db:
             return db.execute(sql, args).fetchall()
 
-    def _row(self, sql: str, args: tuple = ()) -> tuple | None:
-        rows = self._rows(sql, args)
-        return rows[0] if rows else None
-
     def _json(self, sql: str, args: tuple) -> tuple[bool, Any]:
         """(found, value) of the first row's JSON text; value :data:`_DAMAGED` where it is not JSON."""
-        row = self._row(sql, args)
+        rows = self._rows(sql, args)
         try:
-            return bool(row), json.loads(row[0]) if row else None
+            return bool(rows), json.loads(rows[0][0]) if rows else None
         except (TypeError, ValueError):
             return True, _DAMAGED
 
@@ -358,7 +354,7 @@ class RunStore(GroupCommit, Artifacts, contextlib.AbstractContextManager):
     def end_batch(self, batch_id: str) -> None:
         self._exec("UPDATE batches SET status = 'ended' WHERE batch_id = ?", (batch_id,))
 
-    def absorb(self, other: "RunStore") -> dict[str, int]:
+    def absorb(self, other: "RunStore") -> None:
         """Union ``other``'s calls, samples and artifacts into this store (``vlmcheck merge``), idempotently: a row
         already here is kept, but a finished sample replaces a failed one."""
         with self._lock:
@@ -366,19 +362,15 @@ class RunStore(GroupCommit, Artifacts, contextlib.AbstractContextManager):
             self._exec("ATTACH DATABASE ? AS other", (_uri(other.path, True, getattr(other, "immutable", False)),))
             try:
                 with self.transaction():
-                    counts = {
-                        "calls": self._exec("INSERT OR IGNORE INTO calls SELECT * FROM other.calls").rowcount,
-                        "samples": self._exec(
-                            "INSERT INTO samples SELECT * FROM other.samples WHERE true "
-                            "ON CONFLICT(task, sample_id) DO UPDATE SET status = excluded.status, "
-                            "result = excluded.result, error_type = excluded.error_type, "
-                            "error_message = excluded.error_message, updated_at = excluded.updated_at "
-                            "WHERE samples.status = 'error' AND excluded.status = 'done'").rowcount,
-                        "artifacts": self._exec(
-                            "INSERT OR IGNORE INTO artifacts SELECT * FROM other.artifacts").rowcount}
+                    self._exec("INSERT OR IGNORE INTO calls SELECT * FROM other.calls")
+                    self._exec("INSERT INTO samples SELECT * FROM other.samples WHERE true "
+                               "ON CONFLICT(task, sample_id) DO UPDATE SET status = excluded.status, "
+                               "result = excluded.result, error_type = excluded.error_type, "
+                               "error_message = excluded.error_message, updated_at = excluded.updated_at "
+                               "WHERE samples.status = 'error' AND excluded.status = 'done'")
+                    self._exec("INSERT OR IGNORE INTO artifacts SELECT * FROM other.artifacts")
             finally:
                 self._exec("DETACH DATABASE other")
         for (rel,) in other._rows("SELECT path FROM artifacts"):
             if (other.folder / rel).is_file():
                 self._write_file(rel, (other.folder / rel).read_bytes)
-        return counts

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...core.dataset_files import DatasetFileError, parse_json, read_bytes, read_text
-from ...core.files import read_jsonl
+from ...core.files import JsonlRecords
 from . import metrics as M
 
 COUNT_TEMPLATE = "{option}"
@@ -82,7 +82,7 @@ def _records(path: Path) -> list[dict[str, Any]]:
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of records")
         return data
-    return read_jsonl(path)
+    return list(JsonlRecords(path))
 
 
 def count_pool(gt: int, width: int = 2, same_decade: bool = False) -> list[int]:
@@ -288,7 +288,7 @@ def hierarchy_items(rows: list[dict], base: Path, tree: str | None = None, negat
 def load_turns(path: Path, **_) -> list[dict[str, Any]]:
     """Generic multi-turn PPL: JSONL records ``{image, turns: [{prompt, options, answer (index or text),
     template = "{option}"}]}``; options keep their order."""
-    return turn_items(read_jsonl(path), path.parent)
+    return turn_items(list(JsonlRecords(path)), path.parent)
 
 
 def turn_items(rows: list[dict], base: Path, **_) -> list[dict[str, Any]]:
