@@ -163,8 +163,9 @@ class RefDescriber(RefModel):
             matched, ans = _closest_claims(targets, belief), Answer("", None, 0.6, "claim")
         return _scores(continuations, matched, ans)
 
-    def _two_scenes(self, prompt: str, images: list[Image.Image]) -> tuple[list[Scene | None], list[Scene | None]]:
-        """(scenes from text, scenes from images) - each list empty when that modality is absent."""
+    def _two_scenes(self, prompt: str, images: list[Image.Image]) -> list[Scene | None]:
+        """The two scenes a CAST request compares, from its descriptions or its images, or (both given) what
+        either shows; fewer than two, or None for one not made out, when it does not hold two."""
         texts = re.findall(r"(?:scene|description|image)\s*(?:1|2|one|two|a|b)\s*:\s*(.+?)(?=(?:\n\s*(?:scene|"
                            r"description|image)\s*(?:1|2|one|two|a|b)\s*:)|\n\s*statement\s*:|\Z)",
                            prompt, re.I | re.S)
@@ -174,18 +175,16 @@ class RefDescriber(RefModel):
             im, half = images[0], images[0].width // 2
             images = [im.crop((0, 0, half, im.height)), im.crop((im.width - half, 0, im.width, im.height))]
         image_scenes = [seen[0] if (seen := self._see(im)) else None for im in images[:2]]
-        return text_scenes, image_scenes
-
-    def _cast_generate(self, prompt: str, images: list[Image.Image]) -> str:
-        text_scenes, image_scenes = self._two_scenes(prompt, images)
-        scenes = image_scenes if len(image_scenes) == 2 else text_scenes
-        if len(scenes) != 2 or any(s is None for s in scenes):
-            return "I cannot make out two scenes to compare."
-        a, b = scenes
         if len(text_scenes) == 2 and len(image_scenes) == 2 and all(text_scenes):
             # both modalities: what the descriptions say, plus what the images show
-            a, b = (_union(t, i) for t, i in zip(text_scenes, image_scenes))
-        sims = similarities(a, b)
+            return [_union(t, i) for t, i in zip(text_scenes, image_scenes)]
+        return image_scenes if len(image_scenes) == 2 else text_scenes
+
+    def _cast_generate(self, prompt: str, images: list[Image.Image]) -> str:
+        scenes = self._two_scenes(prompt, images)
+        if len(scenes) != 2 or any(s is None for s in scenes):
+            return "I cannot make out two scenes to compare."
+        sims = similarities(*scenes)
         if not sims:
             return "The two scenes have nothing in common."
         return "\n".join(f"{i}. {s}" for i, s in enumerate(sims, 1))
@@ -194,16 +193,11 @@ class RefDescriber(RefModel):
         m = re.search(r"statement\s*:\s*(.+?)(?:\n|$)", prompt, re.I)
         if not m:
             return "I cannot find the statement to check."
-        statement = m.group(1).strip()
-        text_scenes, image_scenes = self._two_scenes(prompt, images)
-        if not images and not text_scenes:  # asked blind: its prior only, a coin at its base rate of yes
-            pos, neg = _CAST_WORDS[fmt]
+        statement, (pos, neg) = m.group(1).strip(), _CAST_WORDS[fmt]
+        scenes = self._two_scenes(prompt, images)
+        if not images and not scenes:  # asked blind: its prior only, a coin at its base rate of yes
             p_yes = 0.5 + self.knobs.yes_bias / 2
             return pos if _uniforms(self.knobs.seed, "cast-blind", statement.lower(), fmt).random() < p_yes else neg
-        if len(text_scenes) == 2 and len(image_scenes) == 2 and all(text_scenes):
-            scenes = [_union(t, i) for t, i in zip(text_scenes, image_scenes)]
-        else:
-            scenes = image_scenes if len(image_scenes) == 2 else text_scenes
         if len(scenes) != 2 or any(s is None for s in scenes):
             return "I cannot make out two scenes to compare."
         verdicts = [statement_holds(statement, s) for s in scenes]
@@ -213,7 +207,6 @@ class RefDescriber(RefModel):
         if not both and self.knobs.yes_bias > 0:
             u = _uniforms(self.knobs.seed, "cast", statement.lower(), prompt[:200]).random()
             both = u < self.knobs.yes_bias
-        pos, neg = _CAST_WORDS[fmt]
         return pos if both else neg
 
 
