@@ -71,7 +71,8 @@ class RefDescriber(RefModel):
         self.robust = spec.get_bool("robust", False) if spec else False
         super().__init__(spec)
 
-    def _see(self, img: Image.Image) -> tuple[Scene, dict[int, float], float, str, bool] | None:
+    def _see(self, img: Image.Image) -> WorldAnswerer | None:
+        """What it believes ``img`` shows (``.b``), ready to answer questions; None for a photograph."""
         key = (getattr(img, _KEY, None) or f"pixels:{image_hash(img.convert('RGB'))}", self.robust)
         p = _PERCEPTIONS.get(key, _UNSEEN)
         if p is _UNSEEN:  # two threads may both perceive it: the same reading
@@ -83,7 +84,7 @@ class RefDescriber(RefModel):
         # to the describer gets the same errors, so perturbations only add the errors they cause
         content = hashlib.sha256(repr(p.scene.key()).encode()).hexdigest()
         belief, conf = apply_knobs(p, self.knobs, content)
-        return belief, conf, p.text_confidence, content, p.degraded
+        return WorldAnswerer(belief, conf, p.text_confidence, self.knobs, content, p.degraded)
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         text = await asyncio.to_thread(self._respond, messages)
@@ -116,14 +117,13 @@ class RefDescriber(RefModel):
                 return "I cannot answer this question about a photograph; I can only describe it."
             words = read_photo_text(images[-1])
             return describe_photo(images[-1]) + (f' Text visible in the image: "{words}".' if words else "")
-        belief, conf, tconf, key, soft = seen
-        ans = WorldAnswerer(belief, conf, tconf, self.knobs, key, soft).answer(q, prompt)
+        ans = seen.answer(q, prompt)
         if not q.options:
             return ans.text
         # the first option that agrees with the answer's value, or ('which of these ...') that holds as a claim
         hits = [(letter, opt) for letter, opt in q.options if _option_matches(ans, opt)]
         if not hits and ans.value is None:
-            hits = [(letter, opt) for letter, opt in q.options if statement_holds(opt, belief)]
+            hits = [(letter, opt) for letter, opt in q.options if statement_holds(opt, seen.b)]
         return f"{hits[0][0]}. {hits[0][1]}" if hits else "None of the options matches what I see."
 
     def _loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
@@ -135,15 +135,11 @@ class RefDescriber(RefModel):
                 return _scores(continuations, matched, Answer(said, said, 0.55, "yesno"))
         q = lang.parse_question(prompt)
         seen = self._see(images[-1]) if images else None
-        ans, belief, soft = None, None, False
         turn = _turn_kind(prompt)
         if seen is not None and turn is not None:  # ChEF's detection and hierarchy turns
-            ans = Answer("", None, 0.85, "claim")
-            matched = [_turn_match(turn, prompt, c, seen[0]) for c in continuations]
-            return _scores(continuations, matched, ans)
-        if seen is not None and q.kind != "describe":
-            belief, conf, tconf, key, soft = seen
-            ans = WorldAnswerer(belief, conf, tconf, self.knobs, key, soft).answer(q, prompt)
+            matched = [_turn_match(turn, prompt, c, seen.b) for c in continuations]
+            return _scores(continuations, matched, Answer("", None, 0.85, "claim"))
+        ans = seen.answer(q, prompt) if seen is not None and q.kind != "describe" else None
         letters = dict(q.options)
         by_claim = ans is not None and ans.value is None and bool(q.options)
         if by_claim:  # "which of these ...": options read as claims
@@ -156,11 +152,11 @@ class RefDescriber(RefModel):
         if ans is None:
             matched = [False] * len(targets)
         elif by_claim:
-            matched = [bool(statement_holds(target, belief)) for target in targets]
+            matched = [bool(statement_holds(target, seen.b)) for target in targets]
         else:
             matched = [_option_matches(ans, target) for target in targets]
-        if by_claim and soft and not any(matched):
-            matched, ans = _closest_claims(targets, belief), Answer("", None, 0.6, "claim")
+        if by_claim and seen.soft and not any(matched):
+            matched, ans = _closest_claims(targets, seen.b), Answer("", None, 0.6, "claim")
         return _scores(continuations, matched, ans)
 
     def _two_scenes(self, prompt: str, images: list[Image.Image]) -> list[Scene | None]:
@@ -174,7 +170,7 @@ class RefDescriber(RefModel):
         if len(images) == 1 and images[0].width >= 1.8 * images[0].height:  # side by side in one image
             im, half = images[0], images[0].width // 2
             images = [im.crop((0, 0, half, im.height)), im.crop((im.width - half, 0, im.width, im.height))]
-        image_scenes = [seen[0] if (seen := self._see(im)) else None for im in images[:2]]
+        image_scenes = [seen.b if (seen := self._see(im)) else None for im in images[:2]]
         if len(text_scenes) == 2 and len(image_scenes) == 2 and all(text_scenes):
             # both modalities: what the descriptions say, plus what the images show
             return [_union(t, i) for t, i in zip(text_scenes, image_scenes)]
