@@ -81,18 +81,13 @@ class WorldAnswerer:
 
     def _matching(self, q: lang.Question) -> list[int]:
         subj = q.subject
-        out = []
-        for i, o in enumerate(self.b.objects):
-            if subj is not None and not subj.matches(o):
-                continue
-            if q.position is not None and q.kind not in ("position_check",) and (o.row, o.col) != q.position:
-                continue
-            out.append(i)
+        pos = q.position if q.kind != "position_check" else None  # a position check asks for the position
+        out = [i for i, o in enumerate(self.b.objects)
+               if (subj is None or subj.matches(o)) and (pos is None or (o.row, o.col) == pos)]
         if out or not self.soft or q.kind in ("exists", "count_check", "position_check", "size_check"):
             return out
         # a degraded reading: shapes are the first thing blur and noise take, colours and places last; like a
         # model that is unsure, answer about the object that agrees with most of what was asked
-        pos = q.position if q.kind != "position_check" else None
         scores = [soft_match(subj, pos, o) for o in self.b.objects]
         best = max(scores, default=0.0)
         if best <= 0:
