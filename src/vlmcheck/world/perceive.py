@@ -170,7 +170,7 @@ def classify_shape_by_template(mask: np.ndarray) -> tuple[str, float]:
     for shape in SHAPES:
         r = float(np.sqrt(area / _UNIT_AREA[shape]))
         best = 0.0
-        for deg in (-15, -10, -5, 0, 5, 10, 15):
+        for deg in (0,) if shape == "circle" else (-15, -10, -5, 0, 5, 10, 15):  # a circle does not turn
             tmpl = np.zeros(win.shape, np.uint8)
             if shape == "circle":
                 cv2.circle(tmpl, (int(round(cx)), int(round(cy))), int(round(r)), 1, -1)
@@ -183,8 +183,6 @@ def classify_shape_by_template(mask: np.ndarray) -> tuple[str, float]:
                 cv2.fillPoly(tmpl, [np.round(rot + [cx, cy]).astype(np.int32)], 1)
             tm = tmpl.astype(bool)
             best = max(best, float((tm & win).sum()) / max(float((tm | win).sum()), 1.0))
-            if shape == "circle":
-                break
         scores[shape] = best
     ranked = sorted(scores, key=lambda k: -scores[k])
     return ranked[0], _conf(scores[ranked[0]] - scores[ranked[1]], 0.1)
