@@ -55,9 +55,9 @@ def plural(shape: str) -> str:
 
 
 class SceneObject(BaseModel):
-    shape: Literal["circle", "square", "triangle", "star", "hexagon", "diamond"]
+    shape: Literal[SHAPES]
     color: str
-    size: Literal["small", "large"] = "large"
+    size: Literal[SIZES] = "large"
     row: int = Field(ge=0, le=2)
     col: int = Field(ge=0, le=2)
 
