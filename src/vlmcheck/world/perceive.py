@@ -16,16 +16,18 @@ describer falls back to its photo pipeline.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 from PIL import Image
 from scipy import ndimage
 
 from .colors import NAMED_COLORS
-from .scene import BACKGROUNDS, Scene, SceneObject, canonical_text
+from .scene import BACKGROUNDS, SHAPES, Scene, SceneObject, canonical_text, shape_polygon
 
 _PALETTE = np.array(list(NAMED_COLORS.values()) + [(15, 15, 15)], dtype=np.float32)
 _BG_NAMES = list(BACKGROUNDS)
@@ -45,8 +47,6 @@ def _ocr_engine():
     """(engine, name): rapidocr 3 (PP-OCR models inside the wheel, onnxruntime; what ``vlmcheck[ref]``
     installs), else rapidocr-onnxruntime (PP-OCRv4), which older environments may hold.  The one used is
     logged once and returned by :func:`ocr_backend`."""
-    import logging
-
     try:
         from rapidocr import RapidOCR
 
@@ -109,8 +109,6 @@ def classify_shape(mask: np.ndarray) -> tuple[str, float]:
     area = len(ys)
     extent = area / float(h * w)
     aspect = h / float(w)
-    import cv2
-
     pts = np.stack([xs, ys], axis=1).astype(np.int32)
     hull = cv2.convexHull(pts)
     hull_area = max(cv2.contourArea(hull), 1.0)
@@ -133,8 +131,6 @@ def classify_shape(mask: np.ndarray) -> tuple[str, float]:
 
 
 def _unit_areas() -> dict[str, float]:
-    from .scene import SHAPES, shape_polygon
-
     out = {}
     for shape in SHAPES:
         poly = shape_polygon(shape, 0.0, 0.0, 1.0)
@@ -154,10 +150,6 @@ def classify_shape_by_template(mask: np.ndarray) -> tuple[str, float]:
     centred on its centroid and turned by up to 15 degrees either way (ChEF's rotation), overlaps the mask
     best (IoU).  Blur rounds corners and noise frays edges, which thresholds on extent and solidity do not
     survive; a whole-outline overlap degrades gradually instead."""
-    import cv2
-
-    from .scene import SHAPES, shape_polygon
-
     ys, xs = np.nonzero(mask)
     area = float(len(ys))
     y0, x0 = ys.min(), xs.min()
@@ -212,8 +204,6 @@ def perceive(img: Image.Image, *, read_text_lines: bool = True, robust: bool = F
 
 
 def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Perceived | None:
-    import cv2
-
     arr = np.asarray(img.convert("RGB"))
     H, W = arr.shape[:2]
     # a 5x5 median removes pixel noise (and JPEG ringing) but keeps shapes and their corners
@@ -256,8 +246,6 @@ MIN_COVERAGE = 0.6  # share of the coloured foreground the objects must explain 
 
 
 def _hsv01(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    import cv2
-
     a = np.ascontiguousarray((np.clip(rgb, 0, 1) * 255).astype(np.uint8).reshape(-1, 1, 3))
     hsv = cv2.cvtColor(a, cv2.COLOR_RGB2HSV_FULL).reshape(rgb.shape).astype(np.float32)
     return hsv[..., 0] / 256.0, hsv[..., 1] / 255.0, hsv[..., 2] / 255.0
@@ -326,8 +314,6 @@ def _objects(label: np.ndarray, degraded: bool) -> tuple[list[SceneObject], list
 def perceive_degraded(img: Image.Image) -> Perceived | None:
     """A corrupted world scene's objects (see the module docstring); no text.  None when it does not look
     like a scene."""
-    import cv2
-
     arr = np.asarray(img.convert("RGB"))
     H, W = arr.shape[:2]
     if min(H, W) < 24:
