@@ -232,10 +232,9 @@ def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Percei
         rows = np.nonzero(dark.sum(axis=1) >= 2)[0]
         cols = np.nonzero(dark.sum(axis=0) >= 2)[0]
         if rows.size and cols.size:
-            pad = max(4, int(0.02 * H))
-            crop = arr[max(rows.min() - pad, 0): rows.max() + pad + 1,
-                       max(cols.min() - pad, 0): cols.max() + pad + 1]
-            read, tconf = read_text(np.ascontiguousarray(crop))
+            box = _grown((slice(rows.min(), rows.max() + 1), slice(cols.min(), cols.max() + 1)), arr.shape,
+                         max(4, int(0.02 * H)))
+            read, tconf = read_text(np.ascontiguousarray(arr[box]))
             text = read or None
     scene = Scene(background=bg_name, objects=objects, text=text)
     return Perceived(scene=scene, confidence=dict(enumerate(confidence)), text_confidence=tconf)
