@@ -30,7 +30,7 @@ from .ref_models import RefModel, describe_photo, generation
 from .blind import blind_answer
 from .answering import Answer, WorldAnswerer, _option_matches, soft_match
 from .knobs import Knobs, _uniforms, apply_knobs
-from .scene import Scene
+from .scene import Scene, object_box
 from .similarity import _CAST_FORMATS, _CAST_GEN, _CAST_WORDS, similarities, statement_holds
 
 
@@ -251,7 +251,6 @@ def _turn_kind(prompt: str) -> str | None:
 def _turn_match(kind: str, prompt: str, continuation: str, belief: Scene) -> bool:
     if kind == "claim":  # "The image shows a circle" / "... label for this image is red circle"
         return bool(statement_holds(_CLAIM_PREFIX.sub("", continuation.strip()), belief))
-    from .scene import object_box
     from ..metrics.stats import iou
 
     label = _BOX_TURN.search(prompt).group(1)

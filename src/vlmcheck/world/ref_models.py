@@ -16,6 +16,7 @@ from ..core.messages import Message
 from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
 from ..core.spec import ModelSpec
 from .colors import dominant_colors
+from .effnet import EffNetLite0
 
 
 class RefModel:
@@ -70,8 +71,6 @@ class EffNetEncoder(RefModel):
     name, capabilities, max_concurrency = "effnet", Capabilities(vision_embedding=True), 1
 
     def __init__(self, spec: ModelSpec | None = None) -> None:
-        from .effnet import EffNetLite0
-
         self.net = EffNetLite0.get()
         super().__init__(spec)
 
@@ -89,8 +88,6 @@ _DESCRIBE = re.compile(r"\b(describe|description|caption|what (is|do you see) in
 
 
 def describe_photo(img: Image.Image) -> str:
-    from .effnet import EffNetLite0
-
     labels = EffNetLite0.get().top_labels(img, k=3)
     colors = dominant_colors(img)
     first, p = labels[0]
