@@ -1,5 +1,6 @@
 """How a ``ref:describer`` answers a question from its belief: yes/no, count, colour, shape, size, position,
-text, arithmetic and code questions, with or without lettered options, each with a confidence.
+text, arithmetic and code questions, with or without lettered options, each with a confidence; and asked without
+its image (the blind control, :func:`blind_answer`), from its language prior only (docs/world.md).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import numpy as np
 
 from . import language as lang
 from .knobs import Knobs, _uniforms
-from .scene import POSITIONS, Scene, SceneObject, canonical_text, describe_scene, position_name
+from .scene import (COLORS, POSITIONS, SHAPES, SIZES, Scene, SceneObject, canonical_text, describe_scene,
+                    position_name)
 
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -187,3 +189,21 @@ def _option_matches(ans: Answer, option: str) -> bool:
         pos = lang.find_position(opt)
         return pos is not None and position_name(*pos) == val
     return canonical_text(val) == canonical_text(opt) or re.search(rf"\b{re.escape(val)}\b", opt) is not None
+
+
+_YESNO = ("exists", "text_exists")
+PRIOR = {"color": COLORS[0], "shape": SHAPES[0], "size": SIZES[0], "count": "1"}
+
+
+def blind_answer(prompt: str, knobs: Knobs) -> str:
+    """Yes/no: "yes" at its base rate of yes; colour, shape, size and count: the world's most common value
+    (uniform draws: the first value; 1 to 3 objects of a kind: 1); options: the one that matches that guess."""
+    q = lang.parse_question(prompt)
+    if q.kind in _YESNO or q.kind.endswith("_check"):
+        p_yes = 0.5 + knobs.yes_bias / 2
+        return "Yes." if _uniforms("blind", prompt.strip().lower(), knobs.seed).random() < p_yes else "No."
+    guess = PRIOR.get(q.kind)
+    if q.options:
+        hit = next(((letter, opt) for letter, opt in q.options if guess and guess in opt.lower()), q.options[0])
+        return f"{hit[0]}. {hit[1]}"
+    return guess if guess else "I cannot tell without the image."

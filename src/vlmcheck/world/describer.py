@@ -5,9 +5,8 @@ error knobs to what it saw, and answers from that belief, with confidences taken
 errors made by the knobs stay confidently wrong, as in real models). On a photograph it falls back to
 EfficientNet-Lite0 labels, OCR text and dominant colours; a request it does not understand it says so.
 
-Split by job: ``knobs.py`` (what it believes it saw), ``answering.py`` (answering each kind of question),
-``blind.py`` (asked without the image), ``similarity.py`` (CAST), this module (requests in, text and
-likelihoods out).
+Split by job: ``knobs.py`` (what it believes it saw), ``answering.py`` (answering each kind of question, and
+without the image), ``similarity.py`` (CAST), this module (requests in, text and likelihoods out).
 """
 
 from __future__ import annotations
@@ -27,8 +26,7 @@ from ..core.spec import ModelSpec
 from . import language as lang
 from .perceive import perceive, read_photo_text
 from .ref_models import RefModel, describe_photo, generation
-from .blind import blind_answer
-from .answering import Answer, WorldAnswerer, _option_matches, soft_match
+from .answering import Answer, WorldAnswerer, _option_matches, blind_answer, soft_match
 from .knobs import Knobs, _uniforms, apply_knobs
 from .scene import Scene, object_box
 from .similarity import _CAST_FORMATS, _CAST_GEN, _CAST_WORDS, similarities, statement_holds
