@@ -1,7 +1,7 @@
 """What the reference models share, and the small ones (docs/world.md): ``ref:pixels`` (a 4x4 grid of mean
 colours plus a 4-bin-per-channel colour histogram, L2-normalised), ``ref:effnet`` (EfficientNet-Lite0 pooled
-features) and ``ref:photo`` (EfficientNet-Lite0 top labels and dominant colours in English; it only describes,
-and says so to any other request, as a weak model would).
+features), ``ref:photo`` (EfficientNet-Lite0 top labels and dominant colours in English; it only describes,
+and says so to any other request, as a weak model would) and ``ref:renderer`` (text to world scene).
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from PIL import Image
 
 from ..core.messages import Message
 from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
-from ..core.spec import ModelSpec
+from ..core.spec import ModelSpec, SpecError
 from .colors import dominant_colors
 from .effnet import EffNetLite0
+from .language import parse_description
+from .scene import render_scene
 
 
 class RefModel:
@@ -115,3 +117,27 @@ class PhotoDescriber(RefModel):
         else:
             text = await asyncio.to_thread(describe_photo, images[0].to_pil())
         return generation(text, config.max_tokens, len(prompt.split()))
+
+
+class RefRenderer(RefModel):
+    """A text-to-image generator for the reference world: a free English description
+    (:mod:`vlmcheck.world.language`) read into a scene graph and rendered.  What it cannot read is left out, as a
+    weak generator would (nothing understood: an empty background).  Deterministic: the seed is accepted and
+    recorded, not needed."""
+
+    name, capabilities = "renderer", Capabilities(seeded=True)
+
+    def __init__(self, spec: ModelSpec | None = None) -> None:
+        params = dict(spec.params) if spec else {}
+        unknown = set(params) - {"size", "concurrency"}
+        if unknown:
+            raise SpecError(f"ref:renderer: unknown parameter(s) {sorted(unknown)}; known: size")
+        self.size = int(params.get("size", 384))
+        super().__init__(spec)
+
+    def render(self, prompt: str) -> Image.Image:
+        scene, _notes = parse_description(prompt)
+        return render_scene(scene, self.size)
+
+    async def generate_image(self, prompt: str, seed: int | None = None) -> Image.Image:
+        return await asyncio.to_thread(self.render, prompt)
