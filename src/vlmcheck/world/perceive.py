@@ -26,8 +26,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from .colors import NAMED_COLORS
-from .scene import BACKGROUNDS, SHAPES, Scene, SceneObject, canonical_text, shape_polygon
+from .scene import BACKGROUNDS, NAMED_COLORS, SHAPES, Scene, SceneObject, canonical_text, shape_polygon
 
 _PALETTE = np.array(list(NAMED_COLORS.values()) + [(15, 15, 15)], dtype=np.float32)
 _BG_NAMES = list(BACKGROUNDS)

@@ -15,10 +15,9 @@ from PIL import Image
 from ..core.messages import Message
 from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
 from ..core.spec import ModelSpec, SpecError
-from .colors import dominant_colors
 from .effnet import EffNetLite0
 from .language import parse_description
-from .scene import render_scene
+from .scene import NAMED_COLORS, render_scene
 
 
 class RefModel:
@@ -84,6 +83,21 @@ class EffNetEncoder(RefModel):
 
     def vision_input_size(self) -> tuple[int, int]:
         return (224, 224)
+
+
+#: The named colours a photograph's dominant colours are called by: the objects' and neutral tones.
+PHOTO_COLORS = {**NAMED_COLORS, "white": (250, 250, 250), "black": (15, 15, 15), "gray": (128, 128, 128)}
+
+
+def dominant_colors(img: Image.Image, k: int = 3, min_share: float = 0.08) -> list[tuple[str, float]]:
+    """Named colours covering the largest shares of the image (on a 64x64 thumbnail)."""
+    arr = np.asarray(img.convert("RGB").resize((64, 64), Image.BILINEAR), dtype=np.float32).reshape(-1, 3)
+    names = list(PHOTO_COLORS)
+    ref = np.array([PHOTO_COLORS[n] for n in names], dtype=np.float32)
+    idx = ((arr[:, None, :] - ref[None]) ** 2).sum(-1).argmin(1)
+    share = np.bincount(idx, minlength=len(names)) / len(idx)
+    order = np.argsort(-share)
+    return [(names[i], float(share[i])) for i in order[:k] if share[i] >= min_share]
 
 
 _DESCRIBE = re.compile(r"\b(describe|description|caption|what (is|do you see) in)\b", re.IGNORECASE)
