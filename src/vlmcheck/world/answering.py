@@ -62,7 +62,7 @@ class Answer:
     text: str  # what the model says
     value: str | None  # the normalised content, for matching options / continuations
     confidence: float  # belief that ``value`` is right
-    kind: str = "value"  # value | yesno | number | none
+    kind: str = "value"  # value | yesno | number | none | claim
 
 
 #: how an answer about one of the object's attributes is said
