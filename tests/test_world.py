@@ -279,6 +279,27 @@ def test_cast_similarities_and_validation_in_three_modalities():
     assert asyncio.run(model.generate([Message.user(side, one_both)], GenerationConfig())).text == "One"
 
 
+def test_cast_in_both_modalities_reads_a_scene_whose_image_is_not_made_out_from_its_description():
+    """Generation and validation pick the two scenes alike: with descriptions and images both given, what
+    either shows, so an unreadable image (noise) leaves its description."""
+    import numpy as np
+    from PIL import Image
+
+    a = Scene(background="white", objects=[SceneObject(shape="circle", color="red", row=0, col=0)])
+    noise = Image.fromarray((np.random.default_rng(1).random((96, 128, 3)) * 255).astype(np.uint8))
+    model = load_model("ref:describer", "vlm")
+    scenes = f"\nScene 1: {describe_scene(a)}\nScene 2: {describe_scene(a)}"
+    gen = "Given two scenes, find up to five similarities between each scene." + scenes
+    val = "Given two scenes, is the following statement true for both of the scenes?\nStatement: {s}" + scenes
+
+    def ask(prompt):
+        return asyncio.run(model.generate([Message.user(noise, noise, prompt)], GenerationConfig())).text
+
+    assert ask(gen).startswith("1. Both scenes contain a large red circle.")
+    assert ask(val.format(s="Both scenes contain a red circle.")) == "True"
+    assert ask(val.format(s="Both scenes contain a blue star.")) == "False"
+
+
 def Image_side_by_side(a, b):
     from PIL import Image
 

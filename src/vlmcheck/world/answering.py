@@ -1,5 +1,6 @@
 """How a ``ref:describer`` answers a question from its belief: yes/no, count, colour, shape, size, position,
-text, arithmetic and code questions, with or without lettered options, each with a confidence.
+text, arithmetic and code questions, with or without lettered options, each with a confidence; and asked without
+its image (the blind control, :func:`blind_answer`), from its language prior only (docs/world.md).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import numpy as np
 
 from . import language as lang
 from .knobs import Knobs, _uniforms
-from .scene import POSITIONS, Scene, SceneObject, canonical_text, describe_scene, position_name
+from .scene import (COLORS, POSITIONS, SHAPES, SIZES, Scene, SceneObject, canonical_text, describe_scene,
+                    position_name)
 
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -60,7 +62,7 @@ class Answer:
     text: str  # what the model says
     value: str | None  # the normalised content, for matching options / continuations
     confidence: float  # belief that ``value`` is right
-    kind: str = "value"  # value | yesno | number | none
+    kind: str = "value"  # value | yesno | number | none | claim
 
 
 #: how an answer about one of the object's attributes is said
@@ -81,18 +83,13 @@ class WorldAnswerer:
 
     def _matching(self, q: lang.Question) -> list[int]:
         subj = q.subject
-        out = []
-        for i, o in enumerate(self.b.objects):
-            if subj is not None and not subj.matches(o):
-                continue
-            if q.position is not None and q.kind not in ("position_check",) and (o.row, o.col) != q.position:
-                continue
-            out.append(i)
+        pos = q.position if q.kind != "position_check" else None  # a position check asks for the position
+        out = [i for i, o in enumerate(self.b.objects)
+               if (subj is None or subj.matches(o)) and (pos is None or (o.row, o.col) == pos)]
         if out or not self.soft or q.kind in ("exists", "count_check", "position_check", "size_check"):
             return out
         # a degraded reading: shapes are the first thing blur and noise take, colours and places last; like a
         # model that is unsure, answer about the object that agrees with most of what was asked
-        pos = q.position if q.kind != "position_check" else None
         scores = [soft_match(subj, pos, o) for o in self.b.objects]
         best = max(scores, default=0.0)
         if best <= 0:
@@ -192,3 +189,21 @@ def _option_matches(ans: Answer, option: str) -> bool:
         pos = lang.find_position(opt)
         return pos is not None and position_name(*pos) == val
     return canonical_text(val) == canonical_text(opt) or re.search(rf"\b{re.escape(val)}\b", opt) is not None
+
+
+_YESNO = ("exists", "text_exists")
+PRIOR = {"color": COLORS[0], "shape": SHAPES[0], "size": SIZES[0], "count": "1"}
+
+
+def blind_answer(prompt: str, knobs: Knobs) -> str:
+    """Yes/no: "yes" at its base rate of yes; colour, shape, size and count: the world's most common value
+    (uniform draws: the first value; 1 to 3 objects of a kind: 1); options: the one that matches that guess."""
+    q = lang.parse_question(prompt)
+    if q.kind in _YESNO or q.kind.endswith("_check"):
+        p_yes = 0.5 + knobs.yes_bias / 2
+        return "Yes." if _uniforms("blind", prompt.strip().lower(), knobs.seed).random() < p_yes else "No."
+    guess = PRIOR.get(q.kind)
+    if q.options:
+        hit = next(((letter, opt) for letter, opt in q.options if guess and guess in opt.lower()), q.options[0])
+        return f"{hit[0]}. {hit[1]}"
+    return guess if guess else "I cannot tell without the image."

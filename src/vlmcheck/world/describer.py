@@ -5,9 +5,8 @@ error knobs to what it saw, and answers from that belief, with confidences taken
 errors made by the knobs stay confidently wrong, as in real models). On a photograph it falls back to
 EfficientNet-Lite0 labels, OCR text and dominant colours; a request it does not understand it says so.
 
-Split by job: ``knobs.py`` (what it believes it saw), ``answering.py`` (answering each kind of question),
-``blind.py`` (asked without the image), ``similarity.py`` (CAST), this module (requests in, text and
-likelihoods out).
+Split by job: ``knobs.py`` (what it believes it saw), ``answering.py`` (answering each kind of question, and
+without the image), ``similarity.py`` (CAST), this module (requests in, text and likelihoods out).
 """
 
 from __future__ import annotations
@@ -27,10 +26,9 @@ from ..core.spec import ModelSpec
 from . import language as lang
 from .perceive import perceive, read_photo_text
 from .ref_models import RefModel, describe_photo, generation
-from .blind import blind_answer
-from .answering import Answer, WorldAnswerer, _option_matches, soft_match
+from .answering import Answer, WorldAnswerer, _option_matches, blind_answer, soft_match
 from .knobs import Knobs, _uniforms, apply_knobs
-from .scene import Scene
+from .scene import Scene, object_box
 from .similarity import _CAST_FORMATS, _CAST_GEN, _CAST_WORDS, similarities, statement_holds
 
 
@@ -71,7 +69,8 @@ class RefDescriber(RefModel):
         self.robust = spec.get_bool("robust", False) if spec else False
         super().__init__(spec)
 
-    def _see(self, img: Image.Image) -> tuple[Scene, dict[int, float], float, str, bool] | None:
+    def _see(self, img: Image.Image) -> WorldAnswerer | None:
+        """What it believes ``img`` shows (``.b``), ready to answer questions; None for a photograph."""
         key = (getattr(img, _KEY, None) or f"pixels:{image_hash(img.convert('RGB'))}", self.robust)
         p = _PERCEPTIONS.get(key, _UNSEEN)
         if p is _UNSEEN:  # two threads may both perceive it: the same reading
@@ -83,7 +82,7 @@ class RefDescriber(RefModel):
         # to the describer gets the same errors, so perturbations only add the errors they cause
         content = hashlib.sha256(repr(p.scene.key()).encode()).hexdigest()
         belief, conf = apply_knobs(p, self.knobs, content)
-        return belief, conf, p.text_confidence, content, p.degraded
+        return WorldAnswerer(belief, conf, p.text_confidence, self.knobs, content, p.degraded)
 
     async def generate(self, messages: list[Message], config: GenerationConfig) -> Generation:
         text = await asyncio.to_thread(self._respond, messages)
@@ -116,14 +115,13 @@ class RefDescriber(RefModel):
                 return "I cannot answer this question about a photograph; I can only describe it."
             words = read_photo_text(images[-1])
             return describe_photo(images[-1]) + (f' Text visible in the image: "{words}".' if words else "")
-        belief, conf, tconf, key, soft = seen
-        ans = WorldAnswerer(belief, conf, tconf, self.knobs, key, soft).answer(q, prompt)
+        ans = seen.answer(q, prompt)
         if not q.options:
             return ans.text
         # the first option that agrees with the answer's value, or ('which of these ...') that holds as a claim
         hits = [(letter, opt) for letter, opt in q.options if _option_matches(ans, opt)]
         if not hits and ans.value is None:
-            hits = [(letter, opt) for letter, opt in q.options if statement_holds(opt, belief)]
+            hits = [(letter, opt) for letter, opt in q.options if statement_holds(opt, seen.b)]
         return f"{hits[0][0]}. {hits[0][1]}" if hits else "None of the options matches what I see."
 
     def _loglikelihood(self, messages: list[Message], continuations: list[str]) -> list[Loglikelihood]:
@@ -135,15 +133,11 @@ class RefDescriber(RefModel):
                 return _scores(continuations, matched, Answer(said, said, 0.55, "yesno"))
         q = lang.parse_question(prompt)
         seen = self._see(images[-1]) if images else None
-        ans, belief, soft = None, None, False
         turn = _turn_kind(prompt)
         if seen is not None and turn is not None:  # ChEF's detection and hierarchy turns
-            ans = Answer("", None, 0.85, "claim")
-            matched = [_turn_match(turn, prompt, c, seen[0]) for c in continuations]
-            return _scores(continuations, matched, ans)
-        if seen is not None and q.kind != "describe":
-            belief, conf, tconf, key, soft = seen
-            ans = WorldAnswerer(belief, conf, tconf, self.knobs, key, soft).answer(q, prompt)
+            matched = [_turn_match(turn, prompt, c, seen.b) for c in continuations]
+            return _scores(continuations, matched, Answer("", None, 0.85, "claim"))
+        ans = seen.answer(q, prompt) if seen is not None and q.kind != "describe" else None
         letters = dict(q.options)
         by_claim = ans is not None and ans.value is None and bool(q.options)
         if by_claim:  # "which of these ...": options read as claims
@@ -156,15 +150,16 @@ class RefDescriber(RefModel):
         if ans is None:
             matched = [False] * len(targets)
         elif by_claim:
-            matched = [bool(statement_holds(target, belief)) for target in targets]
+            matched = [bool(statement_holds(target, seen.b)) for target in targets]
         else:
             matched = [_option_matches(ans, target) for target in targets]
-        if by_claim and soft and not any(matched):
-            matched, ans = _closest_claims(targets, belief), Answer("", None, 0.6, "claim")
+        if by_claim and seen.soft and not any(matched):
+            matched, ans = _closest_claims(targets, seen.b), Answer("", None, 0.6, "claim")
         return _scores(continuations, matched, ans)
 
-    def _two_scenes(self, prompt: str, images: list[Image.Image]) -> tuple[list[Scene | None], list[Scene | None]]:
-        """(scenes from text, scenes from images) - each list empty when that modality is absent."""
+    def _two_scenes(self, prompt: str, images: list[Image.Image]) -> list[Scene | None]:
+        """The two scenes a CAST request compares, from its descriptions or its images, or (both given) what
+        either shows; fewer than two, or None for one not made out, when it does not hold two."""
         texts = re.findall(r"(?:scene|description|image)\s*(?:1|2|one|two|a|b)\s*:\s*(.+?)(?=(?:\n\s*(?:scene|"
                            r"description|image)\s*(?:1|2|one|two|a|b)\s*:)|\n\s*statement\s*:|\Z)",
                            prompt, re.I | re.S)
@@ -173,19 +168,17 @@ class RefDescriber(RefModel):
         if len(images) == 1 and images[0].width >= 1.8 * images[0].height:  # side by side in one image
             im, half = images[0], images[0].width // 2
             images = [im.crop((0, 0, half, im.height)), im.crop((im.width - half, 0, im.width, im.height))]
-        image_scenes = [seen[0] if (seen := self._see(im)) else None for im in images[:2]]
-        return text_scenes, image_scenes
-
-    def _cast_generate(self, prompt: str, images: list[Image.Image]) -> str:
-        text_scenes, image_scenes = self._two_scenes(prompt, images)
-        scenes = image_scenes if len(image_scenes) == 2 else text_scenes
-        if len(scenes) != 2 or any(s is None for s in scenes):
-            return "I cannot make out two scenes to compare."
-        a, b = scenes
+        image_scenes = [seen.b if (seen := self._see(im)) else None for im in images[:2]]
         if len(text_scenes) == 2 and len(image_scenes) == 2 and all(text_scenes):
             # both modalities: what the descriptions say, plus what the images show
-            a, b = (_union(t, i) for t, i in zip(text_scenes, image_scenes))
-        sims = similarities(a, b)
+            return [_union(t, i) for t, i in zip(text_scenes, image_scenes)]
+        return image_scenes if len(image_scenes) == 2 else text_scenes
+
+    def _cast_generate(self, prompt: str, images: list[Image.Image]) -> str:
+        scenes = self._two_scenes(prompt, images)
+        if len(scenes) != 2 or any(s is None for s in scenes):
+            return "I cannot make out two scenes to compare."
+        sims = similarities(*scenes)
         if not sims:
             return "The two scenes have nothing in common."
         return "\n".join(f"{i}. {s}" for i, s in enumerate(sims, 1))
@@ -194,16 +187,11 @@ class RefDescriber(RefModel):
         m = re.search(r"statement\s*:\s*(.+?)(?:\n|$)", prompt, re.I)
         if not m:
             return "I cannot find the statement to check."
-        statement = m.group(1).strip()
-        text_scenes, image_scenes = self._two_scenes(prompt, images)
-        if not images and not text_scenes:  # asked blind: its prior only, a coin at its base rate of yes
-            pos, neg = _CAST_WORDS[fmt]
+        statement, (pos, neg) = m.group(1).strip(), _CAST_WORDS[fmt]
+        scenes = self._two_scenes(prompt, images)
+        if not images and not scenes:  # asked blind: its prior only, a coin at its base rate of yes
             p_yes = 0.5 + self.knobs.yes_bias / 2
             return pos if _uniforms(self.knobs.seed, "cast-blind", statement.lower(), fmt).random() < p_yes else neg
-        if len(text_scenes) == 2 and len(image_scenes) == 2 and all(text_scenes):
-            scenes = [_union(t, i) for t, i in zip(text_scenes, image_scenes)]
-        else:
-            scenes = image_scenes if len(image_scenes) == 2 else text_scenes
         if len(scenes) != 2 or any(s is None for s in scenes):
             return "I cannot make out two scenes to compare."
         verdicts = [statement_holds(statement, s) for s in scenes]
@@ -213,7 +201,6 @@ class RefDescriber(RefModel):
         if not both and self.knobs.yes_bias > 0:
             u = _uniforms(self.knobs.seed, "cast", statement.lower(), prompt[:200]).random()
             both = u < self.knobs.yes_bias
-        pos, neg = _CAST_WORDS[fmt]
         return pos if both else neg
 
 
@@ -262,7 +249,6 @@ def _turn_kind(prompt: str) -> str | None:
 def _turn_match(kind: str, prompt: str, continuation: str, belief: Scene) -> bool:
     if kind == "claim":  # "The image shows a circle" / "... label for this image is red circle"
         return bool(statement_holds(_CLAIM_PREFIX.sub("", continuation.strip()), belief))
-    from .scene import object_box
     from ..metrics.stats import iou
 
     label = _BOX_TURN.search(prompt).group(1)

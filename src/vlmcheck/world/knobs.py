@@ -8,7 +8,6 @@ setting (see ``describer.py``).
 from __future__ import annotations
 
 import hashlib
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,30 +82,26 @@ def apply_knobs(p: Perceived, knobs: Knobs, image_key: str) -> tuple[Scene, dict
         objs.append(o)
         conf.append(p.confidence.get(i, 0.8))
         moves.append(u_move)
+    belief = Scene(background=scene.background, objects=objs, text=scene.text)
     # misplace after omission, into cells that are free in the belief
-    rows = 2 if scene.text else 3
-    for i, (o, u_move) in enumerate(zip(list(objs), moves)):
-        if u_move < knobs.misplace:
-            used = {(x.row, x.col) for x in objs}
-            free = [(r, c) for r in range(rows) for c in range(3) if (r, c) not in used]
-            if free:
-                r, c = free[int(_uniforms(knobs.seed, image_key, "move", o.row, o.col).integers(len(free)))]
-                objs[i] = o.model_copy(update={"row": r, "col": c})
-    used = {(x.row, x.col) for x in objs}
-    for r, c in itertools.product(range(rows), range(3)):
+    for i, (o, u_move) in enumerate(zip(list(belief.objects), moves)):
+        if u_move < knobs.misplace and (free := belief.free_cells()):
+            r, c = free[int(_uniforms(knobs.seed, image_key, "move", o.row, o.col).integers(len(free)))]
+            belief.objects[i] = o.model_copy(update={"row": r, "col": c})
+    for r, c in belief.free_cells():
         rng = _uniforms(knobs.seed, image_key, "cell", r, c)
-        if (r, c) not in used and rng.random() < knobs.hallucinate:
-            objs.append(SceneObject(shape=SHAPES[rng.integers(len(SHAPES))], color=COLORS[rng.integers(len(COLORS))],
-                                    size=SIZES[rng.integers(2)], row=r, col=c))
+        if rng.random() < knobs.hallucinate:
+            belief.objects.append(SceneObject(shape=SHAPES[rng.integers(len(SHAPES))], row=r, col=c,
+                                              color=COLORS[rng.integers(len(COLORS))], size=SIZES[rng.integers(2)]))
             conf.append(0.8)
-    text = scene.text
+    text = belief.text
     if text:
         rng = _uniforms(knobs.seed, image_key, "text")
         u, pos, alt = rng.random(), int(rng.integers(len(text))), int(rng.integers(1, 9))
         idx = [i for i, ch in enumerate(text) if ch.isalnum()]
         if u < knobs.misread and idx:  # one letter or digit read as another
             i = idx[pos % len(idx)]
-            text = text[:i] + shifted(text[i], alt) + text[i + 1:]
-    order = sorted(range(len(objs)), key=lambda k: (objs[k].row, objs[k].col))
-    belief = Scene(background=scene.background, objects=[objs[k] for k in order], text=text)
+            belief.text = text[:i] + shifted(text[i], alt) + text[i + 1:]
+    order = sorted(range(len(belief.objects)), key=lambda k: (belief.objects[k].row, belief.objects[k].col))
+    belief.objects = [belief.objects[k] for k in order]
     return belief, {n: conf[k] for n, k in enumerate(order)}

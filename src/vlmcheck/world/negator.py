@@ -116,7 +116,7 @@ class RefNegator(RuleTextModel):
     def respond(self, prompt: str) -> str:
         m = re.search(r"the question is\s*:\s*(.+)$", prompt.strip(), re.I | re.S)
         question = (m.group(1) if m else prompt).strip()
-        if question.endswith("?.") or question.endswith("."):
+        if question.endswith("."):  # after a "?" too
             question = question[:-1]
         neg = negate_question(question)
         return neg if neg else "I cannot negate this question: it is not a yes/no question I can rephrase."

@@ -16,16 +16,17 @@ describer falls back to its photo pipeline.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from .colors import NAMED_COLORS
-from .scene import BACKGROUNDS, Scene, SceneObject, canonical_text
+from .scene import BACKGROUNDS, NAMED_COLORS, SHAPES, Scene, SceneObject, canonical_text, shape_polygon
 
 _PALETTE = np.array(list(NAMED_COLORS.values()) + [(15, 15, 15)], dtype=np.float32)
 _BG_NAMES = list(BACKGROUNDS)
@@ -45,8 +46,6 @@ def _ocr_engine():
     """(engine, name): rapidocr 3 (PP-OCR models inside the wheel, onnxruntime; what ``vlmcheck[ref]``
     installs), else rapidocr-onnxruntime (PP-OCRv4), which older environments may hold.  The one used is
     logged once and returned by :func:`ocr_backend`."""
-    import logging
-
     try:
         from rapidocr import RapidOCR
 
@@ -109,8 +108,6 @@ def classify_shape(mask: np.ndarray) -> tuple[str, float]:
     area = len(ys)
     extent = area / float(h * w)
     aspect = h / float(w)
-    import cv2
-
     pts = np.stack([xs, ys], axis=1).astype(np.int32)
     hull = cv2.convexHull(pts)
     hull_area = max(cv2.contourArea(hull), 1.0)
@@ -133,8 +130,6 @@ def classify_shape(mask: np.ndarray) -> tuple[str, float]:
 
 
 def _unit_areas() -> dict[str, float]:
-    from .scene import SHAPES, shape_polygon
-
     out = {}
     for shape in SHAPES:
         poly = shape_polygon(shape, 0.0, 0.0, 1.0)
@@ -154,10 +149,6 @@ def classify_shape_by_template(mask: np.ndarray) -> tuple[str, float]:
     centred on its centroid and turned by up to 15 degrees either way (ChEF's rotation), overlaps the mask
     best (IoU).  Blur rounds corners and noise frays edges, which thresholds on extent and solidity do not
     survive; a whole-outline overlap degrades gradually instead."""
-    import cv2
-
-    from .scene import SHAPES, shape_polygon
-
     ys, xs = np.nonzero(mask)
     area = float(len(ys))
     y0, x0 = ys.min(), xs.min()
@@ -170,7 +161,7 @@ def classify_shape_by_template(mask: np.ndarray) -> tuple[str, float]:
     for shape in SHAPES:
         r = float(np.sqrt(area / _UNIT_AREA[shape]))
         best = 0.0
-        for deg in (-15, -10, -5, 0, 5, 10, 15):
+        for deg in (0,) if shape == "circle" else (-15, -10, -5, 0, 5, 10, 15):  # a circle does not turn
             tmpl = np.zeros(win.shape, np.uint8)
             if shape == "circle":
                 cv2.circle(tmpl, (int(round(cx)), int(round(cy))), int(round(r)), 1, -1)
@@ -183,8 +174,6 @@ def classify_shape_by_template(mask: np.ndarray) -> tuple[str, float]:
                 cv2.fillPoly(tmpl, [np.round(rot + [cx, cy]).astype(np.int32)], 1)
             tm = tmpl.astype(bool)
             best = max(best, float((tm & win).sum()) / max(float((tm | win).sum()), 1.0))
-            if shape == "circle":
-                break
         scores[shape] = best
     ranked = sorted(scores, key=lambda k: -scores[k])
     return ranked[0], _conf(scores[ranked[0]] - scores[ranked[1]], 0.1)
@@ -213,23 +202,7 @@ def perceive(img: Image.Image, *, read_text_lines: bool = True, robust: bool = F
     return perceive_degraded(img) or strict
 
 
-def _place(found: dict[tuple[int, int], tuple[float, SceneObject, float]], ys: np.ndarray, xs: np.ndarray,
-           area: float, color: str, classify, H: int, W: int) -> None:
-    """Read a component (its pixels ``ys``, ``xs``) as an object in its grid cell: ``found[cell] = (area, object,
-    confidence)``, unless a bigger one is there (one object per cell). ``classify()``: its shape and confidence."""
-    cy, cx = (ys.min() + ys.max()) / 2.0, (xs.min() + xs.max()) / 2.0
-    row, col = min(int(cy / (H / 3.0)), 2), min(int(cx / (W / 3.0)), 2)
-    if (row, col) in found and found[(row, col)][0] >= area:
-        return
-    extent = max(ys.max() - ys.min(), xs.max() - xs.min()) + 1
-    shape, c = classify()
-    size = "large" if extent > 0.55 * (min(H, W) / 3.0) else "small"
-    found[(row, col)] = (float(area), SceneObject(shape=shape, color=color, size=size, row=row, col=col), c)
-
-
 def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Perceived | None:
-    import cv2
-
     arr = np.asarray(img.convert("RGB"))
     H, W = arr.shape[:2]
     # a 5x5 median removes pixel noise (and JPEG ringing) but keeps shapes and their corners
@@ -250,25 +223,7 @@ def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Percei
     explained = (dist.min(-1) < 60.0 ** 2)[inverse]
     if explained.mean() < 0.85:
         return None
-    cell = min(H, W) / 3.0
-    min_area = (0.2 * 0.5 * cell) ** 2  # well under a small object's area
-    found: dict[tuple[int, int], tuple[float, SceneObject, float]] = {}  # cell -> (area, object, conf)
-    for ci, cname in enumerate(NAMED_COLORS):
-        comp, n = ndimage.label(label == ci)
-        if n == 0:
-            continue
-        areas = np.bincount(comp.ravel(), minlength=n + 1)[1:]
-        big = np.nonzero(areas >= min_area)[0]
-        boxes = ndimage.find_objects(comp) if big.size else []
-        for k in big:
-            box = boxes[k]  # the component's bounding box: its mask, pixels and shape read there
-            mask = comp[box] == (k + 1)
-            ys, xs = np.nonzero(mask)
-            # moving the mask moves no shape measure
-            _place(found, ys + box[0].start, xs + box[1].start, areas[k], cname, lambda: classify_shape(mask), H, W)
-    cells = sorted(found)
-    objects = [found[rc][1] for rc in cells]
-    confidence = {i: found[rc][2] for i, rc in enumerate(cells)}
+    objects, confidence, _, _ = _objects(label, degraded=False)
     text, tconf = None, 1.0
     # text: dark pixels of the unsmoothed image (a median filter erases thin strokes)
     dark = arr.max(axis=2) < 80  # near-black; the darkest object colour (brown) has a channel at 130
@@ -276,13 +231,12 @@ def perceive_strict(img: Image.Image, *, read_text_lines: bool = True) -> Percei
         rows = np.nonzero(dark.sum(axis=1) >= 2)[0]
         cols = np.nonzero(dark.sum(axis=0) >= 2)[0]
         if rows.size and cols.size:
-            pad = max(4, int(0.02 * H))
-            crop = arr[max(rows.min() - pad, 0): rows.max() + pad + 1,
-                       max(cols.min() - pad, 0): cols.max() + pad + 1]
-            read, tconf = read_text(np.ascontiguousarray(crop))
+            box = _grown((slice(rows.min(), rows.max() + 1), slice(cols.min(), cols.max() + 1)), arr.shape,
+                         max(4, int(0.02 * H)))
+            read, tconf = read_text(np.ascontiguousarray(arr[box]))
             text = read or None
     scene = Scene(background=bg_name, objects=objects, text=text)
-    return Perceived(scene=scene, confidence=confidence, text_confidence=tconf)
+    return Perceived(scene=scene, confidence=dict(enumerate(confidence)), text_confidence=tconf)
 
 
 _PAL01 = _PALETTE[:-1] / 255.0
@@ -290,8 +244,6 @@ MIN_COVERAGE = 0.6  # share of the coloured foreground the objects must explain 
 
 
 def _hsv01(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    import cv2
-
     a = np.ascontiguousarray((np.clip(rgb, 0, 1) * 255).astype(np.uint8).reshape(-1, 1, 3))
     hsv = cv2.cvtColor(a, cv2.COLOR_RGB2HSV_FULL).reshape(rgb.shape).astype(np.float32)
     return hsv[..., 0] / 256.0, hsv[..., 1] / 255.0, hsv[..., 2] / 255.0
@@ -303,22 +255,63 @@ _PH, _PS, _PV = _hsv01(_PAL01)
 _PAD = 8  # > what the opening (2 px) and the closing (3 px, then 1 px of erosion's reach) can move an edge
 
 
-def _window(mask: np.ndarray, pad: int) -> tuple[slice, slice] | None:
-    """The bounding box of ``mask``'s pixels, ``pad`` px wider on each side within the image; None if empty."""
-    box = ndimage.find_objects(mask.astype(np.int8))
-    return _grown(box[0], mask.shape, pad) if box else None
-
-
 def _grown(box: tuple[slice, slice], shape: tuple[int, ...], pad: int) -> tuple[slice, slice]:
+    """``box``, ``pad`` px wider on each side within an image of ``shape``."""
     return (slice(max(box[0].start - pad, 0), min(box[0].stop + pad, shape[0])),
             slice(max(box[1].start - pad, 0), min(box[1].stop + pad, shape[1])))
+
+
+def _objects(label: np.ndarray, degraded: bool) -> tuple[list[SceneObject], list[float], int, int]:
+    """The objects in an image labelled with the index of each pixel's object colour (others: no object), the
+    biggest per grid cell, in reading order, and their confidences; and the pixels of the components kept and of
+    those larger than a cell.  ``degraded``: each colour's pixels are opened before and each component closed
+    and filled after labelling, a component larger than a cell is no object (a tinted patch), and shapes are
+    read by template (:func:`classify_shape_by_template`)."""
+    H, W = label.shape
+    cell = min(H, W) / 3.0
+    min_area = (0.2 * 0.5 * cell) ** 2  # well under a small object's area
+    pad = _PAD if degraded else 0
+    classify = classify_shape_by_template if degraded else classify_shape
+    found: dict[tuple[int, int], tuple[float, SceneObject, float]] = {}
+    kept = big = 0
+    for ci, cname in enumerate(NAMED_COLORS):
+        # the morphology runs in a window around this colour's pixels, PAD px wider than they reach: outside
+        # it everything is 0 before and after, so the window gives the same components as the whole image
+        sel = label == ci
+        box = ndimage.find_objects(sel.astype(np.int8))
+        if not box:
+            continue
+        win = _grown(box[0], sel.shape, pad)
+        comp, n = ndimage.label(ndimage.binary_opening(sel[win], iterations=2) if degraded else sel[win])
+        areas = np.bincount(comp.ravel(), minlength=n + 1)[1:]
+        boxes = ndimage.find_objects(comp)
+        for k in np.nonzero(areas >= min_area)[0]:
+            box = _grown(boxes[k], comp.shape, pad)  # the component's box: its mask, pixels and shape read there
+            mask = comp[box] == (k + 1)
+            if degraded:
+                mask = ndimage.binary_fill_holes(ndimage.binary_closing(mask, iterations=3))
+            ys, xs = np.nonzero(mask)
+            ys, xs = ys + (win[0].start + box[0].start), xs + (win[1].start + box[1].start)
+            extent = max(ys.max() - ys.min(), xs.max() - xs.min()) + 1
+            if degraded and extent > 1.25 * cell:
+                big += int(areas[k])
+                continue
+            kept += int(areas[k])
+            cy, cx = (ys.min() + ys.max()) / 2.0, (xs.min() + xs.max()) / 2.0
+            row, col = min(int(cy / (H / 3.0)), 2), min(int(cx / (W / 3.0)), 2)
+            if (row, col) in found and found[(row, col)][0] >= areas[k]:
+                continue
+            shape, c = classify(mask)  # moving the mask moves no shape measure
+            size = "large" if extent > 0.55 * cell else "small"
+            obj = SceneObject(shape=shape, color=cname, size=size, row=row, col=col)
+            found[(row, col)] = (float(areas[k]), obj, c)
+    cells = sorted(found)
+    return [found[rc][1] for rc in cells], [found[rc][2] for rc in cells], kept, big
 
 
 def perceive_degraded(img: Image.Image) -> Perceived | None:
     """A corrupted world scene's objects (see the module docstring); no text.  None when it does not look
     like a scene."""
-    import cv2
-
     arr = np.asarray(img.convert("RGB"))
     H, W = arr.shape[:2]
     if min(H, W) < 24:
@@ -342,46 +335,19 @@ def perceive_degraded(img: Image.Image) -> Perceived | None:
     dh = np.minimum(dh, 1 - dh)
     label = ((dh / 0.08) ** 2 + ((s_n[..., None] - _PS) / 0.35) ** 2
              + ((v[..., None] - _PV) / 0.3) ** 2).argmin(-1)
-    cell = min(H, W) / 3.0
-    min_area = (0.2 * 0.5 * cell) ** 2
-    found: dict[tuple[int, int], tuple[float, SceneObject, float]] = {}
-    kept = big = 0
-    for ci, cname in enumerate(NAMED_COLORS):
-        # the morphology runs in a window around this colour's pixels, PAD px wider than they reach: outside
-        # it everything is 0 before and after, so the window gives the same components as the whole image
-        sel = fg & (label == ci)
-        win = _window(sel, _PAD)
-        if win is None:
-            continue
-        comp, n = ndimage.label(ndimage.binary_opening(sel[win], iterations=2))
-        if n == 0:
-            continue
-        areas = np.bincount(comp.ravel(), minlength=n + 1)[1:]
-        boxes = ndimage.find_objects(comp)
-        for k in np.nonzero(areas >= min_area)[0]:
-            box = _grown(boxes[k], comp.shape, _PAD)
-            mask = ndimage.binary_fill_holes(ndimage.binary_closing(comp[box] == (k + 1), iterations=3))
-            ys, xs = np.nonzero(mask)
-            ys, xs = ys + (win[0].start + box[0].start), xs + (win[1].start + box[1].start)
-            extent = max(ys.max() - ys.min(), xs.max() - xs.min()) + 1
-            if extent > 1.25 * cell:
-                big += int(areas[k])  # a coloured region larger than a grid cell: no object (a tinted patch)
-                continue
-            kept += int(areas[k])
-            _place(found, ys, xs, areas[k], cname, lambda: classify_shape_by_template(mask), H, W)
+    objects, confidence, kept, big = _objects(np.where(fg, label, -1), degraded=True)
     coverage = kept / float(fg.sum()) if fg.sum() else 0.0
-    if not found or coverage < MIN_COVERAGE or big > kept:
+    if not objects or coverage < MIN_COVERAGE or big > kept:
         return None  # mostly regions larger than a cell: a photograph, not a world scene
-    cells = sorted(found)
     # confidence falls with the reading's quality: a degraded reading is never as sure as a clean one
     quality = 0.5 + 0.3 * coverage
     text, tconf = None, 0.3
-    if not any(r == 2 for r, _ in cells):  # a world scene's text line is in the bottom row, never beside objects
+    if not any(o.row == 2 for o in objects):  # a world scene's text line is in the bottom row, never beside objects
         # the line's band (centred at 5/6 of the height), recognition only: detection gives up on blurred text
         band = np.ascontiguousarray(sm[int(H * 0.74): int(H * 0.93), int(W * 0.06): int(W * 0.94)])
         t, sc = read_text(band)
         if sc >= 0.5 and any(ch.isalnum() for ch in t):
             text, tconf = t, float(sc) * quality
-    return Perceived(scene=Scene(background=bg_name, objects=[found[rc][1] for rc in cells], text=text),
-                     confidence={i: found[rc][2] * quality for i, rc in enumerate(cells)}, text_confidence=tconf,
+    return Perceived(scene=Scene(background=bg_name, objects=objects, text=text),
+                     confidence={i: c * quality for i, c in enumerate(confidence)}, text_confidence=tconf,
                      degraded=True)

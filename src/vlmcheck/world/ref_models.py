@@ -1,7 +1,7 @@
 """What the reference models share, and the small ones (docs/world.md): ``ref:pixels`` (a 4x4 grid of mean
 colours plus a 4-bin-per-channel colour histogram, L2-normalised), ``ref:effnet`` (EfficientNet-Lite0 pooled
-features) and ``ref:photo`` (EfficientNet-Lite0 top labels and dominant colours in English; it only describes,
-and says so to any other request, as a weak model would).
+features), ``ref:photo`` (EfficientNet-Lite0 top labels and dominant colours in English; it only describes,
+and says so to any other request, as a weak model would) and ``ref:renderer`` (text to world scene).
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from PIL import Image
 
 from ..core.messages import Message
 from ..core.roles import Capabilities, Generation, GenerationConfig, Usage
-from ..core.spec import ModelSpec
-from .colors import dominant_colors
+from ..core.spec import ModelSpec, SpecError
+from .effnet import EffNetLite0
+from .language import parse_description
+from .scene import NAMED_COLORS, render_scene
 
 
 class RefModel:
@@ -70,8 +72,6 @@ class EffNetEncoder(RefModel):
     name, capabilities, max_concurrency = "effnet", Capabilities(vision_embedding=True), 1
 
     def __init__(self, spec: ModelSpec | None = None) -> None:
-        from .effnet import EffNetLite0
-
         self.net = EffNetLite0.get()
         super().__init__(spec)
 
@@ -85,12 +85,25 @@ class EffNetEncoder(RefModel):
         return (224, 224)
 
 
+#: The named colours a photograph's dominant colours are called by: the objects' and neutral tones.
+PHOTO_COLORS = {**NAMED_COLORS, "white": (250, 250, 250), "black": (15, 15, 15), "gray": (128, 128, 128)}
+
+
+def dominant_colors(img: Image.Image, k: int = 3, min_share: float = 0.08) -> list[tuple[str, float]]:
+    """Named colours covering the largest shares of the image (on a 64x64 thumbnail)."""
+    arr = np.asarray(img.convert("RGB").resize((64, 64), Image.BILINEAR), dtype=np.float32).reshape(-1, 3)
+    names = list(PHOTO_COLORS)
+    ref = np.array([PHOTO_COLORS[n] for n in names], dtype=np.float32)
+    idx = ((arr[:, None, :] - ref[None]) ** 2).sum(-1).argmin(1)
+    share = np.bincount(idx, minlength=len(names)) / len(idx)
+    order = np.argsort(-share)
+    return [(names[i], float(share[i])) for i in order[:k] if share[i] >= min_share]
+
+
 _DESCRIBE = re.compile(r"\b(describe|description|caption|what (is|do you see) in)\b", re.IGNORECASE)
 
 
 def describe_photo(img: Image.Image) -> str:
-    from .effnet import EffNetLite0
-
     labels = EffNetLite0.get().top_labels(img, k=3)
     colors = dominant_colors(img)
     first, p = labels[0]
@@ -118,3 +131,27 @@ class PhotoDescriber(RefModel):
         else:
             text = await asyncio.to_thread(describe_photo, images[0].to_pil())
         return generation(text, config.max_tokens, len(prompt.split()))
+
+
+class RefRenderer(RefModel):
+    """A text-to-image generator for the reference world: a free English description
+    (:mod:`vlmcheck.world.language`) read into a scene graph and rendered.  What it cannot read is left out, as a
+    weak generator would (nothing understood: an empty background).  Deterministic: the seed is accepted and
+    recorded, not needed."""
+
+    name, capabilities = "renderer", Capabilities(seeded=True)
+
+    def __init__(self, spec: ModelSpec | None = None) -> None:
+        params = dict(spec.params) if spec else {}
+        unknown = set(params) - {"size", "concurrency"}
+        if unknown:
+            raise SpecError(f"ref:renderer: unknown parameter(s) {sorted(unknown)}; known: size")
+        self.size = int(params.get("size", 384))
+        super().__init__(spec)
+
+    def render(self, prompt: str) -> Image.Image:
+        scene, _notes = parse_description(prompt)
+        return render_scene(scene, self.size)
+
+    async def generate_image(self, prompt: str, seed: int | None = None) -> Image.Image:
+        return await asyncio.to_thread(self.render, prompt)

@@ -6,8 +6,7 @@ from ..core.spec import ModelSpec, SpecError
 from .describer import RefDescriber
 from .negator import RefNegator
 from .paraphraser import RefParaphraser
-from .ref_models import EffNetEncoder, PhotoDescriber, PixelEncoder
-from .renderer import RefRenderer
+from .ref_models import EffNetEncoder, PhotoDescriber, PixelEncoder, RefRenderer
 from .rewriter import RefRewriter
 
 REFERENCE_MODELS = {

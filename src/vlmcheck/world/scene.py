@@ -14,8 +14,17 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 from pydantic import BaseModel, Field
 
-from .colors import NAMED_COLORS
-
+#: The eight named object colours of the reference world (RGB).
+NAMED_COLORS: dict[str, tuple[int, int, int]] = {
+    "red": (220, 40, 40),
+    "green": (40, 170, 60),
+    "blue": (40, 80, 220),
+    "yellow": (240, 220, 40),
+    "orange": (245, 140, 30),
+    "purple": (140, 60, 190),
+    "pink": (245, 130, 190),
+    "brown": (130, 80, 40),
+}
 SHAPES = ("circle", "square", "triangle", "star", "hexagon", "diamond")
 COLORS = tuple(NAMED_COLORS)
 SIZES = ("small", "large")
@@ -55,9 +64,9 @@ def plural(shape: str) -> str:
 
 
 class SceneObject(BaseModel):
-    shape: Literal["circle", "square", "triangle", "star", "hexagon", "diamond"]
+    shape: Literal[SHAPES]
     color: str
-    size: Literal["small", "large"] = "large"
+    size: Literal[SIZES] = "large"
     row: int = Field(ge=0, le=2)
     col: int = Field(ge=0, le=2)
 

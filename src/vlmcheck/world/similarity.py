@@ -52,26 +52,19 @@ def statement_holds(statement: str, scene: Scene) -> bool | None:
     """Whether a similarity statement is true of one scene; None if not understood."""
     low = statement.lower()
     phrases = [p for p in lang.object_phrases(lang._QUOTED.sub(" ", low)) if not p.negated]
-    known = False
-    ok = True
-    if "background" in low:
-        bg = lang.find_background(low)
-        if bg is not None:
-            known = True
-            ok = ok and scene.background == bg
+    checks = []  # one per part of the statement understood
+    if "background" in low and (bg := lang.find_background(low)) is not None:
+        checks.append(scene.background == bg)
     m = re.search(r"\b(\d+|one|two|three|four|five|six|seven|eight|nine) (objects|shapes|items)\b", low)
     if m:
-        known = True
         n = int(m.group(1)) if m.group(1).isdigit() else lang.NUMBERS[m.group(1)]
-        ok = ok and len(scene.objects) == n
+        checks.append(len(scene.objects) == n)
     if re.search(r"\b(text|writing|written|words?)\b", low) and not phrases:
-        known = True
-        ok = ok and scene.text is not None
+        checks.append(scene.text is not None)
     pos = lang.find_position(low)
     for ph in phrases:  # each names a shape, a colour or a size (object_phrases)
-        known = True
         need = ph.count if (ph.count and ph.count > 1) else 1
         hits = [o for o in scene.objects if ph.matches(o) and (pos is None or (o.row, o.col) == pos)]
-        ok = ok and len(hits) >= need
-    return ok if known else None
+        checks.append(len(hits) >= need)
+    return all(checks) if checks else None
 
