@@ -137,3 +137,19 @@ def test_mmvp_pair_accuracy_by_hand():
     assert orig["pair_accuracy"] == pytest.approx(1 / 3)  # p1 of p1, p2, p3 ("any question right" gives 2/3)
     assert orig["n_mmvp_pairs"] == 3 and orig["mmvp_pairs_incomplete"] == 1  # p4 counted would give 2/4
     assert orig["accuracy"] == pytest.approx(4 / 7)
+
+
+def test_every_mutant_in_bench_mutants_still_finds_its_formula():
+    """bench/mutants.py changes each headline formula by its text.  A formula reworded leaves its mutant stale:
+    the bench then applies nothing and runs nothing for it, so no test would say the formula lost its guard."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("bench_mutants", root / "bench" / "mutants.py")
+    mutants = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mutants)
+    stale = [name for name, rel, old, new, tests in mutants.MUTANTS
+             if (root / "src" / "vlmcheck" / rel).read_text(encoding="utf-8").count(old) != 1 or old == new
+             or not all((root / t).is_file() for t in tests)]
+    assert len(mutants.MUTANTS) >= 16 and stale == []
